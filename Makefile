@@ -1,0 +1,45 @@
+# ipu-repro: `make reproduce` runs every study into outputs/; `make test` runs the tests.
+# Both create the virtual environment (.venv) on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PROFILE ?= quick
+HARDWARE ?= auto
+FORCE ?= 0
+ONLY ?=
+PYTEST_ARGS ?=
+
+.PHONY: install reproduce test bench lab lint site clean-outputs
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0 -c constraints.txt
+	$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/kit reproduce --profile $(PROFILE) --hardware $(HARDWARE) $(if $(filter 1,$(FORCE)),--force) $(if $(ONLY),--only $(ONLY))
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all
+
+lint: $(STAMP)
+	$(BIN)/ruff check kit tests benchmarks
+
+site: $(STAMP)
+	$(BIN)/kit site
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+clean-outputs:
+	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +

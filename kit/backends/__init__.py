@@ -1,0 +1,30 @@
+"""Backends by name. Each imports its heavy libraries only when used.
+
+>>> get_backend("onnxruntime").name
+'onnxruntime'
+"""
+
+from __future__ import annotations
+
+from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
+from kit.errors import BackendUnavailable
+from kit.registry import Registry
+
+BACKENDS: Registry[type[Backend]] = Registry("backend")
+BACKENDS.register("onnxruntime", OnnxRuntimeBackend)
+
+__all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "get_backend", "require_backend"]
+
+
+def get_backend(name: str) -> Backend:
+    return BACKENDS.get(name)()
+
+
+def require_backend(name: str) -> Backend:
+    """The backend, or BackendUnavailable with the one-line reason it cannot run here."""
+    backend = get_backend(name)
+    reason = backend.availability()
+    if reason:
+        raise BackendUnavailable(reason)
+    return backend

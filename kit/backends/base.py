@@ -1,0 +1,82 @@
+"""The backend interface: load an exported model at a precision, run it, time it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from kit.errors import InvalidParameter
+from kit.measure import BatchMeasurement, MeasureConfig, measure
+from kit.models.spec import ExportedModel
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """How to load a model: precision, device ('cpu', 'cuda', 'ipu'), threads and extras."""
+
+    precision: str = "fp32"
+    device: str = "cpu"
+    threads: int | None = None
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise InvalidParameter("precision", self.precision, f"one of {', '.join(PRECISIONS)}")
+        if self.threads is not None and self.threads < 1:
+            raise InvalidParameter("threads", self.threads, ">= 1 or None (all cores)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Session(ABC):
+    """A model loaded on a backend for one batch size."""
+
+    #: What actually ran: provider, dtype, emulation notes. Goes into every result.
+    description: dict
+
+    @abstractmethod
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Run once and return the outputs as numpy arrays (for numeric checks)."""
+
+    @abstractmethod
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """Return a zero-argument call that runs the model on `inputs` (inputs staged once)."""
+
+    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        """Time this session; clients share it. Out-of-process backends override this."""
+        call = self.bind(inputs)
+        return measure([call] * cfg.clients, batch_size, cfg)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release device resources."""
+
+
+class Backend(ABC):
+    """One way to execute an ONNX model (ONNX Runtime, PyTorch, PopRT on an IPU)."""
+
+    name: str = ""
+    precisions: tuple[str, ...] = ("fp32",)
+
+    @abstractmethod
+    def availability(self) -> str | None:
+        """None when usable here, else the reason it is not (one line, says what is missing)."""
+
+    @abstractmethod
+    def device_info(self, config: BackendConfig) -> dict:
+        """The hardware this backend would run on: name, kind ('cpu', 'gpu', 'ipu'), peaks."""
+
+    @abstractmethod
+    def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> Session:
+        """Compile/load `model` for `batch_size`; raise BackendUnavailable or InvalidParameter."""
+
+    def check_precision(self, precision: str) -> None:
+        if precision not in self.precisions:
+            raise InvalidParameter(
+                "precision", precision, f"backend {self.name} supports {', '.join(self.precisions)}"
+            )

@@ -1,0 +1,130 @@
+"""Provenance: the hardware and software a figure was measured on, captured automatically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+
+PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "torch", "tensorflow-cpu", "tf2onnx",
+            "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt")
+
+
+@functools.cache
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cpu_peak_gflops(precision: str = "fp32") -> dict:
+    """Nominal peak of the usable cores, from the vector width and FMA units, with the method.
+
+    fp32 with AVX-512 FMA: 2 FMA x 16 lanes x 2 FLOP = 64/cycle/core on server Intel, but Zen 4
+    executes 512-bit ops as 2x256, so 32/cycle/core; bf16 dot products double that.
+    """
+    flags = cpu_flags()
+    ghz = _max_ghz()
+    per_cycle = 32.0 if ("avx512f" in flags or "avx2" in flags) else 8.0
+    if precision in ("bf16", "fp16") and "avx512_bf16" in flags:
+        per_cycle *= 2
+    if precision in ("int8", "fp8") and "avx512_vnni" in flags:
+        per_cycle *= 4
+    peak = per_cycle * ghz * usable_cores()
+    return {"gflops": round(peak, 1), "precision": precision,
+            "method": f"{per_cycle:g} FLOP/cycle/core x {ghz:.2f} GHz x {usable_cores()} cores (nominal)"}
+
+
+def _max_ghz() -> float:
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read()) / 1e6
+    except OSError:
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":")[1]) / 1000
+    except OSError:
+        pass
+    return 2.6
+
+
+@functools.cache
+def gpu_names() -> tuple[str, ...]:
+    if not shutil.which("nvidia-smi"):
+        return ()
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
+
+
+def ipu_present() -> bool:
+    return any(os.path.exists(f"/dev/ipu{i}") for i in range(16)) or bool(shutil.which("gc-info"))
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def hardware_kinds() -> list[str]:
+    """Which kinds of hardware are present: always 'cpu', plus 'cuda' and 'ipu' when found."""
+    kinds = ["cpu"]
+    if gpu_names():
+        kinds.append("cuda")
+    if ipu_present():
+        kinds.append("ipu")
+    return kinds
+
+
+def capture() -> dict:
+    """Everything a result needs to say where it came from."""
+    return {
+        "captured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": {"model": cpu_model(), "cores": usable_cores(),
+                "peak_fp32": cpu_peak_gflops("fp32")},
+        "gpus": list(gpu_names()),
+        "ipu_present": ipu_present(),
+        "packages": package_versions(),
+    }

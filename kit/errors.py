@@ -1,0 +1,40 @@
+"""One exception root for the kit; every error names the bad value and what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class KitError(Exception):
+    """Root of every error the kit raises on purpose."""
+
+
+class UnknownNameError(KitError, KeyError):
+    """A name (model, backend, precision, notebook...) that no registry knows."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]):
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(self.known) or '(none)'}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+class InvalidParameter(KitError, ValueError):
+    """A parameter value outside what is allowed."""
+
+    def __init__(self, name: str, value: object, allowed: str):
+        self.param, self.value, self.allowed = name, value, allowed
+        super().__init__(f"invalid {name}={value!r}: {allowed}")
+
+
+class BackendUnavailable(KitError):
+    """The backend's software or hardware is not present on this machine."""
+
+
+class MissingResource(KitError, FileNotFoundError):
+    """Weights, a dataset or another input file is not where the kit looks for it."""
+
+
+class CorruptModel(KitError):
+    """A model file that cannot be parsed or fails the ONNX checker."""

@@ -1,0 +1,149 @@
+"""What the rest of the kit knows about a model: its entry in the zoo and its exported ONNX file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kit.errors import InvalidParameter
+
+DTYPES = ("float32", "float16", "int64", "int32", "bool")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input, described at batch size 1 as in ByteMLPerf's model zoo.
+
+    A batched input's first dimension is multiplied by the batch size (ByteMLPerf's rule, so
+    wide&deep's 26x2 categorical input becomes 26*bs x 2); an unbatched one keeps its shape.
+    `low`/`high` bound generated values (token ids below the vocabulary size, for instance).
+
+    >>> InputSpec("x", (1, 3, 224, 224), "float32").shape_for(8)
+    (8, 3, 224, 224)
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    batched: bool = True
+    low: float = 0.0
+    high: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise InvalidParameter(f"dtype of input {self.name}", self.dtype, f"one of {DTYPES}")
+
+    def shape_for(self, batch_size: int) -> tuple[int, ...]:
+        if not self.batched:
+            return self.shape
+        return (self.shape[0] * batch_size, *self.shape[1:])
+
+    def generate(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        shape = self.shape_for(batch_size)
+        if self.dtype == "bool":
+            return rng.random(shape) < self.high
+        if self.dtype.startswith("int"):
+            return rng.integers(int(self.low), int(self.high), size=shape, dtype=self.dtype)
+        return rng.uniform(self.low, self.high, size=shape).astype(self.dtype)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> InputSpec:
+        return cls(**{**d, "shape": tuple(d["shape"])})
+
+
+def make_inputs(inputs: tuple[InputSpec, ...], batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded valid inputs for every model input at `batch_size`."""
+    validate_batch_size(batch_size)
+    rng = np.random.default_rng(seed)
+    return {spec.name: spec.generate(batch_size, rng) for spec in inputs}
+
+
+def validate_batch_size(batch_size: object, maximum: int = 1 << 20) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= maximum:
+        raise InvalidParameter("batch_size", batch_size, f"a whole number from 1 to {maximum}")
+    return batch_size
+
+
+@dataclass(frozen=True)
+class WeightsInfo:
+    """Where a model's weights came from; accuracy figures are meaningless for random ones."""
+
+    source: str  # "random", "local" or "hub"
+    detail: str  # the seed, the directory, or the hub id
+
+    @property
+    def is_random(self) -> bool:
+        return self.source == "random"
+
+    @property
+    def label(self) -> str:
+        if self.is_random:
+            return f"random initialisation ({self.detail}): accuracy not meaningful"
+        return f"{self.source} weights: {self.detail}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> WeightsInfo:
+        return cls(d["source"], d["detail"])
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A zoo entry: how to build the model and what its inputs look like.
+
+    `build(small, weights_dir, seed)` returns the framework model (a torch.nn.Module or a Keras
+    model); `export(model, path, inputs, opset)` writes it to ONNX.
+    """
+
+    name: str
+    framework: str  # "torch", "tensorflow" or "onnx"
+    task: str
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[str, ...]
+    build: Callable[..., object]
+    description: str = ""
+    dataset: str = ""
+    metric: str = ""
+    hub_id: str | None = None
+    reference_params: float | None = None  # parameter count of the published architecture
+    small_inputs: tuple[InputSpec, ...] | None = None  # inputs of the small test variant
+
+    def inputs_for(self, small: bool) -> tuple[InputSpec, ...]:
+        return self.small_inputs if small and self.small_inputs else self.inputs
+
+
+@dataclass
+class ExportedModel:
+    """An ONNX file ready for any backend, with what is known about it."""
+
+    name: str
+    onnx_path: Path
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[str, ...]
+    weights: WeightsInfo
+    flops_per_sample: float | None = None
+    params: int | None = None
+    opset: int | None = None
+    small: bool = False
+    dynamic_batch: bool = True
+    verification: dict = field(default_factory=dict)
+    framework: str = "onnx"
+    task: str = ""
+
+    def make_inputs(self, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
+        return make_inputs(self.inputs, batch_size, seed)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["onnx_path"] = str(self.onnx_path)
+        d["inputs"] = [i.to_dict() for i in self.inputs]
+        d["weights"] = self.weights.to_dict()
+        return d

@@ -1,0 +1,76 @@
+"""Versioned JSON results: one file per run, the only thing reports and the scorecard read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.errors import KitError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class RunResult:
+    """What one notebook run measured, with its provenance.
+
+    `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); `figures`
+    holds the rows the scorecard compares with published values (see kit.compare.Figure);
+    `tables` holds study-specific tables as lists of records.
+    """
+
+    kind: str
+    name: str
+    parameters: dict
+    environment: dict
+    status: str = "ok"  # "ok" or "error"
+    errors: list[str] = field(default_factory=list)
+    model: dict | None = None
+    backend: dict | None = None
+    measurements: list[dict] = field(default_factory=list)  # BatchMeasurement.to_dict()
+    numerics: list[dict] = field(default_factory=list)
+    accuracy: list[dict] = field(default_factory=list)
+    figures: list[dict] = field(default_factory=list)
+    tables: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    schema_version: int = SCHEMA_VERSION
+
+    def fail(self, error: BaseException | str) -> None:
+        self.status = "error"
+        self.errors.append(error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunResult:
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise KitError(f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_finite(self.to_dict()), indent=1))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> RunResult:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def _finite(value):
+    """JSON has no NaN: write None instead."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
