@@ -1,0 +1,23 @@
+"""`make bench`: run every benchmark module in turn; each prints its ratios.
+
+Benchmarks compare within one run (ratios), never against fixed times: these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS: list[str] = []  # module names under benchmarks/, each with main() -> int
+
+
+def main() -> int:
+    failures = 0
+    for name in BENCHMARKS:
+        print(f"== {name}", flush=True)
+        failures += bool(importlib.import_module(f"benchmarks.{name}").main())
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

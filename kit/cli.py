@@ -1,0 +1,39 @@
+"""The `kit` command line. Each command lives in the module that owns the concept.
+
+A command module exposes `register(subparsers)`, adding its parser with `func` set to a function
+taking the parsed args and returning an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kit.errors import KitError
+
+# One line per command module; order is the order of `kit --help`.
+COMMAND_MODULES = [
+    "kit.models.cli",  # kit models, kit export, kit fetch-weights
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kit", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
