@@ -1,0 +1,67 @@
+"""What `make reproduce` runs: the jobs of each profile on each kind of hardware."""
+
+from __future__ import annotations
+
+from kit import published
+from kit.batch import Job
+from kit.environment import hardware_kinds
+from kit.errors import InvalidParameter
+
+PROFILES = ("quick", "full")
+HARDWARE = ("auto", "cpu", "cuda", "ipu")
+
+# quick profile: one modest batch size per row, so the whole batch fits in ~15 min on 2 cores
+QUICK_BATCH = {"resnet50-torch-fp32": [4], "swin-large-torch-fp32": [1], "clip-onnx-fp32": [4],
+               "conformer-encoder-onnx-fp32": [4], "videobert-onnx-fp32": [4], "roformer-tf-fp32": [2],
+               "widedeep-tf-fp32": [1024], "albert-torch-fp32": [1], "bert-torch-fp32": [1],
+               "roberta-torch-fp32": [1], "deberta-torch-fp32": [1]}
+TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3},
+          "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100}}
+
+
+def resolve_hardware(hardware: str) -> str:
+    if hardware not in HARDWARE:
+        raise InvalidParameter("hardware", hardware, f"one of {', '.join(HARDWARE)}")
+    if hardware == "auto":
+        kinds = hardware_kinds()
+        return "ipu" if "ipu" in kinds else "cuda" if "cuda" in kinds else "cpu"
+    return hardware
+
+
+def row_backend(model: str, published_precision: str, hardware: str) -> dict:
+    """Backend, precision and device that stand in for the published precision here."""
+    try:
+        from kit.precision_map import plan_for_row
+    except ImportError:
+        return {"backend": "onnxruntime", "precision": "fp32", "device": "cpu"}
+    return plan_for_row(model, published_precision, hardware)
+
+
+def model_jobs(profile: str, hardware: str) -> list[Job]:
+    jobs = []
+    for _, row in published.headline_rows().iterrows():
+        settings = published.ipu_run_settings(row.model, row.precision)
+        if profile == "full":
+            batches, clients = settings["batch_sizes"] or [1], settings["clients"] if hardware == "ipu" else 1
+        else:
+            batches, clients = QUICK_BATCH.get(row.model, [1]), 1
+        params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
+                  "clients": clients, **row_backend(row.model, row.precision, hardware), **TIMING[profile]}
+        jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
+                        timeout_s=900 if profile == "quick" else 3600))
+    return jobs
+
+
+def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
+    if profile not in PROFILES:
+        raise InvalidParameter("profile", profile, f"one of {', '.join(PROFILES)}")
+    hw = resolve_hardware(hardware)
+    quick = profile == "quick"
+    c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
+          "hardware": hw}
+    server = {"quick": quick, "hardware": hw}
+    return ([Job("published_results", "published_results.ipynb", {}, 300)]
+            + model_jobs(profile, hw)
+            + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
+               Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
+               Job("summary", "summary.ipynb", {}, 300, after_all=True)])

@@ -1,0 +1,161 @@
+"""Tables, plots and provenance blocks the notebooks display, all built from a RunResult."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from kit import scorecard
+from kit.compare import tolerance_statement
+from kit.results import RunResult
+
+
+def bytemlperf_table(result: RunResult) -> pd.DataFrame:
+    """ByteMLPerf's columns (BS, QPS, AVG and P99 latency) plus p50/p90 and the kit's own QPS."""
+    rows = [{"BS": m["batch_size"], "QPS": round(m["qps_bytemlperf"] or 0, 2),
+             "AVG Latency (ms)": round(m["latency"]["mean_ms"], 3),
+             "P99 Latency (ms)": round(m["latency"]["p99_bytemlperf_ms"], 3),
+             "p50 (ms)": round(m["latency"]["p50_ms"], 3), "p90 (ms)": round(m["latency"]["p90_ms"], 3),
+             "samples/s (all calls / wall)": round(m["throughput"], 2),
+             "calls": m["latency"]["count"], "threads": m["threads"]}
+            for m in result.measurements]
+    return pd.DataFrame(rows)
+
+
+def numerics_table(result: RunResult) -> pd.DataFrame:
+    cols = ["batch_size", "mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel", "nan_count",
+            "inf_count", "reference"]
+    return pd.DataFrame(result.numerics, columns=cols)
+
+
+def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
+    """This run's rows of the scorecard."""
+    p = path or Path("this-run.json")
+    if result.kind == "c2_study":
+        rows = scorecard.c2_rows([(p, result)])
+    else:
+        rows = [r for r in scorecard.bytemlperf_rows([(p, result)])
+                if r.model == result.parameters.get("model")
+                and r.precision == result.parameters.get("published_precision")]
+    cols = ["figure", "batch_size", "published", "published_hardware", "measured", "measured_hardware",
+            "ratio", "verdict", "reason"]
+    return pd.DataFrame([r.to_dict() for r in rows])[cols] if rows else pd.DataFrame(columns=cols)
+
+
+def provenance(result: RunResult) -> str:
+    """An HTML block: what ran where, with which software, weights and method."""
+    env = result.environment
+    b = result.backend or {}
+    m = result.model or {}
+    items = {
+        "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
+        "Hardware": f"{env.get('cpu', {}).get('model')} ({env.get('cpu', {}).get('cores')} cores)"
+                    + (f"; GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
+                    + ("; IPU present" if env.get("ipu_present") else "; no IPU on this machine"),
+        "Backend": f"{b.get('name')} precision {b.get('precision')} on {b.get('device')}"
+                   + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
+        "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
+        "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
+                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample) from {m.get('onnx_file')}",
+        "Weights": (m.get("weights") or {}).get("label", ""),
+        "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
+        "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
+        "Method": "warm-up, then calls until the minimum duration AND count are met; per-call "
+                  "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
+                  "thread); raw call times kept in the results JSON",
+        "Measured at": result.created_at,
+    }
+    for note in result.notes:
+        items.setdefault("Notes", "")
+        items["Notes"] += note + " "
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                   f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
+    return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+
+
+def error_banner(result: RunResult) -> str:
+    if result.status == "ok" and not result.errors:
+        return ""
+    lines = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
+    return f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}</ul></div>"
+
+
+def plot_batches(result: RunResult):
+    """Latency and throughput against batch size."""
+    import matplotlib.pyplot as plt
+
+    t = bytemlperf_table(result)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.5))
+    if not t.empty:
+        a.plot(t["BS"], t["AVG Latency (ms)"], "o-", label="mean")
+        a.plot(t["BS"], t["P99 Latency (ms)"], "s--", label="p99")
+        b.plot(t["BS"], t["QPS"], "o-")
+    a.set(xlabel="batch size", ylabel="latency (ms)", title="Latency per call")
+    a.legend()
+    b.set(xlabel="batch size", ylabel="samples/s", title="Throughput (QPS)")
+    fig.tight_layout()
+    return fig
+
+
+def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
+    """Tables 1-3 in the paper's layout, measured beside published."""
+    pub = pd.DataFrame(result.tables.get("published", [])).set_index("Batch size")
+    meas = pd.DataFrame(result.tables.get("c2", []))
+    if meas.empty:
+        return {}
+    meas = meas.set_index("batch_size")
+    out = {}
+    for title, col, key in (("Table 1. Latency (ms per batch)", "Latency", "latency_ms"),
+                            ("Table 2. Throughput (images/s)", "Throughput", "throughput"),
+                            ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
+        t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
+        t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
+        out[title] = t.rename_axis("Batch size")
+    return out
+
+
+def plot_c2(result: RunResult):
+    import matplotlib.pyplot as plt
+
+    tables = c2_tables(result)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+    for ax, (title, t) in zip(axes, tables.items(), strict=False):
+        ax.plot(t.index, t["Published (C2 card)"], "o-", label="published (C2 card, IPU)")
+        if t["Measured here"].notna().any():
+            ax.plot(t.index, t["Measured here"], "s--", label="measured here")
+        ax.set(xlabel="batch size", title=title.split(". ", 1)[1])
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def interpretation(result: RunResult) -> str:
+    """One or two sentences saying what the run shows, for the end of a notebook."""
+    if result.status != "ok":
+        return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
+    card = beside_published(result)
+    hw = (result.backend or {}).get("device_info", {}).get("name", "this machine")
+    weights = (result.model or {}).get("weights", {})
+    parts = []
+    if result.kind == "c2_study":
+        rows = result.tables.get("c2", [])
+        if rows:
+            best = max(rows, key=lambda r: r["throughput"])
+            parts.append(f"On {hw}, the C2 protocol peaked at {best['throughput']:.1f} images/s "
+                         f"(batch {best['batch_size']}), against 2526.35 images/s published for the "
+                         "C2 card; lowest latency "
+                         f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against 1.36 ms.")
+    else:
+        qps = card[card["figure"] == "QPS"]
+        if not qps.empty and qps.iloc[0]["measured"] is not None:
+            q = qps.iloc[0]
+            parts.append(f"On {hw}, {result.parameters.get('model')} reached {q['measured']:.1f} samples/s "
+                         f"(batch {q['batch_size']}); the published IPU row reports {q['published']:,.0f} "
+                         f"samples/s: verdict <b>{html.escape(q['verdict'])}</b>.")
+    if weights.get("source") == "random":
+        parts.append("Weights are random, so accuracy figures are not meaningful and are marked "
+                     "'not measured'; timings and numeric diffs do not depend on the weights' values.")
+    return "<p>" + " ".join(parts) + "</p>"
