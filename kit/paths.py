@@ -39,4 +39,4 @@ def datasets_dir() -> Path:
 
 
 def notebooks_dir() -> Path:
-    return project_root() / "notebooks"
+    return Path(os.environ.get("KIT_NOTEBOOKS", project_root() / "notebooks"))

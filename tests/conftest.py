@@ -1,0 +1,27 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture
+def outputs(tmp_path, monkeypatch):
+    """A private outputs/ folder (results, cache) for one test."""
+    out = tmp_path / "outputs"
+    out.mkdir()
+    monkeypatch.setenv("KIT_OUTPUTS", str(out))
+    monkeypatch.setenv("KIT_CACHE", str(ROOT / "outputs" / "cache"))  # exports are shared, keyed
+    return out
+
+
+def shared_or_skip(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not present (the shared reference folder sits beside the checkout)")
+    return path
+
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

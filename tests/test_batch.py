@@ -1,0 +1,82 @@
+"""The papermill batch end to end on real notebooks (small models), with failures and resume."""
+
+import json
+import shutil
+import time
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from kit.batch import Job, run_jobs
+from kit.site import write_index
+from tests.conftest import ROOT
+
+SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
+         "min_duration_s": 0.05, "min_count": 3}
+
+
+def make_notebook(path, source):
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "ipu-repro", "display_name": "ipu-repro", "language": "python"}
+    params = new_code_cell("results_path = ''")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, new_code_cell(source)]
+    nbformat.write(nb, str(path))
+
+
+@pytest.fixture
+def notebooks(tmp_path, monkeypatch):
+    folder = tmp_path / "notebooks"
+    shutil.copytree(ROOT / "notebooks", folder)
+    make_notebook(folder / "broken.ipynb", "1 / 0")
+    make_notebook(folder / "slow.ipynb", "import time; time.sleep(60)")
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(folder))
+    return folder
+
+
+def jobs():
+    return [
+        Job("resnet50_small", "model_benchmark.ipynb", dict(SMALL), 300),
+        Job("bad_model", "model_benchmark.ipynb", {**SMALL, "model": "nosuchnet"}, 300),
+        Job("bad_batch", "model_benchmark.ipynb", {**SMALL, "batch_sizes": [-3]}, 300),
+        Job("broken", "broken.ipynb", {}, 300),
+        Job("slow", "slow.ipynb", {}, 8),
+        Job("summary", "summary.ipynb", {}, 300, after_all=True),
+    ]
+
+
+def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks):
+    started = time.perf_counter()
+    first = {r.name: r for r in run_jobs(jobs(), out=outputs)}
+    first_s = time.perf_counter() - started
+    assert first["resnet50_small"].status == "ok"
+    assert first["bad_model"].status == "error"
+    assert "unknown model 'nosuchnet'; known:" in first["bad_model"].message
+    assert "invalid batch_size=-3" in first["bad_batch"].message
+    assert first["broken"].status == "failed" and "ZeroDivisionError" in first["broken"].message
+    assert first["slow"].status == "timeout"
+    assert first["summary"].status == "ok"
+
+    html = (outputs / first["resnet50_small"].html).read_text()
+    assert "run_model_benchmark(" not in html  # no input cells
+    assert "<table" in html and "random initialisation" in html
+    assert "unknown model" in (outputs / first["bad_model"].html).read_text()
+    card = json.loads((outputs / first["summary"].results).read_text())["tables"]["scorecard"]
+    measured = [c for c in card if c["model"] == "resnet50-torch-fp32" and c["figure"] == "QPS"
+                and c["study"] == "bytemlperf_c600" and c["precision"] == "FP16"]
+    assert measured and all(c["verdict"] == "not comparable" for c in measured)
+
+    index = write_index([r.to_dict() for r in first.values()], outputs)
+    page = index.read_text()
+    assert all(name in page for name in first) and "timeout" in page
+
+    started = time.perf_counter()
+    second = {r.name: r for r in run_jobs(jobs()[:2] + jobs()[-1:], out=outputs)}
+    assert second["resnet50_small"].reused and second["summary"].reused
+    assert not second["bad_model"].reused  # failures are always re-run
+    assert (outputs / "runs").is_dir() and len(list((outputs / "runs").iterdir())) == 2
+    assert time.perf_counter() - started < first_s
+
+    forced = run_jobs(jobs()[:1], out=outputs, force=True)
+    assert not forced[0].reused and forced[0].run_id != first["resnet50_small"].run_id

@@ -1,0 +1,43 @@
+import pytest
+
+from kit.benchmark import ModelBenchmarkConfig, run_model_benchmark
+from kit.errors import InvalidParameter
+from kit.results import RunResult
+
+FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=1,
+            min_duration_s=0.05, min_count=3)
+
+
+def test_small_resnet50_end_to_end(outputs, tmp_path):
+    result = run_model_benchmark(FAST)
+    assert result.status == "ok", result.errors
+    assert [m["batch_size"] for m in result.measurements] == [1, 2]
+    for m in result.measurements:
+        assert m["latency"]["count"] >= 3 and m["throughput"] > 0
+        assert len(m["calls"][0]) == m["latency"]["count"]  # raw samples kept
+    assert result.numerics[0]["max_abs"] == pytest.approx(0.0, abs=1e-6)
+    assert result.model["weights"]["source"] == "random"
+    assert result.backend["device_info"]["kind"] == "cpu"
+    again = RunResult.read(result.write(tmp_path / "r.json"))
+    assert again.measurements[0]["latency"] == result.measurements[0]["latency"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"model": "resnet-9000"}, "unknown model 'resnet-9000'; known: "),
+    ({"backend": "abacus"}, "unknown backend 'abacus'; known: "),
+    ({"batch_sizes": [0]}, "invalid batch_size=0"),
+    ({"batch_sizes": [2.5]}, "invalid batch_size=2.5"),
+    ({"precision": "fp4"}, "invalid precision='fp4'"),
+    ({"published_precision": "INT4"}, "invalid published_precision='INT4'"),
+    ({"colour": "blue"}, "invalid parameters="),
+])
+def test_bad_parameters_become_one_line_errors(outputs, override, message):
+    result = run_model_benchmark({**FAST, **override})
+    assert result.status == "error"
+    assert len(result.errors) == 1 and message in result.errors[0]
+    assert "\n" not in result.errors[0]
+
+
+def test_config_validates_on_creation():
+    with pytest.raises(InvalidParameter):
+        ModelBenchmarkConfig(batch_sizes=[])

@@ -1,0 +1,86 @@
+import pandas as pd
+import pytest
+
+from kit import published
+from tests.conftest import shared_or_skip
+
+def seed_text(seed_id: str) -> str:
+    folder = shared_or_skip("seeds")
+    return next(folder.glob(f"{seed_id}_*.txt")).read_text()
+
+
+def test_every_figure_is_printed_verbatim_in_its_seed():
+    figures = published.figures()
+    assert len(figures) >= 80
+    for row in figures.itertuples():
+        seed_id = row.source[5:8]
+        assert row.printed in seed_text(seed_id), (row.figure_id, row.printed)
+
+
+def test_seed_001_table_has_the_seed_columns_and_14_rows():
+    table = published.seed_table("bytemlperf_c600")
+    assert list(table.columns) == ["Model name", "Precision", "QPS", "Dataset", "Metric name", "Metric value"]
+    assert len(table) == 14
+    text = seed_text("001")
+    for row in table.itertuples(index=False):
+        assert "| " + " | ".join(row) + " |" in text, row
+
+
+def test_seed_000_table_has_six_rows():
+    table = published.seed_table("bytemlperf_c600_older")
+    assert len(table) == 6
+    assert table.iloc[0]["QPS"] == "2,938"
+
+
+def test_c2_tables_match_the_paper():
+    t = published.c2_tables()
+    assert list(t.index) == [2, 4, 6, 8, 10, 12]
+    assert t.loc[2, "Latency"] == 1.36 and t.loc[12, "Throughput"] == 2526.35
+    assert t.loc[10, "Energy efficiency"] == 9.68
+
+
+def test_c2_setup_facts_present():
+    facts = set(published.c2_setup()["metric"])
+    assert {"Parameters", "IPUs used", "Micro batch per IPU", "SDK version", "Images"} <= facts
+
+
+def test_claims_of_seed_004_present():
+    f = published.figures()
+    claims = f[f["table"] == "claims"]
+    assert set(claims["printed"]) >= {"just over 9 minutes", "14.5 minutes", "2.1x", "1.6x", "1.5x", "1.3X"}
+
+
+def test_reports_copy_matches_the_reference():
+    ref = pd.read_csv(shared_or_skip("reference", "bytemlperf_ipu_reports.csv"), dtype=str, keep_default_na=False)
+    ours = published.reports()[ref.columns]
+    pd.testing.assert_frame_equal(ours.reset_index(drop=True), ref)
+
+
+def test_audit_finds_the_six_readme_disagreements():
+    a = published.audit_readme_vs_reports()
+    bad = a[~a["agree"]]
+    assert len(bad) == 6
+    # 0.76824 printed vs 0.7682 in the JSON agree at the JSON's precision
+    fp8 = a[(a["model"] == "resnet50-torch-fp32") & (a["precision"] == "FP8") & (a["figure"] == "Top-1")]
+    assert bool(fp8["agree"].iloc[0])
+
+
+def test_audit_c2_throughput_and_power():
+    c2 = published.audit_c2()
+    assert c2["Throughput gap %"].abs().max() < 0.5
+    assert c2["Implied card power W"].between(200, 300).all()
+
+
+def test_same_at_printed_precision():
+    assert published.same_at_printed_precision("0.76824", "0.7682")
+    assert not published.same_at_printed_precision("0.76963", "0.7694")
+
+
+def test_unknown_seed_table_lists_known():
+    with pytest.raises(KeyError, match="bytemlperf_c600"):
+        published.seed_table("nope")
+
+
+def test_ipu_run_settings():
+    s = published.ipu_run_settings("resnet50-torch-fp32", "FP16")
+    assert s["batch_sizes"] == [4, 32] and s["clients"] == 4
