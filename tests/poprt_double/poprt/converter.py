@@ -73,7 +73,12 @@ class Converter:
         if precision in ("fp16", "fp8"):
             from onnxconverter_common import float16
 
-            model = float16.convert_float_to_float16(model, keep_io_types=False)
+            for node in model.graph.node:  # onnxconverter-common leaves Cast(to=float) as is
+                if node.op_type == "Cast":
+                    for attr in node.attribute:
+                        if attr.name == "to" and attr.i == TensorProto.FLOAT:
+                            attr.i = TensorProto.FLOAT16
+            model = float16.convert_float_to_float16(model, keep_io_types=False, check_fp16_ready=False)
         emulated = {"fp32": "fp32", "fp16": "fp16",
                     "fp8": "fp16 (the double has no fp8: Conv/MatMul/Gemm run in fp16)"}[precision]
         helper.set_model_props(model, {"poprt_double.precision": precision,
@@ -96,7 +101,7 @@ class Converter:
                 if len(shapes[name]) != len(dims):
                     raise ValueError(f"input_shape[{name!r}] has rank {len(shapes[name])}, "
                                      f"the model's input has rank {len(dims)}")
-                for d, size in zip(dims, shapes[name]):
+                for d, size in zip(dims, shapes[name], strict=True):
                     d.ClearField("dim_param")
                     d.dim_value = int(size)
             elif self.options["batch_size"] is not None:

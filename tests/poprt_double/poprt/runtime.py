@@ -123,7 +123,7 @@ class Runner:
         self._check(input, self._inputs, "input")
         self._check(output, self._output_infos, "output")
         results = self._session.run(self._outputs, input)
-        for name, value in zip(self._outputs, results):
+        for name, value in zip(self._outputs, results, strict=True):
             np.copyto(output[name], value)
 
     def execute_async(self, input, output):  # noqa: A002
