@@ -84,6 +84,9 @@ class Runner:
     def __init__(self, popef, config=None):
         import onnxruntime as ort
 
+        if config is not None and not isinstance(config, RuntimeConfig):
+            raise TypeError(f"Runner(): config must be RuntimeConfig or PackRunnerConfig, "
+                            f"got {type(config).__name__}")
         if isinstance(popef, str):
             if not os.path.isfile(popef):
                 raise RuntimeError(f"PopEF file {popef!r} does not exist")
@@ -93,9 +96,6 @@ class Runner:
             exe = popef
         else:
             raise TypeError(f"Runner(): popef must be str or Executable, got {type(popef).__name__}")
-        if config is not None and not isinstance(config, RuntimeConfig):
-            raise TypeError(f"Runner(): config must be RuntimeConfig or PackRunnerConfig, "
-                            f"got {type(config).__name__}")
         self.config = config or RuntimeConfig()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("KIT_POPRT_DOUBLE_THREADS", "1"))
