@@ -69,6 +69,14 @@ def call_worker(job: dict, workdir: Path) -> dict:
     return result
 
 
+def job_dir(base: Path | None = None) -> tempfile.TemporaryDirectory:
+    """A scratch folder under the kit's cache (not /tmp): with KIT_IPU_PYTHON="docker exec ...",
+    the worker only sees the paths mounted into its container."""
+    root = Path(base or cache_dir()) / "ipu-jobs"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(prefix="job-", dir=root)
+
+
 def decode_outputs(batch: dict) -> list[np.ndarray]:
     return [np.load(io.BytesIO(base64.b64decode(o["npy_b64"])), allow_pickle=False)
             for o in batch.get("outputs", [])]
@@ -136,7 +144,7 @@ class IpuBackend(Backend):
     def probe(self) -> dict:
         """PopRT version, worker Python, device (ipu version, count), test-double flag."""
         self.require()
-        with tempfile.TemporaryDirectory(prefix="kit-ipu-") as tmp:
+        with job_dir() as tmp:
             return call_worker({"mode": "probe"}, Path(tmp))
 
     def device_info(self, config: BackendConfig) -> dict:
@@ -207,7 +215,7 @@ class IpuBackend(Backend):
         self.check_precision(config.precision)
         job = self.job(model, config, batch_sizes, cfg)
         job.update(measure=measure, return_outputs=return_outputs, seed=seed)
-        with tempfile.TemporaryDirectory(prefix="kit-ipu-") as tmp:
+        with job_dir(Path(job["cache_dir"])) as tmp:
             npz = {}
             for bs in batch_sizes:
                 arrays = (inputs or {}).get(bs) or model.make_inputs(bs, seed)
