@@ -1,0 +1,56 @@
+"""Shared by the IPU tests: a tiny ONNX model and the environment that puts the poprt double on path."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+DOUBLE = Path(__file__).parent / "poprt_double"
+W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+B = np.array([0.5, -1.0, 0.25], dtype=np.float32)
+
+
+def tiny_model(path: Path) -> Path:
+    """y = relu(x @ W + b) (float) and z = 2 * float(ids) (int64 input), batch axis dynamic."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"]),
+        helper.make_node("Add", ["xw", "B"], ["xwb"]),
+        helper.make_node("Relu", ["xwb"], ["y"]),
+        helper.make_node("Cast", ["ids"], ["idsf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["idsf", "idsf"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def tiny_reference(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    return [np.maximum(inputs["x"] @ W + B, 0), 2 * inputs["ids"].astype(np.float32)]
+
+
+TINY_INPUTS = [
+    {"name": "x", "shape": [1, 4], "dtype": "float32", "batched": True, "low": -1.0, "high": 1.0},
+    {"name": "ids", "shape": [1, 3], "dtype": "int64", "batched": True, "low": 0, "high": 100},
+]
+
+
+def double_env(with_double: bool = True) -> dict:
+    env = dict(os.environ)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "poprt_double" not in p]
+    env["PYTHONPATH"] = os.pathsep.join(([str(DOUBLE)] if with_double else []) + parts)
+    env["KIT_IPU_PYTHON"] = sys.executable
+    return env

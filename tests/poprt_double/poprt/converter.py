@@ -1,0 +1,125 @@
+"""Double of `poprt.converter.Converter`: keyword-only options checked against PopRT 1.4's list."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import TensorProto, helper
+
+PRECISIONS = ("fp32", "fp16", "fp8")
+FP8_FORMATS = ("F143", "F152")
+FP8_OPS = ("Conv", "MatMul", "Gemm")
+
+# Converter.__init__ keywords documented for PopRT 1.4.0 (python_api.html, poprt.Converter).
+DEFAULTS = {
+    "input_shape": None, "convert_version": 11, "precision": "fp32", "checkpoints": None,
+    "eightbitsio": False, "fp16_skip_op_types": None, "skip_passes": None, "used_passes": [],
+    "check": False, "disable_fast_norm": False, "pack_args": None, "fp8_skip_op_names": None,
+    "fp8_params": "F143,F143,0,0", "quantize": False, "enable_insert_remap": False,
+    "enable_erf_gelu": False, "serialize_matmul": None, "serialize_matmul_add": None,
+    "merge_matmul": None, "merge_matmul_add": None, "merge_moe": None,
+    "remap_mode": ["after_matmul"], "max_tensor_size": -1, "infer_shape_ahead": False,
+    "enable_avoid_overflow_patterns": False, "disable_progress_bar": False, "batch_size": None,
+    "batch_axis": None, "remove_outputs": [], "fold_periodic_initializer": False,
+    "enable_compress_pattern": False, "merge_if_with_same_cond": False, "logger": None,
+}
+
+
+def parse_fp8_params(text):
+    """'F143,F143,-3,-3' -> (input_format, weight_format, input_scale, weight_scale)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) != 4 or parts[0] not in FP8_FORMATS or parts[1] not in FP8_FORMATS:
+        raise ValueError(f"fp8_params must be 'input_format,weight_format,input_scale,weight_scale' "
+                         f"with formats in {FP8_FORMATS}, got {text!r}")
+    try:
+        return parts[0], parts[1], int(parts[2]), int(parts[3])
+    except ValueError:
+        raise ValueError(f"fp8_params scales must be integers, got {text!r}") from None
+
+
+class Converter:
+    """Convert a general ONNX model to an "IPU-friendly" one (here: fixed shapes, precision)."""
+
+    def __init__(self, *args, **kwargs):
+        if args:
+            raise TypeError(f"Converter() takes 0 positional arguments but {len(args)} were given")
+        unknown = sorted(set(kwargs) - set(DEFAULTS))
+        if unknown:
+            raise TypeError(f"__init__() got an unexpected keyword argument '{unknown[0]}'")
+        opts = dict(DEFAULTS, **kwargs)
+        if opts["precision"] not in PRECISIONS:
+            raise ValueError(f"precision {opts['precision']!r} is not supported; use one of {PRECISIONS}")
+        if opts["input_shape"] is not None:
+            shapes = opts["input_shape"]
+            if not isinstance(shapes, dict) or not all(
+                    isinstance(k, str) and isinstance(v, (list, tuple)) and v
+                    and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
+                    for k, v in shapes.items()):
+                raise TypeError(f"input_shape must be Dict[str, List[int]] of positive dims, got {shapes!r}")
+        if not isinstance(opts["convert_version"], int):
+            raise TypeError(f"convert_version must be int, got {opts['convert_version']!r}")
+        if opts["precision"] == "fp8":
+            self.fp8 = parse_fp8_params(opts["fp8_params"])
+        if (opts["batch_size"] is None) != (opts["batch_axis"] is None):
+            raise ValueError("batch_size and batch_axis must be given together")
+        self.options = opts
+
+    def convert(self, model):
+        if not isinstance(model, onnx.ModelProto):
+            raise TypeError(f"convert() expects an onnx.ModelProto, got {type(model).__name__}")
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        self._fix_shapes(model)
+        self._int64_inputs_to_int32(model)
+        precision = self.options["precision"]
+        if precision in ("fp16", "fp8"):
+            from onnxconverter_common import float16
+
+            for node in model.graph.node:  # onnxconverter-common leaves Cast(to=float) as is
+                if node.op_type == "Cast":
+                    for attr in node.attribute:
+                        if attr.name == "to" and attr.i == TensorProto.FLOAT:
+                            attr.i = TensorProto.FLOAT16
+            model = float16.convert_float_to_float16(model, keep_io_types=False, check_fp16_ready=False)
+        emulated = {"fp32": "fp32", "fp16": "fp16",
+                    "fp8": "fp16 (the double has no fp8: Conv/MatMul/Gemm run in fp16)"}[precision]
+        helper.set_model_props(model, {"poprt_double.precision": precision,
+                                       "poprt_double.emulated_as": emulated})
+        return model
+
+    def _graph_inputs(self, model):
+        inits = {i.name for i in model.graph.initializer}
+        return [i for i in model.graph.input if i.name not in inits]
+
+    def _fix_shapes(self, model):
+        shapes = self.options["input_shape"] or {}
+        inputs = {i.name: i for i in self._graph_inputs(model)}
+        unknown = sorted(set(shapes) - set(inputs))
+        if unknown:
+            raise ValueError(f"input_shape names {unknown} are not model inputs {sorted(inputs)}")
+        for name, value in inputs.items():
+            dims = value.type.tensor_type.shape.dim
+            if name in shapes:
+                if len(shapes[name]) != len(dims):
+                    raise ValueError(f"input_shape[{name!r}] has rank {len(shapes[name])}, "
+                                     f"the model's input has rank {len(dims)}")
+                for d, size in zip(dims, shapes[name], strict=True):
+                    d.ClearField("dim_param")
+                    d.dim_value = int(size)
+            elif self.options["batch_size"] is not None:
+                dims[self.options["batch_axis"]].ClearField("dim_param")
+                dims[self.options["batch_axis"]].dim_value = self.options["batch_size"]
+            if any(not d.HasField("dim_value") for d in dims):
+                raise ValueError(f"input {name!r} has a dynamic shape; give it in input_shape")
+
+    def _int64_inputs_to_int32(self, model):
+        """PopRT feeds int32 to the IPU: int64 inputs become int32 (a Cast keeps the graph valid)."""
+        casts = []
+        for value in self._graph_inputs(model):
+            if value.type.tensor_type.elem_type != TensorProto.INT64:
+                continue
+            inner = value.name + "__int64"
+            for node in model.graph.node:
+                node.input[:] = [inner if i == value.name else i for i in node.input]
+            value.type.tensor_type.elem_type = TensorProto.INT32
+            casts.append(helper.make_node("Cast", [value.name], [inner], to=TensorProto.INT64))
+        for cast in reversed(casts):
+            model.graph.node.insert(0, cast)

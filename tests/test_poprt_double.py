@@ -1,0 +1,116 @@
+"""The poprt test double refuses what the real PopRT refuses (so the kit's IPU code is held to
+the documented API), and accepts the documented flow."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+from tests.ipu_helpers import DOUBLE, tiny_model
+
+
+@pytest.fixture
+def poprt(monkeypatch):
+    monkeypatch.syspath_prepend(str(DOUBLE))
+    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
+        monkeypatch.delitem(sys.modules, name)
+    module = importlib.import_module("poprt")
+    yield module
+    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def runner(poprt, tmp_path):
+    model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
+    converted = poprt.converter.Converter(input_shape={"x": [2, 4], "ids": [2, 3]}).convert(model)
+    path = str(tmp_path / "m.popef")
+    poprt.compiler.Compiler.compile_and_export(converted.SerializeToString(), ["y", "z"], path,
+                                               poprt.compiler.CompilerOptions())
+    config = poprt.runtime.RuntimeConfig()
+    config.timeout_ns = 0
+    return poprt.runtime.Runner(path, config)
+
+
+def test_identifies_itself(poprt):
+    assert poprt.__kit_test_double__ is True
+
+
+def test_converter_rejects_bad_keywords_and_values(poprt):
+    Converter = poprt.converter.Converter
+    with pytest.raises(TypeError, match="unexpected keyword argument 'precison'"):
+        Converter(precison="fp16")
+    with pytest.raises(TypeError, match="positional"):
+        Converter("fp16")
+    with pytest.raises(ValueError, match="precision 'int8'"):
+        Converter(precision="int8")
+    with pytest.raises(ValueError, match="fp8_params"):
+        Converter(precision="fp8", fp8_params="E4M3,-3")
+    with pytest.raises(TypeError, match="input_shape"):
+        Converter(input_shape={"x": [0, 4]})
+    with pytest.raises(TypeError, match="ModelProto"):
+        Converter().convert(b"not a model")
+
+
+def test_converter_checks_input_names(poprt, tmp_path):
+    model = onnx.load(str(tiny_model(tmp_path / "t.onnx")))
+    with pytest.raises(ValueError, match="not model inputs"):
+        poprt.converter.Converter(input_shape={"input": [2, 4]}).convert(model)
+    with pytest.raises(ValueError, match="dynamic shape"):
+        poprt.converter.Converter(input_shape={"x": [2, 4]}).convert(model)
+
+
+def test_compiler_options_are_typed(poprt):
+    opts = poprt.compiler.CompilerOptions()
+    with pytest.raises(AttributeError, match="num_iotiles"):
+        opts.num_iotiles = 32  # ByteMLPerf's JSON key; the attribute is num_io_tiles
+    with pytest.raises(TypeError):
+        opts.batches_per_step = 1.5
+    with pytest.raises(ValueError):
+        opts.partials_type = "fp16"
+    opts.available_memory_proportion = 1  # ints widen to float, as with pybind11
+    assert opts.available_memory_proportion == 1.0
+
+
+def test_compile_needs_static_shapes_and_real_outputs(poprt, tmp_path):
+    model = onnx.load(str(tiny_model(tmp_path / "t.onnx")))
+    with pytest.raises(RuntimeError, match="dynamic shape"):
+        poprt.compiler.Compiler.compile(model, ["y"])
+    fixed = poprt.converter.Converter(input_shape={"x": [1, 4], "ids": [1, 3]}).convert(model)
+    with pytest.raises(RuntimeError, match="not graph outputs"):
+        poprt.compiler.Compiler.compile(fixed, ["logits"])
+
+
+def test_runner_accepts_only_popef(poprt, tmp_path):
+    junk = tmp_path / "x.popef"
+    junk.write_bytes(b"onnx bytes")
+    with pytest.raises(RuntimeError, match="not a PopEF"):
+        poprt.runtime.Runner(str(junk))
+    with pytest.raises(TypeError, match="config"):
+        poprt.runtime.Runner(str(junk), {"timeout_ns": 0})
+    with pytest.raises(TypeError, match="timeout_ns"):
+        poprt.runtime.RuntimeConfig().timeout_ns = -1
+
+
+def test_execute_enforces_names_shapes_dtypes(runner):
+    infos = {i.name: i for i in runner.get_execute_inputs()}
+    assert infos["ids"].numpy_data_type() == np.int32 and infos["x"].shape == [2, 4]
+    feeds = {n: np.ones(i.shape, i.numpy_data_type()) for n, i in infos.items()}
+    outs = {o.name: np.zeros(o.shape, o.numpy_data_type()) for o in runner.get_execute_outputs()}
+    runner.execute(feeds, outs)
+    assert outs["z"][0, 0] == 2.0
+    with pytest.raises(RuntimeError, match="names"):
+        runner.execute({"input": feeds["x"], "ids": feeds["ids"]}, outs)
+    with pytest.raises(RuntimeError, match="shape"):
+        runner.execute({**feeds, "x": np.ones((3, 4), np.float32)}, outs)
+    with pytest.raises(RuntimeError, match="dtype"):
+        runner.execute({**feeds, "ids": np.ones((2, 3), np.int64)}, outs)
+    with pytest.raises(RuntimeError, match="output 'y' has shape"):
+        runner.execute(feeds, {**outs, "y": np.zeros((1, 3), np.float32)})
+    with pytest.raises(TypeError):
+        runner.execute(list(feeds.values()), outs)
+    runner.execute_async(feeds, outs).wait()
