@@ -3,7 +3,8 @@
 Each line: label, 13 integer features (I1-I13), 26 hashed categorical features (C1-C26), no
 header, empty cells allowed. As ByteMLPerf's preprocessing does: empty numbers become 0 and each
 numeric column is min-max scaled over the whole file; the columns are taken in *name-sorted*
-order (I1, I10, I11, I12, I13, I2, ...; C1, C10, ..., C19, C2, C20, ...); each categorical string
+order (I1, I10, ..., I13, I2, ..., I9; and, sorting `C<i>_embedding`, C10, ..., C19, C1, C20, ...,
+C26, C2, C3, ..., C9); each categorical string
 is hashed with TensorFlow's `to_hash_bucket_fast` into 1000 buckets and fed as rows
 `(column position, bucket)`, so one sample is a [26, 2] block of the [26 x batch, 2] input.
 """

@@ -113,10 +113,11 @@ class Squad(Dataset):
     def _windows(self, tok, ex: Example, specials: int):
         question = ex.question
         q = tok.encode(question, add_special_tokens=False)
-        if len(q.ids) > self.max_query_length:
+        q_len = sum(q.attention_mask)  # padding is on: count real tokens
+        if q_len > self.max_query_length:
             question = question[: q.offsets[self.max_query_length - 1][1]]
-            q = tok.encode(question, add_special_tokens=False)
-        doc_len = self.max_seq_length - len(q.ids) - specials
+            q_len = self.max_query_length
+        doc_len = self.max_seq_length - q_len - specials
         if doc_len <= 0:
             raise InvalidParameter("max_seq_length", self.max_seq_length, "room for question and context")
         tok.enable_truncation(self.max_seq_length, stride=max(0, doc_len - self.doc_stride),
