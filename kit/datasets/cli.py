@@ -27,8 +27,11 @@ def _fetch(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     for name in DATASETS.names():
-        cls = DATASETS.get(name)
         root = datasets_dir() / name
-        problem = cls.missing(root) if name != "fake_dataset" else None
-        print(f"{name:14s} {'present' if not problem else 'missing: ' + problem:40s} {root}")
+        if name == "fake_dataset":
+            state = "generated from the model's inputs"
+        else:
+            problem = DATASETS.get(name).missing(root)
+            state = f"missing: {problem}" if problem else "present"
+        print(f"{name:14s} {state:45s} {root}")
     return 0
