@@ -1,0 +1,37 @@
+"""`kit fetch-data NAME` (opt-in download) and `kit datasets` (what is present)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kit.datasets.fetch import SOURCES, fetch
+from kit.datasets.registry import DATASETS
+from kit.paths import datasets_dir
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("fetch-data", help="download a published dataset (needs internet)")
+    p.add_argument("name", choices=SOURCES.names())
+    p.add_argument("--dest", help="target folder (default data/datasets/NAME)")
+    p.add_argument("--sha256", help="expected sha256 of the download (pins an unpinned source)")
+    p.add_argument("--url", help="a mirror of the published file")
+    p.set_defaults(func=_fetch)
+    q = subparsers.add_parser("datasets", help="list the datasets and whether their files are present")
+    q.set_defaults(func=_list)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    fetch(args.name, args.dest, sha256=args.sha256, url=args.url)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in DATASETS.names():
+        root = datasets_dir() / name
+        if name == "fake_dataset":
+            state = "generated from the model's inputs"
+        else:
+            problem = DATASETS.get(name).missing(root)
+            state = f"missing: {problem}" if problem else "present"
+        print(f"{name:14s} {state:45s} {root}")
+    return 0

@@ -1,0 +1,78 @@
+"""ByteMLPerf's fake dataset (CLIP, Conformer): seeded random inputs, scored by Mean Diff.
+
+100 batches; batch i is drawn from a generator seeded with i, so every backend sees the same
+inputs. As in ByteMLPerf's generator: integer inputs are uniform in [0, 1000) except those
+named like a mask or segment ([0, 2)), floats uniform in [-1, 1), booleans all False. The
+figure is the mean absolute difference of all outputs against a reference run (ByteMLPerf: the
+fp32 CPU result), with NaN/Inf set to 0 (`kit.numerics.NumericDiff`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from kit.datasets.base import Batch, Dataset, RunFn
+from kit.errors import InvalidParameter
+from kit.metrics import samples_for_percent
+from kit.models.spec import InputSpec, validate_batch_size
+from kit.numerics import NumericDiff
+
+BATCHES = 100
+
+
+def fake_array(spec: InputSpec, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+    shape = spec.shape_for(batch_size)
+    if spec.dtype == "bool":
+        return np.zeros(shape, dtype=bool)
+    if spec.dtype.startswith("int"):
+        high = 2 if ("mask" in spec.name or "segment" in spec.name) else 1000
+        return rng.integers(0, high, size=shape).astype(spec.dtype)
+    return (rng.random(shape) * 2 - 1).astype(spec.dtype)
+
+
+class FakeDataset(Dataset):
+    name = "fake_dataset"
+    metric = "Mean Diff"
+    layout = "nothing: generated from the model's input specs"
+
+    def __init__(self, root=None, input_names=None, *, specs: tuple[InputSpec, ...] = ()):
+        super().__init__(root, input_names)
+        if not specs:
+            raise InvalidParameter("specs", specs, "the model's InputSpecs")
+        self.specs = tuple(specs)
+
+    def __len__(self) -> int:
+        return BATCHES
+
+    def batches(self, batch_size: int, data_percent: float = 100) -> Iterator[Batch]:
+        validate_batch_size(batch_size)
+        for i in range(samples_for_percent(BATCHES, data_percent)):
+            rng = np.random.default_rng(i)
+            inputs = {s.name: fake_array(s, batch_size, rng) for s in self.specs}
+            yield Batch(inputs, None, batch_size, batch_size, {"seed": i})
+
+    def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
+        raise InvalidParameter("reference", None, "a reference run: use evaluate(run, ..., reference=)")
+
+    def evaluate(self, run: RunFn, batch_size: int, data_percent: float = 100,
+                 reference: RunFn | None = None) -> dict:
+        if reference is None:
+            return self.score(())
+        n = total = sq = rel_total = 0.0
+        worst = worst_rel = 0.0
+        nan = inf = samples = 0
+        for batch in self.batches(batch_size, data_percent):  # streamed: CLIP outputs are large
+            d = NumericDiff.between(list(reference(batch.inputs)), list(run(batch.inputs)))
+            n += d.elements
+            total += d.mean_abs * d.elements
+            sq += (d.std_abs ** 2 + d.mean_abs ** 2) * d.elements
+            rel_total += d.mean_rel * d.elements
+            worst, worst_rel = max(worst, d.max_abs), max(worst_rel, d.max_rel)
+            nan, inf, samples = nan + d.nan_count, inf + d.inf_count, samples + batch.valid
+        mean = total / n
+        return {"metric": self.metric, "value": mean, "unit": "abs diff vs reference output",
+                "samples": samples, "std_diff": float(np.sqrt(max(0.0, sq / n - mean ** 2))),
+                "max_diff": worst, "mean_rel_diff": rel_total / n, "max_rel_diff": worst_rel,
+                "nan_count": nan, "inf_count": inf}

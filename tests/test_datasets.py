@@ -1,0 +1,415 @@
+import argparse
+import json
+import pickle
+import tarfile
+import urllib.error
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from kit.datasets import DATASETS, align_inputs, evaluate_accuracy, get_dataset
+from kit.datasets.cail2019 import Cail2019
+from kit.datasets.cifar import CLIP_MEAN, CLIP_STD, Cifar100
+from kit.datasets.criteo import Criteo
+from kit.datasets.fake import FakeDataset
+from kit.datasets.fetch import ChecksumMismatch, Source, fetch, verify
+from kit.datasets.imagenet import ImageNet
+from kit.datasets.squad import Squad
+from kit.errors import InvalidParameter, MissingResource, UnknownNameError
+from kit.models.spec import InputSpec, WeightsInfo
+
+RANDOM = WeightsInfo("random", "seed 0")
+LOCAL = WeightsInfo("local", "data/weights/x")
+
+WORDS = ["the", "cat", "sat", "on", "mat", ".", "dog", "a", "rug", "where", "did", "sit", "who",
+         "?", "##s"]
+
+
+def wordpiece(words=WORDS):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return tok, vocab
+
+
+CONTEXT = "The cat sat on the mat. The dog sat on a rug."
+
+
+def write_squad(path, questions):
+    qas = [{"id": qid, "question": q, "answers": [{"text": a, "answer_start": 0} for a in golds]}
+           for qid, q, golds in questions]
+    data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]}
+    (path / "dev-v1.1.json").write_text(json.dumps(data))
+
+
+class PointAt:
+    """A stand-in QA model: high start/end logits on chosen context words."""
+
+    def __init__(self, vocab, spans):
+        self.vocab, self.spans = vocab, spans  # spans: list per row of (start word, end word)
+
+    def __call__(self, inputs):
+        ids, seg = inputs["input_ids.1"], inputs["token_type_ids.1"]
+        start, end = np.full(ids.shape, -5.0), np.full(ids.shape, -5.0)
+        for row in range(len(ids)):
+            s_word, e_word = self.spans[min(row, len(self.spans) - 1)]
+            ctx = seg[row] == 1
+            s_pos = np.flatnonzero(ctx & (ids[row] == self.vocab[s_word]))
+            e_pos = np.flatnonzero(ctx & (ids[row] == self.vocab[e_word]))
+            if len(s_pos) and len(e_pos):
+                start[row, s_pos[0]], end[row, e_pos[e_pos >= s_pos[0]][0]] = 5.0, 5.0
+        return [start, end]
+
+
+def test_squad_features_predictions_and_both_denominators(tmp_path):
+    tok, vocab = wordpiece()
+    write_squad(tmp_path, [("q1", "Where did the cat sit?", ["the mat", "mat"]),
+                           ("q2", "Who sat on a rug?", ["the dog", "dog"])])
+    ds = Squad(tmp_path, tokenizer=tok)
+    assert len(ds) == 2  # one 384-token window per question
+    batch = next(ds.batches(batch_size=3))
+    assert batch.inputs["input_ids.1"].shape == (3, 384) and batch.inputs["input_ids.1"].dtype == np.int64
+    assert batch.valid == 2 and (batch.inputs["input_ids.1"][2] == batch.inputs["input_ids.1"][1]).all()
+    row = batch.inputs["input_ids.1"][0]
+    assert row[0] == vocab["[CLS]"] and batch.inputs["attention_mask.1"][0].sum() == 2 + 6 + 1 + 13 + 1
+    model = PointAt(vocab, [("mat", "mat"), ("dog", "sat")])
+    out = ds.evaluate(model, batch_size=2)
+    # q1 -> "mat": EM 1, F1 1; q2 -> "dog sat" vs "dog": P 1/2 R 1 -> F1 2/3, EM 0
+    assert out["f1_official"] == pytest.approx(100 * (1 + 2 / 3) / 2)
+    assert out["exact_match_official"] == pytest.approx(50.0)
+    assert out["value"] == pytest.approx(out["f1_official"])  # one feature per question here
+    preds, count = ds.predictions((b, model(b.inputs)) for b in ds.batches(2))
+    assert preds == {"q1": "mat", "q2": "dog sat"} and count == 2
+
+
+def test_squad_sliding_window_and_max_context(tmp_path):
+    tok, vocab = wordpiece()
+    write_squad(tmp_path, [("q2", "Who sat on a rug?", ["the dog"])])
+    # 16 tokens: [CLS] 6 question tokens [SEP] 7 context tokens [SEP]; windows every 4 tokens
+    ds = Squad(tmp_path, tokenizer=tok, max_seq_length=16, doc_stride=4)
+    assert len(ds) == 3  # the 14 context tokens: windows at 0-6, 4-10, 8-13
+    dog_flags = [ctx[2] for f in ds.features for ctx in f.context.values() if ctx[:2] == (28, 31)]
+    assert dog_flags == [True, False]  # "dog" is best in the middle window, not at the edge of the last
+    out = ds.evaluate(PointAt(vocab, [("dog", "dog")]), batch_size=4)
+    # the answer is found once, but ByteMLPerf divides by the 3 evaluated features
+    assert out["f1_official"] == pytest.approx(100.0) and out["value"] == pytest.approx(100 / 3)
+    assert out["samples"] == 3 and out["questions"] == 1
+
+
+def test_squad_data_percent_and_tf_logits(tmp_path):
+    tok, vocab = wordpiece()
+    write_squad(tmp_path, [("q1", "Where did the cat sit?", ["mat"]), ("q2", "Who sat?", ["dog"])])
+    ds = Squad(tmp_path, {"ids": "input_ids.1", "mask": "m", "segment": "token_type_ids.1"}, tokenizer=tok)
+
+    def tf_model(inputs):  # one [batch, seq, 2] logits tensor, as the TF BERT returns
+        s, e = PointAt(vocab, [("mat", "mat")])(inputs)
+        return [np.stack([s, e], axis=-1)]
+
+    out = ds.evaluate(tf_model, batch_size=1, data_percent=50)
+    assert out["samples"] == 1 and out["questions"] == 1 and out["value"] == pytest.approx(100.0)
+
+
+def write_jpeg(path, color, size=(300, 260)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, color).save(path, quality=100)
+
+
+COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255)]
+
+
+def channel_model(inputs):
+    """Scores = mean of each channel: red images -> class 0, green -> 1, blue -> 2."""
+    x = next(iter(inputs.values()))
+    return [x.mean(axis=(2, 3)) if x.shape[1] == 3 else x.mean(axis=(1, 2))]
+
+
+def test_imagenet_val_map_preprocessing_and_top1(tmp_path):
+    names = []
+    for i, color in enumerate(COLORS + [(255, 0, 0)]):
+        write_jpeg(tmp_path / "val" / f"img{i}.JPEG", color)
+        names.append(f"img{i}.JPEG")
+    labels = [0, 1, 2, 2]  # the last red image is labelled 2: one miss
+    (tmp_path / "val_map.txt").write_text("".join(f"{n} {lab}\n" for n, lab in zip(names, labels, strict=True)))
+    ds = ImageNet(tmp_path)
+    batch = next(ds.batches(batch_size=4))
+    x = batch.inputs["input_1.1"]
+    assert x.shape == (4, 3, 224, 224) and x.dtype == np.float32
+    red = [(1 - 0.485) / 0.229, (0 - 0.456) / 0.224, (0 - 0.406) / 0.225]
+    np.testing.assert_allclose(x[0].mean(axis=(1, 2)), red, atol=0.05)
+    out = ds.evaluate(channel_model, batch_size=3)  # 3 + 1 padded
+    assert out["value"] == pytest.approx(0.75) and out["samples"] == 4
+    assert ImageNet(tmp_path, crop=384).options["crop"] == 384
+    assert next(ImageNet(tmp_path, crop=384).batches(1)).inputs["input_1.1"].shape == (1, 3, 384, 384)
+
+
+def test_imagenet_class_folders_nhwc_and_1001_classes(tmp_path):
+    for wnid, color in zip(["n01", "n02", "n03"], COLORS, strict=True):
+        write_jpeg(tmp_path / "val" / wnid / "a.jpeg", color, size=(64, 80))
+    ds = ImageNet(tmp_path, {"image": "input_tensor:0"}, crop=32, layout="NHWC")
+    assert [lab for _, lab in ds.items] == [0, 1, 2]
+    assert next(ds.batches(3)).inputs["input_tensor:0"].shape == (3, 32, 32, 3)
+
+    def with_background(inputs):
+        scores = channel_model(inputs)[0]
+        out = np.full((len(scores), 1001), -9.0)  # TF-slim style: background class first
+        out[:, 0], out[:, 1:4] = 99.0, scores
+        return [out]
+
+    assert ds.evaluate(channel_model, 2)["value"] == 1.0
+    assert ds.evaluate(with_background, 2)["value"] == 1.0  # the background column is dropped
+    with pytest.raises(MissingResource, match="val_map.txt"):
+        len(ImageNet(tmp_path / "empty"))
+
+
+def criteo_line(label, numbers, cats):
+    return ",".join([str(label), *numbers, *cats]) + "\n"
+
+
+def test_criteo_layout_normalisation_and_rule(tmp_path):
+    cats = ["x" * (i + 1) for i in range(26)]  # C_i has length i, so the test hash is i
+    row1 = criteo_line(1, [str(i) for i in range(1, 14)], cats)
+    nums2 = [str(i + 2) for i in range(1, 14)]
+    nums2[1] = ""  # I2 empty -> 0
+    cats2 = list(cats)
+    cats2[0] = ""  # C1 empty -> "" hashed
+    (tmp_path / "eval.csv").write_text(row1 + criteo_line(0, nums2, cats2))
+    ds = Criteo(tmp_path, hash_fn=lambda values: [len(v) for v in values])
+    labels, numeric, cat = ds.data
+    # name-sorted columns: I1, I10, I11, I12, I13, I2, I3, ..., I9; I2 is the only one where row 1 is larger
+    assert numeric[0].tolist() == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert numeric[1].tolist() == [1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1]
+    # categorical names sort with their suffix: "C10_embedding" < "C1_embedding" ('0' < '_')
+    order = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 1, 20, 21, 22, 23, 24, 25, 26, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert cat[0, :, 0].tolist() == list(range(26)) and cat[0, :, 1].tolist() == order
+    assert cat[1, 10, 1] == 0  # empty C1
+    batch = next(ds.batches(batch_size=2))
+    assert batch.inputs["new_categorical_placeholder:0"].shape == (52, 2)
+    assert batch.inputs["new_numeric_placeholder:0"].shape == (2, 13)
+    out = ds.evaluate(lambda inputs: [np.array([[0.2, 0.8], [0.5, 0.5]])], batch_size=2)
+    assert out["value"] == 1.0  # row 2: 0.5/0.5 rounds to class 0 = label 0
+
+
+def test_criteo_rejects_unlabelled_file(tmp_path):
+    (tmp_path / "eval.csv").write_text(",".join(["1"] * 39) + "\n")
+    with pytest.raises(InvalidParameter, match="40 columns"):
+        len(Criteo(tmp_path, hash_fn=len))
+
+
+def write_cifar(root, images, labels, names):
+    folder = root / "cifar-100-python"
+    folder.mkdir(parents=True)
+    data = np.stack([img.transpose(2, 0, 1).reshape(-1) for img in images]).astype(np.uint8)
+    with open(folder / "test", "wb") as f:
+        pickle.dump({b"data": data, b"fine_labels": labels}, f)
+    with open(folder / "meta", "wb") as f:
+        pickle.dump({b"fine_label_names": [n.encode() for n in names]}, f)
+
+
+def test_cifar100_pickle_prompts_and_top1(tmp_path):
+    images = [np.full((32, 32, 3), c, dtype=np.uint8) for c in COLORS]
+    write_cifar(tmp_path, images, [0, 1, 1], ["red_thing", "green", "blue"])
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {w: i for i, w in enumerate(["<pad>", "<unk>", "a", "photo", "of", "red", "thing",
+                                         "green", "blue", ".", "<start>", "<end>"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<start> $A <end>", special_tokens=[("<start>", 10), ("<end>", 11)])
+    ds = Cifar100(tmp_path, tokenizer=tok)
+    assert ds.text.shape == (3, 77)
+    # "a photo of a red thing." -> <start> a photo of a red thing . <end>, zero padded
+    assert ds.text[0, :10].tolist() == [10, 2, 3, 4, 2, 5, 6, 9, 11, 0]
+    batch = next(ds.batches(batch_size=2))
+    assert batch.inputs["image"].shape == (2, 3, 224, 224) and batch.inputs["text"].shape == (3, 77)
+    expected = (np.array([1.0, 0.0, 0.0]) - CLIP_MEAN) / CLIP_STD
+    np.testing.assert_allclose(batch.inputs["image"][0].mean(axis=(1, 2)), expected, atol=1e-3)
+    out = ds.evaluate(lambda inputs: [inputs["image"].mean(axis=(2, 3))], batch_size=2)
+    assert out["value"] == pytest.approx(2 / 3)  # the blue image is labelled 1
+    np.save(tmp_path / "text.npy", np.ones((100, 77)))
+    assert Cifar100(tmp_path).text.shape == (100, 77)  # precomputed prompts need no tokenizer
+
+
+def test_cail2019_pairs_and_rule(tmp_path):
+    chars = list("甲乙丙丁借款合同")
+    tok, vocab = wordpiece(chars)
+    lines = [{"A": "甲借款", "B": "乙借款", "C": "丙合同", "label": "B"},
+             {"A": "丁合同", "B": "甲借款", "C": "乙合同", "label": "C"},
+             {"A": "甲", "B": "乙", "C": "丙", "label": "B"}]
+    (tmp_path / "test.json").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines))
+    ds = Cail2019(tmp_path, tokenizer=tok, max_seq_length=12)
+    assert len(ds) == 3
+    batch = next(ds.batches(batch_size=4))
+    tokens, seg = batch.inputs["input_token:0"], batch.inputs["input_segment:0"]
+    assert tokens.dtype == np.float32 and tokens.shape == (4, 12)
+    # row 2 = (A, the more similar case C) of the second triple: [CLS] 丁 合 同 [SEP] 乙 合 同 [SEP]
+    expected = [2, vocab["丁"], vocab["合"], vocab["同"], 3, vocab["乙"], vocab["合"], vocab["同"], 3]
+    assert tokens[2, :9].tolist() == expected and seg[2, :9].tolist() == [0] * 5 + [1] * 4
+
+    def overlap(inputs):  # similarity = shared characters of A and X
+        t, s = inputs["input_token:0"], inputs["input_segment:0"]
+        return [np.array([[len(set(r[(q == 0) & (r > 3)]) & set(r[(q == 1) & (r > 3)]))]
+                          for r, q in zip(t, s, strict=True)], dtype=np.float32)]
+
+    out = ds.evaluate(overlap, batch_size=2)
+    assert out["samples"] == 3 and out["value"] == pytest.approx(2 / 3)  # the last triple ties 0/0
+    with pytest.raises(InvalidParameter):
+        next(ds.batches(batch_size=3))
+
+
+SPECS = (InputSpec("src", (1, 3, 4), "float32"), InputSpec("src_pad_mask", (1, 5), "int64"),
+         InputSpec("ids", (1, 6), "int32"), InputSpec("flag", (1, 2), "bool"))
+
+
+def test_fake_dataset_is_seeded_and_follows_bytemlperf_ranges():
+    ds = FakeDataset(specs=SPECS)
+    a, b = list(ds.batches(2, data_percent=2)), list(ds.batches(2, data_percent=2))
+    assert len(a) == 2 and all(np.array_equal(x.inputs["src"], y.inputs["src"]) for x, y in zip(a, b, strict=True))
+    assert not np.array_equal(a[0].inputs["src"], a[1].inputs["src"])
+    x = a[0].inputs
+    assert x["src"].shape == (2, 3, 4) and -1 <= x["src"].min() and x["src"].max() < 1
+    assert set(np.unique(x["src_pad_mask"])) <= {0, 1} and x["ids"].dtype == np.int32
+    assert x["ids"].max() < 1000 and not x["flag"].any()
+    out = ds.evaluate(lambda i: [i["src"]], 2, 5, reference=lambda i: [i["src"] + 0.5])
+    assert out["value"] == pytest.approx(0.5) and out["max_diff"] == pytest.approx(0.5)
+    assert out["std_diff"] == pytest.approx(0.0, abs=1e-6) and out["samples"] == 10
+
+
+class FakeSession:
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def run(self, inputs):
+        self.calls += 1
+        return self.fn(inputs)
+
+
+def test_evaluate_accuracy_status(tmp_path):
+    missing = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "none",
+                                weights=LOCAL)
+    assert missing["value"] is None and missing["status"].startswith("not measured: no dataset (")
+    assert str(tmp_path / "none") in missing["status"] and "val_map.txt" in missing["status"]
+    for i, color in enumerate(COLORS):
+        write_jpeg(tmp_path / "img" / f"{i}.jpg", color, size=(40, 40))
+    (tmp_path / "img" / "val_map.txt").write_text("0.jpg 0\n1.jpg 1\n2.jpg 0\n")
+    session = FakeSession(channel_model)
+    rand = evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=2)
+    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(2 / 3)
+    assert session.calls == 2 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
+    real = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "img",
+                             data_percent=34, weights=LOCAL)
+    assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 1.0
+    other = evaluate_accuracy("resnext101-c2", FakeSession(channel_model), weights=LOCAL)
+    assert other["status"].startswith("not measured: no published accuracy")
+    with pytest.raises(InvalidParameter):
+        evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img")  # weights must be stated
+
+
+def test_evaluate_accuracy_squad_with_vocab_dir_and_missing_tokenizer(tmp_path):
+    tok, vocab = wordpiece()
+    write_squad(tmp_path, [("q1", "Where did the cat sit?", ["the mat"])])
+    vocab_dir = tmp_path / "tok"
+    vocab_dir.mkdir()
+    (vocab_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    session = FakeSession(PointAt(vocab, [("mat", "mat")]))
+    out = evaluate_accuracy("bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=vocab_dir)
+    assert out["status"] == "measured" and out["metric"] == "F1 Score" and out["value"] == 100.0
+    none = evaluate_accuracy("bert-torch-fp32", session, tmp_path, weights=LOCAL,
+                             tokenizer_dir=tmp_path / "no-tokenizer")
+    assert none["status"].startswith("not measured: no tokenizer in") and none["value"] is None
+
+
+def test_evaluate_accuracy_mean_diff_needs_reference():
+    session = FakeSession(lambda i: [np.asarray(i["input_ids"], dtype=np.float32)])
+    ref = FakeSession(lambda i: [np.asarray(i["input_ids"], dtype=np.float32) + 0.25])
+
+    class Model:  # the parts of ExportedModel that evaluate_accuracy reads
+        inputs = (InputSpec("input_ids", (1, 77), "int32"),)
+        weights = RANDOM
+
+    none = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1)
+    assert none["status"].startswith("not measured: no reference session")
+    out = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1,
+                            reference_session=ref, batch_size=2)
+    assert out["metric"] == "Mean Diff" and out["value"] == pytest.approx(0.25)
+    assert out["status"] == "not meaningful: random weights"
+
+
+def test_align_inputs_renames_and_casts():
+    specs = (InputSpec("input_ids", (1, 4), "int32"), InputSpec("attention_mask.1", (1, 4), "int64"))
+    out = align_inputs({"input_ids.1": np.ones((1, 4), np.int64), "attention_mask.1": np.ones((1, 4))}, specs)
+    assert out["input_ids"].dtype == np.int32 and out["attention_mask.1"].dtype == np.int64
+    with pytest.raises(InvalidParameter, match="token_type"):
+        align_inputs({}, (InputSpec("token_type_ids", (1, 4), "int64"),))
+
+
+def test_registry_names():
+    assert set(DATASETS.names()) == {"squad", "imagenet", "criteo", "cail2019", "cifar100", "fake_dataset"}
+    with pytest.raises(UnknownNameError, match="known: cail2019"):
+        get_dataset("coco")
+
+
+def make_tar(tmp_path):
+    src = tmp_path / "src" / "open_cail2019"
+    src.mkdir(parents=True)
+    (src / "test.json").write_text('{"A": "a", "B": "b", "C": "c", "label": "B"}\n')
+    archive = tmp_path / "open_cail2019.tar"
+    with tarfile.open(archive, "w") as t:
+        t.add(src, arcname="open_cail2019")
+    import hashlib
+
+    return archive, hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+def test_fetch_file_url_verifies_and_unpacks(tmp_path):
+    archive, sha = make_tar(tmp_path)
+    dest = tmp_path / "data" / "cail2019"
+    logs = []
+    fetch("cail2019", dest, url=archive.as_uri(), sha256=sha, log=logs.append)
+    assert (dest / "test.json").exists()  # the archive's top folder is flattened
+    record = json.loads((dest / "FETCHED.json").read_text())
+    assert record[0]["sha256"] == sha and record[0]["pinned"] == "sha256"
+    assert not any("warning" in line for line in logs)
+
+
+def test_fetch_checksum_mismatch_leaves_nothing(tmp_path):
+    archive, _ = make_tar(tmp_path)
+    dest = tmp_path / "data" / "cail2019"
+    with pytest.raises(ChecksumMismatch, match="sha256"):
+        fetch("cail2019", dest, url=archive.as_uri(), sha256="0" * 64, log=lambda s: None)
+    assert list(dest.iterdir()) == []
+    with pytest.raises(ChecksumMismatch, match="bytes, expected 5"):
+        verify(archive, Source("file://x", "x.tar", size=5))
+    with pytest.raises(ChecksumMismatch, match="md5"):
+        verify(archive, Source("file://x", "x.tar", md5="0" * 32))
+
+
+def test_fetch_offline_says_where_to_put_files(tmp_path):
+    def offline(url):
+        raise urllib.error.URLError("no route to host")
+
+    with pytest.raises(MissingResource) as err:
+        fetch("squad", tmp_path / "squad", opener=offline)
+    message = str(err.value)
+    assert "by hand" in message and str(tmp_path / "squad") in message and "dev-v1.1.json" in message
+
+
+def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
+    from kit.datasets import cli
+
+    csv_file = tmp_path / "eval.csv"
+    csv_file.write_text("1," + ",".join(["0"] * 39) + "\n")
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["fetch-data", "criteo", "--url", csv_file.as_uri(),
+                              "--dest", str(tmp_path / "out")])
+    assert args.func(args) == 0
+    assert (tmp_path / "out" / "eval.csv").read_text() == csv_file.read_text()
+    assert "no published checksum" in capsys.readouterr().out
