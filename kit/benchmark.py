@@ -40,6 +40,9 @@ class ModelBenchmarkConfig:
     published_precision: str = "FP16"
     threads: int | None = None
     check_numerics: bool = True
+    accuracy: bool = True  # run the published accuracy check (needs data and real weights)
+    dataset_dir: str = ""  # default data/datasets/<dataset>/
+    data_percent: float = 100.0
     options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -76,6 +79,7 @@ def run_model_benchmark(config: ModelBenchmarkConfig | dict) -> RunResult:
     result = new_result("model_benchmark", str(params.get("model")), params)
     try:
         cfg = config if isinstance(config, ModelBenchmarkConfig) else ModelBenchmarkConfig(**config)
+        result.parameters = cfg.to_dict()  # with the defaults filled in
         _run(cfg, result)
     except KitError as exc:
         result.fail(exc)
@@ -90,29 +94,44 @@ def _run(cfg: ModelBenchmarkConfig, result: RunResult) -> None:
     result.model = describe_model(model)
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
-    reference = require_backend("onnxruntime") if cfg.check_numerics else None
-    for batch in cfg.batch_sizes:
+    reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
+    for i, batch in enumerate(cfg.batch_sizes):
         try:
-            measure_one_batch(cfg, backend, reference, model, batch, result)
+            measure_one_batch(cfg, backend, reference, model, batch, result, with_accuracy=i == 0)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
 
 
 def measure_one_batch(cfg: ModelBenchmarkConfig, backend, reference, model: ExportedModel,
-                      batch: int, result: RunResult) -> None:
+                      batch: int, result: RunResult, with_accuracy: bool = False) -> None:
     inputs = model.make_inputs(batch, seed=cfg.seed)
     sessions = [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
+    ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch) if reference else None
     try:
         result.backend["session"] = sessions[0].description
-        if reference is not None:
-            ref = reference.load(model, BackendConfig("fp32", "cpu"), batch).run(inputs)
-            diff = NumericDiff.between(ref, sessions[0].run(inputs))
+        if cfg.check_numerics:
+            diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs))
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
         measurement = timed(sessions, inputs, batch, cfg.measure_config())
         result.measurements.append(measurement.to_dict())
+        if with_accuracy and cfg.accuracy:
+            result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
     finally:
-        for s in sessions:
-            s.close()
+        for s in [*sessions, ref_session]:
+            if s is not None:
+                s.close()
+
+
+def check_accuracy(cfg: ModelBenchmarkConfig, model: ExportedModel, session, ref_session, batch: int) -> dict:
+    """The published accuracy/numeric metric, or the reason it cannot be measured here."""
+    from kit.datasets import evaluate_accuracy
+
+    try:
+        return evaluate_accuracy(model.name, session, cfg.dataset_dir or None, cfg.data_percent,
+                                 model.weights, batch_size=batch, model=model,
+                                 reference_session=ref_session)
+    except KitError as exc:
+        return {"model": model.name, "status": f"not measured: {exc}", "value": None}
 
 
 def timed(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig):

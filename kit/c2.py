@@ -56,6 +56,7 @@ def run_c2_study(config: C2Config | dict) -> RunResult:
     result = new_result("c2_study", "c2_study", params)
     try:
         cfg = config if isinstance(config, C2Config) else C2Config(**config)
+        result.parameters = cfg.to_dict()
         _run(cfg, result)
     except KitError as exc:
         result.fail(exc)
