@@ -4,6 +4,7 @@ import pytest
 from kit import published
 from tests.conftest import shared_or_skip
 
+
 def seed_text(seed_id: str) -> str:
     folder = shared_or_skip("seeds")
     return next(folder.glob(f"{seed_id}_*.txt")).read_text()
