@@ -10,6 +10,7 @@ interpolated linearly.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,15 +45,6 @@ class ServiceModel:
     def median(self, b: int) -> float:
         return float(np.interp(b, self.sizes, self.medians))
 
-    def draw(self, b: int, rng: np.random.Generator) -> float:
-        """One service time; measured samples are scaled to the interpolated median."""
-        base = self.median(b)
-        if not self.resample:
-            return base
-        nearest = int(self.sizes[np.argmin(np.abs(self.sizes - b))])
-        s = self.samples[nearest]
-        return base * float(s[rng.integers(s.size)]) / float(np.median(s)) if s.size > 1 else base
-
     def capacity(self, policy: BatchPolicy, servers: int = 1) -> float:
         """The most queries/s the policy can ever serve: full batches back to back."""
         b = min(policy.max_batch, self.max_batch)
@@ -84,19 +76,20 @@ def simulate(table: LatencyTable | ServiceModel, policy: BatchPolicy, qps: float
     B = min(policy.max_batch, model.max_batch)
     T = policy.timeout_ms / 1e3
     rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1 / qps, size=queries))
+    arrivals = np.cumsum(rng.exponential(1 / qps, size=queries)).tolist()
+    draw = _service_draws(model, B, queries, rng)
     latencies = np.empty(queries)
     free = [0.0] * servers  # when each server is next idle (a heap)
     collector = 0.0  # when the last batch was dispatched: one server collects at a time
-    head, batches = 0, 0
+    head, batches, inf = 0, 0, float("inf")
     while head < queries:
         t_free = heapq.heappop(free)
         t0 = max(t_free, arrivals[head], collector)
-        full_at = arrivals[head + B - 1] if head + B - 1 < queries else np.inf
+        full_at = arrivals[head + B - 1] if head + B - 1 < queries else inf
         dispatch = t0 if full_at <= t0 else max(t0, min(arrivals[head] + T, full_at))
-        n = min(B, int(np.searchsorted(arrivals, dispatch, side="right")) - head)
-        done = dispatch + model.draw(n, rng)
-        latencies[head:head + n] = done - arrivals[head:head + n]
+        n = min(B, bisect.bisect_right(arrivals, dispatch, head, min(head + B, queries)) - head)
+        done = dispatch + draw(n, batches)
+        latencies[head:head + n] = done - np.asarray(arrivals[head:head + n])
         head += n
         batches += 1
         collector = dispatch
@@ -105,6 +98,25 @@ def simulate(table: LatencyTable | ServiceModel, policy: BatchPolicy, qps: float
     p50, p90, p99 = np.percentile(latencies, [50, 90, 99]) * 1e3
     return SimResult(qps, float(p50), float(p90), float(p99), float(latencies.mean() * 1e3),
                      float(queries / span), queries / batches)
+
+
+def _service_draws(model: ServiceModel, max_batch: int, batches: int, rng: np.random.Generator):
+    """draw(b, k): the k-th batch's service time for size b, from pre-drawn random numbers."""
+    medians = [model.median(b) for b in range(max_batch + 1)]
+    if not model.resample:
+        return lambda b, k: medians[b]
+    u = rng.random(batches).tolist()
+    ratios = {}
+    for b in range(1, max_batch + 1):
+        nearest = int(model.sizes[np.argmin(np.abs(model.sizes - b))])
+        s = model.samples[nearest]
+        ratios[b] = np.sort(s / np.median(s)).tolist()
+
+    def draw(b: int, k: int) -> float:
+        r = ratios[b]
+        return medians[b] * r[int(u[k] * len(r))]
+
+    return draw
 
 
 def sweep(table: LatencyTable | ServiceModel, policy: BatchPolicy, rates: Sequence[float],
