@@ -121,6 +121,7 @@ def c2_prediction(card_latency_ms: dict[int, float], policies: Sequence[BatchPol
                      "predicted_max_qps": pred.best_qps,
                      "predicted_p99_ms": pred.best.p99_ms if pred.best else None,
                      "capacity_qps": service.capacity(policy, C2_IPUS),
+                     "limited_by": "capacity" if pred.stopped == "upper bound" else "latency bound",
                      "label": PREDICTION_LABEL, "source": SOURCE})
     return rows
 
@@ -128,7 +129,8 @@ def c2_prediction(card_latency_ms: dict[int, float], policies: Sequence[BatchPol
 def run_server_study(model: str = "resnet50-torch-fp32", backend: str = "onnxruntime",
                      precision: str = "fp32", latency_bound_ms: float = 100.0,
                      policies: Sequence = DEFAULT_POLICIES, *, small: bool = False,
-                     min_duration_s: float = 2.0, min_query_count: int = 64, sample_count: int = 32,
+                     min_duration_s: float = 2.0, min_query_count: int = 64, max_duration_s: float = 0.0,
+                     sample_count: int = 32,
                      max_probes: int = 5, rel_tol: float = 0.1, criterion: str = "bound",
                      fixed_batch_duration_s: float = 1.0, threads: int | None = None,
                      c2_latency_ms: dict | None = None, c2_policies: Sequence = C2_POLICIES,
@@ -140,6 +142,7 @@ def run_server_study(model: str = "resnet50-torch-fp32", backend: str = "onnxrun
     params = {"model": model, "backend": backend, "precision": precision,
               "latency_bound_ms": latency_bound_ms, "policies": [p.to_dict() for p in policies],
               "small": small, "min_duration_s": min_duration_s, "min_query_count": min_query_count,
+              "max_duration_s": max_duration_s,
               "sample_count": sample_count, "max_probes": max_probes, "rel_tol": rel_tol,
               "criterion": criterion, "fixed_batch_duration_s": fixed_batch_duration_s,
               "threads": threads, "sim_queries": sim_queries, "seed": seed, "output_dir": str(out)}
@@ -147,7 +150,8 @@ def run_server_study(model: str = "resnet50-torch-fp32", backend: str = "onnxrun
     try:
         _study(result, model, backend, precision, latency_bound_ms, policies, small, threads, out,
                LoadGenConfig(latency_bound_ms=latency_bound_ms, min_duration_s=min_duration_s,
-                             min_query_count=min_query_count, sample_count=sample_count, seed=seed),
+                             min_query_count=min_query_count, max_duration_s=max_duration_s,
+                             sample_count=sample_count, seed=seed),
                max_probes, rel_tol, criterion, fixed_batch_duration_s, sim_queries, seed)
     except Exception as exc:  # noqa: BLE001 - recorded in the result, re-raised after writing
         result.fail(exc)
