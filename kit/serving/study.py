@@ -97,9 +97,14 @@ def best_row(policy: BatchPolicy, search: SearchResult, predicted: SearchResult,
             "latency_bound_ms": bound_ms, "loadgen_best_qps": lg_best,
             "loadgen_p99_ms": best.p99_ms if best else None,
             "loadgen_result": (best.extra.get("result") if best else None) or "none passed",
-            "loadgen_reasons": "; ".join(best.reasons) if best else "",
+            "loadgen_reasons": "; ".join(best.reasons if best else _lowest(search).reasons),
             "sim_best_qps": sim_best, "prediction_error_pct": err, "capacity_qps": capacity,
             "search_stopped": search.stopped, "probes": len(search.probes)}
+
+
+def _lowest(search: SearchResult) -> Probe:
+    """The gentlest probe: when nothing passed, its reasons say why."""
+    return min(search.probes, key=lambda p: p.qps)
 
 
 def simulated_curve(service: ServiceModel, policy: BatchPolicy, capacity: float, points: int,
