@@ -59,7 +59,11 @@ def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
     quick = profile == "quick"
     c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
           "hardware": hw}
-    server = {"quick": quick, "hardware": hw}
+    server = ({"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
+               "max_probes": 3, "fixed_batch_duration_s": 1.0} if quick else
+              {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
+               "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
+               "fixed_batch_duration_s": 10.0})
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
             + model_jobs(profile, hw)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
