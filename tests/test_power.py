@@ -416,6 +416,7 @@ def test_thread_reaches_at_least_10_hz_with_a_fast_sensor():
     s = mon.summary()
     assert s.hz_achieved >= 10.0
     assert s.n_samples == sampler.reads and s.hz_requested == 50.0
+    assert 0.0 < s.monitor_cpu_s < s.duration_s  # the thread's own CPU time is recorded
 
 
 def test_energy_of_a_constant_and_a_linear_profile_end_to_end():

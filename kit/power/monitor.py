@@ -37,6 +37,7 @@ class PowerMonitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._open_error: str | None = None
+        self.thread_cpu_s = 0.0  # CPU time the sampling thread used: its direct cost
 
     def __enter__(self) -> PowerMonitor:
         self.start()
@@ -71,6 +72,13 @@ class PowerMonitor:
         self.stop_ns = time.perf_counter_ns()
 
     def _run(self) -> None:
+        cpu0 = time.thread_time()
+        try:
+            self._loop()
+        finally:
+            self.thread_cpu_s = time.thread_time() - cpu0
+
+    def _loop(self) -> None:
         period = 1.0 / self.hz
         next_t = time.perf_counter() + period
         while not self._stop.wait(max(0.0, next_t - time.perf_counter())):
@@ -94,6 +102,7 @@ class PowerMonitor:
         if self.stop_ns is None:
             raise KitError("PowerMonitor.summary() needs the window closed (leave the `with` block)")
         common = {"hz_requested": self.hz, "read_errors": len(self.errors),
+                  "monitor_cpu_s": self.thread_cpu_s,
                   "window_start_ns": self.start_ns, "notes": list(self.sampler.notes)}
         name, sensor = self.sampler.name, self.sampler.sensor
         reason = self._unavailable_reason()

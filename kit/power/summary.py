@@ -42,6 +42,7 @@ class PowerSummary:
     samples_per_s: float | None = None
     samples_per_s_per_w: float | None = None
     samples_per_j: float | None = None
+    monitor_cpu_s: float | None = None  # CPU time of the sampling thread (its cost)
     window_start_ns: int | None = None  # perf_counter_ns at t_s == 0, to align with call times
     notes: list[str] = field(default_factory=list)
     series_t_s: list[float] = field(default_factory=list)
