@@ -122,6 +122,16 @@ def test_rapl_zone_names_are_configurable(powercap):
     sampler = make_sampler("rapl", SamplerOptions(powercap_root=powercap, rapl_zones=("psys",)))
     assert sampler.probe() is None
     assert sampler.sensor.startswith("RAPL psys")
+    dram = powercap / "intel-rapl:0:2"  # a subzone, flat in the class directory like the kernel's
+    dram.mkdir()
+    (dram / "name").write_text("dram\n")
+    (dram / "energy_uj").write_text("10\n")
+    (dram / "max_energy_range_uj").write_text("65712999613\n")
+    with_dram = make_sampler("rapl", SamplerOptions(powercap_root=powercap, rapl_zones=("package", "dram")))
+    with_dram.open()
+    (dram / "energy_uj").write_text("1000010\n")
+    assert sorted(z.name for z in with_dram.zones) == ["dram", "package-0", "package-1"]
+    assert with_dram.read().energy_j == pytest.approx(1.0)
 
 
 def test_rapl_permission_denied_is_the_reason(powercap, monkeypatch):

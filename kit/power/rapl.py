@@ -4,6 +4,8 @@ Each top-level zone (`intel-rapl:0`, or `amd-rapl:0` on some kernels) has `name`
 psys, dram), `energy_uj` (a counter in microjoules that wraps at `max_energy_range_uj`) and is
 readable by root only since Linux 5.10. Zones whose name starts with one of
 `SamplerOptions.rapl_zones` are summed; psys is left out by default because it contains them.
+Subzones (core, uncore, dram: `intel-rapl:0:2`) are flat in the powercap class directory too;
+DRAM is outside the package figure on Intel, so `rapl_zones=("package", "dram")` adds it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from kit.power.base import PowerSampler, Reading, SensorError
 
-ZONE_DIR = re.compile(r"^[a-z]+-rapl:\d+$")  # top-level zones only; subzones are intel-rapl:0:1
+ZONE_DIR = re.compile(r"^[a-z]+-rapl(:\d+)+$")  # zones (intel-rapl:0) and subzones (intel-rapl:0:2)
 
 
 def _read_text(path: Path) -> str:
