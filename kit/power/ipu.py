@@ -174,8 +174,9 @@ class GcCliSampler(PowerSampler):
         return f"{' and '.join(found)} gave no '{POWER_KEY}' reading"
 
     def open(self) -> None:
-        if self.tool is None and self.probe():
-            raise SensorError(self.probe() or "no gc tool")
+        reason = self.probe() if self.tool is None else None
+        if reason:
+            raise SensorError(reason)
         self.notes.append(monitoring_note())
 
     def read(self) -> Reading:
