@@ -40,6 +40,7 @@ class ModelBenchmarkConfig:
     published_precision: str = "FP16"
     threads: int | None = None
     check_numerics: bool = True
+    power: bool = True  # sample the device's power during timing (where a sensor exists)
     accuracy: bool = True  # run the published accuracy check (needs data and real weights)
     dataset_dir: str = ""  # default data/datasets/<dataset>/
     data_percent: float = 100.0
@@ -95,15 +96,16 @@ def _run(cfg: ModelBenchmarkConfig, result: RunResult) -> None:
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
+    sampler = power_sampler(cfg.device, cfg.power)
     for i, batch in enumerate(cfg.batch_sizes):
         try:
-            measure_one_batch(cfg, backend, reference, model, batch, result, with_accuracy=i == 0)
+            measure_one_batch(cfg, backend, reference, model, batch, result, sampler, with_accuracy=i == 0)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
 
 
 def measure_one_batch(cfg: ModelBenchmarkConfig, backend, reference, model: ExportedModel,
-                      batch: int, result: RunResult, with_accuracy: bool = False) -> None:
+                      batch: int, result: RunResult, sampler, with_accuracy: bool = False) -> None:
     inputs = model.make_inputs(batch, seed=cfg.seed)
     sessions = [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
     ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch) if reference else None
@@ -112,7 +114,7 @@ def measure_one_batch(cfg: ModelBenchmarkConfig, backend, reference, model: Expo
         if cfg.check_numerics:
             diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs))
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
-        measurement = timed(sessions, inputs, batch, cfg.measure_config())
+        measurement = timed(sessions, inputs, batch, cfg.measure_config(), sampler)
         result.measurements.append(measurement.to_dict())
         if with_accuracy and cfg.accuracy:
             result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
@@ -134,13 +136,31 @@ def check_accuracy(cfg: ModelBenchmarkConfig, model: ExportedModel, session, ref
         return {"model": model.name, "status": f"not measured: {exc}", "value": None}
 
 
-def timed(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig):
-    """Clients share sessions[0]; replicas each time their own session in parallel."""
-    if len(sessions) == 1:
-        return sessions[0].measure(inputs, batch, mcfg)
-    from kit.measure import measure
+def power_sampler(device: str, enabled: bool = True):
+    """The power sampler for `device` ('cpu', 'cuda', 'ipu'), or an unavailable one saying why."""
+    from kit.power import UnavailableSampler, enable_ipu_monitoring, select_sampler
 
-    return measure([s.bind(inputs) for s in sessions], batch, mcfg)
+    if not enabled:
+        return UnavailableSampler(["power sampling switched off (power=False)"])
+    if device == "ipu":
+        enable_ipu_monitoring()  # GCDA_MONITOR=1 for the worker process, or no sensor values
+    return select_sampler(device)
+
+
+def timed(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):
+    """Clients share sessions[0]; replicas each time their own session in parallel.
+
+    The sampler reads the device's power during the timed calls only.
+    """
+    from kit.measure import measure
+    from kit.power import PowerMonitor, measure_with_power
+
+    if len(sessions) == 1:
+        return measure_with_power(sessions[0], inputs, batch, mcfg, sampler)
+    with PowerMonitor(sampler) as monitor:
+        m = measure([s.bind(inputs) for s in sessions], batch, mcfg)
+    m.power = monitor.summary(m.samples, m.throughput).to_dict()
+    return m
 
 
 def describe_model(model: ExportedModel) -> dict:

@@ -19,9 +19,18 @@ def bytemlperf_table(result: RunResult) -> pd.DataFrame:
              "P99 Latency (ms)": round(m["latency"]["p99_bytemlperf_ms"], 3),
              "p50 (ms)": round(m["latency"]["p50_ms"], 3), "p90 (ms)": round(m["latency"]["p90_ms"], 3),
              "samples/s (all calls / wall)": round(m["throughput"], 2),
-             "calls": m["latency"]["count"], "threads": m["threads"]}
+             "calls": m["latency"]["count"], "threads": m["threads"], **power_columns(m.get("power"))}
             for m in result.measurements]
     return pd.DataFrame(rows)
+
+
+def power_columns(power: dict | None) -> dict:
+    """Mean power and efficiency with the method that produced them (or why there are none)."""
+    if not power or power.get("method") != "measured":
+        reason = (power or {}).get("reason") or "not sampled"
+        return {"power (W)": None, "samples/s/W": None, "power method": f"unavailable: {reason}"}
+    return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
+            "power method": f"measured: {power.get('sensor')}"}
 
 
 def numerics_table(result: RunResult) -> pd.DataFrame:
@@ -148,6 +157,9 @@ def interpretation(result: RunResult) -> str:
                          f"(batch {best['batch_size']}), against 2526.35 images/s published for the "
                          "C2 card; lowest latency "
                          f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against 1.36 ms.")
+            first = rows[0]
+            parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
+                         else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
     else:
         qps = card[card["figure"] == "QPS"]
         if not qps.empty and qps.iloc[0]["measured"] is not None:
