@@ -1,0 +1,60 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from kit.c2 import C2Config, config_for_hardware, run_c2_study
+from kit.errors import InvalidParameter, MissingResource
+from kit.images import image_files, preprocess
+from kit.scorecard import c2_rows
+
+FAST = dict(batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1)
+
+
+def test_c2_protocol_small(outputs):
+    result = run_c2_study(C2Config(**FAST))
+    assert result.status == "ok", result.errors
+    rows = result.tables["c2"]
+    assert [r["batch_size"] for r in rows] == [2, 4] and [r["micro_batch"] for r in rows] == [1, 2]
+    for r, m in zip(rows, result.measurements, strict=True):
+        assert m["mode"] == "replicas" and m["threads"] == 2
+        assert r["throughput"] == pytest.approx(r["batch_size"] / (r["latency_ms"] / 1000))
+        assert r["efficiency"] is None and "power unavailable" in r["efficiency_reason"]
+        assert m["power"]["method"] == "unavailable" and m["power"]["reason"]
+    card = c2_rows([(Path("c2.json"), result)])
+    latency = [c for c in card if c.figure == "Latency" and c.batch_size == "2"][0]
+    assert latency.verdict == "not comparable" and latency.measured == rows[0]["latency_ms"]
+    efficiency = [c for c in card if c.figure == "Energy efficiency" and c.batch_size == "2"][0]
+    assert efficiency.verdict.startswith("not measured: power unavailable")
+    assert [c.verdict for c in card if c.batch_size == "12"][0].startswith("not measured")
+
+
+def test_batch_must_split_across_replicas():
+    with pytest.raises(InvalidParameter, match="multiple of replicas=2"):
+        C2Config(batch_sizes=(3,))
+
+
+def test_hardware_choice():
+    assert config_for_hardware("ipu").backend == "ipu"
+    with pytest.raises(InvalidParameter, match="hardware='tpu'"):
+        config_for_hardware("tpu")
+
+
+def test_preprocess_real_image(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "photo.jpg"
+    Image.fromarray(rng.integers(0, 255, (300, 400, 3), dtype=np.uint8)).save(path)
+    arr = preprocess(path.read_bytes())
+    assert arr.shape == (3, 224, 224) and arr.dtype == np.float32
+    assert -2.2 < arr.min() < arr.max() < 2.7  # ImageNet normalisation range
+    assert image_files(tmp_path) == [path]
+
+
+def test_sample_images_ship_with_scikit_image():
+    assert len(image_files("skimage")) >= 4
+
+
+def test_empty_image_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(MissingResource, match="no images"):
+        image_files(tmp_path)
