@@ -20,6 +20,9 @@ def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> fl
     fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
     shapes = inferred_shapes(model)
     counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
+    if any(flops is None for _, flops in counted):
+        shapes.update(measured_shapes(model, counted, shapes, inputs))
+        counted = [(n, COUNTERS[n.op_type](n, shapes)) for n, _ in counted]
     unresolved = [n.name or n.op_type for n, flops in counted if flops is None]
     if unresolved:
         raise ValueError(f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
@@ -55,6 +58,24 @@ def inferred_shapes(model) -> dict[str, tuple[int, ...]]:
     for init in graph.initializer:
         shapes[init.name] = tuple(init.dims)
     return shapes
+
+
+def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> dict:
+    """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run at batch 1."""
+    import onnx
+    import onnxruntime as ort
+
+    from kit.models.spec import make_inputs
+
+    wanted = {name for node, flops in counted if flops is None
+              for name in [*node.input[:2], node.output[0]] if name and name not in shapes}
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in sorted(wanted))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    values = session.run(None, make_inputs(inputs, 1))
+    return {name: tuple(v.shape) for name, v in zip(sorted(wanted), values, strict=True)}
 
 
 def _conv(node, shapes) -> float | None:
