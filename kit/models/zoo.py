@@ -130,7 +130,7 @@ MODELS.register("swin-large-torch-fp32", ModelEntry(
 ))
 
 QA = [("bert", 30522, 2, "csarron/bert-base-uncased-squad-v1", 110e6),
-      ("albert", 30000, 2, "twmkn9/albert-base-v2-squad2", 11.7e6),
+      ("albert", 30000, 2, "twmkn9/albert-base-v2-squad2", 11.1e6),  # albert-base-v2 backbone + QA head
       ("roberta", 50265, 1, "deepset/roberta-base-squad2", 125e6),
       ("deberta", 50265, 2, "stevemobs/deberta-base-finetuned-squad1", 139e6)]
 for arch, vocab, types, hub, ref in QA:
