@@ -37,3 +37,19 @@ def test_fetch_fails_clearly_without_internet(tmp_path, monkeypatch):
 def test_fetch_without_public_checkpoint(tmp_path):
     with pytest.raises(MissingResource, match="no public checkpoint"):
         fetch_weights("widedeep-tf-fp32", None, tmp_path)
+
+
+def test_local_torch_weights_load_and_mismatch_is_named(tmp_path):
+    import torch
+
+    from kit.errors import CorruptModel
+    from kit.models.zoo import build_resnet50
+
+    source = build_resnet50(small=True, seed=1)
+    state = {k: v for k, v in source.state_dict().items() if not k.endswith("num_batches_tracked")}
+    torch.save(state, tmp_path / "model.pt")
+    loaded = build_resnet50(small=True, weights_dir=tmp_path, seed=2)
+    assert torch.equal(loaded.fc.weight, source.fc.weight)
+    torch.save({"fc.weight": state["fc.weight"]}, tmp_path / "model.pt")
+    with pytest.raises(CorruptModel, match="missing"):
+        build_resnet50(small=True, weights_dir=tmp_path)

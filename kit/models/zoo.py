@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from kit.errors import CorruptModel
 from kit.models.spec import InputSpec, ModelEntry
 from kit.registry import Registry
 
@@ -27,7 +28,11 @@ def _load_torch_state(model, weights_dir: Path | None):
         else:
             path = next(p for p in (weights_dir / "model.pt", weights_dir / "pytorch_model.bin") if p.exists())
             state = torch.load(path, map_location="cpu", weights_only=True)
-        model.load_state_dict(state)
+        result = model.load_state_dict(state, strict=False)
+        missing = [k for k in result.missing_keys if not k.endswith("num_batches_tracked")]
+        if missing or result.unexpected_keys:
+            raise CorruptModel(f"weights in {weights_dir} do not fit {type(model).__name__}: missing "
+                               f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}")
     return model.eval()
 
 
