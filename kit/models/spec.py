@@ -19,7 +19,9 @@ class InputSpec:
 
     A batched input's first dimension is multiplied by the batch size (ByteMLPerf's rule, so
     wide&deep's 26x2 categorical input becomes 26*bs x 2); an unbatched one keeps its shape.
-    `low`/`high` bound generated values (token ids below the vocabulary size, for instance).
+    `low`/`high` bound generated values (token ids below the vocabulary size, for instance);
+    `integer` makes a float input hold whole numbers (RoFormer's float32 token ids). For bool
+    inputs `high` is the probability of True.
 
     >>> InputSpec("x", (1, 3, 224, 224), "float32").shape_for(8)
     (8, 3, 224, 224)
@@ -31,6 +33,7 @@ class InputSpec:
     batched: bool = True
     low: float = 0.0
     high: float = 1.0
+    integer: bool = False
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -45,8 +48,9 @@ class InputSpec:
         shape = self.shape_for(batch_size)
         if self.dtype == "bool":
             return rng.random(shape) < self.high
-        if self.dtype.startswith("int"):
-            return rng.integers(int(self.low), int(self.high), size=shape, dtype=self.dtype)
+        if self.dtype.startswith("int") or self.integer:
+            ints = rng.integers(int(self.low), int(self.high), size=shape, dtype=np.int64)
+            return ints.astype(self.dtype)
         return rng.uniform(self.low, self.high, size=shape).astype(self.dtype)
 
     def to_dict(self) -> dict:

@@ -1,0 +1,116 @@
+"""FLOPs per sample from an ONNX graph: Conv, MatMul and Gemm, 2 FLOPs per multiply-accumulate.
+
+Shapes come from shape inference with every input fixed at batch size 1 (ONNX Runtime's symbolic
+shape inference, which follows the Shape/Reshape chains that exporters write).
+"""
+
+from __future__ import annotations
+
+from math import prod
+from pathlib import Path
+
+from kit.models.spec import InputSpec
+
+
+def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> float:
+    """2 x MACs of every Conv, MatMul and Gemm at batch size 1."""
+    import onnx
+
+    model = onnx.load(str(onnx_path))
+    fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
+    shapes = inferred_shapes(model)
+    counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
+    if any(flops is None for _, flops in counted):
+        shapes.update(measured_shapes(model, counted, shapes, inputs))
+        counted = [(n, COUNTERS[n.op_type](n, shapes)) for n, _ in counted]
+    unresolved = [n.name or n.op_type for n, flops in counted if flops is None]
+    if unresolved:
+        raise ValueError(f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
+                         f"static shapes, e.g. {', '.join(unresolved[:3])}")
+    return float(sum(flops for _, flops in counted))
+
+
+def fix_input_shapes(model, shapes: dict[str, tuple[int, ...]]) -> None:
+    for value in model.graph.input:
+        if value.name in shapes:
+            dims = value.type.tensor_type.shape.dim
+            for dim, size in zip(dims, shapes[value.name], strict=True):
+                dim.Clear()
+                dim.dim_value = int(size)
+
+
+def inferred_shapes(model) -> dict[str, tuple[int, ...]]:
+    """name -> static shape for every tensor whose shape inference could resolve."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+        model = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+    except Exception:  # noqa: BLE001 - fall back to ONNX's own inference
+        import onnx
+
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    shapes = {}
+    graph = model.graph
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            shapes[value.name] = tuple(d.dim_value for d in dims)
+    for init in graph.initializer:
+        shapes[init.name] = tuple(init.dims)
+    return shapes
+
+
+def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> dict:
+    """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run at batch 1."""
+    import onnx
+    import onnxruntime as ort
+
+    from kit.models.spec import make_inputs
+
+    wanted = {name for node, flops in counted if flops is None
+              for name in [*node.input[:2], node.output[0]] if name and name not in shapes}
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in sorted(wanted))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    values = session.run(None, make_inputs(inputs, 1))
+    return {name: tuple(v.shape) for name, v in zip(sorted(wanted), values, strict=True)}
+
+
+def _conv(node, shapes) -> float | None:
+    out, weight = shapes.get(node.output[0]), shapes.get(node.input[1])
+    if out is None or weight is None:
+        return None
+    return 2.0 * prod(out) * prod(weight[1:])  # weight: [Cout, Cin/groups, k...]
+
+
+def _matmul(node, shapes) -> float | None:
+    a, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if a is None or out is None:
+        return None
+    return 2.0 * prod(out) * a[-1]
+
+
+def _gemm(node, shapes) -> float | None:
+    a, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if a is None or out is None:
+        return None
+    trans_a = next((attr.i for attr in node.attribute if attr.name == "transA"), 0)
+    return 2.0 * prod(out) * (a[0] if trans_a else a[-1])
+
+
+def _einsum(node, shapes) -> float | None:
+    """Two-operand contraction: 2 x the product of every index's size."""
+    equation = next(a.s.decode() for a in node.attribute if a.name == "equation").replace(" ", "")
+    operands = equation.split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for letters, name in zip(operands, node.input, strict=True):
+        shape = shapes.get(name)
+        if shape is None or "." in letters:
+            return None
+        sizes.update(zip(letters, shape, strict=True))
+    return 2.0 * prod(sizes.values()) if len(operands) == 2 else 0.0
+
+
+COUNTERS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum}

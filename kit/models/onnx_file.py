@@ -1,0 +1,73 @@
+"""A user's own ONNX file as an ExportedModel: input specs read from the file.
+
+The first dimension of every input is taken as the batch axis when it is dynamic; any other dynamic
+dimension must be given through `input_shapes` (shape at batch 1), else the error names it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit.errors import CorruptModel, InvalidParameter, MissingResource
+from kit.models.spec import DTYPES, ExportedModel, InputSpec, WeightsInfo
+
+ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
+
+
+def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ExportedModel:
+    """Read the inputs and outputs of `path`; `input_shapes` fixes dynamic dims (shape at batch 1)."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise MissingResource(f"ONNX file {path} does not exist")
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+        onnx.checker.check_model(proto)
+    except Exception as exc:  # noqa: BLE001 - protobuf and the checker raise several types
+        raise CorruptModel(f"{path} is not a valid ONNX model: {exc}") from exc
+    given = dict(input_shapes or {})
+    initializers = {i.name for i in proto.graph.initializer}
+    graph_inputs = [v for v in proto.graph.input if v.name not in initializers]
+    unknown = set(given) - {v.name for v in graph_inputs}
+    if unknown:
+        raise InvalidParameter("input_shapes", sorted(unknown),
+                               f"names of inputs of {path.name}: {[v.name for v in graph_inputs]}")
+    specs = [input_spec(v, given.get(v.name)) for v in graph_inputs]
+    missing = [f"{s.name} dim {i}" for s in specs for i, d in enumerate(s.shape) if d < 0]
+    if missing:
+        raise InvalidParameter(
+            "input_shapes", input_shapes,
+            f"{path.name} has dynamic dimensions besides the batch axis: {', '.join(missing)}; "
+            "give input_shapes={name: shape at batch 1}")
+    return ExportedModel(
+        name=path.stem, onnx_path=path, inputs=tuple(specs),
+        outputs=tuple(o.name for o in proto.graph.output),
+        weights=WeightsInfo("local", f"user ONNX file {path}"), framework="onnx",
+        dynamic_batch=all(s.batched for s in specs), flops_per_sample=_flops(path, tuple(specs)),
+    )
+
+
+def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
+    """InputSpec at batch 1; -1 marks a dynamic dimension nobody gave a size for."""
+    elem = value.type.tensor_type.elem_type
+    if elem not in ONNX_DTYPES:
+        raise InvalidParameter(f"dtype of input {value.name}", elem, f"one of {DTYPES}")
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in value.type.tensor_type.shape.dim]
+    batched = bool(dims) and dims[0] == -1
+    if given is not None:
+        given = tuple(int(x) for x in given)
+        if len(given) != len(dims):
+            raise InvalidParameter(f"input_shapes[{value.name!r}]", given, f"a shape of rank {len(dims)}")
+        shape = given
+    else:
+        shape = tuple(1 if batched and i == 0 else d for i, d in enumerate(dims))
+    dtype = ONNX_DTYPES[elem]
+    high = 2 if dtype.startswith("int") else 1.0  # ids 0/1: valid for any vocabulary or mask
+    return InputSpec(value.name, shape, dtype, batched=batched, high=high)
+
+
+def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> float | None:
+    from kit.models.export import flops_or_none
+
+    return flops_or_none(path, inputs)

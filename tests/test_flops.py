@@ -1,0 +1,45 @@
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from kit.models.flops import count_flops_per_sample
+from kit.models.spec import InputSpec
+
+
+def save(tmp_path, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_counts_conv_matmul_gemm_at_batch_one(tmp_path):
+    w_conv = numpy_helper.from_array(np.zeros((8, 3, 3, 3), np.float32), "wc")
+    w_mm = numpy_helper.from_array(np.zeros((8 * 4 * 4, 10), np.float32), "wm")
+    w_gemm = numpy_helper.from_array(np.zeros((10, 5), np.float32), "wg")
+    shape = numpy_helper.from_array(np.array([-1, 128], np.int64), "shape")
+    nodes = [
+        helper.make_node("Conv", ["x", "wc"], ["c"], pads=[1, 1, 1, 1]),  # -> [B, 8, 4, 4]
+        helper.make_node("Reshape", ["c", "shape"], ["r"]),
+        helper.make_node("MatMul", ["r", "wm"], ["m"]),  # [B,128] x [128,10]
+        helper.make_node("Gemm", ["m", "wg"], ["y"]),  # [B,10] x [10,5]
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])
+    path = save(tmp_path, nodes, [x], [y], [w_conv, w_mm, w_gemm, shape])
+    flops = count_flops_per_sample(path, (InputSpec("x", (1, 3, 4, 4), "float32"),))
+    conv = 2 * (8 * 4 * 4) * (3 * 3 * 3)
+    assert flops == conv + 2 * 128 * 10 + 2 * 10 * 5
+
+
+def test_batched_matmul_counts_every_batch_dim(tmp_path):
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"])]
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", 4, 6, 8])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, ["batch", 4, 8, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6, 3])
+    path = save(tmp_path, nodes, [a, b], [y], [])
+    specs = (InputSpec("a", (1, 4, 6, 8), "float32"), InputSpec("b", (1, 4, 8, 3), "float32"))
+    assert count_flops_per_sample(path, specs) == pytest.approx(2 * 4 * 6 * 3 * 8)

@@ -1,0 +1,58 @@
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from kit.errors import CorruptModel, InvalidParameter, MissingResource
+from kit.models import load_model
+from kit.models.onnx_file import load_onnx_file
+
+
+def relu_model(tmp_path, dims):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 7])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
+    z = helper.make_tensor_value_info("z", TensorProto.INT64, ["batch", 7])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]),
+                               helper.make_node("Identity", ["ids"], ["z"])], "g", [x, ids], [y, z])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = tmp_path / "user.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_static_inputs_read_from_file(tmp_path):
+    model = load_onnx_file(relu_model(tmp_path, ["batch", 3, 5]))
+    assert [(i.name, i.shape, i.dtype, i.batched) for i in model.inputs] == [
+        ("x", (1, 3, 5), "float32", True), ("ids", (1, 7), "int64", True)]
+    assert model.outputs == ("y", "z") and model.weights.source == "local"
+    feeds = model.make_inputs(4)
+    out = ort.InferenceSession(str(model.onnx_path)).run(None, feeds)
+    assert out[0].shape == (4, 3, 5)
+
+
+def test_dynamic_dims_besides_batch_must_be_given(tmp_path):
+    path = relu_model(tmp_path, ["batch", 3, "length"])
+    with pytest.raises(InvalidParameter, match="x dim 2"):
+        load_onnx_file(path)
+    model = load_model(str(path), input_shapes={"x": (1, 3, 11)})
+    assert model.inputs[0].shape == (1, 3, 11)
+    with pytest.raises(InvalidParameter, match="rank 3"):
+        load_onnx_file(path, input_shapes={"x": (1, 11)})
+    with pytest.raises(InvalidParameter, match="nope"):
+        load_onnx_file(path, input_shapes={"nope": (1,)})
+
+
+def test_fixed_first_dim_is_not_batched(tmp_path):
+    model = load_onnx_file(relu_model(tmp_path, [100, 77]))
+    assert model.inputs[0].batched is False and model.inputs[0].shape_for(8) == (100, 77)
+
+
+def test_corrupt_file_names_the_file(tmp_path):
+    bad = tmp_path / "broken.onnx"
+    bad.write_bytes(b"not a protobuf at all \x00\xff")
+    with pytest.raises(CorruptModel, match="broken.onnx"):
+        load_onnx_file(bad)
+    with pytest.raises(MissingResource, match="missing.onnx"):
+        load_onnx_file(tmp_path / "missing.onnx")
