@@ -14,7 +14,7 @@ from kit.errors import KitError
 
 # One line per command module; order is the order of `kit --help`.
 COMMAND_MODULES = [
-    # "kit.models.cli",  # kit models, kit export, kit fetch-weights (lands with the model zoo)
+    "kit.models.cli",  # kit models, kit export, kit fetch-weights
     "kit.datasets.cli",  # kit fetch-data, kit datasets
     "kit.batch_cli",  # kit reproduce, kit site
 ]
