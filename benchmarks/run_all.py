@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS: list[str] = []  # module names under benchmarks/, each with main() -> int
+BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups"]  # module names under benchmarks/, each with main() -> int
 
 
 def main() -> int:
