@@ -10,6 +10,7 @@ back to eager with a recorded note if compilation fails), compile_mode (torch.co
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,7 +105,8 @@ class TorchBackend(Backend):
         notes: list[str] = []
         if config.precision == "int8":
             module, quantized = quantize_linear(module)
-            notes.append(f"dynamic int8: {quantized} Linear layers quantized; other layers stay fp32")
+            notes.append(f"dynamic int8 (torch.ao, deprecated upstream): {quantized} Linear layers quantized; "
+                         "other layers stay fp32")
         if config.precision == "fp16" and config.device == "cpu" and "avx512_fp16" not in cpu_flags():
             notes.append("fp16 on a CPU without avx512_fp16: emulated by conversions, expect slower than fp32")
         module = module.to(config.device)
@@ -166,7 +168,9 @@ def quantize_linear(module) -> tuple[object, int]:
     if count == 0:
         raise InvalidParameter("precision", "int8", "torch dynamic int8 quantizes Linear layers and this "
                                "model has none; use onnxruntime int8 (static QDQ) instead")
-    return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8), count
+    with warnings.catch_warnings():  # torch.ao's quantized-tensor deprecation notice, once per load
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated", category=UserWarning)
+        return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8), count
 
 
 def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: str | None) -> None:
