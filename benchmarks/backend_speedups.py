@@ -15,7 +15,7 @@ import json
 import statistics
 import sys
 
-from benchmarks.common import env_float, env_int, env_list, strict
+from benchmarks.common import env_float, env_int, env_list, load_note, strict
 from kit.backends import BackendConfig, get_backend
 from kit.environment import capture, cpu_peak_gflops
 from kit.errors import KitError
@@ -105,7 +105,8 @@ def main() -> int:
     flags = {"compile": env_int("BENCH_COMPILE", 0) == 1, "slow": env_int("BENCH_SLOW", 0) == 1}
     all_rows, missed = [], False
     for name in models:
-        print(f"{name}: batch {batch}, {rounds} round-robin rounds of {seconds:g} s per configuration")
+        print(f"{name}: batch {batch}, {rounds} round-robin rounds of {seconds:g} s per configuration "
+              f"({load_note()})")
         rows = bench_model(name, batch, rounds, seconds, flags)
         print_rows(rows)
         best = best_reduced(rows)
@@ -121,7 +122,7 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"environment": capture(), "batch_size": batch, "rounds": rounds,
                                "seconds": seconds, "rows": all_rows}, indent=1, default=str))
-    print(f"  written {out}")
+    print(f"  written {out} ({load_note()} at the end)")
     return 1 if missed and strict() else 0
 
 

@@ -34,3 +34,8 @@ def bare_loop(call: Callable[[], object], seconds: float) -> tuple[int, float]:
 def strict() -> bool:
     """BENCH_STRICT=1 turns a missed target into a failing exit status."""
     return os.environ.get("BENCH_STRICT", "0") == "1"
+
+
+def load_note() -> str:
+    """The 1-minute load average against the cores: shared machines make absolute figures noisy."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"

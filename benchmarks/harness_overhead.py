@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from benchmarks.common import bare_loop, env_float, env_int, strict
+from benchmarks.common import bare_loop, env_float, env_int, load_note, strict
 from kit.backends import BackendConfig, require_backend
 from kit.measure import MeasureConfig
 from kit.models import export_model
@@ -43,7 +43,8 @@ def main() -> int:
     model = export_model("resnet50-torch-fp32")
     backend = require_backend("onnxruntime")
     missed = False
-    print(f"resnet50 fp32, onnxruntime CPU; {rounds} alternating rounds of {seconds:g} s per side")
+    print(f"resnet50 fp32, onnxruntime CPU; {rounds} alternating rounds of {seconds:g} s per side "
+          f"({load_note()})")
     for bs in BATCH_SIZES:
         session = backend.load(model, BackendConfig(), bs)
         r = compare(session, model.make_inputs(bs), bs, rounds, seconds)
