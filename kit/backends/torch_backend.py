@@ -10,6 +10,7 @@ back to eager with a recorded note if compilation fails), compile_mode (torch.co
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -116,7 +117,7 @@ class TorchBackend(Backend):
             "backend": self.name, "device": config.device, "precision": config.precision,
             "mode": "eager", "inference_mode": True, "channels_last": cnn,
             "autocast": AUTOCAST.get(config.precision), "threads": torch.get_num_threads(),
-            "torch_version": torch.__version__, "model_source": f"kit.models zoo entry {model.name}",
+            "torch_version": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "model_source": f"kit.models zoo entry {model.name}",
             "notes": notes,
         }
         session = TorchSession(module, config.device, config.precision, cnn, description)
