@@ -5,20 +5,14 @@ BENCH_BATCH (default 8): every candidate from kit.precision_map.candidate_config
 BENCH_ROUNDS round-robin rounds of BENCH_SECONDS each (median kept), with the ratio vs torch
 eager fp32 and vs ONNX Runtime fp32, achieved GFLOP/s and the fraction of the CPU's nominal
 peak at that precision, and the numeric diff vs ORT fp32 at the same batch.
-OMP_WAIT_POLICY defaults to PASSIVE here (set it to override).
+OMP_WAIT_POLICY defaults to PASSIVE (benchmarks/__init__.py; export it to override).
 BENCH_COMPILE=1 adds torch.compile bf16; BENCH_SLOW=1 adds the emulated fp16 configurations.
 Results also go to outputs/bench/backend_speedups.json with the environment.
 """
 
 from __future__ import annotations
 
-import os
-
-# Before torch loads libgomp: spinning OpenMP workers collapse torch's throughput (3-4x measured)
-# when the cores are shared with other processes; passive waiting costs little on an idle machine.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import json  # noqa: E402
+import json
 import statistics
 import sys
 
