@@ -4,7 +4,7 @@ resnet50 fp32 on ONNX Runtime CPU at batch 1 and 8: one session, the same inputs
 in alternating rounds (kit first in even rounds, bare first in odd ones) so drift hits both.
 The kit's call uses IO binding (inputs staged once); the bare loop calls `session.run` as a
 user would, and a second bare loop calls the kit's own bound call, which isolates the timing
-loop's cost from IO binding's gain. Knobs: BENCH_ROUNDS (default 4), BENCH_SECONDS per side per round (default 3).
+loop's cost from IO binding's gain. Knobs: BENCH_ROUNDS (default 8), BENCH_SECONDS per side per round (default 2).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def compare(session, inputs: dict, batch_size: int, rounds: int, seconds: float)
 
 
 def main() -> int:
-    rounds, seconds = env_int("BENCH_ROUNDS", 4), env_float("BENCH_SECONDS", 3.0)
+    rounds, seconds = env_int("BENCH_ROUNDS", 8), env_float("BENCH_SECONDS", 2.0)
     model = export_model("resnet50-torch-fp32")
     backend = require_backend("onnxruntime")
     missed = False
