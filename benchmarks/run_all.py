@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS: list[str] = ["power_overhead"]  # module names under benchmarks/, each with main() -> int
+# module names under benchmarks/, each with main() -> int
+BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead"]
 
 
 def main() -> int:

@@ -90,6 +90,10 @@ def run_model_benchmark(config: ModelBenchmarkConfig | dict) -> RunResult:
 
 
 def _run(cfg: ModelBenchmarkConfig, result: RunResult) -> None:
+    from kit.precision_map import mapping_sentence
+
+    hardware = cfg.device if cfg.device in ("ipu", "cuda") else "cpu"
+    result.notes.append(mapping_sentence(hardware))
     backend = require_backend(cfg.backend)
     model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed)
     result.model = describe_model(model)

@@ -30,11 +30,17 @@ def resolve_hardware(hardware: str) -> str:
 
 def row_backend(model: str, published_precision: str, hardware: str) -> dict:
     """Backend, precision and device that stand in for the published precision here."""
-    try:
-        from kit.precision_map import plan_for_row
-    except ImportError:
-        return {"backend": "onnxruntime", "precision": "fp32", "device": "cpu"}
-    return plan_for_row(model, published_precision, hardware)
+    from kit.models import get_entry
+    from kit.precision_map import map_precision
+
+    choice = map_precision(published_precision, hardware, framework=get_entry(model).framework)
+    return {"backend": choice.backend, "precision": choice.precision, "device": choice.device}
+
+
+def _c2_precision(hardware: str) -> dict:
+    """The C2 paper ran mixed fp16: the same mapping as the FP16 rows."""
+    plan = row_backend("resnext101-c2", "FP16", hardware)
+    return {"backend": plan["backend"], "precision": plan["precision"]}
 
 
 def model_jobs(profile: str, hardware: str) -> list[Job]:
@@ -58,7 +64,7 @@ def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
     hw = resolve_hardware(hardware)
     quick = profile == "quick"
     c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
-          "hardware": hw}
+          "hardware": hw, **_c2_precision(hw)}
     server = ({"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
                "max_probes": 3, "fixed_batch_duration_s": 1.0} if quick else
               {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,

@@ -9,11 +9,13 @@ from __future__ import annotations
 from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu import IpuBackend
 from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
+from kit.backends.torch_backend import TorchBackend
 from kit.errors import BackendUnavailable
 from kit.registry import Registry
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")
 BACKENDS.register("onnxruntime", OnnxRuntimeBackend)
+BACKENDS.register("torch", TorchBackend)
 BACKENDS.register("ipu", IpuBackend)
 
 __all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "get_backend", "require_backend"]

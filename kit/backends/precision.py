@@ -1,0 +1,124 @@
+"""Reduced-precision ONNX files for ONNX Runtime: fp16 (onnxconverter-common) and int8 (ORT).
+
+int8 uses static QDQ quantization (calibrated on the model's seeded inputs) for convolutional
+models, where activations dominate and VNNI integer convolutions pay off, and dynamic
+quantization (weights int8, activation scales computed per call) for MatMul/transformer
+models, whose activation ranges vary per input. `quantization_method` says which, and the
+ORT session records it in its description.
+
+Converted files are cached next to the fp32 export (outputs/cache/models), keyed by the
+source file's name and the converter's version, so each conversion happens once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+from collections.abc import Callable
+from pathlib import Path
+
+from kit.errors import CorruptModel, InvalidParameter
+from kit.models.spec import ExportedModel, make_inputs
+from kit.paths import cache_dir
+from kit.registry import Registry
+
+ORT_PRECISIONS = ("fp16", "int8")
+CNN_TASKS = ("image-classification", "object-detection", "image-segmentation", "vision")
+CALIBRATION_BATCHES = 4  # seeded random batches of 1: enough for min/max on random weights
+CONVERSION_VERSION = 1  # bump when a converter's settings change
+
+
+def is_convolutional(task: str) -> bool:
+    """Whether a zoo task is served by a CNN (channels_last, static int8), from its task name."""
+    return task in CNN_TASKS or task.startswith("image")
+
+
+def quantization_method(model: ExportedModel) -> str:
+    """'static-qdq' for convolutional models, 'dynamic' for MatMul/transformer ones."""
+    return "static-qdq" if is_convolutional(model.task) else "dynamic"
+
+
+def conversion_label(model: ExportedModel, precision: str) -> str:
+    """What the conversion does, in words, for the session description."""
+    if precision == "fp16":
+        return "onnxconverter-common float16 (keep_io_types=True)"
+    if quantization_method(model) == "static-qdq":
+        return (f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
+                f"{CALIBRATION_BATCHES} seeded inputs)")
+    return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
+
+
+def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None) -> Path:
+    """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached."""
+    if precision not in ORT_PRECISIONS:
+        raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
+    method = "fp16" if precision == "fp16" else quantization_method(model)
+    target = converted_path(model.onnx_path, method, directory)
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp.onnx")
+    try:
+        CONVERTERS.get(method)(model, tmp)
+    except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed
+        tmp.unlink(missing_ok=True)
+        raise CorruptModel(f"cannot convert {model.onnx_path.name} to {precision} ({method}): {exc}") from exc
+    tmp.replace(target)
+    return target
+
+
+def converted_path(source: Path, method: str, directory: Path | None = None) -> Path:
+    """Next to the source when it lives in the kit's cache, else under cache/converted."""
+    ort = importlib.metadata.version("onnxruntime")
+    key = hashlib.sha1(f"{source.resolve()}|{method}|ort-{ort}|v{CONVERSION_VERSION}".encode()).hexdigest()[:8]
+    if directory is None:
+        cache = cache_dir().resolve()
+        directory = source.parent if cache in source.resolve().parents else cache / "converted"
+    return directory / f"{source.stem}-{method}-{key}.onnx"
+
+
+def to_fp16(model: ExportedModel, out: Path) -> None:
+    import onnx
+    from onnxconverter_common import float16
+
+    converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True)
+    onnx.save(converted, str(out))
+
+
+def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(model.onnx_path), str(out), weight_type=QuantType.QInt8)
+
+
+def to_int8_static(model: ExportedModel, out: Path) -> None:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    prepared = out.with_suffix(".pre.onnx")
+    try:
+        quant_pre_process(str(model.onnx_path), str(prepared), skip_symbolic_shape=True)
+        quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        per_channel=True, calibrate_method=CalibrationMethod.MinMax)
+    finally:
+        prepared.unlink(missing_ok=True)
+
+
+class SeededReader:
+    """CalibrationDataReader over the model's own seeded input generator (batch 1 each)."""
+
+    def __init__(self, model: ExportedModel, batches: int = CALIBRATION_BATCHES):
+        self._feeds = iter([make_inputs(model.inputs, 1, seed=100 + i) for i in range(batches)])
+
+    def get_next(self) -> dict | None:
+        return next(self._feeds, None)
+
+    def rewind(self) -> None:  # the calibrator may call it; one pass is all we give
+        pass
+
+
+CONVERTERS: Registry[Callable[[ExportedModel, Path], None]] = Registry("ORT conversion")
+CONVERTERS.register("fp16", to_fp16)
+CONVERTERS.register("dynamic", to_int8_dynamic)
+CONVERTERS.register("static-qdq", to_int8_static)

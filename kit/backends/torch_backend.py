@@ -1,0 +1,210 @@
+"""PyTorch: the zoo's own framework model, eager under inference_mode, optionally torch.compile.
+
+Precisions: fp32; bf16 and fp16 through autocast (on a CPU without avx512_fp16/AMX-FP16, fp16
+is emulated by conversions and runs slower than fp32: allowed, and the description says so);
+int8 through torch.ao dynamic quantization of the Linear layers (CPU only; convolutions stay
+fp32). CNNs run channels_last. `config.options`: compile=True (inductor with freezing; falls
+back to eager with a recorded note if compilation fails), compile_mode (torch.compile mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.precision import is_convolutional
+from kit.environment import cpu_flags, cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+from kit.errors import BackendUnavailable, InvalidParameter
+from kit.models.spec import ExportedModel
+
+DEVICES = ("cpu", "cuda")
+AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+class TorchSession(Session):
+    """One framework model on one device; `forward` is what both run() and the timed call do."""
+
+    def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict):
+        self.module = module
+        self.device = device
+        self.precision = precision
+        self.channels_last = channels_last
+        self.description = description
+
+    def to_tensors(self, inputs: dict[str, np.ndarray]) -> list:
+        import torch
+
+        return [torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for v in inputs.values()]
+
+    def forward(self, tensors: list):
+        import torch
+
+        if self.channels_last:
+            tensors = [t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+                       for t in tensors]
+        autocast = (torch.autocast(self.device, dtype=getattr(torch, AUTOCAST[self.precision]))
+                    if self.precision in AUTOCAST else contextlib.nullcontext())
+        with torch.inference_mode(), autocast:
+            return self.module(*tensors)
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [to_numpy(t) for t in flatten_outputs(self.forward(self.to_tensors(inputs)))]
+
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        import torch
+
+        tensors = self.to_tensors(inputs)
+        forward = self.forward
+        if self.device == "cuda":
+            sync = torch.cuda.synchronize
+
+            def call_cuda() -> None:  # kernels are asynchronous: the call ends when the GPU does
+                forward(tensors)
+                sync()
+
+            return call_cuda
+        return lambda: forward(tensors)
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    precisions = ("fp32", "bf16", "fp16", "int8")
+
+    def availability(self) -> str | None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "PyTorch backend unavailable: torch is not installed"
+        return None
+
+    def device_info(self, config: BackendConfig) -> dict:
+        if config.device == "cpu":
+            return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
+                    "peak": cpu_peak_gflops(config.precision)}
+        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}
+
+    def check_precision(self, precision: str) -> None:
+        if precision == "fp8":
+            raise InvalidParameter("precision", precision, "the torch backend has no fp8 path; the FP8 rows "
+                                   "map to int8 on CPU (see kit.precision_map)")
+        super().check_precision(precision)
+
+    def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> TorchSession:
+        import torch
+
+        self.check_precision(config.precision)
+        check_device(config.device, config.precision)
+        module = build_module(model)
+        torch.set_num_threads(config.threads or usable_cores())
+        cnn = is_convolutional(model.task)
+        notes: list[str] = []
+        if config.precision == "int8":
+            module, quantized = quantize_linear(module)
+            notes.append(f"dynamic int8 (torch.ao, deprecated upstream): {quantized} Linear layers quantized; "
+                         "other layers stay fp32")
+        if config.precision == "fp16" and config.device == "cpu" and "avx512_fp16" not in cpu_flags():
+            notes.append("fp16 on a CPU without avx512_fp16: emulated by conversions, expect slower than fp32")
+        module = module.to(config.device)
+        if cnn:
+            module = module.to(memory_format=torch.channels_last)
+        description = {
+            "backend": self.name, "device": config.device, "precision": config.precision,
+            "mode": "eager", "inference_mode": True, "channels_last": cnn,
+            "autocast": AUTOCAST.get(config.precision), "threads": torch.get_num_threads(),
+            "torch_version": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "model_source": f"kit.models zoo entry {model.name}",
+            "notes": notes,
+        }
+        session = TorchSession(module, config.device, config.precision, cnn, description)
+        if config.options.get("compile"):
+            compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
+        return session
+
+
+def check_device(device: str, precision: str) -> None:
+    import torch
+
+    if device not in DEVICES:
+        raise InvalidParameter("device", device, f"the torch backend runs on {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BackendUnavailable(f"CUDA backend unavailable: torch {torch.__version__} here sees no CUDA "
+                                 "device (needs a CUDA build of torch and an NVIDIA GPU)")
+    if device == "cuda" and precision == "int8":
+        raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
+                               "use onnxruntime with the tensorrt device for int8 on a GPU")
+
+
+def build_module(model: ExportedModel):
+    """The zoo's framework model with the export's weights and seed, in eval mode."""
+    from kit.models import MODELS
+
+    if model.framework == "onnx" or model.name not in MODELS:
+        raise InvalidParameter("model", model.name, "the torch backend needs a zoo model built in PyTorch; "
+                               "run ONNX files with backend onnxruntime")
+    entry = MODELS.get(model.name)
+    if entry.framework != "torch":
+        raise InvalidParameter("backend", "torch", f"{model.name} is a {entry.framework} model, not PyTorch; "
+                               "use backend onnxruntime for it")
+    weights_dir = Path(model.weights.detail) if model.weights.source != "random" else None
+    return entry.build(small=model.small, weights_dir=weights_dir, seed=weights_seed(model)).eval()
+
+
+def weights_seed(model: ExportedModel) -> int:
+    """The seed a random-weights export was built with ('seed 3' -> 3)."""
+    detail = model.weights.detail
+    return int(detail.split()[-1]) if model.weights.is_random and detail.split()[-1].isdigit() else 0
+
+
+def quantize_linear(module) -> tuple[object, int]:
+    """torch.ao dynamic int8 quantization of every nn.Linear; returns the module and the count."""
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    count = sum(isinstance(m, torch.nn.Linear) for m in module.modules())
+    if count == 0:
+        raise InvalidParameter("precision", "int8", "torch dynamic int8 quantizes Linear layers and this "
+                               "model has none; use onnxruntime int8 (static QDQ) instead")
+    with warnings.catch_warnings():  # torch.ao's quantized-tensor deprecation notice, once per load
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated", category=UserWarning)
+        return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8), count
+
+
+def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: str | None) -> None:
+    """torch.compile the module (inductor, weights frozen) and compile now, not in the timed loop;
+    on failure keep eager and record why."""
+    import torch
+
+    eager = session.module
+    try:
+        session.module = torch.compile(eager, mode=mode)
+        with torch._inductor.config.patch(freezing=True):
+            session.run(inputs)
+    except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
+        session.module = eager
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        session.description["notes"].append(f"torch.compile failed ({first}); fell back to eager")
+        return
+    session.description["mode"] = f"torch.compile (inductor, freezing, mode={mode or 'default'})"
+
+
+def flatten_outputs(out) -> list:
+    """Outputs in ONNX export order: a tensor, a tuple/list, or a dict/ModelOutput's values."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):  # transformers' ModelOutput is an OrderedDict
+        return list(out.values())
+    if isinstance(out, (list, tuple)):
+        return list(out)
+    return [out]
+
+
+def to_numpy(t) -> np.ndarray:
+    t = t.detach().cpu()
+    return (t.float() if t.is_floating_point() else t).numpy()

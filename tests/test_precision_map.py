@@ -1,0 +1,72 @@
+"""kit.precision_map: published IPU precisions -> backend/precision/device here, with the note."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.errors import InvalidParameter
+from kit.precision_map import candidate_configs, map_precision, mapping_sentence
+
+ZEN4 = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}
+SPR_FP16 = ZEN4 | {"amx_bf16", "amx_int8", "avx512_fp16"}
+OLD = {"avx2"}
+
+
+def test_fp16_on_bf16_cpu_is_torch_bf16():
+    choice = map_precision("FP16", "cpu", flags=ZEN4)
+    assert choice[:3] == ("torch", "bf16", "cpu") and "bf16" in choice.note
+
+
+def test_fp16_for_non_torch_model_uses_ort_fp16():
+    choice = map_precision("FP16", "cpu", framework="tensorflow", flags=ZEN4)
+    assert (choice.backend, choice.precision) == ("onnxruntime", "fp16")
+    assert "not native" in choice.note
+
+
+def test_native_fp16_cpu_and_no_16bit_cpu():
+    assert map_precision("fp16", "cpu", flags=SPR_FP16).precision == "fp16"
+    old = map_precision("FP16", "cpu", flags=OLD)
+    assert (old.backend, old.precision) == ("onnxruntime", "fp32") and "no native 16-bit" in old.note
+
+
+def test_fp8_on_cpu_is_int8():
+    assert map_precision("FP8", "cpu", flags=ZEN4)[:2] == ("onnxruntime", "int8")
+    assert "VNNI" in map_precision("FP8", "cpu", flags=ZEN4).note
+    assert "without VNNI" in map_precision("FP8", "cpu", flags=OLD).note
+
+
+def test_gpu_mapping():
+    assert map_precision("FP16", "cuda")[:3] == ("torch", "fp16", "cuda")
+    assert map_precision("FP16", "cuda", framework="onnx")[:3] == ("onnxruntime", "fp16", "cuda")
+    trt = map_precision("FP8", "cuda", gpu_providers=["TensorrtExecutionProvider"])
+    assert trt[:3] == ("onnxruntime", "int8", "tensorrt")
+    assert map_precision("FP8", "cuda").precision == "fp16"
+
+
+def test_ipu_runs_as_published_and_fp32_is_fp32():
+    assert map_precision("FP8", "ipu")[:3] == ("ipu", "fp8", "ipu")
+    assert map_precision("FP32", "cpu").precision == "fp32"
+
+
+@pytest.mark.parametrize(("published", "hardware"), [("INT4", "cpu"), ("FP16", "tpu")])
+def test_bad_values_name_allowed(published, hardware):
+    with pytest.raises(InvalidParameter, match="one of"):
+        map_precision(published, hardware)
+
+
+def test_sentence_states_both_mappings():
+    s = mapping_sentence("cpu", flags=ZEN4)
+    assert "FP16 rows run here as bf16 (torch, cpu)" in s and "FP8 rows as int8 (onnxruntime, cpu)" in s
+    assert "published precision" in mapping_sentence("ipu")
+
+
+def test_candidates_per_framework():
+    torch_labels = [c.label for c in candidate_configs("torch", flags=ZEN4, include_compile=True)]
+    assert "torch bf16 (cpu)" in torch_labels and "torch bf16+compile (cpu)" in torch_labels
+    assert "onnxruntime fp16 (cpu)" not in torch_labels  # emulated fp16 only with include_slow
+    tf = [(c.backend, c.precision) for c in candidate_configs("tensorflow", flags=ZEN4)]
+    assert tf == [("onnxruntime", "fp32"), ("onnxruntime", "int8")]
+    assert ("onnxruntime", "fp16") in [(c.backend, c.precision)
+                                       for c in candidate_configs("tensorflow", flags=ZEN4, include_slow=True)]
+    with pytest.raises(InvalidParameter):
+        candidate_configs("torch", "ipu")

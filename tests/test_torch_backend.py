@@ -1,0 +1,98 @@
+"""kit.backends.torch_backend: the zoo's torch model at every precision, checked against ORT fp32."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from kit.backends import BackendConfig, get_backend
+from kit.errors import BackendUnavailable, InvalidParameter
+from kit.measure import MeasureConfig
+from kit.models import MODELS, export_model, get_entry
+from kit.numerics import NumericDiff
+
+BOUNDS = {"fp32": 1e-4, "bf16": 0.1, "fp16": 0.05, "int8": 0.1}  # max |diff|, softmax outputs
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIT_CACHE", str(cache))
+        yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
+
+
+@pytest.fixture(scope="module")
+def reference(small):
+    return get_backend("onnxruntime").load(small, BackendConfig(), 4).run(small.make_inputs(4))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16", "int8"])
+def test_precision_runs_close_to_ort_fp32(small, reference, precision):
+    session = get_backend("torch").load(small, BackendConfig(precision=precision), 4)
+    out = session.run(small.make_inputs(4))
+    diff = NumericDiff.between(reference, out)
+    assert out[0].shape == (4, 10) and diff.nan_count == 0
+    assert diff.max_abs <= BOUNDS[precision]
+    if precision != "fp32":
+        assert diff.max_abs > 1e-6  # reduced precision really ran
+    d = session.description
+    assert d["precision"] == precision and d["channels_last"] is True and d["mode"] == "eager"
+
+
+def test_description_says_what_ran(small):
+    int8 = get_backend("torch").load(small, BackendConfig(precision="int8"), 1).description
+    assert "1 Linear layers quantized" in int8["notes"][0]
+    bf16 = get_backend("torch").load(small, BackendConfig(precision="bf16"), 1).description
+    assert bf16["autocast"] == "bfloat16"
+
+
+def test_bind_and_measure(small):
+    session = get_backend("torch").load(small, BackendConfig(precision="bf16"), 2)
+    m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
+    assert m.latency.count == 3 and m.throughput > 0
+
+
+def test_compile_failure_falls_back_to_eager(small, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(torch, "compile", broken)
+    session = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 1)
+    assert session.description["mode"] == "eager"
+    assert "torch.compile failed (no compiler here)" in session.description["notes"][-1]
+    assert session.run(small.make_inputs(1))[0].shape == (1, 10)
+
+
+def test_fp8_and_unknown_precision(small):
+    with pytest.raises(InvalidParameter, match="int8 on CPU"):
+        get_backend("torch").load(small, BackendConfig(precision="fp8"), 1)
+    with pytest.raises(InvalidParameter, match="one of fp32"):
+        BackendConfig(precision="int4")
+
+
+def test_cuda_absent_is_a_clear_message(small):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present here")
+    with pytest.raises(BackendUnavailable, match="CUDA backend unavailable"):
+        get_backend("torch").load(small, BackendConfig(device="cuda"), 1)
+
+
+def test_unknown_device(small):
+    with pytest.raises(InvalidParameter, match="cpu, cuda"):
+        get_backend("torch").load(small, BackendConfig(device="ipu"), 1)
+
+
+def test_user_onnx_file_is_refused(small):
+    user = dataclasses.replace(small, name="my-model.onnx", framework="onnx")
+    with pytest.raises(InvalidParameter, match="backend onnxruntime"):
+        get_backend("torch").load(user, BackendConfig(), 1)
+
+
+def test_tensorflow_model_is_refused(small, monkeypatch):
+    entry = dataclasses.replace(get_entry("resnet50-torch-fp32"), name="fake-tf", framework="tensorflow")
+    monkeypatch.setitem(MODELS._items, "fake-tf", entry)
+    with pytest.raises(InvalidParameter, match="tensorflow model.*use backend onnxruntime"):
+        get_backend("torch").load(dataclasses.replace(small, name="fake-tf"), BackendConfig(), 1)
