@@ -117,12 +117,22 @@ def result_status(results: Path) -> tuple[str, str, str]:
         return "failed", "notebook wrote no results JSON", ""
     data = json.loads(results.read_text())
     errors = data.get("errors") or []
-    info = (data.get("backend") or {}).get("device_info") or {}
-    hardware = info.get("name") or (data.get("environment") or {}).get("cpu", {}).get("model", "")
-    if (data.get("backend") or {}).get("session", {}).get("emulated"):
-        hardware += " [IPU path emulated: not run on an IPU]"
     status = "ok" if data.get("status") == "ok" and not errors else "error"
-    return status, "; ".join(errors)[:300], hardware
+    return status, "; ".join(errors)[:300], hardware_label(data)
+
+
+def hardware_label(data: dict) -> str:
+    """'<device> (<kind>, <cores>): <backend> <precision>', or '' for runs that time nothing."""
+    backend = data.get("backend") or {}
+    if not backend:
+        return ""
+    info = backend.get("device_info") or {}
+    cores = info.get("cores")
+    label = (f"{info.get('name', '?')} ({info.get('kind', '?')}{f', {cores} cores' if cores else ''}): "
+             f"{backend.get('name')} {backend.get('precision')}")
+    if (backend.get("session") or {}).get("emulated"):
+        label += " [IPU path emulated: not run on an IPU]"
+    return label
 
 
 def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, context: str = "",

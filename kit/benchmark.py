@@ -38,6 +38,7 @@ class ModelBenchmarkConfig:
     small: bool = False
     seed: int = 0
     published_precision: str = "FP16"
+    input_shapes: dict = field(default_factory=dict)  # for a user's .onnx with dynamic dims
     threads: int | None = None
     check_numerics: bool = True
     power: bool = True  # sample the device's power during timing (where a sensor exists)
@@ -95,7 +96,8 @@ def _run(cfg: ModelBenchmarkConfig, result: RunResult) -> None:
     hardware = cfg.device if cfg.device in ("ipu", "cuda") else "cpu"
     result.notes.append(mapping_sentence(hardware))
     backend = require_backend(cfg.backend)
-    model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed)
+    model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
+                       input_shapes=cfg.input_shapes or None)
     result.model = describe_model(model)
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}

@@ -39,6 +39,18 @@ def numerics_table(result: RunResult) -> pd.DataFrame:
     return pd.DataFrame(result.numerics, columns=cols)
 
 
+def accuracy_table(result: RunResult) -> pd.DataFrame:
+    """The published accuracy (or numeric) metric: value and status, or why it is not measured."""
+    cols = ["metric", "value", "status", "dataset", "data_percent"]
+    return pd.DataFrame([{c: a.get(c) for c in cols} for a in result.accuracy], columns=cols)
+
+
+def power_table(result: RunResult) -> pd.DataFrame:
+    """Mean power and efficiency per batch size, with the sensor or the reason there is none."""
+    return pd.DataFrame([{"batch_size": m["batch_size"], **power_columns(m.get("power"))}
+                         for m in result.measurements])
+
+
 def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
     """This run's rows of the scorecard."""
     p = path or Path("this-run.json")

@@ -27,7 +27,8 @@ def scorecard_summary(out: Path, records: list[dict]) -> str:
         return "<p>No scorecard in this batch.</p>"
     data = json.loads((out / summary["results"]).read_text())
     counts = data.get("tables", {}).get("counts", {})
-    items = "".join(f"<li><b>{html.escape(k)}</b>: {v}</li>" for k, v in counts.items())
+    verdicts = ("reproduced", "differs", "not comparable", "not measured")
+    items = "".join(f"<li><b>{v}</b>: {counts.get(v, 0)}</li>" for v in verdicts)
     return (f"<p>Scorecard (<a href='{html.escape(summary['html'])}'>full table</a>): every published "
             f"figure beside its measured twin.</p><ul>{items}</ul>")
 

@@ -101,3 +101,16 @@ def test_task_picks_method(small):
 def test_unsupported_conversion_names_allowed(small, precision):
     with pytest.raises(InvalidParameter, match="fp16, int8"):
         convert_for_ort(small, precision)
+
+
+def test_fp16_of_a_tf2onnx_graph_keeps_rejected_nodes_in_fp32():
+    """tf2onnx's Cast(to=float) on id paths becomes fp16 and ORT refuses it; the converter repairs."""
+    from kit.backends import BackendConfig, require_backend
+    from kit.models import export_model
+    from kit.numerics import NumericDiff
+
+    model = export_model("widedeep-tf-fp32", small=True)
+    session = require_backend("onnxruntime").load(model, BackendConfig("fp16"), 8)
+    inputs = model.make_inputs(8)
+    reference = require_backend("onnxruntime").load(model, BackendConfig(), 8).run(inputs)
+    assert NumericDiff.between(reference, session.run(inputs)).max_abs < 0.05

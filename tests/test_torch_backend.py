@@ -96,3 +96,18 @@ def test_tensorflow_model_is_refused(small, monkeypatch):
     monkeypatch.setitem(MODELS._items, "fake-tf", entry)
     with pytest.raises(InvalidParameter, match="tensorflow model.*use backend onnxruntime"):
         get_backend("torch").load(dataclasses.replace(small, name="fake-tf"), BackendConfig(), 1)
+
+
+def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
+    """DeBERTa fills attention masks with the fp32 minimum, which overflows under bf16 autocast."""
+    from kit.backends import BackendConfig, require_backend
+    from kit.models import export_model
+    from kit.numerics import NumericDiff
+
+    model = export_model("deberta-torch-fp32", small=True)
+    session = require_backend("torch").load(model, BackendConfig("bf16"), 2)
+    inputs = model.make_inputs(2)
+    assert session.description["autocast"] is None
+    assert any("weights cast to torch.bfloat16" in n for n in session.description["notes"])
+    reference = require_backend("onnxruntime").load(model, BackendConfig(), 2).run(inputs)
+    assert 0 < NumericDiff.between(reference, session.run(inputs)).max_abs < 0.05

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from kit.registry import Registry
 ORT_PRECISIONS = ("fp16", "int8")
 CNN_TASKS = ("image-classification", "object-detection", "image-segmentation", "vision")
 CALIBRATION_BATCHES = 4  # seeded random batches of 1: enough for min/max on random weights
-CONVERSION_VERSION = 1  # bump when a converter's settings change
+CONVERSION_VERSION = 2  # bump when a converter's settings change
 
 
 def is_convolutional(task: str) -> bool:
@@ -41,7 +42,8 @@ def quantization_method(model: ExportedModel) -> str:
 def conversion_label(model: ExportedModel, precision: str) -> str:
     """What the conversion does, in words, for the session description."""
     if precision == "fp16":
-        return "onnxconverter-common float16 (keep_io_types=True)"
+        return ("onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
+                "fp16 are kept in fp32)")
     if quantization_method(model) == "static-qdq":
         return (f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
                 f"{CALIBRATION_BATCHES} seeded inputs)")
@@ -77,12 +79,34 @@ def converted_path(source: Path, method: str, directory: Path | None = None) -> 
     return directory / f"{source.stem}-{method}-{key}.onnx"
 
 
-def to_fp16(model: ExportedModel, out: Path) -> None:
+FP16_REPAIR_ATTEMPTS = 8
+
+
+def to_fp16(model: ExportedModel, out: Path) -> list[str]:
+    """fp16 with fp32 inputs/outputs; returns the nodes kept in fp32.
+
+    onnxconverter-common rewrites Cast(to=float) nodes on integer id paths (tf2onnx graphs) into
+    fp16 while their consumers still expect fp32, which ONNX Runtime rejects at load. Each such
+    node named in the load error is kept in fp32 and the conversion redone.
+    """
     import onnx
+    import onnxruntime as ort
     from onnxconverter_common import float16
 
-    converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True)
-    onnx.save(converted, str(out))
+    blocked: list[str] = []
+    for _ in range(FP16_REPAIR_ATTEMPTS):
+        converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True,
+                                                     node_block_list=blocked)
+        onnx.save(converted, str(out))
+        try:
+            ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+            return blocked
+        except Exception as exc:  # noqa: BLE001 - ORT's load error names the node to keep in fp32
+            node = re.search(r"of node \(([^)]+)\)", str(exc))
+            if node is None or node.group(1) in blocked:
+                raise
+            blocked.append(node.group(1))
+    raise CorruptModel(f"fp16 conversion of {model.name} still fails after keeping {blocked} in fp32")
 
 
 def to_int8_dynamic(model: ExportedModel, out: Path) -> None:

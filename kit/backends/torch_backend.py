@@ -36,11 +36,27 @@ class TorchSession(Session):
         self.precision = precision
         self.channels_last = channels_last
         self.description = description
+        self.cast_floats = None  # a torch dtype when weights themselves are 16-bit (no autocast)
 
     def to_tensors(self, inputs: dict[str, np.ndarray]) -> list:
         import torch
 
-        return [torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for v in inputs.values()]
+        tensors = [torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for v in inputs.values()]
+        if self.cast_floats is not None:
+            tensors = [t.to(self.cast_floats) if t.is_floating_point() else t for t in tensors]
+        return tensors
+
+    def use_16bit_weights(self) -> None:
+        """Cast the weights instead of autocasting: some models (DeBERTa) fill masks with the fp32
+        minimum, which overflows a 16-bit tensor under autocast but not in a 16-bit model."""
+        import torch
+
+        dtype = getattr(torch, AUTOCAST[self.precision])
+        self.module = self.module.to(dtype)
+        self.cast_floats = dtype
+        self.precision_mode = "weights"
+        self.description["autocast"] = None
+        self.description["notes"].append(f"autocast overflowed for this model: weights cast to {dtype} instead")
 
     def forward(self, tensors: list):
         import torch
@@ -49,7 +65,7 @@ class TorchSession(Session):
             tensors = [t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
                        for t in tensors]
         autocast = (torch.autocast(self.device, dtype=getattr(torch, AUTOCAST[self.precision]))
-                    if self.precision in AUTOCAST else contextlib.nullcontext())
+                    if self.precision in AUTOCAST and self.cast_floats is None else contextlib.nullcontext())
         with torch.inference_mode(), autocast:
             return self.module(*tensors)
 
@@ -121,9 +137,22 @@ class TorchBackend(Backend):
             "notes": notes,
         }
         session = TorchSession(module, config.device, config.precision, cnn, description)
+        if config.precision in AUTOCAST:
+            probe_autocast(session, model.make_inputs(batch_size))
         if config.options.get("compile"):
             compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
         return session
+
+
+def probe_autocast(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
+    """One forward under autocast; on a 16-bit overflow error, switch to 16-bit weights."""
+    try:
+        session.run(inputs)
+    except RuntimeError as exc:
+        if "overflow" not in str(exc):
+            raise
+        session.use_16bit_weights()
+        session.run(inputs)
 
 
 def check_device(device: str, precision: str) -> None:

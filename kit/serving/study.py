@@ -180,8 +180,8 @@ def _study(result: RunResult, model_name: str, backend_name: str, precision: str
                 else {b: backend.load(model, config, b) for b in sizes})
     any_session = sessions[top]
     result.model = model.to_dict()
-    result.backend = {"name": backend_name, "config": config.to_dict(), "session": any_session.description,
-                      "device": backend.device_info(config)}
+    result.backend = {"name": backend_name, **config.to_dict(), "session": any_session.description,
+                      "device_info": backend.device_info(config)}
     if model.dynamic_batch:
         table = measure_latency_table(sessions[top], model, sizes, fixed_s)
     else:  # one session per size, each timed at its own size
