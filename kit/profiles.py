@@ -15,8 +15,8 @@ QUICK_BATCH = {"resnet50-torch-fp32": [4], "swin-large-torch-fp32": [1], "clip-o
                "conformer-encoder-onnx-fp32": [4], "videobert-onnx-fp32": [4], "roformer-tf-fp32": [2],
                "widedeep-tf-fp32": [1024], "albert-torch-fp32": [1], "bert-torch-fp32": [1],
                "roberta-torch-fp32": [1], "deberta-torch-fp32": [1]}
-TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3},
-          "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100}}
+TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3, "data_percent": 10.0},
+          "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100, "data_percent": 100.0}}
 
 
 def resolve_hardware(hardware: str) -> str:

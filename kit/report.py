@@ -46,13 +46,23 @@ def accuracy_table(result: RunResult) -> pd.DataFrame:
 
 
 def power_table(result: RunResult) -> pd.DataFrame:
-    """Mean power and efficiency per batch size, with the sensor or the reason there is none."""
-    return pd.DataFrame([{"batch_size": m["batch_size"], **power_columns(m.get("power"))}
-                         for m in result.measurements])
+    """Mean power and efficiency per batch size, with the sensor or the reason there is none.
+
+    With replicas the batch is the paper's: micro batch x replicas."""
+    return pd.DataFrame([{"batch_size": m["batch_size"] * (m["threads"] if m["mode"] == "replicas" else 1),
+                          **power_columns(m.get("power"))} for m in result.measurements])
 
 
 def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
-    """This run's rows of the scorecard."""
+    """This run's rows of the scorecard, formatted for reading."""
+    cols = ["figure", "batch_size", "published", "unit", "published_hardware", "measured",
+            "measured_hardware", "ratio", "verdict", "reason"]
+    rows = scorecard_rows(result, path)
+    return scorecard.display_table(rows)[cols] if not rows.empty else pd.DataFrame(columns=cols)
+
+
+def scorecard_rows(result: RunResult, path: Path | None = None) -> pd.DataFrame:
+    """This run's rows of the scorecard, as numbers."""
     p = path or Path("this-run.json")
     if result.kind == "c2_study":
         rows = scorecard.c2_rows([(p, result)])
@@ -60,9 +70,19 @@ def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFram
         rows = [r for r in scorecard.bytemlperf_rows([(p, result)])
                 if r.model == result.parameters.get("model")
                 and r.precision == result.parameters.get("published_precision")]
-    cols = ["figure", "batch_size", "published", "published_hardware", "measured", "measured_hardware",
-            "ratio", "verdict", "reason"]
-    return pd.DataFrame([r.to_dict() for r in rows])[cols] if rows else pd.DataFrame(columns=cols)
+    return pd.DataFrame([r.to_dict() for r in rows])
+
+
+METHODS = {
+    "model_benchmark": "warm-up, then calls until the minimum duration AND count are met; per-call "
+                       "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
+                       "thread); raw call times kept in the results JSON",
+    "c2_study": "the Qwant protocol: each replica's call preprocesses its micro batch of real images, "
+                "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
+                "time; throughput = batch / latency; raw call times kept in the results JSON",
+    "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's dynamic "
+                       "batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON",
+}
 
 
 def provenance(result: RunResult) -> str:
@@ -79,13 +99,12 @@ def provenance(result: RunResult) -> str:
                    + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
         "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
         "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
-                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample) from {m.get('onnx_file')}",
+                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample) from "
+                 f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}",
         "Weights": (m.get("weights") or {}).get("label", ""),
         "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
         "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
-        "Method": "warm-up, then calls until the minimum duration AND count are met; per-call "
-                  "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
-                  "thread); raw call times kept in the results JSON",
+        "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
         "Measured at": result.created_at,
     }
     for note in result.notes:
@@ -157,7 +176,7 @@ def interpretation(result: RunResult) -> str:
     """One or two sentences saying what the run shows, for the end of a notebook."""
     if result.status != "ok":
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
-    card = beside_published(result)
+    card = scorecard_rows(result)
     hw = (result.backend or {}).get("device_info", {}).get("name", "this machine")
     weights = (result.model or {}).get("weights", {})
     parts = []
@@ -173,7 +192,7 @@ def interpretation(result: RunResult) -> str:
             parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
                          else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
     else:
-        qps = card[card["figure"] == "QPS"]
+        qps = card[card["figure"] == "QPS"] if not card.empty else card
         if not qps.empty and qps.iloc[0]["measured"] is not None:
             q = qps.iloc[0]
             parts.append(f"On {hw}, {result.parameters.get('model')} reached {q['measured']:.1f} samples/s "

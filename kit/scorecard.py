@@ -176,3 +176,25 @@ def interpretation(card: pd.DataFrame) -> str:
             f"is shown), {counts.get('not measured', 0)} not measured (the reason is given per row). "
             "A figure counts as reproduced only when it was measured on the same class of hardware "
             "as published (an IPU) and within the stated tolerance.</p>")
+
+
+DISPLAY_COLUMNS = ["figure", "model", "precision", "batch_size", "published", "unit", "published_hardware",
+                   "measured", "measured_hardware", "ratio", "verdict", "reason"]
+
+
+def display_table(card: pd.DataFrame) -> pd.DataFrame:
+    """The scorecard for reading: numbers to 4 significant digits, blanks instead of NaN."""
+    out = card[DISPLAY_COLUMNS].copy()
+    out["published"] = out["published"].map(lambda v: readable(v, 6))
+    out["measured"] = out["measured"].map(lambda v: readable(v, 4))
+    out["ratio"] = out["ratio"].map(lambda v: readable(v, 3))
+    return out.reset_index(drop=True)
+
+
+def readable(value, digits: int) -> str:
+    """13,499 / 1,474.16 / 0.76963: thousands separated, small numbers to `digits` significant."""
+    if value is None or pd.isna(value):
+        return ""
+    if abs(value) >= 1000:
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if digits > 4 else f"{value:,.0f}"
+    return f"{value:.{digits}g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.2e}"

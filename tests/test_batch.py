@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from kit.batch import Job, run_jobs
 from kit.site import write_index
 from tests.conftest import ROOT
+from tests.ipu_helpers import double_env
 
 SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
          "min_duration_s": 0.05, "min_count": 3}
@@ -26,6 +27,14 @@ def make_notebook(path, source):
 
 
 @pytest.fixture
+def ipu_double(monkeypatch):
+    """The notebooks' kernels see the poprt test double as PopRT."""
+    for key, value in double_env(True).items():
+        if key in ("PYTHONPATH", "KIT_IPU_PYTHON"):
+            monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
 def notebooks(tmp_path, monkeypatch):
     folder = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", folder)
@@ -38,6 +47,8 @@ def notebooks(tmp_path, monkeypatch):
 def jobs():
     return [
         Job("resnet50_small", "model_benchmark.ipynb", dict(SMALL), 300),
+        Job("ipu_emulated", "model_benchmark.ipynb",
+            {**SMALL, "backend": "ipu", "device": "ipu", "precision": "fp16", "accuracy": False}, 300),
         Job("bad_model", "model_benchmark.ipynb", {**SMALL, "model": "nosuchnet"}, 300),
         Job("bad_batch", "model_benchmark.ipynb", {**SMALL, "batch_sizes": [-3]}, 300),
         Job("broken", "broken.ipynb", {}, 300),
@@ -46,7 +57,7 @@ def jobs():
     ]
 
 
-def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks):
+def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks, ipu_double):
     started = time.perf_counter()
     first = {r.name: r for r in run_jobs(jobs(), out=outputs)}
     first_s = time.perf_counter() - started
@@ -57,6 +68,9 @@ def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks):
     assert first["broken"].status == "failed" and "ZeroDivisionError" in first["broken"].message
     assert first["slow"].status == "timeout"
     assert first["summary"].status == "ok"
+    assert first["ipu_emulated"].status == "ok", first["ipu_emulated"].message
+    assert "not run on an IPU" in first["ipu_emulated"].hardware
+    assert "not run on an IPU" in (outputs / first["ipu_emulated"].html).read_text()
 
     html = (outputs / first["resnet50_small"].html).read_text()
     assert "run_model_benchmark(" not in html  # no input cells
@@ -71,7 +85,7 @@ def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks):
     page = index.read_text()
     assert all(name in page for name in first) and "timeout" in page
 
-    second = {r.name: r for r in run_jobs(jobs()[:2] + jobs()[-1:], out=outputs)}
+    second = {r.name: r for r in run_jobs([jobs()[0], jobs()[2], jobs()[-1]], out=outputs)}
     assert second["resnet50_small"].reused
     assert not second["bad_model"].reused  # failures are always re-run
     assert not second["summary"].reused  # its inputs (the results it reads) changed

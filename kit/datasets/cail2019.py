@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, index_batches, pad_rows
-from kit.datasets.text import load_tokenizer, pad_id
+from kit.datasets.text import pad_id, private_copy
 from kit.errors import InvalidParameter
 from kit.metrics import cail2019_correct, fraction
 
@@ -57,14 +57,7 @@ class Cail2019(Dataset):
         return None if (Path(root) / FILE).exists() else f"no {FILE}"
 
     def _tokenizer_copy(self):
-        from tokenizers import Tokenizer
-
-        tok = self._tokenizer
-        if tok is None:
-            if self.tokenizer_dir is None:
-                raise InvalidParameter("tokenizer_dir", None, "the RoFormer vocabulary directory")
-            tok = load_tokenizer(self.tokenizer_dir)
-        tok = Tokenizer.from_str(tok.to_str())
+        tok = private_copy(self._tokenizer, self.tokenizer_dir, "the RoFormer vocabulary directory")
         tok.enable_truncation(self.max_seq_length, strategy="longest_first")
         tok.enable_padding(length=self.max_seq_length, pad_id=pad_id(tok))
         return tok

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, index_batches, pad_rows
-from kit.datasets.text import load_tokenizer, pad_id
+from kit.datasets.text import pad_id, private_copy
 from kit.errors import InvalidParameter
 from kit.metrics import squad_scores
 
@@ -82,14 +82,7 @@ class Squad(Dataset):
         return None if (Path(root) / FILE).exists() else f"no {FILE}"
 
     def _tokenizer_copy(self):
-        from tokenizers import Tokenizer
-
-        tok = self._tokenizer
-        if tok is None:
-            if self.tokenizer_dir is None:
-                raise InvalidParameter("tokenizer_dir", None, "the model's tokenizer directory")
-            tok = load_tokenizer(self.tokenizer_dir)
-        return Tokenizer.from_str(tok.to_str())  # truncation/padding below must not leak out
+        return private_copy(self._tokenizer, self.tokenizer_dir, "the model's tokenizer directory")
 
     def _build(self) -> tuple[list[Example], list[Feature], dict[str, np.ndarray]]:
         if self._built is None:

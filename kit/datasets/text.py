@@ -63,3 +63,17 @@ def pad_id(tokenizer) -> int:
         if idx is not None:
             return idx
     return 0
+
+
+def private_copy(tokenizer, tokenizer_dir: Path | str | None, what: str):
+    """A copy of `tokenizer` (or the one in `tokenizer_dir`) whose truncation/padding settings
+    do not leak back to the caller's object."""
+    from tokenizers import Tokenizer
+
+    if tokenizer is None:
+        if tokenizer_dir is None:
+            from kit.errors import InvalidParameter
+
+            raise InvalidParameter("tokenizer_dir", None, what)
+        tokenizer = load_tokenizer(tokenizer_dir)
+    return Tokenizer.from_str(tokenizer.to_str())
