@@ -53,3 +53,20 @@ def test_local_torch_weights_load_and_mismatch_is_named(tmp_path):
     torch.save({"fc.weight": state["fc.weight"]}, tmp_path / "model.pt")
     with pytest.raises(CorruptModel, match="missing"):
         build_resnet50(small=True, weights_dir=tmp_path)
+
+
+def test_replacing_local_weights_changes_the_export_cache_key(tmp_path):
+    import os
+
+    from kit.models import get_entry
+    from kit.models.export import cache_key
+    from kit.models.spec import WeightsInfo
+
+    entry = get_entry("resnet50-torch-fp32")
+    info = WeightsInfo("local", str(tmp_path))
+    (tmp_path / "model.pt").write_bytes(b"first")
+    first = cache_key(entry, info, False, 17, tmp_path)
+    (tmp_path / "model.pt").write_bytes(b"second, longer")
+    os.utime(tmp_path / "model.pt", ns=(1, 1))
+    assert cache_key(entry, info, False, 17, tmp_path) != first
+    assert cache_key(entry, info, False, 17, tmp_path) == cache_key(entry, info, False, 17, tmp_path)

@@ -38,10 +38,20 @@ class Exporter:
 EXPORTERS: Registry[Exporter] = Registry("exporter framework")
 
 
-def cache_key(entry: ModelEntry, weights: WeightsInfo, small: bool, opset: int) -> str:
+def cache_key(entry: ModelEntry, weights: WeightsInfo, small: bool, opset: int,
+              weights_path: Path | None = None) -> str:
     parts = [entry.name, weights.source, weights.detail, str(small), str(opset),
-             *EXPORTERS.get(entry.framework).versions(), f"format-{EXPORT_FORMAT_VERSION}"]
+             *EXPORTERS.get(entry.framework).versions(), f"format-{EXPORT_FORMAT_VERSION}",
+             *weights_stamp(weights_path)]
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12]
+
+
+def weights_stamp(directory: Path | None) -> list[str]:
+    """Name, size and mtime of each weights file, so replacing the weights re-exports."""
+    if directory is None:
+        return []
+    return [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+            for p in sorted(Path(directory).iterdir()) if p.is_file()]
 
 
 def cache_stem(entry_name: str, small: bool) -> str:
@@ -53,7 +63,7 @@ def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | 
     """Return the cached export for this key, or build, export, verify and cache it."""
     directory = directory or cache_dir() / "models"
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{cache_stem(entry.name, small)}-{cache_key(entry, weights, small, opset)}"
+    stem = f"{cache_stem(entry.name, small)}-{cache_key(entry, weights, small, opset, weights_path)}"
     onnx_path, meta_path = directory / f"{stem}.onnx", directory / f"{stem}.json"
     if onnx_path.exists() and meta_path.exists():
         return exported_from_meta(json.loads(meta_path.read_text()), onnx_path)
