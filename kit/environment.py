@@ -45,22 +45,50 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_peak_gflops(precision: str = "fp32") -> dict:
-    """Nominal peak of the usable cores, from the vector width and FMA units, with the method.
+def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> float:
+    """Two FMA pipes x vector lanes x 2 FLOP. AMD Zen 4 (family 25) splits 512-bit ops into two
+    256-bit halves (32/cycle); Zen 5 (family 26) and Intel server cores have full 512-bit FMA (64)."""
+    if "avx512f" in flags and (vendor != "AuthenticAMD" or family >= 26):
+        return 64.0
+    if "avx2" in flags or "avx512f" in flags:
+        return 32.0
+    return 8.0
 
-    fp32 with AVX-512 FMA: 2 FMA x 16 lanes x 2 FLOP = 64/cycle/core on server Intel, but Zen 4
-    executes 512-bit ops as 2x256, so 32/cycle/core; bf16 dot products double that.
+
+def cpu_peak_gflops(precision: str = "fp32") -> dict:
+    """Nominal peak of the usable cores at the reported clock, with the method.
+
+    bf16 dot products (avx512_bf16) double the fp32 rate, int8 VNNI quadruples it. A CPU that
+    boosts above its reported clock can exceed this figure.
     """
     flags = cpu_flags()
     ghz = _max_ghz()
-    per_cycle = 32.0 if ("avx512f" in flags or "avx2" in flags) else 8.0
+    per_cycle = fp32_flops_per_cycle(flags, *cpu_vendor_family())
     if precision in ("bf16", "fp16") and "avx512_bf16" in flags:
         per_cycle *= 2
     if precision in ("int8", "fp8") and "avx512_vnni" in flags:
         per_cycle *= 4
     peak = per_cycle * ghz * usable_cores()
     return {"gflops": round(peak, 1), "precision": precision,
-            "method": f"{per_cycle:g} FLOP/cycle/core x {ghz:.2f} GHz x {usable_cores()} cores (nominal)"}
+            "method": f"{per_cycle:g} FLOP/cycle/core x {ghz:.2f} GHz (reported clock; boost can exceed "
+                      f"it) x {usable_cores()} cores"}
+
+
+@functools.cache
+def cpu_vendor_family() -> tuple[str, int]:
+    vendor, family = "", 0
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("cpu family"):
+                    family = int(line.split(":", 1)[1])
+                if vendor and family:
+                    break
+    except (OSError, ValueError):
+        pass
+    return vendor, family
 
 
 def _max_ghz() -> float:
