@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -80,3 +81,25 @@ class Backend(ABC):
             raise InvalidParameter(
                 "precision", precision, f"backend {self.name} supports {', '.join(self.precisions)}"
             )
+
+
+class InProcessBackend(Backend):
+    """A backend whose library runs in this process on the host CPU or a local GPU."""
+
+    module: str = ""  # the library to import
+    label: str = ""  # how the unavailable message names the backend
+
+    def availability(self) -> str | None:
+        try:
+            importlib.import_module(self.module)
+        except ImportError:
+            return f"{self.label} backend unavailable: {self.module} is not installed"
+        return None
+
+    def device_info(self, config: BackendConfig) -> dict:
+        from kit.environment import cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+
+        if config.device == "cpu":
+            return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
+                    "peak": cpu_peak_gflops(config.precision)}
+        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import Backend, BackendConfig, Session
-from kit.environment import cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+from kit.backends.base import BackendConfig, InProcessBackend, Session
+from kit.environment import usable_cores
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
@@ -56,22 +56,12 @@ class OrtSession(Session):
         return call
 
 
-class OnnxRuntimeBackend(Backend):
+class OnnxRuntimeBackend(InProcessBackend):
     name = "onnxruntime"
     precisions = ("fp32", "fp16", "int8")
 
-    def availability(self) -> str | None:
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            return "ONNX Runtime backend unavailable: onnxruntime is not installed"
-        return None
-
-    def device_info(self, config: BackendConfig) -> dict:
-        if config.device == "cpu":
-            return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
-                    "peak": cpu_peak_gflops(config.precision)}
-        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}
+    module = "onnxruntime"
+    label = "ONNX Runtime"
 
     def check_precision(self, precision: str) -> None:
         if precision in UNSUPPORTED:

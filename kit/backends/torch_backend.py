@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.base import BackendConfig, InProcessBackend, Session
 from kit.backends.precision import is_convolutional
-from kit.environment import cpu_flags, cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+from kit.environment import cpu_flags, usable_cores
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.models.spec import ExportedModel
 
@@ -88,22 +88,12 @@ class TorchSession(Session):
         return lambda: forward(tensors)
 
 
-class TorchBackend(Backend):
+class TorchBackend(InProcessBackend):
     name = "torch"
     precisions = ("fp32", "bf16", "fp16", "int8")
 
-    def availability(self) -> str | None:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return "PyTorch backend unavailable: torch is not installed"
-        return None
-
-    def device_info(self, config: BackendConfig) -> dict:
-        if config.device == "cpu":
-            return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
-                    "peak": cpu_peak_gflops(config.precision)}
-        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}
+    module = "torch"
+    label = "PyTorch"
 
     def check_precision(self, precision: str) -> None:
         if precision == "fp8":
