@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from kit.paths import outputs_dir
 from kit.results import RunResult
+
+# Reports are read, not scrolled: show reasons and provenance strings whole.
+pd.set_option("display.max_colwidth", 300)
 
 
 def results_path(given: str, notebook: str) -> Path:

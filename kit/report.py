@@ -19,9 +19,21 @@ def bytemlperf_table(result: RunResult) -> pd.DataFrame:
              "P99 Latency (ms)": round(m["latency"]["p99_bytemlperf_ms"], 3),
              "p50 (ms)": round(m["latency"]["p50_ms"], 3), "p90 (ms)": round(m["latency"]["p90_ms"], 3),
              "samples/s (all calls / wall)": round(m["throughput"], 2),
-             "calls": m["latency"]["count"], "threads": m["threads"], **power_columns(m.get("power"))}
+             "calls": m["latency"]["count"], "threads": m["threads"],
+             **compute_columns(result, m), **power_columns(m.get("power"))}
             for m in result.measurements]
     return pd.DataFrame(rows)
+
+
+def compute_columns(result: RunResult, m: dict) -> dict:
+    """Achieved GFLOP/s (FLOPs counted from the ONNX graph) and the fraction of the device's peak."""
+    flops = (result.model or {}).get("flops_per_sample")
+    peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
+    if not flops or not m.get("throughput"):
+        return {"GFLOP/s": None, "% of peak": None}
+    achieved = flops * m["throughput"] / 1e9
+    share = 100 * achieved / peak["gflops"] if peak.get("gflops") else None
+    return {"GFLOP/s": round(achieved, 1), "% of peak": None if share is None else round(share, 1)}
 
 
 def power_columns(power: dict | None) -> dict:
@@ -105,6 +117,7 @@ def provenance(result: RunResult) -> str:
         "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
         "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
+        "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
         "Measured at": result.created_at,
     }
     for note in result.notes:
