@@ -114,20 +114,24 @@ def measure_one_batch(cfg: ModelBenchmarkConfig, backend, reference, model: Expo
                       batch: int, result: RunResult, sampler, with_accuracy: bool = False) -> None:
     inputs = model.make_inputs(batch, seed=cfg.seed)
     sessions = [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
-    ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch) if reference else None
+    ref_session = None
+    if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
+        same = (cfg.backend, cfg.precision, cfg.device) == ("onnxruntime", "fp32", "cpu")
+        ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
     try:
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
-            diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs))
+            name = ("onnxruntime fp32 CPU (this run is the reference)" if ref_session is sessions[0]
+                    else "onnxruntime fp32 CPU")
+            diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs), name)
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
         measurement = timed(sessions, inputs, batch, cfg.measure_config(), sampler)
         result.measurements.append(measurement.to_dict())
         if with_accuracy and cfg.accuracy:
             result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
     finally:
-        for s in [*sessions, ref_session]:
-            if s is not None:
-                s.close()
+        for s in {id(s): s for s in [*sessions, ref_session] if s is not None}.values():
+            s.close()
 
 
 def check_accuracy(cfg: ModelBenchmarkConfig, model: ExportedModel, session, ref_session, batch: int) -> dict:

@@ -17,6 +17,17 @@ def outputs(tmp_path, monkeypatch):
     return out
 
 
+@pytest.fixture(scope="session")
+def small(tmp_path_factory):
+    """A small ResNet-50 export with its own cache, so conversions start from nothing."""
+    from kit.models import export_model
+
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIT_CACHE", str(cache))
+        yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
+
+
 def shared_or_skip(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():

@@ -9,18 +9,9 @@ from kit.backends import BackendConfig, get_backend
 from kit.backends.onnxruntime_backend import provider_options
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.measure import MeasureConfig
-from kit.models import export_model
 from kit.numerics import NumericDiff
 
 BOUNDS = {"fp32": 0.0, "fp16": 1e-2, "int8": 0.2}  # max |diff| on softmax outputs in [0, 1]
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KIT_CACHE", str(cache))
-        yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
 
 
 @pytest.fixture(autouse=True)

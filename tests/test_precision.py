@@ -16,14 +16,6 @@ from kit.models import export_model
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KIT_CACHE", str(cache))
-        yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
-
-
 @pytest.fixture
 def cache_env(small, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))
@@ -106,7 +98,6 @@ def test_unsupported_conversion_names_allowed(small, precision):
 def test_fp16_of_a_tf2onnx_graph_keeps_rejected_nodes_in_fp32():
     """tf2onnx's Cast(to=float) on id paths becomes fp16 and ORT refuses it; the converter repairs."""
     from kit.backends import BackendConfig, require_backend
-    from kit.models import export_model
     from kit.numerics import NumericDiff
 
     model = export_model("widedeep-tf-fp32", small=True)

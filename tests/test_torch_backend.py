@@ -17,14 +17,6 @@ BOUNDS = {"fp32": 1e-4, "bf16": 0.1, "fp16": 0.05, "int8": 0.1}  # max |diff|, s
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KIT_CACHE", str(cache))
-        yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
-
-
-@pytest.fixture(scope="module")
 def reference(small):
     return get_backend("onnxruntime").load(small, BackendConfig(), 4).run(small.make_inputs(4))
 
@@ -101,7 +93,6 @@ def test_tensorflow_model_is_refused(small, monkeypatch):
 def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
     """DeBERTa fills attention masks with the fp32 minimum, which overflows under bf16 autocast."""
     from kit.backends import BackendConfig, require_backend
-    from kit.models import export_model
     from kit.numerics import NumericDiff
 
     model = export_model("deberta-torch-fp32", small=True)
