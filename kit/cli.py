@@ -16,7 +16,7 @@ from kit.errors import KitError
 COMMAND_MODULES = [
     "kit.models.cli",  # kit models, kit export, kit fetch-weights
     "kit.datasets.cli",  # kit fetch-data, kit datasets
-    "kit.batch_cli",  # kit reproduce, kit site
+    "kit.batch.cli",  # kit reproduce, kit site, kit rebuild-state
 ]
 
 

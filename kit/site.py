@@ -9,11 +9,13 @@ import html
 import json
 from pathlib import Path
 
+from kit import atomic
+from kit.errors import KitError
 from kit.paths import outputs_dir
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout{color:#a00;font-weight:bold}
+th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout,.killed,.interrupted{color:#a00;font-weight:bold}
 .reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}"""
 
 
@@ -34,18 +36,23 @@ def scorecard_summary(out: Path, records: list[dict]) -> str:
 
 
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
+    """Write outputs/index.html atomically; an empty batch never replaces the index."""
     out = out or outputs_dir()
+    if not records:
+        raise KitError(f"no notebooks to index: {out / 'index.html'} is left as it was")
     rows = []
     for r in records:
         link = f"<a href='{html.escape(r['html'])}'>{html.escape(r['name'])}</a>" if (out / r["html"]).exists() else html.escape(r["name"])
         data = f"<a href='{html.escape(r['results'])}'>JSON</a>" if (out / r["results"]).exists() else ""
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
-        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}<td>{data}</td>"
+        moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
+        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     state = json.loads((out / "state.json").read_text()) if (out / "state.json").exists() else {"runs": []}
     runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
-                   f"finished {html.escape(x['finished_at'])})</li>" for x in reversed(state["runs"][-20:]))
+                   f"{html.escape(x.get('status', 'complete'))}, finished {html.escape(x.get('finished_at') or '-')})</li>"
+                   for x in reversed(state["runs"][-20:]))
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <style>{STYLE}</style></head><body>
 <h1>ipu-repro: published Graphcore IPU inference results, reproduced here</h1>
@@ -54,18 +61,19 @@ Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 s
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so.</p>
 {scorecard_summary(out, records)}
-<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Results</th><th>Message</th></tr>
+<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table>
 <h2>Runs kept</h2><ul>{runs}</ul>
 </body></html>"""
-    path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
+    return atomic.write_text(out / "index.html", page)
 
 
 def rebuild_index(out: Path | None = None) -> Path:
-    """Index of the latest record of every job in state.json."""
+    """Index of the latest finished batch in state.json (every job's latest record if none)."""
+    from kit.batch.state import read_state
+
     out = out or outputs_dir()
-    state = json.loads((out / "state.json").read_text())
-    last = state["runs"][-1] if state["runs"] else {"jobs": list(state["jobs"])}
-    return write_index([state["jobs"][n] for n in last["jobs"] if n in state["jobs"]], out)
+    state = read_state(out)
+    finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]
+    names = finished[-1]["jobs"] if finished else list(state["jobs"])
+    return write_index([state["jobs"][n] for n in names if n in state["jobs"]], out)

@@ -1,0 +1,6 @@
+"""The `make reproduce` batch: jobs, their state, executors (this machine or a Dask cluster)."""
+
+from kit.batch.jobs import Job, JobRecord
+from kit.batch.runner import run_jobs
+
+__all__ = ["Job", "JobRecord", "run_jobs"]
