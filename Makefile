@@ -8,9 +8,10 @@ PROFILE ?= quick
 HARDWARE ?= auto
 FORCE ?= 0
 ONLY ?=
+SCHEDULER ?=
 PYTEST_ARGS ?=
 
-.PHONY: install reproduce test bench lab lint site clean-outputs
+.PHONY: install reproduce test bench lab lint site rebuild-state clean-outputs
 
 install: $(STAMP)
 
@@ -23,8 +24,10 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
 	touch $(STAMP)
 
+# Fails when any notebook is not ok (kit's status: 1 not ok, 2 usage error; make itself exits 2).
+# SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).
 reproduce: $(STAMP)
-	$(BIN)/kit reproduce --profile $(PROFILE) --hardware $(HARDWARE) $(if $(filter 1,$(FORCE)),--force) $(if $(ONLY),--only $(ONLY))
+	$(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -37,6 +40,9 @@ lint: $(STAMP)
 
 site: $(STAMP)
 	$(BIN)/kit site
+
+rebuild-state: $(STAMP)
+	$(BIN)/kit rebuild-state
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks
