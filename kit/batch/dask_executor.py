@@ -37,7 +37,8 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
 
     worker = get_worker()
     host, worker_name = socket.gethostname(), str(worker.name)
-    worker.log_event(TOPIC, {"key": key, "event": "started", "worker": worker_name, "host": host})
+    # the scheduler adds the worker's address as "worker"
+    worker.log_event(TOPIC, {"key": key, "event": "started", "name": worker_name, "host": host})
     mine = kit_digest()
     if mine != digest:
         message = (f"host {host} runs a different kit/ (digest {mine}, this batch's is {digest}); "
@@ -115,10 +116,10 @@ class DaskExecutor:
         starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
         outcome.attempts = max(1, len(starts))
         if len(starts) > 1:
-            path = " -> ".join(f"{s['worker']} on {s['host']}" for s in starts)
+            path = " -> ".join(f"{s['name']} ({s.get('worker', '?')}) on {s['host']}" for s in starts)
             outcome.note = f"worker lost mid-job; re-run from the start ({path})"
         if starts and not outcome.worker:
-            outcome.worker, outcome.host = starts[-1]["worker"], starts[-1]["host"]
+            outcome.worker, outcome.host = starts[-1]["name"], starts[-1]["host"]
         return outcome
 
     def _resources(self) -> set[str]:

@@ -138,6 +138,7 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
         with interrupts_raise():
             try:
                 for phase_jobs, runner in phases:
+                    batch.records = {r.name: r for r in _in_order(jobs, batch.records)}
                     for task, outcome in runner.run(batch.tasks(phase_jobs, force)):
                         batch.finish(task, outcome)
             except BatchInterrupted as stop:
