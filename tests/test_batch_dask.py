@@ -17,6 +17,8 @@ import pytest
 
 from kit.batch import Job, run_jobs
 from kit.batch.dask_executor import TOPIC, DaskExecutor
+from kit.batch.interrupts import BatchInterrupted
+from kit.batch.state import read_state
 from tests.batch_notebooks import make_notebook, make_ok_notebook
 
 distributed = pytest.importorskip("distributed")
@@ -72,6 +74,7 @@ def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, n
         first = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
         second = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
         local_pids = {p.pid for p in psutil.Process().children(recursive=True)}
+        interrupted, kernels = interrupt_a_running_job(client, outputs, notebooks.parent / "kernels")
 
     assert first["on_cpu"].status == first["on_ipu"].status == "ok"
     assert first["on_cpu"].worker == "cpu-host" and first["on_ipu"].worker == "ipu-host"
@@ -90,6 +93,33 @@ def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, n
     # resume across the cluster: unchanged jobs are reused, the failure is tried again
     assert second["on_cpu"].reused and second["on_ipu"].reused
     assert not second["on_gpu"].reused and not second["summary"].reused  # its inputs changed
+    # Ctrl-C: the running job is told to stop, its kernel on the worker goes, the state is valid
+    assert interrupted.signum == signal.SIGINT
+    assert [(r.name, r.status) for r in interrupted.records] == [("on_cpu", "ok"), ("sleeper", "interrupted")]
+    assert read_state(outputs)["runs"][-1]["status"] == "interrupted"
+    assert kernels and all(not psutil.pid_exists(pid) for pid in kernels)
+
+
+def interrupt_a_running_job(client, outputs, marks):
+    """SIGINT this process while a long job runs on a worker; returns the exception and the
+    kernel pids (after giving the worker a few seconds to stop them)."""
+    jobs = [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
+            Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})]
+
+    def interrupt_once_started() -> None:
+        deadline = time.monotonic() + 120
+        while not marks.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(BatchInterrupted) as caught:
+        run_jobs(jobs, out=outputs, executor=DaskExecutor(client))
+    kernels = [int(pid) for pid in marks.read_text().split()] if marks.exists() else []
+    deadline = time.monotonic() + 15
+    while any(psutil.pid_exists(pid) for pid in kernels) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return caught.value, kernels
 
 
 @pytest.mark.slow

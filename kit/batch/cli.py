@@ -11,11 +11,12 @@ import sys
 import time
 
 from kit.batch.interrupts import BatchInterrupted
-from kit.batch.jobs import JobRecord
+from kit.batch.jobs import HARDWARE_RESOURCES, Job, JobRecord
 from kit.batch.lock import outputs_lock
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
+from kit.errors import InvalidParameter
 from kit.paths import outputs_dir
 
 # The one place the batch learns about profiles and hardware (they may move to kit.hardware).
@@ -28,7 +29,9 @@ EXIT_OK, EXIT_NOT_OK = 0, 1
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="run every study notebook into outputs/ and write the index")
     p.add_argument("--profile", choices=PROFILES, default="quick")
-    p.add_argument("--hardware", choices=HARDWARE, default="auto")
+    p.add_argument("--hardware", default="auto", metavar="|".join(HARDWARE),
+                   help="kind(s) to measure on, comma-separated (auto: this machine's best; "
+                        "with --scheduler: every kind the workers offer)")
     p.add_argument("--force", nargs="?", const="1", default="0", metavar="0|1",
                    help="re-run notebooks even if nothing changed (--force or --force 1)")
     p.add_argument("--only", default=None,
@@ -45,9 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def reproduce(args: argparse.Namespace) -> int:
     force = parse_force(args.force)
-    hardware = resolve_hardware(args.hardware)
-    jobs = select(jobs_for(args.profile, hardware), args.only)
     executor = _executor(args.scheduler)
+    kinds = hardware_kinds(args.hardware, executor)
+    hardware = ",".join(kinds)
+    jobs = select(jobs_on(args.profile, kinds), args.only)
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
@@ -76,6 +80,37 @@ def _summary(records: list[JobRecord], seconds: float, index) -> int:
         return EXIT_NOT_OK
     print(f"all {len(records)} notebooks ok ({seconds:.0f} s)")
     return EXIT_OK
+
+
+def hardware_kinds(hardware: str, executor=None) -> list[str]:
+    """The hardware kinds the batch measures on: `--hardware` (comma-separated), or with `auto`
+    this machine's best one, or on a cluster every kind its workers offer."""
+    words = [w.strip() for w in hardware.split(",")]
+    if words == ["auto"] and executor is not None:
+        offered = executor.offered()
+        kinds = [k for k in HARDWARE_RESOURCES if k in offered]
+        if not kinds:
+            raise InvalidParameter("hardware", hardware, "a kind some worker offers; the cluster's "
+                                   "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")
+        return kinds
+    return list(dict.fromkeys(resolve_hardware(w) for w in words))
+
+
+def jobs_on(profile: str, kinds: list[str]) -> list[Job]:
+    """The profile's jobs on each kind. With several kinds a job whose parameters differ by kind
+    runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once."""
+    if len(kinds) == 1:
+        return jobs_for(profile, kinds[0])
+    per_kind = {kind: jobs_for(profile, kind) for kind in kinds}
+    jobs: list[Job] = []
+    for i, job in enumerate(per_kind[kinds[0]]):
+        variants = {kind: per_kind[kind][i] for kind in kinds}
+        if all(v.parameters == job.parameters for v in variants.values()):
+            jobs.append(job)
+        else:
+            jobs += [Job(f"{v.name}@{kind}", v.notebook, v.parameters, v.timeout_s, v.after_all)
+                     for kind, v in variants.items()]
+    return jobs
 
 
 def _executor(scheduler: str | None):

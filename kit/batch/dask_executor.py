@@ -25,6 +25,7 @@ from kit.batch.fingerprint import kit_digest
 from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
+from kit.errors import BackendUnavailable
 from kit.paths import notebooks_dir, outputs_dir, project_root
 
 TOPIC = "kit-batch"
@@ -69,7 +70,13 @@ class DaskExecutor:
         if isinstance(scheduler, Client):
             self.client, self._own_client = scheduler, False
         else:
-            self.client, self._own_client = Client(scheduler, timeout=connect_timeout_s), True
+            try:
+                self.client = Client(scheduler, timeout=connect_timeout_s)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise BackendUnavailable(f"cannot reach the Dask scheduler at {scheduler!r} "
+                                         f"({type(exc).__name__}: {exc}); start it with "
+                                         f"`dask scheduler` (docs/cluster.md)") from None
+            self._own_client = True
         self.digest = kit_digest()
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
@@ -77,7 +84,7 @@ class DaskExecutor:
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         from distributed import as_completed
 
-        offered = self._resources()
+        offered = self.offered()
         for task in tasks:
             resource = hardware_resource(task.job)
             if resource and resource not in offered:
@@ -122,7 +129,8 @@ class DaskExecutor:
             outcome.worker, outcome.host = starts[-1]["name"], starts[-1]["host"]
         return outcome
 
-    def _resources(self) -> set[str]:
+    def offered(self) -> set[str]:
+        """The resources at least one worker of the cluster offers."""
         workers = self.client.scheduler_info()["workers"].values()
         return {name for w in workers for name, amount in (w.get("resources") or {}).items() if amount >= 1}
 
