@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except KitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a batch (a batch handles its own)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from kit import atomic
+from kit.batch.state import read_state
 from kit.errors import KitError
 from kit.paths import outputs_dir
 
@@ -49,7 +50,10 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
                     f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
-    state = json.loads((out / "state.json").read_text()) if (out / "state.json").exists() else {"runs": []}
+    try:
+        state = read_state(out)
+    except KitError:  # a corrupt state only costs the list of runs here
+        state = {"runs": []}
     runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
                    f"{html.escape(x.get('status', 'complete'))}, finished {html.escape(x.get('finished_at') or '-')})</li>"
                    for x in reversed(state["runs"][-20:]))
@@ -70,8 +74,6 @@ scorecard says so.</p>
 
 def rebuild_index(out: Path | None = None) -> Path:
     """Index of the latest finished batch in state.json (every job's latest record if none)."""
-    from kit.batch.state import read_state
-
     out = out or outputs_dir()
     state = read_state(out)
     finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]

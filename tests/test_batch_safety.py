@@ -187,3 +187,32 @@ def test_a_dead_kernel_is_reported_as_killed_with_its_peak_memory(outputs, tiny)
     assert "likely out of memory: peak" in record.message
     peak = float(record.message.split("peak ")[1].split(" GB")[0])
     assert 0.6 <= peak < 4, record.message
+
+
+class OffersResources:
+    """Stands in for a cluster executor: only what `hardware_kinds` asks of one."""
+
+    def __init__(self, *kinds):
+        self.kinds = set(kinds)
+
+    def offered(self):
+        return self.kinds
+
+
+def test_one_batch_measures_on_every_kind_the_cluster_offers():
+    from kit.batch.cli import hardware_kinds, jobs_on
+    from kit.batch.jobs import hardware_resource
+
+    assert hardware_kinds("auto", OffersResources("cpu", "ipu", "gpu-memory")) == ["ipu", "cpu"]
+    assert hardware_kinds("cuda,cpu,cuda") == ["cuda", "cpu"]
+    with pytest.raises(InvalidParameter, match="hardware='tpu'"):
+        hardware_kinds("cpu,tpu")
+    with pytest.raises(InvalidParameter, match="declare no ipu, cuda or cpu"):
+        hardware_kinds("auto", OffersResources("memory"))
+    single = jobs_on("quick", ["cpu"])
+    both = {j.name: j for j in jobs_on("quick", ["ipu", "cpu"])}
+    model = next(j.name for j in single if j.notebook == "model_benchmark.ipynb")
+    assert hardware_resource(both[f"{model}@ipu"]) == "ipu" and hardware_resource(both[f"{model}@cpu"]) == "cpu"
+    assert {"published_results", "summary"} <= set(both) and list(both)[-1] == "summary"
+    assert hardware_resource(both["published_results"]) is None
+    assert len({j.name for j in single}) == len(single) and len(both) < 2 * len(single)
