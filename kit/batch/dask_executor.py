@@ -84,6 +84,9 @@ class DaskExecutor:
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         from distributed import as_completed
 
+        if tasks and not self.client.scheduler_info()["workers"]:
+            raise BackendUnavailable(f"the Dask scheduler at {self.client.scheduler.address} has no "
+                                     f"workers; start them with `dask worker` (docs/cluster.md)")
         offered = self.offered()
         for task in tasks:
             resource = hardware_resource(task.job)

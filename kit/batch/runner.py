@@ -149,6 +149,9 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
                 batch.close("interrupted")
                 stop.records = _in_order(jobs, batch.records)
                 raise
+            except BaseException:
+                batch.close("aborted")
+                raise
             finally:
                 for _, runner in phases:
                     runner.close()
