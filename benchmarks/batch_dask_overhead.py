@@ -31,7 +31,7 @@ def batch_seconds(only: str | None, out: Path, executor=None) -> tuple[float, li
     started = time.perf_counter()
     records = run_jobs(jobs, force=True, out=out, context="quick|cpu", executor=executor)
     seconds = time.perf_counter() - started
-    return seconds, [f"{r.name}={r.status}" for r in records if r.status != "ok"]
+    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records if r.status != "ok"]
 
 
 def main() -> int:
@@ -45,9 +45,12 @@ def main() -> int:
     rounds = env_int("BENCH_ROUNDS", 2)
     os.environ.setdefault("KIT_CACHE", str(outputs_dir() / "cache"))
     times: dict[str, list[float]] = {"embedded": [], "dask": []}
+    environ = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp, \
             LocalCluster(n_workers=1, threads_per_worker=1, processes=True, resources={"cpu": 1},
                          dashboard_address=None, silence_logs=40) as cluster, Client(cluster) as client:
+        os.environ.clear()  # the nanny set OMP_NUM_THREADS=1 (and more) here too: undo it
+        os.environ.update(environ)
         for i in range(rounds):
             order = ("embedded", "dask") if i % 2 == 0 else ("dask", "embedded")
             for path in order:

@@ -14,7 +14,8 @@ from pathlib import Path
 _out = Path(results_path) if results_path else Path("interactive.json")
 _out.parent.mkdir(parents=True, exist_ok=True)
 _out.write_text(json.dumps({"status": "ok", "errors": [], "host": socket.gethostname(),
-                            "pid": os.getpid(), "device": device}))
+                            "pid": os.getpid(), "device": device,
+                            "omp_threads": os.environ.get("OMP_NUM_THREADS")}))
 """
 
 

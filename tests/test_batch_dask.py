@@ -5,6 +5,7 @@ the executed notebook, HTML and JSON come back into outputs/runs/<id>/; a worker
 has its job re-run elsewhere and the record says so.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -40,14 +41,23 @@ import time; time.sleep(seconds)
 """
 
 
+ENVIRON = dict(os.environ)  # before any nanny adds its thread limits to this process's
+
+
+@contextlib.contextmanager
 def cluster(**workers):
     """A cluster of one worker process per keyword: name=resources, one thread each."""
     from distributed import Nanny, Scheduler, SpecCluster
 
     spec = {name: {"cls": Nanny, "options": {"nthreads": 1, "resources": resources}}
             for name, resources in workers.items()}
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
-                       workers=spec, silence_logs=40)
+    try:
+        with SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+                         workers=spec, silence_logs=40) as c:
+            yield c
+    finally:  # a nanny sets OMP_NUM_THREADS=1 and more in the process that starts it
+        os.environ.clear()
+        os.environ.update(ENVIRON)
 
 
 @pytest.fixture
@@ -87,6 +97,7 @@ def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, n
         data = json.loads((outputs / record.results).read_text())
         assert data["device"] == record.name[3:].replace("gpu", "cuda")
         assert data["pid"] not in local_pids  # the kernel ran under a worker, not the batch
+        assert data["omp_threads"] == ENVIRON.get("OMP_NUM_THREADS")  # not Dask's limit of 1
     # the scorecard-like job ran here, on the results that came back
     assert first["summary"].worker == "" and first["summary"].status == "ok"
     assert json.loads((outputs / first["summary"].results).read_text())["seen"] == ["cpu", "ipu"]

@@ -11,6 +11,7 @@ Dask event, so the record says how many attempts a job took and on which workers
 
 from __future__ import annotations
 
+import os
 import socket
 import tempfile
 import time
@@ -55,10 +56,20 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
         spec = {"input": str(source_path), "output": str(run / f"{name}.ipynb"),
                 "html": str(run / f"{name}.html"), "kernel": KERNEL, "cwd": str(project_root()),
                 "parameters": {**parameters, "results_path": str(run / f"{name}.json")}}
-        outcome = run_notebook(spec, timeout_s, outputs_dir(), should_stop=stop.is_set)
+        outcome = run_notebook(spec, timeout_s, outputs_dir(), should_stop=stop.is_set, env=notebook_env())
         files = {p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("*") if p.is_file()}
     outcome.worker = worker_name
     return {"outcome": asdict(outcome), "files": files}
+
+
+def notebook_env() -> dict:
+    """This worker's environment without the thread limits Dask's nanny sets in its worker
+    processes (OMP_NUM_THREADS=1 and the like): a timed notebook must get the whole host, as it
+    does in the embedded path. A value the host set itself differs from Dask's and is kept."""
+    import dask
+
+    injected = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    return {k: v for k, v in os.environ.items() if not (k in injected and str(injected[k]) == v)}
 
 
 class DaskExecutor:

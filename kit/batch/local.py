@@ -26,17 +26,18 @@ POLL_S = 0.05
 
 
 def run_notebook(spec: dict, timeout_s: float, outputs: Path,
-                 should_stop: Callable[[], bool] | None = None) -> Outcome:
+                 should_stop: Callable[[], bool] | None = None, env: dict | None = None) -> Outcome:
     """Execute one notebook spec in a child process; the Outcome says how it ended.
 
     `should_stop` is asked about once a second; True stops the notebook (status interrupted).
+    `env` replaces this process's environment (KIT_OUTPUTS is always set to `outputs`).
     An exception raised meanwhile (an interrupt) kills the child's tree before it propagates.
     """
     started = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "kit.batch.worker", json.dumps(spec)],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "KIT_OUTPUTS": str(outputs)})
+                                env={**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)})
         try:
             ended = _wait(proc, started + timeout_s, should_stop)
         except BaseException:
