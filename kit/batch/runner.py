@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import secrets
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -109,7 +110,7 @@ class Batch:
         """Record the tasks that were running when the batch was stopped."""
         for task in tasks:
             seconds = time.perf_counter() - task.started if task.started else 0.0
-            how = "SIGINT (Ctrl-C)" if signum == 2 else f"signal {signum}"
+            how = signal.Signals(signum).name + (" (Ctrl-C)" if signum == signal.SIGINT else "")
             self.finish(task, Outcome("interrupted", f"batch stopped by {how}; the next run re-runs it",
                                       seconds))
 
