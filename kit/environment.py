@@ -7,8 +7,8 @@ import functools
 import importlib.metadata
 import os
 import platform
-import shutil
-import subprocess
+
+from kit import hardware
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "torch", "tensorflow-cpu", "tf2onnx",
             "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt")
@@ -107,22 +107,6 @@ def _max_ghz() -> float:
     return 2.6
 
 
-@functools.cache
-def gpu_names() -> tuple[str, ...]:
-    if not shutil.which("nvidia-smi"):
-        return ()
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
-
-
-def ipu_present() -> bool:
-    return any(os.path.exists(f"/dev/ipu{i}") for i in range(16)) or bool(shutil.which("gc-info"))
-
-
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in PACKAGES:
@@ -131,16 +115,6 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def hardware_kinds() -> list[str]:
-    """Which kinds of hardware are present: always 'cpu', plus 'cuda' and 'ipu' when found."""
-    kinds = ["cpu"]
-    if gpu_names():
-        kinds.append("cuda")
-    if ipu_present():
-        kinds.append("ipu")
-    return kinds
 
 
 def capture() -> dict:
@@ -152,7 +126,7 @@ def capture() -> dict:
         "python": platform.python_version(),
         "cpu": {"model": cpu_model(), "cores": usable_cores(),
                 "peak_fp32": cpu_peak_gflops("fp32")},
-        "gpus": list(gpu_names()),
-        "ipu_present": ipu_present(),
+        "gpus": list(hardware.gpu_names()),
+        "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
     }

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from kit import hardware as hw
 from kit import published
 from kit.batch import Job
-from kit.environment import hardware_kinds
 from kit.errors import InvalidParameter
 
 PROFILES = ("quick", "full")
-HARDWARE = ("auto", "cpu", "cuda", "ipu")
+HARDWARE = hw.CHOICES
 
 # quick profile: one modest batch size per row, so the whole batch fits in ~15 min on 2 cores
 QUICK_BATCH = {"resnet50-torch-fp32": [4], "swin-large-torch-fp32": [1], "clip-onnx-fp32": [4],
@@ -19,13 +19,7 @@ TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3, "data_pe
           "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100, "data_percent": 100.0}}
 
 
-def resolve_hardware(hardware: str) -> str:
-    if hardware not in HARDWARE:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(HARDWARE)}")
-    if hardware == "auto":
-        kinds = hardware_kinds()
-        return "ipu" if "ipu" in kinds else "cuda" if "cuda" in kinds else "cpu"
-    return hardware
+resolve_hardware = hw.resolve  # kept for callers of the old name
 
 
 def row_backend(model: str, published_precision: str, hardware: str) -> dict:

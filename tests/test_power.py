@@ -483,10 +483,18 @@ def test_measure_loop_is_unchanged_by_an_unavailable_monitor():
     assert m.latency.count == 5 and mon._thread is None
 
 
+def test_tensorrt_device_selects_the_gpu_sensor_not_an_error():
+    """Bug (issue 11): device 'tensorrt' made select_sampler raise InvalidParameter."""
+    sampler = select_sampler("tensorrt", SamplerOptions(powercap_root="/nonexistent"))
+    assert sampler.name in ("nvml", "unavailable")
+    if sampler.name == "unavailable":
+        assert "nvml" in sampler.reason and "rapl" not in sampler.reason
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(InvalidParameter, match="hz"):
         PowerMonitor(FakeSampler(), hz=5)
-    with pytest.raises(InvalidParameter, match="hardware_kind"):
+    with pytest.raises(InvalidParameter, match="device"):
         select_sampler("tpu")
     with pytest.raises(UnknownNameError, match="known: gc-cli, gcipuinfo, nvml, rapl, unavailable"):
         make_sampler("zeus")

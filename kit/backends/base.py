@@ -97,9 +97,10 @@ class InProcessBackend(Backend):
         return None
 
     def device_info(self, config: BackendConfig) -> dict:
-        from kit.environment import cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+        from kit.environment import cpu_model, cpu_peak_gflops, usable_cores
+        from kit.hardware import gpu_names, kind_of
 
-        if config.device == "cpu":
+        if kind_of(config.device) == "cpu":
             return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
                     "peak": cpu_peak_gflops(config.precision)}
         return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}

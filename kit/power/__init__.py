@@ -10,8 +10,7 @@ hardware, or an UnavailableSampler carrying every candidate's reason (never a si
 
 from __future__ import annotations
 
-from kit.environment import hardware_kinds
-from kit.errors import InvalidParameter
+from kit import hardware
 from kit.power.base import PowerSampler, Reading, SamplerOptions, SensorError, UnavailableSampler
 from kit.power.ipu import GcCliSampler, GcIpuInfoSampler, enable_ipu_monitoring
 from kit.power.monitor import PowerMonitor, measure_with_power
@@ -41,29 +40,20 @@ def make_sampler(name: str, options: SamplerOptions | None = None) -> PowerSampl
     return SAMPLERS.get(name)(options=options)
 
 
-def select_sampler(hardware_kind: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
-    """The first candidate whose probe passes, else an UnavailableSampler listing each reason.
+def select_sampler(device: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
+    """The first sensor of `device`'s kind whose probe passes, else an UnavailableSampler
+    listing each reason.
 
-    'auto' means the main hardware here: an IPU if present, else a CUDA GPU, else the CPU. It
-    never falls back from an accelerator to the CPU's sensor, which would label a GPU run with
-    CPU power.
+    `device` is what the study runs on ('cpu', 'cuda', 'tensorrt', 'ipu'), or 'auto' for the
+    main hardware here. It never falls back from an accelerator to the CPU's sensor, which would
+    label a GPU run with CPU power.
     """
-    kinds = _kinds(hardware_kind)
+    kind = hardware.resolve(device) if device == "auto" else hardware.kind_of(device)
     reasons = []
-    for kind in kinds:
-        for name in CANDIDATES[kind]:
-            sampler = make_sampler(name, options)
-            reason = sampler.probe()
-            if reason is None:
-                return sampler
-            reasons.append(f"{name}: {reason}")
+    for name in CANDIDATES[kind]:
+        sampler = make_sampler(name, options)
+        reason = sampler.probe()
+        if reason is None:
+            return sampler
+        reasons.append(f"{name}: {reason}")
     return UnavailableSampler(reasons, options)
-
-
-def _kinds(hardware_kind: str) -> list[str]:
-    if hardware_kind == "auto":
-        present = hardware_kinds()
-        return [next(k for k in ("ipu", "cuda", "cpu") if k in present)]
-    if hardware_kind not in CANDIDATES:
-        raise InvalidParameter("hardware_kind", hardware_kind, f"one of auto, {', '.join(CANDIDATES)}")
-    return [hardware_kind]
