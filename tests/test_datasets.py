@@ -413,3 +413,24 @@ def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
     assert args.func(args) == 0
     assert (tmp_path / "out" / "eval.csv").read_text() == csv_file.read_text()
     assert "no published checksum" in capsys.readouterr().out
+
+
+def test_fake_dataset_draws_bytemlperfs_seeded_stream():
+    """Batch i equals what ByteMLPerf's generator draws after np.random.seed(i), input by input."""
+    specs = (InputSpec("src", (1, 3, 4), "float32"), InputSpec("src_pad_mask", (1, 5), "int64"),
+             InputSpec("pix", (1, 2), "int32"))
+    batches = list(FakeDataset(specs=specs).batches(2, data_percent=3))
+    for i, batch in enumerate(batches):
+        np.random.seed(i)
+        src = (np.random.random(size=(2, 3, 4)) * 2 - 1).astype(np.float32)
+        mask = np.random.randint(low=0, high=2, size=(2, 5)).astype(np.int64)
+        pix = np.random.randint(low=0, high=1000, size=(2, 2)).astype(np.int32)
+        assert np.array_equal(batch.inputs["src"], src)
+        assert np.array_equal(batch.inputs["src_pad_mask"], mask)
+        assert np.array_equal(batch.inputs["pix"], pix)
+
+
+def test_fake_dataset_mean_diff_counts_a_nan_output_as_a_difference():
+    ds = FakeDataset(specs=(InputSpec("x", (1, 4), "float32"),))
+    out = ds.evaluate(lambda i: [np.full_like(i["x"], np.nan)], 1, 1, reference=lambda i: [i["x"]])
+    assert out["value"] > 0.1 and out["nan_count"] == 4
