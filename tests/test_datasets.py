@@ -434,3 +434,9 @@ def test_fake_dataset_mean_diff_counts_a_nan_output_as_a_difference():
     ds = FakeDataset(specs=(InputSpec("x", (1, 4), "float32"),))
     out = ds.evaluate(lambda i: [np.full_like(i["x"], np.nan)], 1, 1, reference=lambda i: [i["x"]])
     assert out["value"] > 0.1 and out["nan_count"] == 4
+
+
+def test_widedeep_is_labelled_top1_as_bytemlperf_reports_it():
+    from kit.models import get_entry
+
+    assert get_entry("widedeep-tf-fp32").metric == DATASETS.get("criteo").metric == "Top-1"

@@ -165,7 +165,7 @@ MODELS.register("widedeep-tf-fp32", ModelEntry(
             CRITEO_NUMERIC),
     outputs=("import/head/predictions/probabilities:0",), build=build_widedeep,
     description="Wide & Deep CTR model (Keras), Criteo layout: 26 hashed categorical + 13 numeric",
-    dataset="open_criteo_kaggle", metric="AUC",
+    dataset="open_criteo_kaggle", metric="Top-1",
     small_inputs=(InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=100),
                   CRITEO_NUMERIC),
 ))
