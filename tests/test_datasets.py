@@ -14,7 +14,7 @@ from kit.datasets.cifar import CLIP_MEAN, CLIP_STD, Cifar100
 from kit.datasets.criteo import Criteo
 from kit.datasets.fake import FakeDataset
 from kit.datasets.fetch import ChecksumMismatch, Source, fetch, verify
-from kit.datasets.imagenet import ImageNet
+from kit.datasets.imagenet import IMAGENET_MEAN, IMAGENET_STD, ImageNet
 from kit.datasets.squad import Squad
 from kit.errors import InvalidParameter, MissingResource, UnknownNameError
 from kit.models.spec import InputSpec, WeightsInfo
@@ -133,39 +133,115 @@ def channel_model(inputs):
 def test_imagenet_val_map_preprocessing_and_top1(tmp_path):
     names = []
     for i, color in enumerate(COLORS + [(255, 0, 0)]):
-        write_jpeg(tmp_path / "val" / f"img{i}.JPEG", color)
+        write_jpeg(tmp_path / "ILSVRC2012_img_val" / f"img{i}.JPEG", color)
         names.append(f"img{i}.JPEG")
     labels = [0, 1, 2, 2]  # the last red image is labelled 2: one miss
-    (tmp_path / "val_map.txt").write_text("".join(f"{n} {lab}\n" for n, lab in zip(names, labels, strict=True)))
+    lines = [f"{n} {lab}\n" for n, lab in zip(names, labels, strict=True)] + ["gone.JPEG 1\n"]
+    (tmp_path / "val_map.txt").write_text("".join(lines))
     ds = ImageNet(tmp_path)
+    assert len(ds) == 4  # a listed image that is not there is skipped, as ByteMLPerf skips it
     batch = next(ds.batches(batch_size=4))
     x = batch.inputs["input_1.1"]
     assert x.shape == (4, 3, 224, 224) and x.dtype == np.float32
     red = [(1 - 0.485) / 0.229, (0 - 0.456) / 0.224, (0 - 0.406) / 0.225]
-    np.testing.assert_allclose(x[0].mean(axis=(1, 2)), red, atol=0.05)
-    out = ds.evaluate(channel_model, batch_size=3)  # 3 + 1 padded
+    row = batch.meta["images"].tolist().index(0)  # shuffled: find image 0 (red)
+    np.testing.assert_allclose(x[row].mean(axis=(1, 2)), red, atol=0.05)
+    out = ds.evaluate(channel_model, batch_size=2)
     assert out["value"] == pytest.approx(0.75) and out["samples"] == 4
-    assert ImageNet(tmp_path, crop=384).options["crop"] == 384
+    # ByteMLPerf evaluates full batches only: 4 images at batch 3 -> one batch of 3
+    assert ds.evaluate(channel_model, batch_size=3)["samples"] == 3
     assert next(ImageNet(tmp_path, crop=384).batches(1)).inputs["input_1.1"].shape == (1, 3, 384, 384)
+    with pytest.raises(InvalidParameter, match="full batch"):
+        ds.evaluate(channel_model, batch_size=8)
 
 
-def test_imagenet_class_folders_nhwc_and_1001_classes(tmp_path):
+def test_imagenet_batches_follow_bytemlperfs_shuffle():
+    import random
+
+    from kit.datasets.imagenet import bytemlperf_batches
+
+    order = list(range(10))
+    random.seed(7)
+    random.shuffle(order)
+    got = bytemlperf_batches(10, 3, 100, shuffle_seed=7)
+    assert [b.tolist() for b in got] == [order[0:3], order[3:6], order[6:9]]
+    assert len(bytemlperf_batches(10, 3, 50, shuffle_seed=7)) == 1  # int(0.5 * 3)
+
+
+def test_swin_preprocessing_resizes_to_256_and_pads_the_384_crop_with_zeros(tmp_path):
+    """ByteMLPerf's pre_process_imagenet_vit: resize(256) then center_crop(384), which pads."""
+    from kit.datasets.imagenet import preprocess
+
+    write_jpeg(tmp_path / "w.png", (255, 255, 255), size=(400, 300))  # resized to 341 x 256
+    x = preprocess(tmp_path / "w.png", "torch", 384)
+    assert x.shape == (3, 384, 384)
+    zero = (0 - np.asarray(IMAGENET_MEAN)) / np.asarray(IMAGENET_STD)  # a padded pixel
+    white = (1 - np.asarray(IMAGENET_MEAN)) / np.asarray(IMAGENET_STD)
+    # height 256 -> 64 zero rows above and below; width 341 -> 21 zero columns left, 22 right
+    np.testing.assert_allclose(x[:, 63, 100], zero, atol=1e-5)
+    np.testing.assert_allclose(x[:, 64, 100], white, atol=1e-5)
+    np.testing.assert_allclose(x[:, 319, 100], white, atol=1e-5)
+    np.testing.assert_allclose(x[:, 320, 100], zero, atol=1e-5)
+    np.testing.assert_allclose(x[:, 200, 20], zero, atol=1e-5)
+    np.testing.assert_allclose(x[:, 200, 21], white, atol=1e-5)
+    np.testing.assert_allclose(x[:, 200, 361], white, atol=1e-5)
+    np.testing.assert_allclose(x[:, 200, 362], zero, atol=1e-5)
+
+
+def test_torchvision_resize_and_crop_arithmetic():
+    from PIL import Image
+
+    from kit.datasets.imagenet import torchvision_center_crop, torchvision_resize
+
+    assert torchvision_resize(Image.new("RGB", (500, 333)), 256).size == (384, 256)  # int(256*500/333)
+    assert torchvision_resize(Image.new("RGB", (333, 500)), 256).size == (256, 384)
+    arr = np.arange(7 * 5).reshape(7, 5, 1)
+    # offsets int(round((7 - 4) / 2)) = 2 (round half to even), int(round((5 - 4) / 2)) = 0
+    assert torchvision_center_crop(arr, 4)[0, 0, 0] == arr[2, 0, 0]
+
+
+def test_vgg_preprocessing_area_resize_and_crop():
+    from kit.datasets.imagenet import area_weights, cv2_area_resize, preprocess_vgg
+
+    # 3 -> 2: each output averages 1.5 source pixels by overlap (OpenCV INTER_AREA)
+    np.testing.assert_allclose(area_weights(3, 2), [[2 / 3, 1 / 3, 0], [0, 1 / 3, 2 / 3]])
+    row = np.array([[[0], [90], [180]]], dtype=np.uint8)
+    assert cv2_area_resize(row, 2, 1)[0, :, 0].tolist() == [30, 150]
+    from PIL import Image
+
+    img = Image.new("RGB", (320, 300), (200, 100, 50))
+    out = preprocess_vgg(img)
+    assert out.shape == (224, 224, 3)  # NHWC, 300x320 -> 256 x int(256*320/300)=273, crop 224
+    np.testing.assert_allclose(out[5, 5], [200 - 123.68, 100 - 116.78, 50 - 103.94], atol=1e-4)
+
+
+def test_imagenet_class_folders_and_1001_classes(tmp_path):
     for wnid, color in zip(["n01", "n02", "n03"], COLORS, strict=True):
         write_jpeg(tmp_path / "val" / wnid / "a.jpeg", color, size=(64, 80))
-    ds = ImageNet(tmp_path, {"image": "input_tensor:0"}, crop=32, layout="NHWC")
+    ds = ImageNet(tmp_path, {"image": "input_tensor:0"}, protocol="vgg", crop=32)
     assert [lab for _, lab in ds.items] == [0, 1, 2]
     assert next(ds.batches(3)).inputs["input_tensor:0"].shape == (3, 32, 32, 3)
 
     def with_background(inputs):
         scores = channel_model(inputs)[0]
-        out = np.full((len(scores), 1001), -9.0)  # TF-slim style: background class first
-        out[:, 0], out[:, 1:4] = 99.0, scores
+        out = np.full((len(scores), 1001), -999.0)  # TF-slim style: background class first
+        out[:, 1:4] = scores
         return [out]
 
-    assert ds.evaluate(channel_model, 2)["value"] == 1.0
-    assert ds.evaluate(with_background, 2)["value"] == 1.0  # the background column is dropped
+    assert ds.evaluate(with_background, 3)["value"] == 1.0  # argmax == label + 1
     with pytest.raises(MissingResource, match="val_map.txt"):
         len(ImageNet(tmp_path / "empty"))
+    with pytest.raises(InvalidParameter, match="protocol"):
+        ImageNet(tmp_path, protocol="keras")
+
+
+def test_imagenet_rule_prepends_zero_to_1000_class_outputs():
+    from kit.datasets.imagenet import top1_plus_one
+
+    scores = np.full((2, 1000), -3.0)
+    scores[0, 5] = 2.0
+    scores[1, 5] = -1.0  # right argmax, but below the prepended 0: ByteMLPerf counts it wrong
+    assert top1_plus_one(scores, np.array([5, 5])).tolist() == [True, False]
 
 
 def criteo_line(label, numbers, cats):
@@ -300,12 +376,13 @@ def test_evaluate_accuracy_status(tmp_path):
         write_jpeg(tmp_path / "img" / f"{i}.jpg", color, size=(40, 40))
     (tmp_path / "img" / "val_map.txt").write_text("0.jpg 0\n1.jpg 1\n2.jpg 0\n")
     session = FakeSession(channel_model)
-    rand = evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=2)
-    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(2 / 3)
-    assert session.calls == 2 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
+    rand = evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=1)
+    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(2 / 3, abs=1e-5)
+    assert session.calls == 3 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
     real = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "img",
                              data_percent=34, weights=LOCAL)
-    assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 1.0
+    # seed-7 shuffle of 3 images puts image 2 (blue, labelled 0: a miss) first
+    assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 0.0
     other = evaluate_accuracy("resnext101-c2", FakeSession(channel_model), weights=LOCAL)
     assert other["status"].startswith("not measured: no published accuracy")
     with pytest.raises(InvalidParameter):

@@ -25,7 +25,6 @@ from kit.registry import Registry
 MEASURED = "measured"
 RANDOM = "not meaningful: random weights"
 
-IMAGENET_TF = dict(layout="NHWC", mean=(123.68, 116.78, 103.94), std=(1.0, 1.0, 1.0), scale=1.0)
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,8 @@ MODEL_EVALS.register("bert-tf-fp32", ModelEval(
     "squad", {"dtype": "int32"},
     {"ids": "input_ids:0", "mask": "input_mask:0", "segment": "segment_ids:0"}, tokenizer=True))
 MODEL_EVALS.register("resnet50-torch-fp32", ModelEval("imagenet", {"crop": 224}, {"image": "input_1.1"}))
-MODEL_EVALS.register("resnet50-tf-fp32", ModelEval("imagenet", IMAGENET_TF, {"image": "input_tensor:0"}))
+MODEL_EVALS.register("resnet50-tf-fp32", ModelEval("imagenet", {"protocol": "vgg", "crop": 224},
+                                                   {"image": "input_tensor:0"}))
 MODEL_EVALS.register("swin-large-torch-fp32", ModelEval("imagenet", {"crop": 384}, {"image": "pixel_values.1"}))
 MODEL_EVALS.register("widedeep-tf-fp32", ModelEval("criteo"))
 MODEL_EVALS.register("roformer-tf-fp32", ModelEval("cail2019", {}, {}, tokenizer=True))
