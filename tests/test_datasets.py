@@ -469,7 +469,7 @@ def test_fetch_checksum_mismatch_leaves_nothing(tmp_path):
 
 
 def test_fetch_offline_says_where_to_put_files(tmp_path):
-    def offline(url):
+    def offline(url, timeout=None):
         raise urllib.error.URLError("no route to host")
 
     with pytest.raises(MissingResource) as err:
