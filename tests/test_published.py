@@ -85,3 +85,18 @@ def test_unknown_seed_table_lists_known():
 def test_ipu_run_settings():
     s = published.ipu_run_settings("resnet50-torch-fp32", "FP16")
     assert s["batch_sizes"] == [4, 32] and s["clients"] == 4
+
+
+def test_data_readme_states_the_row_counts_of_figures_csv():
+    """The README says what figures.csv holds, study by study; it must not drift from the file."""
+    import re
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[1] / "data" / "published"
+    text = (root / "README.md").read_text()
+    stated = {m[0]: int(m[1]) for m in re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M)}
+    counts = pd.read_csv(root / "figures.csv").groupby("study").size().to_dict()
+    assert stated == counts
+    assert f"{sum(counts.values())} figures selected" in text and "every number" not in text
