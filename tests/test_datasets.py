@@ -158,7 +158,7 @@ def test_imagenet_val_map_preprocessing_and_top1(tmp_path):
 def test_imagenet_batches_follow_bytemlperfs_shuffle():
     import random
 
-    from kit.datasets.imagenet import bytemlperf_batches
+    from kit.datasets.base import bytemlperf_batches
 
     order = list(range(10))
     random.seed(7)
@@ -313,31 +313,91 @@ def test_cifar100_pickle_prompts_and_top1(tmp_path):
     assert Cifar100(tmp_path).text.shape == (100, 77)  # precomputed prompts need no tokenizer
 
 
-def test_cail2019_pairs_and_rule(tmp_path):
-    chars = list("甲乙丙丁借款合同")
-    tok, vocab = wordpiece(chars)
-    lines = [{"A": "甲借款", "B": "乙借款", "C": "丙合同", "label": "B"},
+CAIL_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "公司", "借款", "合同", "甲", "乙", "丙", "丁",
+              "向", "纠", "纷", "cafe", "##s", "，"]
+
+
+def write_cail(path, lines, vocab=CAIL_VOCAB):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "test.json").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines))
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+
+
+def test_bert4keras_tokeniser_rules():
+    """jieba words kept when in the vocabulary, else characters; lower-case + accents dropped;
+    a word with no WordPiece match is one [UNK]; bert4keras' pair truncation."""
+    from kit.datasets.bert4keras_text import Bert4kerasTokenizer, load_vocab
+
+    vocab = {t: i for i, t in enumerate(CAIL_VOCAB)}
+    tok = Bert4kerasTokenizer(vocab, True, lambda text: text.split("|"))  # stands in for jieba
+    tokens = tok.tokens("甲|公司|向|乙公司|纠纷|CAFÉS|zz")
+    assert tokens[:5] == ["[CLS]", "甲", "公司", "向", "乙"]  # 乙公司 is not in the vocab: split
+    # 公 and 司 alone are not in the vocab (ids fall to [UNK]); CAFÉS -> cafes -> cafe ##s
+    assert tokens[5:] == ["公", "司", "纠", "纷", "cafe", "##s", "zz", "[SEP]"]
+    ids, _ = tok.encode("公", "zz", 10)
+    assert ids == [2, 1, 3, 1, 3]  # unknown character, and a word with no WordPiece match
+    # without a pre-tokeniser: CJK characters and punctuation are split, then WordPiece
+    plain = Bert4kerasTokenizer(vocab)
+    assert plain.tokens("甲，乙") == ["[CLS]", "甲", "，", "乙", "[SEP]"]
+    # truncation: while too long, drop the token before [SEP] of the longer side (first on ties)
+    ids, segs = plain.encode("甲乙丙丁", "甲乙", 7)
+    assert [CAIL_VOCAB[i] for i in ids] == ["[CLS]", "甲", "乙", "[SEP]", "甲", "乙", "[SEP]"]
+    assert segs == [0, 0, 0, 0, 1, 1, 1]
+    ids, _ = plain.encode("甲乙", "丙丁", 6)
+    assert [CAIL_VOCAB[i] for i in ids] == ["[CLS]", "甲", "[SEP]", "丙", "丁", "[SEP]"]
+    assert load_vocab  # used by from_vocab_file
+
+
+def test_cail2019_jieba_features_pairs_and_rule(tmp_path):
+    lines = [{"A": "甲公司借款", "B": "乙公司借款", "C": "丙合同", "label": "B"},
              {"A": "丁合同", "B": "甲借款", "C": "乙合同", "label": "C"},
              {"A": "甲", "B": "乙", "C": "丙", "label": "B"}]
-    (tmp_path / "test.json").write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines))
-    ds = Cail2019(tmp_path, tokenizer=tok, max_seq_length=12)
+    write_cail(tmp_path, lines)
+    ds = Cail2019(tmp_path, max_seq_length=16)
     assert len(ds) == 3
     batch = next(ds.batches(batch_size=4))
     tokens, seg = batch.inputs["input_token:0"], batch.inputs["input_segment:0"]
-    assert tokens.dtype == np.float32 and tokens.shape == (4, 12)
-    # row 2 = (A, the more similar case C) of the second triple: [CLS] 丁 合 同 [SEP] 乙 合 同 [SEP]
-    expected = [2, vocab["丁"], vocab["合"], vocab["同"], 3, vocab["乙"], vocab["合"], vocab["同"], 3]
-    assert tokens[2, :9].tolist() == expected and seg[2, :9].tolist() == [0] * 5 + [1] * 4
+    assert tokens.dtype == np.float32 and tokens.shape == (4, 16)
+    v = {t: i for i, t in enumerate(CAIL_VOCAB)}
+    # row 0: [CLS] 甲 公司 借款 [SEP] 乙 公司 借款 [SEP]: jieba keeps 公司 and 借款 whole
+    assert tokens[0, :10].tolist() == [2, v["甲"], v["公司"], v["借款"], 3, v["乙"], v["公司"], v["借款"], 3, 0]
+    assert seg[0, :9].tolist() == [0] * 5 + [1] * 4
 
-    def overlap(inputs):  # similarity = shared characters of A and X
+    def overlap(inputs):  # similarity = shared tokens of A and X
         t, s = inputs["input_token:0"], inputs["input_segment:0"]
-        return [np.array([[len(set(r[(q == 0) & (r > 3)]) & set(r[(q == 1) & (r > 3)]))]
+        return [np.array([[len(set(r[(q == 0) & (r > 4)]) & set(r[(q == 1) & (r > 4)]))]
                           for r, q in zip(t, s, strict=True)], dtype=np.float32)]
 
     out = ds.evaluate(overlap, batch_size=2)
-    assert out["samples"] == 3 and out["value"] == pytest.approx(2 / 3)  # the last triple ties 0/0
+    assert out["samples"] == 3 and out["value"] == pytest.approx(0.66667)  # the last triple ties 0/0
+    assert ds.evaluate(overlap, batch_size=4)["samples"] == 2  # full batches only: one of 4 rows
     with pytest.raises(InvalidParameter):
         next(ds.batches(batch_size=3))
+
+
+def test_cail2019_uses_bytemlperfs_own_features_when_present(tmp_path):
+    tokens = np.array([[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]], dtype=object)
+    np.save(tmp_path / "batch_token_ids.npy", tokens, allow_pickle=True)
+    np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0, 0, 1, 1]] * 2), allow_pickle=True)
+    ds = Cail2019(tmp_path, max_seq_length=8)
+    assert ds.arrays["token"][1].tolist() == [2, 5, 3, 7, 3, 0, 0, 0]
+    out = ds.evaluate(lambda i: [i["input_token:0"][:, 3:4]], batch_size=2)
+    assert out["value"] == 0.0 and "ByteMLPerf's features" in out["inputs"]
+
+
+def test_cail2019_two_column_output_is_not_comparable(tmp_path):
+    write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])
+    session = FakeSession(lambda i: [np.tile([[0.3, 0.7]], (len(i["input_token:0"]), 1))])
+    res = evaluate_accuracy("roformer-tf-fp32", session, tmp_path, weights=LOCAL, batch_size=2,
+                            tokenizer_dir=tmp_path)
+    assert res["status"].startswith("not comparable: CAIL2019 scoring: the model gives 2 scores per row")
+    assert res["value"] is None
+
+
+def test_cail2019_bad_line_names_the_file_and_line(tmp_path):
+    write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "X"}])
+    with pytest.raises(InvalidParameter, match="test.json line 1"):
+        len(Cail2019(tmp_path))
 
 
 SPECS = (InputSpec("src", (1, 3, 4), "float32"), InputSpec("src_pad_mask", (1, 5), "int64"),

@@ -1,6 +1,7 @@
 """The accuracy check of one model on its published dataset, with an honest status.
 
-Status is "measured" only for real weights on the real data; with random weights the figure is
+Status is "measured" only for real weights on the real data; "not comparable: <step>" when a step
+of ByteMLPerf's evaluation cannot be reproduced for this model (never a verdict then); with random weights the figure is
 still computed (it exercises the whole path) but marked "not meaningful: random weights"; without
 the data (or the model's tokenizer, or a reference run for Mean Diff) nothing is run and the
 status says what is missing and where to put it.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.datasets.base import Dataset
+from kit.datasets.base import Dataset, NotComparable
 from kit.datasets.registry import DATASETS
 from kit.errors import InvalidParameter, MissingResource
 from kit.metrics import validate_data_percent
@@ -140,6 +141,8 @@ def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None =
                                       reference=_run_fn(reference_session, model))
         else:
             scored = dataset.evaluate(run, batch_size, data_percent)
+    except NotComparable as exc:
+        return _result(model_name, ev, str(exc), data_percent, weights, metric=dataset.metric)
     except MissingResource as exc:  # the tokenizer, class names or similar
         return _result(model_name, ev, f"not measured: {exc}", data_percent, weights,
                        metric=dataset.metric)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -9,12 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.errors import MissingResource
-from kit.metrics import samples_for_percent
+from kit.errors import InvalidParameter, KitError, MissingResource
+from kit.metrics import samples_for_percent, validate_data_percent
 from kit.models.spec import validate_batch_size
 from kit.paths import datasets_dir
 
 RunFn = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
+
+
+class NotComparable(KitError):
+    """A step of ByteMLPerf's evaluation this run cannot reproduce: the figure would not be
+    comparable with the published one, so the accuracy status says so instead of a verdict."""
+
+    def __init__(self, step: str):
+        self.step = step
+        super().__init__(f"not comparable: {step}")
 
 
 @dataclass
@@ -43,6 +53,24 @@ def index_batches(total: int, batch_size: int, data_percent: float) -> Iterator[
     n = samples_for_percent(total, data_percent)
     for start in range(0, n, batch_size):
         yield np.arange(start, min(start + batch_size, n))
+
+
+def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
+                       shuffle_seed: int | None = None) -> list[np.ndarray]:
+    """ByteMLPerf's batches: full batches only, the first int(data_percent% of them), over the
+    indices shuffled by Python's `random.seed(shuffle_seed)` when a seed is given."""
+    validate_batch_size(batch_size)
+    pct = validate_data_percent(data_percent)
+    order = list(range(total))
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(order)
+    count = int(pct / 100 * (total // batch_size))
+    if count == 0:
+        raise InvalidParameter("batch_size/data_percent", (batch_size, data_percent),
+                               f"at least one full batch of the {total} samples (ByteMLPerf "
+                               f"evaluates full batches only)")
+    index = np.asarray(order, dtype=np.int64)
+    return [index[i * batch_size:(i + 1) * batch_size] for i in range(count)]
 
 
 class Dataset(ABC):

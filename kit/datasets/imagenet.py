@@ -22,16 +22,13 @@ the result details.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from kit.datasets.base import Batch, Dataset
+from kit.datasets.base import Batch, Dataset, bytemlperf_batches
 from kit.errors import InvalidParameter
-from kit.metrics import validate_data_percent
-from kit.models.spec import validate_batch_size
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -161,24 +158,6 @@ def preprocess(path: Path, protocol: str = "torch", crop: int = 224) -> np.ndarr
     with Image.open(path) as img:
         rgb = img.convert("RGB")
     return preprocess_torch(rgb, crop) if protocol == "torch" else preprocess_vgg(rgb, crop)
-
-
-def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
-                       shuffle_seed: int | None = None) -> list[np.ndarray]:
-    """ByteMLPerf's batches: full batches only, the first int(data_percent% of them), over the
-    indices shuffled by Python's `random.seed(shuffle_seed)` when a seed is given."""
-    validate_batch_size(batch_size)
-    pct = validate_data_percent(data_percent)
-    order = list(range(total))
-    if shuffle_seed is not None:
-        random.Random(shuffle_seed).shuffle(order)
-    count = int(pct / 100 * (total // batch_size))
-    if count == 0:
-        raise InvalidParameter("batch_size/data_percent", (batch_size, data_percent),
-                               f"at least one full batch of the {total} samples (ByteMLPerf "
-                               f"evaluates full batches only)")
-    index = np.asarray(order, dtype=np.int64)
-    return [index[i * batch_size:(i + 1) * batch_size] for i in range(count)]
 
 
 def top1_plus_one(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
