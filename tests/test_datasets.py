@@ -74,19 +74,23 @@ def test_squad_features_predictions_and_both_denominators(tmp_path):
                            ("q2", "Who sat on a rug?", ["the dog", "dog"])])
     ds = Squad(tmp_path, tokenizer=tok)
     assert len(ds) == 2  # one 384-token window per question
-    batch = next(ds.batches(batch_size=3))
-    assert batch.inputs["input_ids.1"].shape == (3, 384) and batch.inputs["input_ids.1"].dtype == np.int64
-    assert batch.valid == 2 and (batch.inputs["input_ids.1"][2] == batch.inputs["input_ids.1"][1]).all()
+    batch = next(ds.batches(batch_size=2))
+    assert batch.inputs["input_ids.1"].shape == (2, 384) and batch.inputs["input_ids.1"].dtype == np.int64
     row = batch.inputs["input_ids.1"][0]
-    assert row[0] == vocab["[CLS]"] and batch.inputs["attention_mask.1"][0].sum() == 2 + 6 + 1 + 13 + 1
+    # [CLS] 6 question tokens [SEP] 14 context tokens (each word on its own: "mat." -> mat .) [SEP]
+    assert row[0] == vocab["[CLS]"] and batch.inputs["attention_mask.1"][0].sum() == 1 + 6 + 1 + 14 + 1
+    assert ds.features[0].tokens[8:15] == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert (row[23:] == 0).all() and batch.inputs["token_type_ids.1"][0][8:23].tolist() == [1] * 15
     model = PointAt(vocab, [("mat", "mat"), ("dog", "sat")])
-    out = ds.evaluate(model, batch_size=2)
-    # q1 -> "mat": EM 1, F1 1; q2 -> "dog sat" vs "dog": P 1/2 R 1 -> F1 2/3, EM 0
+    out = ds.evaluate(model, batch_size=2)  # rows of equal length: the batch mask changes nothing
+    # q1 -> "mat" (get_final_text cuts "mat." to the predicted "mat"); q2 -> "dog sat" vs "dog"
     assert out["f1_official"] == pytest.approx(100 * (1 + 2 / 3) / 2)
     assert out["exact_match_official"] == pytest.approx(50.0)
-    assert out["value"] == pytest.approx(out["f1_official"])  # one feature per question here
+    assert out["value"] == pytest.approx(out["f1_official"], abs=1e-5)  # one feature per question here
     preds, count = ds.predictions((b, model(b.inputs)) for b in ds.batches(2))
     assert preds == {"q1": "mat", "q2": "dog sat"} and count == 2
+    with pytest.raises(InvalidParameter, match="full batch"):
+        next(ds.batches(batch_size=3))  # ByteMLPerf evaluates full batches only
 
 
 def test_squad_sliding_window_and_max_context(tmp_path):
@@ -95,11 +99,11 @@ def test_squad_sliding_window_and_max_context(tmp_path):
     # 16 tokens: [CLS] 6 question tokens [SEP] 7 context tokens [SEP]; windows every 4 tokens
     ds = Squad(tmp_path, tokenizer=tok, max_seq_length=16, doc_stride=4)
     assert len(ds) == 3  # the 14 context tokens: windows at 0-6, 4-10, 8-13
-    dog_flags = [ctx[2] for f in ds.features for ctx in f.context.values() if ctx[:2] == (28, 31)]
+    dog_flags = [f.max_context[p] for f in ds.features for p, t in enumerate(f.tokens) if t == "dog"]
     assert dog_flags == [True, False]  # "dog" is best in the middle window, not at the edge of the last
-    out = ds.evaluate(PointAt(vocab, [("dog", "dog")]), batch_size=4)
+    out = ds.evaluate(PointAt(vocab, [("dog", "dog")]), batch_size=1)
     # the answer is found once, but ByteMLPerf divides by the 3 evaluated features
-    assert out["f1_official"] == pytest.approx(100.0) and out["value"] == pytest.approx(100 / 3)
+    assert out["f1_official"] == pytest.approx(100.0) and out["value"] == pytest.approx(33.33333)
     assert out["samples"] == 3 and out["questions"] == 1
 
 
@@ -114,6 +118,51 @@ def test_squad_data_percent_and_tf_logits(tmp_path):
 
     out = ds.evaluate(tf_model, batch_size=1, data_percent=50)
     assert out["samples"] == 1 and out["questions"] == 1 and out["value"] == pytest.approx(100.0)
+
+
+def test_squad_padding_mask_is_batch_wide_as_bytemlperf(tmp_path):
+    """Logits are zeroed wherever any row of the batch is padding, so an answer that lies where
+    a shorter row of the same batch is padded is lost at batch 2 but found at batch 1."""
+    tok, vocab = wordpiece()
+    write_squad(tmp_path, [("q1", "Where did the cat sit?", ["rug"]), ("q2", "Who sat?", ["dog"])])
+    ds = Squad(tmp_path, tokenizer=tok)
+    assert [f.input_mask.count(1) for f in ds.features] == [23, 20]
+
+    def model(inputs):
+        ids, seg = inputs["input_ids.1"], inputs["token_type_ids.1"]
+        logits = np.ones(ids.shape)
+        logits[(ids == vocab["mat"]) & (seg == 1)] = 3.0
+        logits[(ids == vocab["rug"]) & (seg == 1)] = 5.0
+        return [logits, logits.copy()]
+
+    alone, _ = ds.predictions((b, model(b.inputs)) for b in ds.batches(1))
+    together, _ = ds.predictions((b, model(b.inputs)) for b in ds.batches(2))
+    assert alone["q1"] == "rug" and together["q1"] == "mat"  # rug is at position 20: padding in row 2
+
+
+def test_squad_reference_inputs_for_a_tokeniser_without_cls_and_sep(tmp_path):
+    """RoBERTa's vocabulary has no [CLS]/[SEP]: BERT's reference code turns them into the
+    unknown token's id; RoBERTa is fed zero token type ids."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["<s>", "<pad>", "</s>", "<unk>", "the", "cat", "sat", "on", "mat", ".", "dog", "a", "rug",
+             "who", "?"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    write_squad(tmp_path, [("q", "who sat?", ["dog"])])
+    ds = Squad(tmp_path, tokenizer=tok, zero_segments=True)
+    f = ds.features[0]
+    assert f.tokens[:5] == ["[CLS]", "who", "sat", "?", "[SEP]"] and f.input_ids[0] == f.input_ids[4] == 3
+    assert next(ds.batches(1)).inputs["token_type_ids.1"].max() == 0
+
+
+def test_get_final_text_projects_onto_the_original_words():
+    from kit.datasets.squad_reference import final_text, split_words
+
+    assert final_text("1895", "(1895-1943).") == "1895"
+    assert final_text("steve smith", "Steve Smith's") == "Steve Smith"
+    assert final_text("den ver", "Denver") == "Denver"  # cannot align: the whole original span
+    assert split_words("a  b\u202fc\n d") == ["a", "b", "c", "d"]
 
 
 def write_jpeg(path, color, size=(300, 260)):

@@ -40,8 +40,9 @@ class ModelEval:
 
 MODEL_EVALS: Registry[ModelEval] = Registry("model with a published accuracy")
 _TORCH_SQUAD = {"ids": "input_ids.1", "mask": "attention_mask.1", "segment": "token_type_ids.1"}
-for _m in ("albert-torch-fp32", "bert-torch-fp32", "roberta-torch-fp32", "deberta-torch-fp32"):
+for _m in ("albert-torch-fp32", "bert-torch-fp32", "deberta-torch-fp32"):
     MODEL_EVALS.register(_m, ModelEval("squad", {}, _TORCH_SQUAD, tokenizer=True))
+MODEL_EVALS.register("roberta-torch-fp32", ModelEval("squad", {"zero_segments": True}, _TORCH_SQUAD, tokenizer=True))
 MODEL_EVALS.register("bert-tf-fp32", ModelEval(
     "squad", {"dtype": "int32"},
     {"ids": "input_ids:0", "mask": "input_mask:0", "segment": "segment_ids:0"}, tokenizer=True))
