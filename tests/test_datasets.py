@@ -356,8 +356,8 @@ def test_cifar100_pickle_prompts_and_top1(tmp_path):
     assert batch.inputs["image"].shape == (2, 3, 224, 224) and batch.inputs["text"].shape == (3, 77)
     expected = (np.array([1.0, 0.0, 0.0]) - CLIP_MEAN) / CLIP_STD
     np.testing.assert_allclose(batch.inputs["image"][0].mean(axis=(1, 2)), expected, atol=1e-3)
-    out = ds.evaluate(lambda inputs: [inputs["image"].mean(axis=(2, 3))], batch_size=2)
-    assert out["value"] == pytest.approx(2 / 3)  # the blue image is labelled 1
+    out = ds.evaluate(lambda inputs: [inputs["image"].mean(axis=(2, 3))], batch_size=1)
+    assert out["value"] == 0.66667  # the blue image is labelled 1 (ByteMLPerf rounds to 5 decimals)
     np.save(tmp_path / "text.npy", np.ones((100, 77)))
     assert Cifar100(tmp_path).text.shape == (100, 77)  # precomputed prompts need no tokenizer
 
