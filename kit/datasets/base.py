@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.errors import InvalidParameter, KitError, MissingResource
-from kit.metrics import samples_for_percent, validate_data_percent
+from kit.metrics import validate_data_percent
 from kit.models.spec import validate_batch_size
 from kit.paths import datasets_dir
 
@@ -29,30 +29,14 @@ class NotComparable(KitError):
 
 @dataclass
 class Batch:
-    """Model inputs for `size` samples; only the first `valid` are real (the last batch is
-    padded by repeating its last sample so fixed-shape sessions can run it)."""
+    """Model inputs for `size` samples, the first `valid` of them scored (ByteMLPerf's batches are
+    all full, so `valid == size` for every adapter here)."""
 
     inputs: dict[str, np.ndarray]
     labels: np.ndarray | None
     valid: int
     size: int
     meta: dict = field(default_factory=dict)
-
-
-def pad_rows(array: np.ndarray, rows: int) -> np.ndarray:
-    """Repeat the last row until `array` has `rows` rows."""
-    if len(array) >= rows:
-        return array
-    extra = np.repeat(array[-1:], rows - len(array), axis=0)
-    return np.concatenate([array, extra], axis=0)
-
-
-def index_batches(total: int, batch_size: int, data_percent: float) -> Iterator[np.ndarray]:
-    """Index arrays of the first `data_percent` of `total` samples, `batch_size` at a time."""
-    validate_batch_size(batch_size)
-    n = samples_for_percent(total, data_percent)
-    for start in range(0, n, batch_size):
-        yield np.arange(start, min(start + batch_size, n))
 
 
 def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
