@@ -127,12 +127,27 @@ def area_weights(src: int, dst: int, shrink: bool = True) -> np.ndarray:
 
 
 def cv2_area_resize(arr: np.ndarray, width: int, height: int) -> np.ndarray:
-    """HxWxC uint8 resized as cv2.resize(..., INTER_AREA), rounded to uint8 (float64 sums: a
-    value exactly between two levels in OpenCV's float32 arithmetic may round the other way)."""
+    """HxWxC uint8 resized as cv2.resize(..., INTER_AREA). Checked against OpenCV 4 on random
+    images: integer factors exact; other shrinking factors within 1 level on under 0.03 % of
+    values (float rounding); enlarging (images under 256 pixels) within 1 level on some 8 %
+    (OpenCV's fixed-point arithmetic)."""
     shrink = arr.shape[0] >= height and arr.shape[1] >= width
+    if shrink and arr.shape[0] % height == 0 and arr.shape[1] % width == 0:
+        return _area_integer_scale(arr, arr.shape[0] // height, arr.shape[1] // width)
     wy, wx = area_weights(arr.shape[0], height, shrink), area_weights(arr.shape[1], width, shrink)
     out = np.einsum("ys,sxc->yxc", wy, np.einsum("xs,ysc->yxc", wx, arr.astype(np.float64)))
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def _area_integer_scale(arr: np.ndarray, ky: int, kx: int) -> np.ndarray:
+    """OpenCV's integer-factor INTER_AREA: block sums; 2x2 rounds (sum + 2) >> 2, other factors
+    round sum * (1 / area) in float32 to nearest even."""
+    h, w, c = arr.shape
+    sums = arr.astype(np.int64).reshape(h // ky, ky, w // kx, kx, c).sum(axis=(1, 3))
+    if ky == kx == 2:
+        return ((sums + 2) >> 2).astype(np.uint8)
+    scaled = sums.astype(np.float32) * np.float32(1.0 / (ky * kx))
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
 
 
 def preprocess_vgg(img, crop: int = 224, scale: float = 87.5) -> np.ndarray:
