@@ -256,8 +256,8 @@ def test_vgg_preprocessing_area_resize_and_crop():
     np.testing.assert_allclose(area_weights(3, 2), [[2 / 3, 1 / 3, 0], [0, 1 / 3, 2 / 3]])
     row = np.array([[[0], [90], [180]]], dtype=np.uint8)
     assert cv2_area_resize(row, 2, 1)[0, :, 0].tolist() == [30, 150]
-    # integer factors take OpenCV's fast path: 2x2 rounds half up ((1+2+0+0 + 2) >> 2 = 1)
-    block = np.array([[[1], [2]], [[0], [0]]], dtype=np.uint8)
+    # integer factors take OpenCV's fast path: 2x2 rounds half up ((1+1+0+0 + 2) >> 2 = 1, not 0)
+    block = np.array([[[1], [1]], [[0], [0]]], dtype=np.uint8)
     assert cv2_area_resize(block, 1, 1)[0, 0, 0] == 1
     from PIL import Image
 
