@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kit import hardware
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
 from kit.measure import MeasureConfig
@@ -17,21 +16,17 @@ from kit.models.spec import validate_batch_size
 from kit.numerics import NumericDiff
 from kit.power import sampler_for
 from kit.results import ResultKind, RunResult
-from kit.studies.base import StudyConfig, closing_all, run_study
+from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
 
 
 @dataclass(frozen=True)
-class Config(StudyConfig):
+class Config(RunsOnBackend):
     """The model notebook's parameters, validated."""
 
     model: str = "resnet50-torch-fp32"
-    backend: str = "onnxruntime"
-    precision: str = "fp32"
-    device: str = "cpu"
-    precision_note: str = ""  # why this backend/precision stands in for the published one
     batch_sizes: tuple[int, ...] = (1, 4)
     clients: int = 1
     replicas: int = 1
@@ -60,8 +55,7 @@ class Config(StudyConfig):
         if self.published_precision not in PUBLISHED_PRECISIONS:
             raise InvalidParameter("published_precision", self.published_precision,
                                    f"one of {', '.join(PUBLISHED_PRECISIONS)}")
-        hardware.kind_of(self.device)
-        self.backend_config()  # validates precision/threads
+        self.backend_config()  # validates threads
         self.measure_config()  # validates timing parameters
 
     def measure_config(self) -> MeasureConfig:
@@ -71,9 +65,6 @@ class Config(StudyConfig):
     def backend_config(self) -> BackendConfig:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
 
-    def note(self) -> str:
-        return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
-                                       "parameters (not chosen by the published-precision mapping)")
 
 
 def run(config: Config | dict) -> RunResult:
