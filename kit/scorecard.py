@@ -10,10 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from kit import published
-from kit.compare import ACCURACY_METRICS, Comparison, verdict
-from kit.results import RunResult
-
-IPU_KIND = "ipu"
+from kit.compare import ACCURACY_METRICS, Comparison, Verdict, verdict
+from kit.hardware import MeasuredOn
+from kit.results import ResultKind, RunResult
 
 
 def load_results(paths: list[Path]) -> list[tuple[Path, RunResult]]:
@@ -26,21 +25,17 @@ def load_results(paths: list[Path]) -> list[tuple[Path, RunResult]]:
     return out
 
 
-def measured_kind(result: RunResult) -> str:
-    backend = result.backend or {}
-    kind = (backend.get("device_info") or {}).get("kind", "unknown")
-    if (backend.get("session") or {}).get("emulated"):
-        return "ipu (emulated: PopRT test double, not run on an IPU)"
-    return kind
+def measured_on(result: RunResult) -> MeasuredOn:
+    """Where a result's figures were measured, from its backend block."""
+    return MeasuredOn.from_backend(result.backend, result.environment.get("cpu", {}).get("model", "?"))
 
 
 def measured_hardware(result: RunResult) -> str:
-    info = (result.backend or {}).get("device_info") or {}
-    name = info.get("name") or result.environment.get("cpu", {}).get("model", "?")
-    session = (result.backend or {}).get("session") or {}
-    what = f"{result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
-    note = " [not run on an IPU]" if session.get("emulated") else ""
-    return f"{name} ({info.get('kind', '?')}; {what}){note}"
+    """The device's name and class, the backend and precision, and '[not run on an IPU]' where due."""
+    on = measured_on(result)
+    what = f"; {result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
+    tail = " [not run on an IPU]" if on.emulated else ""
+    return f"{on.name} ({on.hardware_class}{what}){tail}"
 
 
 def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tuple[Path, RunResult] | None:
@@ -49,10 +44,12 @@ def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tup
     return max(hits, key=lambda pr: pr[1].created_at) if hits else None
 
 
-def _row(study, figure, model, precision, batch, unit, pub, pub_hw, meas, res, path, reason, source):
-    kind = measured_kind(res) if res else None
-    v, why, ratio = verdict(figure, pub, meas, IPU_KIND, kind, reason)
-    return Comparison(study, figure, model, precision, str(batch or ""), unit, pub, pub_hw, meas,
+def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
+         source):
+    on = measured_on(res) if res else None
+    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason)
+    return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
+                      published.study_hardware(published_study), meas,
                       measured_hardware(res) if res else "", v, why, ratio, source,
                       path.name if path else "")
 
@@ -60,22 +57,22 @@ def _row(study, figure, model, precision, batch, unit, pub, pub_hw, meas, res, p
 def bytemlperf_rows(results) -> list[Comparison]:
     """The 14 headline rows (QPS + metric) and the per-batch report figures."""
     rows = []
-    hw = "Graphcore C600 (IPU, ipu21)"
+    pub_study = "bytemlperf_c600"
     for _, r in published.headline_rows().iterrows():
-        hit = _latest_ok(results, "model_benchmark", model=r.model, published_precision=r.precision)
+        hit = _latest_ok(results, ResultKind.MODEL_BENCHMARK, model=r.model, published_precision=r.precision)
         path, res = hit if hit else (None, None)
         src = "seed 001 README table"
         qps, qbatch = best_qps(res)
-        rows.append(_row("bytemlperf_c600", "QPS", r.model, r.precision, qbatch, "samples/s", r.qps, hw,
+        rows.append(_row("bytemlperf_c600", "QPS", r.model, r.precision, qbatch, "samples/s", r.qps, pub_study,
                          qps, res, path, "" if res else "row not run in this profile", src))
         value, reason = metric_value(res, r.metric)
         rows.append(_row("bytemlperf_c600", r.metric, r.model, r.precision, "", r.metric_unit,
-                         r.metric_value, hw, value, res, path, reason, src))
-        rows += per_batch_rows(r.model, r.precision, res, path, hw)
+                         r.metric_value, pub_study, value, res, path, reason, src))
+        rows += per_batch_rows(r.model, r.precision, res, path, pub_study)
     return rows
 
 
-def per_batch_rows(model, precision, res, path, hw) -> list[Comparison]:
+def per_batch_rows(model, precision, res, path, pub_study) -> list[Comparison]:
     rep = published.reports()
     perf = rep[(rep["model"] == model) & (rep["precision"] == precision) & rep["batch"].notna()]
     by_batch = {m["batch_size"]: m for m in (res.measurements if res else [])}
@@ -89,7 +86,7 @@ def per_batch_rows(model, precision, res, path, hw) -> list[Comparison]:
         value = None if m is None else (m[key] if key in m else m["latency"][key])
         reason = "" if m else (f"batch {int(f['batch'])} not run" if res else "row not run in this profile")
         rows.append(_row("bytemlperf_reports", name, model, precision, int(f["batch"]), unit, f["number"],
-                         hw, value, res, path, reason, "ByteMLPerf report JSON"))
+                         pub_study, value, res, path, reason, "ByteMLPerf report JSON"))
     return rows
 
 
@@ -122,10 +119,10 @@ def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]
 
 
 def c2_rows(results) -> list[Comparison]:
-    hit = _latest_ok(results, "c2_study")
+    hit = _latest_ok(results, ResultKind.C2_STUDY)
     path, res = hit if hit else (None, None)
     table = {row["batch_size"]: row for row in (res.tables.get("c2", []) if res else [])}
-    hw = "Graphcore C2 card (2 x GC2 IPU)"
+    pub_study = "c2_qwant"
     rows = []
     for batch, pub in published.c2_tables().iterrows():
         m = table.get(int(batch), {})
@@ -135,7 +132,7 @@ def c2_rows(results) -> list[Comparison]:
             value = m.get(key)
             reason = m.get(f"{key}_reason", "") or ("" if res else "C2 study not run")
             rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
-                             float(pub[figure]), hw, value, res, path, reason, "seed 003 tables 1-3"))
+                             float(pub[figure]), pub_study, value, res, path, reason, "seed 003 tables 1-3"))
     return rows
 
 
@@ -143,7 +140,7 @@ def claim_rows() -> list[Comparison]:
     f = published.figures()
     claims = f[f["table"] == "claims"]
     return [Comparison(r.study, r.metric, r.model, "", "", r.unit, r.number, r.hardware, None, "",
-                       "not measured: training / price claim, outside an inference kit", "", None,
+                       Verdict.NOT_MEASURED, "training / price claim, outside an inference kit", None,
                        r.source) for r in claims.itertuples()]
 
 
@@ -154,8 +151,9 @@ def build(result_paths: list[Path]) -> pd.DataFrame:
 
 
 def summary_counts(card: pd.DataFrame) -> dict[str, int]:
-    kinds = card["verdict"].str.split(":").str[0]
-    return {k: int(v) for k, v in kinds.value_counts().items()}
+    """How many figures got each verdict (every verdict listed, zeros included)."""
+    counts = card["verdict"].map(str).value_counts()
+    return {str(v): int(counts.get(str(v), 0)) for v in Verdict}
 
 
 def result_paths(files: list[str]) -> list[Path]:
@@ -174,8 +172,9 @@ def interpretation(card: pd.DataFrame) -> str:
     return (f"<p>{len(card)} published figures: {reproduced} reproduced, "
             f"{counts.get('not comparable', 0)} measured on other hardware (not comparable; the ratio "
             f"is shown), {counts.get('not measured', 0)} not measured (the reason is given per row). "
-            "A figure counts as reproduced only when it was measured on the same class of hardware "
-            "as published (an IPU) and within the stated tolerance.</p>")
+            "A figure counts as reproduced only when it was measured on the same part as published "
+            "(a real C600 for the ByteMLPerf rows, a Mk1 C2 card for the C2 study; never a test double) "
+            "and within the stated tolerance.</p>")
 
 
 DISPLAY_COLUMNS = ["figure", "model", "precision", "batch_size", "published", "unit", "published_hardware",
@@ -198,3 +197,24 @@ def readable(value, digits: int) -> str:
     if abs(value) >= 1000:
         return f"{value:,.2f}".rstrip("0").rstrip(".") if digits > 4 else f"{value:,.0f}"
     return f"{value:.{digits}g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.2e}"
+
+
+def build_and_record(result_files: list[str], given_path: str = "") -> pd.DataFrame:
+    """The scorecard of `result_files` (default: every result under outputs/runs/), saved as the
+    summary notebook's result JSON."""
+    from kit.notebook import record
+
+    card = build(result_paths(list(result_files)))
+    record(ResultKind.SUMMARY, given_path, {"result_files": list(result_files)},
+           counts=summary_counts(card), scorecard=card.to_dict("records"))
+    return card
+
+
+def header(card: pd.DataFrame) -> str:
+    """The tolerances and the count of each verdict, as HTML."""
+    import html
+
+    from kit.compare import tolerance_statement
+
+    counts = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in summary_counts(card).items())
+    return f"<p>{html.escape(tolerance_statement())}</p><table>{counts}</table>"

@@ -12,7 +12,7 @@ import pytest
 from kit import power
 from kit.backends.base import Session
 from kit.errors import InvalidParameter, UnknownNameError
-from kit.measure import BatchMeasurement, MeasureConfig, measure
+from kit.measure import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.power import (
     PowerMonitor,
     PowerSampler,
@@ -23,7 +23,6 @@ from kit.power import (
     UnavailableSampler,
     enable_ipu_monitoring,
     make_sampler,
-    measure_with_power,
     select_sampler,
 )
 from kit.power import ipu as ipu_mod
@@ -182,8 +181,8 @@ def test_the_real_unavailable_path_on_this_machine():
     sampler = select_sampler("cpu")
     assert isinstance(sampler, UnavailableSampler)
     assert sampler.reason == "rapl: no powercap interface on this machine (/sys/class/powercap missing)"
-    m = measure_with_power(SleepSession(), {}, 2, MeasureConfig(warmup=1, min_duration_s=0.02, min_count=3),
-                           sampler)
+    m = SleepSession().measure_window({}, 2, MeasureConfig(warmup=1, min_duration_s=0.02, min_count=3),
+                                      sampler)
     assert m.power["method"] == "unavailable"
     assert "no powercap interface" in m.power["reason"]
     assert m.power["mean_w"] is None and m.power["samples_per_j"] is None  # never a guess
@@ -465,8 +464,8 @@ def test_read_errors_are_counted_and_an_all_failing_sensor_is_unavailable():
 
 
 def test_summary_goes_into_the_measurement_and_round_trips():
-    m = measure_with_power(SleepSession(), {}, 4, MeasureConfig(warmup=3, min_duration_s=0.1, min_count=5),
-                           FakeSampler(lambda t: 42.0), hz=50)
+    m = timed_window([SleepSession().bind({})], 4, MeasureConfig(warmup=3, min_duration_s=0.1, min_count=5),
+                     FakeSampler(lambda t: 42.0), hz=50)
     p = m.power
     assert p["method"] == "measured" and p["sensor"] == "fake sensor" and p["sampler"] == "fake"
     assert p["samples_processed"] == m.samples

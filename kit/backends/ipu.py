@@ -122,6 +122,21 @@ class IpuSession(Session):
         return batch.measurement
 
 
+    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
+                       sampler=None) -> BatchMeasurement:
+        """Warm-up in one worker call, then the timed calls with power sampled around them."""
+        from dataclasses import replace
+
+        from kit.power import PowerMonitor, UnavailableSampler
+
+        if cfg.warmup:
+            self.measure(inputs, batch_size, replace(cfg, warmup=0, min_duration_s=0.0, min_count=cfg.warmup))
+        with PowerMonitor(sampler or UnavailableSampler(["power not sampled in this run"])) as monitor:
+            m = self.measure(inputs, batch_size, replace(cfg, warmup=0))
+        m.power = monitor.summary(m.samples, m.throughput).to_dict()
+        return m
+
+
 class IpuBackend(Backend):
     name = "ipu"
     precisions = ("fp32", "fp16", "fp8")

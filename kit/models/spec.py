@@ -166,3 +166,10 @@ class ExportedModel:
         d["inputs"] = [i.to_dict() for i in self.inputs]
         d["weights"] = self.weights.to_dict()
         return d
+
+    def describe(self) -> dict:
+        """What a result records about the model: to_dict() plus the file's name and size."""
+        d = self.to_dict()
+        d["onnx_file"] = Path(self.onnx_path).name
+        d["onnx_bytes"] = Path(self.onnx_path).stat().st_size if Path(self.onnx_path).exists() else None
+        return d

@@ -13,15 +13,15 @@ from __future__ import annotations
 from kit import hardware
 from kit.power.base import PowerSampler, Reading, SamplerOptions, SensorError, UnavailableSampler
 from kit.power.ipu import GcCliSampler, GcIpuInfoSampler, enable_ipu_monitoring
-from kit.power.monitor import PowerMonitor, measure_with_power
+from kit.power.monitor import PowerMonitor
 from kit.power.nvml import NvmlSampler
 from kit.power.rapl import RaplSampler
 from kit.power.summary import PowerSummary
 from kit.registry import Registry
 
 __all__ = ["SAMPLERS", "CANDIDATES", "PowerSampler", "Reading", "SamplerOptions", "SensorError",
-           "UnavailableSampler", "PowerMonitor", "PowerSummary", "measure_with_power",
-           "enable_ipu_monitoring", "select_sampler", "make_sampler"]
+           "UnavailableSampler", "PowerMonitor", "PowerSummary",
+           "enable_ipu_monitoring", "select_sampler", "make_sampler", "sampler_for"]
 
 SAMPLERS: Registry[type[PowerSampler]] = Registry("power sampler")
 for _cls in (RaplSampler, NvmlSampler, GcIpuInfoSampler, GcCliSampler, UnavailableSampler):
@@ -57,3 +57,15 @@ def select_sampler(device: str = "auto", options: SamplerOptions | None = None) 
             return sampler
         reasons.append(f"{name}: {reason}")
     return UnavailableSampler(reasons, options)
+
+
+def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | None = None) -> PowerSampler:
+    """The sampler for the device a study runs on, or an unavailable one saying why.
+
+    On an IPU it also sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
+    """
+    if not enabled:
+        return UnavailableSampler(["power sampling switched off (power=False)"], options)
+    if hardware.kind_of(device) == "ipu":
+        enable_ipu_monitoring()
+    return select_sampler(device, options)
