@@ -27,6 +27,7 @@ class Verdict(StrEnum):
     DIFFERS = "differs"  # the same part, outside tolerance
     NOT_COMPARABLE = "not comparable"  # other hardware (or the IPU path emulated): ratio shown
     NOT_MEASURED = "not measured"  # no measured value: the reason says why
+    FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
 
 
 @dataclass

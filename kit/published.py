@@ -128,9 +128,12 @@ def c2_setup() -> pd.DataFrame:
     return f[(f["study"] == "c2_qwant") & (f["table"] == "setup")][["metric", "printed", "unit", "note"]]
 
 
-def headline_rows() -> pd.DataFrame:
-    """The 14 C600 rows as numbers: model, precision, qps, metric, metric_value, dataset."""
-    t = figures()[figures()["study"] == "bytemlperf_c600"]
+def headline_rows(study: str = "bytemlperf_c600") -> pd.DataFrame:
+    """The rows of a ByteMLPerf seed table (seed 001's 14 by default; "bytemlperf_c600_older" for
+    seed 000's 6) as numbers: model, precision, qps, metric, metric_value, dataset."""
+    if study not in SEED_TABLES:
+        raise UnknownNameError("seed table", study, SEED_TABLES)
+    t = figures()[figures()["study"] == study]
     qps = t[t["metric"] == "QPS"].set_index(["model", "precision"])
     met = t[t["metric"] != "QPS"].set_index(["model", "precision"])
     return pd.DataFrame({
