@@ -222,7 +222,10 @@ def interpretation(result: RunResult) -> str:
                          "published IPU figure for this model, so nothing is compared (not comparable).")
     if weights.get("source") == "random":
         parts.append("Weights are random, so accuracy figures are not meaningful and are marked "
-                     "'not measured'; timings and numeric diffs do not depend on the weights' values.")
+                     "'not measured'. Timings do not depend on the weights' values, but numeric diffs do: "
+                     "a diff from random weights only says how far this backend's arithmetic drifts from "
+                     "the fp32 CPU run on untrained activations, whose scale differs from the trained "
+                     "model's, so it is not compared with the published Mean Diff.")
     return "<p>" + " ".join(parts) + "</p>"
 
 

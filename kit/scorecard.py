@@ -1,4 +1,4 @@
-"""Build the scorecard: every published figure beside its measured twin, read from results JSON.
+"""Build the scorecard: the published tables' figures beside their measured twins, from results JSON.
 
 Reads only data/published and result JSON files, never a backend, so it runs anywhere.
 """
@@ -258,9 +258,14 @@ def result_paths(files: list[str]) -> list[Path]:
 def interpretation(card: pd.DataFrame) -> str:
     counts = summary_counts(card)
     reproduced = counts.get("reproduced", 0)
-    return (f"<p>{len(card)} published figures: {reproduced} reproduced, "
+    return (f"<p>{len(card)} published figures (the ByteMLPerf tables of seeds 001 and 000, the per-batch "
+            "figures of its report JSONs, the C2 study's tables 1-3 and the seeds' training and price "
+            "claims; the C600 spec sheet and the C2 setup facts are listed in the published_results "
+            f"notebook, not scored): {reproduced} reproduced, "
             f"{counts.get('not comparable', 0)} measured on other hardware (not comparable; the ratio "
-            f"is shown), {counts.get('not measured', 0)} not measured (the reason is given per row). "
+            f"is shown), {counts.get('failed', 0)} failed (the run failed, timed out or left an "
+            f"unreadable result; the error is given), {counts.get('not measured', 0)} not measured "
+            "(the reason is given per row). "
             "A figure counts as reproduced only when it was measured on the same part as published "
             "(a real C600 for the ByteMLPerf rows, a Mk1 C2 card for the C2 study; never a test double) "
             "and within the stated tolerance.</p>")

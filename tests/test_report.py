@@ -69,3 +69,10 @@ def test_readable_numbers():
     assert readable(21900.4, 4) == "21,900"
     assert readable(0.00161, 4) == "0.00161"
     assert readable(float("nan"), 4) == ""
+
+
+def test_random_weights_sentence_says_what_a_diff_means(result):
+    """Issue 14 #5: numeric diffs do depend on the weights; the report no longer says otherwise."""
+    text = interpretation(result)
+    assert "numeric diffs do not depend" not in text
+    assert "numeric diffs do" in text and "not compared with the published Mean Diff" in text

@@ -95,3 +95,8 @@ def test_the_seed_000_table_is_in_the_scorecard():
     older = card[card.study == "bytemlperf_c600_older"]
     assert len(older) == 12 and set(older.model) >= {"widedeep-tf-fp32", "roformer-tf-fp32"}
     assert "seed 000" in older.iloc[0].source
+
+
+def test_interpretation_states_what_is_scored_and_counts_failures():
+    text = scorecard.interpretation(scorecard.build([]))
+    assert "every published figure" not in text and "seeds 001 and 000" in text and "failed" in text
