@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
 from kit.measure import MeasureConfig
+from kit.metrics import validate_data_percent
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.numerics import NumericDiff
@@ -55,6 +56,7 @@ class Config(RunsOnBackend):
         if self.published_precision not in PUBLISHED_PRECISIONS:
             raise InvalidParameter("published_precision", self.published_precision,
                                    f"one of {', '.join(PUBLISHED_PRECISIONS)}")
+        validate_data_percent(self.data_percent)
         self.backend_config()  # validates threads
         self.measure_config()  # validates timing parameters
 
