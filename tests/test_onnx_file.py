@@ -94,3 +94,16 @@ def test_dynamic_model_takes_any_batch_size(tmp_path):
     assert model.fixed_batch_size is None and model.check_batch_size(64) == 64
     with pytest.raises(InvalidParameter, match="batch_size"):
         model.check_batch_size(0)
+
+
+def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path):
+    """Issue 14 #2 end to end: batch 2 is measured, batches 1 and 4 fail with the reason; no scaled QPS."""
+    from kit.studies import model_benchmark
+
+    path = fixed_model(tmp_path, 2)
+    result = model_benchmark.run({"model": str(path), "batch_sizes": [1, 2, 4], "min_duration_s": 0.05,
+                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False})
+    assert [m["batch_size"] for m in result.measurements] == [2]
+    assert result.status == "error" and len(result.errors) == 2
+    assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)
+    assert result.errors[0].startswith("batch 1:") and result.errors[1].startswith("batch 4:")
