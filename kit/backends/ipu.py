@@ -46,8 +46,8 @@ class IpuWorkerError(KitError):
     """The PopRT worker failed (compile, load, run, timeout or died); the message says why."""
 
 
-def interpreter() -> list[str]:
-    return shlex.split(os.environ.get("KIT_IPU_PYTHON", "python3"))
+def interpreter(env: dict[str, str] | None = None) -> list[str]:
+    return shlex.split((os.environ if env is None else env).get("KIT_IPU_PYTHON", "python3"))
 
 
 def request_timeout_s(kind: str = "run") -> float:
@@ -61,7 +61,7 @@ def worker_command(env: dict[str, str] | None = None) -> list[str]:
     """The worker's argv; through `docker exec` the variables in PASS_ENV are passed with -e (an
     exec'd process does not inherit the caller's environment) and stdin is kept open (-i)."""
     env = os.environ if env is None else env
-    cmd = interpreter()
+    cmd = interpreter(env)
     if cmd[:2] == ["docker", "exec"]:
         flags = [] if ("-i" in cmd or "--interactive" in cmd) else ["-i"]
         for name in PASS_ENV:
