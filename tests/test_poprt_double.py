@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
+import time
 
 import numpy as np
 import onnx
 import pytest
-
-import threading
-import time
 
 from tests.ipu_helpers import DOUBLE, FAST_DOUBLE, tiny_model
 
