@@ -390,23 +390,6 @@ def test_gc_info_fallback_parses_the_documented_output(tmp_path, monkeypatch):
     assert "-d 0 -i" in log.read_text() and "-d 1 -i" in log.read_text()
 
 
-def test_gc_monitor_json_is_preferred(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "gcipuinfo", None)
-    doc = {"cards": [{"ipus": c2_devices(w0="120.5 W", w1="60.0 W")[:2]},
-                     {"ipus": c2_devices(w0="120.5 W", w1="60.0 W")[2:]}]}
-    put_on_path(monkeypatch, tmp_path / "bin", "gc-monitor", f"""
-        import sys
-        assert sys.argv[1:] == ["--json"], sys.argv
-        print({json.dumps(doc)!r})
-        """)
-    sampler = select_sampler("ipu")
-    assert sampler.name == "gc-cli" and "gc-monitor --json" in sampler.sensor
-    with PowerMonitor(sampler, hz=10) as mon:
-        time.sleep(0.05)
-    s = mon.summary(10)
-    assert s.method == "measured" and s.mean_w == pytest.approx(180.5)
-
-
 def test_no_ipu_interface_collects_both_reasons(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "gcipuinfo", None)
     monkeypatch.setenv("PATH", str(tmp_path))
