@@ -184,11 +184,19 @@ class IpuSession(Session):
         return self.measure_window(inputs, batch_size, cfg, power=False)
 
     def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
-                       power: bool, devices: tuple[int, ...] | None = None, hz: float = 20.0) -> BatchMeasurement:
+                       sampler=None, *, power: bool | None = None, devices: tuple[int, ...] | None = None,
+                       hz: float = 20.0) -> BatchMeasurement:
         """One timed window in the worker: warm-up first, then the client threads' calls, with the
-        IPU power read over exactly those calls (`.power`, a PowerSummary dict, when `power`)."""
+        IPU power read over exactly those calls (`.power`, a PowerSummary dict, when `power`).
+
+        The sensor is read in the worker (the SDK's gcipuinfo lives there), so a study's host-side
+        `sampler` only says whether power was asked for: power is read unless it is None or was
+        switched off (kit.power.sampler_for(..., enabled=False)).
+        """
         from kit.power.ipu import summary_from_worker
 
+        if power is None:
+            power = sampler is not None and not getattr(sampler, "switched_off", False)
         if cfg.replicas > 1:
             raise InvalidParameter("replicas", cfg.replicas, "1 per session: load one IpuSession per IPU "
                                    "(PopRT has no replication); clients share one session")
@@ -237,21 +245,6 @@ def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
                    qps_method=f"ByteMLPerf benchmark_pack: samples in the middle {keep:.0%} of each "
                               "client's calls / their window")
     return m
-
-
-    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
-                       sampler=None) -> BatchMeasurement:
-        """Warm-up in one worker call, then the timed calls with power sampled around them."""
-        from dataclasses import replace
-
-        from kit.power import PowerMonitor, UnavailableSampler
-
-        if cfg.warmup:
-            self.measure(inputs, batch_size, replace(cfg, warmup=0, min_duration_s=0.0, min_count=cfg.warmup))
-        with PowerMonitor(sampler or UnavailableSampler(["power not sampled in this run"])) as monitor:
-            m = self.measure(inputs, batch_size, replace(cfg, warmup=0))
-        m.power = monitor.summary(m.samples, m.throughput).to_dict()
-        return m
 
 
 class IpuBackend(Backend):

@@ -65,7 +65,9 @@ def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | Non
     On an IPU it also sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
     """
     if not enabled:
-        return UnavailableSampler(["power sampling switched off (power=False)"], options)
+        off = UnavailableSampler(["power sampling switched off (power=False)"], options)
+        off.switched_off = True
+        return off
     if hardware.kind_of(device) == "ipu":
         enable_ipu_monitoring()
     return select_sampler(device, options)
