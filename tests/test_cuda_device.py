@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from gpu_fakes import Board, FakeHost, four_boards, install
+
 from kit import hardware
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 

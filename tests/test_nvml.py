@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from gpu_fakes import FakeHost, four_boards, install
+
 from kit.power import PowerMonitor, SamplerOptions, select_sampler
 from kit.power.nvml import MIN_WINDOW_S, NvmlSampler
 from kit.power.summary import COUNTER, INTEGRAL
