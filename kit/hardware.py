@@ -312,18 +312,27 @@ def cuda_backend_loads() -> str | None:
 
 
 def _ort_cuda_reason() -> str:
+    return ort_provider_reason("CUDAExecutionProvider") or ""
+
+
+@functools.cache
+def ort_provider_reason(provider: str) -> str | None:
+    """None when an ONNX Runtime session here really starts `provider` first (e.g.
+    'TensorrtExecutionProvider', which onnxruntime-gpu lists even without the TensorRT libraries),
+    else why not."""
     try:
         import onnxruntime as ort
     except ImportError:
         return "onnxruntime is not installed"
-    if "CUDAExecutionProvider" not in ort.get_available_providers():
-        return "onnxruntime here is a CPU build (install onnxruntime-gpu)"
+    if provider not in ort.get_available_providers():
+        return f"onnxruntime here has no {provider} (a CPU build? install onnxruntime-gpu)"
     from kit.backends.onnxruntime_backend import identity_model_bytes
 
     try:
-        session = ort.InferenceSession(identity_model_bytes(), providers=["CUDAExecutionProvider"])
+        session = ort.InferenceSession(identity_model_bytes(), providers=[provider])
     except Exception as exc:  # noqa: BLE001 - ORT raises its own types
-        return f"onnxruntime cannot start its CUDA provider: {exc}"
+        return f"onnxruntime cannot start {provider}: {exc}"
     first = session.get_providers()[0]
-    return "" if first == "CUDAExecutionProvider" else (
-        f"onnxruntime's CUDA provider did not load (the session runs on {first}: CUDA or cuDNN missing?)")
+    return None if first == provider else (
+        f"onnxruntime's {provider} did not load (the session runs on {first}: CUDA, cuDNN or TensorRT "
+        "libraries missing?)")

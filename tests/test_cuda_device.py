@@ -93,15 +93,20 @@ def test_cuda_backend_loads_checks_a_real_session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     monkeypatch.setattr(ort, "InferenceSession", FallbackSession)
-    hardware.cuda_backend_loads.cache_clear()
+    clear = [hardware.cuda_backend_loads.cache_clear, hardware.ort_provider_reason.cache_clear]
+    for c in clear:
+        c()
     try:
         reason = hardware.cuda_backend_loads()
         assert "did not load (the session runs on CPUExecutionProvider" in reason
+        assert "TensorrtExecutionProvider" in hardware.ort_provider_reason("TensorrtExecutionProvider")
         monkeypatch.setattr(FallbackSession, "get_providers", lambda self: ["CUDAExecutionProvider"])
-        hardware.cuda_backend_loads.cache_clear()
+        for c in clear:
+            c()
         assert hardware.cuda_backend_loads() is None
     finally:
-        hardware.cuda_backend_loads.cache_clear()
+        for c in clear:
+            c()
 
 
 def test_this_machine_without_a_gpu_is_cpu_only():
