@@ -152,6 +152,9 @@ class OnnxRuntimeBackend(InProcessBackend):
             try:
                 session.run(None, model.make_inputs(batch_size))  # engine build / cuDNN search happen here
                 description["placement"] = placement_from_profile(Path(session.end_profiling()))
+            except Exception as exc:  # noqa: BLE001 - ORT raises its own types (out of memory, TensorRT build)
+                raise BackendUnavailable(f"{config.device} warm-up run of {path.name} at batch {batch_size} "
+                                         f"failed: {exc}") from exc
             finally:
                 profile_dir.cleanup()
             description["cpu_node_share"] = description["placement"]["cpu_share"]
