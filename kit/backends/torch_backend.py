@@ -173,11 +173,10 @@ class TorchBackend(InProcessBackend):
         if gpu is not None:
             description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST)
         session = TorchSession(module, device, config.precision, cnn, description)
-        if gpu is not None and config.precision in AUTOCAST:
-            session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
+        if gpu is not None:
+            if config.precision in AUTOCAST:
+                session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
             session.run(model.make_inputs(batch_size))  # warm-up: cuDNN and the allocator, before any window
-        elif gpu is not None:
-            session.run(model.make_inputs(batch_size))
         elif config.precision in AUTOCAST:
             probe_autocast(session, model.make_inputs(batch_size))
         if config.options.get("compile"):
