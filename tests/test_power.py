@@ -409,3 +409,16 @@ def test_bad_parameters_are_rejected():
     with pytest.raises(InvalidParameter, match="method"):
         PowerSummary("guessed", "none", "x")
     assert sorted(power.SAMPLERS.names()) == ["gc-cli", "gcipuinfo", "nvml", "rapl", "unavailable"]
+
+
+def test_a_window_shorter_than_the_sensor_resolves_is_flagged():
+    class SlowSensor(FakeSampler):
+        min_window_s = 10.0
+
+    with PowerMonitor(SlowSensor(), hz=50) as mon:
+        time.sleep(0.05)
+    s = mon.summary(10)
+    assert s.method == "measured" and s.window_resolved is False
+    with PowerMonitor(FakeSampler(), hz=50) as mon:
+        time.sleep(0.05)
+    assert mon.summary(10).window_resolved is None  # no stated minimum
