@@ -34,10 +34,17 @@ C2_MODEL = "resnext101-c2"
 
 
 def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice:
-    """Backend, precision, device and the reason, standing in for a published precision on `kind`."""
+    """Backend, precision, device and the reason, standing in for a published precision on `kind`.
+
+    On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
+    it here (kit.hardware.ort_provider_reason), so the FP8 rows can reach int8 through TensorRT.
+    """
     from kit.models import get_entry
 
-    return map_precision(published_precision, kind, framework=get_entry(model).framework)
+    providers = ([p for p in ("TensorrtExecutionProvider",) if hw.ort_provider_reason(p) is None]
+                 if kind == "cuda" else [])
+    return map_precision(published_precision, kind, framework=get_entry(model).framework,
+                         gpu_providers=providers)
 
 
 def plan_params(plan: PrecisionChoice) -> dict:

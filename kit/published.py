@@ -246,3 +246,21 @@ def audit_findings() -> list[str]:
         f"{qps[packed]['gap %'].max():.0f} % more QPS than that formula: their 'batch' is a pack of "
         "variable-length sequences, so the formula does not describe them.",
     ]
+
+
+def ipu_model_settings(model: str) -> dict:
+    """ByteMLPerf's IPU settings for `model` (its interact_infos JSON, verbatim), beside the fallbacks
+    ByteMLPerf's IPU code applies (`defaults`) and where both come from.
+
+    >>> ipu_model_settings("resnet50-torch-fp32")["settings"]["compiler_options"]["num_iotiles"]
+    64
+    """
+    import json
+
+    folder = published_dir() / "bytemlperf_ipu_settings"
+    known = sorted(p.stem for p in folder.glob("*-fp32.json"))
+    if model not in known:
+        raise UnknownNameError("model with ByteMLPerf IPU settings", model, known)
+    return {"model": model, "settings": json.loads((folder / f"{model}.json").read_text()),
+            "defaults": json.loads((folder / "bytemlperf_defaults.json").read_text()),
+            "source": f"bytedance/ByteMLPerf @ a30b4f9, backends/IPU/interact_infos/{model}.json"}

@@ -41,8 +41,10 @@ def power_columns(power: dict | None) -> dict:
     if not power or power.get("method") != "measured":
         reason = (power or {}).get("reason") or "not sampled"
         return {"power (W)": None, "samples/s/W": None, "power method": f"unavailable: {reason}"}
+    short = (" (window shorter than the sensor resolves: indicative only)"
+             if power.get("window_resolved") is False else "")
     return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
-            "power method": f"measured: {power.get('sensor')}"}
+            "power method": f"measured: {power.get('sensor')}{short}"}
 
 
 def numerics_table(result: RunResult) -> pd.DataFrame:

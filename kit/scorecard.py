@@ -150,7 +150,7 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
 def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome | None = None) -> list[Comparison]:
     rep = published.reports()
     perf = rep[(rep["model"] == model) & (rep["precision"] == precision) & rep["batch"].notna()]
-    by_batch = {m["batch_size"]: m for m in (res.measurements if res else [])}
+    by_batch = {measured_batch(m): m for m in (res.measurements if res else [])}
     rows = []
     fields = {"Performance/QPS": ("QPS", "qps_bytemlperf", "samples/s"),
               "Performance/AVG Latency": ("AVG Latency", "mean_ms", "ms"),
@@ -165,11 +165,16 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
     return rows
 
 
+def measured_batch(m: dict) -> int:
+    """The batch size a measurement stands for: a pack-mode run's pack batch, else its calls'."""
+    return (m.get("extra") or {}).get("pack_batch_size") or m["batch_size"]
+
+
 def best_qps(res: RunResult | None) -> tuple[float | None, int | None]:
     if not res or not res.measurements:
         return None, None
     best = max(res.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
-    return best["qps_bytemlperf"], best["batch_size"]
+    return best["qps_bytemlperf"], measured_batch(best)
 
 
 RANDOM_DIFF = ("random weights: a Mean Diff from random weights says how far this backend's arithmetic "

@@ -26,7 +26,7 @@ def test_tables_have_the_bytemlperf_columns(result):
     assert {"QPS", "AVG Latency (ms)", "P99 Latency (ms)", "p50 (ms)", "p90 (ms)", "power method"} <= set(t.columns)
     assert t["power method"].str.startswith("unavailable: ").all()
     flops = result.model["flops_per_sample"]
-    assert t["GFLOP/s"].iloc[1] == pytest.approx(flops * result.measurements[1]["throughput"] / 1e9, rel=0.01)
+    assert t["GFLOP/s"].iloc[1] == pytest.approx(flops * result.measurements[1]["throughput"] / 1e9, rel=0.01, abs=0.051)  # shown to 0.1
     assert t["% of peak"].iloc[1] > 0
     assert list(numerics_table(result)["batch_size"]) == [1, 2]
     assert accuracy_table(result).iloc[0]["status"].startswith("not ")

@@ -84,7 +84,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-    sampler = sampler_for(cfg.device, cfg.power)
+    sampler = sampler_for(cfg.device, cfg.power, cuda_device=cfg.options.get("device_id"))
     for i, batch in enumerate(cfg.batch_sizes):
         try:
             measure_one_batch(cfg, backend, reference, model, batch, result, sampler, with_accuracy=i == 0)
