@@ -9,6 +9,7 @@ import os
 import platform
 
 from kit import hardware
+from kit.noise import thread_settings
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "torch", "tensorflow-cpu", "tf2onnx",
             "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt")
@@ -129,4 +130,5 @@ def capture() -> dict:
         "gpus": list(hardware.gpu_names()),
         "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
+        "threads": thread_settings(),
     }
