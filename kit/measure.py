@@ -80,6 +80,17 @@ class MeasureConfig:
 
 
 MIN_ROUND_S = 0.05
+
+
+def time_limit(min_duration_s: float, max_duration_s: float = 0.0) -> float:
+    """A window's time limit: `max_duration_s`, or (0) 10 x the minimum duration, at least 5 s;
+    never below the minimum duration.
+
+    >>> time_limit(1.0), time_limit(0.05), time_limit(2.0, 1.0)
+    (10.0, 5.0, 2.0)
+    """
+    limit = max_duration_s or max(10 * min_duration_s, 5.0)
+    return max(limit, min_duration_s)
 MIN_CALLS_PER_ROUND = 3
 
 

@@ -126,11 +126,12 @@ class Interval:
         return self.available and self.low <= x <= self.high
 
     def text(self, spec: str = ".4g") -> str:
-        """'value ± half-width' (asymmetric intervals show the larger side), or just the value."""
+        """'value ± half-width' (asymmetric intervals show the larger side), or just the value;
+        numbers of 1000 and more with thousands separators, never in exponent form."""
         if not self.available:
-            return format(self.value, spec)
+            return _number(self.value, spec)
         half = max(self.high - self.value, self.value - self.low)
-        return f"{format(self.value, spec)} ± {format(half, spec)}"
+        return f"{_number(self.value, spec)} ± {_number(half, spec)}"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "half_width": self.half_width, "rel_half_width": self.rel_half_width}
@@ -141,6 +142,10 @@ class Interval:
             return None
         return cls(**{k: d[k] for k in ("value", "low", "high", "level", "method", "rounds", "reason")
                       if k in d})
+
+
+def _number(x: float, spec: str) -> str:
+    return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else format(x, spec)
 
 
 def t_quantile(p: float, df: int) -> float:
