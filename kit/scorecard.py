@@ -192,7 +192,8 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
     out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
     rows = card.to_dict("records")
     out["measured"] = [measured_text(r) for r in rows]
-    out["ratio"] = [readable(r.get("ratio"), 3) or "— (nothing to divide)" for r in rows]
+    out["ratio"] = [readable(r.get("ratio"), 3)
+                    or f"— ({'not measured' if r.get('measured') is None else 'no published figure'})" for r in rows]
     return out.reset_index(drop=True)
 
 
