@@ -193,7 +193,7 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
     rows = card.to_dict("records")
     out["measured"] = [measured_text(r) for r in rows]
     out["ratio"] = [readable(r.get("ratio"), 3)
-                    or f"— ({'not measured' if r.get('measured') is None else 'no published figure'})" for r in rows]
+                    or f"— ({'not measured' if pd.isna(r.get('measured')) else 'no published figure'})" for r in rows]
     return out.reset_index(drop=True)
 
 
