@@ -141,21 +141,18 @@ SCRIPT = r"""
     var cell=row.cells[col]; if(!num) return cell.textContent.toLowerCase();
     var v=cell.getAttribute('data-v'); return v===null ? null : parseFloat(v);
   }
-  Array.prototype.forEach.call(heads, function(th){
-    th.addEventListener('click', function(){
-      var col=+th.getAttribute('data-col'), num=th.getAttribute('data-type')==='num';
-      var asc=!th.classList.contains('sorted-asc');
-      Array.prototype.forEach.call(heads, function(h){h.classList.remove('sorted-asc','sorted-desc');});
-      th.classList.add(asc?'sorted-asc':'sorted-desc');
-      var rows=Array.prototype.slice.call(body.rows);
-      rows.sort(function(a,b){
-        var x=key(a,col,num), y=key(b,col,num);
-        if(x===null&&y===null) return 0; if(x===null) return 1; if(y===null) return -1;  // blanks last
-        return (x<y?-1:x>y?1:0)*(asc?1:-1);
-      });
-      rows.forEach(function(r){body.appendChild(r);});
+  function sortBy(th, asc){
+    var col=+th.getAttribute('data-col'), num=th.getAttribute('data-type')==='num';
+    Array.prototype.forEach.call(heads, function(h){h.classList.remove('sorted-asc','sorted-desc');});
+    th.classList.add(asc?'sorted-asc':'sorted-desc');
+    var rows=Array.prototype.slice.call(body.rows);
+    rows.sort(function(a,b){
+      var x=key(a,col,num), y=key(b,col,num);
+      if(x===null&&y===null) return 0; if(x===null) return 1; if(y===null) return -1;  // blanks last
+      return (x<y?-1:x>y?1:0)*(asc?1:-1);
     });
-  });
+    rows.forEach(function(r){body.appendChild(r);});
+  }
   function filter(){
     var q=text.value.toLowerCase(), v=verdict.value, shown=0;
     Array.prototype.forEach.call(body.rows, function(r){
@@ -164,6 +161,25 @@ SCRIPT = r"""
     });
     document.getElementById('shown').textContent=shown+' rows';
   }
-  text.addEventListener('input', filter); verdict.addEventListener('change', filter);
+  function remember(){  // the view lives in the address (#sort=4:desc&q=resnet&verdict=...): shareable
+    var th=table.querySelector('th.sorted-asc,th.sorted-desc'), parts=[];
+    if(th) parts.push('sort='+th.getAttribute('data-col')+':'+(th.classList.contains('sorted-asc')?'asc':'desc'));
+    if(text.value) parts.push('q='+encodeURIComponent(text.value));
+    if(verdict.value) parts.push('verdict='+encodeURIComponent(verdict.value));
+    history.replaceState(null, '', parts.length ? '#'+parts.join('&') : location.pathname);
+  }
+  Array.prototype.forEach.call(heads, function(th){
+    th.addEventListener('click', function(){ sortBy(th, !th.classList.contains('sorted-asc')); remember(); });
+  });
+  text.addEventListener('input', function(){ filter(); remember(); });
+  verdict.addEventListener('change', function(){ filter(); remember(); });
+  location.hash.replace(/^#/, '').split('&').forEach(function(kv){
+    var i=kv.indexOf('='); if(i<0) return;
+    var k=kv.slice(0,i), v=decodeURIComponent(kv.slice(i+1));
+    if(k==='sort'){ var p=v.split(':'); if(heads[+p[0]]) sortBy(heads[+p[0]], p[1]!=='desc'); }
+    if(k==='q') text.value=v;
+    if(k==='verdict') verdict.value=v;
+  });
+  filter();
 })();
 """
