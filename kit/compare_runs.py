@@ -50,6 +50,15 @@ class Row:
     finding: str = ""
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def within_intervals(self) -> bool | None:
+        """Is |B - A| inside the 95 % interval of the difference, sqrt(hw_A^2 + hw_B^2)?
+        None when either side has no interval."""
+        ia, ib = self.a.interval, self.b.interval
+        if not (ia and ib and ia.available and ib.available):
+            return None
+        return abs(self.b.value - self.a.value) <= math.hypot(ia.half_width, ib.half_width)
+
 
 def load_run(path: Path) -> list[tuple[Path, RunResult]]:
     """Every readable result JSON of a run folder (or the one file given)."""
@@ -187,11 +196,18 @@ def text_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "—"
         note = f"  [{'; '.join(r.notes)}]" if r.notes else ""
         lines.append(f"{r.key:<58} {_value(r.a):>22} {_value(r.b):>22} {ratio:>7}  {r.finding}{note}")
-    significant = sum(bool(r.test and r.test.p_value < ALPHA) for r in rows)
-    lines += ["", f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over "
-                  f"rounds, two-sided, alpha {ALPHA})", "", "Environment differences:"]
+    lines += ["", summary_line(rows), "", "Environment differences:"]
     lines += [f"  {what}: {x} -> {y}" for what, x, y in diffs] or ["  none recorded"]
     return "\n".join(lines)
+
+
+def summary_line(rows: list[Row]) -> str:
+    significant = sum(bool(r.test and r.test.p_value < ALPHA) for r in rows)
+    judged = [r.within_intervals for r in rows if r.within_intervals is not None]
+    inside = f"{sum(judged)} of {len(judged)} ({sum(judged) / len(judged):.0%})" if judged else "none"
+    return (f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over rounds, "
+            f"two-sided, alpha {ALPHA}); run-to-run difference inside the 95 % interval of the difference "
+            f"(sqrt(hw_A^2 + hw_B^2)): {inside}")
 
 
 def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
@@ -211,7 +227,7 @@ th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}th{{background:#f0
 the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (normal approximation
 with tie correction), significant below {ALPHA}.</p>
 <table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Finding</th><th>Noise</th></tr>
-{body}</table><h2>Environment differences that could explain a difference</h2>
+{body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a difference</h2>
 <table><tr><th>What</th><th>A</th><th>B</th></tr>{env}</table></body></html>"""
 
 

@@ -66,3 +66,17 @@ def test_command_line_and_bad_input(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     with pytest.raises(KitError, match="result JSON"):
         load_run(tmp_path / "empty")
+
+
+def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
+    from kit.compare_runs import Figure, Row, summary_line
+    from kit.stats import Interval
+
+    def fig(v, hw):
+        return Figure(v, Interval(v, v - hw, v + hw), [], "samples/s", True)
+
+    inside = Row("x", fig(100, 3), fig(104, 4))  # |4| <= hypot(3, 4) = 5
+    outside = Row("y", fig(100, 3), fig(106, 4))
+    assert inside.within_intervals is True and outside.within_intervals is False
+    assert Row("z", Figure(1.0, None, [], "", True), fig(1, 0.1)).within_intervals is None
+    assert "1 of 2 (50%)" in summary_line([inside, outside])
