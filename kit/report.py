@@ -10,6 +10,7 @@ import pandas as pd
 from kit import published, scorecard
 from kit.compare import tolerance_statement
 from kit.results import ResultKind, RunResult
+from kit.stats import Interval
 
 
 def bytemlperf_table(result: RunResult) -> pd.DataFrame:
@@ -239,9 +240,24 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
                             ("Table 2. Throughput (images/s)", "Throughput", "throughput"),
                             ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
+        t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, meas.get(f"{key}_reason"))
+                                   for b, v in t["Measured here"].items()]
         t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
         out[title] = t.rename_axis("Batch size")
     return out
+
+
+def _c2_text(result: RunResult, figure: str, batch: int, value, reasons) -> str:
+    """'value ± half-width', or '— (why)' where the figure was not measured."""
+    from kit.intervals import figure_interval
+
+    if value is None or pd.isna(value):
+        reason = reasons.get(batch) if reasons is not None and batch in reasons else None
+        return f"— ({reason if isinstance(reason, str) and reason else 'batch not run'})"
+    iv, _ = figure_interval(result, figure, batch, float(value))
+    if iv is None or not iv.available:
+        return f"{value:.4g} (no interval)"
+    return Interval(float(value), iv.low, iv.high).text()
 
 
 def plot_c2(result: RunResult):
