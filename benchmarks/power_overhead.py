@@ -24,12 +24,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import strict
+from benchmarks.common import ratio_text, ratio_verdict, strict
 from kit.backends import BackendConfig, require_backend
-from kit.measure import BatchMeasurement, MeasureConfig
+from kit.measure import BatchMeasurement, MeasureConfig, timed_window
 from kit.models import export_model, make_inputs
 from kit.power import (
-    PowerMonitor,
     PowerSampler,
     Reading,
     SamplerOptions,
@@ -81,9 +80,8 @@ def samplers(tmp: Path) -> dict[str, PowerSampler | None]:
 def one_run(session, inputs, cfg: MeasureConfig, sampler: PowerSampler | None) -> tuple[BatchMeasurement, dict | None]:
     if sampler is None:
         return session.measure(inputs, BATCH, cfg), None
-    with PowerMonitor(sampler, hz=HZ) as mon:
-        m = session.measure(inputs, BATCH, cfg)
-    return m, mon.summary(m.samples, m.throughput).to_dict()
+    m = timed_window([session.bind(inputs)], BATCH, cfg, sampler, hz=HZ)
+    return m, m.power
 
 
 
@@ -141,6 +139,9 @@ def report(runs: dict[str, list[BatchMeasurement]], last: dict[str, dict | None]
     noise = max(abs(1 - median_call_throughput(runs[n]) / base_call) for n in no_thread)
     print(f"noise floor (conditions without a sampling thread vs off, median call time): {noise:.2%}")
     print(f"throughput ratio >= {TARGET}: {'ok' if not slow else 'below for ' + ', '.join(slow)}")
+    for name in (n for n in runs if n != "off"):  # each condition's rounds paired with "off"'s
+        iv, verdict = ratio_verdict([m.throughput for m in runs[name]], [m.throughput for m in runs["off"]], TARGET)
+        print(f"  {name} / off (rounds paired): {ratio_text(iv, verdict, TARGET)}")
     print(f"thread CPU share <= {1 - TARGET:.0%}: {'ok' if not costly else 'above for ' + ', '.join(costly)}")
     if costly:
         print("verdict: FAIL (the sampling thread itself costs more than the margin)")

@@ -56,6 +56,8 @@ def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypat
     assert code == 1
     assert lines[-1].startswith("1 of 2 notebooks not ok") and lines[-1].endswith("broken (failed)")
     assert any("first (reused)" in line for line in lines)
+    run_dir = outputs / read_state(outputs)["jobs"]["broken"]["results"].rsplit("/", 1)[0]
+    assert not [p.name for p in run_dir.glob("*.json")]  # broken wrote none; the batch's own files are not *.json
 
     # a truncated state.json: rebuilt from outputs/runs/, the old file moved aside
     before = json.loads((outputs / "state.json").read_text())

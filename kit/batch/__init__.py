@@ -2,5 +2,6 @@
 
 from kit.batch.jobs import Job, JobRecord
 from kit.batch.runner import run_jobs
+from kit.batch.state import STATE_FILE
 
-__all__ = ["Job", "JobRecord", "run_jobs"]
+__all__ = ["STATE_FILE", "Job", "JobRecord", "run_jobs"]

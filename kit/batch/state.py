@@ -19,8 +19,9 @@ from kit.batch.outcome import result_status
 from kit.errors import KitError
 
 STATE_FILE = "state.json"
-RECORD_SUFFIX = ".record.json"  # runs/<id>/<job>.record.json: the JobRecord, beside its results
-RUN_FILE = "_batch.json"  # runs/<id>/_batch.json: the run's entry in the state
+# Beside each run's results, not named *.json: readers of results take every JSON in a run folder.
+RECORD_SUFFIX = ".record"  # runs/<id>/<job>.record: the job's JobRecord (JSON)
+RUN_FILE = "batch.run"  # runs/<id>/batch.run: the run's entry in the state (JSON)
 _REQUIRED_RECORD_KEYS = ("name", "notebook", "status", "run_id", "fingerprint", "html", "results")
 
 
