@@ -107,7 +107,9 @@ def test_make_reproduce_passes_failures_and_usage_errors_on(tmp_path):
     """The Makefile target: FORCE=yes is refused by kit (make fails), before anything runs."""
     out = tmp_path / "outputs"
     env = {**os.environ, "KIT_OUTPUTS": str(out)}
-    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "reproduce", "FORCE=yes", "HARDWARE=cpu"],
+    # -o: never (re)install the environment from a test
+    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "reproduce",
+                           "FORCE=yes", "HARDWARE=cpu"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0 and "invalid FORCE='yes'" in proc.stderr
     assert not (out / "runs").exists()
