@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import progress
 from kit.errors import MissingResource
 from kit.metrics import samples_for_percent
 from kit.models.spec import validate_batch_size
@@ -95,4 +96,4 @@ class Dataset(ABC):
         """Run every batch through `run` and score the outputs."""
         self.require()
         return self.score((b, [np.asarray(o) for o in run(b.inputs)])
-                          for b in self.batches(batch_size, data_percent))
+                          for b in progress.rounds(self.batches(batch_size, data_percent), "evaluating", "batch"))
