@@ -22,7 +22,11 @@ C2_TABLES = {"Table 1": "Latency", "Table 2": "Throughput", "Table 3": "Energy e
 
 
 def _read(name: str, directory: Path | None = None) -> pd.DataFrame:
-    return pd.read_csv((directory or published_dir()) / name, dtype=str, keep_default_na=False)
+    """The file's rows as strings, after checking them against its declared schema
+    (kit.published_schema: an error names the file, the line and the column)."""
+    from kit.published_schema import read_published_csv
+
+    return read_published_csv((directory or published_dir()) / name)
 
 
 @functools.cache
@@ -124,9 +128,12 @@ def c2_setup() -> pd.DataFrame:
     return f[(f["study"] == "c2_qwant") & (f["table"] == "setup")][["metric", "printed", "unit", "note"]]
 
 
-def headline_rows() -> pd.DataFrame:
-    """The 14 C600 rows as numbers: model, precision, qps, metric, metric_value, dataset."""
-    t = figures()[figures()["study"] == "bytemlperf_c600"]
+def headline_rows(study: str = "bytemlperf_c600") -> pd.DataFrame:
+    """The rows of a ByteMLPerf seed table (seed 001's 14 by default; "bytemlperf_c600_older" for
+    seed 000's 6) as numbers: model, precision, qps, metric, metric_value, dataset."""
+    if study not in SEED_TABLES:
+        raise UnknownNameError("seed table", study, SEED_TABLES)
+    t = figures()[figures()["study"] == study]
     qps = t[t["metric"] == "QPS"].set_index(["model", "precision"])
     met = t[t["metric"] != "QPS"].set_index(["model", "precision"])
     return pd.DataFrame({
@@ -156,14 +163,12 @@ def per_batch_table() -> pd.DataFrame:
 
 # --- audit -------------------------------------------------------------------------------------
 
-def _decimals(text: str) -> int:
-    return len(text.split(".")[1]) if "." in text else 0
+BYTEMLPERF_DECIMALS = 5  # ByteMLPerf rounds every accuracy and diff figure to 5 decimals
 
 
-def same_at_printed_precision(a: str, b: str) -> bool:
-    """Equal once both are rounded to the coarser of their printed precisions."""
-    digits = min(_decimals(a), _decimals(b))
-    return round(float(a), digits) == round(float(b), digits)
+def same_at_bytemlperf_precision(a: str, b: str) -> bool:
+    """Equal once both are rounded to ByteMLPerf's 5 decimals (0.76824 and 0.7682 differ)."""
+    return round(float(a), BYTEMLPERF_DECIMALS) == round(float(b), BYTEMLPERF_DECIMALS)
 
 
 def audit_c2() -> pd.DataFrame:
@@ -176,7 +181,7 @@ def audit_c2() -> pd.DataFrame:
 
 
 def audit_readme_vs_reports() -> pd.DataFrame:
-    """Cells where the README table differs from its report JSON at printed precision."""
+    """Cells where the README table differs from its report JSON at ByteMLPerf's 5 decimals."""
     r = reports()
     readme = r[r["metric"].str.startswith("README table/") & (r["unit"] != "string")]
     out = []
@@ -194,7 +199,7 @@ def audit_readme_vs_reports() -> pd.DataFrame:
             report_value, where = match.iloc[0]["value"], f"Accuracy/{name}"
         out.append({"model": row["model"], "precision": row["precision"], "figure": name,
                     "README": row["value"], "report JSON": report_value, "JSON field": where,
-                    "agree": same_at_printed_precision(row["value"], report_value)})
+                    "agree": same_at_bytemlperf_precision(row["value"], report_value)})
     return pd.DataFrame(out)
 
 
@@ -233,7 +238,7 @@ def audit_findings() -> list[str]:
         f"(largest gap at batch {int(worst['Batch size'])}).",
         f"C2 tables: the implied card power (throughput / efficiency) ranges {power.min():.0f}-{power.max():.0f} W, "
         f"below the card's stated {c2_setup_value('Card power'):.0f} W.",
-        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at printed precision: "
+        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at ByteMLPerf's 5 decimals: "
         + "; ".join(f"{b.model} {b.precision} {b.figure} {b.README} vs {b['report JSON']}" for _, b in bad.iterrows()) + ".",
         f"ByteMLPerf: published QPS vs clients x batch / AVG latency differ by up to {worst_q['gap %']:.1f} % "
         f"({worst_q['model']} {worst_q['precision']} batch {int(worst_q['batch'])}) outside pack mode.",
@@ -241,3 +246,21 @@ def audit_findings() -> list[str]:
         f"{qps[packed]['gap %'].max():.0f} % more QPS than that formula: their 'batch' is a pack of "
         "variable-length sequences, so the formula does not describe them.",
     ]
+
+
+def ipu_model_settings(model: str) -> dict:
+    """ByteMLPerf's IPU settings for `model` (its interact_infos JSON, verbatim), beside the fallbacks
+    ByteMLPerf's IPU code applies (`defaults`) and where both come from.
+
+    >>> ipu_model_settings("resnet50-torch-fp32")["settings"]["compiler_options"]["num_iotiles"]
+    64
+    """
+    import json
+
+    folder = published_dir() / "bytemlperf_ipu_settings"
+    known = sorted(p.stem for p in folder.glob("*-fp32.json"))
+    if model not in known:
+        raise UnknownNameError("model with ByteMLPerf IPU settings", model, known)
+    return {"model": model, "settings": json.loads((folder / f"{model}.json").read_text()),
+            "defaults": json.loads((folder / "bytemlperf_defaults.json").read_text()),
+            "source": f"bytedance/ByteMLPerf @ a30b4f9, backends/IPU/interact_infos/{model}.json"}

@@ -51,7 +51,7 @@ def test_every_study_turns_bad_parameters_into_a_result_not_an_exception(name):
 def test_model_benchmark_on_the_fake_backend_keeps_warmup_outside_the_window(outputs, fake_backend, monkeypatch):
     from kit.studies import model_benchmark as mb
 
-    monkeypatch.setattr(mb, "sampler_for", lambda device, enabled: ConstantSampler())
+    monkeypatch.setattr(mb, "sampler_for", lambda device, enabled, **kw: ConstantSampler())
     result = model_benchmark.run({**FAST_MODEL, "warmup": 25})
     assert result.status == "ok", result.errors
     for m in result.measurements:

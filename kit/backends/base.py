@@ -104,9 +104,10 @@ class InProcessBackend(Backend):
 
     def device_info(self, config: BackendConfig) -> dict:
         from kit.environment import cpu_model, cpu_peak_gflops, usable_cores
-        from kit.hardware import gpu_names, kind_of
+        from kit.gpu_peaks import gpu_device_info
+        from kit.hardware import kind_of
 
         if kind_of(config.device) == "cpu":
             return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
                     "peak": cpu_peak_gflops(config.precision)}
-        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}
+        return gpu_device_info(config)

@@ -13,12 +13,12 @@ source file's name and the converter's version, so each conversion happens once.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from kit import progress
+from kit.environment import onnxruntime_version
 from kit.errors import CorruptModel, InvalidParameter
 from kit.models.spec import ExportedModel, make_inputs
 from kit.paths import cache_dir
@@ -40,8 +40,11 @@ def quantization_method(model: ExportedModel) -> str:
     return "static-qdq" if is_convolutional(model.task) else "dynamic"
 
 
-def conversion_label(model: ExportedModel, precision: str) -> str:
+def conversion_label(model: ExportedModel, precision: str, symmetric: bool = False) -> str:
     """What the conversion does, in words, for the session description."""
+    if precision == "int8" and symmetric:
+        return (f"onnxruntime static QDQ int8, signed symmetric activations and weights (S8S8, as TensorRT "
+                f"takes them; per-channel weights, MinMax calibration on {CALIBRATION_BATCHES} seeded inputs)")
     if precision == "fp16":
         return ("onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
                 "fp16 are kept in fp32)")
@@ -51,11 +54,15 @@ def conversion_label(model: ExportedModel, precision: str) -> str:
     return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
 
 
-def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None) -> Path:
-    """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached."""
+def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None,
+                    symmetric: bool = False) -> Path:
+    """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached.
+
+    `symmetric=True` (int8 for TensorRT): static QDQ with signed symmetric activations, any model.
+    """
     if precision not in ORT_PRECISIONS:
         raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
-    method = "fp16" if precision == "fp16" else quantization_method(model)
+    method = "fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric else quantization_method(model)
     target = converted_path(model.onnx_path, method, directory)
     if target.exists():
         return target
@@ -73,7 +80,7 @@ def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None
 
 def converted_path(source: Path, method: str, directory: Path | None = None) -> Path:
     """Next to the source when it lives in the kit's cache, else under cache/converted."""
-    ort = importlib.metadata.version("onnxruntime")
+    ort = onnxruntime_version()  # the onnxruntime or the onnxruntime-gpu distribution
     key = hashlib.sha1(f"{source.resolve()}|{method}|ort-{ort}|v{CONVERSION_VERSION}".encode()).hexdigest()[:8]
     if directory is None:
         cache = cache_dir().resolve()
@@ -117,16 +124,19 @@ def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
     quantize_dynamic(str(model.onnx_path), str(out), weight_type=QuantType.QInt8)
 
 
-def to_int8_static(model: ExportedModel, out: Path) -> None:
+def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> None:
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = out.with_suffix(".pre.onnx")
+    signed = {"activation_type": QuantType.QInt8,
+              "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True}} if symmetric else {
+              "activation_type": QuantType.QUInt8}
     try:
         quant_pre_process(str(model.onnx_path), str(prepared), skip_symbolic_shape=True)
         quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        per_channel=True, calibrate_method=CalibrationMethod.MinMax)
+                        weight_type=QuantType.QInt8, per_channel=True,
+                        calibrate_method=CalibrationMethod.MinMax, **signed)
     finally:
         prepared.unlink(missing_ok=True)
 
@@ -148,3 +158,4 @@ CONVERTERS: Registry[Callable[[ExportedModel, Path], None]] = Registry("ORT conv
 CONVERTERS.register("fp16", to_fp16)
 CONVERTERS.register("dynamic", to_int8_dynamic)
 CONVERTERS.register("static-qdq", to_int8_static)
+CONVERTERS.register("static-qdq-s8s8", lambda model, out: to_int8_static(model, out, symmetric=True))

@@ -59,13 +59,22 @@ def select_sampler(device: str = "auto", options: SamplerOptions | None = None) 
     return UnavailableSampler(reasons, options)
 
 
-def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | None = None) -> PowerSampler:
+def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | None = None,
+                cuda_device: int | None = None) -> PowerSampler:
     """The sampler for the device a study runs on, or an unavailable one saying why.
 
-    On an IPU it also sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
+    On a GPU it reads the board of the run's CUDA ordinal `cuda_device` (after
+    CUDA_VISIBLE_DEVICES; default 0, the ordinal the backends use by default). On an IPU it also
+    sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
     """
+    if cuda_device is not None:
+        from dataclasses import replace
+
+        options = replace(options or SamplerOptions(), cuda_device=cuda_device)
     if not enabled:
-        return UnavailableSampler(["power sampling switched off (power=False)"], options)
+        off = UnavailableSampler(["power sampling switched off (power=False)"], options)
+        off.switched_off = True
+        return off
     if hardware.kind_of(device) == "ipu":
         enable_ipu_monitoring()
     return select_sampler(device, options)

@@ -114,6 +114,8 @@ class PowerMonitor:
                                            sensor=sensor, sampler=name, **common)
         if samples_processed is not None:
             out.with_samples(samples_processed, throughput)
+        if out.method == "measured" and self.sampler.min_window_s:
+            out.window_resolved = (self.stop_ns - self.start_ns) / 1e9 >= self.sampler.min_window_s
         return out
 
     def _unavailable_reason(self) -> str | None:

@@ -55,6 +55,32 @@ class StudyConfig:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
+@dataclasses.dataclass(frozen=True)
+class RunsOnBackend(StudyConfig):
+    """The fields of a study that runs a model on a backend: the precision plan.
+
+    `precision_note` says why this backend/precision stands in for the published precision; the
+    batch fills it in from kit.precision_map, a hand-made run says so instead.
+    """
+
+    backend: str = "onnxruntime"
+    precision: str = "fp32"
+    device: str = "cpu"  # cpu, cuda, tensorrt, ipu (kit.hardware.DEVICES)
+    precision_note: str = ""
+
+    def __post_init__(self) -> None:
+        from kit.backends.base import BackendConfig
+        from kit.hardware import kind_of
+
+        super().__post_init__()
+        kind_of(self.device)
+        BackendConfig(self.precision, self.device)
+
+    def note(self) -> str:
+        return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
+                                       "parameters (not chosen by the published-precision mapping)")
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_plain(v) for v in value]

@@ -12,31 +12,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import cycle
 
-from kit import hardware, progress, published
+from kit import progress, published
 from kit.backends import BackendConfig, require_backend
 from kit.environment import usable_cores
 from kit.errors import InvalidParameter
 from kit.images import image_files, preprocess_batch
-from kit.measure import BatchMeasurement, MeasureConfig, timed_window
+from kit.measure import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
 from kit.power import sampler_for
 from kit.results import ResultKind, RunResult
-from kit.studies.base import StudyConfig, closing_all, run_study
+from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 C2_MODEL = "resnext101-c2"
 
 
 @dataclass(frozen=True)
-class Config(StudyConfig):
+class Config(RunsOnBackend):
     batch_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
     replicas: int = 2
-    backend: str = "onnxruntime"
-    precision: str = "fp32"
-    device: str = "cpu"
-    precision_note: str = ""
     min_duration_s: float = 3.0
     min_count: int = 10
     warmup: int = 2
+    target_ci: float = 0.02  # stop once the 95 % half-width is this narrow (0: no target)
+    max_duration_s: float = 0.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
     image_dir: str = "skimage"
     small: bool = False
     weights: str = "random"
@@ -52,13 +50,12 @@ class Config(StudyConfig):
             if b < self.replicas or b % self.replicas:
                 raise InvalidParameter("batch_sizes", b, f"a multiple of replicas={self.replicas} "
                                                          "(micro batch = batch / replicas)")
-        hardware.kind_of(self.device)
-        BackendConfig(self.precision, self.device)
         self.measure_config()
 
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, replicas=self.replicas)
+                             min_count=self.min_count, replicas=self.replicas, target_ci=self.target_ci,
+                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
 
 def run(config: Config | dict) -> RunResult:
@@ -71,8 +68,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"):
         model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights)
     result.model = model.describe()
-    if cfg.precision_note:
-        result.notes.append(f"Precision: {cfg.precision_note}.")
+    result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]
     encoded = [p.read_bytes() for p in image_files(cfg.image_dir)]
     threads = max(1, usable_cores() // cfg.replicas)

@@ -9,36 +9,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kit import hardware, progress
+from kit import progress
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
-from kit.measure import MeasureConfig
+from kit.measure import MeasureConfig, time_limit
+from kit.metrics import validate_data_percent
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.numerics import NumericDiff
 from kit.power import sampler_for
 from kit.results import ResultKind, RunResult
-from kit.studies.base import StudyConfig, closing_all, run_study
+from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
 
 
 @dataclass(frozen=True)
-class Config(StudyConfig):
+class Config(RunsOnBackend):
     """The model notebook's parameters, validated."""
 
     model: str = "resnet50-torch-fp32"
-    backend: str = "onnxruntime"
-    precision: str = "fp32"
-    device: str = "cpu"
-    precision_note: str = ""  # why this backend/precision stands in for the published one
     batch_sizes: tuple[int, ...] = (1, 4)
     clients: int = 1
     replicas: int = 1
     warmup: int = 5
     min_duration_s: float = 2.0
     min_count: int = 20
+    target_ci: float = 0.02  # stop once the throughput's 95 % half-width is this narrow (0: no target)
+    max_duration_s: float = 0.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
     weights: str = "random"
     small: bool = False
     seed: int = 0
@@ -61,20 +60,19 @@ class Config(StudyConfig):
         if self.published_precision not in PUBLISHED_PRECISIONS:
             raise InvalidParameter("published_precision", self.published_precision,
                                    f"one of {', '.join(PUBLISHED_PRECISIONS)}")
-        hardware.kind_of(self.device)
-        self.backend_config()  # validates precision/threads
+        validate_data_percent(self.data_percent)
+        self.backend_config()  # validates threads
         self.measure_config()  # validates timing parameters
 
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, clients=self.clients, replicas=self.replicas)
+                             min_count=self.min_count, clients=self.clients, replicas=self.replicas,
+                             target_ci=self.target_ci,
+                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
     def backend_config(self) -> BackendConfig:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
 
-    def note(self) -> str:
-        return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
-                                       "parameters (not chosen by the published-precision mapping)")
 
 
 def run(config: Config | dict) -> RunResult:
@@ -93,7 +91,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-    sampler = sampler_for(cfg.device, cfg.power)
+    sampler = sampler_for(cfg.device, cfg.power, cuda_device=cfg.options.get("device_id"))
     rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
                              unit="batch size")
     for i, batch in enumerate(rounds):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hardware, progress, published
+from kit import progress, published
 from kit.backends import BackendConfig, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
@@ -24,7 +24,7 @@ from kit.serving.loadgen_sut import BatchExecutor, LoadGenConfig, LoadGenRunner,
 from kit.serving.search import Probe, SearchResult, find_max_qps
 from kit.serving.simulate import ServiceModel, predict_max_qps, simulate
 from kit.serving.summary import LoadGenSummary
-from kit.studies.base import StudyConfig, closing_all, run_study
+from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 DEFAULT_POLICIES = ((1, 0.0), (4, 10.0), (8, 20.0))
 C2_POLICIES = ((1, 0.0), (2, 2.0), (4, 5.0), (6, 10.0))
@@ -143,14 +143,10 @@ def c2_prediction(card_latency_ms: dict[int, float], policies: Sequence[BatchPol
 
 
 @dataclass(frozen=True)
-class Config(StudyConfig):
+class Config(RunsOnBackend):
     """The server notebook's parameters, validated."""
 
     model: str = "resnet50-torch-fp32"
-    backend: str = "onnxruntime"
-    precision: str = "fp32"
-    device: str = "cpu"
-    precision_note: str = ""
     latency_bound_ms: float = 100.0
     policies: tuple[tuple[float, ...], ...] = DEFAULT_POLICIES  # (max batch B, timeout T ms) each
     small: bool = False
@@ -177,7 +173,6 @@ class Config(StudyConfig):
         [BatchPolicy.parse(p) for p in self.c2_policies]
         if self.criterion not in CRITERIA:
             raise InvalidParameter("criterion", self.criterion, f"one of {', '.join(CRITERIA)}")
-        hardware.kind_of(self.device)
         self.backend_config()
         self.loadgen_config()
 
@@ -204,8 +199,7 @@ def run(config: Config | dict) -> RunResult:
 
 
 def execute(cfg: Config, result: RunResult) -> None:
-    if cfg.precision_note:
-        result.notes.append(f"Precision: {cfg.precision_note}.")
+    result.notes.append(f"Precision: {cfg.note()}.")
     with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
         model = load_model(cfg.model, small=cfg.small)
     backend = require_backend(cfg.backend)
