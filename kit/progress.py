@@ -57,7 +57,7 @@ def _bar_class() -> type:
 
 
 def _bar(**kwargs: Any):
-    return _bar_class()(dynamic_ncols=True, leave=True, **kwargs)
+    return _bar_class()(leave=True, **kwargs)
 
 
 @contextmanager
@@ -70,7 +70,8 @@ def step(label: str, tick_s: float = TICK_S) -> Iterator[None]:
     if not enabled():
         yield
         return
-    bar = _bar(total=None, desc=label, bar_format="{desc} [{elapsed}]")
+    # total=1: the widget fills (green) when the step is done and turns red when it fails
+    bar = _bar(total=1, desc=label, bar_format="{desc} [{elapsed}]")
     stop = threading.Event()
 
     def tick() -> None:
@@ -87,6 +88,8 @@ def step(label: str, tick_s: float = TICK_S) -> Iterator[None]:
         stop.set()
         ticker.join()
         bar.set_description_str(f"{label}: {'done' if ok else 'failed'}", refresh=False)
+        if ok:
+            bar.update(1)
         bar.close()
 
 
