@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3}
+SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
 CASES = {
     "published_results": ({}, True),
     "model_benchmark": ({"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1, 2],

@@ -12,7 +12,8 @@ from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES, c2, model_benchmark, server
 
 FAST_MODEL = dict(model="resnet50-torch-fp32", small=True, backend="fake", batch_sizes=[1, 2],
-                  warmup=2, min_duration_s=0.05, min_count=5, check_numerics=False, accuracy=False)
+                  warmup=2, min_duration_s=0.05, min_count=5, check_numerics=False, accuracy=False,
+                  target_ci=0.0)
 NOTEBOOK_STUDY = {"model_benchmark.ipynb": "model_benchmark", "c2_study.ipynb": "c2_study",
                   "server_scenario.ipynb": "server_scenario"}
 
@@ -133,7 +134,7 @@ def test_full_profile_uses_the_published_ipu_batch_sizes_and_clients_only_on_an_
 
 
 def test_c2_on_the_fake_backend(outputs, fake_backend):
-    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05,
+    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05, target_ci=0.0,
                          min_count=3))
     assert result.status == "ok", result.errors
     assert [r["micro_batch"] for r in result.tables["c2"]] == [1, 2]
