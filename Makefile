@@ -10,6 +10,8 @@ FORCE ?= 0
 ONLY ?=
 SCHEDULER ?=
 PYTEST_ARGS ?=
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
 # GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/gpu_install.py $(GPU))
@@ -49,8 +51,8 @@ site: $(STAMP)
 rebuild-state: $(STAMP)
 	$(BIN)/kit rebuild-state
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/lab.py
+	$(BIN)/python -m kit.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
 clean-outputs:
 	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +

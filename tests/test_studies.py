@@ -190,8 +190,10 @@ def test_result_kinds_round_trip_as_plain_strings(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write leaves nothing behind
 
 
-def test_results_path_is_unique_per_notebook_kind():
+def test_interactive_results_path_is_new_per_run_and_named_by_time(outputs):
     from kit.notebook import results_path
 
-    assert results_path("", "c2_study").name == "c2_study.json"
+    first, second = results_path("", "c2_study"), results_path("", "c2_study")
+    assert first.parent == outputs / "interactive" and first != second
+    assert first.name.startswith("c2_study-20") and first.suffix == ".json"
     assert results_path("x/y.json", "c2_study") == Path("x/y.json")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from kit import progress
 from kit.environment import onnxruntime_version
 from kit.errors import CorruptModel, InvalidParameter
 from kit.models.spec import ExportedModel, make_inputs
@@ -68,7 +69,8 @@ def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp.onnx")
     try:
-        CONVERTERS.get(method)(model, tmp)
+        with progress.step(f"converting {model.name} to {precision} ({method}), cached after this"):
+            CONVERTERS.get(method)(model, tmp)
     except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed
         tmp.unlink(missing_ok=True)
         raise CorruptModel(f"cannot convert {model.onnx_path.name} to {precision} ({method}): {exc}") from exc

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import progress
 from kit.errors import CorruptModel
 from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
 from kit.paths import cache_dir
@@ -72,7 +73,8 @@ def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | 
     started = time.perf_counter()
     model = entry.build(small=small, weights_dir=weights_path, seed=seed)
     tmp = onnx_path.with_suffix(".tmp.onnx")
-    exporter.export(model, tmp, inputs, entry.outputs, opset)
+    with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
+        exporter.export(model, tmp, inputs, entry.outputs, opset)
     export_s = time.perf_counter() - started
     verification = verify(exporter, model, tmp, inputs)
     verification["export_seconds"] = round(export_s, 2)
