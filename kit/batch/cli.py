@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import HARDWARE_RESOURCES, Job, JobRecord
@@ -68,7 +69,7 @@ def reproduce(args: argparse.Namespace) -> int:
     return _summary(records, time.perf_counter() - started, index)
 
 
-def _summary(records: list[JobRecord], seconds: float, index) -> int:
+def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
     failed = [r for r in records if r.status != "ok"]
     for r in failed:
         print(f"  {r.name}: {r.status}: {r.message}")
