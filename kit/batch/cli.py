@@ -18,10 +18,10 @@ from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
+from kit.hardware import CHOICES as HARDWARE
+from kit.hardware import resolve as resolve_hardware
 from kit.paths import outputs_dir
-
-# The one place the batch learns about profiles and hardware (they may move to kit.hardware).
-from kit.profiles import HARDWARE, PROFILES, jobs_for, resolve_hardware
+from kit.profiles import PROFILES, jobs_for
 from kit.site import rebuild_index, write_index
 
 EXIT_OK, EXIT_NOT_OK = 0, 1
