@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def reproduce(args: argparse.Namespace) -> int:
     hardware = resolve_hardware(args.hardware)
-    jobs = jobs_for(args.profile, hardware)
+    jobs = jobs_for(args.profile, hardware, research=args.force)
     if args.only:
         wanted = args.only.split(",")
         jobs = [j for j in jobs if any(w in j.name for w in wanted)]

@@ -20,6 +20,7 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
     "bf16": "ONNX Runtime has no bf16 conversion path for CPU kernels; use backend 'torch' for bf16",
     "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see kit.precision_map)",
 }
+GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
 class OrtSession(Session):
@@ -75,7 +76,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         providers = self.providers(config, ort.get_available_providers())
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, graph_optimization(config))
         opts.intra_op_num_threads = config.threads or usable_cores()
         opts.inter_op_num_threads = 1
         try:
@@ -90,7 +91,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         description = {
             "backend": self.name, "device": config.device, "providers": session.get_providers(),
             "precision": config.precision, "threads": opts.intra_op_num_threads,
-            "graph_optimization": "ORT_ENABLE_ALL", "io_binding": True,
+            "graph_optimization": graph_optimization(config), "io_binding": True,
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.precision != "fp32":
@@ -119,6 +120,14 @@ class OnnxRuntimeBackend(InProcessBackend):
         from kit.backends.precision import convert_for_ort
 
         return convert_for_ort(model, config.precision)
+
+
+def graph_optimization(config: BackendConfig) -> str:
+    """config.options['graph_optimization'] (default ORT_ENABLE_ALL), checked."""
+    level = config.options.get("graph_optimization", "ORT_ENABLE_ALL")
+    if level not in GRAPH_OPTIMIZATION:
+        raise InvalidParameter("graph_optimization", level, f"one of {', '.join(GRAPH_OPTIMIZATION)}")
+    return level
 
 
 def provider_options(config: BackendConfig) -> dict[str, dict]:
