@@ -69,3 +69,12 @@ def test_readable_numbers():
     assert readable(21900.4, 4) == "21,900"
     assert readable(0.00161, 4) == "0.00161"
     assert readable(float("nan"), 4) == ""
+
+
+def test_roofline_table_places_each_figure(result):
+    from kit.report import roofline_table
+
+    t = roofline_table(result)
+    assert list(t["batch_size"]) == [1, 2] and set(t["bound"]) <= {"compute", "memory"}
+    assert (t["MB/sample (est.)"] > 0).all() and (t["FLOP/byte"] > 0).all()
+    assert t["MB/sample (est.)"].iloc[1] < t["MB/sample (est.)"].iloc[0]  # weights shared by the batch

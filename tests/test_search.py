@@ -170,3 +170,53 @@ def test_settings_are_validated():
         row.SearchSettings("deep")
     with pytest.raises(InvalidParameter, match="min_count"):
         row.SearchSettings(min_count=1)
+
+
+def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
+    key = cache.decision_key(model, published, batch, "cpu", small=small)
+    probe = Probe("fake int8 (cpu)", "fake", "int8", "cpu", {}, None, True, "", status="chosen", throughput=9.0,
+                  low=8.0, high=10.0, calls=5)
+    decision = {"key": key, "depth": "full", "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
+                "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
+    cache.store_decision(decision)
+    return decision
+
+
+def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs, fake_backend, small, monkeypatch):
+    from kit.report import search_table
+    from kit.scorecard import measured_hardware
+    from kit.studies import model_benchmark
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr("kit.models.export_model", lambda *a, **k: small)
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    plan = {"backend": "fake", "precision": "int8", "device": "cpu", "options": {"compile": True}, "threads": None,
+            "precision_note": "chosen by the per-row search: fake int8"}
+    _stored_plan(small.name, "FP8", 2, plan, small=True)
+    result = model_benchmark.run(dict(model=small.name, small=True, published_precision="FP8", backend="onnxruntime",
+                                      precision="int8", batch_sizes=[1, 2], search=True, check_numerics=False,
+                                      accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
+    assert result.status == "ok", result.errors
+    assert result.backend["name"] == "fake" and result.backend["options"] == {"compile": True}
+    assert result.tables["search_decision"]["reused"] is True
+    assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
+    table = search_table(result)
+    assert list(table["candidate"]) == ["fake int8 (cpu)"] and table["status"].iloc[0] == "chosen"
+    assert "compiled, chosen by search" in measured_hardware(result)
+
+
+def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypatch):
+    from kit.profiles import jobs_for
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    jobs = {j.name: j.parameters for j in jobs_for("quick", "cpu")}
+    bert = jobs["bert-torch-fp32_FP16"]
+    assert bert["search"] is True and bert["search_depth"] == "quick" and "search_force" not in bert
+    plan = {"backend": "onnxruntime", "precision": "fp16", "device": "cpu",
+            "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"}, "threads": 1, "precision_note": "searched"}
+    _stored_plan("bert-torch-fp32", "FP16", bert["batch_sizes"][0], plan)
+    bert = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
+    assert {k: bert[k] for k in plan} == plan
+    forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
+    assert forced["search_force"] is True and forced["precision_note"] != "searched"
+    assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]

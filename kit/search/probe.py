@@ -69,11 +69,11 @@ def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float]:
     batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
     mean = ns.mean()
     if ns.size < 2:
-        return m.throughput, math.nan, math.nan
+        return float(m.throughput), math.nan, math.nan
     t = next((v for k, v in sorted(T95.items()) if k >= ns.size - 1), 1.96)
     half = t * ns.std(ddof=1) / math.sqrt(ns.size)
     fast, slow = max(mean - half, 1.0), mean + half
-    return m.throughput, batch * 1e9 / slow, batch * 1e9 / fast
+    return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast)
 
 
 def reference_scale(outputs: list[np.ndarray]) -> float:
