@@ -101,7 +101,7 @@ def test_choice_keeps_todays_mapping_within_noise():
     probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
     d = row.choose(probes, "FP16", (), today)
     assert d["chosen"] == "ort fp16" and d["ratio_vs_today"] == 1.0
-    assert "interval overlaps" in probes[1].reason
+    assert "reaches below" in probes[1].reason
 
 
 def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():

@@ -4,8 +4,9 @@ reference, and cache the decision with its probe table.
 
 Candidates are measured one at a time (one session in memory besides the reference outputs), each
 through the kit's own timed window. The configuration the published-precision mapping picks
-("today's mapping") is always measured, so every decision states its ratio to it; a candidate whose
-interval overlaps today's is not preferred to it (a search never trades the mapping for noise).
+("today's mapping") is always measured, so every decision states its ratio to it; a faster candidate
+replaces it only when the candidate's whole 95 % interval lies above today's throughput (a search
+never trades the mapping for noise).
 
 >>> SearchSettings("quick").measure_config().min_duration_s
 1.0
@@ -208,15 +209,15 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
     best = max(measured, key=lambda p: p.throughput)
     kept_for_noise = False
     if today_probe is not None and today_probe.status == "measured" and best is not today_probe \
-            and not separated(best, today_probe):
+            and not clearly_faster(best, today_probe):
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = "chosen" if p is best else "lost"
         if p is not best:
             p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput"
             if kept_for_noise and p.throughput > best.throughput:
-                p.reason = ("faster by its point estimate, but its interval overlaps today's mapping's: "
-                            "today's mapping kept")
+                p.reason = ("faster by its point estimate, but its interval reaches below today's "
+                            "mapping's throughput: today's mapping kept")
     ratio, ratio_iv = ratio_to(best, today_probe)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
             "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
@@ -224,6 +225,13 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
             "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
             "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
             "probes": [p.to_dict() for p in probes]}
+
+
+def clearly_faster(a: Probe, b: Probe) -> bool:
+    """Whether a's whole interval lies above b's throughput (no interval: the point estimates)."""
+    if a.low is None or a.low != a.low:
+        return a.throughput > b.throughput
+    return a.low > b.throughput
 
 
 def separated(a: Probe, b: Probe) -> bool:
