@@ -259,8 +259,10 @@ def plan_of_choice(choice: PrecisionChoice) -> dict:
 def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str,
          native16: tuple[str, ...], ratio: float | None, measured: list[Probe]) -> str:
     """The precision note a report prints for the chosen configuration."""
-    head = (f"chosen by the per-row search: {best.label}, the fastest of {len(measured)} measured candidates "
-            f"within numerics tolerance")
+    head = (f"chosen by the per-row search: {best.label}, "
+            + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
+               else "the only candidate measured within numerics tolerance (the others: not eligible, not "
+                    "probed at this depth, or failed)"))
     if ratio is not None and best is not today_probe:
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})"
     elif best is today_probe:
