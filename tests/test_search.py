@@ -220,3 +220,20 @@ def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypat
     forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
     assert forced["search_force"] is True and forced["precision_note"] != "searched"
     assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
+
+
+def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, small, monkeypatch):
+    from kit.errors import CorruptModel
+    from kit.studies import model_benchmark
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+
+    def broken(*a, **k):
+        raise CorruptModel("ONNX Runtime cannot load it")
+
+    monkeypatch.setattr("kit.search.decide", broken)
+    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", batch_sizes=[1], search=True,
+                                      check_numerics=False, accuracy=False, roofline=False, warmup=0,
+                                      min_duration_s=0.01, min_count=2))
+    assert result.status == "ok" and result.backend["name"] == "fake"
+    assert any("search not completed" in n and "cannot load" in n for n in result.notes)

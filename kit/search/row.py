@@ -80,7 +80,8 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
         return stored, True
     decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed)
     decision["key"] = key
-    decision["cache_file"] = cache.store_decision(decision).name
+    decision["cache_file"] = cache.decision_path(key).name
+    cache.store_decision(decision)
     return decision, False
 
 
