@@ -20,6 +20,8 @@ import json
 import os
 import statistics
 import sys
+import traceback
+from pathlib import Path
 
 from benchmarks.common import env_float, env_int, load_note, strict
 from kit.backends import BackendConfig, require_backend
@@ -139,7 +141,9 @@ def main() -> int:
         try:
             r = bench_row(name, published, depth, force, rounds, seconds)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
-            print(f"  {name} {published}: FAILED ({type(exc).__name__}: {exc})", flush=True)
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            print(f"  {name} {published}: FAILED ({type(exc).__name__}: {exc}; at {Path(where.filename).name}:"
+                  f"{where.lineno})", flush=True)
             missed = True
             continue
         print_row(r)

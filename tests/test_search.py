@@ -237,3 +237,14 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
                                       min_duration_s=0.01, min_count=2))
     assert result.status == "ok" and result.backend["name"] == "fake"
     assert any("search not completed" in n and "cannot load" in n for n in result.notes)
+
+
+def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outputs, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0})
+    busy = cache.usable_cores() + 4.0
+    assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
+    assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
+    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": False})
+    assert cache.load_decision(key, load_now=0.1) is not None

@@ -4,7 +4,9 @@ the published precision and batch size, the hardware fingerprint and the softwar
 A decision is stored with its whole probe table under outputs/cache/search/. A changed key (another
 CPU, a new torch or ONNX Runtime, a new search version) finds no file and searches again; `force`
 searches again whatever is stored. A decision made by a quick search serves quick lookups only; a
-full search's decision serves both.
+full search's decision serves both. A decision searched on a contended machine (load average above
+the cores) is reused only while the machine is still contended: once it is quiet, the row is
+searched again, so a choice that only contention favoured (fewer threads) does not outlive it.
 """
 
 from __future__ import annotations
@@ -62,15 +64,26 @@ def decision_path(key: dict, directory: Path | None = None) -> Path:
     return directory / f"{name}-{key['published']}-b{key['batch_size']}-{key_hash(key)}.json"
 
 
-def load_decision(key: dict, depth: str = "quick", directory: Path | None = None) -> dict | None:
-    """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, or
-    made for another key)."""
+def contended(load_average: float, cores: int) -> bool:
+    """A machine whose 1-minute load average exceeds its cores: other work shares every core, which
+    favours fewer threads and blurs small differences."""
+    return load_average > cores
+
+
+def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
+                  load_now: float | None = None) -> dict | None:
+    """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
+    for another key, or searched on a contended machine that is quiet now: then it is searched again)."""
     path = decision_path(key, directory)
     try:
         stored = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if stored.get("key") != key or DEPTH_RANK.get(stored.get("depth"), -1) < DEPTH_RANK[depth]:
+        return None
+    cores = usable_cores()
+    now = os.getloadavg()[0] if load_now is None else load_now
+    if stored.get("contended") and not contended(now, cores):
         return None
     return stored
 

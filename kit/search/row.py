@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from kit.backends import BackendConfig, require_backend
+from kit.environment import usable_cores
 from kit.errors import InvalidParameter
 from kit.measure import MeasureConfig
 from kit.models.spec import ExportedModel
@@ -92,7 +93,7 @@ def today_plan(model: ExportedModel, published: str, kind: str) -> PrecisionChoi
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
                *, candidates: list[RowCandidate] | None = None, seed: int = 0) -> dict:
     """Measure every candidate for the row and choose; returns the decision (not cached)."""
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
     today = today_plan(model, published, kind)
     candidates = list(candidates if candidates is not None else row_candidates(model.framework, kind))
     if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
@@ -107,7 +108,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
         "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
         "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
-        "load_average": os.getloadavg()[0], "cores": os.cpu_count(),
+        "load_average": (load_before + os.getloadavg()[0]) / 2, "cores": usable_cores(),
+        "contended": cache.contended((load_before + os.getloadavg()[0]) / 2, usable_cores()),
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     return decision
