@@ -59,15 +59,17 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
     """Both configurations loaded, timed in alternating rounds; per-round throughputs."""
     inputs = model.make_inputs(batch)
     sessions = {"best": load(model, best, batch)}
-    sessions["today"] = sessions["best"] if best == today else load(model, today, batch)
+    sides = ("best",) if best == today else ("best", "today")
+    if best != today:
+        sessions["today"] = load(model, today, batch)
     cfg = MeasureConfig(warmup=2, min_duration_s=seconds, min_count=3)
     per = {"best": [], "today": []}
     try:
         for r in range(rounds):
-            for side in (("best", "today") if r % 2 == 0 else ("today", "best")):
+            for side in (sides if r % 2 == 0 else sides[::-1]):
                 per[side].append(sessions[side].measure_window(inputs, batch, cfg).throughput)
     finally:
-        for s in {id(s): s for s in sessions.values()}.values():
+        for s in sessions.values():
             s.close()
         gc.collect()
     return per
@@ -82,8 +84,10 @@ def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, s
                  "options": {}, "threads": None}
     best = {k: decision["plan"][k] for k in today_cfg}
     per = head_to_head(model, best, today_cfg, batch, rounds, seconds)
-    ratios = sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
+    # the same configuration on both sides is 1.0 by definition; its rounds only measure the noise
+    ratios = [1.0] if best == today_cfg else sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
     thr = statistics.median(per["best"])
+    per["today"] = per["today"] or per["best"]
     peak = cpu_peak_gflops(best["precision"])
     traffic = graph_traffic(model.onnx_path, model.inputs)
     roof = position(model.flops_per_sample, bytes_per_sample(traffic, best["precision"], batch),
