@@ -104,12 +104,12 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
     decision = choose(probes, published, native16, today)
+    load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
     decision.update({
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
         "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
         "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
-        "load_average": (load_before + os.getloadavg()[0]) / 2, "cores": usable_cores(),
-        "contended": cache.contended((load_before + os.getloadavg()[0]) / 2, usable_cores()),
+        "load_average": round(load, 2), "cores": usable_cores(), "contended": cache.contended(load, usable_cores()),
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     return decision
