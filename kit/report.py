@@ -64,7 +64,8 @@ def search_table(result: RunResult) -> pd.DataFrame:
         thr = p.get("throughput")
         rows.append({"candidate": p["label"] + (" [today's mapping]" if p.get("today") else ""),
                      "status": p["status"], "samples/s": None if thr is None else round(thr, 3),
-                     "95% interval": "" if p.get("low") is None else f"{p['low']:.3g}-{p['high']:.3g}",
+                     "95% interval": "" if p.get("low") is None else
+                     f"{p['low']:.3g}-{'unbounded' if p.get('high') is None else format(p['high'], '.3g')}",
                      "x today's mapping": None if thr is None or not today else round(thr / today, 3),
                      "rel. error": None if num.get("relative_error") is None else float(f"{num['relative_error']:.3g}"),
                      "tolerance": num.get("tolerance"), "load (s)": p.get("load_s"),

@@ -248,3 +248,18 @@ def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outpu
     assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
     cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": False})
     assert cache.load_decision(key, load_now=0.1) is not None
+
+
+def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero():
+    from kit.measure import BatchMeasurement
+    from kit.search.probe import throughput_interval
+
+    steady = BatchMeasurement(2, "single", 1, [[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
+    thr, low, high = throughput_interval(steady)
+    assert low < thr < high
+    spiky = BatchMeasurement(2, "single", 1, [[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]])
+    thr, low, high = throughput_interval(spiky)
+    assert high is None and 0 < low < thr
+    a = _measured("a", 10.0, 9.0, 11.0)
+    b = _measured("b", 5.0, 4.0, None)
+    assert not row.separated(a, b) and row.clearly_faster(a, b)

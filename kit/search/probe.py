@@ -63,8 +63,10 @@ class Probe:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
-def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float]:
-    """(samples/s, low, high): batch / mean call time, with a 95 % interval from the calls' spread."""
+def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float | None]:
+    """(samples/s, low, high): batch / mean call time, with a 95 % interval from the calls' spread;
+    `high` is None where the interval of the mean call time reaches down to zero (a few calls with
+    outliers): no upper bound."""
     ns = np.array([end - start for thread in m.calls for start, end in thread], dtype=np.float64)
     batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
     mean = ns.mean()
@@ -72,8 +74,8 @@ def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float]:
         return float(m.throughput), math.nan, math.nan
     t = next((v for k, v in sorted(T95.items()) if k >= ns.size - 1), 1.96)
     half = t * ns.std(ddof=1) / math.sqrt(ns.size)
-    fast, slow = max(mean - half, 1.0), mean + half
-    return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast)
+    fast, slow = mean - half, mean + half
+    return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast) if fast > 0 else None
 
 
 def reference_scale(outputs: list[np.ndarray]) -> float:

@@ -239,9 +239,9 @@ def clearly_faster(a: Probe, b: Probe) -> bool:
 
 def separated(a: Probe, b: Probe) -> bool:
     """Whether a's throughput interval lies wholly above b's (no interval: the point estimates)."""
-    if None in (a.low, a.high, b.low, b.high) or any(v != v for v in (a.low, b.high)):
+    if a.low is None or a.low != a.low:
         return a.throughput > b.throughput
-    return a.low > b.high
+    return b.high is not None and a.low > b.high  # no upper bound on b: not separated
 
 
 def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
