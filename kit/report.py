@@ -89,6 +89,13 @@ def roofline_table(result: RunResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def peaks_table(result: RunResult) -> pd.DataFrame:
+    """The device's nominal peak at every precision (int8 in GOPS), with method and source."""
+    cols = ["precision", "peak", "unit", "native", "method", "source"]
+    return pd.DataFrame([{"peak": p["gflops"], **{c: p.get(c) for c in cols if c != "peak"}}
+                         for p in result.tables.get("peaks") or []], columns=cols)
+
+
 def accuracy_table(result: RunResult) -> pd.DataFrame:
     """The published accuracy (or numeric) metric: value and status, or why it is not measured."""
     cols = ["metric", "value", "status", "dataset", "data_percent"]

@@ -145,8 +145,10 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
+    from kit.environment import cpu_peaks
     from kit.roofline import figure_rows
 
+    result.tables["peaks"] = cpu_peaks() if hardware.kind_of(cfg.device) == "cpu" else []
     peak = ((result.backend or {}).get("device_info") or {}).get("peak")
     if hardware.kind_of(cfg.device) != "cpu" or not peak or not model.flops_per_sample:
         result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
