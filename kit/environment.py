@@ -59,23 +59,51 @@ def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> flo
     return 8.0
 
 
-def cpu_peak_gflops(precision: str = "fp32") -> dict:
-    """Nominal peak of the usable cores at the reported clock, with the method.
+PEAK_PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+PEAK_SOURCE = ("nominal: instruction rate from /proc/cpuinfo flags and the CPU family, at the clock in "
+               "cpufreq's cpuinfo_max_freq (else /proc/cpuinfo 'cpu MHz'), times the usable cores")
 
-    bf16 dot products (avx512_bf16) double the fp32 rate, int8 VNNI quadruples it. A CPU that
-    boosts above its reported clock can exceed this figure.
+
+def precision_rate(precision: str, flags: frozenset[str]) -> tuple[float, bool, str]:
+    """(multiple of the fp32 FMA rate, native?, why) for `precision` on a CPU with `flags`.
+
+    bf16 dot products (avx512_bf16 VDPBF16PS) do 2 multiply-adds per 32-bit lane; fp16 is native
+    only with avx512_fp16 (2 per lane), else converted to fp32; int8 VNNI (VPDPBUSD) does 4 per
+    32-bit lane, counted as 2 operations each (GOPS, not FLOP/s). AMX tiles are not modelled.
+    """
+    if precision in ("bf16",) and "avx512_bf16" in flags:
+        return 2.0, True, "avx512_bf16: 2 bf16 multiply-adds per 32-bit lane"
+    if precision == "fp16" and "avx512_fp16" in flags:
+        return 2.0, True, "avx512_fp16: 32 fp16 lanes per 512-bit vector"
+    if precision in ("int8", "fp8") and flags & {"avx512_vnni", "avx_vnni"}:
+        return 4.0, True, "VNNI: 4 int8 multiply-adds per 32-bit lane; int8 operations, not FLOPs"
+    if precision in ("bf16", "fp16", "int8", "fp8"):
+        return 1.0, False, f"no native {precision} arithmetic: converted to fp32, so the fp32 rate"
+    return 1.0, True, "fp32 FMA"
+
+
+def cpu_peak_gflops(precision: str = "fp32") -> dict:
+    """Nominal peak of the usable cores at the reported clock, with the method and source.
+
+    int8 is in GOPS (2 operations per multiply-add, as FLOPs are counted), stated separately from
+    the floating-point peaks. A CPU that boosts above its reported clock can exceed this figure.
     """
     flags = cpu_flags()
     ghz = _max_ghz()
-    per_cycle = fp32_flops_per_cycle(flags, *cpu_vendor_family())
-    if precision in ("bf16", "fp16") and "avx512_bf16" in flags:
-        per_cycle *= 2
-    if precision in ("int8", "fp8") and "avx512_vnni" in flags:
-        per_cycle *= 4
+    base = fp32_flops_per_cycle(flags, *cpu_vendor_family())
+    factor, native, why = precision_rate(precision, flags)
+    per_cycle = base * factor
     peak = per_cycle * ghz * usable_cores()
-    return {"gflops": round(peak, 1), "precision": precision,
-            "method": f"{per_cycle:g} FLOP/cycle/core x {ghz:.2f} GHz (reported clock; boost can exceed "
-                      f"it) x {usable_cores()} cores"}
+    unit = "GOPS" if precision in ("int8", "fp8") else "GFLOP/s"
+    return {"gflops": round(peak, 1), "precision": precision, "unit": unit, "native": native,
+            "method": f"{per_cycle:g} {'op' if unit == 'GOPS' else 'FLOP'}/cycle/core ({why}) x {ghz:.2f} GHz "
+                      f"(reported clock; boost can exceed it) x {usable_cores()} cores",
+            "source": PEAK_SOURCE}
+
+
+def cpu_peaks() -> list[dict]:
+    """The nominal peak at every precision (fp32, bf16, fp16, int8), each with method and source."""
+    return [cpu_peak_gflops(p) for p in PEAK_PRECISIONS]
 
 
 @functools.cache

@@ -56,7 +56,19 @@ def plan_params(plan: PrecisionChoice) -> dict:
             "precision_note": plan.note}
 
 
-def model_jobs(profile: str, kind: str) -> list[Job]:
+SEARCHED_KINDS = ("cpu", "cuda")  # the IPU runs its published settings
+
+
+def searched_plan(model: str, published_precision: str, batch: int, kind: str, depth: str) -> dict | None:
+    """The plan a cached per-row search decided for this row (model, precision, batch, hardware,
+    software), or None when no decision fits; the job then searches (kit.search)."""
+    from kit.search import decision_key, load_decision
+
+    decision = load_decision(decision_key(model, published_precision, batch, kind), depth)
+    return dict(decision["plan"]) if decision and not decision.get("fallback") else None
+
+
+def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
     jobs = []
     for _, row in published.headline_rows().iterrows():
         settings = published.ipu_run_settings(row.model, row.precision)
@@ -67,13 +79,18 @@ def model_jobs(profile: str, kind: str) -> list[Job]:
         params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
                   "clients": clients, **plan_params(row_plan(row.model, row.precision, kind)),
                   **TIMING[profile]}
+        if kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse the decision
+            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}))
+            if not research:
+                params.update(searched_plan(row.model, row.precision, max(batches), kind, profile) or {})
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
                         timeout_s=900 if profile == "quick" else 3600))
     return jobs
 
 
-def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
-    """Every job of `profile`, all on the one kind `hardware` resolves to."""
+def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False) -> list[Job]:
+    """Every job of `profile`, all on the one kind `hardware` resolves to; `research` makes each
+    model job search its row again instead of reusing a cached decision."""
     if profile not in PROFILES:
         raise InvalidParameter("profile", profile, f"one of {', '.join(PROFILES)}")
     kind = hw.resolve(hardware)
@@ -84,7 +101,7 @@ def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
           **plan_params(row_plan(C2_MODEL, "FP16", kind))}
     server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind)), **SERVER[profile]}
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
-            + model_jobs(profile, kind)
+            + model_jobs(profile, kind, research)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
                Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
                Job("summary", "summary.ipynb", {}, 300, after_all=True)])

@@ -92,6 +92,51 @@ def numerics_table(result: RunResult) -> pd.DataFrame:
     return pd.DataFrame(result.numerics, columns=cols)
 
 
+def search_table(result: RunResult) -> pd.DataFrame:
+    """Every candidate of the per-row search: throughput with its interval, numerics, and why it
+    lost (or that it was chosen); empty when the run was not searched."""
+    cols = ["candidate", "status", "samples/s", "95% interval", "x today's mapping", "rel. error",
+            "tolerance", "load (s)", "reason"]
+    probes = result.tables.get("search") or []
+    today = next((p["throughput"] for p in probes if p.get("today") and p.get("throughput")), None)
+    rows = []
+    for p in probes:
+        num = p.get("numerics") or {}
+        thr = p.get("throughput")
+        rows.append({"candidate": p["label"] + (" [today's mapping]" if p.get("today") else ""),
+                     "status": p["status"], "samples/s": None if thr is None else round(thr, 3),
+                     "95% interval": "" if p.get("low") is None else
+                     f"{p['low']:.3g}-{'unbounded' if p.get('high') is None else format(p['high'], '.3g')}",
+                     "x today's mapping": None if thr is None or not today else round(thr / today, 3),
+                     "rel. error": None if num.get("relative_error") is None else float(f"{num['relative_error']:.3g}"),
+                     "tolerance": num.get("tolerance"), "load (s)": p.get("load_s"),
+                     "reason": p.get("reason") or p.get("why", "")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def roofline_table(result: RunResult) -> pd.DataFrame:
+    """Each figure's roofline position: FLOPs and bytes per sample, intensity, the bound it sits
+    under, the fraction of that bound achieved, and a flag when far below it."""
+    cols = ["batch_size", "precision", "GFLOP/sample", "MB/sample (est.)", "FLOP/byte", "ridge FLOP/byte",
+            "bound", "attainable", "achieved", "fraction of bound", "far below", "peak", "bandwidth (GB/s)"]
+    rows = [{"batch_size": r["batch_size"], "precision": r["precision"],
+             "GFLOP/sample": round(r["flops_per_sample"] / 1e9, 3),
+             "MB/sample (est.)": round(r["bytes_per_sample"] / 1e6, 2),
+             "FLOP/byte": round(r["intensity_flop_per_byte"], 1), "ridge FLOP/byte": round(r["ridge_flop_per_byte"], 1),
+             "bound": r["bound"], "attainable": round(r["attainable_gflops"], 1),
+             "achieved": round(r["achieved_gflops"], 1), "fraction of bound": round(r["fraction_of_bound"], 3),
+             "far below": "FLAG" if r["far_below"] else "", "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
+             "bandwidth (GB/s)": r["bandwidth_gbs"]} for r in result.tables.get("roofline") or []]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def peaks_table(result: RunResult) -> pd.DataFrame:
+    """The device's nominal peak at every precision (int8 in GOPS), with method and source."""
+    cols = ["precision", "peak", "unit", "native", "method", "source"]
+    return pd.DataFrame([{"peak": p["gflops"], **{c: p.get(c) for c in cols if c != "peak"}}
+                         for p in result.tables.get("peaks") or []], columns=cols)
+
+
 def accuracy_table(result: RunResult) -> pd.DataFrame:
     """The published accuracy (or numeric) metric: value and status, or why it is not measured."""
     cols = ["metric", "value", "status", "dataset", "data_percent"]
@@ -165,6 +210,7 @@ def provenance(result: RunResult) -> str:
         "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
         "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
+        "Roofline": roofline_method(result),
         "Measured at": result.created_at,
     }
     for note in result.notes:
@@ -173,6 +219,16 @@ def provenance(result: RunResult) -> str:
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
     return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+
+
+def roofline_method(result: RunResult) -> str:
+    rows = result.tables.get("roofline") or []
+    if not rows:
+        return ""
+    r = rows[0]
+    return (f"bytes per sample: {r['bytes_method']} ({r['unresolved_tensors']} tensors without static shapes "
+            f"not counted), weights at the run's precision shared by the batch; bandwidth "
+            f"{r['bandwidth_gbs']} GB/s, {r['bandwidth_method']}; a figure below 25 % of its bound is flagged")
 
 
 def error_banner(result: RunResult) -> str:

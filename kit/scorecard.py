@@ -87,6 +87,10 @@ def measured_hardware(result: RunResult) -> str:
     """The device's name and class, the backend and precision, and '[not run on an IPU]' where due."""
     on = measured_on(result)
     what = f"; {result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
+    if result.backend and result.backend.get("options", {}).get("compile"):
+        what += " compiled"
+    if result.tables.get("search_decision"):
+        what += ", chosen by search"
     tail = " [not run on an IPU]" if on.emulated else ""
     return f"{on.name} ({on.hardware_class}{what}){tail}"
 

@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
 CASES = {
     "published_results": ({}, True),
-    "model_benchmark": ({"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1, 2],
+    "model_benchmark": ({"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1, 2], "search": True,
                          "accuracy": False, **SMALL_TIMING}, True),
     "c2_study": ({"small": True, "batch_sizes": [2, 4], **SMALL_TIMING}, True),
     "server_scenario": ({"small": True, "policies": [[1, 0.0]], "min_duration_s": 0.2,
@@ -47,6 +47,8 @@ def test_notebook_runs_under_papermill(name, outputs, tmp_path):
     data = json.loads(results.read_text())
     assert data["status"] == "ok", data["errors"]
     assert data["kind"] == name
+    if params.get("search"):  # the per-row search ran and its table is in the results
+        assert data["tables"]["search"] and data["tables"]["roofline"]
 
 
 def test_committed_notebooks_are_thin_and_without_outputs():

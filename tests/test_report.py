@@ -76,3 +76,16 @@ def test_random_weights_sentence_says_what_a_diff_means(result):
     text = interpretation(result)
     assert "numeric diffs do not depend" not in text
     assert "numeric diffs do" in text and "not compared with the published Mean Diff" in text
+
+
+def test_roofline_table_places_each_figure(result):
+    from kit.report import roofline_table
+
+    t = roofline_table(result)
+    assert list(t["batch_size"]) == [1, 2] and set(t["bound"]) <= {"compute", "memory"}
+    assert (t["MB/sample (est.)"] > 0).all() and (t["FLOP/byte"] > 0).all()
+    assert t["MB/sample (est.)"].iloc[1] < t["MB/sample (est.)"].iloc[0]  # weights shared by the batch
+    from kit.report import peaks_table
+
+    peaks = peaks_table(result)
+    assert list(peaks["precision"]) == ["fp32", "bf16", "fp16", "int8"] and peaks["method"].str.len().min() > 0

@@ -53,13 +53,13 @@ def test_model_benchmark_on_the_fake_backend_keeps_warmup_outside_the_window(out
     from kit.studies import model_benchmark as mb
 
     monkeypatch.setattr(mb, "sampler_for", lambda device, enabled, **kw: ConstantSampler())
-    result = model_benchmark.run({**FAST_MODEL, "warmup": 25})
+    result = model_benchmark.run({**FAST_MODEL, "warmup": 100})
     assert result.status == "ok", result.errors
     for m in result.measurements:
         assert m["latency"]["count"] >= 5 and m["latency"]["mean_ms"] >= 2.0
         assert m["power"]["method"] == "measured" and m["power"]["mean_w"] == pytest.approx(10.0)
-        # the power window holds the timed calls only: 25 warm-up calls (>= 50 ms) are outside it
-        assert abs(m["power"]["duration_s"] - m["wall_time_s"]) < 0.025
+        # the power window holds the timed calls only: 100 warm-up calls (>= 200 ms) are outside it
+        assert abs(m["power"]["duration_s"] - m["wall_time_s"]) < 0.1
     assert [s.closed for s in fake_backend.sessions] == [True, True]
     assert any("as given in the parameters" in n for n in result.notes)
 
@@ -88,9 +88,10 @@ def test_an_unexpected_exception_still_ends_as_a_result(outputs, fake_backend, m
 
 
 @pytest.mark.parametrize("model", ["roformer-tf-fp32", "widedeep-tf-fp32", "resnet50-torch-fp32"])
-def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fake_backend, model):
+def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fake_backend, model, monkeypatch):
     """Bug (issue 11): the ORT fp16 rows' reports said 'bf16 (torch)': the benchmark rebuilt the
     note with framework='torch'. The plan's note now travels in the job parameters."""
+    monkeypatch.setattr("kit.profiles.searched_plan", lambda *a: None)  # no cached search decision
     job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
     plan = row_plan(model, "FP16", "cpu")
     assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend

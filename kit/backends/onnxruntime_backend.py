@@ -41,6 +41,7 @@ CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it wo
 HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
 DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
                    "with published host-to-host rows")
+GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
 class OrtSession(Session):
@@ -129,7 +130,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             preload_cuda_libraries(ort)
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, graph_optimization(config))
         opts.intra_op_num_threads = config.threads or usable_cores()
         opts.inter_op_num_threads = 1
         profile_dir = None
@@ -166,7 +167,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         description = {
             "backend": self.name, "device": config.device, "providers": session.get_providers(),
             "precision": config.precision, "threads": opts.intra_op_num_threads,
-            "graph_optimization": "ORT_ENABLE_ALL", "io_binding": config.device == "cpu",
+            "graph_optimization": graph_optimization(config), "io_binding": config.device == "cpu",
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.precision != "fp32":
@@ -268,6 +269,14 @@ def trt_cache_dir(options: dict, gpu_name: str) -> Path:
     text = json.dumps({"trt": tensorrt_version(), "ort": onnxruntime_version(), "gpu": gpu_name,
                        "options": keyed}, sort_keys=True, default=str)
     return cache_dir() / "tensorrt" / f"trt-{tensorrt_version() or 'unknown'}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
+
+def graph_optimization(config: BackendConfig) -> str:
+    """config.options['graph_optimization'] (default ORT_ENABLE_ALL), checked."""
+    level = config.options.get("graph_optimization", "ORT_ENABLE_ALL")
+    if level not in GRAPH_OPTIMIZATION:
+        raise InvalidParameter("graph_optimization", level, f"one of {', '.join(GRAPH_OPTIMIZATION)}")
+    return level
 
 
 def provider_options(config: BackendConfig) -> dict[str, dict]:

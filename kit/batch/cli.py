@@ -52,7 +52,7 @@ def reproduce(args: argparse.Namespace) -> int:
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
     hardware = ",".join(kinds)
-    jobs = select(jobs_on(args.profile, kinds), args.only)
+    jobs = select(jobs_on(args.profile, kinds, research=force), args.only)
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
@@ -97,12 +97,13 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
 
 
-def jobs_on(profile: str, kinds: list[str]) -> list[Job]:
+def jobs_on(profile: str, kinds: list[str], research: bool = False) -> list[Job]:
     """The profile's jobs on each kind. With several kinds a job whose parameters differ by kind
-    runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once."""
+    runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once.
+    `research` (FORCE) makes each model job search its row again."""
     if len(kinds) == 1:
-        return jobs_for(profile, kinds[0])
-    per_kind = {kind: jobs_for(profile, kind) for kind in kinds}
+        return jobs_for(profile, kinds[0], research=research)
+    per_kind = {kind: jobs_for(profile, kind, research=research) for kind in kinds}
     jobs: list[Job] = []
     for i, job in enumerate(per_kind[kinds[0]]):
         variants = {kind: per_kind[kind][i] for kind in kinds}

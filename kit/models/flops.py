@@ -114,3 +114,36 @@ def _einsum(node, shapes) -> float | None:
 
 
 COUNTERS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum}
+
+
+def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> dict:
+    """What one call moves, from the graph at batch size 1 (a documented, unfused estimate).
+
+    `weight_elements`: every floating-point initializer (read once per call, so shared by the
+    batch's samples); `activation_elements`: every node's non-initializer inputs (read) and outputs
+    (written) at batch 1, as if each operator ran alone with no fusion and no cache reuse (an upper
+    estimate of the DRAM traffic; fusion and caches move less). `unresolved` counts tensors whose
+    shape inference left dynamic (not counted).
+    """
+    import onnx
+
+    model = onnx.load(str(onnx_path))
+    fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
+    shapes = inferred_shapes(model)
+    initializers = {init.name for init in model.graph.initializer}
+    float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
+                   onnx.TensorProto.DOUBLE}
+    weights = sum(prod(init.dims) for init in model.graph.initializer if init.data_type in float_types)
+    constants = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    activations, unresolved = 0, set()
+    for node in model.graph.node:
+        for name in [*node.input, *node.output]:
+            if not name or name in initializers or name in constants:
+                continue
+            if name in shapes:
+                activations += prod(shapes[name])
+            else:
+                unresolved.add(name)
+    return {"weight_elements": int(weights), "activation_elements": int(activations),
+            "unresolved": len(unresolved), "method": "unfused estimate at batch 1: floating-point initializers "
+            "once per call, every node's activation inputs read and outputs written"}

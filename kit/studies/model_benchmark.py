@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kit import progress
+from kit import hardware, progress
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
 from kit.measure import MeasureConfig, time_limit
@@ -50,6 +50,10 @@ class Config(RunsOnBackend):
     dataset_dir: str = ""  # default data/datasets/<dataset>/
     data_percent: float = 100.0
     options: dict = field(default_factory=dict)
+    search: bool = False  # choose backend/precision/options by the cached per-row search (kit.search)
+    search_depth: str = "quick"  # quick: short probes, no torch.compile; full: every candidate
+    search_force: bool = False  # search again even when a decision is cached
+    roofline: bool = True  # place each figure on the roofline (bytes from the graph, measured bandwidth)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,6 +67,8 @@ class Config(RunsOnBackend):
         validate_data_percent(self.data_percent)
         self.backend_config()  # validates threads
         self.measure_config()  # validates timing parameters
+        if self.search:
+            self.search_settings()
 
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
@@ -73,6 +79,10 @@ class Config(RunsOnBackend):
     def backend_config(self) -> BackendConfig:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
 
+    def search_settings(self):
+        from kit.search import SearchSettings
+
+        return SearchSettings(self.search_depth, force=self.search_force)
 
 
 def run(config: Config | dict) -> RunResult:
@@ -82,12 +92,14 @@ def run(config: Config | dict) -> RunResult:
 
 
 def execute(cfg: Config, result: RunResult) -> None:
-    result.notes.append(f"Precision: {cfg.note()}.")
-    backend = require_backend(cfg.backend)
     with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
         model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
                            input_shapes=cfg.input_shapes or None)
     result.model = model.describe()
+    if cfg.search:
+        cfg = searched_config(cfg, model, result)
+    result.notes.append(f"Precision: {cfg.note()}.")
+    backend = require_backend(cfg.backend)
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
@@ -100,6 +112,55 @@ def execute(cfg: Config, result: RunResult) -> None:
                               with_accuracy=i == 0, note=rounds.note)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
+    if cfg.roofline:
+        add_roofline(result, model, cfg)
+
+
+def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Config:
+    """The config with the row's searched plan (cached per row and hardware) in place of the
+    mapping's; the search's probe table goes into the result."""
+    from dataclasses import replace
+
+    from kit.search import decide
+
+    kind = hardware.kind_of(cfg.device)
+    if kind == "ipu":
+        result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
+        return cfg
+    batch = max(cfg.batch_sizes)
+    try:
+        decision, reused = decide(model, cfg.published_precision, batch, kind,
+                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed)
+    except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
+        result.notes.append(f"Per-row search not completed ({exc}): today's mapping kept.")
+        return cfg
+    plan = decision["plan"]
+    result.tables["search"] = decision["probes"]
+    result.tables["search_decision"] = {k: v for k, v in decision.items() if k != "probes"} | {"reused": reused}
+    result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
+                        f"{'decision reused from the cache' if reused else 'searched now'} "
+                        f"({decision.get('cache_file', '')}); chosen {decision['chosen']}.")
+    return replace(cfg, backend=plan["backend"], precision=plan["precision"], device=plan["device"],
+                   options={**cfg.options, **plan["options"]}, threads=plan["threads"] or cfg.threads,
+                   precision_note=plan["precision_note"])
+
+
+def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
+    """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
+    from kit.environment import cpu_peaks
+    from kit.roofline import figure_rows
+
+    result.tables["peaks"] = cpu_peaks() if hardware.kind_of(cfg.device) == "cpu" else []
+    peak = ((result.backend or {}).get("device_info") or {}).get("peak")
+    if hardware.kind_of(cfg.device) != "cpu" or not peak or not model.flops_per_sample:
+        result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
+        return
+    ok = [m for m in result.measurements if m.get("throughput")]
+    try:
+        result.tables["roofline"] = figure_rows(model.onnx_path, model.inputs, model.flops_per_sample,
+                                                cfg.precision, peak, ok)
+    except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
+        result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
 
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,

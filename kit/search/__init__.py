@@ -1,0 +1,13 @@
+"""Each published row at its fastest on the hardware at hand: a cached per-row search over backends,
+precisions and compilation, gated by precision class and numerics.
+
+`decide(model, published, batch, kind, SearchSettings(...))` returns the row's decision (the chosen
+plan, the ratio to today's mapping, and every candidate's probe), from the cache when one fits.
+"""
+
+from kit.search.cache import decision_key, load_decision
+from kit.search.candidates import RowCandidate, row_candidates
+from kit.search.row import SearchSettings, decide, search_row
+
+__all__ = ["RowCandidate", "SearchSettings", "decide", "decision_key", "load_decision", "row_candidates",
+           "search_row"]

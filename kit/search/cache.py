@@ -1,0 +1,99 @@
+"""Search decisions cached once per row and hardware: keyed by the model (name, weights, size, seed),
+the published precision and batch size, the hardware fingerprint and the software versions.
+
+A decision is stored with its whole probe table under outputs/cache/search/. A changed key (another
+CPU, a new torch or ONNX Runtime, a new search version) finds no file and searches again; `force`
+searches again whatever is stored. A decision made by a quick search serves quick lookups only; a
+full search's decision serves both. A decision searched on a contended machine (load average above
+the cores) is reused only while the machine is still contended: once it is quiet, the row is
+searched again, so a choice that only contention favoured (fewer threads) does not outlive it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from kit import hardware as hw
+from kit.environment import cpu_flags, cpu_model, usable_cores
+from kit.paths import cache_dir
+
+SEARCH_VERSION = 2  # bump when candidates, gates or the choice rule change
+SOFTWARE = ("torch", "onnxruntime", "onnx", "onnxconverter-common", "numpy", "tensorflow-cpu", "tf2onnx",
+            "transformers")
+FLAG_PREFIXES = ("avx", "amx", "fma", "sse4", "f16c")
+DEPTH_RANK = {"quick": 0, "full": 1}
+
+
+def hardware_fingerprint(kind: str) -> dict:
+    """What decides which configuration is fastest: the CPU (model, vector/matrix flags, cores) and
+    the GPUs."""
+    flags = sorted(f for f in cpu_flags() if f.startswith(FLAG_PREFIXES))
+    return {"kind": kind, "cpu": cpu_model(), "cores": usable_cores(), "flags": flags,
+            "gpus": list(hw.gpu_names()) if kind == "cuda" else []}
+
+
+def software_versions() -> dict:
+    versions = {"search": SEARCH_VERSION}
+    for name in SOFTWARE:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
+                 small: bool = False, seed: int = 0) -> dict:
+    return {"model": model, "weights": weights, "small": small, "seed": seed, "published": published.upper(),
+            "batch_size": int(batch_size), "hardware": hardware_fingerprint(kind),
+            "software": software_versions()}
+
+
+def key_hash(key: dict) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def decision_path(key: dict, directory: Path | None = None) -> Path:
+    directory = directory or cache_dir() / "search"
+    name = Path(str(key["model"])).name.removesuffix(".onnx")
+    return directory / f"{name}-{key['published']}-b{key['batch_size']}-{key_hash(key)}.json"
+
+
+def contended(load_average: float, cores: int) -> bool:
+    """A machine whose 1-minute load average exceeds its cores: other work shares every core, which
+    favours fewer threads and blurs small differences."""
+    return load_average > cores
+
+
+def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
+                  load_now: float | None = None) -> dict | None:
+    """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
+    for another key, or searched on a contended machine that is quiet now: then it is searched again)."""
+    path = decision_path(key, directory)
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if stored.get("key") != key or DEPTH_RANK.get(stored.get("depth"), -1) < DEPTH_RANK[depth]:
+        return None
+    cores = usable_cores()
+    now = os.getloadavg()[0] if load_now is None else load_now
+    if stored.get("contended") and not contended(now, cores):
+        return None
+    return stored
+
+
+def store_decision(decision: dict, directory: Path | None = None) -> Path:
+    """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
+    path = decision_path(decision["key"], directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(decision, f, indent=1, default=str)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,118 @@
+"""The configurations a row's search measures on the hardware at hand, each with its precision class
+and whether its arithmetic is native here.
+
+CPU: ONNX Runtime fp32/fp16/int8 with graph-optimisation and thread settings; PyTorch (zoo models
+built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA and
+TensorRT, PyTorch CUDA. `depth` says which search first measures a candidate: 'quick' candidates are
+measured by every search, 'full' ones (torch.compile's minutes of compilation; extra thread and
+graph settings) only by a full search.
+
+>>> [c.label for c in row_candidates("onnx", "cpu", flags={"avx512_bf16"}, cores=2)][:2]
+['onnxruntime fp32 (cpu)', 'onnxruntime fp32 graph=EXTENDED (cpu)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from kit.environment import cpu_flags, usable_cores
+from kit.errors import InvalidParameter
+from kit.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
+
+DEPTHS = ("quick", "full")
+
+
+@dataclass(frozen=True)
+class RowCandidate:
+    """One configuration: backend, precision, device, backend options and threads, with why."""
+
+    backend: str
+    precision: str
+    device: str = "cpu"
+    options: dict = field(default_factory=dict)
+    threads: int | None = None
+    native: bool = True  # False: the device only emulates this precision (conversions around fp32)
+    depth: str = "quick"
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        extra = []
+        if self.options.get("compile"):
+            extra.append("compile")
+        if self.options.get("graph_optimization"):
+            extra.append(f"graph={self.options['graph_optimization'].removeprefix('ORT_ENABLE_')}")
+        if self.threads:
+            extra.append(f"threads={self.threads}")
+        return " ".join([self.backend, self.precision, *extra]) + f" ({self.device})"
+
+    def plan(self) -> dict:
+        """The model_benchmark parameters that run this configuration."""
+        return {"backend": self.backend, "precision": self.precision, "device": self.device,
+                "options": dict(self.options), "threads": self.threads}
+
+    def matches(self, backend: str, precision: str, device: str, options: dict | None = None,
+                threads: int | None = None) -> bool:
+        return (self.backend, self.precision, self.device, self.options, self.threads) == (
+            backend, precision, device, dict(options or {}), threads)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+
+def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str] | None = None,
+                   providers: Iterable[str] = (), cores: int | None = None) -> list[RowCandidate]:
+    """Every configuration worth measuring for a model of `framework` ('torch', 'tensorflow',
+    'onnx') on `hardware` ('cpu' or 'cuda')."""
+    if hardware == "cpu":
+        return _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores())
+    if hardware == "cuda":
+        return _cuda(framework, set(providers))
+    raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")
+
+
+def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate]:
+    vnni = bool(flags & set(INT8_FLAGS))
+    bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
+    ort = "onnxruntime"
+    out = [RowCandidate(ort, "fp32", why="the fp32 reference; all graph optimisations"),
+           RowCandidate(ort, "fp32", options={"graph_optimization": "ORT_ENABLE_EXTENDED"}, depth="full",
+                        why="without layout optimisations (NCHWc), which can cost on small shapes"),
+           RowCandidate(ort, "fp16", native=False,
+                        why="fp16 ONNX (ONNX Runtime's x86 CPU kernels convert around fp32)"),
+           RowCandidate(ort, "int8", native=vnni, why="VNNI int8" if vnni else "int8 without VNNI")]
+    if cores > 1:
+        out += [RowCandidate(ort, p, threads=cores - 1, native=p != "fp16" and (p != "int8" or vnni),
+                             depth="full", why=f"{cores - 1} intra-op threads: leaves a core to the host")
+                for p in ("fp32", "int8")]
+    if framework != "torch":
+        return out
+    out += [RowCandidate("torch", "fp32", why="torch eager"),
+            RowCandidate("torch", "fp32", options={"compile": True}, depth="full",
+                         why="inductor, frozen weights"),
+            RowCandidate("torch", "bf16", native=bf16, why="bf16 autocast" + ("" if bf16 else " (emulated)")),
+            RowCandidate("torch", "bf16", options={"compile": True}, native=bf16, depth="full",
+                         why="inductor bf16, frozen weights"),
+            RowCandidate("torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")),
+            RowCandidate("torch", "int8", native=vnni, why="dynamic int8 Linear layers (torch.ao)")]
+    return out
+
+
+def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
+    ort = "onnxruntime"
+    out = [RowCandidate(ort, "fp32", "cuda", why="CUDA fp32"),
+           RowCandidate(ort, "fp16", "cuda", why="CUDA fp16 (tensor cores)")]
+    if "TensorrtExecutionProvider" in providers:
+        out += [RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16"),
+                RowCandidate(ort, "int8", "tensorrt", why="TensorRT int8 (QDQ)")]
+    if framework == "torch":
+        out += [RowCandidate("torch", p, "cuda", why=f"torch CUDA {p}") for p in ("fp32", "fp16", "bf16")]
+        out.append(RowCandidate("torch", "fp16", "cuda", options={"compile": True}, depth="full",
+                                why="inductor fp16 (CUDA graphs off)"))
+    return out
+
+
+def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:
+    """The 16-bit precisions these candidates run natively (decides whether fp32 may stand in)."""
+    return tuple(sorted({c.precision for c in candidates if c.precision in ("bf16", "fp16") and c.native}))

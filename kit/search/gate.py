@@ -1,0 +1,98 @@
+"""Which candidates may stand in for a published row: the precision-class gate and the numerics gate.
+
+A published FP16 row may run at a 16-bit type (bf16 or fp16), or at fp32 where every 16-bit type
+this hardware offers for the model is only emulated (and then fp32 wins only by being faster); a
+published FP8 row runs at an 8-bit type (int8). A candidate's outputs must also stay within a
+tolerance of the fp32 reference: the mean absolute difference relative to the reference's mean
+magnitude, per precision class, and no NaN/Inf the reference does not have.
+
+>>> precision_gate("fp32", "FP16", native16=("bf16",)) is None
+False
+>>> precision_gate("fp32", "FP16", native16=()) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kit.errors import InvalidParameter
+
+#: bits of each execution precision
+PRECISION_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "fp8": 8}
+#: bits of each published precision
+ROW_BITS = {"FP32": 32, "FP16": 16, "FP8": 8}
+#: relative mean |diff| allowed against the fp32 reference, per precision class (bits). bf16 keeps
+#: 8 significant bits (relative step 2^-8 = 0.4 %); through a deep network the mean error of a
+#: sound 16-bit run stays near 1 %, so 5 % catches a broken conversion without rejecting bf16.
+#: Dynamic/static int8 on random weights lands at a few to ~15 %; 25 % rejects garbage.
+REL_TOLERANCE = {32: 1e-3, 16: 0.05, 8: 0.25}
+
+
+def bits(precision: str) -> int:
+    if precision not in PRECISION_BITS:
+        raise InvalidParameter("precision", precision, f"one of {', '.join(PRECISION_BITS)}")
+    return PRECISION_BITS[precision]
+
+
+def row_bits(published: str) -> int:
+    if published.upper() not in ROW_BITS:
+        raise InvalidParameter("published precision", published, f"one of {', '.join(ROW_BITS)}")
+    return ROW_BITS[published.upper()]
+
+
+def precision_gate(precision: str, published: str, native16: Iterable[str]) -> str | None:
+    """None when `precision` may stand in for the `published` row, else why not.
+
+    `native16` lists the 16-bit types this hardware runs natively for the model (e.g. ('bf16',)
+    for a torch model on a CPU with avx512_bf16; () for an ONNX-only model on such a CPU, whose
+    fp16 ONNX Runtime only emulates).
+    """
+    have, want = bits(precision), row_bits(published)
+    native16 = tuple(native16)
+    if have == want:
+        return None
+    if want == 16 and have == 32:
+        if not native16:
+            return None
+        return (f"fp32 may stand in for an FP16 row only where 16-bit is emulated; "
+                f"{'/'.join(native16)} is native here")
+    if want == 8:
+        return f"{precision} is not an 8-bit type: an FP8 row runs int8"
+    return f"{precision} ({have}-bit) does not fit a {published} row"
+
+
+@dataclass(frozen=True)
+class NumericsVerdict:
+    """The numerics gate's outcome for one candidate."""
+
+    relative_error: float  # mean |diff| / mean |reference|
+    tolerance: float
+    extra_nonfinite: int  # NaN/Inf in the candidate beyond those of the reference
+    reason: str  # empty when within tolerance
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+    def to_dict(self) -> dict:
+        return {"relative_error": self.relative_error, "tolerance": self.tolerance,
+                "extra_nonfinite": self.extra_nonfinite, "numerics_ok": self.ok, "numerics_reason": self.reason}
+
+
+def numerics_gate(precision: str, mean_abs: float, reference_scale: float, extra_nonfinite: int = 0
+                  ) -> NumericsVerdict:
+    """Whether a candidate's mean |diff| against the fp32 reference is within its class's tolerance.
+
+    `reference_scale` is the mean |value| of the reference outputs.
+    """
+    tol = REL_TOLERANCE[bits(precision)]
+    rel = mean_abs / reference_scale if reference_scale > 0 else (0.0 if mean_abs == 0 else float("inf"))
+    if extra_nonfinite > 0:
+        return NumericsVerdict(rel, tol, extra_nonfinite,
+                               f"{extra_nonfinite} NaN/Inf values the fp32 reference does not have")
+    if not rel <= tol:
+        return NumericsVerdict(rel, tol, 0, f"mean |diff| is {rel:.3g} of the reference's mean |value|, "
+                                            f"above the {tol:g} allowed for {precision}")
+    return NumericsVerdict(rel, tol, 0, "")

@@ -1,0 +1,112 @@
+"""One candidate measured for a row: its numerics against the fp32 reference and its throughput,
+with an interval, through the kit's own timed window.
+
+The interval is the normal approximation of the mean call time over the probe's calls (Student t
+for few calls), turned into samples/s. It is the slot where the kit's own interval (kit.stats)
+goes once it exists: `throughput_interval` is the only function that computes it.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from kit.measure import BatchMeasurement, MeasureConfig
+from kit.numerics import NumericDiff
+
+# two-sided 95 % Student t quantiles for n - 1 degrees of freedom (n calls); 1.96 beyond
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+       15: 2.13, 20: 2.09, 30: 2.04}
+
+STATUSES = ("chosen", "lost", "not eligible", "failed numerics", "failed", "not probed")
+
+
+@dataclass
+class Probe:
+    """What the search learnt about one candidate; `status` is one of STATUSES, `reason` says why."""
+
+    label: str
+    backend: str
+    precision: str
+    device: str
+    options: dict
+    threads: int | None
+    native: bool
+    why: str
+    today: bool = False  # the published-precision mapping's own configuration
+    status: str = "not probed"
+    reason: str = ""
+    throughput: float | None = None  # samples/s
+    low: float | None = None  # 95 % interval of the throughput
+    high: float | None = None
+    calls: int = 0
+    load_s: float | None = None
+    numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs
+
+    @property
+    def measured(self) -> bool:
+        return self.throughput is not None
+
+    def plan(self) -> dict:
+        return {"backend": self.backend, "precision": self.precision, "device": self.device,
+                "options": dict(self.options), "threads": self.threads}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Probe:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float | None]:
+    """(samples/s, low, high): batch / mean call time, with a 95 % interval from the calls' spread;
+    `high` is None where the interval of the mean call time reaches down to zero (a few calls with
+    outliers): no upper bound."""
+    ns = np.array([end - start for thread in m.calls for start, end in thread], dtype=np.float64)
+    batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
+    mean = ns.mean()
+    if ns.size < 2:
+        return float(m.throughput), math.nan, math.nan
+    t = next((v for k, v in sorted(T95.items()) if k >= ns.size - 1), 1.96)
+    half = t * ns.std(ddof=1) / math.sqrt(ns.size)
+    fast, slow = mean - half, mean + half
+    return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast) if fast > 0 else None
+
+
+def reference_scale(outputs: list[np.ndarray]) -> float:
+    """Mean |value| over every reference output (the numerics gate's yardstick)."""
+    flat = np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outputs])
+    finite = flat[np.isfinite(flat)]
+    return float(np.abs(finite).mean()) if finite.size else 0.0
+
+
+def nonfinite(outputs: list[np.ndarray]) -> int:
+    return int(sum((~np.isfinite(np.asarray(o, dtype=np.float64))).sum() for o in outputs))
+
+
+def time_session(session, inputs: dict, batch: int, cfg: MeasureConfig) -> BatchMeasurement:
+    """The probe's timing: the kit's one timed window, no power sampling."""
+    return session.measure_window(inputs, batch, cfg, None)
+
+
+def release() -> None:
+    """Give a closed session's memory back before the next candidate loads."""
+    gc.collect()
+
+
+class Stopwatch:
+    def __enter__(self) -> Stopwatch:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+def numerics_record(diff: NumericDiff) -> dict:
+    return {"mean_abs": diff.mean_abs, "max_abs": diff.max_abs, "mean_rel": diff.mean_rel}

@@ -1,0 +1,283 @@
+"""The per-row search: measure the candidates this hardware offers for one published row, keep the
+fastest whose precision class fits the row and whose numerics stay within tolerance of the fp32
+reference, and cache the decision with its probe table.
+
+Candidates are measured one at a time (one session in memory besides the reference outputs), each
+through the kit's own timed window. The configuration the published-precision mapping picks
+("today's mapping") is always measured, so every decision states its ratio to it; a faster candidate
+replaces it only when the candidate's whole 95 % interval lies above today's throughput (a search
+never trades the mapping for noise).
+
+>>> SearchSettings("quick").measure_config().min_duration_s
+1.0
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import asdict, dataclass
+
+from kit.backends import BackendConfig, require_backend
+from kit.environment import usable_cores
+from kit.errors import InvalidParameter
+from kit.measure import MeasureConfig
+from kit.models.spec import ExportedModel
+from kit.numerics import NumericDiff
+from kit.precision_map import PrecisionChoice, map_precision
+from kit.search import cache
+from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
+from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
+from kit.search.probe import (
+    Probe,
+    Stopwatch,
+    nonfinite,
+    numerics_record,
+    reference_scale,
+    release,
+    throughput_interval,
+    time_session,
+)
+
+REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
+PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How hard to search: `depth` ('quick': short probes, no torch.compile; 'full': every candidate,
+    longer probes), probe length, `force` (search even when a decision is cached)."""
+
+    depth: str = "quick"
+    probe_s: float | None = None
+    min_count: int | None = None
+    warmup: int = 1
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.depth not in DEPTHS:
+            raise InvalidParameter("search_depth", self.depth, f"one of {', '.join(DEPTHS)}")
+        if self.probe_s is not None and not 0 < self.probe_s < 3600:
+            raise InvalidParameter("probe_s", self.probe_s, "seconds, > 0")
+        if self.min_count is not None and self.min_count < 2:
+            raise InvalidParameter("min_count", self.min_count, ">= 2 (an interval needs two calls)")
+
+    def measure_config(self) -> MeasureConfig:
+        seconds, count = PROBE_DEFAULTS[self.depth]
+        return MeasureConfig(warmup=self.warmup, min_duration_s=self.probe_s or seconds,
+                             min_count=self.min_count or count)
+
+
+def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
+           *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None
+           ) -> tuple[dict, bool]:
+    """The row's decision: from the cache when one fits (returned with True), else searched now and
+    stored (False)."""
+    key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
+                             seed=seed)
+    stored = None if settings.force else cache.load_decision(key, settings.depth)
+    if stored is not None:
+        return stored, True
+    decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed)
+    decision["key"] = key
+    decision["cache_file"] = cache.decision_path(key).name
+    cache.store_decision(decision)
+    return decision, False
+
+
+def today_plan(model: ExportedModel, published: str, kind: str) -> PrecisionChoice:
+    return map_precision(published, kind, framework=model.framework)
+
+
+def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
+               *, candidates: list[RowCandidate] | None = None, seed: int = 0) -> dict:
+    """Measure every candidate for the row and choose; returns the decision (not cached)."""
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
+    today = today_plan(model, published, kind)
+    candidates = list(candidates if candidates is not None else row_candidates(model.framework, kind))
+    if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
+        candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
+    native16 = native_16bit(candidates)
+    probes = [to_probe(c, today) for c in candidates]
+    plan_probes(probes, candidates, published, native16, settings.depth)
+    inputs = model.make_inputs(batch_size, seed=seed)
+    measure_all(model, probes, inputs, batch_size, settings)
+    decision = choose(probes, published, native16, today)
+    load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
+    decision.update({
+        "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
+        "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
+        "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
+        "load_average": round(load, 2), "cores": usable_cores(), "contended": cache.contended(load, usable_cores()),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    })
+    return decision
+
+
+def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
+    return Probe(c.label, c.backend, c.precision, c.device, dict(c.options), c.threads, c.native, c.why,
+                 today=c.matches(today.backend, today.precision, today.device))
+
+
+def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: str,
+                native16: tuple[str, ...], depth: str) -> None:
+    """Mark what will not be measured, and why: the precision-class gate, then the depth."""
+    for p, c in zip(probes, candidates, strict=True):
+        reason = precision_gate(p.precision, published, native16)
+        if reason:
+            p.status, p.reason = "not eligible", reason
+        elif p.today:
+            p.status = "pending"
+        elif depth == "quick" and c.depth == "full":
+            p.status, p.reason = "not probed", "full search only (torch.compile / extra settings take minutes here)"
+        elif depth == "quick" and bits(p.precision) == 16 and not p.native and native16:
+            p.status, p.reason = "not probed", (f"emulated {p.precision} is slower than native "
+                                                f"{'/'.join(native16)} (a full search measures it)")
+        else:
+            p.status = "pending"
+
+
+def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int,
+                settings: SearchSettings) -> None:
+    """The fp32 reference outputs first (timed too when ORT fp32 is a candidate), then each pending
+    candidate: load, numerics gate, timed window, close."""
+    mcfg = settings.measure_config()
+    ref_session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
+    try:
+        ref_out = ref_session.run(inputs)
+        ref_probe = next((p for p in probes if p.status == "pending" and p.plan() == REFERENCE.plan()), None)
+        if ref_probe is not None:
+            ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
+                                  "numerics_ok": True, "numerics_reason": "this is the reference"}
+            record_timing(ref_probe, time_session(ref_session, inputs, batch, mcfg))
+    finally:
+        ref_session.close()
+        del ref_session
+        release()
+    scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
+    for p in probes:
+        if p.status == "pending":
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad)
+
+
+def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
+              ref_out: list, scale: float, ref_bad: int) -> None:
+    session = None
+    try:
+        with Stopwatch() as load:
+            session = require_backend(p.backend).load(
+                model, BackendConfig(p.precision, p.device, p.threads, dict(p.options)), batch)
+        p.load_s = round(load.seconds, 2)
+        notes = session.description.get("notes") or []
+        if p.options.get("compile") and any("fell back to eager" in n for n in notes):
+            p.status, p.reason = "failed", next(n for n in notes if "fell back" in n)
+            return
+        out = session.run(inputs)
+        diff = NumericDiff.between(ref_out, out)
+        verdict = numerics_gate(p.precision, diff.mean_abs, scale, max(0, nonfinite(out) - ref_bad))
+        p.numerics = {**numerics_record(diff), **verdict.to_dict()}
+        if not verdict.ok:
+            p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
+            return
+        record_timing(p, time_session(session, inputs, batch, mcfg))
+    except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
+        p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+    finally:
+        if session is not None:
+            session.close()
+        del session
+        release()
+
+
+def record_timing(p: Probe, m) -> None:
+    p.throughput, p.low, p.high = throughput_interval(m)
+    p.calls = m.latency.count
+    p.status = "measured"
+
+
+def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice) -> dict:
+    """The fastest measured candidate, unless its interval overlaps today's mapping's (then today's
+    stays); every other probe gets its reason."""
+    measured = [p for p in probes if p.status == "measured"]
+    today_probe = next((p for p in probes if p.today), None)
+    if not measured:
+        for p in probes:
+            p.status = p.status if p.status != "pending" else "not probed"
+        return {"chosen": today_probe.label if today_probe else None, "today": today_probe and today_probe.label,
+                "fallback": True, "plan": {**plan_of_choice(today), "precision_note": today.note +
+                                           " (the per-row search measured no candidate: today's mapping kept)"},
+                "ratio_vs_today": None, "ratio_interval": [None, None], "separated": False,
+                "probes": [p.to_dict() for p in probes]}
+    best = max(measured, key=lambda p: p.throughput)
+    kept_for_noise = False
+    if today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+            and not clearly_faster(best, today_probe):
+        best, kept_for_noise = today_probe, True
+    for p in measured:
+        p.status = "chosen" if p is best else "lost"
+        if p is not best:
+            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput"
+            if kept_for_noise and p.throughput > best.throughput:
+                p.reason = ("faster by its point estimate, but its interval reaches below today's "
+                            "mapping's throughput: today's mapping kept")
+    ratio, ratio_iv = ratio_to(best, today_probe)
+    return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
+            "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
+                                                           measured)},
+            "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
+            "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
+            "probes": [p.to_dict() for p in probes]}
+
+
+def clearly_faster(a: Probe, b: Probe) -> bool:
+    """Whether a's whole interval lies above b's throughput (no interval: the point estimates)."""
+    if a.low is None or a.low != a.low:
+        return a.throughput > b.throughput
+    return a.low > b.throughput
+
+
+def separated(a: Probe, b: Probe) -> bool:
+    """Whether a's throughput interval lies wholly above b's (no interval: the point estimates)."""
+    if a.low is None or a.low != a.low:
+        return a.throughput > b.throughput
+    return b.high is not None and a.low > b.high  # no upper bound on b: not separated
+
+
+def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
+    if today is None or today.status not in ("chosen", "lost") or not today.throughput:
+        return None, [None, None]
+    if best is today:
+        return 1.0, [1.0, 1.0]
+    lo = best.low / today.high if best.low and today.high else None
+    hi = best.high / today.low if best.high and today.low else None
+    return best.throughput / today.throughput, [lo, hi]
+
+
+def plan_of_choice(choice: PrecisionChoice) -> dict:
+    return {"backend": choice.backend, "precision": choice.precision, "device": choice.device,
+            "options": {}, "threads": None}
+
+
+def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str,
+         native16: tuple[str, ...], ratio: float | None, measured: list[Probe]) -> str:
+    """The precision note a report prints for the chosen configuration."""
+    head = (f"chosen by the per-row search: {best.label}, "
+            + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
+               else "the only candidate measured within numerics tolerance (the others: not eligible, not "
+                    "probed at this depth, or failed)"))
+    if ratio is not None and best is not today_probe:
+        head += f", {ratio:.2f}x today's mapping ({today_probe.label})"
+    elif best is today_probe:
+        head += " (today's mapping)"
+    if bits(best.precision) == 32 and row_bits(published) == 16:
+        sixteen = [p for p in measured if bits(p.precision) == 16]
+        fastest = max(sixteen, key=lambda p: p.throughput) if sixteen else None
+        why = (f"; IPU {published.upper()} -> fp32 because this hardware only emulates 16-bit for this model"
+               + (f" and the best 16-bit candidate ({fastest.label}) measured "
+                  f"{fastest.throughput / best.throughput:.2f}x as fast" if fastest else ""))
+    elif best.precision == today.precision:
+        why = f"; {today.note}"
+    else:
+        why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
+    return head[0].upper() + head[1:] + why

@@ -1,0 +1,60 @@
+"""Roofline positions, bytes moved per sample from the graph, the bandwidth benchmark, and the
+peaks per precision."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit import environment, roofline
+from kit.models.flops import count_traffic_per_sample
+
+
+def test_position_names_the_bound_and_flags_a_figure_far_below_it():
+    # intensity 10 FLOP/B x 20 GB/s = 200 GFLOP/s memory roof, above a 100 GFLOP/s peak: compute bound
+    compute = roofline.position(1e9, 1e8, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=50.0)
+    assert compute["bound"] == "compute" and compute["attainable_gflops"] == 100.0
+    assert compute["fraction_of_bound"] == pytest.approx(0.5) and not compute["far_below"]
+    # intensity 1 FLOP/B: the memory roof (20 GFLOP/s) binds
+    memory = roofline.position(1e9, 1e9, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=2.0)
+    assert memory["bound"] == "memory" and memory["attainable_gflops"] == pytest.approx(20.0)
+    assert memory["far_below"] is True  # 2 GFLOP/s of 20
+    assert memory["ridge_flop_per_byte"] == pytest.approx(5.0)
+
+
+def test_bytes_per_sample_share_weights_across_the_batch_and_follow_the_precision():
+    traffic = {"weight_elements": 1000, "activation_elements": 10}
+    assert roofline.bytes_per_sample(traffic, "fp32", 1) == 4000 + 40
+    assert roofline.bytes_per_sample(traffic, "fp32", 10) == 400 + 40
+    assert roofline.bytes_per_sample(traffic, "bf16", 1) == 2000 + 20
+    assert roofline.bytes_per_sample(traffic, "int8", 1) == 1000 + 40  # dynamic int8: fp32 activations
+
+
+def test_traffic_from_the_graph_counts_the_weights(small):
+    traffic = count_traffic_per_sample(small.onnx_path, small.inputs)
+    assert traffic["weight_elements"] == pytest.approx(small.params, rel=0.05)
+    assert traffic["activation_elements"] > 0 and traffic["unresolved"] == 0
+
+
+def test_stream_benchmark_measures_a_bandwidth_and_is_cached(outputs, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr(roofline, "STREAM_ELEMENTS", 1 << 18)
+    monkeypatch.setattr(roofline, "STREAM_REPEATS", 2)
+    first = roofline.memory_bandwidth()
+    assert first["gbs"] > 0 and "STREAM-like" in first["method"]
+    monkeypatch.setattr(roofline, "stream_benchmark", lambda: pytest.fail("should come from the cache"))
+    assert roofline.memory_bandwidth() == first
+
+
+def test_peaks_are_stated_per_precision_with_int8_separately():
+    peaks = {p["precision"]: p for p in environment.cpu_peaks()}
+    assert set(peaks) == {"fp32", "bf16", "fp16", "int8"}
+    assert peaks["int8"]["unit"] == "GOPS" and peaks["fp32"]["unit"] == "GFLOP/s"
+    assert all(p["method"] and p["source"] and p["gflops"] > 0 for p in peaks.values())
+
+
+def test_a_16bit_type_without_native_arithmetic_gets_the_fp32_rate():
+    flags = frozenset({"avx512f", "avx512_bf16", "avx512_vnni"})
+    assert environment.precision_rate("bf16", flags)[:2] == (2.0, True)
+    assert environment.precision_rate("fp16", flags)[:2] == (1.0, False)  # no avx512_fp16: emulated
+    assert environment.precision_rate("int8", flags)[:2] == (4.0, True)
+    assert environment.precision_rate("int8", frozenset({"avx2"}))[:2] == (1.0, False)

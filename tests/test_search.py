@@ -1,0 +1,265 @@
+"""The per-row search: the precision-class and numerics gates, the choice rule, and the decision
+cache (key, reuse, invalidation), on a small export with short probes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.errors import InvalidParameter
+from kit.precision_map import PrecisionChoice
+from kit.search import cache, row
+from kit.search.candidates import RowCandidate, native_16bit, row_candidates
+from kit.search.gate import numerics_gate, precision_gate
+from kit.search.probe import Probe
+
+TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
+
+
+@pytest.mark.parametrize("precision,published,native16,eligible", [
+    ("bf16", "FP16", ("bf16",), True),
+    ("fp16", "FP16", ("bf16",), True),  # a 16-bit type, even emulated
+    ("fp32", "FP16", ("bf16",), False),  # bf16 is native: fp32 may not stand in
+    ("fp32", "FP16", (), True),  # 16-bit only emulated: fp32 may stand in
+    ("int8", "FP16", (), False),
+    ("int8", "FP8", (), True),
+    ("fp32", "FP8", (), False),
+    ("bf16", "FP8", ("bf16",), False),
+])
+def test_precision_gate(precision, published, native16, eligible):
+    reason = precision_gate(precision, published, native16)
+    assert (reason is None) is eligible
+    if not eligible:
+        assert precision in reason
+
+
+def test_precision_gate_rejects_unknown_names():
+    with pytest.raises(InvalidParameter, match="FP4"):
+        precision_gate("fp32", "FP4", ())
+    with pytest.raises(InvalidParameter, match="int4"):
+        precision_gate("int4", "FP8", ())
+
+
+def test_numerics_gate_is_relative_to_the_reference_and_per_class():
+    assert numerics_gate("bf16", mean_abs=0.01, reference_scale=1.0).ok
+    bad = numerics_gate("bf16", mean_abs=0.2, reference_scale=1.0)
+    assert not bad.ok and "bf16" in bad.reason and bad.relative_error == pytest.approx(0.2)
+    assert numerics_gate("int8", mean_abs=0.2, reference_scale=1.0).ok  # int8 is allowed more
+    assert not numerics_gate("bf16", mean_abs=0.01, reference_scale=0.01).ok  # scale matters
+    nan = numerics_gate("bf16", mean_abs=0.0, reference_scale=1.0, extra_nonfinite=3)
+    assert not nan.ok and "NaN" in nan.reason
+
+
+def test_candidates_follow_the_cpu_flags():
+    bf16 = row_candidates("torch", "cpu", flags={"avx512_bf16", "avx512_vnni"}, cores=2)
+    assert native_16bit(bf16) == ("bf16",)
+    plain = row_candidates("torch", "cpu", flags={"avx2"}, cores=2)
+    assert native_16bit(plain) == ()
+    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx512_bf16"}, cores=2)) == ()
+    assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags=set(), cores=2))
+    with pytest.raises(InvalidParameter, match="ipu"):
+        row_candidates("torch", "ipu")
+
+
+def _probes(candidates, today):
+    return [row.to_probe(c, today) for c in candidates]
+
+
+def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
+    today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
+    cands = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
+    probes = _probes(cands, today)
+    row.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
+    by = {p.label: p for p in probes}
+    assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
+    assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
+    assert by["torch fp32 (cpu)"].status == "not eligible"
+    assert by["torch bf16 compile (cpu)"].status == "not probed"
+    full = _probes(cands, today)
+    row.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
+    assert {p.label: p.status for p in full}["onnxruntime fp16 (cpu)"] == "pending"
+    assert {p.label: p.status for p in full}["torch bf16 compile (cpu)"] == "pending"
+
+
+def _measured(label, thr, low, high, today=False, precision="fp32", native=True):
+    return Probe(label, "onnxruntime", precision, "cpu", {}, None, native, "", today=today, status="measured",
+                 throughput=thr, low=low, high=high, calls=5)
+
+
+def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
+    today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
+    probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
+              _measured("ort fp32", 1.41, 1.35, 1.47)]
+    d = row.choose(probes, "FP16", (), today)
+    assert d["chosen"] == "ort fp32" and d["ratio_vs_today"] == pytest.approx(1.41 / 1.16)
+    assert d["separated"] and d["ratio_interval"][0] == pytest.approx(1.35 / 1.20)
+    assert "only emulates 16-bit" in d["plan"]["precision_note"]
+    assert probes[0].status == "lost" and "0.82x" in probes[0].reason
+
+
+def test_choice_keeps_todays_mapping_within_noise():
+    today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
+    probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
+    d = row.choose(probes, "FP16", (), today)
+    assert d["chosen"] == "ort fp16" and d["ratio_vs_today"] == 1.0
+    assert "reaches below" in probes[1].reason
+
+
+def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
+    today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping note")
+    p = _measured("ort int8", 1.0, 0.9, 1.1, today=True, precision="int8")
+    p.status, p.throughput = "failed", None
+    d = row.choose([p], "FP8", (), today)
+    assert d["fallback"] and d["plan"]["precision"] == "int8" and "no candidate" in d["plan"]["precision_note"]
+
+
+@pytest.fixture
+def searchable(small, outputs, monkeypatch):
+    """The small ResNet-50 with today's mapping pinned to ORT fp32, so the test is the same on any CPU."""
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("onnxruntime", "fp32", "cpu", "pinned"))
+    return small
+
+
+CANDIDATES = [RowCandidate("onnxruntime", "fp32"),
+              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+              RowCandidate("onnxruntime", "fp16", native=False),
+              RowCandidate("fake", "fp16", native=False),  # outputs of the wrong shape: fails, never stops the row
+              RowCandidate("torch", "int8")]
+
+
+def test_search_measures_gates_and_caches(searchable, fake_backend):
+    decision, reused = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=CANDIDATES)
+    assert not reused
+    by = {p["label"]: p for p in decision["probes"]}
+    assert by["torch int8 (cpu)"]["status"] == "not eligible"
+    assert by["fake fp16 (cpu)"]["status"] == "failed" and "output sizes" in by["fake fp16 (cpu)"]["reason"]
+    measured = [p for p in decision["probes"] if p["throughput"]]
+    assert len(measured) == 3 and all(p["low"] <= p["throughput"] <= p["high"] for p in measured)
+    assert by["onnxruntime fp16 (cpu)"]["numerics"]["numerics_ok"]
+    assert decision["chosen"] in by and by[decision["chosen"]]["status"] == "chosen"
+    assert decision["ratio_vs_today"] >= 1.0
+    again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=CANDIDATES)
+    assert reused and again["chosen"] == decision["chosen"] and again["created_at"] == decision["created_at"]
+
+
+def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
+    cands = CANDIDATES[:1]
+    first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)
+    forced, reused = row.decide(searchable, "FP16", 1, "cpu", row.SearchSettings(
+        "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
+    assert not reused and forced["created_at"] >= first["created_at"]
+    assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
+    assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
+    monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
+    assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
+
+
+def test_a_quick_decision_does_not_serve_a_full_search(searchable):
+    key = cache.decision_key(searchable.name, "FP16", 1, "cpu", small=True)
+    cache.store_decision({"key": key, "depth": "quick", "plan": {}})
+    assert cache.load_decision(key, "quick") is not None
+    assert cache.load_decision(key, "full") is None
+    cache.store_decision({"key": key, "depth": "full", "plan": {}})
+    assert cache.load_decision(key, "quick") is not None
+    other = cache.decision_key(searchable.name, "FP8", 1, "cpu", small=True)
+    assert cache.decision_path(other) != cache.decision_path(key) and cache.load_decision(other) is None
+
+
+def test_settings_are_validated():
+    with pytest.raises(InvalidParameter, match="deep"):
+        row.SearchSettings("deep")
+    with pytest.raises(InvalidParameter, match="min_count"):
+        row.SearchSettings(min_count=1)
+
+
+def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
+    key = cache.decision_key(model, published, batch, "cpu", small=small)
+    probe = Probe("fake int8 (cpu)", "fake", "int8", "cpu", {}, None, True, "", status="chosen", throughput=9.0,
+                  low=8.0, high=10.0, calls=5)
+    decision = {"key": key, "depth": "full", "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
+                "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
+    cache.store_decision(decision)
+    return decision
+
+
+def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs, fake_backend, small, monkeypatch):
+    from kit.report import search_table
+    from kit.scorecard import measured_hardware
+    from kit.studies import model_benchmark
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr("kit.models.export_model", lambda *a, **k: small)
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    plan = {"backend": "fake", "precision": "int8", "device": "cpu", "options": {"compile": True}, "threads": None,
+            "precision_note": "chosen by the per-row search: fake int8"}
+    _stored_plan(small.name, "FP8", 2, plan, small=True)
+    result = model_benchmark.run(dict(model=small.name, small=True, published_precision="FP8", backend="onnxruntime",
+                                      precision="int8", batch_sizes=[1, 2], search=True, check_numerics=False,
+                                      accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
+    assert result.status == "ok", result.errors
+    assert result.backend["name"] == "fake" and result.backend["options"] == {"compile": True}
+    assert result.tables["search_decision"]["reused"] is True
+    assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
+    table = search_table(result)
+    assert list(table["candidate"]) == ["fake int8 (cpu)"] and table["status"].iloc[0] == "chosen"
+    assert "compiled, chosen by search" in measured_hardware(result)
+
+
+def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypatch):
+    from kit.profiles import jobs_for
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    jobs = {j.name: j.parameters for j in jobs_for("quick", "cpu")}
+    bert = jobs["bert-torch-fp32_FP16"]
+    assert bert["search"] is True and bert["search_depth"] == "quick" and "search_force" not in bert
+    plan = {"backend": "onnxruntime", "precision": "fp16", "device": "cpu",
+            "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"}, "threads": 1, "precision_note": "searched"}
+    _stored_plan("bert-torch-fp32", "FP16", bert["batch_sizes"][0], plan)
+    bert = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
+    assert {k: bert[k] for k in plan} == plan
+    forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
+    assert forced["search_force"] is True and forced["precision_note"] != "searched"
+    assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
+
+
+def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, small, monkeypatch):
+    from kit.errors import CorruptModel
+    from kit.studies import model_benchmark
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+
+    def broken(*a, **k):
+        raise CorruptModel("ONNX Runtime cannot load it")
+
+    monkeypatch.setattr("kit.search.decide", broken)
+    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", batch_sizes=[1], search=True,
+                                      check_numerics=False, accuracy=False, roofline=False, warmup=0,
+                                      min_duration_s=0.01, min_count=2))
+    assert result.status == "ok" and result.backend["name"] == "fake"
+    assert any("search not completed" in n and "cannot load" in n for n in result.notes)
+
+
+def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outputs, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0})
+    busy = cache.usable_cores() + 4.0
+    assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
+    assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
+    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": False})
+    assert cache.load_decision(key, load_now=0.1) is not None
+
+
+def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero():
+    from kit.measure import BatchMeasurement
+    from kit.search.probe import throughput_interval
+
+    steady = BatchMeasurement(2, "single", 1, [[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
+    thr, low, high = throughput_interval(steady)
+    assert low < thr < high
+    spiky = BatchMeasurement(2, "single", 1, [[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]])
+    thr, low, high = throughput_interval(spiky)
+    assert high is None and 0 < low < thr
+    a = _measured("a", 10.0, 9.0, 11.0)
+    b = _measured("b", 5.0, 4.0, None)
+    assert not row.separated(a, b) and row.clearly_faster(a, b)
