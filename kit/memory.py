@@ -48,6 +48,18 @@ def peak_rss_bytes() -> int:
     return max(_maxrss_bytes(resource.RUSAGE_SELF), _maxrss_bytes(resource.RUSAGE_CHILDREN))
 
 
+def own_peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
+    """This process's own peak RSS since it started its program (VmHWM).
+
+    ru_maxrss of a child also counts its parent's RSS at the fork before exec; VmHWM does not.
+    Falls back to ru_maxrss where /proc is absent.
+    """
+    try:
+        return parse_meminfo(status.read_text())["VmHWM"]
+    except (OSError, KeyError):
+        return _maxrss_bytes(resource.RUSAGE_SELF)
+
+
 def current_rss_bytes(pid: int | None = None) -> int:
     """Resident memory of a process (this one by default) now."""
     import psutil

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kit import errors
-from kit.memory import GB, InsufficientMemory
+from kit.cache import write_entry
+from kit.memory import GB, InsufficientMemory, own_peak_rss_bytes
 from kit.models.spec import ModelEntry, WeightsInfo
 
 STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
@@ -41,19 +42,22 @@ def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path
             tail = stderr.read()[-STDERR_TAIL:]
         outcome = json.loads(result.read_text()) if result.exists() else None
     if outcome and "meta" in outcome:
-        meta = outcome["meta"]
-        meta.setdefault("verification", {})["export_peak_rss_bytes"] = peak
-        return meta
+        return outcome["meta"]
     what = f"export of {entry.name}{' (small)' if small else ''}"
     if outcome and "error" in outcome:
         raise error_from(outcome["error"], outcome["message"], what)
+    raise child_failure(what, status, peak, tail)
+
+
+def child_failure(what: str, status: int, peak: int, tail: str) -> errors.KitError:
+    """The error for a child that died without a word: killed (likely out of memory) or crashed."""
+    if status == -signal.SIGKILL:
+        return errors.KitError(f"{what} was killed (likely out of memory: peak {peak / GB:.1f} GB)")
     if status < 0:
-        name = signal.Signals(-status).name
-        raise errors.KitError(f"{what} was killed by {name} (likely out of memory: peak "
-                              f"{peak / GB:.1f} GB)" if -status == signal.SIGKILL else
-                              f"{what} was killed by {name}; its stderr ends:\n{tail}")
-    raise errors.KitError(f"{what} failed in its child process (exit status {status}); its stderr "
-                          f"ends:\n{tail}")
+        return errors.KitError(f"{what} was killed by {signal.Signals(-status).name}; its output "
+                               f"ends:\n{tail}")
+    return errors.KitError(f"{what} failed in its child process (exit status {status}); its output "
+                           f"ends:\n{tail}")
 
 
 def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -64,7 +68,10 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, int]:
-    """(exit status, negative for a signal; the child's peak RSS in bytes)."""
+    """(exit status, negative for a signal; the child's peak RSS in bytes).
+
+    The peak is wait4's ru_maxrss, which also counts this process's RSS when it forked.
+    """
     proc = subprocess.Popen(argv, env=dict(env), stdout=stderr, stderr=stderr)
     try:
         _, status, usage = os.wait4(proc.pid, 0)
@@ -102,6 +109,8 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent, named
         result.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         raise
+    meta["verification"]["export_peak_rss_bytes"] = own_peak_rss_bytes()
+    meta = write_entry(Path(job["onnx_path"]), meta)
     result.write_text(json.dumps({"meta": meta}))
     return 0
 
