@@ -1,8 +1,8 @@
 """Memory: peak resident memory of a job, memory available, and a check before a heavy step.
 
 `resources()` is what a study stores in its result JSON (`RunResult.resources`): the peak
-resident set size (RSS) of this process and of the largest child it waited for, as the kernel
-counts it (getrusage ru_maxrss). `check_memory(step, model_bytes)` compares a step's expected
+resident set size (RSS) of this process (VmHWM) and of the largest child it waited for
+(getrusage ru_maxrss). `check_memory(step, model_bytes)` compares a step's expected
 need (model size x the step's measured ratio + a fixed base, table `STEP_COSTS`) with the memory
 available and raises `InsufficientMemory` ("needs about N GB, M GB available") before the
 kernel's out-of-memory killer gets there.
@@ -10,6 +10,8 @@ kernel's out-of-memory killer gets there.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import resource
 import sys
@@ -45,7 +47,7 @@ def _maxrss_bytes(who: int) -> int:
 
 def peak_rss_bytes() -> int:
     """Peak RSS of this process or of its largest waited-for child, whichever is higher."""
-    return max(_maxrss_bytes(resource.RUSAGE_SELF), _maxrss_bytes(resource.RUSAGE_CHILDREN))
+    return max(own_peak_rss_bytes(), _maxrss_bytes(resource.RUSAGE_CHILDREN))
 
 
 def own_peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
@@ -67,15 +69,30 @@ def current_rss_bytes(pid: int | None = None) -> int:
     return int(psutil.Process(pid or os.getpid()).memory_info().rss)
 
 
+def release_freed_memory() -> None:
+    """Hand memory the allocator has freed back to the system (glibc malloc_trim), where possible.
+
+    After a framework drops a model, glibc keeps the freed pages in its heap; the next step's
+    allocations would then add to a high-water mark that no longer reflects live data.
+    """
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (musl, ...): nothing to trim
+            pass
+
+
 def resources() -> dict:
     """Peak memory of this job so far, for a result JSON's `resources` field."""
-    self_peak = _maxrss_bytes(resource.RUSAGE_SELF)
+    self_peak = own_peak_rss_bytes()
     children_peak = _maxrss_bytes(resource.RUSAGE_CHILDREN)
     return {
         "peak_rss_bytes": max(self_peak, children_peak),
         "peak_rss_self_bytes": self_peak,
         "peak_rss_children_bytes": children_peak,
-        "method": "getrusage ru_maxrss: this process, and the largest child process it waited for",
+        "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the largest "
+                  "child process it waited for",
     }
 
 

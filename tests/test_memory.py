@@ -83,10 +83,10 @@ def test_need_grows_with_model_size_and_unknown_steps_are_named():
 
 PROBE = """
 import json, subprocess, sys
-from kit.memory import peak_rss_bytes, resources
-start = peak_rss_bytes()
+from kit.memory import own_peak_rss_bytes, resources
+start = own_peak_rss_bytes()
 block = bytearray(300 * 2**20)  # zero-filled: every page touched
-own = peak_rss_bytes()
+own = own_peak_rss_bytes()
 del block
 subprocess.run([sys.executable, "-c", "bytearray(400 * 2**20)"], check=True)
 print(json.dumps({"start": start, "own": own, **resources()}))
@@ -102,6 +102,6 @@ def test_peak_rss_of_this_process_and_its_children():
                                     check=True).stdout)
     mib = 2**20
     assert out["own"] - out["start"] >= 250 * mib  # the process's own allocation
-    assert out["peak_rss_self_bytes"] >= out["own"]
+    assert out["peak_rss_self_bytes"] >= out["own"] - mib  # VmHWM: per-CPU counters, kB jitter
     assert out["peak_rss_children_bytes"] >= 380 * mib  # the child's, seen after it was waited for
     assert out["peak_rss_bytes"] == max(out["peak_rss_self_bytes"], out["peak_rss_children_bytes"])

@@ -119,6 +119,7 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
         converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True,
                                                      node_block_list=blocked)
         onnx.save(converted, str(out))
+        del converted  # the check below loads the file; one copy of the model at a time
         try:
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
             return blocked

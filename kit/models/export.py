@@ -19,7 +19,7 @@ import numpy as np
 
 from kit.cache import building, content_key, entry_problem, read_entry, write_entry
 from kit.errors import CorruptModel
-from kit.memory import check_memory
+from kit.memory import check_memory, release_freed_memory
 from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
 from kit.paths import cache_dir
 from kit.registry import Registry
@@ -105,9 +105,10 @@ def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | N
         if reference is None:
             reference = exporter.run(model, feeds, inputs)
         del model  # the framework's copy of the weights is not needed to check the file
-        gc.collect()
+        release_freed_memory()
         verification = verify(tmp, feeds, reference, exporter.reference)
     verification["export_seconds"] = round(export_s, 2)
+    release_freed_memory()
     exported = ExportedModel(
         name=entry.name, onnx_path=onnx_path, inputs=inputs, outputs=entry.outputs,
         weights=weights, params=params, opset=opset, small=small,
@@ -159,7 +160,9 @@ def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.nda
         onnx.checker.check_model(str(onnx_path))
     except Exception as exc:  # noqa: BLE001 - onnx raises several types
         raise CorruptModel(f"exported ONNX for {onnx_path.name} fails the checker: {exc}") from exc
-    got = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
+    got = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
     diff = max(float(np.max(np.abs(r.astype(np.float64) - g)))
                for r, g in zip(reference, got, strict=True))
     return {"checker": "passed", "reference": reference_name, "ort_max_abs_diff": diff}
@@ -265,6 +268,8 @@ def export_keras(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tupl
         proto, storage = tf2onnx.convert.from_keras(model, input_signature=signature, opset=opset,
                                                     large_model=True)
     inline_external_tensors(proto, storage.name_to_tensor_data if storage else {})
+    del storage
+    gc.collect()  # TensorFlow's frozen graph and tf2onnx's graph sit in reference cycles
     rename_io(proto, [i.name for i in inputs], list(outputs))
     with open(path, "wb") as f:
         f.write(proto.SerializeToString())

@@ -73,6 +73,7 @@ def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> di
     model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in sorted(wanted))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     values = session.run(None, make_inputs(inputs, 1))
     return {name: tuple(v.shape) for name, v in zip(sorted(wanted), values, strict=True)}
