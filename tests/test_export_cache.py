@@ -92,5 +92,5 @@ def test_a_killed_child_is_reported_as_likely_out_of_memory(tmp_path):
         status, peak = run_child([sys.executable, "-c", kill], {}, err)
     assert status == -signal.SIGKILL and peak > 150 * 2**20
     message = str(child_failure("export of x", status, peak, ""))
-    assert re.fullmatch(r"export of x was killed \(likely out of memory: peak 0\.[2-9] GB\)", message)
+    assert re.fullmatch(r"export of x was killed \(likely out of memory: peak \d+\.\d GB\)", message)
     assert "exit status 3" in str(child_failure("export of x", 3, peak, "Traceback ..."))
