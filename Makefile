@@ -9,16 +9,21 @@ HARDWARE ?= auto
 FORCE ?= 0
 ONLY ?=
 PYTEST_ARGS ?=
+# GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never
+GPU ?= auto
+INSTALL_KIND = $(shell $(PYTHON) kit/gpu_install.py $(GPU))
 
 .PHONY: install reproduce test bench lab lint site clean-outputs
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(filter gpu,$(INSTALL_KIND)),requirements-gpu.txt)
+	$(if $(filter gpu cpu,$(INSTALL_KIND)),,$(error GPU=$(GPU) is not one of auto, 1, 0))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0 -c constraints.txt
 	$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt
+	$(if $(filter gpu,$(INSTALL_KIND)),$(BIN)/python -m pip uninstall -q -y onnxruntime && $(BIN)/python -m pip install -q -r requirements-gpu.txt -c constraints.txt)
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
 	touch $(STAMP)

@@ -26,10 +26,9 @@ from pathlib import Path
 
 from benchmarks.common import strict
 from kit.backends import BackendConfig, require_backend
-from kit.measure import BatchMeasurement, MeasureConfig
+from kit.measure import BatchMeasurement, MeasureConfig, timed_window
 from kit.models import export_model, make_inputs
 from kit.power import (
-    PowerMonitor,
     PowerSampler,
     Reading,
     SamplerOptions,
@@ -81,9 +80,8 @@ def samplers(tmp: Path) -> dict[str, PowerSampler | None]:
 def one_run(session, inputs, cfg: MeasureConfig, sampler: PowerSampler | None) -> tuple[BatchMeasurement, dict | None]:
     if sampler is None:
         return session.measure(inputs, BATCH, cfg), None
-    with PowerMonitor(sampler, hz=HZ) as mon:
-        m = session.measure(inputs, BATCH, cfg)
-    return m, mon.summary(m.samples, m.throughput).to_dict()
+    m = timed_window([session.bind(inputs)], BATCH, cfg, sampler, hz=HZ)
+    return m, m.power
 
 
 

@@ -9,7 +9,7 @@ import importlib
 import sys
 
 # module names under benchmarks/, each with main() -> int
-BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "memory"]
+BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "ipu_overhead", "memory"]
 
 
 def main() -> int:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from kit.hardware import MeasuredOn
 
 # Tolerances, stated in every scorecard.
 THROUGHPUT_TOLERANCE = 0.10  # |measured / published - 1| for QPS, latency, efficiency
@@ -17,6 +20,14 @@ DIFF_TOLERANCE = 0.10  # numeric diff: measured <= published x 1.1
 HIGHER_IS_BETTER = {"QPS", "Throughput", "Energy efficiency", "F1 Score", "Top-1", "Exact Match"}
 ACCURACY_METRICS = {"F1 Score", "Top-1", "Exact Match"}
 DIFF_METRICS = {"Mean Diff", "Std Diff", "Max Diff"}
+
+
+class Verdict(StrEnum):
+    REPRODUCED = "reproduced"  # the same part, within tolerance
+    DIFFERS = "differs"  # the same part, outside tolerance
+    NOT_COMPARABLE = "not comparable"  # other hardware (or the IPU path emulated): ratio shown
+    NOT_MEASURED = "not measured"  # no measured value: the reason says why
+    FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
 
 
 @dataclass
@@ -33,32 +44,33 @@ class Comparison:
     published_hardware: str
     measured: float | None
     measured_hardware: str
-    verdict: str
+    verdict: Verdict
     reason: str
     ratio: float | None = None  # measured / published
     source: str = ""
     run: str = ""  # the result file the measured value came from
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "verdict": str(self.verdict)}
 
 
-def hardware_class(kind: str) -> str:
-    """'ipu', 'gpu' or 'cpu'; an emulated IPU (PopRT test double) is not an IPU."""
-    return kind if kind in ("ipu", "gpu", "cpu") else "other"
+def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,
+            measured_on: MeasuredOn | None, missing_reason: str = "") -> tuple[Verdict, str, float | None]:
+    """(verdict, reason, ratio) for one figure.
 
-
-def verdict(metric: str, published: float | None, measured: float | None, published_kind: str,
-            measured_kind: str | None, missing_reason: str = "") -> tuple[str, str, float | None]:
-    """(verdict, reason, ratio) for one figure."""
+    `published_part` is the exact part the figure came from (a kit.hardware.PARTS key such as
+    'c600' or 'gc2'); only a real run on that same part can reproduce it.
+    """
     if measured is None or (isinstance(measured, float) and math.isnan(measured)):
-        return f"not measured: {missing_reason or 'no result'}", missing_reason, None
+        return Verdict.NOT_MEASURED, missing_reason or "no result", None
     ratio = measured / published if published else None
-    if measured_kind is None or hardware_class(measured_kind) != hardware_class(published_kind):
+    if measured_on is None or not measured_on.same_part(published_part):
         shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
-        return "not comparable", f"measured on {measured_kind or 'unknown'}, published on {published_kind}; ratio {shown}", ratio
+        where = measured_on.label if measured_on else "unknown hardware"
+        return (Verdict.NOT_COMPARABLE,
+                f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}", ratio)
     ok, rule = within_tolerance(metric, published, measured)
-    return ("reproduced" if ok else "differs"), rule, ratio
+    return (Verdict.REPRODUCED if ok else Verdict.DIFFERS), rule, ratio
 
 
 def within_tolerance(metric: str, published: float, measured: float) -> tuple[bool, str]:

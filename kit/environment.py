@@ -7,11 +7,14 @@ import functools
 import importlib.metadata
 import os
 import platform
-import shutil
-import subprocess
 
-PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "torch", "tensorflow-cpu", "tf2onnx",
-            "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt")
+from kit import hardware
+
+PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
+            "tf2onnx", "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt",
+            "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
+#: The distributions that install the `onnxruntime` module: the CPU build or the GPU build.
+ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu")
 
 
 @functools.cache
@@ -107,22 +110,6 @@ def _max_ghz() -> float:
     return 2.6
 
 
-@functools.cache
-def gpu_names() -> tuple[str, ...]:
-    if not shutil.which("nvidia-smi"):
-        return ()
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
-
-
-def ipu_present() -> bool:
-    return any(os.path.exists(f"/dev/ipu{i}") for i in range(16)) or bool(shutil.which("gc-info"))
-
-
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in PACKAGES:
@@ -131,16 +118,6 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def hardware_kinds() -> list[str]:
-    """Which kinds of hardware are present: always 'cpu', plus 'cuda' and 'ipu' when found."""
-    kinds = ["cpu"]
-    if gpu_names():
-        kinds.append("cuda")
-    if ipu_present():
-        kinds.append("ipu")
-    return kinds
 
 
 def capture() -> dict:
@@ -152,7 +129,80 @@ def capture() -> dict:
         "python": platform.python_version(),
         "cpu": {"model": cpu_model(), "cores": usable_cores(),
                 "peak_fp32": cpu_peak_gflops("fp32")},
-        "gpus": list(gpu_names()),
-        "ipu_present": ipu_present(),
+        "gpus": list(hardware.visible_gpu_names()),
+        "gpu": gpu_facts(),
+        "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
     }
+
+
+def distribution_version(*names: str) -> str | None:
+    """The version of the first of `names` that is installed, else None."""
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def onnxruntime_version() -> str:
+    """ONNX Runtime's version whichever build installed it (onnxruntime or onnxruntime-gpu)."""
+    version = distribution_version(*ORT_DISTRIBUTIONS)
+    if version is None:
+        try:
+            import onnxruntime
+        except ImportError:
+            from kit.errors import BackendUnavailable
+
+            raise BackendUnavailable("ONNX Runtime backend unavailable: neither onnxruntime nor "
+                                     "onnxruntime-gpu is installed") from None
+        version = onnxruntime.__version__
+    return version
+
+
+def gpu_facts() -> dict:
+    """The GPU software and the GPUs this process can use (CUDA_VISIBLE_DEVICES honoured):
+    driver, CUDA, cuDNN and TensorRT versions, each None where absent, with where it was read."""
+    facts: dict = {"visible": [], "driver": None, "cuda_driver": None, "cuda_runtime_torch": None,
+                   "cudnn_torch": None, "onnxruntime_build": distribution_version(*ORT_DISTRIBUTIONS[::-1]),
+                   "onnxruntime_distribution": next((d for d in ORT_DISTRIBUTIONS[::-1]
+                                                     if distribution_version(d)), None),
+                   "tensorrt": distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13",
+                                                    "tensorrt-cu12-libs", "tensorrt-libs"),
+                   "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    try:
+        facts["visible"] = [{"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}
+                            for i, r in enumerate(hardware.visible_gpus())]
+    except Exception as exc:  # noqa: BLE001 - a mixed host without CUDA_DEVICE_ORDER: say so, keep going
+        facts["visible_error"] = str(exc)
+    facts.update(_nvml_versions())
+    facts.update(_torch_cuda_versions())
+    return facts
+
+
+def _nvml_versions() -> dict:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver or no nvidia-ml-py: the versions stay None
+        return {}
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+        return {"driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}"}
+    except Exception:  # noqa: BLE001
+        return {}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _torch_cuda_versions() -> dict:
+    try:
+        import torch
+    except ImportError:
+        return {}
+    cudnn = torch.backends.cudnn.version() if torch.version.cuda and torch.backends.cudnn.is_available() else None
+    return {"cuda_runtime_torch": torch.version.cuda, "cudnn_torch": cudnn}

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kit.errors import InvalidParameter
+from kit.power.base import PowerSampler
+from kit.power.monitor import PowerMonitor
 from kit.stats import LatencyStats
 
 Call = Callable[[], object]
@@ -37,9 +39,9 @@ class MeasureConfig:
             raise InvalidParameter("warmup", self.warmup, "must be >= 0")
         if self.min_count < 1:
             raise InvalidParameter("min_count", self.min_count, "must be >= 1")
-        if self.min_duration_s < 0:
-            raise InvalidParameter("min_duration_s", self.min_duration_s, "must be >= 0")
-        if self.max_duration_s < self.min_duration_s:
+        if not 0 <= self.min_duration_s < float("inf"):  # also rejects NaN
+            raise InvalidParameter("min_duration_s", self.min_duration_s, "a finite number >= 0")
+        if not self.max_duration_s >= self.min_duration_s:
             raise InvalidParameter("max_duration_s", self.max_duration_s, ">= min_duration_s")
         if self.clients < 1 or self.replicas < 1:
             raise InvalidParameter("clients/replicas", (self.clients, self.replicas), ">= 1 each")
@@ -184,3 +186,28 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
     """
     mode = "clients" if cfg.clients > 1 else "replicas" if cfg.replicas > 1 else "single"
     return BatchMeasurement(batch_size, mode, len(calls), run_threads(calls, cfg))
+
+
+def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
+                 sampler: PowerSampler | None = None, hz: float = 20.0) -> BatchMeasurement:
+    """The one timed window every study uses: each call warmed up first, outside the window;
+    then the timed calls (one thread per call), with `sampler` read over exactly those calls.
+
+    Without a sampler the measurement's `power` says power was not sampled.
+
+    >>> m = timed_window([lambda: None], 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
+    >>> m.latency.count, m.power["method"]
+    (3, 'unavailable')
+    """
+    from dataclasses import replace
+
+    from kit.power.base import UnavailableSampler
+
+    for call in calls:
+        for _ in range(cfg.warmup):
+            call()
+    sampler = sampler or UnavailableSampler(["power not sampled in this run"])
+    with PowerMonitor(sampler, hz=hz) as monitor:
+        m = measure(calls, batch_size, replace(cfg, warmup=0))
+    m.power = monitor.summary(m.samples, m.throughput).to_dict()
+    return m

@@ -86,9 +86,12 @@ def criteo_correct(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def cail2019_correct(scores: np.ndarray) -> np.ndarray:
     """ByteMLPerf's CAIL2019 pairwise rule: rows come in pairs (A with the more similar case,
-    A with the other one); a pair is right when the first row scores strictly higher."""
+    A with the other one); a pair is right when the first row scores strictly higher. One score
+    per row ([n] or [n, 1]): ByteMLPerf compares elementwise, so several columns are an error."""
     s = np.asarray(scores, dtype=np.float64)
-    s = s.reshape(len(s), -1)[:, -1]  # one similarity per row ([n] or [n, 1]; last column of [n, k])
+    if s.ndim > 1 and int(np.prod(s.shape[1:])) != 1:
+        raise InvalidParameter("CAIL2019 scores", f"shape {s.shape}", "one similarity score per row")
+    s = s.reshape(len(s))
     if len(s) % 2:
         raise InvalidParameter("CAIL2019 scores", f"{len(s)} rows", "an even number of rows (pairs)")
     return s[0::2] > s[1::2]

@@ -1,13 +1,15 @@
-"""Small helpers so notebook cells stay one line each."""
+"""What a notebook cell calls: one function per step, so cells stay one line each."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from kit.paths import outputs_dir
-from kit.results import RunResult
+from kit.results import ResultKind, RunResult
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
 pd.set_option("display.max_colwidth", 300)
@@ -29,3 +31,34 @@ def show(result: RunResult) -> None:
     from kit.report import error_banner, provenance
 
     display(HTML(error_banner(result) + provenance(result)))
+
+
+def run_study(name: str, params: Mapping[str, Any]) -> RunResult:
+    """Run study `name` with the parameters found in `params` (a notebook passes `globals()`),
+    save its result JSON (to `results_path`, or outputs/interactive/) and show its provenance.
+
+    Side files (LoadGen logs) go beside the result JSON unless `output_dir` says otherwise.
+    """
+    from kit.studies import STUDIES
+
+    study = STUDIES.get(name)
+    path = results_path(str(params.get("results_path") or ""), name)
+    fields = {f for f in study.config.__dataclass_fields__}
+    values = {k: v for k, v in params.items() if k in fields}
+    if "output_dir" in fields and not values.get("output_dir"):
+        values["output_dir"] = str(path.with_suffix("")) + "_files"
+    result = study.run(values)
+    result.write(path)
+    show(result)
+    return result
+
+
+def record(kind: ResultKind | str, given_path: str, parameters: dict | None = None,
+           **tables: Any) -> RunResult:
+    """A result for a notebook that measures nothing (published tables, the scorecard), saved to
+    `given_path` (or outputs/interactive/)."""
+    name = str(ResultKind(kind))
+    result = RunResult.new(kind, name, parameters or {})
+    result.tables.update(tables)
+    result.write(results_path(given_path, name))
+    return result

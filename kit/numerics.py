@@ -1,4 +1,9 @@
-"""Numeric agreement of a backend's outputs with the fp32 CPU reference (ByteMLPerf's definitions)."""
+"""Numeric agreement of a backend's outputs with the fp32 CPU reference (ByteMLPerf's definitions).
+
+ByteMLPerf's `draw_all_diff` (general_perf/datasets/test_accuracy.py): flatten both outputs, set
+every NaN or Inf *value* to 0 in each, subtract, and divide by the reference with its zeros
+replaced by 1 for the relative difference. Reported figures are rounded to 5 decimals.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,31 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from kit.errors import InvalidParameter
+
+#: ByteMLPerf rounds every reported diff to this many decimals
+DECIMALS = 5
+
+
+def _finite_or_zero(values: np.ndarray) -> np.ndarray:
+    """A float64 copy with NaN and +-Inf values replaced by 0 (ByteMLPerf's rule)."""
+    out = np.array(values, dtype=np.float64, copy=True)
+    out[~np.isfinite(out)] = 0.0
+    return out
+
+
+def _flatten(outputs: list[np.ndarray], which: str) -> np.ndarray:
+    try:
+        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outputs])
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(f"{which} outputs", [getattr(o, "dtype", type(o)) for o in outputs],
+                               "numeric arrays") from exc
+
 
 @dataclass(frozen=True)
 class NumericDiff:
-    """Absolute and relative differences over all outputs; NaN/Inf are counted, then set to 0
-    as ByteMLPerf does, so the means stay finite but the counts show what happened."""
+    """Absolute and relative differences over all outputs, computed as ByteMLPerf does; the
+    NaN and Inf counts (in either output, before they are set to 0) show what that rule hid."""
 
     mean_abs: float
     std_abs: float
@@ -26,18 +51,30 @@ class NumericDiff:
     def between(cls, reference: list[np.ndarray], candidate: list[np.ndarray],
                 reference_name: str = "onnxruntime fp32 CPU") -> NumericDiff:
         if len(reference) != len(candidate):
-            raise ValueError(f"{len(reference)} reference outputs vs {len(candidate)} candidate outputs")
-        ref = np.concatenate([np.asarray(r, dtype=np.float64).ravel() for r in reference])
-        got = np.concatenate([np.asarray(c, dtype=np.float64).ravel() for c in candidate])
-        if ref.shape != got.shape:
-            raise ValueError(f"output sizes differ: {ref.shape} vs {got.shape}")
-        nan = int(np.isnan(got).sum() + np.isnan(ref).sum())
-        inf = int(np.isinf(got).sum() + np.isinf(ref).sum())
-        diff = np.nan_to_num(np.abs(ref - got), nan=0.0, posinf=0.0, neginf=0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.nan_to_num(diff / np.abs(ref), nan=0.0, posinf=0.0, neginf=0.0)
+            raise InvalidParameter("candidate outputs", f"{len(candidate)} outputs",
+                                   f"as many outputs as the reference ({len(reference)})")
+        if not reference:
+            raise InvalidParameter("reference outputs", "no outputs", "at least one output")
+        raw_ref, raw_got = _flatten(reference, "reference"), _flatten(candidate, "candidate")
+        if raw_ref.shape != raw_got.shape:
+            shapes = [np.shape(c) for c in candidate]
+            raise InvalidParameter("candidate output sizes", f"{raw_got.size} values {shapes}",
+                                   f"the reference's {raw_ref.size} values "
+                                   f"{[np.shape(r) for r in reference]}")
+        nan = int(np.isnan(raw_got).sum() + np.isnan(raw_ref).sum())
+        inf = int(np.isinf(raw_got).sum() + np.isinf(raw_ref).sum())
+        ref, got = _finite_or_zero(raw_ref), _finite_or_zero(raw_got)
+        diff = np.abs(ref - got)
+        with np.errstate(over="ignore"):
+            rel = np.abs(np.nan_to_num(diff / np.where(ref == 0, 1.0, ref)))
         return cls(float(diff.mean()), float(diff.std()), float(diff.max()), float(rel.mean()),
                    float(rel.max()), nan, inf, int(ref.size), reference_name)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def bytemlperf(self) -> dict[str, float]:
+        """The five figures under ByteMLPerf's names, rounded to its 5 decimals."""
+        return {"Mean Diff": round(self.mean_abs, DECIMALS), "Std Diff": round(self.std_abs, DECIMALS),
+                "Max Diff": round(self.max_abs, DECIMALS), "Max Rel-Diff": round(self.max_rel, DECIMALS),
+                "Mean Rel-Diff": round(self.mean_rel, DECIMALS)}

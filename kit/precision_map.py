@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kit.environment import cpu_flags, hardware_kinds
+from kit import hardware as hw
+from kit.environment import cpu_flags
 from kit.errors import InvalidParameter
 
 PUBLISHED = ("FP32", "FP16", "FP8")
-HARDWARE = ("cpu", "cuda", "ipu")
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -44,8 +44,8 @@ def map_precision(published: str, hardware: str, *, framework: str = "torch",
     published = published.upper()
     if published not in PUBLISHED:
         raise InvalidParameter("published precision", published, f"one of {', '.join(PUBLISHED)}")
-    if hardware not in HARDWARE:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(HARDWARE)}")
+    if hardware not in hw.KINDS:
+        raise InvalidParameter("hardware", hardware, f"one of {', '.join(hw.KINDS)}")
     if hardware == "ipu":
         return PrecisionChoice("ipu", published.lower(), "ipu", f"{published} as published (PopRT on the IPU)")
     if published == "FP32":
@@ -90,7 +90,7 @@ def _map_gpu(published: str, framework: str, providers: set[str]) -> PrecisionCh
 def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = None,
                      framework: str = "torch") -> str:
     """The sentence every report prints about precisions on `hardware` (default: the best here)."""
-    hardware = hardware or _best_hardware()
+    hardware = hardware or hw.best_present()
     if hardware == "ipu":
         return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
     fp16 = map_precision("FP16", hardware, framework=framework, flags=flags)
@@ -99,11 +99,6 @@ def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = 
             f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
             f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "
             f"{fp16.note}. {fp8.note}.")
-
-
-def _best_hardware() -> str:
-    kinds = hardware_kinds()
-    return "ipu" if "ipu" in kinds else "cuda" if "cuda" in kinds else "cpu"
 
 
 @dataclass(frozen=True)

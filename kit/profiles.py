@@ -1,14 +1,21 @@
-"""What `make reproduce` runs: the jobs of each profile on each kind of hardware."""
+"""What `make reproduce` runs: the jobs of each profile on one kind of hardware.
+
+The hardware is resolved once (`kit.hardware.resolve`), and each published row's precision plan
+(backend, precision, device and the reason, from `kit.precision_map`) travels whole into the
+job's parameters: no later step works it out again.
+"""
 
 from __future__ import annotations
 
+from kit import hardware as hw
 from kit import published
 from kit.batch import Job
-from kit.environment import hardware_kinds
 from kit.errors import InvalidParameter
+from kit.precision_map import PrecisionChoice, map_precision
 
 PROFILES = ("quick", "full")
-HARDWARE = ("auto", "cpu", "cuda", "ipu")
+HARDWARE = hw.CHOICES
+resolve_hardware = hw.resolve  # kept for callers of the old name
 
 # quick profile: one modest batch size per row, so the whole batch fits in ~15 min on 2 cores
 QUICK_BATCH = {"resnet50-torch-fp32": [4], "swin-large-torch-fp32": [1], "clip-onnx-fp32": [4],
@@ -17,61 +24,62 @@ QUICK_BATCH = {"resnet50-torch-fp32": [4], "swin-large-torch-fp32": [1], "clip-o
                "roberta-torch-fp32": [1], "deberta-torch-fp32": [1]}
 TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3, "data_percent": 10.0},
           "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100, "data_percent": 100.0}}
+SERVER = {"quick": {"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
+                    "max_probes": 3, "fixed_batch_duration_s": 1.0},
+          "full": {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
+                   "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
+                   "fixed_batch_duration_s": 10.0}}
+SERVER_MODEL = "resnet50-torch-fp32"
+C2_MODEL = "resnext101-c2"
 
 
-def resolve_hardware(hardware: str) -> str:
-    if hardware not in HARDWARE:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(HARDWARE)}")
-    if hardware == "auto":
-        kinds = hardware_kinds()
-        return "ipu" if "ipu" in kinds else "cuda" if "cuda" in kinds else "cpu"
-    return hardware
+def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice:
+    """Backend, precision, device and the reason, standing in for a published precision on `kind`.
 
-
-def row_backend(model: str, published_precision: str, hardware: str) -> dict:
-    """Backend, precision and device that stand in for the published precision here."""
+    On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
+    it here (kit.hardware.ort_provider_reason), so the FP8 rows can reach int8 through TensorRT.
+    """
     from kit.models import get_entry
-    from kit.precision_map import map_precision
 
-    choice = map_precision(published_precision, hardware, framework=get_entry(model).framework)
-    return {"backend": choice.backend, "precision": choice.precision, "device": choice.device}
-
-
-def _c2_precision(hardware: str) -> dict:
-    """The C2 paper ran mixed fp16: the same mapping as the FP16 rows."""
-    plan = row_backend("resnext101-c2", "FP16", hardware)
-    return {"backend": plan["backend"], "precision": plan["precision"]}
+    providers = ([p for p in ("TensorrtExecutionProvider",) if hw.ort_provider_reason(p) is None]
+                 if kind == "cuda" else [])
+    return map_precision(published_precision, kind, framework=get_entry(model).framework,
+                         gpu_providers=providers)
 
 
-def model_jobs(profile: str, hardware: str) -> list[Job]:
+def plan_params(plan: PrecisionChoice) -> dict:
+    return {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
+            "precision_note": plan.note}
+
+
+def model_jobs(profile: str, kind: str) -> list[Job]:
     jobs = []
     for _, row in published.headline_rows().iterrows():
         settings = published.ipu_run_settings(row.model, row.precision)
         if profile == "full":
-            batches, clients = settings["batch_sizes"] or [1], settings["clients"] if hardware == "ipu" else 1
+            batches, clients = settings["batch_sizes"] or [1], settings["clients"] if kind == "ipu" else 1
         else:
             batches, clients = QUICK_BATCH.get(row.model, [1]), 1
         params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
-                  "clients": clients, **row_backend(row.model, row.precision, hardware), **TIMING[profile]}
+                  "clients": clients, **plan_params(row_plan(row.model, row.precision, kind)),
+                  **TIMING[profile]}
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
                         timeout_s=900 if profile == "quick" else 3600))
     return jobs
 
 
 def jobs_for(profile: str, hardware: str = "auto") -> list[Job]:
+    """Every job of `profile`, all on the one kind `hardware` resolves to."""
     if profile not in PROFILES:
         raise InvalidParameter("profile", profile, f"one of {', '.join(PROFILES)}")
-    hw = resolve_hardware(hardware)
+    kind = hw.resolve(hardware)
     quick = profile == "quick"
+    # The C2 paper ran mixed fp16: the same mapping as the FP16 rows.
     c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
-          "hardware": hw, **_c2_precision(hw)}
-    server = ({"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
-               "max_probes": 3, "fixed_batch_duration_s": 1.0} if quick else
-              {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
-               "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
-               "fixed_batch_duration_s": 10.0})
+          **plan_params(row_plan(C2_MODEL, "FP16", kind))}
+    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind)), **SERVER[profile]}
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
-            + model_jobs(profile, hw)
+            + model_jobs(profile, kind)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
                Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
                Job("summary", "summary.ipynb", {}, 300, after_all=True)])

@@ -18,12 +18,15 @@ SEED_TABLES = {
     "bytemlperf_c600": "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
     "bytemlperf_c600_older": "seed 000: Byte MLPerf IPU page (older table)",
 }
-PACK_MODE_MODELS = ("albert-torch-fp32", "bert-torch-fp32", "roberta-torch-fp32", "deberta-torch-fp32")
 C2_TABLES = {"Table 1": "Latency", "Table 2": "Throughput", "Table 3": "Energy efficiency"}
 
 
 def _read(name: str, directory: Path | None = None) -> pd.DataFrame:
-    return pd.read_csv((directory or published_dir()) / name, dtype=str, keep_default_na=False)
+    """The file's rows as strings, after checking them against its declared schema
+    (kit.published_schema: an error names the file, the line and the column)."""
+    from kit.published_schema import read_published_csv
+
+    return read_published_csv((directory or published_dir()) / name)
 
 
 @functools.cache
@@ -71,14 +74,66 @@ def c2_tables() -> pd.DataFrame:
     return wide.sort_index().rename_axis("Batch size")[list(C2_TABLES.values())]
 
 
+def c2_latency_ms() -> dict[int, float]:
+    """{card batch: ms per batch}: the C2 paper's Table 1."""
+    return {int(b): float(ms) for b, ms in c2_tables()["Latency"].items()}
+
+
+def c2_latency_source() -> str:
+    f = figures()
+    row = f[(f["study"] == "c2_qwant") & (f["table"] == "Table 1")].iloc[0]
+    return f"{row['source']}, Table 1: {row['metric']}, {row['unit']}"
+
+
+def c2_setup_value(metric: str) -> float:
+    """A number of the C2 paper's setup (e.g. 'IPUs used', 'Card power')."""
+    f = figures()
+    rows = f[(f["study"] == "c2_qwant") & (f["table"] == "setup") & (f["metric"] == metric)]
+    if rows.empty:
+        raise UnknownNameError("C2 setup figure", metric, f[(f["study"] == "c2_qwant") & (f["table"] == "setup")]["metric"])
+    return float(rows.iloc[0]["number"])
+
+
+def c2_ipus() -> int:
+    """IPUs the C2 study ran in parallel, one session each (micro batch = batch / IPUs)."""
+    return int(c2_setup_value("IPUs used"))
+
+
+def study_hardware(study: str) -> str:
+    """The hardware a published study ran on, as its source names it."""
+    f = figures()
+    rows = f[f["study"] == study]
+    if rows.empty:
+        raise UnknownNameError("published study", study, f["study"].unique())
+    return rows.iloc[0]["hardware"]
+
+
+def study_part(study: str) -> str | None:
+    """The exact Graphcore part (a kit.hardware.PARTS key) a study's figures came from."""
+    text = study_hardware(study)
+    for key, words in (("c600", ("C600", "ipu21")), ("gc2", ("GC2", "C2 card")), ("m2000", ("M2000", "Bow"))):
+        if any(w in text for w in words):
+            return key
+    return None
+
+
+def pack_mode_models() -> tuple[str, ...]:
+    """Models whose published IPU rows ran in PopRT pack mode (a pack batch size in the spec)."""
+    spec = model_specs()
+    return tuple(spec[spec["ipu_pack_batch_size"].str.strip() != ""]["model"].drop_duplicates())
+
+
 def c2_setup() -> pd.DataFrame:
     f = figures()
     return f[(f["study"] == "c2_qwant") & (f["table"] == "setup")][["metric", "printed", "unit", "note"]]
 
 
-def headline_rows() -> pd.DataFrame:
-    """The 14 C600 rows as numbers: model, precision, qps, metric, metric_value, dataset."""
-    t = figures()[figures()["study"] == "bytemlperf_c600"]
+def headline_rows(study: str = "bytemlperf_c600") -> pd.DataFrame:
+    """The rows of a ByteMLPerf seed table (seed 001's 14 by default; "bytemlperf_c600_older" for
+    seed 000's 6) as numbers: model, precision, qps, metric, metric_value, dataset."""
+    if study not in SEED_TABLES:
+        raise UnknownNameError("seed table", study, SEED_TABLES)
+    t = figures()[figures()["study"] == study]
     qps = t[t["metric"] == "QPS"].set_index(["model", "precision"])
     met = t[t["metric"] != "QPS"].set_index(["model", "precision"])
     return pd.DataFrame({
@@ -99,16 +154,21 @@ def ipu_run_settings(model: str, precision: str) -> dict:
             "per_batch": per_batch.reset_index().to_dict("records")}
 
 
+def per_batch_table() -> pd.DataFrame:
+    """The ByteMLPerf IPU report JSONs' performance figures, one row per model/precision/batch."""
+    r = reports()
+    perf = r[r["metric"].str.startswith("Performance/")]
+    return perf.pivot_table(index=["model", "precision", "batch"], columns="metric", values="number")
+
+
 # --- audit -------------------------------------------------------------------------------------
 
-def _decimals(text: str) -> int:
-    return len(text.split(".")[1]) if "." in text else 0
+BYTEMLPERF_DECIMALS = 5  # ByteMLPerf rounds every accuracy and diff figure to 5 decimals
 
 
-def same_at_printed_precision(a: str, b: str) -> bool:
-    """Equal once both are rounded to the coarser of their printed precisions."""
-    digits = min(_decimals(a), _decimals(b))
-    return round(float(a), digits) == round(float(b), digits)
+def same_at_bytemlperf_precision(a: str, b: str) -> bool:
+    """Equal once both are rounded to ByteMLPerf's 5 decimals (0.76824 and 0.7682 differ)."""
+    return round(float(a), BYTEMLPERF_DECIMALS) == round(float(b), BYTEMLPERF_DECIMALS)
 
 
 def audit_c2() -> pd.DataFrame:
@@ -121,7 +181,7 @@ def audit_c2() -> pd.DataFrame:
 
 
 def audit_readme_vs_reports() -> pd.DataFrame:
-    """Cells where the README table differs from its report JSON at printed precision."""
+    """Cells where the README table differs from its report JSON at ByteMLPerf's 5 decimals."""
     r = reports()
     readme = r[r["metric"].str.startswith("README table/") & (r["unit"] != "string")]
     out = []
@@ -139,7 +199,7 @@ def audit_readme_vs_reports() -> pd.DataFrame:
             report_value, where = match.iloc[0]["value"], f"Accuracy/{name}"
         out.append({"model": row["model"], "precision": row["precision"], "figure": name,
                     "README": row["value"], "report JSON": report_value, "JSON field": where,
-                    "agree": same_at_printed_precision(row["value"], report_value)})
+                    "agree": same_at_bytemlperf_precision(row["value"], report_value)})
     return pd.DataFrame(out)
 
 
@@ -170,18 +230,37 @@ def audit_findings() -> list[str]:
     power = c2["Implied card power W"]
     bad = a["readme_vs_reports"][~a["readme_vs_reports"]["agree"]]
     qps = a["qps_formula"]
-    packed = qps["model"].isin(PACK_MODE_MODELS)
+    pack_models = pack_mode_models()
+    packed = qps["model"].isin(pack_models)
     worst_q = qps[~packed].loc[qps[~packed]["gap %"].abs().idxmax()]
     return [
         f"C2 tables: throughput matches batch/latency within {c2['Throughput gap %'].abs().max():.2f} % "
         f"(largest gap at batch {int(worst['Batch size'])}).",
         f"C2 tables: the implied card power (throughput / efficiency) ranges {power.min():.0f}-{power.max():.0f} W, "
-        f"below the card's stated 300 W.",
-        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at printed precision: "
+        f"below the card's stated {c2_setup_value('Card power'):.0f} W.",
+        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at ByteMLPerf's 5 decimals: "
         + "; ".join(f"{b.model} {b.precision} {b.figure} {b.README} vs {b['report JSON']}" for _, b in bad.iterrows()) + ".",
         f"ByteMLPerf: published QPS vs clients x batch / AVG latency differ by up to {worst_q['gap %']:.1f} % "
         f"({worst_q['model']} {worst_q['precision']} batch {int(worst_q['batch'])}) outside pack mode.",
-        f"ByteMLPerf pack-mode rows ({', '.join(PACK_MODE_MODELS)}) report {qps[packed]['gap %'].min():.0f}-"
+        f"ByteMLPerf pack-mode rows ({', '.join(pack_models)}) report {qps[packed]['gap %'].min():.0f}-"
         f"{qps[packed]['gap %'].max():.0f} % more QPS than that formula: their 'batch' is a pack of "
         "variable-length sequences, so the formula does not describe them.",
     ]
+
+
+def ipu_model_settings(model: str) -> dict:
+    """ByteMLPerf's IPU settings for `model` (its interact_infos JSON, verbatim), beside the fallbacks
+    ByteMLPerf's IPU code applies (`defaults`) and where both come from.
+
+    >>> ipu_model_settings("resnet50-torch-fp32")["settings"]["compiler_options"]["num_iotiles"]
+    64
+    """
+    import json
+
+    folder = published_dir() / "bytemlperf_ipu_settings"
+    known = sorted(p.stem for p in folder.glob("*-fp32.json"))
+    if model not in known:
+        raise UnknownNameError("model with ByteMLPerf IPU settings", model, known)
+    return {"model": model, "settings": json.loads((folder / f"{model}.json").read_text()),
+            "defaults": json.loads((folder / "bytemlperf_defaults.json").read_text()),
+            "source": f"bytedance/ByteMLPerf @ a30b4f9, backends/IPU/interact_infos/{model}.json"}

@@ -35,6 +35,12 @@ class Registry(Generic[T]):
 
         return wrap
 
+    def unregister(self, name: str) -> T:
+        """Remove and return an entry (tests register stand-ins and take them away again)."""
+        if name not in self._items:
+            raise UnknownNameError(self.kind, name, self._items)
+        return self._items.pop(name)
+
     def get(self, name: str) -> T:
         try:
             return self._items[name]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit import scorecard
+from kit import published, scorecard
 from kit.compare import tolerance_statement
-from kit.results import RunResult
+from kit.results import ResultKind, RunResult
 
 
 def bytemlperf_table(result: RunResult) -> pd.DataFrame:
@@ -41,8 +41,10 @@ def power_columns(power: dict | None) -> dict:
     if not power or power.get("method") != "measured":
         reason = (power or {}).get("reason") or "not sampled"
         return {"power (W)": None, "samples/s/W": None, "power method": f"unavailable: {reason}"}
+    short = (" (window shorter than the sensor resolves: indicative only)"
+             if power.get("window_resolved") is False else "")
     return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
-            "power method": f"measured: {power.get('sensor')}"}
+            "power method": f"measured: {power.get('sensor')}{short}"}
 
 
 def numerics_table(result: RunResult) -> pd.DataFrame:
@@ -76,7 +78,7 @@ def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFram
 def scorecard_rows(result: RunResult, path: Path | None = None) -> pd.DataFrame:
     """This run's rows of the scorecard, as numbers."""
     p = path or Path("this-run.json")
-    if result.kind == "c2_study":
+    if result.kind == ResultKind.C2_STUDY:
         rows = scorecard.c2_rows([(p, result)])
     else:
         rows = [r for r in scorecard.bytemlperf_rows([(p, result)])
@@ -86,10 +88,12 @@ def scorecard_rows(result: RunResult, path: Path | None = None) -> pd.DataFrame:
 
 
 METHODS = {
-    "model_benchmark": "warm-up, then calls until the minimum duration AND count are met; per-call "
+    "model_benchmark": "warm-up (outside the timed and power window), then calls until the minimum "
+                       "duration AND count are met; power sampled over exactly the timed calls; per-call "
                        "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
                        "thread); raw call times kept in the results JSON",
-    "c2_study": "the Qwant protocol: each replica's call preprocesses its micro batch of real images, "
+    "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's call "
+                "preprocesses its micro batch of real images, "
                 "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
                 "time; throughput = batch / latency; raw call times kept in the results JSON",
     "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's dynamic "
@@ -193,14 +197,16 @@ def interpretation(result: RunResult) -> str:
     hw = (result.backend or {}).get("device_info", {}).get("name", "this machine")
     weights = (result.model or {}).get("weights", {})
     parts = []
-    if result.kind == "c2_study":
+    if result.kind == ResultKind.C2_STUDY:
         rows = result.tables.get("c2", [])
         if rows:
             best = max(rows, key=lambda r: r["throughput"])
+            pub = published.c2_tables()
             parts.append(f"On {hw}, the C2 protocol peaked at {best['throughput']:.1f} images/s "
-                         f"(batch {best['batch_size']}), against 2526.35 images/s published for the "
-                         "C2 card; lowest latency "
-                         f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against 1.36 ms.")
+                         f"(batch {best['batch_size']}), against {pub['Throughput'].max():.2f} images/s "
+                         "published for the C2 card; lowest latency "
+                         f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against "
+                         f"{pub['Latency'].min():.2f} ms.")
             first = rows[0]
             parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
                          else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
@@ -211,7 +217,90 @@ def interpretation(result: RunResult) -> str:
             parts.append(f"On {hw}, {result.parameters.get('model')} reached {q['measured']:.1f} samples/s "
                          f"(batch {q['batch_size']}); the published IPU row reports {q['published']:,.0f} "
                          f"samples/s: verdict <b>{html.escape(q['verdict'])}</b>.")
+        elif result.measurements:
+            best = max(result.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
+            parts.append(f"On {hw}, {html.escape(str(result.parameters.get('model')))} reached "
+                         f"{best['qps_bytemlperf']:.1f} samples/s (batch {best['batch_size']}); there is no "
+                         "published IPU figure for this model, so nothing is compared (not comparable).")
     if weights.get("source") == "random":
         parts.append("Weights are random, so accuracy figures are not meaningful and are marked "
-                     "'not measured'; timings and numeric diffs do not depend on the weights' values.")
+                     "'not measured'. Timings do not depend on the weights' values, but numeric diffs do: "
+                     "a diff from random weights only says how far this backend's arithmetic drifts from "
+                     "the fp32 CPU run on untrained activations, whose scale differs from the trained "
+                     "model's, so it is not compared with the published Mean Diff.")
     return "<p>" + " ".join(parts) + "</p>"
+
+
+# --- server scenario ----------------------------------------------------------------------------
+
+def server_tables(result: RunResult) -> dict[str, pd.DataFrame]:
+    """The server study's tables (fixed_batch, probes, best, simulated_curve, c2_prediction)."""
+    return {k: pd.DataFrame(v) for k, v in result.tables.items()}
+
+
+def server_best(result: RunResult) -> pd.DataFrame:
+    """Per policy: LoadGen's highest passing QPS beside the simulator's prediction."""
+    cols = ["policy", "loadgen_best_qps", "loadgen_p99_ms", "loadgen_result", "loadgen_reasons",
+            "sim_best_qps", "prediction_error_pct", "capacity_qps"]
+    best = server_tables(result).get("best", pd.DataFrame())
+    return best[cols] if not best.empty else pd.DataFrame(columns=cols)
+
+
+def server_c2_prediction(result: RunResult) -> pd.DataFrame:
+    """What the C2 card would sustain (a PREDICTION), or the note saying why it was skipped."""
+    tables = server_tables(result)
+    return tables.get("c2_prediction", pd.DataFrame({"note": [n for n in result.notes if "C2" in n]}))
+
+
+def plot_server(result: RunResult):
+    """p99 latency against offered load: LoadGen probes and the simulated curve per policy."""
+    import matplotlib.pyplot as plt
+
+    tables = server_tables(result)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    probes, curve = tables.get("probes", pd.DataFrame()), tables.get("simulated_curve", pd.DataFrame())
+    for i, (policy, rows) in enumerate(probes.groupby("policy", sort=False) if not probes.empty else []):
+        sim = curve[curve.policy == policy]
+        ax.plot(sim.offered_qps, sim.sim_p99_ms, "--", color=f"C{i}", label=f"{policy} simulated")
+        ax.plot(rows.offered_qps, rows.loadgen_p99_ms, "o", color=f"C{i}", label=f"{policy} LoadGen")
+    bound = result.parameters.get("latency_bound_ms")
+    if bound:
+        ax.axhline(bound, color="k", lw=0.8)
+    p = result.parameters
+    ax.set(xlabel="offered QPS (Poisson)", ylabel="p99 latency (ms)", yscale="log",
+           title=f"{p.get('model')} on {p.get('backend')} {p.get('precision')}: p99 vs offered load")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def server_interpretation(result: RunResult) -> str:
+    """The best policy in one sentence, or why none kept p99 under the bound."""
+    if result.status != "ok":
+        return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
+    best = server_best(result).dropna(subset=["loadgen_best_qps"])
+    bound = result.parameters.get("latency_bound_ms")
+    if best.empty:
+        return (f"<p>No policy kept p99 under {bound:g} ms on this hardware, even at the lowest rate "
+                "probed.</p>")
+    top = best.loc[best.loadgen_best_qps.idxmax()]
+    err = top.prediction_error_pct
+    tail = f" ({err:+.0f} %)." if pd.notna(err) else "."
+    return (f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 "
+            f"{top.loadgen_p99_ms:.0f} ms (LoadGen {html.escape(str(top.loadgen_result))}); the "
+            f"simulation predicted {top.sim_best_qps:.3g} QPS{tail}</p>")
+
+
+# --- published figures --------------------------------------------------------------------------
+
+def plot_published_c2():
+    """The C2 paper's tables 1-3 against batch size."""
+    import matplotlib.pyplot as plt
+
+    t = published.c2_tables()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
+    for ax, col, unit in zip(axes, t.columns, ["ms per batch", "images/s", "images/s/W"], strict=True):
+        ax.plot(t.index, t[col], "o-")
+        ax.set(xlabel="batch size", ylabel=unit, title=col)
+    fig.tight_layout()
+    return fig

@@ -6,11 +6,22 @@ import datetime as dt
 import json
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from kit.errors import KitError
 
 SCHEMA_VERSION = 1
+
+
+class ResultKind(StrEnum):
+    """What produced a result; the value is what the JSON holds."""
+
+    MODEL_BENCHMARK = "model_benchmark"
+    C2_STUDY = "c2_study"
+    SERVER_SCENARIO = "server_scenario"
+    PUBLISHED_RESULTS = "published_results"
+    SUMMARY = "summary"
 
 
 @dataclass
@@ -22,7 +33,7 @@ class RunResult:
     `tables` holds study-specific tables as lists of records.
     """
 
-    kind: str
+    kind: ResultKind | str
     name: str
     parameters: dict
     environment: dict
@@ -40,6 +51,13 @@ class RunResult:
     created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
+    @classmethod
+    def new(cls, kind: ResultKind | str, name: str, parameters: dict) -> RunResult:
+        """A fresh result with this machine's environment captured."""
+        from kit.environment import capture
+
+        return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=capture())
+
     def fail(self, error: BaseException | str) -> None:
         self.status = "error"
         self.errors.append(error if isinstance(error, str) else f"{type(error).__name__}: {error}")
@@ -52,13 +70,26 @@ class RunResult:
         version = d.get("schema_version")
         if version != SCHEMA_VERSION:
             raise KitError(f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if fields.get("kind") in ResultKind._value2member_map_:
+            fields["kind"] = ResultKind(fields["kind"])
+        return cls(**fields)
 
     def write(self, path: Path) -> Path:
+        """Atomically: a uniquely named temporary file beside `path`, then a rename."""
+        import os
+        import tempfile
+
+        path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_finite(self.to_dict()), indent=1))
-        tmp.replace(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(_finite(self.to_dict()), indent=1))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod

@@ -36,3 +36,17 @@ def shared_or_skip(*parts: str) -> Path:
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+@pytest.fixture
+def fake_backend():
+    """The 'fake' backend registered for one test (see tests/fake_backend.py)."""
+    from kit.backends import BACKENDS
+    from tests.fake_backend import FakeBackend
+
+    FakeBackend.sessions, FakeBackend.log = [], []
+    BACKENDS.register("fake", FakeBackend)
+    try:
+        yield FakeBackend
+    finally:
+        BACKENDS.unregister("fake")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 DOUBLE = Path(__file__).parent / "poprt_double"
+# The double's emulated IPUs for this test process (a C600 has one): its own lock folder, so tests
+# running at the same time elsewhere on the machine never share a device, and tiny delays.
+DOUBLE_STATE = tempfile.mkdtemp(prefix="kit-poprt-double-")
+FAST_DOUBLE = {"KIT_POPRT_DOUBLE_STATE": DOUBLE_STATE, "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
+               "KIT_POPRT_DOUBLE_ATTACH_WAIT_S": "0.1", "KIT_POPRT_DOUBLE_HANG_S": "0.3"}
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
 B = np.array([0.5, -1.0, 0.25], dtype=np.float32)
 
@@ -53,4 +59,13 @@ def double_env(with_double: bool = True) -> dict:
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "poprt_double" not in p]
     env["PYTHONPATH"] = os.pathsep.join(([str(DOUBLE)] if with_double else []) + parts)
     env["KIT_IPU_PYTHON"] = sys.executable
+    for key, value in FAST_DOUBLE.items():
+        env.setdefault(key, value)
     return env
+
+
+def use_double(monkeypatch, with_double: bool = True) -> None:
+    """Point the kit's IPU backend at the poprt double (fast delays) for one test."""
+    for key, value in double_env(with_double).items():
+        if key in ("PYTHONPATH", "KIT_IPU_PYTHON") or key.startswith("KIT_POPRT_DOUBLE"):
+            monkeypatch.setenv(key, value)

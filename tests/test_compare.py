@@ -1,39 +1,52 @@
 import pytest
 
-from kit.compare import tolerance_statement, verdict
+from kit.compare import Verdict, tolerance_statement, verdict
+from kit.hardware import MeasuredOn
+
+C600 = MeasuredOn("ipu", "Graphcore C600", part="c600")
+EPYC = MeasuredOn("cpu", "AMD EPYC")
 
 
 def test_other_hardware_is_not_comparable_and_shows_ratio():
-    v, reason, ratio = verdict("QPS", 13499, 135.0, "ipu", "cpu")
-    assert v == "not comparable"
+    v, reason, ratio = verdict("QPS", 13499, 135.0, "c600", EPYC)
+    assert v is Verdict.NOT_COMPARABLE
     assert ratio == pytest.approx(0.01, rel=1e-3)
     assert "cpu" in reason and "0.01x" in reason
 
 
-def test_same_hardware_within_ten_percent_is_reproduced():
-    assert verdict("QPS", 1000, 950, "ipu", "ipu")[0] == "reproduced"
-    assert verdict("QPS", 1000, 850, "ipu", "ipu")[0] == "differs"
-    assert verdict("Latency", 1.36, 1.50, "ipu", "ipu")[0] == "differs"
+def test_same_part_within_ten_percent_is_reproduced():
+    assert verdict("QPS", 1000, 950, "c600", C600)[0] is Verdict.REPRODUCED
+    assert verdict("QPS", 1000, 850, "c600", C600)[0] is Verdict.DIFFERS
+    assert verdict("Latency", 1.36, 1.50, "c600", C600)[0] is Verdict.DIFFERS
 
 
 def test_accuracy_rule_is_ninety_nine_percent():
-    assert verdict("Top-1", 0.76963, 0.7620, "ipu", "ipu")[0] == "reproduced"
-    assert verdict("Top-1", 0.76963, 0.7600, "ipu", "ipu")[0] == "differs"
-    assert verdict("F1 Score", 85.0, 90.0, "ipu", "ipu")[0] == "reproduced"
+    assert verdict("Top-1", 0.76963, 0.7620, "c600", C600)[0] is Verdict.REPRODUCED
+    assert verdict("Top-1", 0.76963, 0.7600, "c600", C600)[0] is Verdict.DIFFERS
+    assert verdict("F1 Score", 85.0, 90.0, "c600", C600)[0] is Verdict.REPRODUCED
 
 
 def test_diff_rule_lower_is_better():
-    assert verdict("Mean Diff", 0.00161, 0.0010, "ipu", "ipu")[0] == "reproduced"
-    assert verdict("Mean Diff", 0.00161, 0.0020, "ipu", "ipu")[0] == "differs"
+    assert verdict("Mean Diff", 0.00161, 0.0010, "c600", C600)[0] is Verdict.REPRODUCED
+    assert verdict("Mean Diff", 0.00161, 0.0020, "c600", C600)[0] is Verdict.DIFFERS
 
 
 def test_missing_measurement_says_why():
-    v, _, ratio = verdict("Top-1", 0.77, None, "ipu", "cpu", "random weights")
-    assert v == "not measured: random weights" and ratio is None
+    v, reason, ratio = verdict("Top-1", 0.77, None, "c600", EPYC, "random weights")
+    assert v is Verdict.NOT_MEASURED and reason == "random weights" and ratio is None
 
 
 def test_emulated_ipu_is_not_an_ipu():
-    assert verdict("QPS", 100, 100, "ipu", "ipu (emulated: PopRT test double)")[0] == "not comparable"
+    emulated = MeasuredOn("ipu", "Graphcore C600", part="c600", emulated=True)
+    v, reason, _ = verdict("QPS", 100, 100, "c600", emulated)
+    assert v is Verdict.NOT_COMPARABLE and "not run on an IPU" in reason
+
+
+def test_a_mk2_ipu_never_reproduces_the_c2_card():
+    """Bug (issue 11/12): matching by class let a C600 run 'reproduce' the Mk1 C2 card."""
+    assert verdict("Latency", 1.36, 1.36, "gc2", C600)[0] is Verdict.NOT_COMPARABLE
+    m2000 = MeasuredOn("ipu", "GC200", part="m2000")
+    assert verdict("QPS", 100, 100, "c600", m2000)[0] is Verdict.NOT_COMPARABLE
 
 
 def test_statement_names_tolerances():

@@ -1,8 +1,13 @@
-"""The ipu backend end to end through the poprt test double: load, run, numerics, measure."""
+"""The ipu backend end to end through the poprt test double: one worker per session, ByteMLPerf's
+settings applied, hardware checks, and every failure mode of the double caught with a clear message."""
 
 from __future__ import annotations
 
-import dataclasses
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,29 +15,37 @@ import pytest
 from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend
 from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
-from kit.backends.ipu_settings import batch_sizes_for, settings_for
-from kit.errors import BackendUnavailable, InvalidParameter, KitError, UnknownNameError
+from kit.errors import BackendUnavailable, InvalidParameter, KitError
+from kit.hardware import MeasuredOn
 from kit.measure import MeasureConfig
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 from kit.numerics import NumericDiff
-from tests.ipu_helpers import TINY_INPUTS, double_env, tiny_model, tiny_reference
+from tests.ipu_helpers import DOUBLE_STATE, TINY_INPUTS, tiny_model, tiny_reference, use_double
 
 
 @pytest.fixture
 def with_double(monkeypatch):
-    for key, value in double_env(True).items():
-        if key in ("PYTHONPATH", "KIT_IPU_PYTHON"):
-            monkeypatch.setenv(key, value)
+    use_double(monkeypatch)
     ipu_mod._AVAILABILITY.clear()
-    yield
+    yield monkeypatch
     ipu_mod._AVAILABILITY.clear()
+    for session in list(ipu_mod._LIVE):
+        session.close()
 
 
 @pytest.fixture(scope="module")
-def resnet_small():
+def small_export():
+    """Small exports of the published models, made once per module (the kit's keyed cache)."""
     from kit.models import export_model
 
-    return export_model("resnet50-torch-fp32", small=True)
+    made: dict[str, ExportedModel] = {}
+
+    def get(name: str) -> ExportedModel:
+        if name not in made:
+            made[name] = export_model(name, small=True)
+        return made[name]
+
+    return get
 
 
 def tiny_exported(tmp_path, name="tiny") -> ExportedModel:
@@ -55,9 +68,7 @@ def test_registered_under_ipu():
 
 
 def test_unavailable_gives_exactly_the_one_line_message(monkeypatch):
-    for key, value in double_env(False).items():
-        if key in ("PYTHONPATH", "KIT_IPU_PYTHON"):
-            monkeypatch.setenv(key, value)
+    use_double(monkeypatch, with_double=False)
     ipu_mod._AVAILABILITY.clear()
     assert IpuBackend().availability() == UNAVAILABLE
     with pytest.raises(BackendUnavailable) as err:
@@ -69,88 +80,158 @@ def test_unavailable_gives_exactly_the_one_line_message(monkeypatch):
     ipu_mod._AVAILABILITY.clear()
 
 
-def test_device_info_says_emulated(with_double):
+def test_device_info_names_the_exact_part_and_says_emulated(with_double):
     info = IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))
-    assert info["kind"] == "ipu" and info["ipu_version"] == "ipu21" and info["num_devices"] == 1
-    assert info["emulated"] is True and info["note"] == EMULATED_NOTE and info["peak"] is None
+    assert info["kind"] == "ipu" and info["ipu_version"] == "ipu21" and info["part"] == "c600"
+    assert info["num_devices"] == 1 and info["emulated"] is True and info["peak"] is None
+    assert info["name"].endswith("[not run on an IPU]") and info["note"] == EMULATED_NOTE
+    on = MeasuredOn.from_backend({"device_info": info})
+    assert on.part == "c600" and on.emulated and not on.same_part("c600") and not on.same_part("gc2")
+    with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    assert IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))["part"] == "m2000"
 
 
-def test_resnet50_load_run_numerics_measure(with_double, tmp_path, resnet_small):
-    import onnxruntime as ort
-
-    backend = require_backend("ipu")
-    session = backend.load(resnet_small, config(tmp_path), 2)
-    d = session.description
-    assert d["emulated"] is True and d["note"] == EMULATED_NOTE
-    assert d["precision"] == "fp16" and d["poprt_version"].endswith("kit.test.double")
-    assert d["input_shape"] == {"input_1.1": [2, 3, 32, 32]}
-    inputs = resnet_small.make_inputs(2, seed=1)
-    got = session.run(inputs)
-    ref = ort.InferenceSession(str(resnet_small.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
-    diff = NumericDiff.between(ref, got)
-    assert diff.elements == 20 and diff.nan_count == 0
-    assert 0 < diff.max_abs < 0.05  # fp16 differs from fp32, but not by much
-    m = session.measure(inputs, 2, FAST)
-    assert m.mode == "clients" and m.threads == 2 and len(m.calls) == 2
-    assert all(len(t) >= 5 for t in m.calls) and m.throughput > 0
-    assert m.extra["emulated"] is True and m.extra["note"] == EMULATED_NOTE
-    assert len(list((tmp_path / "popef").glob("*.popef"))) == 1  # run/measure reused load's PopEF
-
-
-def test_fp32_outputs_match_reference_exactly(with_double, tmp_path):
+def test_one_worker_per_session_runner_created_once(with_double, tmp_path):
+    with_double.setenv("KIT_POPRT_DOUBLE_ATTACH_S", "0.2")
     model = tiny_exported(tmp_path)
     session = IpuBackend().load(model, config(tmp_path, "fp32"), 3)
+    assert session.description["attach_seconds"] >= 0.2  # attach + load happened at load()
+    pid = session.worker.proc.pid
     inputs = model.make_inputs(3, seed=5)
-    for got, want in zip(session.run(inputs), tiny_reference(inputs), strict=True):
+    started = time.perf_counter()
+    for _ in range(10):
+        outputs = session.run(inputs)
+    assert time.perf_counter() - started < 0.2  # ten runs cost less than one attach: no new Runner
+    assert session.worker.proc.pid == pid
+    for got, want in zip(outputs, tiny_reference(inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
-    single = session.measure(inputs, 3, dataclasses.replace(FAST, clients=1))
-    assert single.mode == "single" and single.threads == 1
+    m = session.measure(inputs, 3, FAST)
+    assert m.mode == "clients" and m.threads == 2 and all(len(t) >= 5 for t in m.calls)
+    assert m.extra["emulated"] is True and m.extra["note"] == EMULATED_NOTE and m.power is None
+    session.close()
+    assert not session.worker.alive
 
 
-def test_failing_batch_size_reports_error_and_keeps_others(with_double, tmp_path):
+def test_resnet50_runs_with_bytemlperf_settings(with_double, tmp_path, small_export):
+    import onnxruntime as ort
+
+    model = small_export("resnet50-torch-fp32")
+    session = require_backend("ipu").load(model, config(tmp_path, "fp16"), 4)
+    d = session.description
+    assert d["emulated"] is True and d["part"] == "c600" and d["comparable"] is True
+    opts = d["compiler_options"]
+    assert opts["num_io_tiles"] == 64 and opts["batches_per_step"] == 128  # num_iotiles -> num_io_tiles
+    assert opts["stream_buffering_depth"] == 2 and opts["enable_prefetch_datastreams"] is True
+    assert opts["available_memory_proportion"] == 0.6 and opts["rearrange_anchors_on_host"] is False
+    assert "timeout_ns 10 ms" in d["runtime_config"]
+    inputs = model.make_inputs(4, seed=1)
+    ref = ort.InferenceSession(str(model.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    diff = NumericDiff.between(ref, session.run(inputs))
+    assert diff.nan_count == 0 and 0 < diff.max_abs < 0.05  # fp16 differs from fp32, not by much
+    # I/O tiles need three requests in flight: one client still finishes (PopRT's 10 ms timeout flushes)
+    single = session.measure(inputs, 4, MeasureConfig(warmup=1, min_duration_s=0.0, min_count=3))
+    assert single.latency.count == 3 and single.latency.mean_ms >= 10
+    session.close()
+
+
+def test_fp8_merges_bytemlperf_fp8_configs(with_double, tmp_path, small_export):
+    session = IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp8"), 4)
+    conv = session.description["converter_options"]
+    assert conv["fp8_params"] == "F143,F143,-3,-3" and conv["precision"] == "fp8"
+    assert conv["fp8_skip_op_names"] == "/layer1/0/downsample/0/Conv"
+    assert session.description["fp8_op_types"] == ["Conv", "MatMul", "Gemm"]
+    session.close()
+
+
+# ---------------------------------------------------------------- the double's failure modes
+
+
+def test_fp8_on_ipu2_is_refused_before_compiling(with_double, tmp_path):
+    with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    with pytest.raises(InvalidParameter, match=r"fp8.*GC200.*fp8 needs a C600 \(ipu21\)"):
+        IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp8"), 2)
+    assert not (tmp_path / "popef").exists()  # nothing was compiled
+
+
+def test_more_sessions_than_ipus_is_a_clear_error(with_double, tmp_path):
     model = tiny_exported(tmp_path)
-    bad = {"x": np.zeros((9, 4), np.float32), "ids": np.zeros((3, 3), np.int64)}
-    out = IpuBackend().run_batches(model, config(tmp_path), [2, 3], FAST, {3: bad})
-    assert out[2].error is None and out[2].measurement.latency.count >= 10
-    assert out[3].measurement is None and "shape [9, 4]" in out[3].error
-    assert [o.shape for o in out[2].outputs] == [(2, 3), (2, 3)]
+    first = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    with pytest.raises(InvalidParameter, match=r"replicas.*at most 1: this machine has 1 IPU\(s\)"):
+        IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    first.close()
+    with_double.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "2")  # an M2000-like machine: two sessions fit
+    a, b = (IpuBackend().load(model, config(tmp_path, "fp32"), 2) for _ in range(2))
+    assert a.worker.proc.pid != b.worker.proc.pid
+    a.close()
+    b.close()
 
 
-def test_session_misuse_is_refused(with_double, tmp_path):
-    model = tiny_exported(tmp_path)
-    session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
-    inputs = model.make_inputs(2)
+def test_replicas_in_one_session_are_refused(with_double, tmp_path):
+    session = IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+    inputs = session_inputs = tiny_exported(tmp_path).make_inputs(2)
     with pytest.raises(InvalidParameter, match="replicas"):
         session.measure(inputs, 2, MeasureConfig(replicas=2))
     with pytest.raises(InvalidParameter, match="compiled for 2"):
-        session.measure(inputs, 4, FAST)
-    with pytest.raises(KitError, match="use measure"):
+        session.measure(session_inputs, 4, FAST)
+    with pytest.raises(KitError, match="measure_window"):
         session.bind(inputs)
-    with pytest.raises(InvalidParameter, match="precision"):
-        IpuBackend().load(model, config(tmp_path, "int8"), 2)
+    session.close()
+
+
+def test_device_busy_in_another_process_is_refused_after_the_wait(with_double, tmp_path):
+    Path(DOUBLE_STATE).mkdir(exist_ok=True)
+    with open(Path(DOUBLE_STATE) / "ipu0.lock", "a+") as held:  # another process holds the only IPU
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(IpuWorkerError, match="Failed to attach to any IPU device: all 1 device"):
+            IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2).close()
+
+
+def test_a_hung_request_times_out_with_a_clear_error(with_double, tmp_path):
+    with_double.setenv("KIT_POPRT_DOUBLE_ATTACH_S", "5")
+    with_double.setenv("KIT_IPU_LOAD_TIMEOUT_S", "0.5")
+    with pytest.raises(IpuWorkerError, match=r"no reply to 'load' within 0 s .*it was stopped"):
+        IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+
+
+def test_a_dead_worker_reports_its_stderr_tail(with_double, tmp_path):
+    crash = "import sys; sys.stderr.write('poplar: fatal: IPU 0 link training failed\\n'); sys.exit(139)"
+    with_double.setenv("KIT_IPU_PYTHON", f"{sys.executable} -c \"{crash}\"")
+    ipu_mod._AVAILABILITY[tuple(ipu_mod.interpreter())] = None  # poprt imports; the worker then crashes
+    with pytest.raises(IpuWorkerError, match=r"died .*exit code 139.*IPU 0 link training failed"):
+        IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+
+
+def test_killed_worker_mid_session_is_a_clear_error(with_double, tmp_path):
+    model = tiny_exported(tmp_path)
+    session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    os.kill(session.worker.proc.pid, 9)
+    session.worker.proc.wait()
+    with pytest.raises(IpuWorkerError, match=r"died before the request \(exit code -9\)"):
+        session.run(model.make_inputs(2))
+    session.close()
 
 
 def test_bad_compiler_option_fails_load_with_reason(with_double, tmp_path):
     with pytest.raises(IpuWorkerError, match="CompilerOptions.available_memory_proportion"):
         IpuBackend().load(tiny_exported(tmp_path), config(
             tmp_path, compiler_options={"available_memory_proportion": 1.5}), 2)
+    with pytest.raises(IpuWorkerError, match="unknown compiler option 'replicas'"):
+        IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, compiler_options={"replicas": 2}), 2)
 
 
-def test_pack_models_say_the_unpacked_model_ran(with_double, tmp_path):
-    session = IpuBackend().load(tiny_exported(tmp_path, name="bert-torch-fp32"), config(tmp_path), 2)
-    assert "unpacked model" in session.description["pack_mode"]
-
-
-def test_published_settings():
-    assert batch_sizes_for("resnet50-torch-fp32", "fp8") == (4, 32)
-    assert batch_sizes_for("swin-large-torch-fp32", "fp8") == (4,)
-    assert batch_sizes_for("widedeep-tf-fp32", "fp16") == (1024, 20000)
-    bert = settings_for("bert-torch-fp32")
-    assert bert.pack_batch_size == {"fp16": 40, "fp8": 45} and bert.clients_or_default() == 1
-    assert settings_for("deberta-torch-fp32").pack_batch_size == {"fp16": 10}
-    assert settings_for("clip-onnx-fp32").clients == 3 and settings_for("widedeep-tf-fp32").clients == 5
-    assert settings_for("resnet50-torch-fp32").fp8_params == "F143,F143,-3,-3"
-    with pytest.raises(UnknownNameError, match="resnet50-torch-fp32"):
-        settings_for("yolov5-onnx-fp32")
-    with pytest.raises(UnknownNameError):
-        batch_sizes_for("clip-onnx-fp32", "fp8")
+def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tmp_path):
+    with_double.delenv("GCDA_MONITOR", raising=False)  # the kit sets it for the worker itself
+    with_double.setenv("KIT_GCIPUINFO_DOUBLE_W", "120.0")
+    model = tiny_exported(tmp_path)
+    session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=3, min_duration_s=0.2,
+                                                                      min_count=5, clients=2), power=True)
+    p = m.power
+    assert p["method"] == "measured" and p["mean_w"] == pytest.approx(120.0) and p["sampler"] == "gcipuinfo"
+    assert p["n_samples"] >= 3 and "GCDA_MONITOR='1'" in p["notes"][0]
+    first, last = min(t[0][0] for t in m.calls), max(t[-1][1] for t in m.calls)
+    assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 0.01
+    assert p["samples_processed"] == m.samples  # warm-up calls are not in the window
+    session.close()

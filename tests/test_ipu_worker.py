@@ -1,134 +1,123 @@
-"""The PopRT worker: Python 3.8 grammar, allowed imports, and its JSON contract (run against the
-poprt test double as a subprocess, exactly as the kit runs it)."""
+"""The PopRT worker: Python 3.8 (vermin and ast), allowed imports, its framed pipe protocol, and
+the long-lived process it runs as (against the poprt test double, exactly as the kit starts it)."""
 
 from __future__ import annotations
 
 import ast
-import base64
 import io
-import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kit.backends import ipu_worker
+from kit.backends.ipu import IpuWorker, worker_command
 from tests.ipu_helpers import TINY_INPUTS, double_env, tiny_model, tiny_reference
 
 SOURCE = ipu_worker.__file__
+VERMIN = [str(Path(sys.executable).with_name("vermin")), "-t=3.8-", "--violations", "--no-tips", "-q"]
 
 
-@pytest.fixture(scope="module")
-def resnet_small():
-    from kit.models import export_model
-
-    return export_model("resnet50-torch-fp32", small=True)
-
-
-def run_worker(job: dict, tmp_path, with_double: bool = True) -> dict:
-    job_path, result_path = tmp_path / "job.json", tmp_path / "result.json"
-    job_path.write_text(json.dumps(job))
-    proc = subprocess.run([sys.executable, SOURCE, str(job_path), str(result_path)],
-                          env=double_env(with_double), capture_output=True, text=True, timeout=120)
-    assert result_path.exists(), proc.stderr
-    return json.loads(result_path.read_text())
+def test_worker_runs_on_python_38_by_vermin():
+    done = subprocess.run([*VERMIN, SOURCE],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-def tiny_job(tmp_path, **kw) -> dict:
-    job = {"onnx_path": str(tiny_model(tmp_path / "tiny.onnx")), "precision": "fp32",
-           "batch_sizes": [2, 5], "inputs": TINY_INPUTS, "clients": 2, "warmup": 1,
-           "min_duration_s": 0.05, "min_count": 7, "cache_dir": str(tmp_path / "popef"),
-           "return_outputs": True, "seed": 3}
-    job.update(kw)
-    return job
-
-
-def outputs_of(batch: dict) -> list[np.ndarray]:
-    return [np.load(io.BytesIO(base64.b64decode(o["npy_b64"]))) for o in batch["outputs"]]
+def test_vermin_catches_a_39_feature(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('name = "ipu21".removeprefix("ipu")\n')
+    done = subprocess.run([*VERMIN, str(bad)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "removeprefix" in done.stdout
 
 
 def test_worker_parses_as_python_38_and_imports_only_allowed_modules():
     tree = ast.parse(open(SOURCE).read(), feature_version=(3, 8))
-    allowed = set(sys.stdlib_module_names) | {"numpy", "onnx", "poprt", "__future__"}
+    allowed = set(sys.stdlib_module_names) | {"numpy", "onnx", "poprt", "gcipuinfo"}
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported <= allowed, imported - allowed
-    assert "kit" not in imported
+    assert "kit" not in imported and "__future__" not in imported  # no postponed annotations needed
 
 
-def test_contract_outputs_and_call_times_per_batch_size(tmp_path):
-    result = run_worker(tiny_job(tmp_path), tmp_path)
-    assert result["test_double"] is True
-    assert result["note"] == "not run on an IPU: PopRT test double over ONNX Runtime"
-    assert result["device"] == {"ipu_version": "ipu21", "num_devices": 1}
-    assert [b["batch_size"] for b in result["batches"]] == [2, 5]
-    for batch in result["batches"]:
-        assert batch["error"] is None
-        assert batch["input_dtypes"] == {"x": "float32", "ids": "int32"}  # PopRT feeds int32
-        assert len(batch["calls"]) == 2 and all(len(t) >= 7 for t in batch["calls"])
-        assert all(s < e for thread in batch["calls"] for s, e in thread)
-        expected = tiny_reference(ipu_worker.generate_inputs(TINY_INPUTS, batch["batch_size"], 3))
-        for got, want in zip(outputs_of(batch), expected, strict=True):
+def test_frames_carry_arrays_as_raw_buffers_both_ways():
+    arrays = {"x": np.arange(12, dtype=np.float16).reshape(3, 4), "ids": np.array([[1, 2]], np.int32)}
+    stream = io.BytesIO()
+    ipu_worker.write_message(stream, {"op": "run", "inputs": arrays, "n": [1, (2, 3)]})
+    raw = stream.getvalue()
+    assert arrays["x"].tobytes() in raw  # out of band, not base64 or JSON
+    stream.seek(0)
+    got = ipu_worker.read_message(stream)
+    assert got["n"] == [1, (2, 3)]
+    for name, array in arrays.items():
+        assert got["inputs"][name].dtype == array.dtype and np.array_equal(got["inputs"][name], array)
+        assert got["inputs"][name].flags.writeable
+    with pytest.raises(EOFError):
+        ipu_worker.read_message(io.BytesIO(raw[:20]))
+
+
+def test_docker_exec_passes_gcda_monitor_and_keeps_stdin():
+    cmd = worker_command({"KIT_IPU_PYTHON": "docker exec poprt python3", "GCDA_MONITOR": "1"})
+    assert cmd[:6] == ["docker", "exec", "-i", "-e", "GCDA_MONITOR=1", "poprt"]
+    assert cmd[-2:] == [SOURCE, "--serve"]
+    plain = worker_command({"KIT_IPU_PYTHON": "/opt/sdk/python3.8", "GCDA_MONITOR": "1"})
+    assert plain == ["/opt/sdk/python3.8", SOURCE, "--serve"]  # a child process inherits the env
+
+
+def load_job(tmp_path, **kw) -> dict:
+    job = {"op": "load", "onnx_path": str(tiny_model(tmp_path / "tiny.onnx")), "precision": "fp32",
+           "batch_size": 2, "inputs": TINY_INPUTS, "converter_options": {}, "compiler_options": {},
+           "cache_dir": str(tmp_path / "popef"), "pack": None, "pack_inputs": None}
+    job.update(kw)
+    return job
+
+
+def test_one_worker_serves_load_run_measure_then_close(tmp_path):
+    worker = IpuWorker(double_env())
+    try:
+        info = worker.request(load_job(tmp_path), 60)
+        assert info["env"]["test_double"] and not info["popef_cached"]
+        assert [i["dtype"] for i in info["inputs"]] == ["float32", "int32"]  # PopRT feeds int32
+        inputs = {"x": np.ones((2, 4), np.float32), "ids": np.arange(6).reshape(2, 3)}
+        for got, want in zip(worker.request({"op": "run", "inputs": inputs}, 30), tiny_reference(inputs),
+                             strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-6)
+        out = worker.request({"op": "measure", "inputs": inputs, "warmup": 1, "clients": 2,
+                              "min_duration_s": 0.0, "min_count": 4}, 30)
+        assert len(out["calls"]) == 2 and all(len(t) >= 4 for t in out["calls"]) and out["power"] is None
+        pid = worker.proc.pid
+        worker.request({"op": "run", "inputs": inputs}, 30)
+        assert worker.proc.pid == pid and worker.alive  # the same process served every request
+    finally:
+        worker.close()
+    assert not worker.alive
 
 
 def test_popef_is_cached_by_model_and_options(tmp_path):
-    job = tiny_job(tmp_path, batch_sizes=[2], measure=False)
-    first = run_worker(job, tmp_path)["batches"][0]
-    second = run_worker(job, tmp_path)["batches"][0]
-    assert not first["popef_cached"] and second["popef_cached"]
-    assert first["popef"] == second["popef"]
-    other = run_worker(dict(job, compiler_options={"batches_per_step": 4}), tmp_path)["batches"][0]
-    assert other["popef"] != first["popef"] and not other["popef_cached"]
-    assert other["compiler_options"] == {"batches_per_step": 4, "ipu_version": "ipu21"}
+    first, second = IpuWorker(double_env()), None
+    try:
+        a = first.request(load_job(tmp_path), 60)
+        first.close()
+        second = IpuWorker(double_env())
+        b = second.request(load_job(tmp_path), 60)
+        assert b["popef_cached"] and a["popef"] == b["popef"]
+        second.close()
+        second = IpuWorker(double_env())
+        c = second.request(load_job(tmp_path, compiler_options={"batches_per_step": 4}), 60)
+        assert c["popef"] != a["popef"] and c["compiler_options"] == {"batches_per_step": 4, "ipu_version": "ipu21"}
+    finally:
+        first.close()
+        if second:
+            second.close()
 
 
-def test_fp16_converts_inputs_and_stays_close(tmp_path):
-    batch = run_worker(tiny_job(tmp_path, precision="fp16", batch_sizes=[3], measure=False),
-                       tmp_path)["batches"][0]
-    assert batch["error"] is None and batch["input_dtypes"]["x"] == "float16"
-    got = outputs_of(batch)
-    assert got[0].dtype == np.float16
-    expected = tiny_reference(ipu_worker.generate_inputs(TINY_INPUTS, 3, 3))
-    np.testing.assert_allclose(got[0].astype(np.float32), expected[0], atol=2e-2)
-
-
-def test_fp8_passes_published_params(tmp_path):
-    batch = run_worker(tiny_job(tmp_path, precision="fp8", batch_sizes=[2], measure=False),
-                       tmp_path)["batches"][0]
-    assert batch["error"] is None
-    assert batch["converter_options"]["fp8_params"] == "F143,F143,-3,-3"
-    assert batch["fp8_op_types"] == ["Conv", "MatMul", "Gemm"]
-
-
-def test_failing_batch_size_keeps_the_others(tmp_path):
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, x=np.zeros((4, 4), np.float32), ids=np.zeros((3, 3), np.int64))  # x wrong for bs 3
-    result = run_worker(tiny_job(tmp_path, batch_sizes=[2, 3, 4], inputs_npz={"3": str(bad)}), tmp_path)
-    errors = {b["batch_size"]: b["error"] for b in result["batches"]}
-    assert errors[2] is None and errors[4] is None
-    assert "ValueError" in errors[3] and "'x'" in errors[3] and "[3, 4]" in errors[3]
-
-
-def test_unknown_compiler_option_is_a_batch_error(tmp_path):
-    batch = run_worker(tiny_job(tmp_path, batch_sizes=[2], compiler_options={"replicas": 2}),
-                       tmp_path)["batches"][0]
-    assert "unknown compiler option" in batch["error"] and "replicas" in batch["error"]
-
-
-def test_missing_poprt_is_fatal_not_a_traceback(tmp_path):
-    result = run_worker({"mode": "probe"}, tmp_path, with_double=False)
-    assert result["fatal"].startswith("ModuleNotFoundError")
-
-
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_resnet50_small_export_through_the_worker(tmp_path, precision, resnet_small):
-    spec = [s.to_dict() for s in resnet_small.inputs]
-    job = {"onnx_path": str(resnet_small.onnx_path), "precision": precision, "batch_sizes": [2],
-           "inputs": spec, "clients": 1, "warmup": 1, "min_duration_s": 0.0, "min_count": 3,
-           "cache_dir": str(tmp_path / "popef"), "return_outputs": True}
-    batch = run_worker(job, tmp_path)["batches"][0]
-    assert batch["error"] is None, batch.get("traceback")
-    assert outputs_of(batch)[0].shape == (2, 10)
-    assert len(batch["calls"][0]) >= 3
+def test_missing_poprt_is_a_reported_error_not_a_traceback(tmp_path):
+    worker = IpuWorker(double_env(with_double=False))
+    try:
+        with pytest.raises(Exception, match="ModuleNotFoundError: No module named 'poprt'"):
+            worker.request({"op": "probe"}, 30)
+    finally:
+        worker.close()

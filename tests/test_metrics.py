@@ -71,6 +71,8 @@ def test_cail2019_pairs():
     assert cail2019_correct(scores).tolist() == [True, False, False]  # ties are wrong
     with pytest.raises(InvalidParameter):
         cail2019_correct(np.zeros(3))
+    with pytest.raises(InvalidParameter, match="one similarity score per row"):
+        cail2019_correct(np.zeros((4, 2)))  # a softmax pair is not a similarity score
 
 
 def test_fraction_and_data_percent():

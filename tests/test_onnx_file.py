@@ -56,3 +56,54 @@ def test_corrupt_file_names_the_file(tmp_path):
         load_onnx_file(bad)
     with pytest.raises(MissingResource, match="missing.onnx"):
         load_onnx_file(tmp_path / "missing.onnx")
+
+
+def fixed_model(tmp_path, batch=2):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16])
+    text = helper.make_tensor_value_info("text", TensorProto.INT64, [100, 77])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 16])
+    t = helper.make_tensor_value_info("t", TensorProto.INT64, [100, 77])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]),
+                               helper.make_node("Identity", ["text"], ["t"])], "g", [x, text], [y, t])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = tmp_path / "fixed.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_fixed_batch_model_runs_only_at_its_own_size(tmp_path):
+    """Issue 14 #2: a [2, 16] model asked for batch 1 or 4 is an error, never a scaled figure."""
+    model = load_onnx_file(fixed_model(tmp_path, 2))
+    assert model.fixed_batch_size == 2 and model.dynamic_batch is False
+    assert [(i.name, i.shape, i.batched) for i in model.inputs] == [
+        ("x", (1, 16), True), ("text", (100, 77), False)]
+    assert model.check_batch_size(2) == 2
+    feeds = model.make_inputs(2)
+    assert feeds["x"].shape == (2, 16) and feeds["text"].shape == (100, 77)
+    assert ort.InferenceSession(str(model.onnx_path)).run(None, feeds)[0].shape == (2, 16)
+    for wrong in (1, 4):
+        with pytest.raises(InvalidParameter, match=r"2 only: fixed.onnx has a fixed batch dimension \(x \[2, 16\]\)"):
+            model.check_batch_size(wrong)
+        with pytest.raises(InvalidParameter, match="batch_sizes=\\[2\\]"):
+            model.make_inputs(wrong)
+
+
+def test_dynamic_model_takes_any_batch_size(tmp_path):
+    model = load_onnx_file(relu_model(tmp_path, ["batch", 3, 5]))
+    assert model.fixed_batch_size is None and model.check_batch_size(64) == 64
+    with pytest.raises(InvalidParameter, match="batch_size"):
+        model.check_batch_size(0)
+
+
+def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path):
+    """Issue 14 #2 end to end: batch 2 is measured, batches 1 and 4 fail with the reason; no scaled QPS."""
+    from kit.studies import model_benchmark
+
+    path = fixed_model(tmp_path, 2)
+    result = model_benchmark.run({"model": str(path), "batch_sizes": [1, 2, 4], "min_duration_s": 0.05,
+                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False})
+    assert [m["batch_size"] for m in result.measurements] == [2]
+    assert result.status == "error" and len(result.errors) == 2
+    assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)
+    assert result.errors[0].startswith("batch 1:") and result.errors[1].startswith("batch 4:")

@@ -1,12 +1,21 @@
-"""kit.backends.onnxruntime_backend: every precision loads and runs; absent devices say so."""
+"""kit.backends.onnxruntime_backend: every precision loads and runs; absent devices say so; on a GPU
+host (faked: ORT sessions that report their providers) no fallback passes as the device asked for."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+from pathlib import Path
+
+import onnx
 import onnxruntime as ort
 import pytest
+from gpu_fakes import FakeHost, four_boards, install
 
 from kit.backends import BackendConfig, get_backend
-from kit.backends.onnxruntime_backend import provider_options
+from kit.backends import onnxruntime_backend as ort_backend
+from kit.backends.onnxruntime_backend import OrtSession, placement_from_profile, provider_options
+from kit.environment import onnxruntime_version
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.measure import MeasureConfig
 from kit.numerics import NumericDiff
@@ -76,3 +85,222 @@ def test_provider_list_with_options_when_present():
     assert trt_name == "TensorrtExecutionProvider" and trt_opts["trt_fp16_enable"] is True
     assert trt_opts["trt_max_workspace_size"] == 1 and providers[-1] == "CPUExecutionProvider"
     assert provider_options(BackendConfig())["TensorrtExecutionProvider"]["trt_fp16_enable"] is False
+
+
+# ---------------------------------------------------------------- GPU paths, with a fake ORT session
+
+RealSession = ort.InferenceSession
+ALL_GPU = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+class FakeGpuSession:
+    """An ORT session that says which providers it got, as a session on a GPU host would; it computes
+    on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its profile ran on
+    the CPU, the rest on placed[0]."""
+
+    placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    cpu_kernels = 0
+    last = None
+
+    def __init__(self, path, sess_options=None, providers=None):
+        self.asked = providers
+        self.real = RealSession(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
+        self.runs = 0
+        self.bindings: list = []
+        FakeGpuSession.last = self
+
+    def get_providers(self):
+        return list(self.placed)
+
+    def get_outputs(self):
+        return self.real.get_outputs()
+
+    def run(self, names, feeds):
+        self.runs += 1
+        return self.real.run(names, feeds)
+
+    def io_binding(self):
+        binding = FakeBinding()
+        self.bindings.append(binding)
+        return binding
+
+    def run_with_iobinding(self, binding):
+        binding.runs += 1
+
+    def end_profiling(self):
+        path = self.real.end_profiling()
+        with open(path) as f:
+            events = json.load(f)
+        kernels = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+        for i, event in enumerate(kernels):
+            event["args"]["provider"] = "CPUExecutionProvider" if i < self.cpu_kernels else self.placed[0]
+        with open(path, "w") as f:
+            json.dump(events, f)
+        return path
+
+
+class FakeBinding:
+    def __init__(self):
+        self.inputs, self.outputs, self.runs = [], [], 0
+
+    def bind_ortvalue_input(self, name, value):
+        self.inputs.append((name, value))
+
+    def bind_output(self, name, device="cpu", device_id=0):
+        self.outputs.append((name, device, device_id))
+
+
+@pytest.fixture
+def gpu_host(monkeypatch):
+    """A four-GPU host (CUDA_VISIBLE_DEVICES=2,3) whose ORT offers every GPU provider."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    install(monkeypatch, FakeHost(four_boards()), nvml=False)
+    monkeypatch.setattr(ort, "get_available_providers", lambda: list(ALL_GPU))
+    monkeypatch.setattr(ort, "InferenceSession", FakeGpuSession)
+    monkeypatch.setattr(ort, "preload_dlls", lambda *a, **k: None, raising=False)
+    monkeypatch.setattr(FakeGpuSession, "placed", ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(FakeGpuSession, "cpu_kernels", 0)
+    monkeypatch.setattr(ort_backend, "tensorrt_version", lambda: "10.13.0")
+    return FakeGpuSession
+
+
+def test_cuda_provider_falling_back_to_cpu_is_refused(small, gpu_host):
+    gpu_host.placed = ["CPUExecutionProvider"]
+    with pytest.raises(BackendUnavailable, match="CUDA backend unavailable: ONNX Runtime could not start "
+                                                 "CUDAExecutionProvider and fell back to CPUExecutionProvider"):
+        get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
+
+
+def test_tensorrt_falling_back_to_cuda_is_refused(small, gpu_host):
+    gpu_host.placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    with pytest.raises(BackendUnavailable, match="TENSORRT backend unavailable.*fell back to CUDAExecutionProvider"):
+        get_backend("onnxruntime").load(small, BackendConfig(device="tensorrt"), 1)
+
+
+def test_gpu_session_records_device_and_cpu_kernel_share(small, gpu_host):
+    gpu_host.cpu_kernels = 2
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"device_id": 1}), 2)
+    d = session.description
+    kernels = d["placement"]["kernels"]
+    assert kernels > 2 and d["placement"]["kernels_by_provider"]["CPUExecutionProvider"] == 2
+    assert d["cpu_node_share"] == pytest.approx(2 / kernels)
+    # CUDA ordinal 1 under CUDA_VISIBLE_DEVICES=2,3 is the fourth board in PCI order
+    assert d["cuda_device"]["index"] == 1 and d["cuda_device"]["pci_bus_id"] == "00000000:81:00.0"
+    assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 1})
+    assert gpu_host.last.runs == 1  # the profiled warm-up at load, before any timed window
+    assert d["timing"].startswith("host-to-host")
+
+
+def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_host, monkeypatch):
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"device_id": 1}), 2)
+    fake = gpu_host.last
+    cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
+    m = session.measure(small.make_inputs(2), 2, cfg)
+    assert fake.runs == 1 + 6  # every timed call is a session.run with host arrays: copy in, run, copy out
+    assert m.extra["timing"].startswith("host-to-host") and not fake.bindings
+    staged = []
+    monkeypatch.setattr(ort.OrtValue, "ortvalue_from_numpy", lambda value, device, index: staged.append((device, index)))
+    resident = session.measure_device_resident(small.make_inputs(2), 2, cfg)
+    assert resident.extra["timing"].startswith("device-resident") and "not comparable" in resident.extra["timing"]
+    assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]  # one binding per client
+    assert set(staged) == {("cuda", 1)} and all(o[1:] == ("cuda", 1) for b in fake.bindings for o in b.outputs)
+    assert [b.runs for b in fake.bindings] == [3, 3]
+
+
+def test_cpu_clients_each_get_their_own_binding(small):
+    session = get_backend("onnxruntime").load(small, BackendConfig(), 1)
+
+    class Counting:
+        def __init__(self, real):
+            self.real, self.bindings = real, []
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+        def io_binding(self):
+            self.bindings.append(self.real.io_binding())
+            return self.bindings[-1]
+
+    proxy = Counting(session.session)
+    counted = OrtSession(proxy, session.description)
+    m = counted.measure(small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3))
+    assert len(proxy.bindings) == 3 and len({id(b) for b in proxy.bindings}) == 3
+    assert m.latency.count == 6
+
+
+def test_int8_on_plain_cuda_is_refused(small, gpu_host):
+    with pytest.raises(InvalidParameter, match="int8.*no int8 kernels.*use device 'tensorrt'"):
+        get_backend("onnxruntime").load(small, BackendConfig(precision="int8", device="cuda"), 1)
+
+
+def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_host):
+    gpu_host.placed = ALL_GPU
+    session = get_backend("onnxruntime").load(small, BackendConfig(precision="int8", device="tensorrt"), 1)
+    name, options = gpu_host.last.asked[0]
+    assert name == "TensorrtExecutionProvider"
+    assert options["trt_int8_enable"] is True and options["trt_fp16_enable"] is True
+    assert "S8S8" in session.description["conversion"] and session.description["tensorrt_version"] == "10.13.0"
+    proto = onnx.load(str(small.onnx_path.parent / session.description["model_file"]))
+    zero_points = {i.name: i for i in proto.graph.initializer}
+    quantize = [n for n in proto.graph.node if n.op_type == "QuantizeLinear"]
+    assert quantize
+    for node in quantize:  # activations: signed int8, symmetric (zero point 0)
+        zp = onnx.numpy_helper.to_array(zero_points[node.input[2]])
+        assert zp.dtype == "int8" and not zp.any()
+
+
+def test_symmetric_int8_runs_close_to_fp32_on_the_cpu(small, reference):
+    from kit.backends.precision import convert_for_ort
+
+    path = convert_for_ort(small, "int8", symmetric=True)
+    assert "static-qdq-s8s8" in path.name
+    out = RealSession(str(path), providers=["CPUExecutionProvider"]).run(None, small.make_inputs(4))
+    assert NumericDiff.between(reference, out).max_abs <= BOUNDS["int8"]
+
+
+def test_tensorrt_engine_cache_is_keyed_by_version_options_and_gpu(monkeypatch, gpu_host):
+    def path(precision="fp16", device_id=0):
+        return provider_options(BackendConfig(precision=precision, device="tensorrt",
+                                              options={"device_id": device_id}))["TensorrtExecutionProvider"][
+            "trt_engine_cache_path"]
+
+    base = path()
+    assert "trt-10.13.0-" in base and path() == base
+    assert path("int8") != base  # other options, other engines
+    assert path(device_id=1) == base  # same GPU model, same engines (device_id is not part of the key)
+    monkeypatch.setattr(ort_backend, "tensorrt_version", lambda: "10.14.1")
+    assert path() != base and "trt-10.14.1-" in path()
+
+
+def test_device_id_must_be_an_ordinal():
+    with pytest.raises(InvalidParameter, match="device_id"):
+        provider_options(BackendConfig(device="cuda", options={"device_id": "1"}))
+
+
+def test_placement_from_a_real_profile(small, tmp_path):
+    opts = ort.SessionOptions()
+    opts.enable_profiling = True
+    opts.profile_file_prefix = str(tmp_path / "p")
+    session = RealSession(str(small.onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
+    session.run(None, small.make_inputs(1))
+    profile = session.end_profiling()
+    placement = placement_from_profile(Path(profile))
+    assert placement["kernels"] > 10 and placement["cpu_share"] == 1.0
+    assert list(placement["kernels_by_provider"]) == ["CPUExecutionProvider"]
+    assert not list(tmp_path.iterdir())  # the profile is removed after reading
+
+
+def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
+    real = importlib.metadata.version
+
+    def version(name):
+        if name == "onnxruntime":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return "1.31.1" if name == "onnxruntime-gpu" else real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert onnxruntime_version() == "1.31.1"
+    from kit.backends.precision import converted_path
+
+    assert converted_path(small.onnx_path, "fp16").name.startswith(small.onnx_path.stem)

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
+import time
 
 import numpy as np
 import onnx
 import pytest
 
-from tests.ipu_helpers import DOUBLE, tiny_model
+from tests.ipu_helpers import DOUBLE, FAST_DOUBLE, tiny_model
 
 
 @pytest.fixture
 def poprt(monkeypatch):
+    for key, value in FAST_DOUBLE.items():
+        monkeypatch.setenv(key, value)
     monkeypatch.syspath_prepend(str(DOUBLE))
     for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -31,9 +35,23 @@ def runner(poprt, tmp_path):
     path = str(tmp_path / "m.popef")
     poprt.compiler.Compiler.compile_and_export(converted.SerializeToString(), ["y", "z"], path,
                                                poprt.compiler.CompilerOptions())
-    config = poprt.runtime.RuntimeConfig()
-    config.timeout_ns = 0
-    return poprt.runtime.Runner(path, config)
+    return poprt.runtime.Runner(path, poprt.runtime.RuntimeConfig())
+
+
+def compiled(poprt, tmp_path, precision="fp32", **options):
+    model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
+    converted = poprt.converter.Converter(input_shape={"x": [2, 4], "ids": [2, 3]}, precision=precision,
+                                          **({"fp8_params": "F143,F143,-3,-3"} if precision == "fp8" else {})
+                                          ).convert(model)
+    opts = poprt.compiler.CompilerOptions()
+    for name, value in options.items():
+        setattr(opts, name, value)
+    return poprt.compiler.Compiler.compile(converted, ["y", "z"], opts)
+
+
+def feeds_for(runner):
+    feeds = {i.name: np.ones(i.shape, i.numpy_data_type()) for i in runner.get_execute_inputs()}
+    return feeds, {o.name: np.zeros(o.shape, o.numpy_data_type()) for o in runner.get_execute_outputs()}
 
 
 def test_identifies_itself(poprt):
@@ -94,6 +112,82 @@ def test_runner_accepts_only_popef(poprt, tmp_path):
         poprt.runtime.Runner(str(junk), {"timeout_ns": 0})
     with pytest.raises(TypeError, match="timeout_ns"):
         poprt.runtime.RuntimeConfig().timeout_ns = -1
+
+
+def test_documented_defaults(poprt):
+    assert poprt.compiler.CompilerOptions().enable_prefetch_datastreams is True
+    assert poprt.compiler.CompilerOptions().num_io_tiles == 0
+    assert poprt.runtime.RuntimeConfig().timeout_ns == 10_000_000  # 10 ms; 0 = wait forever
+    assert poprt.runtime.PackRunnerConfig().algorithm == poprt.runtime.PackAlgorithm.next_fit
+
+
+def test_unregistered_pass_is_refused(poprt):
+    poprt.converter.Converter(used_passes=["insert_attention_mask", "fused_attention"])
+    with pytest.raises(KeyError, match="'deberta_pack' is not registered"):
+        poprt.converter.Converter(used_passes=["deberta_pack"])
+
+
+def test_fp8_is_refused_on_ipu2(poprt, tmp_path, monkeypatch):
+    compiled(poprt, tmp_path, "fp8")  # a C600 compiles fp8
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    with pytest.raises(RuntimeError, match="FP8 is not supported on ipu2"):
+        compiled(poprt, tmp_path, "fp8")
+
+
+def test_popef_for_another_ipu_version_does_not_load(poprt, tmp_path, monkeypatch):
+    exe = compiled(poprt, tmp_path)
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    with pytest.raises(RuntimeError, match="compiled for ipu21, the device is ipu2"):
+        poprt.runtime.Runner(exe)
+
+
+def test_one_ipu_one_runner_and_the_attach_delay(poprt, tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_ATTACH_S", "0.1")
+    exe = compiled(poprt, tmp_path)
+    started = time.perf_counter()
+    first = poprt.runtime.Runner(exe)
+    assert time.perf_counter() - started >= 0.1
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="all 1 device.*in use"):
+        poprt.runtime.Runner(exe)
+    assert time.perf_counter() - started >= float(FAST_DOUBLE["KIT_POPRT_DOUBLE_ATTACH_WAIT_S"])
+    del first
+    poprt.runtime.Runner(exe)  # the device is free again
+
+
+def test_clients_share_the_ipu_serially(poprt, tmp_path):
+    runner = poprt.runtime.Runner(compiled(poprt, tmp_path))
+    active, peak, real_run = [0], [0], runner._session.run
+
+    def slow_run(*args):
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        time.sleep(0.005)
+        active[0] -= 1
+        return real_run(*args)
+
+    runner._session.run = slow_run
+    threads = [threading.Thread(target=lambda: [runner.execute(*feeds_for(runner)) for _ in range(5)])
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1
+
+
+def test_timeout_zero_with_io_tiles_and_one_request_is_an_error(poprt, tmp_path):
+    runner = poprt.runtime.Runner(compiled(poprt, tmp_path, num_io_tiles=32, batches_per_step=128))
+    feeds, outs = feeds_for(runner)
+    started = time.perf_counter()
+    runner.execute(feeds, outs)  # default timeout_ns (10 ms): the IPU flushes and the call returns
+    assert time.perf_counter() - started >= 0.01
+    del runner
+    config = poprt.runtime.RuntimeConfig()
+    config.timeout_ns = 0
+    runner = poprt.runtime.Runner(compiled(poprt, tmp_path, num_io_tiles=32), config)
+    with pytest.raises(TimeoutError, match="timeout_ns = 0 means wait forever"):
+        runner.execute(feeds, outs)
 
 
 def test_execute_enforces_names_shapes_dtypes(runner):

@@ -1,6 +1,5 @@
 import pytest
 
-from kit.benchmark import run_model_benchmark
 from kit.report import (
     accuracy_table,
     beside_published,
@@ -10,6 +9,7 @@ from kit.report import (
     power_table,
     provenance,
 )
+from kit.studies.model_benchmark import run as run_model_benchmark
 
 FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=1,
             min_duration_s=0.05, min_count=3)
@@ -26,7 +26,7 @@ def test_tables_have_the_bytemlperf_columns(result):
     assert {"QPS", "AVG Latency (ms)", "P99 Latency (ms)", "p50 (ms)", "p90 (ms)", "power method"} <= set(t.columns)
     assert t["power method"].str.startswith("unavailable: ").all()
     flops = result.model["flops_per_sample"]
-    assert t["GFLOP/s"].iloc[1] == pytest.approx(flops * result.measurements[1]["throughput"] / 1e9, rel=0.01)
+    assert t["GFLOP/s"].iloc[1] == pytest.approx(flops * result.measurements[1]["throughput"] / 1e9, rel=0.01, abs=0.051)  # shown to 0.1
     assert t["% of peak"].iloc[1] > 0
     assert list(numerics_table(result)["batch_size"]) == [1, 2]
     assert accuracy_table(result).iloc[0]["status"].startswith("not ")
@@ -57,7 +57,7 @@ def test_interpretation_for_ok_error_and_user_onnx(result, tmp_path):
     onnx = export_model("resnet50-torch-fp32", small=True).onnx_path
     own = run_model_benchmark({**FAST, "model": str(onnx), "accuracy": False})
     assert own.status == "ok", own.errors
-    assert interpretation(own).startswith("<p>")
+    assert "reached" in interpretation(own) and "not comparable" in interpretation(own)
 
 
 def test_readable_numbers():
@@ -69,3 +69,10 @@ def test_readable_numbers():
     assert readable(21900.4, 4) == "21,900"
     assert readable(0.00161, 4) == "0.00161"
     assert readable(float("nan"), 4) == ""
+
+
+def test_random_weights_sentence_says_what_a_diff_means(result):
+    """Issue 14 #5: numeric diffs do depend on the weights; the report no longer says otherwise."""
+    text = interpretation(result)
+    assert "numeric diffs do not depend" not in text
+    assert "numeric diffs do" in text and "not compared with the published Mean Diff" in text

@@ -2,9 +2,8 @@ import pytest
 
 from kit.errors import InvalidParameter
 from kit.serving.batcher import BatchPolicy
-from kit.serving.c2 import per_ipu_table
 from kit.serving.simulate import ServiceModel, predict_max_qps, simulate
-from kit.serving.study import PREDICTION_LABEL, c2_prediction
+from kit.studies.server import PREDICTION_LABEL, c2_prediction, per_ipu_table
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.7])

@@ -3,7 +3,7 @@ import pytest
 from kit.serving.batcher import BatchPolicy
 from kit.serving.search import Probe, SearchResult
 from kit.serving.simulate import ServiceModel, predict_max_qps
-from kit.serving.study import best_row, compare_rows, table_sizes
+from kit.studies.server import best_row, compare_rows, table_sizes
 
 
 def test_table_sizes_cover_every_policy():

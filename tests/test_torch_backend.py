@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from kit.backends import BackendConfig, get_backend
+from kit import hardware
+from kit.backends import BackendConfig, get_backend, torch_backend
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.measure import MeasureConfig
 from kit.models import MODELS, export_model, get_entry
@@ -102,3 +103,61 @@ def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
     assert any("weights cast to torch.bfloat16" in n for n in session.description["notes"])
     reference = require_backend("onnxruntime").load(model, BackendConfig(), 2).run(inputs)
     assert 0 < NumericDiff.between(reference, session.run(inputs)).max_abs < 0.05
+
+
+# ---------------------------------------------------------------- CUDA paths, faked (no GPU needed)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch says CUDA is there; the module stays on the CPU (device 'cpu' stands for cuda:N)."""
+    gpu = hardware.CudaDevice(0, "00000000:01:00.0", "NVIDIA A100-SXM4-80GB")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch_backend, "torch_device", lambda config: ("cpu", gpu))
+    return gpu
+
+
+def test_fp16_on_cuda_uses_half_weights_not_autocast(small, reference, fake_cuda):
+    session = get_backend("torch").load(small, BackendConfig(precision="fp16", device="cuda"), 4)
+    d = session.description
+    assert d["autocast"] is None and d["weights_dtype"] == "float16"
+    assert any("model.half(), not autocast" in n for n in d["notes"])
+    assert {p.dtype for p in session.module.parameters()} == {torch.float16}
+    assert d["cuda_device"]["pci_bus_id"] == "00000000:01:00.0" and d["timing"].startswith("host-to-host")
+    out = session.run(small.make_inputs(4))
+    assert NumericDiff.between(reference, out).max_abs <= BOUNDS["fp16"]
+
+
+def test_int8_on_cuda_is_refused(small, fake_cuda):
+    with pytest.raises(InvalidParameter, match="CPU-only.*tensorrt"):
+        get_backend("torch").load(small, BackendConfig(precision="int8", device="cuda"), 1)
+
+
+def test_torch_honours_device_id_through_cuda_visible_devices(monkeypatch):
+    from gpu_fakes import FakeHost, four_boards, install
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
+    install(monkeypatch, FakeHost(four_boards()), nvml=False)
+    device, gpu = torch_backend.torch_device(BackendConfig(device="cuda", options={"device_id": 1}))
+    assert device == "cuda:1" and gpu.pci_bus_id == "00000000:41:00.0"
+    assert torch_backend.torch_device(BackendConfig()) == ("cpu", None)
+    with pytest.raises(InvalidParameter, match="device_id"):
+        torch_backend.torch_device(BackendConfig(device="cuda", options={"device_id": -1}))
+
+
+def test_gpu_call_is_host_to_host(small, monkeypatch):
+    """Each timed call copies the inputs in, runs, copies the outputs out and waits for the GPU."""
+    session = get_backend("torch").load(small, BackendConfig(), 2)
+    session.device_type = "cuda"  # the call structure of a GPU session, run on the CPU
+    synced, converted = [], []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+    real = session.to_tensors
+    monkeypatch.setattr(session, "to_tensors", lambda inputs: converted.append(1) or real(inputs))
+    m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
+    assert m.extra["timing"].startswith("host-to-host") and len(converted) == len(synced) == 6
+    out = session.bind(small.make_inputs(2))()
+    assert out[0].device.type == "cpu" and out[0].shape == (2, 10)
+    converted.clear()
+    resident = session.measure_device_resident(small.make_inputs(2), 2,
+                                               MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
+    assert len(converted) == 1 and resident.extra["timing"].startswith("device-resident")

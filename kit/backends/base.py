@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from kit.errors import InvalidParameter
-from kit.measure import BatchMeasurement, MeasureConfig, measure
+from kit.measure import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.models.spec import ExportedModel
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
@@ -53,6 +53,12 @@ class Session(ABC):
         """Time this session; clients share it. Out-of-process backends override this."""
         call = self.bind(inputs)
         return measure([call] * cfg.clients, batch_size, cfg)
+
+    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
+                       sampler=None) -> BatchMeasurement:
+        """The timed window (kit.measure.timed_window): warm-up outside, power over exactly the
+        timed calls; clients share this session. Out-of-process backends override this."""
+        return timed_window([self.bind(inputs)] * cfg.clients, batch_size, cfg, sampler)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release device resources."""
@@ -97,9 +103,11 @@ class InProcessBackend(Backend):
         return None
 
     def device_info(self, config: BackendConfig) -> dict:
-        from kit.environment import cpu_model, cpu_peak_gflops, gpu_names, usable_cores
+        from kit.environment import cpu_model, cpu_peak_gflops, usable_cores
+        from kit.gpu_peaks import gpu_device_info
+        from kit.hardware import kind_of
 
-        if config.device == "cpu":
+        if kind_of(config.device) == "cpu":
             return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
                     "peak": cpu_peak_gflops(config.precision)}
-        return {"kind": "gpu", "name": ", ".join(gpu_names()) or "unknown GPU"}
+        return gpu_device_info(config)

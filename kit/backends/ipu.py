@@ -1,28 +1,30 @@
-"""Graphcore IPU through PopRT, driven out of process.
+"""Graphcore IPU through PopRT, driven out of process by one long-lived worker per session.
 
 PopRT lives in a Python 3.8 environment (Poplar SDK or the graphcorecn/poprt image), the kit in
 3.11, so every PopRT call happens in `ipu_worker.py`, started with the interpreter named by
-KIT_IPU_PYTHON (default `python3`; a command such as `docker exec -i poprt python3` works when
-paths are the same on both sides). Jobs and results are JSON; inputs travel as .npz files.
+KIT_IPU_PYTHON (default `python3`; `docker exec -i <container> python3` works when the kit's paths
+are mounted at the same place in the container). Each IpuSession starts its worker once: the
+Runner attaches the IPU and loads the PopEF once, then serves run / measure requests until the
+session is closed. Arrays travel as raw pickle-5 buffers over the worker's pipes.
 """
 
 from __future__ import annotations
 
-import base64
-import io
-import json
+import collections
 import os
+import select
 import shlex
 import subprocess
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
 
+from kit import hardware
 from kit.backends.base import Backend, BackendConfig, Session
-from kit.backends.ipu_settings import FP8_PARAMS, PACK_NOTE, SETTINGS
+from kit.backends.ipu_settings import IpuRunPlan, plan_for
+from kit.backends.ipu_worker import read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.measure import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
@@ -31,95 +33,218 @@ from kit.paths import cache_dir
 WORKER = Path(__file__).with_name("ipu_worker.py")
 UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SDK; see README)"
 EMULATED_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
-# Nominal peaks in GFLOP/s (reference/ipu_stack.md): C600 is ipu21; ipu2 is M2000 (GC200).
-PEAKS = {"ipu21": ("Graphcore C600 (Mk2, ipu21)", {"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}),
-         "ipu2": ("Graphcore GC200 IPU (M2000; Bow is faster)", {"fp32": 62.5e3, "fp16": 250e3})}
+EMULATED_LABEL = "[not run on an IPU]"
+# Nominal peaks in GFLOP/s (reference/ipu_stack.md), by PopRT's ipu_version.
+PEAKS = {"ipu21": {"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}, "ipu2": {"fp32": 62.5e3, "fp16": 250e3}}
+PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
+STDERR_LINES = 40
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # sessions holding an IPU in this process
 
 
 class IpuWorkerError(KitError):
-    """The PopRT worker failed (compile, load or run); the message carries its reason."""
+    """The PopRT worker failed (compile, load, run, timeout or died); the message says why."""
 
 
-def interpreter() -> list[str]:
-    return shlex.split(os.environ.get("KIT_IPU_PYTHON", "python3"))
+def interpreter(env: dict[str, str] | None = None) -> list[str]:
+    return shlex.split((os.environ if env is None else env).get("KIT_IPU_PYTHON", "python3"))
 
 
-def worker_timeout_s() -> float:
-    return float(os.environ.get("KIT_IPU_TIMEOUT_S", "7200"))
+def request_timeout_s(kind: str = "run") -> float:
+    """Seconds a request may take: KIT_IPU_LOAD_TIMEOUT_S for load (compiling can take long),
+    KIT_IPU_TIMEOUT_S for the rest (a measure request adds its own max duration)."""
+    name, default = {"load": ("KIT_IPU_LOAD_TIMEOUT_S", "7200")}.get(kind, ("KIT_IPU_TIMEOUT_S", "600"))
+    return float(os.environ.get(name, default))
 
 
-def call_worker(job: dict, workdir: Path) -> dict:
-    """Run one job in the worker process and return its JSON result (fatal errors raise)."""
-    job_path, result_path = workdir / "job.json", workdir / "result.json"
-    job_path.write_text(json.dumps(job))
-    cmd = [*interpreter(), str(WORKER), str(job_path), str(result_path)]
+def worker_command(env: dict[str, str] | None = None) -> list[str]:
+    """The worker's argv; through `docker exec` the variables in PASS_ENV are passed with -e (an
+    exec'd process does not inherit the caller's environment) and stdin is kept open (-i)."""
+    env = os.environ if env is None else env
+    cmd = interpreter(env)
+    if cmd[:2] == ["docker", "exec"]:
+        flags = [] if ("-i" in cmd or "--interactive" in cmd) else ["-i"]
+        for name in PASS_ENV:
+            if name in env:
+                flags += ["-e", f"{name}={env[name]}"]
+        cmd = cmd[:2] + flags + cmd[2:]
+    return [*cmd, str(WORKER), "--serve"]
+
+
+class IpuWorker:
+    """One worker process: framed requests on its stdin, replies on its stdout, stderr kept."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        try:
+            self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, bufsize=0, env=env)
+        except FileNotFoundError as exc:
+            raise BackendUnavailable(UNAVAILABLE) from exc
+        self._lock = threading.Lock()
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+        self._finalizer = weakref.finalize(self, _stop_process, self.proc)
+
+    def _read_stderr(self) -> None:
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    def request(self, msg: dict, timeout_s: float) -> object:
+        """Send one request and wait for its reply (IpuWorkerError on failure, death or timeout)."""
+        with self._lock:
+            if self.proc.poll() is not None:
+                raise self._died("before the request")
+            try:
+                write_message(self.proc.stdin, msg)
+                ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+                if not ready:
+                    self.kill()
+                    raise IpuWorkerError(f"PopRT worker gave no reply to {msg.get('op')!r} within "
+                                         f"{timeout_s:.0f} s (KIT_IPU_TIMEOUT_S / KIT_IPU_LOAD_TIMEOUT_S); "
+                                         f"it was stopped.{self._tail()}")
+                reply = read_message(self.proc.stdout)
+            except (BrokenPipeError, EOFError, OSError) as exc:
+                raise self._died(f"during {msg.get('op')!r} ({type(exc).__name__})") from None
+        if not reply.get("ok"):
+            raise IpuWorkerError(f"PopRT worker: {reply.get('error')}")
+        return reply.get("result")
+
+    def _died(self, when: str) -> IpuWorkerError:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._drain.join(timeout=1)
+        return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
+
+    def _tail(self) -> str:
+        lines = [line for line in self.stderr_tail if line.strip()][-8:]
+        return (" Its stderr ends with: " + " | ".join(lines)) if lines else " It wrote nothing to stderr."
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.request({"op": "close"}, 30)
+            except KitError:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        self._finalizer()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def _stop_process(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=worker_timeout_s())
-    except FileNotFoundError as exc:
-        raise BackendUnavailable(UNAVAILABLE) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise IpuWorkerError(f"PopRT worker timed out after {exc.timeout:.0f} s (KIT_IPU_TIMEOUT_S)") from exc
-    if not result_path.exists():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise IpuWorkerError(f"PopRT worker exited with {proc.returncode}: {' | '.join(tail)}")
-    result = json.loads(result_path.read_text())
-    if "fatal" in result:
-        raise IpuWorkerError(f"PopRT worker failed: {result['fatal']}")
-    return result
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
-def job_dir(base: Path | None = None) -> tempfile.TemporaryDirectory:
-    """A scratch folder under the kit's cache (not /tmp): with KIT_IPU_PYTHON="docker exec ...",
-    the worker only sees the paths mounted into its container."""
-    root = Path(base or cache_dir()) / "ipu-jobs"
-    root.mkdir(parents=True, exist_ok=True)
-    return tempfile.TemporaryDirectory(prefix="job-", dir=root)
-
-
-def decode_outputs(batch: dict) -> list[np.ndarray]:
-    return [np.load(io.BytesIO(base64.b64decode(o["npy_b64"])), allow_pickle=False)
-            for o in batch.get("outputs", [])]
-
-
-@dataclass
-class IpuBatch:
-    """One batch size from one worker run: its measurement, outputs, or the error it hit."""
-
-    batch_size: int
-    measurement: BatchMeasurement | None = None
-    outputs: list[np.ndarray] = field(default_factory=list)
-    error: str | None = None
-    info: dict = field(default_factory=dict)
+def check_request(device: dict, precision: str, sessions: int) -> None:
+    """Before compiling: the IPU can run `precision`, and there is a free IPU for this session."""
+    if "error" in device:
+        raise BackendUnavailable(f"IPU backend unavailable: PopRT reads no device ({device['error']})")
+    count, version = int(device.get("num_devices", 0)), device.get("ipu_version")
+    part = hardware.part_for_ipu_version(version)
+    named = part.name if part else f"IPU {version!r}"
+    if precision == "fp8" and version != hardware.PARTS["c600"].ipu_version:
+        raise InvalidParameter("precision", precision, f"fp16 or fp32 on this {named}: fp8 needs a C600 "
+                                                       f"({hardware.PARTS['c600'].ipu_version})")
+    if sessions > count:
+        raise InvalidParameter("replicas", sessions, f"at most {count}: this machine has {count} IPU(s) "
+                               f"({named}) and each session's Runner holds one IPU (a C600 card has one); "
+                               "use clients to share one IPU")
 
 
 class IpuSession(Session):
-    """A model compiled (PopEF cached on disk) for one batch size; runs happen in the worker."""
+    """A model compiled for one batch size, its Runner alive in a worker until close()."""
 
-    def __init__(self, backend: IpuBackend, model: ExportedModel, config: BackendConfig,
-                 batch_size: int, description: dict):
-        self.backend, self.model, self.config = backend, model, config
-        self.batch_size, self.description = batch_size, description
+    def __init__(self, worker: IpuWorker, batch_size: int, description: dict, pack: dict | None):
+        self.worker, self.batch_size, self.description, self.pack = worker, batch_size, description, pack
+        _LIVE.add(self)
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        batch = self.backend.run_batches(self.model, self.config, [self.batch_size],
-                                         MeasureConfig(warmup=0), {self.batch_size: inputs},
-                                         measure=False, return_outputs=True)[self.batch_size]
-        if batch.error:
-            raise IpuWorkerError(f"ipu batch {self.batch_size}: {batch.error}")
-        return batch.outputs
+        return self.worker.request({"op": "run", "inputs": inputs}, request_timeout_s())
 
-    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
-        raise KitError("ipu sessions are timed inside the PopRT worker process; use measure()")
+    def bind(self, inputs: dict[str, np.ndarray]):
+        raise KitError("ipu sessions are timed inside the PopRT worker process; use measure_window()")
 
     def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        return self.measure_window(inputs, batch_size, cfg, power=False)
+
+    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
+                       sampler=None, *, power: bool | None = None, devices: tuple[int, ...] | None = None,
+                       hz: float = 20.0) -> BatchMeasurement:
+        """One timed window in the worker: warm-up first, then the client threads' calls, with the
+        IPU power read over exactly those calls (`.power`, a PowerSummary dict, when `power`).
+
+        The sensor is read in the worker (the SDK's gcipuinfo lives there), so a study's host-side
+        `sampler` only says whether power was asked for: power is read unless it is None or was
+        switched off (kit.power.sampler_for(..., enabled=False)).
+        """
+        from kit.power.ipu import summary_from_worker
+
+        if power is None:
+            power = sampler is not None and not getattr(sampler, "switched_off", False)
+        if cfg.replicas > 1:
+            raise InvalidParameter("replicas", cfg.replicas, "1 per session: load one IpuSession per IPU "
+                                   "(PopRT has no replication); clients share one session")
         if batch_size != self.batch_size:
             raise InvalidParameter("batch_size", batch_size, f"this session was compiled for {self.batch_size}")
-        batch = self.backend.run_batches(self.model, self.config, [batch_size], cfg,
-                                         {batch_size: inputs})[batch_size]
-        if batch.error:
-            raise IpuWorkerError(f"ipu batch {batch_size}: {batch.error}")
-        return batch.measurement
+        msg = {"op": "measure", "inputs": inputs, "warmup": cfg.warmup, "clients": cfg.clients,
+               "min_duration_s": cfg.min_duration_s, "min_count": cfg.min_count,
+               "max_duration_s": cfg.max_duration_s,
+               "power": {"hz": hz, "devices": list(devices) if devices else None} if power else None}
+        out = self.worker.request(msg, request_timeout_s() + cfg.max_duration_s)
+        calls = [[(int(s), int(e)) for s, e in thread] for thread in out["calls"]]
+        if self.pack:
+            m = pack_measurement(calls, self.pack)
+        else:
+            m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
+        emulated = self.description.get("emulated", False)
+        m.extra.update(backend="ipu", emulated=emulated, poprt_version=self.description.get("poprt_version"),
+                       timer="time.perf_counter_ns in the PopRT worker",
+                       window="warm-up outside; power read from just before the first call to just after the last")
+        if emulated:
+            m.extra["note"] = EMULATED_NOTE
+        if power:
+            start = min(t[0][0] for t in calls if t)
+            m.power = summary_from_worker(out["power"], start, devices).with_samples(
+                m.samples, m.throughput).to_dict()
+        return m
+
+    def close(self) -> None:
+        _LIVE.discard(self)
+        self.worker.close()
+
+
+def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
+    """Single-sample calls of the pack runner; QPS as ByteMLPerf's benchmark_pack (middle 60 % of
+    each thread's calls over their window)."""
+    m = BatchMeasurement(1, "pack", len(calls), calls)
+    keep = float(pack["benchmark"]["count_percent"])
+    kept = []
+    for thread in calls:
+        drop = int(len(thread) * (1 - keep) / 2)
+        kept.append(thread[drop:len(thread) - drop] if drop else thread)
+    first, last = min(t[0][0] for t in kept if t), max(t[-1][1] for t in kept if t)
+    n = sum(len(t) for t in kept)
+    m.qps_bytemlperf = n / ((last - first) / 1e9) if last > first else float("nan")
+    m.extra.update(pack_batch_size=pack["batch_size"], samples_per_call=1,
+                   qps_method=f"ByteMLPerf benchmark_pack: samples in the middle {keep:.0%} of each "
+                              "client's calls / their window")
+    return m
 
 
 class IpuBackend(Backend):
@@ -142,104 +267,111 @@ class IpuBackend(Backend):
             raise BackendUnavailable(reason)
 
     def probe(self) -> dict:
-        """PopRT version, worker Python, device (ipu version, count), test-double flag."""
+        """PopRT version, worker Python, device (ipu_version, num_devices), test-double flag."""
         self.require()
-        with job_dir() as tmp:
-            return call_worker({"mode": "probe"}, Path(tmp))
+        worker = IpuWorker()
+        try:
+            return worker.request({"op": "probe"}, request_timeout_s())
+        finally:
+            worker.close()
 
     def device_info(self, config: BackendConfig) -> dict:
         env = self.probe()
-        device = env.get("device", {})
-        name, peaks = PEAKS.get(device.get("ipu_version"), ("unknown IPU", {}))
-        info = {"kind": "ipu", "name": name, **device, "poprt_version": env.get("poprt_version"),
-                "emulated": env.get("test_double", False)}
-        gflops = peaks.get(config.precision)
-        if info["emulated"]:
-            info.update(peak=None, note=EMULATED_NOTE)
-        elif gflops:
-            info["peak"] = {"gflops": gflops, "precision": config.precision,
-                            "method": "Graphcore's published peak for this IPU"}
-        return info
+        return device_info_from(env, config.precision)
 
     def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> IpuSession:
-        """Convert and compile to a cached PopEF now (so run() and measure() reuse it)."""
+        """Check the hardware, compile (PopEF cached on disk), start the Runner once."""
         self.check_precision(config.precision)
-        batch = self.run_batches(model, config, [batch_size], MeasureConfig(warmup=0),
-                                 measure=False, return_outputs=False)[batch_size]
-        if batch.error:
-            raise IpuWorkerError(f"ipu could not compile {model.name} at batch {batch_size}: {batch.error}")
-        return IpuSession(self, model, config, batch_size, self.describe(model, config, batch))
+        self.require()
+        plan = plan_for(model.name, config.precision) if config.options.get("bytemlperf_settings", True) else None
+        pack = plan.pack if plan and plan.pack and not plan.missing_passes else None
+        compiled_batch = pack["batch_size"] if pack else batch_size
+        from kit.power.ipu import enable_ipu_monitoring
 
-    def describe(self, model: ExportedModel, config: BackendConfig, batch: IpuBatch) -> dict:
-        env, b = batch.info.get("env", {}), batch.info
+        env = dict(os.environ)
+        enable_ipu_monitoring(env)  # sensors read N/A unless the process using the IPU monitors
+        worker = IpuWorker(env)
+        try:
+            probe = worker.request({"op": "probe"}, request_timeout_s())
+            check_request(probe.get("device", {}), config.precision, len(_LIVE) + 1)
+            info = worker.request(self.job(model, config, compiled_batch, plan, pack), request_timeout_s("load"))
+        except BaseException:
+            worker.kill()
+            raise
+        description = self.describe(model, config, batch_size, info, plan, pack)
+        return IpuSession(worker, batch_size, description, pack)
+
+    def job(self, model: ExportedModel, config: BackendConfig, batch_size: int, plan: IpuRunPlan | None,
+            pack: dict | None) -> dict:
+        opts = config.options
+        converter = dict(plan.converter_options if plan else {}) | opts.get("converter_options", {})
+        compiler = dict(plan.compiler_options if plan else {}) | opts.get("compiler_options", {})
+        pack_inputs = None
+        if pack:
+            pack_inputs = dict(pack["model_inputs"])
+            if pack_inputs.get("add") != "position_ids":
+                pack_inputs = {}
+        return {"op": "load", "onnx_path": str(Path(model.onnx_path).resolve()), "precision": config.precision,
+                "batch_size": batch_size, "inputs": [spec.to_dict() for spec in model.inputs],
+                "converter_options": converter, "compiler_options": compiler, "pack": pack,
+                "pack_inputs": pack_inputs,
+                "cache_dir": str(Path(opts.get("cache_dir", cache_dir() / "popef")).resolve())}
+
+    def describe(self, model: ExportedModel, config: BackendConfig, batch_size: int, info: dict,
+                 plan: IpuRunPlan | None, pack: dict | None) -> dict:
+        env = info.get("env", {})
+        emulated = bool(env.get("test_double", False))
+        device = device_info_from(env, config.precision)
         d = {"backend": self.name, "runtime": "PopRT", "precision": config.precision,
-             "batch_size": batch.batch_size, "poprt_version": env.get("poprt_version"),
-             "worker_python": env.get("python"), "interpreter": " ".join(interpreter()),
-             "device": env.get("device"), "popef": Path(b.get("popef", "")).name,
-             "compile_seconds": b.get("compile_seconds"), "popef_cached": b.get("popef_cached"),
-             "converter_options": {k: v for k, v in b.get("converter_options", {}).items()
-                                   if k != "input_shape"},
-             "input_shape": b.get("converter_options", {}).get("input_shape"),
-             "compiler_options": b.get("compiler_options"), "emulated": env.get("test_double", False)}
+             "batch_size": batch_size, "compiled_batch_size": int(info["inputs"][0]["shape"][0]) if pack else batch_size,
+             "poprt_version": env.get("poprt_version"), "worker_python": env.get("python"),
+             "interpreter": " ".join(interpreter()), "device": env.get("device"), "part": device["part"],
+             "device_name": device["name"], "popef": Path(info.get("popef", "")).name,
+             "compile_seconds": info.get("compile_seconds"), "popef_cached": info.get("popef_cached"),
+             "attach_seconds": info.get("attach_seconds"),
+             "converter_options": {k: v for k, v in info.get("converter_options", {}).items() if k != "input_shape"},
+             "input_shape": info.get("converter_options", {}).get("input_shape"),
+             "compiler_options": info.get("compiler_options"), "runtime_config": "PackRunnerConfig" if pack
+             else "RuntimeConfig (PopRT defaults: timeout_ns 10 ms)", "emulated": emulated,
+             "worker": "one long-lived PopRT worker per session (Runner created once)"}
         if config.precision == "fp8":
-            d["fp8_op_types"] = b.get("fp8_op_types", ["Conv", "MatMul", "Gemm"])
-        if d["emulated"]:
+            d["fp8_op_types"] = info.get("fp8_op_types", [])
+        if plan is None:
+            d["settings"] = "no ByteMLPerf settings for this model: PopRT's defaults"
+            d["comparable"] = True
+        else:
+            d["settings"] = plan.to_dict()
+            d["comparable"] = plan.comparable
+            d["notes"] = list(plan.notes)
+            if plan.missing_passes:
+                d["missing_passes"] = list(plan.missing_passes)
+            if plan.pack and not pack:
+                d["notes"].append(f"ByteMLPerf packs this model; without {', '.join(plan.missing_passes)} the kit "
+                                  f"runs the padded model at batch {batch_size} instead (packing without the "
+                                  "pass would mix samples' attention)")
+        if pack:
+            d["pack_mode"] = (f"PackRunner (first_fit, max_valid_num {pack['max_valid_num']}, timeout "
+                              f"{pack['timeout_microseconds']} us) on unpadded samples, as ByteMLPerf")
+        if emulated:
             d["note"] = EMULATED_NOTE
-        settings = SETTINGS.get(model.name)
-        if settings and settings.pack_mode:
-            d["pack_mode"] = PACK_NOTE
         return d
 
-    def job(self, model: ExportedModel, config: BackendConfig, batch_sizes: list[int],
-            cfg: MeasureConfig) -> dict:
-        if cfg.replicas > 1:
-            raise InvalidParameter("replicas", cfg.replicas, "PopRT has no replication; use clients")
-        opts = config.options
-        return {
-            "onnx_path": str(Path(model.onnx_path).resolve()), "precision": config.precision,
-            "fp8_params": opts.get("fp8_params", FP8_PARAMS), "batch_sizes": list(batch_sizes),
-            "inputs": [spec.to_dict() for spec in model.inputs],
-            "converter_options": opts.get("converter_options", {}),
-            "compiler_options": opts.get("compiler_options", {}),
-            "cache_dir": str(Path(opts.get("cache_dir", cache_dir() / "popef")).resolve()),
-            "clients": cfg.clients, "warmup": cfg.warmup, "min_duration_s": cfg.min_duration_s,
-            "min_count": cfg.min_count, "max_duration_s": cfg.max_duration_s,
-        }
 
-    def run_batches(self, model: ExportedModel, config: BackendConfig, batch_sizes: list[int],
-                    cfg: MeasureConfig, inputs: dict[int, dict[str, np.ndarray]] | None = None, *,
-                    measure: bool = True, return_outputs: bool = True, seed: int = 0) -> dict[int, IpuBatch]:
-        """All batch sizes in one worker process; a failing batch size keeps its error, the
-        others their results. Inputs default to the model's seeded inputs at each batch size."""
-        self.require()
-        self.check_precision(config.precision)
-        job = self.job(model, config, batch_sizes, cfg)
-        job.update(measure=measure, return_outputs=return_outputs, seed=seed)
-        with job_dir(Path(job["cache_dir"])) as tmp:
-            npz = {}
-            for bs in batch_sizes:
-                arrays = (inputs or {}).get(bs) or model.make_inputs(bs, seed)
-                npz[str(bs)] = str(Path(tmp) / f"inputs-{bs}.npz")
-                np.savez(npz[str(bs)], **arrays)
-            job["inputs_npz"] = npz
-            result = call_worker(job, Path(tmp))
-        env = {k: v for k, v in result.items() if k != "batches"}
-        return {b["batch_size"]: self._batch(b, env) for b in result["batches"]}
-
-    @staticmethod
-    def _batch(b: dict, env: dict) -> IpuBatch:
-        info = {k: v for k, v in b.items() if k not in ("calls", "outputs")} | {"env": env}
-        if b.get("error"):
-            return IpuBatch(b["batch_size"], error=b["error"], info=info)
-        measurement = None
-        if b.get("calls"):
-            calls = [[(int(s), int(e)) for s, e in thread] for thread in b["calls"]]
-            mode = "clients" if len(calls) > 1 else "single"
-            measurement = BatchMeasurement(b["batch_size"], mode, len(calls), calls)
-            measurement.extra.update(
-                backend="ipu", emulated=env.get("test_double", False),
-                poprt_version=env.get("poprt_version"), compile_seconds=b.get("compile_seconds"),
-                popef_cached=b.get("popef_cached"), timer="time.perf_counter_ns in the worker")
-            if env.get("test_double"):
-                measurement.extra["note"] = EMULATED_NOTE
-        return IpuBatch(b["batch_size"], measurement, decode_outputs(b), None, info)
+def device_info_from(env: dict, precision: str) -> dict:
+    """device_info for what the worker reported: kind, name, ipu_version, exact part, emulated."""
+    device = env.get("device", {})
+    version = device.get("ipu_version")
+    part = hardware.part_for_ipu_version(version)
+    emulated = bool(env.get("test_double", False))
+    name = part.name if part else f"unknown IPU ({version})"
+    info = {"kind": "ipu", "name": f"{name} {EMULATED_LABEL}" if emulated else name,
+            "ipu_version": version, "part": part.key if part else None, "emulated": emulated,
+            "num_devices": device.get("num_devices"), "poprt_version": env.get("poprt_version")}
+    if "error" in device:
+        info["device_error"] = device["error"]
+    gflops = PEAKS.get(version or "", {}).get(precision)
+    if emulated:
+        info.update(peak=None, note=EMULATED_NOTE)
+    elif gflops:
+        info["peak"] = {"gflops": gflops, "precision": precision, "method": "Graphcore's published peak for this IPU"}
+    return info

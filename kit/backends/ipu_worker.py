@@ -1,37 +1,35 @@
-"""The kit's PopRT worker: compile an ONNX model for the IPU, run it, time it, report JSON.
+"""The kit's PopRT worker: one long-lived process per IPU session.
 
-PopRT only supports Python 3.8 (Poplar SDK / graphcorecn/poprt image), so this file runs apart
-from the kit, under that interpreter. It must stay Python-3.8 compatible and import only the
-standard library, numpy, onnx and poprt.
+PopRT only supports Python 3.8 (Poplar SDK / graphcorecn/poprt image), so this file runs apart from
+the kit, under that interpreter. It must stay Python-3.8 compatible (tests check it with vermin and
+`ast.parse(feature_version=(3, 8))`) and import only the standard library, numpy, onnx, poprt and
+the SDK's gcipuinfo.
 
-    python3 ipu_worker.py JOB.json [RESULT.json]     (JOB "-" reads stdin; no RESULT: stdout)
+    python3 ipu_worker.py --serve        requests on stdin, replies on stdout (framed, see below)
 
-A job is a JSON object:
-    mode            "run" (default) or "probe" (versions and device only)
-    onnx_path       the exported fp32 ONNX model
-    precision       "fp32", "fp16" or "fp8"
-    fp8_params      for fp8, e.g. "F143,F143,-3,-3" (ByteMLPerf's published setting)
-    batch_sizes     e.g. [4, 32]
-    inputs          [{name, shape (at batch 1), dtype, batched, low, high}]
-    inputs_npz      optional {batch_size: path of an .npz with the inputs}; else seeded random
-    seed            for generated inputs (default 0)
-    converter_options, compiler_options   extra poprt options (see COMPILER_OPTIONS)
-    clients, warmup, min_duration_s, min_count, max_duration_s   the timing loop
-    measure         time the calls (default true); false compiles and (optionally) runs once
-    return_outputs  return outputs of one execute on the inputs (base64 .npy), for numerics
-    cache_dir       where compiled PopEF files are kept, keyed by model hash + options
+Each request is a dict with "op"; each reply is {"ok": True, "result": ...} or {"ok": False,
+"error": "Type: message", "traceback": ...}. Ops:
+    probe     versions and the device: PopRT's ipu_hardware_version() and get_num_devices()
+    load      check the hardware, convert + compile (PopEF cached on disk by model and options),
+              then create the Runner once: the IPU is attached and the PopEF loaded here
+    run       execute once on the given inputs and return the outputs
+    measure   warm-up, then the timed calls of every client thread on the one Runner, with the
+              power sensors read over exactly those calls (warm-up stays outside the window)
+    close     release the Runner and exit
 
-The result has per batch size the (start_ns, end_ns) of every call of every client thread
-(time.perf_counter_ns), the outputs, compile seconds, and an error string when that batch size
-failed (the others still run).
+Frames: a little-endian header (head length u64, buffer count u32), the buffer lengths (u64 each),
+a pickle (protocol 5) whose numpy arrays travel out of band as raw buffers (no base64, no JSON).
+Arrays are sent as (dtype, shape, buffer) so either side's numpy version can read them.
 """
 
-import base64
 import hashlib
-import io
 import json
 import os
+import pickle
 import platform
+import random
+import struct
+import subprocess
 import sys
 import threading
 import time
@@ -39,22 +37,76 @@ import traceback
 
 import numpy as np
 
-WORKER_VERSION = 1
-COMPILER_OPTIONS = ("batches_per_step", "num_io_tiles", "available_memory_proportion",
-                    "partials_type", "stream_buffering_depth", "ipu_version", "num_ipus",
-                    "enable_prefetch_datastreams", "rearrange_anchors_on_host",
-                    "use_128bit_conv_unit_load", "enable_fast_reduce", "group_host_sync",
-                    "enable_outlining", "outline_threshold")
+WORKER_VERSION = 2
 FP8_OPS = ("Conv", "MatMul", "Gemm")
+FP8_IPU_VERSIONS = ("ipu21",)
 TEST_DOUBLE_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
+_ARRAY = "__kit_ndarray__"
+_HEADER = struct.Struct("<QI")
 
 
-def load_job(argv):
-    if len(argv) < 2 or argv[1] == "-":
-        return json.load(sys.stdin)
-    with open(argv[1]) as f:
-        return json.load(f)
+class HardwareError(RuntimeError):
+    """The IPU present cannot run what was asked (fp8 on ipu2, no device...)."""
 
+
+# --- framing ------------------------------------------------------------------------------------
+
+def _pack(obj):
+    if isinstance(obj, np.ndarray):
+        array = np.ascontiguousarray(obj)
+        return (_ARRAY, array.dtype.str, list(array.shape), pickle.PickleBuffer(array))
+    if isinstance(obj, dict):
+        return {k: _pack(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_pack(v) for v in obj)
+    return obj
+
+
+def _unpack(obj):
+    if isinstance(obj, tuple) and len(obj) == 4 and obj[0] == _ARRAY:
+        return np.frombuffer(obj[3], dtype=np.dtype(obj[1])).reshape(obj[2])
+    if isinstance(obj, dict):
+        return {k: _unpack(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_unpack(v) for v in obj)
+    return obj
+
+
+def write_message(stream, obj):
+    """Frame and write one message; arrays go as raw out-of-band buffers."""
+    buffers = []
+    head = pickle.dumps(_pack(obj), protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    parts = [_HEADER.pack(len(head), len(raws))]
+    parts += [struct.pack("<Q", r.nbytes) for r in raws]
+    stream.write(b"".join(parts) + head)
+    for raw in raws:
+        stream.write(raw)
+    stream.flush()
+
+
+def _read_exact(stream, size):
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise EOFError(f"the other side closed the pipe after {got} of {size} bytes")
+        got += n
+    return buf
+
+
+def read_message(stream):
+    """Read one framed message (EOFError when the other side has gone)."""
+    head_size, count = _HEADER.unpack(_read_exact(stream, _HEADER.size))
+    sizes = struct.unpack(f"<{count}Q", _read_exact(stream, 8 * count)) if count else ()
+    head = _read_exact(stream, head_size)
+    buffers = [_read_exact(stream, size) for size in sizes]
+    return _unpack(pickle.loads(head, buffers=buffers))
+
+
+# --- environment and hardware ----------------------------------------------------------------------
 
 def environment():
     """Versions and the device as PopRT reports them; device errors are reported, not raised."""
@@ -63,7 +115,8 @@ def environment():
 
     info = {"worker_version": WORKER_VERSION, "python": platform.python_version(),
             "numpy": np.__version__, "poprt_version": getattr(poprt, "__version__", "unknown"),
-            "test_double": bool(getattr(poprt, "__kit_test_double__", False))}
+            "test_double": bool(getattr(poprt, "__kit_test_double__", False)),
+            "gcda_monitor": os.environ.get("GCDA_MONITOR")}
     if info["test_double"]:
         info["note"] = TEST_DOUBLE_NOTE
     try:
@@ -75,6 +128,19 @@ def environment():
     return info
 
 
+def check_hardware(device, precision):
+    """Before compiling: an IPU is present, and it can run `precision`."""
+    if "error" in device:
+        raise HardwareError("no IPU readable: " + device["error"])
+    if int(device.get("num_devices", 0)) < 1:
+        raise HardwareError("PopRT sees no IPU device (get_num_devices() == 0)")
+    if precision == "fp8" and device.get("ipu_version") not in FP8_IPU_VERSIONS:
+        raise HardwareError("fp8 needs a C600 (ipu21); this IPU is {!r}, which has no fp8 "
+                            "(run fp16 here)".format(device.get("ipu_version")))
+
+
+# --- compile ---------------------------------------------------------------------------------------
+
 def batched_shape(spec, batch_size):
     shape = list(spec["shape"])
     if spec.get("batched", True):
@@ -82,82 +148,103 @@ def batched_shape(spec, batch_size):
     return shape
 
 
-def generate_inputs(specs, batch_size, seed):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for spec in specs:
-        shape = batched_shape(spec, batch_size)
-        low, high = spec.get("low", 0.0), spec.get("high", 1.0)
-        if spec["dtype"] == "bool":
-            out[spec["name"]] = rng.random(shape) < high
-        elif spec["dtype"].startswith("int"):
-            out[spec["name"]] = rng.integers(int(low), int(high), size=shape, dtype=spec["dtype"])
-        else:
-            out[spec["name"]] = rng.uniform(low, high, size=shape).astype(spec["dtype"])
-    return out
-
-
-def load_inputs(job, batch_size):
-    paths = job.get("inputs_npz") or {}
-    path = paths.get(str(batch_size))
-    if path is None:
-        return generate_inputs(job["inputs"], batch_size, job.get("seed", 0))
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
-
-
-def converter_kwargs(job, batch_size):
-    kwargs = {"input_shape": {s["name"]: batched_shape(s, batch_size) for s in job["inputs"]},
-              "precision": job["precision"]}
-    if job["precision"] == "fp8":
-        kwargs["fp8_params"] = job.get("fp8_params") or "F143,F143,-3,-3"
-    kwargs.update(job.get("converter_options") or {})
+def converter_kwargs(job):
+    kwargs = dict(job.get("converter_options") or {})
+    kwargs["input_shape"] = {s["name"]: batched_shape(s, job["batch_size"]) for s in job["inputs"]}
+    kwargs["precision"] = job["precision"]
     return kwargs
 
 
 def compiler_options(job, ipu_version):
+    """CompilerOptions with every given attribute set (PopRT raises on an unknown one)."""
     from poprt.compiler import CompilerOptions
 
     wanted = dict(job.get("compiler_options") or {})
-    unknown = sorted(set(wanted) - set(COMPILER_OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown compiler option(s) {unknown}; known: {list(COMPILER_OPTIONS)}")
     if not wanted.get("ipu_version") and ipu_version:
         wanted["ipu_version"] = ipu_version
     opts = CompilerOptions()
-    for name, value in sorted(wanted.items()):
-        setattr(opts, name, value)
+    for name in sorted(wanted):
+        try:
+            setattr(opts, name, wanted[name])
+        except AttributeError:
+            raise ValueError(f"unknown compiler option {name!r} (PopRT's CompilerOptions has no such "
+                             "attribute)") from None
     return opts, wanted
 
 
-def popef_path(job, batch_size, kwargs, options, poprt_version):
-    """Cache key: model bytes + precision + every option + the PopRT version."""
+def file_digest(path):
     digest = hashlib.sha1()
-    with open(job["onnx_path"], "rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    key = json.dumps({"converter": kwargs, "compiler": options, "bs": batch_size,
-                      "poprt": poprt_version, "worker": WORKER_VERSION}, sort_keys=True)
-    digest.update(key.encode())
+    return digest.hexdigest()
+
+
+def popef_path(job, kwargs, options, poprt_version):
+    """Cache key: model bytes + every option + pack preparation + the PopRT version."""
+    key = json.dumps({"model": file_digest(job["onnx_path"]), "converter": kwargs, "compiler": options,
+                      "pack": job.get("pack_inputs"), "poprt": poprt_version,
+                      "worker": WORKER_VERSION}, sort_keys=True, default=str)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     stem = os.path.splitext(os.path.basename(job["onnx_path"]))[0]
-    name = f"{stem}-{job['precision']}-bs{batch_size}-{digest.hexdigest()[:16]}.popef"
+    name = "{}-{}-bs{}-{}.popef".format(stem, job["precision"], job["batch_size"], digest)
     return os.path.join(job["cache_dir"], name)
 
 
-def compile_popef(job, batch_size, env):
-    """Convert + compile_and_export once per key; returns (path, compile seconds, cached)."""
+def add_position_ids(model, input_name, like):
+    """The kit's equivalent of ByteMLPerf's _update_pack_model: the position-embedding Gather reads
+    its indices from a new int input `input_name` (shaped like input `like`), per-sample positions."""
+    import copy
+
+    inits = {i.name for i in model.graph.initializer}
+    gathers = [n for n in model.graph.node if n.op_type == "Gather" and n.input[0] in inits
+               and "position_embeddings" in (n.input[0] + n.name)]
+    if len(gathers) != 1:
+        raise ValueError("pack mode needs exactly one position-embedding Gather to feed position_ids; "
+                         f"found {[n.name for n in gathers]}")
+    template = next(i for i in model.graph.input if i.name == like)
+    new_input = copy.deepcopy(template)
+    new_input.name = input_name
+    model.graph.input.append(new_input)
+    gathers[0].input[1] = input_name
+    remove_dead_nodes(model)
+    return model
+
+
+def remove_dead_nodes(model):
+    """Drop nodes whose outputs nothing reads (what removing ByteMLPerf's named nodes achieves)."""
+    graph = model.graph
+    while True:
+        used = {o.name for o in graph.output}
+        for node in graph.node:
+            used.update(node.input)
+        dead = [n for n in graph.node if not any(o in used for o in n.output)]
+        if not dead:
+            return
+        for node in dead:
+            graph.node.remove(node)
+
+
+def compile_popef(job, env):
+    """Convert + compile_and_export once per key; returns (path, compile seconds, cached, kwargs, options)."""
     import onnx
     from poprt.compiler import Compiler
     from poprt.converter import Converter
 
-    kwargs = converter_kwargs(job, batch_size)
+    kwargs = converter_kwargs(job)
     opts, wanted = compiler_options(job, env.get("device", {}).get("ipu_version"))
-    path = popef_path(job, batch_size, kwargs, wanted, env["poprt_version"])
+    path = popef_path(job, kwargs, wanted, env["poprt_version"])
     if os.path.exists(path):
         return path, 0.0, True, kwargs, wanted
     os.makedirs(job["cache_dir"], exist_ok=True)
     started = time.perf_counter()
-    converted = Converter(**kwargs).convert(onnx.load(job["onnx_path"]))
+    model = onnx.load(job["onnx_path"])
+    pack_inputs = job.get("pack_inputs") or {}
+    if pack_inputs.get("add") == "position_ids":
+        add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
+        dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
+        kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
+    converted = Converter(**kwargs).convert(model)
     outputs = [o.name for o in converted.graph.output]
     tmp = f"{path}.{os.getpid()}.tmp"
     Compiler.compile_and_export(converted.SerializeToString(), outputs, tmp, opts)
@@ -165,140 +252,342 @@ def compile_popef(job, batch_size, env):
     return path, time.perf_counter() - started, False, kwargs, wanted
 
 
-def stage_io(runner, inputs):
-    """Inputs cast once to the dtypes the compiled model takes (fp16, int32...), outside timing."""
-    feeds = {}
-    for info in runner.get_execute_inputs():
-        if info.name not in inputs:
-            raise KeyError(f"the compiled model takes input {info.name!r}; the job has {sorted(inputs)}")
-        array = np.ascontiguousarray(inputs[info.name], dtype=info.numpy_data_type())
-        if list(array.shape) != list(info.shape):
-            raise ValueError(f"input {info.name!r} has shape {list(array.shape)}, "
-                             f"the compiled model takes {list(info.shape)}")
-        feeds[info.name] = array
-    return feeds
+# --- the session -------------------------------------------------------------------------------------
 
-
-def new_outputs(runner):
-    return {o.name: np.zeros(o.shape, dtype=o.numpy_data_type()) for o in runner.get_execute_outputs()}
-
-
-def time_client(runner, feeds, job, barrier, results, index):
-    """One client: synchronous execute calls until min duration AND min count (or max duration)."""
-    try:
-        outputs = new_outputs(runner)
-        execute = runner.execute
-        clock = time.perf_counter_ns
-        barrier.wait()
-        times = []
-        append = times.append
-        t_begin = clock()
-        min_end = t_begin + int(job.get("min_duration_s", 1.0) * 1e9)
-        max_end = t_begin + int(job.get("max_duration_s", 600.0) * 1e9)
-        min_count = int(job.get("min_count", 10))
-        n = 0
-        while True:
-            t0 = clock()
-            execute(feeds, outputs)
-            t1 = clock()
-            append((t0, t1))
-            n += 1
-            if (n >= min_count and t1 >= min_end) or t1 >= max_end:
-                break
-        results[index] = times
-    except BaseException as exc:  # noqa: BLE001 - reported by the caller
-        barrier.abort()
-        results[index] = exc
-
-
-def measure(runner, feeds, job):
-    clients = int(job.get("clients", 1))
-    barrier = threading.Barrier(clients)
-    results = [None] * clients
-    threads = [threading.Thread(target=time_client, args=(runner, feeds, job, barrier, results, i))
-               for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for r in results:
-        if isinstance(r, BaseException) and not isinstance(r, threading.BrokenBarrierError):
-            raise r
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
-    return [[[s, e] for s, e in thread] for thread in results]
-
-
-def encode_array(array):
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def run_batch(job, batch_size, env):
+def runtime_config(pack):
+    """RuntimeConfig with PopRT's defaults (timeout_ns stays 10 ms), or ByteMLPerf's PackRunnerConfig."""
     from poprt import runtime
 
-    result = {"batch_size": batch_size, "error": None}
-    path, seconds, cached, kwargs, wanted = compile_popef(job, batch_size, env)
-    result.update({"popef": path, "compile_seconds": seconds, "popef_cached": cached,
-                   "converter_options": kwargs, "compiler_options": wanted})
-    if job["precision"] == "fp8":
-        result["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
-    if not job.get("measure", True) and not job.get("return_outputs", False):
-        return result
-    config = runtime.RuntimeConfig()
-    config.timeout_ns = 0
-    runner = runtime.Runner(path, config)
-    feeds = stage_io(runner, load_inputs(job, batch_size))
-    result["input_dtypes"] = {k: str(v.dtype) for k, v in feeds.items()}
-    outputs = new_outputs(runner)
-    for _ in range(int(job.get("warmup", 5))):
-        runner.execute(feeds, outputs)
-    if job.get("return_outputs", False):
-        runner.execute(feeds, outputs)
-        names = [o.name for o in runner.get_execute_outputs()]
-        result["outputs"] = [{"name": n, "npy_b64": encode_array(outputs[n])} for n in names]
-    if job.get("measure", True):
-        result["clients"] = int(job.get("clients", 1))
-        result["calls"] = measure(runner, feeds, job)
-    return result
+    if not pack:
+        return runtime.RuntimeConfig()
+    config = runtime.PackRunnerConfig()
+    config.enable_input_single_row_mode(pack["mask_name"])
+    config.dynamic_input_name = pack["dynamic_input_name"]
+    config.timeout_microseconds = int(pack["timeout_microseconds"])
+    config.algorithm = getattr(runtime.PackAlgorithm, pack["algorithm"])
+    config.max_valid_num = int(pack["max_valid_num"])
+    config.enable_padding_remove_mode(
+        pack["mask_name"], [n for n in pack["input_names"] if n != pack["mask_name"]])
+    return config
 
 
-def run_job(job):
-    env = environment()
-    if job.get("mode") == "probe":
-        return env
-    if job.get("precision") not in ("fp32", "fp16", "fp8"):
-        raise ValueError(f"precision must be fp32, fp16 or fp8, got {job.get('precision')!r}")
-    batches = []
-    for batch_size in job["batch_sizes"]:
+class Session:
+    """The Runner and what was staged for it; one per worker process."""
+
+    def __init__(self):
+        self.env = None
+        self.runner = None
+        self.job = None
+        self.pack = None
+
+    def probe(self, _msg):
+        if self.env is None:
+            self.env = environment()
+        return self.env
+
+    def load(self, job):
+        from poprt import runtime
+
+        if self.runner is not None:
+            raise RuntimeError("this worker already holds a Runner; start a new worker per session")
+        env = self.probe(job)
+        check_hardware(env["device"], job["precision"])
+        path, seconds, cached, kwargs, wanted = compile_popef(job, env)
+        self.job, self.pack = job, job.get("pack") if job.get("pack_inputs") is not None else None
+        started = time.perf_counter()
+        self.runner = runtime.Runner(path, runtime_config(self.pack))
+        attach = time.perf_counter() - started
+        info = {"popef": path, "compile_seconds": seconds, "popef_cached": cached,
+                "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
+                "inputs": describe(self.runner.get_execute_inputs()),
+                "outputs": describe(self.runner.get_execute_outputs()), "env": env,
+                "pack": self.pack is not None}
+        if job["precision"] == "fp8":
+            info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
+        return info
+
+    def stage(self, inputs):
+        """Inputs cast once to the dtypes the compiled model takes (fp16, int32...)."""
+        feeds = {}
+        for info in self.runner.get_execute_inputs():
+            if info.name not in inputs:
+                raise KeyError(f"the compiled model takes input {info.name!r}; got {sorted(inputs)}")
+            array = np.ascontiguousarray(inputs[info.name], dtype=info.numpy_data_type())
+            if list(array.shape) != list(info.shape):
+                raise ValueError(f"input {info.name!r} has shape {list(array.shape)}, the compiled model takes {list(info.shape)}")
+            feeds[info.name] = array
+        return feeds
+
+    def new_outputs(self):
+        return {o.name: np.zeros(o.shape, dtype=o.numpy_data_type()) for o in self.runner.get_execute_outputs()}
+
+    def run(self, msg):
+        self._require_runner()
+        if self.pack:
+            return self.run_packed(msg["inputs"])
+        outputs = self.new_outputs()
+        self.runner.execute(self.stage(msg["inputs"]), outputs)
+        return [outputs[o.name] for o in self.runner.get_execute_outputs()]
+
+    def measure(self, msg):
+        self._require_runner()
+        calls = self.time_packed(msg) if self.pack else self.time_batches(msg)
+        return calls
+
+    def close(self, _msg):
+        self.runner = None
+        return None
+
+    def _require_runner(self):
+        if self.runner is None:
+            raise RuntimeError("no model loaded in this worker (send 'load' first)")
+
+    # -- timed calls: warm-up, then every client on the one Runner, power over exactly those calls
+    def time_batches(self, msg):
+        feeds = self.stage(msg["inputs"])
+        outputs = self.new_outputs()
+        for _ in range(int(msg.get("warmup", 0))):
+            self.runner.execute(feeds, outputs)
+
+        def call(state):
+            self.runner.execute(feeds, state)
+
+        return run_clients(call, self.new_outputs, int(msg.get("clients", 1)), msg)
+
+    # -- pack mode (ByteMLPerf's runtime_backend_ipu.py / engine_poprt.py benchmark_pack)
+    def sample_feeds(self, row):
+        """One sample as ByteMLPerf feeds the PackRunner: the padded row (the runner removes the
+        padding by the mask) plus its per-sample position_ids."""
+        pack, extra = self.pack, self.job.get("pack_inputs") or {}
+        feeds = {name: np.ascontiguousarray(row[name], dtype=np.int32) for name in pack["input_names"]}
+        length = int(np.count_nonzero(feeds[pack["mask_name"]]))
+        if extra.get("add") == "position_ids":
+            offset = int(extra.get("position_offset", 0)) + int(extra.get("padding_idx", 0))
+            feeds["position_ids"] = np.arange(length, dtype=np.int32) + offset
+        return feeds
+
+    def sample_outputs(self):
+        outs = {}
+        for o in self.runner.get_execute_outputs():
+            shape = list(o.shape)
+            shape[0] = 1
+            outs[o.name] = np.zeros(shape, dtype=o.numpy_data_type())
+        return outs
+
+    def run_packed(self, inputs):
+        """A padded batch, sent sample by sample (asynchronously, so they pack together)."""
+        n = len(inputs[self.pack["mask_name"]])
+        pending = []
+        for i in range(n):
+            row = {name: np.asarray(inputs[name])[i] for name in self.pack["input_names"]}
+            outs = self.sample_outputs()
+            pending.append((self.runner.execute_async(self.sample_feeds(row), outs), outs))
+        results = []
+        for future, outs in pending:
+            future.wait()
+            results.append(outs)
+        return [np.concatenate([r[o.name] for r in results]) for o in self.runner.get_execute_outputs()]
+
+    def time_packed(self, msg):
+        """ByteMLPerf's benchmark_pack: int(pack batch x 3.5) clients send single unpadded samples of
+        random length (normal(avg, avg) clipped to [1, max]); warm-up outside the window."""
+        bench = self.pack["benchmark"]
+        seq = int(self.runner_input(self.pack["mask_name"]).shape[-1])
+        rng = np.random.RandomState(int(msg.get("seed", 0)))
+        count = int(self.pack["batch_size"]) * int(msg.get("dataset_rows", 4))
+        lengths = np.clip(rng.normal(bench["avg_len"], bench["avg_len"], size=count).astype(np.int32),
+                          1, min(int(bench["max_valid_seq"]), seq))
+        dataset = []
+        for length in lengths:
+            row = {name: np.ones(seq, dtype=np.int32) for name in self.pack["input_names"]}
+            row[self.pack["mask_name"]][length:] = 0
+            dataset.append(self.sample_feeds(row))
+        outputs = self.sample_outputs()
+        for i in range(int(msg.get("warmup", 0))):
+            self.runner.execute(dataset[i % len(dataset)], outputs)
+        pick = random.Random(int(msg.get("seed", 0)))
+
+        def call(state):
+            self.runner.execute(dataset[pick.randrange(len(dataset))], state)
+
+        clients = int(int(self.pack["batch_size"]) * float(bench["clients_per_pack_row"]))
+        return run_clients(call, self.sample_outputs, clients, msg)
+
+    def runner_input(self, name):
+        return next(i for i in self.runner.get_execute_inputs() if i.name == name)
+
+
+def describe(infos):
+    return [{"name": i.name, "shape": list(i.shape), "dtype": np.dtype(i.numpy_data_type()).name}
+            for i in infos]
+
+
+# --- timing and power --------------------------------------------------------------------------------
+
+def run_clients(call, new_state, clients, msg):
+    """`clients` threads, released together, each timing synchronous calls until the minimum
+    duration AND count (or the maximum duration); power read from just before the release to just
+    after the last call."""
+    barrier = threading.Barrier(clients + 1)
+    results = [None] * clients
+    min_s, max_s = float(msg.get("min_duration_s", 1.0)), float(msg.get("max_duration_s", 600.0))
+    min_count = int(msg.get("min_count", 10))
+
+    def client(index):
         try:
-            batches.append(run_batch(job, int(batch_size), env))
-        except Exception as exc:  # noqa: BLE001 - one failing batch size must not lose the others
-            batches.append({"batch_size": int(batch_size),
-                            "error": f"{type(exc).__name__}: {exc}",
-                            "traceback": traceback.format_exc(limit=6)})
-    env["precision"] = job["precision"]
-    env["batches"] = batches
-    return env
+            state = new_state()
+            clock = time.perf_counter_ns
+            times = []
+            append = times.append
+            barrier.wait()
+            t_begin = clock()
+            min_end, max_end = t_begin + int(min_s * 1e9), t_begin + int(max_s * 1e9)
+            n = 0
+            while True:
+                t0 = clock()
+                call(state)
+                t1 = clock()
+                append((t0, t1))
+                n += 1
+                if (n >= min_count and t1 >= min_end) or t1 >= max_end:
+                    break
+            results[index] = times
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            barrier.abort()
+            results[index] = exc
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    sampler = PowerSampler(msg.get("power"))
+    sampler.start()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass
+    for t in threads:
+        t.join()
+    power = sampler.stop()
+    errors = [r for r in results if isinstance(r, BaseException)]
+    real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+    if errors:
+        raise (real or errors)[0]
+    return {"calls": results, "clients": clients, "power": power}
+
+
+class PowerSampler:
+    """Reads the IPU sensors in a thread at `hz` and returns the raw readings; the kit parses them
+    (kit.power.ipu), so the rules live in one place. Sources: 'gcipuinfo' (entries converted with
+    dict()), 'gc-monitor' (its table, as text) or 'gc-info' (`gc-info -d N -i`, as text)."""
+
+    def __init__(self, options):
+        self.options = options or None
+        self.readings, self.errors = [], []
+        self._stop = threading.Event()
+        self._thread = None
+        self._read = None
+        self.source = None
+
+    def start(self):
+        if not self.options:
+            return
+        for source in self.options.get("sources", ("gcipuinfo", "gc-monitor", "gc-info")):
+            try:
+                self._read = self._reader(source)
+                self._read()
+            except Exception as exc:  # noqa: BLE001 - the kit reports why power is unavailable
+                self.errors.append(f"{source}: {type(exc).__name__}: {exc}")
+                self._read = None
+                continue
+            self.source = source
+            break
+        if self._read is None:
+            return
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        if not self.options:
+            return None
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._sample()
+        return {"source": self.source, "readings": self.readings, "errors": self.errors,
+                "hz_requested": float(self.options.get("hz", 20.0)),
+                "gcda_monitor": os.environ.get("GCDA_MONITOR")}
+
+    def _loop(self):
+        period = 1.0 / float(self.options.get("hz", 20.0))
+        while not self._stop.wait(period):
+            self._sample()
+
+    def _sample(self):
+        t = time.perf_counter_ns()
+        try:
+            self.readings.append((t, self._read()))
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _reader(self, source):
+        timeout = float(self.options.get("command_timeout_s", 5.0))
+        if source == "gcipuinfo":
+            import gcipuinfo
+
+            info = gcipuinfo.gcipuinfo()
+            info.setUpdateMode(True)
+            return lambda: [dict(d) for d in info.getDevices()]
+        if source == "gc-monitor":
+            return lambda: _command(["gc-monitor"], timeout)
+        if source == "gc-info":
+            ids = self.options.get("devices") or [0]
+            return lambda: [_command(["gc-info", "-d", str(i), "-i"], timeout) for i in ids]
+        raise ValueError(f"unknown power source {source!r}; known: gcipuinfo, gc-monitor, gc-info")
+
+
+def _command(argv, timeout):
+    done = subprocess.run(argv, capture_output=True, timeout=timeout, text=True)
+    if done.returncode != 0:
+        command = " ".join(argv)
+        raise RuntimeError(f"{command} exited {done.returncode}: {done.stderr.strip()[:200]}")
+    return done.stdout
+
+
+# --- the loop ------------------------------------------------------------------------------------------
+
+OPS = {"probe": Session.probe, "load": Session.load, "run": Session.run, "measure": Session.measure,
+       "close": Session.close}
+
+
+def serve(requests, replies):
+    session = Session()
+    while True:
+        try:
+            msg = read_message(requests)
+        except EOFError:
+            return 0
+        op = msg.get("op")
+        try:
+            if op not in OPS:
+                raise ValueError(f"unknown op {op!r}; known: {sorted(OPS)}")
+            reply = {"ok": True, "result": OPS[op](session, msg)}
+        except Exception as exc:  # noqa: BLE001 - the kit raises it with this message
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc(limit=8)}
+        write_message(replies, reply)
+        if op == "close":
+            return 0
 
 
 def main(argv):
-    try:
-        result = run_job(load_job(argv))
-    except Exception as exc:  # noqa: BLE001 - the kit reads the reason from the JSON
-        result = {"worker_version": WORKER_VERSION, "fatal": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc(limit=6)}
-    text = json.dumps(result)
-    if len(argv) >= 3:
-        tmp = argv[2] + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, argv[2])
-    else:
-        sys.stdout.write(text + "\n")
-    return 1 if "fatal" in result else 0
+    if len(argv) != 2 or argv[1] != "--serve":
+        sys.stderr.write(__doc__)
+        return 2
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything PopRT prints goes to stderr, never into the reply stream
+    requests = os.fdopen(os.dup(0), "rb")
+    return serve(requests, replies)
 
 
 if __name__ == "__main__":

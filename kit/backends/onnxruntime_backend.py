@@ -1,7 +1,22 @@
-"""ONNX Runtime: CPU execution provider here; CUDA and TensorRT providers where installed."""
+"""ONNX Runtime: CPU execution provider here; CUDA and TensorRT providers where installed.
+
+On a GPU the session must really run on the provider asked for: ORT falls back to the next
+provider in the list (TensorRT -> CUDA -> CPU) with only a warning when one fails to load, so
+`load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. The share of
+nodes placed on the CPU is read from ORT's own profile of one warm-up run (each executed kernel
+names its provider); the warm-up also builds TensorRT engines and runs cuDNN's algorithm search
+before any timed or power window.
+
+Timing is host to host (inputs copied in, run, outputs copied out), as ByteMLPerf's GPU backend
+and PopRT on the IPU time; `measure_device_resident` gives the figure with inputs and outputs left
+on the GPU, labelled as such.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +25,7 @@ import numpy as np
 from kit.backends.base import BackendConfig, InProcessBackend, Session
 from kit.environment import usable_cores
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter
+from kit.measure import BatchMeasurement, MeasureConfig, measure
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -20,40 +36,70 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
     "bf16": "ONNX Runtime has no bf16 conversion path for CPU kernels; use backend 'torch' for bf16",
     "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see kit.precision_map)",
 }
+CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
+             "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
+HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
+DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
+                   "with published host-to-host rows")
 
 
 class OrtSession(Session):
-    def __init__(self, session, description: dict, device: str = "cpu"):
+    def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0):
         self.session = session
         self.description = description
         self.device = device
+        self.device_id = device_id
         self.output_names = [o.name for o in session.get_outputs()]
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.session.run(self.output_names, inputs)
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
-        """Inputs staged once (on the GPU for cuda/tensorrt); outputs left where ORT puts them."""
+        """A host-to-host call. Each call of `bind` makes its own IO binding (bindings are not
+        safe to share between threads)."""
+        if self.device != "cpu":  # session.run copies the inputs in and the outputs out each call
+            feeds = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
+            run, names = self.session.run, self.output_names
+            return lambda: run(names, feeds)
         binding = self.session.io_binding()
         for name, value in inputs.items():
-            value = np.ascontiguousarray(value)
-            if self.device == "cpu":
-                binding.bind_cpu_input(name, value)
-            else:
-                import onnxruntime as ort
-
-                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda", 0))
+            binding.bind_cpu_input(name, np.ascontiguousarray(value))
         for name in self.output_names:
-            if self.device == "cpu":
-                binding.bind_output(name)
-            else:
-                binding.bind_output(name, "cuda")
-        run = self.session.run_with_iobinding
+            binding.bind_output(name)
+        run_bound = self.session.run_with_iobinding
+        return lambda: run_bound(binding)
+
+    def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """Inputs staged on this session's GPU once, outputs bound there: no copies in the call."""
+        import onnxruntime as ort
+
+        if self.device == "cpu":
+            return self.bind(inputs)
+        binding = self.session.io_binding()
+        for name, value in inputs.items():
+            staged = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value), "cuda", self.device_id)
+            binding.bind_ortvalue_input(name, staged)
+        for name in self.output_names:
+            binding.bind_output(name, "cuda", self.device_id)
+        run_bound = self.session.run_with_iobinding
 
         def call() -> None:  # run_with_iobinding synchronises the provider's stream before returning
-            run(binding)
+            run_bound(binding)
 
         return call
+
+    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        """Host-to-host timing; every client gets its own call (and IO binding)."""
+        m = measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg)
+        m.extra["timing"] = HOST_TO_HOST
+        return m
+
+    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
+                                cfg: MeasureConfig) -> BatchMeasurement:
+        """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
+        m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
+        m.extra["timing"] = DEVICE_RESIDENT if self.device != "cpu" else HOST_TO_HOST
+        return m
 
 
 class OnnxRuntimeBackend(InProcessBackend):
@@ -72,17 +118,47 @@ class OnnxRuntimeBackend(InProcessBackend):
         import onnxruntime as ort
 
         self.check_precision(config.precision)
+        if config.device == "cuda" and config.precision == "int8":
+            raise InvalidParameter("precision", "int8", CUDA_INT8)
         providers = self.providers(config, ort.get_available_providers())
+        gpu = None
+        if config.device != "cpu":
+            from kit.hardware import cuda_device
+
+            gpu = cuda_device(device_id(config))
+            preload_cuda_libraries(ort)
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = config.threads or usable_cores()
         opts.inter_op_num_threads = 1
+        profile_dir = None
+        if gpu is not None:  # one profiled warm-up run says where each node ran
+            profile_dir = tempfile.TemporaryDirectory(prefix="kit-ort-profile-")
+            opts.enable_profiling = True
+            opts.profile_file_prefix = str(Path(profile_dir.name) / "placement")
         try:
             session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
         except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
             raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
-        return OrtSession(session, self.describe(model, config, session, path, opts), config.device)
+        check_first_provider(config.device, session.get_providers())
+        description = self.describe(model, config, session, path, opts)
+        if gpu is not None:
+            description["cuda_device"] = gpu.to_dict()
+            description["timing"] = HOST_TO_HOST
+            if config.device == "tensorrt":
+                description["tensorrt_version"] = tensorrt_version()
+                description["trt_engine_cache_path"] = providers[0][1]["trt_engine_cache_path"]
+            try:
+                session.run(None, model.make_inputs(batch_size))  # engine build / cuDNN search happen here
+                description["placement"] = placement_from_profile(Path(session.end_profiling()))
+            except Exception as exc:  # noqa: BLE001 - ORT raises its own types (out of memory, TensorRT build)
+                raise BackendUnavailable(f"{config.device} warm-up run of {path.name} at batch {batch_size} "
+                                         f"failed: {exc}") from exc
+            finally:
+                profile_dir.cleanup()
+            description["cpu_node_share"] = description["placement"]["cpu_share"]
+        return OrtSession(session, description, config.device, gpu.index if gpu else 0)
 
     def describe(self, model: ExportedModel, config: BackendConfig, session, path: Path, opts) -> dict:
         import onnxruntime as ort
@@ -90,13 +166,14 @@ class OnnxRuntimeBackend(InProcessBackend):
         description = {
             "backend": self.name, "device": config.device, "providers": session.get_providers(),
             "precision": config.precision, "threads": opts.intra_op_num_threads,
-            "graph_optimization": "ORT_ENABLE_ALL", "io_binding": True,
+            "graph_optimization": "ORT_ENABLE_ALL", "io_binding": config.device == "cpu",
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.precision != "fp32":
             from kit.backends.precision import conversion_label
 
-            description["conversion"] = conversion_label(model, config.precision)
+            description["conversion"] = conversion_label(model, config.precision,
+                                                         symmetric=config.device == "tensorrt")
         return description
 
     def providers(self, config: BackendConfig, available: list[str]) -> list:
@@ -113,26 +190,129 @@ class OnnxRuntimeBackend(InProcessBackend):
         return [(p, options[p]) if p in options else p for p in PROVIDERS[device]]
 
     def prepare_model(self, model: ExportedModel, config: BackendConfig) -> Path:
-        """The ONNX file to load at this precision (fp32: the export itself)."""
+        """The ONNX file to load at this precision (fp32: the export itself). int8 for TensorRT is
+        static QDQ with signed symmetric activations and weights, whatever the model."""
         if config.precision == "fp32":
             return model.onnx_path
         from kit.backends.precision import convert_for_ort
 
+        if config.device == "tensorrt" and config.precision == "int8":
+            return convert_for_ort(model, "int8", symmetric=True)
         return convert_for_ort(model, config.precision)
+
+
+def device_id(config: BackendConfig) -> int:
+    value = config.options.get("device_id", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidParameter("device_id", value, "a CUDA ordinal >= 0 (after CUDA_VISIBLE_DEVICES)")
+    return value
+
+
+def check_first_provider(device: str, placed: list[str]) -> None:
+    """BackendUnavailable unless the session's first provider is the one `device` asks for."""
+    wanted = PROVIDERS[device][0]
+    if not placed or placed[0] != wanted:
+        raise BackendUnavailable(
+            f"{device.upper()} backend unavailable: ONNX Runtime could not start {wanted} and fell back to "
+            f"{', '.join(placed) or 'nothing'} (see ORT's warning above: CUDA, cuDNN or TensorRT libraries "
+            "missing or mismatched?); refusing to report a fallback run as this device")
+
+
+def placement_from_profile(profile: Path) -> dict:
+    """Kernels per provider in one profiled run, and the share on the CPU.
+
+    Counts the kernels ORT executed after partitioning and fusion (a TensorRT subgraph is one
+    kernel), each named once; the profile file is removed after reading.
+    """
+    try:
+        events = json.loads(profile.read_text())
+    finally:
+        profile.unlink(missing_ok=True)
+    providers: dict[str, str] = {}
+    for event in events:
+        args = event.get("args") or {}
+        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time") and "provider" in args:
+            providers[event["name"]] = args["provider"]
+    counts: dict[str, int] = {}
+    for provider in providers.values():
+        counts[provider] = counts.get(provider, 0) + 1
+    total = sum(counts.values())
+    return {"kernels_by_provider": counts, "kernels": total,
+            "cpu_share": counts.get("CPUExecutionProvider", 0) / total if total else None,
+            "method": "ORT profile of one warm-up run (enable_profiling; args.provider of each kernel)"}
+
+
+def preload_cuda_libraries(ort) -> None:
+    """Let onnxruntime-gpu find the CUDA/cuDNN libraries pip installed (torch's or nvidia-*)."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is not None:
+        try:
+            preload()
+        except Exception:  # noqa: BLE001, S110 - absent libraries surface as a provider fallback, checked after
+            pass
+
+
+def tensorrt_version() -> str | None:
+    """The TensorRT libraries' version, from whichever distribution installed them."""
+    from kit.environment import distribution_version
+
+    return distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13", "tensorrt-cu12-libs",
+                                "tensorrt-cu13-libs", "tensorrt-libs")
+
+
+def trt_cache_dir(options: dict, gpu_name: str) -> Path:
+    """Engines are valid for one TensorRT version, option set and GPU model: the folder says which."""
+    from kit.environment import onnxruntime_version
+
+    keyed = {k: v for k, v in sorted(options.items()) if k not in ("trt_engine_cache_path", "device_id")}
+    text = json.dumps({"trt": tensorrt_version(), "ort": onnxruntime_version(), "gpu": gpu_name,
+                       "options": keyed}, sort_keys=True, default=str)
+    return cache_dir() / "tensorrt" / f"trt-{tensorrt_version() or 'unknown'}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
 
 
 def provider_options(config: BackendConfig) -> dict[str, dict]:
     """Per-provider options; config.options['provider_options'] overrides them by provider name."""
-    trt_cache = cache_dir() / "tensorrt"
+    ordinal = device_id(config)
+    int8 = config.precision == "int8"
     options = {
-        "CUDAExecutionProvider": {"device_id": int(config.options.get("device_id", 0))},
+        "CUDAExecutionProvider": {"device_id": ordinal},
         "TensorrtExecutionProvider": {
-            "device_id": int(config.options.get("device_id", 0)),
-            # fp16 lets TensorRT pick half kernels; int8 models arrive as QDQ (explicit quantization)
+            "device_id": ordinal,
+            # fp16 lets TensorRT pick half kernels where a layer is not quantized; int8 models
+            # arrive as symmetric QDQ (explicit quantization: no calibration table)
             "trt_fp16_enable": config.precision in ("fp16", "int8"),
-            "trt_engine_cache_enable": True, "trt_engine_cache_path": str(trt_cache),
+            "trt_int8_enable": int8,
+            "trt_engine_cache_enable": True,
         },
     }
     for name, extra in config.options.get("provider_options", {}).items():
         options.setdefault(name, {}).update(extra)
+    trt = options["TensorrtExecutionProvider"]
+    if "trt_engine_cache_path" not in trt:
+        trt["trt_engine_cache_path"] = str(trt_cache_dir(trt, _gpu_name(config)))
     return options
+
+
+def _gpu_name(config: BackendConfig) -> str:
+    if config.device == "cpu":
+        return ""
+    from kit.errors import KitError
+    from kit.hardware import cuda_device
+
+    try:
+        return cuda_device(device_id(config)).name
+    except KitError:
+        return "unknown GPU"
+
+
+def identity_model_bytes() -> bytes:
+    """A one-node ONNX model (float Identity): enough to see which provider a session gets."""
+    from onnx import TensorProto, helper
+
+    tensor = [1]
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "kit_probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, tensor)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, tensor)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()

@@ -14,12 +14,12 @@ step needs (kit.memory) is compared with the memory available.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from kit.cache import cached_file
+from kit.environment import onnxruntime_version
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.memory import check_memory
 from kit.models.spec import ExportedModel, make_inputs
@@ -42,8 +42,11 @@ def quantization_method(model: ExportedModel) -> str:
     return "static-qdq" if is_convolutional(model.task) else "dynamic"
 
 
-def conversion_label(model: ExportedModel, precision: str) -> str:
+def conversion_label(model: ExportedModel, precision: str, symmetric: bool = False) -> str:
     """What the conversion does, in words, for the session description."""
+    if precision == "int8" and symmetric:
+        return (f"onnxruntime static QDQ int8, signed symmetric activations and weights (S8S8, as TensorRT "
+                f"takes them; per-channel weights, MinMax calibration on {CALIBRATION_BATCHES} seeded inputs)")
     if precision == "fp16":
         return ("onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
                 "fp16 are kept in fp32)")
@@ -53,11 +56,15 @@ def conversion_label(model: ExportedModel, precision: str) -> str:
     return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
 
 
-def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None) -> Path:
-    """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached."""
+def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None,
+                    symmetric: bool = False) -> Path:
+    """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached.
+
+    `symmetric=True` (int8 for TensorRT): static QDQ with signed symmetric activations, any model.
+    """
     if precision not in ORT_PRECISIONS:
         raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
-    method = "fp16" if precision == "fp16" else quantization_method(model)
+    method = "fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric else quantization_method(model)
     source = Path(model.onnx_path)
     if not source.is_file():
         raise MissingResource(f"cannot convert {source}: no such file")
@@ -77,16 +84,18 @@ def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None
                        sources=[source], settings=conversion_settings(model, method), build=build)
 
 
-MEMORY_STEPS = {"fp16": "fp16", "dynamic": "int8-dynamic", "static-qdq": "int8-static"}
+MEMORY_STEPS = {"fp16": "fp16", "dynamic": "int8-dynamic", "static-qdq": "int8-static",
+                "static-qdq-s8s8": "int8-static"}
 
 
 def conversion_settings(model: ExportedModel, method: str) -> dict:
     """Everything besides the source's content that the converted file depends on."""
-    settings = {"method": method, "onnxruntime": importlib.metadata.version("onnxruntime"),
-                "version": CONVERSION_VERSION}
+    settings = {"method": method, "onnxruntime": onnxruntime_version(), "version": CONVERSION_VERSION}
     if method == "fp16":
-        settings["onnxconverter-common"] = importlib.metadata.version("onnxconverter-common")
-    if method == "static-qdq":
+        from onnxconverter_common import __version__ as converter_version
+
+        settings["onnxconverter-common"] = converter_version
+    if method.startswith("static-qdq"):
         settings["calibration"] = {"batches": CALIBRATION_BATCHES,
                                    "inputs": [i.to_dict() for i in model.inputs]}
     return settings
@@ -137,19 +146,22 @@ def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
     quantize_dynamic(str(model.onnx_path), str(out), weight_type=QuantType.QInt8)
 
 
-def to_int8_static(model: ExportedModel, out: Path) -> None:
+def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> None:
     """Static QDQ int8; calibration ranges are merged one input at a time (CalibStridedMinMax=1),
     so only one input's intermediate tensors are held, not every calibration input's."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = out.with_suffix(".pre.onnx")
+    signed = {"activation_type": QuantType.QInt8,
+              "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True,
+                                "CalibStridedMinMax": 1}} if symmetric else {
+              "activation_type": QuantType.QUInt8, "extra_options": {"CalibStridedMinMax": 1}}
     try:
         quant_pre_process(str(model.onnx_path), str(prepared), skip_symbolic_shape=True)
         quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        per_channel=True, calibrate_method=CalibrationMethod.MinMax,
-                        extra_options={"CalibStridedMinMax": 1})
+                        weight_type=QuantType.QInt8, per_channel=True,
+                        calibrate_method=CalibrationMethod.MinMax, **signed)
     finally:
         prepared.unlink(missing_ok=True)
 
@@ -184,3 +196,4 @@ CONVERTERS: Registry[Callable[[ExportedModel, Path], list[str] | None]] = Regist
 CONVERTERS.register("fp16", to_fp16)
 CONVERTERS.register("dynamic", to_int8_dynamic)
 CONVERTERS.register("static-qdq", to_int8_static)
+CONVERTERS.register("static-qdq-s8s8", lambda model, out: to_int8_static(model, out, symmetric=True))

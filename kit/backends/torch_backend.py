@@ -1,10 +1,15 @@
 """PyTorch: the zoo's own framework model, eager under inference_mode, optionally torch.compile.
 
-Precisions: fp32; bf16 and fp16 through autocast (on a CPU without avx512_fp16/AMX-FP16, fp16
-is emulated by conversions and runs slower than fp32: allowed, and the description says so);
-int8 through torch.ao dynamic quantization of the Linear layers (CPU only; convolutions stay
-fp32). CNNs run channels_last. `config.options`: compile=True (inductor with freezing; falls
-back to eager with a recorded note if compilation fails), compile_mode (torch.compile mode).
+Precisions: fp32; bf16 and fp16 through autocast on the CPU (on a CPU without avx512_fp16/AMX-FP16,
+fp16 is emulated by conversions and runs slower than fp32: allowed, and the description says so)
+and through 16-bit weights on a GPU (`model.half()`, as ByteMLPerf: autocast would re-cast the
+weights every call); int8 through torch.ao dynamic quantization of the Linear layers (CPU only;
+convolutions stay fp32). CNNs run channels_last. `config.options`: compile=True (inductor with
+freezing; falls back to eager with a recorded note if compilation fails), compile_mode
+(torch.compile mode), device_id (the CUDA ordinal, after CUDA_VISIBLE_DEVICES).
+
+On a GPU the timed call is host to host: inputs copied in, run, outputs copied back, as ByteMLPerf
+and PopRT time; `measure_device_resident` gives the figure without the copies, labelled.
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from kit.backends.base import BackendConfig, InProcessBackend, Session
 from kit.backends.precision import is_convolutional
 from kit.environment import cpu_flags, usable_cores
 from kit.errors import BackendUnavailable, InvalidParameter
+from kit.measure import BatchMeasurement, MeasureConfig, measure
 from kit.models.spec import ExportedModel
 
 DEVICES = ("cpu", "cuda")
 AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}
+HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
+DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
+                   "with published host-to-host rows")
 
 
 class TorchSession(Session):
@@ -32,7 +41,8 @@ class TorchSession(Session):
 
     def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict):
         self.module = module
-        self.device = device
+        self.device = device  # 'cpu' or 'cuda:N'
+        self.device_type = device.split(":")[0]
         self.precision = precision
         self.channels_last = channels_last
         self.description = description
@@ -46,9 +56,10 @@ class TorchSession(Session):
             tensors = [t.to(self.cast_floats) if t.is_floating_point() else t for t in tensors]
         return tensors
 
-    def use_16bit_weights(self) -> None:
+    def use_16bit_weights(self, why: str = "autocast overflowed for this model") -> None:
         """Cast the weights instead of autocasting: some models (DeBERTa) fill masks with the fp32
-        minimum, which overflows a 16-bit tensor under autocast but not in a 16-bit model."""
+        minimum, which overflows a 16-bit tensor under autocast but not in a 16-bit model; on a
+        GPU, 16-bit weights are the method (autocast re-casts them every call)."""
         import torch
 
         dtype = getattr(torch, AUTOCAST[self.precision])
@@ -56,7 +67,8 @@ class TorchSession(Session):
         self.cast_floats = dtype
         self.precision_mode = "weights"
         self.description["autocast"] = None
-        self.description["notes"].append(f"autocast overflowed for this model: weights cast to {dtype} instead")
+        self.description["weights_dtype"] = str(dtype).removeprefix("torch.")
+        self.description["notes"].append(f"{why}: weights cast to {dtype}")
 
     def forward(self, tensors: list):
         import torch
@@ -64,7 +76,7 @@ class TorchSession(Session):
         if self.channels_last:
             tensors = [t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
                        for t in tensors]
-        autocast = (torch.autocast(self.device, dtype=getattr(torch, AUTOCAST[self.precision]))
+        autocast = (torch.autocast(self.device_type, dtype=getattr(torch, AUTOCAST[self.precision]))
                     if self.precision in AUTOCAST and self.cast_floats is None else contextlib.nullcontext())
         with torch.inference_mode(), autocast:
             return self.module(*tensors)
@@ -73,19 +85,50 @@ class TorchSession(Session):
         return [to_numpy(t) for t in flatten_outputs(self.forward(self.to_tensors(inputs)))]
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """On the CPU: the forward. On a GPU: host to host (copy in, forward, copy out, synchronise)."""
         import torch
 
-        tensors = self.to_tensors(inputs)
-        forward = self.forward
-        if self.device == "cuda":
-            sync = torch.cuda.synchronize
+        if self.device_type == "cpu":
+            tensors = self.to_tensors(inputs)
+            forward = self.forward
+            return lambda: forward(tensors)
+        host = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
+        to_tensors, forward, device = self.to_tensors, self.forward, self.device
+        sync = torch.cuda.synchronize
 
-            def call_cuda() -> None:  # kernels are asynchronous: the call ends when the GPU does
-                forward(tensors)
-                sync()
+        def call_host_to_host() -> None:
+            outputs = [t.cpu() for t in flatten_outputs(forward(to_tensors(host))) if isinstance(t, torch.Tensor)]
+            sync(device)  # kernels are asynchronous: the call ends when the GPU does
+            return outputs
 
-            return call_cuda
-        return lambda: forward(tensors)
+        return call_host_to_host
+
+    def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """Inputs on the GPU once, outputs left there; the call still waits for the GPU."""
+        import torch
+
+        if self.device_type == "cpu":
+            return self.bind(inputs)
+        tensors, forward, device = self.to_tensors(inputs), self.forward, self.device
+        sync = torch.cuda.synchronize
+
+        def call_resident() -> None:
+            forward(tensors)
+            sync(device)
+
+        return call_resident
+
+    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        m = measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg)
+        m.extra["timing"] = HOST_TO_HOST
+        return m
+
+    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
+                                cfg: MeasureConfig) -> BatchMeasurement:
+        """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
+        m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
+        m.extra["timing"] = DEVICE_RESIDENT if self.device_type != "cpu" else HOST_TO_HOST
+        return m
 
 
 class TorchBackend(InProcessBackend):
@@ -106,6 +149,7 @@ class TorchBackend(InProcessBackend):
 
         self.check_precision(config.precision)
         check_device(config.device, config.precision)
+        device, gpu = torch_device(config)
         module = build_module(model)
         torch.set_num_threads(config.threads or usable_cores())
         cnn = is_convolutional(model.task)
@@ -116,7 +160,7 @@ class TorchBackend(InProcessBackend):
                          "other layers stay fp32")
         if config.precision == "fp16" and config.device == "cpu" and "avx512_fp16" not in cpu_flags():
             notes.append("fp16 on a CPU without avx512_fp16: emulated by conversions, expect slower than fp32")
-        module = module.to(config.device)
+        module = module.to(device)
         if cnn:
             module = module.to(memory_format=torch.channels_last)
         description = {
@@ -126,8 +170,14 @@ class TorchBackend(InProcessBackend):
             "torch_version": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "model_source": f"kit.models zoo entry {model.name}",
             "notes": notes,
         }
-        session = TorchSession(module, config.device, config.precision, cnn, description)
-        if config.precision in AUTOCAST:
+        if gpu is not None:
+            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST)
+        session = TorchSession(module, device, config.precision, cnn, description)
+        if gpu is not None:
+            if config.precision in AUTOCAST:
+                session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
+            session.run(model.make_inputs(batch_size))  # warm-up: cuDNN and the allocator, before any window
+        elif config.precision in AUTOCAST:
             probe_autocast(session, model.make_inputs(batch_size))
         if config.options.get("compile"):
             compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
@@ -156,6 +206,17 @@ def check_device(device: str, precision: str) -> None:
     if device == "cuda" and precision == "int8":
         raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
                                "use onnxruntime with the tensorrt device for int8 on a GPU")
+
+
+def torch_device(config: BackendConfig) -> tuple[str, object]:
+    """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in `options['device_id']` (default 0)."""
+    if config.device == "cpu":
+        return "cpu", None
+    from kit.backends.onnxruntime_backend import device_id
+    from kit.hardware import cuda_device
+
+    gpu = cuda_device(device_id(config))
+    return f"cuda:{gpu.index}", gpu
 
 
 def build_module(model: ExportedModel):

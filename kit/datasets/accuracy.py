@@ -1,6 +1,7 @@
 """The accuracy check of one model on its published dataset, with an honest status.
 
-Status is "measured" only for real weights on the real data; with random weights the figure is
+Status is "measured" only for real weights on the real data; "not comparable: <step>" when a step
+of ByteMLPerf's evaluation cannot be reproduced for this model (never a verdict then); with random weights the figure is
 still computed (it exercises the whole path) but marked "not meaningful: random weights"; without
 the data (or the model's tokenizer, or a reference run for Mean Diff) nothing is run and the
 status says what is missing and where to put it.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.datasets.base import Dataset
+from kit.datasets.base import Dataset, NotComparable
 from kit.datasets.registry import DATASETS
 from kit.errors import InvalidParameter, MissingResource
 from kit.metrics import validate_data_percent
@@ -25,7 +26,6 @@ from kit.registry import Registry
 MEASURED = "measured"
 RANDOM = "not meaningful: random weights"
 
-IMAGENET_TF = dict(layout="NHWC", mean=(123.68, 116.78, 103.94), std=(1.0, 1.0, 1.0), scale=1.0)
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,15 @@ class ModelEval:
 
 MODEL_EVALS: Registry[ModelEval] = Registry("model with a published accuracy")
 _TORCH_SQUAD = {"ids": "input_ids.1", "mask": "attention_mask.1", "segment": "token_type_ids.1"}
-for _m in ("albert-torch-fp32", "bert-torch-fp32", "roberta-torch-fp32", "deberta-torch-fp32"):
+for _m in ("albert-torch-fp32", "bert-torch-fp32", "deberta-torch-fp32"):
     MODEL_EVALS.register(_m, ModelEval("squad", {}, _TORCH_SQUAD, tokenizer=True))
+MODEL_EVALS.register("roberta-torch-fp32", ModelEval("squad", {"zero_segments": True}, _TORCH_SQUAD, tokenizer=True))
 MODEL_EVALS.register("bert-tf-fp32", ModelEval(
     "squad", {"dtype": "int32"},
     {"ids": "input_ids:0", "mask": "input_mask:0", "segment": "segment_ids:0"}, tokenizer=True))
 MODEL_EVALS.register("resnet50-torch-fp32", ModelEval("imagenet", {"crop": 224}, {"image": "input_1.1"}))
-MODEL_EVALS.register("resnet50-tf-fp32", ModelEval("imagenet", IMAGENET_TF, {"image": "input_tensor:0"}))
+MODEL_EVALS.register("resnet50-tf-fp32", ModelEval("imagenet", {"protocol": "vgg", "crop": 224},
+                                                   {"image": "input_tensor:0"}))
 MODEL_EVALS.register("swin-large-torch-fp32", ModelEval("imagenet", {"crop": 384}, {"image": "pixel_values.1"}))
 MODEL_EVALS.register("widedeep-tf-fp32", ModelEval("criteo"))
 MODEL_EVALS.register("roformer-tf-fp32", ModelEval("cail2019", {}, {}, tokenizer=True))
@@ -140,6 +142,8 @@ def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None =
                                       reference=_run_fn(reference_session, model))
         else:
             scored = dataset.evaluate(run, batch_size, data_percent)
+    except NotComparable as exc:
+        return _result(model_name, ev, str(exc), data_percent, weights, metric=dataset.metric)
     except MissingResource as exc:  # the tokenizer, class names or similar
         return _result(model_name, ev, f"not measured: {exc}", data_percent, weights,
                        metric=dataset.metric)

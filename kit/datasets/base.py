@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -9,18 +10,27 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.errors import MissingResource
-from kit.metrics import samples_for_percent
+from kit.errors import InvalidParameter, KitError, MissingResource
+from kit.metrics import validate_data_percent
 from kit.models.spec import validate_batch_size
 from kit.paths import datasets_dir
 
 RunFn = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 
 
+class NotComparable(KitError):
+    """A step of ByteMLPerf's evaluation this run cannot reproduce: the figure would not be
+    comparable with the published one, so the accuracy status says so instead of a verdict."""
+
+    def __init__(self, step: str):
+        self.step = step
+        super().__init__(f"not comparable: {step}")
+
+
 @dataclass
 class Batch:
-    """Model inputs for `size` samples; only the first `valid` are real (the last batch is
-    padded by repeating its last sample so fixed-shape sessions can run it)."""
+    """Model inputs for `size` samples, the first `valid` of them scored (ByteMLPerf's batches are
+    all full, so `valid == size` for every adapter here)."""
 
     inputs: dict[str, np.ndarray]
     labels: np.ndarray | None
@@ -29,20 +39,22 @@ class Batch:
     meta: dict = field(default_factory=dict)
 
 
-def pad_rows(array: np.ndarray, rows: int) -> np.ndarray:
-    """Repeat the last row until `array` has `rows` rows."""
-    if len(array) >= rows:
-        return array
-    extra = np.repeat(array[-1:], rows - len(array), axis=0)
-    return np.concatenate([array, extra], axis=0)
-
-
-def index_batches(total: int, batch_size: int, data_percent: float) -> Iterator[np.ndarray]:
-    """Index arrays of the first `data_percent` of `total` samples, `batch_size` at a time."""
+def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
+                       shuffle_seed: int | None = None) -> list[np.ndarray]:
+    """ByteMLPerf's batches: full batches only, the first int(data_percent% of them), over the
+    indices shuffled by Python's `random.seed(shuffle_seed)` when a seed is given."""
     validate_batch_size(batch_size)
-    n = samples_for_percent(total, data_percent)
-    for start in range(0, n, batch_size):
-        yield np.arange(start, min(start + batch_size, n))
+    pct = validate_data_percent(data_percent)
+    order = list(range(total))
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(order)
+    count = int(pct / 100 * (total // batch_size))
+    if count == 0:
+        raise InvalidParameter("batch_size/data_percent", (batch_size, data_percent),
+                               f"at least one full batch of the {total} samples (ByteMLPerf "
+                               f"evaluates full batches only)")
+    index = np.asarray(order, dtype=np.int64)
+    return [index[i * batch_size:(i + 1) * batch_size] for i in range(count)]
 
 
 class Dataset(ABC):

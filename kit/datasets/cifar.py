@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.datasets.base import Batch, Dataset, index_batches, pad_rows
+from kit.datasets.base import Batch, Dataset, bytemlperf_batches
 from kit.datasets.text import load_tokenizer
 from kit.errors import InvalidParameter, MissingResource
 from kit.metrics import fraction, top1_correct
@@ -125,12 +125,12 @@ class Cifar100(Dataset):
     def batches(self, batch_size: int, data_percent: float = 100) -> Iterator[Batch]:
         images, labels = self.data
         text = self.text
-        for idx in index_batches(len(labels), batch_size, data_percent):
+        for idx in bytemlperf_batches(len(labels), batch_size, data_percent):
             batch = np.stack([clip_image(images[i], self.image_size) for i in idx])
-            inputs = {"image": pad_rows(batch, batch_size), "text": text}
+            inputs = {"image": batch, "text": text}
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
         correct = np.concatenate([top1_correct(out[0][: b.valid], b.labels) for b, out in results])
-        return {"metric": self.metric, "value": fraction(correct), "unit": "fraction (0-1)",
+        return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
                 "samples": int(correct.size), "correct": int(correct.sum())}

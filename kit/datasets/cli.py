@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kit.datasets.fetch import SOURCES, fetch
+from kit.datasets.fetch import DEFAULT_TIMEOUT_S, SOURCES, fetch
 from kit.datasets.registry import DATASETS
 from kit.paths import datasets_dir
 
@@ -15,13 +15,15 @@ def register(subparsers) -> None:
     p.add_argument("--dest", help="target folder (default data/datasets/NAME)")
     p.add_argument("--sha256", help="expected sha256 of the download (pins an unpinned source)")
     p.add_argument("--url", help="a mirror of the published file")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                   help=f"seconds to wait for the server on each read (default {DEFAULT_TIMEOUT_S:g})")
     p.set_defaults(func=_fetch)
     q = subparsers.add_parser("datasets", help="list the datasets and whether their files are present")
     q.set_defaults(func=_list)
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    fetch(args.name, args.dest, sha256=args.sha256, url=args.url)
+    fetch(args.name, args.dest, sha256=args.sha256, url=args.url, timeout=args.timeout)
     return 0
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.datasets.base import Batch, Dataset, index_batches, pad_rows
+from kit.datasets.base import Batch, Dataset, bytemlperf_batches
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.metrics import criteo_correct, fraction
 
@@ -100,12 +100,12 @@ class Criteo(Dataset):
 
     def batches(self, batch_size: int, data_percent: float = 100) -> Iterator[Batch]:
         labels, numeric, cats = self.data
-        for idx in index_batches(len(labels), batch_size, data_percent):
-            inputs = {"categorical": pad_rows(cats[idx], batch_size).reshape(-1, 2),
-                      "numeric": pad_rows(numeric[idx], batch_size)}
+        for idx in bytemlperf_batches(len(labels), batch_size, data_percent):
+            inputs = {"categorical": cats[idx].reshape(-1, 2),
+                      "numeric": numeric[idx]}
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
         correct = np.concatenate([criteo_correct(out[0][: b.valid], b.labels) for b, out in results])
-        return {"metric": self.metric, "value": fraction(correct), "unit": "fraction (0-1)",
+        return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
                 "samples": int(correct.size), "correct": int(correct.sum())}

@@ -1,8 +1,10 @@
 """ByteMLPerf's fake dataset (CLIP, Conformer): seeded random inputs, scored by Mean Diff.
 
-100 batches; batch i is drawn from a generator seeded with i, so every backend sees the same
-inputs. As in ByteMLPerf's generator: integer inputs are uniform in [0, 1000) except those
-named like a mask or segment ([0, 2)), floats uniform in [-1, 1), booleans all False. The
+100 batches; batch i is drawn as ByteMLPerf's generator draws it after `np.random.seed(i)`
+(numpy's legacy Mersenne-Twister stream, here a private `RandomState(i)`, the same numbers
+without touching the global generator), input by input in the model's input order: integer
+inputs (any dtype containing "int") `randint(0, 1000)` except those named like a mask or segment
+(`randint(0, 2)`), floats `random() * 2 - 1`, booleans all False. The
 figure is the mean absolute difference of all outputs against a reference run (ByteMLPerf: the
 fp32 CPU result), with NaN/Inf set to 0 (`kit.numerics.NumericDiff`).
 """
@@ -22,14 +24,15 @@ from kit.numerics import NumericDiff
 BATCHES = 100
 
 
-def fake_array(spec: InputSpec, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+def fake_array(spec: InputSpec, batch_size: int, rng: np.random.RandomState) -> np.ndarray:
+    """One input as ByteMLPerf's `get_fake_samples_regular` draws it from `rng`."""
     shape = spec.shape_for(batch_size)
     if spec.dtype == "bool":
         return np.zeros(shape, dtype=bool)
-    if spec.dtype.startswith("int"):
+    if "int" in spec.dtype:
         high = 2 if ("mask" in spec.name or "segment" in spec.name) else 1000
-        return rng.integers(0, high, size=shape).astype(spec.dtype)
-    return (rng.random(shape) * 2 - 1).astype(spec.dtype)
+        return rng.randint(0, high, size=shape).astype(spec.dtype)
+    return (rng.random_sample(shape) * 2 - 1).astype(spec.dtype)
 
 
 class FakeDataset(Dataset):
@@ -49,7 +52,7 @@ class FakeDataset(Dataset):
     def batches(self, batch_size: int, data_percent: float = 100) -> Iterator[Batch]:
         validate_batch_size(batch_size)
         for i in range(samples_for_percent(BATCHES, data_percent)):
-            rng = np.random.default_rng(i)
+            rng = np.random.RandomState(i)  # == np.random.seed(i), privately
             inputs = {s.name: fake_array(s, batch_size, rng) for s in self.specs}
             yield Batch(inputs, None, batch_size, batch_size, {"seed": i})
 

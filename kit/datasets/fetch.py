@@ -4,6 +4,10 @@ Each file is downloaded to a temporary name, its size and checksum are checked a
 pinned values (sha256, or the publisher's md5 where that is all that is published), and only then
 is it unpacked. A source with no pinned checksum is accepted with its sha256 printed and
 recorded in FETCHED.json, so the next fetch can pin it (`--sha256`). Nothing calls this by default.
+
+Every network read has a timeout (`timeout`, seconds): a server that stops sending is an error,
+not a hang. Downloads go to `.fetch-tmp-<pid>-*` folders inside the destination; a fetch that was
+killed leaves one behind, and the next fetch removes those whose process is gone.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import shutil
 import tarfile
 import tempfile
@@ -21,11 +26,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from kit.errors import CorruptModel, KitError, MissingResource
+from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.paths import datasets_dir
 from kit.registry import Registry
 
 BYTEMLPERF = "https://lf-bytemlperf.17mh.cn/obj/bytemlperf-zoo"
+TMP_PREFIX = ".fetch-tmp-"
+DEFAULT_TIMEOUT_S = 60.0
 
 
 class ChecksumMismatch(KitError):
@@ -114,21 +121,57 @@ def by_hand_message(name: str, dest: Path, reason: str) -> str:
             f"{dest} must hold {layout} (from: {hand}); see docs/datasets.md")
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_downloads(dest: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """Delete the `.fetch-tmp-<pid>-*` folders in `dest` left by fetches whose process is gone."""
+    removed = []
+    for folder in sorted(dest.glob(f"{TMP_PREFIX}*")):
+        pid = folder.name[len(TMP_PREFIX):].split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+            log(f"removed {folder.name}, left by an interrupted download")
+    return removed
+
+
+def _validate_timeout(timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise InvalidParameter("timeout", timeout, "a positive number of seconds")
+    return float(timeout)
+
+
 def fetch(name: str, dest: Path | None = None, *, sha256: str | None = None, url: str | None = None,
-          opener: Callable = urllib.request.urlopen, log: Callable[[str], None] = print) -> Path:
-    """Download, verify and unpack dataset `name` into `dest` (data/datasets/NAME)."""
+          opener: Callable = urllib.request.urlopen, log: Callable[[str], None] = print,
+          timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Download, verify and unpack dataset `name` into `dest` (data/datasets/NAME); every network
+    read waits at most `timeout` seconds."""
     sources = SOURCES.get(name)
+    timeout = _validate_timeout(timeout)
     dest = Path(dest) if dest else datasets_dir() / name
     if (sha256 or url) and len(sources) == 1:
         sources = (replace(sources[0], sha256=sha256 or sources[0].sha256, url=url or sources[0].url),)
     dest.mkdir(parents=True, exist_ok=True)
+    remove_stale_downloads(dest, log)
     record = []
     for source in sources:
-        with tempfile.TemporaryDirectory(dir=dest) as tmp:
+        with tempfile.TemporaryDirectory(dir=dest, prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
             part = Path(tmp) / source.filename
             try:
-                with opener(source.url) as response, open(part, "wb") as out:
+                with opener(source.url, timeout=timeout) as response, open(part, "wb") as out:
                     shutil.copyfileobj(response, out, 1 << 20)
+            except TimeoutError as exc:
+                raise MissingResource(by_hand_message(
+                    name, dest, f"{source.url}: no data for {timeout:g} s (timed out; raise --timeout "
+                                "for a slow link)")) from exc
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 raise MissingResource(by_hand_message(name, dest, f"{source.url}: {exc}")) from exc
             checked = verify(part, source)

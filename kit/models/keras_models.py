@@ -21,7 +21,7 @@ class RoFormerConfig:
     ffn: int = 3072
     segments: int = 2
     length: int = 1024
-    num_classes: int = 2
+    num_classes: int = 1  # one similarity score per row: ByteMLPerf's CAIL2019 rule compares rows
 
 
 ROFORMER_SMALL = RoFormerConfig(vocab_size=1000, hidden=32, layers=2, heads=2, ffn=64, length=64)
@@ -100,7 +100,7 @@ def gelu_erf(x):
 
 
 def roformer_classifier(cfg: RoFormerConfig):
-    """RoFormer-base encoder + [CLS] softmax classifier; float32 inputs hold token/segment ids."""
+    """RoFormer-base encoder + [CLS] similarity score (sigmoid); float32 inputs hold token/segment ids."""
     import keras
     from keras import layers, ops
 
@@ -120,7 +120,8 @@ def roformer_classifier(cfg: RoFormerConfig):
         f = layers.Dense(cfg.hidden, name=f"{name}-FeedForward-2")(f)
         x = layers.LayerNormalization(epsilon=1e-12, name=f"{name}-FeedForward-Norm")(x + f)
     cls = layers.Dense(cfg.hidden, activation="tanh", name="Pooler-Dense")(x[:, 0])
-    probs = layers.Dense(cfg.num_classes, activation="softmax", name="Identity")(cls)
+    activation = "sigmoid" if cfg.num_classes == 1 else "softmax"
+    probs = layers.Dense(cfg.num_classes, activation=activation, name="Identity")(cls)
     return keras.Model([token, segment], probs, name="roformer")
 
 

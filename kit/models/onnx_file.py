@@ -2,10 +2,14 @@
 
 The first dimension of every input is taken as the batch axis when it is dynamic; any other dynamic
 dimension must be given through `input_shapes` (shape at batch 1), else the error names it.
+A file where no input has a dynamic first dimension has a fixed batch size: the first dimension
+of its first input (inputs whose first dimension is that size are its batched inputs). It runs
+only at that size (`ExportedModel.check_batch_size`), never at a size it cannot take.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from kit.errors import CorruptModel, InvalidParameter, MissingResource
@@ -34,6 +38,10 @@ def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | 
         raise InvalidParameter("input_shapes", sorted(unknown),
                                f"names of inputs of {path.name}: {[v.name for v in graph_inputs]}")
     specs = [input_spec(v, given.get(v.name)) for v in graph_inputs]
+    fixed = None if any(s.batched for s in specs) else _fixed_batch(specs)
+    if fixed is not None:
+        specs = [replace(s, shape=(1, *s.shape[1:]), batched=True) if s.shape and s.shape[0] == fixed
+                 else s for s in specs]
     missing = [f"{s.name} dim {i}" for s in specs for i, d in enumerate(s.shape) if d < 0]
     if missing:
         raise InvalidParameter(
@@ -44,8 +52,14 @@ def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | 
         name=path.stem, onnx_path=path, inputs=tuple(specs),
         outputs=tuple(o.name for o in proto.graph.output),
         weights=WeightsInfo("local", f"user ONNX file {path}"), framework="onnx",
-        dynamic_batch=all(s.batched for s in specs), flops_per_sample=_flops(path, tuple(specs)),
+        dynamic_batch=fixed is None, fixed_batch_size=fixed, flops_per_sample=_flops(path, tuple(specs)),
     )
+
+
+def _fixed_batch(specs: list[InputSpec]) -> int | None:
+    """The batch size of a file without a dynamic batch axis: its first input's first dimension."""
+    first = next((s.shape[0] for s in specs if s.shape), None)
+    return first if first is not None and first > 0 else None
 
 
 def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:

@@ -141,13 +141,35 @@ class ExportedModel:
     verification: dict = field(default_factory=dict)
     framework: str = "onnx"
     task: str = ""
+    #: the only batch size a file without a dynamic batch axis can run at (None: any size)
+    fixed_batch_size: int | None = None
+
+    def check_batch_size(self, batch_size: object) -> int:
+        """`batch_size` if this model can run at it; a fixed-batch model at another size is an
+        InvalidParameter naming both sizes (a scaled figure from a smaller call would be wrong)."""
+        validate_batch_size(batch_size)
+        if self.fixed_batch_size is not None and batch_size != self.fixed_batch_size:
+            batched = [f"{s.name} {list(s.shape_for(self.fixed_batch_size))}" for s in self.inputs if s.batched]
+            raise InvalidParameter(
+                "batch_size", batch_size,
+                f"{self.fixed_batch_size} only: {self.onnx_path.name} has a fixed batch dimension "
+                f"({', '.join(batched)}); request batch_sizes=[{self.fixed_batch_size}] or "
+                "re-export the model with a dynamic batch axis")
+        return batch_size
 
     def make_inputs(self, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
-        return make_inputs(self.inputs, batch_size, seed)
+        return make_inputs(self.inputs, self.check_batch_size(batch_size), seed)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["onnx_path"] = str(self.onnx_path)
         d["inputs"] = [i.to_dict() for i in self.inputs]
         d["weights"] = self.weights.to_dict()
+        return d
+
+    def describe(self) -> dict:
+        """What a result records about the model: to_dict() plus the file's name and size."""
+        d = self.to_dict()
+        d["onnx_file"] = Path(self.onnx_path).name
+        d["onnx_bytes"] = Path(self.onnx_path).stat().st_size if Path(self.onnx_path).exists() else None
         return d

@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from kit.errors import CorruptModel
 from kit.models.spec import InputSpec, ModelEntry
 from kit.registry import Registry
 
@@ -19,20 +18,9 @@ MODELS: Registry[ModelEntry] = Registry("model")
 def _load_torch_state(model, weights_dir: Path | None):
     """Load model.safetensors / model.pt / pytorch_model.bin (torchvision key layout)."""
     if weights_dir is not None:
-        import torch
+        from kit.models.weights import fit_state_dict, load_torch_state
 
-        if (weights_dir / "model.safetensors").exists():
-            from safetensors.torch import load_file
-
-            state = load_file(str(weights_dir / "model.safetensors"))
-        else:
-            path = next(p for p in (weights_dir / "model.pt", weights_dir / "pytorch_model.bin") if p.exists())
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        result = model.load_state_dict(state, strict=False)
-        missing = [k for k in result.missing_keys if not k.endswith("num_batches_tracked")]
-        if missing or result.unexpected_keys:
-            raise CorruptModel(f"weights in {weights_dir} do not fit {type(model).__name__}: missing "
-                               f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}")
+        fit_state_dict(model, *load_torch_state(weights_dir))
     return model.eval()
 
 
@@ -165,7 +153,7 @@ MODELS.register("widedeep-tf-fp32", ModelEntry(
             CRITEO_NUMERIC),
     outputs=("import/head/predictions/probabilities:0",), build=build_widedeep,
     description="Wide & Deep CTR model (Keras), Criteo layout: 26 hashed categorical + 13 numeric",
-    dataset="open_criteo_kaggle", metric="AUC",
+    dataset="open_criteo_kaggle", metric="Top-1",
     small_inputs=(InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=100),
                   CRITEO_NUMERIC),
 ))

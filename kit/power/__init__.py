@@ -10,19 +10,18 @@ hardware, or an UnavailableSampler carrying every candidate's reason (never a si
 
 from __future__ import annotations
 
-from kit.environment import hardware_kinds
-from kit.errors import InvalidParameter
+from kit import hardware
 from kit.power.base import PowerSampler, Reading, SamplerOptions, SensorError, UnavailableSampler
 from kit.power.ipu import GcCliSampler, GcIpuInfoSampler, enable_ipu_monitoring
-from kit.power.monitor import PowerMonitor, measure_with_power
+from kit.power.monitor import PowerMonitor
 from kit.power.nvml import NvmlSampler
 from kit.power.rapl import RaplSampler
 from kit.power.summary import PowerSummary
 from kit.registry import Registry
 
 __all__ = ["SAMPLERS", "CANDIDATES", "PowerSampler", "Reading", "SamplerOptions", "SensorError",
-           "UnavailableSampler", "PowerMonitor", "PowerSummary", "measure_with_power",
-           "enable_ipu_monitoring", "select_sampler", "make_sampler"]
+           "UnavailableSampler", "PowerMonitor", "PowerSummary",
+           "enable_ipu_monitoring", "select_sampler", "make_sampler", "sampler_for"]
 
 SAMPLERS: Registry[type[PowerSampler]] = Registry("power sampler")
 for _cls in (RaplSampler, NvmlSampler, GcIpuInfoSampler, GcCliSampler, UnavailableSampler):
@@ -41,29 +40,41 @@ def make_sampler(name: str, options: SamplerOptions | None = None) -> PowerSampl
     return SAMPLERS.get(name)(options=options)
 
 
-def select_sampler(hardware_kind: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
-    """The first candidate whose probe passes, else an UnavailableSampler listing each reason.
+def select_sampler(device: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
+    """The first sensor of `device`'s kind whose probe passes, else an UnavailableSampler
+    listing each reason.
 
-    'auto' means the main hardware here: an IPU if present, else a CUDA GPU, else the CPU. It
-    never falls back from an accelerator to the CPU's sensor, which would label a GPU run with
-    CPU power.
+    `device` is what the study runs on ('cpu', 'cuda', 'tensorrt', 'ipu'), or 'auto' for the
+    main hardware here. It never falls back from an accelerator to the CPU's sensor, which would
+    label a GPU run with CPU power.
     """
-    kinds = _kinds(hardware_kind)
+    kind = hardware.resolve(device) if device == "auto" else hardware.kind_of(device)
     reasons = []
-    for kind in kinds:
-        for name in CANDIDATES[kind]:
-            sampler = make_sampler(name, options)
-            reason = sampler.probe()
-            if reason is None:
-                return sampler
-            reasons.append(f"{name}: {reason}")
+    for name in CANDIDATES[kind]:
+        sampler = make_sampler(name, options)
+        reason = sampler.probe()
+        if reason is None:
+            return sampler
+        reasons.append(f"{name}: {reason}")
     return UnavailableSampler(reasons, options)
 
 
-def _kinds(hardware_kind: str) -> list[str]:
-    if hardware_kind == "auto":
-        present = hardware_kinds()
-        return [next(k for k in ("ipu", "cuda", "cpu") if k in present)]
-    if hardware_kind not in CANDIDATES:
-        raise InvalidParameter("hardware_kind", hardware_kind, f"one of auto, {', '.join(CANDIDATES)}")
-    return [hardware_kind]
+def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | None = None,
+                cuda_device: int | None = None) -> PowerSampler:
+    """The sampler for the device a study runs on, or an unavailable one saying why.
+
+    On a GPU it reads the board of the run's CUDA ordinal `cuda_device` (after
+    CUDA_VISIBLE_DEVICES; default 0, the ordinal the backends use by default). On an IPU it also
+    sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
+    """
+    if cuda_device is not None:
+        from dataclasses import replace
+
+        options = replace(options or SamplerOptions(), cuda_device=cuda_device)
+    if not enabled:
+        off = UnavailableSampler(["power sampling switched off (power=False)"], options)
+        off.switched_off = True
+        return off
+    if hardware.kind_of(device) == "ipu":
+        enable_ipu_monitoring()
+    return select_sampler(device, options)

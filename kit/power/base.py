@@ -39,7 +39,8 @@ class SamplerOptions:
     (0, 1)
     """
 
-    devices: tuple[int, ...] | None = None  # None: every device the interface lists
+    devices: tuple[int, ...] | None = None  # None: every device the interface lists (NVML: see cuda_device)
+    cuda_device: int | None = None  # NVML: the run's CUDA ordinal, opened by PCI bus id (None: ordinal 0)
     powercap_root: Path = DEFAULT_POWERCAP_ROOT
     rapl_zones: tuple[str, ...] = ("package",)  # zone name prefixes summed (package-0, package-1)
     command_timeout_s: float = 5.0
@@ -48,6 +49,8 @@ class SamplerOptions:
         object.__setattr__(self, "powercap_root", Path(self.powercap_root))
         if self.devices is not None and (not self.devices or min(self.devices) < 0):
             raise InvalidParameter("devices", self.devices, "None or a non-empty tuple of indices >= 0")
+        if self.cuda_device is not None and self.cuda_device < 0:
+            raise InvalidParameter("cuda_device", self.cuda_device, "None or a CUDA ordinal >= 0")
         if not self.rapl_zones:
             raise InvalidParameter("rapl_zones", self.rapl_zones, "at least one zone name prefix")
         if self.command_timeout_s <= 0:
@@ -61,6 +64,8 @@ class PowerSampler(ABC):
     #: True when `read()` gives a cumulative energy counter: energy is then a counter
     #: difference, not an integral of power samples.
     has_energy_counter: bool = False
+    #: The shortest window this sensor resolves; shorter windows are noted as below its resolution.
+    min_window_s: float = 0.0
 
     def __init__(self, options: SamplerOptions | None = None):
         self.options = options or SamplerOptions()

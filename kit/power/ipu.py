@@ -1,6 +1,8 @@
 """Graphcore IPU board power: the `gcipuinfo` library, or the `gc-monitor` / `gc-info` tools.
 
-Both give per-IPU attribute dicts of strings ('total board power': '99.5 W' or 'N/A'). A C2 or
+Both give per-IPU attributes as strings ('total board power': '99.5 W' or 'N/A'); `gcipuinfo`
+entries are pybind11 maps, converted with dict(). `gc-monitor` prints a '|' table (its documented
+form; it has no JSON output). A C2 or
 C600 card reports the power of the whole board on each of its IPUs, so the kit sums one value
 per board ('board serial number'), never one per IPU. The measured process must run with
 GCDA_MONITOR=1 or the sensors read N/A: `enable_ipu_monitoring()` sets it and records that it did.
@@ -9,7 +11,6 @@ GCDA_MONITOR=1 or the sensors read N/A: `enable_ipu_monitoring()` sets it and re
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import re
 import shutil
@@ -105,7 +106,7 @@ class GcIpuInfoSampler(PowerSampler):
     def probe(self) -> str | None:
         try:
             self._init()
-            board_power(self.info.getDevices(), self.options.devices, "gcipuinfo")
+            board_power(ipu_entries(self.info.getDevices()), self.options.devices, "gcipuinfo")
         except SensorError as exc:
             if "N/A" in str(exc):
                 return None  # readable once the measured process runs with GCDA_MONITOR=1
@@ -133,14 +134,14 @@ class GcIpuInfoSampler(PowerSampler):
 
     def read(self) -> Reading:
         try:
-            devices = self.info.getDevices()
+            devices = ipu_entries(self.info.getDevices())
         except Exception as exc:  # noqa: BLE001
             raise SensorError(f"gcipuinfo getDevices failed: {exc}") from None
         return Reading(watts=board_power(devices, self.options.devices, "gcipuinfo"))
 
 
 class GcCliSampler(PowerSampler):
-    """`gc-monitor --json`, else `gc-info -d N -i` per device (device 0 when none are given).
+    """`gc-monitor` (its table), else `gc-info -d N -i` per device (device 0 when none are given).
 
     Each read runs a command, so the rate reached is lower than the library's; the summary says
     which rate was achieved.
@@ -154,7 +155,7 @@ class GcCliSampler(PowerSampler):
 
     @property
     def sensor(self) -> str:
-        tool = {"gc-monitor": "gc-monitor --json", "gc-info": "gc-info -d N -i"}.get(self.tool or "", "gc tools")
+        tool = {"gc-monitor": "gc-monitor table", "gc-info": "gc-info -d N -i"}.get(self.tool or "", "gc tools")
         return f"{tool} {POWER_KEY} (one value per board)"
 
     def probe(self) -> str | None:
@@ -184,8 +185,8 @@ class GcCliSampler(PowerSampler):
 
     def _read_with(self, tool: str) -> float:
         if tool == "gc-monitor":
-            data = json.loads(self._run(["gc-monitor", "--json"]) or "null")
-            return board_power(list(_attribute_dicts(data)), self.options.devices, "gc-monitor --json")
+            devices = parse_gc_monitor(self._run(["gc-monitor"]))
+            return board_power(devices, self.options.devices, "gc-monitor")
         devices = [_parse_gc_info(self._run(["gc-info", "-d", str(i), "-i"]))
                    for i in (self.options.devices or (0,))]
         return board_power(devices, self.options.devices, "gc-info")
@@ -201,19 +202,92 @@ class GcCliSampler(PowerSampler):
         return done.stdout
 
 
-def _attribute_dicts(data: object):
-    """Every dict in a JSON document that carries a board power attribute, however nested."""
-    if isinstance(data, dict):
-        if POWER_KEY in data:
-            yield data
-        for value in data.values():
-            yield from _attribute_dicts(value)
-    elif isinstance(data, list):
-        for value in data:
-            yield from _attribute_dicts(value)
-
-
 def _parse_gc_info(text: str) -> dict:
     """'key: value' lines of `gc-info -i` into a dict (first ':' splits)."""
     pairs = (line.strip().split(":", 1) for line in text.splitlines() if ":" in line)
     return {k.strip(): v.strip() for k, v in pairs if v.strip()}
+
+
+def ipu_entries(devices: object) -> list[dict]:
+    """gcipuinfo.getDevices() entries as plain dicts (the SDK returns pybind11 maps, not dicts)."""
+    return [dict(d) for d in devices]  # type: ignore[union-attr]
+
+
+def parse_gc_monitor(text: str) -> list[dict]:
+    """The device rows of gc-monitor's '|' tables as attribute dicts: 'id', 'board serial number'
+    and 'total board power' from the columns headed ID, Serial and (Board) Power.
+
+    >>> rows = parse_gc_monitor(GC_MONITOR_EXAMPLE)
+    >>> [(r["id"], r["total board power"]) for r in rows]
+    [('0', '112.5W'), ('1', '112.5W')]
+    """
+    rows, header = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        lowered = [c.lower() for c in cells]
+        if "id" in lowered and any("power" in c for c in lowered):
+            header = lowered
+            continue
+        if header is None or len(cells) != len(header):
+            continue
+        row = dict(zip(header, cells, strict=True))
+        power = next(v for k, v in row.items() if "power" in k)
+        serial = next((v for k, v in row.items() if "serial" in k), "")
+        rows.append({"id": row["id"], "board serial number": serial, POWER_KEY: power})
+    return rows
+
+
+GC_MONITOR_EXAMPLE = """\
++---------------+---------------------------------------------------------+
+|  gc-monitor   |              Partition: p (gcd:0) has 2 IPUs             |
++-------------+--------------------+------+----+---------+-------+---------+
+|   PCIe ID   |       Serial       | Type | ID |  Temp   | Clock |  Power  |
++-------------+--------------------+------+----+---------+-------+---------+
+|    3        | 0063.0063.822391   | C600 | 0  | 40.0 C  |1850MHz| 112.5W  |
+|    4        | 0063.0063.822391   | C600 | 1  | 41.0 C  |1850MHz| 112.5W  |
++-------------+--------------------+------+----+---------+-------+---------+
+"""
+
+
+def worker_reading_devices(source: str, payload: object) -> list[dict]:
+    """One raw reading from the PopRT worker's sampler as attribute dicts."""
+    if source == "gcipuinfo":
+        return ipu_entries(payload)  # type: ignore[arg-type]
+    if source == "gc-monitor":
+        return parse_gc_monitor(str(payload))
+    if source == "gc-info":
+        return [_parse_gc_info(t) for t in payload]  # type: ignore[union-attr]
+    raise SensorError(f"unknown IPU power source {source!r}")
+
+
+def summary_from_worker(raw: dict | None, window_start_ns: int, devices: tuple[int, ...] | None = None):
+    """A PowerSummary from the readings the PopRT worker took over exactly its timed calls."""
+    from kit.power.base import Series
+    from kit.power.summary import PowerSummary
+
+    if raw is None:
+        return PowerSummary.unavailable("power sampling off for this window")
+    source = raw.get("source")
+    notes = [f"read inside the PopRT worker; {MONITOR_VAR}={raw.get('gcda_monitor')!r} in its environment"]
+    if source is None:
+        return PowerSummary.unavailable("no IPU power source readable in the PopRT worker: "
+                                        + "; ".join(raw.get("errors", [])), notes=notes)
+    series, errors = Series(), list(raw.get("errors", []))
+    for t_ns, payload in raw.get("readings", []):
+        try:
+            watts = board_power(worker_reading_devices(source, payload), devices, source)
+        except SensorError as exc:
+            errors.append(str(exc))
+            continue
+        series.append((t_ns - window_start_ns) / 1e9, Reading(watts=watts))
+    sensor = f"{source} {POWER_KEY} in the PopRT worker (one value per board)"
+    common = {"hz_requested": raw.get("hz_requested"), "read_errors": len(errors),
+              "window_start_ns": window_start_ns, "notes": notes}
+    if len(series) < 2:
+        last = f": {errors[-1]}" if errors else ""
+        return PowerSummary.unavailable(f"fewer than two readable samples in the window{last}", sensor,
+                                        source, n_samples=len(series), **common)
+    return PowerSummary.from_series(series, counter=False, sensor=sensor, sampler=source, **common)

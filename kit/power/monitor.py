@@ -114,6 +114,8 @@ class PowerMonitor:
                                            sensor=sensor, sampler=name, **common)
         if samples_processed is not None:
             out.with_samples(samples_processed, throughput)
+        if out.method == "measured" and self.sampler.min_window_s:
+            out.window_resolved = (self.stop_ns - self.start_ns) / 1e9 >= self.sampler.min_window_s
         return out
 
     def _unavailable_reason(self) -> str | None:
@@ -126,22 +128,3 @@ class PowerMonitor:
             return f"fewer than two readable samples in the window ({len(self.errors)} failed reads){last}"
         return None
 
-
-def measure_with_power(session, inputs: dict, batch_size: int, cfg, sampler: PowerSampler,
-                       hz: float = 20.0):
-    """`session.measure(...)` with `sampler` read during the timed loop; fills `.power`.
-
-    Warm-up runs first, outside the power window, so the window holds only timed calls.
-
-    >>> # m = measure_with_power(session, inputs, 4, MeasureConfig(), select_sampler("auto"))
-    >>> # m.power["method"], m.power["samples_per_j"]
-    """
-    from dataclasses import replace
-
-    if cfg.warmup:
-        session.measure(inputs, batch_size, replace(cfg, warmup=0, min_duration_s=0.0,
-                                                    min_count=cfg.warmup))
-    with PowerMonitor(sampler, hz=hz) as monitor:
-        measurement = session.measure(inputs, batch_size, replace(cfg, warmup=0))
-    measurement.power = monitor.summary(measurement.samples, measurement.throughput).to_dict()
-    return measurement

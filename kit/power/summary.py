@@ -45,6 +45,9 @@ class PowerSummary:
     monitor_cpu_s: float | None = None  # CPU time of the sampling thread (its cost)
     window_start_ns: int | None = None  # perf_counter_ns at t_s == 0, to align with call times
     notes: list[str] = field(default_factory=list)
+    #: False when the window was shorter than the sensor resolves (e.g. NVML's 10 s): the figure is
+    #: then marked, never silently used; None where the sensor states no minimum.
+    window_resolved: bool | None = None
     series_t_s: list[float] = field(default_factory=list)
     series_w: list[float] = field(default_factory=list)
 

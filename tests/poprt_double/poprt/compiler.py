@@ -18,7 +18,7 @@ _OPTIONS = {
     "partials_type": (str, "half", lambda v: v in ("half", "float")),
     "available_memory_proportion": (float, 0.6, lambda v: 0.0 < v <= 1.0),
     "num_io_tiles": (int, 0, lambda v: v >= 0),
-    "enable_prefetch_datastreams": (bool, False, None),
+    "enable_prefetch_datastreams": (bool, True, None),  # PopRT: "Prefetching is enabled by default"
     "stream_buffering_depth": (int, 1, lambda v: v >= 1),
     "rearrange_anchors_on_host": (bool, True, None),
     "rearrange_streams_on_host": (bool, False, None),
@@ -111,6 +111,8 @@ class Compiler:
 
 
 def _compile(model, outputs, options):
+    from poprt.runtime import DeviceManager
+
     if options is None:
         options = CompilerOptions()
     if not isinstance(options, CompilerOptions):
@@ -135,4 +137,9 @@ def _compile(model, outputs, options):
         if any(not d.HasField("dim_value") for d in value.type.tensor_type.shape.dim):
             raise RuntimeError(f"input {value.name!r} has a dynamic shape: convert with input_shape first")
     onnx.checker.check_model(proto)
-    return Executable(proto.SerializeToString(), outputs, options.to_dict())
+    compiled = options.to_dict()
+    compiled["ipu_version"] = compiled["ipu_version"] or DeviceManager().ipu_hardware_version()
+    precision = {p.key: p.value for p in proto.metadata_props}.get("poprt_double.precision")
+    if precision == "fp8" and compiled["ipu_version"] != "ipu21":
+        raise RuntimeError(f"FP8 is not supported on {compiled['ipu_version']}: fp8 needs ipu21 (C600)")
+    return Executable(proto.SerializeToString(), outputs, compiled)

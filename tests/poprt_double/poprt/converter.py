@@ -24,6 +24,33 @@ DEFAULTS = {
 }
 
 
+# The passes PopRT 1.4.0 registers (python_api.html, "This pass is registered as ..."). A name not
+# here (e.g. ByteMLPerf's own `deberta_pack`) exists only once its module has registered it.
+BUILTIN_PASSES = frozenset("""
+add_checkpoints apply_host_concat_split apply_ir_pass attention_padding auto_insert_remap
+batchnorm_workaround check_unsupported_attribute check_with_fake_data compress_pattern const_batch_size
+const_input_shape constant_folding cumsum_workaround double_to_float eight_bits_io eliminate_deadend
+eliminate_duplicate_initializer eliminate_identity eliminate_nop_arithmetic eliminate_nop_cast
+eliminate_nop_expand eliminate_nop_flatten eliminate_nop_if eliminate_nop_pad eliminate_nop_reshape
+eliminate_nop_transpose eliminate_unused_initializer erf_gelu_pattern extract_constant_to_initializer
+fill_squeeze_axes final_check float_ops_workaround float_to_fp8 float_to_half float_to_int8
+float_to_mixed fold_periodic_initializer fuse_bn_into_conv fuse_bn_into_gemm fuse_cast_into_onehot
+fuse_consecutive_cast fuse_consecutive_reshape fuse_consecutive_squeeze fuse_consecutive_transpose
+fuse_consecutive_unsqueeze fuse_mul_into_matmul fused_attention gelu_pattern indices_workaround
+insert_attention_mask int64_to_int32 layer_norm_pattern layer_precision_compare manual_sharding
+matmul_rotary_embedding merge_if_with_same_cond merge_matmul merge_matmul_add merge_moe merge_multi_slice
+merge_variant_if model_overview move_subgraph_initializer onehot_workaround overlap_io packed_transformer
+post_expand pre_scale remove_duplicated_initializer remove_empty_concat_inputs
+remove_initializer_from_input remove_input_cast remove_outputs replace_bn_with_mul_add replace_castlike
+replace_clip_empty_inputs replace_consecutive_cast_with_notzero replace_div_with_mul
+replace_einsum_with_matmul replace_erf_with_erfv2 replace_gemm_with_matmul replace_greater_or_equal
+replace_groupnorm_with_fast_norm replace_half_reducemean replace_hardswish replace_isinf
+replace_less_or_equal replace_nonzero replace_pow replace_round replace_softmax replace_where_mask
+replace_where_with_mul_add replace_where_with_wherev2 serialize_matmul serialize_matmul_add
+shape_inference sort_graph topk_workaround trace_folding unique_name_for_nodes
+""".split())
+
+
 def parse_fp8_params(text):
     """'F143,F143,-3,-3' -> (input_format, weight_format, input_scale, weight_scale)."""
     parts = [p.strip() for p in str(text).split(",")]
@@ -59,6 +86,10 @@ class Converter:
             raise TypeError(f"convert_version must be int, got {opts['convert_version']!r}")
         if opts["precision"] == "fp8":
             self.fp8 = parse_fp8_params(opts["fp8_params"])
+        unknown_passes = [p for p in opts["used_passes"] or [] if p not in BUILTIN_PASSES]
+        if unknown_passes:
+            raise KeyError(f"pass {unknown_passes[0]!r} is not registered (register custom passes with "
+                           "poprt.passes.register before converting)")
         if (opts["batch_size"] is None) != (opts["batch_axis"] is None):
             raise ValueError("batch_size and batch_axis must be given together")
         self.options = opts

@@ -7,8 +7,11 @@
 from __future__ import annotations
 
 import datetime
+import fcntl
 import os
+import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -19,10 +22,16 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
               "tensor(double)": np.float64, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}
 
 
+def _env_seconds(name, default):
+    return float(os.environ.get(name, default))
+
+
 class RuntimeConfig:
-    _FIELDS = {"timeout_ns": 0, "batching_dim": -1, "validate_io_params": True,
+    """PopRT's documented defaults: timeout_ns 10 ms (0 = wait forever for input data)."""
+
+    _FIELDS = {"timeout_ns": 10_000_000, "batching_dim": -1, "validate_io_params": True,
                "check_package_hash": True, "ring_buffer_size_multiplier": 2,
-               "flush_on_waiting_outputs": False}
+               "flush_on_waiting_outputs": False, "thread_safe": True}
 
     def __init__(self):
         for name, default in self._FIELDS.items():
@@ -30,19 +39,51 @@ class RuntimeConfig:
 
     def __setattr__(self, name, value):
         if name not in self._FIELDS:
-            raise AttributeError(f"'poprt._runtime.RuntimeConfig' object has no attribute '{name}'")
+            raise AttributeError(f"'poprt._runtime.{type(self).__name__}' object has no attribute '{name}'")
         if name == "timeout_ns":
             if isinstance(value, datetime.timedelta):
                 value = int(value.total_seconds() * 1e9)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise TypeError(f"RuntimeConfig.timeout_ns must be a non-negative int or timedelta, got {value!r}")
         elif type(value) is not type(self._FIELDS[name]):
-            raise TypeError(f"RuntimeConfig.{name}: incompatible type {type(value).__name__}")
+            raise TypeError(f"{type(self).__name__}.{name}: incompatible type {type(value).__name__}")
         object.__setattr__(self, name, value)
 
 
+class PackAlgorithm:
+    first_fit = "first_fit"
+    next_fit = "next_fit"
+
+
 class PackRunnerConfig(RuntimeConfig):
-    """Present so that type checks accept it; the double does not implement packing."""
+    """PackRunnerConfig(timeout_microseconds=0, max_valid_num=0, dynamic_input_name='',
+    unpack_info_input_name=''), as in PopRT's C++ API."""
+
+    _FIELDS = {**RuntimeConfig._FIELDS, "timeout_microseconds": 0, "max_valid_num": 0,
+               "dynamic_input_name": "", "unpack_info_input_name": "", "algorithm": PackAlgorithm.next_fit,
+               "mask_name": "", "dynamic_group": [], "enable_padding_remove": False,
+               "disable_data_across_rows": False, "delimiter_num": 0, "enable_prefetch_datastreams": True}
+
+    def __init__(self, timeout_microseconds=0, max_valid_num=0, dynamic_input_name="", unpack_info_input_name=""):
+        super().__init__()
+        self.timeout_microseconds = timeout_microseconds
+        self.max_valid_num = max_valid_num
+        self.dynamic_input_name = dynamic_input_name
+        self.unpack_info_input_name = unpack_info_input_name
+
+    def __setattr__(self, name, value):
+        if name == "algorithm" and value not in (PackAlgorithm.first_fit, PackAlgorithm.next_fit):
+            raise TypeError(f"PackRunnerConfig.algorithm must be a PackAlgorithm, got {value!r}")
+        super().__setattr__(name, value)
+
+    def enable_input_single_row_mode(self, mask_name, unpack_info_name="", delimiter_num=0):
+        self.mask_name, self.disable_data_across_rows = str(mask_name), True
+        self.unpack_info_input_name, self.delimiter_num = str(unpack_info_name), int(delimiter_num)
+
+    def enable_padding_remove_mode(self, mask_name, dynamic_group):
+        if not isinstance(dynamic_group, list) or not all(isinstance(n, str) for n in dynamic_group):
+            raise TypeError("enable_padding_remove_mode(): dynamic_group must be List[str]")
+        self.mask_name, self.dynamic_group, self.enable_padding_remove = str(mask_name), list(dynamic_group), True
 
 
 class TensorInfo:
@@ -59,13 +100,40 @@ class TensorInfo:
 
 
 class DeviceManager:
-    """One emulated C600 unless KIT_POPRT_DOUBLE_IPU_VERSION says otherwise."""
+    """One emulated C600 unless KIT_POPRT_DOUBLE_IPU_VERSION / _NUM_DEVICES say otherwise."""
 
     def ipu_hardware_version(self):
         return os.environ.get("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu21")
 
     def get_num_devices(self):
         return int(os.environ.get("KIT_POPRT_DOUBLE_NUM_DEVICES", "1"))
+
+
+def _state_dir():
+    """Where the emulated IPUs' locks live: one machine-wide folder, as /dev/ipuN is."""
+    path = os.environ.get("KIT_POPRT_DOUBLE_STATE") or os.path.join(tempfile.gettempdir(),
+                                                                    f"kit-poprt-double-{os.getuid()}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _attach():
+    """Lock a free emulated IPU, waiting like DeviceWaitConfig (1 s), then fail like PopRT does."""
+    count = DeviceManager().get_num_devices()
+    deadline = time.monotonic() + _env_seconds("KIT_POPRT_DOUBLE_ATTACH_WAIT_S", "1.0")
+    while True:
+        for device in range(count):
+            handle = open(os.path.join(_state_dir(), f"ipu{device}.lock"), "a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            return device, handle
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"Failed to attach to any IPU device: all {count} device(s) are in use by "
+                               "another process (ModelRunner could not acquire a device)")
+        time.sleep(0.02)
 
 
 class _Future:
@@ -79,7 +147,16 @@ class _Future:
 
 
 class Runner:
-    """Runner(popef, config=None): popef is a PopEF path or an Executable."""
+    """Runner(popef, config=None): popef is a PopEF path or an Executable.
+
+    Like the hardware: creating it attaches one IPU (an exclusive lock; a busy device is refused
+    after the wait) and loads the PopEF (a delay, KIT_POPRT_DOUBLE_ATTACH_S). One IPU executes one
+    request at a time: client threads share it serially. With I/O tiles or batches_per_step > 1 the
+    IPU needs PIPELINE_DEPTH requests in flight; with fewer it waits `timeout_ns` and flushes, and
+    with timeout_ns == 0 it waits forever (here: KIT_POPRT_DOUBLE_HANG_S, then an error).
+    """
+
+    PIPELINE_DEPTH = 3  # "At least three threads are required" (PopRT overlap I/O docs)
 
     def __init__(self, popef, config=None):
         import onnxruntime as ort
@@ -96,7 +173,13 @@ class Runner:
             exe = popef
         else:
             raise TypeError(f"Runner(): popef must be str or Executable, got {type(popef).__name__}")
+        version = DeviceManager().ipu_hardware_version()
+        if exe.options.get("ipu_version") not in ("", version):
+            raise RuntimeError(f"the PopEF was compiled for {exe.options['ipu_version']}, the device is {version}")
         self.config = config or RuntimeConfig()
+        self.options = exe.options
+        self.device, self._device_lock_file = _attach()
+        time.sleep(_env_seconds("KIT_POPRT_DOUBLE_ATTACH_S", "0.5"))  # attach + load the PopEF
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("KIT_POPRT_DOUBLE_THREADS", "1"))
         self._session = ort.InferenceSession(exe.model_bytes, sess_options=opts,
@@ -106,6 +189,16 @@ class Runner:
         by_name = {o.name: o for o in self._session.get_outputs()}
         self._output_infos = [TensorInfo(n, self._output_shape(by_name[n]), _ORT_TYPES[by_name[n].type])
                               for n in self._outputs]
+        self._ipu = threading.Lock()  # one IPU: one execute at a time
+        self._flight = threading.Condition()
+        self._in_flight = 0
+        self.pipelined = exe.options.get("num_io_tiles", 0) > 0 or exe.options.get("batches_per_step", 1) > 1
+        self._pack = _Packer(self, self.config) if isinstance(self.config, PackRunnerConfig) else None
+
+    def __del__(self):
+        handle = getattr(self, "_device_lock_file", None)
+        if handle is not None:
+            handle.close()
 
     def _output_shape(self, out):
         if all(isinstance(d, int) for d in out.shape):
@@ -119,14 +212,43 @@ class Runner:
     def get_execute_outputs(self):
         return list(self._output_infos)
 
+    get_model_inputs = get_execute_inputs  # the older names ByteMLPerf uses
+    get_model_outputs = get_execute_outputs
+
     def execute(self, input, output):  # noqa: A002 - PopRT's parameter names
+        if self._pack is not None:
+            self._pack.submit(input, output).wait()
+            return
         self._check(input, self._inputs, "input")
         self._check(output, self._output_infos, "output")
-        results = self._session.run(self._outputs, input)
+        with self._flight:
+            self._in_flight += 1
+            self._flight.notify_all()
+        try:
+            if self.pipelined:
+                self._wait_for_pipeline()
+            with self._ipu:
+                results = self._session.run(self._outputs, input)
+        finally:
+            with self._flight:
+                self._in_flight -= 1
         for name, value in zip(self._outputs, results, strict=True):
             np.copyto(output[name], value)
 
+    def _wait_for_pipeline(self):
+        timeout_ns = self.config.timeout_ns
+        limit = timeout_ns / 1e9 if timeout_ns else _env_seconds("KIT_POPRT_DOUBLE_HANG_S", "2.0")
+        with self._flight:
+            full = self._flight.wait_for(lambda: self._in_flight >= self.PIPELINE_DEPTH, timeout=limit)
+        if not full and not timeout_ns:
+            raise TimeoutError(
+                f"the IPU waited {limit:g} s for input data: with I/O tiles or batches_per_step > 1 it "
+                f"needs {self.PIPELINE_DEPTH} requests in flight, had {self._in_flight}, and "
+                "RuntimeConfig.timeout_ns = 0 means wait forever (on hardware this run hangs)")
+
     def execute_async(self, input, output):  # noqa: A002
+        if self._pack is not None:
+            return self._pack.submit(input, output)
         errors = []
 
         def work():
@@ -138,6 +260,10 @@ class Runner:
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
         return _Future(thread, errors)
+
+    def pack_stats(self):
+        """Double only: how the pack runner grouped samples (packs, samples, rows used)."""
+        return dict(self._pack.stats) if self._pack else None
 
     @staticmethod
     def _check(data, infos, kind):
@@ -159,3 +285,139 @@ class Runner:
             if not array.flags.c_contiguous or (kind == "output" and not array.flags.writeable):
                 raise RuntimeError(f"execute(): {kind} {info.name!r} must be a C-contiguous "
                                    f"{'writeable ' if kind == 'output' else ''}array")
+
+
+class _PackFuture:
+    def __init__(self):
+        self._done = threading.Event()
+        self.error = None
+
+    def wait(self):
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+class _Packer:
+    """The PackRunner far enough to test the kit: single samples in, packed by first_fit (or
+    next_fit) into the compiled batch's rows until max_valid_num samples, no room, or
+    timeout_microseconds after the first waiting sample; then one execution, outputs unpacked.
+    The double computes each sample in a row of its own (the packing decides only which samples
+    share an execution): the ONNX model has no packed-attention pass here."""
+
+    def __init__(self, runner, config):
+        infos = {i.name: i for i in runner.get_execute_inputs()}
+        if config.timeout_microseconds <= 0 or config.max_valid_num <= 0:
+            raise RuntimeError("PackRunnerConfig: timeout_microseconds and max_valid_num must be > 0")
+        if config.dynamic_input_name not in infos:
+            raise RuntimeError(f"PackRunnerConfig.dynamic_input_name {config.dynamic_input_name!r} is not a "
+                               f"model input {sorted(infos)}")
+        if not config.mask_name or config.mask_name not in infos:
+            raise RuntimeError(f"PackRunnerConfig: enable_input_single_row_mode(mask) needs a model input as "
+                               f"mask, got {config.mask_name!r}")
+        if config.unpack_info_input_name and config.unpack_info_input_name not in infos:
+            raise RuntimeError(f"unpack_info input {config.unpack_info_input_name!r} is not a model input "
+                               "(the model needs a pass that adds it)")
+        self.runner, self.config, self.infos = runner, config, infos
+        self.rows, self.seq = infos[config.dynamic_input_name].shape[:2]
+        self.queue, self.cond = [], threading.Condition()
+        self.stats = {"packs": 0, "samples": 0, "rows_used": 0}
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def submit(self, feeds, outputs):
+        sample = self._validate(feeds, outputs)
+        future = _PackFuture()
+        with self.cond:
+            self.queue.append((time.monotonic(), sample, outputs, future))
+            self.cond.notify()
+        return future
+
+    def _validate(self, feeds, outputs):
+        if not isinstance(feeds, dict) or not isinstance(outputs, dict):
+            raise TypeError("execute(): input and output must be Dict[str, numpy.ndarray]")
+        unknown = sorted(set(feeds) - set(self.infos))
+        missing = sorted(set(self.infos) - set(feeds))
+        if unknown or missing:
+            raise RuntimeError(f"execute(): pack input names unknown {unknown}, missing {missing}")
+        mask = np.asarray(feeds[self.config.mask_name]).reshape(-1)
+        length = int(np.count_nonzero(mask))
+        if not 0 < length <= self.seq:
+            raise RuntimeError(f"execute(): a sample's valid length {length} is outside [1, {self.seq}]")
+        sample = {}
+        for name, array in feeds.items():
+            flat = np.asarray(array).reshape(-1)
+            if flat.dtype != np.dtype(self.infos[name].numpy_data_type()):
+                raise RuntimeError(f"execute(): pack input {name!r} has dtype {flat.dtype}, expected "
+                                   f"{np.dtype(self.infos[name].numpy_data_type()).name}")
+            if self.config.enable_padding_remove and (name in self.config.dynamic_group or name == self.config.mask_name):
+                flat = flat[:length]
+            if len(flat) != length:
+                raise RuntimeError(f"execute(): pack input {name!r} has {len(flat)} values for a sample of "
+                                   f"valid length {length} (padding removal covers {self.config.dynamic_group})")
+            sample[name] = flat
+        for info in self.runner.get_execute_outputs():
+            if info.name not in outputs or outputs[info.name].size * self.rows != int(np.prod(info.shape)):
+                raise RuntimeError(f"execute(): pack output {info.name!r} must hold one row of {info.shape}")
+        return sample
+
+    def _fits(self, lengths, new):
+        """Rows used when `new` joins `lengths` (first_fit: first row with room; next_fit: last row)."""
+        rows = []
+        for n in [*lengths, new]:
+            if self.config.algorithm == PackAlgorithm.first_fit:
+                spot = next((i for i, used in enumerate(rows) if used + n <= self.seq), None)
+            else:
+                spot = len(rows) - 1 if rows and rows[-1] + n <= self.seq else None
+            if spot is None:
+                rows.append(n)
+            else:
+                rows[spot] += n
+        return len(rows)
+
+    def _loop(self):
+        timeout = self.config.timeout_microseconds / 1e6
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.queue)
+                while True:
+                    lengths = [len(s[self.config.mask_name]) for _, s, _, _ in self.queue]
+                    taken, n_rows = [], 0
+                    for n in lengths[: self.config.max_valid_num]:
+                        rows = self._fits(taken, n)
+                        if rows > self.rows:
+                            break
+                        taken.append(n)
+                        n_rows = rows
+                    complete = len(taken) < len(lengths) or len(taken) >= self.config.max_valid_num
+                    waited = time.monotonic() - self.queue[0][0]
+                    if complete or waited >= timeout:
+                        batch, self.queue = self.queue[: len(taken)], self.queue[len(taken):]
+                        break
+                    self.cond.wait(timeout - waited)
+            self.stats["packs"] += 1
+            self.stats["samples"] += len(batch)
+            self.stats["rows_used"] += n_rows
+            self._execute(batch)
+
+    def _execute(self, batch):
+        try:
+            for start in range(0, len(batch), self.rows):
+                chunk = batch[start: start + self.rows]
+                feeds = {name: np.zeros(info.shape, info.numpy_data_type()) for name, info in self.infos.items()}
+                for row, (_, sample, _, _) in enumerate(chunk):
+                    for name, values in sample.items():
+                        feeds[name][row, : len(values)] = values
+                with self.runner._ipu:
+                    results = self.runner._session.run(self.runner._outputs, feeds)
+                for row, (_, sample, outputs, _) in enumerate(chunk):
+                    length = len(sample[self.config.mask_name])
+                    for name, value in zip(self.runner._outputs, results, strict=True):
+                        out = outputs[name].reshape(-1)
+                        out[:] = 0
+                        out[:length] = value[row].reshape(-1)[:length]
+            error = None
+        except BaseException as exc:  # noqa: BLE001 - surfaced by wait()
+            error = exc
+        for _, _, _, future in batch:
+            future.error = error
+            future._done.set()

@@ -1,0 +1,184 @@
+"""The study contract: a validated config dataclass in, a RunResult out, never an exception for a
+measurement failure, sessions always closed.
+
+A study module defines `Config(StudyConfig)` and `execute(config, result)`; `run_study` does the
+rest: it builds the config from plain parameters (a notebook's namespace, a job's parameters),
+turns a bad parameter or a failed measurement into the result's status and errors, and records
+the config with its defaults filled in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import traceback
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+
+from kit.errors import InvalidParameter, KitError
+from kit.results import ResultKind, RunResult
+
+C = TypeVar("C", bound="StudyConfig")
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyConfig:
+    """Base of every study's config: typed fields, checked on creation and when built from
+    parameters.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo(StudyConfig):
+    ...     sizes: tuple[int, ...] = (1,)
+    >>> Demo.from_params({"sizes": [2, 4], "other": "ignored"}).sizes
+    (2, 4)
+    """
+
+    #: Names a notebook namespace or a job may carry that are not config fields.
+    passthrough: ClassVar[tuple[str, ...]] = ("results_path",)
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, coerce(f.name, getattr(self, f.name), hints[f.name]))
+
+    @classmethod
+    def from_params(cls: type[C], params: Mapping[str, Any]) -> C:
+        """The config from the fields found in `params` (a dict, or a notebook's globals());
+        names that are not fields are left out, as papermill leaves unknown names alone."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in params.items() if k in names})
+
+    def to_dict(self) -> dict:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunsOnBackend(StudyConfig):
+    """The fields of a study that runs a model on a backend: the precision plan.
+
+    `precision_note` says why this backend/precision stands in for the published precision; the
+    batch fills it in from kit.precision_map, a hand-made run says so instead.
+    """
+
+    backend: str = "onnxruntime"
+    precision: str = "fp32"
+    device: str = "cpu"  # cpu, cuda, tensorrt, ipu (kit.hardware.DEVICES)
+    precision_note: str = ""
+
+    def __post_init__(self) -> None:
+        from kit.backends.base import BackendConfig
+        from kit.hardware import kind_of
+
+        super().__post_init__()
+        kind_of(self.device)
+        BackendConfig(self.precision, self.device)
+
+    def note(self) -> str:
+        return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
+                                       "parameters (not chosen by the published-precision mapping)")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def coerce(name: str, value: Any, hint: Any) -> Any:
+    """`value` checked against the type hint `hint`; lists become tuples where a tuple is due.
+
+    Raises InvalidParameter naming the parameter, its value and the type it needs.
+    """
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return coerce(name, value, arg)
+            except InvalidParameter as exc:
+                errors.append(exc.allowed)
+        raise InvalidParameter(name, value, " or ".join(errors))
+    if origin is tuple:
+        items = (value,) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        if isinstance(items, str) or not isinstance(items, Iterable):
+            raise InvalidParameter(name, value, f"a list of {_type_name(args[0])}")
+        return tuple(coerce(name, v, args[0]) for v in items)
+    if origin is dict or hint is dict:
+        if not isinstance(value, Mapping):
+            raise InvalidParameter(name, value, "a dict")
+        return dict(value)
+    if origin is list:
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise InvalidParameter(name, value, "a list")
+        return list(value)
+    if hint is Any or hint is object:
+        return value
+    return _scalar(name, value, hint)
+
+
+def _scalar(name: str, value: Any, hint: type) -> Any:
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise InvalidParameter(name, value, "True or False")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidParameter(name, value, "an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise InvalidParameter(name, value, "a number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise InvalidParameter(name, value, "a string")
+        return value
+    return value
+
+
+def _type_name(hint: Any) -> str:
+    return {int: "integers", float: "numbers", str: "strings", bool: "booleans"}.get(hint, str(hint))
+
+
+def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, Any],
+              execute: Callable[[C, RunResult], None], name: Callable[[dict], str]) -> RunResult:
+    """Validate, execute and record one study run; every failure ends up in the result."""
+    params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
+    params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
+    result = RunResult.new(kind, str(name(params)), params)
+    try:
+        cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError
+        result.parameters = cfg.to_dict()
+        execute(cfg, result)
+    except KitError as exc:
+        result.fail(exc)
+    except TypeError as exc:  # a parameter name the config does not have
+        result.fail(InvalidParameter("parameters", sorted(set(params) - _field_names(config_cls)), str(exc)))
+    except Exception as exc:  # noqa: BLE001 - a bug still ends as a readable result, not a lost run
+        result.fail(f"{type(exc).__name__}: {exc} (unexpected; traceback: "
+                    f"{' | '.join(traceback.format_exc().strip().splitlines()[-4:])})")
+    return result
+
+
+def _field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+@contextmanager
+def closing_all(sessions: list):
+    """Close every session (each at most once) when the block ends, however it ends."""
+    try:
+        yield sessions
+    finally:
+        seen = set()
+        for s in sessions:
+            if s is not None and id(s) not in seen:
+                seen.add(id(s))
+                s.close()

@@ -1,0 +1,114 @@
+"""The Qwant C2 protocol on the present hardware.
+
+ResNeXt-101 32x4d; batch sizes 2..12 split across replicas (micro batch = batch / replicas, one
+session per device or core group, run in parallel); latency per batch includes preprocessing real
+images (decode, resize, normalise) and output retrieval; throughput = batch / latency; energy
+efficiency = throughput / mean power of the device the study ran on, where it has a sensor,
+otherwise "unavailable" with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import cycle
+
+from kit import published
+from kit.backends import BackendConfig, require_backend
+from kit.environment import usable_cores
+from kit.errors import InvalidParameter
+from kit.images import image_files, preprocess_batch
+from kit.measure import BatchMeasurement, MeasureConfig, timed_window
+from kit.models import load_model
+from kit.power import sampler_for
+from kit.results import ResultKind, RunResult
+from kit.studies.base import RunsOnBackend, closing_all, run_study
+
+C2_MODEL = "resnext101-c2"
+
+
+@dataclass(frozen=True)
+class Config(RunsOnBackend):
+    batch_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
+    replicas: int = 2
+    min_duration_s: float = 3.0
+    min_count: int = 10
+    warmup: int = 2
+    image_dir: str = "skimage"
+    small: bool = False
+    weights: str = "random"
+    power: bool = True  # sample the power of `device` over the timed calls
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.replicas < 1:
+            raise InvalidParameter("replicas", self.replicas, ">= 1")
+        if not self.batch_sizes:
+            raise InvalidParameter("batch_sizes", self.batch_sizes, "at least one batch size")
+        for b in self.batch_sizes:
+            if b < self.replicas or b % self.replicas:
+                raise InvalidParameter("batch_sizes", b, f"a multiple of replicas={self.replicas} "
+                                                         "(micro batch = batch / replicas)")
+        self.measure_config()
+
+    def measure_config(self) -> MeasureConfig:
+        return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
+                             min_count=self.min_count, replicas=self.replicas)
+
+
+def run(config: Config | dict) -> RunResult:
+    """Tables 1-3 of the C2 paper measured here; never raises for a failure."""
+    return run_study(ResultKind.C2_STUDY, Config, config, execute, name=lambda p: "c2_study")
+
+
+def execute(cfg: Config, result: RunResult) -> None:
+    backend = require_backend(cfg.backend)
+    model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights)
+    result.model = model.describe()
+    result.notes.append(f"Precision: {cfg.note()}.")
+    size = model.inputs[0].shape[-1]
+    encoded = [p.read_bytes() for p in image_files(cfg.image_dir)]
+    threads = max(1, usable_cores() // cfg.replicas)
+    bcfg = BackendConfig(cfg.precision, cfg.device, threads)
+    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg),
+                      "replicas": cfg.replicas, "threads_per_replica": threads}
+    sampler = sampler_for(cfg.device, cfg.power)
+    result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
+    result.tables["c2"] = []
+    for batch in cfg.batch_sizes:
+        micro = batch // cfg.replicas
+        sessions: list = []
+        with closing_all(sessions):
+            sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
+            result.backend["session"] = sessions[0].description
+            calls = [_pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
+                     for i, s in enumerate(sessions)]
+            m = timed_window(calls, micro, cfg.measure_config(), sampler)
+        result.measurements.append(m.to_dict())
+        result.tables["c2"].append(c2_row(batch, micro, m))
+
+
+def _pipeline_call(session, input_name: str, encoded: list[bytes], micro: int, size: int, offset: int):
+    """Preprocess the next micro batch of images, run, and fetch the outputs to host memory."""
+    images = cycle(encoded[offset % len(encoded):] + encoded[: offset % len(encoded)])
+
+    def call():
+        batch = preprocess_batch([next(images) for _ in range(micro)], size)
+        return session.run({input_name: batch})
+
+    return call
+
+
+def c2_row(batch: int, micro: int, m: BatchMeasurement) -> dict:
+    latency_ms = m.latency.mean_ms  # each replica's call handles one micro batch, in parallel
+    throughput = batch / (latency_ms / 1000.0)
+    power = m.power or {}
+    row = {"batch_size": batch, "micro_batch": micro, "latency_ms": latency_ms,
+           "latency_p99_ms": m.latency.p99_ms, "throughput": throughput,
+           "throughput_wall": m.throughput, "efficiency": None}
+    if power.get("method") == "measured" and power.get("mean_w"):
+        row["efficiency"] = throughput / power["mean_w"]
+        row["power_w"] = power["mean_w"]
+        row["power_sensor"] = power.get("sensor")
+    else:
+        row["efficiency_reason"] = f"power unavailable: {power.get('reason', 'not sampled')}"
+    return row

@@ -1,0 +1,139 @@
+"""One published row benchmarked end to end: export, load per batch size, numerics, timing,
+accuracy, power.
+
+>>> # result = run({"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1]})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kit.backends import BackendConfig, require_backend
+from kit.errors import InvalidParameter, KitError
+from kit.measure import MeasureConfig
+from kit.metrics import validate_data_percent
+from kit.models import ExportedModel, load_model
+from kit.models.spec import validate_batch_size
+from kit.numerics import NumericDiff
+from kit.power import sampler_for
+from kit.results import ResultKind, RunResult
+from kit.studies.base import RunsOnBackend, closing_all, run_study
+
+PUBLISHED_PRECISIONS = ("FP16", "FP8")
+REFERENCE = ("onnxruntime", "fp32", "cpu")
+
+
+@dataclass(frozen=True)
+class Config(RunsOnBackend):
+    """The model notebook's parameters, validated."""
+
+    model: str = "resnet50-torch-fp32"
+    batch_sizes: tuple[int, ...] = (1, 4)
+    clients: int = 1
+    replicas: int = 1
+    warmup: int = 5
+    min_duration_s: float = 2.0
+    min_count: int = 20
+    weights: str = "random"
+    small: bool = False
+    seed: int = 0
+    published_precision: str = "FP16"
+    input_shapes: dict = field(default_factory=dict)  # for a user's .onnx with dynamic dims
+    threads: int | None = None
+    check_numerics: bool = True
+    power: bool = True  # sample the device's power during timing (where a sensor exists)
+    accuracy: bool = True  # run the published accuracy check (needs data and real weights)
+    dataset_dir: str = ""  # default data/datasets/<dataset>/
+    data_percent: float = 100.0
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.batch_sizes:
+            raise InvalidParameter("batch_sizes", self.batch_sizes, "at least one batch size")
+        for b in self.batch_sizes:
+            validate_batch_size(b)
+        if self.published_precision not in PUBLISHED_PRECISIONS:
+            raise InvalidParameter("published_precision", self.published_precision,
+                                   f"one of {', '.join(PUBLISHED_PRECISIONS)}")
+        validate_data_percent(self.data_percent)
+        self.backend_config()  # validates threads
+        self.measure_config()  # validates timing parameters
+
+    def measure_config(self) -> MeasureConfig:
+        return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
+                             min_count=self.min_count, clients=self.clients, replicas=self.replicas)
+
+    def backend_config(self) -> BackendConfig:
+        return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
+
+
+
+def run(config: Config | dict) -> RunResult:
+    """Benchmark one model on one backend at every batch size; never raises for a failure."""
+    return run_study(ResultKind.MODEL_BENCHMARK, Config, config, execute,
+                     name=lambda p: p.get("model", Config.model))
+
+
+def execute(cfg: Config, result: RunResult) -> None:
+    result.notes.append(f"Precision: {cfg.note()}.")
+    backend = require_backend(cfg.backend)
+    model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
+                       input_shapes=cfg.input_shapes or None)
+    result.model = model.describe()
+    bcfg = cfg.backend_config()
+    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
+    reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
+    sampler = sampler_for(cfg.device, cfg.power, cuda_device=cfg.options.get("device_id"))
+    for i, batch in enumerate(cfg.batch_sizes):
+        try:
+            measure_one_batch(cfg, backend, reference, model, batch, result, sampler, with_accuracy=i == 0)
+        except KitError as exc:
+            result.fail(f"batch {batch}: {exc}")
+
+
+def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
+                      result: RunResult, sampler, with_accuracy: bool = False) -> None:
+    inputs = model.make_inputs(batch, seed=cfg.seed)
+    sessions: list = []
+    with closing_all(sessions):
+        sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
+        ref_session = None
+        if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
+            same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
+            ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+            sessions.append(ref_session)
+        result.backend["session"] = sessions[0].description
+        if cfg.check_numerics:
+            name = ("onnxruntime fp32 CPU (this run is the reference)" if ref_session is sessions[0]
+                    else "onnxruntime fp32 CPU")
+            diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs), name)
+            result.numerics.append({"batch_size": batch, **diff.to_dict()})
+        timed = sessions[: cfg.replicas]
+        measurement = timed_sessions(timed, inputs, batch, cfg.measure_config(), sampler)
+        result.measurements.append(measurement.to_dict())
+        if with_accuracy and cfg.accuracy:
+            result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
+
+
+def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):
+    """Clients share sessions[0]; replicas each time their own session in parallel; both through
+    the one timed window."""
+    from kit.measure import timed_window
+
+    if len(sessions) == 1:
+        return sessions[0].measure_window(inputs, batch, mcfg, sampler)
+    return timed_window([s.bind(inputs) for s in sessions], batch, mcfg, sampler)
+
+
+def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batch: int) -> dict:
+    """The published accuracy/numeric metric, or the reason it cannot be measured here."""
+    from kit.datasets import evaluate_accuracy
+
+    try:
+        return evaluate_accuracy(model.name, session, cfg.dataset_dir or None, cfg.data_percent,
+                                 model.weights, batch_size=batch, model=model,
+                                 reference_session=ref_session)
+    except KitError as exc:
+        return {"model": model.name, "status": f"not measured: {exc}", "value": None}
+

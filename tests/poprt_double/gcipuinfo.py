@@ -1,0 +1,44 @@
+"""A test double of the Graphcore SDK's `gcipuinfo` module (not on PyPI).
+
+Like the real one, getDevices() returns pybind11 maps of strings, not dicts (no `.get`, so code
+must convert them with dict()), and sensor values read 'N/A' unless the process that reads them
+runs with GCDA_MONITOR=1. Board power comes from KIT_GCIPUINFO_DOUBLE_W (default 95.5).
+"""
+
+import os
+
+from poprt.runtime import DeviceManager
+
+
+class _StringMap:
+    """What pybind11 gives for std::map<std::string, std::string>: a mapping without .get()."""
+
+    def __init__(self, items):
+        self._items = dict(items)
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+
+class gcipuinfo:  # noqa: N801 - the SDK's class name
+    def __init__(self):
+        self.update = False
+
+    def setUpdateMode(self, on):  # noqa: N802 - SDK method name
+        self.update = bool(on)
+
+    def getDevices(self):  # noqa: N802
+        monitored = os.environ.get("GCDA_MONITOR") == "1"
+        watts = f"{float(os.environ.get('KIT_GCIPUINFO_DOUBLE_W', '95.5')):.1f}W" if monitored else "N/A"
+        return [_StringMap({"id": str(i), "board serial number": "0063.0063.822391", "total board power": watts,
+                            "ipu architecture": DeviceManager().ipu_hardware_version()})
+                for i in range(DeviceManager().get_num_devices())]

@@ -1,0 +1,196 @@
+"""The study contract, over every registered study, with the fake backend where a run is needed."""
+
+from pathlib import Path
+
+import pytest
+
+from kit import published, scorecard
+from kit.errors import InvalidParameter
+from kit.power.base import PowerSampler, Reading
+from kit.profiles import jobs_for, row_plan
+from kit.results import ResultKind, RunResult
+from kit.studies import STUDIES, c2, model_benchmark, server
+
+FAST_MODEL = dict(model="resnet50-torch-fp32", small=True, backend="fake", batch_sizes=[1, 2],
+                  warmup=2, min_duration_s=0.05, min_count=5, check_numerics=False, accuracy=False)
+NOTEBOOK_STUDY = {"model_benchmark.ipynb": "model_benchmark", "c2_study.ipynb": "c2_study",
+                  "server_scenario.ipynb": "server_scenario"}
+
+
+class ConstantSampler(PowerSampler):
+    name = "constant"
+
+    @property
+    def sensor(self) -> str:
+        return "a constant 10 W test sensor"
+
+    def probe(self):
+        return None
+
+    def read(self) -> Reading:
+        return Reading(watts=10.0)
+
+
+@pytest.mark.parametrize("name", STUDIES.names())
+def test_every_study_has_valid_defaults_and_a_config_round_trip(name):
+    study = STUDIES.get(name)
+    config = study.config()
+    assert study.config(**config.to_dict()) == config
+
+
+@pytest.mark.parametrize("name", STUDIES.names())
+def test_every_study_turns_bad_parameters_into_a_result_not_an_exception(name):
+    study = STUDIES.get(name)
+    unknown = study.run({"no_such_parameter": 1})
+    assert unknown.status == "error" and "invalid parameters=['no_such_parameter']" in unknown.errors[0]
+    wrong_type = study.run({"small": "yes"})
+    assert wrong_type.errors == ["InvalidParameter: invalid small='yes': True or False"]
+    assert wrong_type.kind == ResultKind(name)
+
+
+def test_model_benchmark_on_the_fake_backend_keeps_warmup_outside_the_window(outputs, fake_backend, monkeypatch):
+    from kit.studies import model_benchmark as mb
+
+    monkeypatch.setattr(mb, "sampler_for", lambda device, enabled, **kw: ConstantSampler())
+    result = model_benchmark.run({**FAST_MODEL, "warmup": 25})
+    assert result.status == "ok", result.errors
+    for m in result.measurements:
+        assert m["latency"]["count"] >= 5 and m["latency"]["mean_ms"] >= 2.0
+        assert m["power"]["method"] == "measured" and m["power"]["mean_w"] == pytest.approx(10.0)
+        # the power window holds the timed calls only: 25 warm-up calls (>= 50 ms) are outside it
+        assert abs(m["power"]["duration_s"] - m["wall_time_s"]) < 0.025
+    assert [s.closed for s in fake_backend.sessions] == [True, True]
+    assert any("as given in the parameters" in n for n in result.notes)
+
+
+def test_a_failing_batch_is_recorded_and_its_sessions_closed(outputs, fake_backend, monkeypatch):
+    from kit.errors import KitError
+    from tests.fake_backend import FakeSession
+
+    def broken(self, inputs):
+        raise KitError("the device went away")
+
+    monkeypatch.setattr(FakeSession, "bind", broken)
+    result = model_benchmark.run(FAST_MODEL)
+    assert result.status == "error"
+    assert result.errors == ["batch 1: the device went away", "batch 2: the device went away"]
+    assert fake_backend.sessions and all(s.closed for s in fake_backend.sessions)
+
+
+def test_an_unexpected_exception_still_ends_as_a_result(outputs, fake_backend, monkeypatch):
+    from tests.fake_backend import FakeSession
+
+    monkeypatch.setattr(FakeSession, "bind", lambda self, inputs: 1 / 0)
+    result = model_benchmark.run(FAST_MODEL)
+    assert result.status == "error" and "ZeroDivisionError" in result.errors[0]
+    assert fake_backend.sessions and all(s.closed for s in fake_backend.sessions)
+
+
+@pytest.mark.parametrize("model", ["roformer-tf-fp32", "widedeep-tf-fp32", "resnet50-torch-fp32"])
+def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fake_backend, model):
+    """Bug (issue 11): the ORT fp16 rows' reports said 'bf16 (torch)': the benchmark rebuilt the
+    note with framework='torch'. The plan's note now travels in the job parameters."""
+    job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
+    plan = row_plan(model, "FP16", "cpu")
+    assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend
+    result = model_benchmark.run({**FAST_MODEL, "precision_note": plan.note, "precision": "fp32",
+                                  "batch_sizes": [1]})
+    assert f"Precision: {plan.note}." in result.notes
+    if plan.backend == "onnxruntime":  # the note names what runs, never "bf16 (torch)"
+        assert "-> bf16" not in plan.note and plan.precision in plan.note
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda", "ipu"])
+def test_every_job_builds_a_valid_config_on_the_hardware_it_was_given(kind):
+    """Bug (issue 11): the server job got no hardware (HARDWARE=cuda still served on the CPU) and
+    C2 worked its device out again from its own table."""
+    jobs = jobs_for("quick", kind)
+    devices = set()
+    for job in jobs:
+        study = NOTEBOOK_STUDY.get(job.notebook)
+        if study:
+            config = STUDIES.get(study).config(**job.parameters)
+            devices.add(config.device)
+    from kit.hardware import kind_of
+
+    assert {kind_of(d) for d in devices} == {kind}
+    names = [j.name for j in jobs]
+    assert len(names) == len(set(names)) == len(published.headline_rows()) + 4
+
+
+def test_jobs_for_rejects_unknown_profiles_and_hardware():
+    with pytest.raises(InvalidParameter, match="profile='huge'"):
+        jobs_for("huge")
+    with pytest.raises(InvalidParameter, match="hardware='tpu'"):
+        jobs_for("quick", "tpu")
+
+
+def test_full_profile_uses_the_published_ipu_batch_sizes_and_clients_only_on_an_ipu():
+    ipu = {j.name: j.parameters for j in jobs_for("full", "ipu")}
+    cpu = {j.name: j.parameters for j in jobs_for("full", "cpu")}
+    assert ipu["resnet50-torch-fp32_FP16"]["batch_sizes"] == [4, 32]
+    assert ipu["resnet50-torch-fp32_FP16"]["clients"] == 4 and cpu["resnet50-torch-fp32_FP16"]["clients"] == 1
+
+
+def test_c2_on_the_fake_backend(outputs, fake_backend):
+    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05,
+                         min_count=3))
+    assert result.status == "ok", result.errors
+    assert [r["micro_batch"] for r in result.tables["c2"]] == [1, 2]
+    assert len(fake_backend.sessions) == 4 and all(s.closed for s in fake_backend.sessions)
+
+
+def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
+    result = server.run(dict(backend="fake", small=True, policies=[[1, 0.0]], min_duration_s=0.2,
+                             min_query_count=8, max_probes=2, fixed_batch_duration_s=0.05,
+                             sim_queries=300, sample_count=4, output_dir=str(tmp_path / "logs")))
+    assert result.status == "ok", result.errors
+    assert result.backend["device"] == "cpu" and result.backend["name"] == "fake"
+    assert [r["batch_size"] for r in result.tables["fixed_batch"]] == [1]
+    assert len(result.tables["best"]) == 1 and result.tables["probes"]
+    assert result.tables["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
+    assert (tmp_path / "logs").is_dir()
+
+
+def test_scorecard_build_reads_results_and_names_the_part(outputs, fake_backend, tmp_path):
+    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [4]})
+    path = result.write(tmp_path / "r.json")
+    card = scorecard.build([path, tmp_path / "missing.json"])
+    qps = card[(card.study == "bytemlperf_c600") & (card.figure == "QPS")
+               & (card.model == "resnet50-torch-fp32") & (card.precision == "FP16")].iloc[0]
+    assert qps.verdict == "not comparable" and qps.measured == pytest.approx(
+        RunResult.read(path).measurements[0]["qps_bytemlperf"])
+    assert qps.published_hardware == published.study_hardware("bytemlperf_c600")
+    c2_card = card[card.study == "c2_qwant"]
+    assert set(c2_card.verdict) == {"not measured"} and "Mk1" in c2_card.iloc[0].published_hardware
+    assert sum(scorecard.summary_counts(card).values()) == len(card)
+
+
+def test_published_figures_come_from_one_source():
+    """Bug (issue 11): C2 figures and hardware strings were typed in report.py and scorecard.py."""
+    import inspect
+
+    from kit import report
+
+    for module in (report, scorecard, server):
+        source = inspect.getsource(module)
+        assert "2526.35" not in source and "1.36" not in source
+        assert "Graphcore C600 (IPU" not in source and "2 x GC2" not in source
+    assert published.c2_latency_ms()[2] == 1.36 and published.c2_ipus() == 2
+    assert set(published.pack_mode_models()) == {"albert-torch-fp32", "bert-torch-fp32",
+                                                 "roberta-torch-fp32", "deberta-torch-fp32"}
+
+
+def test_result_kinds_round_trip_as_plain_strings(tmp_path):
+    result = RunResult.new(ResultKind.C2_STUDY, "c2_study", {})
+    text = result.write(tmp_path / "x.json").read_text()
+    assert '"kind": "c2_study"' in text
+    assert RunResult.read(tmp_path / "x.json").kind is ResultKind.C2_STUDY
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic write leaves nothing behind
+
+
+def test_results_path_is_unique_per_notebook_kind():
+    from kit.notebook import results_path
+
+    assert results_path("", "c2_study").name == "c2_study.json"
+    assert results_path("x/y.json", "c2_study") == Path("x/y.json")
