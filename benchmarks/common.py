@@ -39,3 +39,20 @@ def strict() -> bool:
 def load_note() -> str:
     """The 1-minute load average against the cores: shared machines make absolute figures noisy."""
     return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+def ratio_verdict(numerators: list[float], denominators: list[float], target: float) -> tuple[object, str]:
+    """(interval of sum(numerators) / sum(denominators), verdict) from paired rounds: 'met' when the
+    whole 95 % interval is at or above `target`, 'missed' when it is all below, else 'inconclusive'."""
+    from kit.stats import ratio_interval
+
+    iv = ratio_interval(numerators, denominators, method="paired rounds, ratio estimator, t interval")
+    if not iv.available:
+        return iv, f"inconclusive ({iv.reason})"
+    return iv, "met" if iv.low >= target else "MISSED" if iv.high < target else "inconclusive"
+
+
+def ratio_text(iv, verdict: str, target: float) -> str:
+    """'0.987 (95 % CI 0.951-1.023; target >= 0.98: inconclusive)'."""
+    ci = f"95 % CI {iv.low:.3f}-{iv.high:.3f}" if iv.available else "no interval"
+    return f"{iv.value:.3f} ({ci}; target >= {target:g}: {verdict})"

@@ -24,7 +24,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import strict
+from benchmarks.common import ratio_text, ratio_verdict, strict
 from kit.backends import BackendConfig, require_backend
 from kit.measure import BatchMeasurement, MeasureConfig, timed_window
 from kit.models import export_model, make_inputs
@@ -139,6 +139,9 @@ def report(runs: dict[str, list[BatchMeasurement]], last: dict[str, dict | None]
     noise = max(abs(1 - median_call_throughput(runs[n]) / base_call) for n in no_thread)
     print(f"noise floor (conditions without a sampling thread vs off, median call time): {noise:.2%}")
     print(f"throughput ratio >= {TARGET}: {'ok' if not slow else 'below for ' + ', '.join(slow)}")
+    for name in (n for n in runs if n != "off"):  # each condition's rounds paired with "off"'s
+        iv, verdict = ratio_verdict([m.throughput for m in runs[name]], [m.throughput for m in runs["off"]], TARGET)
+        print(f"  {name} / off (rounds paired): {ratio_text(iv, verdict, TARGET)}")
     print(f"thread CPU share <= {1 - TARGET:.0%}: {'ok' if not costly else 'above for ' + ', '.join(costly)}")
     if costly:
         print("verdict: FAIL (the sampling thread itself costs more than the margin)")

@@ -30,8 +30,9 @@ def remote_references(page: str) -> list[str]:
 
 
 def render(page: Path, screenshot: Path | None = None, size: str = "1300,1800",
-           timeout: int = 90) -> tuple[str, list[str]]:
-    """(DOM after load, URLs the page requested over the network); optionally a screenshot."""
+           timeout: int = 90, fragment: str = "") -> tuple[str, list[str]]:
+    """(DOM after load, URLs the page requested over the network); optionally a screenshot.
+    `fragment` ('sort=4:desc') is added to the address after '#'."""
     exe = find_chromium()
     if exe is None:
         raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")
@@ -39,11 +40,12 @@ def render(page: Path, screenshot: Path | None = None, size: str = "1300,1800",
         netlog = Path(profile) / "net.json"
         base = [exe, *FLAGS, f"--user-data-dir={profile}/p", f"--window-size={size}",
                 f"--log-net-log={netlog}"]
-        dom = subprocess.run([*base, "--dump-dom", page.resolve().as_uri()], capture_output=True,
+        url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
+        dom = subprocess.run([*base, "--dump-dom", url], capture_output=True,
                              text=True, timeout=timeout).stdout
         requested = _page_requests(netlog)
         if screenshot is not None:
-            subprocess.run([*base, f"--screenshot={screenshot}", page.resolve().as_uri()],
+            subprocess.run([*base, f"--screenshot={screenshot}", url],
                            capture_output=True, timeout=timeout)
     return dom, requested
 

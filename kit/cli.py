@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "kit.models.cli",  # kit models, kit export, kit fetch-weights
     "kit.datasets.cli",  # kit fetch-data, kit datasets
     "kit.batch_cli",  # kit reproduce, kit site
+    "kit.compare_runs",  # kit compare RUN_A RUN_B
 ]
 
 

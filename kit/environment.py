@@ -9,6 +9,7 @@ import os
 import platform
 
 from kit import hardware
+from kit.noise import thread_settings
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
             "tf2onnx", "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt",
@@ -133,6 +134,7 @@ def capture() -> dict:
         "gpu": gpu_facts(),
         "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
+        "threads": thread_settings(),
     }
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kit.errors import InvalidParameter
+from kit.noise import NoiseMonitor
 from kit.power.base import PowerSampler
 from kit.power.monitor import PowerMonitor
 from kit.stats import LatencyStats
@@ -25,7 +26,14 @@ BYTEMLPERF_TRIM = 20  # calls dropped at each end of every thread by ByteMLPerf'
 
 @dataclass(frozen=True)
 class MeasureConfig:
-    """How long and how often to call; validated on creation."""
+    """How long and how often to call; validated on creation.
+
+    The calls run in rounds of about `round_s` (default `min_duration_s / min_rounds`, at least
+    MIN_ROUND_S) and at least MIN_CALLS_PER_ROUND calls per thread. With `target_ci` > 0
+    (e.g. 0.05 for +-5 %) the window goes on, round after round, until the throughput's 95 %
+    interval is narrower than that (and the minimums are met), or `max_duration_s` passes.
+    With `target_ci` = 0 it stops as soon as the minimum duration and count are met.
+    """
 
     warmup: int = 5
     min_duration_s: float = 1.0
@@ -33,6 +41,9 @@ class MeasureConfig:
     max_duration_s: float = 600.0
     clients: int = 1
     replicas: int = 1
+    target_ci: float = 0.0  # relative 95 % half-width of the throughput to reach; 0: no target
+    min_rounds: int = 5  # rounds needed before the target may stop the window
+    round_s: float = 0.0  # 0: min_duration_s / min_rounds (at least MIN_ROUND_S)
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -49,51 +60,173 @@ class MeasureConfig:
             raise InvalidParameter(
                 "clients/replicas", (self.clients, self.replicas), "use clients or replicas, not both"
             )
+        if not 0 <= self.target_ci < 1:
+            raise InvalidParameter("target_ci", self.target_ci, "a fraction in [0, 1), e.g. 0.05 for +-5 %")
+        if self.min_rounds < 2:
+            raise InvalidParameter("min_rounds", self.min_rounds, ">= 2 (an interval needs two rounds)")
+        if not 0 <= self.round_s < float("inf"):
+            raise InvalidParameter("round_s", self.round_s, "a finite number >= 0 (0: automatic)")
 
     @property
     def threads(self) -> int:
         return max(self.clients, self.replicas)
 
+    @property
+    def round_length_s(self) -> float:
+        return self.round_s or max(MIN_ROUND_S, self.min_duration_s / self.min_rounds)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def time_calls(call: Call, cfg: MeasureConfig, start_barrier: threading.Barrier | None = None) -> CallTimes:
-    """Time `call` repeatedly; the loop adds two clock reads and one append per call."""
+MIN_ROUND_S = 0.05
+
+
+def time_limit(min_duration_s: float, max_duration_s: float = 0.0) -> float:
+    """A window's time limit: `max_duration_s`, or (0) 10 x the minimum duration, at least 5 s;
+    never below the minimum duration.
+
+    >>> time_limit(1.0), time_limit(0.05), time_limit(2.0, 1.0)
+    (10.0, 5.0, 2.0)
+    """
+    limit = max_duration_s or max(10 * min_duration_s, 5.0)
+    return max(limit, min_duration_s)
+MIN_CALLS_PER_ROUND = 3
+
+
+class RoundController:
+    """Shared by the timing threads: closes rounds, tracks the interval, decides when to stop.
+
+    Threads compare each call's end with `check_at[0]` (one list read per call) and only call
+    `check` when it has passed: at a round's end, or every call once only the count is missing.
+    """
+
+    def __init__(self, cfg: MeasureConfig, threads: int):
+        self.cfg = cfg
+        self.times: list[CallTimes] = [[] for _ in range(threads)]
+        self.marks: list[list[int]] = []  # per closed round: each thread's end index (exclusive)
+        self.round_rates: list[tuple[float, float]] = []  # (calls/s summed over threads, wall s)
+        self.check_at = [0]
+        self.stopped_by = ""
+        self.lock = threading.Lock()
+        self.round_ns = int(cfg.round_length_s * 1e9)
+
+    def begin(self) -> None:
+        """Start the clock (called once, when every thread is ready)."""
+        self.t_begin = time.perf_counter_ns()
+        self.min_end = self.t_begin + int(self.cfg.min_duration_s * 1e9)
+        self.max_end = self.t_begin + int(self.cfg.max_duration_s * 1e9)
+        self.round_end = self.t_begin + self.round_ns
+        self.check_at[0] = min(self.round_end, self.max_end, self.min_end)
+
+    def check(self, t1: int) -> bool:
+        """True when the calling thread should stop."""
+        with self.lock:
+            if self.stopped_by:
+                return True
+            if t1 < self.check_at[0]:
+                return False
+            if t1 >= self.round_end:
+                self._close_round(t1)
+            reason = self._stop_reason(t1)
+            if reason:
+                self.stopped_by = reason
+                self.check_at[0] = 0  # every thread stops at its next call's end
+                return True
+            if (t1 >= self.min_end and not self._count_met()) or t1 >= self.round_end:
+                self.check_at[0] = 0  # only the count is missing, or the round lacks calls: next call
+            else:
+                pending = [self.round_end, self.max_end] + ([self.min_end] if self.min_end > t1 else [])
+                self.check_at[0] = min(pending)
+            return False
+
+    def _count_met(self) -> bool:
+        return all(len(t) >= self.cfg.min_count for t in self.times)
+
+    def _close_round(self, now: int) -> None:
+        start = self.marks[-1] if self.marks else [0] * len(self.times)
+        ends = [len(t) for t in self.times]
+        if any(e - s < MIN_CALLS_PER_ROUND for s, e in zip(start, ends, strict=True)):
+            return
+        rate = 0.0
+        first, last = None, None
+        for thread, s, e in zip(self.times, start, ends, strict=True):
+            span = thread[e - 1][1] - thread[s][0]
+            rate += (e - s) / (span / 1e9) if span > 0 else 0.0
+            first = thread[s][0] if first is None else min(first, thread[s][0])
+            last = thread[e - 1][1] if last is None else max(last, thread[e - 1][1])
+        self.marks.append(ends)
+        self.round_rates.append((rate, (last - first) / 1e9))
+        self.round_end = now + self.round_ns
+
+    def rel_half_width(self) -> float | None:
+        from kit.stats import ratio_interval
+
+        iv = ratio_interval([r * w for r, w in self.round_rates], [w for _, w in self.round_rates])
+        return iv.rel_half_width
+
+    def _stop_reason(self, t1: int) -> str:
+        if t1 >= self.max_end:
+            return "time limit"
+        if t1 < self.min_end or not self._count_met():
+            return ""
+        if not self.cfg.target_ci:
+            return "minimums met"
+        if len(self.marks) < self.cfg.min_rounds:
+            return ""
+        rel = self.rel_half_width()
+        return "target reached" if rel is not None and rel <= self.cfg.target_ci else ""
+
+
+def time_calls(call: Call, cfg: MeasureConfig, start_barrier: threading.Barrier | None = None,
+               control: RoundController | None = None, index: int = 0) -> CallTimes:
+    """Time `call` repeatedly; the loop adds two clock reads, one append and one comparison per
+    call. Rounds, the interval and the stop rule live in `control`, consulted only when a round
+    ends (or, once only the count is missing, after each call)."""
     for _ in range(cfg.warmup):
         call()
+    if control is None:
+        control = RoundController(cfg, 1)
     if start_barrier is not None:
         start_barrier.wait()
+    else:
+        control.begin()
     clock = time.perf_counter_ns
-    times: CallTimes = []
+    times = control.times[index]
     append = times.append
-    min_count = cfg.min_count
-    t_begin = clock()
-    min_end = t_begin + int(cfg.min_duration_s * 1e9)
-    max_end = t_begin + int(cfg.max_duration_s * 1e9)
-    n = 0
+    check_at = control.check_at
+    check = control.check
     while True:
         t0 = clock()
         call()
         t1 = clock()
         append((t0, t1))
-        n += 1
-        if (n >= min_count and t1 >= min_end) or t1 >= max_end:
+        if t1 >= check_at[0] and check(t1):
             return times
 
 
 def run_threads(calls: list[Call], cfg: MeasureConfig) -> list[CallTimes]:
     """Run one timing loop per call in parallel threads, started together after warm-up."""
+    return run_rounds(calls, cfg).times
+
+
+def run_rounds(calls: list[Call], cfg: MeasureConfig) -> RoundController:
+    """Like run_threads, returning the controller: call times, round marks and why it stopped."""
+    control = RoundController(cfg, len(calls))
     if len(calls) == 1:
-        return [time_calls(calls[0], cfg)]
-    barrier = threading.Barrier(len(calls))
-    results: list[CallTimes | BaseException] = [[] for _ in calls]
+        time_calls(calls[0], cfg, control=control)
+        return control
+    barrier = threading.Barrier(len(calls), action=control.begin)
+    results: list[BaseException | None] = [None for _ in calls]
 
     def worker(i: int) -> None:
         try:
-            results[i] = time_calls(calls[i], cfg, barrier)
+            time_calls(calls[i], cfg, barrier, control, i)
         except BaseException as exc:  # noqa: BLE001 - re-raised below in the caller's thread
             barrier.abort()
+            with control.lock:
+                control.stopped_by = control.stopped_by or "error"
+                control.check_at[0] = 0
             results[i] = exc
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(len(calls))]
@@ -107,7 +240,7 @@ def run_threads(calls: list[Call], cfg: MeasureConfig) -> list[CallTimes]:
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return results  # type: ignore[return-value]
+    return control
 
 
 @dataclass
@@ -128,8 +261,14 @@ class BatchMeasurement:
     wall_time_s: float = field(init=False)
     power: dict | None = None  # a PowerSummary.to_dict() from kit.power, when sampled
     extra: dict = field(default_factory=dict)
+    rounds: list[list[int]] | None = None  # per round: each thread's end index (kit.intervals)
+    precision: dict = field(default_factory=dict)  # target_ci and why the window stopped
+    noise: dict | None = None  # a kit.noise summary of the window, when sampled
+    intervals: dict = field(init=False)  # figure name -> kit.stats.Interval
 
     def __post_init__(self) -> None:
+        from kit.intervals import measurement_intervals, precision_reached
+
         flat = [end - start for thread in self.calls for start, end in thread]
         self.latency = LatencyStats.from_ns(flat)
         first = min(t[0][0] for t in self.calls if t)
@@ -138,6 +277,8 @@ class BatchMeasurement:
         total = self.batch_size * len(flat)
         self.throughput = total / self.wall_time_s if self.wall_time_s > 0 else float("nan")
         self.qps_bytemlperf = bytemlperf_qps(self.calls, self.batch_size)
+        self.intervals = measurement_intervals(self)
+        self.precision = precision_reached(self.precision, self.intervals["throughput"])
 
     @property
     def samples(self) -> int:
@@ -152,15 +293,21 @@ class BatchMeasurement:
             "throughput": self.throughput,
             "qps_bytemlperf": self.qps_bytemlperf,
             "wall_time_s": self.wall_time_s,
+            "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
+            "precision": self.precision,
+            "noise": self.noise,
             "power": self.power,
             "extra": self.extra,
+            "rounds": self.rounds,
             "calls": [[[s, e] for s, e in thread] for thread in self.calls],
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> BatchMeasurement:
         calls = [[(int(s), int(e)) for s, e in thread] for thread in d["calls"]]
-        return cls(d["batch_size"], d["mode"], d["threads"], calls, d.get("power"), d.get("extra", {}))
+        given = {k: v for k, v in (d.get("precision") or {}).items() if k in ("target_ci", "stopped_by")}
+        return cls(d["batch_size"], d["mode"], d["threads"], calls, d.get("power"), d.get("extra", {}),
+                   d.get("rounds"), given, d.get("noise"))
 
 
 def bytemlperf_qps(calls: list[CallTimes], batch_size: int, trim: int = BYTEMLPERF_TRIM) -> float:
@@ -185,7 +332,9 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
     3
     """
     mode = "clients" if cfg.clients > 1 else "replicas" if cfg.replicas > 1 else "single"
-    return BatchMeasurement(batch_size, mode, len(calls), run_threads(calls, cfg))
+    control = run_rounds(calls, cfg)
+    return BatchMeasurement(batch_size, mode, len(calls), control.times, rounds=control.marks,
+                            precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by})
 
 
 def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
@@ -201,13 +350,16 @@ def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
     """
     from dataclasses import replace
 
+    from kit.intervals import measurement_intervals
     from kit.power.base import UnavailableSampler
 
     for call in calls:
         for _ in range(cfg.warmup):
             call()
     sampler = sampler or UnavailableSampler(["power not sampled in this run"])
-    with PowerMonitor(sampler, hz=hz) as monitor:
+    with NoiseMonitor() as noise, PowerMonitor(sampler, hz=hz) as monitor:
         m = measure(calls, batch_size, replace(cfg, warmup=0))
+    m.noise = noise.summary()
     m.power = monitor.summary(m.samples, m.throughput).to_dict()
+    m.intervals = measurement_intervals(m)  # the efficiency's interval needs the power
     return m

@@ -10,19 +10,55 @@ import pandas as pd
 from kit import published, scorecard
 from kit.compare import tolerance_statement
 from kit.results import ResultKind, RunResult
+from kit.stats import Interval
 
 
 def bytemlperf_table(result: RunResult) -> pd.DataFrame:
-    """ByteMLPerf's columns (BS, QPS, AVG and P99 latency) plus p50/p90 and the kit's own QPS."""
-    rows = [{"BS": m["batch_size"], "QPS": round(m["qps_bytemlperf"] or 0, 2),
-             "AVG Latency (ms)": round(m["latency"]["mean_ms"], 3),
-             "P99 Latency (ms)": round(m["latency"]["p99_bytemlperf_ms"], 3),
-             "p50 (ms)": round(m["latency"]["p50_ms"], 3), "p90 (ms)": round(m["latency"]["p90_ms"], 3),
-             "samples/s (all calls / wall)": round(m["throughput"], 2),
+    """ByteMLPerf's columns (BS, QPS, AVG and P99 latency) plus p50/p90 and the kit's own QPS, each
+    as value ± half-width of its 95 % interval; the precision reached and the window's noise."""
+    rows = [{"BS": m["batch_size"], "QPS": with_interval(m, "qps_bytemlperf", m["qps_bytemlperf"]),
+             "AVG Latency (ms)": with_interval(m, "mean_ms", m["latency"]["mean_ms"]),
+             "P99 Latency (ms)": with_interval(m, "p99_bytemlperf_ms", m["latency"]["p99_bytemlperf_ms"]),
+             "p50 (ms)": with_interval(m, "p50_ms", m["latency"]["p50_ms"]),
+             "p90 (ms)": with_interval(m, "p90_ms", m["latency"]["p90_ms"]),
+             "samples/s (all calls / wall)": with_interval(m, "throughput", m["throughput"]),
              "calls": m["latency"]["count"], "threads": m["threads"],
+             "precision (95 % CI)": precision_text(m.get("precision")), "noise": noise_text(m.get("noise")),
              **compute_columns(result, m), **power_columns(m.get("power"))}
             for m in result.measurements]
     return pd.DataFrame(rows)
+
+
+def with_interval(m: dict, name: str, value: float | None, spec: str = ".4g") -> str:
+    """'value ± half-width' of the measurement's interval `name`; '— (why)' without a value."""
+    from kit.stats import Interval
+
+    if value is None or pd.isna(value):
+        return "— (not measured)"
+    iv = Interval.from_dict((m.get("intervals") or {}).get(name))
+    if iv is None or not iv.available:
+        why = iv.reason if iv is not None else "not recorded"
+        return f"{format(value, spec)} (no interval: {why})"
+    return Interval(value, iv.low, iv.high).text(spec)
+
+
+def precision_text(precision: dict | None) -> str:
+    """'±3.1 % (target 5 %: met; 7 rounds; target reached)' or why there is none."""
+    p = precision or {}
+    if p.get("reached") is None:
+        return "— (fewer than 2 rounds)"
+    target = (f"target {p['target_ci']:.0%}: {'met' if p.get('met') else 'missed'}" if p.get("target_ci")
+              else "no target")
+    return f"±{p['reached']:.1%} ({target}; {p.get('rounds')} rounds; {p.get('stopped_by') or '?'})"
+
+
+def noise_text(noise: dict | None) -> str:
+    if not noise:
+        return "— (not sampled)"
+    if noise.get("noisy"):
+        return "noisy: " + "; ".join(noise.get("reasons", []))
+    return (f"quiet (steal {noise.get('steal_share', 0):.0%}, other load {noise.get('other_load', 0):.0%})"
+            if "steal_share" in noise else "quiet (/proc/stat unreadable)")
 
 
 def compute_columns(result: RunResult, m: dict) -> dict:
@@ -30,17 +66,20 @@ def compute_columns(result: RunResult, m: dict) -> dict:
     flops = (result.model or {}).get("flops_per_sample")
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
     if not flops or not m.get("throughput"):
-        return {"GFLOP/s": None, "% of peak": None}
+        why = "— (no FLOP count)" if not flops else "— (no throughput)"
+        return {"GFLOP/s": why, "% of peak": why}
     achieved = flops * m["throughput"] / 1e9
     share = 100 * achieved / peak["gflops"] if peak.get("gflops") else None
-    return {"GFLOP/s": round(achieved, 1), "% of peak": None if share is None else round(share, 1)}
+    return {"GFLOP/s": round(achieved, 1),
+            "% of peak": "— (no peak for this device)" if share is None else round(share, 1)}
 
 
 def power_columns(power: dict | None) -> dict:
     """Mean power and efficiency with the method that produced them (or why there are none)."""
     if not power or power.get("method") != "measured":
         reason = (power or {}).get("reason") or "not sampled"
-        return {"power (W)": None, "samples/s/W": None, "power method": f"unavailable: {reason}"}
+        return {"power (W)": f"— ({reason})", "samples/s/W": f"— ({reason})",
+                "power method": f"unavailable: {reason}"}
     short = (" (window shorter than the sensor resolves: indicative only)"
              if power.get("window_resolved") is False else "")
     return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
@@ -88,8 +127,12 @@ def scorecard_rows(result: RunResult, path: Path | None = None) -> pd.DataFrame:
 
 
 METHODS = {
-    "model_benchmark": "warm-up (outside the timed and power window), then calls until the minimum "
-                       "duration AND count are met; power sampled over exactly the timed calls; per-call "
+    "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until the "
+                       "minimum duration AND count are met and, with a target, until the throughput's 95 % "
+                       "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
+                       "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
+                       "CPU steal, other processes' load and frequency sampled over the window; power "
+                       "sampled over exactly the timed calls; per-call "
                        "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
                        "thread); raw call times kept in the results JSON",
     "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's call "
@@ -140,20 +183,51 @@ def error_banner(result: RunResult) -> str:
 
 
 def plot_batches(result: RunResult):
-    """Latency and throughput against batch size."""
+    """Latency and throughput against batch size, with 95 % intervals as error bars, beside the
+    published IPU per-batch figures of the same row (ByteMLPerf's report JSON), on log axes."""
     import matplotlib.pyplot as plt
 
-    t = bytemlperf_table(result)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.5))
-    if not t.empty:
-        a.plot(t["BS"], t["AVG Latency (ms)"], "o-", label="mean")
-        a.plot(t["BS"], t["P99 Latency (ms)"], "s--", label="p99")
-        b.plot(t["BS"], t["QPS"], "o-")
-    a.set(xlabel="batch size", ylabel="latency (ms)", title="Latency per call")
-    a.legend()
-    b.set(xlabel="batch size", ylabel="samples/s", title="Throughput (QPS)")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    ms = sorted(result.measurements, key=lambda m: m["batch_size"])
+    if ms:
+        bs = [m["batch_size"] for m in ms]
+        for ax, key, fmt, label in ((a, "mean_ms", "o-", "mean, measured here"),
+                                    (a, "p99_bytemlperf_ms", "s--", "p99, measured here"),
+                                    (b, "qps_bytemlperf", "o-", "measured here")):
+            values = [m["qps_bytemlperf"] if key == "qps_bytemlperf" else m["latency"][key] for m in ms]
+            ax.errorbar(bs, values, yerr=_error_bars(ms, key, values), fmt=fmt, capsize=3, label=label)
+    pub = published_per_batch(result)
+    if not pub.empty:
+        a.plot(pub["batch"], pub["Performance/AVG Latency"], "^-", color="C2", label="mean, published IPU")
+        a.plot(pub["batch"], pub["Performance/P99 Latency"], "v:", color="C3", label="p99, published IPU")
+        b.plot(pub["batch"], pub["Performance/QPS"], "^-", color="C2", label="published IPU (C600)")
+    a.set(xlabel="batch size", ylabel="latency (ms)", title="Latency per call", xscale="log", yscale="log")
+    b.set(xlabel="batch size", ylabel="samples/s", title="Throughput (QPS)", xscale="log", yscale="log")
+    for ax in (a, b):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _error_bars(ms: list[dict], key: str, values: list[float]) -> list[list[float]]:
+    low, high = [], []
+    for m, v in zip(ms, values, strict=True):
+        iv = (m.get("intervals") or {}).get(key) or {}
+        lo, hi = iv.get("low"), iv.get("high")
+        low.append(v - lo if lo is not None and v is not None else 0.0)
+        high.append(hi - v if hi is not None and v is not None else 0.0)
+    return [low, high]
+
+
+def published_per_batch(result: RunResult) -> pd.DataFrame:
+    """The published IPU per-batch QPS and latencies of this run's row (empty when none)."""
+    model, precision = result.parameters.get("model"), result.parameters.get("published_precision")
+    try:
+        table = published.per_batch_table().reset_index()
+    except KeyError:
+        return pd.DataFrame()
+    return table[(table["model"] == model) & (table["precision"] == precision)].sort_values("batch")
 
 
 def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
@@ -168,9 +242,24 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
                             ("Table 2. Throughput (images/s)", "Throughput", "throughput"),
                             ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
+        t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, meas.get(f"{key}_reason"))
+                                   for b, v in t["Measured here"].items()]
         t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
         out[title] = t.rename_axis("Batch size")
     return out
+
+
+def _c2_text(result: RunResult, figure: str, batch: int, value, reasons) -> str:
+    """'value ± half-width', or '— (why)' where the figure was not measured."""
+    from kit.intervals import figure_interval
+
+    if value is None or pd.isna(value):
+        reason = reasons.get(batch) if reasons is not None and batch in reasons else None
+        return f"— ({reason if isinstance(reason, str) and reason else 'batch not run'})"
+    iv, _ = figure_interval(result, figure, batch, float(value))
+    if iv is None or not iv.available:
+        return f"{value:.4g} (no interval)"
+    return Interval(float(value), iv.low, iv.high).text()
 
 
 def plot_c2(result: RunResult):

@@ -15,6 +15,7 @@ from kit import published
 from kit.compare import ACCURACY_METRICS, Comparison, Verdict, verdict
 from kit.errors import KitError
 from kit.hardware import MeasuredOn
+from kit.intervals import figure_interval
 from kit.results import ResultKind, RunResult
 
 
@@ -101,13 +102,16 @@ def _row(study, figure, model, precision, batch, unit, pub, published_study, mea
     on = measured_on(res) if res else None
     if res is None and outcome is not None:
         reason = outcome.reason
-    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason)
+    interval, noisy = figure_interval(res, figure, batch, meas)
+    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
+                            interval=interval, noisy=noisy)
     if res is None and outcome is not None:
         v = outcome.verdict
     return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
                       published.study_hardware(published_study), meas,
                       measured_hardware(res) if res else "", v, why, ratio, source,
-                      path.name if path else "")
+                      path.name if path else "", interval.low if interval else None,
+                      interval.high if interval else None, noisy)
 
 
 NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
@@ -281,16 +285,40 @@ DISPLAY_COLUMNS = ["figure", "model", "precision", "batch_size", "published", "u
 
 
 def display_table(card: pd.DataFrame) -> pd.DataFrame:
-    """The scorecard for reading: numbers to 4 significant digits, blanks instead of NaN."""
+    """The scorecard for reading: numbers to 4 significant digits, the measured figure as
+    value ± half-width of its 95 % interval, and "—" with the reason where there is no value."""
     out = card[DISPLAY_COLUMNS].copy()
-    out["published"] = out["published"].map(lambda v: readable(v, 6))
-    out["measured"] = out["measured"].map(lambda v: readable(v, 4))
-    out["ratio"] = out["ratio"].map(lambda v: readable(v, 3))
+    out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
+    rows = card.to_dict("records")
+    out["measured"] = [measured_text(r) for r in rows]
+    out["ratio"] = [readable(r.get("ratio"), 3)
+                    or f"— ({'not measured' if pd.isna(r.get('measured')) else 'no published figure'})" for r in rows]
     return out.reset_index(drop=True)
 
 
+def measured_text(row: dict) -> str:
+    """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'."""
+    value = row.get("measured")
+    if value is None or pd.isna(value):
+        return f"— ({row.get('reason') or 'not measured'})"
+    low, high = row.get("measured_low"), row.get("measured_high")
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return readable(value, 4)
+    return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}"
+
+
+def half_width_text(half: float) -> str:
+    """Two significant digits, never in exponent form: 370, 3.7, 0.012."""
+    import math
+
+    if half <= 0 or not math.isfinite(half):
+        return "0"
+    return f"{half:,.{max(0, 1 - math.floor(math.log10(half)))}f}"
+
+
 def readable(value, digits: int) -> str:
-    """13,499 / 1,474.16 / 0.76963: thousands separated, small numbers to `digits` significant."""
+    """13,499 / 1,474.16 / 0.76963: thousands separated, small numbers to `digits` significant;
+    '' for no value (callers say why)."""
     if value is None or pd.isna(value):
         return ""
     if abs(value) >= 1000:

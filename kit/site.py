@@ -9,12 +9,13 @@ import html
 import json
 from pathlib import Path
 
+from kit.index_content import SCRIPT, STYLE_EXTRA, headline_chart, scorecard_table
 from kit.paths import outputs_dir
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
 th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout{color:#a00;font-weight:bold}
-.reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}"""
+.reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}""" + STYLE_EXTRA
 
 
 def _cell(value: object) -> str:
@@ -33,6 +34,22 @@ def scorecard_summary(out: Path, records: list[dict]) -> str:
             f"figure beside its measured twin.</p><ul>{items}</ul>")
 
 
+def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
+    """The summary job's scorecard rows (empty when the batch has none)."""
+    summary = next((r for r in records if r["name"] == "summary"), None)
+    if not summary or not (out / summary["results"]).exists():
+        return []
+    return json.loads((out / summary["results"]).read_text()).get("tables", {}).get("scorecard", [])
+
+
+def comparisons(out: Path) -> str:
+    pages = sorted((out / "compare").glob("*.html")) if (out / "compare").exists() else []
+    if not pages:
+        return ""
+    items = "".join(f"<li><a href='compare/{html.escape(p.name)}'>{html.escape(p.stem)}</a></li>" for p in pages)
+    return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
+
+
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
     out = out or outputs_dir()
     rows = []
@@ -46,6 +63,7 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
     state = json.loads((out / "state.json").read_text()) if (out / "state.json").exists() else {"runs": []}
     runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
                    f"finished {html.escape(x['finished_at'])})</li>" for x in reversed(state["runs"][-20:]))
+    card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <style>{STYLE}</style></head><body>
 <h1>ipu-repro: published Graphcore IPU inference results, reproduced here</h1>
@@ -54,9 +72,14 @@ Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 s
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so.</p>
 {scorecard_summary(out, records)}
+{headline_chart(card)}
+{scorecard_table(card)}
+<h2>Reports</h2>
 <table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table>
 <h2>Runs kept</h2><ul>{runs}</ul>
+{comparisons(out)}
+<script>{SCRIPT}</script>
 </body></html>"""
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")

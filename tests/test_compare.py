@@ -51,3 +51,26 @@ def test_a_mk2_ipu_never_reproduces_the_c2_card():
 
 def test_statement_names_tolerances():
     assert "10%" in tolerance_statement() and "99%" in tolerance_statement()
+
+
+def test_interval_decides_reproduced_and_differs():
+    from kit.stats import Interval
+
+    wide = Interval(800.0, 700.0, 920.0, method="m", rounds=5)  # point 800 is 20 % off, the interval reaches 920
+    v, reason, _ = verdict("QPS", 1000, 800, "c600", C600, interval=wide)
+    assert v is Verdict.REPRODUCED and "[700, 920]" in reason
+    narrow = Interval(800.0, 790.0, 810.0, method="m", rounds=5)
+    v, reason, _ = verdict("QPS", 1000, 800, "c600", C600, interval=narrow)
+    assert v is Verdict.DIFFERS and "outside" in reason and "[790, 810]" in reason
+    # a point inside tolerance but an interval that cannot reach it: still reproduced (overlap)
+    assert verdict("QPS", 1000, 950, "c600", C600, interval=Interval(950.0, 940.0, 960.0))[0] is Verdict.REPRODUCED
+
+
+def test_noise_and_interval_are_stated_in_every_verdict():
+    from kit.stats import Interval
+
+    v, reason, _ = verdict("QPS", 1000, 10, "c600", EPYC, interval=Interval(10.0, 9.0, 11.0),
+                           noisy="noisy: CPU steal 9% > 5%")
+    assert v is Verdict.NOT_COMPARABLE and "0.009-0.011x" in reason and reason.endswith("CPU steal 9% > 5%")
+    v, reason, _ = verdict("QPS", 1000, 950, "c600", C600)
+    assert v is Verdict.REPRODUCED and "no interval" in reason

@@ -1,5 +1,6 @@
 import time
 
+import numpy as np
 import pytest
 
 from kit.errors import InvalidParameter
@@ -63,3 +64,59 @@ def test_latency_stats_percentiles():
 def test_bad_config_is_rejected(kwargs):
     with pytest.raises(InvalidParameter):
         MeasureConfig(**kwargs)
+
+
+def test_rounds_give_every_figure_an_interval():
+    m = measure([lambda: time.sleep(0.002)], 4, MeasureConfig(warmup=0, min_duration_s=0.3, min_count=3))
+    assert m.rounds and len(m.rounds) >= 2
+    for name in ("throughput", "qps_bytemlperf", "mean_ms", "p50_ms", "p90_ms", "p99_ms"):
+        iv = m.intervals[name]
+        assert iv.available and iv.low <= iv.value <= iv.high, name
+        assert "rounds of the timing loop" in iv.method
+    assert m.precision["stopped_by"] == "minimums met" and m.precision["met"] is None
+
+
+def test_adaptive_length_stops_at_the_target():
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3, max_duration_s=20, target_ci=0.05,
+                        min_rounds=4, round_s=0.05)
+    m = measure([lambda: time.sleep(0.002)], 1, cfg)
+    p = m.precision
+    assert p["stopped_by"] == "target reached" and p["met"] is True
+    assert p["reached"] <= 0.05 and p["rounds"] >= 4
+    assert m.wall_time_s < 20
+
+
+def test_adaptive_length_stops_at_the_time_limit_and_says_the_target_was_missed():
+    rng = np.random.default_rng(0)
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3, max_duration_s=0.6, target_ci=0.001,
+                        round_s=0.05)
+    m = measure([lambda: time.sleep(float(rng.choice([0.001, 0.02])))], 1, cfg)
+    p = m.precision
+    assert p["stopped_by"] == "time limit" and p["met"] is False and p["reached"] > 0.001
+    assert 0.6 <= m.wall_time_s < 1.5
+
+
+def test_threads_share_rounds_and_the_stop():
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3, clients=3, target_ci=0.2, round_s=0.03)
+    m = measure([lambda: time.sleep(0.002)] * 3, 2, cfg)
+    assert all(len(mark) == 3 for mark in m.rounds)
+    assert m.intervals["throughput"].available
+    ends = [t[-1][1] for t in m.calls]
+    assert (max(ends) - min(ends)) / 1e9 < 0.05  # the threads stopped together
+
+
+def test_round_trip_keeps_intervals_and_results_without_rounds_get_blocks():
+    m = measure([lambda: time.sleep(0.001)], 2, MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3))
+    again = BatchMeasurement.from_dict(m.to_dict())
+    assert again.intervals == m.intervals and again.precision == m.precision
+    bare = BatchMeasurement(2, "single", 1, m.calls)  # e.g. from an out-of-process backend
+    assert bare.intervals["throughput"].available
+    assert "blocks of consecutive calls" in bare.intervals["throughput"].method
+
+
+def test_timed_window_records_noise():
+    from kit.measure import timed_window
+
+    m = timed_window([lambda: time.sleep(0.001)], 1, MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3))
+    assert set(m.noise) >= {"noisy", "reasons", "thresholds", "freq_mhz"}
+    assert m.to_dict()["noise"] == m.noise

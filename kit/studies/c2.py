@@ -17,7 +17,7 @@ from kit.backends import BackendConfig, require_backend
 from kit.environment import usable_cores
 from kit.errors import InvalidParameter
 from kit.images import image_files, preprocess_batch
-from kit.measure import BatchMeasurement, MeasureConfig, timed_window
+from kit.measure import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
 from kit.power import sampler_for
 from kit.results import ResultKind, RunResult
@@ -33,6 +33,8 @@ class Config(RunsOnBackend):
     min_duration_s: float = 3.0
     min_count: int = 10
     warmup: int = 2
+    target_ci: float = 0.02  # stop once the 95 % half-width is this narrow (0: no target)
+    max_duration_s: float = 0.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
     image_dir: str = "skimage"
     small: bool = False
     weights: str = "random"
@@ -52,7 +54,8 @@ class Config(RunsOnBackend):
 
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, replicas=self.replicas)
+                             min_count=self.min_count, replicas=self.replicas, target_ci=self.target_ci,
+                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
 
 def run(config: Config | dict) -> RunResult:

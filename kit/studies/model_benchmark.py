@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
-from kit.measure import MeasureConfig
+from kit.measure import MeasureConfig, time_limit
 from kit.metrics import validate_data_percent
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
@@ -34,6 +34,8 @@ class Config(RunsOnBackend):
     warmup: int = 5
     min_duration_s: float = 2.0
     min_count: int = 20
+    target_ci: float = 0.02  # stop once the throughput's 95 % half-width is this narrow (0: no target)
+    max_duration_s: float = 0.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
     weights: str = "random"
     small: bool = False
     seed: int = 0
@@ -62,7 +64,9 @@ class Config(RunsOnBackend):
 
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, clients=self.clients, replicas=self.replicas)
+                             min_count=self.min_count, clients=self.clients, replicas=self.replicas,
+                             target_ci=self.target_ci,
+                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
     def backend_config(self) -> BackendConfig:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))

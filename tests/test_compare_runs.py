@@ -1,0 +1,82 @@
+"""`kit compare RUN_A RUN_B` on result folders made from synthetic call times with a known answer."""
+
+import json
+
+import numpy as np
+import pytest
+
+from kit.cli import main
+from kit.compare_runs import compare_runs, figures_of, load_run
+from kit.errors import KitError
+from kit.measure import BatchMeasurement
+from kit.results import ResultKind, RunResult
+
+
+def _measurement(rng, mean_ms: float, rounds: int = 8, per_round: int = 20) -> dict:
+    calls, t, marks = [], 0, []
+    for _ in range(rounds):
+        for _ in range(per_round):
+            d = int(rng.normal(mean_ms, mean_ms * 0.05) * 1e6)
+            calls.append((t, t + d))
+            t += d + 1000
+        marks.append([len(calls)])
+    return BatchMeasurement(4, "single", 1, [calls], rounds=marks).to_dict()
+
+
+def _run(folder, rng, mean_ms: float, cpu: str = "Test CPU", ort: str = "1.20.0"):
+    folder.mkdir(parents=True)
+    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32", {"published_precision": "FP16"},
+                  {"host": "h", "cpu": {"model": cpu, "cores": 2}, "packages": {"onnxruntime": ort}})
+    r.measurements = [_measurement(rng, mean_ms)]
+    r.write(folder / "resnet50.json")
+    (folder / "notes.json").write_text(json.dumps({"not": "a result"}))  # ignored
+    return folder
+
+
+def test_a_real_slowdown_is_significant_and_noise_is_not(tmp_path):
+    rng = np.random.default_rng(0)
+    a = _run(tmp_path / "a", rng, 10.0)
+    same = _run(tmp_path / "same", rng, 10.0)
+    slower = _run(tmp_path / "slower", rng, 12.0, cpu="Other CPU", ort="1.21.0")
+    text, page = compare_runs(a, slower, out=tmp_path / "cmp.html")
+    assert "B lower, worse" in text.split("QPS")[1].splitlines()[0]  # throughput fell
+    assert "B higher, worse" in text.split("mean latency")[1].splitlines()[0]
+    assert "cpu model: Test CPU -> Other CPU" in text and "packages: onnxruntime: 1.20.0 -> 1.21.0" in text
+    assert "<table" in page.read_text()
+    text, _ = compare_runs(a, same, out=tmp_path / "same.html")
+    assert "QPS" in text and "no significant difference" in text.split("throughput")[1].splitlines()[0]
+    assert "none recorded" in text
+
+
+def test_figures_carry_intervals_and_rounds(tmp_path):
+    run = load_run(_run(tmp_path / "a", np.random.default_rng(1), 5.0))
+    figs = figures_of(run)
+    qps = figs["resnet50-torch-fp32 [FP16] batch 4: QPS"]
+    assert qps.interval.available and len(qps.rounds) == 8
+    assert qps.value == pytest.approx(4 / 0.005, rel=0.05)
+
+
+def test_command_line_and_bad_input(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    a, b = _run(tmp_path / "a", rng, 10.0), _run(tmp_path / "b", rng, 10.0)
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "x.html")]) == 0
+    assert "shared figures" in capsys.readouterr().out
+    assert main(["compare", str(a), str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KitError, match="result JSON"):
+        load_run(tmp_path / "empty")
+
+
+def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
+    from kit.compare_runs import Figure, Row, summary_line
+    from kit.stats import Interval
+
+    def fig(v, hw):
+        return Figure(v, Interval(v, v - hw, v + hw), [], "samples/s", True)
+
+    inside = Row("x", fig(100, 3), fig(104, 4))  # |4| <= hypot(3, 4) = 5
+    outside = Row("y", fig(100, 3), fig(106, 4))
+    assert inside.within_intervals is True and outside.within_intervals is False
+    assert Row("z", Figure(1.0, None, [], "", True), fig(1, 0.1)).within_intervals is None
+    assert "1 of 2 (50%)" in summary_line([inside, outside])
