@@ -93,3 +93,18 @@ def test_conversion_that_will_not_fit_fails_before_starting(tmp_path, cache, mon
     with pytest.raises(InsufficientMemory, match=r"converting model.onnx to int8 \(dynamic\) needs about"):
         convert_for_ort(model, "int8")
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_calibration_session_runs_without_the_memory_arena(tmp_path):
+    """ORT's arena grew Swin-L's calibration to 11 GB; the calibrator's session goes without it."""
+    from onnxruntime.quantization.calibrate import create_calibrator
+
+    from kit.backends.precision import SeededReader, calibration_without_arena
+
+    model = write_matmul(tmp_path / "model.onnx", 32, seed=0)
+    with calibration_without_arena():
+        calibrator = create_calibrator(model.onnx_path, augmented_model_path=str(tmp_path / "aug.onnx"))
+    options = calibrator.infer_session.get_session_options()
+    assert options.enable_cpu_mem_arena is False and options.enable_mem_pattern is False
+    calibrator.collect_data(SeededReader(model))
+    assert len(calibrator.compute_data().data) > 0  # ranges were collected through that session
