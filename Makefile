@@ -9,6 +9,8 @@ HARDWARE ?= auto
 FORCE ?= 0
 ONLY ?=
 PYTEST_ARGS ?=
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
 # GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/gpu_install.py $(GPU))
@@ -43,8 +45,8 @@ lint: $(STAMP)
 site: $(STAMP)
 	$(BIN)/kit site
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/lab.py
+	$(BIN)/python -m kit.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
 clean-outputs:
 	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kit import progress
 from kit.paths import outputs_dir
 from kit.results import ResultKind, RunResult
 
@@ -16,8 +19,33 @@ pd.set_option("display.max_colwidth", 300)
 
 
 def results_path(given: str, notebook: str) -> Path:
-    """Where this run writes its JSON: the path papermill passed, or outputs/interactive/."""
-    return Path(given) if given else outputs_dir() / "interactive" / f"{notebook}.json"
+    """Where this run writes its JSON: the path papermill passed, or a new file in
+    outputs/interactive/ named by the time of the run (`<notebook>-<YYYYmmdd-HHMMSS>.json`,
+    `-2`, `-3`... when two runs start in the same second), so no earlier interactive result is
+    overwritten. The new file is reserved (created empty) until the run writes it."""
+    if given:
+        return Path(given)
+    folder = outputs_dir() / "interactive"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{notebook}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    for n in range(1, 1000):
+        path = folder / f"{stem}{'' if n == 1 else f'-{n}'}.json"
+        try:
+            path.open("x").close()
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{folder}: no free name for {stem}.json")
+
+
+@contextmanager
+def _reserved(path: Path) -> Iterator[Path]:
+    """Remove `path` again if the run ends (interrupted) before writing it."""
+    try:
+        yield path
+    finally:
+        if path.exists() and path.stat().st_size == 0:
+            path.unlink()
 
 
 def save(result: RunResult, given: str, notebook: str) -> Path:
@@ -35,21 +63,26 @@ def show(result: RunResult) -> None:
 
 def run_study(name: str, params: Mapping[str, Any]) -> RunResult:
     """Run study `name` with the parameters found in `params` (a notebook passes `globals()`),
-    save its result JSON (to `results_path`, or outputs/interactive/) and show its provenance.
+    save its result JSON (to `results_path`, or a new file in outputs/interactive/) and show its
+    provenance. Progress is shown unless papermill passed `results_path` (a batch).
 
     Side files (LoadGen logs) go beside the result JSON unless `output_dir` says otherwise.
     """
     from kit.studies import STUDIES
 
     study = STUDIES.get(name)
-    path = results_path(str(params.get("results_path") or ""), name)
+    given = str(params.get("results_path") or "")
     fields = {f for f in study.config.__dataclass_fields__}
     values = {k: v for k, v in params.items() if k in fields}
-    if "output_dir" in fields and not values.get("output_dir"):
-        values["output_dir"] = str(path.with_suffix("")) + "_files"
-    result = study.run(values)
-    result.write(path)
+    with _reserved(results_path(given, name)) as path:
+        if "output_dir" in fields and not values.get("output_dir"):
+            values["output_dir"] = str(path.with_suffix("")) + "_files"
+        with progress.quiet(bool(given)):  # papermill passes results_path: the batch shows progress
+            result = study.run(values)
+        result.write(path)
     show(result)
+    if not given:
+        print(f"Result saved to {path}")
     return result
 
 
@@ -60,5 +93,6 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
     name = str(ResultKind(kind))
     result = RunResult.new(kind, name, parameters or {})
     result.tables.update(tables)
-    result.write(results_path(given_path, name))
+    with _reserved(results_path(given_path, name)) as path:
+        result.write(path)
     return result

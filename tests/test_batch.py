@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 from tests.ipu_helpers import double_env
 
 SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
-         "min_duration_s": 0.05, "min_count": 3}
+         "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
 
 
 def make_notebook(path, source):

@@ -10,7 +10,7 @@ from kit.scorecard import c2_rows
 from kit.studies.c2 import Config as C2Config
 from kit.studies.c2 import run as run_c2_study
 
-FAST = dict(batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1)
+FAST = dict(batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1, target_ci=0.0)
 
 
 def test_c2_protocol_small(outputs):

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3}
+SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
 CASES = {
     "published_results": ({}, True),
     "model_benchmark": ({"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1, 2],
@@ -55,5 +55,6 @@ def test_committed_notebooks_are_thin_and_without_outputs():
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), path.name
         assert code[0].metadata.get("tags") == ["parameters"], path.name
+        assert nb.metadata.kernelspec.name == "ipu-repro", path.name  # JupyterLab opens it with the project's kernel
         for cell in code[1:]:  # logic lives in kit/: a cell is a few calls
             assert len([ln for ln in cell.source.splitlines() if ln.strip()]) <= 5, (path.name, cell.source)

@@ -102,7 +102,8 @@ def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path)
 
     path = fixed_model(tmp_path, 2)
     result = model_benchmark.run({"model": str(path), "batch_sizes": [1, 2, 4], "min_duration_s": 0.05,
-                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False})
+                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False,
+                                  "target_ci": 0.0})
     assert [m["batch_size"] for m in result.measurements] == [2]
     assert result.status == "error" and len(result.errors) == 2
     assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)

@@ -197,7 +197,8 @@ def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_h
     fake = gpu_host.last
     cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
     m = session.measure(small.make_inputs(2), 2, cfg)
-    assert fake.runs == 1 + 6  # every timed call is a session.run with host arrays: copy in, run, copy out
+    # every timed call is a session.run with host arrays: copy in, run, copy out (1: the load's warm-up)
+    assert fake.runs == 1 + m.latency.count and m.latency.count >= 6
     assert m.extra["timing"].startswith("host-to-host") and not fake.bindings
     staged = []
     monkeypatch.setattr(ort.OrtValue, "ortvalue_from_numpy", lambda value, device, index: staged.append((device, index)))
@@ -205,7 +206,7 @@ def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_h
     assert resident.extra["timing"].startswith("device-resident") and "not comparable" in resident.extra["timing"]
     assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]  # one binding per client
     assert set(staged) == {("cuda", 1)} and all(o[1:] == ("cuda", 1) for b in fake.bindings for o in b.outputs)
-    assert [b.runs for b in fake.bindings] == [3, 3]
+    assert [b.runs for b in fake.bindings] == [len(t) for t in resident.calls] and min(b.runs for b in fake.bindings) >= 3
 
 
 def test_cpu_clients_each_get_their_own_binding(small):
@@ -226,7 +227,7 @@ def test_cpu_clients_each_get_their_own_binding(small):
     counted = OrtSession(proxy, session.description)
     m = counted.measure(small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3))
     assert len(proxy.bindings) == 3 and len({id(b) for b in proxy.bindings}) == 3
-    assert m.latency.count == 6
+    assert len(m.calls) == 3 and all(len(t) >= 2 for t in m.calls)  # every client ran, each its own binding
 
 
 def test_int8_on_plain_cuda_is_refused(small, gpu_host):
@@ -301,6 +302,6 @@ def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
 
     monkeypatch.setattr(importlib.metadata, "version", version)
     assert onnxruntime_version() == "1.31.1"
-    from kit.backends.precision import converted_path
+    from kit.backends.precision import conversion_settings
 
-    assert converted_path(small.onnx_path, "fp16").name.startswith(small.onnx_path.stem)
+    assert conversion_settings(small, "fp16")["onnxruntime"] == "1.31.1"  # the conversion cache key

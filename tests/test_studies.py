@@ -12,7 +12,8 @@ from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES, c2, model_benchmark, server
 
 FAST_MODEL = dict(model="resnet50-torch-fp32", small=True, backend="fake", batch_sizes=[1, 2],
-                  warmup=2, min_duration_s=0.05, min_count=5, check_numerics=False, accuracy=False)
+                  warmup=2, min_duration_s=0.05, min_count=5, check_numerics=False, accuracy=False,
+                  target_ci=0.0)
 NOTEBOOK_STUDY = {"model_benchmark.ipynb": "model_benchmark", "c2_study.ipynb": "c2_study",
                   "server_scenario.ipynb": "server_scenario"}
 
@@ -133,7 +134,7 @@ def test_full_profile_uses_the_published_ipu_batch_sizes_and_clients_only_on_an_
 
 
 def test_c2_on_the_fake_backend(outputs, fake_backend):
-    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05,
+    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05, target_ci=0.0,
                          min_count=3))
     assert result.status == "ok", result.errors
     assert [r["micro_batch"] for r in result.tables["c2"]] == [1, 2]
@@ -189,8 +190,10 @@ def test_result_kinds_round_trip_as_plain_strings(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write leaves nothing behind
 
 
-def test_results_path_is_unique_per_notebook_kind():
+def test_interactive_results_path_is_new_per_run_and_named_by_time(outputs):
     from kit.notebook import results_path
 
-    assert results_path("", "c2_study").name == "c2_study.json"
+    first, second = results_path("", "c2_study"), results_path("", "c2_study")
+    assert first.parent == outputs / "interactive" and first != second
+    assert first.name.startswith("c2_study-20") and first.suffix == ".json"
     assert results_path("x/y.json", "c2_study") == Path("x/y.json")

@@ -154,7 +154,8 @@ def test_gpu_call_is_host_to_host(small, monkeypatch):
     real = session.to_tensors
     monkeypatch.setattr(session, "to_tensors", lambda inputs: converted.append(1) or real(inputs))
     m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
-    assert m.extra["timing"].startswith("host-to-host") and len(converted) == len(synced) == 6
+    assert m.extra["timing"].startswith("host-to-host")
+    assert len(converted) == len(synced) == m.latency.count >= 6  # one copy-in and one sync per call
     out = session.bind(small.make_inputs(2))()
     assert out[0].device.type == "cpu" and out[0].shape == (2, 10)
     converted.clear()

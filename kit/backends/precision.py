@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
 
+from kit import progress
 from kit.cache import cached_file
 from kit.environment import onnxruntime_version
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
@@ -75,7 +76,8 @@ def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None
         check_memory(MEMORY_STEPS[method], source.stat().st_size,
                      f"converting {source.name} to {precision} ({method})")
         try:
-            blocked = CONVERTERS.get(method)(model, out)
+            with progress.step(f"converting {model.name} to {precision} ({method}), cached after this"):
+                blocked = CONVERTERS.get(method)(model, out)
         except KitError:
             raise
         except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed

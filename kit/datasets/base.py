@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import progress
 from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.metrics import validate_data_percent
 from kit.models.spec import validate_batch_size
@@ -107,4 +108,4 @@ class Dataset(ABC):
         """Run every batch through `run` and score the outputs."""
         self.require()
         return self.score((b, [np.asarray(o) for o in run(b.inputs)])
-                          for b in self.batches(batch_size, data_percent))
+                          for b in progress.rounds(self.batches(batch_size, data_percent), "evaluating", "batch"))

@@ -17,6 +17,7 @@ from unittest import mock
 
 import numpy as np
 
+from kit import progress
 from kit.cache import building, content_key, entry_problem, read_entry, write_entry
 from kit.errors import CorruptModel
 from kit.memory import check_memory, release_freed_memory
@@ -76,8 +77,9 @@ def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | 
     if meta is None:
         isolate = (not small if isolate is None else isolate) and is_registered(entry)
         args = dict(small=small, seed=seed, opset=opset, onnx_path=onnx_path)
-        meta = (export_in_child(entry, weights, weights_path, **args) if isolate
-                else build_export(entry, weights, weights_path, **args))
+        with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
+            meta = (export_in_child(entry, weights, weights_path, **args) if isolate
+                    else build_export(entry, weights, weights_path, **args))
     return exported_from_meta(meta, onnx_path)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import cycle
 
-from kit import published
+from kit import progress, published
 from kit.backends import BackendConfig, require_backend
 from kit.environment import usable_cores
 from kit.errors import InvalidParameter
@@ -65,7 +65,8 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     backend = require_backend(cfg.backend)
-    model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights)
+    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"):
+        model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights)
     result.model = model.describe()
     result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]
@@ -77,14 +78,19 @@ def execute(cfg: Config, result: RunResult) -> None:
     sampler = sampler_for(cfg.device, cfg.power)
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     result.tables["c2"] = []
-    for batch in cfg.batch_sizes:
+    rounds = progress.rounds(cfg.batch_sizes, f"C2 study on {backend.name} {cfg.precision}",
+                             unit="batch size")
+    for batch in rounds:
         micro = batch // cfg.replicas
         sessions: list = []
         with closing_all(sessions):
-            sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
+            rounds.note(f"batch {batch}: compiling")
+            with progress.step(f"batch {batch}: compiling {cfg.replicas} x micro batch {micro}"):
+                sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
             result.backend["session"] = sessions[0].description
             calls = [_pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
                      for i, s in enumerate(sessions)]
+            rounds.note(progress.timed_note(f"batch {batch}", cfg.measure_config()))
             m = timed_window(calls, micro, cfg.measure_config(), sampler)
         result.measurements.append(m.to_dict())
         result.tables["c2"].append(c2_row(batch, micro, m))

@@ -6,8 +6,10 @@ accuracy, power.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kit import progress
 from kit.backends import BackendConfig, require_backend
 from kit.errors import InvalidParameter, KitError
 from kit.measure import MeasureConfig, time_limit
@@ -82,31 +84,39 @@ def run(config: Config | dict) -> RunResult:
 def execute(cfg: Config, result: RunResult) -> None:
     result.notes.append(f"Precision: {cfg.note()}.")
     backend = require_backend(cfg.backend)
-    model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
-                       input_shapes=cfg.input_shapes or None)
+    with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
+        model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
+                           input_shapes=cfg.input_shapes or None)
     result.model = model.describe()
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
     sampler = sampler_for(cfg.device, cfg.power, cuda_device=cfg.options.get("device_id"))
-    for i, batch in enumerate(cfg.batch_sizes):
+    rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
+                             unit="batch size")
+    for i, batch in enumerate(rounds):
         try:
-            measure_one_batch(cfg, backend, reference, model, batch, result, sampler, with_accuracy=i == 0)
+            measure_one_batch(cfg, backend, reference, model, batch, result, sampler,
+                              with_accuracy=i == 0, note=rounds.note)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
 
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
-                      result: RunResult, sampler, with_accuracy: bool = False) -> None:
+                      result: RunResult, sampler, with_accuracy: bool = False,
+                      note: Callable[[str], None] = lambda _: None) -> None:
     inputs = model.make_inputs(batch, seed=cfg.seed)
     sessions: list = []
     with closing_all(sessions):
-        sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
-        ref_session = None
-        if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
-            same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-            ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
-            sessions.append(ref_session)
+        note(f"batch {batch}: compiling")
+        with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
+                           "(converting the ONNX first when not cached)"):
+            sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
+            ref_session = None
+            if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
+                same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
+                ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                sessions.append(ref_session)
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             name = ("onnxruntime fp32 CPU (this run is the reference)" if ref_session is sessions[0]
@@ -114,10 +124,13 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
             diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs), name)
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
         timed = sessions[: cfg.replicas]
+        note(progress.timed_note(f"batch {batch}", cfg.measure_config()))  # not redrawn while timing
         measurement = timed_sessions(timed, inputs, batch, cfg.measure_config(), sampler)
         result.measurements.append(measurement.to_dict())
         if with_accuracy and cfg.accuracy:
-            result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
+            note(f"batch {batch}: accuracy")
+            with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"):
+                result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
 
 
 def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import published
+from kit import progress, published
 from kit.backends import BackendConfig, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
@@ -200,7 +200,8 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     result.notes.append(f"Precision: {cfg.note()}.")
-    model = load_model(cfg.model, small=cfg.small)
+    with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
+        model = load_model(cfg.model, small=cfg.small)
     backend = require_backend(cfg.backend)
     policies = cfg.batch_policies()
     top = max(p.max_batch for p in policies)
@@ -208,9 +209,10 @@ def execute(cfg: Config, result: RunResult) -> None:
     sessions: dict[int, Session] = {}
     opened: list[Session] = []
     with closing_all(opened):
-        for b in ([top] if model.dynamic_batch else sizes):
-            sessions[b] = backend.load(model, cfg.backend_config(), b)
-            opened.append(sessions[b])
+        with progress.step(f"compiling for {cfg.backend} {cfg.precision}"):
+            for b in ([top] if model.dynamic_batch else sizes):
+                sessions[b] = backend.load(model, cfg.backend_config(), b)
+                opened.append(sessions[b])
         result.model = model.describe()
         result.backend = {"name": backend.name, **cfg.backend_config().to_dict(),
                           "session": sessions[top].description,
@@ -255,7 +257,7 @@ def search_policies(cfg: Config, result: RunResult, sessions: dict[int, Session]
     for key in ("probes", "best", "simulated_curve"):
         result.tables.setdefault(key, [])
     bound, queries, seed = cfg.latency_bound_ms, cfg.sim_queries, cfg.seed
-    for policy in policies:
+    for policy in progress.rounds(policies, "LoadGen search per batching policy", unit="policy"):
         capacity = service.capacity(policy)
         predicted = predict_max_qps(service, policy, bound, queries=queries, seed=seed)
         start = predicted.best_qps or capacity / 4
