@@ -137,7 +137,7 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
             return blocked
         except Exception as exc:  # noqa: BLE001 - ORT's load error names the node to keep in fp32
-            node = re.search(r"(?:of|in) node \(([^)]+)\)", str(exc))
+            node = re.search(r"of node \(([^)]+)\)", str(exc))
             if node is None or node.group(1) in blocked:
                 raise
             blocked.append(node.group(1))
