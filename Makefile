@@ -8,6 +8,7 @@ PROFILE ?= quick
 HARDWARE ?= auto
 FORCE ?= 0
 ONLY ?=
+SCHEDULER ?=
 PYTEST_ARGS ?=
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
@@ -15,7 +16,7 @@ LAB_PORT ?= 8888
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/gpu_install.py $(GPU))
 
-.PHONY: install reproduce test bench lab lint site clean-outputs
+.PHONY: install reproduce test bench lab lint site rebuild-state clean-outputs
 
 install: $(STAMP)
 
@@ -30,8 +31,10 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(filter gpu,$(IN
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
 	touch $(STAMP)
 
+# Fails when any notebook is not ok (kit's status: 1 not ok, 2 usage error; make itself exits 2).
+# SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).
 reproduce: $(STAMP)
-	$(BIN)/kit reproduce --profile $(PROFILE) --hardware $(HARDWARE) $(if $(filter 1,$(FORCE)),--force) $(if $(ONLY),--only $(ONLY))
+	$(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -44,6 +47,9 @@ lint: $(STAMP)
 
 site: $(STAMP)
 	$(BIN)/kit site
+
+rebuild-state: $(STAMP)
+	$(BIN)/kit rebuild-state
 
 lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/lab.py
 	$(BIN)/python -m kit.lab --ip $(LAB_IP) --port $(LAB_PORT)

@@ -9,7 +9,8 @@ import importlib
 import sys
 
 # module names under benchmarks/, each with main() -> int
-BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "ipu_overhead", "memory"]
+BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "ipu_overhead",
+                         "batch_dask_overhead", "memory"]
 
 
 def main() -> int:

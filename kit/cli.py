@@ -16,7 +16,7 @@ from kit.errors import KitError
 COMMAND_MODULES = [
     "kit.models.cli",  # kit models, kit export, kit fetch-weights
     "kit.datasets.cli",  # kit fetch-data, kit datasets
-    "kit.batch_cli",  # kit reproduce, kit site
+    "kit.batch.cli",  # kit reproduce, kit site, kit rebuild-state
     "kit.compare_runs",  # kit compare RUN_A RUN_B
 ]
 
@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     except KitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a batch (a batch handles its own)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

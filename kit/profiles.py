@@ -14,8 +14,6 @@ from kit.errors import InvalidParameter
 from kit.precision_map import PrecisionChoice, map_precision
 
 PROFILES = ("quick", "full")
-HARDWARE = hw.CHOICES
-resolve_hardware = hw.resolve  # kept for callers of the old name
 
 # quick profile: modest batch sizes, three of them where the published reports have several
 # (so each model's plot is a curve beside the published IPU one); the whole batch fits in ~15 min

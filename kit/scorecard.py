@@ -121,11 +121,13 @@ NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, "not run: no result for this row unde
 
 def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None,
                 selected: set[str] | None) -> RunOutcome:
-    """Why the row (model, published precision) has no usable result."""
+    """Why the row (model, published precision) has no usable result. A batch over several kinds
+    of hardware names its jobs `<job>@<kind>`: the first such state found stands for the row."""
     job = f"{model}_{precision}"
-    if states and job in states:
-        return states[job]
-    if selected is not None and job not in selected:
+    names = [n for n in (states or {}) if n == job or n.startswith(f"{job}@")]
+    if names:
+        return states[names[0]]
+    if selected is not None and not any(n == job or n.startswith(f"{job}@") for n in selected):
         return NOT_SELECTED
     return NOT_RUN
 

@@ -9,12 +9,15 @@ import html
 import json
 from pathlib import Path
 
+from kit import atomic
+from kit.batch.state import read_state
+from kit.errors import KitError
 from kit.index_content import SCRIPT, STYLE_EXTRA, headline_chart, scorecard_table
 from kit.paths import outputs_dir
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout{color:#a00;font-weight:bold}
+th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout,.killed,.interrupted{color:#a00;font-weight:bold}
 .reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}""" + STYLE_EXTRA
 
 
@@ -51,18 +54,26 @@ def comparisons(out: Path) -> str:
 
 
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
+    """Write outputs/index.html atomically; an empty batch never replaces the index."""
     out = out or outputs_dir()
+    if not records:
+        raise KitError(f"no notebooks to index: {out / 'index.html'} is left as it was")
     rows = []
     for r in records:
         link = f"<a href='{html.escape(r['html'])}'>{html.escape(r['name'])}</a>" if (out / r["html"]).exists() else html.escape(r["name"])
         data = f"<a href='{html.escape(r['results'])}'>JSON</a>" if (out / r["results"]).exists() else ""
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
-        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}<td>{data}</td>"
+        moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
+        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
-    state = json.loads((out / "state.json").read_text()) if (out / "state.json").exists() else {"runs": []}
+    try:
+        state = read_state(out)
+    except KitError:  # a corrupt state only costs the list of runs here
+        state = {"runs": []}
     runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
-                   f"finished {html.escape(x['finished_at'])})</li>" for x in reversed(state["runs"][-20:]))
+                   f"{html.escape(x.get('status', 'complete'))}, finished {html.escape(x.get('finished_at') or '-')})</li>"
+                   for x in reversed(state["runs"][-20:]))
     card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <style>{STYLE}</style></head><body>
@@ -75,20 +86,19 @@ scorecard says so.</p>
 {headline_chart(card)}
 {scorecard_table(card)}
 <h2>Reports</h2>
-<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Results</th><th>Message</th></tr>
+<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table>
 <h2>Runs kept</h2><ul>{runs}</ul>
 {comparisons(out)}
 <script>{SCRIPT}</script>
 </body></html>"""
-    path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
+    return atomic.write_text(out / "index.html", page)
 
 
 def rebuild_index(out: Path | None = None) -> Path:
-    """Index of the latest record of every job in state.json."""
+    """Index of the latest finished batch in state.json (every job's latest record if none)."""
     out = out or outputs_dir()
-    state = json.loads((out / "state.json").read_text())
-    last = state["runs"][-1] if state["runs"] else {"jobs": list(state["jobs"])}
-    return write_index([state["jobs"][n] for n in last["jobs"] if n in state["jobs"]], out)
+    state = read_state(out)
+    finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]
+    names = finished[-1]["jobs"] if finished else list(state["jobs"])
+    return write_index([state["jobs"][n] for n in names if n in state["jobs"]], out)

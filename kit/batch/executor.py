@@ -1,0 +1,51 @@
+"""What the runner hands an executor (Task) and what every executor offers (Executor)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kit.batch.jobs import Job
+from kit.batch.outcome import Outcome
+from kit.paths import notebooks_dir, project_root
+
+KERNEL = "ipu-repro"
+
+
+@dataclass
+class Task:
+    """One job to execute in this batch: its outputs go to run_dir/<job.name>.{ipynb,html,json}."""
+
+    job: Job
+    run_dir: Path
+    out: Path
+    fingerprint: str
+    started: float | None = None  # time.perf_counter() when execution began
+
+    def path(self, suffix: str) -> Path:
+        return self.run_dir / f"{self.job.name}{suffix}"
+
+    def spec(self) -> dict:
+        """What kit.batch.worker needs to execute the notebook into run_dir."""
+        params = {**self.job.parameters, "results_path": str(self.path(".json"))}
+        return {"input": str(notebooks_dir() / self.job.notebook), "output": str(self.path(".ipynb")),
+                "html": str(self.path(".html")), "parameters": params, "kernel": KERNEL,
+                "cwd": str(project_root())}
+
+
+class Executor(Protocol):
+    """Runs tasks and yields each with its Outcome as it finishes (files already in run_dir)."""
+
+    def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]: ...
+
+    def in_flight(self) -> list[Task]:
+        """Tasks started and not yet yielded."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every task in flight, processes included."""
+        ...
+
+    def close(self) -> None: ...

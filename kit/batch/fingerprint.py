@@ -1,0 +1,37 @@
+"""Fingerprints: a job is reused only when everything its output depends on is unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from kit.batch.jobs import Job
+from kit.paths import notebooks_dir, project_root
+
+
+def kit_digest() -> str:
+    """Hash of the kit's code and published data: two hosts with equal digests run the same kit."""
+    root = project_root()
+    h = hashlib.sha256()
+    for path in sorted((root / "kit").rglob("*.py")) + sorted((root / "data" / "published").glob("*.csv")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def inputs_fingerprint(job: Job, extra: str = "", *, digest: str | None = None) -> str:
+    """Hash of everything a notebook's output depends on: notebook, parameters, kit, data."""
+    h = hashlib.sha256()
+    h.update((notebooks_dir() / job.notebook).read_bytes())
+    params = {k: v for k, v in job.parameters.items() if k != "results_path"}  # differs per run
+    h.update(json.dumps(params, sort_keys=True).encode())
+    h.update(extra.encode())
+    h.update((digest or kit_digest()).encode())
+    return h.hexdigest()[:16]
+
+
+def result_hashes(job: Job, out: Path) -> str:
+    """Hashes of the result files an after_all job reads: it re-runs when any of them changes."""
+    files = job.parameters.get("result_files", [])
+    return "".join(hashlib.sha1((out / f).read_bytes()).hexdigest() for f in files if (out / f).exists())

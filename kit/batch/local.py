@@ -1,0 +1,121 @@
+"""The embedded executor: each notebook in a child process on this machine, one at a time.
+
+The child (kit.batch.worker) runs in a session of its own; at its time limit, on an interrupt or
+on `stop()`, its whole process tree is killed, kernel included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from kit.batch.executor import Task
+from kit.batch.outcome import Outcome, oom_message
+from kit.batch.proctree import kill_tree
+from kit.batch.worker import EXIT_KILLED
+
+POLL_S = 0.05
+
+
+def run_notebook(spec: dict, timeout_s: float, outputs: Path,
+                 should_stop: Callable[[], bool] | None = None, env: dict | None = None) -> Outcome:
+    """Execute one notebook spec in a child process; the Outcome says how it ended.
+
+    `should_stop` is asked about once a second; True stops the notebook (status interrupted).
+    `env` replaces this process's environment (KIT_OUTPUTS is always set to `outputs`).
+    An exception raised meanwhile (an interrupt) kills the child's tree before it propagates.
+    """
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "kit.batch.worker", json.dumps(spec)],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)})
+        try:
+            ended = _wait(proc, started + timeout_s, should_stop)
+        except BaseException:
+            _kill(proc)
+            raise
+        seconds = time.perf_counter() - started
+        if ended is None or ended == "stop":
+            _kill(proc)
+            if ended == "stop":
+                return Outcome("interrupted", "stopped by the batch", seconds, socket.gethostname())
+            return Outcome("timeout", f"timed out after {timeout_s} s", seconds, socket.gethostname())
+        code, peak_kb = ended
+        log.seek(0)
+        lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+    return _outcome(code, peak_kb, lines, seconds)
+
+
+def _outcome(code: int, peak_kb: int, lines: list[str], seconds: float) -> Outcome:
+    host = socket.gethostname()
+    if code == 0:
+        return Outcome("ok", "", seconds, host)
+    if code == EXIT_KILLED:
+        return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds, host)
+    if code < 0:  # the child itself died of a signal
+        how = f"killed by {signal.Signals(-code).name}"
+        return Outcome("killed", oom_message(how, peak_kb * 1024 / 1e9), seconds, host)
+    return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host)
+
+
+def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):
+    """(exit code, peak RSS in kB of the child and its reaped children), None at the deadline,
+    or "stop" when should_stop() said so."""
+    next_ask = time.perf_counter() + 1.0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss
+        now = time.perf_counter()
+        if now >= deadline:
+            return None
+        if should_stop and now >= next_ask:
+            if should_stop():
+                return "stop"
+            next_ask = now + 1.0
+        time.sleep(min(POLL_S, deadline - now))
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.returncode is not None:  # already reaped: its pid may belong to another process now
+        return
+    kill_tree(proc.pid)
+    try:
+        os.waitpid(proc.pid, 0)
+    except ChildProcessError:  # already reaped
+        pass
+    proc.returncode = -signal.SIGKILL
+
+
+class LocalExecutor:
+    """Runs tasks one after another on this machine."""
+
+    def __init__(self) -> None:
+        self._current: Task | None = None
+
+    def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
+        for task in tasks:
+            self._current = task
+            task.started = time.perf_counter()
+            outcome = run_notebook(task.spec(), task.job.timeout_s, task.out)
+            self._current = None
+            yield task, outcome
+
+    def in_flight(self) -> list[Task]:
+        return [self._current] if self._current else []
+
+    def stop(self) -> None:
+        self._current = None  # run_notebook killed its child when the interrupt passed through
+
+    def close(self) -> None:
+        pass

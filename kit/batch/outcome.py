@@ -1,0 +1,53 @@
+"""What one notebook execution came to: the executor's Outcome and the results JSON's verdict."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Outcome:
+    """How an executor's run of one notebook ended (before its results JSON is read)."""
+
+    status: str  # "ok" (the process finished cleanly), "failed", "timeout", "killed", "interrupted"
+    message: str
+    seconds: float
+    host: str = ""
+    worker: str = ""
+    attempts: int = 1
+    note: str = ""
+
+
+def oom_message(how: str, peak_gb: float | None) -> str:
+    """'<how> (likely out of memory: peak X GB)': what a dead kernel most often means."""
+    peak = f"peak {peak_gb:.1f} GB" if peak_gb is not None else "peak unknown"
+    return f"{how} (likely out of memory: {peak})"
+
+
+def result_status(results: Path) -> tuple[str, str, str]:
+    """(status, message, hardware) from the notebook's results JSON."""
+    if not results.exists():
+        return "failed", "notebook wrote no results JSON", ""
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return "failed", f"results JSON {results.name} is not JSON: {exc}", ""
+    errors = data.get("errors") or []
+    status = "ok" if data.get("status") == "ok" and not errors else "error"
+    return status, "; ".join(errors)[:300], hardware_label(data)
+
+
+def hardware_label(data: dict) -> str:
+    """'<device> (<kind>, <cores>): <backend> <precision>', or '' for runs that time nothing."""
+    backend = data.get("backend") or {}
+    if not backend:
+        return ""
+    info = backend.get("device_info") or {}
+    cores = info.get("cores")
+    label = (f"{info.get('name', '?')} ({info.get('kind', '?')}{f', {cores} cores' if cores else ''}): "
+             f"{backend.get('name')} {backend.get('precision')}")
+    if (backend.get("session") or {}).get("emulated"):
+        label += " [IPU path emulated: not run on an IPU]"
+    return label

@@ -1,0 +1,52 @@
+"""Stop a notebook's whole process tree: the papermill child, its kernel and what they started.
+
+A Jupyter kernel runs in a session (process group) of its own, so killing the child's group
+alone leaves the kernel running; every process group in the tree is signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    """`pid` and all its descendants still alive."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def kill_tree(pid: int, grace_s: float = 3.0) -> None:
+    """SIGTERM every process and process group under `pid`, then SIGKILL what is left."""
+    procs = tree(pid)
+    own_group = os.getpgid(0)
+    groups = set()
+    for proc in procs:
+        try:
+            groups.add(os.getpgid(proc.pid))
+        except ProcessLookupError:
+            pass
+    groups.discard(own_group)
+    _signal_all(procs, groups, signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    # processes started meanwhile in the same groups are caught by killpg
+    _signal_all(alive, groups, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=grace_s)
+
+
+def _signal_all(procs: list[psutil.Process], groups: set[int], sig: int) -> None:
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass

@@ -1,0 +1,169 @@
+"""`make reproduce`: run the study notebooks with papermill, render HTML, keep the state.
+
+Each notebook runs in its own process tree (a hard per-notebook timeout kills it, kernel
+included); a failure is recorded and the batch goes on. A notebook whose inputs and parameters
+are unchanged since its last successful run is reused, not re-run (`force` re-runs). Every run
+has its own folder under outputs/runs/<run_id>/; nothing is overwritten. One batch at a time
+holds outputs/; an interrupt stops the running notebook, records it as `interrupted` and leaves
+a valid state for the next run to resume from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kit import atomic
+from kit.batch.executor import Executor, Task
+from kit.batch.fingerprint import inputs_fingerprint, kit_digest, result_hashes
+from kit.batch.interrupts import BatchInterrupted, interrupts_raise
+from kit.batch.jobs import Job, JobRecord
+from kit.batch.local import LocalExecutor
+from kit.batch.lock import outputs_lock
+from kit.batch.outcome import Outcome, result_status
+from kit.batch.state import RUN_FILE, read_state, save_record, save_state
+from kit.paths import outputs_dir
+
+
+def new_run_dir(out: Path) -> tuple[str, Path]:
+    """A fresh outputs/runs/<run_id>/: start time, pid and a random part; never reused."""
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_id = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}-{secrets.token_hex(2)}"
+        try:
+            (runs / run_id).mkdir()
+            return run_id, runs / run_id
+        except FileExistsError:
+            continue
+
+
+def reusable(previous: dict | None, fingerprint: str, out: Path) -> bool:
+    return bool(previous and previous["fingerprint"] and previous["fingerprint"] == fingerprint
+                and previous["status"] == "ok"
+                and (out / previous["html"]).exists() and (out / previous["results"]).exists())
+
+
+class Batch:
+    """One run of the runner: its state, folder and records, saved after every job."""
+
+    def __init__(self, out: Path, state: dict, context: str, progress: Callable | None):
+        self.out, self.state, self.context, self.progress = out, state, context, progress
+        self.run_id, self.run_dir = new_run_dir(out)
+        self.records: dict[str, JobRecord] = {}
+        self.digest = kit_digest()
+        self.run = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
+                    "status": "running"}
+        state["runs"].append(self.run)
+        self.save()
+
+    def save(self) -> None:
+        save_state(self.out, self.state)
+        atomic.write_text(self.run_dir / RUN_FILE, json.dumps(self.run, indent=1))
+
+    def tasks(self, jobs: list[Job], force: bool) -> list[Task]:
+        """Tasks for the jobs that cannot be reused; reused ones are recorded at once."""
+        tasks = []
+        for job in jobs:
+            if job.after_all:
+                job.parameters["result_files"] = [r.results for r in self.records.values()]
+            job.parameters["results_path"] = f"runs/{self.run_id}/{job.name}.json"
+            fingerprint = inputs_fingerprint(job, self.context + result_hashes(job, self.out),
+                                             digest=self.digest)
+            previous = self.state["jobs"].get(job.name)
+            if not force and reusable(previous, fingerprint, self.out):
+                self.add(JobRecord.from_dict({**previous, "reused": True}), saved=True)
+            else:
+                tasks.append(Task(job, self.run_dir, self.out, fingerprint))
+        return tasks
+
+    def finish(self, task: Task, outcome: Outcome) -> JobRecord:
+        status, message, hardware = outcome.status, outcome.message, ""
+        if status == "ok":
+            status, message, hardware = result_status(task.path(".json"))
+        rel = lambda p: p.relative_to(self.out).as_posix()  # noqa: E731
+        record = JobRecord(task.job.name, task.job.notebook, status, self.run_id,
+                           round(outcome.seconds, 1), task.fingerprint, rel(task.path(".ipynb")),
+                           rel(task.path(".html")), rel(task.path(".json")), message, False, hardware,
+                           outcome.host, outcome.worker, outcome.attempts, outcome.note)
+        self.add(record)
+        return record
+
+    def add(self, record: JobRecord, saved: bool = False) -> None:
+        self.records[record.name] = record
+        if record.name not in self.run["jobs"]:
+            self.run["jobs"].append(record.name)
+        if not saved:
+            save_record(self.out, record)
+            self.state["jobs"][record.name] = record.to_dict()
+        self.save()
+        if self.progress:
+            self.progress(record)
+
+    def interrupted(self, tasks: list[Task], signum: int) -> None:
+        """Record the tasks that were running when the batch was stopped."""
+        for task in tasks:
+            seconds = time.perf_counter() - task.started if task.started else 0.0
+            how = signal.Signals(signum).name + (" (Ctrl-C)" if signum == signal.SIGINT else "")
+            self.finish(task, Outcome("interrupted", f"batch stopped by {how}; the next run re-runs it",
+                                      seconds))
+
+    def close(self, status: str) -> None:
+        self.run.update(status=status, finished_at=_now())
+        self.save()
+
+
+def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, context: str = "",
+             progress: Callable[[JobRecord], None] | None = None,
+             executor: Executor | None = None) -> list[JobRecord]:
+    """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
+
+    `executor` runs the jobs that time something (default: this machine, one at a time); the
+    after_all jobs, which read the others' results, always run here. Raises OutputsBusy when
+    another batch holds `out`, CorruptState when outputs/state.json is unusable, and
+    BatchInterrupted (with `.records`) on SIGINT/SIGTERM.
+    """
+    out = out or outputs_dir()
+    local = LocalExecutor()
+    phases = [([j for j in jobs if not j.after_all], executor or local),
+              ([j for j in jobs if j.after_all], local)]
+    with outputs_lock(out):
+        state = read_state(out)  # before anything is created
+        batch = Batch(out, state, context, progress)
+        with interrupts_raise():
+            try:
+                for phase_jobs, runner in phases:
+                    batch.records = {r.name: r for r in _in_order(jobs, batch.records)}
+                    for task, outcome in runner.run(batch.tasks(phase_jobs, force)):
+                        batch.finish(task, outcome)
+            except BatchInterrupted as stop:
+                for runner in {id(r): r for _, r in phases}.values():
+                    in_flight = runner.in_flight()
+                    runner.stop()
+                    batch.interrupted(in_flight, stop.signum)
+                batch.close("interrupted")
+                stop.records = _in_order(jobs, batch.records)
+                raise
+            except BaseException:
+                batch.close("aborted")
+                raise
+            finally:
+                for _, runner in phases:
+                    runner.close()
+        batch.close("complete")
+    return _in_order(jobs, batch.records)
+
+
+def _in_order(jobs: list[Job], records: dict[str, JobRecord]) -> list[JobRecord]:
+    ordered = [j for j in jobs if not j.after_all] + [j for j in jobs if j.after_all]
+    return [records[j.name] for j in ordered if j.name in records]
+
+
+def _now() -> str:
+    return dt.datetime.now().isoformat(timespec="seconds")

@@ -1,0 +1,176 @@
+"""Batches on a real Dask cluster of worker processes on this machine.
+
+Workers declare their hardware as resources; a timed job goes to a worker offering its hardware;
+the executed notebook, HTML and JSON come back into outputs/runs/<id>/; a worker killed mid-job
+has its job re-run elsewhere and the record says so.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import psutil
+import pytest
+
+from kit.batch import Job, run_jobs
+from kit.batch.dask_executor import TOPIC, DaskExecutor
+from kit.batch.interrupts import BatchInterrupted
+from kit.batch.state import read_state
+from tests.batch_notebooks import make_notebook, make_ok_notebook
+
+distributed = pytest.importorskip("distributed")
+
+SUMMARY = """
+import json
+from pathlib import Path
+seen = [json.loads((Path(outputs) / f).read_text())["device"] for f in result_files
+        if (Path(outputs) / f).exists()]
+Path(results_path).write_text(json.dumps({"status": "ok", "errors": [], "seen": seen}))
+"""
+
+MARK_KERNEL = """
+import os
+from pathlib import Path
+with open(os.environ["KERNEL_MARKS"], "a") as marks:
+    marks.write(f"{os.getpid()}\\n")
+import time; time.sleep(seconds)
+"""
+
+
+ENVIRON = dict(os.environ)  # before any nanny adds its thread limits to this process's
+
+
+@contextlib.contextmanager
+def cluster(**workers):
+    """A cluster of one worker process per keyword: name=resources, one thread each."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    spec = {name: {"cls": Nanny, "options": {"nthreads": 1, "resources": resources}}
+            for name, resources in workers.items()}
+    try:
+        with SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+                         workers=spec, silence_logs=40) as c:
+            yield c
+    finally:  # a nanny sets OMP_NUM_THREADS=1 and more in the process that starts it
+        os.environ.clear()
+        os.environ.update(ENVIRON)
+
+
+@pytest.fixture
+def notebooks(tmp_path, monkeypatch):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    make_ok_notebook(folder / "tiny.ipynb")
+    make_ok_notebook(folder / "marked.ipynb", "seconds = 0", before=MARK_KERNEL)
+    make_notebook(folder / "summary.ipynb", SUMMARY, "result_files = []\noutputs = ''")
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(folder))
+    monkeypatch.setenv("KERNEL_MARKS", str(tmp_path / "kernels"))
+    return folder
+
+
+@pytest.mark.slow
+def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, notebooks):
+    from distributed import Client
+
+    jobs = lambda: [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),  # noqa: E731
+                    Job("on_ipu", "tiny.ipynb", {"device": "ipu"}),
+                    Job("on_gpu", "tiny.ipynb", {"device": "cuda"}),
+                    Job("summary", "summary.ipynb", {"outputs": str(outputs)}, after_all=True)]
+    with cluster(**{"cpu-host": {"cpu": 1}, "ipu-host": {"ipu": 1}}) as c, Client(c) as client:
+        first = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
+        second = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
+        local_pids = {p.pid for p in psutil.Process().children(recursive=True)}
+        interrupted, kernels = interrupt_a_running_job(client, outputs, notebooks.parent / "kernels")
+
+    assert first["on_cpu"].status == first["on_ipu"].status == "ok"
+    assert first["on_cpu"].worker == "cpu-host" and first["on_ipu"].worker == "ipu-host"
+    assert first["on_cpu"].host == first["on_ipu"].host == socket.gethostname()
+    assert first["on_gpu"].status == "failed"
+    assert "no worker of this cluster offers 'cuda' (workers offer: cpu, ipu)" in first["on_gpu"].message
+    for name in ("on_cpu", "on_ipu"):
+        record = first[name]
+        assert (outputs / record.html).exists() and (outputs / record.notebook_out).exists()
+        data = json.loads((outputs / record.results).read_text())
+        assert data["device"] == record.name[3:].replace("gpu", "cuda")
+        assert data["pid"] not in local_pids  # the kernel ran under a worker, not the batch
+        assert data["omp_threads"] == ENVIRON.get("OMP_NUM_THREADS")  # not Dask's limit of 1
+    # the scorecard-like job ran here, on the results that came back
+    assert first["summary"].worker == "" and first["summary"].status == "ok"
+    assert json.loads((outputs / first["summary"].results).read_text())["seen"] == ["cpu", "ipu"]
+    # resume across the cluster: unchanged jobs are reused, the failure is tried again
+    assert second["on_cpu"].reused and second["on_ipu"].reused
+    assert not second["on_gpu"].reused and not second["summary"].reused  # its inputs changed
+    # Ctrl-C: the running job is told to stop, its kernel on the worker goes, the state is valid
+    assert interrupted.signum == signal.SIGINT
+    assert [(r.name, r.status) for r in interrupted.records] == [("on_cpu", "ok"), ("sleeper", "interrupted")]
+    assert read_state(outputs)["runs"][-1]["status"] == "interrupted"
+    assert kernels and all(not psutil.pid_exists(pid) for pid in kernels)
+
+
+def interrupt_a_running_job(client, outputs, marks):
+    """SIGINT this process while a long job runs on a worker; returns the exception and the
+    kernel pids (after giving the worker a few seconds to stop them)."""
+    jobs = [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
+            Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})]
+
+    def interrupt_once_started() -> None:
+        deadline = time.monotonic() + 120
+        while not marks.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(BatchInterrupted) as caught:
+        run_jobs(jobs, out=outputs, executor=DaskExecutor(client))
+    kernels = [int(pid) for pid in marks.read_text().split()] if marks.exists() else []
+    deadline = time.monotonic() + 15
+    while any(psutil.pid_exists(pid) for pid in kernels) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return caught.value, kernels
+
+
+@pytest.mark.slow
+def test_a_worker_lost_mid_job_has_its_job_run_elsewhere(outputs, notebooks, tmp_path):
+    from distributed import Client
+
+    jobs = [Job(f"job{i}", "marked.ipynb", {"seconds": 4}) for i in range(2)]
+    killed = {}
+    with cluster(w1={"cpu": 1}, w2={"cpu": 1}) as c, Client(c) as client:
+        client.wait_for_workers(2)
+        pids = client.run(os.getpid)
+
+        def kill_the_first_worker_to_start() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                started = [m for _, m in client.get_events(TOPIC) if m["event"] == "started"]
+                if started:
+                    time.sleep(2)  # the job is under way
+                    killed.update(started[0])
+                    c.workers[killed["name"]].close_gracefully()  # its nanny must not restart it
+                    os.kill(pids[started[0]["worker"]], signal.SIGKILL)
+                    return
+                time.sleep(0.2)
+
+        killer = threading.Thread(target=kill_the_first_worker_to_start, daemon=True)
+        killer.start()
+        records = {r.name: r for r in run_jobs(jobs, out=outputs, executor=DaskExecutor(client))}
+        killer.join()
+
+    assert killed, "no job started"
+    assert all(r.status == "ok" for r in records.values()), records
+    lost = records[killed["key"].rsplit("-", 1)[-1]]
+    other = next(r for r in records.values() if r is not lost)
+    assert lost.attempts == 2 and lost.worker == other.worker != killed["name"]  # re-run elsewhere
+    assert lost.note.startswith("worker lost mid-job; re-run from the start") and killed["name"] in lost.note
+    assert other.attempts == 1 and not other.note
+    assert (outputs / lost.html).exists() and json.loads((outputs / lost.results).read_text())["status"] == "ok"
+    # the first attempt's kernel did not outlive its worker
+    first_kernel = int((tmp_path / "kernels").read_text().split()[0])
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(first_kernel) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(first_kernel) or psutil.Process(first_kernel).status() == psutil.STATUS_ZOMBIE

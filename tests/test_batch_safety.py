@@ -1,0 +1,222 @@
+"""`make reproduce` as a user meets it: exit status, concurrent runs, selection, corrupt state.
+
+Tiny notebooks made here (no model), run through the real runner and the real `kit` CLI.
+"""
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kit import atomic
+from kit.batch import Job, run_jobs
+from kit.batch.lock import outputs_lock
+from kit.batch.runner import new_run_dir
+from kit.batch.selection import parse_force, select
+from kit.batch.state import CorruptState, read_state, save_state
+from kit.cli import main as kit_main
+from kit.errors import InvalidParameter, KitError
+from kit.site import write_index
+from tests.batch_notebooks import make_notebook, make_ok_notebook
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A notebooks folder with ok.ipynb (writes ok results) and broken.ipynb (raises)."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    make_ok_notebook(folder / "ok.ipynb")
+    make_notebook(folder / "broken.ipynb", "1 / 0")
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(folder))
+    return folder
+
+
+def use_jobs(monkeypatch, jobs):
+    """`kit reproduce` runs these jobs instead of the profile's."""
+    monkeypatch.setattr("kit.batch.cli.jobs_for", lambda profile, hardware: [Job(**vars(j)) for j in jobs])
+
+
+def reproduce(capsys, *args):
+    code = kit_main(["reproduce", "--hardware", "cpu", *args])
+    out, err = capsys.readouterr()
+    return code, out.strip().splitlines(), err
+
+
+@pytest.mark.slow
+def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypatch, capsys):
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb"), Job("second", "ok.ipynb")])
+    code, lines, _ = reproduce(capsys)
+    assert code == 0 and lines[-1].startswith("all 2 notebooks ok")
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb"), Job("broken", "broken.ipynb")])
+    code, lines, _ = reproduce(capsys)
+    assert code == 1
+    assert lines[-1].startswith("1 of 2 notebooks not ok") and lines[-1].endswith("broken (failed)")
+    assert any("first (reused)" in line for line in lines)
+    run_dir = outputs / read_state(outputs)["jobs"]["broken"]["results"].rsplit("/", 1)[0]
+    assert not [p.name for p in run_dir.glob("*.json")]  # broken wrote none; the batch's own files are not *.json
+
+    # a truncated state.json: rebuilt from outputs/runs/, the old file moved aside
+    before = json.loads((outputs / "state.json").read_text())
+    (outputs / "state.json").write_text(json.dumps(before)[:40])
+    assert kit_main(["rebuild-state"]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt from 2 runs" in out and "state.json.corrupt-" in out
+    assert [p for p in outputs.iterdir() if p.name.startswith("state.json.corrupt-")]
+    after = read_state(outputs)
+    keys = ("status", "fingerprint", "results", "run_id")
+    for name in ("first", "second", "broken"):
+        assert {k: after["jobs"][name][k] for k in keys} == {k: before["jobs"][name][k] for k in keys}
+    assert [r["jobs"] for r in after["runs"]] == [["first", "second"], ["first", "broken"]]
+    code, lines, _ = reproduce(capsys)  # resumes: `first` reused, `broken` run again
+    assert code == 1 and any("first (reused)" in line for line in lines)
+    assert any("failed  broken" in line for line in lines)
+
+
+def test_selection_errors_never_touch_the_index(outputs, tiny, monkeypatch, capsys):
+    use_jobs(monkeypatch, [Job("alpha", "ok.ipynb"), Job("beta", "ok.ipynb")])
+    (outputs / "index.html").write_text("the last batch's index")
+    for args, words in [(["--only", "nonexistent"], ["'nonexistent' matches no job", "jobs: alpha, beta"]),
+                        (["--only", ","], ["no empty word"]), (["--only", "alpha,"], ["no empty word"]),
+                        (["--force", "yes"], ["invalid FORCE='yes'", "0 (reuse"])]:
+        code, _, err = reproduce(capsys, *args)
+        assert code == 2 and all(w in err for w in words), (args, err)
+    assert (outputs / "index.html").read_text() == "the last batch's index"
+    assert not (outputs / "runs").exists()  # nothing was run
+    with pytest.raises(KitError, match="no notebooks to index"):
+        write_index([], outputs)
+
+
+def test_select_and_force_values():
+    jobs = [Job("resnet50_FP16", "a.ipynb"), Job("bert_FP8", "a.ipynb"), Job("summary", "s.ipynb")]
+    assert [j.name for j in select(jobs, "bert,summ")] == ["bert_FP8", "summary"]
+    assert select(jobs, None) == jobs
+    for bad in ("", " ", "bert,", ",", "bert,,summary", "gpt"):
+        with pytest.raises(InvalidParameter, match="ONLY"):
+            select(jobs, bad)
+    assert parse_force("1") and not parse_force("0") and parse_force(True)
+    for bad in ("yes", "true", "2", ""):
+        with pytest.raises(InvalidParameter, match="FORCE"):
+            parse_force(bad)
+
+
+def test_make_reproduce_passes_failures_and_usage_errors_on(tmp_path):
+    """The Makefile target: FORCE=yes is refused by kit (make fails), before anything runs."""
+    out = tmp_path / "outputs"
+    env = {**os.environ, "KIT_OUTPUTS": str(out)}
+    # -o: never (re)install the environment from a test
+    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "reproduce",
+                           "FORCE=yes", "HARDWARE=cpu"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode != 0 and "invalid FORCE='yes'" in proc.stderr
+    assert not (out / "runs").exists()
+
+
+def test_second_batch_is_refused_while_one_holds_outputs(outputs, tiny, monkeypatch, capsys):
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
+    with outputs_lock(outputs):
+        code, _, err = reproduce(capsys)
+        assert code == 2
+        assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        # a second process is refused too
+        proc = subprocess.run([sys.executable, "-m", "kit.cli", "rebuild-state"], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+        assert proc.returncode == 2 and f"(pid {os.getpid()}," in proc.stderr
+    assert not (outputs / "runs").exists()
+    with outputs_lock(outputs):  # released: free again
+        pass
+
+
+def _make_run_dirs(out, count, queue):
+    queue.put([new_run_dir(out)[0] for _ in range(count)])
+
+
+def _save_states(out, count, tag, queue):
+    errors = 0
+    for i in range(count):
+        try:
+            save_state(out, {"jobs": {}, "runs": [{"run_id": f"{tag}{i}", "jobs": []}]})
+            read_state(out)
+        except Exception:  # noqa: BLE001 - counted, and the test asserts none
+            errors += 1
+    queue.put(errors)
+
+
+def test_run_ids_never_collide_and_state_writes_are_atomic(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_make_run_dirs, args=(tmp_path, 30, queue)) for _ in range(3)]
+    procs += [ctx.Process(target=_save_states, args=(tmp_path, 150, tag, queue)) for tag in "ab"]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    ids = [i for r in results if isinstance(r, list) for i in r]
+    assert len(ids) == 90 and len(set(ids)) == 90
+    assert [r for r in results if isinstance(r, int)] == [0, 0]  # no crash, never a partial file
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    atomic.write_text(tmp_path / "x.txt", "one")
+    assert (tmp_path / "x.txt").read_text() == "one"
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"jobs": {"a": {"name": "a"', "not JSON"),
+    ('{"jobs": {}}', "missing key 'runs'"),
+    ("[]", "top level is list"),
+    ('{"jobs": {"a": {"name": "a"}}, "runs": []}', "job 'a' lacks notebook"),
+])
+def test_corrupt_state_is_a_clear_error_and_creates_nothing(outputs, tiny, monkeypatch, capsys,
+                                                           content, problem):
+    (outputs / "state.json").write_text(content)
+    with pytest.raises(CorruptState, match=problem):
+        read_state(outputs)
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
+    code, _, err = reproduce(capsys)
+    assert code == 2 and str(outputs / "state.json") in err and problem in err
+    assert "kit rebuild-state" in err and "Traceback" not in err
+    assert not (outputs / "runs").exists() and not (outputs / "index.html").exists()
+
+
+@pytest.mark.slow
+def test_a_dead_kernel_is_reported_as_killed_with_its_peak_memory(outputs, tiny):
+    make_notebook(tiny / "hog.ipynb", "import os, signal\nblock = bytearray(600 * 2**20)\n"
+                                      "block[::4096] = b'x' * len(block[::4096])\n"
+                                      "os.kill(os.getpid(), signal.SIGKILL)")
+    (record,) = run_jobs([Job("hog", "hog.ipynb")], out=outputs)
+    assert record.status == "killed"
+    assert "likely out of memory: peak" in record.message
+    peak = float(record.message.split("peak ")[1].split(" GB")[0])
+    assert 0.6 <= peak < 4, record.message
+
+
+class OffersResources:
+    """Stands in for a cluster executor: only what `hardware_kinds` asks of one."""
+
+    def __init__(self, *kinds):
+        self.kinds = set(kinds)
+
+    def offered(self):
+        return self.kinds
+
+
+def test_one_batch_measures_on_every_kind_the_cluster_offers():
+    from kit.batch.cli import hardware_kinds, jobs_on
+    from kit.batch.jobs import hardware_resource
+
+    assert hardware_kinds("auto", OffersResources("cpu", "ipu", "gpu-memory")) == ["ipu", "cpu"]
+    assert hardware_kinds("cuda,cpu,cuda") == ["cuda", "cpu"]
+    with pytest.raises(InvalidParameter, match="hardware='tpu'"):
+        hardware_kinds("cpu,tpu")
+    with pytest.raises(InvalidParameter, match="declare no ipu, cuda or cpu"):
+        hardware_kinds("auto", OffersResources("memory"))
+    single = jobs_on("quick", ["cpu"])
+    both = {j.name: j for j in jobs_on("quick", ["ipu", "cpu"])}
+    model = next(j.name for j in single if j.notebook == "model_benchmark.ipynb")
+    assert hardware_resource(both[f"{model}@ipu"]) == "ipu" and hardware_resource(both[f"{model}@cpu"]) == "cpu"
+    assert {"published_results", "summary"} <= set(both) and list(both)[-1] == "summary"
+    assert hardware_resource(both["published_results"]) is None
+    assert len({j.name for j in single}) == len(single) and len(both) < 2 * len(single)
