@@ -47,6 +47,7 @@ class RunResult:
     figures: list[dict] = field(default_factory=list)
     tables: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    resources: dict = field(default_factory=dict)  # peak memory: kit.memory.resources()
     created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 

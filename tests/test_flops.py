@@ -43,3 +43,19 @@ def test_batched_matmul_counts_every_batch_dim(tmp_path):
     path = save(tmp_path, nodes, [a, b], [y], [])
     specs = (InputSpec("a", (1, 4, 6, 8), "float32"), InputSpec("b", (1, 4, 8, 3), "float32"))
     assert count_flops_per_sample(path, specs) == pytest.approx(2 * 4 * 6 * 3 * 8)
+
+
+def test_large_weights_are_not_needed_to_count(tmp_path):
+    """The count runs on a weightless copy: large float initializers become inputs, small ones stay."""
+    from kit.models.flops import weightless
+
+    w = numpy_helper.from_array(np.ones((64, 48), np.float32), "w")  # 3072 elements: moved
+    shape = numpy_helper.from_array(np.array([-1, 64], np.int64), "shape")  # kept: values matter
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 48])
+    path = save(tmp_path, nodes, [x], [y], [w, shape])
+    light = weightless(onnx.load(str(path)))
+    assert [t.name for t in light.graph.initializer] == ["shape"]
+    assert [i.name for i in light.graph.input] == ["x", "w"]
+    assert count_flops_per_sample(path, (InputSpec("x", (1, 8, 8), "float32"),)) == 2 * 64 * 48

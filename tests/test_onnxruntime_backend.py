@@ -302,6 +302,6 @@ def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
 
     monkeypatch.setattr(importlib.metadata, "version", version)
     assert onnxruntime_version() == "1.31.1"
-    from kit.backends.precision import converted_path
+    from kit.backends.precision import conversion_settings
 
-    assert converted_path(small.onnx_path, "fp16").name.startswith(small.onnx_path.stem)
+    assert conversion_settings(small, "fp16")["onnxruntime"] == "1.31.1"  # the conversion cache key

@@ -6,20 +6,25 @@ quantization (weights int8, activation scales computed per call) for MatMul/tran
 models, whose activation ranges vary per input. `quantization_method` says which, and the
 ORT session records it in its description.
 
-Converted files are cached next to the fp32 export (outputs/cache/models), keyed by the
-source file's name and the converter's version, so each conversion happens once.
+Converted files are cached next to the fp32 export (outputs/cache/models), keyed by the source
+file's content, the converter's version and settings (kit.cache), so each conversion happens
+once and a model replaced at the same path is converted again. Before converting, the memory the
+step needs (kit.memory) is compared with the memory available.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 from kit import progress
+from kit.cache import cached_file
 from kit.environment import onnxruntime_version
-from kit.errors import CorruptModel, InvalidParameter
+from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
+from kit.memory import check_memory, release_freed_memory
 from kit.models.spec import ExportedModel, make_inputs
 from kit.paths import cache_dir
 from kit.registry import Registry
@@ -63,29 +68,49 @@ def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None
     if precision not in ORT_PRECISIONS:
         raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
     method = "fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric else quantization_method(model)
-    target = converted_path(model.onnx_path, method, directory)
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp.onnx")
-    try:
-        with progress.step(f"converting {model.name} to {precision} ({method}), cached after this"):
-            CONVERTERS.get(method)(model, tmp)
-    except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed
-        tmp.unlink(missing_ok=True)
-        raise CorruptModel(f"cannot convert {model.onnx_path.name} to {precision} ({method}): {exc}") from exc
-    tmp.replace(target)
-    return target
+    source = Path(model.onnx_path)
+    if not source.is_file():
+        raise MissingResource(f"cannot convert {source}: no such file")
+
+    def build(out: Path) -> dict:
+        check_memory(MEMORY_STEPS[method], source.stat().st_size,
+                     f"converting {source.name} to {precision} ({method})")
+        try:
+            with progress.step(f"converting {model.name} to {precision} ({method}), cached after this"):
+                blocked = CONVERTERS.get(method)(model, out)
+        except KitError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed
+            raise CorruptModel(f"cannot convert {source.name} to {precision} ({method}): {exc}") from exc
+        return {"method": method, "source": str(source), "kept_fp32": blocked or []}
+
+    return cached_file(conversion_dir(source, directory), f"{source.stem}-{method}", ".onnx",
+                       sources=[source], settings=conversion_settings(model, method), build=build)
 
 
-def converted_path(source: Path, method: str, directory: Path | None = None) -> Path:
+MEMORY_STEPS = {"fp16": "fp16", "dynamic": "int8-dynamic", "static-qdq": "int8-static",
+                "static-qdq-s8s8": "int8-static"}
+
+
+def conversion_settings(model: ExportedModel, method: str) -> dict:
+    """Everything besides the source's content that the converted file depends on."""
+    settings = {"method": method, "onnxruntime": onnxruntime_version(), "version": CONVERSION_VERSION}
+    if method == "fp16":
+        from onnxconverter_common import __version__ as converter_version
+
+        settings["onnxconverter-common"] = converter_version
+    if method.startswith("static-qdq"):
+        settings["calibration"] = {"batches": CALIBRATION_BATCHES,
+                                   "inputs": [i.to_dict() for i in model.inputs]}
+    return settings
+
+
+def conversion_dir(source: Path, directory: Path | None = None) -> Path:
     """Next to the source when it lives in the kit's cache, else under cache/converted."""
-    ort = onnxruntime_version()  # the onnxruntime or the onnxruntime-gpu distribution
-    key = hashlib.sha1(f"{source.resolve()}|{method}|ort-{ort}|v{CONVERSION_VERSION}".encode()).hexdigest()[:8]
-    if directory is None:
-        cache = cache_dir().resolve()
-        directory = source.parent if cache in source.resolve().parents else cache / "converted"
-    return directory / f"{source.stem}-{method}-{key}.onnx"
+    if directory is not None:
+        return directory
+    cache = cache_dir().resolve()
+    return source.parent if cache in source.resolve().parents else cache / "converted"
 
 
 FP16_REPAIR_ATTEMPTS = 8
@@ -107,6 +132,7 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
         converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True,
                                                      node_block_list=blocked)
         onnx.save(converted, str(out))
+        del converted  # the check below loads the file; one copy of the model at a time
         try:
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
             return blocked
@@ -125,36 +151,77 @@ def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
 
 
 def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> None:
+    """Static QDQ int8; calibration ranges are merged one input at a time (CalibStridedMinMax=1),
+    so only one input's intermediate tensors are held, not every calibration input's."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = out.with_suffix(".pre.onnx")
     signed = {"activation_type": QuantType.QInt8,
-              "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True}} if symmetric else {
-              "activation_type": QuantType.QUInt8}
+              "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True,
+                                "CalibStridedMinMax": 1}} if symmetric else {
+              "activation_type": QuantType.QUInt8, "extra_options": {"CalibStridedMinMax": 1}}
     try:
         quant_pre_process(str(model.onnx_path), str(prepared), skip_symbolic_shape=True)
-        quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
-                        weight_type=QuantType.QInt8, per_channel=True,
-                        calibrate_method=CalibrationMethod.MinMax, **signed)
+        release_freed_memory()  # pre-processing's sessions and copies are gone; return their pages
+        with calibration_without_arena():
+            quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
+                            weight_type=QuantType.QInt8, per_channel=True,
+                            calibrate_method=CalibrationMethod.MinMax, **signed)
     finally:
         prepared.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def calibration_without_arena() -> Iterator[None]:
+    """Run ONNX Runtime's calibration session without its CPU memory arena.
+
+    The calibrator's session (every activation of the augmented model) grows ORT's arena by
+    doubling: Swin-L's calibration reached 11 GB with it. quantize_static takes no session
+    options, so the calibrator's session factory is replaced for the duration of the call.
+    """
+    import onnxruntime as ort
+    from onnxruntime.quantization.calibrate import CalibraterBase
+
+    def create_inference_session(self) -> None:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False
+        self.infer_session = ort.InferenceSession(self.augmented_model_path, sess_options=options,
+                                                  providers=self.execution_providers)
+
+    with mock.patch.object(CalibraterBase, "create_inference_session", create_inference_session):
+        yield
+
+
 class SeededReader:
-    """CalibrationDataReader over the model's own seeded input generator (batch 1 each)."""
+    """CalibrationDataReader over the model's own seeded input generator (batch 1 each).
+
+    Inputs are made when asked for; `set_range` lets ONNX Runtime calibrate a slice at a time.
+    """
 
     def __init__(self, model: ExportedModel, batches: int = CALIBRATION_BATCHES):
-        self._feeds = iter([make_inputs(model.inputs, 1, seed=100 + i) for i in range(batches)])
+        self._inputs, self._batches = model.inputs, batches
+        self.set_range(0, batches)
+
+    def __len__(self) -> int:
+        return self._batches
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._next, self._end = start_index, min(end_index, self._batches)
 
     def get_next(self) -> dict | None:
-        return next(self._feeds, None)
+        if self._next >= self._end:
+            return None
+        self._next += 1
+        return make_inputs(self._inputs, 1, seed=100 + self._next - 1)
 
     def rewind(self) -> None:  # the calibrator may call it; one pass is all we give
         pass
 
 
-CONVERTERS: Registry[Callable[[ExportedModel, Path], None]] = Registry("ORT conversion")
+CONVERTERS: Registry[Callable[[ExportedModel, Path], list[str] | None]] = Registry("ORT conversion")
 CONVERTERS.register("fp16", to_fp16)
 CONVERTERS.register("dynamic", to_int8_dynamic)
 CONVERTERS.register("static-qdq", to_int8_static)

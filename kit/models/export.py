@@ -7,33 +7,44 @@ cache. The batch axis stays dynamic.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import gc
+import importlib.metadata
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
 from kit import progress
+from kit.cache import building, content_key, entry_problem, read_entry, write_entry
 from kit.errors import CorruptModel
+from kit.memory import check_memory, release_freed_memory
 from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
 from kit.paths import cache_dir
 from kit.registry import Registry
 
-EXPORT_FORMAT_VERSION = 2  # bump when the export code changes what it writes
+EXPORT_FORMAT_VERSION = 3  # bump when the export code changes what it writes
+FP32_BYTES = 4  # an fp32 ONNX file is ~4 bytes per parameter: the memory check's size estimate
 
 
 @dataclass(frozen=True)
 class Exporter:
-    """What the export pipeline needs to know about one framework."""
+    """What the export pipeline needs to know about one framework.
+
+    `child_env` is set in the child process that runs a full-size export (see export_child).
+    `reference_first`: run the framework's reference before exporting, so the model can be freed
+    before the ONNX file is checked (TensorFlow keeps the run's memory, so it runs after).
+    """
 
     export: Callable[[object, Path, tuple[InputSpec, ...], tuple[str, ...], int], None]
     run: Callable[[object, dict[str, np.ndarray], tuple[InputSpec, ...]], list[np.ndarray]]
     params: Callable[[object], int]
     versions: Callable[[], list[str]]
     reference: str
+    child_env: Mapping[str, str] = field(default_factory=dict)
+    reference_first: bool = True
 
 
 EXPORTERS: Registry[Exporter] = Registry("exporter framework")
@@ -41,18 +52,10 @@ EXPORTERS: Registry[Exporter] = Registry("exporter framework")
 
 def cache_key(entry: ModelEntry, weights: WeightsInfo, small: bool, opset: int,
               weights_path: Path | None = None) -> str:
-    parts = [entry.name, weights.source, weights.detail, str(small), str(opset),
-             *EXPORTERS.get(entry.framework).versions(), f"format-{EXPORT_FORMAT_VERSION}",
-             *weights_stamp(weights_path)]
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:12]
-
-
-def weights_stamp(directory: Path | None) -> list[str]:
-    """Name, size and mtime of each weights file, so replacing the weights re-exports."""
-    if directory is None:
-        return []
-    return [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
-            for p in sorted(Path(directory).iterdir()) if p.is_file()]
+    """Hash of the entry, settings, tool versions and the weights files' content."""
+    settings = [entry.name, weights.source, weights.detail, str(small), str(opset),
+                *EXPORTERS.get(entry.framework).versions(), f"format-{EXPORT_FORMAT_VERSION}"]
+    return content_key([weights_path] if weights_path is not None else [], settings)
 
 
 def cache_stem(entry_name: str, small: bool) -> str:
@@ -60,44 +63,81 @@ def cache_stem(entry_name: str, small: bool) -> str:
 
 
 def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
-                  small: bool, seed: int, opset: int, directory: Path | None = None) -> ExportedModel:
-    """Return the cached export for this key, or build, export, verify and cache it."""
+                  small: bool, seed: int, opset: int, directory: Path | None = None,
+                  isolate: bool | None = None) -> ExportedModel:
+    """Return the cached export for this key, or build, export, verify and cache it.
+
+    Full-size exports run in a child process (`isolate`, default: not small), so the framework
+    and its copies of the weights are gone when the export is, and a memory failure is reported.
+    """
     directory = directory or cache_dir() / "models"
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{cache_stem(entry.name, small)}-{cache_key(entry, weights, small, opset, weights_path)}"
-    onnx_path, meta_path = directory / f"{stem}.onnx", directory / f"{stem}.json"
-    if onnx_path.exists() and meta_path.exists():
-        return exported_from_meta(json.loads(meta_path.read_text()), onnx_path)
+    onnx_path = directory / f"{cache_stem(entry.name, small)}-{cache_key(entry, weights, small, opset, weights_path)}.onnx"
+    meta = read_entry(onnx_path)
+    if meta is None:
+        isolate = (not small if isolate is None else isolate) and is_registered(entry)
+        args = dict(small=small, seed=seed, opset=opset, onnx_path=onnx_path)
+        with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
+            meta = (export_in_child(entry, weights, weights_path, **args) if isolate
+                    else build_export(entry, weights, weights_path, **args))
+    return exported_from_meta(meta, onnx_path)
+
+
+def is_registered(entry: ModelEntry) -> bool:
+    """Whether a child process can find `entry` by name (entries made on the fly cannot)."""
+    from kit.models.zoo import MODELS
+
+    return entry.name in MODELS.names() and MODELS.get(entry.name) is entry
+
+
+def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *, small: bool,
+                 seed: int, opset: int, onnx_path: Path) -> dict:
+    """Build the model, check the memory its export needs, export, verify, record; the metadata."""
     exporter = EXPORTERS.get(entry.framework)
     inputs = entry.inputs_for(small)
     started = time.perf_counter()
     model = entry.build(small=small, weights_dir=weights_path, seed=seed)
-    tmp = onnx_path.with_suffix(".tmp.onnx")
-    with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
+    params = exporter.params(model)
+    check_memory(f"export-{entry.framework}", params * FP32_BYTES, f"exporting {entry.name}")
+    feeds = make_inputs(inputs, 2, seed=1)
+    reference = exporter.run(model, feeds, inputs) if exporter.reference_first else None
+    with building(onnx_path) as tmp:
         exporter.export(model, tmp, inputs, entry.outputs, opset)
-    export_s = time.perf_counter() - started
-    verification = verify(exporter, model, tmp, inputs)
+        export_s = time.perf_counter() - started
+        if reference is None:
+            reference = exporter.run(model, feeds, inputs)
+        del model  # the framework's copy of the weights is not needed to check the file
+        release_freed_memory()
+        verification = verify(tmp, feeds, reference, exporter.reference)
     verification["export_seconds"] = round(export_s, 2)
-    tmp.replace(onnx_path)
+    release_freed_memory()
     exported = ExportedModel(
         name=entry.name, onnx_path=onnx_path, inputs=inputs, outputs=entry.outputs,
-        weights=weights, params=exporter.params(model), opset=opset, small=small,
+        weights=weights, params=params, opset=opset, small=small,
         verification=verification, framework=entry.framework, task=entry.task,
     )
     exported.flops_per_sample = flops_or_none(onnx_path, inputs)
-    meta_path.write_text(json.dumps(exported.to_dict(), indent=1))
-    return exported
+    return write_entry(onnx_path, exported.to_dict())
 
 
 def latest_cached_meta(entry_name: str, small: bool = False, directory: Path | None = None) -> dict | None:
     """Metadata of the newest cached export of `entry_name`, without importing any framework."""
     directory = directory or cache_dir() / "models"
     stem = cache_stem(entry_name, small)
-    metas = [p for p in directory.glob(f"{stem}-*.json")
-             if len(p.stem) == len(stem) + 13 and p.with_suffix(".onnx").exists()]
-    if not metas:
-        return None
-    return json.loads(max(metas, key=lambda p: p.stat().st_mtime).read_text())
+    metas = [p for p in directory.glob(f"{stem}-*.json") if len(p.stem) == len(stem) + 13]
+    for meta_file in sorted(metas, key=lambda p: p.stat().st_mtime, reverse=True):
+        meta, _ = entry_problem(meta_file.with_suffix(".onnx"))
+        if meta is not None:
+            return meta
+    return None
+
+
+def export_in_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *, small: bool,
+                    seed: int, opset: int, onnx_path: Path) -> dict:
+    from kit.models.export_child import run_export_child
+
+    return run_export_child(entry, weights, weights_path, small=small, seed=seed, opset=opset,
+                            onnx_path=onnx_path, env=EXPORTERS.get(entry.framework).child_env)
 
 
 def exported_from_meta(meta: dict, onnx_path: Path) -> ExportedModel:
@@ -112,8 +152,9 @@ def exported_from_meta(meta: dict, onnx_path: Path) -> ExportedModel:
     )
 
 
-def verify(exporter: Exporter, model, onnx_path: Path, inputs: tuple[InputSpec, ...]) -> dict:
-    """ONNX checker, then ORT vs the framework on the same seeded inputs at batch 2."""
+def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.ndarray],
+           reference_name: str) -> dict:
+    """ONNX checker, then ORT vs the framework's outputs on the same seeded inputs (batch 2)."""
     import onnx
     import onnxruntime as ort
 
@@ -121,12 +162,12 @@ def verify(exporter: Exporter, model, onnx_path: Path, inputs: tuple[InputSpec, 
         onnx.checker.check_model(str(onnx_path))
     except Exception as exc:  # noqa: BLE001 - onnx raises several types
         raise CorruptModel(f"exported ONNX for {onnx_path.name} fails the checker: {exc}") from exc
-    feeds = make_inputs(inputs, 2, seed=1)
-    ref = exporter.run(model, feeds, inputs)
-    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    got = sess.run(None, feeds)
-    diff = max(float(np.max(np.abs(r.astype(np.float64) - g))) for r, g in zip(ref, got, strict=True))
-    return {"checker": "passed", "reference": exporter.reference, "ort_max_abs_diff": diff}
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
+    got = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    diff = max(float(np.max(np.abs(r.astype(np.float64) - g)))
+               for r, g in zip(reference, got, strict=True))
+    return {"checker": "passed", "reference": reference_name, "ort_max_abs_diff": diff}
 
 
 def flops_or_none(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> float | None:
@@ -182,10 +223,18 @@ def run_torch(model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]
     return [o.float().numpy() for o in out]
 
 
-def torch_versions() -> list[str]:
-    import torch
+def installed_version(*distributions: str) -> str:
+    """Version of the first installed distribution, without importing it (TensorFlow takes seconds)."""
+    for name in distributions:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "absent"
 
-    return [f"torch-{torch.__version__}"]
+
+def torch_versions() -> list[str]:
+    return [f"torch-{installed_version('torch')}"]
 
 
 def count_torch_params(model) -> int:
@@ -204,16 +253,53 @@ TF_DTYPES = {"float32": "float32", "int64": "int64", "int32": "int32", "bool": "
 
 def export_keras(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tuple[str, ...],
                  opset: int) -> None:
-    """tf2onnx.convert.from_keras with a None batch dim, then the published input/output names."""
-    import onnx
+    """tf2onnx.convert.from_keras with a None batch dim, then the published input/output names.
+
+    `large_model=True` keeps the weights out of the TensorFlow graph tf2onnx optimises (one copy,
+    no grappler pass over them); they are put back into the single .onnx file here. With the
+    pure-Python protobuf (set in the export's child process) the ONNX protos share the weights'
+    bytes instead of copying them on every optimiser pass: 17 GB -> a few GB for RoFormer-base.
+    """
     import tensorflow as tf
     import tf2onnx
 
     signature = [tf.TensorSpec((None, *i.shape[1:]) if i.batched else i.shape, TF_DTYPES[i.dtype],
                                name=i.name.split(":")[0]) for i in inputs]
-    proto, _ = tf2onnx.convert.from_keras(model, input_signature=signature, opset=opset)
+    # tf2onnx 1.17's large-model path still calls np.product, which numpy 2 removed
+    with mock.patch.object(np, "product", np.prod, create=True):
+        proto, storage = tf2onnx.convert.from_keras(model, input_signature=signature, opset=opset,
+                                                    large_model=True)
+    inline_external_tensors(proto, storage.name_to_tensor_data if storage else {})
+    del storage
+    gc.collect()  # TensorFlow's frozen graph and tf2onnx's graph sit in reference cycles
     rename_io(proto, [i.name for i in inputs], list(outputs))
-    onnx.save(proto, str(path))
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def inline_external_tensors(proto, data: Mapping[str, bytes]) -> None:
+    """Move tf2onnx's external tensor data back into the model (a single-file ONNX model)."""
+    import onnx
+
+    for tensor in graph_tensors(proto.graph):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = {e.key: e.value for e in tensor.external_data}["location"]
+        tensor.raw_data = data[location]
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
+
+
+def graph_tensors(graph) -> Iterator:
+    """Every TensorProto of a graph: initializers and tensor attributes, subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                yield from graph_tensors(sub)
 
 
 def rename_io(proto, input_names: list[str], output_names: list[str]) -> None:
@@ -236,15 +322,15 @@ def run_keras(model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]
 
 
 def tf_versions() -> list[str]:
-    import tensorflow as tf
-    import tf2onnx
-
-    return [f"tensorflow-{tf.__version__}", f"tf2onnx-{tf2onnx.__version__}"]
+    return [f"tensorflow-{installed_version('tensorflow', 'tensorflow-cpu', 'tensorflow-intel')}",
+            f"tf2onnx-{installed_version('tf2onnx')}"]
 
 
 def count_keras_params(model) -> int:
     return int(model.count_params())
 
 
-EXPORTERS.register("tensorflow", Exporter(export_keras, run_keras, count_keras_params, tf_versions,
-                                          "keras (tensorflow) fp32"))
+EXPORTERS.register("tensorflow", Exporter(
+    export_keras, run_keras, count_keras_params, tf_versions, "keras (tensorflow) fp32",
+    child_env={"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2"},
+    reference_first=False))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from math import prod
 from pathlib import Path
 
+import numpy as np
+
 from kit.models.spec import InputSpec
 
 
@@ -16,7 +18,7 @@ def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> fl
     """2 x MACs of every Conv, MatMul and Gemm at batch size 1."""
     import onnx
 
-    model = onnx.load(str(onnx_path))
+    model = weightless(onnx.load(str(onnx_path)))
     fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
     shapes = inferred_shapes(model)
     counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
@@ -28,6 +30,35 @@ def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> fl
         raise ValueError(f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
                          f"static shapes, e.g. {', '.join(unresolved[:3])}")
     return float(sum(flops for _, flops in counted))
+
+
+FLOAT_TYPES = (1, 10, 11, 16)  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+WEIGHTLESS_ABOVE = 1024  # elements
+
+
+def weightless(model):
+    """A copy of `model` whose large float initializers are graph inputs of the same type and shape.
+
+    Shapes, hence FLOPs, do not depend on weight values; counting on this copy holds no second
+    copy of the weights (shape inference and the measuring session would each make one).
+    """
+    import onnx
+
+    graph = model.graph
+    moved = [t for t in graph.initializer if t.data_type in FLOAT_TYPES and prod(t.dims) > WEIGHTLESS_ABOVE]
+    moved_names = {t.name for t in moved}
+    light = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    light.graph.name = graph.name
+    light.graph.node.extend(graph.node)
+    light.graph.input.extend(graph.input)
+    light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                             for t in moved if t.name not in {i.name for i in graph.input})
+    light.graph.output.extend(graph.output)
+    light.graph.value_info.extend(graph.value_info)
+    light.graph.initializer.extend(t for t in graph.initializer if t.name not in moved_names)
+    return light
 
 
 def fix_input_shapes(model, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -73,8 +104,15 @@ def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> di
     model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in sorted(wanted))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    values = session.run(None, make_inputs(inputs, 1))
+    feeds = make_inputs(inputs, 1)
+    for value in model.graph.input:  # weights made inputs by weightless(): zeros of their shape
+        if value.name not in feeds:
+            dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+            feeds[value.name] = np.zeros(dims, dtype)
+    values = session.run(None, feeds)
     return {name: tuple(v.shape) for name, v in zip(sorted(wanted), values, strict=True)}
 
 

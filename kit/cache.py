@@ -1,0 +1,155 @@
+"""Content-keyed file caches: exports, conversions, compiled PopEFs.
+
+An entry is an artifact file plus a JSON sidecar (same stem, `.json`) recording what it was made
+from and its size. The key is a hash of the sources' *content* and the settings, so replacing a
+model at the same path makes a new entry. A damaged entry (unreadable JSON, missing or truncated
+artifact) is deleted and rebuilt, with a `CacheRebuilt` warning saying why. Artifacts are built
+under a temporary name and renamed into place, so a failed or interrupted build leaves nothing.
+
+    path = cached_file(directory, "model-fp16", ".onnx", sources=[onnx_path],
+                       settings={"method": "fp16", "ort": "1.31"}, build=convert)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from kit.errors import KitError
+
+KEY_LENGTH = 12
+_DIGESTS: dict[tuple, str] = {}  # (path, inode, size, mtime) -> sha256, within one process
+
+
+class CacheRebuilt(UserWarning):
+    """A damaged cache entry was deleted and is being rebuilt."""
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's content (memoised per process on inode, size and mtime)."""
+    path = Path(path)
+    st = path.stat()
+    memo = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    if memo not in _DIGESTS:
+        with open(path, "rb") as f:
+            _DIGESTS[memo] = hashlib.file_digest(f, "sha256").hexdigest()
+    return _DIGESTS[memo]
+
+
+def content_key(sources: Sequence[Path] = (), settings: Mapping | Sequence = ()) -> str:
+    """Short hash of the sources' content (files, or every file under a directory) and settings."""
+    h = hashlib.sha256()
+    for source in sources:
+        source = Path(source)
+        files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+        for f in files:
+            h.update(f"{f.relative_to(source) if source.is_dir() else ''}:{file_digest(f)}|".encode())
+    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:KEY_LENGTH]
+
+
+def meta_path(artifact: Path) -> Path:
+    return Path(artifact).with_suffix(".json")
+
+
+def write_json_atomic(path: Path, data: Mapping) -> None:
+    """Write JSON under a temporary name, then rename: readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def discard(artifact: Path, reason: str) -> None:
+    """Delete a damaged entry and say so."""
+    artifact = Path(artifact)
+    warnings.warn(CacheRebuilt(f"cache entry {artifact.name} {reason}; rebuilding it"), stacklevel=3)
+    artifact.unlink(missing_ok=True)
+    meta_path(artifact).unlink(missing_ok=True)
+
+
+def entry_problem(artifact: Path) -> tuple[dict | None, str | None]:
+    """(metadata, None) for an intact entry, (None, reason) for a damaged one, (None, None) if absent."""
+    artifact, meta_file = Path(artifact), meta_path(artifact)
+    if not artifact.exists() and not meta_file.exists():
+        return None, None
+    if not meta_file.exists():
+        return None, "has no metadata file"
+    try:
+        meta = json.loads(meta_file.read_text())
+        recorded = meta["artifact_bytes"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"has unreadable metadata ({type(exc).__name__}: {exc})"
+    if not artifact.exists():
+        return None, "has metadata but no file"
+    size = artifact.stat().st_size
+    if size != recorded:
+        return None, f"is {size} bytes where {recorded} were written (truncated or replaced)"
+    return meta, None
+
+
+def read_entry(artifact: Path) -> dict | None:
+    """The metadata of an intact entry; None if absent or damaged (damaged ones are deleted)."""
+    meta, problem = entry_problem(artifact)
+    if problem:
+        discard(artifact, problem)
+    return meta
+
+
+def write_entry(artifact: Path, meta: Mapping) -> dict:
+    """Record an artifact that is now in place (its size is checked on every later read)."""
+    record = {**meta, "artifact_bytes": Path(artifact).stat().st_size}
+    write_json_atomic(meta_path(artifact), record)
+    return record
+
+
+def temporary_path(artifact: Path) -> Path:
+    """A per-process name beside `artifact` (same filesystem, so the final rename is atomic)."""
+    artifact = Path(artifact)
+    return artifact.with_name(f".{artifact.stem}.{os.getpid()}.tmp{artifact.suffix}")
+
+
+@contextlib.contextmanager
+def building(artifact: Path) -> Iterator[Path]:
+    """Yield a temporary path to build into; renamed to `artifact` on success, removed on failure.
+
+    Files the builder writes beside the temporary one with its name as a prefix (ONNX external
+    data, a pre-processed copy) are removed too.
+    """
+    artifact = Path(artifact)
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(artifact)
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise KitError(f"building {artifact.name} wrote nothing")
+        tmp.replace(artifact)
+    finally:
+        for leftover in artifact.parent.glob(f"{tmp.stem}*"):
+            leftover.unlink(missing_ok=True)
+
+
+def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Path],
+                settings: Mapping, build: Callable[[Path], Mapping | None]) -> Path:
+    """The file `build(tmp_path)` makes from `sources` with `settings`, built once per content key.
+
+    `build` writes the artifact at the path it is given and may return extra metadata to record.
+    """
+    key = content_key(sources, settings)
+    artifact = Path(directory) / f"{stem}-{key}{suffix}"
+    if read_entry(artifact) is not None:
+        return artifact
+    with building(artifact) as tmp:
+        extra = build(tmp) or {}
+    write_entry(artifact, {"key": key, "settings": dict(settings), **dict(extra),
+                           "sources": [{"name": Path(s).name, "sha256": file_digest(s)}
+                                       for s in sources if Path(s).is_file()]})
+    return artifact

@@ -1,0 +1,119 @@
+"""Run one export in a child process: the framework and its copies of the weights die with it.
+
+The parent passes the job as JSON on the command line and reads the export's metadata (or the
+error) back from a JSON file. The child's peak RSS (from wait4) is recorded in the metadata's
+`verification` and is named in the error when the kernel kills the child.
+
+    python -m kit.models.export_child '{"model": ..., "result": ...}'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from kit import errors
+from kit.cache import write_entry
+from kit.memory import GB, InsufficientMemory, own_peak_rss_bytes
+from kit.models.spec import ModelEntry, WeightsInfo
+
+STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
+
+
+def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
+                     small: bool, seed: int, opset: int, onnx_path: Path,
+                     env: Mapping[str, str] = ()) -> dict:
+    """Export `entry` in a child process; its metadata, or the child's error raised here."""
+    with tempfile.TemporaryDirectory(prefix="kit-export-") as tmp:
+        result = Path(tmp) / "result.json"
+        job = {"model": entry.name, "weights": weights.to_dict(), "small": small, "seed": seed,
+               "opset": opset, "onnx_path": str(onnx_path), "result": str(result),
+               "weights_path": None if weights_path is None else str(weights_path)}
+        with open(Path(tmp) / "stderr.txt", "w+") as stderr:
+            status, peak = run_child([sys.executable, "-m", "kit.models.export_child", json.dumps(job)],
+                                     child_environment(env), stderr)
+            stderr.seek(0)
+            tail = stderr.read()[-STDERR_TAIL:]
+        outcome = json.loads(result.read_text()) if result.exists() else None
+    if outcome and "meta" in outcome:
+        return outcome["meta"]
+    what = f"export of {entry.name}{' (small)' if small else ''}"
+    if outcome and "error" in outcome:
+        raise error_from(outcome["error"], outcome["message"], what)
+    raise child_failure(what, status, peak, tail)
+
+
+def child_failure(what: str, status: int, peak: int, tail: str) -> errors.KitError:
+    """The error for a child that died without a word: killed (likely out of memory) or crashed."""
+    if status == -signal.SIGKILL:
+        return errors.KitError(f"{what} was killed (likely out of memory: peak {peak / GB:.1f} GB)")
+    if status < 0:
+        return errors.KitError(f"{what} was killed by {signal.Signals(-status).name}; its output "
+                               f"ends:\n{tail}")
+    return errors.KitError(f"{what} failed in its child process (exit status {status}); its output "
+                           f"ends:\n{tail}")
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment, with this checkout's `kit` first on the path."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **dict(extra)}
+
+
+def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, int]:
+    """(exit status, negative for a signal; the child's peak RSS in bytes).
+
+    The peak is wait4's ru_maxrss, which also counts this process's RSS when it forked.
+    """
+    proc = subprocess.Popen(argv, env=dict(env), stdout=stderr, stderr=stderr)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # Ctrl-C: the child goes too
+        proc.kill()
+        proc.wait()
+        raise
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss * 1024
+
+
+ERROR_TYPES = {cls.__name__: cls for cls in (errors.CorruptModel, errors.MissingResource,
+                                             errors.BackendUnavailable, errors.KitError,
+                                             InsufficientMemory)}
+
+
+def error_from(kind: str, message: str, what: str) -> errors.KitError:
+    """The child's error as the same KitError class here (others become KitError, named)."""
+    if kind in ERROR_TYPES:
+        return ERROR_TYPES[kind](message)
+    return errors.KitError(f"{what} failed: {kind}: {message}")
+
+
+def main(argv: list[str]) -> int:
+    from kit.models.export import build_export
+    from kit.models.zoo import MODELS
+
+    job = json.loads(argv[0])
+    result = Path(job["result"])
+    try:
+        meta = build_export(MODELS.get(job["model"]), WeightsInfo.from_dict(job["weights"]),
+                            None if job["weights_path"] is None else Path(job["weights_path"]),
+                            small=job["small"], seed=job["seed"], opset=job["opset"],
+                            onnx_path=Path(job["onnx_path"]))
+    except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent, named
+        result.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        raise
+    meta["verification"]["export_peak_rss_bytes"] = own_peak_rss_bytes()
+    meta = write_entry(Path(job["onnx_path"]), meta)
+    result.write_text(json.dumps({"meta": meta}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,96 @@
+"""Export cache: damaged entries rebuilt with a note, failed exports leave nothing, the child process."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+
+import pytest
+
+from kit import memory
+from kit.cache import CacheRebuilt
+from kit.errors import CorruptModel, KitError
+from kit.memory import InsufficientMemory
+from kit.models import MODELS, export_model
+from kit.models import export as export_module
+from kit.models.export import cached_export
+from kit.models.export_child import child_failure, run_child
+from kit.models.spec import WeightsInfo
+
+RESNET = "resnet50-torch-fp32"
+
+
+def leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if "tmp" in p.name)
+
+
+def test_corrupt_metadata_is_rebuilt_with_a_note(tmp_path):
+    first = export_model(RESNET, small=True, cache=tmp_path)
+    first.onnx_path.with_suffix(".json").write_text('{"name": "resnet50-torch-fp32", "inp')
+    with pytest.warns(CacheRebuilt, match="unreadable metadata"):
+        again = export_model(RESNET, small=True, cache=tmp_path)
+    assert again.onnx_path == first.onnx_path and again.verification["checker"] == "passed"
+    assert json.loads(again.onnx_path.with_suffix(".json").read_text())["name"] == RESNET
+
+
+def test_truncated_onnx_is_rebuilt_with_a_note(tmp_path):
+    first = export_model(RESNET, small=True, cache=tmp_path)
+    size = first.onnx_path.stat().st_size
+    with open(first.onnx_path, "r+b") as f:
+        f.truncate(size // 3)
+    with pytest.warns(CacheRebuilt, match="truncated"):
+        again = export_model(RESNET, small=True, cache=tmp_path)
+    assert again.onnx_path.stat().st_size == size
+
+
+def test_failed_export_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def failing_verify(path, *args):
+        assert path.exists()  # the file was written under its temporary name
+        raise CorruptModel(f"exported ONNX for {path.name} fails the checker: simulated")
+
+    monkeypatch.setattr(export_module, "verify", failing_verify)
+    with pytest.raises(CorruptModel, match="simulated"):
+        export_model(RESNET, small=True, cache=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_that_will_not_fit_fails_before_exporting(tmp_path, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 1000000 kB\nMemAvailable: 20000 kB\n")
+    monkeypatch.setattr(memory, "MEMINFO", meminfo)
+    monkeypatch.setattr(memory, "CGROUP", tmp_path / "no-cgroup")
+    monkeypatch.delenv(memory.SKIP_CHECK_ENV, raising=False)
+    with pytest.raises(InsufficientMemory, match=f"exporting {RESNET} needs about .* GB, 0.0 GB available"):
+        export_model(RESNET, small=True, cache=tmp_path / "models")
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_export_in_a_child_process_records_its_peak_memory(tmp_path):
+    entry = MODELS.get(RESNET)
+    model = cached_export(entry, WeightsInfo("random", "seed 0"), None, small=True, seed=0, opset=17,
+                          directory=tmp_path, isolate=True)
+    assert model.verification["checker"] == "passed"
+    assert model.verification["export_peak_rss_bytes"] > 100 * 2**20  # torch alone is more
+    assert export_model(RESNET, small=True, cache=tmp_path).onnx_path == model.onnx_path  # cached
+
+
+def test_child_errors_come_back_named(tmp_path):
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "model.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(KitError, match=f"export of {RESNET} \\(small\\)|model.pt"):
+        cached_export(MODELS.get(RESNET), WeightsInfo("local", str(weights)), weights, small=True,
+                      seed=0, opset=17, directory=tmp_path / "models", isolate=True)
+    assert leftovers(tmp_path / "models") == [] and list((tmp_path / "models").iterdir()) == []
+
+
+def test_a_killed_child_is_reported_as_likely_out_of_memory(tmp_path):
+    kill = "import os, signal; b = bytearray(200 * 2**20); os.kill(os.getpid(), signal.SIGKILL)"
+    with open(tmp_path / "err", "w+") as err:
+        status, peak = run_child([sys.executable, "-c", kill], {}, err)
+    assert status == -signal.SIGKILL and peak > 150 * 2**20
+    message = str(child_failure("export of x", status, peak, ""))
+    assert re.fullmatch(r"export of x was killed \(likely out of memory: peak \d+\.\d GB\)", message)
+    assert "exit status 3" in str(child_failure("export of x", 3, peak, "Traceback ..."))

@@ -1,0 +1,107 @@
+"""kit.memory: peak RSS, memory available (from a fake /proc/meminfo and cgroup), the pre-flight check."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit import memory
+from kit.errors import KitError, UnknownNameError
+from kit.memory import (
+    GB,
+    InsufficientMemory,
+    available_bytes,
+    check_memory,
+    estimate_need,
+    parse_meminfo,
+)
+
+MEMINFO = """MemTotal:       16384000 kB
+MemFree:          512000 kB
+MemAvailable:    {available} kB
+Buffers:           10240 kB
+HugePages_Total:       0
+"""
+
+
+@pytest.fixture
+def fake_memory(tmp_path, monkeypatch):
+    """A machine with `available` kB free (MemAvailable) and no cgroup limit."""
+
+    def set_available(kilobytes: int):
+        path = tmp_path / "meminfo"
+        path.write_text(MEMINFO.format(available=kilobytes))
+        monkeypatch.setattr(memory, "MEMINFO", path)
+        monkeypatch.setattr(memory, "CGROUP", tmp_path / "no-cgroup")
+        monkeypatch.delenv(memory.SKIP_CHECK_ENV, raising=False)
+        return path
+
+    return set_available
+
+
+def test_parse_meminfo_in_bytes():
+    fields = parse_meminfo(MEMINFO.format(available=4_000_000))
+    assert fields["MemAvailable"] == 4_000_000 * 1024 and fields["MemTotal"] == 16384000 * 1024
+    assert fields["HugePages_Total"] == 0
+
+
+def test_available_is_capped_by_a_cgroup_limit(tmp_path, fake_memory):
+    meminfo = fake_memory(8_000_000)
+    assert available_bytes(meminfo) == 8_000_000 * 1024
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(f"{3 * 1024**3}\n")
+    (cgroup / "memory.current").write_text(f"{1024**3}\n")
+    assert available_bytes(meminfo, cgroup) == 2 * 1024**3
+    (cgroup / "memory.max").write_text("max\n")
+    assert available_bytes(meminfo, cgroup) == 8_000_000 * 1024
+
+
+def test_check_memory_fails_before_the_step_with_the_figures(fake_memory):
+    fake_memory(2_000_000)  # ~2 GB available
+    need = estimate_need("int8-static", 1 * GB)
+    with pytest.raises(InsufficientMemory) as caught:
+        check_memory("int8-static", 1 * GB, "converting swin.onnx to int8")
+    message = str(caught.value)
+    assert f"converting swin.onnx to int8 needs about {need / GB:.1f} GB, 2.0 GB available" in message
+    assert memory.SKIP_CHECK_ENV in message
+    assert isinstance(caught.value, KitError) and isinstance(caught.value, MemoryError)
+
+
+def test_check_memory_passes_when_it_fits_or_is_skipped(fake_memory, monkeypatch):
+    fake_memory(64_000_000)
+    assert check_memory("fp16", 0.5 * GB, "x") == pytest.approx(estimate_need("fp16", 0.5 * GB))
+    fake_memory(100_000)
+    monkeypatch.setenv(memory.SKIP_CHECK_ENV, "1")
+    check_memory("fp16", 0.5 * GB, "x")
+
+
+def test_need_grows_with_model_size_and_unknown_steps_are_named():
+    assert estimate_need("export-torch", 2 * GB) > estimate_need("export-torch", 1 * GB)
+    with pytest.raises(UnknownNameError, match="int4"):
+        estimate_need("int4", GB)
+
+
+PROBE = """
+import json, subprocess, sys
+from kit.memory import own_peak_rss_bytes, resources
+start = own_peak_rss_bytes()
+block = bytearray(300 * 2**20)  # zero-filled: every page touched
+own = own_peak_rss_bytes()
+del block
+subprocess.run([sys.executable, "-c", "bytearray(400 * 2**20)"], check=True)
+print(json.dumps({"start": start, "own": own, **resources()}))
+"""
+
+
+def test_peak_rss_of_this_process_and_its_children():
+    import json
+    import subprocess
+    import sys
+
+    out = json.loads(subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                                    check=True).stdout)
+    mib = 2**20
+    assert out["own"] - out["start"] >= 250 * mib  # the process's own allocation
+    assert out["peak_rss_self_bytes"] >= out["own"] - mib  # VmHWM: per-CPU counters, kB jitter
+    assert out["peak_rss_children_bytes"] >= 380 * mib  # the child's, seen after it was waited for
+    assert out["peak_rss_bytes"] == max(out["peak_rss_self_bytes"], out["peak_rss_children_bytes"])
