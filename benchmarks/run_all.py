@@ -10,7 +10,6 @@ import sys
 
 # module names under benchmarks/, each with main() -> int
 BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "ipu_overhead",
-BENCHMARKS: list[str] = ["harness_overhead", "backend_speedups", "power_overhead", "ipu_overhead",
                          "batch_dask_overhead", "row_search", "memory"]
 
 

@@ -53,6 +53,16 @@ def comparisons(out: Path) -> str:
     return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
 
 
+def peak_memory(out: Path, record: dict) -> str:
+    """The job's peak resident memory from its result JSON (`resources`), e.g. '1.8 GB', or '—'."""
+    try:
+        data = json.loads((out / record["results"]).read_text())
+        peak = (data.get("resources") or {}).get("peak_rss_bytes")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "—"
+    return f"{peak / 1e9:.1f} GB" if peak else "—"
+
+
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
     """Write outputs/index.html atomically; an empty batch never replaces the index."""
     out = out or outputs_dir()
@@ -65,7 +75,7 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
         moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
         rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(peak_memory(out, r))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     try:
         state = read_state(out)
@@ -86,7 +96,7 @@ scorecard says so.</p>
 {headline_chart(card)}
 {scorecard_table(card)}
 <h2>Reports</h2>
-<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
+<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table>
 <h2>Runs kept</h2><ul>{runs}</ul>
 {comparisons(out)}

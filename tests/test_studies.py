@@ -198,3 +198,18 @@ def test_interactive_results_path_is_new_per_run_and_named_by_time(outputs):
     assert first.parent == outputs / "interactive" and first != second
     assert first.name.startswith("c2_study-20") and first.suffix == ".json"
     assert results_path("x/y.json", "c2_study") == Path("x/y.json")
+
+
+def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fake_backend):
+    """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
+    from kit.site import write_index
+
+    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
+    assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]
+    run = outputs / "runs" / "r1"
+    result.write(run / "m.json")
+    (run / "m.html").write_text("<p>report</p>")
+    record = {"name": "m", "status": "ok", "duration_s": 1.0, "html": "runs/r1/m.html",
+              "results": "runs/r1/m.json", "run_id": "r1"}
+    page = write_index([record], outputs).read_text()
+    assert "<th>Peak memory</th>" in page and f"{result.resources['peak_rss_bytes'] / 1e9:.1f} GB" in page

@@ -164,6 +164,9 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
     except Exception as exc:  # noqa: BLE001 - a bug still ends as a readable result, not a lost run
         result.fail(f"{type(exc).__name__}: {exc} (unexpected; traceback: "
                     f"{' | '.join(traceback.format_exc().strip().splitlines()[-4:])})")
+    from kit.memory import resources
+
+    result.resources = resources()
     return result
 
 
