@@ -54,7 +54,7 @@ def child(step: str, model: str, small: bool) -> None:
         peak = max(peak, exported.verification.get("export_peak_rss_bytes") or 0)
         path = exported.onnx_path
     else:
-        from kit.backends.precision import convert_for_ort
+        from kit.backends.onnx_conversion import convert_for_ort
 
         before = own_peak_rss_bytes()  # loading the cached export's metadata: next to nothing
         path = convert_for_ort(exported, step)

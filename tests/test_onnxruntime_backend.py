@@ -252,7 +252,7 @@ def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_
 
 
 def test_symmetric_int8_runs_close_to_fp32_on_the_cpu(small, reference):
-    from kit.backends.precision import convert_for_ort
+    from kit.backends.onnx_conversion import convert_for_ort
 
     path = convert_for_ort(small, "int8", symmetric=True)
     assert "static-qdq-s8s8" in path.name
@@ -302,6 +302,6 @@ def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
 
     monkeypatch.setattr(importlib.metadata, "version", version)
     assert onnxruntime_version() == "1.31.1"
-    from kit.backends.precision import conversion_settings
+    from kit.backends.onnx_conversion import conversion_settings
 
     assert conversion_settings(small, "fp16")["onnxruntime"] == "1.31.1"  # the conversion cache key

@@ -171,7 +171,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.precision != "fp32":
-            from kit.backends.precision import conversion_label
+            from kit.backends.onnx_conversion import conversion_label
 
             description["conversion"] = conversion_label(model, config.precision,
                                                          symmetric=config.device == "tensorrt")
@@ -195,7 +195,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         static QDQ with signed symmetric activations and weights, whatever the model."""
         if config.precision == "fp32":
             return model.onnx_path
-        from kit.backends.precision import convert_for_ort
+        from kit.backends.onnx_conversion import convert_for_ort
 
         if config.device == "tensorrt" and config.precision == "int8":
             return convert_for_ort(model, "int8", symmetric=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.backends.base import BackendConfig, InProcessBackend, Session
-from kit.backends.precision import is_convolutional
+from kit.backends.onnx_conversion import is_convolutional
 from kit.environment import cpu_flags, usable_cores
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.measure import BatchMeasurement, MeasureConfig, measure

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from kit import memory
-from kit.backends.precision import convert_for_ort
+from kit.backends.onnx_conversion import convert_for_ort
 from kit.cache import CacheRebuilt
 from kit.errors import CorruptModel
 from kit.memory import InsufficientMemory
@@ -99,7 +99,7 @@ def test_calibration_session_runs_without_the_memory_arena(tmp_path):
     """ORT's arena grew Swin-L's calibration to 11 GB; the calibrator's session goes without it."""
     from onnxruntime.quantization.calibrate import create_calibrator
 
-    from kit.backends.precision import SeededReader, calibration_without_arena
+    from kit.backends.onnx_conversion import SeededReader, calibration_without_arena
 
     model = write_matmul(tmp_path / "model.onnx", 32, seed=0)
     with calibration_without_arena():

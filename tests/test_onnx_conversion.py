@@ -1,4 +1,4 @@
-"""kit.backends.precision: fp16 and int8 ONNX files for ONNX Runtime, converted once and cached."""
+"""kit.backends.onnx_conversion: fp16 and int8 ONNX files for ONNX Runtime, converted once and cached."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from kit.backends.precision import conversion_label, convert_for_ort, quantization_method
+from kit.backends.onnx_conversion import conversion_label, convert_for_ort, quantization_method
 from kit.errors import InvalidParameter
 from kit.models import export_model
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
