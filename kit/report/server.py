@@ -1,0 +1,67 @@
+"""The server scenario's tables, plot and sentence."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from kit.results import RunResult
+
+
+def server_tables(result: RunResult) -> dict[str, pd.DataFrame]:
+    """The server study's tables (fixed_batch, probes, best, simulated_curve, c2_prediction)."""
+    return {k: pd.DataFrame(v) for k, v in result.tables.items()}
+
+
+def server_best(result: RunResult) -> pd.DataFrame:
+    """Per policy: LoadGen's highest passing QPS beside the simulator's prediction."""
+    cols = ["policy", "loadgen_best_qps", "loadgen_p99_ms", "loadgen_result", "loadgen_reasons",
+            "sim_best_qps", "prediction_error_pct", "capacity_qps"]
+    best = server_tables(result).get("best", pd.DataFrame())
+    return best[cols] if not best.empty else pd.DataFrame(columns=cols)
+
+
+def server_c2_prediction(result: RunResult) -> pd.DataFrame:
+    """What the C2 card would sustain (a PREDICTION), or the note saying why it was skipped."""
+    tables = server_tables(result)
+    return tables.get("c2_prediction", pd.DataFrame({"note": [n for n in result.notes if "C2" in n]}))
+
+
+def plot_server(result: RunResult):
+    """p99 latency against offered load: LoadGen probes and the simulated curve per policy."""
+    import matplotlib.pyplot as plt
+
+    tables = server_tables(result)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    probes, curve = tables.get("probes", pd.DataFrame()), tables.get("simulated_curve", pd.DataFrame())
+    for i, (policy, rows) in enumerate(probes.groupby("policy", sort=False) if not probes.empty else []):
+        sim = curve[curve.policy == policy]
+        ax.plot(sim.offered_qps, sim.sim_p99_ms, "--", color=f"C{i}", label=f"{policy} simulated")
+        ax.plot(rows.offered_qps, rows.loadgen_p99_ms, "o", color=f"C{i}", label=f"{policy} LoadGen")
+    bound = result.parameters.get("latency_bound_ms")
+    if bound:
+        ax.axhline(bound, color="k", lw=0.8)
+    p = result.parameters
+    ax.set(xlabel="offered QPS (Poisson)", ylabel="p99 latency (ms)", yscale="log",
+           title=f"{p.get('model')} on {p.get('backend')} {p.get('precision')}: p99 vs offered load")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def server_interpretation(result: RunResult) -> str:
+    """The best policy in one sentence, or why none kept p99 under the bound."""
+    if result.status != "ok":
+        return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
+    best = server_best(result).dropna(subset=["loadgen_best_qps"])
+    bound = result.parameters.get("latency_bound_ms")
+    if best.empty:
+        return (f"<p>No policy kept p99 under {bound:g} ms on this hardware, even at the lowest rate "
+                "probed.</p>")
+    top = best.loc[best.loadgen_best_qps.idxmax()]
+    err = top.prediction_error_pct
+    tail = f" ({err:+.0f} %)." if pd.notna(err) else "."
+    return (f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 "
+            f"{top.loadgen_p99_ms:.0f} ms (LoadGen {html.escape(str(top.loadgen_result))}); the "
+            f"simulation predicted {top.sim_best_qps:.3g} QPS{tail}</p>")
