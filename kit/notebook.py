@@ -93,6 +93,9 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
     name = str(ResultKind(kind))
     result = RunResult.new(kind, name, parameters or {})
     result.tables.update(tables)
+    from kit.memory import resources
+
+    result.resources = resources()
     with _reserved(results_path(given_path, name)) as path:
         result.write(path)
     return result
