@@ -118,6 +118,11 @@ def test_the_timed_loop_runs_with_no_progress_code(study, params, shown, outputs
     monkeypatch.setattr(measure, "time_calls", lambda call, *a, **k: timed.append(call) or time_calls(call, *a, **k))
     if study is c2:  # C2 times its own pipeline call around session.run
         monkeypatch.setattr(c2, "_pipeline_call", lambda s, *a: s.bind({}))
+    from tqdm import tqdm as tqdm_class
+
+    if tqdm_class.monitor is not None:  # left by another test's bar in this process, not the study's
+        tqdm_class.monitor.exit()
+        tqdm_class.monitor = None
     result = study.run(params)
     assert result.status == "ok", result.errors
     assert "compiling" in text(shown) and "100%" in text(shown)  # progress was on around the windows

@@ -140,6 +140,7 @@ class Progress:
     def __init__(self, total: int):
         from tqdm import tqdm
 
+        tqdm.monitor_interval = 0  # no monitor thread: a bar that may share a process with timed work
         self.bar = tqdm(total=total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
 
     def __call__(self, record: JobRecord) -> None:
