@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import BackendConfig, InProcessBackend, Session
+from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.environment import usable_cores
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter
-from kit.measure import BatchMeasurement, MeasureConfig, measure
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -38,13 +37,14 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
 }
 CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
              "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
-HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
-DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
-                   "with published host-to-host rows")
 GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
-class OrtSession(Session):
+class OrtSession(InProcessSession):
+    @property
+    def on_gpu(self) -> bool:
+        return self.device != "cpu"
+
     def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0):
         self.session = session
         self.description = description
@@ -88,19 +88,6 @@ class OrtSession(Session):
             run_bound(binding)
 
         return call
-
-    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
-        """Host-to-host timing; every client gets its own call (and IO binding)."""
-        m = measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = HOST_TO_HOST
-        return m
-
-    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
-                                cfg: MeasureConfig) -> BatchMeasurement:
-        """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
-        m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = DEVICE_RESIDENT if self.device != "cpu" else HOST_TO_HOST
-        return m
 
 
 class OnnxRuntimeBackend(InProcessBackend):

@@ -22,22 +22,22 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import BackendConfig, InProcessBackend, Session
+from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.backends.onnx_conversion import is_convolutional
 from kit.environment import cpu_flags, usable_cores
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.measure import BatchMeasurement, MeasureConfig, measure
 from kit.models.spec import ExportedModel
 
 DEVICES = ("cpu", "cuda")
 AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}
-HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
-DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
-                   "with published host-to-host rows")
 
 
-class TorchSession(Session):
+class TorchSession(InProcessSession):
     """One framework model on one device; `forward` is what both run() and the timed call do."""
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device_type != "cpu"
 
     def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict):
         self.module = module
@@ -117,18 +117,6 @@ class TorchSession(Session):
             sync(device)
 
         return call_resident
-
-    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
-        m = measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = HOST_TO_HOST
-        return m
-
-    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
-                                cfg: MeasureConfig) -> BatchMeasurement:
-        """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
-        m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = DEVICE_RESIDENT if self.device_type != "cpu" else HOST_TO_HOST
-        return m
 
 
 class TorchBackend(InProcessBackend):
