@@ -9,7 +9,7 @@ HARDWARE ?= auto
 FORCE ?= 0
 ONLY ?=
 SCHEDULER ?=
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n auto --dist worksteal
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 # GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never

@@ -67,6 +67,8 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> RunResult:
+        if not isinstance(d, dict):
+            raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         version = d.get("schema_version")
         if version != SCHEMA_VERSION:
             raise KitError(f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ def shared_or_skip(*parts: str) -> Path:
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.modules.setdefault("rfc3987_syntax", None)  # as kit.batch.worker does: 1.4 s of grammar compiling
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from kit.batch import Job, run_jobs
 from kit.site import write_index
 from tests.conftest import ROOT
+from tests.batch_notebooks import make_ok_notebook
 from tests.ipu_helpers import double_env
 
 SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
@@ -52,15 +53,13 @@ def jobs():
         Job("bad_model", "model_benchmark.ipynb", {**SMALL, "model": "nosuchnet"}, 300),
         Job("bad_batch", "model_benchmark.ipynb", {**SMALL, "batch_sizes": [-3]}, 300),
         Job("broken", "broken.ipynb", {}, 300),
-        Job("slow", "slow.ipynb", {}, 8),
+        Job("slow", "slow.ipynb", {}, 5),
         Job("summary", "summary.ipynb", {}, 300, after_all=True),
     ]
 
 
-def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks, ipu_double):
-    started = time.perf_counter()
+def test_batch_runs_everything_and_reports_each_failure(outputs, notebooks, ipu_double):
     first = {r.name: r for r in run_jobs(jobs(), out=outputs)}
-    first_s = time.perf_counter() - started
     assert first["resnet50_small"].status == "ok"
     assert first["bad_model"].status == "error"
     assert "unknown model 'nosuchnet'; known:" in first["bad_model"].message
@@ -85,16 +84,30 @@ def test_batch_runs_everything_reports_failures_and_resumes(outputs, notebooks, 
     page = index.read_text()
     assert all(name in page for name in first) and "timeout" in page
 
-    second = {r.name: r for r in run_jobs([jobs()[0], jobs()[2], jobs()[-1]], out=outputs)}
-    assert second["resnet50_small"].reused
-    assert not second["bad_model"].reused  # failures are always re-run
+
+def tiny_jobs():
+    """The resume rules on notebooks that need no model: one ok, one failing, a summary after all."""
+    return [Job("ok", "tiny.ipynb", {}), Job("broken", "broken.ipynb", {}),
+            Job("summary", "tiny.ipynb", {}, after_all=True)]
+
+
+def test_resume_reuses_ok_jobs_reruns_failures_and_summaries_whose_inputs_changed(outputs, notebooks):
+    make_ok_notebook(notebooks / "tiny.ipynb")
+    started = time.perf_counter()
+    first = {r.name: r for r in run_jobs(tiny_jobs(), out=outputs)}
+    first_s = time.perf_counter() - started
+    assert [first[n].status for n in ("ok", "broken", "summary")] == ["ok", "failed", "ok"]
+
+    second = {r.name: r for r in run_jobs(tiny_jobs(), out=outputs)}
+    assert second["ok"].reused
+    assert not second["broken"].reused  # failures are always re-run
     assert not second["summary"].reused  # its inputs (the results it reads) changed
     started = time.perf_counter()
-    third = run_jobs(jobs()[:1] + jobs()[-1:], out=outputs)
-    fourth = run_jobs(jobs()[:1] + jobs()[-1:], out=outputs)
+    third = run_jobs([tiny_jobs()[0], tiny_jobs()[-1]], out=outputs)
+    fourth = run_jobs([tiny_jobs()[0], tiny_jobs()[-1]], out=outputs)
     assert not third[1].reused and all(r.reused for r in fourth)
     assert len(list((outputs / "runs").iterdir())) == 4  # every run kept
     assert time.perf_counter() - started < first_s
 
-    forced = run_jobs(jobs()[:1], out=outputs, force=True)
-    assert not forced[0].reused and forced[0].run_id != first["resnet50_small"].run_id
+    forced = run_jobs(tiny_jobs()[:1], out=outputs, force=True)
+    assert not forced[0].reused and forced[0].run_id != first["ok"].run_id

@@ -1,10 +1,11 @@
 """Reduced-precision ONNX files for ONNX Runtime: fp16 (onnxconverter-common) and int8 (ORT).
 
 int8 uses static QDQ quantization (calibrated on the model's seeded inputs) for convolutional
-models, where activations dominate and VNNI integer convolutions pay off, and dynamic
-quantization (weights int8, activation scales computed per call) for MatMul/transformer
-models, whose activation ranges vary per input. `quantization_method` says which, and the
-ORT session records it in its description.
+models (more Conv than MatMul/Gemm nodes in the graph), where VNNI integer convolutions pay off,
+and dynamic quantization (weights int8, activation scales computed per call) for MatMul/transformer
+models, whose activation ranges vary per input; dynamic needs no calibration session, so it also
+converts in a fraction of the time and memory. `quantization_method` says which (the ORT option
+`quantization` overrides it), and the ORT session records it in its description.
 
 Converted files are cached next to the fp32 export (outputs/cache/models), keyed by the source
 file's content, the converter's version and settings (kit.cache), so each conversion happens
@@ -14,7 +15,9 @@ step needs (kit.memory) is compared with the memory available.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,16 +39,49 @@ CONVERSION_VERSION = 2  # bump when a converter's settings change
 
 
 def is_convolutional(task: str) -> bool:
-    """Whether a zoo task is served by a CNN (channels_last, static int8), from its task name."""
+    """Whether a zoo task is served by a CNN (channels_last in torch), from its task name."""
     return task in CNN_TASKS or task.startswith("image")
 
 
-def quantization_method(model: ExportedModel) -> str:
-    """'static-qdq' for convolutional models, 'dynamic' for MatMul/transformer ones."""
-    return "static-qdq" if is_convolutional(model.task) else "dynamic"
+QUANTIZATION_METHODS = ("static-qdq", "dynamic")
 
 
-def conversion_label(model: ExportedModel, precision: str, symmetric: bool = False) -> str:
+def quantization_method(model: ExportedModel, asked: str | None = None) -> str:
+    """`asked` when given, else 'static-qdq' where Conv nodes outnumber MatMul/Gemm nodes in the
+    graph (a CNN) and 'dynamic' otherwise (transformers, Swin included, whatever their task)."""
+    if asked is not None:
+        if asked not in QUANTIZATION_METHODS:
+            raise InvalidParameter("quantization", asked, f"one of {', '.join(QUANTIZATION_METHODS)}")
+        return asked
+    counts = op_counts(Path(model.onnx_path))
+    if counts is None:  # no readable graph yet: the task name decides
+        return "static-qdq" if is_convolutional(model.task) else "dynamic"
+    conv, matmul = counts.get("Conv", 0), counts.get("MatMul", 0) + counts.get("Gemm", 0)
+    return "static-qdq" if conv > matmul else "dynamic"
+
+
+def op_counts(path: Path) -> dict[str, int] | None:
+    """How many nodes of each op type the graph has (cached per file, size and modification time)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _op_counts(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _op_counts(path: str, size: int, mtime_ns: int) -> dict[str, int] | None:
+    import onnx
+
+    try:
+        graph = onnx.load(path, load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - a corrupt file is reported by the step that loads it
+        return None
+    return dict(collections.Counter(node.op_type for node in graph.node))
+
+
+def conversion_label(model: ExportedModel, precision: str, symmetric: bool = False,
+                     quantization: str | None = None) -> str:
     """What the conversion does, in words, for the session description."""
     if precision == "int8" and symmetric:
         return (f"onnxruntime static QDQ int8, signed symmetric activations and weights (S8S8, as TensorRT "
@@ -53,24 +89,26 @@ def conversion_label(model: ExportedModel, precision: str, symmetric: bool = Fal
     if precision == "fp16":
         return ("onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
                 "fp16 are kept in fp32)")
-    if quantization_method(model) == "static-qdq":
+    if quantization_method(model, quantization) == "static-qdq":
         return (f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
                 f"{CALIBRATION_BATCHES} seeded inputs)")
     return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
 
 
 def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None,
-                    symmetric: bool = False) -> Path:
+                    symmetric: bool = False, quantization: str | None = None) -> Path:
     """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached.
 
     `symmetric=True` (int8 for TensorRT): static QDQ with signed symmetric activations, any model.
+    `quantization` ('static-qdq' or 'dynamic') overrides the int8 method the graph suggests.
     """
     if precision not in ORT_PRECISIONS:
         raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
-    method = "fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric else quantization_method(model)
     source = Path(model.onnx_path)
     if not source.is_file():
         raise MissingResource(f"cannot convert {source}: no such file")
+    method = ("fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric
+              else quantization_method(model, quantization))
 
     def build(out: Path) -> dict:
         check_memory(MEMORY_STEPS[method], source.stat().st_size,
@@ -137,7 +175,7 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
             return blocked
         except Exception as exc:  # noqa: BLE001 - ORT's load error names the node to keep in fp32
-            node = re.search(r"of node \(([^)]+)\)", str(exc))
+            node = re.search(r"(?:of|in) node \(([^)]+)\)", str(exc))
             if node is None or node.group(1) in blocked:
                 raise
             blocked.append(node.group(1))

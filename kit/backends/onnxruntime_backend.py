@@ -161,7 +161,8 @@ class OnnxRuntimeBackend(InProcessBackend):
             from kit.backends.onnx_conversion import conversion_label
 
             description["conversion"] = conversion_label(model, config.precision,
-                                                         symmetric=config.device == "tensorrt")
+                                                         symmetric=config.device == "tensorrt",
+                                                         quantization=quantization(config))
         return description
 
     def providers(self, config: BackendConfig, available: list[str]) -> list:
@@ -186,7 +187,7 @@ class OnnxRuntimeBackend(InProcessBackend):
 
         if config.device == "tensorrt" and config.precision == "int8":
             return convert_for_ort(model, "int8", symmetric=True)
-        return convert_for_ort(model, config.precision)
+        return convert_for_ort(model, config.precision, quantization=quantization(config))
 
 
 def device_id(config: BackendConfig) -> int:
@@ -256,6 +257,14 @@ def trt_cache_dir(options: dict, gpu_name: str) -> Path:
     text = json.dumps({"trt": tensorrt_version(), "ort": onnxruntime_version(), "gpu": gpu_name,
                        "options": keyed}, sort_keys=True, default=str)
     return cache_dir() / "tensorrt" / f"trt-{tensorrt_version() or 'unknown'}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
+
+def quantization(config: BackendConfig) -> str | None:
+    """config.options['quantization'] ('static-qdq' or 'dynamic'; int8 only), or None: the graph decides."""
+    asked = config.options.get("quantization")
+    if asked is not None and config.precision != "int8":
+        raise InvalidParameter("quantization", asked, "only with precision int8 (it picks the int8 method)")
+    return asked
 
 
 def graph_optimization(config: BackendConfig) -> str:
