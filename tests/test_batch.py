@@ -10,8 +10,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from kit.batch import Job, run_jobs
 from kit.site import write_index
-from tests.conftest import ROOT
 from tests.batch_notebooks import make_ok_notebook
+from tests.conftest import ROOT
 from tests.ipu_helpers import double_env
 
 SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
