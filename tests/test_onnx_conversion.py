@@ -84,9 +84,25 @@ def test_int8_dynamic_for_matmul_models(tmp_path, monkeypatch):
     assert 0 < np.abs(ref - got).max() < 0.05 * np.abs(ref).max()
 
 
-def test_task_picks_method(small):
-    assert quantization_method(dataclasses.replace(small, task="text-classification")) == "dynamic"
-    assert quantization_method(dataclasses.replace(small, task="image-classification")) == "static-qdq"
+def test_graph_picks_method_whatever_the_task(small, tmp_path):
+    """Swin is an image model built of MatMuls: the graph, not the task name, decides."""
+    assert quantization_method(dataclasses.replace(small, task="text-classification")) == "static-qdq"
+    matmul = matmul_model(tmp_path)
+    assert quantization_method(dataclasses.replace(matmul, task="image-classification")) == "dynamic"
+    unreadable = dataclasses.replace(small, onnx_path=tmp_path / "missing.onnx")
+    assert quantization_method(unreadable) == "static-qdq"  # no graph: the task name decides
+    assert quantization_method(dataclasses.replace(unreadable, task="text-classification")) == "dynamic"
+
+
+def test_quantization_can_be_asked_for_and_bad_values_are_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    model = matmul_model(tmp_path)
+    assert quantization_method(model, "static-qdq") == "static-qdq"
+    path = convert_for_ort(model, "int8", quantization="static-qdq")
+    assert "QuantizeLinear" in op_types(path) and "DynamicQuantizeLinear" not in op_types(path)
+    assert "static QDQ" in conversion_label(model, "int8", quantization="static-qdq")
+    with pytest.raises(InvalidParameter, match="quantization='qat'.*static-qdq, dynamic"):
+        convert_for_ort(model, "int8", quantization="qat")
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp8", "fp32"])

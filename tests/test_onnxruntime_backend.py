@@ -51,6 +51,15 @@ def test_bind_and_measure(small):
     assert m.latency.count == 3 and m.throughput > 0
 
 
+def test_quantization_option_picks_the_int8_method_and_only_for_int8(small):
+    backend = get_backend("onnxruntime")
+    session = backend.load(small, BackendConfig(precision="int8", options={"quantization": "dynamic"}), 1)
+    assert session.description["conversion"].startswith("onnxruntime dynamic int8")
+    assert "static QDQ" in backend.load(small, BackendConfig(precision="int8"), 1).description["conversion"]
+    with pytest.raises(InvalidParameter, match="quantization='dynamic': only with precision int8"):
+        backend.load(small, BackendConfig(precision="fp16", options={"quantization": "dynamic"}), 1)
+
+
 @pytest.mark.parametrize(("precision", "hint"), [("bf16", "torch"), ("fp8", "int8")])
 def test_unsupported_precision_says_what_to_use(small, precision, hint):
     with pytest.raises(InvalidParameter, match=hint):

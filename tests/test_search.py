@@ -60,6 +60,15 @@ def test_candidates_follow_the_cpu_flags():
         row_candidates("torch", "ipu")
 
 
+def test_the_other_int8_method_is_a_full_search_candidate():
+    cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2, int8_method="dynamic")
+    other = [c for c in cands if c.options.get("quantization")]
+    assert [(c.label, c.depth) for c in other] == [("onnxruntime int8 static-qdq (cpu)", "full")]
+    assert other[0].native  # VNNI here
+    none = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
+    assert not any(c.options.get("quantization") for c in none)
+
+
 def _probes(candidates, today):
     return [row.to_probe(c, today) for c in candidates]
 

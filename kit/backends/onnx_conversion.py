@@ -19,6 +19,7 @@ import collections
 import contextlib
 import functools
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
@@ -35,7 +36,7 @@ from kit.registry import Registry
 ORT_PRECISIONS = ("fp16", "int8")
 CNN_TASKS = ("image-classification", "object-detection", "image-segmentation", "vision")
 CALIBRATION_BATCHES = 4  # seeded random batches of 1: enough for min/max on random weights
-CONVERSION_VERSION = 2  # bump when a converter's settings change
+CONVERSION_VERSION = 3  # bump when a converter's settings change
 
 
 def is_convolutional(task: str) -> bool:
@@ -157,9 +158,11 @@ FP16_REPAIR_ATTEMPTS = 8
 def to_fp16(model: ExportedModel, out: Path) -> list[str]:
     """fp16 with fp32 inputs/outputs; returns the nodes kept in fp32.
 
-    onnxconverter-common rewrites Cast(to=float) nodes on integer id paths (tf2onnx graphs) into
-    fp16 while their consumers still expect fp32, which ONNX Runtime rejects at load. Each such
-    node named in the load error is kept in fp32 and the conversion redone.
+    onnxconverter-common rewrites Cast(to=float) nodes (on integer id paths in tf2onnx graphs, on
+    masks and position buckets in DeBERTa, CLIP, Swin) into fp16 while their consumers still expect
+    fp32, which ONNX Runtime rejects at load. When the load error names such a Cast, every
+    Cast(to=float) is kept in fp32 (the converter casts their outputs for fp16 consumers); any other
+    node named is kept in fp32 alone; then the conversion is redone.
     """
     import onnx
     import onnxruntime as ort
@@ -167,10 +170,14 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
 
     blocked: list[str] = []
     for _ in range(FP16_REPAIR_ATTEMPTS):
-        converted = float16.convert_float_to_float16(onnx.load(str(model.onnx_path)), keep_io_types=True,
-                                                     node_block_list=blocked)
+        source = onnx.load(str(model.onnx_path))
+        float_casts = [n.name for n in source.graph.node if n.op_type == "Cast" and n.name
+                       and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
+        with warnings.catch_warnings():  # one line per tiny weight clamped to fp16's range: hundreds
+            warnings.filterwarnings("ignore", message="the float32 number", category=UserWarning)
+            converted = float16.convert_float_to_float16(source, keep_io_types=True, node_block_list=blocked)
         onnx.save(converted, str(out))
-        del converted  # the check below loads the file; one copy of the model at a time
+        del converted, source  # the check below loads the file; one copy of the model at a time
         try:
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
             return blocked
@@ -178,8 +185,10 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
             node = re.search(r"(?:of|in) node \(([^)]+)\)", str(exc))
             if node is None or node.group(1) in blocked:
                 raise
-            blocked.append(node.group(1))
-    raise CorruptModel(f"fp16 conversion of {model.name} still fails after keeping {blocked} in fp32")
+            named = node.group(1)
+            blocked += [c for c in float_casts if c not in blocked] if named in float_casts else [named]
+    raise CorruptModel(f"fp16 conversion of {model.name} still fails after keeping {len(blocked)} nodes "
+                       f"in fp32 (first: {', '.join(blocked[:5])})")
 
 
 def to_int8_dynamic(model: ExportedModel, out: Path) -> None:

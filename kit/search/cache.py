@@ -22,7 +22,7 @@ from kit import hardware as hw
 from kit.environment import cpu_flags, cpu_model, usable_cores
 from kit.paths import cache_dir
 
-SEARCH_VERSION = 2  # bump when candidates, gates or the choice rule change
+SEARCH_VERSION = 3  # bump when candidates, gates or the choice rule change
 SOFTWARE = ("torch", "onnxruntime", "onnx", "onnxconverter-common", "numpy", "tensorflow-cpu", "tf2onnx",
             "transformers")
 FLAG_PREFIXES = ("avx", "amx", "fma", "sse4", "f16c")

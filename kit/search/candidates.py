@@ -21,6 +21,7 @@ from kit.errors import InvalidParameter
 from kit.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
 
 DEPTHS = ("quick", "full")
+OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class RowCandidate:
         extra = []
         if self.options.get("compile"):
             extra.append("compile")
+        if self.options.get("quantization"):
+            extra.append(self.options["quantization"])
         if self.options.get("graph_optimization"):
             extra.append(f"graph={self.options['graph_optimization'].removeprefix('ORT_ENABLE_')}")
         if self.threads:
@@ -62,11 +65,20 @@ class RowCandidate:
 
 
 def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str] | None = None,
-                   providers: Iterable[str] = (), cores: int | None = None) -> list[RowCandidate]:
+                   providers: Iterable[str] = (), cores: int | None = None,
+                   int8_method: str | None = None) -> list[RowCandidate]:
     """Every configuration worth measuring for a model of `framework` ('torch', 'tensorflow',
-    'onnx') on `hardware` ('cpu' or 'cuda')."""
+    'onnx') on `hardware` ('cpu' or 'cuda'). `int8_method`, the ONNX Runtime int8 method the graph
+    suggests ('static-qdq' or 'dynamic'), adds the other method as a full-search candidate."""
     if hardware == "cpu":
-        return _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores())
+        out = _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores())
+        if int8_method in OTHER_INT8_METHOD:
+            other = OTHER_INT8_METHOD[int8_method]
+            default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
+            out.insert(out.index(default) + 1, RowCandidate(
+                "onnxruntime", "int8", options={"quantization": other}, native=default.native, depth="full",
+                why=f"{other} int8 instead of the graph's {int8_method}"))
+        return out
     if hardware == "cuda":
         return _cuda(framework, set(providers))
     raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")

@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from kit.backends import BackendConfig, require_backend
+from kit.backends.onnx_conversion import quantization_method
 from kit.environment import usable_cores
 from kit.errors import InvalidParameter
 from kit.measure import MeasureConfig
@@ -95,7 +96,9 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     """Measure every candidate for the row and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     today = today_plan(model, published, kind)
-    candidates = list(candidates if candidates is not None else row_candidates(model.framework, kind))
+    if candidates is None:
+        candidates = row_candidates(model.framework, kind, int8_method=quantization_method(model))
+    candidates = list(candidates)
     if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
         candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
     native16 = native_16bit(candidates)
