@@ -30,9 +30,10 @@ from kit.paths import cache_dir
 #: dynamic int8 keep activations between operators in fp32/bf16 as listed
 ELEMENT_BYTES = {"fp32": (4, 4), "bf16": (2, 2), "fp16": (2, 2), "int8": (1, 4), "fp8": (1, 4)}
 FAR_BELOW = 0.25  # a figure under this fraction of its bound is flagged
+ABOVE_BOUND = 1.15  # above this, the FLOP count or the peak is wrong (boost clocks explain a little)
 STREAM_ELEMENTS = 1 << 24  # float64 per array: 128 MiB, far beyond any L3 here
 STREAM_REPEATS = 5
-TRAFFIC_VERSION = 1
+TRAFFIC_VERSION = 2
 
 
 def position(flops_per_sample: float, bytes_per_sample: float, *, peak_gflops: float, bandwidth_gbs: float,
@@ -47,12 +48,14 @@ def position(flops_per_sample: float, bytes_per_sample: float, *, peak_gflops: f
             "intensity_flop_per_byte": intensity, "ridge_flop_per_byte": peak_gflops / bandwidth_gbs,
             "bound": "compute" if memory_roof >= peak_gflops else "memory",
             "attainable_gflops": attainable, "achieved_gflops": achieved, "fraction_of_bound": fraction,
-            "far_below": bool(fraction < FAR_BELOW)}
+            "far_below": bool(fraction < FAR_BELOW), "above_bound": bool(fraction > ABOVE_BOUND)}
 
 
 def bytes_per_sample(traffic: dict, precision: str, batch_size: int) -> float:
+    """Weights and the activations of inputs that are not batched are moved once per call."""
     w, a = ELEMENT_BYTES.get(precision, ELEMENT_BYTES["fp32"])
-    return traffic["weight_elements"] * w / batch_size + traffic["activation_elements"] * a
+    shared = traffic["weight_elements"] * w + traffic.get("shared_activation_elements", 0) * a
+    return shared / batch_size + traffic["activation_elements"] * a
 
 
 def graph_traffic(onnx_path: Path, inputs) -> dict:
@@ -67,6 +70,11 @@ def graph_traffic(onnx_path: Path, inputs) -> dict:
     except (OSError, ValueError):
         pass
     traffic = count_traffic_per_sample(onnx_path, inputs)
+    if not all(i.batched for i in inputs):  # split what each sample adds from what each call shares
+        per_sample = count_traffic_per_sample(onnx_path, inputs, 2)["activation_elements"] - traffic[
+            "activation_elements"]
+        traffic["shared_activation_elements"] = max(traffic["activation_elements"] - per_sample, 0)
+        traffic["activation_elements"] = per_sample
     _write(path, traffic)
     return traffic
 
@@ -122,15 +130,17 @@ def _write(path: Path, payload: dict) -> None:
 
 
 def figure_rows(onnx_path: Path, inputs, flops_per_sample: float, precision: str, peak: dict,
-                measurements: list[dict]) -> list[dict]:
-    """One roofline row per measured batch size (a BatchMeasurement.to_dict() each)."""
+                measurements: list[dict], flops_shared_per_call: float = 0.0) -> list[dict]:
+    """One roofline row per measured batch size (a BatchMeasurement.to_dict() each). FLOPs a call
+    does once (inputs that are not batched) are spread over the call's samples."""
     traffic = graph_traffic(Path(onnx_path), inputs)
     bandwidth = memory_bandwidth()
     rows = []
     for m in measurements:
         per_sample = bytes_per_sample(traffic, precision, m["batch_size"])
         rows.append({"batch_size": m["batch_size"], "precision": precision,
-                     **position(flops_per_sample, per_sample, peak_gflops=peak["gflops"],
+                     **position(flops_per_sample + flops_shared_per_call / m["batch_size"], per_sample,
+                                peak_gflops=peak["gflops"],
                                 bandwidth_gbs=bandwidth["gbs"], samples_per_s=m["throughput"]),
                      "peak_gflops": peak["gflops"], "peak_unit": peak.get("unit", "GFLOP/s"),
                      "peak_method": peak.get("method", ""), "bandwidth_gbs": bandwidth["gbs"],

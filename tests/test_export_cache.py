@@ -35,6 +35,20 @@ def test_corrupt_metadata_is_rebuilt_with_a_note(tmp_path):
     assert json.loads(again.onnx_path.with_suffix(".json").read_text())["name"] == RESNET
 
 
+def test_metadata_from_before_shared_flops_gets_them_without_a_new_export(tmp_path):
+    first = export_model(RESNET, small=True, cache=tmp_path)
+    meta_path = first.onnx_path.with_suffix(".json")
+    meta = json.loads(meta_path.read_text())
+    stamp = first.onnx_path.stat().st_mtime_ns
+    del meta["flops_shared_per_call"]
+    meta["flops_per_sample"] = 1.0  # what an older count may have said
+    meta_path.write_text(json.dumps(meta))
+    again = export_model(RESNET, small=True, cache=tmp_path)
+    assert again.flops_per_sample == first.flops_per_sample and again.flops_shared_per_call == 0.0
+    assert json.loads(meta_path.read_text())["flops_shared_per_call"] == 0.0
+    assert first.onnx_path.stat().st_mtime_ns == stamp  # the file itself was not exported again
+
+
 def test_truncated_onnx_is_rebuilt_with_a_note(tmp_path):
     first = export_model(RESNET, small=True, cache=tmp_path)
     size = first.onnx_path.stat().st_size

@@ -59,3 +59,34 @@ def test_large_weights_are_not_needed_to_count(tmp_path):
     assert [t.name for t in light.graph.initializer] == ["shape"]
     assert [i.name for i in light.graph.input] == ["x", "w"]
     assert count_flops_per_sample(path, (InputSpec("x", (1, 8, 8), "float32"),)) == 2 * 64 * 48
+
+
+def prompts_model(tmp_path):
+    """Images x (batched) against 100 prompts t (not batched), as VideoBERT/CLIP zero-shot does."""
+    w = numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")
+    perm = [1, 0]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xe"]),  # [B,8] x [8,16]
+             helper.make_node("MatMul", ["t", "w"], ["te"]),  # [100,8] x [8,16]: once per call
+             helper.make_node("Transpose", ["te"], ["tt"], perm=perm),
+             helper.make_node("MatMul", ["xe", "tt"], ["y"])]  # [B,16] x [16,100]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [100, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 100])
+    path = save(tmp_path, nodes, [x, t], [y], [w])
+    return path, (InputSpec("x", (1, 8), "float32"), InputSpec("t", (100, 8), "float32", batched=False))
+
+
+def test_work_on_inputs_that_are_not_batched_is_shared_by_the_call(tmp_path):
+    from kit.models.flops import count_flops_per_call, flops_split
+
+    path, specs = prompts_model(tmp_path)
+    per_sample, shared = flops_split(path, specs)
+    assert per_sample == 2 * 8 * 16 + 2 * 16 * 100
+    assert shared == 2 * 100 * 8 * 16
+    assert count_flops_per_call(path, specs, 4) == shared + 4 * per_sample
+    batched_only = (specs[0],)
+    x_path = save(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
+                  [numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")])
+    assert flops_split(x_path, batched_only) == (2 * 8 * 16, 0.0)

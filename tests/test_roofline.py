@@ -58,3 +58,23 @@ def test_a_16bit_type_without_native_arithmetic_gets_the_fp32_rate():
     assert environment.precision_rate("fp16", flags)[:2] == (1.0, False)  # no avx512_fp16: emulated
     assert environment.precision_rate("int8", flags)[:2] == (4.0, True)
     assert environment.precision_rate("int8", frozenset({"avx2"}))[:2] == (1.0, False)
+
+
+def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_flagged(tmp_path, outputs,
+                                                                                      monkeypatch):
+    """VideoBERT encodes its 100 prompts once per call: counting them per sample put batch 4 at 153 %
+    of the bf16 peak. Spread over the call's samples, the figure falls under the bound."""
+    from tests.test_flops import prompts_model
+
+    monkeypatch.setattr(roofline, "memory_bandwidth", lambda: {"gbs": 10.0, "method": "test"})
+    path, specs = prompts_model(tmp_path)
+    per_sample, shared = 2 * 8 * 16 + 2 * 16 * 100, 2 * 100 * 8 * 16
+    peak = {"gflops": 1e-3, "unit": "GFLOP/s"}  # 1 MFLOP/s
+    calls_per_s = 1e6 / (shared + 4 * per_sample) * 0.5  # half the peak at batch 4
+    m = {"batch_size": 4, "throughput": 4 * calls_per_s}
+    row, = roofline.figure_rows(path, specs, per_sample, "fp32", peak, [m], shared)
+    assert row["fraction_of_bound"] == pytest.approx(0.5) and not row["above_bound"]
+    wrong, = roofline.figure_rows(path, specs, per_sample + shared, "fp32", peak, [m])  # shared counted per sample
+    assert wrong["above_bound"] and wrong["fraction_of_bound"] > 1.15
+    traffic = roofline.graph_traffic(path, specs)
+    assert traffic["shared_activation_elements"] >= 100 * 8 + 100 * 16  # t and its embedding, once a call

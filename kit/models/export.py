@@ -80,6 +80,10 @@ def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | 
         with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
             meta = (export_in_child(entry, weights, weights_path, **args) if isolate
                     else build_export(entry, weights, weights_path, **args))
+    elif "flops_shared_per_call" not in meta:  # recorded before shared FLOPs were split out
+        inputs = tuple(InputSpec.from_dict(i) for i in meta["inputs"])
+        per_sample, shared = flops_or_none(onnx_path, inputs)
+        meta = write_entry(onnx_path, {**meta, "flops_per_sample": per_sample, "flops_shared_per_call": shared})
     return exported_from_meta(meta, onnx_path)
 
 
@@ -116,7 +120,7 @@ def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | N
         weights=weights, params=params, opset=opset, small=small,
         verification=verification, framework=entry.framework, task=entry.task,
     )
-    exported.flops_per_sample = flops_or_none(onnx_path, inputs)
+    exported.flops_per_sample, exported.flops_shared_per_call = flops_or_none(onnx_path, inputs)
     return write_entry(onnx_path, exported.to_dict())
 
 
@@ -146,6 +150,7 @@ def exported_from_meta(meta: dict, onnx_path: Path) -> ExportedModel:
         inputs=tuple(InputSpec.from_dict(i) for i in meta["inputs"]),
         outputs=tuple(meta["outputs"]), weights=WeightsInfo.from_dict(meta["weights"]),
         flops_per_sample=meta.get("flops_per_sample"), params=meta.get("params"),
+        flops_shared_per_call=meta.get("flops_shared_per_call") or 0.0,
         opset=meta.get("opset"), small=meta.get("small", False),
         dynamic_batch=meta.get("dynamic_batch", True), verification=meta.get("verification", {}),
         framework=meta.get("framework", "onnx"), task=meta.get("task", ""),
@@ -170,13 +175,14 @@ def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.nda
     return {"checker": "passed", "reference": reference_name, "ort_max_abs_diff": diff}
 
 
-def flops_or_none(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> float | None:
-    from kit.models.flops import count_flops_per_sample
+def flops_or_none(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:
+    """(FLOPs per sample, FLOPs shared by each call) from the graph; (None, 0.0) if it cannot say."""
+    from kit.models.flops import flops_split
 
     try:
-        return count_flops_per_sample(onnx_path, inputs)
+        return flops_split(onnx_path, inputs)
     except Exception:  # noqa: BLE001 - a FLOP count must never fail an export
-        return None
+        return None, 0.0
 
 
 # --- torch ---------------------------------------------------------------------------------

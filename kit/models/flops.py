@@ -16,14 +16,33 @@ from kit.models.spec import InputSpec
 
 def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> float:
     """2 x MACs of every Conv, MatMul and Gemm at batch size 1."""
+    return count_flops_per_call(onnx_path, inputs, 1)
+
+
+def flops_split(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float, float]:
+    """(FLOPs each sample adds, FLOPs every call does whatever its batch size).
+
+    A call at batch b does shared + b x per_sample. Inputs that are not batched (VideoBERT's 100
+    text prompts) are encoded once per call: counting them per sample overstates the work of a
+    batch of b by (b - 1) x their FLOPs. With every input batched, shared is 0.
+    """
+    one = count_flops_per_call(onnx_path, inputs, 1)
+    if all(i.batched for i in inputs):
+        return one, 0.0
+    per_sample = count_flops_per_call(onnx_path, inputs, 2) - one
+    return per_sample, max(one - per_sample, 0.0)
+
+
+def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int) -> float:
+    """2 x MACs of every Conv, MatMul and Gemm in one call at `batch_size`."""
     import onnx
 
     model = weightless(onnx.load(str(onnx_path)))
-    fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
+    fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
     shapes = inferred_shapes(model)
     counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
     if any(flops is None for _, flops in counted):
-        shapes.update(measured_shapes(model, counted, shapes, inputs))
+        shapes.update(measured_shapes(model, counted, shapes, inputs, batch_size))
         counted = [(n, COUNTERS[n.op_type](n, shapes)) for n, _ in counted]
     unresolved = [n.name or n.op_type for n, flops in counted if flops is None]
     if unresolved:
@@ -91,8 +110,8 @@ def inferred_shapes(model) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> dict:
-    """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run at batch 1."""
+def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...], batch_size: int = 1) -> dict:
+    """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run."""
     import onnx
     import onnxruntime as ort
 
@@ -106,7 +125,7 @@ def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...]) -> di
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    feeds = make_inputs(inputs, 1)
+    feeds = make_inputs(inputs, batch_size)
     for value in model.graph.input:  # weights made inputs by weightless(): zeros of their shape
         if value.name not in feeds:
             dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
@@ -154,7 +173,7 @@ def _einsum(node, shapes) -> float | None:
 COUNTERS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum}
 
 
-def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> dict:
+def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int = 1) -> dict:
     """What one call moves, from the graph at batch size 1 (a documented, unfused estimate).
 
     `weight_elements`: every floating-point initializer (read once per call, so shared by the
@@ -166,7 +185,7 @@ def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> 
     import onnx
 
     model = onnx.load(str(onnx_path))
-    fix_input_shapes(model, {i.name: i.shape_for(1) for i in inputs})
+    fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
     shapes = inferred_shapes(model)
     initializers = {init.name for init in model.graph.initializer}
     float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,

@@ -48,11 +48,13 @@ def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | 
             "input_shapes", input_shapes,
             f"{path.name} has dynamic dimensions besides the batch axis: {', '.join(missing)}; "
             "give input_shapes={name: shape at batch 1}")
+    per_sample, shared = _flops(path, tuple(specs))
     return ExportedModel(
         name=path.stem, onnx_path=path, inputs=tuple(specs),
         outputs=tuple(o.name for o in proto.graph.output),
         weights=WeightsInfo("local", f"user ONNX file {path}"), framework="onnx",
-        dynamic_batch=fixed is None, fixed_batch_size=fixed, flops_per_sample=_flops(path, tuple(specs)),
+        dynamic_batch=fixed is None, fixed_batch_size=fixed, flops_per_sample=per_sample,
+        flops_shared_per_call=shared,
     )
 
 
@@ -81,7 +83,7 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
     return InputSpec(value.name, shape, dtype, batched=batched, high=high)
 
 
-def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> float | None:
+def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:
     from kit.models.export import flops_or_none
 
     return flops_or_none(path, inputs)

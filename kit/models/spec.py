@@ -133,7 +133,7 @@ class ExportedModel:
     inputs: tuple[InputSpec, ...]
     outputs: tuple[str, ...]
     weights: WeightsInfo
-    flops_per_sample: float | None = None
+    flops_per_sample: float | None = None  # what each sample of a batch adds
     params: int | None = None
     opset: int | None = None
     small: bool = False
@@ -143,6 +143,14 @@ class ExportedModel:
     task: str = ""
     #: the only batch size a file without a dynamic batch axis can run at (None: any size)
     fixed_batch_size: int | None = None
+    #: FLOPs a call does once whatever its batch size (inputs that are not batched)
+    flops_shared_per_call: float = 0.0
+
+    def flops_per_sample_at(self, batch_size: int) -> float | None:
+        """FLOPs per sample of a call at `batch_size`: the shared work spread over its samples."""
+        if self.flops_per_sample is None:
+            return None
+        return self.flops_per_sample + self.flops_shared_per_call / batch_size
 
     def check_batch_size(self, batch_size: object) -> int:
         """`batch_size` if this model can run at it; a fixed-batch model at another size is an

@@ -42,7 +42,9 @@ def provenance(result: RunResult) -> str:
                    + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
         "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
         "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
-                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample) from "
+                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample"
+                 + (f" + {m['flops_shared_per_call'] / 1e9:.2f} GFLOP per call whatever its batch"
+                    if m.get("flops_shared_per_call") else "") + ") from "
                  f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}",
         "Weights": (m.get("weights") or {}).get("label", ""),
         "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),

@@ -65,6 +65,7 @@ def compute_columns(result: RunResult, m: dict) -> dict:
     if not flops or not m.get("throughput"):
         why = "— (no FLOP count)" if not flops else "— (no throughput)"
         return {"GFLOP/s": why, "% of peak": why}
+    flops += ((result.model or {}).get("flops_shared_per_call") or 0.0) / m["batch_size"]
     achieved = flops * m["throughput"] / 1e9
     share = 100 * achieved / peak["gflops"] if peak.get("gflops") else None
     return {"GFLOP/s": round(achieved, 1),
@@ -113,18 +114,25 @@ def search_table(result: RunResult) -> pd.DataFrame:
 
 def roofline_table(result: RunResult) -> pd.DataFrame:
     """Each figure's roofline position: FLOPs and bytes per sample, intensity, the bound it sits
-    under, the fraction of that bound achieved, and a flag when far below it."""
+    under, the fraction of that bound achieved, and a flag when far below it, or above it (then the
+    FLOP count or the stated peak is wrong, and the row says so rather than pass as a fast figure)."""
     cols = ["batch_size", "precision", "GFLOP/sample", "MB/sample (est.)", "FLOP/byte", "ridge FLOP/byte",
-            "bound", "attainable", "achieved", "fraction of bound", "far below", "peak", "bandwidth (GB/s)"]
+            "bound", "attainable", "achieved", "fraction of bound", "flag", "peak", "bandwidth (GB/s)"]
     rows = [{"batch_size": r["batch_size"], "precision": r["precision"],
              "GFLOP/sample": round(r["flops_per_sample"] / 1e9, 3),
              "MB/sample (est.)": round(r["bytes_per_sample"] / 1e6, 2),
              "FLOP/byte": round(r["intensity_flop_per_byte"], 1), "ridge FLOP/byte": round(r["ridge_flop_per_byte"], 1),
              "bound": r["bound"], "attainable": round(r["attainable_gflops"], 1),
              "achieved": round(r["achieved_gflops"], 1), "fraction of bound": round(r["fraction_of_bound"], 3),
-             "far below": "FLAG" if r["far_below"] else "", "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
+             "flag": roofline_flag(r), "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
              "bandwidth (GB/s)": r["bandwidth_gbs"]} for r in result.tables.get("roofline") or []]
     return pd.DataFrame(rows, columns=cols)
+
+
+def roofline_flag(row: dict) -> str:
+    if row.get("above_bound"):
+        return "ABOVE THE BOUND: FLOP count or peak wrong"
+    return "far below" if row["far_below"] else ""
 
 
 def peaks_table(result: RunResult) -> pd.DataFrame:

@@ -158,7 +158,7 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     ok = [m for m in result.measurements if m.get("throughput")]
     try:
         result.tables["roofline"] = figure_rows(model.onnx_path, model.inputs, model.flops_per_sample,
-                                                cfg.precision, peak, ok)
+                                                cfg.precision, peak, ok, model.flops_shared_per_call)
     except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
 
