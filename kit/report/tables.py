@@ -117,16 +117,23 @@ def roofline_table(result: RunResult) -> pd.DataFrame:
     under, the fraction of that bound achieved, and a flag when far below it, or above it (then the
     FLOP count or the stated peak is wrong, and the row says so rather than pass as a fast figure)."""
     cols = ["batch_size", "precision", "GFLOP/sample", "MB/sample (est.)", "FLOP/byte", "ridge FLOP/byte",
-            "bound", "attainable", "achieved", "fraction of bound", "flag", "peak", "bandwidth (GB/s)"]
+            "bound", "attainable", "achieved", "fraction of bound", "flag", "matrix-op time share",
+            "matrix ops: fraction of peak", "why below the peak", "peak", "bandwidth (GB/s)"]
     rows = [{"batch_size": r["batch_size"], "precision": r["precision"],
              "GFLOP/sample": round(r["flops_per_sample"] / 1e9, 3),
              "MB/sample (est.)": round(r["bytes_per_sample"] / 1e6, 2),
              "FLOP/byte": round(r["intensity_flop_per_byte"], 1), "ridge FLOP/byte": round(r["ridge_flop_per_byte"], 1),
              "bound": r["bound"], "attainable": round(r["attainable_gflops"], 1),
              "achieved": round(r["achieved_gflops"], 1), "fraction of bound": round(r["fraction_of_bound"], 3),
-             "flag": roofline_flag(r), "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
+             "flag": roofline_flag(r), "matrix-op time share": _rounded(r.get("matrix_time_share")),
+             "matrix ops: fraction of peak": _rounded(r.get("matrix_fraction_of_peak")),
+             "why below the peak": r.get("below_peak_reason", ""), "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
              "bandwidth (GB/s)": r["bandwidth_gbs"]} for r in result.tables.get("roofline") or []]
     return pd.DataFrame(rows, columns=cols)
+
+
+def _rounded(value: float | None) -> float | str:
+    return "—" if value is None else round(value, 3)
 
 
 def roofline_flag(row: dict) -> str:

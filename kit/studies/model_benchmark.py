@@ -159,8 +159,25 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     try:
         result.tables["roofline"] = figure_rows(model.onnx_path, model.inputs, model.flops_per_sample,
                                                 cfg.precision, peak, ok, model.flops_shared_per_call)
+        explain_below_peak(result)
     except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
+
+
+BELOW_PEAK = 0.55  # a compute-bound figure under this fraction of its peak gets its breakdown's reason
+
+
+def explain_below_peak(result: RunResult) -> None:
+    """Put the operator breakdown's reason on the roofline row it was measured at, when that
+    compute-bound figure is below BELOW_PEAK of its peak."""
+    from kit.op_breakdown import reason
+
+    found = result.tables.get("op_breakdown")
+    for row in result.tables.get("roofline") or []:
+        if found and row["batch_size"] == found["batch_size"]:
+            row.update({k: found[k] for k in ("matrix_time_share", "matrix_fraction_of_peak")})
+            if row["bound"] == "compute" and row["fraction_of_bound"] < BELOW_PEAK:
+                row["below_peak_reason"] = reason(found)
 
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
@@ -188,10 +205,29 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         note(progress.timed_note(f"batch {batch}", cfg.measure_config()))  # not redrawn while timing
         measurement = timed_sessions(timed, inputs, batch, cfg.measure_config(), sampler)
         result.measurements.append(measurement.to_dict())
+        if cfg.roofline and batch == max(cfg.batch_sizes):
+            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"):
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
+
+
+def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
+                     batch: int) -> None:
+    """Where a torch CPU call's time goes (kit.op_breakdown), after the timed window."""
+    from kit import op_breakdown
+
+    peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
+    if cfg.backend != "torch" or hardware.kind_of(cfg.device) != "cpu" or not model.flops_per_sample \
+            or not peak.get("gflops"):
+        return
+    flops = model.flops_per_sample * batch + model.flops_shared_per_call
+    try:
+        times = op_breakdown.profile_torch_session(session, inputs)
+        result.tables["op_breakdown"] = {"batch_size": batch, **op_breakdown.breakdown(times, flops, peak["gflops"])}
+    except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
+        result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 
 
 def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):
