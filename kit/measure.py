@@ -29,10 +29,13 @@ class MeasureConfig:
     """How long and how often to call; validated on creation.
 
     The calls run in rounds of about `round_s` (default `min_duration_s / min_rounds`, at least
-    MIN_ROUND_S) and at least MIN_CALLS_PER_ROUND calls per thread. With `target_ci` > 0
-    (e.g. 0.05 for +-5 %) the window goes on, round after round, until the throughput's 95 %
-    interval is narrower than that (and the minimums are met), or `max_duration_s` passes.
-    With `target_ci` = 0 it stops as soon as the minimum duration and count are met.
+    MIN_ROUND_S) and at least MIN_CALLS_PER_ROUND calls per thread; calls so long that a round of
+    them would pass LONG_ROUND x `round_s` close a round on their own (a round is then a block of
+    time, one call long). With `target_ci` > 0 (e.g. 0.05 for +-5 %) the window goes on, round
+    after round, until the throughput's 95 % interval is narrower than that (and the minimums are
+    met), or `max_duration_s` passes; the time limit waits for MIN_INTERVAL_ROUNDS rounds, so every
+    figure has an interval, up to HARD_LIMIT x `max_duration_s`. With `target_ci` = 0 it stops as
+    soon as the minimum duration and count are met.
     """
 
     warmup: int = 5
@@ -92,6 +95,9 @@ def time_limit(min_duration_s: float, max_duration_s: float = 0.0) -> float:
     limit = max_duration_s or max(10 * min_duration_s, 5.0)
     return max(limit, min_duration_s)
 MIN_CALLS_PER_ROUND = 3
+LONG_ROUND = 3  # a round this many round lengths long closes whatever its count of calls
+MIN_INTERVAL_ROUNDS = 3  # the time limit waits for these (a t interval over 2 rounds is ~13x wide)
+HARD_LIMIT = 3  # ... up to this multiple of max_duration_s
 
 
 class RoundController:
@@ -116,6 +122,7 @@ class RoundController:
         self.t_begin = time.perf_counter_ns()
         self.min_end = self.t_begin + int(self.cfg.min_duration_s * 1e9)
         self.max_end = self.t_begin + int(self.cfg.max_duration_s * 1e9)
+        self.hard_end = self.t_begin + int(HARD_LIMIT * self.cfg.max_duration_s * 1e9)
         self.round_end = self.t_begin + self.round_ns
         self.check_at[0] = min(self.round_end, self.max_end, self.min_end)
 
@@ -146,7 +153,9 @@ class RoundController:
     def _close_round(self, now: int) -> None:
         start = self.marks[-1] if self.marks else [0] * len(self.times)
         ends = [len(t) for t in self.times]
-        if any(e - s < MIN_CALLS_PER_ROUND for s, e in zip(start, ends, strict=True)):
+        few = any(e - s < MIN_CALLS_PER_ROUND for s, e in zip(start, ends, strict=True))
+        if any(e == s for s, e in zip(start, ends, strict=True)) or (
+                few and now - self.round_start() < LONG_ROUND * self.round_ns):
             return
         rate = 0.0
         first, last = None, None
@@ -159,6 +168,12 @@ class RoundController:
         self.round_rates.append((rate, (last - first) / 1e9))
         self.round_end = now + self.round_ns
 
+    def round_start(self) -> int:
+        """When the open round began: the end of the last closed round's calls, or the start."""
+        if not self.marks:
+            return self.t_begin
+        return max(t[m - 1][1] for t, m in zip(self.times, self.marks[-1], strict=True) if m > 0)
+
     def rel_half_width(self) -> float | None:
         from kit.stats import ratio_interval
 
@@ -166,7 +181,7 @@ class RoundController:
         return iv.rel_half_width
 
     def _stop_reason(self, t1: int) -> str:
-        if t1 >= self.max_end:
+        if t1 >= self.hard_end or (t1 >= self.max_end and len(self.marks) >= MIN_INTERVAL_ROUNDS):
             return "time limit"
         if t1 < self.min_end or not self._count_met():
             return ""

@@ -96,6 +96,20 @@ def test_adaptive_length_stops_at_the_time_limit_and_says_the_target_was_missed(
     assert 0.6 <= m.wall_time_s < 1.5
 
 
+def test_calls_longer_than_rounds_still_give_an_interval_past_the_time_limit():
+    """RoFormer and VideoBERT take 2-3 s a call against a 5 s limit: one call makes a round, and the
+    limit waits for three rounds so the figure has an interval."""
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=0.1, target_ci=0.05,
+                        round_s=0.01)
+    m = measure([lambda: time.sleep(0.06)], 2, cfg)
+    assert len(m.rounds) >= 3 and m.precision["stopped_by"] == "time limit"
+    assert m.intervals["throughput"].available and m.wall_time_s < 3 * 0.1 + 0.1
+    quick = MeasureConfig(warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=10, target_ci=0.05,
+                          round_s=0.02)
+    short = measure([lambda: time.sleep(0.002)], 1, quick)
+    assert all(b - a >= 3 for a, b in zip([0] + [r[0] for r in short.rounds], [r[0] for r in short.rounds]))
+
+
 def test_threads_share_rounds_and_the_stop():
     cfg = MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3, clients=3, target_ci=0.2, round_s=0.03)
     m = measure([lambda: time.sleep(0.002)] * 3, 2, cfg)
