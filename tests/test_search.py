@@ -272,3 +272,19 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
     a = _measured("a", 10.0, 9.0, 11.0)
     b = _measured("b", 5.0, 4.0, None)
     assert not row.separated(a, b) and row.clearly_faster(a, b)
+
+
+def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
+    today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping")
+    cands = [RowCandidate("onnxruntime", "int8"),
+             RowCandidate("onnxruntime", "int8", options={"quantization": "static-qdq"}, depth="full")]
+    probes = _probes(cands, today)
+    row.plan_probes(probes, cands, "FP8", (), "full")
+    row.skip_over_memory_budget(probes, small)
+    assert [p.status for p in probes] == ["pending", "pending"]  # a small file: calibration fits
+    monkeypatch.setattr("kit.memory.estimate_need", lambda step, size: 3 * size + 3e9)
+    probes = _probes(cands, today)
+    row.plan_probes(probes, cands, "FP8", (), "full")
+    row.skip_over_memory_budget(probes, small)
+    assert probes[0].status == "pending"  # the graph's own method is never skipped here
+    assert probes[1].status == "not probed" and "over the" in probes[1].reason and "GB" in probes[1].reason

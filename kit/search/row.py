@@ -104,6 +104,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     native16 = native_16bit(candidates)
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, settings.depth)
+    skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
     decision = choose(probes, published, native16, today)
@@ -121,6 +122,23 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
     return Probe(c.label, c.backend, c.precision, c.device, dict(c.options), c.threads, c.native, c.why,
                  today=c.matches(today.backend, today.precision, today.device))
+
+
+def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
+    """An explicitly asked static int8 whose calibration would need more than the conversion budget
+    (3 x the ONNX file + 2 GB) is not probed: Swin-L's needs about 6.6 GB against 4.4."""
+    from pathlib import Path
+
+    from kit.memory import GB, estimate_need
+
+    size = Path(model.onnx_path).stat().st_size
+    budget = 3 * size + 2 * GB
+    for p in probes:
+        if p.status == "pending" and p.options.get("quantization") == "static-qdq":
+            need = estimate_need("int8-static", size)
+            if need > budget:
+                p.status, p.reason = "not probed", (f"static int8 calibration needs about {need / GB:.1f} GB, "
+                                                    f"over the {budget / GB:.1f} GB conversion budget")
 
 
 def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: str,
