@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-PROFILED_CALLS = 3
+PROFILED_CALLS = 2  # the session was just timed, so it is warm: no extra call first
 #: torch operator names whose self time is matrix arithmetic (the FLOPs the graph counts)
 MATRIX_MARKERS = ("mm", "matmul", "linear", "conv", "attention", "gemm", "mkldnn_rnn", "_sdpa")
 METHOD = (f"torch.profiler self CPU time over {PROFILED_CALLS} calls after the timed window; matrix operators: "
@@ -51,7 +51,6 @@ def profile_torch_session(session, inputs: dict, calls: int = PROFILED_CALLS) ->
     """Self CPU time per torch operator (microseconds) over `calls` runs of a kit torch session."""
     from torch.profiler import ProfilerActivity, profile
 
-    session.run(inputs)  # warm: allocator and kernel selection outside the profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(calls):
             session.run(inputs)
