@@ -89,3 +89,22 @@ def test_roofline_table_places_each_figure(result):
 
     peaks = peaks_table(result)
     assert list(peaks["precision"]) == ["fp32", "bf16", "fp16", "int8"] and peaks["method"].str.len().min() > 0
+
+
+def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
+    """A quick run measured b1 at p99 120 ms against a 100 ms bound: the simulator predicted no rate,
+    and the sentence formatted None (TypeError, a failed notebook in `make reproduce`)."""
+    from kit.report import server_interpretation
+    from kit.results import ResultKind, RunResult
+
+    result = RunResult(ResultKind.SERVER_SCENARIO, "server_scenario", {"latency_bound_ms": 100.0}, {})
+    result.status = "ok"
+    row = {"policy": "B=4, T=20 ms", "loadgen_best_qps": 5.15, "loadgen_p99_ms": 82.8, "loadgen_result": "INVALID",
+           "loadgen_reasons": "", "sim_best_qps": None, "prediction_error_pct": None, "capacity_qps": 27.5}
+    result.tables["best"] = [row, {**row, "policy": "B=1, T=0 ms", "loadgen_best_qps": 0.89}]
+    text = server_interpretation(result)
+    assert "B=4, T=20 ms: 5.15 QPS with p99 83 ms" in text
+    assert "found no rate whose p99 stays under 100 ms" in text
+    result.tables["best"] = [{**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}]
+    text = server_interpretation(result)
+    assert "predicted 6 QPS (+16 %)" in text and "p99 — (not recorded)" in text

@@ -60,8 +60,12 @@ def server_interpretation(result: RunResult) -> str:
         return (f"<p>No policy kept p99 under {bound:g} ms on this hardware, even at the lowest rate "
                 "probed.</p>")
     top = best.loc[best.loadgen_best_qps.idxmax()]
-    err = top.prediction_error_pct
-    tail = f" ({err:+.0f} %)." if pd.notna(err) else "."
-    return (f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 "
-            f"{top.loadgen_p99_ms:.0f} ms (LoadGen {html.escape(str(top.loadgen_result))}); the "
-            f"simulation predicted {top.sim_best_qps:.3g} QPS{tail}</p>")
+    p99 = f"{top.loadgen_p99_ms:.0f} ms" if pd.notna(top.loadgen_p99_ms) else "— (not recorded)"
+    if pd.notna(top.sim_best_qps):
+        err = top.prediction_error_pct
+        predicted = f"the simulation predicted {top.sim_best_qps:.3g} QPS" + (
+            f" ({err:+.0f} %)." if pd.notna(err) else ".")
+    else:
+        predicted = f"the simulation found no rate whose p99 stays under {bound:g} ms."
+    return (f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 {p99} "
+            f"(LoadGen {html.escape(str(top.loadgen_result))}); {predicted}</p>")
