@@ -3,6 +3,13 @@ the difference is significant (Mann-Whitney U over rounds), and the environment 
 
 A run is a result folder (outputs/runs/<run_id>/, or one copied from another machine) or a single
 result JSON. Reads only result JSON files. Writes an HTML page under outputs/compare/.
+
+A figure's interval says how precisely its own run measured it. Between two runs a machine also
+drifts (other tenants of a cloud host, memory placement, clocks) on time scales longer than one
+timed window, which no within-run interval can see. The comparison estimates that drift from all
+the shared throughput figures (`between_run_noise`, a method-of-moments estimate on the log ratios,
+robust to outliers) and reports the share of differences inside the within-run intervals alone and
+inside the intervals widened by the drift.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from kit.results import ResultKind, RunResult
 from kit.stats import Interval, MannWhitney, mann_whitney_u
 
 ALPHA = 0.05
+Z95 = 1.959964
+CHI2_1_MEDIAN = 0.454936  # median of a chi-square with one degree of freedom
+DRIFT_FIGURES = ("throughput",)  # one figure per measured window: the others are not independent of it
 # figure -> (interval key in a measurement, unit, higher is better)
 FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
            "throughput": ("throughput", "samples/s", True),
@@ -54,10 +64,24 @@ class Row:
     def within_intervals(self) -> bool | None:
         """Is |B - A| inside the 95 % interval of the difference, sqrt(hw_A^2 + hw_B^2)?
         None when either side has no interval."""
+        return self.within(0.0)
+
+    def log_ratio_and_variance(self) -> tuple[float, float] | None:
+        """ln(B/A) and its within-run variance (each side's relative half-width / 1.96, squared)."""
         ia, ib = self.a.interval, self.b.interval
-        if not (ia and ib and ia.available and ib.available):
+        if not (ia and ib and ia.available and ib.available and self.a.value > 0 and self.b.value > 0):
             return None
-        return abs(self.b.value - self.a.value) <= math.hypot(ia.half_width, ib.half_width)
+        va = (ia.half_width / Z95 / self.a.value) ** 2
+        vb = (ib.half_width / Z95 / self.b.value) ** 2
+        return math.log(self.b.value / self.a.value), va + vb
+
+    def within(self, drift_sd: float) -> bool | None:
+        """Is ln(B/A) inside 1.96 x sqrt(within-run variance + drift_sd^2)? None without intervals."""
+        lv = self.log_ratio_and_variance()
+        if lv is None:
+            return None
+        r, v = lv
+        return abs(r) <= Z95 * math.sqrt(v + drift_sd ** 2)
 
 
 def load_run(path: Path) -> list[tuple[Path, RunResult]]:
@@ -201,13 +225,34 @@ def text_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
     return "\n".join(lines)
 
 
+def between_run_noise(rows: list[Row]) -> float | None:
+    """The run-to-run drift's standard deviation on the log scale (0.05 ~ 5 %), beyond what the
+    within-run intervals explain: median(ln(B/A)^2) / median(chi2_1) - median(within variance),
+    over the throughput figures (robust: a few real changes do not inflate it). None under 3 figures."""
+    pairs = [r.log_ratio_and_variance() for r in rows if r.key.endswith(DRIFT_FIGURES)]
+    pairs = [p for p in pairs if p is not None]
+    if len(pairs) < 3:
+        return None
+    total = float(np.median([r * r for r, _ in pairs])) / CHI2_1_MEDIAN
+    return math.sqrt(max(0.0, total - float(np.median([v for _, v in pairs]))))
+
+
+def _share(flags: list[bool | None]) -> str:
+    judged = [f for f in flags if f is not None]
+    return f"{sum(judged)} of {len(judged)} ({sum(judged) / len(judged):.0%})" if judged else "none"
+
+
 def summary_line(rows: list[Row]) -> str:
     significant = sum(bool(r.test and r.test.p_value < ALPHA) for r in rows)
-    judged = [r.within_intervals for r in rows if r.within_intervals is not None]
-    inside = f"{sum(judged)} of {len(judged)} ({sum(judged) / len(judged):.0%})" if judged else "none"
-    return (f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over rounds, "
+    line = (f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over rounds, "
             f"two-sided, alpha {ALPHA}); run-to-run difference inside the 95 % interval of the difference "
-            f"(sqrt(hw_A^2 + hw_B^2)): {inside}")
+            f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in rows])}")
+    drift = between_run_noise(rows)
+    if drift is None:
+        return line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
+    return (line + f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
+            f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log scale); "
+            f"inside the intervals widened by it: {_share([r.within(drift) for r in rows])}")
 
 
 def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:

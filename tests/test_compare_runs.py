@@ -1,6 +1,7 @@
 """`kit compare RUN_A RUN_B` on result folders made from synthetic call times with a known answer."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -83,3 +84,31 @@ def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
     assert inside.within_intervals is True and outside.within_intervals is False
     assert Row("z", Figure(1.0, None, [], "", True), fig(1, 0.1)).within_intervals is None
     assert "1 of 2 (50%)" in summary_line([inside, outside])
+
+
+def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
+    """Synthetic runs: 200 throughput figures measured to +-2 %, the machine drifting 10 % (sd on
+    the log scale) between runs. The estimate finds the drift; with no drift it finds about none."""
+    from kit.compare_runs import Figure, Row, between_run_noise, summary_line
+    from kit.stats import Interval
+
+    rng = np.random.default_rng(7)
+
+    def rows(drift_sd):
+        out = []
+        for i in range(200):
+            a = 100.0 * math.exp(rng.normal(0, 0.01))
+            b = 100.0 * math.exp(rng.normal(0, 0.01) + rng.normal(0, drift_sd))
+            out.append(Row(f"m{i} batch 1: throughput", Figure(a, Interval(a, a * 0.98, a * 1.02), [], "", True),
+                           Figure(b, Interval(b, b * 0.98, b * 1.02), [], "", True)))
+        return out
+
+    drifting = rows(0.10)
+    assert between_run_noise(drifting) == pytest.approx(0.10, abs=0.025)
+    line = summary_line(drifting)
+    assert "run-to-run drift beyond the within-run intervals" in line and "widened by it" in line
+    assert sum(bool(r.within_intervals) for r in drifting) < 0.5 * len(drifting)
+    assert sum(bool(r.within(between_run_noise(drifting))) for r in drifting) > 0.85 * len(drifting)
+    assert between_run_noise(rows(0.0)) < 0.01
+    assert between_run_noise(drifting[:2]) is None
+    assert "not estimated" in summary_line(drifting[:2])
