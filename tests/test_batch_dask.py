@@ -137,7 +137,7 @@ def interrupt_a_running_job(client, outputs, marks):
 def test_a_worker_lost_mid_job_has_its_job_run_elsewhere(outputs, notebooks, tmp_path):
     from distributed import Client
 
-    jobs = [Job(f"job{i}", "marked.ipynb", {"seconds": 4}) for i in range(2)]
+    jobs = [Job(f"job{i}", "marked.ipynb", {"seconds": 3}) for i in range(2)]
     killed = {}
     with cluster(w1={"cpu": 1}, w2={"cpu": 1}) as c, Client(c) as client:
         client.wait_for_workers(2)
@@ -148,7 +148,7 @@ def test_a_worker_lost_mid_job_has_its_job_run_elsewhere(outputs, notebooks, tmp
             while time.monotonic() < deadline:
                 started = [m for _, m in client.get_events(TOPIC) if m["event"] == "started"]
                 if started:
-                    time.sleep(2)  # the job is under way
+                    time.sleep(1)  # the job is under way
                     killed.update(started[0])
                     c.workers[killed["name"]].close_gracefully()  # its nanny must not restart it
                     os.kill(pids[started[0]["worker"]], signal.SIGKILL)
