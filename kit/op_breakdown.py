@@ -17,14 +17,16 @@ are slight overestimates; the method string says so.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 
 PROFILED_CALLS = 2  # the session was just timed, so it is warm: no extra call first
 #: torch operator names whose self time is matrix arithmetic (the FLOPs the graph counts)
 MATRIX_MARKERS = ("mm", "matmul", "linear", "conv", "attention", "gemm", "mkldnn_rnn", "_sdpa")
-METHOD = (f"torch.profiler self CPU time over {PROFILED_CALLS} calls after the timed window; matrix operators: "
-          "names containing " + ", ".join(MATRIX_MARKERS) + " (profiler overhead slightly inflates the "
-          "share of many small operators)")
+METHOD = (f"torch.profiler self CPU time over {PROFILED_CALLS} calls after the timed window, as shares of "
+          "the calls' wall time (time outside any operator counted as other); matrix operators: names "
+          "containing " + ", ".join(MATRIX_MARKERS) + " (profiler overhead slightly inflates the share of "
+          "many small operators); fractions are of the nominal peak, which boost clocks can exceed")
 
 
 def is_matrix_op(name: str) -> bool:
@@ -47,16 +49,23 @@ def breakdown(self_times_us: dict[str, float], flops_per_call: float, peak_gflop
             "method": METHOD}
 
 
+OUTSIDE_OPS = "(outside torch operators: Python and framework code)"
+
+
 def profile_torch_session(session, inputs: dict, calls: int = PROFILED_CALLS) -> dict[str, float]:
-    """Self CPU time per torch operator (microseconds) over `calls` runs of a kit torch session."""
+    """Self CPU time per torch operator (microseconds) over `calls` runs of a kit torch session,
+    plus the calls' wall time no operator accounts for (OUTSIDE_OPS), so the shares are of wall time."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
+        started = time.perf_counter()
         for _ in range(calls):
             session.run(inputs)
+        wall_us = (time.perf_counter() - started) * 1e6
     times: dict[str, float] = defaultdict(float)
     for event in prof.key_averages():
         times[event.key] += event.self_cpu_time_total
+    times[OUTSIDE_OPS] = max(0.0, wall_us - sum(times.values()))
     return dict(times)
 
 

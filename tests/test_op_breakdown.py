@@ -32,6 +32,7 @@ def test_a_real_torch_profile_names_the_matrix_operators():
     times = op_breakdown.profile_torch_session(Session(), {"a": torch.randn(64, 64), "b": torch.randn(64, 64)})
     assert any(op_breakdown.is_matrix_op(name) and t > 0 for name, t in times.items())
     assert any("layer_norm" in name for name in times)
+    assert times[op_breakdown.OUTSIDE_OPS] >= 0 and not op_breakdown.is_matrix_op(op_breakdown.OUTSIDE_OPS)
 
 
 def test_the_reason_goes_on_a_compute_bound_row_below_55_percent_only():
