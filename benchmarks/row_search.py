@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import env_float, env_int, load_note, strict
+from kit import op_breakdown
 from kit.backends import BackendConfig, require_backend
 from kit.environment import capture, cpu_peak_gflops
 from kit.measure import MeasureConfig
@@ -63,11 +64,15 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
     if best != today:
         sessions["today"] = load(model, today, batch)
     cfg = MeasureConfig(warmup=2, min_duration_s=seconds, min_count=3)
-    per = {"best": [], "today": []}
+    per = {"best": [], "today": [], "breakdown": None}
     try:
         for r in range(rounds):
             for side in (sides if r % 2 == 0 else sides[::-1]):
                 per[side].append(sessions[side].measure_window(inputs, batch, cfg).throughput)
+        if best["backend"] == "torch" and best["device"] == "cpu" and model.flops_per_sample:
+            flops = model.flops_per_sample * batch + model.flops_shared_per_call
+            times = op_breakdown.profile_torch_session(sessions["best"], inputs)
+            per["breakdown"] = op_breakdown.breakdown(times, flops, cpu_peak_gflops(best["precision"])["gflops"])
     finally:
         for s in sessions.values():
             s.close()
@@ -90,7 +95,7 @@ def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, s
     per["today"] = per["today"] or per["best"]
     peak = cpu_peak_gflops(best["precision"])
     traffic = graph_traffic(model.onnx_path, model.inputs)
-    roof = position(model.flops_per_sample, bytes_per_sample(traffic, best["precision"], batch),
+    roof = position(model.flops_per_sample_at(batch), bytes_per_sample(traffic, best["precision"], batch),
                     peak_gflops=peak["gflops"], bandwidth_gbs=memory_bandwidth()["gbs"], samples_per_s=thr)
     return {"model": name, "published": published, "batch_size": batch, "chosen": decision["chosen"],
             "today": decision["today"], "decision_reused": reused, "searched_s": decision.get("searched_s"),
@@ -98,7 +103,7 @@ def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, s
             "ratio_low": ratios[0], "ratio_high": ratios[-1], "throughput": thr,
             "today_throughput": statistics.median(per["today"]), "peak": peak,
             "fraction_of_peak": roof["achieved_gflops"] / peak["gflops"], "roofline": roof,
-            "probes": decision["probes"]}
+            "probes": decision["probes"], "breakdown": per["breakdown"]}
 
 
 def verdicts(r: dict) -> list[str]:
@@ -114,6 +119,9 @@ def verdicts(r: dict) -> list[str]:
             out.append(f">= {PEAK_TARGET:.0%} of peak: not reachable, {roof['bound']} bound (intensity "
                        f"{roof['intensity_flop_per_byte']:.0f} FLOP/B, ridge {roof['ridge_flop_per_byte']:.0f}; "
                        f"attainable {roof['attainable_gflops']:.0f} GFLOP/s); achieved {frac:.0%}")
+        elif r.get("breakdown"):
+            out.append(f">= {PEAK_TARGET:.0%} of peak: not reached ({frac:.0%}), compute bound; why, from the "
+                       f"operator breakdown: {op_breakdown.reason(r['breakdown'])}")
         else:
             out.append(f">= {PEAK_TARGET:.0%} of peak: MISSED ({frac:.0%}; the roofline puts it compute bound, "
                        f"so bandwidth does not explain the gap; {load_note()})")
