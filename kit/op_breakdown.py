@@ -17,8 +17,12 @@ are slight overestimates; the method string says so.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 PROFILED_CALLS = 2  # the session was just timed, so it is warm: no extra call first
 #: torch operator names whose self time is matrix arithmetic (the FLOPs the graph counts)
@@ -32,6 +36,25 @@ METHOD = (f"torch.profiler self CPU time over {PROFILED_CALLS} calls after the t
 def is_matrix_op(name: str) -> bool:
     name = name.lower()
     return any(marker in name for marker in MATRIX_MARKERS)
+
+
+@contextlib.contextmanager
+def native_output_silenced() -> Iterator[None]:
+    """The profiler's C++ side prints start/stop lines (USDT ...) to the process's stdout and stderr,
+    where a notebook would show them; nothing else writes while the profiled calls run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(fd) for fd in (1, 2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        yield
+    finally:
+        for fd, old in zip((1, 2), saved, strict=True):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(null)
 
 
 def breakdown(self_times_us: dict[str, float], flops_per_call: float, peak_gflops: float,
@@ -57,7 +80,7 @@ def profile_torch_session(session, inputs: dict, calls: int = PROFILED_CALLS) ->
     plus the calls' wall time no operator accounts for (OUTSIDE_OPS), so the shares are of wall time."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with native_output_silenced(), profile(activities=[ProfilerActivity.CPU]) as prof:
         started = time.perf_counter()
         for _ in range(calls):
             session.run(inputs)
