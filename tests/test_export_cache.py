@@ -108,3 +108,10 @@ def test_a_killed_child_is_reported_as_likely_out_of_memory(tmp_path):
     message = str(child_failure("export of x", status, peak, ""))
     assert re.fullmatch(r"export of x was killed \(likely out of memory: peak \d+\.\d GB\)", message)
     assert "exit status 3" in str(child_failure("export of x", 3, peak, "Traceback ..."))
+
+
+def test_tensorflow_exports_run_without_onednn_caches():
+    """RoFormer's export peaked at 3.60 GB with oneDNN's TensorFlow kernels, 3.38 GB without them
+    (benchmarks/memory.py; its target is 3 x 497 MB + 2 GB = 3.49 GB)."""
+    env = export_module.EXPORTERS.get("tensorflow").child_env
+    assert env["TF_ENABLE_ONEDNN_OPTS"] == "0" and env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
