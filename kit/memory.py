@@ -145,7 +145,8 @@ class StepCost:
 MEASURED = "benchmarks/memory.py (make bench) over the seed models, 2026-11"
 # Peak RSS ~ ratio x ONNX file + base, fitted above every seed model's measured peak (the
 # largest: Swin-L export 3.9 GB at 4.9x, Swin-L fp16 4.0 GB at 5.0x, Swin-L static int8 6.6 GB at
-# 8.3x (dynamic: 2.6 GB), RoFormer export 3.6 GB at 7.3x its 0.5 GB file); `make bench` prints them.
+# 8.3x (dynamic: 2.6 GB), RoFormer export 3.6 GB at 7.3x its 0.5 GB file (3.4 GB without oneDNN));
+# `make bench` prints them.
 STEP_COSTS: dict[str, StepCost] = {
     "export-torch": StepCost(4.3, 0.6 * GB, MEASURED),
     "export-tensorflow": StepCost(6.0, 1.0 * GB, MEASURED),
