@@ -27,7 +27,9 @@ STEPS = ("export", "fp16", "int8")
 
 
 def target_bytes(model_bytes: float) -> float:
-    return 3 * model_bytes + 2 * GB
+    from kit.memory import conversion_budget
+
+    return conversion_budget(model_bytes)
 
 
 def run_step(step: str, model: str, cache: Path, small: bool) -> dict:

@@ -70,9 +70,9 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
             for side in (sides if r % 2 == 0 else sides[::-1]):
                 per[side].append(sessions[side].measure_window(inputs, batch, cfg).throughput)
         if best["backend"] == "torch" and best["device"] == "cpu" and model.flops_per_sample:
-            flops = model.flops_per_sample * batch + model.flops_shared_per_call
             times = op_breakdown.profile_torch_session(sessions["best"], inputs)
-            per["breakdown"] = op_breakdown.breakdown(times, flops, cpu_peak_gflops(best["precision"])["gflops"])
+            per["breakdown"] = op_breakdown.breakdown(times, model.flops_per_call(batch),
+                                                      cpu_peak_gflops(best["precision"])["gflops"])
     finally:
         for s in sessions.values():
             s.close()

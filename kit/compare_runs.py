@@ -62,8 +62,9 @@ class Row:
 
     @property
     def within_intervals(self) -> bool | None:
-        """Is |B - A| inside the 95 % interval of the difference, sqrt(hw_A^2 + hw_B^2)?
-        None when either side has no interval."""
+        """Is B/A inside the 95 % interval of the ratio: each side's relative half-width combined on
+        the log scale (about |B - A| <= sqrt(hw_A^2 + hw_B^2) for small differences)? None when
+        either side has no interval."""
         return self.within(0.0)
 
     def log_ratio_and_variance(self) -> tuple[float, float] | None:

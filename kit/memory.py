@@ -156,6 +156,11 @@ STEP_COSTS: dict[str, StepCost] = {
 }
 
 
+def conversion_budget(model_bytes: float) -> float:
+    """What an export or conversion may take: 3 x the model's ONNX file + 2 GB (`make bench` checks it)."""
+    return 3 * model_bytes + 2 * GB
+
+
 def estimate_need(step: str, model_bytes: float) -> float:
     """Expected peak RSS in bytes of `step` on a model whose ONNX file has `model_bytes`."""
     if step not in STEP_COSTS:

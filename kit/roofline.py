@@ -129,18 +129,16 @@ def _write(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
-def figure_rows(onnx_path: Path, inputs, flops_per_sample: float, precision: str, peak: dict,
-                measurements: list[dict], flops_shared_per_call: float = 0.0) -> list[dict]:
-    """One roofline row per measured batch size (a BatchMeasurement.to_dict() each). FLOPs a call
-    does once (inputs that are not batched) are spread over the call's samples."""
-    traffic = graph_traffic(Path(onnx_path), inputs)
+def figure_rows(model, precision: str, peak: dict, measurements: list[dict]) -> list[dict]:
+    """One roofline row per measured batch size (a BatchMeasurement.to_dict() each) of an
+    ExportedModel. FLOPs a call does once (inputs that are not batched) are spread over its samples."""
+    traffic = graph_traffic(Path(model.onnx_path), model.inputs)
     bandwidth = memory_bandwidth()
     rows = []
     for m in measurements:
         per_sample = bytes_per_sample(traffic, precision, m["batch_size"])
         rows.append({"batch_size": m["batch_size"], "precision": precision,
-                     **position(flops_per_sample + flops_shared_per_call / m["batch_size"], per_sample,
-                                peak_gflops=peak["gflops"],
+                     **position(model.flops_per_sample_at(m["batch_size"]), per_sample, peak_gflops=peak["gflops"],
                                 bandwidth_gbs=bandwidth["gbs"], samples_per_s=m["throughput"]),
                      "peak_gflops": peak["gflops"], "peak_unit": peak.get("unit", "GFLOP/s"),
                      "peak_method": peak.get("method", ""), "bandwidth_gbs": bandwidth["gbs"],

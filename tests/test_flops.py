@@ -5,15 +5,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from kit.models.flops import count_flops_per_sample
 from kit.models.spec import InputSpec
+from tests.onnx_graphs import save_graph
 
 
 def save(tmp_path, nodes, inputs, outputs, inits):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    return path
+    return save_graph(tmp_path / "m.onnx", nodes, inputs, outputs, inits)
 
 
 def test_counts_conv_matmul_gemm_at_batch_one(tmp_path):

@@ -1,4 +1,3 @@
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
@@ -6,6 +5,7 @@ from onnx import TensorProto, helper
 from kit.errors import CorruptModel, InvalidParameter, MissingResource
 from kit.models import load_model
 from kit.models.onnx_file import load_onnx_file
+from tests.onnx_graphs import save_graph
 
 
 def relu_model(tmp_path, dims):
@@ -13,13 +13,8 @@ def relu_model(tmp_path, dims):
     ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 7])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
     z = helper.make_tensor_value_info("z", TensorProto.INT64, ["batch", 7])
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]),
-                               helper.make_node("Identity", ["ids"], ["z"])], "g", [x, ids], [y, z])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    path = tmp_path / "user.onnx"
-    onnx.save(model, str(path))
-    return path
+    return save_graph(tmp_path / "user.onnx", [helper.make_node("Relu", ["x"], ["y"]),
+                                                helper.make_node("Identity", ["ids"], ["z"])], [x, ids], [y, z])
 
 
 def test_static_inputs_read_from_file(tmp_path):
@@ -63,13 +58,8 @@ def fixed_model(tmp_path, batch=2):
     text = helper.make_tensor_value_info("text", TensorProto.INT64, [100, 77])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 16])
     t = helper.make_tensor_value_info("t", TensorProto.INT64, [100, 77])
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]),
-                               helper.make_node("Identity", ["text"], ["t"])], "g", [x, text], [y, t])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    path = tmp_path / "fixed.onnx"
-    onnx.save(model, str(path))
-    return path
+    return save_graph(tmp_path / "fixed.onnx", [helper.make_node("Relu", ["x"], ["y"]),
+                                                 helper.make_node("Identity", ["text"], ["t"])], [x, text], [y, t])
 
 
 def test_fixed_batch_model_runs_only_at_its_own_size(tmp_path):

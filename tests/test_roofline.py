@@ -3,10 +3,13 @@ peaks per precision."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kit import environment, roofline
 from kit.models.flops import count_traffic_per_sample
+from kit.models.spec import ExportedModel, WeightsInfo
 
 
 def test_position_names_the_bound_and_flags_a_figure_far_below_it():
@@ -72,9 +75,13 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
     peak = {"gflops": 1e-3, "unit": "GFLOP/s"}  # 1 MFLOP/s
     calls_per_s = 1e6 / (shared + 4 * per_sample) * 0.5  # half the peak at batch 4
     m = {"batch_size": 4, "throughput": 4 * calls_per_s}
-    row, = roofline.figure_rows(path, specs, per_sample, "fp32", peak, [m], shared)
+    model = ExportedModel("prompts", path, specs, ("y",), WeightsInfo("random", "test"),
+                          flops_per_sample=per_sample, flops_shared_per_call=shared)
+    assert model.flops_per_call(4) == shared + 4 * per_sample
+    row, = roofline.figure_rows(model, "fp32", peak, [m])
     assert row["fraction_of_bound"] == pytest.approx(0.5) and not row["above_bound"]
-    wrong, = roofline.figure_rows(path, specs, per_sample + shared, "fp32", peak, [m])  # shared counted per sample
+    counted_per_sample = dataclasses.replace(model, flops_per_sample=per_sample + shared, flops_shared_per_call=0.0)
+    wrong, = roofline.figure_rows(counted_per_sample, "fp32", peak, [m])
     assert wrong["above_bound"] and wrong["fraction_of_bound"] > 1.15
     traffic = roofline.graph_traffic(path, specs)
     assert traffic["shared_activation_elements"] >= 100 * 8 + 100 * 16  # t and its embedding, once a call

@@ -146,11 +146,16 @@ class ExportedModel:
     #: FLOPs a call does once whatever its batch size (inputs that are not batched)
     flops_shared_per_call: float = 0.0
 
-    def flops_per_sample_at(self, batch_size: int) -> float | None:
-        """FLOPs per sample of a call at `batch_size`: the shared work spread over its samples."""
+    def flops_per_call(self, batch_size: int) -> float | None:
+        """FLOPs of one call at `batch_size`: what each sample adds, plus the shared work."""
         if self.flops_per_sample is None:
             return None
-        return self.flops_per_sample + self.flops_shared_per_call / batch_size
+        return self.flops_per_sample * batch_size + self.flops_shared_per_call
+
+    def flops_per_sample_at(self, batch_size: int) -> float | None:
+        """FLOPs per sample of a call at `batch_size`: the shared work spread over its samples."""
+        per_call = self.flops_per_call(batch_size)
+        return None if per_call is None else per_call / batch_size
 
     def check_batch_size(self, batch_size: object) -> int:
         """`batch_size` if this model can run at it; a fixed-batch model at another size is an

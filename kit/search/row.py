@@ -96,8 +96,9 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     """Measure every candidate for the row and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     today = today_plan(model, published, kind)
-    if candidates is None:
-        candidates = row_candidates(model.framework, kind, int8_method=quantization_method(model))
+    if candidates is None:  # reading the graph for the int8 method only where an 8-bit row needs it
+        int8 = quantization_method(model) if row_bits(published) == 8 else None
+        candidates = row_candidates(model.framework, kind, int8_method=int8)
     candidates = list(candidates)
     if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
         candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
@@ -129,10 +130,10 @@ def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
     (3 x the ONNX file + 2 GB) is not probed: Swin-L's needs about 6.6 GB against 4.4."""
     from pathlib import Path
 
-    from kit.memory import GB, estimate_need
+    from kit.memory import GB, conversion_budget, estimate_need
 
     size = Path(model.onnx_path).stat().st_size
-    budget = 3 * size + 2 * GB
+    budget = conversion_budget(size)
     for p in probes:
         if p.status == "pending" and p.options.get("quantization") == "static-qdq":
             need = estimate_need("int8-static", size)

@@ -157,8 +157,7 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
         return
     ok = [m for m in result.measurements if m.get("throughput")]
     try:
-        result.tables["roofline"] = figure_rows(model.onnx_path, model.inputs, model.flops_per_sample,
-                                                cfg.precision, peak, ok, model.flops_shared_per_call)
+        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok)
         explain_below_peak(result)
     except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
@@ -222,10 +221,10 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
     if cfg.backend != "torch" or hardware.kind_of(cfg.device) != "cpu" or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
-    flops = model.flops_per_sample * batch + model.flops_shared_per_call
     try:
         times = op_breakdown.profile_torch_session(session, inputs)
-        result.tables["op_breakdown"] = {"batch_size": batch, **op_breakdown.breakdown(times, flops, peak["gflops"])}
+        result.tables["op_breakdown"] = {"batch_size": batch, **op_breakdown.breakdown(
+            times, model.flops_per_call(batch), peak["gflops"])}
     except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
         result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 
