@@ -94,6 +94,9 @@ def test_select_and_force_values():
     jobs = [Job("resnet50_FP16", "a.ipynb"), Job("bert_FP8", "a.ipynb"), Job("summary", "s.ipynb")]
     assert [j.name for j in select(jobs, "bert,summ")] == ["bert_FP8", "summary"]
     assert select(jobs, None) == jobs
+    family = [Job("albert-torch-fp32_FP16", "a.ipynb"), Job("bert-torch-fp32_FP16", "a.ipynb")]
+    assert [j.name for j in select(family, "bert-torch-fp32_FP16")] == ["bert-torch-fp32_FP16"]  # whole name
+    assert [j.name for j in select(family, "bert-torch")] == ["albert-torch-fp32_FP16", "bert-torch-fp32_FP16"]
     for bad in ("", " ", "bert,", ",", "bert,,summary", "gpt"):
         with pytest.raises(InvalidParameter, match="ONLY"):
             select(jobs, bad)

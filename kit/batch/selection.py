@@ -9,7 +9,8 @@ FORCE_VALUES = ("0", "1")
 
 
 def select(jobs: list[Job], only: str | None) -> list[Job]:
-    """The jobs whose name contains one of the comma-separated words of `only` (None: all).
+    """The jobs whose name contains one of the comma-separated words of `only` (None: all); a word
+    that is a whole job name selects that job alone (`bert-torch-fp32_FP16` is not also albert's).
 
     An empty word, or a word that matches no job, is an error listing the job names.
     """
@@ -24,7 +25,8 @@ def select(jobs: list[Job], only: str | None) -> list[Job]:
     if unmatched:
         raise InvalidParameter("ONLY", only, f"{', '.join(map(repr, unmatched))} matches no job; "
                                              f"jobs: {names}")
-    return [j for j in jobs if any(w in j.name for w in words)]
+    exact = {j.name for j in jobs}
+    return [j for j in jobs if any(w == j.name if w in exact else w in j.name for w in words)]
 
 
 def parse_force(value: str | bool) -> bool:
