@@ -86,3 +86,26 @@ def test_work_on_inputs_that_are_not_batched_is_shared_by_the_call(tmp_path):
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
                   [numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")])
     assert flops_split(x_path, batched_only) == (2 * 8 * 16, 0.0)
+
+
+def test_an_operand_shape_inference_cannot_see_is_read_from_one_run(tmp_path):
+    """A MatMul fed by a Reshape whose target size is data-dependent (NonZero's length): no shape
+    inference can resolve it, so the count reads it from one ONNX Runtime run."""
+    from kit.models.flops import inferred_shapes
+
+    ones = numpy_helper.from_array(np.ones(64, np.float32), "ones")
+    w = numpy_helper.from_array(np.zeros((64, 5), np.float32), "w")
+    minus_one = numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    nodes = [helper.make_node("NonZero", ["ones"], ["nz"]),  # [1, 64] at run time, [1, ?] statically
+             helper.make_node("Shape", ["nz"], ["nz_shape"]),
+             helper.make_node("Gather", ["nz_shape", "one"], ["width"], axis=0),
+             helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["r"]),
+             helper.make_node("MatMul", ["r", "w"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])
+    path = save(tmp_path, nodes, [x], [y], [ones, w, minus_one, one])
+    model = onnx.load(str(path))
+    assert "r" not in inferred_shapes(model, symbolic=False)
+    assert count_flops_per_sample(path, (InputSpec("x", (1, 8, 8), "float32"),)) == 2 * 64 * 5

@@ -1,7 +1,9 @@
 """FLOPs per sample from an ONNX graph: Conv, MatMul and Gemm, 2 FLOPs per multiply-accumulate.
 
-Shapes come from shape inference with every input fixed at batch size 1 (ONNX Runtime's symbolic
-shape inference, which follows the Shape/Reshape chains that exporters write).
+Shapes come from shape inference with every input fixed at the batch size: ONNX's own (C++, with
+data propagation) for the FLOP count, whose few operands it leaves open are read from one ORT run;
+ONNX Runtime's symbolic inference (Python, 4x slower on Swin-L, but it follows more of the
+Shape/Reshape chains that exporters write) for the traffic estimate, which needs every tensor.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_s
 
     model = weightless(onnx.load(str(onnx_path)))
     fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
-    shapes = inferred_shapes(model)
+    shapes = inferred_shapes(model, symbolic=False)
     counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
     if any(flops is None for _, flops in counted):
         shapes.update(measured_shapes(model, counted, shapes, inputs, batch_size))
@@ -89,16 +91,20 @@ def fix_input_shapes(model, shapes: dict[str, tuple[int, ...]]) -> None:
                 dim.dim_value = int(size)
 
 
-def inferred_shapes(model) -> dict[str, tuple[int, ...]]:
-    """name -> static shape for every tensor whose shape inference could resolve."""
-    try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+def inferred_shapes(model, symbolic: bool = True) -> dict[str, tuple[int, ...]]:
+    """name -> static shape for every tensor whose shape inference could resolve: ONNX Runtime's
+    symbolic inference (`symbolic`, falling back to ONNX's on failure), or ONNX's alone (faster)."""
+    import onnx
 
-        model = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
-    except Exception:  # noqa: BLE001 - fall back to ONNX's own inference
-        import onnx
+    inferred = None
+    if symbolic:
+        try:
+            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        except Exception:  # noqa: BLE001 - fall back to ONNX's own inference
+            inferred = None
+    model = inferred or onnx.shape_inference.infer_shapes(model, data_prop=True)
     shapes = {}
     graph = model.graph
     for value in [*graph.input, *graph.value_info, *graph.output]:

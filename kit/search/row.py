@@ -48,12 +48,14 @@ PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per
 @dataclass(frozen=True)
 class SearchSettings:
     """How hard to search: `depth` ('quick': short probes, no torch.compile; 'full': every candidate,
-    longer probes), probe length, `force` (search even when a decision is cached)."""
+    longer probes), probe length, `warmup` (calls before each timed window besides the numerics
+    call that every candidate makes first, which already warms it up), `force` (search even when a
+    decision is cached)."""
 
     depth: str = "quick"
     probe_s: float | None = None
     min_count: int | None = None
-    warmup: int = 1
+    warmup: int = 0
     force: bool = False
 
     def __post_init__(self) -> None:
