@@ -7,6 +7,11 @@ is the highest VmHWM (peak resident set since exec) of the processes doing the w
 process and, for an export, the export's own child. Printed per step: peak, wall time, ONNX file
 size, peak / file size, and the peak against the target (3 x file + 2 GB, and no step over 8 GB).
 BENCH_STRICT=1 makes a missed target a failing exit status. Timings are noisy on a shared machine.
+
+Where the IPU backend is available (PopRT, or its test double: rows then say "[not run on an IPU]"),
+each model's PopRT conversion + compilation is measured too, at the first published IPU batch size
+and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu).
+Elsewhere the bench says why that step is not measured.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ def child(step: str, model: str, small: bool) -> None:
     if step == "export":
         peak = max(peak, exported.verification.get("export_peak_rss_bytes") or 0)
         path = exported.onnx_path
+    elif step == "ipu":
+        print(json.dumps(ipu_step(exported)))
+        return
     else:
         from kit.backends.onnx_conversion import convert_for_ort
 
@@ -65,11 +73,38 @@ def child(step: str, model: str, small: bool) -> None:
                       "output_bytes": Path(path).stat().st_size}))
 
 
+def ipu_step(exported) -> dict:
+    """PopRT conversion + compilation in the worker, at fp16 and the first published batch size."""
+    from kit import published
+    from kit.backends import BackendConfig, require_backend
+
+    batch = (published.ipu_run_settings(exported.name, "FP16")["batch_sizes"] or [1])[0]
+    with tempfile.TemporaryDirectory(prefix="kit-bench-popef-") as popef:
+        session = require_backend("ipu").load(exported, BackendConfig("fp16", "ipu", options={"cache_dir": popef}),
+                                              batch)
+        memory, emulated = session.description["memory"], session.description.get("emulated", False)
+        session.close()
+    steps = memory.get("steps") or {}
+    return {"peak_bytes": max((f.get("peak_rss_bytes") or 0) for f in steps.values()) if steps else 0,
+            "model_bytes": exported.onnx_path.stat().st_size, "note": "[not run on an IPU]" if emulated else "",
+            "detail": ", ".join(f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items())}
+
+
+def ipu_unavailable() -> str | None:
+    from kit.backends import get_backend
+
+    return get_backend("ipu").availability()
+
+
 def measure(models: list[str], small: bool) -> list[dict]:
     rows = []
+    ipu_reason = ipu_unavailable()
+    steps = STEPS if ipu_reason else (*STEPS, "ipu")
+    if ipu_reason:
+        print(f"  ipu (PopRT conversion + compilation): not measured here: {ipu_reason}")
     for model in models:
         with tempfile.TemporaryDirectory(prefix="kit-bench-memory-") as cache:
-            for step in STEPS:
+            for step in steps:
                 row = {"model": model, "step": step, **run_step(step, model, Path(cache), small)}
                 rows.append(row)
                 print(format_row(row), flush=True)
@@ -84,8 +119,9 @@ def format_row(row: dict) -> str:
         return f"{head}FAILED after {row['wall_s']:.0f} s: {row['error']}"
     peak, size = row["peak_bytes"], row["model_bytes"]
     verdict = "ok" if within_target(row) else "OVER"
+    extra = " ".join(x for x in (row.get("detail"), row.get("note")) if x)
     return (f"{head}{peak / GB:>7.2f} GB {row['wall_s']:>7.0f} s {size / 1e6:>9.1f} MB "
-            f"{peak / size:>8.1f}x {peak / target_bytes(size):>8.2f}  {verdict}")
+            f"{peak / size:>8.1f}x {peak / target_bytes(size):>8.2f}  {verdict}{f'  ({extra})' if extra else ''}")
 
 
 def within_target(row: dict) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kit import step_peaks
 from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend
 from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
@@ -24,8 +25,9 @@ from tests.ipu_helpers import DOUBLE_STATE, TINY_INPUTS, tiny_model, tiny_refere
 
 
 @pytest.fixture
-def with_double(monkeypatch):
+def with_double(monkeypatch, tmp_path):
     use_double(monkeypatch)
+    monkeypatch.setattr(step_peaks, "store_path", lambda: tmp_path / "step_peaks.json")  # not the user's
     ipu_mod._AVAILABILITY.clear()
     yield monkeypatch
     ipu_mod._AVAILABILITY.clear()
@@ -208,9 +210,18 @@ def test_killed_worker_mid_session_is_a_clear_error(with_double, tmp_path):
     session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
     os.kill(session.worker.proc.pid, 9)
     session.worker.proc.wait()
-    with pytest.raises(IpuWorkerError, match=r"died before the request \(exit code -9\)"):
+    with pytest.raises(IpuWorkerError, match=r"killed before the request \(likely out of memory: peak unknown\)"):
         session.run(model.make_inputs(2))
     session.close()
+
+
+def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_its_peak(with_double, tmp_path):
+    """What the kernel's OOM killer does: SIGKILL. The peak comes from wait4 (here 0.3 GB held)."""
+    oom = "import os, signal; held = b'x' * (300 * 10**6); os.kill(os.getpid(), signal.SIGKILL)"
+    with_double.setenv("KIT_IPU_PYTHON", f"{sys.executable} -c \"{oom}\"")
+    ipu_mod._AVAILABILITY[tuple(ipu_mod.interpreter())] = None
+    with pytest.raises(IpuWorkerError, match=r"killed (before|during) .*\(likely out of memory: peak 0\.[3-9] GB\)"):
+        IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
 
 
 def test_bad_compiler_option_fails_load_with_reason(with_double, tmp_path):

@@ -14,19 +14,23 @@ import collections
 import os
 import select
 import shlex
+import signal
 import subprocess
 import threading
+import time
 import weakref
 from pathlib import Path
 
 import numpy as np
 
-from kit import hardware
+from kit import hardware, step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
 from kit.backends.ipu_worker import read_message, write_message
+from kit.batch.outcome import oom_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.measure import BatchMeasurement, MeasureConfig
+from kit.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, conversion_budget
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -40,6 +44,7 @@ PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker ex
 STDERR_LINES = 40
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # sessions holding an IPU in this process
+MEMORY_ERROR = "InsufficientMemory: "  # the worker's reply for a step its known need does not fit
 
 
 class IpuWorkerError(KitError):
@@ -76,6 +81,7 @@ class IpuWorker:
 
     def __init__(self, env: dict[str, str] | None = None):
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self.peak_gb: float | None = None  # known once the worker has ended (see _poll)
         try:
             self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, bufsize=0, env=env)
@@ -93,7 +99,7 @@ class IpuWorker:
     def request(self, msg: dict, timeout_s: float) -> object:
         """Send one request and wait for its reply (IpuWorkerError on failure, death or timeout)."""
         with self._lock:
-            if self.proc.poll() is not None:
+            if self._poll() is not None:
                 raise self._died("before the request")
             try:
                 write_message(self.proc.stdin, msg)
@@ -107,23 +113,48 @@ class IpuWorker:
             except (BrokenPipeError, EOFError, OSError) as exc:
                 raise self._died(f"during {msg.get('op')!r} ({type(exc).__name__})") from None
         if not reply.get("ok"):
-            raise IpuWorkerError(f"PopRT worker: {reply.get('error')}")
+            error = str(reply.get("error"))
+            if error.startswith(MEMORY_ERROR):
+                raise InsufficientMemory(f"PopRT worker: {error.removeprefix(MEMORY_ERROR)}; free memory, or "
+                                         f"set {SKIP_CHECK_ENV}=1 to try anyway")
+            raise IpuWorkerError(f"PopRT worker: {error}")
         return reply.get("result")
 
     def _died(self, when: str) -> IpuWorkerError:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
+        code, peak = self._reap()
         self._drain.join(timeout=1)
+        if code == -signal.SIGKILL:
+            return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + self._tail())
         return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
+
+    def _poll(self) -> int | None:
+        """The exit code (negative for a signal) once the worker is gone, else None. Reaped here with
+        wait4 to keep its peak RSS (`peak_gb`; None when the worker is `docker exec`'s client, whose
+        own peak says nothing of PopRT's)."""
+        if self.proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its peak is lost
+                return self.proc.poll()
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                docker = interpreter()[:2] == ["docker", "exec"]
+                self.peak_gb = None if docker else usage.ru_maxrss * 1024 / GB
+        return self.proc.returncode
+
+    def _reap(self, timeout_s: float = 5.0) -> tuple[int | None, float | None]:
+        """(exit code, peak RSS in GB or None), waiting up to `timeout_s` for the worker to end."""
+        deadline = time.monotonic() + timeout_s
+        while self._poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.proc.returncode, self.peak_gb
 
     def _tail(self) -> str:
         lines = [line for line in self.stderr_tail if line.strip()][-8:]
         return (" Its stderr ends with: " + " | ".join(lines)) if lines else " It wrote nothing to stderr."
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        if self._poll() is None:
             try:
                 self.request({"op": "close"}, 30)
             except KitError:
@@ -135,7 +166,7 @@ class IpuWorker:
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self._poll() is None
 
 
 def _stop_process(proc: subprocess.Popen) -> None:
@@ -291,14 +322,20 @@ class IpuBackend(Backend):
         env = dict(os.environ)
         enable_ipu_monitoring(env)  # sensors read N/A unless the process using the IPU monitors
         worker = IpuWorker(env)
+        memory = ConversionMemory(model, config.precision, compiled_batch)
         try:
             probe = worker.request({"op": "probe"}, request_timeout_s())
             check_request(probe.get("device", {}), config.precision, len(_LIVE) + 1)
-            info = worker.request(self.job(model, config, compiled_batch, plan, pack), request_timeout_s("load"))
+            memory.emulated = bool(probe.get("test_double", False))
+            job = {**self.job(model, config, compiled_batch, plan, pack), "memory_needs": memory.needs()}
+            info = worker.request(job, request_timeout_s("load"))
         except BaseException:
             worker.kill()
             raise
         description = self.describe(model, config, batch_size, info, plan, pack)
+        description["memory"] = memory.record(info.get("memory") or {}, info.get("env", {}).get("poprt_version"))
+        if description["memory"].get("over_budget"):
+            description.setdefault("notes", []).append(description["memory"]["verdict"])
         return IpuSession(worker, batch_size, description, pack)
 
     def job(self, model: ExportedModel, config: BackendConfig, batch_size: int, plan: IpuRunPlan | None,
@@ -355,6 +392,53 @@ class IpuBackend(Backend):
         if emulated:
             d["note"] = EMULATED_NOTE
         return d
+
+
+class ConversionMemory:
+    """The PopRT conversion's and compilation's memory: the needs known from earlier measurements on
+    this host (kit.step_peaks), sent to the worker to check before each step, and afterwards each
+    step's measured peak, recorded and set against the 3 x ONNX file + 2 GB budget."""
+
+    STEPS = ("ipu-convert", "ipu-compile")
+
+    def __init__(self, model: ExportedModel, precision: str, batch_size: int):
+        self.model, self.precision, self.batch_size = model, precision, batch_size
+        self.model_bytes = Path(model.onnx_path).stat().st_size
+        self.emulated = False
+
+    def key(self, step: str) -> str:
+        """Peaks of the test double never stand for PopRT's."""
+        return f"{step} (test double)" if self.emulated else step
+
+    def needs(self) -> dict:
+        if os.environ.get(SKIP_CHECK_ENV) == "1":
+            return {}
+        return {step: found for step in self.STEPS
+                if (found := step_peaks.need(self.key(step), self.model_bytes)) is not None}
+
+    def record(self, measured: dict, poprt_version: str | None) -> dict:
+        budget = conversion_budget(self.model_bytes)
+        out = {"model_bytes": self.model_bytes, "budget_bytes": budget,
+               "budget": "3 x the ONNX file + 2 GB", **measured}
+        steps = measured.get("steps") or {}
+        if not steps:
+            out["verdict"] = f"not measured: {measured.get('status', 'the worker reported no memory figures')}"
+            return out
+        context = f"PopRT {poprt_version}, {self.precision}, batch {self.batch_size}"
+        for step, figures in steps.items():
+            if figures.get("peak_rss_bytes"):
+                step_peaks.record(self.key(step), step_peaks.Observation(
+                    self.model.name, self.model_bytes, int(figures["peak_rss_bytes"]), context))
+            if not figures.get("need_checked_bytes"):
+                figures["check"] = "not checked before the step: no earlier measurement on this host"
+        over = [s for s, f in steps.items() if (f.get("peak_rss_bytes") or 0) > budget]
+        out["over_budget"] = over
+        peaks = ", ".join(f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items())
+        out["verdict"] = (f"PopRT memory over the {budget / GB:.1f} GB budget (3 x file + 2 GB): {peaks}" if over
+                          else f"PopRT memory within the {budget / GB:.1f} GB budget (3 x file + 2 GB): {peaks}")
+        if self.emulated:
+            out["verdict"] += f" [{EMULATED_NOTE}]"
+        return out
 
 
 def device_info_from(env: dict, precision: str) -> dict:

@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -226,7 +227,8 @@ def remove_dead_nodes(model):
 
 
 def compile_popef(job, env):
-    """Convert + compile_and_export once per key; returns (path, compile seconds, cached, kwargs, options)."""
+    """Convert + compile_and_export once per key; returns (path, compile seconds, cached, kwargs,
+    options, memory: each step's peak RSS, or why none was measured)."""
     import onnx
     from poprt.compiler import Compiler
     from poprt.converter import Converter
@@ -235,21 +237,113 @@ def compile_popef(job, env):
     opts, wanted = compiler_options(job, env.get("device", {}).get("ipu_version"))
     path = popef_path(job, kwargs, wanted, env["poprt_version"])
     if os.path.exists(path):
-        return path, 0.0, True, kwargs, wanted
+        return path, 0.0, True, kwargs, wanted, {"status": "PopEF from the cache: no conversion ran"}
     os.makedirs(job["cache_dir"], exist_ok=True)
     started = time.perf_counter()
-    model = onnx.load(job["onnx_path"])
-    pack_inputs = job.get("pack_inputs") or {}
-    if pack_inputs.get("add") == "position_ids":
-        add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
-        dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
-        kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
-    converted = Converter(**kwargs).convert(model)
-    outputs = [o.name for o in converted.graph.output]
-    tmp = f"{path}.{os.getpid()}.tmp"
-    Compiler.compile_and_export(converted.SerializeToString(), outputs, tmp, opts)
+    memory = StepMemory(job.get("memory_needs") or {})
+    with memory.step("ipu-convert"):
+        model = onnx.load(job["onnx_path"])
+        pack_inputs = job.get("pack_inputs") or {}
+        if pack_inputs.get("add") == "position_ids":
+            add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
+            dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
+            kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
+        converted = Converter(**kwargs).convert(model)
+        del model  # the converted copy is all the compiler needs
+    with memory.step("ipu-compile"):
+        outputs = [o.name for o in converted.graph.output]
+        tmp = f"{path}.{os.getpid()}.tmp"
+        Compiler.compile_and_export(converted.SerializeToString(), outputs, tmp, opts)
     os.replace(tmp, path)
-    return path, time.perf_counter() - started, False, kwargs, wanted
+    return path, time.perf_counter() - started, False, kwargs, wanted, memory.to_dict()
+
+
+# --- memory: each step's peak, and a check before it ------------------------------------------------
+
+class InsufficientMemory(MemoryError):
+    """A step's known need is above the memory available (the kit raises its own class for it)."""
+
+
+MEMORY_METHOD = ("VmHWM of the PopRT worker (/proc/self/status), reset before each step through "
+                 "/proc/self/clear_refs")
+
+
+def peak_rss_bytes(status="/proc/self/status"):
+    """This process's peak resident set (VmHWM) in bytes, or None where /proc is unreadable."""
+    try:
+        with open(status) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def reset_peak_rss(clear_refs="/proc/self/clear_refs"):
+    """Reset VmHWM to the current RSS (Linux 4.0 and later); False where that is not allowed."""
+    try:
+        with open(clear_refs, "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
+    """MemAvailable, capped by a cgroup v2 limit (the PopRT container's); None where unreadable."""
+    available = None
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open(os.path.join(cgroup, "memory.max")) as f:
+            limit = f.read().strip()
+        with open(os.path.join(cgroup, "memory.current")) as f:
+            used = int(f.read().strip())
+        if limit != "max" and available is not None:
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+class StepMemory:
+    """Each step's peak RSS, VmHWM reset before it; before a step whose need the kit knows (measured
+    on an earlier run), InsufficientMemory when the memory available is less."""
+
+    def __init__(self, needs):
+        self.needs = needs  # step -> {"bytes": need, "source": how it is known}
+        self.steps = {}
+        self.reset_everywhere = True
+
+    def check(self, step):
+        need = self.needs.get(step)
+        available = available_memory_bytes()
+        if need and available is not None and need["bytes"] > available:
+            raise InsufficientMemory("{} needs about {:.1f} GB, {:.1f} GB available ({})".format(
+                step, need["bytes"] / 1e9, available / 1e9, need["source"]))
+        return available
+
+    @contextmanager
+    def step(self, name):
+        available = self.check(name)
+        self.reset_everywhere = reset_peak_rss() and self.reset_everywhere
+        started = time.perf_counter()
+        yield
+        self.steps[name] = {"peak_rss_bytes": peak_rss_bytes(), "seconds": round(time.perf_counter() - started, 2),
+                            "available_before_bytes": available,
+                            "need_checked_bytes": (self.needs.get(name) or {}).get("bytes")}
+
+    def to_dict(self):
+        method = MEMORY_METHOD if self.reset_everywhere else (
+            "VmHWM of the PopRT worker (/proc/self/status); /proc/self/clear_refs could not reset it, so "
+            "each step's peak is the worker's peak since it started")
+        return {"status": "measured", "steps": self.steps, "method": method}
 
 
 # --- the session -------------------------------------------------------------------------------------
@@ -292,7 +386,7 @@ class Session:
             raise RuntimeError("this worker already holds a Runner; start a new worker per session")
         env = self.probe(job)
         check_hardware(env["device"], job["precision"])
-        path, seconds, cached, kwargs, wanted = compile_popef(job, env)
+        path, seconds, cached, kwargs, wanted, memory = compile_popef(job, env)
         self.job, self.pack = job, job.get("pack") if job.get("pack_inputs") is not None else None
         started = time.perf_counter()
         self.runner = runtime.Runner(path, runtime_config(self.pack))
@@ -301,7 +395,7 @@ class Session:
                 "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
                 "inputs": describe(self.runner.get_execute_inputs()),
                 "outputs": describe(self.runner.get_execute_outputs()), "env": env,
-                "pack": self.pack is not None}
+                "pack": self.pack is not None, "memory": memory}
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
         return info
