@@ -1,10 +1,18 @@
-"""Helpers shared by the benchmarks: env-var knobs and interleaved timing rounds."""
+"""Helpers shared by the benchmarks: env-var knobs and interleaved timing rounds.
+
+Importing it fixes glibc malloc's thresholds as every study does (kit.memory.steady_allocator), so
+a benchmark's figures do not depend on what ran before them in its process.
+"""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable
+
+from kit.memory import steady_allocator
+
+ALLOCATOR = steady_allocator()
 
 
 def env_float(name: str, default: float) -> float:

@@ -150,9 +150,13 @@ def _type_name(hint: Any) -> str:
 def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, Any],
               execute: Callable[[C, RunResult], None], name: Callable[[dict], str]) -> RunResult:
     """Validate, execute and record one study run; every failure ends up in the result."""
+    from kit.memory import resources, steady_allocator
+
+    allocator = steady_allocator()  # before anything is loaded: figures independent of process history
     params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
     params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
     result = RunResult.new(kind, str(name(params)), params)
+    result.environment["allocator"] = allocator
     try:
         cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError
         result.parameters = cfg.to_dict()
@@ -164,8 +168,6 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
     except Exception as exc:  # noqa: BLE001 - a bug still ends as a readable result, not a lost run
         result.fail(f"{type(exc).__name__}: {exc} (unexpected; traceback: "
                     f"{' | '.join(traceback.format_exc().strip().splitlines()[-4:])})")
-    from kit.memory import resources
-
     result.resources = resources()
     return result
 
