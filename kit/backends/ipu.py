@@ -30,7 +30,7 @@ from kit.backends.ipu_worker import read_message, write_message
 from kit.batch.outcome import oom_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.measure import BatchMeasurement, MeasureConfig
-from kit.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, conversion_budget
+from kit.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, conversion_budget, parse_meminfo
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -44,6 +44,7 @@ PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker ex
 STDERR_LINES = 40
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # sessions holding an IPU in this process
+WATCH_S = 0.5  # how often the worker's peak RSS is read while it converts and compiles
 MEMORY_ERROR = "InsufficientMemory: "  # the worker's reply for a step its known need does not fit
 
 
@@ -81,7 +82,7 @@ class IpuWorker:
 
     def __init__(self, env: dict[str, str] | None = None):
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.peak_gb: float | None = None  # known once the worker has ended (see _poll)
+        self.peak_gb: float | None = None  # the worker's VmHWM, read while it loads (_read_peak)
         try:
             self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, bufsize=0, env=env)
@@ -103,7 +104,7 @@ class IpuWorker:
                 raise self._died("before the request")
             try:
                 write_message(self.proc.stdin, msg)
-                ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+                ready = self._wait_for_reply(timeout_s, watch_memory=msg.get("op") == "load")
                 if not ready:
                     self.kill()
                     raise IpuWorkerError(f"PopRT worker gave no reply to {msg.get('op')!r} within "
@@ -127,23 +128,44 @@ class IpuWorker:
             return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + self._tail())
         return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
 
+    def _wait_for_reply(self, timeout_s: float, watch_memory: bool) -> bool:
+        """Whether a reply came within `timeout_s`. While the worker converts and compiles
+        (`watch_memory`), its peak RSS is read twice a second, so that a worker the kernel kills can
+        be reported with the peak it had reached; never during timed requests."""
+        if not watch_memory:
+            return bool(select.select([self.proc.stdout], [], [], timeout_s)[0])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._read_peak()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if select.select([self.proc.stdout], [], [], min(left, WATCH_S))[0]:
+                return True
+
+    def _read_peak(self) -> None:
+        """The worker's VmHWM; not readable through `docker exec`, whose client is not the worker."""
+        if interpreter()[:2] == ["docker", "exec"]:
+            return
+        try:
+            peak = parse_meminfo(Path(f"/proc/{self.proc.pid}/status").read_text())["VmHWM"] / GB
+        except (OSError, KeyError):  # gone, or a zombie (no VmHWM line)
+            return
+        self.peak_gb = max(self.peak_gb or 0.0, peak)
+
     def _poll(self) -> int | None:
-        """The exit code (negative for a signal) once the worker is gone, else None. Reaped here with
-        wait4 to keep its peak RSS (`peak_gb`; None when the worker is `docker exec`'s client, whose
-        own peak says nothing of PopRT's)."""
+        """The exit code (negative for a signal) once the worker is gone, else None."""
         if self.proc.returncode is None:
             try:
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere: its peak is lost
+                pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
                 return self.proc.poll()
             if pid:
                 self.proc.returncode = os.waitstatus_to_exitcode(status)
-                docker = interpreter()[:2] == ["docker", "exec"]
-                self.peak_gb = None if docker else usage.ru_maxrss * 1024 / GB
         return self.proc.returncode
 
     def _reap(self, timeout_s: float = 5.0) -> tuple[int | None, float | None]:
-        """(exit code, peak RSS in GB or None), waiting up to `timeout_s` for the worker to end."""
+        """(exit code, the last peak RSS read in GB or None), waiting up to `timeout_s` for the end."""
         deadline = time.monotonic() + timeout_s
         while self._poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
