@@ -52,7 +52,9 @@ def test_a_step_that_will_not_fit_fails_before_it_starts_and_says_why(with_doubl
         IpuBackend().load(model, config(tmp_path, "fp32"), 2)
     assert not any(ipu_mod._LIVE)
     with_double.setenv("KIT_SKIP_MEMORY_CHECK", "1")
-    IpuBackend().load(model, config(tmp_path, "fp32"), 2).close()
+    tried = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    tried.close()
+    assert tried.description["memory"]["steps"]["ipu-convert"]["check"].endswith("KIT_SKIP_MEMORY_CHECK=1")
 
 
 def test_a_cached_popef_converts_nothing_and_says_so(with_double, tmp_path):  # noqa: F811

@@ -426,14 +426,15 @@ class ConversionMemory:
     def __init__(self, model: ExportedModel, precision: str, batch_size: int):
         self.model, self.precision, self.batch_size = model, precision, batch_size
         self.model_bytes = Path(model.onnx_path).stat().st_size
-        self.emulated = False
+        self.emulated = self.skipped = False
 
     def key(self, step: str) -> str:
         """Peaks of the test double never stand for PopRT's."""
         return f"{step} (test double)" if self.emulated else step
 
     def needs(self) -> dict:
-        if os.environ.get(SKIP_CHECK_ENV) == "1":
+        self.skipped = os.environ.get(SKIP_CHECK_ENV) == "1"
+        if self.skipped:
             return {}
         return {step: found for step in self.STEPS
                 if (found := step_peaks.need(self.key(step), self.model_bytes)) is not None}
@@ -452,7 +453,8 @@ class ConversionMemory:
                 step_peaks.record(self.key(step), step_peaks.Observation(
                     self.model.name, self.model_bytes, int(figures["peak_rss_bytes"]), context))
             if not figures.get("need_checked_bytes"):
-                figures["check"] = "not checked before the step: no earlier measurement on this host"
+                figures["check"] = ("not checked before the step: " + (f"{SKIP_CHECK_ENV}=1" if self.skipped else
+                                    "no earlier measurement on this host"))
         over = [s for s, f in steps.items() if (f.get("peak_rss_bytes") or 0) > budget]
         out["over_budget"] = over
         peaks = ", ".join(f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items())
