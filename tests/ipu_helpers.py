@@ -16,7 +16,9 @@ DOUBLE = Path(__file__).parent / "poprt_double"
 # running at the same time elsewhere on the machine never share a device, and tiny delays.
 DOUBLE_STATE = tempfile.mkdtemp(prefix="kit-poprt-double-")
 FAST_DOUBLE = {"KIT_POPRT_DOUBLE_STATE": DOUBLE_STATE, "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
-               "KIT_POPRT_DOUBLE_ATTACH_WAIT_S": "0.1", "KIT_POPRT_DOUBLE_HANG_S": "0.3"}
+               "KIT_POPRT_DOUBLE_ATTACH_WAIT_S": "0.1", "KIT_POPRT_DOUBLE_HANG_S": "0.3",
+               # the double's measured memory stays out of the user's outputs/cache
+               "KIT_STEP_PEAKS": os.path.join(DOUBLE_STATE, "step_peaks.json")}
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
 B = np.array([0.5, -1.0, 0.25], dtype=np.float32)
 
@@ -67,5 +69,5 @@ def double_env(with_double: bool = True) -> dict:
 def use_double(monkeypatch, with_double: bool = True) -> None:
     """Point the kit's IPU backend at the poprt double (fast delays) for one test."""
     for key, value in double_env(with_double).items():
-        if key in ("PYTHONPATH", "KIT_IPU_PYTHON") or key.startswith("KIT_POPRT_DOUBLE"):
+        if key in ("PYTHONPATH", "KIT_IPU_PYTHON", "KIT_STEP_PEAKS") or key.startswith("KIT_POPRT_DOUBLE"):
             monkeypatch.setenv(key, value)

@@ -31,7 +31,7 @@ def make_notebook(path, source):
 def ipu_double(monkeypatch):
     """The notebooks' kernels see the poprt test double as PopRT."""
     for key, value in double_env(True).items():
-        if key in ("PYTHONPATH", "KIT_IPU_PYTHON"):
+        if key in ("PYTHONPATH", "KIT_IPU_PYTHON", "KIT_STEP_PEAKS"):
             monkeypatch.setenv(key, value)
 
 

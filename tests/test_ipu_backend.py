@@ -27,7 +27,7 @@ from tests.ipu_helpers import DOUBLE_STATE, TINY_INPUTS, tiny_model, tiny_refere
 @pytest.fixture
 def with_double(monkeypatch, tmp_path):
     use_double(monkeypatch)
-    monkeypatch.setattr(step_peaks, "store_path", lambda: tmp_path / "step_peaks.json")  # not the user's
+    monkeypatch.setenv(step_peaks.STORE_ENV, str(tmp_path / "step_peaks.json"))  # this test's own
     ipu_mod._AVAILABILITY.clear()
     yield monkeypatch
     ipu_mod._AVAILABILITY.clear()
@@ -223,8 +223,18 @@ def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_
            "os.kill(os.getpid(), signal.SIGKILL)); sys.exit(ipu_worker.main(sys.argv[1:]))")
     with_double.setenv("KIT_IPU_PYTHON", f"{sys.executable} -c \"{oom}\"")
     ipu_mod._AVAILABILITY[tuple(ipu_mod.interpreter())] = None  # poprt imports; the worker then dies
-    with pytest.raises(IpuWorkerError, match=r"killed during 'load' .*\(likely out of memory: peak 0\.[3-9] GB\)"):
+    with pytest.raises(IpuWorkerError, match=r"killed during 'load' .*\(likely out of memory: peak 0\.[3-9] GB\)\."):
         IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+    # the next run of this model is checked against that peak instead of being killed unwarned
+    with_double.setenv("KIT_IPU_PYTHON", sys.executable)
+    session = IpuBackend().load(tiny_exported(tmp_path), config(tmp_path, "fp32"), 2)
+    session.close()
+    assert session.description["memory"]["steps"]["ipu-convert"]["need_checked_bytes"] >= 0.3e9
+
+
+def test_docker_exec_reports_a_sigkill_inside_as_exit_137():
+    assert ipu_mod.was_killed(-9, docker=False) and ipu_mod.was_killed(137, docker=True)
+    assert not ipu_mod.was_killed(137, docker=False) and not ipu_mod.was_killed(1, docker=True)
 
 
 def test_bad_compiler_option_fails_load_with_reason(with_double, tmp_path):

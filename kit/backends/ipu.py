@@ -83,6 +83,7 @@ class IpuWorker:
     def __init__(self, env: dict[str, str] | None = None):
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self.peak_gb: float | None = None  # the worker's VmHWM, read while it loads (_read_peak)
+        self.killed = False  # by SIGKILL, most often the kernel's out-of-memory killer
         try:
             self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, bufsize=0, env=env)
@@ -124,8 +125,9 @@ class IpuWorker:
     def _died(self, when: str) -> IpuWorkerError:
         code, peak = self._reap()
         self._drain.join(timeout=1)
-        if code == -signal.SIGKILL:
-            return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + self._tail())
+        if was_killed(code, docker=interpreter()[:2] == ["docker", "exec"]):
+            self.killed = True
+            return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + "." + self._tail())
         return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
 
     def _wait_for_reply(self, timeout_s: float, watch_memory: bool) -> bool:
@@ -189,6 +191,11 @@ class IpuWorker:
     @property
     def alive(self) -> bool:
         return self._poll() is None
+
+
+def was_killed(code: int | None, docker: bool) -> bool:
+    """SIGKILL: -9 from a direct child; `docker exec` exits 128 + 9 when the process inside is."""
+    return code == -signal.SIGKILL or (docker and code == 128 + signal.SIGKILL)
 
 
 def _stop_process(proc: subprocess.Popen) -> None:
@@ -352,6 +359,8 @@ class IpuBackend(Backend):
             job = {**self.job(model, config, compiled_batch, plan, pack), "memory_needs": memory.needs()}
             info = worker.request(job, request_timeout_s("load"))
         except BaseException:
+            if worker.killed and worker.peak_gb:
+                memory.record_kill(worker.peak_gb * GB)
             worker.kill()
             raise
         description = self.describe(model, config, batch_size, info, plan, pack)
@@ -437,32 +446,41 @@ class ConversionMemory:
         if self.skipped:
             return {}
         return {step: found for step in self.STEPS
-                if (found := step_peaks.need(self.key(step), self.model_bytes)) is not None}
+                if (found := step_peaks.need(self.key(step), self.model.name, self.model_bytes)) is not None}
 
     def record(self, measured: dict, poprt_version: str | None) -> dict:
         budget = conversion_budget(self.model_bytes)
         out = {"model_bytes": self.model_bytes, "budget_bytes": budget,
                "budget": "3 x the ONNX file + 2 GB", **measured}
-        steps = measured.get("steps") or {}
+        steps = {s: f for s, f in (measured.get("steps") or {}).items() if f.get("peak_rss_bytes")}
         if not steps:
-            out["verdict"] = f"not measured: {measured.get('status', 'the worker reported no memory figures')}"
+            out["verdict"] = f"not measured: {measured.get('status', 'the worker could not read its VmHWM')}"
             return out
         context = f"PopRT {poprt_version}, {self.precision}, batch {self.batch_size}"
         for step, figures in steps.items():
-            if figures.get("peak_rss_bytes"):
-                step_peaks.record(self.key(step), step_peaks.Observation(
-                    self.model.name, self.model_bytes, int(figures["peak_rss_bytes"]), context))
-            if not figures.get("need_checked_bytes"):
-                figures["check"] = ("not checked before the step: " + (f"{SKIP_CHECK_ENV}=1" if self.skipped else
-                                    "no earlier measurement on this host"))
-        over = [s for s, f in steps.items() if (f.get("peak_rss_bytes") or 0) > budget]
+            peak = int(figures["peak_rss_bytes"])
+            step_peaks.record(self.key(step), step_peaks.Observation(
+                self.model.name, self.model_bytes, peak, peak - int(figures.get("rss_before_bytes") or 0), context))
+            if figures.get("need_checked_bytes") is None:
+                figures["check"] = "not checked before the step: " + (
+                    f"{SKIP_CHECK_ENV}=1" if self.skipped else "MemAvailable unreadable"
+                    if figures.get("available_before_bytes") is None else
+                    "no measurement of this model or one at least half its size on this host")
+        over = [s for s, f in steps.items() if f["peak_rss_bytes"] > budget]
         out["over_budget"] = over
-        peaks = ", ".join(f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items())
+        peaks = ", ".join(f"{s} {f['peak_rss_bytes'] / GB:.2f} GB" for s, f in steps.items())
         out["verdict"] = (f"PopRT memory over the {budget / GB:.1f} GB budget (3 x file + 2 GB): {peaks}" if over
                           else f"PopRT memory within the {budget / GB:.1f} GB budget (3 x file + 2 GB): {peaks}")
         if self.emulated:
             out["verdict"] += f" [{EMULATED_NOTE}]"
         return out
+
+    def record_kill(self, peak_bytes: float) -> None:
+        """A worker killed while loading: its last peak read (a lower bound) is what the next run of
+        this model is checked against, under the conversion step (where most of a load's memory goes)."""
+        step_peaks.record(self.key("ipu-convert"), step_peaks.Observation(
+            self.model.name, self.model_bytes, int(peak_bytes), int(peak_bytes),
+            f"worker killed while loading ({self.precision}, batch {self.batch_size}): at least this peak"))
 
 
 def device_info_from(env: dict, precision: str) -> dict:

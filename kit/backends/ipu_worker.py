@@ -268,16 +268,21 @@ MEMORY_METHOD = ("VmHWM of the PopRT worker (/proc/self/status), reset before ea
                  "/proc/self/clear_refs")
 
 
-def peak_rss_bytes(status="/proc/self/status"):
-    """This process's peak resident set (VmHWM) in bytes, or None where /proc is unreadable."""
+def status_bytes(field, status="/proc/self/status"):
+    """A memory line of this process's status (VmHWM: peak resident set, VmRSS: now) in bytes, or
+    None where /proc is unreadable."""
     try:
         with open(status) as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def peak_rss_bytes(status="/proc/self/status"):
+    return status_bytes("VmHWM", status)
 
 
 def reset_peak_rss(clear_refs="/proc/self/clear_refs"):
@@ -313,8 +318,9 @@ def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
 
 
 class StepMemory:
-    """Each step's peak RSS, VmHWM reset before it; before a step whose need the kit knows (measured
-    on an earlier run), InsufficientMemory when the memory available is less."""
+    """Each step's peak RSS (VmHWM reset before it) and RSS before it; before a step whose need the
+    kit knows (what the step added on an earlier run: its peak less the RSS before it), compared
+    with the memory available, InsufficientMemory when that is less."""
 
     def __init__(self, needs):
         self.needs = needs  # step -> {"bytes": need, "source": how it is known}
@@ -324,7 +330,7 @@ class StepMemory:
     def check(self, step):
         need = self.needs.get(step)
         available = available_memory_bytes()
-        if need and available is not None and need["bytes"] > available:
+        if need is not None and available is not None and need["bytes"] > available:
             raise InsufficientMemory("{} needs about {:.1f} GB, {:.1f} GB available ({})".format(
                 step, need["bytes"] / 1e9, available / 1e9, need["source"]))
         return available
@@ -333,11 +339,13 @@ class StepMemory:
     def step(self, name):
         available = self.check(name)
         self.reset_everywhere = reset_peak_rss() and self.reset_everywhere
+        before = status_bytes("VmRSS")
         started = time.perf_counter()
         yield
-        self.steps[name] = {"peak_rss_bytes": peak_rss_bytes(), "seconds": round(time.perf_counter() - started, 2),
-                            "available_before_bytes": available,
-                            "need_checked_bytes": (self.needs.get(name) or {}).get("bytes")}
+        checked = (self.needs.get(name) or {}).get("bytes") if available is not None else None
+        self.steps[name] = {"peak_rss_bytes": peak_rss_bytes(), "rss_before_bytes": before,
+                            "seconds": round(time.perf_counter() - started, 2),
+                            "available_before_bytes": available, "need_checked_bytes": checked}
 
     def to_dict(self):
         method = MEMORY_METHOD if self.reset_everywhere else (

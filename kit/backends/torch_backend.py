@@ -185,6 +185,8 @@ class TorchBackend(InProcessBackend):
                 session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
             session.run(model.make_inputs(batch_size))  # warm-up: cuDNN and the allocator, before any window
         if config.options.get("compile"):
+            if not session.autocast_checked:  # eager, so compiled and eager runs pick the same 16-bit path
+                session.check_autocast(model.make_inputs(batch_size))
             compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
         return session
 
