@@ -28,18 +28,23 @@ def flops_split(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float, 
     text prompts) are encoded once per call: counting them per sample overstates the work of a
     batch of b by (b - 1) x their FLOPs. With every input batched, shared is 0.
     """
-    one = count_flops_per_call(onnx_path, inputs, 1)
+    import onnx
+
+    source = onnx.load(str(onnx_path))  # once: each count works on its own weightless copy
+    one = count_flops_per_call(onnx_path, inputs, 1, source)
     if all(i.batched for i in inputs):
         return one, 0.0
-    per_sample = count_flops_per_call(onnx_path, inputs, 2) - one
+    per_sample = count_flops_per_call(onnx_path, inputs, 2, source) - one
     return per_sample, max(one - per_sample, 0.0)
 
 
-def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int) -> float:
-    """2 x MACs of every Conv, MatMul and Gemm in one call at `batch_size`."""
+def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int,
+                         source=None) -> float:
+    """2 x MACs of every Conv, MatMul and Gemm in one call at `batch_size` (`source`: the graph at
+    `onnx_path`, already loaded)."""
     import onnx
 
-    model = weightless(onnx.load(str(onnx_path)))
+    model = weightless(source if source is not None else onnx.load(str(onnx_path)))
     fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
     shapes = inferred_shapes(model, symbolic=False)
     counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
@@ -103,8 +108,8 @@ def inferred_shapes(model, symbolic: bool = True) -> dict[str, tuple[int, ...]]:
 
             inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
         except Exception:  # noqa: BLE001 - fall back to ONNX's own inference
-            inferred = None
-    model = inferred or onnx.shape_inference.infer_shapes(model, data_prop=True)
+            pass
+    model = inferred if inferred is not None else onnx.shape_inference.infer_shapes(model, data_prop=True)
     shapes = {}
     graph = model.graph
     for value in [*graph.input, *graph.value_info, *graph.output]:
