@@ -44,7 +44,7 @@ def test_beside_published_is_formatted_and_labelled(result):
 def test_provenance_names_hardware_weights_and_method(result):
     page = provenance(result)
     for words in ("no IPU on this machine", "random initialisation", "onnxruntime", "perf_counter_ns",
-                  "Tolerances"):
+                  "Tolerances", "Allocator", "kit.memory.steady_allocator"):
         assert words in page
 
 

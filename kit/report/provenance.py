@@ -48,6 +48,7 @@ def provenance(result: RunResult) -> str:
                  f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}",
         "Weights": (m.get("weights") or {}).get("label", ""),
         "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
+        "Allocator": env.get("allocator", ""),
         "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
         "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
