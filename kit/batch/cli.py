@@ -61,8 +61,12 @@ def reproduce(args: argparse.Namespace) -> int:
     except BatchInterrupted as stop:
         bar.close()
         kept = sum(r.status == "ok" for r in stop.records)
-        print(f"{stop}: {kept} notebooks ok kept, the running one recorded as interrupted; "
-              f"`make reproduce` again resumes (state: {outputs_dir() / 'state.json'})")
+        resume = ("`make reproduce` again resumes" if not force else
+                  "`make reproduce` resumes with the decisions searched so far, re-running once the jobs "
+                  "this forced run finished (their parameters now name those decisions); FORCE=1 again "
+                  "would search every row again")
+        print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
+              f"{resume} (state: {outputs_dir() / 'state.json'})")
         return stop.exit_code
     bar.close()
     index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
