@@ -14,13 +14,13 @@ LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 # GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never
 GPU ?= auto
-INSTALL_KIND = $(shell $(PYTHON) kit/gpu_install.py $(GPU))
+INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
 .PHONY: install reproduce test bench lab lint site rebuild-state clean-outputs
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(filter gpu,$(INSTALL_KIND)),requirements-gpu.txt)
+$(STAMP): requirements.txt constraints.txt pyproject.toml .importlinter $(if $(filter gpu,$(INSTALL_KIND)),requirements-gpu.txt)
 	$(if $(filter gpu cpu,$(INSTALL_KIND)),,$(error GPU=$(GPU) is not one of auto, 1, 0))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -36,7 +36,9 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml $(if $(filter gpu,$(IN
 reproduce: $(STAMP)
 	$(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
 
+# The floors of kit/ (.importlinter, docs/architecture.md) are checked before the tests.
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -51,8 +53,8 @@ site: $(STAMP)
 rebuild-state: $(STAMP)
 	$(BIN)/kit rebuild-state
 
-lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/lab.py
-	$(BIN)/python -m kit.lab --ip $(LAB_IP) --port $(LAB_PORT)
+lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/cli/lab.py
+	$(BIN)/python -m kit.cli.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
 clean-outputs:
 	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +

@@ -1,7 +1,7 @@
 """Best CPU backend per model: throughput of every backend/precision configuration, as ratios.
 
 Per model (BENCH_MODELS, comma-separated zoo names; default resnet50-torch-fp32) at batch
-BENCH_BATCH (default 8): every candidate from kit.precision_map.candidate_configs, timed in
+BENCH_BATCH (default 8): every candidate from kit.search.precision_map.candidate_configs, timed in
 BENCH_ROUNDS round-robin rounds of BENCH_SECONDS each (median kept), with the ratio vs torch
 eager fp32 and vs ONNX Runtime fp32, achieved GFLOP/s and the fraction of the CPU's nominal
 peak at that precision, and the numeric diff vs ORT fp32 at the same batch.
@@ -26,13 +26,13 @@ from benchmarks.common import (
     strict,
 )
 from kit.backends import BackendConfig, get_backend
-from kit.environment import capture, cpu_peak_gflops
 from kit.errors import KitError
-from kit.measure import MeasureConfig
+from kit.hardware.environment import capture, cpu_peak_gflops
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
 from kit.models import export_model, get_entry
-from kit.numerics import NumericDiff
 from kit.paths import outputs_dir
-from kit.precision_map import Candidate, candidate_configs
+from kit.search.precision_map import Candidate, candidate_configs
 
 TARGET = 2.0  # best 16-bit or 8-bit configuration vs ORT fp32, resnet50
 REFERENCE = ("onnxruntime", "fp32")

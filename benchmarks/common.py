@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks: env-var knobs and interleaved timing rounds.
 
-Importing it fixes glibc malloc's thresholds as every study does (kit.memory.steady_allocator), so
+Importing it fixes glibc malloc's thresholds as every study does (kit.measure.memory.steady_allocator), so
 a benchmark's figures do not depend on what ran before them in its process.
 """
 
@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable
 
-from kit.memory import steady_allocator
+from kit.measure.memory import steady_allocator
 
 ALLOCATOR = steady_allocator()
 
@@ -52,7 +52,7 @@ def load_note() -> str:
 def ratio_verdict(numerators: list[float], denominators: list[float], target: float) -> tuple[object, str]:
     """(interval of sum(numerators) / sum(denominators), verdict) from paired rounds: 'met' when the
     whole 95 % interval is at or above `target`, 'missed' when it is all below, else 'inconclusive'."""
-    from kit.stats import ratio_interval
+    from kit.measure.stats import ratio_interval
 
     iv = ratio_interval(numerators, denominators, method="paired rounds, ratio estimator, t interval")
     if not iv.available:

@@ -23,7 +23,7 @@ from benchmarks.common import (
     strict,
 )
 from kit.backends import BackendConfig, require_backend
-from kit.measure import MeasureConfig
+from kit.measure.window import MeasureConfig
 from kit.models import export_model
 
 TARGET = 0.98

@@ -32,7 +32,7 @@ STEPS = ("export", "fp16", "int8")
 
 
 def target_bytes(model_bytes: float) -> float:
-    from kit.memory import conversion_budget
+    from kit.measure.memory import conversion_budget
 
     return conversion_budget(model_bytes)
 
@@ -52,7 +52,7 @@ def run_step(step: str, model: str, cache: Path, small: bool) -> dict:
 
 def child(step: str, model: str, small: bool) -> None:
     """Inside the step's process: do the step, print what it measured."""
-    from kit.memory import own_peak_rss_bytes
+    from kit.measure.memory import own_peak_rss_bytes
     from kit.models import export_model
 
     exported = export_model(model, small=small)
@@ -75,8 +75,8 @@ def child(step: str, model: str, small: bool) -> None:
 
 def ipu_step(exported) -> dict:
     """PopRT conversion + compilation in the worker, at fp16 and the first published batch size."""
-    from kit import published
     from kit.backends import BackendConfig, require_backend
+    from kit.published import figures as published
 
     batch = (published.ipu_run_settings(exported.name, "FP16")["batch_sizes"] or [1])[0]
     with tempfile.TemporaryDirectory(prefix="kit-bench-popef-") as popef:

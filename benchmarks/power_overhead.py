@@ -26,15 +26,15 @@ from pathlib import Path
 
 from benchmarks.common import ratio_text, ratio_verdict, strict
 from kit.backends import BackendConfig, require_backend
-from kit.measure import BatchMeasurement, MeasureConfig, timed_window
-from kit.models import export_model, make_inputs
-from kit.power import (
+from kit.measure.power import (
     PowerSampler,
     Reading,
     SamplerOptions,
     make_sampler,
     select_sampler,
 )
+from kit.measure.window import BatchMeasurement, MeasureConfig, timed_window
+from kit.models import export_model, make_inputs
 
 TARGET = 0.98
 HZ = 20.0
@@ -155,7 +155,7 @@ def report(runs: dict[str, list[BatchMeasurement]], last: dict[str, dict | None]
 
 
 def session_threads(runs: dict[str, list[BatchMeasurement]]) -> int:
-    from kit.environment import usable_cores
+    from kit.hardware.environment import usable_cores
 
     return usable_cores()
 

@@ -24,16 +24,16 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import env_float, env_int, load_note, strict
-from kit import op_breakdown
 from kit.backends import BackendConfig, require_backend
-from kit.environment import capture, cpu_peak_gflops
-from kit.measure import MeasureConfig
+from kit.batch.profiles import QUICK_BATCH
+from kit.hardware.environment import capture, cpu_peak_gflops
+from kit.measure.window import MeasureConfig
 from kit.models import export_model
 from kit.paths import outputs_dir
-from kit.profiles import QUICK_BATCH
-from kit.roofline import bytes_per_sample, graph_traffic, memory_bandwidth, position
 from kit.search import SearchSettings, decide
 from kit.search.row import today_plan
+from kit.studies import op_breakdown
+from kit.studies.roofline import bytes_per_sample, graph_traffic, memory_bandwidth, position
 
 DEFAULT_ROWS = ("roformer-tf-fp32:FP16,bert-torch-fp32:FP16,bert-torch-fp32:FP8,resnet50-torch-fp32:FP16,"
                 "resnet50-torch-fp32:FP8,widedeep-tf-fp32:FP16")
@@ -44,7 +44,7 @@ ROFORMER_TARGET, PEAK_TARGET = 1.15, 0.55
 def rows_to_run() -> list[tuple[str, str]]:
     spec = os.environ.get("BENCH_ROWS", DEFAULT_ROWS)
     if spec == "all":
-        from kit import published
+        from kit.published import figures as published
 
         return [(r.model, r.precision) for r in published.headline_rows().itertuples()]
     return [tuple(item.split(":")) for item in spec.split(",") if item.strip()]

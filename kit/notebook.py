@@ -11,8 +11,13 @@ from typing import Any
 import pandas as pd
 
 from kit import progress
+from kit.hardware.environment import capture
+from kit.measure.memory import resources
 from kit.paths import outputs_dir
+from kit.publish import scorecard
+from kit.publish.report import error_banner, provenance
 from kit.results import ResultKind, RunResult
+from kit.studies import STUDIES
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
 pd.set_option("display.max_colwidth", 300)
@@ -56,8 +61,6 @@ def show(result: RunResult) -> None:
     """Display the status line, errors (one line each) and provenance."""
     from IPython.display import HTML, display
 
-    from kit.report import error_banner, provenance
-
     display(HTML(error_banner(result) + provenance(result)))
 
 
@@ -68,8 +71,6 @@ def run_study(name: str, params: Mapping[str, Any]) -> RunResult:
 
     Side files (LoadGen logs) go beside the result JSON unless `output_dir` says otherwise.
     """
-    from kit.studies import STUDIES
-
     study = STUDIES.get(name)
     given = str(params.get("results_path") or "")
     fields = {f for f in study.config.__dataclass_fields__}
@@ -91,11 +92,18 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
     """A result for a notebook that measures nothing (published tables, the scorecard), saved to
     `given_path` (or outputs/interactive/)."""
     name = str(ResultKind(kind))
-    result = RunResult.new(kind, name, parameters or {})
+    result = RunResult.new(kind, name, parameters or {}, capture())
     result.tables.update(tables)
-    from kit.memory import resources
-
     result.resources = resources()
     with _reserved(results_path(given_path, name)) as path:
         result.write(path)
     return result
+
+
+def build_scorecard(result_files: list[str], given_path: str = "") -> pd.DataFrame:
+    """The scorecard of `result_files` (default: every result under outputs/runs/), saved as the
+    summary notebook's result JSON."""
+    card = scorecard.build(scorecard.result_paths(list(result_files)))
+    record(ResultKind.SUMMARY, given_path, {"result_files": list(result_files)},
+           counts=scorecard.summary_counts(card), scorecard=card.to_dict("records"))
+    return card

@@ -29,7 +29,7 @@ class RunResult:
     """What one notebook run measured, with its provenance.
 
     `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); `figures`
-    holds the rows the scorecard compares with published values (see kit.compare.Figure);
+    holds the rows the scorecard compares with published values (see kit.publish.compare.Figure);
     `tables` holds study-specific tables as lists of records.
     """
 
@@ -47,16 +47,14 @@ class RunResult:
     figures: list[dict] = field(default_factory=list)
     tables: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    resources: dict = field(default_factory=dict)  # peak memory: kit.memory.resources()
+    resources: dict = field(default_factory=dict)  # peak memory: kit.measure.memory.resources()
     created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
-    def new(cls, kind: ResultKind | str, name: str, parameters: dict) -> RunResult:
-        """A fresh result with this machine's environment captured."""
-        from kit.environment import capture
-
-        return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=capture())
+    def new(cls, kind: ResultKind | str, name: str, parameters: dict, environment: dict) -> RunResult:
+        """A fresh result with the environment it runs in (`kit.hardware.environment.capture()`)."""
+        return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=environment)
 
     def fail(self, error: BaseException | str) -> None:
         self.status = "error"

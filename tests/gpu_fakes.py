@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kit import hardware
+from kit.hardware import kinds as hardware
 
 
 @dataclass

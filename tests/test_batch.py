@@ -9,7 +9,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from kit.batch import Job, run_jobs
-from kit.site import write_index
+from kit.publish.site import write_index
 from tests.batch_notebooks import make_ok_notebook
 from tests.conftest import ROOT
 from tests.ipu_helpers import double_env

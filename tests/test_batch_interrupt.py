@@ -17,11 +17,11 @@ from tests.conftest import ROOT
 
 DRIVER = """
 import sys
-import kit.batch.cli as cli
+import kit.cli.reproduce as cli
 from kit.batch import Job
 jobs = [Job("quick", "ok.ipynb"), Job("sleeper", "sleeper.ipynb", {}, 300)][int(sys.argv[1]):]
 cli.jobs_for = lambda profile, hardware, research=False: jobs
-from kit.cli import main
+from kit.cli.main import main
 sys.exit(main(["reproduce", "--hardware", "cpu"]))
 """
 

@@ -17,9 +17,9 @@ from kit.batch.lock import outputs_lock
 from kit.batch.runner import new_run_dir
 from kit.batch.selection import parse_force, select
 from kit.batch.state import CorruptState, read_state, save_state
-from kit.cli import main as kit_main
+from kit.cli.main import main as kit_main
 from kit.errors import InvalidParameter, KitError
-from kit.site import write_index
+from kit.publish.site import write_index
 from tests.batch_notebooks import make_notebook, make_ok_notebook
 from tests.conftest import ROOT
 
@@ -37,7 +37,7 @@ def tiny(tmp_path, monkeypatch):
 
 def use_jobs(monkeypatch, jobs):
     """`kit reproduce` runs these jobs instead of the profile's."""
-    monkeypatch.setattr("kit.batch.cli.jobs_for", lambda profile, hardware, research=False: [Job(**vars(j)) for j in jobs])
+    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False: [Job(**vars(j)) for j in jobs])
 
 
 def reproduce(capsys, *args):
@@ -125,7 +125,7 @@ def test_second_batch_is_refused_while_one_holds_outputs(outputs, tiny, monkeypa
         assert code == 2
         assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
         # a second process is refused too
-        proc = subprocess.run([sys.executable, "-m", "kit.cli", "rebuild-state"], capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "kit.cli.main", "rebuild-state"], capture_output=True,
                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
         assert proc.returncode == 2 and f"(pid {os.getpid()}," in proc.stderr
     assert not (outputs / "runs").exists()
@@ -207,8 +207,8 @@ class OffersResources:
 
 
 def test_one_batch_measures_on_every_kind_the_cluster_offers():
-    from kit.batch.cli import hardware_kinds, jobs_on
     from kit.batch.jobs import hardware_resource
+    from kit.cli.reproduce import hardware_kinds, jobs_on
 
     assert hardware_kinds("auto", OffersResources("cpu", "ipu", "gpu-memory")) == ["ipu", "cpu"]
     assert hardware_kinds("cuda,cpu,cuda") == ["cuda", "cpu"]

@@ -3,8 +3,8 @@
 import pytest
 
 from kit.batch import Job, run_jobs
-from kit.browser import find_chromium, remote_references, render
-from kit.site import write_index
+from kit.publish.site import write_index
+from tests.browser import find_chromium, remote_references, render
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="no headless Chromium installed (Debian package 'chromium'; .ci/run installs it)")

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from kit.datasets.images import image_files, preprocess
 from kit.errors import InvalidParameter, MissingResource
-from kit.images import image_files, preprocess
-from kit.scorecard import c2_rows
+from kit.publish.scorecard import c2_rows
 from kit.studies.c2 import Config as C2Config
 from kit.studies.c2 import run as run_c2_study
 

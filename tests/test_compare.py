@@ -1,7 +1,7 @@
 import pytest
 
-from kit.compare import Verdict, tolerance_statement, verdict
-from kit.hardware import MeasuredOn
+from kit.hardware.kinds import MeasuredOn
+from kit.publish.compare import Verdict, tolerance_statement, verdict
 
 C600 = MeasuredOn("ipu", "Graphcore C600", part="c600")
 EPYC = MeasuredOn("cpu", "AMD EPYC")
@@ -54,7 +54,7 @@ def test_statement_names_tolerances():
 
 
 def test_interval_decides_reproduced_and_differs():
-    from kit.stats import Interval
+    from kit.measure.stats import Interval
 
     wide = Interval(800.0, 700.0, 920.0, method="m", rounds=5)  # point 800 is 20 % off, the interval reaches 920
     v, reason, _ = verdict("QPS", 1000, 800, "c600", C600, interval=wide)
@@ -67,7 +67,7 @@ def test_interval_decides_reproduced_and_differs():
 
 
 def test_noise_and_interval_are_stated_in_every_verdict():
-    from kit.stats import Interval
+    from kit.measure.stats import Interval
 
     v, reason, _ = verdict("QPS", 1000, 10, "c600", EPYC, interval=Interval(10.0, 9.0, 11.0),
                            noisy="noisy: CPU steal 9% > 5%")

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from kit.cli import main
-from kit.compare_runs import compare_runs, figures_of, load_run
+from kit.cli.main import main
 from kit.errors import KitError
-from kit.measure import BatchMeasurement
+from kit.measure.window import BatchMeasurement
+from kit.publish.compare_runs import compare_runs, figures_of, load_run
 from kit.results import ResultKind, RunResult
 
 
@@ -73,8 +73,8 @@ def test_command_line_and_bad_input(tmp_path, capsys):
 
 
 def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
-    from kit.compare_runs import Figure, Row, summary_line
-    from kit.stats import Interval
+    from kit.measure.stats import Interval
+    from kit.publish.compare_runs import Figure, Row, summary_line
 
     def fig(v, hw):
         return Figure(v, Interval(v, v - hw, v + hw), [], "samples/s", True)
@@ -89,8 +89,8 @@ def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
 def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
     """Synthetic runs: 200 throughput figures measured to +-2 %, the machine drifting 10 % (sd on
     the log scale) between runs. The estimate finds the drift; with no drift it finds about none."""
-    from kit.compare_runs import Figure, Row, between_run_noise, summary_line
-    from kit.stats import Interval
+    from kit.measure.stats import Interval
+    from kit.publish.compare_runs import Figure, Row, between_run_noise, summary_line
 
     rng = np.random.default_rng(7)
 

@@ -1,12 +1,13 @@
-"""kit.hardware's CUDA facts: visible GPUs, one CUDA device per run, and `auto` only when CUDA loads."""
+"""kit.hardware.kinds's CUDA facts: visible GPUs, one CUDA device per run, and `auto` only when CUDA loads."""
 
 from __future__ import annotations
 
 import pytest
 from gpu_fakes import Board, FakeHost, four_boards, install
 
-from kit import hardware
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
+from kit.hardware import kinds as hardware
+from kit.hardware import onnxruntime_probe
 
 
 @pytest.fixture
@@ -93,13 +94,13 @@ def test_cuda_backend_loads_checks_a_real_session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     monkeypatch.setattr(ort, "InferenceSession", FallbackSession)
-    clear = [hardware.cuda_backend_loads.cache_clear, hardware.ort_provider_reason.cache_clear]
+    clear = [hardware.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
     for c in clear:
         c()
     try:
         reason = hardware.cuda_backend_loads()
         assert "did not load (the session runs on CPUExecutionProvider" in reason
-        assert "TensorrtExecutionProvider" in hardware.ort_provider_reason("TensorrtExecutionProvider")
+        assert "TensorrtExecutionProvider" in onnxruntime_probe.ort_provider_reason("TensorrtExecutionProvider")
         monkeypatch.setattr(FallbackSession, "get_providers", lambda self: ["CUDAExecutionProvider"])
         for c in clear:
             c()

@@ -591,7 +591,7 @@ def test_fetch_offline_says_where_to_put_files(tmp_path):
 
 
 def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
-    from kit.datasets import cli
+    from kit.cli import datasets as cli
 
     csv_file = tmp_path / "eval.csv"
     csv_file.write_text("1," + ",".join(["0"] * 39) + "\n")

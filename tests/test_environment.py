@@ -1,5 +1,5 @@
-from kit import environment
-from kit.environment import fp32_flops_per_cycle
+from kit.hardware import environment
+from kit.hardware.environment import fp32_flops_per_cycle
 
 
 def test_flops_per_cycle_by_microarchitecture():
@@ -18,6 +18,6 @@ def test_peak_names_its_method():
 def test_capture_has_provenance_fields():
     env = environment.capture()
     assert {"captured_at", "cpu", "packages", "python", "ipu_present"} <= set(env)
-    from kit import hardware
+    from kit.hardware import kinds as hardware
 
     assert "cpu" in hardware.present()

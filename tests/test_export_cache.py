@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from kit import memory
 from kit.cache import CacheRebuilt
 from kit.errors import CorruptModel, KitError
-from kit.memory import InsufficientMemory
+from kit.measure import memory
+from kit.measure.memory import InsufficientMemory
 from kit.models import MODELS, export_model
-from kit.models import export as export_module
+from kit.models import build as export_module
 from kit.models.export import cached_export
 from kit.models.export_child import child_failure, run_child
 from kit.models.spec import WeightsInfo

@@ -1,4 +1,4 @@
-"""kit/gpu_install.py: the install chooses the GPU builds from what `nvidia-smi -L` says."""
+"""kit/hardware/gpu_install.py: the install chooses the GPU builds from what `nvidia-smi -L` says."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import gpu_install
+from kit.hardware import gpu_install
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTED = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1b2c)\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-3d4e)\n"
@@ -37,10 +37,10 @@ def test_bad_value_names_the_choices():
 
 def test_script_runs_with_the_standard_library_only():
     """The Makefile runs it with the system Python before the venv exists."""
-    out = subprocess.run([sys.executable, "-S", str(ROOT / "kit" / "gpu_install.py"), "0"],
+    out = subprocess.run([sys.executable, "-S", str(ROOT / "kit" / "hardware" / "gpu_install.py"), "0"],
                          capture_output=True, text=True, cwd="/")
     assert (out.returncode, out.stdout) == (0, "cpu\n")
-    bad = subprocess.run([sys.executable, str(ROOT / "kit" / "gpu_install.py"), "maybe"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, str(ROOT / "kit" / "hardware" / "gpu_install.py"), "maybe"], capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid GPU='maybe'" in bad.stderr
 
 

@@ -7,8 +7,8 @@ import csv
 import pytest
 from gpu_fakes import Board, FakeHost, four_boards, install
 
-from kit import environment, gpu_peaks
 from kit.backends import BackendConfig, get_backend
+from kit.hardware import environment, gpu_peaks
 from kit.paths import data_dir
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from kit import hardware
 from kit.errors import InvalidParameter
+from kit.hardware import kinds as hardware
 
 
 @pytest.mark.parametrize("device,kind", [("cpu", "cpu"), ("cuda", "cuda"), ("tensorrt", "cuda"),

@@ -12,15 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kit import step_peaks
-from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend
+from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend, step_peaks
 from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
-from kit.hardware import MeasuredOn
-from kit.measure import MeasureConfig
+from kit.hardware.kinds import MeasuredOn
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
-from kit.numerics import NumericDiff
 from tests.ipu_helpers import DOUBLE_STATE, TINY_INPUTS, tiny_model, tiny_reference, use_double
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kit import step_peaks
 from kit.backends import ipu as ipu_mod
-from kit.backends import ipu_worker
+from kit.backends import ipu_worker, step_peaks
 from kit.backends.ipu import IpuBackend
-from kit.memory import InsufficientMemory
+from kit.measure.memory import InsufficientMemory
 from tests.test_ipu_backend import config, tiny_exported, with_double  # noqa: F401 - fixture
 
 STEPS = ("ipu-convert", "ipu-compile")

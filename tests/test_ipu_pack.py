@@ -9,7 +9,7 @@ import pytest
 from kit.backends import BackendConfig
 from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import IpuBackend
-from kit.measure import MeasureConfig
+from kit.measure.window import MeasureConfig
 from tests.ipu_helpers import use_double
 
 

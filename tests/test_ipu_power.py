@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from kit.power import PowerMonitor, select_sampler
-from kit.power.base import SamplerOptions
-from kit.power.ipu import GC_MONITOR_EXAMPLE, ipu_entries, parse_gc_monitor, summary_from_worker
+from kit.measure.power import PowerMonitor, select_sampler
+from kit.measure.power.base import SamplerOptions
+from kit.measure.power.ipu import (
+    GC_MONITOR_EXAMPLE,
+    ipu_entries,
+    parse_gc_monitor,
+    summary_from_worker,
+)
 from tests.ipu_helpers import DOUBLE
 
 

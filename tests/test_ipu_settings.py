@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kit import published
 from kit.backends.ipu_settings import merged_settings, models, plan_for, require_plan
 from kit.errors import UnknownNameError
 from kit.paths import published_dir
+from kit.published import figures as published
 
 MODELS = ["albert-torch-fp32", "bert-torch-fp32", "clip-onnx-fp32", "conformer-encoder-onnx-fp32",
           "deberta-torch-fp32", "resnet50-torch-fp32", "roberta-torch-fp32", "roformer-tf-fp32",

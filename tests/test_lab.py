@@ -1,5 +1,5 @@
-"""`make lab` (kit/lab.py): the command as a function of user, display and address, and a real
-start of JupyterLab through `python -m kit.lab` as the user running the tests."""
+"""`make lab` (kit/cli/lab.py): the command as a function of user, display and address, and a real
+start of JupyterLab through `python -m kit.cli.lab` as the user running the tests."""
 
 import json
 import os
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kit.cli.lab import KERNEL, LabOptions, check_port_free, has_display, lab_command, tunnel_hint
 from kit.errors import InvalidParameter
-from kit.lab import KERNEL, LabOptions, check_port_free, has_display, lab_command, tunnel_hint
 from tests.conftest import ROOT
 
 
@@ -82,7 +82,7 @@ def test_lab_starts_as_this_user_with_the_project_kernel(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env.update(JUPYTER_TOKEN=token, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
                PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "kit.lab", "--port", str(port)], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "kit.cli.lab", "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.measure import BatchMeasurement, MeasureConfig, bytemlperf_qps, measure
-from kit.stats import LatencyStats
+from kit.measure.stats import LatencyStats
+from kit.measure.window import BatchMeasurement, MeasureConfig, bytemlperf_qps, measure
 
 
 def test_stops_only_when_duration_and_count_are_both_met():
@@ -130,7 +130,7 @@ def test_round_trip_keeps_intervals_and_results_without_rounds_get_blocks():
 
 
 def test_timed_window_records_noise():
-    from kit.measure import timed_window
+    from kit.measure.window import timed_window
 
     m = timed_window([lambda: time.sleep(0.001)], 1, MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3))
     assert set(m.noise) >= {"noisy", "reasons", "thresholds", "freq_mhz"}

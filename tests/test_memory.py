@@ -1,4 +1,4 @@
-"""kit.memory: peak RSS, memory available (from a fake /proc/meminfo and cgroup), the pre-flight check."""
+"""kit.measure.memory: peak RSS, memory available (from a fake /proc/meminfo and cgroup), the pre-flight check."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from kit import memory
 from kit.errors import KitError, UnknownNameError
-from kit.memory import (
+from kit.measure import memory
+from kit.measure.memory import (
     GB,
     InsufficientMemory,
     available_bytes,
@@ -86,7 +86,7 @@ def test_need_grows_with_model_size_and_unknown_steps_are_named():
 
 PROBE = """
 import json, subprocess, sys
-from kit.memory import own_peak_rss_bytes, resources
+from kit.measure.memory import own_peak_rss_bytes, resources
 start = own_peak_rss_bytes()
 block = bytearray(300 * 2**20)  # zero-filled: every page touched
 own = own_peak_rss_bytes()
@@ -114,7 +114,7 @@ STEADY_ROUNDS = """
 import resource, sys
 import numpy as np
 if sys.argv[1] == "steady":
-    from kit.memory import steady_allocator
+    from kit.measure.memory import steady_allocator
     print(steady_allocator())
 def call():  # ten 4 MiB activations, written, then freed, as one model call does
     held = [np.ones(1 << 19) for _ in range(10)]

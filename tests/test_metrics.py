@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from kit.errors import InvalidParameter
-from kit.metrics import (
+from kit.datasets.metrics import (
     cail2019_correct,
     criteo_correct,
     fraction,
@@ -13,6 +12,7 @@ from kit.metrics import (
     squad_scores,
     top1_correct,
 )
+from kit.errors import InvalidParameter
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,4 +1,4 @@
-from kit.cli import main
+from kit.cli.main import main
 from kit.models import model_names
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kit.noise import THRESHOLDS, NoiseMonitor, cpu_times, noisy_reasons
+from kit.measure.noise import THRESHOLDS, NoiseMonitor, cpu_times, noisy_reasons
 
 
 def test_cpu_times_reads_only_our_cpus(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kit.errors import InvalidParameter, KitError
-from kit.numerics import NumericDiff
+from kit.measure.numerics import NumericDiff
 
 
 def test_nan_output_is_a_difference_not_a_match():

@@ -1,4 +1,4 @@
-"""kit.power.nvml: the sampler reads the run's board (found by PCI bus id), never the sum of all."""
+"""kit.measure.power.nvml: the sampler reads the run's board (found by PCI bus id), never the sum of all."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 import pytest
 from gpu_fakes import FakeHost, four_boards, install
 
-from kit.power import PowerMonitor, SamplerOptions, select_sampler
-from kit.power.nvml import MIN_WINDOW_S, NvmlSampler
-from kit.power.summary import COUNTER, INTEGRAL
+from kit.measure.power import PowerMonitor, SamplerOptions, select_sampler
+from kit.measure.power.nvml import MIN_WINDOW_S, NvmlSampler
+from kit.measure.power.summary import COUNTER, INTEGRAL
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_short_window_is_marked_below_the_sensor_resolution(host):
 
 def test_long_window_carries_no_resolution_note(host, monkeypatch):
     clock = iter([0.0, MIN_WINDOW_S + 1])
-    monkeypatch.setattr("kit.power.nvml.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("kit.measure.power.nvml.time.perf_counter", lambda: next(clock))
     sampler = select_sampler("cuda")
     sampler.open()
     sampler.close()

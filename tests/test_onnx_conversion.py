@@ -114,7 +114,7 @@ def test_unsupported_conversion_names_allowed(small, precision):
 def test_fp16_of_a_tf2onnx_graph_keeps_rejected_nodes_in_fp32():
     """tf2onnx's Cast(to=float) on id paths becomes fp16 and ORT refuses it; the converter repairs."""
     from kit.backends import BackendConfig, require_backend
-    from kit.numerics import NumericDiff
+    from kit.measure.numerics import NumericDiff
 
     model = export_model("widedeep-tf-fp32", small=True)
     session = require_backend("onnxruntime").load(model, BackendConfig("fp16"), 8)

@@ -8,11 +8,11 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from kit import memory
 from kit.backends.onnx_conversion import convert_for_ort
 from kit.cache import CacheRebuilt
 from kit.errors import CorruptModel
-from kit.memory import InsufficientMemory
+from kit.measure import memory
+from kit.measure.memory import InsufficientMemory
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 
 

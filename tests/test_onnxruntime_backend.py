@@ -15,10 +15,10 @@ from gpu_fakes import FakeHost, four_boards, install
 from kit.backends import BackendConfig, get_backend
 from kit.backends import onnxruntime_backend as ort_backend
 from kit.backends.onnxruntime_backend import OrtSession, placement_from_profile, provider_options
-from kit.environment import onnxruntime_version
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.measure import MeasureConfig
-from kit.numerics import NumericDiff
+from kit.hardware.environment import onnxruntime_version
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
 
 BOUNDS = {"fp32": 0.0, "fp16": 1e-2, "int8": 0.2}  # max |diff| on softmax outputs in [0, 1]
 

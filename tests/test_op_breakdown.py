@@ -1,9 +1,9 @@
-"""kit.op_breakdown: the two factors of a figure's fraction of peak, from operator self times."""
+"""kit.studies.op_breakdown: the two factors of a figure's fraction of peak, from operator self times."""
 
 import pytest
 
-from kit import op_breakdown
 from kit.results import ResultKind, RunResult
+from kit.studies import op_breakdown
 from kit.studies.model_benchmark import explain_below_peak
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kit import power
 from kit.backends.base import Session
 from kit.errors import InvalidParameter, UnknownNameError
-from kit.measure import BatchMeasurement, MeasureConfig, measure, timed_window
-from kit.power import (
+from kit.measure import power
+from kit.measure.power import (
     PowerMonitor,
     PowerSampler,
     PowerSummary,
@@ -25,10 +24,11 @@ from kit.power import (
     make_sampler,
     select_sampler,
 )
-from kit.power import ipu as ipu_mod
-from kit.power import rapl as rapl_mod
-from kit.power.base import Series
-from kit.power.summary import COUNTER
+from kit.measure.power import ipu as ipu_mod
+from kit.measure.power import rapl as rapl_mod
+from kit.measure.power.base import Series
+from kit.measure.power.summary import COUNTER
+from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
 
 # ---------------------------------------------------------------- test doubles
 
@@ -268,7 +268,7 @@ def test_enable_ipu_monitoring_sets_and_records(monkeypatch):
     monkeypatch.setitem(sys.modules, "gcipuinfo", fake_gcipuinfo_module(c2_devices()))
     with PowerMonitor(make_sampler("gcipuinfo"), hz=20) as mon:
         time.sleep(0.06)
-    assert mon.summary().notes == ["GCDA_MONITOR=1 set by kit.power (was unset) in this process's environment"]
+    assert mon.summary().notes == ["GCDA_MONITOR=1 set by kit.measure.power (was unset) in this process's environment"]
 
 
 # ---------------------------------------------------------------- gc-monitor / gc-info executables

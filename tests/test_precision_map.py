@@ -1,11 +1,11 @@
-"""kit.precision_map: published IPU precisions -> backend/precision/device here, with the note."""
+"""kit.search.precision_map: published IPU precisions -> backend/precision/device here, with the note."""
 
 from __future__ import annotations
 
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.precision_map import candidate_configs, map_precision, mapping_sentence
+from kit.search.precision_map import candidate_configs, map_precision, mapping_sentence
 
 ZEN4 = {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}
 SPR_FP16 = ZEN4 | {"amx_bf16", "amx_int8", "avx512_fp16"}

@@ -92,7 +92,7 @@ def test_the_timed_loop_runs_with_no_progress_code(study, params, shown, outputs
     the calls timed are the sessions' own calls (nothing wrapped around them)."""
     from tqdm._monitor import TMonitor
 
-    from kit import measure
+    from kit.measure import window as measure
 
     seen_threads: list[str] = []
     original_bind = fake_backend.load

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from kit import published
+from kit.published import figures as published
 from tests.conftest import shared_or_skip
 
 
@@ -80,7 +80,7 @@ def test_same_at_bytemlperf_precision():
 
 
 def test_loading_a_malformed_published_file_names_file_row_and_column(tmp_path):
-    from kit.published_schema import PublishedDataError
+    from kit.published.schema import PublishedDataError
 
     text = (published.published_dir() / "figures.csv").read_text().splitlines()
     text[1] += ",stray"

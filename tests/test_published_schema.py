@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kit.published_schema import SCHEMAS, PublishedDataError, read_published_csv
+from kit.published.schema import SCHEMAS, PublishedDataError, read_published_csv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from kit.report import (
+from kit.publish.report import (
     accuracy_table,
     beside_published,
     bytemlperf_table,
@@ -44,7 +44,7 @@ def test_beside_published_is_formatted_and_labelled(result):
 def test_provenance_names_hardware_weights_and_method(result):
     page = provenance(result)
     for words in ("no IPU on this machine", "random initialisation", "onnxruntime", "perf_counter_ns",
-                  "Tolerances", "Allocator", "kit.memory.steady_allocator"):
+                  "Tolerances", "Allocator", "kit.measure.memory.steady_allocator"):
         assert words in page
 
 
@@ -61,7 +61,7 @@ def test_interpretation_for_ok_error_and_user_onnx(result, tmp_path):
 
 
 def test_readable_numbers():
-    from kit.scorecard import readable
+    from kit.publish.scorecard import readable
 
     assert readable(31446195.0, 6) == "31,446,195"
     assert readable(0.76963, 6) == "0.76963"
@@ -79,13 +79,13 @@ def test_random_weights_sentence_says_what_a_diff_means(result):
 
 
 def test_roofline_table_places_each_figure(result):
-    from kit.report import roofline_table
+    from kit.publish.report import roofline_table
 
     t = roofline_table(result)
     assert list(t["batch_size"]) == [1, 2] and set(t["bound"]) <= {"compute", "memory"}
     assert (t["MB/sample (est.)"] > 0).all() and (t["FLOP/byte"] > 0).all()
     assert t["MB/sample (est.)"].iloc[1] < t["MB/sample (est.)"].iloc[0]  # weights shared by the batch
-    from kit.report import peaks_table
+    from kit.publish.report import peaks_table
 
     peaks = peaks_table(result)
     assert list(peaks["precision"]) == ["fp32", "bf16", "fp16", "int8"] and peaks["method"].str.len().min() > 0
@@ -94,7 +94,7 @@ def test_roofline_table_places_each_figure(result):
 def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
     """A quick run measured b1 at p99 120 ms against a 100 ms bound: the simulator predicted no rate,
     and the sentence formatted None (TypeError, a failed notebook in `make reproduce`)."""
-    from kit.report import server_interpretation
+    from kit.publish.report import server_interpretation
     from kit.results import ResultKind, RunResult
 
     result = RunResult(ResultKind.SERVER_SCENARIO, "server_scenario", {"latency_bound_ms": 100.0}, {})

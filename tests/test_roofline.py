@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from kit import environment, roofline
+from kit.hardware import environment
 from kit.models.flops import count_traffic_per_sample
 from kit.models.spec import ExportedModel, WeightsInfo
+from kit.studies import roofline
 
 
 def test_position_names_the_bound_and_flags_a_figure_far_below_it():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kit import scorecard
+from kit.publish import scorecard
 from kit.results import ResultKind, RunResult
 
 

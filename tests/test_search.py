@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.precision_map import PrecisionChoice
 from kit.search import cache, row
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.gate import numerics_gate, precision_gate
+from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
 
 TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
@@ -192,8 +192,8 @@ def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool
 
 
 def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs, fake_backend, small, monkeypatch):
-    from kit.report import search_table
-    from kit.scorecard import measured_hardware
+    from kit.publish.report import search_table
+    from kit.publish.scorecard import measured_hardware
     from kit.studies import model_benchmark
 
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
@@ -215,7 +215,7 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs
 
 
 def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypatch):
-    from kit.profiles import jobs_for
+    from kit.batch.profiles import jobs_for
 
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     jobs = {j.name: j.parameters for j in jobs_for("quick", "cpu")}
@@ -240,7 +240,7 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
     def broken(*a, **k):
         raise CorruptModel("ONNX Runtime cannot load it")
 
-    monkeypatch.setattr("kit.search.decide", broken)
+    monkeypatch.setattr(model_benchmark, "decide", broken)
     result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", batch_sizes=[1], search=True,
                                       check_numerics=False, accuracy=False, roofline=False, warmup=0,
                                       min_duration_s=0.01, min_count=2))
@@ -260,7 +260,7 @@ def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outpu
 
 
 def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero():
-    from kit.measure import BatchMeasurement
+    from kit.measure.window import BatchMeasurement
     from kit.search.probe import throughput_interval
 
     steady = BatchMeasurement(2, "single", 1, [[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
@@ -282,7 +282,7 @@ def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     row.plan_probes(probes, cands, "FP8", (), "full")
     row.skip_over_memory_budget(probes, small)
     assert [p.status for p in probes] == ["pending", "pending"]  # a small file: calibration fits
-    monkeypatch.setattr("kit.memory.estimate_need", lambda step, size: 3 * size + 3e9)
+    monkeypatch.setattr("kit.search.row.estimate_need", lambda step, size: 3 * size + 3e9)
     probes = _probes(cands, today)
     row.plan_probes(probes, cands, "FP8", (), "full")
     row.skip_over_memory_budget(probes, small)

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.serving.batcher import BatchPolicy, DynamicBatcher
+from kit.studies.serving.batcher import BatchPolicy, DynamicBatcher
 
 
 def test_policy_validates_and_parses():

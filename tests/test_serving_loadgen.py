@@ -7,9 +7,14 @@ import pytest
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
 from kit.models.spec import InputSpec
-from kit.serving.batcher import BatchPolicy
-from kit.serving.loadgen_sut import BatchExecutor, LoadGenConfig, LoadGenRunner, SampleLibrary
-from kit.serving.summary import SUMMARY_FILE
+from kit.studies.serving.batcher import BatchPolicy
+from kit.studies.serving.loadgen_sut import (
+    BatchExecutor,
+    LoadGenConfig,
+    LoadGenRunner,
+    SampleLibrary,
+)
+from kit.studies.serving.summary import SUMMARY_FILE
 
 pytest.importorskip("mlperf_loadgen")
 

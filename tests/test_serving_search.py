@@ -1,7 +1,7 @@
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.serving.search import Probe, find_max_qps
+from kit.studies.serving.search import Probe, find_max_qps
 
 
 def threshold_run(limit, calls=None):

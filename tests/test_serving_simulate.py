@@ -1,9 +1,9 @@
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.serving.batcher import BatchPolicy
-from kit.serving.simulate import ServiceModel, predict_max_qps, simulate
 from kit.studies.server import PREDICTION_LABEL, c2_prediction, per_ipu_table
+from kit.studies.serving.batcher import BatchPolicy
+from kit.studies.serving.simulate import ServiceModel, predict_max_qps, simulate
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.7])

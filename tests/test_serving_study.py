@@ -1,9 +1,9 @@
 import pytest
 
-from kit.serving.batcher import BatchPolicy
-from kit.serving.search import Probe, SearchResult
-from kit.serving.simulate import ServiceModel, predict_max_qps
 from kit.studies.server import best_row, compare_rows, table_sizes
+from kit.studies.serving.batcher import BatchPolicy
+from kit.studies.serving.search import Probe, SearchResult
+from kit.studies.serving.simulate import ServiceModel, predict_max_qps
 
 
 def test_table_sizes_cover_every_policy():

@@ -6,7 +6,13 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from kit.stats import Interval, mann_whitney_u, quantile_interval, ratio_interval, t_quantile
+from kit.measure.stats import (
+    Interval,
+    mann_whitney_u,
+    quantile_interval,
+    ratio_interval,
+    t_quantile,
+)
 
 
 @pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),

@@ -4,10 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from kit import published, scorecard
+from kit.batch.profiles import jobs_for, row_plan
 from kit.errors import InvalidParameter
-from kit.power.base import PowerSampler, Reading
-from kit.profiles import jobs_for, row_plan
+from kit.hardware.environment import capture
+from kit.measure.power.base import PowerSampler, Reading
+from kit.publish import scorecard
+from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES, c2, model_benchmark, server
 
@@ -91,7 +93,7 @@ def test_an_unexpected_exception_still_ends_as_a_result(outputs, fake_backend, m
 def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fake_backend, model, monkeypatch):
     """Bug (issue 11): the ORT fp16 rows' reports said 'bf16 (torch)': the benchmark rebuilt the
     note with framework='torch'. The plan's note now travels in the job parameters."""
-    monkeypatch.setattr("kit.profiles.searched_plan", lambda *a: None)  # no cached search decision
+    monkeypatch.setattr("kit.batch.profiles.searched_plan", lambda *a: None)  # no cached search decision
     job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
     plan = row_plan(model, "FP16", "cpu")
     assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend
@@ -113,7 +115,7 @@ def test_every_job_builds_a_valid_config_on_the_hardware_it_was_given(kind):
         if study:
             config = STUDIES.get(study).config(**job.parameters)
             devices.add(config.device)
-    from kit.hardware import kind_of
+    from kit.hardware.kinds import kind_of
 
     assert {kind_of(d) for d in devices} == {kind}
     names = [j.name for j in jobs]
@@ -172,8 +174,8 @@ def test_published_figures_come_from_one_source():
     """Bug (issue 11): C2 figures and hardware strings were typed in report.py and scorecard.py."""
     import inspect
 
-    from kit.report import plots, provenance, tables
-    from kit.report import server as server_report
+    from kit.publish.report import plots, provenance, tables
+    from kit.publish.report import server as server_report
 
     for module in (plots, provenance, tables, server_report, scorecard, server):
         source = inspect.getsource(module)
@@ -185,7 +187,7 @@ def test_published_figures_come_from_one_source():
 
 
 def test_result_kinds_round_trip_as_plain_strings(tmp_path):
-    result = RunResult.new(ResultKind.C2_STUDY, "c2_study", {})
+    result = RunResult.new(ResultKind.C2_STUDY, "c2_study", {}, capture())
     text = result.write(tmp_path / "x.json").read_text()
     assert '"kind": "c2_study"' in text
     assert RunResult.read(tmp_path / "x.json").kind is ResultKind.C2_STUDY
@@ -203,7 +205,7 @@ def test_interactive_results_path_is_new_per_run_and_named_by_time(outputs):
 
 def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fake_backend):
     """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
-    from kit.site import write_index
+    from kit.publish.site import write_index
 
     result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
     assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]

@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 import torch
 
-from kit import hardware
 from kit.backends import BackendConfig, get_backend, torch_backend
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.measure import MeasureConfig
+from kit.hardware import kinds as hardware
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
 from kit.models import MODELS, export_model, get_entry
-from kit.numerics import NumericDiff
 
 BOUNDS = {"fp32": 1e-4, "bf16": 0.1, "fp16": 0.05, "int8": 0.1}  # max |diff|, softmax outputs
 
@@ -94,7 +94,7 @@ def test_tensorflow_model_is_refused(small, monkeypatch):
 def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
     """DeBERTa fills attention masks with the fp32 minimum, which overflows under bf16 autocast."""
     from kit.backends import BackendConfig, require_backend
-    from kit.numerics import NumericDiff
+    from kit.measure.numerics import NumericDiff
 
     model = export_model("deberta-torch-fp32", small=True)
     session = require_backend("torch").load(model, BackendConfig("bf16"), 2)

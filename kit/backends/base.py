@@ -10,7 +10,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from kit.errors import InvalidParameter
-from kit.measure import BatchMeasurement, MeasureConfig, measure, timed_window
+from kit.hardware.environment import cpu_model, cpu_peak_gflops, usable_cores
+from kit.hardware.gpu_peaks import gpu_device_info
+from kit.hardware.kinds import kind_of
+from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.models.spec import ExportedModel
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
@@ -56,7 +59,7 @@ class Session(ABC):
 
     def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
                        sampler=None) -> BatchMeasurement:
-        """The timed window (kit.measure.timed_window): warm-up outside, power over exactly the
+        """The timed window (kit.measure.window.timed_window): warm-up outside, power over exactly the
         timed calls; clients share this session. Out-of-process backends override this."""
         return timed_window([self.bind(inputs)] * cfg.clients, batch_size, cfg, sampler)
 
@@ -130,10 +133,6 @@ class InProcessBackend(Backend):
         return None
 
     def device_info(self, config: BackendConfig) -> dict:
-        from kit.environment import cpu_model, cpu_peak_gflops, usable_cores
-        from kit.gpu_peaks import gpu_device_info
-        from kit.hardware import kind_of
-
         if kind_of(config.device) == "cpu":
             return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
                     "peak": cpu_peak_gflops(config.precision)}

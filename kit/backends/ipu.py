@@ -23,14 +23,22 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hardware, step_peaks
+from kit.backends import step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
 from kit.backends.ipu_worker import read_message, write_message
-from kit.batch.outcome import oom_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
-from kit.measure import BatchMeasurement, MeasureConfig
-from kit.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, conversion_budget, parse_meminfo
+from kit.hardware import kinds as hardware
+from kit.measure.memory import (
+    GB,
+    SKIP_CHECK_ENV,
+    InsufficientMemory,
+    conversion_budget,
+    oom_message,
+    parse_meminfo,
+)
+from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
+from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -251,10 +259,8 @@ class IpuSession(Session):
 
         The sensor is read in the worker (the SDK's gcipuinfo lives there), so a study's host-side
         `sampler` only says whether power was asked for: power is read unless it is None or was
-        switched off (kit.power.sampler_for(..., enabled=False)).
+        switched off (kit.measure.power.sampler_for(..., enabled=False)).
         """
-        from kit.power.ipu import summary_from_worker
-
         if power is None:
             power = sampler is not None and not getattr(sampler, "switched_off", False)
         if cfg.replicas > 1:
@@ -346,7 +352,6 @@ class IpuBackend(Backend):
         plan = plan_for(model.name, config.precision) if config.options.get("bytemlperf_settings", True) else None
         pack = plan.pack if plan and plan.pack and not plan.missing_passes else None
         compiled_batch = pack["batch_size"] if pack else batch_size
-        from kit.power.ipu import enable_ipu_monitoring
 
         env = dict(os.environ)
         enable_ipu_monitoring(env)  # sensors read N/A unless the process using the IPU monitors
@@ -427,7 +432,7 @@ class IpuBackend(Backend):
 
 class ConversionMemory:
     """The PopRT conversion's and compilation's memory: the needs known from earlier measurements on
-    this host (kit.step_peaks), sent to the worker to check before each step, and afterwards each
+    this host (kit.backends.step_peaks), sent to the worker to check before each step, and afterwards each
     step's measured peak, recorded and set against the 3 x ONNX file + 2 GB budget."""
 
     STEPS = ("ipu-convert", "ipu-compile")

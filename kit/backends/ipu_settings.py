@@ -1,6 +1,6 @@
 """ByteMLPerf's per-model IPU settings turned into what the kit passes to PopRT.
 
-The single source is the data: `kit.published.ipu_model_settings(model)` (ByteMLPerf's
+The single source is the data: `kit.published.figures.ipu_model_settings(model)` (ByteMLPerf's
 interact_infos JSONs at a30b4f9, and the fallbacks its IPU backend code applies). This module only
 applies ByteMLPerf's rules to them: `fp8_configs` merged over the base at fp8, the twelve compiler
 options with their fallbacks (`num_iotiles` is PopRT's `num_io_tiles`), the pack config, and the
@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, field
 
-from kit import published
 from kit.errors import UnknownNameError
+from kit.published import figures as published
 
 
 @dataclass(frozen=True)

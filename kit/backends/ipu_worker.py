@@ -579,7 +579,7 @@ def run_clients(call, new_state, clients, msg):
 
 class PowerSampler:
     """Reads the IPU sensors in a thread at `hz` and returns the raw readings; the kit parses them
-    (kit.power.ipu), so the rules live in one place. Sources: 'gcipuinfo' (entries converted with
+    (kit.measure.power.ipu), so the rules live in one place. Sources: 'gcipuinfo' (entries converted with
     dict()), 'gc-monitor' (its table, as text) or 'gc-info' (`gc-info -d N -i`, as text)."""
 
     def __init__(self, options):

@@ -10,7 +10,7 @@ converts in a fraction of the time and memory. `quantization_method` says which 
 Converted files are cached next to the fp32 export (outputs/cache/models), keyed by the source
 file's content, the converter's version and settings (kit.cache), so each conversion happens
 once and a model replaced at the same path is converted again. Before converting, the memory the
-step needs (kit.memory) is compared with the memory available.
+step needs (kit.measure.memory) is compared with the memory available.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from unittest import mock
 
 from kit import progress
 from kit.cache import cached_file
-from kit.environment import onnxruntime_version
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
-from kit.memory import check_memory, release_freed_memory
+from kit.hardware.environment import onnxruntime_version
+from kit.measure.memory import check_memory, release_freed_memory
 from kit.models.spec import ExportedModel, make_inputs
 from kit.paths import cache_dir
 from kit.registry import Registry

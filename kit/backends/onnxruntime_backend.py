@@ -23,8 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
-from kit.environment import usable_cores
-from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter
+from kit.backends.onnx_conversion import conversion_label, convert_for_ort
+from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
+from kit.hardware.environment import distribution_version, onnxruntime_version, usable_cores
+from kit.hardware.kinds import cuda_device
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -33,7 +35,7 @@ PROVIDERS = {"cpu": ["CPUExecutionProvider"],
              "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]}
 UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
     "bf16": "ONNX Runtime has no bf16 conversion path for CPU kernels; use backend 'torch' for bf16",
-    "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see kit.precision_map)",
+    "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see kit.search.precision_map)",
 }
 CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
              "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
@@ -111,8 +113,6 @@ class OnnxRuntimeBackend(InProcessBackend):
         providers = self.providers(config, ort.get_available_providers())
         gpu = None
         if config.device != "cpu":
-            from kit.hardware import cuda_device
-
             gpu = cuda_device(device_id(config))
             preload_cuda_libraries(ort)
         path = self.prepare_model(model, config)
@@ -158,8 +158,6 @@ class OnnxRuntimeBackend(InProcessBackend):
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.precision != "fp32":
-            from kit.backends.onnx_conversion import conversion_label
-
             description["conversion"] = conversion_label(model, config.precision,
                                                          symmetric=config.device == "tensorrt",
                                                          quantization=quantization(config))
@@ -183,7 +181,6 @@ class OnnxRuntimeBackend(InProcessBackend):
         static QDQ with signed symmetric activations and weights, whatever the model."""
         if config.precision == "fp32":
             return model.onnx_path
-        from kit.backends.onnx_conversion import convert_for_ort
 
         if config.device == "tensorrt" and config.precision == "int8":
             return convert_for_ort(model, "int8", symmetric=True)
@@ -243,16 +240,12 @@ def preload_cuda_libraries(ort) -> None:
 
 def tensorrt_version() -> str | None:
     """The TensorRT libraries' version, from whichever distribution installed them."""
-    from kit.environment import distribution_version
-
     return distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13", "tensorrt-cu12-libs",
                                 "tensorrt-cu13-libs", "tensorrt-libs")
 
 
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:
     """Engines are valid for one TensorRT version, option set and GPU model: the folder says which."""
-    from kit.environment import onnxruntime_version
-
     keyed = {k: v for k, v in sorted(options.items()) if k not in ("trt_engine_cache_path", "device_id")}
     text = json.dumps({"trt": tensorrt_version(), "ort": onnxruntime_version(), "gpu": gpu_name,
                        "options": keyed}, sort_keys=True, default=str)
@@ -301,23 +294,9 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
 def _gpu_name(config: BackendConfig) -> str:
     if config.device == "cpu":
         return ""
-    from kit.errors import KitError
-    from kit.hardware import cuda_device
 
     try:
         return cuda_device(device_id(config)).name
     except KitError:
         return "unknown GPU"
 
-
-def identity_model_bytes() -> bytes:
-    """A one-node ONNX model (float Identity): enough to see which provider a session gets."""
-    from onnx import TensorProto, helper
-
-    tensor = [1]
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "kit_probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, tensor)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, tensor)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model.SerializeToString()

@@ -24,8 +24,11 @@ import numpy as np
 
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.backends.onnx_conversion import is_convolutional
-from kit.environment import cpu_flags, usable_cores
+from kit.backends.onnxruntime_backend import device_id
 from kit.errors import BackendUnavailable, InvalidParameter
+from kit.hardware.environment import cpu_flags, usable_cores
+from kit.hardware.kinds import cuda_device
+from kit.models import MODELS
 from kit.models.spec import ExportedModel
 
 DEVICES = ("cpu", "cuda")
@@ -148,7 +151,7 @@ class TorchBackend(InProcessBackend):
     def check_precision(self, precision: str) -> None:
         if precision == "fp8":
             raise InvalidParameter("precision", precision, "the torch backend has no fp8 path; the FP8 rows "
-                                   "map to int8 on CPU (see kit.precision_map)")
+                                   "map to int8 on CPU (see kit.search.precision_map)")
         super().check_precision(precision)
 
     def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> TorchSession:
@@ -208,8 +211,6 @@ def torch_device(config: BackendConfig) -> tuple[str, object]:
     """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in `options['device_id']` (default 0)."""
     if config.device == "cpu":
         return "cpu", None
-    from kit.backends.onnxruntime_backend import device_id
-    from kit.hardware import cuda_device
 
     gpu = cuda_device(device_id(config))
     return f"cuda:{gpu.index}", gpu
@@ -217,8 +218,6 @@ def torch_device(config: BackendConfig) -> tuple[str, object]:
 
 def build_module(model: ExportedModel):
     """The zoo's framework model with the export's weights and seed, in eval mode."""
-    from kit.models import MODELS
-
     if model.framework == "onnx" or model.name not in MODELS:
         raise InvalidParameter("model", model.name, "the torch backend needs a zoo model built in PyTorch; "
                                "run ONNX files with backend onnxruntime")

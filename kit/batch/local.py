@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kit.batch.executor import Task
-from kit.batch.outcome import Outcome, oom_message
+from kit.batch.outcome import Outcome
 from kit.batch.proctree import kill_tree
 from kit.batch.worker import EXIT_KILLED
+from kit.measure.memory import oom_message
 
 POLL_S = 0.05
 

@@ -20,12 +20,6 @@ class Outcome:
     note: str = ""
 
 
-def oom_message(how: str, peak_gb: float | None) -> str:
-    """'<how> (likely out of memory: peak X GB)': what a dead kernel most often means."""
-    peak = f"peak {peak_gb:.1f} GB" if peak_gb is not None else "peak unknown"
-    return f"{how} (likely out of memory: {peak})"
-
-
 def result_status(results: Path) -> tuple[str, str, str]:
     """(status, message, hardware) from the notebook's results JSON."""
     if not results.exists():

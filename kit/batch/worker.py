@@ -16,6 +16,10 @@ import threading
 import time
 from pathlib import Path
 
+from kit.batch.proctree import kill_tree, tree
+from kit.batch.render import notebook_to_html
+from kit.measure.memory import oom_message
+
 EXIT_FAILED = 1
 EXIT_KILLED = 3
 
@@ -37,7 +41,6 @@ def watch_parent(interval_s: float = 1.0) -> None:
     def poll() -> None:
         while os.getppid() == parent:
             time.sleep(interval_s)
-        from kit.batch.proctree import kill_tree, tree
 
         for child in tree(os.getpid())[1:]:
             kill_tree(child.pid, grace_s=1.0)
@@ -49,9 +52,6 @@ def watch_parent(interval_s: float = 1.0) -> None:
 def main(spec_json: str) -> int:
     import papermill as pm
     from nbclient.exceptions import DeadKernelError
-
-    from kit.batch.outcome import oom_message
-    from kit.render import notebook_to_html
 
     spec = json.loads(spec_json)
     watch_parent()

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Dataset, NotComparable
+from kit.datasets.metrics import validate_data_percent
 from kit.datasets.registry import DATASETS
 from kit.errors import InvalidParameter, MissingResource
-from kit.metrics import validate_data_percent
+from kit.models import get_entry
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 from kit.paths import datasets_dir, weights_dir
 from kit.registry import Registry
@@ -92,8 +93,6 @@ def build_dataset(model_name: str, dataset_dir: Path | str | None = None,
         options["tokenizer_dir"] = Path(tokenizer_dir) if tokenizer_dir else weights_dir(model_name)
     if ev.dataset == "fake_dataset":
         if model is None:
-            from kit.models import get_entry
-
             options["specs"] = get_entry(model_name).inputs
         else:
             options["specs"] = model.inputs

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from kit import progress
+from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError, MissingResource
-from kit.metrics import validate_data_percent
 from kit.models.spec import validate_batch_size
 from kit.paths import datasets_dir
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, NotComparable, bytemlperf_batches
+from kit.datasets.bert4keras_text import Bert4kerasTokenizer
 from kit.errors import InvalidParameter, MissingResource
 
 FILE = "test.json"
@@ -104,8 +105,6 @@ class Cail2019(Dataset):
 
     def tokenizer(self):
         if self._tokenizer is None:
-            from kit.datasets.bert4keras_text import Bert4kerasTokenizer
-
             self._tokenizer = Bert4kerasTokenizer.from_vocab_file(self._vocab())
         return self._tokenizer
 

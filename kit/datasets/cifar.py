@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, bytemlperf_batches
+from kit.datasets.metrics import fraction, top1_correct
 from kit.datasets.text import load_tokenizer
 from kit.errors import InvalidParameter, MissingResource
-from kit.metrics import fraction, top1_correct
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, bytemlperf_batches
+from kit.datasets.metrics import criteo_correct, fraction
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.metrics import criteo_correct, fraction
 
 FILE = "eval.csv"
 NUMERIC_ORDER = sorted(range(13), key=lambda i: f"I{i + 1}")

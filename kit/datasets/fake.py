@@ -6,7 +6,7 @@ without touching the global generator), input by input in the model's input orde
 inputs (any dtype containing "int") `randint(0, 1000)` except those named like a mask or segment
 (`randint(0, 2)`), floats `random() * 2 - 1`, booleans all False. The
 figure is the mean absolute difference of all outputs against a reference run (ByteMLPerf: the
-fp32 CPU result), with NaN/Inf set to 0 (`kit.numerics.NumericDiff`).
+fp32 CPU result), with NaN/Inf set to 0 (`kit.measure.numerics.NumericDiff`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, RunFn
+from kit.datasets.metrics import samples_for_percent
 from kit.errors import InvalidParameter
-from kit.metrics import samples_for_percent
+from kit.measure.numerics import NumericDiff
 from kit.models.spec import InputSpec, validate_batch_size
-from kit.numerics import NumericDiff
 
 BATCHES = 100
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from kit.datasets.registry import DATASETS
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.paths import datasets_dir
 from kit.registry import Registry
@@ -113,8 +114,6 @@ def unpack(archive: Path, dest: Path, filename: str) -> None:
 
 
 def by_hand_message(name: str, dest: Path, reason: str) -> str:
-    from kit.datasets.registry import DATASETS
-
     layout = DATASETS.get(name).layout if name in DATASETS else ""
     hand = "; ".join(s.by_hand or s.url for s in SOURCES.get(name))
     return (f"cannot download {name} ({reason}). Without internet, put the files there by hand: "

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.datasets.base import Batch, Dataset, bytemlperf_batches
+from kit.datasets.metrics import squad_scores
 from kit.datasets.squad_reference import (
     Example,
     Feature,
@@ -31,7 +32,6 @@ from kit.datasets.squad_reference import (
 )
 from kit.datasets.text import load_tokenizer
 from kit.errors import InvalidParameter
-from kit.metrics import squad_scores
 
 FILE = "dev-v1.1.json"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kit.errors import MissingResource
+from kit.errors import InvalidParameter, MissingResource
 
 PAD_TOKENS = ("[PAD]", "<pad>", "<|endoftext|>")
 
@@ -72,8 +72,6 @@ def private_copy(tokenizer, tokenizer_dir: Path | str | None, what: str):
 
     if tokenizer is None:
         if tokenizer_dir is None:
-            from kit.errors import InvalidParameter
-
             raise InvalidParameter("tokenizer_dir", None, what)
         tokenizer = load_tokenizer(tokenizer_dir)
     return Tokenizer.from_str(tokenizer.to_str())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kit.models.export import cached_export
+from kit.models.onnx_file import load_onnx_file
 from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
 from kit.models.weights import resolve_weights
 from kit.models.zoo import MODELS
@@ -37,8 +38,6 @@ def export_model(name: str, *, small: bool = False, weights: str = "random", see
 def load_model(model: str, **kwargs) -> ExportedModel:
     """A zoo name, or a path to the user's own .onnx file."""
     if model.endswith(".onnx"):
-        from kit.models.onnx_file import load_onnx_file
-
         return load_onnx_file(Path(model), **{k: v for k, v in kwargs.items() if k == "input_shapes"})
     kwargs.pop("input_shapes", None)
     return export_model(model, **kwargs)

@@ -20,8 +20,10 @@ from pathlib import Path
 
 from kit import errors
 from kit.cache import write_entry
-from kit.memory import GB, InsufficientMemory, own_peak_rss_bytes
+from kit.measure.memory import GB, InsufficientMemory, own_peak_rss_bytes
+from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
+from kit.models.zoo import MODELS
 
 STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
 
@@ -96,9 +98,6 @@ def error_from(kind: str, message: str, what: str) -> errors.KitError:
 
 
 def main(argv: list[str]) -> int:
-    from kit.models.export import build_export
-    from kit.models.zoo import MODELS
-
     job = json.loads(argv[0])
     result = Path(job["result"])
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.models.spec import InputSpec
+from kit.models.spec import InputSpec, make_inputs
 
 
 def count_flops_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> float:
@@ -125,8 +125,6 @@ def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...], batch
     """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run."""
     import onnx
     import onnxruntime as ort
-
-    from kit.models.spec import make_inputs
 
     wanted = {name for node, flops in counted if flops is None
               for name in [*node.input[:2], node.output[0]] if name and name not in shapes}

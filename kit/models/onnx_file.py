@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.errors import CorruptModel, InvalidParameter, MissingResource
+from kit.models.build import flops_or_none
 from kit.models.spec import DTYPES, ExportedModel, InputSpec, WeightsInfo
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
@@ -84,6 +85,4 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
 
 
 def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:
-    from kit.models.export import flops_or_none
-
     return flops_or_none(path, inputs)

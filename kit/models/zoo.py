@@ -9,7 +9,9 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from kit.models import keras_models
 from kit.models.spec import InputSpec, ModelEntry
+from kit.models.weights import fit_state_dict, load_torch_state
 from kit.registry import Registry
 
 MODELS: Registry[ModelEntry] = Registry("model")
@@ -18,8 +20,6 @@ MODELS: Registry[ModelEntry] = Registry("model")
 def _load_torch_state(model, weights_dir: Path | None):
     """Load model.safetensors / model.pt / pytorch_model.bin (torchvision key layout)."""
     if weights_dir is not None:
-        from kit.models.weights import fit_state_dict, load_torch_state
-
         fit_state_dict(model, *load_torch_state(weights_dir))
     return model.eval()
 
@@ -76,15 +76,11 @@ def build_videobert(small: bool = False, weights_dir: Path | None = None, seed: 
 
 
 def build_roformer(small: bool = False, weights_dir: Path | None = None, seed: int = 0):
-    from kit.models.keras_models import build_roformer as build
-
-    return build(small=small, weights_dir=weights_dir, seed=seed)
+    return keras_models.build_roformer(small=small, weights_dir=weights_dir, seed=seed)
 
 
 def build_widedeep(small: bool = False, weights_dir: Path | None = None, seed: int = 0):
-    from kit.models.keras_models import build_widedeep as build
-
-    return build(small=small, weights_dir=weights_dir, seed=seed)
+    return keras_models.build_widedeep(small=small, weights_dir=weights_dir, seed=seed)
 
 
 def image(name: str, size: int) -> InputSpec:

@@ -18,8 +18,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from kit import hardware as hw
-from kit.environment import cpu_flags, cpu_model, usable_cores
+from kit.hardware import kinds as hw
+from kit.hardware.environment import cpu_flags, cpu_model, usable_cores
 from kit.paths import cache_dir
 
 SEARCH_VERSION = 3  # bump when candidates, gates or the choice rule change

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from kit.environment import cpu_flags, usable_cores
 from kit.errors import InvalidParameter
-from kit.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
+from kit.hardware.environment import cpu_flags, usable_cores
+from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
 
 DEPTHS = ("quick", "full")
 OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}

@@ -2,7 +2,7 @@
 with an interval, through the kit's own timed window.
 
 The interval is the normal approximation of the mean call time over the probe's calls (Student t
-for few calls), turned into samples/s. It is the slot where the kit's own interval (kit.stats)
+for few calls), turned into samples/s. It is the slot where the kit's own interval (kit.measure.stats)
 goes once it exists: `throughput_interval` is the only function that computes it.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from kit.measure import BatchMeasurement, MeasureConfig
-from kit.numerics import NumericDiff
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import BatchMeasurement, MeasureConfig
 
 # two-sided 95 % Student t quantiles for n - 1 degrees of freedom (n calls); 1.96 beyond
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,

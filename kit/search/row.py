@@ -21,15 +21,16 @@ from dataclasses import asdict, dataclass
 
 from kit.backends import BackendConfig, require_backend
 from kit.backends.onnx_conversion import quantization_method
-from kit.environment import usable_cores
 from kit.errors import InvalidParameter
-from kit.measure import MeasureConfig
+from kit.hardware.environment import usable_cores
+from kit.measure.memory import GB, conversion_budget, estimate_need
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.numerics import NumericDiff
-from kit.precision_map import PrecisionChoice, map_precision
 from kit.search import cache
 from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
 from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
+from kit.search.precision_map import PrecisionChoice, map_precision
 from kit.search.probe import (
     Probe,
     Stopwatch,
@@ -131,8 +132,6 @@ def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
     """An explicitly asked static int8 whose calibration would need more than the conversion budget
     (3 x the ONNX file + 2 GB) is not probed: Swin-L's needs about 6.6 GB against 4.4."""
     from pathlib import Path
-
-    from kit.memory import GB, conversion_budget, estimate_need
 
     size = Path(model.onnx_path).stat().st_size
     budget = conversion_budget(size)

@@ -17,7 +17,11 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
+from kit.backends.base import BackendConfig
 from kit.errors import InvalidParameter, KitError
+from kit.hardware.environment import capture
+from kit.hardware.kinds import kind_of
+from kit.measure.memory import resources, steady_allocator
 from kit.results import ResultKind, RunResult
 
 C = TypeVar("C", bound="StudyConfig")
@@ -60,18 +64,15 @@ class RunsOnBackend(StudyConfig):
     """The fields of a study that runs a model on a backend: the precision plan.
 
     `precision_note` says why this backend/precision stands in for the published precision; the
-    batch fills it in from kit.precision_map, a hand-made run says so instead.
+    batch fills it in from kit.search.precision_map, a hand-made run says so instead.
     """
 
     backend: str = "onnxruntime"
     precision: str = "fp32"
-    device: str = "cpu"  # cpu, cuda, tensorrt, ipu (kit.hardware.DEVICES)
+    device: str = "cpu"  # cpu, cuda, tensorrt, ipu (kit.hardware.kinds.DEVICES)
     precision_note: str = ""
 
     def __post_init__(self) -> None:
-        from kit.backends.base import BackendConfig
-        from kit.hardware import kind_of
-
         super().__post_init__()
         kind_of(self.device)
         BackendConfig(self.precision, self.device)
@@ -150,12 +151,10 @@ def _type_name(hint: Any) -> str:
 def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, Any],
               execute: Callable[[C, RunResult], None], name: Callable[[dict], str]) -> RunResult:
     """Validate, execute and record one study run; every failure ends up in the result."""
-    from kit.memory import resources, steady_allocator
-
     allocator = steady_allocator()  # before anything is loaded: figures independent of process history
     params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
     params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
-    result = RunResult.new(kind, str(name(params)), params)
+    result = RunResult.new(kind, str(name(params)), params, capture())
     result.environment["allocator"] = allocator
     try:
         cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError

@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import cycle
 
-from kit import progress, published
+from kit import progress
 from kit.backends import BackendConfig, require_backend
-from kit.environment import usable_cores
+from kit.datasets.images import image_files, preprocess_batch
 from kit.errors import InvalidParameter
-from kit.images import image_files, preprocess_batch
-from kit.measure import BatchMeasurement, MeasureConfig, time_limit, timed_window
+from kit.hardware.environment import usable_cores
+from kit.measure.power import sampler_for
+from kit.measure.window import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
-from kit.power import sampler_for
+from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 

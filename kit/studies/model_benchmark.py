@@ -9,17 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kit import hardware, progress
+from kit import progress
 from kit.backends import BackendConfig, require_backend
+from kit.datasets import evaluate_accuracy
+from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
-from kit.measure import MeasureConfig, time_limit
-from kit.metrics import validate_data_percent
+from kit.hardware import kinds as hardware
+from kit.hardware.environment import cpu_peaks
+from kit.measure.numerics import NumericDiff
+from kit.measure.power import sampler_for
+from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
-from kit.numerics import NumericDiff
-from kit.power import sampler_for
 from kit.results import ResultKind, RunResult
+from kit.search import SearchSettings, decide
+from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
+from kit.studies.op_breakdown import reason
+from kit.studies.roofline import figure_rows
 
 PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
@@ -80,8 +87,6 @@ class Config(RunsOnBackend):
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
 
     def search_settings(self):
-        from kit.search import SearchSettings
-
         return SearchSettings(self.search_depth, force=self.search_force)
 
 
@@ -121,8 +126,6 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     mapping's; the search's probe table goes into the result."""
     from dataclasses import replace
 
-    from kit.search import decide
-
     kind = hardware.kind_of(cfg.device)
     if kind == "ipu":
         result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
@@ -147,9 +150,6 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
-    from kit.environment import cpu_peaks
-    from kit.roofline import figure_rows
-
     result.tables["peaks"] = cpu_peaks() if hardware.kind_of(cfg.device) == "cpu" else []
     peak = ((result.backend or {}).get("device_info") or {}).get("peak")
     if hardware.kind_of(cfg.device) != "cpu" or not peak or not model.flops_per_sample:
@@ -169,8 +169,6 @@ BELOW_PEAK = 0.55  # a compute-bound figure under this fraction of its peak gets
 def explain_below_peak(result: RunResult) -> None:
     """Put the operator breakdown's reason on the roofline row it was measured at, when that
     compute-bound figure is below BELOW_PEAK of its peak."""
-    from kit.op_breakdown import reason
-
     found = result.tables.get("op_breakdown")
     for row in result.tables.get("roofline") or []:
         if found and row["batch_size"] == found["batch_size"]:
@@ -214,9 +212,7 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
 
 def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
                      batch: int) -> None:
-    """Where a torch CPU call's time goes (kit.op_breakdown), after the timed window."""
-    from kit import op_breakdown
-
+    """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
     if cfg.backend != "torch" or hardware.kind_of(cfg.device) != "cpu" or not model.flops_per_sample \
             or not peak.get("gflops"):
@@ -232,8 +228,6 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
 def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):
     """Clients share sessions[0]; replicas each time their own session in parallel; both through
     the one timed window."""
-    from kit.measure import timed_window
-
     if len(sessions) == 1:
         return sessions[0].measure_window(inputs, batch, mcfg, sampler)
     return timed_window([s.bind(inputs) for s in sessions], batch, mcfg, sampler)
@@ -241,8 +235,6 @@ def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig
 
 def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batch: int) -> dict:
     """The published accuracy/numeric metric, or the reason it cannot be measured here."""
-    from kit.datasets import evaluate_accuracy
-
     try:
         return evaluate_accuracy(model.name, session, cfg.dataset_dir or None, cfg.data_percent,
                                  model.weights, batch_size=batch, model=model,

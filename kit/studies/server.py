@@ -10,21 +10,27 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import progress, published
+from kit import progress
 from kit.backends import BackendConfig, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
-from kit.measure import MeasureConfig
+from kit.measure.window import MeasureConfig
 from kit.models import load_model
 from kit.models.spec import ExportedModel
 from kit.paths import outputs_dir
+from kit.published import figures as published
 from kit.results import ResultKind, RunResult
-from kit.serving.batcher import BatchPolicy
-from kit.serving.loadgen_sut import BatchExecutor, LoadGenConfig, LoadGenRunner, SampleLibrary
-from kit.serving.search import Probe, SearchResult, find_max_qps
-from kit.serving.simulate import ServiceModel, predict_max_qps, simulate
-from kit.serving.summary import LoadGenSummary
 from kit.studies.base import RunsOnBackend, closing_all, run_study
+from kit.studies.serving.batcher import BatchPolicy
+from kit.studies.serving.loadgen_sut import (
+    BatchExecutor,
+    LoadGenConfig,
+    LoadGenRunner,
+    SampleLibrary,
+)
+from kit.studies.serving.search import Probe, SearchResult, find_max_qps
+from kit.studies.serving.simulate import ServiceModel, predict_max_qps, simulate
+from kit.studies.serving.summary import LoadGenSummary
 
 DEFAULT_POLICIES = ((1, 0.0), (4, 10.0), (8, 20.0))
 C2_POLICIES = ((1, 0.0), (2, 2.0), (4, 5.0), (6, 10.0))

@@ -1,0 +1,106 @@
+"""What `make reproduce` runs: the jobs of each profile on one kind of hardware.
+
+The hardware is resolved once (`kit.hardware.kinds.resolve`), and each published row's precision plan
+(backend, precision, device and the reason, from `kit.search.precision_map`) travels whole into the
+job's parameters: no later step works it out again.
+"""
+
+from __future__ import annotations
+
+from kit.batch import Job
+from kit.errors import InvalidParameter
+from kit.hardware import kinds as hw
+from kit.hardware.onnxruntime_probe import ort_provider_reason
+from kit.models import get_entry
+from kit.published import figures as published
+from kit.search import decision_key, load_decision
+from kit.search.precision_map import PrecisionChoice, map_precision
+
+PROFILES = ("quick", "full")
+
+# quick profile: modest batch sizes, three of them where the published reports have several
+# (so each model's plot is a curve beside the published IPU one); the whole batch fits in ~15 min
+# on 2 cores
+QUICK_BATCH = {"resnet50-torch-fp32": [1, 2, 4], "swin-large-torch-fp32": [1], "clip-onnx-fp32": [1, 2, 4],
+               "conformer-encoder-onnx-fp32": [1, 2, 4], "videobert-onnx-fp32": [1, 2, 4],
+               "roformer-tf-fp32": [2], "widedeep-tf-fp32": [1024], "albert-torch-fp32": [1],
+               "bert-torch-fp32": [1], "roberta-torch-fp32": [1], "deberta-torch-fp32": [1]}
+# target_ci: the throughput's 95 % half-width to reach (5 % quick, 2 % full); max_duration_s: the
+# time limit per batch size when it is not reached (the result says which stopped it)
+TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3, "data_percent": 10.0,
+                    "target_ci": 0.05, "max_duration_s": 5.0},
+          "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100, "data_percent": 100.0,
+                   "target_ci": 0.02, "max_duration_s": 120.0}}
+SERVER = {"quick": {"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
+                    "max_probes": 3, "fixed_batch_duration_s": 1.0},
+          "full": {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
+                   "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
+                   "fixed_batch_duration_s": 10.0}}
+SERVER_MODEL = "resnet50-torch-fp32"
+C2_MODEL = "resnext101-c2"
+
+
+def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice:
+    """Backend, precision, device and the reason, standing in for a published precision on `kind`.
+
+    On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
+    it here (kit.hardware.onnxruntime_probe.ort_provider_reason), so the FP8 rows can reach int8 through TensorRT.
+    """
+    providers = ([p for p in ("TensorrtExecutionProvider",) if ort_provider_reason(p) is None]
+                 if kind == "cuda" else [])
+    return map_precision(published_precision, kind, framework=get_entry(model).framework,
+                         gpu_providers=providers)
+
+
+def plan_params(plan: PrecisionChoice) -> dict:
+    return {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
+            "precision_note": plan.note}
+
+
+SEARCHED_KINDS = ("cpu", "cuda")  # the IPU runs its published settings
+
+
+def searched_plan(model: str, published_precision: str, batch: int, kind: str, depth: str) -> dict | None:
+    """The plan a cached per-row search decided for this row (model, precision, batch, hardware,
+    software), or None when no decision fits; the job then searches (kit.search)."""
+    decision = load_decision(decision_key(model, published_precision, batch, kind), depth)
+    return dict(decision["plan"]) if decision and not decision.get("fallback") else None
+
+
+def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
+    jobs = []
+    for _, row in published.headline_rows().iterrows():
+        settings = published.ipu_run_settings(row.model, row.precision)
+        if profile == "full":
+            batches, clients = settings["batch_sizes"] or [1], settings["clients"] if kind == "ipu" else 1
+        else:
+            batches, clients = QUICK_BATCH.get(row.model, [1]), 1
+        params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
+                  "clients": clients, **plan_params(row_plan(row.model, row.precision, kind)),
+                  **TIMING[profile]}
+        if kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse the decision
+            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}))
+            if not research:
+                params.update(searched_plan(row.model, row.precision, max(batches), kind, profile) or {})
+        jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
+                        timeout_s=900 if profile == "quick" else 3600))
+    return jobs
+
+
+def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False) -> list[Job]:
+    """Every job of `profile`, all on the one kind `hardware` resolves to; `research` makes each
+    model job search its row again instead of reusing a cached decision."""
+    if profile not in PROFILES:
+        raise InvalidParameter("profile", profile, f"one of {', '.join(PROFILES)}")
+    kind = hw.resolve(hardware)
+    quick = profile == "quick"
+    # The C2 paper ran mixed fp16: the same mapping as the FP16 rows.
+    c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
+          "target_ci": TIMING[profile]["target_ci"], "max_duration_s": 6.0 if quick else 180.0,
+          **plan_params(row_plan(C2_MODEL, "FP16", kind))}
+    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind)), **SERVER[profile]}
+    return ([Job("published_results", "published_results.ipynb", {}, 300)]
+            + model_jobs(profile, kind, research)
+            + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
+               Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
+               Job("summary", "summary.ipynb", {}, 300, after_all=True)])

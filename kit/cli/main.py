@@ -1,0 +1,45 @@
+"""The `kit` command line. Each command lives in the module that owns the concept.
+
+A command module exposes `register(subparsers)`, adding its parser with `func` set to a function
+taking the parsed args and returning an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kit.errors import KitError
+
+# One line per command module; order is the order of `kit --help`.
+COMMAND_MODULES = [
+    "kit.cli.models",  # kit models, kit export, kit fetch-weights
+    "kit.cli.datasets",  # kit fetch-data, kit datasets
+    "kit.cli.reproduce",  # kit reproduce, kit site, kit rebuild-state
+    "kit.publish.compare_runs",  # kit compare RUN_A RUN_B
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kit", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a batch (a batch handles its own)
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""`kit reproduce`, `kit site` and `kit rebuild-state`.
+
+`kit reproduce` exits 0 when every job is ok, 1 when any is not (its last line names them), 2
+for usage errors (bad ONLY/FORCE, a busy or corrupt outputs/), 128+N when stopped by signal N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kit.batch.dask_executor import DaskExecutor
+from kit.batch.interrupts import BatchInterrupted
+from kit.batch.jobs import HARDWARE_RESOURCES, Job, JobRecord
+from kit.batch.lock import outputs_lock
+from kit.batch.profiles import PROFILES, jobs_for
+from kit.batch.runner import run_jobs
+from kit.batch.selection import parse_force, select
+from kit.batch.state import rebuild_state
+from kit.errors import InvalidParameter
+from kit.hardware.kinds import CHOICES as HARDWARE
+from kit.hardware.kinds import resolve as resolve_hardware
+from kit.paths import outputs_dir
+from kit.publish.site import rebuild_index, write_index
+
+EXIT_OK, EXIT_NOT_OK = 0, 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reproduce", help="run every study notebook into outputs/ and write the index")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.add_argument("--hardware", default="auto", metavar="|".join(HARDWARE),
+                   help="kind(s) to measure on, comma-separated (auto: this machine's best; "
+                        "with --scheduler: every kind the workers offer)")
+    p.add_argument("--force", nargs="?", const="1", default="0", metavar="0|1",
+                   help="re-run notebooks even if nothing changed (--force or --force 1)")
+    p.add_argument("--only", default=None,
+                   help="comma-separated words; runs the jobs whose name contains one of them")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
+    p.set_defaults(func=reproduce)
+    s = sub.add_parser("site", help="rebuild outputs/index.html from the results")
+    s.set_defaults(func=lambda args: print(rebuild_index()) or EXIT_OK)
+    r = sub.add_parser("rebuild-state", help="rebuild outputs/state.json from outputs/runs/ "
+                                             "(the old file is moved aside)")
+    r.set_defaults(func=rebuild)
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    force = parse_force(args.force)
+    executor = _executor(args.scheduler)
+    kinds = hardware_kinds(args.hardware, executor)
+    hardware = ",".join(kinds)
+    jobs = select(jobs_on(args.profile, kinds, research=force), args.only)
+    started = time.perf_counter()
+    bar = Progress(len(jobs))
+    try:
+        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}", progress=bar,
+                           executor=executor)
+    except BatchInterrupted as stop:
+        bar.close()
+        kept = sum(r.status == "ok" for r in stop.records)
+        resume = ("`make reproduce` again resumes" if not force else
+                  "`make reproduce` resumes with the decisions searched so far, re-running once the jobs "
+                  "this forced run finished (their parameters now name those decisions); FORCE=1 again "
+                  "would search every row again")
+        print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
+              f"{resume} (state: {outputs_dir() / 'state.json'})")
+        return stop.exit_code
+    bar.close()
+    index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
+    return _summary(records, time.perf_counter() - started, index)
+
+
+def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
+    failed = [r for r in records if r.status != "ok"]
+    for r in failed:
+        print(f"  {r.name}: {r.status}: {r.message}")
+    print(f"index: {index}")
+    print(f"outputs: {outputs_dir()}")
+    if failed:
+        print(f"{len(failed)} of {len(records)} notebooks not ok ({seconds:.0f} s): "
+              f"{', '.join(f'{r.name} ({r.status})' for r in failed)}")
+        return EXIT_NOT_OK
+    print(f"all {len(records)} notebooks ok ({seconds:.0f} s)")
+    return EXIT_OK
+
+
+def hardware_kinds(hardware: str, executor=None) -> list[str]:
+    """The hardware kinds the batch measures on: `--hardware` (comma-separated), or with `auto`
+    this machine's best one, or on a cluster every kind its workers offer."""
+    words = [w.strip() for w in hardware.split(",")]
+    if words == ["auto"] and executor is not None:
+        offered = executor.offered()
+        kinds = [k for k in HARDWARE_RESOURCES if k in offered]
+        if not kinds:
+            raise InvalidParameter("hardware", hardware, "a kind some worker offers; the cluster's "
+                                   "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")
+        return kinds
+    return list(dict.fromkeys(resolve_hardware(w) for w in words))
+
+
+def jobs_on(profile: str, kinds: list[str], research: bool = False) -> list[Job]:
+    """The profile's jobs on each kind. With several kinds a job whose parameters differ by kind
+    runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once.
+    `research` (FORCE) makes each model job search its row again."""
+    if len(kinds) == 1:
+        return jobs_for(profile, kinds[0], research=research)
+    per_kind = {kind: jobs_for(profile, kind, research=research) for kind in kinds}
+    jobs: list[Job] = []
+    for i, job in enumerate(per_kind[kinds[0]]):
+        variants = {kind: per_kind[kind][i] for kind in kinds}
+        if all(v.parameters == job.parameters for v in variants.values()):
+            jobs.append(job)
+        else:
+            jobs += [Job(f"{v.name}@{kind}", v.notebook, v.parameters, v.timeout_s, v.after_all)
+                     for kind, v in variants.items()]
+    return jobs
+
+
+def _executor(scheduler: str | None):
+    if not scheduler:
+        return None  # the embedded default: this machine, no cluster
+
+    return DaskExecutor(scheduler)
+
+
+def rebuild(args: argparse.Namespace) -> int:
+    out = outputs_dir()
+    with outputs_lock(out, command="kit rebuild-state"):
+        state, moved = rebuild_state(out)
+    print(f"{out / 'state.json'} rebuilt from {len(state['runs'])} runs under {out / 'runs'} "
+          f"({len(state['jobs'])} jobs)" + (f"; the old file is now {moved}" if moved else ""))
+    if state["jobs"]:
+        print(f"index: {rebuild_index(out)}")
+    return EXIT_OK
+
+
+class Progress:
+    """A tqdm bar over notebooks, one line per finished notebook."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        tqdm.monitor_interval = 0  # no monitor thread: a bar that may share a process with timed work
+        self.bar = tqdm(total=total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
+
+    def __call__(self, record: JobRecord) -> None:
+        tag = "reused" if record.reused else f"{record.duration_s:.0f} s"
+        where = f" on {record.worker or record.host}" if record.worker else ""
+        note = f" [{record.note}]" if record.note else ""
+        self.bar.write(f"{record.status:>11}  {record.name} ({tag}{where}){note}"
+                       f"{': ' + record.message if record.message else ''}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -1,0 +1,237 @@
+"""Provenance: the hardware and software a figure was measured on, captured automatically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import importlib.metadata
+import os
+import platform
+
+from kit.errors import BackendUnavailable
+from kit.hardware import kinds as hardware
+from kit.hardware.cpu import thread_settings
+
+PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
+            "tf2onnx", "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt",
+            "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
+#: The distributions that install the `onnxruntime` module: the CPU build or the GPU build.
+ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu")
+
+
+@functools.cache
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> float:
+    """Two FMA pipes x vector lanes x 2 FLOP. AMD Zen 4 (family 25) splits 512-bit ops into two
+    256-bit halves (32/cycle); Zen 5 (family 26) and Intel server cores have full 512-bit FMA (64)."""
+    if "avx512f" in flags and (vendor != "AuthenticAMD" or family >= 26):
+        return 64.0
+    if "avx2" in flags or "avx512f" in flags:
+        return 32.0
+    return 8.0
+
+
+PEAK_PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+PEAK_SOURCE = ("nominal: instruction rate from /proc/cpuinfo flags and the CPU family, at the clock in "
+               "cpufreq's cpuinfo_max_freq (else /proc/cpuinfo 'cpu MHz'), times the usable cores")
+
+
+def precision_rate(precision: str, flags: frozenset[str]) -> tuple[float, bool, str]:
+    """(multiple of the fp32 FMA rate, native?, why) for `precision` on a CPU with `flags`.
+
+    bf16 dot products (avx512_bf16 VDPBF16PS) do 2 multiply-adds per 32-bit lane; fp16 is native
+    only with avx512_fp16 (2 per lane), else converted to fp32; int8 VNNI (VPDPBUSD) does 4 per
+    32-bit lane, counted as 2 operations each (GOPS, not FLOP/s). AMX tiles are not modelled.
+    """
+    if precision in ("bf16",) and "avx512_bf16" in flags:
+        return 2.0, True, "avx512_bf16: 2 bf16 multiply-adds per 32-bit lane"
+    if precision == "fp16" and "avx512_fp16" in flags:
+        return 2.0, True, "avx512_fp16: 32 fp16 lanes per 512-bit vector"
+    if precision in ("int8", "fp8") and flags & {"avx512_vnni", "avx_vnni"}:
+        return 4.0, True, "VNNI: 4 int8 multiply-adds per 32-bit lane; int8 operations, not FLOPs"
+    if precision in ("bf16", "fp16", "int8", "fp8"):
+        return 1.0, False, f"no native {precision} arithmetic: converted to fp32, so the fp32 rate"
+    return 1.0, True, "fp32 FMA"
+
+
+def cpu_peak_gflops(precision: str = "fp32") -> dict:
+    """Nominal peak of the usable cores at the reported clock, with the method and source.
+
+    int8 is in GOPS (2 operations per multiply-add, as FLOPs are counted), stated separately from
+    the floating-point peaks. A CPU that boosts above its reported clock can exceed this figure.
+    """
+    flags = cpu_flags()
+    ghz = _max_ghz()
+    base = fp32_flops_per_cycle(flags, *cpu_vendor_family())
+    factor, native, why = precision_rate(precision, flags)
+    per_cycle = base * factor
+    peak = per_cycle * ghz * usable_cores()
+    unit = "GOPS" if precision in ("int8", "fp8") else "GFLOP/s"
+    return {"gflops": round(peak, 1), "precision": precision, "unit": unit, "native": native,
+            "method": f"{per_cycle:g} {'op' if unit == 'GOPS' else 'FLOP'}/cycle/core ({why}) x {ghz:.2f} GHz "
+                      f"(reported clock; boost can exceed it) x {usable_cores()} cores",
+            "source": PEAK_SOURCE}
+
+
+def cpu_peaks() -> list[dict]:
+    """The nominal peak at every precision (fp32, bf16, fp16, int8), each with method and source."""
+    return [cpu_peak_gflops(p) for p in PEAK_PRECISIONS]
+
+
+@functools.cache
+def cpu_vendor_family() -> tuple[str, int]:
+    vendor, family = "", 0
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("cpu family"):
+                    family = int(line.split(":", 1)[1])
+                if vendor and family:
+                    break
+    except (OSError, ValueError):
+        pass
+    return vendor, family
+
+
+def _max_ghz() -> float:
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read()) / 1e6
+    except OSError:
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":")[1]) / 1000
+    except OSError:
+        pass
+    return 2.6
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def capture() -> dict:
+    """Everything a result needs to say where it came from."""
+    return {
+        "captured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": {"model": cpu_model(), "cores": usable_cores(),
+                "peak_fp32": cpu_peak_gflops("fp32")},
+        "gpus": list(hardware.visible_gpu_names()),
+        "gpu": gpu_facts(),
+        "ipu_present": hardware.ipu_present(),
+        "packages": package_versions(),
+        "threads": thread_settings(),
+    }
+
+
+def distribution_version(*names: str) -> str | None:
+    """The version of the first of `names` that is installed, else None."""
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def onnxruntime_version() -> str:
+    """ONNX Runtime's version whichever build installed it (onnxruntime or onnxruntime-gpu)."""
+    version = distribution_version(*ORT_DISTRIBUTIONS)
+    if version is None:
+        try:
+            import onnxruntime
+        except ImportError:
+            raise BackendUnavailable("ONNX Runtime backend unavailable: neither onnxruntime nor "
+                                     "onnxruntime-gpu is installed") from None
+        version = onnxruntime.__version__
+    return version
+
+
+def gpu_facts() -> dict:
+    """The GPU software and the GPUs this process can use (CUDA_VISIBLE_DEVICES honoured):
+    driver, CUDA, cuDNN and TensorRT versions, each None where absent, with where it was read."""
+    facts: dict = {"visible": [], "driver": None, "cuda_driver": None, "cuda_runtime_torch": None,
+                   "cudnn_torch": None, "onnxruntime_build": distribution_version(*ORT_DISTRIBUTIONS[::-1]),
+                   "onnxruntime_distribution": next((d for d in ORT_DISTRIBUTIONS[::-1]
+                                                     if distribution_version(d)), None),
+                   "tensorrt": distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13",
+                                                    "tensorrt-cu12-libs", "tensorrt-libs"),
+                   "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    try:
+        facts["visible"] = [{"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}
+                            for i, r in enumerate(hardware.visible_gpus())]
+    except Exception as exc:  # noqa: BLE001 - a mixed host without CUDA_DEVICE_ORDER: say so, keep going
+        facts["visible_error"] = str(exc)
+    facts.update(_nvml_versions())
+    facts.update(_torch_cuda_versions())
+    return facts
+
+
+def _nvml_versions() -> dict:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver or no nvidia-ml-py: the versions stay None
+        return {}
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+        return {"driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}"}
+    except Exception:  # noqa: BLE001
+        return {}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _torch_cuda_versions() -> dict:
+    try:
+        import torch
+    except ImportError:
+        return {}
+    cudnn = torch.backends.cudnn.version() if torch.version.cuda and torch.backends.cudnn.is_available() else None
+    return {"cuda_runtime_torch": torch.version.cuda, "cudnn_torch": cudnn}

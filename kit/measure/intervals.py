@@ -1,0 +1,157 @@
+"""95 % intervals of a measurement's figures, from its rounds of calls; and the interval of a
+scorecard figure, looked up in a result.
+
+Rounds come from the timing loop (kit.measure.window.RoundController: blocks of at least `round_s` and
+3 calls per thread). A measurement made elsewhere without rounds (an out-of-process backend, an
+older result) is cut after the fact into up to 10 blocks of consecutive calls per thread, and the
+method says so. Either way no interval treats single calls as independent samples.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kit.measure.stats import Interval, quantile_interval, ratio_interval
+
+MIN_CALLS_PER_BLOCK = 3
+MAX_BLOCKS = 10
+ROUNDS = "rounds of the timing loop"
+BLOCKS = "blocks of consecutive calls cut after the run"
+LATENCY_QUANTILES = {"p50_ms": 0.50, "p90_ms": 0.90, "p99_ms": 0.99, "p99_bytemlperf_ms": 0.99}
+
+
+def round_groups(calls: list[list[tuple[int, int]]], marks: list[list[int]] | None) -> tuple[list, str]:
+    """[[thread's calls of the round] per thread] per round, and which grouping was used.
+
+    Calls after the last closed round join it (or form a round when each thread has enough)."""
+    if marks and len(marks) >= 1:
+        bounds = [list(m) for m in marks]
+        tail = [len(t) - b for t, b in zip(calls, bounds[-1], strict=True)]
+        if min(tail) >= MIN_CALLS_PER_BLOCK:
+            bounds.append([len(t) for t in calls])
+        elif max(tail) > 0:
+            bounds[-1] = [len(t) for t in calls]
+        if len(bounds) >= 2:
+            starts = [[0] * len(calls)] + bounds[:-1]
+            return [[t[s:e] for t, s, e in zip(calls, a, b, strict=True)]
+                    for a, b in zip(starts, bounds, strict=True)], ROUNDS
+    shortest = min((len(t) for t in calls), default=0)
+    k = min(MAX_BLOCKS, shortest // MIN_CALLS_PER_BLOCK)
+    if k < 2:
+        return [calls], BLOCKS
+    cuts = [np.linspace(0, len(t), k + 1).astype(int) for t in calls]
+    return [[t[c[i]:c[i + 1]] for t, c in zip(calls, cuts, strict=True)] for i in range(k)], BLOCKS
+
+
+def round_rates(groups: list) -> list[tuple[float, float]]:
+    """(calls/s summed over threads, wall seconds) per round."""
+    out = []
+    for group in groups:
+        rate, first, last = 0.0, math.inf, -math.inf
+        for thread in group:
+            if not thread:
+                continue
+            span = (thread[-1][1] - thread[0][0]) / 1e9
+            rate += len(thread) / span if span > 0 else 0.0
+            first, last = min(first, thread[0][0]), max(last, thread[-1][1])
+        out.append((rate, (last - first) / 1e9 if last > first else 0.0))
+    return out
+
+
+def round_values(calls, marks, batch_size: int) -> dict[str, list[float]]:
+    """Per round: throughput (samples/s) and mean latency (ms), for tests between runs."""
+    groups, _ = round_groups(calls, marks)
+    rates = round_rates(groups)
+    means = [float(np.mean([e - s for t in g for s, e in t])) / 1e6 for g in groups]
+    return {"throughput": [r * batch_size for r, _ in rates], "mean_ms": means}
+
+
+def measurement_intervals(m) -> dict[str, Interval]:
+    """Intervals of a kit.measure.window.BatchMeasurement's throughput, QPS, latencies and efficiency."""
+    groups, how = round_groups(m.calls, m.rounds)
+    rates = round_rates(groups)
+    rel = ratio_interval([r * w for r, w in rates], [w for _, w in rates],
+                         method=f"ratio estimator over {how}, t interval").rel_half_width
+    out = {}
+    for name, value in (("throughput", m.throughput), ("qps_bytemlperf", m.qps_bytemlperf)):
+        out[name] = _relative(value, rel, len(groups), f"throughput of {len(groups)} {how}: ratio estimator "
+                                                       "(samples / seconds), t interval; relative width applied")
+    latency = [[(e - s) / 1e6 for t in g for s, e in t] for g in groups]
+    mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
+                          method=f"ratio estimator over {how} (latency sum / calls), t interval")
+    out["mean_ms"] = Interval(m.latency.mean_ms, mean.low, mean.high, mean.level, mean.method, mean.rounds,
+                              mean.reason)
+    for name, q in LATENCY_QUANTILES.items():
+        iv = quantile_interval(latency, q, estimate=getattr(m.latency, name))
+        out[name] = Interval(iv.value, iv.low, iv.high, iv.level, f"{iv.method} over {how}", iv.rounds, iv.reason)
+    power = m.power or {}
+    if power.get("method") == "measured" and power.get("samples_per_s_per_w"):
+        out["samples_per_s_per_w"] = _relative(
+            power["samples_per_s_per_w"], rel, len(groups),
+            "the throughput's relative interval (the power reading's own variation is not included)")
+    return out
+
+
+def _relative(value: float, rel: float | None, rounds: int, method: str) -> Interval:
+    if value is None or not math.isfinite(value):
+        return Interval(math.nan, method=method, rounds=rounds, reason="no value")
+    if rel is None:
+        return Interval(value, method=method, rounds=rounds,
+                        reason=f"{rounds} round(s): an interval needs at least 2")
+    return Interval(value, value * (1 - rel), value * (1 + rel), method=method, rounds=rounds)
+
+
+def precision_reached(given: dict, throughput: Interval) -> dict:
+    """The target, the precision reached (throughput's relative half-width) and whether it was met."""
+    target = given.get("target_ci") or 0.0
+    reached = throughput.rel_half_width
+    return {"target_ci": target, "reached": reached, "rounds": throughput.rounds,
+            "met": None if not target else (reached is not None and reached <= target),
+            "stopped_by": given.get("stopped_by", "")}
+
+
+# --- scorecard lookups ---------------------------------------------------------------------------
+
+BYTEMLPERF_FIGURES = {"QPS": "qps_bytemlperf", "AVG Latency": "mean_ms", "P99 Latency": "p99_bytemlperf_ms"}
+
+
+def figure_interval(result, figure: str, batch, value: float | None = None) -> tuple[Interval | None, str]:
+    """(interval, noise note) of one scorecard figure of `result` (a RunResult) at `batch`;
+    `value` is the figure itself where the interval is the throughput's relative one (efficiency).
+
+    The note is '' for a quiet window, else 'noisy: <reasons>'."""
+    if result is None or batch in (None, ""):
+        return None, ""
+    batch = int(batch)
+    for d in result.measurements:
+        per_call = d["batch_size"]
+        card_batch = per_call * (d["threads"] if d.get("mode") == "replicas" else 1)
+        ivs = d.get("intervals") or {}
+        if figure in BYTEMLPERF_FIGURES and per_call == batch and d.get("mode") != "replicas":
+            return Interval.from_dict(ivs.get(BYTEMLPERF_FIGURES[figure])), noise_note(d)
+        if figure in ("Latency", "Throughput", "Energy efficiency") and card_batch == batch:
+            return _c2_interval(figure, ivs, batch, value), noise_note(d)
+    return None, ""
+
+
+def _c2_interval(figure: str, ivs: dict, batch: int, value: float | None) -> Interval | None:
+    """The C2 table's figures: latency = mean call time; throughput = batch / latency."""
+    latency = Interval.from_dict(ivs.get("mean_ms"))
+    if latency is None:
+        return None
+    if figure == "Latency":
+        return latency
+    throughput = latency.reciprocal(batch * 1000.0)
+    if figure == "Throughput":
+        return throughput
+    if value is None or throughput.rel_half_width is None:
+        return None
+    return _relative(value, throughput.rel_half_width, throughput.rounds,
+                     "the throughput's relative interval (the power reading's own variation is not included)")
+
+
+def noise_note(measurement: dict) -> str:
+    noise = measurement.get("noise") or {}
+    return f"noisy: {'; '.join(noise['reasons'])}" if noise.get("noisy") else ""

@@ -1,0 +1,218 @@
+"""Memory: peak resident memory of a job, memory available, and a check before a heavy step.
+
+`resources()` is what a study stores in its result JSON (`RunResult.resources`): the peak
+resident set size (RSS) of this process (VmHWM) and of the largest child it waited for
+(getrusage ru_maxrss). `check_memory(step, model_bytes)` compares a step's expected
+need (model size x the step's measured ratio + a fixed base, table `STEP_COSTS`) with the memory
+available and raises `InsufficientMemory` ("needs about N GB, M GB available") before the
+kernel's out-of-memory killer gets there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import resource
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.errors import KitError, UnknownNameError
+
+GB = 1e9
+MEMINFO = Path("/proc/meminfo")
+CGROUP = Path("/sys/fs/cgroup")
+SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"  # "1": skip the pre-flight check (the step may then be killed)
+
+
+class InsufficientMemory(KitError, MemoryError):
+    """A step needs more memory than the machine has available now."""
+
+    @classmethod
+    def for_step(cls, what: str, need_bytes: float, available_bytes: float, detail: str = "",
+                 ) -> InsufficientMemory:
+        error = cls(f"{what} needs about {need_bytes / GB:.1f} GB, {available_bytes / GB:.1f} GB "
+                    f"available{f' ({detail})' if detail else ''}; free memory, or set "
+                    f"{SKIP_CHECK_ENV}=1 to try anyway")
+        error.need_bytes, error.available_bytes = need_bytes, available_bytes
+        return error
+
+
+def _maxrss_bytes(who: int) -> int:
+    """ru_maxrss in bytes (kilobytes on Linux, bytes on macOS)."""
+    value = resource.getrusage(who).ru_maxrss
+    return int(value if sys.platform == "darwin" else value * 1024)
+
+
+def peak_rss_bytes() -> int:
+    """Peak RSS of this process or of its largest waited-for child, whichever is higher."""
+    return max(own_peak_rss_bytes(), _maxrss_bytes(resource.RUSAGE_CHILDREN))
+
+
+def own_peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
+    """This process's own peak RSS since it started its program (VmHWM).
+
+    ru_maxrss of a child also counts its parent's RSS at the fork before exec; VmHWM does not.
+    Falls back to ru_maxrss where /proc is absent.
+    """
+    try:
+        return parse_meminfo(status.read_text())["VmHWM"]
+    except (OSError, KeyError):
+        return _maxrss_bytes(resource.RUSAGE_SELF)
+
+
+def current_rss_bytes(pid: int | None = None) -> int:
+    """Resident memory of a process (this one by default) now."""
+    import psutil
+
+    return int(psutil.Process(pid or os.getpid()).memory_info().rss)
+
+
+def release_freed_memory() -> None:
+    """Hand memory the allocator has freed back to the system (glibc malloc_trim), where possible.
+
+    After a framework drops a model, glibc keeps the freed pages in its heap; the next step's
+    allocations would then add to a high-water mark that no longer reflects live data.
+    """
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (musl, ...): nothing to trim
+            pass
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+STEADY_MMAP_THRESHOLD = 32 << 20  # glibc's own ceiling for its dynamic threshold on 64-bit
+
+
+def steady_allocator() -> str:
+    """Fix glibc malloc's mmap threshold (32 MiB) and trim threshold (64 MiB) at the values its
+    dynamic rule ends at once a large block has been freed; returns what was done, for provenance.
+
+    glibc starts the mmap threshold at 128 KiB and raises it only when a large mmapped block is
+    freed. Until then every large tensor of every call is a fresh mmap whose pages fault on first
+    touch: the first bf16 model in a process ran at 1.8 calls/s where a second one, loaded after
+    the first was freed, ran at 3.3 (DeBERTa, measured here). A timed figure must not depend on what
+    ran before it in the process (a search probe or not), so every study starts from the state
+    the dynamic rule would reach anyway.
+    """
+    if not sys.platform.startswith("linux"):
+        return "allocator left as it is (not Linux)"
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        ok = libc.mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD) and \
+            libc.mallopt(M_TRIM_THRESHOLD, 2 * STEADY_MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        return "allocator left as it is (not glibc)"
+    if not ok:
+        return "allocator left as it is (glibc refused mallopt)"
+    return (f"glibc malloc: mmap threshold {STEADY_MMAP_THRESHOLD >> 20} MiB and trim threshold "
+            f"{2 * STEADY_MMAP_THRESHOLD >> 20} MiB fixed before the study (kit.measure.memory.steady_allocator)")
+
+
+def resources() -> dict:
+    """Peak memory of this job so far, for a result JSON's `resources` field."""
+    self_peak = own_peak_rss_bytes()
+    children_peak = _maxrss_bytes(resource.RUSAGE_CHILDREN)
+    return {
+        "peak_rss_bytes": max(self_peak, children_peak),
+        "peak_rss_self_bytes": self_peak,
+        "peak_rss_children_bytes": children_peak,
+        "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the largest "
+                  "child process it waited for",
+    }
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo as {field: bytes}."""
+    fields = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            fields[name.strip()] = int(parts[0]) * (1024 if parts[1:] == ["kB"] else 1)
+    return fields
+
+
+def cgroup_available_bytes(root: Path = CGROUP) -> int | None:
+    """Room left under a cgroup v2 memory limit (containers), or None without a limit."""
+    try:
+        limit = (root / "memory.max").read_text().strip()
+        used = int((root / "memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else max(int(limit) - used, 0)
+
+
+def available_bytes(meminfo: Path | None = None, cgroup: Path | None = None) -> int:
+    """Memory a new allocation can get without swapping: MemAvailable, capped by a cgroup limit."""
+    meminfo, cgroup = meminfo or MEMINFO, cgroup or CGROUP
+    try:
+        available = parse_meminfo(meminfo.read_text())["MemAvailable"]
+    except (OSError, KeyError):
+        import psutil
+
+        available = int(psutil.virtual_memory().available)
+    limit = cgroup_available_bytes(cgroup)
+    return available if limit is None else min(available, limit)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Peak RSS of a step ~ ratio x the ONNX file size + base (the framework's own footprint)."""
+
+    ratio: float
+    base_bytes: float
+    source: str
+
+    def need(self, model_bytes: float) -> float:
+        return self.ratio * model_bytes + self.base_bytes
+
+
+MEASURED = "benchmarks/memory.py (make bench) over the seed models, 2026-11"
+# Peak RSS ~ ratio x ONNX file + base, fitted above every seed model's measured peak (the
+# largest: Swin-L export 3.9 GB at 4.9x, Swin-L fp16 4.0 GB at 5.0x, Swin-L static int8 6.6 GB at
+# 8.3x (dynamic: 2.6 GB), RoFormer export 3.6 GB at 7.3x its 0.5 GB file (3.4 GB without oneDNN));
+# `make bench` prints them.
+STEP_COSTS: dict[str, StepCost] = {
+    "export-torch": StepCost(4.3, 0.6 * GB, MEASURED),
+    "export-tensorflow": StepCost(6.0, 1.0 * GB, MEASURED),
+    "fp16": StepCost(4.8, 0.3 * GB, MEASURED),
+    "int8-dynamic": StepCost(3.3, 0.25 * GB, MEASURED),
+    "int8-static": StepCost(8.0, 0.3 * GB, MEASURED),
+}
+
+
+def conversion_budget(model_bytes: float) -> float:
+    """What an export or conversion may take: 3 x the model's ONNX file + 2 GB (`make bench` checks it)."""
+    return 3 * model_bytes + 2 * GB
+
+
+def estimate_need(step: str, model_bytes: float) -> float:
+    """Expected peak RSS in bytes of `step` on a model whose ONNX file has `model_bytes`."""
+    if step not in STEP_COSTS:
+        raise UnknownNameError("memory step", step, STEP_COSTS)
+    return STEP_COSTS[step].need(model_bytes)
+
+
+def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | None = None,
+                 cgroup: Path | None = None) -> float:
+    """Raise InsufficientMemory if `step` will not fit in the memory available; returns the need."""
+    need = estimate_need(step, model_bytes)
+    if os.environ.get(SKIP_CHECK_ENV) == "1":
+        return need
+    available = available_bytes(meminfo, cgroup)
+    if need > available:
+        cost = STEP_COSTS[step]
+        raise InsufficientMemory.for_step(what, need, available,
+                                 f"{cost.ratio:g} x the {model_bytes / GB:.2f} GB model + "
+                                 f"{cost.base_bytes / GB:.1f} GB, measured by {cost.source}")
+    return need
+
+
+def oom_message(how: str, peak_gb: float | None) -> str:
+    """'<how> (likely out of memory: peak X GB)': what a dead kernel most often means."""
+    peak = f"peak {peak_gb:.1f} GB" if peak_gb is not None else "peak unknown"
+    return f"{how} (likely out of memory: {peak})"

@@ -1,0 +1,117 @@
+"""Published figure beside measured figure, with a verdict and the reason for it.
+
+Verdicts: `reproduced` (same part, the published figure within tolerance of the measured 95 %
+interval), `differs` (same part, outside it; the interval is shown), `not comparable` (other
+hardware: the ratio and its interval are shown), `not measured: <reason>`. A figure measured in a
+noisy window says so in its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from kit.hardware.kinds import MeasuredOn
+from kit.measure.stats import Interval
+
+# Tolerances, stated in every scorecard.
+THROUGHPUT_TOLERANCE = 0.10  # |measured / published - 1| for QPS, latency, efficiency
+ACCURACY_FRACTION = 0.99  # measured >= 99 % of published (MLPerf's accuracy rule)
+DIFF_TOLERANCE = 0.10  # numeric diff: measured <= published x 1.1
+
+HIGHER_IS_BETTER = {"QPS", "Throughput", "Energy efficiency", "F1 Score", "Top-1", "Exact Match"}
+ACCURACY_METRICS = {"F1 Score", "Top-1", "Exact Match"}
+DIFF_METRICS = {"Mean Diff", "Std Diff", "Max Diff"}
+
+
+class Verdict(StrEnum):
+    REPRODUCED = "reproduced"  # the same part, within tolerance
+    DIFFERS = "differs"  # the same part, outside tolerance
+    NOT_COMPARABLE = "not comparable"  # other hardware (or the IPU path emulated): ratio shown
+    NOT_MEASURED = "not measured"  # no measured value: the reason says why
+    FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
+
+
+@dataclass
+class Comparison:
+    """One row of the scorecard."""
+
+    study: str
+    figure: str  # e.g. "QPS", "Latency"
+    model: str
+    precision: str
+    batch_size: str
+    unit: str
+    published: float | None
+    published_hardware: str
+    measured: float | None
+    measured_hardware: str
+    verdict: Verdict
+    reason: str
+    ratio: float | None = None  # measured / published
+    source: str = ""
+    run: str = ""  # the result file the measured value came from
+    measured_low: float | None = None  # the measured figure's 95 % interval
+    measured_high: float | None = None
+    noisy: str = ""  # '' for a quiet window, else 'noisy: <reasons>'
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "verdict": str(self.verdict)}
+
+
+def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,
+            measured_on: MeasuredOn | None, missing_reason: str = "", interval: Interval | None = None,
+            noisy: str = "") -> tuple[Verdict, str, float | None]:
+    """(verdict, reason, ratio) for one figure.
+
+    `published_part` is the exact part the figure came from (a kit.hardware.kinds.PARTS key such as
+    'c600' or 'gc2'); only a real run on that same part can reproduce it. With the measured
+    figure's `interval`, "reproduced" means the published figure lies within tolerance of the
+    interval; without one, within tolerance of the figure itself (and the reason says so).
+    `noisy` ('noisy: <why>') is added to the reason.
+    """
+    if measured is None or (isinstance(measured, float) and math.isnan(measured)):
+        return Verdict.NOT_MEASURED, missing_reason or "no result", None
+    ratio = measured / published if published else None
+    tail = f"; {noisy}" if noisy else ""
+    if measured_on is None or not measured_on.same_part(published_part):
+        shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
+        if ratio is not None and interval is not None and interval.available:
+            shown += f" (95 % CI {interval.low / published:.3g}-{interval.high / published:.3g}x)"
+        where = measured_on.label if measured_on else "unknown hardware"
+        return (Verdict.NOT_COMPARABLE,
+                f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}{tail}", ratio)
+    if interval is not None and interval.available and metric not in ACCURACY_METRICS | DIFF_METRICS:
+        ok, rule = interval_within_tolerance(published, interval)
+    else:
+        ok, rule = within_tolerance(metric, published, measured)
+        if metric not in ACCURACY_METRICS | DIFF_METRICS:
+            rule += f" (no interval: {interval.reason if interval else 'not recorded'})"
+    return (Verdict.REPRODUCED if ok else Verdict.DIFFERS), rule + tail, ratio
+
+
+def interval_within_tolerance(published: float, interval: Interval) -> tuple[bool, str]:
+    """Published within THROUGHPUT_TOLERANCE of some point of the measured interval."""
+    lo, hi = interval.low, interval.high
+    ok = lo <= published * (1 + THROUGHPUT_TOLERANCE) and hi >= published * (1 - THROUGHPUT_TOLERANCE)
+    where = "within" if ok else "outside"
+    return ok, (f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
+                f"[{lo:.4g}, {hi:.4g}]")
+
+
+def within_tolerance(metric: str, published: float, measured: float) -> tuple[bool, str]:
+    if metric in ACCURACY_METRICS:
+        return measured >= ACCURACY_FRACTION * published, f"accuracy >= {ACCURACY_FRACTION:.0%} of published"
+    if metric in DIFF_METRICS:
+        return measured <= (1 + DIFF_TOLERANCE) * published, f"diff <= published x {1 + DIFF_TOLERANCE:g}"
+    ok = abs(measured / published - 1) <= THROUGHPUT_TOLERANCE
+    return ok, f"within {THROUGHPUT_TOLERANCE:.0%} of published"
+
+
+def tolerance_statement() -> str:
+    return (f"Tolerances: throughput, latency and efficiency within {THROUGHPUT_TOLERANCE:.0%} of the "
+            "measured 95 % interval (of the figure itself where no interval exists); "
+            f"accuracy at least {ACCURACY_FRACTION:.0%} of the published value; numeric diffs at most "
+            f"{1 + DIFF_TOLERANCE:g}x the published diff. Figures measured on other hardware are "
+            "'not comparable' and show the ratio measured / published.")

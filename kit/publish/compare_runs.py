@@ -1,0 +1,310 @@
+"""`kit compare RUN_A RUN_B`: two runs' figures side by side, with intervals, the ratio, whether
+the difference is significant (Mann-Whitney U over rounds), and the environment differences.
+
+A run is a result folder (outputs/runs/<run_id>/, or one copied from another machine) or a single
+result JSON. Reads only result JSON files. Writes an HTML page under outputs/compare/.
+
+A figure's interval says how precisely its own run measured it. Between two runs a machine also
+drifts (other tenants of a cloud host, memory placement, clocks) on time scales longer than one
+timed window, which no within-run interval can see. The comparison estimates that drift from all
+the shared throughput figures (`between_run_noise`, a method-of-moments estimate on the log ratios,
+robust to outliers) and reports the share of differences inside the within-run intervals alone and
+inside the intervals widened by the drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kit.errors import InvalidParameter, KitError, MissingResource
+from kit.measure.intervals import round_groups
+from kit.measure.stats import Interval, MannWhitney, mann_whitney_u
+from kit.paths import outputs_dir
+from kit.results import ResultKind, RunResult
+
+ALPHA = 0.05
+Z95 = 1.959964
+CHI2_1_MEDIAN = 0.454936  # median of a chi-square with one degree of freedom
+DRIFT_FIGURES = ("throughput",)  # one figure per measured window: the others are not independent of it
+# figure -> (interval key in a measurement, unit, higher is better)
+FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
+           "throughput": ("throughput", "samples/s", True),
+           "mean latency": ("mean_ms", "ms", False),
+           "p99 latency": ("p99_ms", "ms", False)}
+
+
+@dataclass
+class Figure:
+    """One figure of one run: value, interval, per-round values (for the test) and its window's noise."""
+
+    value: float
+    interval: Interval | None
+    rounds: list[float]
+    unit: str
+    higher_is_better: bool
+    noisy: str = ""
+
+
+@dataclass
+class Row:
+    key: str
+    a: Figure
+    b: Figure
+    ratio: float | None = None
+    test: MannWhitney | None = None
+    finding: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def within_intervals(self) -> bool | None:
+        """Is B/A inside the 95 % interval of the ratio: each side's relative half-width combined on
+        the log scale (about |B - A| <= sqrt(hw_A^2 + hw_B^2) for small differences)? None when
+        either side has no interval."""
+        return self.within(0.0)
+
+    def log_ratio_and_variance(self) -> tuple[float, float] | None:
+        """ln(B/A) and its within-run variance (each side's relative half-width / 1.96, squared)."""
+        ia, ib = self.a.interval, self.b.interval
+        if not (ia and ib and ia.available and ib.available and self.a.value > 0 and self.b.value > 0):
+            return None
+        va = (ia.half_width / Z95 / self.a.value) ** 2
+        vb = (ib.half_width / Z95 / self.b.value) ** 2
+        return math.log(self.b.value / self.a.value), va + vb
+
+    def within(self, drift_sd: float) -> bool | None:
+        """Is ln(B/A) inside 1.96 x sqrt(within-run variance + drift_sd^2)? None without intervals."""
+        lv = self.log_ratio_and_variance()
+        if lv is None:
+            return None
+        r, v = lv
+        return abs(r) <= Z95 * math.sqrt(v + drift_sd ** 2)
+
+
+def load_run(path: Path) -> list[tuple[Path, RunResult]]:
+    """Every readable result JSON of a run folder (or the one file given)."""
+    path = Path(path)
+    if not path.exists():
+        raise MissingResource(f"run {path} does not exist (give a result folder such as outputs/runs/<run_id>/ "
+                              "or a result .json)")
+    files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
+    out = []
+    for f in files:
+        try:
+            out.append((f, RunResult.read(f)))
+        except (OSError, ValueError, KeyError, TypeError, KitError):
+            continue  # not a result file (a LoadGen log, a summary of another tool...)
+    if not any(r.measurements for _, r in out):
+        raise InvalidParameter("run", str(path), "a folder or file with result JSON holding measurements")
+    return out
+
+
+def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
+    """'<study/model> [<precision>] batch <b>: <figure>' -> Figure, for every timed measurement."""
+    out: dict[str, Figure] = {}
+    for _, r in sorted(results, key=lambda pr: pr[1].created_at):  # the latest result of a name wins
+        label = r.name if r.kind != ResultKind.C2_STUDY else "c2_study"
+        precision = r.parameters.get("published_precision") or r.parameters.get("precision") or ""
+        for m in r.measurements:
+            batch = m["batch_size"] * (m["threads"] if m.get("mode") == "replicas" else 1)
+            per_round = _round_series(m)
+            noise = m.get("noise") or {}
+            noisy = "noisy: " + "; ".join(noise.get("reasons", [])) if noise.get("noisy") else ""
+            for figure, (key, unit, higher) in FIGURES.items():
+                value = m.get(key) if key in m else m["latency"].get(key)
+                if value is None or not math.isfinite(value):
+                    continue
+                iv = Interval.from_dict((m.get("intervals") or {}).get(key))
+                out[f"{label} [{precision}] batch {batch}: {figure}"] = Figure(
+                    value, iv, per_round[key], unit, higher, noisy)
+    return out
+
+
+def _round_series(m: dict) -> dict[str, list[float]]:
+    """Per round: throughput (samples/s), mean and p99 latency (ms); QPS uses the throughput's."""
+    calls = [[(int(s), int(e)) for s, e in t] for t in m.get("calls") or []]
+    if not calls or not any(calls):
+        return {k: [] for k in ("qps_bytemlperf", "throughput", "mean_ms", "p99_ms")}
+    groups, _ = round_groups(calls, m.get("rounds"))
+    thr, mean, p99 = [], [], []
+    for g in groups:
+        rate = sum(len(t) / ((t[-1][1] - t[0][0]) / 1e9) for t in g if t and t[-1][1] > t[0][0])
+        lat = np.array([(e - s) / 1e6 for t in g for s, e in t])
+        thr.append(rate * m["batch_size"])
+        mean.append(float(lat.mean()) if lat.size else math.nan)
+        p99.append(float(np.percentile(lat, 99)) if lat.size else math.nan)
+    return {"qps_bytemlperf": thr, "throughput": thr, "mean_ms": mean, "p99_ms": p99}
+
+
+def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = ALPHA) -> list[Row]:
+    rows = []
+    for key in [k for k in a if k in b]:
+        fa, fb = a[key], b[key]
+        row = Row(key, fa, fb, fb.value / fa.value if fa.value else None)
+        xa = [v for v in fa.rounds if math.isfinite(v)]
+        xb = [v for v in fb.rounds if math.isfinite(v)]
+        if len(xa) >= 2 and len(xb) >= 2:
+            row.test = mann_whitney_u(xb, xa)
+            row.finding = finding(row, alpha)
+        else:
+            row.finding = f"not tested (rounds: {len(xa)} in A, {len(xb)} in B; needs 2 each)"
+        row.notes = [f"{side}: {f.noisy}" for side, f in (("A", fa), ("B", fb)) if f.noisy]
+        rows.append(row)
+    return rows
+
+
+def finding(row: Row, alpha: float) -> str:
+    if row.test.p_value >= alpha:
+        return f"no significant difference (p = {row.test.p_value:.2g})"
+    higher = row.b.value > row.a.value
+    better = higher == row.a.higher_is_better
+    return f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'} (p = {row.test.p_value:.2g})"
+
+
+ENV_KEYS = ("host", "os", "python", "gpus", "ipu_present")
+
+
+def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path, RunResult]]) -> list[tuple[str, str, str]]:
+    """(what, in A, in B) for every environment or backend setting that differs."""
+    ea, eb = _first(a).environment, _first(b).environment
+    diffs = []
+    for key in ENV_KEYS:
+        if ea.get(key) != eb.get(key):
+            diffs.append((key, str(ea.get(key)), str(eb.get(key))))
+    ca, cb = ea.get("cpu") or {}, eb.get("cpu") or {}
+    for key in ("model", "cores"):
+        if ca.get(key) != cb.get(key):
+            diffs.append((f"cpu {key}", str(ca.get(key)), str(cb.get(key))))
+    for group in ("packages", "threads"):
+        ga, gb = ea.get(group) or {}, eb.get(group) or {}
+        for key in sorted(set(ga) | set(gb)):
+            if ga.get(key) != gb.get(key):
+                diffs.append((f"{group}: {key}", str(ga.get(key, "—")), str(gb.get(key, "—"))))
+    sa, sb = _sessions(a), _sessions(b)
+    for name in sorted(set(sa) & set(sb)):
+        for key in sorted(set(sa[name]) | set(sb[name])):
+            if sa[name].get(key) != sb[name].get(key):
+                diffs.append((f"{name} session: {key}", str(sa[name].get(key, "—")), str(sb[name].get(key, "—"))))
+    na, nb = _noisy_share(a), _noisy_share(b)
+    if na != nb:
+        diffs.append(("windows marked noisy", na, nb))
+    return diffs
+
+
+def _first(results):
+    return next(r for _, r in results if r.measurements)
+
+
+def _sessions(results) -> dict[str, dict]:
+    return {r.name: {k: v for k, v in ((r.backend or {}).get("session") or {}).items()
+                     if isinstance(v, str | int | float | bool)}
+            for _, r in results if r.backend}
+
+
+def _noisy_share(results) -> str:
+    ms = [m for _, r in results for m in r.measurements if m.get("noise")]
+    return f"{sum(bool(m['noise'].get('noisy')) for m in ms)} of {len(ms)}" if ms else "not sampled"
+
+
+def _value(f: Figure) -> str:
+    return f.interval.text() if f.interval and f.interval.available else f"{f.value:.4g} (no interval)"
+
+
+def text_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
+    lines = [f"A = {name_a}", f"B = {name_b}", "",
+             f"{'figure':<58} {'A (95 % CI)':>22} {'B (95 % CI)':>22} {'B/A':>7}  finding"]
+    for r in rows:
+        ratio = f"{r.ratio:.3f}" if r.ratio is not None else "—"
+        note = f"  [{'; '.join(r.notes)}]" if r.notes else ""
+        lines.append(f"{r.key:<58} {_value(r.a):>22} {_value(r.b):>22} {ratio:>7}  {r.finding}{note}")
+    lines += ["", summary_line(rows), "", "Environment differences:"]
+    lines += [f"  {what}: {x} -> {y}" for what, x, y in diffs] or ["  none recorded"]
+    return "\n".join(lines)
+
+
+def between_run_noise(rows: list[Row]) -> float | None:
+    """The run-to-run drift's standard deviation on the log scale (0.05 ~ 5 %), beyond what the
+    within-run intervals explain: median(ln(B/A)^2) / median(chi2_1) - median(within variance),
+    over the throughput figures (robust: a few real changes do not inflate it). None under 3 figures."""
+    pairs = [r.log_ratio_and_variance() for r in rows if r.key.endswith(DRIFT_FIGURES)]
+    pairs = [p for p in pairs if p is not None]
+    if len(pairs) < 3:
+        return None
+    total = float(np.median([r * r for r, _ in pairs])) / CHI2_1_MEDIAN
+    return math.sqrt(max(0.0, total - float(np.median([v for _, v in pairs]))))
+
+
+def _share(flags: list[bool | None]) -> str:
+    judged = [f for f in flags if f is not None]
+    return f"{sum(judged)} of {len(judged)} ({sum(judged) / len(judged):.0%})" if judged else "none"
+
+
+def summary_line(rows: list[Row]) -> str:
+    significant = sum(bool(r.test and r.test.p_value < ALPHA) for r in rows)
+    line = (f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over rounds, "
+            f"two-sided, alpha {ALPHA}); run-to-run difference inside the 95 % interval of the difference "
+            f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in rows])}")
+    drift = between_run_noise(rows)
+    if drift is None:
+        return line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
+    return (line + f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
+            f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log scale); "
+            f"inside the intervals widened by it: {_share([r.within(drift) for r in rows])}")
+
+
+def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
+    esc = html.escape
+    body = "".join(
+        f"<tr><td>{esc(r.key)}</td><td>{esc(_value(r.a))}</td><td>{esc(_value(r.b))}</td>"
+        f"<td>{'—' if r.ratio is None else f'{r.ratio:.3f}'}</td>"
+        f"<td>{'—' if r.test is None else f'{r.test.p_value:.2g}'}</td><td>{esc(r.finding)}</td>"
+        f"<td>{esc('; '.join(r.notes))}</td></tr>" for r in rows)
+    env = "".join(f"<tr><td>{esc(w)}</td><td>{esc(x)}</td><td>{esc(y)}</td></tr>" for w, x, y in diffs) \
+        or "<tr><td colspan=3>none recorded</td></tr>"
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>kit compare</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}
+th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}th{{background:#f0f0f0}}</style></head><body>
+<h1>Run comparison</h1><p>A = <code>{esc(name_a)}</code><br>B = <code>{esc(name_b)}</code></p>
+<p>Each value is shown with its 95 % confidence interval (from rounds of calls); B/A is the ratio;
+the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (normal approximation
+with tie correction), significant below {ALPHA}.</p>
+<table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Finding</th><th>Noise</th></tr>
+{body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a difference</h2>
+<table><tr><th>What</th><th>A</th><th>B</th></tr>{env}</table></body></html>"""
+
+
+def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str, Path]:
+    """(text report, path of the HTML page) comparing two runs."""
+    a, b = load_run(run_a), load_run(run_b)
+    rows = compare_figures(figures_of(a), figures_of(b))
+    diffs = environment_differences(a, b)
+    name_a, name_b = str(run_a), str(run_b)
+    page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(html_report(rows, diffs, name_a, name_b), encoding="utf-8")
+    return text_report(rows, diffs, name_a, name_b), page
+
+
+def _slug(path: Path) -> str:
+    p = Path(path).resolve()
+    return (p.name if p.is_dir() else f"{p.parent.name}-{p.stem}") or "run"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two runs' figures: intervals, ratio, significance, environment")
+    p.add_argument("run_a", type=Path, help="result folder (outputs/runs/<run_id>/) or result .json")
+    p.add_argument("run_b", type=Path, help="result folder or result .json to compare with RUN_A")
+    p.add_argument("--out", type=Path, default=None, help="HTML page to write (default outputs/compare/...)")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    text, page = compare_runs(args.run_a, args.run_b, args.out)
+    print(text)
+    print(f"\nHTML: {page}")
+    return 0

@@ -1,0 +1,123 @@
+"""Where a result came from and what it shows: provenance, errors, the closing sentence."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from kit.publish.compare import tolerance_statement
+from kit.publish.report.tables import scorecard_rows
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
+
+METHODS = {
+    "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until the "
+                       "minimum duration AND count are met and, with a target, until the throughput's 95 % "
+                       "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
+                       "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
+                       "CPU steal, other processes' load and frequency sampled over the window; power "
+                       "sampled over exactly the timed calls; per-call "
+                       "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
+                       "thread); raw call times kept in the results JSON",
+    "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's call "
+                "preprocesses its micro batch of real images, "
+                "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
+                "time; throughput = batch / latency; raw call times kept in the results JSON",
+    "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's dynamic "
+                       "batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON",
+}
+
+
+def provenance(result: RunResult) -> str:
+    """An HTML block: what ran where, with which software, weights and method."""
+    env = result.environment
+    b = result.backend or {}
+    m = result.model or {}
+    items = {
+        "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
+        "Hardware": f"{env.get('cpu', {}).get('model')} ({env.get('cpu', {}).get('cores')} cores)"
+                    + (f"; GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
+                    + ("; IPU present" if env.get("ipu_present") else "; no IPU on this machine"),
+        "Backend": f"{b.get('name')} precision {b.get('precision')} on {b.get('device')}"
+                   + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
+        "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
+        "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
+                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample"
+                 + (f" + {m['flops_shared_per_call'] / 1e9:.2f} GFLOP per call whatever its batch"
+                    if m.get("flops_shared_per_call") else "") + ") from "
+                 f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}",
+        "Weights": (m.get("weights") or {}).get("label", ""),
+        "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
+        "Allocator": env.get("allocator", ""),
+        "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
+        "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
+        "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
+        "Roofline": roofline_method(result),
+        "Measured at": result.created_at,
+    }
+    for note in result.notes:
+        items.setdefault("Notes", "")
+        items["Notes"] += note + " "
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                   f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
+    return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+
+
+def roofline_method(result: RunResult) -> str:
+    rows = result.tables.get("roofline") or []
+    if not rows:
+        return ""
+    r = rows[0]
+    return (f"bytes per sample: {r['bytes_method']} ({r['unresolved_tensors']} tensors without static shapes "
+            f"not counted), weights at the run's precision shared by the batch; bandwidth "
+            f"{r['bandwidth_gbs']} GB/s, {r['bandwidth_method']}; a figure below 25 % of its bound is flagged")
+
+
+def error_banner(result: RunResult) -> str:
+    if result.status == "ok" and not result.errors:
+        return ""
+    lines = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
+    return f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}</ul></div>"
+
+
+
+def interpretation(result: RunResult) -> str:
+    """One or two sentences saying what the run shows, for the end of a notebook."""
+    if result.status != "ok":
+        return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
+    card = scorecard_rows(result)
+    hw = (result.backend or {}).get("device_info", {}).get("name", "this machine")
+    weights = (result.model or {}).get("weights", {})
+    parts = []
+    if result.kind == ResultKind.C2_STUDY:
+        rows = result.tables.get("c2", [])
+        if rows:
+            best = max(rows, key=lambda r: r["throughput"])
+            pub = published.c2_tables()
+            parts.append(f"On {hw}, the C2 protocol peaked at {best['throughput']:.1f} images/s "
+                         f"(batch {best['batch_size']}), against {pub['Throughput'].max():.2f} images/s "
+                         "published for the C2 card; lowest latency "
+                         f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against "
+                         f"{pub['Latency'].min():.2f} ms.")
+            first = rows[0]
+            parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
+                         else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
+    else:
+        qps = card[card["figure"] == "QPS"] if not card.empty else card
+        if not qps.empty and qps.iloc[0]["measured"] is not None:
+            q = qps.iloc[0]
+            parts.append(f"On {hw}, {result.parameters.get('model')} reached {q['measured']:.1f} samples/s "
+                         f"(batch {q['batch_size']}); the published IPU row reports {q['published']:,.0f} "
+                         f"samples/s: verdict <b>{html.escape(q['verdict'])}</b>.")
+        elif result.measurements:
+            best = max(result.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
+            parts.append(f"On {hw}, {html.escape(str(result.parameters.get('model')))} reached "
+                         f"{best['qps_bytemlperf']:.1f} samples/s (batch {best['batch_size']}); there is no "
+                         "published IPU figure for this model, so nothing is compared (not comparable).")
+    if weights.get("source") == "random":
+        parts.append("Weights are random, so accuracy figures are not meaningful and are marked "
+                     "'not measured'. Timings do not depend on the weights' values, but numeric diffs do: "
+                     "a diff from random weights only says how far this backend's arithmetic drifts from "
+                     "the fp32 CPU run on untrained activations, whose scale differs from the trained "
+                     "model's, so it is not compared with the published Mean Diff.")
+    return "<p>" + " ".join(parts) + "</p>"

@@ -1,0 +1,183 @@
+"""The tables a study's notebook shows, each built from its RunResult."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kit.measure.stats import Interval
+from kit.publish import scorecard
+from kit.results import ResultKind, RunResult
+
+
+def bytemlperf_table(result: RunResult) -> pd.DataFrame:
+    """ByteMLPerf's columns (BS, QPS, AVG and P99 latency) plus p50/p90 and the kit's own QPS, each
+    as value ± half-width of its 95 % interval; the precision reached and the window's noise."""
+    rows = [{"BS": m["batch_size"], "QPS": with_interval(m, "qps_bytemlperf", m["qps_bytemlperf"]),
+             "AVG Latency (ms)": with_interval(m, "mean_ms", m["latency"]["mean_ms"]),
+             "P99 Latency (ms)": with_interval(m, "p99_bytemlperf_ms", m["latency"]["p99_bytemlperf_ms"]),
+             "p50 (ms)": with_interval(m, "p50_ms", m["latency"]["p50_ms"]),
+             "p90 (ms)": with_interval(m, "p90_ms", m["latency"]["p90_ms"]),
+             "samples/s (all calls / wall)": with_interval(m, "throughput", m["throughput"]),
+             "calls": m["latency"]["count"], "threads": m["threads"],
+             "precision (95 % CI)": precision_text(m.get("precision")), "noise": noise_text(m.get("noise")),
+             **compute_columns(result, m), **power_columns(m.get("power"))}
+            for m in result.measurements]
+    return pd.DataFrame(rows)
+
+
+def with_interval(m: dict, name: str, value: float | None, spec: str = ".4g") -> str:
+    """'value ± half-width' of the measurement's interval `name`; '— (why)' without a value."""
+
+    if value is None or pd.isna(value):
+        return "— (not measured)"
+    iv = Interval.from_dict((m.get("intervals") or {}).get(name))
+    if iv is None or not iv.available:
+        why = iv.reason if iv is not None else "not recorded"
+        return f"{format(value, spec)} (no interval: {why})"
+    return Interval(value, iv.low, iv.high).text(spec)
+
+
+def precision_text(precision: dict | None) -> str:
+    """'±3.1 % (target 5 %: met; 7 rounds; target reached)' or why there is none."""
+    p = precision or {}
+    if p.get("reached") is None:
+        return "— (fewer than 2 rounds)"
+    target = (f"target {p['target_ci']:.0%}: {'met' if p.get('met') else 'missed'}" if p.get("target_ci")
+              else "no target")
+    return f"±{p['reached']:.1%} ({target}; {p.get('rounds')} rounds; {p.get('stopped_by') or '?'})"
+
+
+def noise_text(noise: dict | None) -> str:
+    if not noise:
+        return "— (not sampled)"
+    if noise.get("noisy"):
+        return "noisy: " + "; ".join(noise.get("reasons", []))
+    return (f"quiet (steal {noise.get('steal_share', 0):.0%}, other load {noise.get('other_load', 0):.0%})"
+            if "steal_share" in noise else "quiet (/proc/stat unreadable)")
+
+
+def compute_columns(result: RunResult, m: dict) -> dict:
+    """Achieved GFLOP/s (FLOPs counted from the ONNX graph) and the fraction of the device's peak."""
+    flops = (result.model or {}).get("flops_per_sample")
+    peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
+    if not flops or not m.get("throughput"):
+        why = "— (no FLOP count)" if not flops else "— (no throughput)"
+        return {"GFLOP/s": why, "% of peak": why}
+    flops += ((result.model or {}).get("flops_shared_per_call") or 0.0) / m["batch_size"]
+    achieved = flops * m["throughput"] / 1e9
+    share = 100 * achieved / peak["gflops"] if peak.get("gflops") else None
+    return {"GFLOP/s": round(achieved, 1),
+            "% of peak": "— (no peak for this device)" if share is None else round(share, 1)}
+
+
+def power_columns(power: dict | None) -> dict:
+    """Mean power and efficiency with the method that produced them (or why there are none)."""
+    if not power or power.get("method") != "measured":
+        reason = (power or {}).get("reason") or "not sampled"
+        return {"power (W)": f"— ({reason})", "samples/s/W": f"— ({reason})",
+                "power method": f"unavailable: {reason}"}
+    short = (" (window shorter than the sensor resolves: indicative only)"
+             if power.get("window_resolved") is False else "")
+    return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
+            "power method": f"measured: {power.get('sensor')}{short}"}
+
+
+def numerics_table(result: RunResult) -> pd.DataFrame:
+    cols = ["batch_size", "mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel", "nan_count",
+            "inf_count", "reference"]
+    return pd.DataFrame(result.numerics, columns=cols)
+
+
+def search_table(result: RunResult) -> pd.DataFrame:
+    """Every candidate of the per-row search: throughput with its interval, numerics, and why it
+    lost (or that it was chosen); empty when the run was not searched."""
+    cols = ["candidate", "status", "samples/s", "95% interval", "x today's mapping", "rel. error",
+            "tolerance", "load (s)", "reason"]
+    probes = result.tables.get("search") or []
+    today = next((p["throughput"] for p in probes if p.get("today") and p.get("throughput")), None)
+    rows = []
+    for p in probes:
+        num = p.get("numerics") or {}
+        thr = p.get("throughput")
+        rows.append({"candidate": p["label"] + (" [today's mapping]" if p.get("today") else ""),
+                     "status": p["status"], "samples/s": None if thr is None else round(thr, 3),
+                     "95% interval": "" if p.get("low") is None else
+                     f"{p['low']:.3g}-{'unbounded' if p.get('high') is None else format(p['high'], '.3g')}",
+                     "x today's mapping": None if thr is None or not today else round(thr / today, 3),
+                     "rel. error": None if num.get("relative_error") is None else float(f"{num['relative_error']:.3g}"),
+                     "tolerance": num.get("tolerance"), "load (s)": p.get("load_s"),
+                     "reason": p.get("reason") or p.get("why", "")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def roofline_table(result: RunResult) -> pd.DataFrame:
+    """Each figure's roofline position: FLOPs and bytes per sample, intensity, the bound it sits
+    under, the fraction of that bound achieved, and a flag when far below it, or above it (then the
+    FLOP count or the stated peak is wrong, and the row says so rather than pass as a fast figure)."""
+    cols = ["batch_size", "precision", "GFLOP/sample", "MB/sample (est.)", "FLOP/byte", "ridge FLOP/byte",
+            "bound", "attainable", "achieved", "fraction of bound", "flag", "matrix-op time share",
+            "matrix ops: fraction of peak", "why below the peak", "peak", "bandwidth (GB/s)"]
+    rows = [{"batch_size": r["batch_size"], "precision": r["precision"],
+             "GFLOP/sample": round(r["flops_per_sample"] / 1e9, 3),
+             "MB/sample (est.)": round(r["bytes_per_sample"] / 1e6, 2),
+             "FLOP/byte": round(r["intensity_flop_per_byte"], 1), "ridge FLOP/byte": round(r["ridge_flop_per_byte"], 1),
+             "bound": r["bound"], "attainable": round(r["attainable_gflops"], 1),
+             "achieved": round(r["achieved_gflops"], 1), "fraction of bound": round(r["fraction_of_bound"], 3),
+             "flag": roofline_flag(r), "matrix-op time share": _rounded(r.get("matrix_time_share")),
+             "matrix ops: fraction of peak": _rounded(r.get("matrix_fraction_of_peak")),
+             "why below the peak": r.get("below_peak_reason", ""), "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
+             "bandwidth (GB/s)": r["bandwidth_gbs"]} for r in result.tables.get("roofline") or []]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _rounded(value: float | None) -> float | str:
+    return "—" if value is None else round(value, 3)
+
+
+def roofline_flag(row: dict) -> str:
+    if row.get("above_bound"):
+        return "ABOVE THE BOUND: FLOP count or peak wrong"
+    return "far below" if row["far_below"] else ""
+
+
+def peaks_table(result: RunResult) -> pd.DataFrame:
+    """The device's nominal peak at every precision (int8 in GOPS), with method and source."""
+    cols = ["precision", "peak", "unit", "native", "method", "source"]
+    return pd.DataFrame([{"peak": p["gflops"], **{c: p.get(c) for c in cols if c != "peak"}}
+                         for p in result.tables.get("peaks") or []], columns=cols)
+
+
+def accuracy_table(result: RunResult) -> pd.DataFrame:
+    """The published accuracy (or numeric) metric: value and status, or why it is not measured."""
+    cols = ["metric", "value", "status", "dataset", "data_percent"]
+    return pd.DataFrame([{c: a.get(c) for c in cols} for a in result.accuracy], columns=cols)
+
+
+def power_table(result: RunResult) -> pd.DataFrame:
+    """Mean power and efficiency per batch size, with the sensor or the reason there is none.
+
+    With replicas the batch is the paper's: micro batch x replicas."""
+    return pd.DataFrame([{"batch_size": m["batch_size"] * (m["threads"] if m["mode"] == "replicas" else 1),
+                          **power_columns(m.get("power"))} for m in result.measurements])
+
+
+def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
+    """This run's rows of the scorecard, formatted for reading."""
+    cols = ["figure", "batch_size", "published", "unit", "published_hardware", "measured",
+            "measured_hardware", "ratio", "verdict", "reason"]
+    rows = scorecard_rows(result, path)
+    return scorecard.display_table(rows)[cols] if not rows.empty else pd.DataFrame(columns=cols)
+
+
+def scorecard_rows(result: RunResult, path: Path | None = None) -> pd.DataFrame:
+    """This run's rows of the scorecard, as numbers."""
+    p = path or Path("this-run.json")
+    if result.kind == ResultKind.C2_STUDY:
+        rows = scorecard.c2_rows([(p, result)])
+    else:
+        rows = [r for r in scorecard.bytemlperf_rows([(p, result)])
+                if r.model == result.parameters.get("model")
+                and r.precision == result.parameters.get("published_precision")]
+    return pd.DataFrame([r.to_dict() for r in rows])

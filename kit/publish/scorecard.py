@@ -1,0 +1,337 @@
+"""Build the scorecard: the published tables' figures beside their measured twins, from results JSON.
+
+Reads only data/published and result JSON files, never a backend, so it runs anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from kit.batch import STATE_FILE
+from kit.errors import KitError
+from kit.hardware.kinds import MeasuredOn
+from kit.measure.intervals import figure_interval
+from kit.paths import outputs_dir
+from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What became of the job behind a row that has no usable result: failed (with the error),
+    timed out, unreadable result (named), not selected, or not run."""
+
+    verdict: Verdict
+    reason: str
+
+
+def read_results(paths: list[Path]) -> tuple[list[tuple[Path, RunResult]], dict[Path, str]]:
+    """The readable results, and for every other path what is wrong with it (missing, unreadable)."""
+    loaded, problems = [], {}
+    for p in paths:
+        try:
+            loaded.append((p, RunResult.read(p)))
+        except FileNotFoundError:
+            problems[p] = "no result file"
+        except (OSError, ValueError, KeyError, TypeError, KitError) as exc:
+            problems[p] = f"unreadable result {p.name} ({type(exc).__name__}: {str(exc)[:120]})"
+    return loaded, problems
+
+
+def load_results(paths: list[Path]) -> list[tuple[Path, RunResult]]:
+    return read_results(paths)[0]
+
+
+def _batch_jobs() -> dict[str, dict]:
+    """The batch runner's record of each job (status, message), if a batch ran in outputs/."""
+    try:
+        state = json.loads((outputs_dir() / STATE_FILE).read_text())
+        return dict(state.get("jobs", {}))
+    except (ImportError, OSError, ValueError, AttributeError):
+        return {}
+
+
+def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems: dict[Path, str],
+             jobs: dict[str, dict] | None = None) -> dict[str, RunOutcome]:
+    """Per job name (a result file's stem, e.g. resnet50-torch-fp32_FP16): why it has no usable
+    result. A failed run says its error; a missing file takes the batch's record (failed, timed out)."""
+    jobs = _batch_jobs() if jobs is None else jobs
+    out: dict[str, RunOutcome] = {}
+    for p, res in results:
+        if res.status != "ok":
+            out[p.stem] = RunOutcome(Verdict.FAILED, "failed: " + ("; ".join(res.errors)[:300] or "status error"))
+    for p, problem in problems.items():
+        record = jobs.get(p.stem, {})
+        if problem != "no result file":
+            out[p.stem] = RunOutcome(Verdict.FAILED, problem)
+        elif record.get("status") == "timeout":
+            out[p.stem] = RunOutcome(Verdict.FAILED, f"timed out: {record.get('message') or 'job timeout'}")
+        else:
+            why = record.get("message") or "the job failed or timed out; see the batch index"
+            out[p.stem] = RunOutcome(Verdict.FAILED, f"failed: no result file {p.name} ({why})")
+    return out
+
+
+def measured_on(result: RunResult) -> MeasuredOn:
+    """Where a result's figures were measured, from its backend block."""
+    return MeasuredOn.from_backend(result.backend, result.environment.get("cpu", {}).get("model", "?"))
+
+
+def measured_hardware(result: RunResult) -> str:
+    """The device's name and class, the backend and precision, and '[not run on an IPU]' where due."""
+    on = measured_on(result)
+    what = f"; {result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
+    if result.backend and result.backend.get("options", {}).get("compile"):
+        what += " compiled"
+    if result.tables.get("search_decision"):
+        what += ", chosen by search"
+    tail = " [not run on an IPU]" if on.emulated else ""
+    return f"{on.name} ({on.hardware_class}{what}){tail}"
+
+
+def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tuple[Path, RunResult] | None:
+    hits = [(p, r) for p, r in results if r.kind == kind and r.status == "ok"
+            and all(r.parameters.get(k) == v for k, v in match.items())]
+    return max(hits, key=lambda pr: pr[1].created_at) if hits else None
+
+
+def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
+         source, outcome: RunOutcome | None = None):
+    on = measured_on(res) if res else None
+    if res is None and outcome is not None:
+        reason = outcome.reason
+    interval, noisy = figure_interval(res, figure, batch, meas)
+    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
+                            interval=interval, noisy=noisy)
+    if res is None and outcome is not None:
+        v = outcome.verdict
+    return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
+                      published.study_hardware(published_study), meas,
+                      measured_hardware(res) if res else "", v, why, ratio, source,
+                      path.name if path else "", interval.low if interval else None,
+                      interval.high if interval else None, noisy)
+
+
+NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
+                                                "(left out by the profile or by ONLY)")
+NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, "not run: no result for this row under outputs/runs/")
+
+
+def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None,
+                selected: set[str] | None) -> RunOutcome:
+    """Why the row (model, published precision) has no usable result. A batch over several kinds
+    of hardware names its jobs `<job>@<kind>`: the first such state found stands for the row."""
+    job = f"{model}_{precision}"
+    names = [n for n in (states or {}) if n == job or n.startswith(f"{job}@")]
+    if names:
+        return states[names[0]]
+    if selected is not None and not any(n == job or n.startswith(f"{job}@") for n in selected):
+        return NOT_SELECTED
+    return NOT_RUN
+
+
+def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, selected: set[str] | None = None,
+                    pub_study: str = "bytemlperf_c600") -> list[Comparison]:
+    """The headline rows (QPS + metric) of a seed table and, for seed 001, the per-batch report
+    figures. `states` and `selected` say what became of rows without a usable result."""
+    rows = []
+    src = {"bytemlperf_c600": "seed 001 README table", "bytemlperf_c600_older": "seed 000 older table"}[pub_study]
+    for _, r in published.headline_rows(pub_study).iterrows():
+        hit = _latest_ok(results, ResultKind.MODEL_BENCHMARK, model=r.model, published_precision=r.precision)
+        path, res = hit if hit else (None, None)
+        outcome = None if res else row_outcome(r.model, r.precision, states, selected)
+        qps, qbatch = best_qps(res)
+        rows.append(_row(pub_study, "QPS", r.model, r.precision, qbatch, "samples/s", r.qps, pub_study,
+                         qps, res, path, "", src, outcome))
+        value, reason = metric_value(res, r.metric)
+        rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
+                         r.metric_value, pub_study, value, res, path, reason, src, outcome))
+        if pub_study == "bytemlperf_c600":
+            rows += per_batch_rows(r.model, r.precision, res, path, pub_study, outcome)
+    return rows
+
+
+def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome | None = None) -> list[Comparison]:
+    rep = published.reports()
+    perf = rep[(rep["model"] == model) & (rep["precision"] == precision) & rep["batch"].notna()]
+    by_batch = {measured_batch(m): m for m in (res.measurements if res else [])}
+    rows = []
+    fields = {"Performance/QPS": ("QPS", "qps_bytemlperf", "samples/s"),
+              "Performance/AVG Latency": ("AVG Latency", "mean_ms", "ms"),
+              "Performance/P99 Latency": ("P99 Latency", "p99_bytemlperf_ms", "ms")}
+    for _, f in perf.iterrows():
+        name, key, unit = fields[f["metric"]]
+        m = by_batch.get(int(f["batch"]))
+        value = None if m is None else (m[key] if key in m else m["latency"][key])
+        reason = "" if m or not res else f"batch {int(f['batch'])} not run"
+        rows.append(_row("bytemlperf_reports", name, model, precision, int(f["batch"]), unit, f["number"],
+                         pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome))
+    return rows
+
+
+def measured_batch(m: dict) -> int:
+    """The batch size a measurement stands for: a pack-mode run's pack batch, else its calls'."""
+    return (m.get("extra") or {}).get("pack_batch_size") or m["batch_size"]
+
+
+def best_qps(res: RunResult | None) -> tuple[float | None, int | None]:
+    if not res or not res.measurements:
+        return None, None
+    best = max(res.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
+    return best["qps_bytemlperf"], measured_batch(best)
+
+
+RANDOM_DIFF = ("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
+               "drifts from the fp32 CPU run on untrained activations, whose scale and spread differ from "
+               "the trained model's, so it is not compared with the published diff")
+OWN_INPUTS = ("only a numeric check on the kit's own random inputs, not ByteMLPerf's fake_dataset run "
+              "with real weights; not counted")
+
+
+def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]:
+    """The measured accuracy or Mean Diff, or why there is none. Both count only when measured
+    with real weights on the published dataset (status "measured")."""
+    if res is None:
+        return None, ""
+    if metric in ACCURACY_METRICS or metric == "Mean Diff":
+        for a in res.accuracy:
+            if a.get("metric") == metric and a.get("status") == "measured" and a.get("value") is not None:
+                return a["value"], ""
+        statuses = [a.get("status", "") for a in res.accuracy if a.get("metric") == metric]
+        if (res.model or {}).get("weights", {}).get("source") == "random":
+            return None, RANDOM_DIFF if metric == "Mean Diff" else "random weights"
+        if statuses:
+            return None, statuses[0].removeprefix("not measured: ")
+        return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else "no dataset"
+    return None, "not computed"
+
+
+def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None = None) -> list[Comparison]:
+    hit = _latest_ok(results, ResultKind.C2_STUDY)
+    path, res = hit if hit else (None, None)
+    outcome = None if res else (state or (NOT_SELECTED if selected is not None and "c2_study" not in selected
+                                          else RunOutcome(Verdict.NOT_MEASURED, "C2 study not run")))
+    table = {row["batch_size"]: row for row in (res.tables.get("c2", []) if res else [])}
+    pub_study = "c2_qwant"
+    rows = []
+    for batch, pub in published.c2_tables().iterrows():
+        m = table.get(int(batch), {})
+        for figure, key, unit in (("Latency", "latency_ms", "ms/batch"),
+                                  ("Throughput", "throughput", "images/s"),
+                                  ("Energy efficiency", "efficiency", "images/s/W")):
+            value = m.get(key)
+            reason = m.get(f"{key}_reason", "")
+            rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
+                             float(pub[figure]), pub_study, value, res, path, reason, "seed 003 tables 1-3",
+                             outcome))
+    return rows
+
+
+def claim_rows() -> list[Comparison]:
+    f = published.figures()
+    claims = f[f["table"] == "claims"]
+    return [Comparison(r.study, r.metric, r.model, "", "", r.unit, r.number, r.hardware, None, "",
+                       Verdict.NOT_MEASURED, "training / price claim, outside an inference kit", None,
+                       r.source) for r in claims.itertuples()]
+
+
+def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFrame:
+    """The scorecard of `result_paths`. `selected` (default: when paths are given) makes rows
+    without a job in the paths "not selected" rather than "not run"."""
+    paths = list(result_paths)
+    results, problems = read_results(paths)
+    states = outcomes(paths, results, problems)
+    chosen = {p.stem for p in paths} if selected or (selected is None and paths) else None
+    rows = (bytemlperf_rows(results, states, chosen) + bytemlperf_rows(results, states, chosen,
+                                                                        "bytemlperf_c600_older")
+            + c2_rows(results, states.get("c2_study"), chosen) + claim_rows())
+    return pd.DataFrame([r.to_dict() for r in rows])
+
+
+def summary_counts(card: pd.DataFrame) -> dict[str, int]:
+    """How many figures got each verdict (every verdict listed, zeros included)."""
+    counts = card["verdict"].map(str).value_counts()
+    return {str(v): int(counts.get(str(v), 0)) for v in Verdict}
+
+
+def result_paths(files: list[str]) -> list[Path]:
+    """The given result files (relative to outputs/), or every JSON under outputs/runs/."""
+    out = outputs_dir()
+    if files:
+        return [out / f if not Path(f).is_absolute() else Path(f) for f in files]
+    return sorted((out / "runs").glob("*/*.json"))
+
+
+def interpretation(card: pd.DataFrame) -> str:
+    counts = summary_counts(card)
+    reproduced = counts.get("reproduced", 0)
+    return (f"<p>{len(card)} published figures (the ByteMLPerf tables of seeds 001 and 000, the per-batch "
+            "figures of its report JSONs, the C2 study's tables 1-3 and the seeds' training and price "
+            "claims; the C600 spec sheet and the C2 setup facts are listed in the published_results "
+            f"notebook, not scored): {reproduced} reproduced, "
+            f"{counts.get('not comparable', 0)} measured on other hardware (not comparable; the ratio "
+            f"is shown), {counts.get('failed', 0)} failed (the run failed, timed out or left an "
+            f"unreadable result; the error is given), {counts.get('not measured', 0)} not measured "
+            "(the reason is given per row). "
+            "A figure counts as reproduced only when it was measured on the same part as published "
+            "(a real C600 for the ByteMLPerf rows, a Mk1 C2 card for the C2 study; never a test double) "
+            "and within the stated tolerance.</p>")
+
+
+DISPLAY_COLUMNS = ["figure", "model", "precision", "batch_size", "published", "unit", "published_hardware",
+                   "measured", "measured_hardware", "ratio", "verdict", "reason"]
+
+
+def display_table(card: pd.DataFrame) -> pd.DataFrame:
+    """The scorecard for reading: numbers to 4 significant digits, the measured figure as
+    value ± half-width of its 95 % interval, and "—" with the reason where there is no value."""
+    out = card[DISPLAY_COLUMNS].copy()
+    out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
+    rows = card.to_dict("records")
+    out["measured"] = [measured_text(r) for r in rows]
+    out["ratio"] = [readable(r.get("ratio"), 3)
+                    or f"— ({'not measured' if pd.isna(r.get('measured')) else 'no published figure'})" for r in rows]
+    return out.reset_index(drop=True)
+
+
+def measured_text(row: dict) -> str:
+    """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'."""
+    value = row.get("measured")
+    if value is None or pd.isna(value):
+        return f"— ({row.get('reason') or 'not measured'})"
+    low, high = row.get("measured_low"), row.get("measured_high")
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return readable(value, 4)
+    return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}"
+
+
+def half_width_text(half: float) -> str:
+    """Two significant digits, never in exponent form: 370, 3.7, 0.012."""
+    import math
+
+    if half <= 0 or not math.isfinite(half):
+        return "0"
+    return f"{half:,.{max(0, 1 - math.floor(math.log10(half)))}f}"
+
+
+def readable(value, digits: int) -> str:
+    """13,499 / 1,474.16 / 0.76963: thousands separated, small numbers to `digits` significant;
+    '' for no value (callers say why)."""
+    if value is None or pd.isna(value):
+        return ""
+    if abs(value) >= 1000:
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if digits > 4 else f"{value:,.0f}"
+    return f"{value:.{digits}g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.2e}"
+
+
+def header(card: pd.DataFrame) -> str:
+    """The tolerances and the count of each verdict, as HTML."""
+    import html
+
+    counts = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in summary_counts(card).items())
+    return f"<p>{html.escape(tolerance_statement())}</p><table>{counts}</table>"

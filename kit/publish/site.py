@@ -1,0 +1,114 @@
+"""outputs/index.html: every report of the latest batch with status, time, hardware, scorecard.
+
+Reads only outputs/state.json and result JSON files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from kit import atomic
+from kit.batch.state import read_state
+from kit.errors import KitError
+from kit.paths import outputs_dir
+from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart, scorecard_table
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
+th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout,.killed,.interrupted{color:#a00;font-weight:bold}
+.reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}""" + STYLE_EXTRA
+
+
+def _cell(value: object) -> str:
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def scorecard_summary(out: Path, records: list[dict]) -> str:
+    summary = next((r for r in records if r["name"] == "summary"), None)
+    if not summary or not (out / summary["results"]).exists():
+        return "<p>No scorecard in this batch.</p>"
+    data = json.loads((out / summary["results"]).read_text())
+    counts = data.get("tables", {}).get("counts", {})
+    verdicts = ("reproduced", "differs", "not comparable", "not measured")
+    items = "".join(f"<li><b>{v}</b>: {counts.get(v, 0)}</li>" for v in verdicts)
+    return (f"<p>Scorecard (<a href='{html.escape(summary['html'])}'>full table</a>): every published "
+            f"figure beside its measured twin.</p><ul>{items}</ul>")
+
+
+def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
+    """The summary job's scorecard rows (empty when the batch has none)."""
+    summary = next((r for r in records if r["name"] == "summary"), None)
+    if not summary or not (out / summary["results"]).exists():
+        return []
+    return json.loads((out / summary["results"]).read_text()).get("tables", {}).get("scorecard", [])
+
+
+def comparisons(out: Path) -> str:
+    pages = sorted((out / "compare").glob("*.html")) if (out / "compare").exists() else []
+    if not pages:
+        return ""
+    items = "".join(f"<li><a href='compare/{html.escape(p.name)}'>{html.escape(p.stem)}</a></li>" for p in pages)
+    return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
+
+
+def peak_memory(out: Path, record: dict) -> str:
+    """The job's peak resident memory from its result JSON (`resources`), e.g. '1.8 GB', or '—'."""
+    try:
+        data = json.loads((out / record["results"]).read_text())
+        peak = (data.get("resources") or {}).get("peak_rss_bytes")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "—"
+    return f"{peak / 1e9:.1f} GB" if peak else "—"
+
+
+def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
+    """Write outputs/index.html atomically; an empty batch never replaces the index."""
+    out = out or outputs_dir()
+    if not records:
+        raise KitError(f"no notebooks to index: {out / 'index.html'} is left as it was")
+    rows = []
+    for r in records:
+        link = f"<a href='{html.escape(r['html'])}'>{html.escape(r['name'])}</a>" if (out / r["html"]).exists() else html.escape(r["name"])
+        data = f"<a href='{html.escape(r['results'])}'>JSON</a>" if (out / r["results"]).exists() else ""
+        reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
+        moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
+        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(peak_memory(out, r))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
+                    f"{_cell(r.get('message', ''))}</tr>")
+    try:
+        state = read_state(out)
+    except KitError:  # a corrupt state only costs the list of runs here
+        state = {"runs": []}
+    runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
+                   f"{html.escape(x.get('status', 'complete'))}, finished {html.escape(x.get('finished_at') or '-')})</li>"
+                   for x in reversed(state["runs"][-20:]))
+    card = scorecard_records(out, records)
+    page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
+<style>{STYLE}</style></head><body>
+<h1>ipu-repro: published Graphcore IPU inference results, reproduced here</h1>
+<p>Profile <code>{html.escape(profile)}</code>, hardware <code>{html.escape(hardware)}</code>.
+Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 study; measured figures
+come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
+scorecard says so.</p>
+{scorecard_summary(out, records)}
+{headline_chart(card)}
+{scorecard_table(card)}
+<h2>Reports</h2>
+<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
+{''.join(rows)}</table>
+<h2>Runs kept</h2><ul>{runs}</ul>
+{comparisons(out)}
+<script>{SCRIPT}</script>
+</body></html>"""
+    return atomic.write_text(out / "index.html", page)
+
+
+def rebuild_index(out: Path | None = None) -> Path:
+    """Index of the latest finished batch in state.json (every job's latest record if none)."""
+    out = out or outputs_dir()
+    state = read_state(out)
+    finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]
+    names = finished[-1]["jobs"] if finished else list(state["jobs"])
+    return write_index([state["jobs"][n] for n in names if n in state["jobs"]], out)

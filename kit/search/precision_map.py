@@ -1,0 +1,150 @@
+"""Which precision the published IPU rows run at on the present hardware, and why.
+
+The IPU figures are FP16 or FP8. Elsewhere the kit runs the fastest comparable type the device
+has natively: FP16 rows -> bf16 on a CPU with avx512_bf16/AMX (through torch; ONNX Runtime has no
+bf16 CPU path) or fp16 on a GPU; FP8 rows -> int8 on a CPU (VNNI) and, on a GPU, int8 through
+TensorRT (the kit has no fp8 execution path yet, even on GPUs that have fp8 units).
+
+>>> map_precision("FP8", "cpu").precision
+'int8'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kit.errors import InvalidParameter
+from kit.hardware import kinds as hw
+from kit.hardware.environment import cpu_flags
+
+PUBLISHED = ("FP32", "FP16", "FP8")
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+FP16_FLAGS = ("avx512_fp16", "amx_fp16")
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+class PrecisionChoice(NamedTuple):
+    """Where a published row runs here: backend, precision, device, and the reason in words."""
+
+    backend: str
+    precision: str
+    device: str
+    note: str
+
+
+def map_precision(published: str, hardware: str, *, framework: str = "torch",
+                  flags: Iterable[str] | None = None, gpu_providers: Iterable[str] = ()) -> PrecisionChoice:
+    """The backend/precision/device for a published precision on `hardware` ('cpu', 'cuda', 'ipu').
+
+    `framework` is the zoo entry's ('torch' models can use the torch backend), `flags` the CPU
+    flags (default: this machine's), `gpu_providers` the ONNX Runtime providers present.
+    """
+    published = published.upper()
+    if published not in PUBLISHED:
+        raise InvalidParameter("published precision", published, f"one of {', '.join(PUBLISHED)}")
+    if hardware not in hw.KINDS:
+        raise InvalidParameter("hardware", hardware, f"one of {', '.join(hw.KINDS)}")
+    if hardware == "ipu":
+        return PrecisionChoice("ipu", published.lower(), "ipu", f"{published} as published (PopRT on the IPU)")
+    if published == "FP32":
+        backend = "torch" if hardware == "cuda" and framework == "torch" else "onnxruntime"
+        return PrecisionChoice(backend, "fp32", hardware, "FP32 as published")
+    if hardware == "cuda":
+        return _map_gpu(published, framework, set(gpu_providers))
+    return _map_cpu(published, framework, frozenset(cpu_flags() if flags is None else flags))
+
+
+def _map_cpu(published: str, framework: str, flags: frozenset[str]) -> PrecisionChoice:
+    if published == "FP8":
+        vnni = "with VNNI int8 dot products" if flags & set(INT8_FLAGS) else "without VNNI (slower int8)"
+        return PrecisionChoice("onnxruntime", "int8", "cpu",
+                               f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic")
+    if flags & set(FP16_FLAGS) and framework == "torch":
+        return PrecisionChoice("torch", "fp16", "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast")
+    if flags & set(BF16_FLAGS):
+        if framework == "torch":
+            return PrecisionChoice("torch", "bf16", "cpu",
+                                   "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
+                                   "channels_last for CNNs); fp16 here would be emulated")
+        return PrecisionChoice("onnxruntime", "fp16", "cpu",
+                               f"IPU FP16 -> fp16 via ONNX Runtime: a {framework} model cannot use the torch "
+                               "bf16 path and ORT has no bf16 CPU kernels; fp16 is converted, not native, here")
+    return PrecisionChoice("onnxruntime", "fp32", "cpu",
+                           "IPU FP16 -> fp32: this CPU has no native 16-bit arithmetic, so fp32 is its "
+                           "fastest type")
+
+
+def _map_gpu(published: str, framework: str, providers: set[str]) -> PrecisionChoice:
+    backend = "torch" if framework == "torch" else "onnxruntime"
+    if published == "FP16":
+        return PrecisionChoice(backend, "fp16", "cuda", "IPU FP16 -> fp16 on the GPU")
+    if "TensorrtExecutionProvider" in providers:
+        return PrecisionChoice("onnxruntime", "int8", "tensorrt",
+                               "IPU FP8 -> int8 through TensorRT (the kit has no fp8 path yet)")
+    return PrecisionChoice(backend, "fp16", "cuda",
+                           "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit")
+
+
+def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = None,
+                     framework: str = "torch") -> str:
+    """The sentence every report prints about precisions on `hardware` (default: the best here)."""
+    hardware = hardware or hw.best_present()
+    if hardware == "ipu":
+        return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
+    fp16 = map_precision("FP16", hardware, framework=framework, flags=flags)
+    fp8 = map_precision("FP8", hardware, framework=framework, flags=flags)
+    return (f"Precision mapping: the published IPU FP16 rows run here as {fp16.precision} "
+            f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
+            f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "
+            f"{fp16.note}. {fp8.note}.")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One backend/precision configuration worth trying, with why."""
+
+    backend: str
+    precision: str
+    device: str = "cpu"
+    options: dict = field(default_factory=dict)
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        extra = "+compile" if self.options.get("compile") else ""
+        return f"{self.backend} {self.precision}{extra} ({self.device})"
+
+
+def candidate_configs(framework: str, hardware: str = "cpu", *, flags: Iterable[str] | None = None,
+                      include_compile: bool = False, include_slow: bool = False) -> list[Candidate]:
+    """The configurations worth measuring for a model of `framework` on `hardware`.
+
+    `include_slow` adds fp16 on a CPU that only emulates it; `include_compile` adds torch.compile
+    (minutes of compilation on a small CPU).
+    """
+    if hardware not in ("cpu", "cuda"):
+        raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")
+    if hardware == "cuda":
+        out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
+        if framework == "torch":
+            out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
+        return out
+    flags = frozenset(cpu_flags() if flags is None else flags)
+    native16 = bool(flags & set(FP16_FLAGS))
+    out = [Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
+           Candidate("onnxruntime", "int8", why="VNNI int8" if flags & set(INT8_FLAGS) else "int8")]
+    if include_slow or native16:
+        out.append(Candidate("onnxruntime", "fp16", why="fp16 (emulated unless avx512_fp16)"))
+    if framework != "torch":
+        return out
+    out += [Candidate("torch", "fp32", why="torch eager baseline"),
+            Candidate("torch", "int8", why="dynamic int8 Linear layers")]
+    if flags & set(BF16_FLAGS):
+        out.append(Candidate("torch", "bf16", why="native bf16 (autocast)"))
+        if include_compile:
+            out.append(Candidate("torch", "bf16", options={"compile": True}, why="inductor bf16, frozen weights"))
+    if include_slow or native16:
+        out.append(Candidate("torch", "fp16", why="fp16 autocast"))
+    return out

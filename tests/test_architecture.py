@@ -1,0 +1,100 @@
+"""The floors of kit/ (docs/architecture.md): the import-linter contract, no import cycles, and no kit
+import hidden inside a function unless the imported module needs an optional heavy library."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+KIT = Path(__file__).resolve().parents[1] / "kit"
+#: Libraries heavy enough (or optional enough) to import only when used.
+HEAVY = {"torch", "tensorflow", "tf2onnx", "transformers", "openvino", "nncf", "poprt", "dask", "distributed",
+         "keras", "onnxruntime", "papermill", "nbconvert", "matplotlib", "IPython", "mlperf_loadgen",
+         "pynvml", "skimage", "jieba", "tokenizers", "safetensors", "onnxscript", "onnxconverter_common"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(KIT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, ast.Module]:
+    return {module_name(p): ast.parse(p.read_text()) for p in sorted(KIT.rglob("*.py"))}
+
+
+def imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+        return [".".join(base + ([node.module] if node.module else []))]
+    return [node.module or ""]
+
+
+def top_level_imports(tree: ast.Module) -> set[str]:
+    """Top-level packages a module imports at import time (outside functions)."""
+    found: set[str] = set()
+    for node in tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            if isinstance(sub, ast.Import):
+                found |= {a.name.split(".")[0] for a in sub.names}
+            elif isinstance(sub, ast.ImportFrom) and not sub.level and sub.module:
+                found.add(sub.module.split(".")[0])
+    return found
+
+
+def nested_kit_imports() -> list[tuple[str, str, int]]:
+    """(module, imported kit module, line) for every kit import inside a function."""
+    trees = modules()
+    out = []
+    for mod, tree in trees.items():
+        is_pkg = (KIT.parent / Path(*mod.split("."))).is_dir()
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for target in imported(node, mod, is_pkg):
+                        if target.split(".")[0] == "kit":
+                            out.append((mod, target, node.lineno))
+    return out
+
+
+def heavy_module(target: str, trees: dict[str, ast.Module]) -> bool:
+    """True when `target` (or the module an imported name lives in) imports a heavy library at import
+    time: importing it lazily keeps that library out of processes that never use it."""
+    candidates = [target, target.rsplit(".", 1)[0]]
+    return any(top_level_imports(trees[c]) & HEAVY for c in candidates if c in trees)
+
+
+def test_kit_imports_inside_functions_are_only_for_heavy_libraries():
+    trees = modules()
+    hidden = sorted({f"{m}:{line} imports {t}" for m, t, line in nested_kit_imports() if not heavy_module(t, trees)})
+    assert not hidden, "kit imports inside functions (move them to the top of the module):\n" + "\n".join(hidden)
+
+
+def test_no_import_cycles_between_kit_modules():
+    graph = grimp.build_graph("kit")
+    cycles = []
+    for module in sorted(graph.modules):
+        for imported_module in graph.find_modules_directly_imported_by(module):
+            if graph.chain_exists(importer=imported_module, imported=module):
+                cycles.append(f"{module} -> {imported_module} -> ... -> {module}")
+    # a package's __init__ importing its own modules is not a cycle of concern when they do not import it
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+@pytest.mark.skipif(shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
+                    reason="import-linter is not installed in this environment")
+def test_floors_contract_is_kept():
+    lint = str(Path(sys.executable).parent / "lint-imports")
+    done = subprocess.run([lint, "--no-cache"], capture_output=True, text=True, cwd=KIT.parent)
+    assert done.returncode == 0, done.stdout[-3000:]
