@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from kit import atomic
 from kit.errors import KitError
 
 KEY_LENGTH = 12
@@ -55,17 +56,6 @@ def content_key(sources: Sequence[Path] = (), settings: Mapping | Sequence = ())
 
 def meta_path(artifact: Path) -> Path:
     return Path(artifact).with_suffix(".json")
-
-
-def write_json_atomic(path: Path, data: Mapping) -> None:
-    """Write JSON under a temporary name, then rename: readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1))
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def discard(artifact: Path, reason: str) -> None:
@@ -107,7 +97,7 @@ def read_entry(artifact: Path) -> dict | None:
 def write_entry(artifact: Path, meta: Mapping) -> dict:
     """Record an artifact that is now in place (its size is checked on every later read)."""
     record = {**meta, "artifact_bytes": Path(artifact).stat().st_size}
-    write_json_atomic(meta_path(artifact), record)
+    atomic.write_text(meta_path(artifact), json.dumps(record, indent=1))
     return record
 
 

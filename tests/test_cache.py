@@ -13,7 +13,7 @@ from kit.cache import (
     file_digest,
     meta_path,
     read_entry,
-    write_json_atomic,
+    write_entry,
 )
 
 
@@ -111,10 +111,11 @@ def test_failed_build_leaves_nothing(tmp_path, source):
     assert build(tmp_path, source, builder).exists() and builder.calls == 1
 
 
-def test_json_written_atomically(tmp_path):
-    path = tmp_path / "meta.json"
-    write_json_atomic(path, {"a": 1})
-    assert json.loads(path.read_text()) == {"a": 1} and leftovers(tmp_path) == []
+def test_entry_metadata_written_atomically(tmp_path):
+    artifact = tmp_path / "model.onnx"
+    artifact.write_bytes(b"123")
+    write_entry(artifact, {"a": 1})
+    assert json.loads(meta_path(artifact).read_text()) == {"a": 1, "artifact_bytes": 3}
     with pytest.raises(TypeError):
-        write_json_atomic(path, {"a": object()})
-    assert json.loads(path.read_text()) == {"a": 1} and leftovers(tmp_path) == []
+        write_entry(artifact, {"a": object()})
+    assert json.loads(meta_path(artifact).read_text())["a"] == 1 and leftovers(tmp_path) == []

@@ -22,6 +22,7 @@ from kit.measure.power import (
     UnavailableSampler,
     enable_ipu_monitoring,
     make_sampler,
+    sampler_for,
     select_sampler,
 )
 from kit.measure.power import ipu as ipu_mod
@@ -29,6 +30,7 @@ from kit.measure.power import rapl as rapl_mod
 from kit.measure.power.base import Series
 from kit.measure.power.summary import COUNTER
 from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
+from kit.studies.model_benchmark import Config
 
 # ---------------------------------------------------------------- test doubles
 
@@ -390,8 +392,11 @@ def test_measure_loop_is_unchanged_by_an_unavailable_monitor():
 
 
 def test_tensorrt_device_selects_the_gpu_sensor_not_an_error():
-    """Bug (issue 11): device 'tensorrt' made select_sampler raise InvalidParameter."""
-    sampler = select_sampler("tensorrt", SamplerOptions(powercap_root="/nonexistent"))
+    """Bug (issue 11): device 'tensorrt' made select_sampler raise InvalidParameter. The kind is now
+    settled once, in the study's config, and the sampler is chosen for that kind."""
+    cfg = Config(device="tensorrt", precision="int8")
+    assert cfg.hardware == "cuda"
+    sampler = sampler_for(cfg.hardware, options=SamplerOptions(powercap_root="/nonexistent"))
     assert sampler.name in ("nvml", "unavailable")
     if sampler.name == "unavailable":
         assert "nvml" in sampler.reason and "rapl" not in sampler.reason
@@ -400,7 +405,7 @@ def test_tensorrt_device_selects_the_gpu_sensor_not_an_error():
 def test_bad_parameters_are_rejected():
     with pytest.raises(InvalidParameter, match="hz"):
         PowerMonitor(FakeSampler(), hz=5)
-    with pytest.raises(InvalidParameter, match="device"):
+    with pytest.raises(InvalidParameter, match="hardware"):
         select_sampler("tpu")
     with pytest.raises(UnknownNameError, match="known: gc-cli, gcipuinfo, nvml, rapl, unavailable"):
         make_sampler("zeus")

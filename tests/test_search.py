@@ -214,8 +214,11 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs
     assert "compiled, chosen by search" in measured_hardware(result)
 
 
-def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypatch):
+def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(outputs, monkeypatch):
+    """Issue 26: the decision is made (or reused) once, by the job; the plan only names its key, so a
+    stored decision never changes the job's parameters, while other hardware or software would."""
     from kit.batch.profiles import jobs_for
+    from kit.search import key_hash
 
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     jobs = {j.name: j.parameters for j in jobs_for("quick", "cpu")}
@@ -223,9 +226,9 @@ def test_profile_jobs_search_their_row_and_take_a_cached_plan(outputs, monkeypat
     assert bert["search"] is True and bert["search_depth"] == "quick" and "search_force" not in bert
     plan = {"backend": "onnxruntime", "precision": "fp16", "device": "cpu",
             "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"}, "threads": 1, "precision_note": "searched"}
-    _stored_plan("bert-torch-fp32", "FP16", bert["batch_sizes"][0], plan)
-    bert = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
-    assert {k: bert[k] for k in plan} == plan
+    stored = _stored_plan("bert-torch-fp32", "FP16", bert["batch_sizes"][0], plan)
+    again = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
+    assert again == bert and again["search_key"] == key_hash(stored["key"])
     forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
     assert forced["search_force"] is True and forced["precision_note"] != "searched"
     assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]

@@ -11,14 +11,16 @@ from kit.measure.stats import (
     mann_whitney_u,
     quantile_interval,
     ratio_interval,
-    t_quantile,
 )
 
 
-@pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),
-                                              (9, 2.2622), (29, 2.0452), (200, 1.9719)])
-def test_t_quantile_matches_the_table(df, expected):
-    assert t_quantile(0.975, df) == pytest.approx(expected, rel=2e-3)
+def test_ratio_interval_known_answer_uses_t_with_k_minus_1_degrees_of_freedom():
+    """Hand-worked: rates 10, 12, 11, 9, 13 over 1 s rounds -> 11; residuals -1, 1, 0, -2, 2; se =
+    sqrt(10 / 4 / 5) = 0.7071; t(0.975, 4) = 2.7764 (the table's value), so +-1.9632."""
+    got = ratio_interval([10, 12, 11, 9, 13], [1, 1, 1, 1, 1])
+    assert got.value == 11.0 and got.rounds == 5
+    assert got.low == pytest.approx(11 - 2.7764 * math.sqrt(0.5), abs=2e-4)
+    assert got.high == pytest.approx(11 + 2.7764 * math.sqrt(0.5), abs=2e-4)
 
 
 def test_ratio_interval_covers_the_true_rate_95_percent_of_the_time():

@@ -93,7 +93,6 @@ def test_an_unexpected_exception_still_ends_as_a_result(outputs, fake_backend, m
 def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fake_backend, model, monkeypatch):
     """Bug (issue 11): the ORT fp16 rows' reports said 'bf16 (torch)': the benchmark rebuilt the
     note with framework='torch'. The plan's note now travels in the job parameters."""
-    monkeypatch.setattr("kit.batch.profiles.searched_plan", lambda *a: None)  # no cached search decision
     job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
     plan = row_plan(model, "FP16", "cpu")
     assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend

@@ -12,7 +12,7 @@ import numpy as np
 from kit.errors import InvalidParameter
 from kit.hardware.environment import cpu_model, cpu_peak_gflops, usable_cores
 from kit.hardware.gpu_peaks import gpu_device_info
-from kit.hardware.kinds import kind_of
+from kit.hardware.kinds import device_kind
 from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.models.spec import ExportedModel
 
@@ -27,8 +27,10 @@ class BackendConfig:
     device: str = "cpu"
     threads: int | None = None
     options: dict = field(default_factory=dict)
+    kind: str = ""  # the hardware kind (cpu, cuda, ipu); "": the kind of `device`
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", device_kind(self.device, self.kind))
         if self.precision not in PRECISIONS:
             raise InvalidParameter("precision", self.precision, f"one of {', '.join(PRECISIONS)}")
         if self.threads is not None and self.threads < 1:
@@ -133,7 +135,7 @@ class InProcessBackend(Backend):
         return None
 
     def device_info(self, config: BackendConfig) -> dict:
-        if kind_of(config.device) == "cpu":
+        if config.kind == "cpu":
             return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
                     "peak": cpu_peak_gflops(config.precision)}
         return gpu_device_info(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from kit.errors import InvalidParameter
+from kit.hardware.kinds import DEVICES, KINDS, kind_of
 
 # ok: ran and the kit reported no error; error: ran, the kit reported errors; failed: a cell raised
 # or no results were written; timeout: killed at the job's time limit; killed: the notebook's kernel
@@ -13,8 +14,6 @@ STATUSES = ("ok", "error", "failed", "timeout", "killed", "interrupted")
 
 # Notebooks that time nothing: they need no hardware of their own.
 UNTIMED_NOTEBOOKS = frozenset({"published_results.ipynb", "summary.ipynb"})
-HARDWARE_RESOURCES = ("ipu", "cuda", "cpu")
-_ALIASES = {"gpu": "cuda"}
 
 
 @dataclass
@@ -59,17 +58,21 @@ class JobRecord:
 
 
 def hardware_resource(job: Job) -> str | None:
-    """The hardware a job times on ('ipu', 'cuda', 'cpu'), or None when it times nothing.
+    """The hardware kind a job times on ('ipu', 'cuda', 'cpu'), or None when it times nothing.
 
-    Read from the job's `device` or `hardware` parameter; a timed notebook without either runs
-    on the CPU.
+    The job's `hardware` parameter (the kind the batch resolved); a hand-made job without it, the
+    kind of its `device` (kit.hardware.kinds.kind_of: 'tensorrt' runs on 'cuda'), else the CPU.
     """
     if job.after_all or job.notebook in UNTIMED_NOTEBOOKS:
         return None
     params = job.parameters
-    value = params.get("device") or params.get("hardware") or ("ipu" if params.get("backend") == "ipu" else "cpu")
-    kind = str(value).split(":")[0].lower()
-    kind = _ALIASES.get(kind, kind)
-    if kind not in HARDWARE_RESOURCES:
-        raise InvalidParameter(f"{job.name} device", value, f"one of {', '.join(HARDWARE_RESOURCES)}")
-    return kind
+    if params.get("hardware"):
+        kind = str(params["hardware"])
+        if kind not in KINDS:
+            raise InvalidParameter(f"{job.name} hardware", kind, f"one of {', '.join(KINDS)}")
+        return kind
+    device = params.get("device") or ("ipu" if params.get("backend") == "ipu" else "cpu")
+    try:
+        return kind_of(str(device))
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"{job.name} device", device, f"one of {', '.join(DEVICES)}") from exc

@@ -13,7 +13,7 @@ from kit.hardware import kinds as hw
 from kit.hardware.onnxruntime_probe import ort_provider_reason
 from kit.models import get_entry
 from kit.published import figures as published
-from kit.search import decision_key, load_decision
+from kit.search import decision_key, key_hash
 from kit.search.precision_map import PrecisionChoice, map_precision
 
 PROFILES = ("quick", "full")
@@ -52,19 +52,20 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
                          gpu_providers=providers)
 
 
-def plan_params(plan: PrecisionChoice) -> dict:
-    return {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
+def plan_params(plan: PrecisionChoice, kind: str) -> dict:
+    """A job's precision plan and the hardware kind it runs on, settled here once."""
+    return {"hardware": kind, "backend": plan.backend, "precision": plan.precision, "device": plan.device,
             "precision_note": plan.note}
 
 
 SEARCHED_KINDS = ("cpu", "cuda")  # the IPU runs its published settings
 
 
-def searched_plan(model: str, published_precision: str, batch: int, kind: str, depth: str) -> dict | None:
-    """The plan a cached per-row search decided for this row (model, precision, batch, hardware,
-    software), or None when no decision fits; the job then searches (kit.search)."""
-    decision = load_decision(decision_key(model, published_precision, batch, kind), depth)
-    return dict(decision["plan"]) if decision and not decision.get("fallback") else None
+def search_key(model: str, published_precision: str, batch: int, kind: str) -> str:
+    """The key of the row's search decision (model, precision, batch, hardware, software): the job
+    makes or reuses the decision itself (kit.search.decide); the key in its parameters makes a new
+    key (other hardware or software) a new job."""
+    return key_hash(decision_key(model, published_precision, batch, kind))
 
 
 def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
@@ -76,12 +77,12 @@ def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
         else:
             batches, clients = QUICK_BATCH.get(row.model, [1]), 1
         params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
-                  "clients": clients, **plan_params(row_plan(row.model, row.precision, kind)),
+                  "clients": clients, **plan_params(row_plan(row.model, row.precision, kind), kind),
                   **TIMING[profile]}
         if kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse the decision
-            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}))
-            if not research:
-                params.update(searched_plan(row.model, row.precision, max(batches), kind, profile) or {})
+            params.update(search=True, search_depth=profile,
+                          search_key=search_key(row.model, row.precision, max(batches), kind),
+                          **({"search_force": True} if research else {}))
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
                         timeout_s=900 if profile == "quick" else 3600))
     return jobs
@@ -97,8 +98,8 @@ def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False) ->
     # The C2 paper ran mixed fp16: the same mapping as the FP16 rows.
     c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
           "target_ci": TIMING[profile]["target_ci"], "max_duration_s": 6.0 if quick else 180.0,
-          **plan_params(row_plan(C2_MODEL, "FP16", kind))}
-    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind)), **SERVER[profile]}
+          **plan_params(row_plan(C2_MODEL, "FP16", kind), kind)}
+    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind), kind), **SERVER[profile]}
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
             + model_jobs(profile, kind, research)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),

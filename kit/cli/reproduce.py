@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
-from kit.batch.jobs import HARDWARE_RESOURCES, Job, JobRecord
+from kit.batch.jobs import Job, JobRecord
 from kit.batch.lock import outputs_lock
 from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
@@ -21,6 +21,7 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import CHOICES as HARDWARE
+from kit.hardware.kinds import PREFERENCE
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.paths import outputs_dir
 from kit.publish.site import rebuild_index, write_index
@@ -63,9 +64,8 @@ def reproduce(args: argparse.Namespace) -> int:
         bar.close()
         kept = sum(r.status == "ok" for r in stop.records)
         resume = ("`make reproduce` again resumes" if not force else
-                  "`make reproduce` resumes with the decisions searched so far, re-running once the jobs "
-                  "this forced run finished (their parameters now name those decisions); FORCE=1 again "
-                  "would search every row again")
+                  "`make reproduce` resumes with the decisions searched so far (each job reads its row's "
+                  "decision itself); FORCE=1 again would search every row again")
         print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
               f"{resume} (state: {outputs_dir() / 'state.json'})")
         return stop.exit_code
@@ -94,7 +94,7 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
     words = [w.strip() for w in hardware.split(",")]
     if words == ["auto"] and executor is not None:
         offered = executor.offered()
-        kinds = [k for k in HARDWARE_RESOURCES if k in offered]
+        kinds = [k for k in PREFERENCE if k in offered]
         if not kinds:
             raise InvalidParameter("hardware", hardware, "a kind some worker offers; the cluster's "
                                    "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")

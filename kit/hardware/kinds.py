@@ -82,6 +82,18 @@ def kind_of(device: str) -> str:
     return DEVICE_KIND[device]
 
 
+def device_kind(device: str, kind: str = "") -> str:
+    """The kind `device` runs on, checked against `kind` where one was already settled.
+
+    >>> device_kind("tensorrt", "cuda")
+    'cuda'
+    """
+    found = kind_of(device)
+    if kind and kind != found:
+        raise InvalidParameter("hardware", kind, f"'{found}', the kind of device {device!r}")
+    return found
+
+
 def hardware_class(kind_or_class: str) -> str:
     """'ipu', 'gpu' or 'cpu' for a kind ('cuda') or a device_info kind ('gpu')."""
     return KIND_CLASS.get(kind_or_class, kind_or_class if kind_or_class in KIND_CLASS.values() else "other")

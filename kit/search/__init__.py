@@ -5,9 +5,9 @@ precisions and compilation, gated by precision class and numerics.
 plan, the ratio to today's mapping, and every candidate's probe), from the cache when one fits.
 """
 
-from kit.search.cache import decision_key, load_decision
+from kit.search.cache import decision_key, key_hash, load_decision
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.row import SearchSettings, decide, search_row
 
-__all__ = ["RowCandidate", "SearchSettings", "decide", "decision_key", "load_decision", "row_candidates",
+__all__ = ["RowCandidate", "SearchSettings", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
            "search_row"]

@@ -10,17 +10,19 @@ the config with its defaults filled in.
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 import traceback
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from kit.backends.base import BackendConfig
 from kit.errors import InvalidParameter, KitError
 from kit.hardware.environment import capture
-from kit.hardware.kinds import kind_of
+from kit.hardware.kinds import device_kind
 from kit.measure.memory import resources, steady_allocator
 from kit.results import ResultKind, RunResult
 
@@ -71,11 +73,12 @@ class RunsOnBackend(StudyConfig):
     precision: str = "fp32"
     device: str = "cpu"  # cpu, cuda, tensorrt, ipu (kit.hardware.kinds.DEVICES)
     precision_note: str = ""
+    hardware: str = ""  # the kind the batch resolved (cpu, cuda, ipu); "": the kind of `device`
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        kind_of(self.device)
-        BackendConfig(self.precision, self.device)
+        object.__setattr__(self, "hardware", device_kind(self.device, self.hardware))
+        BackendConfig(self.precision, self.device, kind=self.hardware)
 
     def note(self) -> str:
         return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
@@ -90,62 +93,53 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: pydantic's strict mode: no strings read as numbers, no floats as ints, no bools as ints; NaN and
+#: infinity are not numbers a study can run with.
+STRICT = ConfigDict(strict=True, allow_inf_nan=False)
+#: How an error names what is allowed, by pydantic's error type.
+ALLOWED = {"int_type": "an integer", "bool_type": "True or False", "string_type": "a string",
+           "float_type": "a number", "finite_number": "a finite number", "dict_type": "a dict",
+           "list_type": "a list", "tuple_type": "a list"}
+
+
+@functools.cache
+def _adapter(hint: Any) -> TypeAdapter:
+    return TypeAdapter(hint, config=STRICT)
+
+
 def coerce(name: str, value: Any, hint: Any) -> Any:
-    """`value` checked against the type hint `hint`; lists become tuples where a tuple is due.
+    """`value` checked against the type hint `hint` by pydantic's strict validation; lists become
+    tuples where a tuple is due (papermill and JSON give lists).
 
-    Raises InvalidParameter naming the parameter, its value and the type it needs.
+    Raises InvalidParameter naming the parameter, the offending value and what it needs.
+
+    >>> coerce("batch_sizes", [1, 2], tuple[int, ...])
+    (1, 2)
     """
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return coerce(name, value, arg)
-            except InvalidParameter as exc:
-                errors.append(exc.allowed)
-        raise InvalidParameter(name, value, " or ".join(errors))
-    if origin is tuple:
-        items = (value,) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        if isinstance(items, str) or not isinstance(items, Iterable):
-            raise InvalidParameter(name, value, f"a list of {_type_name(args[0])}")
-        return tuple(coerce(name, v, args[0]) for v in items)
-    if origin is dict or hint is dict:
-        if not isinstance(value, Mapping):
-            raise InvalidParameter(name, value, "a dict")
-        return dict(value)
-    if origin is list:
-        if isinstance(value, str) or not isinstance(value, Iterable):
-            raise InvalidParameter(name, value, "a list")
-        return list(value)
-    if hint is Any or hint is object:
-        return value
-    return _scalar(name, value, hint)
+    try:
+        return _adapter(hint).validate_python(_as_tuples(value, hint))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InvalidParameter(name, error["input"], _allowed(error["type"], hint)) from None
 
 
-def _scalar(name: str, value: Any, hint: type) -> Any:
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise InvalidParameter(name, value, "True or False")
+def _as_tuples(value: Any, hint: Any) -> Any:
+    if typing.get_origin(hint) is not tuple:
         return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidParameter(name, value, "an integer")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise InvalidParameter(name, value, "a number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise InvalidParameter(name, value, "a string")
-        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (value,)  # one batch size given as a number
+    if isinstance(value, list | tuple):
+        item = typing.get_args(hint)[0]
+        return tuple(_as_tuples(v, item) for v in value)
     return value
 
 
-def _type_name(hint: Any) -> str:
-    return {int: "integers", float: "numbers", str: "strings", bool: "booleans"}.get(hint, str(hint))
+def _allowed(error_type: str, hint: Any) -> str:
+    if error_type in ("tuple_type", "list_type") and typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
+        names = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}
+        return f"a list of {names.get(item, 'lists')}"
+    return ALLOWED.get(error_type, f"a value of type {hint}")
 
 
 def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, Any],

@@ -73,10 +73,10 @@ def execute(cfg: Config, result: RunResult) -> None:
     size = model.inputs[0].shape[-1]
     encoded = [p.read_bytes() for p in image_files(cfg.image_dir)]
     threads = max(1, usable_cores() // cfg.replicas)
-    bcfg = BackendConfig(cfg.precision, cfg.device, threads)
+    bcfg = BackendConfig(cfg.precision, cfg.device, threads, kind=cfg.hardware)
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg),
                       "replicas": cfg.replicas, "threads_per_replica": threads}
-    sampler = sampler_for(cfg.device, cfg.power)
+    sampler = sampler_for(cfg.hardware, cfg.power)
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     result.tables["c2"] = []
     rounds = progress.rounds(cfg.batch_sizes, f"C2 study on {backend.name} {cfg.precision}",

@@ -14,7 +14,6 @@ from kit.backends import BackendConfig, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
-from kit.hardware import kinds as hardware
 from kit.hardware.environment import cpu_peaks
 from kit.measure.numerics import NumericDiff
 from kit.measure.power import sampler_for
@@ -22,7 +21,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
-from kit.search import SearchSettings, decide
+from kit.search import SearchSettings, decide, key_hash
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -60,6 +59,7 @@ class Config(RunsOnBackend):
     search: bool = False  # choose backend/precision/options by the cached per-row search (kit.search)
     search_depth: str = "quick"  # quick: short probes, no torch.compile; full: every candidate
     search_force: bool = False  # search again even when a decision is cached
+    search_key: str = ""  # the decision key the batch expects (kit.search.key_hash); "" for a hand-made run
     roofline: bool = True  # place each figure on the roofline (bytes from the graph, measured bandwidth)
 
     def __post_init__(self) -> None:
@@ -84,7 +84,7 @@ class Config(RunsOnBackend):
                              max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
     def backend_config(self) -> BackendConfig:
-        return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
+        return BackendConfig(self.precision, self.device, self.threads, dict(self.options), kind=self.hardware)
 
     def search_settings(self):
         return SearchSettings(self.search_depth, force=self.search_force)
@@ -108,7 +108,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-    sampler = sampler_for(cfg.device, cfg.power, cuda_device=cfg.options.get("device_id"))
+    sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
     rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
                              unit="batch size")
     for i, batch in enumerate(rounds):
@@ -126,7 +126,7 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     mapping's; the search's probe table goes into the result."""
     from dataclasses import replace
 
-    kind = hardware.kind_of(cfg.device)
+    kind = cfg.hardware
     if kind == "ipu":
         result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
         return cfg
@@ -138,6 +138,9 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
         result.notes.append(f"Per-row search not completed ({exc}): today's mapping kept.")
         return cfg
     plan = decision["plan"]
+    if cfg.search_key and decision.get("key") and key_hash(decision["key"]) != cfg.search_key:
+        result.notes.append(f"Per-row search: the decision's key {key_hash(decision['key'])} is not the "
+                            f"batch's {cfg.search_key} (hardware or software changed since the batch was planned).")
     result.tables["search"] = decision["probes"]
     result.tables["search_decision"] = {k: v for k, v in decision.items() if k != "probes"} | {"reused": reused}
     result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
@@ -150,9 +153,9 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
-    result.tables["peaks"] = cpu_peaks() if hardware.kind_of(cfg.device) == "cpu" else []
+    result.tables["peaks"] = cpu_peaks() if cfg.hardware == "cpu" else []
     peak = ((result.backend or {}).get("device_info") or {}).get("peak")
-    if hardware.kind_of(cfg.device) != "cpu" or not peak or not model.flops_per_sample:
+    if cfg.hardware != "cpu" or not peak or not model.flops_per_sample:
         result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
         return
     ok = [m for m in result.measurements if m.get("throughput")]
@@ -214,7 +217,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
                      batch: int) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
-    if cfg.backend != "torch" or hardware.kind_of(cfg.device) != "cpu" or not model.flops_per_sample \
+    if cfg.backend != "torch" or cfg.hardware != "cpu" or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
     try:

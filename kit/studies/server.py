@@ -186,7 +186,7 @@ class Config(RunsOnBackend):
         return [BatchPolicy.parse(p) for p in self.policies]
 
     def backend_config(self) -> BackendConfig:
-        return BackendConfig(precision=self.precision, device=self.device, threads=self.threads)
+        return BackendConfig(precision=self.precision, device=self.device, threads=self.threads, kind=self.hardware)
 
     def loadgen_config(self) -> LoadGenConfig:
         return LoadGenConfig(latency_bound_ms=self.latency_bound_ms, min_duration_s=self.min_duration_s,

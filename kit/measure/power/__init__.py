@@ -46,15 +46,15 @@ def make_sampler(name: str, options: SamplerOptions | None = None) -> PowerSampl
     return SAMPLERS.get(name)(options=options)
 
 
-def select_sampler(device: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
-    """The first sensor of `device`'s kind whose probe passes, else an UnavailableSampler
+def select_sampler(kind: str = "auto", options: SamplerOptions | None = None) -> PowerSampler:
+    """The first sensor of hardware `kind` whose probe passes, else an UnavailableSampler
     listing each reason.
 
-    `device` is what the study runs on ('cpu', 'cuda', 'tensorrt', 'ipu'), or 'auto' for the
-    main hardware here. It never falls back from an accelerator to the CPU's sensor, which would
-    label a GPU run with CPU power.
+    `kind` is the kind the study runs on ('cpu', 'cuda', 'ipu'), or 'auto' for the main hardware
+    here. It never falls back from an accelerator to the CPU's sensor, which would label a GPU run
+    with CPU power.
     """
-    kind = hardware.resolve(device) if device == "auto" else hardware.kind_of(device)
+    kind = hardware.resolve(kind)
     reasons = []
     for name in CANDIDATES[kind]:
         sampler = make_sampler(name, options)
@@ -65,9 +65,9 @@ def select_sampler(device: str = "auto", options: SamplerOptions | None = None) 
     return UnavailableSampler(reasons, options)
 
 
-def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | None = None,
+def sampler_for(kind: str, enabled: bool = True, options: SamplerOptions | None = None,
                 cuda_device: int | None = None) -> PowerSampler:
-    """The sampler for the device a study runs on, or an unavailable one saying why.
+    """The sampler for the hardware kind a study runs on, or an unavailable one saying why.
 
     On a GPU it reads the board of the run's CUDA ordinal `cuda_device` (after
     CUDA_VISIBLE_DEVICES; default 0, the ordinal the backends use by default). On an IPU it also
@@ -81,6 +81,6 @@ def sampler_for(device: str, enabled: bool = True, options: SamplerOptions | Non
         off = UnavailableSampler(["power sampling switched off (power=False)"], options)
         off.switched_off = True
         return off
-    if hardware.kind_of(device) == "ipu":
+    if kind == "ipu":
         enable_ipu_monitoring()
-    return select_sampler(device, options)
+    return select_sampler(kind, options)
