@@ -1,5 +1,9 @@
 """Backends by name. Each imports its heavy libraries only when used.
 
+Floor 5 of kit/ (docs/architecture.md): imports kit.datasets, kit.models, kit.measure,
+kit.hardware, kit.published and the leaves; optional SDKs (onnxruntime, torch, poprt) inside
+the functions that need them.
+
 >>> get_backend("onnxruntime").name
 'onnxruntime'
 """

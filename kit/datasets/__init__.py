@@ -1,5 +1,7 @@
 """Published datasets (opt-in, read from data/datasets/NAME) and the accuracy check.
 
+Floor 4 of kit/ (docs/architecture.md): imports kit.models and every floor below it.
+
 >>> from kit.datasets import DATASETS
 >>> sorted(DATASETS.names())[:3]
 ['cail2019', 'cifar100', 'criteo']

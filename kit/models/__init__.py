@@ -1,5 +1,8 @@
 """Model zoo: build every published workload offline and export it to ONNX.
 
+Floor 3 of kit/ (docs/architecture.md): imports kit.measure, kit.hardware, kit.published and
+the leaves.
+
 >>> from kit.models import model_names
 >>> "resnet50-torch-fp32" in model_names()
 True

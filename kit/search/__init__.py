@@ -3,6 +3,8 @@ precisions and compilation, gated by precision class and numerics.
 
 `decide(model, published, batch, kind, SearchSettings(...))` returns the row's decision (the chosen
 plan, the ratio to today's mapping, and every candidate's probe), from the cache when one fits.
+
+Floor 6 of kit/ (docs/architecture.md): imports kit.backends and every floor below it.
 """
 
 from kit.search.cache import decision_key, key_hash, load_decision

@@ -1,5 +1,8 @@
 """The studies, each a validated `Config` and `run(config) -> RunResult`, by name.
 
+Floor 7 of kit/ (docs/architecture.md): imports kit.search and every floor below it; the
+roofline, the operator breakdown and the serving pieces live here with the studies that use them.
+
 >>> sorted(STUDIES)
 ['c2_study', 'model_benchmark', 'server_scenario']
 """
