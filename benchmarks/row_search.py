@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.common import env_float, env_int, load_note, strict
 from kit.backends import BackendConfig, require_backend
-from kit.batch.profiles import QUICK_BATCH
+from kit.batch.profiles import QUICK_SEARCH_BATCH
 from kit.hardware.environment import capture, cpu_peak_gflops
 from kit.measure.window import MeasureConfig
 from kit.models import export_model
@@ -81,7 +81,7 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
 
 
 def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, seconds: float) -> dict:
-    batch = QUICK_BATCH.get(name, [1])[0]
+    batch = QUICK_SEARCH_BATCH.get(name, 1)
     model = export_model(name)
     decision, reused = decide(model, published, batch, "cpu", SearchSettings(depth, force=force))
     today = today_plan(model, published, "cpu")

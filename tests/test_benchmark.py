@@ -29,7 +29,7 @@ def test_small_resnet50_end_to_end(outputs, tmp_path):
     ({"batch_sizes": [0]}, "invalid batch_size=0"),
     ({"batch_sizes": [2.5]}, "invalid batch_sizes=2.5: an integer"),
     ({"batch_sizes": "abc"}, "invalid batch_sizes='abc': a list of integers"),
-    ({"min_duration_s": float("nan")}, "invalid min_duration_s=nan: a number"),
+    ({"min_duration_s": float("nan")}, "invalid min_duration_s=nan: a finite number"),
     ({"min_duration_s": "fast"}, "invalid min_duration_s='fast': a number"),
     ({"accuracy": "yes"}, "invalid accuracy='yes': True or False"),
     ({"device": "tpu"}, "invalid device='tpu'"),

@@ -54,7 +54,8 @@ def test_planning_does_not_read_search_decisions_the_job_carries_their_key(monke
     monkeypatch.setattr("kit.search.cache.load_decision", no_reading)
     monkeypatch.setattr("kit.search.row.cache.load_decision", no_reading)
     job = next(j for j in jobs_for("quick", "cpu") if j.name == "resnet50-torch-fp32_FP16")
-    batch = max(job.parameters["batch_sizes"])
+    batch = job.parameters["search_batch"]
+    assert batch == 4 and job.parameters["batch_sizes"] == [4, 32]  # measured at the published sizes
     assert job.parameters["search"] is True
     assert job.parameters["search_key"] == key_hash(decision_key("resnet50-torch-fp32", "FP16", batch, "cpu"))
     assert all(not j.parameters.get("search") for j in jobs_for("quick", "cpu") if j.name == "c2_study")

@@ -15,7 +15,7 @@ def test_ipu_benchmark_runs_end_to_end_and_is_labelled_emulated(outputs, monkeyp
     ipu_mod._AVAILABILITY.clear()
     result = run_model_benchmark(dict(
         model="resnet50-torch-fp32", small=True, backend="ipu", device="ipu", precision="fp16",
-        batch_sizes=[2], clients=2, warmup=1, min_duration_s=0.05, min_count=5, accuracy=False,
+        batch_sizes=[32], clients=4, warmup=1, min_duration_s=0.05, min_count=5, accuracy=False,
         target_ci=0.0))
     ipu_mod._AVAILABILITY.clear()
     assert result.status == "ok", result.errors
@@ -25,8 +25,8 @@ def test_ipu_benchmark_runs_end_to_end_and_is_labelled_emulated(outputs, monkeyp
     rows = [r for r in bytemlperf_rows([(Path("r.json"), result)])
             if r.precision == "FP16" and r.model == "resnet50-torch-fp32"]
     qps = next(r for r in rows if r.figure == "QPS" and r.study == "bytemlperf_c600")
-    assert qps.verdict == "not comparable"
-    assert "not run on an IPU" in qps.measured_hardware
+    assert qps.verdict == "not comparable" and qps.batch_size == "32"  # the headline's batch
+    assert "not run on an IPU" in qps.measured_hardware and "not run on an IPU" in qps.reason
 
 
 def test_ipu_absent_is_a_one_line_error_in_the_result(outputs, monkeypatch):

@@ -226,7 +226,7 @@ def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(o
     assert bert["search"] is True and bert["search_depth"] == "quick" and "search_force" not in bert
     plan = {"backend": "onnxruntime", "precision": "fp16", "device": "cpu",
             "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"}, "threads": 1, "precision_note": "searched"}
-    stored = _stored_plan("bert-torch-fp32", "FP16", bert["batch_sizes"][0], plan)
+    stored = _stored_plan("bert-torch-fp32", "FP16", bert["search_batch"], plan)
     again = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
     assert again == bert and again["search_key"] == key_hash(stored["key"])
     forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]

@@ -156,13 +156,13 @@ def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
 
 
 def test_scorecard_build_reads_results_and_names_the_part(outputs, fake_backend, tmp_path):
-    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [4]})
+    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [4, 32]})  # the published batch sizes
     path = result.write(tmp_path / "r.json")
     card = scorecard.build([path, tmp_path / "missing.json"])
     qps = card[(card.study == "bytemlperf_c600") & (card.figure == "QPS")
                & (card.model == "resnet50-torch-fp32") & (card.precision == "FP16")].iloc[0]
-    assert qps.verdict == "not comparable" and qps.measured == pytest.approx(
-        RunResult.read(path).measurements[0]["qps_bytemlperf"])
+    assert qps.verdict == "not comparable" and qps.batch_size == "32" and qps.measured == pytest.approx(
+        RunResult.read(path).measurements[1]["qps_bytemlperf"])
     assert qps.published_hardware == published.study_hardware("bytemlperf_c600")
     c2_card = card[card.study == "c2_qwant"]
     assert set(c2_card.verdict) == {"not measured"} and "Mk1" in c2_card.iloc[0].published_hardware

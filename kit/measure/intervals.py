@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from kit.measure.bytemlperf import bytemlperf_kept
 from kit.measure.stats import Interval, quantile_interval, ratio_interval
 
 MIN_CALLS_PER_BLOCK = 3
@@ -86,11 +87,44 @@ def measurement_intervals(m) -> dict[str, Interval]:
     for name, q in LATENCY_QUANTILES.items():
         iv = quantile_interval(latency, q, estimate=getattr(m.latency, name))
         out[name] = Interval(iv.value, iv.low, iv.high, iv.level, f"{iv.method} over {how}", iv.rounds, iv.reason)
+    out.update(bytemlperf_intervals(m))
     power = m.power or {}
     if power.get("method") == "measured" and power.get("samples_per_s_per_w"):
         out["samples_per_s_per_w"] = _relative(
             power["samples_per_s_per_w"], rel, len(groups),
             "the throughput's relative interval (the power reading's own variation is not included)")
+    return out
+
+
+def bytemlperf_intervals(m) -> dict[str, Interval]:
+    """Intervals of ByteMLPerf's AVG and P99 latency, over the rounds of the calls it keeps."""
+    ranges, _ = bytemlperf_kept(m.calls, m.extra.get("bytemlperf_keep_fraction"))
+    kept = [t[a:b] for t, (a, b) in zip(m.calls, ranges, strict=True)]
+    groups, how = round_groups(kept, kept_marks(m.rounds, ranges))
+    latency = [[(e - s) / 1e6 for t in g for s, e in t] for g in groups]
+    latency = [x for x in latency if x]
+    figures = m.bytemlperf
+    mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
+                          method=f"ratio estimator over {how} of the calls ByteMLPerf keeps, t interval")
+    p99 = quantile_interval(latency, 0.99, estimate=figures["p99_latency_ms"])
+    return {"bytemlperf_avg_latency_ms": Interval(figures["avg_latency_ms"], mean.low, mean.high, mean.level,
+                                                  mean.method, mean.rounds, mean.reason),
+            "bytemlperf_p99_latency_ms": Interval(p99.value, p99.low, p99.high, p99.level,
+                                                  f"{p99.method} over {how} of the calls ByteMLPerf keeps",
+                                                  p99.rounds, p99.reason)}
+
+
+def kept_marks(marks: list[list[int]] | None, ranges: list[tuple[int, int]]) -> list[list[int]] | None:
+    """Round marks (each thread's end index per round) moved into the kept calls' ranges; a round
+    left with no kept call is dropped."""
+    if not marks:
+        return marks
+    out, last = [], 0
+    for mark in marks:
+        moved = [min(max(b - lo, 0), hi - lo) for b, (lo, hi) in zip(mark, ranges, strict=True)]
+        if sum(moved) > last:
+            out.append(moved)
+            last = sum(moved)
     return out
 
 
@@ -114,7 +148,8 @@ def precision_reached(given: dict, throughput: Interval) -> dict:
 
 # --- scorecard lookups ---------------------------------------------------------------------------
 
-BYTEMLPERF_FIGURES = {"QPS": "qps_bytemlperf", "AVG Latency": "mean_ms", "P99 Latency": "p99_bytemlperf_ms"}
+BYTEMLPERF_FIGURES = {"QPS": "qps_bytemlperf", "AVG Latency": "bytemlperf_avg_latency_ms",
+                      "P99 Latency": "bytemlperf_p99_latency_ms"}
 
 
 def figure_interval(result, figure: str, batch, value: float | None = None) -> tuple[Interval | None, str]:
@@ -129,7 +164,8 @@ def figure_interval(result, figure: str, batch, value: float | None = None) -> t
         per_call = d["batch_size"]
         card_batch = per_call * (d["threads"] if d.get("mode") == "replicas" else 1)
         ivs = d.get("intervals") or {}
-        if figure in BYTEMLPERF_FIGURES and per_call == batch and d.get("mode") != "replicas":
+        bytemlperf_batch = (d.get("extra") or {}).get("pack_batch_size") or per_call  # pack: the pack's batch
+        if figure in BYTEMLPERF_FIGURES and bytemlperf_batch == batch and d.get("mode") != "replicas":
             return Interval.from_dict(ivs.get(BYTEMLPERF_FIGURES[figure])), noise_note(d)
         if figure in ("Latency", "Throughput", "Energy efficiency") and card_batch == batch:
             return _c2_interval(figure, ivs, batch, value), noise_note(d)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from kit.errors import InvalidParameter
+from kit.measure.bytemlperf import bytemlperf_figures
 from kit.measure.intervals import measurement_intervals, precision_reached
 from kit.measure.noise import NoiseMonitor
 from kit.measure.power.base import PowerSampler, UnavailableSampler
@@ -21,9 +22,6 @@ from kit.measure.stats import LatencyStats, ratio_interval
 
 Call = Callable[[], object]
 CallTimes = list[tuple[int, int]]  # (start_ns, end_ns) of each call, perf_counter_ns clock
-
-BYTEMLPERF_TRIM = 20  # calls dropped at each end of every thread by ByteMLPerf's QPS formula
-
 
 @dataclass(frozen=True)
 class MeasureConfig:
@@ -269,9 +267,10 @@ class BatchMeasurement:
     mode: str  # "single", "clients" or "replicas"
     threads: int
     calls: list[CallTimes]
-    latency: LatencyStats = field(init=False)
+    latency: LatencyStats = field(init=False)  # over every timed call
     throughput: float = field(init=False)  # samples/s: all samples / (last end - first start)
     qps_bytemlperf: float = field(init=False)  # clients x batch x kept calls / kept window
+    bytemlperf: dict = field(init=False)  # ByteMLPerf's QPS, AVG and P99 latency over the calls it keeps
     wall_time_s: float = field(init=False)
     power: dict | None = None  # a PowerSummary.to_dict() from kit.measure.power, when sampled
     extra: dict = field(default_factory=dict)
@@ -288,7 +287,9 @@ class BatchMeasurement:
         self.wall_time_s = (last - first) / 1e9
         total = self.batch_size * len(flat)
         self.throughput = total / self.wall_time_s if self.wall_time_s > 0 else float("nan")
-        self.qps_bytemlperf = bytemlperf_qps(self.calls, self.batch_size)
+        self.bytemlperf = bytemlperf_figures(self.calls, self.batch_size,
+                                             self.extra.get("bytemlperf_keep_fraction"))
+        self.qps_bytemlperf = self.bytemlperf["qps"]
         self.intervals = measurement_intervals(self)
         self.precision = precision_reached(self.precision, self.intervals["throughput"])
 
@@ -304,6 +305,7 @@ class BatchMeasurement:
             "latency": self.latency.to_dict(),
             "throughput": self.throughput,
             "qps_bytemlperf": self.qps_bytemlperf,
+            "bytemlperf": self.bytemlperf,
             "wall_time_s": self.wall_time_s,
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
             "precision": self.precision,
@@ -322,18 +324,12 @@ class BatchMeasurement:
                    d.get("rounds"), given, d.get("noise"))
 
 
-def bytemlperf_qps(calls: list[CallTimes], batch_size: int, trim: int = BYTEMLPERF_TRIM) -> float:
-    """ByteMLPerf's QPS: drop `trim` calls at both ends of each thread, then samples / window.
+def bytemlperf_qps(calls: list[CallTimes], batch_size: int) -> float:
+    """ByteMLPerf's QPS: drop 20 calls at both ends of each thread, then samples / window.
 
     Falls back to no trimming when a thread made too few calls to trim.
     """
-    if any(len(t) <= 2 * trim for t in calls):
-        trim = 0
-    kept = [t[trim : len(t) - trim] for t in calls]
-    first = min(t[0][0] for t in kept)
-    last = max(t[-1][1] for t in kept)
-    n = sum(len(t) for t in kept)
-    return n * batch_size / ((last - first) / 1e9) if last > first else float("nan")
+    return bytemlperf_figures(calls, batch_size)["qps"]
 
 
 def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:

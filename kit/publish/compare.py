@@ -55,6 +55,7 @@ class Comparison:
     measured_low: float | None = None  # the measured figure's 95 % interval
     measured_high: float | None = None
     noisy: str = ""  # '' for a quiet window, else 'noisy: <reasons>'
+    measured_all_calls: float | None = None  # the same figure over every call (ByteMLPerf's trims)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}
@@ -62,26 +63,30 @@ class Comparison:
 
 def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,
             measured_on: MeasuredOn | None, missing_reason: str = "", interval: Interval | None = None,
-            noisy: str = "") -> tuple[Verdict, str, float | None]:
+            noisy: str = "", differences: list[str] | None = None) -> tuple[Verdict, str, float | None]:
     """(verdict, reason, ratio) for one figure.
 
     `published_part` is the exact part the figure came from (a kit.hardware.kinds.PARTS key such as
     'c600' or 'gc2'); only a real run on that same part can reproduce it. With the measured
     figure's `interval`, "reproduced" means the published figure lies within tolerance of the
     interval; without one, within tolerance of the figure itself (and the reason says so).
-    `noisy` ('noisy: <why>') is added to the reason.
+    `noisy` ('noisy: <why>') is added to the reason. `differences` are the ways the figure was not
+    measured as published (batch, clients, precision, passes, pack mode, PopRT version: see
+    kit.publish.comparability); on the published part any of them makes it "not comparable".
     """
     if measured is None or (isinstance(measured, float) and math.isnan(measured)):
         return Verdict.NOT_MEASURED, missing_reason or "no result", None
     ratio = measured / published if published else None
     tail = f"; {noisy}" if noisy else ""
+    shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
+    if ratio is not None and interval is not None and interval.available:
+        shown += f" (95 % CI {interval.low / published:.3g}-{interval.high / published:.3g}x)"
     if measured_on is None or not measured_on.same_part(published_part):
-        shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
-        if ratio is not None and interval is not None and interval.available:
-            shown += f" (95 % CI {interval.low / published:.3g}-{interval.high / published:.3g}x)"
         where = measured_on.label if measured_on else "unknown hardware"
         return (Verdict.NOT_COMPARABLE,
                 f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}{tail}", ratio)
+    if differences:
+        return Verdict.NOT_COMPARABLE, f"{'; '.join(differences)}; ratio {shown}{tail}", ratio
     if interval is not None and interval.available and metric not in ACCURACY_METRICS | DIFF_METRICS:
         ok, rule = interval_within_tolerance(published, interval)
     else:

@@ -16,6 +16,7 @@ from kit.errors import KitError
 from kit.hardware.kinds import MeasuredOn
 from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
+from kit.publish.comparability import PublishedRun, differences, measured_batch
 from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
@@ -101,20 +102,21 @@ def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tup
 
 
 def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
-         source, outcome: RunOutcome | None = None):
+         source, outcome: RunOutcome | None = None, differences: list[str] | None = None,
+         all_calls: float | None = None):
     on = measured_on(res) if res else None
     if res is None and outcome is not None:
         reason = outcome.reason
     interval, noisy = figure_interval(res, figure, batch, meas)
     v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
-                            interval=interval, noisy=noisy)
+                            interval=interval, noisy=noisy, differences=differences)
     if res is None and outcome is not None:
         v = outcome.verdict
     return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
                       published.study_hardware(published_study), meas,
                       measured_hardware(res) if res else "", v, why, ratio, source,
                       path.name if path else "", interval.low if interval else None,
-                      interval.high if interval else None, noisy)
+                      interval.high if interval else None, noisy, all_calls)
 
 
 NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
@@ -145,9 +147,10 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         hit = _latest_ok(results, ResultKind.MODEL_BENCHMARK, model=r.model, published_precision=r.precision)
         path, res = hit if hit else (None, None)
         outcome = None if res else row_outcome(r.model, r.precision, states, selected)
-        qps, qbatch = best_qps(res)
-        rows.append(_row(pub_study, "QPS", r.model, r.precision, qbatch, "samples/s", r.qps, pub_study,
-                         qps, res, path, "", src, outcome))
+        batch = published.headline_batch(r.model, r.precision, r.qps)
+        qps, reason, m = figure_at_batch(res, batch, "QPS")
+        rows.append(_row(pub_study, "QPS", r.model, r.precision, batch, "samples/s", r.qps, pub_study,
+                         qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch)))
         value, reason = metric_value(res, r.metric)
         rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
                          r.metric_value, pub_study, value, res, path, reason, src, outcome))
@@ -156,34 +159,58 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
     return rows
 
 
+#: The per-batch figures of ByteMLPerf's reports: the scorecard's name, ByteMLPerf's figure, the
+#: same figure over every call (shown beside), and the unit.
+PER_BATCH = {"Performance/QPS": ("QPS", "samples/s"),
+             "Performance/AVG Latency": ("AVG Latency", "ms"),
+             "Performance/P99 Latency": ("P99 Latency", "ms")}
+BYTEMLPERF_VALUE = {"QPS": ("qps", "throughput"), "AVG Latency": ("avg_latency_ms", "mean_ms"),
+                    "P99 Latency": ("p99_latency_ms", "p99_ms")}
+
+
 def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome | None = None) -> list[Comparison]:
     rep = published.reports()
     perf = rep[(rep["model"] == model) & (rep["precision"] == precision) & rep["batch"].notna()]
-    by_batch = {measured_batch(m): m for m in (res.measurements if res else [])}
     rows = []
-    fields = {"Performance/QPS": ("QPS", "qps_bytemlperf", "samples/s"),
-              "Performance/AVG Latency": ("AVG Latency", "mean_ms", "ms"),
-              "Performance/P99 Latency": ("P99 Latency", "p99_bytemlperf_ms", "ms")}
     for _, f in perf.iterrows():
-        name, key, unit = fields[f["metric"]]
-        m = by_batch.get(int(f["batch"]))
-        value = None if m is None else (m[key] if key in m else m["latency"][key])
-        reason = "" if m or not res else f"batch {int(f['batch'])} not run"
-        rows.append(_row("bytemlperf_reports", name, model, precision, int(f["batch"]), unit, f["number"],
-                         pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome))
+        name, unit = PER_BATCH[f["metric"]]
+        batch = int(f["batch"])
+        value, reason, m = figure_at_batch(res, batch, name)
+        rows.append(_row("bytemlperf_reports", name, model, precision, batch, unit, f["number"],
+                         pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome,
+                         differences_of(res, m, model, precision, batch), all_calls(m, name)))
     return rows
 
 
-def measured_batch(m: dict) -> int:
-    """The batch size a measurement stands for: a pack-mode run's pack batch, else its calls'."""
-    return (m.get("extra") or {}).get("pack_batch_size") or m["batch_size"]
+def figure_at_batch(res: RunResult | None, batch: int | None, figure: str) -> tuple[float | None, str, dict | None]:
+    """(ByteMLPerf's `figure` at `batch`, why there is none, the measurement) of a result."""
+    if res is None:
+        return None, "", None
+    m = next((m for m in res.measurements if measured_batch(m) == batch), None)
+    if m is None:
+        failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
+        return None, (f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}" if failed
+                      else f"batch {batch} not run (measured: {batches_text(res)})"), None
+    if figure == "QPS":
+        return m["qps_bytemlperf"], "", m
+    value = (m.get("bytemlperf") or {}).get(BYTEMLPERF_VALUE[figure][0])
+    return value, "" if value is not None else "measured before ByteMLPerf's trimmed latency was kept", m
 
 
-def best_qps(res: RunResult | None) -> tuple[float | None, int | None]:
-    if not res or not res.measurements:
-        return None, None
-    best = max(res.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
-    return best["qps_bytemlperf"], measured_batch(best)
+def batches_text(res: RunResult) -> str:
+    return ", ".join(str(measured_batch(m)) for m in res.measurements) or "no batch"
+
+
+def all_calls(m: dict | None, figure: str) -> float | None:
+    """The figure over every timed call (ByteMLPerf's trims its calls), shown beside it."""
+    if m is None:
+        return None
+    key = BYTEMLPERF_VALUE[figure][1]
+    return m.get(key) if key in m else (m.get("latency") or {}).get(key)
+
+
+def differences_of(res: RunResult | None, m: dict | None, model: str, precision: str, batch: int | None) -> list[str]:
+    return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
 
 
 RANDOM_DIFF = ("random weights: a Mean Diff from random weights says how far this backend's arithmetic "

@@ -153,6 +153,24 @@ def ipu_run_settings(model: str, precision: str) -> dict:
             "per_batch": per_batch.reset_index().to_dict("records")}
 
 
+def headline_batch(model: str, precision: str, qps: float) -> int | None:
+    """The batch size the headline `qps` of a row was measured at: the report's batch whose QPS is
+    nearest to it (resnet50 FP16: 13,499 in the README, 13,542 at batch 32 in the report)."""
+    per_batch = [r for r in ipu_run_settings(model, precision)["per_batch"] if pd.notna(r.get("Performance/QPS"))]
+    if not per_batch:
+        return None
+    return int(min(per_batch, key=lambda r: abs(r["Performance/QPS"] / qps - 1))["batch"])
+
+
+def poprt_version(model: str, precision: str) -> str:
+    """The PopRT version ByteMLPerf's IPU README named when the row's report was published (or what
+    the source says instead, e.g. 'latest (docker tag; version not stated)')."""
+    r = reports()
+    hit = r[(r["model"] == model) & (r["precision"] == precision)
+            & (r["metric"] == "provenance/PopRT_version_in_IPU_README_at_that_commit")]
+    return str(hit["value"].iloc[0]) if len(hit) else "not stated"
+
+
 def per_batch_table() -> pd.DataFrame:
     """The ByteMLPerf IPU report JSONs' performance figures, one row per model/precision/batch."""
     r = reports()

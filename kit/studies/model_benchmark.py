@@ -60,13 +60,14 @@ class Config(RunsOnBackend):
     search_depth: str = "quick"  # quick: short probes, no torch.compile; full: every candidate
     search_force: bool = False  # search again even when a decision is cached
     search_key: str = ""  # the decision key the batch expects (kit.search.key_hash); "" for a hand-made run
+    search_batch: int = 0  # the batch size the search measures candidates at; 0: the largest batch size
     roofline: bool = True  # place each figure on the roofline (bytes from the graph, measured bandwidth)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.batch_sizes:
             raise InvalidParameter("batch_sizes", self.batch_sizes, "at least one batch size")
-        for b in self.batch_sizes:
+        for b in (*self.batch_sizes, *([self.search_batch] if self.search_batch else [])):
             validate_batch_size(b)
         if self.published_precision not in PUBLISHED_PRECISIONS:
             raise InvalidParameter("published_precision", self.published_precision,
@@ -130,7 +131,7 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     if kind == "ipu":
         result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
         return cfg
-    batch = max(cfg.batch_sizes)
+    batch = cfg.search_batch or max(cfg.batch_sizes)
     try:
         decision, reused = decide(model, cfg.published_precision, batch, kind,
                                   cfg.search_settings(), weights=cfg.weights, seed=cfg.seed)

@@ -19,10 +19,11 @@ def plot_batches(result: RunResult):
     ms = sorted(result.measurements, key=lambda m: m["batch_size"])
     if ms:
         bs = [m["batch_size"] for m in ms]
-        for ax, key, fmt, label in ((a, "mean_ms", "o-", "mean, measured here"),
-                                    (a, "p99_bytemlperf_ms", "s--", "p99, measured here"),
+        for ax, key, fmt, label in ((a, "bytemlperf_avg_latency_ms", "o-", "mean, measured here"),
+                                    (a, "bytemlperf_p99_latency_ms", "s--", "p99, measured here"),
                                     (b, "qps_bytemlperf", "o-", "measured here")):
-            values = [m["qps_bytemlperf"] if key == "qps_bytemlperf" else m["latency"][key] for m in ms]
+            values = [m["qps_bytemlperf"] if key == "qps_bytemlperf"
+                      else (m.get("bytemlperf") or {}).get(key.removeprefix("bytemlperf_"), float("nan")) for m in ms]
             ax.errorbar(bs, values, yerr=_error_bars(ms, key, values), fmt=fmt, capsize=3, label=label)
     pub = published_per_batch(result)
     if not pub.empty:

@@ -1,0 +1,144 @@
+"""Issue 27: a figure is "reproduced" or "differs" only when measured on the published part the
+published way (batch, clients, precision, passes, pack mode, PopRT version); ByteMLPerf's own
+latency definitions; the default run measures every published batch size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.backends.ipu_settings import plan_for
+from kit.batch.profiles import jobs_for
+from kit.measure.window import BatchMeasurement
+from kit.publish.scorecard import bytemlperf_rows
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
+
+MS = 1_000_000
+
+
+def calls_of(durations_ms: list[float], start_ns: int = 0) -> list[tuple[int, int]]:
+    """Back-to-back calls with these durations."""
+    out, t = [], start_ns
+    for d in durations_ms:
+        out.append((t, t + int(d * MS)))
+        t += int(d * MS)
+    return out
+
+
+def c600_result(model: str, precision: str, measurements: list[BatchMeasurement], *, poprt="1.4.0",
+                session: dict | None = None, ipu_precision: str | None = None) -> RunResult:
+    """A result as a real (not emulated) run on a C600 would write it."""
+    result = RunResult.new(ResultKind.MODEL_BENCHMARK, model, {"model": model, "published_precision": precision}, {})
+    ipu_precision = ipu_precision or {"FP16": "fp16", "FP8": "fp8"}[precision]
+    result.backend = {"name": "ipu", "precision": ipu_precision, "device": "ipu",
+                      "device_info": {"kind": "ipu", "name": "Graphcore C600", "part": "c600"},
+                      "session": {"emulated": False, "poprt_version": poprt, "comparable": True, **(session or {})}}
+    result.measurements = [m.to_dict() for m in measurements]
+    return result
+
+
+def measured(batch: int, clients: int, qps: float, n: int = 60) -> BatchMeasurement:
+    """`clients` threads of `n` equal calls giving `qps` samples/s in all."""
+    per_call_ms = clients * batch / qps * 1000
+    threads = [calls_of([per_call_ms] * n) for _ in range(clients)]
+    return BatchMeasurement(batch, "clients" if clients > 1 else "single", clients, threads)
+
+
+def card(result: RunResult) -> list:
+    """The result's own rows of the scorecard."""
+    return [r for r in bytemlperf_rows([(Path("r.json"), result)])
+            if r.model == result.parameters["model"] and r.precision == result.parameters["published_precision"]]
+
+
+def row(rows, figure: str, study: str = "bytemlperf_c600", batch: str | None = None):
+    return next(r for r in rows if r.figure == figure and r.study == study and (batch is None or r.batch_size == batch))
+
+
+def test_a_c600_run_the_published_way_is_judged():
+    published_qps = published.ipu_run_settings("resnet50-torch-fp32", "FP16")["per_batch"][1]["Performance/QPS"]
+    result = c600_result("resnet50-torch-fp32", "FP16", [measured(4, 4, 7062.0), measured(32, 4, published_qps * 0.98)])
+    rows = card(result)
+    headline = row(rows, "QPS")
+    assert headline.batch_size == "32" and headline.verdict == "reproduced", headline.reason
+    per_batch = row(rows, "QPS", "bytemlperf_reports", "4")
+    assert per_batch.verdict == "reproduced"
+
+
+def test_a_c600_run_at_another_batch_size_is_not_comparable():
+    result = c600_result("resnet50-torch-fp32", "FP16", [measured(8, 4, 13542.0)])
+    rows = card(result)
+    headline = row(rows, "QPS")
+    assert headline.verdict == "not measured" and "batch 32 not run (measured: 8)" in headline.reason
+    # the same part at the published batch but one client instead of four
+    result = c600_result("resnet50-torch-fp32", "FP16", [measured(32, 1, 13542.0)])
+    headline = row(card(result), "QPS")
+    assert headline.verdict == "not comparable" and "1 client(s), published with 4" in headline.reason
+
+
+def test_deberta_unpacked_is_not_comparable_naming_the_missing_pass():
+    plan = plan_for("deberta-torch-fp32", "fp16")
+    session = {"comparable": plan.comparable, "missing_passes": list(plan.missing_passes), "notes": list(plan.notes)}
+    result = c600_result("deberta-torch-fp32", "FP16", [measured(10, 1, 1702.0)], poprt="1.3.0", session=session)
+    headline = row(card(result), "QPS")
+    assert headline.verdict == "not comparable"
+    assert "ByteMLPerf's deberta_pack not applied" in headline.reason
+    assert "padded batches, published in pack mode" in headline.reason
+
+
+def test_another_poprt_version_is_named():
+    result = c600_result("clip-onnx-fp32", "FP16", [measured(40, 3, 7305.0)], poprt="1.4.0")
+    headline = row(card(result), "QPS")
+    assert published.poprt_version("clip-onnx-fp32", "FP16") == "1.3.0"
+    assert headline.verdict == "not comparable" and "PopRT 1.4.0, published with PopRT 1.3.0" in headline.reason
+    same = c600_result("clip-onnx-fp32", "FP16", [measured(40, 3, 7305.0)], poprt="1.3.0")
+    assert row(card(same), "QPS").verdict == "reproduced"
+
+
+def test_another_precision_is_not_comparable():
+    result = c600_result("resnet50-torch-fp32", "FP8", [measured(32, 4, 18851.0)], ipu_precision="fp16")
+    headline = row(card(result), "QPS")
+    assert headline.verdict == "not comparable" and "precision fp16, published fp8" in headline.reason
+
+
+def test_trimmed_latency_is_bytemlperfs_definition():
+    """engine_poprt.benchmark: each thread drops its first and last 20 calls (when it made more than
+    40); AVG = mean of the kept durations, P99 = sorted(kept)[int(0.99 n)]; QPS = clients x batch x
+    kept calls per thread / (last kept end - first kept start)."""
+    slow_ends = [50.0] * 20  # warm-up-like slow calls at both ends: ByteMLPerf drops them
+    middle = [float(10 + (i % 7)) for i in range(60)]  # 10..16 ms, unequal
+    thread = calls_of(slow_ends + middle + slow_ends)
+    m = BatchMeasurement(8, "single", 1, [thread])
+    kept = sorted(middle)
+    assert m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 60)
+    assert m.bytemlperf["p99_latency_ms"] == kept[int(0.99 * 60)]
+    assert m.bytemlperf["qps"] == pytest.approx(8 * 60 / (sum(middle) / 1000))
+    assert m.latency.mean_ms == pytest.approx((sum(middle) + 40 * 50) / 100)  # all calls, kept beside
+    assert m.latency.p99_ms > 16  # the slow ends count in the all-calls figures
+    short = BatchMeasurement(8, "single", 1, [calls_of(middle[:40])])  # 40 calls: ByteMLPerf trims nothing
+    assert short.bytemlperf["avg_latency_ms"] == pytest.approx(sum(middle[:40]) / 40)
+    assert "no trim" in short.bytemlperf["kept"]
+
+
+def test_pack_mode_keeps_the_middle_sixty_percent_and_has_intervals():
+    durations = [30.0] * 20 + [float(5 + i % 3) for i in range(60)] + [30.0] * 20
+    m = BatchMeasurement(1, "pack", 2, [calls_of(durations), calls_of(durations, 10**9)],
+                         extra={"bytemlperf_keep_fraction": 0.6, "pack_batch_size": 40})
+    kept = sorted([float(5 + i % 3) for i in range(60)] * 2)
+    assert m.bytemlperf["kept_calls"] == 120 and m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 120)
+    assert m.intervals["bytemlperf_avg_latency_ms"].available
+    assert m.intervals["qps_bytemlperf"].available
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_every_profile_measures_every_published_batch_size(profile):
+    for kind in ("cpu", "ipu"):
+        jobs = {j.name: j.parameters for j in jobs_for(profile, kind)}
+        for _, r in published.headline_rows().iterrows():
+            settings = published.ipu_run_settings(r.model, r.precision)
+            params = jobs[f"{r.model}_{r.precision}"]
+            assert params["batch_sizes"] == settings["batch_sizes"]
+            assert params["clients"] == (settings["clients"] if kind == "ipu" else 1)
+            if kind == "ipu":
+                assert params["min_count"] > 40  # enough calls for ByteMLPerf's trim of 20 at each end
