@@ -27,6 +27,7 @@ from kit.backends.onnx_conversion import conversion_label, convert_for_ort
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
 from kit.hardware.environment import distribution_version, onnxruntime_version, usable_cores
 from kit.hardware.kinds import cuda_device
+from kit.hardware.onnxruntime_probe import preload_gpu_libraries
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -114,7 +115,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         gpu = None
         if config.device != "cpu":
             gpu = cuda_device(device_id(config))
-            preload_cuda_libraries(ort)
+            preload_gpu_libraries(ort)
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, graph_optimization(config))
@@ -226,16 +227,6 @@ def placement_from_profile(profile: Path) -> dict:
     return {"kernels_by_provider": counts, "kernels": total,
             "cpu_share": counts.get("CPUExecutionProvider", 0) / total if total else None,
             "method": "ORT profile of one warm-up run (enable_profiling; args.provider of each kernel)"}
-
-
-def preload_cuda_libraries(ort) -> None:
-    """Let onnxruntime-gpu find the CUDA/cuDNN libraries pip installed (torch's or nvidia-*)."""
-    preload = getattr(ort, "preload_dlls", None)
-    if preload is not None:
-        try:
-            preload()
-        except Exception:  # noqa: BLE001, S110 - absent libraries surface as a provider fallback, checked after
-            pass
 
 
 def tensorrt_version() -> str | None:
