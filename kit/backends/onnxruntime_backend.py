@@ -2,7 +2,10 @@
 
 On a GPU the session must really run on the provider asked for: ORT falls back to the next
 provider in the list (TensorRT -> CUDA -> CPU) with only a warning when one fails to load, so
-`load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. The share of
+`load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. ORT's Python
+session also retries a failed `run()` on the fallback providers (EPFail): the kit creates GPU
+sessions with that fallback disabled (`enable_fallback=0`, then `disable_fallback()`), re-reads the
+providers after the warm-up and after every timed window, and a provider lost mid-run is an error. The share of
 nodes placed on the CPU is read from ORT's own profile of one warm-up run (each executed kernel
 names its provider); the warm-up also builds TensorRT engines and runs cuDNN's algorithm search
 before any timed or power window.
@@ -28,6 +31,7 @@ from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitEr
 from kit.hardware.environment import distribution_version, onnxruntime_version, usable_cores
 from kit.hardware.kinds import cuda_device
 from kit.hardware.onnxruntime_probe import preload_gpu_libraries
+from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -57,6 +61,32 @@ class OrtSession(InProcessSession):
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.session.run(self.output_names, inputs)
+
+    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        return self.checked(super().measure, inputs, batch_size, cfg)
+
+    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
+                       sampler=None) -> BatchMeasurement:
+        return self.checked(super().measure_window, inputs, batch_size, cfg, sampler)
+
+    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
+                                cfg: MeasureConfig) -> BatchMeasurement:
+        return self.checked(super().measure_device_resident, inputs, batch_size, cfg)
+
+    def checked(self, timed: Callable[..., BatchMeasurement], *args) -> BatchMeasurement:
+        """`timed(*args)`, refused when a GPU provider failed or was replaced during it."""
+        if not self.on_gpu:
+            return timed(*args)
+        from onnxruntime.capi.onnxruntime_pybind11_state import EPFail
+
+        try:
+            m = timed(*args)
+        except EPFail as exc:
+            raise BackendUnavailable(f"{self.device.upper()} provider failed mid-run (ORT's fallback is "
+                                     f"disabled: nothing was timed on another provider): {exc}") from exc
+        check_same_providers(self.device, self.description["providers"], self.session.get_providers(),
+                             "during the timed calls")
+        return m
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """A host-to-host call. Each call of `bind` makes its own IO binding (bindings are not
@@ -126,10 +156,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             profile_dir = tempfile.TemporaryDirectory(prefix="kit-ort-profile-")
             opts.enable_profiling = True
             opts.profile_file_prefix = str(Path(profile_dir.name) / "placement")
-        try:
-            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
-        except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-            raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
+        session = create_session(ort, path, opts, providers, config.device)
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
         if gpu is not None:
@@ -146,6 +173,8 @@ class OnnxRuntimeBackend(InProcessBackend):
                                          f"failed: {exc}") from exc
             finally:
                 profile_dir.cleanup()
+            check_same_providers(config.device, description["providers"], session.get_providers(),
+                                 "during the warm-up run")
             description["cpu_node_share"] = description["placement"]["cpu_share"]
         return OrtSession(session, description, config.device, gpu.index if gpu else 0)
 
@@ -193,6 +222,34 @@ def device_id(config: BackendConfig) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise InvalidParameter("device_id", value, "a CUDA ordinal >= 0 (after CUDA_VISIBLE_DEVICES)")
     return value
+
+
+def create_session(ort, path: Path, opts, providers: list, device: str):
+    """An InferenceSession; on a GPU without ORT's Python fallback (a provider that fails at
+    creation or in `run()` raises instead of silently handing the work to the next one)."""
+    gpu = device != "cpu"
+    try:
+        if gpu:
+            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers, enable_fallback=0)
+        else:
+            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        if gpu:
+            raise BackendUnavailable(f"{device.upper()} backend unavailable: ONNX Runtime cannot create a "
+                                     f"{PROVIDERS[device][0]} session for {path.name} (fallback disabled): "
+                                     f"{exc}") from exc
+        raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
+    if gpu and callable(getattr(session, "disable_fallback", None)):
+        session.disable_fallback()
+    return session
+
+
+def check_same_providers(device: str, before: list[str], now: list[str], when: str) -> None:
+    """BackendUnavailable when the session's providers changed (ORT's run-time fallback)."""
+    if list(now) != list(before):
+        raise BackendUnavailable(
+            f"{device.upper()} provider fell back {when}: ONNX Runtime switched from {', '.join(before)} to "
+            f"{', '.join(now) or 'nothing'}; refusing to report a fallback run as this device")
 
 
 def check_first_provider(device: str, placed: list[str]) -> None:
