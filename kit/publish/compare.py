@@ -55,6 +55,7 @@ class Comparison:
     measured_low: float | None = None  # the measured figure's 95 % interval
     measured_high: float | None = None
     noisy: str = ""  # '' for a quiet window, else 'noisy: <reasons>'
+    indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}

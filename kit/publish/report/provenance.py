@@ -116,7 +116,10 @@ def interpretation(result: RunResult) -> str:
                          f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against "
                          f"{pub['Latency'].min():.2f} ms.")
             first = rows[0]
-            parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
+            short = [str(r["batch_size"]) for r in rows if r.get("efficiency_indicative")]
+            flag = (f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
+                    "resolves)" if short else "")
+            parts.append(f"Energy efficiency: measured by {first['power_sensor']}{flag}." if first.get("power_sensor")
                          else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
     else:
         qps = card[card["figure"] == "QPS"] if not card.empty else card
