@@ -28,7 +28,12 @@ import numpy as np
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.backends.onnx_conversion import conversion_label, convert_for_ort
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
-from kit.hardware.environment import distribution_version, onnxruntime_version, usable_cores
+from kit.hardware.environment import (
+    TENSORRT_DISTRIBUTIONS,
+    distribution_version,
+    onnxruntime_version,
+    usable_cores,
+)
 from kit.hardware.kinds import cuda_device
 from kit.hardware.onnxruntime_probe import preload_gpu_libraries
 from kit.measure.window import BatchMeasurement, MeasureConfig
@@ -288,8 +293,7 @@ def placement_from_profile(profile: Path) -> dict:
 
 def tensorrt_version() -> str | None:
     """The TensorRT libraries' version, from whichever distribution installed them."""
-    return distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13", "tensorrt-cu12-libs",
-                                "tensorrt-cu13-libs", "tensorrt-libs")
+    return distribution_version(*TENSORRT_DISTRIBUTIONS)
 
 
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:
