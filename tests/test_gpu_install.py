@@ -211,3 +211,12 @@ def test_reinstall_keeps_onnxruntime_working(scratch_venv):
     install(venv, env, "1")
     assert state(venv, env) == gpu
 
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
+def test_make_install_stops_before_installing_anything_on_an_old_driver(tmp_path):
+    env = fake_nvidia_smi(tmp_path, "575.57.08")
+    out = subprocess.run(["make", "install", f"VENV={tmp_path}/venv", f"STAMP={tmp_path}/stamp",
+                          f"PYTHON={sys.executable}"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode != 0 and not (tmp_path / "venv").exists()
+    assert "make install stopped: NVIDIA driver 575.57.08 is older than R580" in out.stderr
