@@ -12,7 +12,8 @@ SCHEDULER ?=
 PYTEST_ARGS ?= -n auto --dist worksteal
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
-# GPU builds (requirements-gpu.txt): auto = when `nvidia-smi -L` lists a GPU; 1 = always; 0 = never
+# GPU builds (requirements-gpu.txt, else requirements-cpu.txt): auto = when `nvidia-smi -L` lists a GPU;
+# 1 = always; 0 = never. A driver older than the GPU builds need stops the install with the choices.
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
@@ -20,13 +21,14 @@ INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml .importlinter $(if $(filter gpu,$(INSTALL_KIND)),requirements-gpu.txt)
+$(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$(INSTALL_KIND).txt) constraints.txt pyproject.toml .importlinter
 	$(if $(filter gpu cpu,$(INSTALL_KIND)),,$(error GPU=$(GPU) is not one of auto, 1, 0))
+	$(PYTHON) kit/hardware/gpu_install.py check $(GPU)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0 -c constraints.txt
-	$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt
-	$(if $(filter gpu,$(INSTALL_KIND)),$(BIN)/python -m pip uninstall -q -y onnxruntime && $(BIN)/python -m pip install -q -r requirements-gpu.txt -c constraints.txt)
+	$(BIN)/python -m pip install -q -r requirements.txt -r requirements-$(INSTALL_KIND).txt -c constraints.txt
+	$(BIN)/python kit/hardware/gpu_install.py onnxruntime $(INSTALL_KIND)
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
 	touch $(STAMP)

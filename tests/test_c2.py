@@ -1,13 +1,19 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
 from kit.datasets.images import image_files, preprocess
 from kit.errors import InvalidParameter, MissingResource
-from kit.publish.scorecard import c2_rows
+from kit.measure.window import MeasureConfig, measure
+from kit.publish.report.plots import c2_tables
+from kit.publish.scorecard import c2_rows, display_table
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
 from kit.studies.c2 import Config as C2Config
+from kit.studies.c2 import c2_row
 from kit.studies.c2 import run as run_c2_study
 
 FAST = dict(batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1, target_ci=0.0)
@@ -83,3 +89,34 @@ def test_sample_images_ship_with_scikit_image():
 def test_empty_image_folder_is_a_clear_error(tmp_path):
     with pytest.raises(MissingResource, match="no images"):
         image_files(tmp_path)
+
+
+def test_c2_efficiency_carries_the_indicative_flag():
+    """A power window shorter than NVML resolves: the efficiency keeps its value, and the flag goes
+    with it into the C2 rows, the scorecard (reason, column, shown value) and the tables."""
+
+    rows = []
+    for batch, seconds in ((2, 2.04), (4, 12.5)):
+        m = measure([lambda: None], batch // 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
+        m.power = {"method": "measured", "mean_w": 250.0, "sensor": "NVML nvmlDeviceGetPowerUsage 00000000:41:00.0",
+                   "sampler": "nvml", "duration_s": seconds, "window_resolved": seconds >= 10}
+        rows.append(c2_row(batch, batch // 2, m))
+    short, long = rows
+    assert short["efficiency"] == pytest.approx(short["throughput"] / 250.0)
+    assert short["efficiency_indicative"] == ("indicative only: a 2.0 s power window, shorter than the sensor "
+                                              "(nvml) resolves")
+    assert long["efficiency_indicative"] == ""
+    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result.tables["c2"] = rows
+    result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
+    card = c2_rows([(Path("c2.json"), result)])
+    eff = {c.batch_size: c for c in card if c.figure == "Energy efficiency"}
+    assert eff["2"].indicative == short["efficiency_indicative"] and short["efficiency_indicative"] in eff["2"].reason
+    assert eff["4"].indicative == "" and "indicative" not in eff["4"].reason
+    latency = next(c for c in card if c.figure == "Latency" and c.batch_size == "2")
+    assert latency.indicative == ""  # only power figures carry it
+    shown = display_table(pd.DataFrame([c.to_dict() for c in card]))
+    assert shown[(shown.figure == "Energy efficiency") & (shown.batch_size == "2")].measured.iloc[0].endswith("(indicative)")
+    table = c2_tables(result)["Table 3. Energy efficiency (images/s/W)"]
+    assert table.loc[2, "Measured ± 95 % CI"].endswith(f"({short['efficiency_indicative']})")
+    assert "indicative" not in table.loc[4, "Measured ± 95 % CI"]

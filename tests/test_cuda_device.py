@@ -114,3 +114,102 @@ def test_this_machine_without_a_gpu_is_cpu_only():
     if hardware.gpu_names():
         pytest.skip("a GPU is listed here")
     assert "cuda" not in hardware.present()
+
+
+# ---------------------------------------------------------------- why a listed GPU is not used
+
+@pytest.fixture
+def fresh_probe():
+    clear = [hardware.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
+    for c in clear:
+        c()
+    yield
+    for c in clear:
+        c()
+
+
+def test_a_broken_onnxruntime_module_is_a_reason_not_a_crash(monkeypatch, fresh_probe):
+    """The issue's re-install left `onnxruntime` importable without get_available_providers."""
+    import sys
+    import types
+
+    import torch
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", types.ModuleType("onnxruntime"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    reason = onnxruntime_probe.ort_provider_reason("CUDAExecutionProvider")
+    assert reason.startswith("onnxruntime is broken here: its module has no get_available_providers")
+    assert "`make install` repairs it" in hardware.cuda_backend_loads()
+
+
+def test_an_old_driver_is_named_first(monkeypatch, fresh_probe):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(hardware, "ort_cuda_reason", lambda: "onnxruntime's CUDAExecutionProvider did not load")
+    monkeypatch.setattr(hardware, "driver_version", lambda: "575.57.08")
+    reason = hardware.cuda_backend_loads()
+    assert reason.startswith("NVIDIA driver 575.57.08 is older than R580, which the pinned CUDA 13 builds need")
+    assert reason.endswith("sees no CUDA device; onnxruntime's CUDAExecutionProvider did not load")
+    hardware.cuda_backend_loads.cache_clear()
+    monkeypatch.setattr(hardware, "driver_version", lambda: "580.65.06")
+    assert hardware.cuda_backend_loads().startswith("torch ")  # a driver new enough is not blamed
+
+
+def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(monkeypatch, tmp_path, fresh_probe):
+    """ORT's preload_dlls() where it exists, then libnvinfer.so.10 & co. from the tensorrt_libs wheel
+    (RTLD_GLOBAL, so ORT's dlopen by soname finds them), then the probing session."""
+    import ctypes
+
+    import onnxruntime as ort
+
+    libs = tmp_path / "tensorrt_libs"
+    libs.mkdir()
+    (libs / "__init__.py").write_text("")
+    for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvinfer.so.11"):
+        (libs / name).write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    events = []
+
+    class Session:
+        def __init__(self, model, providers):
+            events.append(("session", providers))
+
+        def get_providers(self):
+            return ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    monkeypatch.setattr(ort, "preload_dlls", lambda *a, **k: events.append(("preload_dlls",)), raising=False)
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(ort, "InferenceSession", Session)
+    monkeypatch.setattr(onnxruntime_probe.ctypes, "CDLL", lambda path, mode=0: events.append(("dlopen", path, mode)))
+    assert onnxruntime_probe.ort_provider_reason("TensorrtExecutionProvider") is None
+    assert events == [("preload_dlls",),
+                      ("dlopen", str(libs / "libnvinfer.so.10"), ctypes.RTLD_GLOBAL),
+                      ("dlopen", str(libs / "libnvinfer_plugin.so.10"), ctypes.RTLD_GLOBAL),
+                      ("session", ["TensorrtExecutionProvider"])]
+
+
+def test_unused_gpu_reason(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
+    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
+    assert hardware.unused_gpu_reason(["cpu"]) == ("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run "
+                                                  "measures cpu): NVIDIA driver 575.57.08 is older than R580")
+    assert hardware.unused_gpu_reason(["cuda"]).startswith("cuda asked for, but no CUDA backend loads here")
+    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: None)
+    assert hardware.unused_gpu_reason(["cpu"]) is None
+    monkeypatch.setattr(hardware, "gpu_names", lambda: ())
+    assert hardware.unused_gpu_reason(["cpu"]) is None
+
+
+def test_kit_reproduce_says_why_the_listed_gpu_is_not_used(monkeypatch, outputs, capsys):
+    from kit.cli import reproduce
+    from kit.cli.main import main as kit_main
+
+    monkeypatch.setattr(hardware, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
+    monkeypatch.setattr(hardware, "ipu_present", lambda: False)
+    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
+    monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False: [])
+    kit_main(["reproduce", "--hardware", "auto"])  # no jobs: it then stops with nothing to index
+    out = capsys.readouterr().out
+    assert out.startswith("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run measures cpu): "
+                          "NVIDIA driver 575.57.08 is older than R580\n")

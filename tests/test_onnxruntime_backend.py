@@ -99,24 +99,35 @@ def test_provider_list_with_options_when_present():
 # ---------------------------------------------------------------- GPU paths, with a fake ORT session
 
 RealSession = ort.InferenceSession
+EPFail = ort.capi.onnxruntime_pybind11_state.EPFail
 ALL_GPU = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
 class FakeGpuSession:
     """An ORT session that says which providers it got, as a session on a GPU host would; it computes
     on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its profile ran on
-    the CPU, the rest on placed[0]."""
+    the CPU, the rest on placed[0]. From run number `fail_from` on, its first provider fails (EPFail)
+    and, as ORT's Python session does, with fallback enabled it switches to the CPU and retries
+    silently; `disable_fallback` is False for a session without that method (an older ORT)."""
 
     placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     cpu_kernels = 0
+    fail_from = None
     last = None
 
-    def __init__(self, path, sess_options=None, providers=None):
+    def __init__(self, path, sess_options=None, providers=None, **kwargs):
+        assert set(kwargs) <= {"enable_fallback"}, kwargs
         self.asked = providers
+        self.enable_fallback_arg = kwargs.get("enable_fallback")
+        self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1  # ORT's own reading
         self.real = RealSession(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
         self.runs = 0
         self.bindings: list = []
+        self.placed = list(self.placed)
         FakeGpuSession.last = self
+
+    def disable_fallback(self):
+        self._enable_fallback = False
 
     def get_providers(self):
         return list(self.placed)
@@ -126,6 +137,11 @@ class FakeGpuSession:
 
     def run(self, names, feeds):
         self.runs += 1
+        if self.fail_from is not None and self.runs >= self.fail_from and self.placed[0] != "CPUExecutionProvider":
+            if not self._enable_fallback:
+                raise EPFail(f"[ONNXRuntimeError] : 11 : EP_FAIL : {self.placed[0]} failed")
+            self.placed = ["CPUExecutionProvider"]  # ORT: set_providers(fallback), then retry once
+            self._enable_fallback = False
         return self.real.run(names, feeds)
 
     def io_binding(self):
@@ -170,8 +186,55 @@ def gpu_host(monkeypatch):
     monkeypatch.setattr(ort, "preload_dlls", lambda *a, **k: None, raising=False)
     monkeypatch.setattr(FakeGpuSession, "placed", ["CUDAExecutionProvider", "CPUExecutionProvider"])
     monkeypatch.setattr(FakeGpuSession, "cpu_kernels", 0)
+    monkeypatch.setattr(FakeGpuSession, "fail_from", None)
     monkeypatch.setattr(ort_backend, "tensorrt_version", lambda: "10.13.0")
     return FakeGpuSession
+
+
+def test_gpu_sessions_are_created_without_orts_fallback(small, gpu_host):
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
+    assert gpu_host.last.enable_fallback_arg == 0 and gpu_host.last._enable_fallback is False
+    assert session.description["providers"] == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+CFG = MeasureConfig(warmup=0, min_duration_s=0, min_count=5, clients=1)
+
+
+@pytest.mark.parametrize("window", ["measure", "measure_window"])
+def test_a_provider_failing_mid_run_is_an_error(small, gpu_host, window):
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
+    gpu_host.last.fail_from = 3  # the warm-up at load was run 1
+    with pytest.raises(BackendUnavailable, match="CUDA provider failed mid-run .ORT's fallback is disabled: "
+                                                 "nothing was timed on another provider.: .*EP_FAIL"):
+        getattr(session, window)(small.make_inputs(1), 1, CFG)
+
+
+def test_a_silent_run_time_fallback_is_an_error(small, gpu_host, monkeypatch):
+    """An ORT whose session keeps falling back (no disable_fallback): the providers read after the
+    window differ, and the window is refused."""
+    monkeypatch.delattr(FakeGpuSession, "disable_fallback")
+    monkeypatch.setattr(FakeGpuSession, "__init__", fallback_on(FakeGpuSession.__init__))
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
+    gpu_host.last.fail_from = 3
+    with pytest.raises(BackendUnavailable, match="CUDA provider fell back during the timed calls: ONNX Runtime "
+                                                 "switched from CUDAExecutionProvider, CPUExecutionProvider to "
+                                                 "CPUExecutionProvider"):
+        session.measure_window(small.make_inputs(1), 1, CFG)
+
+
+def test_a_fallback_in_the_warm_up_is_refused_at_load(small, gpu_host, monkeypatch):
+    monkeypatch.delattr(FakeGpuSession, "disable_fallback")
+    monkeypatch.setattr(FakeGpuSession, "__init__", fallback_on(FakeGpuSession.__init__))
+    monkeypatch.setattr(FakeGpuSession, "fail_from", 1)
+    with pytest.raises(BackendUnavailable, match="CUDA provider fell back during the warm-up run"):
+        get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
+
+
+def fallback_on(init):
+    """An older ORT: no enable_fallback keyword either, its fallback always on."""
+    def patched(self, path, sess_options=None, providers=None, **kwargs):
+        init(self, path, sess_options, providers)
+    return patched
 
 
 def test_cuda_provider_falling_back_to_cpu_is_refused(small, gpu_host):
@@ -218,7 +281,8 @@ def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_h
     assert [b.runs for b in fake.bindings] == [len(t) for t in resident.calls] and min(b.runs for b in fake.bindings) >= 3
 
 
-def test_cpu_clients_each_get_their_own_binding(small):
+@pytest.mark.parametrize("window", ["measure", "measure_window"])
+def test_cpu_clients_each_get_their_own_binding(small, window):
     session = get_backend("onnxruntime").load(small, BackendConfig(), 1)
 
     class Counting:
@@ -234,7 +298,7 @@ def test_cpu_clients_each_get_their_own_binding(small):
 
     proxy = Counting(session.session)
     counted = OrtSession(proxy, session.description)
-    m = counted.measure(small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3))
+    m = getattr(counted, window)(small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3))
     assert len(proxy.bindings) == 3 and len({id(b) for b in proxy.bindings}) == 3
     assert len(m.calls) == 3 and all(len(t) >= 2 for t in m.calls)  # every client ran, each its own binding
 

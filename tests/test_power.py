@@ -427,3 +427,22 @@ def test_a_window_shorter_than_the_sensor_resolves_is_flagged():
     with PowerMonitor(FakeSampler(), hz=50) as mon:
         time.sleep(0.05)
     assert mon.summary(10).window_resolved is None  # no stated minimum
+
+
+def test_a_sensor_that_needs_a_long_window_gets_one():
+    """Every window over a sensor with a stated minimum (NVML: 10 s) lasts at least that long,
+    whatever the profile asked, and the measurement says the minimum was raised."""
+    class SlowSensor(FakeSampler):
+        name = "slow"
+        min_window_s = 0.3
+
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.02, min_count=3, max_duration_s=0.05)
+    m = timed_window([SleepSession().bind({})], 4, cfg, SlowSensor())
+    assert m.power["window_resolved"] is True and m.power["duration_s"] >= 0.3
+    assert m.extra["power_window"] == ("minimum duration 0.02 s raised to 0.3 s: the power sensor (slow) "
+                                       "resolves no shorter window")
+    plain = timed_window([SleepSession().bind({})], 4, cfg, FakeSampler())
+    assert "power_window" not in plain.extra and plain.power["duration_s"] < 0.3
+    from kit.measure.power.nvml import NvmlSampler
+
+    assert NvmlSampler.min_window_s == 10.0  # so every profile's GPU power window lasts >= 10 s

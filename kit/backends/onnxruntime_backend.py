@@ -2,7 +2,10 @@
 
 On a GPU the session must really run on the provider asked for: ORT falls back to the next
 provider in the list (TensorRT -> CUDA -> CPU) with only a warning when one fails to load, so
-`load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. The share of
+`load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. ORT's Python
+session also retries a failed `run()` on the fallback providers (EPFail): the kit creates GPU
+sessions with that fallback disabled (`enable_fallback=0`, then `disable_fallback()`), re-reads the
+providers after the warm-up and after every timed window, and a provider lost mid-run is an error. The share of
 nodes placed on the CPU is read from ORT's own profile of one warm-up run (each executed kernel
 names its provider); the warm-up also builds TensorRT engines and runs cuDNN's algorithm search
 before any timed or power window.
@@ -25,8 +28,15 @@ import numpy as np
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.backends.onnx_conversion import conversion_label, convert_for_ort
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
-from kit.hardware.environment import distribution_version, onnxruntime_version, usable_cores
+from kit.hardware.environment import (
+    TENSORRT_DISTRIBUTIONS,
+    distribution_version,
+    onnxruntime_version,
+    usable_cores,
+)
 from kit.hardware.kinds import cuda_device
+from kit.hardware.onnxruntime_probe import preload_gpu_libraries
+from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -56,6 +66,32 @@ class OrtSession(InProcessSession):
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.session.run(self.output_names, inputs)
+
+    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+        return self.checked(super().measure, inputs, batch_size, cfg)
+
+    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
+                       sampler=None) -> BatchMeasurement:
+        return self.checked(super().measure_window, inputs, batch_size, cfg, sampler)
+
+    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
+                                cfg: MeasureConfig) -> BatchMeasurement:
+        return self.checked(super().measure_device_resident, inputs, batch_size, cfg)
+
+    def checked(self, timed: Callable[..., BatchMeasurement], *args) -> BatchMeasurement:
+        """`timed(*args)`, refused when a GPU provider failed or was replaced during it."""
+        if not self.on_gpu:
+            return timed(*args)
+        from onnxruntime.capi.onnxruntime_pybind11_state import EPFail
+
+        try:
+            m = timed(*args)
+        except EPFail as exc:
+            raise BackendUnavailable(f"{self.device.upper()} provider failed mid-run (ORT's fallback is "
+                                     f"disabled: nothing was timed on another provider): {exc}") from exc
+        check_same_providers(self.device, self.description["providers"], self.session.get_providers(),
+                             "during the timed calls")
+        return m
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """A host-to-host call. Each call of `bind` makes its own IO binding (bindings are not
@@ -114,7 +150,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         gpu = None
         if config.device != "cpu":
             gpu = cuda_device(device_id(config))
-            preload_cuda_libraries(ort)
+            preload_gpu_libraries(ort)
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, graph_optimization(config))
@@ -125,10 +161,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             profile_dir = tempfile.TemporaryDirectory(prefix="kit-ort-profile-")
             opts.enable_profiling = True
             opts.profile_file_prefix = str(Path(profile_dir.name) / "placement")
-        try:
-            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
-        except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-            raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
+        session = create_session(ort, path, opts, providers, config.device)
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
         if gpu is not None:
@@ -145,6 +178,8 @@ class OnnxRuntimeBackend(InProcessBackend):
                                          f"failed: {exc}") from exc
             finally:
                 profile_dir.cleanup()
+            check_same_providers(config.device, description["providers"], session.get_providers(),
+                                 "during the warm-up run")
             description["cpu_node_share"] = description["placement"]["cpu_share"]
         return OrtSession(session, description, config.device, gpu.index if gpu else 0)
 
@@ -194,6 +229,34 @@ def device_id(config: BackendConfig) -> int:
     return value
 
 
+def create_session(ort, path: Path, opts, providers: list, device: str):
+    """An InferenceSession; on a GPU without ORT's Python fallback (a provider that fails at
+    creation or in `run()` raises instead of silently handing the work to the next one)."""
+    gpu = device != "cpu"
+    try:
+        if gpu:
+            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers, enable_fallback=0)
+        else:
+            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        if gpu:
+            raise BackendUnavailable(f"{device.upper()} backend unavailable: ONNX Runtime cannot create a "
+                                     f"{PROVIDERS[device][0]} session for {path.name} (fallback disabled): "
+                                     f"{exc}") from exc
+        raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
+    if gpu and callable(getattr(session, "disable_fallback", None)):
+        session.disable_fallback()
+    return session
+
+
+def check_same_providers(device: str, before: list[str], now: list[str], when: str) -> None:
+    """BackendUnavailable when the session's providers changed (ORT's run-time fallback)."""
+    if list(now) != list(before):
+        raise BackendUnavailable(
+            f"{device.upper()} provider fell back {when}: ONNX Runtime switched from {', '.join(before)} to "
+            f"{', '.join(now) or 'nothing'}; refusing to report a fallback run as this device")
+
+
 def check_first_provider(device: str, placed: list[str]) -> None:
     """BackendUnavailable unless the session's first provider is the one `device` asks for."""
     wanted = PROVIDERS[device][0]
@@ -228,20 +291,9 @@ def placement_from_profile(profile: Path) -> dict:
             "method": "ORT profile of one warm-up run (enable_profiling; args.provider of each kernel)"}
 
 
-def preload_cuda_libraries(ort) -> None:
-    """Let onnxruntime-gpu find the CUDA/cuDNN libraries pip installed (torch's or nvidia-*)."""
-    preload = getattr(ort, "preload_dlls", None)
-    if preload is not None:
-        try:
-            preload()
-        except Exception:  # noqa: BLE001, S110 - absent libraries surface as a provider fallback, checked after
-            pass
-
-
 def tensorrt_version() -> str | None:
     """The TensorRT libraries' version, from whichever distribution installed them."""
-    return distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13", "tensorrt-cu12-libs",
-                                "tensorrt-cu13-libs", "tensorrt-libs")
+    return distribution_version(*TENSORRT_DISTRIBUTIONS)
 
 
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:

@@ -21,7 +21,7 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import CHOICES as HARDWARE
-from kit.hardware.kinds import PREFERENCE
+from kit.hardware.kinds import PREFERENCE, unused_gpu_reason
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.paths import outputs_dir
 from kit.publish.site import rebuild_index, write_index
@@ -54,6 +54,8 @@ def reproduce(args: argparse.Namespace) -> int:
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
     hardware = ",".join(kinds)
+    if executor is None and (note := unused_gpu_reason(kinds)):
+        print(note)
     jobs = select(jobs_on(args.profile, kinds, research=force), args.only)
     started = time.perf_counter()
     bar = Progress(len(jobs))

@@ -17,6 +17,10 @@ PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu
             "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
 #: The distributions that install the `onnxruntime` module: the CPU build or the GPU build.
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu")
+#: Where TensorRT's libraries come from, the library wheels first: ORT's TensorRT provider loads
+#: libnvinfer.so.10 from tensorrt-cu13-libs 10.x even where the `tensorrt` 11.x metapackage is there.
+TENSORRT_DISTRIBUTIONS = ("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt-libs", "tensorrt-cu13",
+                          "tensorrt-cu12", "tensorrt")
 
 
 @functools.cache
@@ -197,8 +201,7 @@ def gpu_facts() -> dict:
                    "cudnn_torch": None, "onnxruntime_build": distribution_version(*ORT_DISTRIBUTIONS[::-1]),
                    "onnxruntime_distribution": next((d for d in ORT_DISTRIBUTIONS[::-1]
                                                      if distribution_version(d)), None),
-                   "tensorrt": distribution_version("tensorrt", "tensorrt-cu12", "tensorrt-cu13",
-                                                    "tensorrt-cu12-libs", "tensorrt-libs"),
+                   "tensorrt": distribution_version(*TENSORRT_DISTRIBUTIONS),
                    "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     try:
         facts["visible"] = [{"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}

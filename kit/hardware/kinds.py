@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
+from kit.hardware.gpu_install import driver_problem, driver_version
 from kit.hardware.onnxruntime_probe import ort_cuda_reason
 
 KINDS = ("cpu", "cuda", "ipu")
@@ -309,7 +310,8 @@ def cuda_backend_loads() -> str | None:
 
     torch.cuda.is_available() (which honours CUDA_VISIBLE_DEVICES), or an ONNX Runtime session
     whose first provider really is CUDAExecutionProvider: get_available_providers() only lists
-    what the package was built with, and ORT falls back to the CPU when CUDA fails to load.
+    what the package was built with, and ORT falls back to the CPU when CUDA fails to load. A
+    driver older than the pinned CUDA builds need is named first: it is the usual cause.
     """
     reasons = []
     try:
@@ -321,4 +323,22 @@ def cuda_backend_loads() -> str | None:
     except ImportError:
         reasons.append("torch is not installed")
     ort_reason = ort_cuda_reason()
-    return "; ".join([*reasons, ort_reason]) if ort_reason else None
+    if not ort_reason:
+        return None
+    driver = driver_problem(driver_version())
+    return "; ".join([*([driver] if driver else []), *reasons, ort_reason])
+
+
+def unused_gpu_reason(kinds: list[str]) -> str | None:
+    """Why a run on `kinds` measures no NVIDIA GPU although nvidia-smi lists one, or `cuda` was
+    asked for and no CUDA backend loads; None when there is nothing to say."""
+    names = gpu_names()
+    if not names and "cuda" not in kinds:
+        return None
+    reason = cuda_backend_loads()
+    if reason is None:
+        return None
+    listed = f"nvidia-smi lists {', '.join(names)}" if names else "nvidia-smi lists no GPU"
+    if "cuda" in kinds:
+        return f"cuda asked for, but no CUDA backend loads here ({listed}): {reason}"
+    return f"GPU not used ({listed}; this run measures {', '.join(kinds)}): {reason}"

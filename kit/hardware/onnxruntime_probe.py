@@ -1,9 +1,21 @@
 """What ONNX Runtime really runs here: whether a session starts a provider first, probed with a
-one-node model (ORT lists the providers it was built with, then falls back silently)."""
+one-node model (ORT lists the providers it was built with, then falls back silently), after the GPU
+libraries pip installed are preloaded as a real session would find them."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import importlib.util
+from pathlib import Path
+
+#: The TensorRT major onnxruntime-gpu's TensorRT provider is linked against (libnvinfer.so.10), and
+#: the libraries it loads; the tensorrt-cu13-libs wheel puts them in site-packages/tensorrt_libs.
+TENSORRT_MAJOR = 10
+TENSORRT_LIBRARIES = ("libnvinfer.so", "libnvinfer_plugin.so", "libnvonnxparser.so")
+BROKEN = ("onnxruntime is broken here: its module has no get_available_providers (one ORT build's "
+          "files removed by uninstalling the other, onnxruntime vs onnxruntime-gpu); `make install` "
+          "repairs it (kit/hardware/gpu_install.py onnxruntime gpu|cpu)")
 
 
 @functools.cache
@@ -15,6 +27,9 @@ def ort_provider_reason(provider: str) -> str | None:
         import onnxruntime as ort
     except ImportError:
         return "onnxruntime is not installed"
+    if not callable(getattr(ort, "get_available_providers", None)):
+        return BROKEN
+    preload_gpu_libraries(ort)
     if provider not in ort.get_available_providers():
         return f"onnxruntime here has no {provider} (a CPU build? install onnxruntime-gpu)"
     try:
@@ -25,6 +40,38 @@ def ort_provider_reason(provider: str) -> str | None:
     return None if first == provider else (
         f"onnxruntime's {provider} did not load (the session runs on {first}: CUDA, cuDNN or TensorRT "
         "libraries missing?)")
+
+
+def preload_gpu_libraries(ort) -> None:
+    """Load the CUDA/cuDNN libraries pip installed (ORT's `preload_dlls()`, where this ORT has it)
+    and TensorRT's (tensorrt_libs) so that ORT's providers find them. Absent or failing libraries
+    are left to show as a provider that does not start, which every caller checks."""
+    preload = getattr(ort, "preload_dlls", None)
+    if callable(preload):
+        try:
+            preload()
+        except Exception:  # noqa: BLE001, S110 - checked afterwards as a provider that does not start
+            pass
+    preload_tensorrt()
+
+
+def preload_tensorrt(major: int = TENSORRT_MAJOR) -> list[str]:
+    """dlopen (RTLD_GLOBAL) the TensorRT `major` libraries of the tensorrt_libs wheel, if installed:
+    ORT's `dlopen("libnvinfer.so.10")` then finds them by soname. Returns the paths loaded."""
+    spec = importlib.util.find_spec("tensorrt_libs")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    loaded = []
+    for folder in spec.submodule_search_locations:
+        for name in TENSORRT_LIBRARIES:
+            path = Path(folder) / f"{name}.{major}"
+            if path.exists():
+                try:
+                    ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    continue
+                loaded.append(str(path))
+    return loaded
 
 
 def ort_cuda_reason() -> str:

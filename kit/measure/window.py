@@ -345,6 +345,23 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
                             precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by})
 
 
+def power_resolved(cfg: MeasureConfig, sampler: PowerSampler) -> MeasureConfig:
+    """`cfg`, its minimum duration raised to the shortest window `sampler` resolves (NVML: 10 s),
+    so that a power figure is never taken over a window its sensor cannot resolve, whatever the
+    profile asked; `cfg` itself where it is already long enough (or the sensor states no minimum).
+
+    >>> from kit.measure.power.base import UnavailableSampler
+    >>> power_resolved(MeasureConfig(min_duration_s=1.0), UnavailableSampler(["none"])).min_duration_s
+    1.0
+    """
+    from dataclasses import replace
+
+    need = sampler.min_window_s
+    if need <= cfg.min_duration_s:
+        return cfg
+    return replace(cfg, min_duration_s=need, max_duration_s=max(cfg.max_duration_s, need))
+
+
 def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
                  sampler: PowerSampler | None = None, hz: float = 20.0) -> BatchMeasurement:
     """The one timed window every study uses: each call warmed up first, outside the window;
@@ -362,8 +379,12 @@ def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
         for _ in range(cfg.warmup):
             call()
     sampler = sampler or UnavailableSampler(["power not sampled in this run"])
+    resolved = power_resolved(cfg, sampler)
     with NoiseMonitor() as noise, PowerMonitor(sampler, hz=hz) as monitor:
-        m = measure(calls, batch_size, replace(cfg, warmup=0))
+        m = measure(calls, batch_size, replace(resolved, warmup=0))
+    if resolved is not cfg:
+        m.extra["power_window"] = (f"minimum duration {cfg.min_duration_s:g} s raised to {resolved.min_duration_s:g} s: "
+                                   f"the power sensor ({sampler.name}) resolves no shorter window")
     m.noise = noise.summary()
     m.power = monitor.summary(m.samples, m.throughput).to_dict()
     m.intervals = measurement_intervals(m)  # the efficiency's interval needs the power

@@ -56,6 +56,7 @@ class Comparison:
     measured_high: float | None = None
     noisy: str = ""  # '' for a quiet window, else 'noisy: <reasons>'
     measured_all_calls: float | None = None  # the same figure over every call (ByteMLPerf's trims)
+    indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}

@@ -103,20 +103,27 @@ def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tup
 
 def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
          source, outcome: RunOutcome | None = None, differences: list[str] | None = None,
-         all_calls: float | None = None):
+         all_calls: float | None = None, indicative: str = ""):
+    """One scorecard row. `differences`: how the figure was not measured the published way
+    (kit.publish.comparability); `all_calls`: the figure over every call, beside ByteMLPerf's;
+    `indicative` ('indicative only: ...') flags a power figure whose window its sensor does not
+    resolve, in the row's reason and its own column."""
     on = measured_on(res) if res else None
     if res is None and outcome is not None:
         reason = outcome.reason
+    indicative = indicative if meas is not None else ""
     interval, noisy = figure_interval(res, figure, batch, meas)
     v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
-                            interval=interval, noisy=noisy, differences=differences)
+                            interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
+                            differences=differences)
     if res is None and outcome is not None:
         v = outcome.verdict
     return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
                       published.study_hardware(published_study), meas,
                       measured_hardware(res) if res else "", v, why, ratio, source,
                       path.name if path else "", interval.low if interval else None,
-                      interval.high if interval else None, noisy, all_calls)
+                      interval.high if interval else None, noisy, measured_all_calls=all_calls,
+                      indicative=indicative)
 
 
 NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
@@ -255,7 +262,7 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
             reason = m.get(f"{key}_reason", "")
             rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
                              float(pub[figure]), pub_study, value, res, path, reason, "seed 003 tables 1-3",
-                             outcome))
+                             outcome, indicative=m.get(f"{key}_indicative") or ""))
     return rows
 
 
@@ -327,14 +334,16 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_text(row: dict) -> str:
-    """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'."""
+    """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'; ' (indicative)' after a power
+    figure its sensor did not resolve."""
     value = row.get("measured")
     if value is None or pd.isna(value):
         return f"— ({row.get('reason') or 'not measured'})"
     low, high = row.get("measured_low"), row.get("measured_high")
+    tail = " (indicative)" if row.get("indicative") else ""
     if low is None or high is None or pd.isna(low) or pd.isna(high):
-        return readable(value, 4)
-    return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}"
+        return readable(value, 4) + tail
+    return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}{tail}"
 
 
 def half_width_text(half: float) -> str:

@@ -18,6 +18,7 @@ from kit.datasets.images import image_files, preprocess_batch
 from kit.errors import InvalidParameter
 from kit.hardware.environment import usable_cores
 from kit.measure.power import sampler_for
+from kit.measure.power.summary import indicative
 from kit.measure.window import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
 from kit.published import figures as published
@@ -119,6 +120,7 @@ def c2_row(batch: int, micro: int, m: BatchMeasurement) -> dict:
         row["efficiency"] = throughput / power["mean_w"]
         row["power_w"] = power["mean_w"]
         row["power_sensor"] = power.get("sensor")
+        row["efficiency_indicative"] = indicative(power)  # '' where the sensor resolves the window
     else:
         row["efficiency_reason"] = f"power unavailable: {power.get('reason', 'not sampled')}"
     return row

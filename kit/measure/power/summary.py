@@ -12,6 +12,20 @@ COUNTER = "energy counter difference (last - first reading)"
 INTEGRAL = "trapezoidal integral of power samples"
 
 
+def indicative(power: dict | None) -> str:
+    """'' for a power figure its sensor resolves (or none at all), else why the figure (and every
+    efficiency computed from it) is indicative only. Goes wherever the figure goes.
+
+    >>> indicative({"method": "measured", "window_resolved": False, "duration_s": 2.04, "sampler": "nvml"})
+    'indicative only: a 2.0 s power window, shorter than the sensor (nvml) resolves'
+    """
+    if not power or power.get("method") != "measured" or power.get("window_resolved") is not False:
+        return ""
+    duration = power.get("duration_s")
+    window = f"a {duration:.1f} s power window" if duration is not None else "the power window"
+    return f"indicative only: {window}, shorter than the sensor ({power.get('sampler') or '?'}) resolves"
+
+
 @dataclass
 class PowerSummary:
     """Power and energy over one window. `method` says measured (which sensor), or unavailable (why).

@@ -72,10 +72,17 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
                             ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
         t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, meas.get(f"{key}_reason"))
+                                   + _flag(meas.get(f"{key}_indicative"), b)
                                    for b, v in t["Measured here"].items()]
         t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
         out[title] = t.rename_axis("Batch size")
     return out
+
+
+def _flag(flags, batch: int) -> str:
+    """' (indicative only: ...)' for a batch whose power window its sensor did not resolve."""
+    flag = flags.get(batch) if flags is not None and batch in flags else None
+    return f" ({flag})" if isinstance(flag, str) and flag else ""
 
 
 def _c2_text(result: RunResult, figure: str, batch: int, value, reasons) -> str:

@@ -41,6 +41,7 @@ def provenance(result: RunResult) -> str:
         "Backend": f"{b.get('name')} precision {b.get('precision')} on {b.get('device')}"
                    + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
         "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
+        "GPU placement": gpu_placement(b.get("session") or {}),
         "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
                  f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample"
                  + (f" + {m['flops_shared_per_call'] / 1e9:.2f} GFLOP per call whatever its batch"
@@ -61,6 +62,21 @@ def provenance(result: RunResult) -> str:
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
     return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+
+
+def gpu_placement(session: dict) -> str:
+    """Where the kernels of a GPU session ran, from its profiled warm-up ('' off the GPU): any CPU
+    share is said, since the GPU figure then includes work on the host CPU."""
+    placement = session.get("placement") or {}
+    counts = placement.get("kernels_by_provider") or {}
+    if not placement.get("kernels"):
+        return ""
+    on_cpu = counts.get("CPUExecutionProvider", 0)
+    by = ", ".join(f"{name.removesuffix('ExecutionProvider')} {n}" for name, n in sorted(counts.items()))
+    flag = ("; part of the graph runs on the host CPU: the GPU figures include that CPU work" if on_cpu
+            else "; every kernel on the GPU")
+    return (f"{on_cpu} of {placement['kernels']} kernels on the CPU ({placement['cpu_share']:.1%}){flag} "
+            f"({by}; {placement.get('method', '')})")
 
 
 def roofline_method(result: RunResult) -> str:
@@ -100,7 +116,10 @@ def interpretation(result: RunResult) -> str:
                          f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against "
                          f"{pub['Latency'].min():.2f} ms.")
             first = rows[0]
-            parts.append(f"Energy efficiency: measured by {first['power_sensor']}." if first.get("power_sensor")
+            short = [str(r["batch_size"]) for r in rows if r.get("efficiency_indicative")]
+            flag = (f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
+                    "resolves)" if short else "")
+            parts.append(f"Energy efficiency: measured by {first['power_sensor']}{flag}." if first.get("power_sensor")
                          else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
     else:
         qps = card[card["figure"] == "QPS"] if not card.empty else card

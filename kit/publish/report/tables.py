@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kit.measure.power.summary import indicative
 from kit.measure.stats import Interval
 from kit.publish import scorecard
 from kit.results import ResultKind, RunResult
@@ -87,8 +88,8 @@ def power_columns(power: dict | None) -> dict:
         reason = (power or {}).get("reason") or "not sampled"
         return {"power (W)": f"— ({reason})", "samples/s/W": f"— ({reason})",
                 "power method": f"unavailable: {reason}"}
-    short = (" (window shorter than the sensor resolves: indicative only)"
-             if power.get("window_resolved") is False else "")
+    flag = indicative(power)
+    short = f" ({flag})" if flag else ""
     return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
             "power method": f"measured: {power.get('sensor')}{short}"}
 
