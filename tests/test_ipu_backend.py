@@ -139,8 +139,43 @@ def test_fp8_merges_bytemlperf_fp8_configs(with_double, tmp_path, small_export):
     session = IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp8"), 4)
     conv = session.description["converter_options"]
     assert conv["fp8_params"] == "F143,F143,-3,-3" and conv["precision"] == "fp8"
-    assert conv["fp8_skip_op_names"] == "/layer1/0/downsample/0/Conv"
+    # ByteMLPerf's skip name, resolved by module path to the node of the kit's export
+    assert conv["fp8_skip_op_names"] == "/layer1/layer1.0/downsample/downsample.0/Conv"
+    assert session.description["fp8_skip_op_names"] == {
+        "/layer1/0/downsample/0/Conv": "/layer1/layer1.0/downsample/downsample.0/Conv"}
     assert session.description["fp8_op_types"] == ["Conv", "MatMul", "Gemm"]
+    session.close()
+
+
+def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path, small_export, monkeypatch):
+    """Issue 29: a skip name that is no node of the kit's graph was a silent no-op."""
+    from kit.backends import ipu_settings
+
+    real = ipu_settings.plan_for
+
+    def wrong_name(model, precision):
+        plan = real(model, precision)
+        converter = {**plan.converter_options, "fp8_skip_op_names": "/layer9/0/downsample/0/Conv"}
+        return ipu_settings.IpuRunPlan(**{**plan.__dict__, "converter_options": converter})
+
+    monkeypatch.setattr(ipu_mod, "plan_for", wrong_name)
+    with pytest.raises(InvalidParameter, match=r"invalid fp8_skip_op_names='/layer9/0/downsample/0/Conv': a node "
+                                               r"of resnet50-torch-fp32's exported graph \(no node has it\); closest"):
+        IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp8"), 4)
+    assert not (tmp_path / "popef").exists()  # refused before anything was converted
+
+
+def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparable(with_double, tmp_path,
+                                                                                   small_export):
+    """Issue 29: insert_attention_mask was passed to PopRT and nothing checked it fired. The double
+    applies no pattern pass, so no AttentionMask op appears: the row says so."""
+    session = IpuBackend().load(small_export("bert-torch-fp32"), config(tmp_path, "fp16"), 1)
+    d = session.description
+    check = d["passes"]["insert_attention_mask"]
+    assert check["applied"] == "no" and check["evidence"] == "an AttentionMask op"
+    assert d["comparable"] is False
+    assert any(n.startswith("not comparable: ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in n
+               for n in d["notes"])
     session.close()
 
 

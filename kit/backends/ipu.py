@@ -25,6 +25,12 @@ import numpy as np
 
 from kit.backends import step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.ipu_graph import (
+    check_passes,
+    graph_node_names,
+    not_comparable_reasons,
+    resolve_fp8_skips,
+)
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
 from kit.backends.ipu_worker import read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
@@ -276,6 +282,7 @@ class IpuSession(Session):
         calls = [[(int(s), int(e)) for s, e in thread] for thread in out["calls"]]
         if self.pack:
             m = pack_measurement(calls, self.pack)
+            m.extra["pack_lengths"] = out.get("pack_lengths")
         else:
             m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
         emulated = self.description.get("emulated", False)
@@ -379,6 +386,10 @@ class IpuBackend(Backend):
         opts = config.options
         converter = dict(plan.converter_options if plan else {}) | opts.get("converter_options", {})
         compiler = dict(plan.compiler_options if plan else {}) | opts.get("compiler_options", {})
+        if config.precision == "fp8" and converter.get("fp8_skip_op_names"):
+            resolved = resolve_fp8_skips(converter["fp8_skip_op_names"], graph_node_names(str(model.onnx_path)),
+                                         model.name)
+            converter["fp8_skip_op_names"] = ",".join(resolved.values())
         pack_inputs = None
         if pack:
             pack_inputs = dict(pack["model_inputs"])
@@ -418,6 +429,7 @@ class IpuBackend(Backend):
             d["notes"] = list(plan.notes)
             if plan.missing_passes:
                 d["missing_passes"] = list(plan.missing_passes)
+            self.check_settings(d, plan, info)
             if plan.pack and not pack:
                 d["notes"].append(f"ByteMLPerf packs this model; without {', '.join(plan.missing_passes)} the kit "
                                   f"runs the padded model at batch {batch_size} instead (packing without the "
@@ -428,6 +440,26 @@ class IpuBackend(Backend):
         if emulated:
             d["note"] = EMULATED_NOTE
         return d
+
+
+    @staticmethod
+    def check_settings(d: dict, plan: IpuRunPlan, info: dict) -> None:
+        """ByteMLPerf's settings against the kit's graph: the fp8 skip names as resolved, and each
+        pass judged by the op types it should leave; a pass that did not fire makes the row not
+        comparable, named."""
+        published = plan.converter_options.get("fp8_skip_op_names")
+        if plan.precision == "fp8" and published:
+            used = info.get("converter_options", {}).get("fp8_skip_op_names", "")
+            d["fp8_skip_op_names"] = dict(zip([n.strip() for n in published.split(",") if n.strip()],
+                                              used.split(","), strict=False))
+        graph = info.get("graph") or {}
+        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_before"),
+                              graph.get("op_types_after"))
+        if passes:
+            d["passes"] = passes
+            reasons = not_comparable_reasons(passes)
+            d["notes"] += reasons
+            d["comparable"] = d["comparable"] and not reasons
 
 
 class ConversionMemory:

@@ -22,6 +22,9 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
               "tensor(double)": np.float64, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}
 
 
+_ASYNC_NAMES = ("execute_async", "executeAsync")
+
+
 def _env_seconds(name, default):
     return float(os.environ.get(name, default))
 
@@ -215,6 +218,13 @@ class Runner:
     get_model_inputs = get_execute_inputs  # the older names ByteMLPerf uses
     get_model_outputs = get_execute_outputs
 
+    def __getattribute__(self, name):
+        """One async spelling per emulated PopRT: execute_async (1.3 and later, the default) or
+        executeAsync (1.1 / 1.2), chosen by KIT_POPRT_DOUBLE_ASYNC."""
+        if name in _ASYNC_NAMES and name != os.environ.get("KIT_POPRT_DOUBLE_ASYNC", "execute_async"):
+            raise AttributeError(f"'poprt._runtime.Runner' object has no attribute '{name}'")
+        return object.__getattribute__(self, name)
+
     def execute(self, input, output):  # noqa: A002 - PopRT's parameter names
         if self._pack is not None:
             self._pack.submit(input, output).wait()
@@ -260,6 +270,8 @@ class Runner:
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
         return _Future(thread, errors)
+
+    executeAsync = execute_async  # noqa: N815 - PopRT 1.1 / 1.2's name
 
     def pack_stats(self):
         """Double only: how the pack runner grouped samples (packs, samples, rows used)."""
@@ -321,7 +333,7 @@ class _Packer:
         self.runner, self.config, self.infos = runner, config, infos
         self.rows, self.seq = infos[config.dynamic_input_name].shape[:2]
         self.queue, self.cond = [], threading.Condition()
-        self.stats = {"packs": 0, "samples": 0, "rows_used": 0}
+        self.stats = {"packs": 0, "samples": 0, "rows_used": 0, "tokens": 0, "zero_filled": []}
         threading.Thread(target=self._loop, daemon=True).start()
 
     def submit(self, feeds, outputs):
@@ -336,7 +348,8 @@ class _Packer:
         if not isinstance(feeds, dict) or not isinstance(outputs, dict):
             raise TypeError("execute(): input and output must be Dict[str, numpy.ndarray]")
         unknown = sorted(set(feeds) - set(self.infos))
-        missing = sorted(set(self.infos) - set(feeds))
+        required = {self.config.mask_name, self.config.dynamic_input_name, *self.config.dynamic_group}
+        missing = sorted(required - set(feeds))  # others (position_ids) are zero-filled, as ByteMLPerf relies on
         if unknown or missing:
             raise RuntimeError(f"execute(): pack input names unknown {unknown}, missing {missing}")
         mask = np.asarray(feeds[self.config.mask_name]).reshape(-1)
@@ -397,6 +410,9 @@ class _Packer:
             self.stats["packs"] += 1
             self.stats["samples"] += len(batch)
             self.stats["rows_used"] += n_rows
+            self.stats["tokens"] += sum(len(s[self.config.mask_name]) for _, s, _, _ in batch)
+            absent = sorted(set(self.infos) - set().union(*(set(s) for _, s, _, _ in batch)))
+            self.stats["zero_filled"] = sorted(set(self.stats["zero_filled"]) | set(absent))
             self._execute(batch)
 
     def _execute(self, batch):
