@@ -92,6 +92,23 @@ def test_device_info_names_the_exact_part_and_says_emulated(with_double):
     assert IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))["part"] == "m2000"
 
 
+def test_a_bow_is_told_from_an_m2000_by_its_board(with_double):
+    """Issue 29: both are ipu2 to PopRT; gc-info's board type tells them apart, else KIT_IPU_PART."""
+    from kit.backends.ipu import device_info_from
+
+    with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    with_double.setenv("KIT_GCIPUINFO_DOUBLE_BOARD", "Bow-2000")
+    info = IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))
+    assert info["part"] == "bow" and info["board"] == "Bow-2000 Bow-2000" and info["name"].startswith("Graphcore Bow")
+    real = {"device": {"ipu_version": "ipu2", "num_devices": 4, "board": "Bow-2000"}}
+    assert device_info_from(real, "fp16")["peak"]["gflops"] == 350e3
+    assert device_info_from({"device": {**real["device"], "board": "M2000"}}, "fp16")["peak"]["gflops"] == 250e3
+    with_double.delenv("KIT_IPU_PART", raising=False)
+    undecided = device_info_from({"device": {"ipu_version": "ipu2", "num_devices": 4, "board": None}}, "fp16")
+    assert undecided["part"] is None and undecided["peak"] is None
+    assert "set KIT_IPU_PART=m2000 or bow" in undecided["peak_reason"]
+
+
 def test_one_worker_per_session_runner_created_once(with_double, tmp_path):
     with_double.setenv("KIT_POPRT_DOUBLE_ATTACH_S", "0.2")
     model = tiny_exported(tmp_path)

@@ -52,8 +52,6 @@ WORKER = Path(__file__).with_name("ipu_worker.py")
 UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SDK; see README)"
 EMULATED_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
 EMULATED_LABEL = "[not run on an IPU]"
-# Nominal peaks in GFLOP/s (reference/ipu_stack.md), by PopRT's ipu_version.
-PEAKS = {"ipu21": {"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}, "ipu2": {"fp32": 62.5e3, "fp16": 250e3}}
 PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
 STDERR_LINES = 40
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
@@ -230,8 +228,7 @@ def check_request(device: dict, precision: str, sessions: int) -> None:
     if "error" in device:
         raise BackendUnavailable(f"IPU backend unavailable: PopRT reads no device ({device['error']})")
     count, version = int(device.get("num_devices", 0)), device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version)
-    named = part.name if part else f"IPU {version!r}"
+    named = part_name(device)
     if precision == "fp8" and version != hardware.PARTS["c600"].ipu_version:
         raise InvalidParameter("precision", precision, f"fp16 or fp32 on this {named}: fp8 needs a C600 "
                                                        f"({hardware.PARTS['c600'].ipu_version})")
@@ -520,21 +517,38 @@ class ConversionMemory:
             f"worker killed while loading ({self.precision}, batch {self.batch_size}): at least this peak"))
 
 
+def part_name(device: dict) -> str:
+    """The exact part's name, or what is known of an IPU whose part is undecided."""
+    version = device.get("ipu_version")
+    part = hardware.part_for_ipu_version(version, device.get("board"))
+    if part:
+        return part.name
+    if version == hardware.PARTS["m2000"].ipu_version:
+        return (f"GC200-class IPU ({version}: an M2000 or a Bow; the board says {device.get('board')!r}, "
+                f"set {hardware.PART_ENV}=m2000 or bow)")
+    return f"unknown IPU ({version})"
+
+
 def device_info_from(env: dict, precision: str) -> dict:
     """device_info for what the worker reported: kind, name, ipu_version, exact part, emulated."""
     device = env.get("device", {})
     version = device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version)
+    part = hardware.part_for_ipu_version(version, device.get("board"))
     emulated = bool(env.get("test_double", False))
-    name = part.name if part else f"unknown IPU ({version})"
+    name = part_name(device)
     info = {"kind": "ipu", "name": f"{name} {EMULATED_LABEL}" if emulated else name,
             "ipu_version": version, "part": part.key if part else None, "emulated": emulated,
-            "num_devices": device.get("num_devices"), "poprt_version": env.get("poprt_version")}
+            "board": device.get("board"), "num_devices": device.get("num_devices"),
+            "poprt_version": env.get("poprt_version")}
     if "error" in device:
         info["device_error"] = device["error"]
-    gflops = PEAKS.get(version or "", {}).get(precision)
+    gflops = part.peaks_gflops.get(precision) if part else None
     if emulated:
         info.update(peak=None, note=EMULATED_NOTE)
     elif gflops:
-        info["peak"] = {"gflops": gflops, "precision": precision, "method": "Graphcore's published peak for this IPU"}
+        info["peak"] = {"gflops": gflops, "precision": precision,
+                        "method": f"Graphcore's published peak for one {part.name}"}
+    elif part is None:
+        info["peak"] = None
+        info["peak_reason"] = f"no peak: the exact part is unknown ({name})"
     return info

@@ -124,10 +124,23 @@ def environment():
     try:
         manager = runtime.DeviceManager()
         info["device"] = {"ipu_version": manager.ipu_hardware_version(),
-                          "num_devices": int(manager.get_num_devices())}
+                          "num_devices": int(manager.get_num_devices()), "board": board_description()}
     except Exception as exc:  # noqa: BLE001 - no IPU attached, driver missing...
         info["device"] = {"error": f"{type(exc).__name__}: {exc}"}
     return info
+
+
+def board_description():
+    """The first IPU's "board type" and "board variant" (gc-info's attributes, read through the SDK's
+    gcipuinfo): what tells a Bow from an M2000, both ipu2 to PopRT. None where unreadable."""
+    try:
+        import gcipuinfo
+
+        devices = gcipuinfo.gcipuinfo().getDevices()
+        first = dict(devices[0]) if devices else {}
+    except Exception:  # noqa: BLE001 - no SDK module, no device: the kit then asks for KIT_IPU_PART
+        return None
+    return " ".join(str(first[k]) for k in ("board type", "board variant") if k in first) or None
 
 
 def check_hardware(device, precision):
