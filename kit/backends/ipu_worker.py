@@ -240,11 +240,18 @@ def remove_dead_nodes(model):
             graph.node.remove(node)
 
 
+INPUT_CAST = "Cast(graph input)"  # a pseudo op type: Casts that read a graph input directly
+
+
 def op_types(model):
-    """How many nodes of each op type the graph has (the kit judges from them whether a pass fired)."""
+    """How many nodes of each op type the graph has, plus INPUT_CAST (the kit judges from them
+    whether a pass fired)."""
     counts = {}
+    inputs = {i.name for i in model.graph.input}
     for node in model.graph.node:
         counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        if node.op_type == "Cast" and node.input and node.input[0] in inputs:
+            counts[INPUT_CAST] = counts.get(INPUT_CAST, 0) + 1
     return counts
 
 
