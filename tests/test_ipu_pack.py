@@ -30,6 +30,13 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
+    # Issue 29: the double packs samples into shared rows as the IPU does; without a packing-aware
+    # attention (insert_attention_mask did not fire) they attend to each other, and the check sees it
+    check = d["pack_check"]
+    assert check["samples_kept_apart"] is False and check["max_abs"] > check["tolerance"]
+    assert len(check["lengths"]) == 8 and len(set(check["lengths"])) > 1
+    assert any(n.startswith("not comparable: packed samples attend to each other") for n in d["notes"])
+    assert session.isolate  # so run() sends one sample per pack and its outputs stay right
     inputs = bert.make_inputs(3, seed=2)
     lengths = [384, 200, 17]
     for row, n in enumerate(lengths):  # padded samples: the PackRunner removes the padding
@@ -107,3 +114,24 @@ def test_position_ids_input_replaces_the_position_embedding_indices(bert):
     assert gather.input[1] == "position_ids" and "position_ids" in [i.name for i in model.graph.input]
     assert not any(n.name.endswith("embeddings/Slice") for n in model.graph.node)  # dead nodes removed
     onnx.checker.check_model(model)
+
+
+def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, tmp_path, bert):
+    """What the pack check relies on: the double's PackRunner shares rows between samples, so the
+    plain BERT graph mixes them; run one per pack they match the reference."""
+    import onnxruntime as ort
+
+    use_double(monkeypatch)
+    ipu_mod._AVAILABILITY.clear()
+    config = BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path), "pack_check": False})
+    session = IpuBackend().load(bert, config, 1)
+    assert "pack_check" not in session.description
+    inputs = bert.make_inputs(2, seed=5)
+    for row, n in enumerate([150, 120]):  # both fit one 384-token row
+        inputs["attention_mask.1"][row, n:] = 0
+    ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    mixed = session.run_packed(inputs, isolate=False)
+    apart = session.run_packed(inputs, isolate=True)
+    np.testing.assert_allclose(apart[0][0, :150], ref[0][0, :150], atol=1e-4)
+    assert np.abs(mixed[0][0, :150] - ref[0][0, :150]).max() > 1e-4
+    session.close()

@@ -28,11 +28,12 @@ from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu_graph import (
     check_passes,
     graph_node_names,
+    keeps_samples_apart,
     not_comparable_reasons,
     resolve_fp8_skips,
 )
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
-from kit.backends.ipu_worker import read_message, write_message
+from kit.backends.ipu_worker import pack_lengths, read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import kinds as hardware
 from kit.measure.memory import (
@@ -43,6 +44,7 @@ from kit.measure.memory import (
     oom_message,
     parse_meminfo,
 )
+from kit.measure.numerics import NumericDiff
 from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
@@ -243,10 +245,20 @@ class IpuSession(Session):
 
     def __init__(self, worker: IpuWorker, batch_size: int, description: dict, pack: dict | None):
         self.worker, self.batch_size, self.description, self.pack = worker, batch_size, description, pack
+        # pack mode without a packing-aware attention: run() sends samples one per pack
+        self.isolate = bool(pack) and not keeps_samples_apart(description.get("passes") or {})
         _LIVE.add(self)
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        return self.worker.request({"op": "run", "inputs": inputs}, request_timeout_s())
+        """Outputs for a batch; in pack mode its samples go to the PackRunner one by one (each alone
+        in its pack where the model's attention is not packing-aware, so the outputs stay right)."""
+        return self.run_packed(inputs, self.isolate) if self.pack else self._run(inputs)
+
+    def _run(self, inputs: dict[str, np.ndarray], isolate: bool = False) -> list[np.ndarray]:
+        return self.worker.request({"op": "run", "inputs": inputs, "isolate": isolate}, request_timeout_s())
+
+    def run_packed(self, inputs: dict[str, np.ndarray], isolate: bool) -> list[np.ndarray]:
+        return self._run(inputs, isolate)
 
     def bind(self, inputs: dict[str, np.ndarray]):
         raise KitError("ipu sessions are timed inside the PopRT worker process; use measure_window()")
@@ -297,6 +309,55 @@ class IpuSession(Session):
     def close(self) -> None:
         _LIVE.discard(self)
         self.worker.close()
+
+
+PACK_CHECK_SAMPLES = 8
+# The largest difference, relative to the outputs' scale, between a sample run alone and packed
+# with others that still counts as the same result (the precision's rounding, not attention).
+PACK_CHECK_TOLERANCE = {"fp32": 1e-5, "fp16": 1e-3, "fp8": 1e-2}
+
+
+def check_packing(session: IpuSession, model: ExportedModel, precision: str, seed: int = 0) -> dict:
+    """Samples of random lengths (benchmark_pack's population) run twice: packed together, and
+    each alone in its pack. Where the model's attention is not packing-aware the samples sharing a
+    row attend to each other and the two differ: the row is then not comparable and run() keeps
+    sending samples one per pack. Recorded as description["pack_check"]."""
+    pack = session.pack
+    mask = pack["mask_name"]
+    n = min(PACK_CHECK_SAMPLES, int(pack["batch_size"]))
+    inputs = model.make_inputs(n, seed=seed)
+    seq = int(inputs[mask].shape[1])
+    top = min(int(pack["benchmark"]["max_valid_seq"]), seq)
+    lengths = pack_lengths(np.random.RandomState(seed), float(pack["benchmark"]["avg_len"]), top, n)
+    for row, length in enumerate(lengths):
+        for name in pack["input_names"]:
+            inputs[name][row, length:] = 0
+        inputs[mask][row, :length] = 1
+    apart = session.run_packed(inputs, isolate=True)
+    packed = session.run_packed(inputs, isolate=False)
+
+    def valid(outputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.concatenate([o[r, :length].ravel() for r, length in enumerate(lengths)])
+                if o.ndim >= 2 and o.shape[1] == seq else o for o in outputs]
+
+    diff = NumericDiff.between(valid(apart), valid(packed), "the same samples, each alone in its pack")
+    scale = max(float(np.abs(np.asarray(o, dtype=np.float64)).max()) for o in valid(apart))
+    tolerance = PACK_CHECK_TOLERANCE.get(precision, 1e-3) * max(scale, 1e-6)
+    apart_ok = diff.max_abs <= tolerance
+    check = {"lengths": [int(x) for x in lengths], "max_abs": diff.max_abs, "tolerance": tolerance,
+             "samples_kept_apart": apart_ok,
+             "method": "random-length samples run packed together and each alone in its pack, compared on "
+                       "their valid positions"}
+    d = session.description
+    d["pack_check"] = check
+    if not apart_ok:
+        session.isolate = True
+        d["comparable"] = False
+        d.setdefault("notes", []).append(
+            f"not comparable: packed samples attend to each other (outputs differ by up to {diff.max_abs:.3g} "
+            f"from each sample run alone, tolerance {tolerance:.3g}); run() sends samples one per pack, so "
+            "its outputs are right, but the timed pack mode computes mixed attention")
+    return check
 
 
 def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
@@ -376,7 +437,14 @@ class IpuBackend(Backend):
         description["memory"] = memory.record(info.get("memory") or {}, info.get("env", {}).get("poprt_version"))
         if description["memory"].get("over_budget"):
             description.setdefault("notes", []).append(description["memory"]["verdict"])
-        return IpuSession(worker, batch_size, description, pack)
+        session = IpuSession(worker, batch_size, description, pack)
+        if pack and config.options.get("pack_check", True):
+            try:
+                check_packing(session, model, config.precision)
+            except BaseException:
+                session.close()
+                raise
+        return session
 
     def job(self, model: ExportedModel, config: BackendConfig, batch_size: int, plan: IpuRunPlan | None,
             pack: dict | None) -> dict:

@@ -136,3 +136,12 @@ def not_comparable_reasons(passes: dict) -> list[str]:
             f"export (looked for {r['evidence']})" if r["applied"] == "no" else
             f"not comparable: ByteMLPerf's pass {name!r} could not be checked ({r['evidence']})"
             for name, r in passes.items() if r["applied"] != "yes"]
+
+
+#: The passes that make a model's attention packing-aware (samples sharing a row kept apart).
+PACKING_PASSES = ("insert_attention_mask",)
+
+
+def keeps_samples_apart(passes: dict) -> bool:
+    """Whether a pass that keeps packed samples apart fired (its check said "yes")."""
+    return any((passes.get(name) or {}).get("applied") == "yes" for name in PACKING_PASSES)

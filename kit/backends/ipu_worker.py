@@ -473,7 +473,7 @@ class Session:
     def run(self, msg):
         self._require_runner()
         if self.pack:
-            return self.run_packed(msg["inputs"])
+            return self.run_packed(msg["inputs"], bool(msg.get("isolate")))
         outputs = self.new_outputs()
         self.runner.execute(self.stage(msg["inputs"]), outputs)
         return [outputs[o.name] for o in self.runner.get_execute_outputs()]
@@ -524,17 +524,24 @@ class Session:
             outs[o.name] = np.zeros(shape, dtype=o.numpy_data_type())
         return outs
 
-    def run_packed(self, inputs):
-        """A padded batch, sent sample by sample (asynchronously, so they pack together)."""
+    def run_packed(self, inputs, isolate=False):
+        """A padded batch, sent sample by sample: asynchronously, so that they pack together, or
+        with `isolate` one at a time, each waiting for its own execution (alone in its pack after
+        the runner's timeout), so that no sample can share a row with another."""
         n = len(inputs[self.pack["mask_name"]])
         pending = []
         for i in range(n):
             row = {name: np.asarray(inputs[name])[i] for name in self.pack["input_names"]}
             outs = self.sample_outputs()
-            pending.append((execute_async(self.runner, self.sample_feeds(row), outs), outs))
+            future = execute_async(self.runner, self.sample_feeds(row), outs)
+            if isolate:
+                future.wait()
+                future = None
+            pending.append((future, outs))
         results = []
         for future, outs in pending:
-            future.wait()
+            if future is not None:
+                future.wait()
             results.append(outs)
         return [np.concatenate([r[o.name] for r in results]) for o in model_outputs(self.runner)]
 

@@ -314,8 +314,11 @@ class _Packer:
     """The PackRunner far enough to test the kit: single samples in, packed by first_fit (or
     next_fit) into the compiled batch's rows until max_valid_num samples, no room, or
     timeout_microseconds after the first waiting sample; then one execution, outputs unpacked.
-    The double computes each sample in a row of its own (the packing decides only which samples
-    share an execution): the ONNX model has no packed-attention pass here."""
+    As on the IPU, samples that fit share a row (single-row mode: a sample never spans two rows),
+    each at its own offset, with the mask set over all of them: the model keeps them apart only
+    where a pass (insert_attention_mask's AttentionMask) made its attention packing-aware. The
+    double applies no such pass, so samples sharing a row attend to each other, as on an IPU whose
+    pass did not fire."""
 
     def __init__(self, runner, config):
         infos = {i.name: i for i in runner.get_execute_inputs()}
@@ -415,22 +418,42 @@ class _Packer:
             self.stats["zero_filled"] = sorted(set(self.stats["zero_filled"]) | set(absent))
             self._execute(batch)
 
+    def _place(self, lengths):
+        """(row, offset) of each sample, by the configured algorithm; rows overflow into further
+        executions of the compiled batch (chunks of self.rows rows)."""
+        rows, places = [], []
+        for n in lengths:
+            if self.config.algorithm == PackAlgorithm.first_fit:
+                spot = next((i for i, used in enumerate(rows) if used + n <= self.seq), None)
+            else:
+                spot = len(rows) - 1 if rows and rows[-1] + n <= self.seq else None
+            if spot is None:
+                rows.append(0)
+                spot = len(rows) - 1
+            places.append((spot, rows[spot]))
+            rows[spot] += n
+        return places, len(rows)
+
     def _execute(self, batch):
         try:
-            for start in range(0, len(batch), self.rows):
-                chunk = batch[start: start + self.rows]
+            lengths = [len(sample[self.config.mask_name]) for _, sample, _, _ in batch]
+            places, n_rows = self._place(lengths)
+            for first in range(0, n_rows, self.rows):
+                members = [(i, row - first, off) for i, (row, off) in enumerate(places)
+                           if first <= row < first + self.rows]
                 feeds = {name: np.zeros(info.shape, info.numpy_data_type()) for name, info in self.infos.items()}
-                for row, (_, sample, _, _) in enumerate(chunk):
-                    for name, values in sample.items():
-                        feeds[name][row, : len(values)] = values
+                for i, row, off in members:
+                    for name, values in batch[i][1].items():
+                        feeds[name][row, off: off + len(values)] = values
                 with self.runner._ipu:
                     results = self.runner._session.run(self.runner._outputs, feeds)
-                for row, (_, sample, outputs, _) in enumerate(chunk):
-                    length = len(sample[self.config.mask_name])
+                for i, row, off in members:
+                    outputs = batch[i][2]
                     for name, value in zip(self.runner._outputs, results, strict=True):
+                        piece = value[row][off: off + lengths[i]].reshape(-1)
                         out = outputs[name].reshape(-1)
                         out[:] = 0
-                        out[:length] = value[row].reshape(-1)[:length]
+                        out[: piece.size] = piece
             error = None
         except BaseException as exc:  # noqa: BLE001 - surfaced by wait()
             error = exc
