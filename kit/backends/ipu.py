@@ -32,8 +32,9 @@ from kit.backends.ipu_graph import (
     not_comparable_reasons,
     resolve_fp8_skips,
 )
+from kit.backends.ipu_pack import check_packing, pack_measurement
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
-from kit.backends.ipu_worker import pack_lengths, read_message, write_message
+from kit.backends.ipu_worker import read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import kinds as hardware
 from kit.measure.memory import (
@@ -44,7 +45,6 @@ from kit.measure.memory import (
     oom_message,
     parse_meminfo,
 )
-from kit.measure.numerics import NumericDiff
 from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
@@ -309,73 +309,6 @@ class IpuSession(Session):
     def close(self) -> None:
         _LIVE.discard(self)
         self.worker.close()
-
-
-PACK_CHECK_SAMPLES = 8
-# The largest difference, relative to the outputs' scale, between a sample run alone and packed
-# with others that still counts as the same result (the precision's rounding, not attention).
-PACK_CHECK_TOLERANCE = {"fp32": 1e-5, "fp16": 1e-3, "fp8": 1e-2}
-
-
-def check_packing(session: IpuSession, model: ExportedModel, precision: str, seed: int = 0) -> dict:
-    """Samples of random lengths (benchmark_pack's population) run twice: packed together, and
-    each alone in its pack. Where the model's attention is not packing-aware the samples sharing a
-    row attend to each other and the two differ: the row is then not comparable and run() keeps
-    sending samples one per pack. Recorded as description["pack_check"]."""
-    pack = session.pack
-    mask = pack["mask_name"]
-    n = min(PACK_CHECK_SAMPLES, int(pack["batch_size"]))
-    inputs = model.make_inputs(n, seed=seed)
-    seq = int(inputs[mask].shape[1])
-    top = min(int(pack["benchmark"]["max_valid_seq"]), seq)
-    lengths = pack_lengths(np.random.RandomState(seed), float(pack["benchmark"]["avg_len"]), top, n)
-    for row, length in enumerate(lengths):
-        for name in pack["input_names"]:
-            inputs[name][row, length:] = 0
-        inputs[mask][row, :length] = 1
-    apart = session.run_packed(inputs, isolate=True)
-    packed = session.run_packed(inputs, isolate=False)
-
-    def valid(outputs: list[np.ndarray]) -> list[np.ndarray]:
-        return [np.concatenate([o[r, :length].ravel() for r, length in enumerate(lengths)])
-                if o.ndim >= 2 and o.shape[1] == seq else o for o in outputs]
-
-    diff = NumericDiff.between(valid(apart), valid(packed), "the same samples, each alone in its pack")
-    scale = max(float(np.abs(np.asarray(o, dtype=np.float64)).max()) for o in valid(apart))
-    tolerance = PACK_CHECK_TOLERANCE.get(precision, 1e-3) * max(scale, 1e-6)
-    apart_ok = diff.max_abs <= tolerance
-    check = {"lengths": [int(x) for x in lengths], "max_abs": diff.max_abs, "tolerance": tolerance,
-             "samples_kept_apart": apart_ok,
-             "method": "random-length samples run packed together and each alone in its pack, compared on "
-                       "their valid positions"}
-    d = session.description
-    d["pack_check"] = check
-    if not apart_ok:
-        session.isolate = True
-        d["comparable"] = False
-        d.setdefault("notes", []).append(
-            f"not comparable: packed samples attend to each other (outputs differ by up to {diff.max_abs:.3g} "
-            f"from each sample run alone, tolerance {tolerance:.3g}); run() sends samples one per pack, so "
-            "its outputs are right, but the timed pack mode computes mixed attention")
-    return check
-
-
-def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
-    """Single-sample calls of the pack runner; QPS as ByteMLPerf's benchmark_pack (middle 60 % of
-    each thread's calls over their window)."""
-    m = BatchMeasurement(1, "pack", len(calls), calls)
-    keep = float(pack["benchmark"]["count_percent"])
-    kept = []
-    for thread in calls:
-        drop = int(len(thread) * (1 - keep) / 2)
-        kept.append(thread[drop:len(thread) - drop] if drop else thread)
-    first, last = min(t[0][0] for t in kept if t), max(t[-1][1] for t in kept if t)
-    n = sum(len(t) for t in kept)
-    m.qps_bytemlperf = n / ((last - first) / 1e9) if last > first else float("nan")
-    m.extra.update(pack_batch_size=pack["batch_size"], samples_per_call=1,
-                   qps_method=f"ByteMLPerf benchmark_pack: samples in the middle {keep:.0%} of each "
-                              "client's calls / their window")
-    return m
 
 
 class IpuBackend(Backend):
