@@ -525,8 +525,8 @@ def part_name(device: dict) -> str:
     if part:
         return part.name
     if version == hardware.PARTS["m2000"].ipu_version:
-        return (f"GC200-class IPU ({version}: an M2000 or a Bow; the board says {device.get('board')!r}, "
-                f"set {hardware.PART_ENV}=m2000 or bow)")
+        board = f"the board says {device['board']!r}" if device.get("board") else "the board type is unreadable"
+        return f"GC200-class IPU ({version}: an M2000 or a Bow; {board}, set {hardware.PART_ENV}=m2000 or bow)"
     return f"unknown IPU ({version})"
 
 
