@@ -120,3 +120,30 @@ def test_c2_efficiency_carries_the_indicative_flag():
     table = c2_tables(result)["Table 3. Energy efficiency (images/s/W)"]
     assert table.loc[2, "Measured ± 95 % CI"].endswith(f"({short['efficiency_indicative']})")
     assert "indicative" not in table.loc[4, "Measured ± 95 % CI"]
+
+
+def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monkeypatch):
+    """Issue 29: replicas stayed 2 on a 1-IPU card, so every batch failed with 'at most 1'."""
+    from kit.backends import ipu as ipu_mod
+    from tests.ipu_helpers import use_double
+
+    use_double(monkeypatch)
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "1")
+    ipu_mod._AVAILABILITY.clear()
+    result = run_c2_study({**FAST, "batch_sizes": [2, 4], "backend": "ipu", "device": "ipu", "precision": "fp16"})
+    assert result.status == "ok", result.errors
+    assert result.backend["replicas"] == 1 and result.backend["replicas_asked"] == 2
+    assert "instead of the paper's 2" in result.backend["deviation"]
+    assert any(n.startswith("Deviation from the C2 paper: 1 replica(s)") for n in result.notes)
+    assert [r["micro_batch"] for r in result.tables["c2"]] == [2, 4]
+    assert result.backend["device_info"]["part"] == "c600" and result.backend["session"]["emulated"]
+
+
+def test_c2_keeps_two_replicas_where_there_are_two_ipus():
+    from kit.studies.c2 import replicas_here
+
+    cfg = C2Config(**FAST)
+    assert replicas_here(cfg, {"kind": "ipu", "num_devices": 2}) == (cfg, None)
+    assert replicas_here(cfg, {"kind": "cpu", "cores": 1}) == (cfg, None)
+    with pytest.raises(InvalidParameter, match="PopRT sees 0 IPU"):
+        replicas_here(cfg, {"kind": "ipu", "num_devices": 0})

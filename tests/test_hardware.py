@@ -26,8 +26,21 @@ def test_unknown_names_say_what_is_allowed():
 
 def test_parts_by_ipu_version():
     assert hardware.part_for_ipu_version("ipu21").key == "c600"
-    assert hardware.part_for_ipu_version("ipu2").key == "m2000"
     assert hardware.part_for_ipu_version("") is None and hardware.part_for_ipu_version(None) is None
+
+
+def test_bow_and_m2000_are_separate_parts_with_their_own_peaks():
+    """Issue 29: both were 'm2000' with GC200 peaks; a Bow IPU peaks at 350 TFLOP/s fp16."""
+    assert hardware.part_for_ipu_version("ipu2", "M2000 M2000", env={}).key == "m2000"
+    assert hardware.part_for_ipu_version("ipu2", "Bow-2000 Bow-2000", env={}).key == "bow"
+    assert hardware.part_for_ipu_version("ipu2", "M2000 Bow", env={}).key == "bow"
+    assert hardware.part_for_ipu_version("ipu2", None, env={}) is None  # undecided: never guessed
+    assert hardware.part_for_ipu_version("ipu2", None, env={hardware.PART_ENV: "bow"}).key == "bow"
+    with pytest.raises(InvalidParameter, match="KIT_IPU_PART='c600': one of m2000, bow"):
+        hardware.part_for_ipu_version("ipu2", None, env={hardware.PART_ENV: "c600"})
+    assert hardware.PARTS["bow"].peaks_gflops == {"fp32": 87.5e3, "fp16": 350e3}
+    assert hardware.PARTS["m2000"].peaks_gflops == {"fp32": 62.5e3, "fp16": 250e3}
+    assert hardware.PARTS["c600"].peaks_gflops["fp8"] == 560e3
 
 
 def test_measured_on_matches_only_the_exact_real_part():

@@ -92,6 +92,23 @@ def test_device_info_names_the_exact_part_and_says_emulated(with_double):
     assert IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))["part"] == "m2000"
 
 
+def test_a_bow_is_told_from_an_m2000_by_its_board(with_double):
+    """Issue 29: both are ipu2 to PopRT; gc-info's board type tells them apart, else KIT_IPU_PART."""
+    from kit.backends.ipu import device_info_from
+
+    with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
+    with_double.setenv("KIT_GCIPUINFO_DOUBLE_BOARD", "Bow-2000")
+    info = IpuBackend().device_info(BackendConfig(precision="fp16", device="ipu"))
+    assert info["part"] == "bow" and info["board"] == "Bow-2000 Bow-2000" and info["name"].startswith("Graphcore Bow")
+    real = {"device": {"ipu_version": "ipu2", "num_devices": 4, "board": "Bow-2000"}}
+    assert device_info_from(real, "fp16")["peak"]["gflops"] == 350e3
+    assert device_info_from({"device": {**real["device"], "board": "M2000"}}, "fp16")["peak"]["gflops"] == 250e3
+    with_double.delenv("KIT_IPU_PART", raising=False)
+    undecided = device_info_from({"device": {"ipu_version": "ipu2", "num_devices": 4, "board": None}}, "fp16")
+    assert undecided["part"] is None and undecided["peak"] is None
+    assert "set KIT_IPU_PART=m2000 or bow" in undecided["peak_reason"]
+
+
 def test_one_worker_per_session_runner_created_once(with_double, tmp_path):
     with_double.setenv("KIT_POPRT_DOUBLE_ATTACH_S", "0.2")
     model = tiny_exported(tmp_path)
@@ -139,8 +156,43 @@ def test_fp8_merges_bytemlperf_fp8_configs(with_double, tmp_path, small_export):
     session = IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp8"), 4)
     conv = session.description["converter_options"]
     assert conv["fp8_params"] == "F143,F143,-3,-3" and conv["precision"] == "fp8"
-    assert conv["fp8_skip_op_names"] == "/layer1/0/downsample/0/Conv"
+    # ByteMLPerf's skip name, resolved by module path to the node of the kit's export
+    assert conv["fp8_skip_op_names"] == "/layer1/layer1.0/downsample/downsample.0/Conv"
+    assert session.description["fp8_skip_op_names"] == {
+        "/layer1/0/downsample/0/Conv": "/layer1/layer1.0/downsample/downsample.0/Conv"}
     assert session.description["fp8_op_types"] == ["Conv", "MatMul", "Gemm"]
+    session.close()
+
+
+def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path, small_export, monkeypatch):
+    """Issue 29: a skip name that is no node of the kit's graph was a silent no-op."""
+    from kit.backends import ipu_settings
+
+    real = ipu_settings.plan_for
+
+    def wrong_name(model, precision):
+        plan = real(model, precision)
+        converter = {**plan.converter_options, "fp8_skip_op_names": "/layer9/0/downsample/0/Conv"}
+        return ipu_settings.IpuRunPlan(**{**plan.__dict__, "converter_options": converter})
+
+    monkeypatch.setattr(ipu_mod, "plan_for", wrong_name)
+    with pytest.raises(InvalidParameter, match=r"invalid fp8_skip_op_names='/layer9/0/downsample/0/Conv': a node "
+                                               r"of resnet50-torch-fp32's exported graph \(no node has it\); closest"):
+        IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp8"), 4)
+    assert not (tmp_path / "popef").exists()  # refused before anything was converted
+
+
+def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparable(with_double, tmp_path,
+                                                                                   small_export):
+    """Issue 29: insert_attention_mask was passed to PopRT and nothing checked it fired. The double
+    applies no pattern pass, so no AttentionMask op appears: the row says so."""
+    session = IpuBackend().load(small_export("bert-torch-fp32"), config(tmp_path, "fp16"), 1)
+    d = session.description
+    check = d["passes"]["insert_attention_mask"]
+    assert check["applied"] == "no" and check["evidence"] == "an AttentionMask op"
+    assert d["comparable"] is False
+    assert any(n.startswith("not comparable: ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in n
+               for n in d["notes"])
     session.close()
 
 

@@ -30,6 +30,13 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
+    # Issue 29: the double packs samples into shared rows as the IPU does; without a packing-aware
+    # attention (insert_attention_mask did not fire) they attend to each other, and the check sees it
+    check = d["pack_check"]
+    assert check["samples_kept_apart"] is False and check["max_abs"] > check["tolerance"]
+    assert len(check["lengths"]) == 8 and len(set(check["lengths"])) > 1
+    assert any(n.startswith("not comparable: packed samples attend to each other") for n in d["notes"])
+    assert session.isolate  # so run() sends one sample per pack and its outputs stay right
     inputs = bert.make_inputs(3, seed=2)
     lengths = [384, 200, 17]
     for row, n in enumerate(lengths):  # padded samples: the PackRunner removes the padding
@@ -47,6 +54,57 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     session.close()
 
 
+@pytest.mark.parametrize("spelling", ["execute_async", "executeAsync"])
+def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch, tmp_path, bert, spelling):
+    """Issue 29: 160 lengths (mean 186.6 against the population's 177.1) sent as padded rows plus
+    position_ids; now pack batch x 100 lengths, unpadded, no position_ids, as benchmark_pack. Both
+    async spellings (PopRT 1.1/1.2 executeAsync, 1.3+ execute_async) run the packed batch."""
+    use_double(monkeypatch)
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_ASYNC", spelling)
+    ipu_mod._AVAILABILITY.clear()
+    session = IpuBackend().load(bert, BackendConfig("fp16", "ipu", options={"cache_dir": str(tmp_path)}), 1)
+    inputs = bert.make_inputs(2, seed=3)
+    inputs["attention_mask.1"][1, 100:] = 0
+    out = session.run(inputs)
+    assert out[0].shape[0] == 2 and not out[0][1, 100:].any()
+    m = session.measure_window(inputs, 1, MeasureConfig(warmup=1, min_duration_s=0.0, min_count=1), power=False)
+    lengths = m.extra["pack_lengths"]
+    assert lengths["count"] >= 100 * 40 and lengths["population_mean"] == pytest.approx(177.1, abs=0.05)
+    assert lengths["mean"] == pytest.approx(lengths["population_mean"], rel=0.01)
+    assert lengths["position_ids"].startswith("not sent")
+    session.close()
+
+
+def test_pack_lengths_are_the_populations_and_stratified():
+    from kit.backends.ipu_worker import pack_lengths, population_mean
+
+    rng = np.random.RandomState(0)
+    independent = np.clip(rng.normal(172, 172, size=4_000_000).astype(np.int32), 1, 384)
+    assert population_mean(172.0, 172.0, 384) == pytest.approx(independent.mean(), abs=0.15)
+    for seed in range(5):
+        drawn = pack_lengths(np.random.RandomState(seed), 172.0, 384, 4000)
+        assert drawn.min() >= 1 and drawn.max() <= 384 and drawn.dtype == np.int32
+        assert drawn.mean() == pytest.approx(177.1, rel=0.001)
+        assert (drawn == 1).mean() == pytest.approx((independent == 1).mean(), abs=0.01)  # the clipped mass
+
+
+def test_the_worker_calls_whichever_async_spelling_the_runner_has():
+    from kit.backends import ipu_worker
+
+    class Old:
+        def executeAsync(self, feeds, outputs):  # noqa: N802 - PopRT 1.1/1.2's name
+            return ("old", feeds, outputs)
+
+    class New:
+        def execute_async(self, feeds, outputs):
+            return ("new", feeds, outputs)
+
+    assert ipu_worker.execute_async(Old(), {"a": 1}, {})[0] == "old"
+    assert ipu_worker.execute_async(New(), {"a": 1}, {})[0] == "new"
+    with pytest.raises(AttributeError, match="neither execute_async nor executeAsync"):
+        ipu_worker.execute_async(object(), {}, {})
+
+
 def test_position_ids_input_replaces_the_position_embedding_indices(bert):
     from kit.backends.ipu_worker import add_position_ids
 
@@ -56,3 +114,24 @@ def test_position_ids_input_replaces_the_position_embedding_indices(bert):
     assert gather.input[1] == "position_ids" and "position_ids" in [i.name for i in model.graph.input]
     assert not any(n.name.endswith("embeddings/Slice") for n in model.graph.node)  # dead nodes removed
     onnx.checker.check_model(model)
+
+
+def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, tmp_path, bert):
+    """What the pack check relies on: the double's PackRunner shares rows between samples, so the
+    plain BERT graph mixes them; run one per pack they match the reference."""
+    import onnxruntime as ort
+
+    use_double(monkeypatch)
+    ipu_mod._AVAILABILITY.clear()
+    config = BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path), "pack_check": False})
+    session = IpuBackend().load(bert, config, 1)
+    assert "pack_check" not in session.description
+    inputs = bert.make_inputs(2, seed=5)
+    for row, n in enumerate([150, 120]):  # both fit one 384-token row
+        inputs["attention_mask.1"][row, n:] = 0
+    ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    mixed = session.run_packed(inputs, isolate=False)
+    apart = session.run_packed(inputs, isolate=True)
+    np.testing.assert_allclose(apart[0][0, :150], ref[0][0, :150], atol=1e-4)
+    assert np.abs(mixed[0][0, :150] - ref[0][0, :150]).max() > 1e-4
+    session.close()

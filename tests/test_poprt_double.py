@@ -208,3 +208,32 @@ def test_execute_enforces_names_shapes_dtypes(runner):
     with pytest.raises(TypeError):
         runner.execute(list(feeds.values()), outs)
     runner.execute_async(feeds, outs).wait()
+
+
+def test_an_fp8_skip_name_that_is_no_node_is_refused(poprt, tmp_path):
+    """Issue 29: the double took any name, so a skip that PopRT may ignore passed unseen."""
+    model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
+    for i, node in enumerate(model.graph.node):
+        node.name = f"node_{i}"
+    options = {"input_shape": {"x": [2, 4], "ids": [2, 3]}, "precision": "fp8", "fp8_params": "F143,F143,0,0"}
+    poprt.converter.Converter(fp8_skip_op_names="node_0", **options).convert(model)
+    with pytest.raises(ValueError, match="fp8_skip_op_names: '/layer1/0/downsample/0/Conv' is not a node"):
+        poprt.converter.Converter(fp8_skip_op_names="node_0,/layer1/0/downsample/0/Conv", **options).convert(model)
+
+
+def test_available_memory_proportion_range_is_inclusive(poprt):
+    """Issue 29: the docs give [0, 1]; the double refused 0."""
+    opts = poprt.compiler.CompilerOptions()
+    opts.available_memory_proportion = 0.0
+    opts.available_memory_proportion = 1.0
+    with pytest.raises(ValueError, match="invalid value 1.5"):
+        opts.available_memory_proportion = 1.5
+
+
+def test_one_async_spelling_per_emulated_poprt(runner, monkeypatch):
+    feeds, outputs = feeds_for(runner)
+    runner.execute_async(feeds, outputs).wait()
+    assert not hasattr(runner, "executeAsync")  # PopRT 1.3 and later
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_ASYNC", "executeAsync")
+    runner.executeAsync(feeds, outputs).wait()
+    assert not hasattr(runner, "execute_async")  # PopRT 1.1 / 1.2

@@ -25,6 +25,14 @@ import numpy as np
 
 from kit.backends import step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.ipu_graph import (
+    check_passes,
+    graph_node_names,
+    keeps_samples_apart,
+    not_comparable_reasons,
+    resolve_fp8_skips,
+)
+from kit.backends.ipu_pack import check_packing, pack_measurement
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
 from kit.backends.ipu_worker import read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
@@ -46,8 +54,6 @@ WORKER = Path(__file__).with_name("ipu_worker.py")
 UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SDK; see README)"
 EMULATED_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
 EMULATED_LABEL = "[not run on an IPU]"
-# Nominal peaks in GFLOP/s (reference/ipu_stack.md), by PopRT's ipu_version.
-PEAKS = {"ipu21": {"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}, "ipu2": {"fp32": 62.5e3, "fp16": 250e3}}
 PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
 STDERR_LINES = 40
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
@@ -224,8 +230,7 @@ def check_request(device: dict, precision: str, sessions: int) -> None:
     if "error" in device:
         raise BackendUnavailable(f"IPU backend unavailable: PopRT reads no device ({device['error']})")
     count, version = int(device.get("num_devices", 0)), device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version)
-    named = part.name if part else f"IPU {version!r}"
+    named = part_name(device)
     if precision == "fp8" and version != hardware.PARTS["c600"].ipu_version:
         raise InvalidParameter("precision", precision, f"fp16 or fp32 on this {named}: fp8 needs a C600 "
                                                        f"({hardware.PARTS['c600'].ipu_version})")
@@ -240,10 +245,20 @@ class IpuSession(Session):
 
     def __init__(self, worker: IpuWorker, batch_size: int, description: dict, pack: dict | None):
         self.worker, self.batch_size, self.description, self.pack = worker, batch_size, description, pack
+        # pack mode without a packing-aware attention: run() sends samples one per pack
+        self.isolate = bool(pack) and not keeps_samples_apart(description.get("passes") or {})
         _LIVE.add(self)
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        return self.worker.request({"op": "run", "inputs": inputs}, request_timeout_s())
+        """Outputs for a batch; in pack mode its samples go to the PackRunner one by one (each alone
+        in its pack where the model's attention is not packing-aware, so the outputs stay right)."""
+        return self.run_packed(inputs, self.isolate) if self.pack else self._run(inputs)
+
+    def _run(self, inputs: dict[str, np.ndarray], isolate: bool = False) -> list[np.ndarray]:
+        return self.worker.request({"op": "run", "inputs": inputs, "isolate": isolate}, request_timeout_s())
+
+    def run_packed(self, inputs: dict[str, np.ndarray], isolate: bool) -> list[np.ndarray]:
+        return self._run(inputs, isolate)
 
     def bind(self, inputs: dict[str, np.ndarray]):
         raise KitError("ipu sessions are timed inside the PopRT worker process; use measure_window()")
@@ -276,6 +291,7 @@ class IpuSession(Session):
         calls = [[(int(s), int(e)) for s, e in thread] for thread in out["calls"]]
         if self.pack:
             m = pack_measurement(calls, self.pack)
+            m.extra["pack_lengths"] = out.get("pack_lengths")
         else:
             m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
         emulated = self.description.get("emulated", False)
@@ -293,17 +309,6 @@ class IpuSession(Session):
     def close(self) -> None:
         _LIVE.discard(self)
         self.worker.close()
-
-
-def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
-    """Single-sample calls of the pack runner; QPS as ByteMLPerf's benchmark_pack (middle 60 % of
-    each thread's calls over their window)."""
-    keep = float(pack["benchmark"]["count_percent"])
-    m = BatchMeasurement(1, "pack", len(calls), calls, extra={"bytemlperf_keep_fraction": keep})
-    m.extra.update(pack_batch_size=pack["batch_size"], samples_per_call=1,
-                   qps_method=f"ByteMLPerf benchmark_pack: samples in the middle {keep:.0%} of each "
-                              "client's calls / their window")
-    return m
 
 
 class IpuBackend(Backend):
@@ -365,13 +370,24 @@ class IpuBackend(Backend):
         description["memory"] = memory.record(info.get("memory") or {}, info.get("env", {}).get("poprt_version"))
         if description["memory"].get("over_budget"):
             description.setdefault("notes", []).append(description["memory"]["verdict"])
-        return IpuSession(worker, batch_size, description, pack)
+        session = IpuSession(worker, batch_size, description, pack)
+        if pack and config.options.get("pack_check", True):
+            try:
+                check_packing(session, model, config.precision)
+            except BaseException:
+                session.close()
+                raise
+        return session
 
     def job(self, model: ExportedModel, config: BackendConfig, batch_size: int, plan: IpuRunPlan | None,
             pack: dict | None) -> dict:
         opts = config.options
         converter = dict(plan.converter_options if plan else {}) | opts.get("converter_options", {})
         compiler = dict(plan.compiler_options if plan else {}) | opts.get("compiler_options", {})
+        if config.precision == "fp8" and converter.get("fp8_skip_op_names"):
+            resolved = resolve_fp8_skips(converter["fp8_skip_op_names"], graph_node_names(str(model.onnx_path)),
+                                         model.name)
+            converter["fp8_skip_op_names"] = ",".join(resolved.values())
         pack_inputs = None
         if pack:
             pack_inputs = dict(pack["model_inputs"])
@@ -411,6 +427,7 @@ class IpuBackend(Backend):
             d["notes"] = list(plan.notes)
             if plan.missing_passes:
                 d["missing_passes"] = list(plan.missing_passes)
+            self.check_settings(d, plan, info)
             if plan.pack and not pack:
                 d["notes"].append(f"ByteMLPerf packs this model; without {', '.join(plan.missing_passes)} the kit "
                                   f"runs the padded model at batch {batch_size} instead (packing without the "
@@ -421,6 +438,26 @@ class IpuBackend(Backend):
         if emulated:
             d["note"] = EMULATED_NOTE
         return d
+
+
+    @staticmethod
+    def check_settings(d: dict, plan: IpuRunPlan, info: dict) -> None:
+        """ByteMLPerf's settings against the kit's graph: the fp8 skip names as resolved, and each
+        pass judged by the op types it should leave; a pass that did not fire makes the row not
+        comparable, named."""
+        published = plan.converter_options.get("fp8_skip_op_names")
+        if plan.precision == "fp8" and published:
+            used = info.get("converter_options", {}).get("fp8_skip_op_names", "")
+            d["fp8_skip_op_names"] = dict(zip([n.strip() for n in published.split(",") if n.strip()],
+                                              used.split(","), strict=False))
+        graph = info.get("graph") or {}
+        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_before"),
+                              graph.get("op_types_after"))
+        if passes:
+            d["passes"] = passes
+            reasons = not_comparable_reasons(passes)
+            d["notes"] += reasons
+            d["comparable"] = d["comparable"] and not reasons
 
 
 class ConversionMemory:
@@ -481,21 +518,38 @@ class ConversionMemory:
             f"worker killed while loading ({self.precision}, batch {self.batch_size}): at least this peak"))
 
 
+def part_name(device: dict) -> str:
+    """The exact part's name, or what is known of an IPU whose part is undecided."""
+    version = device.get("ipu_version")
+    part = hardware.part_for_ipu_version(version, device.get("board"))
+    if part:
+        return part.name
+    if version == hardware.PARTS["m2000"].ipu_version:
+        board = f"the board says {device['board']!r}" if device.get("board") else "the board type is unreadable"
+        return f"GC200-class IPU ({version}: an M2000 or a Bow; {board}, set {hardware.PART_ENV}=m2000 or bow)"
+    return f"unknown IPU ({version})"
+
+
 def device_info_from(env: dict, precision: str) -> dict:
     """device_info for what the worker reported: kind, name, ipu_version, exact part, emulated."""
     device = env.get("device", {})
     version = device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version)
+    part = hardware.part_for_ipu_version(version, device.get("board"))
     emulated = bool(env.get("test_double", False))
-    name = part.name if part else f"unknown IPU ({version})"
+    name = part_name(device)
     info = {"kind": "ipu", "name": f"{name} {EMULATED_LABEL}" if emulated else name,
             "ipu_version": version, "part": part.key if part else None, "emulated": emulated,
-            "num_devices": device.get("num_devices"), "poprt_version": env.get("poprt_version")}
+            "board": device.get("board"), "num_devices": device.get("num_devices"),
+            "poprt_version": env.get("poprt_version")}
     if "error" in device:
         info["device_error"] = device["error"]
-    gflops = PEAKS.get(version or "", {}).get(precision)
+    gflops = part.peaks_gflops.get(precision) if part else None
     if emulated:
         info.update(peak=None, note=EMULATED_NOTE)
     elif gflops:
-        info["peak"] = {"gflops": gflops, "precision": precision, "method": "Graphcore's published peak for this IPU"}
+        info["peak"] = {"gflops": gflops, "precision": precision,
+                        "method": f"Graphcore's published peak for one {part.name}"}
+    elif part is None:
+        info["peak"] = None
+        info["peak_reason"] = f"no peak: the exact part is unknown ({name})"
     return info

@@ -38,10 +38,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
-WORKER_VERSION = 2
+WORKER_VERSION = 3
 FP8_OPS = ("Conv", "MatMul", "Gemm")
 FP8_IPU_VERSIONS = ("ipu21",)
 TEST_DOUBLE_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
+PACK_SAMPLES_PER_ROW = 100  # benchmark_pack draws iterations (100) x pack batch sample lengths
 _ARRAY = "__kit_ndarray__"
 _HEADER = struct.Struct("<QI")
 
@@ -123,10 +124,23 @@ def environment():
     try:
         manager = runtime.DeviceManager()
         info["device"] = {"ipu_version": manager.ipu_hardware_version(),
-                          "num_devices": int(manager.get_num_devices())}
+                          "num_devices": int(manager.get_num_devices()), "board": board_description()}
     except Exception as exc:  # noqa: BLE001 - no IPU attached, driver missing...
         info["device"] = {"error": f"{type(exc).__name__}: {exc}"}
     return info
+
+
+def board_description():
+    """The first IPU's "board type" and "board variant" (gc-info's attributes, read through the SDK's
+    gcipuinfo): what tells a Bow from an M2000, both ipu2 to PopRT. None where unreadable."""
+    try:
+        import gcipuinfo
+
+        devices = gcipuinfo.gcipuinfo().getDevices()
+        first = dict(devices[0]) if devices else {}
+    except Exception:  # noqa: BLE001 - no SDK module, no device: the kit then asks for KIT_IPU_PART
+        return None
+    return " ".join(str(first[k]) for k in ("board type", "board variant") if k in first) or None
 
 
 def check_hardware(device, precision):
@@ -226,6 +240,34 @@ def remove_dead_nodes(model):
             graph.node.remove(node)
 
 
+INPUT_CAST = "Cast(graph input)"  # a pseudo op type: Casts that read a graph input directly
+
+
+def op_types(model):
+    """How many nodes of each op type the graph has, plus INPUT_CAST (the kit judges from them
+    whether a pass fired)."""
+    counts = {}
+    inputs = {i.name for i in model.graph.input}
+    for node in model.graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+        if node.op_type == "Cast" and node.input and node.input[0] in inputs:
+            counts[INPUT_CAST] = counts.get(INPUT_CAST, 0) + 1
+    return counts
+
+
+def graph_record_path(popef):
+    return popef + ".ops.json"
+
+
+def read_graph_record(popef):
+    """The op types recorded when this PopEF was converted, or None (a PopEF from before they were)."""
+    try:
+        with open(graph_record_path(popef)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def compile_popef(job, env):
     """Convert + compile_and_export once per key; returns (path, compile seconds, cached, kwargs,
     options, memory: each step's peak RSS, or why none was measured)."""
@@ -248,12 +290,17 @@ def compile_popef(job, env):
             add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
             dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
             kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
+        before = op_types(model)
         converted = Converter(**kwargs).convert(model)
         del model  # the converted copy is all the compiler needs
+        record = {"op_types_before": before, "op_types_after": op_types(converted)}
     with memory.step("ipu-compile"):
         outputs = [o.name for o in converted.graph.output]
         tmp = f"{path}.{os.getpid()}.tmp"
         Compiler.compile_and_export(converted.SerializeToString(), outputs, tmp, opts)
+    with open(graph_record_path(tmp), "w") as f:
+        json.dump(record, f)
+    os.replace(graph_record_path(tmp), graph_record_path(path))
     os.replace(tmp, path)
     return path, time.perf_counter() - started, False, kwargs, wanted, memory.to_dict()
 
@@ -403,7 +450,7 @@ class Session:
                 "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
                 "inputs": describe(self.runner.get_execute_inputs()),
                 "outputs": describe(self.runner.get_execute_outputs()), "env": env,
-                "pack": self.pack is not None, "memory": memory}
+                "pack": self.pack is not None, "memory": memory, "graph": read_graph_record(path)}
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
         return info
@@ -426,7 +473,7 @@ class Session:
     def run(self, msg):
         self._require_runner()
         if self.pack:
-            return self.run_packed(msg["inputs"])
+            return self.run_packed(msg["inputs"], bool(msg.get("isolate")))
         outputs = self.new_outputs()
         self.runner.execute(self.stage(msg["inputs"]), outputs)
         return [outputs[o.name] for o in self.runner.get_execute_outputs()]
@@ -458,8 +505,8 @@ class Session:
 
     # -- pack mode (ByteMLPerf's runtime_backend_ipu.py / engine_poprt.py benchmark_pack)
     def sample_feeds(self, row):
-        """One sample as ByteMLPerf feeds the PackRunner: the padded row (the runner removes the
-        padding by the mask) plus its per-sample position_ids."""
+        """One sample of a padded batch for the PackRunner: the padded row (the runner removes the
+        padding by the mask) plus its per-sample position_ids, so that its outputs are right."""
         pack, extra = self.pack, self.job.get("pack_inputs") or {}
         feeds = {name: np.ascontiguousarray(row[name], dtype=np.int32) for name in pack["input_names"]}
         length = int(np.count_nonzero(feeds[pack["mask_name"]]))
@@ -469,41 +516,48 @@ class Session:
         return feeds
 
     def sample_outputs(self):
+        """One sample's output buffers, sized as ByteMLPerf does: the model's outputs with dim 0 = 1."""
         outs = {}
-        for o in self.runner.get_execute_outputs():
+        for o in model_outputs(self.runner):
             shape = list(o.shape)
             shape[0] = 1
             outs[o.name] = np.zeros(shape, dtype=o.numpy_data_type())
         return outs
 
-    def run_packed(self, inputs):
-        """A padded batch, sent sample by sample (asynchronously, so they pack together)."""
+    def run_packed(self, inputs, isolate=False):
+        """A padded batch, sent sample by sample: asynchronously, so that they pack together, or
+        with `isolate` one at a time, each waiting for its own execution (alone in its pack after
+        the runner's timeout), so that no sample can share a row with another."""
         n = len(inputs[self.pack["mask_name"]])
         pending = []
         for i in range(n):
             row = {name: np.asarray(inputs[name])[i] for name in self.pack["input_names"]}
             outs = self.sample_outputs()
-            pending.append((self.runner.execute_async(self.sample_feeds(row), outs), outs))
+            future = execute_async(self.runner, self.sample_feeds(row), outs)
+            if isolate:
+                future.wait()
+                future = None
+            pending.append((future, outs))
         results = []
         for future, outs in pending:
-            future.wait()
+            if future is not None:
+                future.wait()
             results.append(outs)
-        return [np.concatenate([r[o.name] for r in results]) for o in self.runner.get_execute_outputs()]
+        return [np.concatenate([r[o.name] for r in results]) for o in model_outputs(self.runner)]
 
     def time_packed(self, msg):
-        """ByteMLPerf's benchmark_pack: int(pack batch x 3.5) clients send single unpadded samples of
-        random length (normal(avg, avg) clipped to [1, max]); warm-up outside the window."""
+        """ByteMLPerf's benchmark_pack: int(pack batch x 3.5) clients send single samples drawn from
+        a set of pack batch x 100 lengths ~ normal(avg, avg) truncated and clipped to [1, max]
+        (stratified: see pack_lengths), each
+        sample unpadded all-ones arrays of its length for the pack inputs (no position_ids, as
+        benchmark_pack); warm-up outside the window."""
         bench = self.pack["benchmark"]
         seq = int(self.runner_input(self.pack["mask_name"]).shape[-1])
+        top = min(int(bench["max_valid_seq"]), seq)
         rng = np.random.RandomState(int(msg.get("seed", 0)))
-        count = int(self.pack["batch_size"]) * int(msg.get("dataset_rows", 4))
-        lengths = np.clip(rng.normal(bench["avg_len"], bench["avg_len"], size=count).astype(np.int32),
-                          1, min(int(bench["max_valid_seq"]), seq))
-        dataset = []
-        for length in lengths:
-            row = {name: np.ones(seq, dtype=np.int32) for name in self.pack["input_names"]}
-            row[self.pack["mask_name"]][length:] = 0
-            dataset.append(self.sample_feeds(row))
+        count = max(int(msg.get("pack_samples") or 0), PACK_SAMPLES_PER_ROW * int(self.pack["batch_size"]))
+        lengths = pack_lengths(rng, float(bench["avg_len"]), top, count)
+        dataset = [{name: np.ones(int(n), dtype=np.int32) for name in self.pack["input_names"]} for n in lengths]
         outputs = self.sample_outputs()
         for i in range(int(msg.get("warmup", 0))):
             self.runner.execute(dataset[i % len(dataset)], outputs)
@@ -513,10 +567,62 @@ class Session:
             self.runner.execute(dataset[pick.randrange(len(dataset))], state)
 
         clients = int(int(self.pack["batch_size"]) * float(bench["clients_per_pack_row"]))
-        return run_clients(call, self.sample_outputs, clients, msg)
+        out = run_clients(call, self.sample_outputs, clients, msg)
+        avg = float(bench["avg_len"])
+        out["pack_lengths"] = {"count": int(count), "mean": float(lengths.mean()),
+                               "population_mean": population_mean(avg, avg, top),
+                               "population": f"normal({avg:g}, {avg:g}) truncated to int, clipped to [1, {top}]",
+                               "draw": "stratified over the population's quantiles, shuffled",
+                               "position_ids": "not sent (as benchmark_pack)"}
+        return out
 
     def runner_input(self, name):
         return next(i for i in self.runner.get_execute_inputs() if i.name == name)
+
+
+def execute_async(runner, feeds, outputs):
+    """PopRT 1.3 and later spell it execute_async; 1.1 / 1.2 (and ByteMLPerf) executeAsync."""
+    for name in ("execute_async", "executeAsync"):
+        method = getattr(runner, name, None)
+        if method is not None:
+            return method(feeds, outputs)
+    raise AttributeError("this PopRT Runner has neither execute_async nor executeAsync")
+
+
+def model_outputs(runner):
+    """The model's outputs as ByteMLPerf sizes pack buffers (get_model_outputs), else the newer name."""
+    method = getattr(runner, "get_model_outputs", None) or runner.get_execute_outputs
+    return method()
+
+
+def length_pmf(avg, sd, top):
+    """P(length = k) for k = 1..top, length = clip(int(x), 1, top), x ~ normal(avg, sd): the
+    population benchmark_pack draws its samples' lengths from (int() truncates toward zero)."""
+    import math
+
+    def cdf(x):
+        return 0.5 * (1.0 + math.erf((x - avg) / (sd * math.sqrt(2.0))))
+
+    edges = [cdf(float(k)) for k in range(2, top + 1)]  # int(x) <= 1 (x < 2) is length 1; >= top is top
+    pmf = np.diff(np.array([0.0] + edges + [1.0]))
+    return pmf
+
+
+def population_mean(avg, sd, top):
+    pmf = length_pmf(avg, sd, top)
+    return float(np.dot(np.arange(1, top + 1), pmf))
+
+
+def pack_lengths(rng, avg, top, count):
+    """`count` lengths from benchmark_pack's population, stratified (one uniform draw in each of
+    `count` equal slices of probability, then shuffled): each is a draw from the population, and
+    their mean is the population's to well within 1 % (independent draws, as ByteMLPerf's, miss it
+    by about 1 % at 4000 samples)."""
+    cum = np.cumsum(length_pmf(avg, avg, top))
+    u = (np.arange(count) + rng.uniform(size=count)) / count
+    lengths = np.minimum(np.searchsorted(cum, u * cum[-1], side="right") + 1, top).astype(np.int32)
+    rng.shuffle(lengths)
+    return lengths
 
 
 def describe(infos):

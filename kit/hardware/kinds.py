@@ -17,7 +17,7 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware.gpu_install import driver_problem, driver_version
@@ -108,22 +108,49 @@ class Part:
     name: str
     ipu_version: str  # PopRT's name for the target; "" where PopRT cannot target it
     note: str = ""
+    board_words: tuple[str, ...] = ()  # what gc-info's "board type" / "board variant" say on it
+    peaks_gflops: dict = field(default_factory=dict)  # per IPU, by precision (Graphcore's datasheets)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+#: Env variable naming the part where the board cannot tell (an M2000 and a Bow are both `ipu2`).
+PART_ENV = "KIT_IPU_PART"
+
 PARTS = {p.key: p for p in (
     Part("gc2", "Graphcore GC2 (Mk1) IPU, C2 card", "",
-         "PopRT cannot target Mk1; the C2 paper used PopART from SDK 1.0"),
-    Part("c600", "Graphcore C600 (Mk2, ipu21)", "ipu21"),
-    Part("m2000", "Graphcore GC200 (Mk2, ipu2: M2000 / Bow)", "ipu2"),
+         "PopRT cannot target Mk1; the C2 paper used PopART from SDK 1.0", ("C2",),
+         {"fp32": 31.1e3, "fp16": 124.5e3}),
+    Part("c600", "Graphcore C600 (Mk2, ipu21)", "ipu21", board_words=("C600",),
+         peaks_gflops={"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}),
+    Part("m2000", "Graphcore GC200 (Mk2, ipu2) in an IPU-M2000", "ipu2", board_words=("M2000",),
+         peaks_gflops={"fp32": 62.5e3, "fp16": 250e3}),
+    Part("bow", "Graphcore Bow IPU (Mk2, ipu2) in a Bow-2000", "ipu2",
+         "a GC200 die stacked with a power-delivery wafer (wafer-on-wafer), clocked 1.85 GHz instead of 1.33",
+         board_words=("Bow",), peaks_gflops={"fp32": 87.5e3, "fp16": 350e3}),
 )}
 
 
-def part_for_ipu_version(ipu_version: str | None) -> Part | None:
-    """The part PopRT reports as `ipu_version` ('ipu21' -> C600), or None if unknown."""
-    return next((p for p in PARTS.values() if p.ipu_version and p.ipu_version == ipu_version), None)
+def part_for_ipu_version(ipu_version: str | None, board: str | None = None,
+                         env: dict[str, str] | None = None) -> Part | None:
+    """The part PopRT reports as `ipu_version` ('ipu21' -> C600); for `ipu2`, shared by the M2000 and
+    the Bow, the one whose name the board's type or variant (gc-info) carries ('Bow' wins over
+    'M2000'), else the part named by KIT_IPU_PART; None when unknown or undecided."""
+    candidates = [p for p in PARTS.values() if p.ipu_version and p.ipu_version == ipu_version]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    text = (board or "").lower()
+    for part in reversed(candidates):  # the most specific first: a Bow board may also say M2000
+        if any(w.lower() in text for w in part.board_words):
+            return part
+    named = (os.environ if env is None else env).get(PART_ENV, "")
+    if named:
+        if named not in {p.key for p in candidates}:
+            raise InvalidParameter(PART_ENV, named, f"one of {', '.join(p.key for p in candidates)} "
+                                                    f"(the parts PopRT calls {ipu_version})")
+        return PARTS[named]
+    return None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ otherwise "unavailable" with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import cycle
 
 from kit import progress
@@ -73,10 +73,16 @@ def execute(cfg: Config, result: RunResult) -> None:
     result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]
     encoded = [p.read_bytes() for p in image_files(cfg.image_dir)]
+    device_info = backend.device_info(BackendConfig(cfg.precision, cfg.device, kind=cfg.hardware))
+    asked = cfg.replicas
+    cfg, deviation = replicas_here(cfg, device_info)
     threads = max(1, usable_cores() // cfg.replicas)
     bcfg = BackendConfig(cfg.precision, cfg.device, threads, kind=cfg.hardware)
-    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg),
-                      "replicas": cfg.replicas, "threads_per_replica": threads}
+    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": device_info,
+                      "replicas": cfg.replicas, "replicas_asked": asked, "threads_per_replica": threads}
+    if deviation:
+        result.backend["deviation"] = deviation
+        result.notes.append(f"Deviation from the C2 paper: {deviation}.")
     sampler = sampler_for(cfg.hardware, cfg.power)
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     result.tables["c2"] = []
@@ -96,6 +102,21 @@ def execute(cfg: Config, result: RunResult) -> None:
             m = timed_window(calls, micro, cfg.measure_config(), sampler)
         result.measurements.append(m.to_dict())
         result.tables["c2"].append(c2_row(batch, micro, m))
+
+
+def replicas_here(cfg: Config, device_info: dict) -> tuple[Config, str | None]:
+    """The config with replicas = min(asked, devices) on an IPU machine (one session per IPU; a C600
+    card has one), and the deviation from the paper's 2 replicas said in words; else unchanged."""
+    devices = device_info.get("num_devices")
+    if device_info.get("kind") != "ipu" or devices is None or int(devices) >= cfg.replicas:
+        return cfg, None
+    if int(devices) < 1:
+        raise InvalidParameter("replicas", cfg.replicas, f"an IPU to run on: PopRT sees {devices} IPU(s)")
+    used = int(devices)
+    deviation = (f"{used} replica(s) instead of the paper's {cfg.replicas}: this machine has {used} IPU(s) "
+                 f"({device_info.get('name', 'IPU')}) and each replica's session holds one; the whole batch "
+                 f"runs as micro batch = batch / {used}")
+    return replace(cfg, replicas=used), deviation
 
 
 def _pipeline_call(session, input_name: str, encoded: list[bytes], micro: int, size: int, offset: int):

@@ -2,7 +2,9 @@
 
 Like the real one, getDevices() returns pybind11 maps of strings, not dicts (no `.get`, so code
 must convert them with dict()), and sensor values read 'N/A' unless the process that reads them
-runs with GCDA_MONITOR=1. Board power comes from KIT_GCIPUINFO_DOUBLE_W (default 95.5).
+runs with GCDA_MONITOR=1. Board power comes from KIT_GCIPUINFO_DOUBLE_W (default 95.5); the board
+type and variant from KIT_GCIPUINFO_DOUBLE_BOARD (default C600 on ipu21, M2000 on ipu2; "Bow-2000"
+emulates a Bow).
 """
 
 import os
@@ -39,6 +41,8 @@ class gcipuinfo:  # noqa: N801 - the SDK's class name
     def getDevices(self):  # noqa: N802
         monitored = os.environ.get("GCDA_MONITOR") == "1"
         watts = f"{float(os.environ.get('KIT_GCIPUINFO_DOUBLE_W', '95.5')):.1f}W" if monitored else "N/A"
+        version = DeviceManager().ipu_hardware_version()
+        board = os.environ.get("KIT_GCIPUINFO_DOUBLE_BOARD") or {"ipu21": "C600"}.get(version, "M2000")
         return [_StringMap({"id": str(i), "board serial number": "0063.0063.822391", "total board power": watts,
-                            "ipu architecture": DeviceManager().ipu_hardware_version()})
+                            "ipu architecture": version, "board type": board, "board variant": board})
                 for i in range(DeviceManager().get_num_devices())]

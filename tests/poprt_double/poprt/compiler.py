@@ -16,7 +16,7 @@ _OPTIONS = {
     "ipu_version": (str, "", lambda v: v in ("", "ipu2", "ipu21")),
     "batches_per_step": (int, 1, lambda v: v >= 1),
     "partials_type": (str, "half", lambda v: v in ("half", "float")),
-    "available_memory_proportion": (float, 0.6, lambda v: 0.0 < v <= 1.0),
+    "available_memory_proportion": (float, 0.6, lambda v: 0.0 <= v <= 1.0),  # the docs: in [0, 1]
     "num_io_tiles": (int, 0, lambda v: v >= 0),
     "enable_prefetch_datastreams": (bool, True, None),  # PopRT: "Prefetching is enabled by default"
     "stream_buffering_depth": (int, 1, lambda v: v >= 1),

@@ -98,6 +98,7 @@ class Converter:
         if not isinstance(model, onnx.ModelProto):
             raise TypeError(f"convert() expects an onnx.ModelProto, got {type(model).__name__}")
         model = onnx.ModelProto.FromString(model.SerializeToString())
+        self._check_fp8_skips(model)
         self._fix_shapes(model)
         self._int64_inputs_to_int32(model)
         precision = self.options["precision"]
@@ -115,6 +116,17 @@ class Converter:
         helper.set_model_props(model, {"poprt_double.precision": precision,
                                        "poprt_double.emulated_as": emulated})
         return model
+
+    def _check_fp8_skips(self, model):
+        """fp8_skip_op_names ('Conv_1,Conv_2') must name nodes of the graph: the double refuses an
+        unknown name rather than skip nothing in silence."""
+        if self.options["precision"] != "fp8" or not self.options["fp8_skip_op_names"]:
+            return
+        nodes = {n.name for n in model.graph.node}
+        names = [n.strip() for n in str(self.options["fp8_skip_op_names"]).split(",") if n.strip()]
+        unknown = [n for n in names if n not in nodes]
+        if unknown:
+            raise ValueError(f"fp8_skip_op_names: {unknown[0]!r} is not a node of the model")
 
     def _graph_inputs(self, model):
         inits = {i.name for i in model.graph.initializer}

@@ -22,6 +22,9 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
               "tensor(double)": np.float64, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}
 
 
+_ASYNC_NAMES = ("execute_async", "executeAsync")
+
+
 def _env_seconds(name, default):
     return float(os.environ.get(name, default))
 
@@ -215,6 +218,13 @@ class Runner:
     get_model_inputs = get_execute_inputs  # the older names ByteMLPerf uses
     get_model_outputs = get_execute_outputs
 
+    def __getattribute__(self, name):
+        """One async spelling per emulated PopRT: execute_async (1.3 and later, the default) or
+        executeAsync (1.1 / 1.2), chosen by KIT_POPRT_DOUBLE_ASYNC."""
+        if name in _ASYNC_NAMES and name != os.environ.get("KIT_POPRT_DOUBLE_ASYNC", "execute_async"):
+            raise AttributeError(f"'poprt._runtime.Runner' object has no attribute '{name}'")
+        return object.__getattribute__(self, name)
+
     def execute(self, input, output):  # noqa: A002 - PopRT's parameter names
         if self._pack is not None:
             self._pack.submit(input, output).wait()
@@ -261,6 +271,8 @@ class Runner:
         thread.start()
         return _Future(thread, errors)
 
+    executeAsync = execute_async  # noqa: N815 - PopRT 1.1 / 1.2's name
+
     def pack_stats(self):
         """Double only: how the pack runner grouped samples (packs, samples, rows used)."""
         return dict(self._pack.stats) if self._pack else None
@@ -302,8 +314,11 @@ class _Packer:
     """The PackRunner far enough to test the kit: single samples in, packed by first_fit (or
     next_fit) into the compiled batch's rows until max_valid_num samples, no room, or
     timeout_microseconds after the first waiting sample; then one execution, outputs unpacked.
-    The double computes each sample in a row of its own (the packing decides only which samples
-    share an execution): the ONNX model has no packed-attention pass here."""
+    As on the IPU, samples that fit share a row (single-row mode: a sample never spans two rows),
+    each at its own offset, with the mask set over all of them: the model keeps them apart only
+    where a pass (insert_attention_mask's AttentionMask) made its attention packing-aware. The
+    double applies no such pass, so samples sharing a row attend to each other, as on an IPU whose
+    pass did not fire."""
 
     def __init__(self, runner, config):
         infos = {i.name: i for i in runner.get_execute_inputs()}
@@ -321,7 +336,7 @@ class _Packer:
         self.runner, self.config, self.infos = runner, config, infos
         self.rows, self.seq = infos[config.dynamic_input_name].shape[:2]
         self.queue, self.cond = [], threading.Condition()
-        self.stats = {"packs": 0, "samples": 0, "rows_used": 0}
+        self.stats = {"packs": 0, "samples": 0, "rows_used": 0, "tokens": 0, "zero_filled": []}
         threading.Thread(target=self._loop, daemon=True).start()
 
     def submit(self, feeds, outputs):
@@ -336,7 +351,8 @@ class _Packer:
         if not isinstance(feeds, dict) or not isinstance(outputs, dict):
             raise TypeError("execute(): input and output must be Dict[str, numpy.ndarray]")
         unknown = sorted(set(feeds) - set(self.infos))
-        missing = sorted(set(self.infos) - set(feeds))
+        required = {self.config.mask_name, self.config.dynamic_input_name, *self.config.dynamic_group}
+        missing = sorted(required - set(feeds))  # others (position_ids) are zero-filled, as ByteMLPerf relies on
         if unknown or missing:
             raise RuntimeError(f"execute(): pack input names unknown {unknown}, missing {missing}")
         mask = np.asarray(feeds[self.config.mask_name]).reshape(-1)
@@ -397,24 +413,47 @@ class _Packer:
             self.stats["packs"] += 1
             self.stats["samples"] += len(batch)
             self.stats["rows_used"] += n_rows
+            self.stats["tokens"] += sum(len(s[self.config.mask_name]) for _, s, _, _ in batch)
+            absent = sorted(set(self.infos) - set().union(*(set(s) for _, s, _, _ in batch)))
+            self.stats["zero_filled"] = sorted(set(self.stats["zero_filled"]) | set(absent))
             self._execute(batch)
+
+    def _place(self, lengths):
+        """(row, offset) of each sample, by the configured algorithm; rows overflow into further
+        executions of the compiled batch (chunks of self.rows rows)."""
+        rows, places = [], []
+        for n in lengths:
+            if self.config.algorithm == PackAlgorithm.first_fit:
+                spot = next((i for i, used in enumerate(rows) if used + n <= self.seq), None)
+            else:
+                spot = len(rows) - 1 if rows and rows[-1] + n <= self.seq else None
+            if spot is None:
+                rows.append(0)
+                spot = len(rows) - 1
+            places.append((spot, rows[spot]))
+            rows[spot] += n
+        return places, len(rows)
 
     def _execute(self, batch):
         try:
-            for start in range(0, len(batch), self.rows):
-                chunk = batch[start: start + self.rows]
+            lengths = [len(sample[self.config.mask_name]) for _, sample, _, _ in batch]
+            places, n_rows = self._place(lengths)
+            for first in range(0, n_rows, self.rows):
+                members = [(i, row - first, off) for i, (row, off) in enumerate(places)
+                           if first <= row < first + self.rows]
                 feeds = {name: np.zeros(info.shape, info.numpy_data_type()) for name, info in self.infos.items()}
-                for row, (_, sample, _, _) in enumerate(chunk):
-                    for name, values in sample.items():
-                        feeds[name][row, : len(values)] = values
+                for i, row, off in members:
+                    for name, values in batch[i][1].items():
+                        feeds[name][row, off: off + len(values)] = values
                 with self.runner._ipu:
                     results = self.runner._session.run(self.runner._outputs, feeds)
-                for row, (_, sample, outputs, _) in enumerate(chunk):
-                    length = len(sample[self.config.mask_name])
+                for i, row, off in members:
+                    outputs = batch[i][2]
                     for name, value in zip(self.runner._outputs, results, strict=True):
+                        piece = value[row][off: off + lengths[i]].reshape(-1)
                         out = outputs[name].reshape(-1)
                         out[:] = 0
-                        out[:length] = value[row].reshape(-1)[:length]
+                        out[: piece.size] = piece
             error = None
         except BaseException as exc:  # noqa: BLE001 - surfaced by wait()
             error = exc
