@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kit.hardware import kinds as hardware
+from kit.hardware import cuda
 
 
 @dataclass
@@ -27,8 +27,8 @@ class FakeHost:
     energy_supported: bool = True
     calls: list[str] = field(default_factory=list)
 
-    def smi_rows(self) -> tuple[hardware.GpuRow, ...]:
-        return tuple(hardware.GpuRow(b.nvml_index, b.pci_bus_id, f"GPU-{b.nvml_index:04d}", b.name)
+    def smi_rows(self) -> tuple[cuda.GpuRow, ...]:
+        return tuple(cuda.GpuRow(b.nvml_index, b.pci_bus_id, f"GPU-{b.nvml_index:04d}", b.name)
                      for b in sorted(self.boards, key=lambda b: b.nvml_index))
 
     def board(self, bus: str) -> Board:
@@ -45,9 +45,9 @@ def four_boards() -> list[Board]:
 
 def install(monkeypatch: pytest.MonkeyPatch, host: FakeHost, *, nvml: bool = True) -> FakeHost:
     """nvidia-smi lists `host`'s boards, torch sees no CUDA, and (with nvml) pynvml is the double."""
-    monkeypatch.setattr(hardware, "nvidia_smi_gpus", host.smi_rows)
-    monkeypatch.setattr(hardware, "_torch_cuda_device", lambda device_id: None)
-    hardware._cuda_device.cache_clear()
+    monkeypatch.setattr(cuda, "nvidia_smi_gpus", host.smi_rows)
+    monkeypatch.setattr(cuda, "_torch_cuda_device", lambda device_id: None)
+    cuda._cuda_device.cache_clear()
     if nvml:
         install_nvml(monkeypatch, host)
     return host

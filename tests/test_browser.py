@@ -15,7 +15,7 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("outputs")
     mp = pytest.MonkeyPatch()
     mp.setenv("KIT_OUTPUTS", str(out))
-    params = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
+    params = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [4, 32], "warmup": 1,
               "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
     records = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", params, 300),
                         Job("summary", "summary.ipynb", {}, 300, after_all=True)], out=out)

@@ -1,6 +1,6 @@
 import pytest
 
-from kit.hardware.kinds import MeasuredOn
+from kit.hardware.parts import MeasuredOn
 from kit.publish.compare import Verdict, tolerance_statement, verdict
 
 C600 = MeasuredOn("ipu", "Graphcore C600", part="c600")

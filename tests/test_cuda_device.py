@@ -6,8 +6,8 @@ import pytest
 from gpu_fakes import Board, FakeHost, four_boards, install
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
+from kit.hardware import cuda, onnxruntime_probe
 from kit.hardware import kinds as hardware
-from kit.hardware import onnxruntime_probe
 
 
 @pytest.fixture
@@ -32,24 +32,24 @@ def buses(rows) -> list[str]:
 ])
 def test_visible_gpus_follow_cuda_visible_devices(host, visible, expected):
     env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
-    assert buses(hardware.visible_gpus(env=env)) == expected
+    assert buses(cuda.visible_gpus(env=env)) == expected
 
 
 def test_cuda_device_resolves_ordinal_to_bus_id_once(host, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    first = hardware.cuda_device(1)
+    first = cuda.cuda_device(1)
     assert (first.index, first.pci_bus_id) == (1, "00000000:21:00.0")
-    assert hardware.cuda_device(1) is first  # resolved once per run and environment
+    assert cuda.cuda_device(1) is first  # resolved once per run and environment
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert hardware.cuda_device(0).pci_bus_id == "00000000:01:00.0"
+    assert cuda.cuda_device(0).pci_bus_id == "00000000:01:00.0"
 
 
 def test_absent_ordinal_and_bad_ordinal(host, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
     with pytest.raises(BackendUnavailable, match=r"CUDA device 1 unavailable: this process sees 1 GPU\(s\)"):
-        hardware.cuda_device(1)
+        cuda.cuda_device(1)
     with pytest.raises(InvalidParameter, match="device_id"):
-        hardware.cuda_device(-1)
+        cuda.cuda_device(-1)
 
 
 def test_mixed_models_need_pci_bus_order(monkeypatch):
@@ -58,24 +58,24 @@ def test_mixed_models_need_pci_bus_order(monkeypatch):
     boards = [Board(0, "00000000:01:00.0", "NVIDIA T4", 1), Board(1, "00000000:02:00.0", "NVIDIA L4", 1)]
     install(monkeypatch, FakeHost(boards), nvml=False)
     with pytest.raises(KitError, match="CUDA_DEVICE_ORDER=PCI_BUS_ID"):
-        hardware.cuda_device(0)
+        cuda.cuda_device(0)
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    assert hardware.cuda_device(1).name == "NVIDIA L4"
+    assert cuda.cuda_device(1).name == "NVIDIA L4"
 
 
 def test_bus_ids_are_normalised():
-    assert hardware.normalise_bus_id("0000:65:00.0") == "00000000:65:00.0"
-    assert hardware.normalise_bus_id("00000000:B3:00.0") == "00000000:b3:00.0"
-    rows = hardware.parse_smi_rows("0, 00000000:B3:00.0, GPU-abc, NVIDIA H100 80GB HBM3\nNo devices\n")
-    assert rows == (hardware.GpuRow(0, "00000000:b3:00.0", "GPU-abc", "NVIDIA H100 80GB HBM3"),)
+    assert cuda.normalise_bus_id("0000:65:00.0") == "00000000:65:00.0"
+    assert cuda.normalise_bus_id("00000000:B3:00.0") == "00000000:b3:00.0"
+    rows = cuda.parse_smi_rows("0, 00000000:B3:00.0, GPU-abc, NVIDIA H100 80GB HBM3\nNo devices\n")
+    assert rows == (cuda.GpuRow(0, "00000000:b3:00.0", "GPU-abc", "NVIDIA H100 80GB HBM3"),)
 
 
 def test_auto_picks_cuda_only_when_a_cuda_backend_loads(monkeypatch):
-    monkeypatch.setattr(hardware, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
+    monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
     monkeypatch.setattr(hardware, "ipu_present", lambda: False)
-    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: "onnxruntime here is a CPU build")
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "onnxruntime here is a CPU build")
     assert hardware.present() == ["cpu"] and hardware.resolve("auto") == "cpu"
-    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: None)
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: None)
     assert hardware.present() == ["cpu", "cuda"] and hardware.resolve("auto") == "cuda"
 
 
@@ -94,24 +94,24 @@ def test_cuda_backend_loads_checks_a_real_session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
     monkeypatch.setattr(ort, "InferenceSession", FallbackSession)
-    clear = [hardware.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
+    clear = [cuda.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
     for c in clear:
         c()
     try:
-        reason = hardware.cuda_backend_loads()
+        reason = cuda.cuda_backend_loads()
         assert "did not load (the session runs on CPUExecutionProvider" in reason
         assert "TensorrtExecutionProvider" in onnxruntime_probe.ort_provider_reason("TensorrtExecutionProvider")
         monkeypatch.setattr(FallbackSession, "get_providers", lambda self: ["CUDAExecutionProvider"])
         for c in clear:
             c()
-        assert hardware.cuda_backend_loads() is None
+        assert cuda.cuda_backend_loads() is None
     finally:
         for c in clear:
             c()
 
 
 def test_this_machine_without_a_gpu_is_cpu_only():
-    if hardware.gpu_names():
+    if cuda.gpu_names():
         pytest.skip("a GPU is listed here")
     assert "cuda" not in hardware.present()
 
@@ -120,7 +120,7 @@ def test_this_machine_without_a_gpu_is_cpu_only():
 
 @pytest.fixture
 def fresh_probe():
-    clear = [hardware.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
+    clear = [cuda.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
     for c in clear:
         c()
     yield
@@ -139,21 +139,21 @@ def test_a_broken_onnxruntime_module_is_a_reason_not_a_crash(monkeypatch, fresh_
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     reason = onnxruntime_probe.ort_provider_reason("CUDAExecutionProvider")
     assert reason.startswith("onnxruntime is broken here: its module has no get_available_providers")
-    assert "`make install` repairs it" in hardware.cuda_backend_loads()
+    assert "`make install` repairs it" in cuda.cuda_backend_loads()
 
 
 def test_an_old_driver_is_named_first(monkeypatch, fresh_probe):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(hardware, "ort_cuda_reason", lambda: "onnxruntime's CUDAExecutionProvider did not load")
-    monkeypatch.setattr(hardware, "driver_version", lambda: "575.57.08")
-    reason = hardware.cuda_backend_loads()
+    monkeypatch.setattr(cuda, "ort_cuda_reason", lambda: "onnxruntime's CUDAExecutionProvider did not load")
+    monkeypatch.setattr(cuda, "driver_version", lambda: "575.57.08")
+    reason = cuda.cuda_backend_loads()
     assert reason.startswith("NVIDIA driver 575.57.08 is older than R580, which the pinned CUDA 13 builds need")
     assert reason.endswith("sees no CUDA device; onnxruntime's CUDAExecutionProvider did not load")
-    hardware.cuda_backend_loads.cache_clear()
-    monkeypatch.setattr(hardware, "driver_version", lambda: "580.65.06")
-    assert hardware.cuda_backend_loads().startswith("torch ")  # a driver new enough is not blamed
+    cuda.cuda_backend_loads.cache_clear()
+    monkeypatch.setattr(cuda, "driver_version", lambda: "580.65.06")
+    assert cuda.cuda_backend_loads().startswith("torch ")  # a driver new enough is not blamed
 
 
 def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(monkeypatch, tmp_path, fresh_probe):
@@ -190,24 +190,24 @@ def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(monkeypat
 
 
 def test_unused_gpu_reason(monkeypatch):
-    monkeypatch.setattr(hardware, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
-    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
-    assert hardware.unused_gpu_reason(["cpu"]) == ("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run "
+    monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
+    assert cuda.unused_gpu_reason(["cpu"]) == ("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run "
                                                   "measures cpu): NVIDIA driver 575.57.08 is older than R580")
-    assert hardware.unused_gpu_reason(["cuda"]).startswith("cuda asked for, but no CUDA backend loads here")
-    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: None)
-    assert hardware.unused_gpu_reason(["cpu"]) is None
-    monkeypatch.setattr(hardware, "gpu_names", lambda: ())
-    assert hardware.unused_gpu_reason(["cpu"]) is None
+    assert cuda.unused_gpu_reason(["cuda"]).startswith("cuda asked for, but no CUDA backend loads here")
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: None)
+    assert cuda.unused_gpu_reason(["cpu"]) is None
+    monkeypatch.setattr(cuda, "gpu_names", lambda: ())
+    assert cuda.unused_gpu_reason(["cpu"]) is None
 
 
 def test_kit_reproduce_says_why_the_listed_gpu_is_not_used(monkeypatch, outputs, capsys):
     from kit.cli import reproduce
     from kit.cli.main import main as kit_main
 
-    monkeypatch.setattr(hardware, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
+    monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
     monkeypatch.setattr(hardware, "ipu_present", lambda: False)
-    monkeypatch.setattr(hardware, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
     monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False: [])
     kit_main(["reproduce", "--hardware", "auto"])  # no jobs: it then stops with nothing to index
     out = capsys.readouterr().out

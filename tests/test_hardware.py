@@ -2,6 +2,7 @@ import pytest
 
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hardware
+from kit.hardware import parts
 
 
 @pytest.mark.parametrize("device,kind", [("cpu", "cpu"), ("cuda", "cuda"), ("tensorrt", "cuda"),
@@ -25,34 +26,34 @@ def test_unknown_names_say_what_is_allowed():
 
 
 def test_parts_by_ipu_version():
-    assert hardware.part_for_ipu_version("ipu21").key == "c600"
-    assert hardware.part_for_ipu_version("") is None and hardware.part_for_ipu_version(None) is None
+    assert parts.part_for_ipu_version("ipu21").key == "c600"
+    assert parts.part_for_ipu_version("") is None and parts.part_for_ipu_version(None) is None
 
 
 def test_bow_and_m2000_are_separate_parts_with_their_own_peaks():
     """Issue 29: both were 'm2000' with GC200 peaks; a Bow IPU peaks at 350 TFLOP/s fp16."""
-    assert hardware.part_for_ipu_version("ipu2", "M2000 M2000", env={}).key == "m2000"
-    assert hardware.part_for_ipu_version("ipu2", "Bow-2000 Bow-2000", env={}).key == "bow"
-    assert hardware.part_for_ipu_version("ipu2", "M2000 Bow", env={}).key == "bow"
-    assert hardware.part_for_ipu_version("ipu2", None, env={}) is None  # undecided: never guessed
-    assert hardware.part_for_ipu_version("ipu2", None, env={hardware.PART_ENV: "bow"}).key == "bow"
+    assert parts.part_for_ipu_version("ipu2", "M2000 M2000", env={}).key == "m2000"
+    assert parts.part_for_ipu_version("ipu2", "Bow-2000 Bow-2000", env={}).key == "bow"
+    assert parts.part_for_ipu_version("ipu2", "M2000 Bow", env={}).key == "bow"
+    assert parts.part_for_ipu_version("ipu2", None, env={}) is None  # undecided: never guessed
+    assert parts.part_for_ipu_version("ipu2", None, env={parts.PART_ENV: "bow"}).key == "bow"
     with pytest.raises(InvalidParameter, match="KIT_IPU_PART='c600': one of m2000, bow"):
-        hardware.part_for_ipu_version("ipu2", None, env={hardware.PART_ENV: "c600"})
-    assert hardware.PARTS["bow"].peaks_gflops == {"fp32": 87.5e3, "fp16": 350e3}
-    assert hardware.PARTS["m2000"].peaks_gflops == {"fp32": 62.5e3, "fp16": 250e3}
-    assert hardware.PARTS["c600"].peaks_gflops["fp8"] == 560e3
+        parts.part_for_ipu_version("ipu2", None, env={parts.PART_ENV: "c600"})
+    assert parts.PARTS["bow"].peaks_gflops == {"fp32": 87.5e3, "fp16": 350e3}
+    assert parts.PARTS["m2000"].peaks_gflops == {"fp32": 62.5e3, "fp16": 250e3}
+    assert parts.PARTS["c600"].peaks_gflops["fp8"] == 560e3
 
 
 def test_measured_on_matches_only_the_exact_real_part():
-    c600 = hardware.MeasuredOn("ipu", "C600", part="c600")
+    c600 = parts.MeasuredOn("ipu", "C600", part="c600")
     assert c600.same_part("c600") and not c600.same_part("gc2")  # a C600 never reproduces C2
-    emulated = hardware.MeasuredOn("ipu", "C600", part="c600", emulated=True)
+    emulated = parts.MeasuredOn("ipu", "C600", part="c600", emulated=True)
     assert not emulated.same_part("c600") and "not run on an IPU" in emulated.label
-    assert not hardware.MeasuredOn("cpu", "EPYC").same_part("c600")
+    assert not parts.MeasuredOn("cpu", "EPYC").same_part("c600")
 
 
 def test_measured_on_reads_a_result_backend_block():
     block = {"device_info": {"kind": "ipu", "name": "x", "ipu_version": "ipu21"},
              "session": {"emulated": True}}
-    m = hardware.MeasuredOn.from_backend(block)
+    m = parts.MeasuredOn.from_backend(block)
     assert (m.hardware_class, m.part, m.emulated) == ("ipu", "c600", True)

@@ -16,7 +16,7 @@ from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend, 
 from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
-from kit.hardware.kinds import MeasuredOn
+from kit.hardware.parts import MeasuredOn
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo

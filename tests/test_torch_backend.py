@@ -9,7 +9,7 @@ import torch
 
 from kit.backends import BackendConfig, get_backend, torch_backend
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.hardware import kinds as hardware
+from kit.hardware import cuda
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models import MODELS, export_model, get_entry
@@ -117,7 +117,7 @@ def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """torch says CUDA is there; the module stays on the CPU (device 'cpu' stands for cuda:N)."""
-    gpu = hardware.CudaDevice(0, "00000000:01:00.0", "NVIDIA A100-SXM4-80GB")
+    gpu = cuda.CudaDevice(0, "00000000:01:00.0", "NVIDIA A100-SXM4-80GB")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch_backend, "torch_device", lambda config: ("cpu", gpu))
     return gpu

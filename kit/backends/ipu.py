@@ -36,7 +36,7 @@ from kit.backends.ipu_pack import check_packing, pack_measurement
 from kit.backends.ipu_settings import IpuRunPlan, plan_for
 from kit.backends.ipu_worker import read_message, write_message
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
-from kit.hardware import kinds as hardware
+from kit.hardware import parts
 from kit.measure.memory import (
     GB,
     SKIP_CHECK_ENV,
@@ -231,9 +231,9 @@ def check_request(device: dict, precision: str, sessions: int) -> None:
         raise BackendUnavailable(f"IPU backend unavailable: PopRT reads no device ({device['error']})")
     count, version = int(device.get("num_devices", 0)), device.get("ipu_version")
     named = part_name(device)
-    if precision == "fp8" and version != hardware.PARTS["c600"].ipu_version:
+    if precision == "fp8" and version != parts.PARTS["c600"].ipu_version:
         raise InvalidParameter("precision", precision, f"fp16 or fp32 on this {named}: fp8 needs a C600 "
-                                                       f"({hardware.PARTS['c600'].ipu_version})")
+                                                       f"({parts.PARTS['c600'].ipu_version})")
     if sessions > count:
         raise InvalidParameter("replicas", sessions, f"at most {count}: this machine has {count} IPU(s) "
                                f"({named}) and each session's Runner holds one IPU (a C600 card has one); "
@@ -521,12 +521,12 @@ class ConversionMemory:
 def part_name(device: dict) -> str:
     """The exact part's name, or what is known of an IPU whose part is undecided."""
     version = device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version, device.get("board"))
+    part = parts.part_for_ipu_version(version, device.get("board"))
     if part:
         return part.name
-    if version == hardware.PARTS["m2000"].ipu_version:
+    if version == parts.PARTS["m2000"].ipu_version:
         board = f"the board says {device['board']!r}" if device.get("board") else "the board type is unreadable"
-        return f"GC200-class IPU ({version}: an M2000 or a Bow; {board}, set {hardware.PART_ENV}=m2000 or bow)"
+        return f"GC200-class IPU ({version}: an M2000 or a Bow; {board}, set {parts.PART_ENV}=m2000 or bow)"
     return f"unknown IPU ({version})"
 
 
@@ -534,7 +534,7 @@ def device_info_from(env: dict, precision: str) -> dict:
     """device_info for what the worker reported: kind, name, ipu_version, exact part, emulated."""
     device = env.get("device", {})
     version = device.get("ipu_version")
-    part = hardware.part_for_ipu_version(version, device.get("board"))
+    part = parts.part_for_ipu_version(version, device.get("board"))
     emulated = bool(env.get("test_double", False))
     name = part_name(device)
     info = {"kind": "ipu", "name": f"{name} {EMULATED_LABEL}" if emulated else name,

@@ -28,13 +28,13 @@ import numpy as np
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
 from kit.backends.onnx_conversion import conversion_label, convert_for_ort
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
+from kit.hardware.cuda import cuda_device
 from kit.hardware.environment import (
     TENSORRT_DISTRIBUTIONS,
     distribution_version,
     onnxruntime_version,
     usable_cores,
 )
-from kit.hardware.kinds import cuda_device
 from kit.hardware.onnxruntime_probe import preload_gpu_libraries
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel

@@ -26,8 +26,8 @@ from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InP
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
 from kit.errors import BackendUnavailable, InvalidParameter
+from kit.hardware.cuda import cuda_device
 from kit.hardware.environment import cpu_flags, usable_cores
-from kit.hardware.kinds import cuda_device
 from kit.models import MODELS
 from kit.models.spec import ExportedModel
 

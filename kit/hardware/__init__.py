@@ -1,5 +1,6 @@
 """What the machine is: the hardware kinds and the one table of devices (`kinds`), the exact
-Graphcore parts, CUDA devices, the CPU set and threads (`cpu`), the provenance captured with every
+Graphcore parts and where a figure was measured (`parts`), NVIDIA GPUs and the CUDA device of this
+process (`cuda`), the CPU set and threads (`cpu`), the provenance captured with every
 figure (`environment`), nominal GPU peaks, what ONNX Runtime really starts here
 (`onnxruntime_probe`) and which build `make install` puts in (`gpu_install`, a stdlib script).
 

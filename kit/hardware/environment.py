@@ -9,6 +9,7 @@ import os
 import platform
 
 from kit.errors import BackendUnavailable
+from kit.hardware import cuda
 from kit.hardware import kinds as hardware
 from kit.hardware.cpu import thread_settings
 
@@ -163,7 +164,7 @@ def capture() -> dict:
         "python": platform.python_version(),
         "cpu": {"model": cpu_model(), "cores": usable_cores(),
                 "peak_fp32": cpu_peak_gflops("fp32")},
-        "gpus": list(hardware.visible_gpu_names()),
+        "gpus": list(cuda.visible_gpu_names()),
         "gpu": gpu_facts(),
         "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
@@ -205,7 +206,7 @@ def gpu_facts() -> dict:
                    "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     try:
         facts["visible"] = [{"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}
-                            for i, r in enumerate(hardware.visible_gpus())]
+                            for i, r in enumerate(cuda.visible_gpus())]
     except Exception as exc:  # noqa: BLE001 - a mixed host without CUDA_DEVICE_ORDER: say so, keep going
         facts["visible_error"] = str(exc)
     facts.update(_nvml_versions())

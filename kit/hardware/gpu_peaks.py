@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from kit.errors import KitError
-from kit.hardware.kinds import cuda_device, visible_gpu_names
+from kit.hardware.cuda import cuda_device, visible_gpu_names
 from kit.paths import data_dir
 
 #: The table row used for each kit precision.

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
-from kit.hardware.kinds import MeasuredOn
+from kit.hardware.parts import MeasuredOn
 from kit.measure.stats import Interval
 
 # Tolerances, stated in every scorecard.
@@ -67,7 +67,7 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
             noisy: str = "", differences: list[str] | None = None) -> tuple[Verdict, str, float | None]:
     """(verdict, reason, ratio) for one figure.
 
-    `published_part` is the exact part the figure came from (a kit.hardware.kinds.PARTS key such as
+    `published_part` is the exact part the figure came from (a kit.hardware.parts.PARTS key such as
     'c600' or 'gc2'); only a real run on that same part can reproduce it. With the measured
     figure's `interval`, "reproduced" means the published figure lies within tolerance of the
     interval; without one, within tolerance of the figure itself (and the reason says so).

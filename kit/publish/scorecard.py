@@ -13,7 +13,7 @@ import pandas as pd
 
 from kit.batch import STATE_FILE
 from kit.errors import KitError
-from kit.hardware.kinds import MeasuredOn
+from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
 from kit.publish.comparability import PublishedRun, differences, measured_batch

@@ -108,7 +108,7 @@ def study_hardware(study: str) -> str:
 
 
 def study_part(study: str) -> str | None:
-    """The exact Graphcore part (a kit.hardware.kinds.PARTS key) a study's figures came from."""
+    """The exact Graphcore part (a kit.hardware.parts.PARTS key) a study's figures came from."""
     text = study_hardware(study)
     for key, words in (("c600", ("C600", "ipu21")), ("gc2", ("GC2", "C2 card")), ("bow", ("Bow",)),
                        ("m2000", ("M2000",))):

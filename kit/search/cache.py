@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from kit.hardware import kinds as hw
+from kit.hardware import cuda
 from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, cpu_flags, cpu_model, usable_cores
 from kit.paths import cache_dir
 
@@ -36,7 +36,7 @@ def hardware_fingerprint(kind: str) -> dict:
     the GPUs."""
     flags = sorted(f for f in cpu_flags() if f.startswith(FLAG_PREFIXES))
     return {"kind": kind, "cpu": cpu_model(), "cores": usable_cores(), "flags": flags,
-            "gpus": list(hw.gpu_names()) if kind == "cuda" else []}
+            "gpus": list(cuda.gpu_names()) if kind == "cuda" else []}
 
 
 def software_versions() -> dict:

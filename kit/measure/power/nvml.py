@@ -19,7 +19,7 @@ import importlib
 import time
 
 from kit.errors import KitError
-from kit.hardware import kinds as hardware
+from kit.hardware import cuda
 from kit.measure.power.base import PowerSampler, Reading, SensorError
 
 #: A power figure needs at least this long a window: 1 s averaging and ~100 ms counter updates
@@ -95,7 +95,7 @@ class NvmlSampler(PowerSampler):
 
         ordinal = self.options.cuda_device or 0
         try:
-            gpu = hardware.cuda_device(ordinal)
+            gpu = cuda.cuda_device(ordinal)
         except KitError as exc:
             raise SensorError(f"NVML: cannot tell which board is CUDA device {ordinal}: {exc}") from None
         try:
