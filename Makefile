@@ -56,5 +56,6 @@ rebuild-state: $(STAMP)
 lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/cli/lab.py
 	$(BIN)/python -m kit.cli.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
-clean-outputs:
-	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+# refused while a batch holds outputs/ (its lock file stays)
+clean-outputs: $(STAMP)
+	$(BIN)/kit clean-outputs

@@ -223,3 +223,20 @@ def test_one_batch_measures_on_every_kind_the_cluster_offers():
     assert {"published_results", "summary"} <= set(both) and list(both)[-1] == "summary"
     assert hardware_resource(both["published_results"]) is None
     assert len({j.name for j in single}) == len(single) and len(both) < 2 * len(single)
+
+
+def test_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs, capsys):
+    """`make clean-outputs` used to delete the lock and a running batch's files."""
+    run = outputs / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "job.json").write_text("{}")
+    (outputs / ".gitkeep").write_text("")
+    with outputs_lock(outputs):
+        assert kit_main(["clean-outputs"]) == 2
+        err = capsys.readouterr().err
+        assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        assert (run / "job.json").exists() and (outputs / ".reproduce.lock").exists()
+    assert kit_main(["clean-outputs"]) == 0
+    assert sorted(p.name for p in outputs.iterdir()) == [".gitkeep", ".reproduce.lock"]
+    with outputs_lock(outputs):  # `kit site` waits its turn too
+        assert kit_main(["site"]) == 2

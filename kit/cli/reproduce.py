@@ -1,4 +1,4 @@
-"""`kit reproduce`, `kit site` and `kit rebuild-state`.
+"""`kit reproduce`, `kit site`, `kit rebuild-state` and `kit clean-outputs`.
 
 `kit reproduce` exits 0 when every job is ok, 1 when any is not (its last line names them), 2
 for usage errors (bad ONLY/FORCE, a busy or corrupt outputs/), 128+N when stopped by signal N.
@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from kit.batch.clean import clean_outputs
 from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import HARDWARE_RESOURCES, Job, JobRecord
@@ -42,10 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
     p.set_defaults(func=reproduce)
     s = sub.add_parser("site", help="rebuild outputs/index.html from the results")
-    s.set_defaults(func=lambda args: print(rebuild_index()) or EXIT_OK)
+    s.set_defaults(func=site)
     r = sub.add_parser("rebuild-state", help="rebuild outputs/state.json from outputs/runs/ "
                                              "(the old file is moved aside)")
     r.set_defaults(func=rebuild)
+    c = sub.add_parser("clean-outputs", help="delete everything under outputs/ (refused while a batch "
+                                             "runs)")
+    c.set_defaults(func=clean)
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -135,6 +139,19 @@ def rebuild(args: argparse.Namespace) -> int:
           f"({len(state['jobs'])} jobs)" + (f"; the old file is now {moved}" if moved else ""))
     if state["jobs"]:
         print(f"index: {rebuild_index(out)}")
+    return EXIT_OK
+
+
+def site(args: argparse.Namespace) -> int:
+    out = outputs_dir()
+    with outputs_lock(out, command="kit site"):
+        print(rebuild_index(out))
+    return EXIT_OK
+
+
+def clean(args: argparse.Namespace) -> int:
+    out = outputs_dir()
+    print(f"{out}: {clean_outputs(out)} entries removed")
     return EXIT_OK
 
 
