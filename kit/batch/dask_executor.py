@@ -11,6 +11,8 @@ Dask event, so the record says how many attempts a job took and on which workers
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import socket
 import tempfile
@@ -21,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kit import atomic
+from kit.batch.dask_connect import START_IT, check_scheduler
 from kit.batch.executor import KERNEL, Task
 from kit.batch.fingerprint import kit_digest
 from kit.batch.jobs import hardware_resource
@@ -75,41 +78,95 @@ def notebook_env() -> dict:
 class DaskExecutor:
     """Submits every task at once; yields them as they finish, files written into run_dir."""
 
-    def __init__(self, scheduler: str | object, *, connect_timeout_s: float = 10.0):
+    def __init__(self, scheduler: str | object, *, connect_timeout_s: float = 10.0,
+                 lost_after_s: float = 60.0, poll_s: float = 0.2):
         from distributed import Client, Event
 
         if isinstance(scheduler, Client):
             self.client, self._own_client = scheduler, False
         else:
+            check_scheduler(str(scheduler), connect_timeout_s)
             try:
                 self.client = Client(scheduler, timeout=connect_timeout_s)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise BackendUnavailable(f"cannot reach the Dask scheduler at {scheduler!r} "
-                                         f"({type(exc).__name__}: {exc}); start it with "
-                                         f"`dask scheduler` (docs/cluster.md)") from None
+            except Exception as exc:  # noqa: BLE001 - every scheduler error is named, none is raw
+                raise BackendUnavailable(f"cannot connect to the Dask scheduler at {scheduler!r} "
+                                         f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
             self._own_client = True
         self.digest = kit_digest()
+        self.lost_after_s, self.poll_s = lost_after_s, poll_s
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
+        self._alone: dict[str | None, float] = {}  # resource -> since when no worker offers it
+        self._checked = 0.0  # time.monotonic() of the last liveness check
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
-        from distributed import as_completed
-
         if tasks and not self.client.scheduler_info()["workers"]:
             raise BackendUnavailable(f"the Dask scheduler at {self.client.scheduler.address} has no "
                                      f"workers; start them with `dask worker` (docs/cluster.md)")
-        offered = self.offered()
+        offered, no_kit = self.offered(), self.workers_without_kit()
+        workers = set(self.client.scheduler_info()["workers"])
         for task in tasks:
             resource = hardware_resource(task.job)
-            if resource and resource not in offered:
-                yield task, Outcome("failed", f"no worker of this cluster offers {resource!r} (workers "
-                                    f"offer: {', '.join(sorted(offered)) or 'nothing'}); start one with "
-                                    f"`dask worker ... --resources {resource}=1`", 0.0)
+            problem = self._cannot_run(resource, offered, workers, no_kit)
+            if problem:
+                yield task, Outcome("failed", problem, 0.0)
                 continue
             self._futures[self._submit(task, resource)] = task
-        for future in as_completed(list(self._futures)):
-            task = self._futures.pop(future)
-            yield task, self._collect(future, task)
+        while self._futures:
+            done = [f for f in self._futures if f.done()]
+            for future in done:
+                task = self._futures.pop(future)
+                yield task, self._collect(future, task)
+            if not done:
+                yield from self._stranded()
+                time.sleep(self.poll_s)
+
+    @staticmethod
+    def _cannot_run(resource: str | None, offered: dict, workers: set, no_kit: dict) -> str | None:
+        """Why no worker of the cluster can run a job needing `resource`, or None."""
+        able = offered.get(resource, set()) if resource else workers
+        if resource and not able:
+            return (f"no worker of this cluster offers {resource!r} (workers offer: "
+                    f"{', '.join(sorted(offered)) or 'nothing'}); start one with "
+                    f"`dask worker ... --resources {resource}=1`")
+        if able and able <= set(no_kit):
+            return "; ".join(no_kit[w] for w in sorted(able))
+        return None
+
+    def _stranded(self) -> Iterator[tuple[Task, Outcome]]:
+        """Fail the waiting jobs whose hardware no worker has offered for `lost_after_s`: a
+        cluster whose workers all died (or died on their first task) would otherwise be waited
+        on for ever."""
+        if time.monotonic() - self._checked < 1.0:
+            return
+        self._checked = time.monotonic()
+        try:
+            workers = self.client.scheduler_info()["workers"]
+            offered, alive = _offered(workers), bool(workers)
+        except Exception as exc:  # noqa: BLE001 - a lost scheduler: every job in flight fails
+            offered, alive = {}, False
+            lost = f"lost the Dask scheduler at {self.client.scheduler.address} ({type(exc).__name__})"
+        else:
+            lost = None
+        now = time.monotonic()
+        for future, task in list(self._futures.items()):
+            resource = hardware_resource(task.job)
+            if (resource in offered) if resource else alive:
+                self._alone.pop(resource, None)
+                continue
+            since = self._alone.setdefault(resource, now)
+            if now - since >= self.lost_after_s:
+                self._futures.pop(future)
+                future.cancel()
+                seconds = now - since if task.started is None else time.perf_counter() - task.started
+                yield task, Outcome("failed", lost or self._stranded_message(resource), seconds)
+
+    def _stranded_message(self, resource: str | None) -> str:
+        what = f"worker offering {resource!r}" if resource else "worker"
+        return (f"no {what} was connected to the Dask scheduler at {self.client.scheduler.address} for "
+                f"{self.lost_after_s:.0f} s (its workers died or left; a worker that cannot import the "
+                f"kit dies on its first task: see the worker's log); start one with `dask worker` from "
+                f"a checkout set up with `make install` (docs/cluster.md)")
 
     def _submit(self, task: Task, resource: str | None):
         job = task.job
@@ -143,10 +200,19 @@ class DaskExecutor:
             outcome.worker, outcome.host = starts[-1]["name"], starts[-1]["host"]
         return outcome
 
-    def offered(self) -> set[str]:
-        """The resources at least one worker of the cluster offers."""
-        workers = self.client.scheduler_info()["workers"].values()
-        return {name for w in workers for name, amount in (w.get("resources") or {}).items() if amount >= 1}
+    def offered(self) -> dict[str, set[str]]:
+        """The resources at least one worker of the cluster offers, each with those workers."""
+        return _offered(self.client.scheduler_info()["workers"])
+
+    def workers_without_kit(self) -> dict[str, str]:
+        """Workers that cannot import the kit (they would die unpickling their first task),
+        each with a one-line message. Asked with a standard-library function, which any
+        worker can unpickle."""
+        answers = self.client.run(importlib.util.find_spec, __name__, on_error="return")
+        return {address: (f"worker {address} cannot import the kit ({_why(answer)}); "
+                          f"run its `dask worker` from a checkout of this repository set up with "
+                          f"`make install` (docs/cluster.md)")
+                for address, answer in answers.items() if not isinstance(answer, importlib.machinery.ModuleSpec)}
 
     def in_flight(self) -> list[Task]:
         return list(self._futures.values())
@@ -160,6 +226,19 @@ class DaskExecutor:
     def close(self) -> None:
         if self._own_client:
             self.client.close()
+
+
+def _offered(workers: dict) -> dict[str, set[str]]:
+    offered: dict[str, set[str]] = {}
+    for address, w in workers.items():
+        for name, amount in (w.get("resources") or {}).items():
+            if amount >= 1:
+                offered.setdefault(name, set()).add(address)
+    return offered
+
+
+def _why(answer: object) -> str:
+    return f"{type(answer).__name__}: {answer}" if isinstance(answer, BaseException) else f"no module {__name__}"
 
 
 def _inside(folder: Path, rel: str) -> Path:
