@@ -240,3 +240,33 @@ def test_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs, capsys):
     assert sorted(p.name for p in outputs.iterdir()) == [".gitkeep", ".reproduce.lock"]
     with outputs_lock(outputs):  # `kit site` waits its turn too
         assert kit_main(["site"]) == 2
+
+
+def test_an_outputs_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, tiny, monkeypatch, capsys):
+    """A read-only outputs/ gave a raw filelock traceback and exit 1 (reserved for 'not ok')."""
+    if os.geteuid() == 0:  # root writes through file modes: use a file system that refuses it
+        out = "/sys/kit-outputs"
+    else:
+        out = tmp_path / "outputs"
+        out.mkdir()
+        out.chmod(0o555)
+    monkeypatch.setenv("KIT_OUTPUTS", str(out))
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
+    code, _, err = reproduce(capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}")
+    assert "point KIT_OUTPUTS at a writable folder" in lines[0]
+    assert kit_main(["clean-outputs"]) == 2
+
+
+def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_path):
+    """They were 0600 (tempfile.mkstemp's mode) beside 0644 HTML."""
+    from kit.results import ResultKind, RunResult
+    from kit.search import cache
+
+    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {}).write(tmp_path / "r.json")
+    key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
+    decision = cache.store_decision({"key": key, "depth": "quick", "plan": {}}, tmp_path / "search")
+    for path in (result, decision):
+        assert path.stat().st_mode & 0o777 == 0o644, path

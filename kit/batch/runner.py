@@ -10,6 +10,7 @@ a valid state for the next run to resume from.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -151,7 +152,8 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
                 stop.records = _in_order(jobs, batch.records)
                 raise
             except BaseException:
-                batch.close("aborted")
+                with contextlib.suppress(OSError):  # a full disk: the first error is the one to report
+                    batch.close("aborted")
                 raise
             finally:
                 for _, runner in phases:

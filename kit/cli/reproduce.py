@@ -1,7 +1,8 @@
 """`kit reproduce`, `kit site`, `kit rebuild-state` and `kit clean-outputs`.
 
 `kit reproduce` exits 0 when every job is ok, 1 when any is not (its last line names them), 2
-for usage errors (bad ONLY/FORCE, a busy or corrupt outputs/), 128+N when stopped by signal N.
+for usage and environment errors (bad ONLY/FORCE, a busy, corrupt, read-only or full outputs/, an
+unreachable scheduler), 128+N when stopped by signal N.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def reproduce(args: argparse.Namespace) -> int:
         print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
               f"{resume} (state: {outputs_dir() / 'state.json'})")
         return stop.exit_code
-    bar.close()
+    finally:
+        bar.close()
     index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
     return _summary(records, time.perf_counter() - started, index)
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from kit import atomic
 from kit.datasets.registry import DATASETS
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.paths import datasets_dir
@@ -191,5 +192,5 @@ def fetch(name: str, dest: Path | None = None, *, sha256: str | None = None, url
                 shutil.move(str(part), dest / source.filename)
             record.append({**checked, "source": asdict(source)})
             log(f"{name}: {source.filename} ({checked['bytes']} bytes, checksum {checked['pinned']}) -> {dest}")
-    (dest / "FETCHED.json").write_text(json.dumps(record, indent=2))
+    atomic.write_text(dest / "FETCHED.json", json.dumps(record, indent=2))
     return dest

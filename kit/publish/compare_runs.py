@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import atomic
 from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval, MannWhitney, mann_whitney_u
@@ -286,7 +287,7 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str
     name_a, name_b = str(run_a), str(run_b)
     page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(html_report(rows, diffs, name_a, name_b), encoding="utf-8")
+    atomic.write_text(page, html_report(rows, diffs, name_a, name_b))
     return text_report(rows, diffs, name_a, name_b), page
 
 
