@@ -270,3 +270,28 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     decision = cache.store_decision({"key": key, "depth": "quick", "plan": {}}, tmp_path / "search")
     for path in (result, decision):
         assert path.stat().st_mode & 0o777 == 0o644, path
+
+
+def fake_gc_info(bin_dir, board: str, architecture: str) -> None:
+    """A `gc-info` on PATH printing the documented `gc-info -d 0 -i` fields of one board."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / "gc-info"
+    exe.write_text(f"#!/bin/sh\nprintf 'Device Info:\\n  id: 0\\n  board type: {board}\\n"
+                   f"  ipu architecture: {architecture}\\n  clock: 1850MHz\\n'\n")
+    exe.chmod(0o755)
+
+
+@pytest.mark.slow
+def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, monkeypatch, capsys, tmp_path):
+    """A C600 result was reused on an M2000 ('all 2 notebooks ok', nothing measured): the reuse
+    fingerprint held the kind, not the part."""
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
+    fake_gc_info(tmp_path / "bin", "C600", "ipu21")
+    assert reproduce(capsys, "--hardware", "ipu")[0] == 0
+    code, lines, _ = reproduce(capsys, "--hardware", "ipu")
+    assert code == 0 and any("row (reused)" in line for line in lines)  # same part: reused
+    fake_gc_info(tmp_path / "bin", "M2000", "ipu2")
+    code, lines, _ = reproduce(capsys, "--hardware", "ipu")
+    assert code == 0 and not any("(reused)" in line for line in lines), lines
+    assert len(read_state(outputs)["runs"][-1]["jobs"]) == 1

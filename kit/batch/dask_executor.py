@@ -30,6 +30,7 @@ from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
 from kit.errors import BackendUnavailable
+from kit.hardware.identity import hardware_part
 from kit.paths import notebooks_dir, outputs_dir, project_root
 
 TOPIC = "kit-batch"
@@ -203,6 +204,12 @@ class DaskExecutor:
     def offered(self) -> dict[str, set[str]]:
         """The resources at least one worker of the cluster offers, each with those workers."""
         return _offered(self.client.scheduler_info()["workers"])
+
+    def hardware_parts(self, kind: str) -> list[str]:
+        """The distinct parts (kit.hardware.identity) of `kind` among the workers offering it."""
+        workers = sorted(self.offered().get(kind, ()))
+        answers = self.client.run(hardware_part, kind, workers=workers, on_error="return") if workers else {}
+        return sorted({a for a in answers.values() if isinstance(a, str)})
 
     def workers_without_kit(self) -> dict[str, str]:
         """Workers that cannot import the kit (they would die unpickling their first task),

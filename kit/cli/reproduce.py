@@ -22,6 +22,7 @@ from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
+from kit.hardware.identity import hardware_part
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.paths import outputs_dir
@@ -62,8 +63,8 @@ def reproduce(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
-        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}", progress=bar,
-                           executor=executor)
+        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}|{parts(kinds, executor)}",
+                           progress=bar, executor=executor)
     except BatchInterrupted as stop:
         bar.close()
         kept = sum(r.status == "ok" for r in stop.records)
@@ -106,6 +107,14 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
                                    "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")
         return kinds
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
+
+
+def parts(kinds: list[str], executor=None) -> str:
+    """The exact hardware behind each kind (CPU model, GPU models, IPU part), here or on the
+    cluster's workers: part of every job's reuse fingerprint, so a result measured on one part
+    (a C600) is never reused on another (an M2000)."""
+    found = {k: executor.hardware_parts(k) if executor is not None else [hardware_part(k)] for k in kinds}
+    return "; ".join(f"{k}={' + '.join(v)}" for k, v in found.items())
 
 
 def jobs_on(profile: str, kinds: list[str], research: bool = False) -> list[Job]:
