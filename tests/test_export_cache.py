@@ -115,3 +115,23 @@ def test_tensorflow_exports_run_without_onednn_caches():
     (benchmarks/memory.py; its target is 3 x 497 MB + 2 GB = 3.49 GB)."""
     env = export_module.EXPORTERS.get("tensorflow").child_env
     assert env["TF_ENABLE_ONEDNN_OPTS"] == "0" and env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
+
+
+def test_an_export_swapped_for_a_file_of_the_same_size_is_rebuilt(tmp_path):
+    """Only the size was checked: another file of identical byte size was used as the model."""
+    first = export_model(RESNET, small=True, cache=tmp_path)
+    original = first.onnx_path.read_bytes()
+    first.onnx_path.write_bytes(bytes(len(original)))  # same size, other content
+    with pytest.warns(CacheRebuilt, match=r"content sha256 .* where .* was written \(replaced\)"):
+        again = export_model(RESNET, small=True, cache=tmp_path)
+    assert again.onnx_path.read_bytes() == original
+
+
+def test_an_entry_written_before_hashes_were_recorded_gets_its_hash(tmp_path):
+    first = export_model(RESNET, small=True, cache=tmp_path)
+    meta_path = first.onnx_path.with_suffix(".json")
+    meta = json.loads(meta_path.read_text())
+    del meta["artifact_sha256"]
+    meta_path.write_text(json.dumps(meta))
+    export_model(RESNET, small=True, cache=tmp_path)
+    assert len(json.loads(meta_path.read_text())["artifact_sha256"]) == 64
