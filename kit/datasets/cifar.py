@@ -29,9 +29,31 @@ def _folder(root: Path) -> Path:
     return root / "cifar-100-python" if (root / "cifar-100-python").is_dir() else root
 
 
+# What CIFAR's pickles hold (dicts, lists, bytes and numpy arrays); anything else is refused.
+ALLOWED_GLOBALS = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+                             ("numpy.core.multiarray", "_reconstruct"),
+                             ("numpy._core.multiarray", "_reconstruct")})
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds plain data and numpy arrays, never calls anything else: a tampered
+    file cannot run code."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f"refers to {module}.{name}, not plain data or a numpy array")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
     with open(path, "rb") as f:
-        return pickle.load(f, encoding="bytes")
+        try:
+            return _ArraysOnly(f, encoding="bytes").load()
+        except pickle.UnpicklingError as exc:
+            raise InvalidParameter(f"CIFAR-100 file {path}", "refused",
+                                   f"CIFAR's own pickles (dicts of lists and numpy arrays); this one {exc}, "
+                                   f"which could run code: fetch it again with `kit fetch-data cifar100` "
+                                   f"(md5-checked)") from None
 
 
 def read_test(root: Path) -> tuple[np.ndarray, np.ndarray]:
