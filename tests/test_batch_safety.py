@@ -296,3 +296,24 @@ def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, 
     code, lines, _ = reproduce(capsys, "--hardware", "ipu")
     assert code == 0 and not any("(reused)" in line for line in lines), lines
     assert len(read_state(outputs)["runs"][-1]["jobs"]) == 1
+
+
+FULL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as ENOSPC on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40))
+from kit.cli.main import main
+sys.exit(main(["reproduce", "--hardware", "cpu", "--only", "published"]))
+"""
+
+
+def test_an_outputs_folder_that_fills_up_is_one_line_and_exit_2(tmp_path):
+    """A full disk gave three chained tracebacks and exit 1."""
+    out = tmp_path / "outputs"
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "KIT_OUTPUTS": str(out)})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}/"), proc.stderr
+    assert "File too large; raise the file-size limit" in lines[0] and ".tmp" not in lines[0]
+    assert not [p for p in out.rglob("*.tmp")]  # no half-written file left behind
