@@ -317,3 +317,13 @@ def test_an_outputs_folder_that_fills_up_is_one_line_and_exit_2(tmp_path):
     assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}/"), proc.stderr
     assert "File too large; raise the file-size limit" in lines[0] and ".tmp" not in lines[0]
     assert not [p for p in out.rglob("*.tmp")]  # no half-written file left behind
+
+
+def test_the_index_never_shows_ok_for_a_job_whose_files_are_gone(outputs):
+    """After a clean under a running batch the index showed published_results 'ok' with no report."""
+    record = {"name": "published_results", "notebook": "published_results.ipynb", "status": "ok",
+              "run_id": "r1", "duration_s": 1.0, "fingerprint": "f", "html": "runs/r1/published_results.html",
+              "results": "runs/r1/published_results.json", "message": ""}
+    page = write_index([record], outputs).read_text()
+    assert ">missing: its report and results are not in outputs/ (run it again)<" in page
+    assert "class='ok'>ok<" not in page
