@@ -101,11 +101,17 @@ class DaskExecutor:
         self._checked = 0.0  # time.monotonic() of the last liveness check
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
-        if tasks and not self.client.scheduler_info()["workers"]:
+        if not tasks:
+            return
+        try:
+            workers = set(self.client.scheduler_info()["workers"])
+            offered, no_kit = self.offered(), self.workers_without_kit()
+        except Exception as exc:  # noqa: BLE001 - a scheduler gone since connecting: named, not raw
+            raise BackendUnavailable(f"lost the Dask scheduler at {self.client.scheduler.address} "
+                                     f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
+        if not workers:
             raise BackendUnavailable(f"the Dask scheduler at {self.client.scheduler.address} has no "
                                      f"workers; start them with `dask worker` (docs/cluster.md)")
-        offered, no_kit = self.offered(), self.workers_without_kit()
-        workers = set(self.client.scheduler_info()["workers"])
         for task in tasks:
             resource = hardware_resource(task.job)
             problem = self._cannot_run(resource, offered, workers, no_kit)
@@ -192,7 +198,10 @@ class DaskExecutor:
             for rel, data in payload["files"].items():
                 atomic.write_bytes(_inside(task.run_dir, rel), data)
             outcome = Outcome(**payload["outcome"])
-        starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
+        try:
+            starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
+        except Exception:  # noqa: BLE001 - the scheduler is gone: the outcome stands without its attempts
+            starts = []
         outcome.attempts = max(1, len(starts))
         if len(starts) > 1:
             path = " -> ".join(f"{s['name']} ({s.get('worker', '?')}) on {s['host']}" for s in starts)
