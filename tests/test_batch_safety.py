@@ -327,3 +327,12 @@ def test_the_index_never_shows_ok_for_a_job_whose_files_are_gone(outputs):
     page = write_index([record], outputs).read_text()
     assert ">missing: its report and results are not in outputs/ (run it again)<" in page
     assert "class='ok'>ok<" not in page
+
+
+def test_a_run_whose_end_was_never_recorded_is_marked_aborted_by_the_next(outputs, tiny):
+    """A batch that died on a full disk stayed 'running' in the state for ever."""
+    save_state(outputs, {"jobs": {}, "runs": [{"run_id": "old", "jobs": [], "status": "running"}]})
+    run_jobs([Job("first", "ok.ipynb")], out=outputs)
+    old, new = read_state(outputs)["runs"]
+    assert old["status"] == "aborted" and "never recorded" in old["note"]
+    assert new["status"] == "complete"

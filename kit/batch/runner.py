@@ -61,6 +61,10 @@ class Batch:
         self.digest = kit_digest()
         self.run = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
                     "status": "running"}
+        for stale in state["runs"]:  # this batch holds the lock: no other one is running
+            if stale.get("status") == "running":
+                stale["status"] = "aborted"
+                stale["note"] = "its end was never recorded (killed, or its disk was full)"
         state["runs"].append(self.run)
         self.save()
 
