@@ -142,3 +142,26 @@ def test_a_duplicated_report_qps_row_is_refused_not_averaged(tmp_path, monkeypat
             figures.per_batch_table()
     finally:
         figures.reports.cache_clear()
+
+
+def test_kit_reproduce_names_a_duplicated_report_row_in_one_line(tmp_path, monkeypatch, capsys):
+    """`kit reproduce` died with a raw pandas error on a duplicated QPS row."""
+    from kit.cli.main import main as kit_main
+    from kit.published import figures
+
+    line = _line_of("bytemlperf_ipu_reports.csv", metric="Performance/QPS")
+    published = tmp_path / "data" / "published"
+    shutil.copytree(DATA, published)
+    _copy_with(published, "bytemlperf_ipu_reports.csv", lambda ls: ls.insert(line, ls[line - 1]))
+    monkeypatch.setenv("KIT_ROOT", str(tmp_path))
+    monkeypatch.setenv("KIT_OUTPUTS", str(tmp_path / "outputs"))
+    for cached in (figures.figures, figures.reports, figures.model_specs):
+        cached.cache_clear()
+    try:
+        assert kit_main(["reproduce", "--hardware", "cpu"]) == 2
+    finally:
+        for cached in (figures.figures, figures.reports, figures.model_specs):
+            cached.cache_clear()
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {published / 'bytemlperf_ipu_reports.csv'}: line {line + 1}: duplicates line {line}")
+    assert "\n" not in err
