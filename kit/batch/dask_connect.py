@@ -53,6 +53,8 @@ async def _identity(address: str, timeout_s: float) -> object:
 
 
 def _not_dask(address: str, exc: Exception) -> BackendUnavailable:
-    return BackendUnavailable(f"{address!r} answered, but not as a Dask scheduler ({type(exc).__name__}: "
-                              f"{str(exc)[:120]}); give the scheduler's address (tcp://HOST:8786), or "
-                              f"{START_IT}")
+    # another protocol's bytes read as a Dask frame header give an absurd length (MemoryError)
+    why = ("its reply is not Dask's protocol" if isinstance(exc, MemoryError)
+           else f"{type(exc).__name__}: {str(exc)[:120]}")
+    return BackendUnavailable(f"{address!r} answered, but not as a Dask scheduler ({why}); give the "
+                              f"scheduler's address (tcp://HOST:8786), or {START_IT}")
