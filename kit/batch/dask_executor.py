@@ -6,13 +6,13 @@ jobs never share a device or a CPU host. A job runs on its worker exactly as it 
 process tree with the job's timeout) in a private temporary folder; the executed notebook, HTML,
 JSON and anything else it wrote come back in the task's result and land in outputs/runs/<id>/.
 A worker lost mid-job has its job re-run elsewhere by the scheduler; every start is logged as a
-Dask event, so the record says how many attempts a job took and on which workers.
+Dask event, so the record says how many attempts a job took and on which workers. The scheduler
+is checked before connecting (kit.batch.dask_connect); workers that cannot run the kit, and
+hardware no worker offers any more, fail their jobs with the reason (kit.batch.dask_health).
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import socket
 import tempfile
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kit import atomic
 from kit.batch.dask_connect import START_IT, check_scheduler
+from kit.batch.dask_health import Liveness, cannot_run, offered, workers_without_kit
 from kit.batch.executor import KERNEL, Task
 from kit.batch.fingerprint import kit_digest
 from kit.batch.jobs import hardware_resource
@@ -94,18 +95,17 @@ class DaskExecutor:
                                          f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
             self._own_client = True
         self.digest = kit_digest()
-        self.lost_after_s, self.poll_s = lost_after_s, poll_s
+        self.poll_s = poll_s
+        self._liveness = Liveness(self.client, lost_after_s)
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
-        self._alone: dict[str | None, float] = {}  # resource -> since when no worker offers it
-        self._checked = 0.0  # time.monotonic() of the last liveness check
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         if not tasks:
             return
         try:
             workers = set(self.client.scheduler_info()["workers"])
-            offered, no_kit = self.offered(), self.workers_without_kit()
+            offers, no_kit = self.offered(), workers_without_kit(self.client)
         except Exception as exc:  # noqa: BLE001 - a scheduler gone since connecting: named, not raw
             raise BackendUnavailable(f"lost the Dask scheduler at {self.client.scheduler.address} "
                                      f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
@@ -114,7 +114,7 @@ class DaskExecutor:
                                      f"workers; start them with `dask worker` (docs/cluster.md)")
         for task in tasks:
             resource = hardware_resource(task.job)
-            problem = self._cannot_run(resource, offered, workers, no_kit)
+            problem = cannot_run(resource, offers, workers, no_kit)
             if problem:
                 yield task, Outcome("failed", problem, 0.0)
                 continue
@@ -125,55 +125,18 @@ class DaskExecutor:
                 task = self._futures.pop(future)
                 yield task, self._collect(future, task)
             if not done:
-                yield from self._stranded()
+                yield from self._given_up()
                 time.sleep(self.poll_s)
 
-    @staticmethod
-    def _cannot_run(resource: str | None, offered: dict, workers: set, no_kit: dict) -> str | None:
-        """Why no worker of the cluster can run a job needing `resource`, or None."""
-        able = offered.get(resource, set()) if resource else workers
-        if resource and not able:
-            return (f"no worker of this cluster offers {resource!r} (workers offer: "
-                    f"{', '.join(sorted(offered)) or 'nothing'}); start one with "
-                    f"`dask worker ... --resources {resource}=1`")
-        if able and able <= set(no_kit):
-            return "; ".join(no_kit[w] for w in sorted(able))
-        return None
-
-    def _stranded(self) -> Iterator[tuple[Task, Outcome]]:
-        """Fail the waiting jobs whose hardware no worker has offered for `lost_after_s`: a
-        cluster whose workers all died (or died on their first task) would otherwise be waited
-        on for ever."""
-        if time.monotonic() - self._checked < 1.0:
-            return
-        self._checked = time.monotonic()
-        try:
-            workers = self.client.scheduler_info()["workers"]
-            offered, alive = _offered(workers), bool(workers)
-        except Exception as exc:  # noqa: BLE001 - a lost scheduler: every job in flight fails
-            offered, alive = {}, False
-            lost = f"lost the Dask scheduler at {self.client.scheduler.address} ({type(exc).__name__})"
-        else:
-            lost = None
-        now = time.monotonic()
+    def _given_up(self) -> Iterator[tuple[Task, Outcome]]:
+        """The waiting jobs whose hardware no worker has offered for a while, failed with why."""
+        given_up = self._liveness.given_up([hardware_resource(t.job) for t in self._futures.values()])
         for future, task in list(self._futures.items()):
-            resource = hardware_resource(task.job)
-            if (resource in offered) if resource else alive:
-                self._alone.pop(resource, None)
-                continue
-            since = self._alone.setdefault(resource, now)
-            if now - since >= self.lost_after_s:
+            why = given_up.get(hardware_resource(task.job))
+            if why:
                 self._futures.pop(future)
                 future.cancel()
-                seconds = now - since if task.started is None else time.perf_counter() - task.started
-                yield task, Outcome("failed", lost or self._stranded_message(resource), seconds)
-
-    def _stranded_message(self, resource: str | None) -> str:
-        what = f"worker offering {resource!r}" if resource else "worker"
-        return (f"no {what} was connected to the Dask scheduler at {self.client.scheduler.address} for "
-                f"{self.lost_after_s:.0f} s (its workers died or left; a worker that cannot import the "
-                f"kit dies on its first task: see the worker's log); start one with `dask worker` from "
-                f"a checkout set up with `make install` (docs/cluster.md)")
+                yield task, Outcome("failed", why, time.perf_counter() - (task.started or time.perf_counter()))
 
     def _submit(self, task: Task, resource: str | None):
         job = task.job
@@ -212,23 +175,13 @@ class DaskExecutor:
 
     def offered(self) -> dict[str, set[str]]:
         """The resources at least one worker of the cluster offers, each with those workers."""
-        return _offered(self.client.scheduler_info()["workers"])
+        return offered(self.client.scheduler_info()["workers"])
 
     def hardware_parts(self, kind: str) -> list[str]:
         """The distinct parts (kit.hardware.identity) of `kind` among the workers offering it."""
         workers = sorted(self.offered().get(kind, ()))
         answers = self.client.run(hardware_part, kind, workers=workers, on_error="return") if workers else {}
         return sorted({a for a in answers.values() if isinstance(a, str)})
-
-    def workers_without_kit(self) -> dict[str, str]:
-        """Workers that cannot import the kit (they would die unpickling their first task),
-        each with a one-line message. Asked with a standard-library function, which any
-        worker can unpickle."""
-        answers = self.client.run(importlib.util.find_spec, __name__, on_error="return")
-        return {address: (f"worker {address} cannot import the kit ({_why(answer)}); "
-                          f"run its `dask worker` from a checkout of this repository set up with "
-                          f"`make install` (docs/cluster.md)")
-                for address, answer in answers.items() if not isinstance(answer, importlib.machinery.ModuleSpec)}
 
     def in_flight(self) -> list[Task]:
         return list(self._futures.values())
@@ -242,19 +195,6 @@ class DaskExecutor:
     def close(self) -> None:
         if self._own_client:
             self.client.close()
-
-
-def _offered(workers: dict) -> dict[str, set[str]]:
-    offered: dict[str, set[str]] = {}
-    for address, w in workers.items():
-        for name, amount in (w.get("resources") or {}).items():
-            if amount >= 1:
-                offered.setdefault(name, set()).add(address)
-    return offered
-
-
-def _why(answer: object) -> str:
-    return f"{type(answer).__name__}: {answer}" if isinstance(answer, BaseException) else f"no module {__name__}"
 
 
 def _inside(folder: Path, rel: str) -> Path:
