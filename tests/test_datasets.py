@@ -16,7 +16,7 @@ from kit.datasets.fake import FakeDataset
 from kit.datasets.fetch import ChecksumMismatch, Source, fetch, verify
 from kit.datasets.imagenet import IMAGENET_MEAN, IMAGENET_STD, ImageNet
 from kit.datasets.squad import Squad
-from kit.errors import InvalidParameter, MissingResource, UnknownNameError
+from kit.errors import InvalidParameter, KitError, MissingResource, UnknownNameError
 from kit.models.spec import InputSpec, WeightsInfo
 
 RANDOM = WeightsInfo("random", "seed 0")
@@ -647,7 +647,7 @@ def test_cifar100_pickle_that_would_run_code_is_refused(tmp_path):
         pickle.dump({b"fine_label_names": [Payload()]}, f)
     from kit.datasets.cifar import class_names
 
-    with pytest.raises(InvalidParameter, match=r"refers to (posix|os)\.system, not plain data"):
+    with pytest.raises(KitError, match=r"refused: it refers to (posix|os)\.system, not plain data"):
         class_names(tmp_path)
     assert not marker.exists()
 
@@ -664,7 +664,7 @@ def test_cail2019_pickled_features_are_never_unpickled(tmp_path):
 
     np.save(tmp_path / "batch_token_ids.npy", np.array([Payload(), [2, 5]], dtype=object), allow_pickle=True)
     np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0]] * 2))
-    with pytest.raises(InvalidParameter, match="pickled object arrays, which the kit does not load"):
+    with pytest.raises(KitError, match="pickled object arrays, which the kit does not load"):
         len(Cail2019(tmp_path, max_seq_length=8))
     assert not marker.exists()
     write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])  # the text is there: encoded instead

@@ -24,7 +24,7 @@ import numpy as np
 
 from kit.datasets.base import Batch, Dataset, NotComparable, bytemlperf_batches
 from kit.datasets.bert4keras_text import Bert4kerasTokenizer
-from kit.errors import InvalidParameter, MissingResource
+from kit.errors import InvalidParameter, KitError, MissingResource
 
 FILE = "test.json"
 FEATURES = ("batch_token_ids.npy", "batch_segment_ids.npy")
@@ -148,10 +148,9 @@ class Cail2019(Dataset):
         except ValueError:  # object arrays: only unpickling could read them
             if (self.root / FILE).exists():
                 return None
-            raise InvalidParameter(f"CAIL2019 features {' + '.join(FEATURES)}", str(self.root),
-                                   f"plain integer arrays; these are pickled object arrays, which the kit "
-                                   f"does not load (a tampered download could run code): put {FILE} there "
-                                   f"and its text is encoded as ByteMLPerf does") from None
+            raise KitError(f"{self.root}: {' + '.join(FEATURES)} are pickled object arrays, which the kit "
+                           f"does not load (a tampered download could run code); put {FILE} there (its text "
+                           f"is encoded as ByteMLPerf does), or save the features as plain integer arrays") from None
         return tokens, segments
 
     def __len__(self) -> int:

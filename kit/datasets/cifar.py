@@ -19,7 +19,7 @@ import numpy as np
 from kit.datasets.base import Batch, Dataset, bytemlperf_batches
 from kit.datasets.metrics import fraction, top1_correct
 from kit.datasets.text import load_tokenizer
-from kit.errors import InvalidParameter, MissingResource
+from kit.errors import InvalidParameter, KitError, MissingResource
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -50,10 +50,9 @@ def _unpickle(path: Path) -> dict:
         try:
             return _ArraysOnly(f, encoding="bytes").load()
         except pickle.UnpicklingError as exc:
-            raise InvalidParameter(f"CIFAR-100 file {path}", "refused",
-                                   f"CIFAR's own pickles (dicts of lists and numpy arrays); this one {exc}, "
-                                   f"which could run code: fetch it again with `kit fetch-data cifar100` "
-                                   f"(md5-checked)") from None
+            raise KitError(f"{path}: refused: it {exc}, and unpickling it could run code (CIFAR's own "
+                           f"pickles hold only lists and arrays); fetch it again with `kit fetch-data "
+                           f"cifar100` (md5-checked)") from None
 
 
 def read_test(root: Path) -> tuple[np.ndarray, np.ndarray]:
