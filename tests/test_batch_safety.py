@@ -336,3 +336,20 @@ def test_a_run_whose_end_was_never_recorded_is_marked_aborted_by_the_next(output
     old, new = read_state(outputs)["runs"]
     assert old["status"] == "aborted" and "never recorded" in old["note"]
     assert new["status"] == "complete"
+
+
+def test_make_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs):
+    """`make clean-outputs` deleted outputs/.reproduce.lock and the running batch's files."""
+    bin_dir = os.path.dirname(sys.executable)
+    if not os.access(os.path.join(bin_dir, "kit"), os.X_OK):
+        pytest.skip("no `kit` script beside this Python (without it make would clean the real outputs/)")
+    (outputs / "runs" / "r1").mkdir(parents=True)
+    env = {**os.environ, "KIT_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT)}
+    with outputs_lock(outputs):
+        proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode != 0 and "another `kit reproduce` (pid" in proc.stderr
+        assert (outputs / "runs" / "r1").is_dir() and (outputs / ".reproduce.lock").exists()
+    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and not (outputs / "runs").exists()
