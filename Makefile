@@ -58,5 +58,7 @@ rebuild-state: $(STAMP)
 lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/cli/lab.py
 	$(BIN)/python -m kit.cli.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
+# refused while a batch holds outputs/ (its lock file stays); without the venv no batch can run
 clean-outputs:
-	find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+	@if [ -x $(BIN)/kit ]; then $(BIN)/kit clean-outputs; \
+	else find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +; fi

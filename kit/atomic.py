@@ -23,6 +23,9 @@ def write_bytes(path: Path, data: bytes) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk, a quota: name the file being written, not its temporary
+        Path(tmp).unlink(missing_ok=True)
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

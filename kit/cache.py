@@ -1,9 +1,9 @@
 """Content-keyed file caches: exports, conversions, compiled PopEFs.
 
 An entry is an artifact file plus a JSON sidecar (same stem, `.json`) recording what it was made
-from and its size. The key is a hash of the sources' *content* and the settings, so replacing a
-model at the same path makes a new entry. A damaged entry (unreadable JSON, missing or truncated
-artifact) is deleted and rebuilt, with a `CacheRebuilt` warning saying why. Artifacts are built
+from, its size and its content hash (sha256). The key is a hash of the sources' *content* and the
+settings, so replacing a model at the same path makes a new entry. A damaged entry (unreadable
+JSON, missing, truncated or replaced artifact) is deleted and rebuilt, with a `CacheRebuilt` warning saying why. Artifacts are built
 under a temporary name and renamed into place, so a failed or interrupted build leaves nothing.
 
     path = cached_file(directory, "model-fp16", ".onnx", sources=[onnx_path],
@@ -83,6 +83,9 @@ def entry_problem(artifact: Path) -> tuple[dict | None, str | None]:
     size = artifact.stat().st_size
     if size != recorded:
         return None, f"is {size} bytes where {recorded} were written (truncated or replaced)"
+    digest = meta.get("artifact_sha256")
+    if digest is not None and file_digest(artifact) != digest:
+        return None, f"has content sha256 {file_digest(artifact)[:12]}... where {digest[:12]}... was written (replaced)"
     return meta, None
 
 
@@ -91,12 +94,15 @@ def read_entry(artifact: Path) -> dict | None:
     meta, problem = entry_problem(artifact)
     if problem:
         discard(artifact, problem)
+    elif meta is not None and "artifact_sha256" not in meta:  # written before hashes were recorded
+        meta = write_entry(artifact, meta)
     return meta
 
 
 def write_entry(artifact: Path, meta: Mapping) -> dict:
-    """Record an artifact that is now in place (its size is checked on every later read)."""
-    record = {**meta, "artifact_bytes": Path(artifact).stat().st_size}
+    """Record an artifact that is now in place (its size and content hash are checked on every
+    later read)."""
+    record = {**meta, "artifact_bytes": Path(artifact).stat().st_size, "artifact_sha256": file_digest(artifact)}
     atomic.write_text(meta_path(artifact), json.dumps(record, indent=1))
     return record
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from kit import atomic
 from kit.errors import KitError
 
 SCHEMA_VERSION = 1
@@ -76,21 +77,8 @@ class RunResult:
         return cls(**fields)
 
     def write(self, path: Path) -> Path:
-        """Atomically: a uniquely named temporary file beside `path`, then a rename."""
-        import os
-        import tempfile
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(json.dumps(_finite(self.to_dict()), indent=1))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        """Atomically (kit.atomic), readable by all (0644) as the HTML beside it."""
+        return atomic.write_text(Path(path), json.dumps(_finite(self.to_dict()), indent=1))
 
     @classmethod
     def read(cls, path: Path) -> RunResult:

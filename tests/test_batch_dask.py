@@ -10,6 +10,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,6 +22,7 @@ from kit.batch import Job, run_jobs
 from kit.batch.dask_executor import TOPIC, DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.state import read_state
+from kit.hardware.identity import hardware_part
 from tests.batch_notebooks import make_notebook, make_ok_notebook
 
 distributed = pytest.importorskip("distributed")
@@ -174,3 +177,121 @@ def test_a_worker_lost_mid_job_has_its_job_run_elsewhere(outputs, notebooks, tmp
     while psutil.pid_exists(first_kernel) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not psutil.pid_exists(first_kernel) or psutil.Process(first_kernel).status() == psutil.STATUS_ZOMBIE
+
+
+@contextlib.contextmanager
+def listener(answer: bytes | None):
+    """A TCP server on 127.0.0.1 that accepts and then sends `answer` (None: never answers)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if answer is not None:
+                conn.recv(1024)
+                conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+
+
+@pytest.mark.parametrize("answer, expected", [
+    (None, "accepted a connection but sent no Dask handshake within 3 s"),
+    (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 3, "answered, but not as a Dask scheduler"),
+])
+def test_a_scheduler_address_that_hangs_or_is_not_dask_is_a_named_error(answer, expected):
+    from kit.errors import BackendUnavailable
+
+    with listener(answer) as address:
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable) as caught:
+            DaskExecutor(address, connect_timeout_s=1)
+        assert time.monotonic() - started < 15
+    message = str(caught.value)
+    assert expected in message and address in message and "\n" not in message
+    assert "dask scheduler" in message  # what to do
+
+
+def test_kit_reproduce_names_an_unreachable_scheduler_with_exit_2(outputs, capsys):
+    from kit.cli.main import main as kit_main
+
+    with listener(None) as address:
+        pass  # closed: nothing listens there now
+    assert kit_main(["reproduce", "--scheduler", address, "--hardware", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cannot reach the Dask scheduler at {address!r}") and "\n" not in err
+
+
+@contextlib.contextmanager
+def worker_without_the_kit(scheduler: str):
+    """A `dask worker` process (no nanny) in which `import kit` fails, as on a host whose
+    environment lacks the kit; yields its process."""
+    code = ("import sys; sys.modules['kit'] = None; "
+            f"sys.argv = ['dask-worker', {scheduler!r}, '--nthreads', '1', '--no-nanny', "
+            "'--resources', 'cpu=1', '--name', 'no-kit']; "
+            "from distributed.cli.dask_worker import main; main()")
+    env = {k: v for k, v in ENVIRON.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd="/", env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_worker_that_cannot_import_the_kit_fails_its_jobs_with_the_reason(outputs, notebooks):
+    from distributed import Client, LocalCluster
+
+    with (LocalCluster(n_workers=0, dashboard_address=None, silence_logs=40) as c, Client(c) as client,
+          worker_without_the_kit(c.scheduler_address)):
+        client.wait_for_workers(1, timeout=60)
+        started = time.monotonic()
+        (record,) = run_jobs([Job("on_cpu", "tiny.ipynb", {"device": "cpu"})], out=outputs,
+                             executor=DaskExecutor(client, lost_after_s=5))
+        assert time.monotonic() - started < 60
+    assert record.status == "failed"
+    assert record.message.startswith("worker tcp://127.0.0.1:") and "cannot import the kit (ModuleNotFoundError" in record.message
+    assert "make install" in record.message
+
+
+@pytest.mark.slow
+def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(outputs, notebooks, tmp_path):
+    from distributed import Client
+
+    with cluster(only={"cpu": 1}) as c, Client(c) as client:
+        client.wait_for_workers(1)
+        pids = client.run(os.getpid)
+
+        def kill_the_worker_and_its_nanny_once_started() -> None:
+            deadline = time.monotonic() + 120
+            while not (tmp_path / "kernels").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            c.workers["only"].close_gracefully()  # the nanny goes: nothing restarts the worker
+            for pid in pids.values():
+                os.kill(pid, signal.SIGKILL)
+
+        executor = DaskExecutor(client, lost_after_s=3)
+        # the reuse fingerprint's hardware part comes from the workers offering the kind
+        assert executor.hardware_parts("cpu") == [hardware_part("cpu")] and executor.hardware_parts("ipu") == []
+        threading.Thread(target=kill_the_worker_and_its_nanny_once_started, daemon=True).start()
+        started = time.monotonic()
+        records = run_jobs([Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})],
+                           out=outputs, executor=executor)
+        assert time.monotonic() - started < 90
+    (record,) = records
+    assert record.status == "failed"
+    assert record.message.startswith(f"no worker offering 'cpu' was connected to the Dask scheduler at "
+                                     f"{c.scheduler_address} for 3 s")
+    assert read_state(outputs)["runs"][-1]["status"] == "complete"

@@ -186,12 +186,13 @@ def test_corrupt_state_is_a_clear_error_and_creates_nothing(outputs, tiny, monke
 
 @pytest.mark.slow
 def test_a_dead_kernel_is_reported_as_killed_with_its_peak_memory(outputs, tiny):
+    """A SIGKILL far from the memory limit was reported 'likely out of memory (peak 0.1 GB)'."""
     make_notebook(tiny / "hog.ipynb", "import os, signal\nblock = bytearray(600 * 2**20)\n"
                                       "block[::4096] = b'x' * len(block[::4096])\n"
                                       "os.kill(os.getpid(), signal.SIGKILL)")
     (record,) = run_jobs([Job("hog", "hog.ipynb")], out=outputs)
     assert record.status == "killed"
-    assert "likely out of memory: peak" in record.message
+    assert "likely out of memory" not in record.message and "far from the memory limit" in record.message
     peak = float(record.message.split("peak ")[1].split(" GB")[0])
     assert 0.6 <= peak < 4, record.message
 
@@ -223,3 +224,132 @@ def test_one_batch_measures_on_every_kind_the_cluster_offers():
     assert {"published_results", "summary"} <= set(both) and list(both)[-1] == "summary"
     assert hardware_resource(both["published_results"]) is None
     assert len({j.name for j in single}) == len(single) and len(both) < 2 * len(single)
+
+
+def test_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs, capsys):
+    """`make clean-outputs` used to delete the lock and a running batch's files."""
+    run = outputs / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "job.json").write_text("{}")
+    (outputs / ".gitkeep").write_text("")
+    with outputs_lock(outputs):
+        assert kit_main(["clean-outputs"]) == 2
+        err = capsys.readouterr().err
+        assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        assert (run / "job.json").exists() and (outputs / ".reproduce.lock").exists()
+    assert kit_main(["clean-outputs"]) == 0
+    assert sorted(p.name for p in outputs.iterdir()) == [".gitkeep", ".reproduce.lock"]
+    with outputs_lock(outputs):  # `kit site` waits its turn too
+        assert kit_main(["site"]) == 2
+
+
+def test_an_outputs_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, tiny, monkeypatch, capsys):
+    """A read-only outputs/ gave a raw filelock traceback and exit 1 (reserved for 'not ok')."""
+    if os.geteuid() == 0:  # root writes through file modes: use a file system that refuses it
+        out = "/sys/kit-outputs"
+    else:
+        out = tmp_path / "outputs"
+        out.mkdir()
+        out.chmod(0o555)
+    monkeypatch.setenv("KIT_OUTPUTS", str(out))
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
+    code, _, err = reproduce(capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}")
+    assert "point KIT_OUTPUTS at a writable folder" in lines[0]
+    assert kit_main(["clean-outputs"]) == 2
+
+
+def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_path):
+    """They were 0600 (tempfile.mkstemp's mode) beside 0644 HTML."""
+    from kit.results import ResultKind, RunResult
+    from kit.search import cache
+
+    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {}).write(tmp_path / "r.json")
+    key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
+    decision = cache.store_decision({"key": key, "depth": "quick", "plan": {}}, tmp_path / "search")
+    for path in (result, decision):
+        assert path.stat().st_mode & 0o777 == 0o644, path
+
+
+def fake_gc_info(bin_dir, board: str, architecture: str) -> None:
+    """A `gc-info` on PATH printing the documented `gc-info -d 0 -i` fields of one board."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / "gc-info"
+    exe.write_text(f"#!/bin/sh\nprintf 'Device Info:\\n  id: 0\\n  board type: {board}\\n"
+                   f"  ipu architecture: {architecture}\\n  clock: 1850MHz\\n'\n")
+    exe.chmod(0o755)
+
+
+@pytest.mark.slow
+def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, monkeypatch, capsys, tmp_path):
+    """A C600 result was reused on an M2000 ('all 2 notebooks ok', nothing measured): the reuse
+    fingerprint held the kind, not the part."""
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
+    fake_gc_info(tmp_path / "bin", "C600", "ipu21")
+    assert reproduce(capsys, "--hardware", "ipu")[0] == 0
+    code, lines, _ = reproduce(capsys, "--hardware", "ipu")
+    assert code == 0 and any("row (reused)" in line for line in lines)  # same part: reused
+    fake_gc_info(tmp_path / "bin", "M2000", "ipu2")
+    code, lines, _ = reproduce(capsys, "--hardware", "ipu")
+    assert code == 0 and not any("(reused)" in line for line in lines), lines
+    assert len(read_state(outputs)["runs"][-1]["jobs"]) == 1
+
+
+FULL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as ENOSPC on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40))
+from kit.cli.main import main
+sys.exit(main(["reproduce", "--hardware", "cpu", "--only", "published"]))
+"""
+
+
+def test_an_outputs_folder_that_fills_up_is_one_line_and_exit_2(tmp_path):
+    """A full disk gave three chained tracebacks and exit 1."""
+    out = tmp_path / "outputs"
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "KIT_OUTPUTS": str(out)})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}/"), proc.stderr
+    assert "File too large; raise the file-size limit" in lines[0] and ".tmp" not in lines[0]
+    assert not [p for p in out.rglob("*.tmp")]  # no half-written file left behind
+
+
+def test_the_index_never_shows_ok_for_a_job_whose_files_are_gone(outputs):
+    """After a clean under a running batch the index showed published_results 'ok' with no report."""
+    record = {"name": "published_results", "notebook": "published_results.ipynb", "status": "ok",
+              "run_id": "r1", "duration_s": 1.0, "fingerprint": "f", "html": "runs/r1/published_results.html",
+              "results": "runs/r1/published_results.json", "message": ""}
+    page = write_index([record], outputs).read_text()
+    assert ">missing: its report and results are not in outputs/ (run it again)<" in page
+    assert "class='ok'>ok<" not in page
+
+
+def test_a_run_whose_end_was_never_recorded_is_marked_aborted_by_the_next(outputs, tiny):
+    """A batch that died on a full disk stayed 'running' in the state for ever."""
+    save_state(outputs, {"jobs": {}, "runs": [{"run_id": "old", "jobs": [], "status": "running"}]})
+    run_jobs([Job("first", "ok.ipynb")], out=outputs)
+    old, new = read_state(outputs)["runs"]
+    assert old["status"] == "aborted" and "never recorded" in old["note"]
+    assert new["status"] == "complete"
+
+
+def test_make_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs):
+    """`make clean-outputs` deleted outputs/.reproduce.lock and the running batch's files."""
+    bin_dir = os.path.dirname(sys.executable)
+    if not os.access(os.path.join(bin_dir, "kit"), os.X_OK):
+        pytest.skip("no `kit` script beside this Python (without it make would clean the real outputs/)")
+    (outputs / "runs" / "r1").mkdir(parents=True)
+    env = {**os.environ, "KIT_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT)}
+    with outputs_lock(outputs):
+        proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode != 0 and "another `kit reproduce` (pid" in proc.stderr
+        assert (outputs / "runs" / "r1").is_dir() and (outputs / ".reproduce.lock").exists()
+    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and not (outputs / "runs").exists()

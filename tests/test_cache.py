@@ -86,6 +86,7 @@ def test_directory_sources_hash_every_file(tmp_path):
     (lambda art: meta_path(art).write_text('{"artifact_bytes": 11, "sett'), "unreadable metadata"),
     (lambda art: meta_path(art).unlink(), "no metadata"),
     (lambda art: art.write_bytes(art.read_bytes()[:4]), "truncated"),
+    (lambda art: art.write_bytes(b"OTHER MODEL"), r"has content sha256 .* was written \(replaced\)"),
     (lambda art: art.unlink(), "no file"),
 ])
 def test_damaged_entry_is_rebuilt_with_a_note(tmp_path, source, damage, reason):

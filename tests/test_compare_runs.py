@@ -43,12 +43,13 @@ def test_a_real_slowdown_is_significant_and_noise_is_not(tmp_path):
     same = _run(tmp_path / "same", rng, 10.0)
     slower = _run(tmp_path / "slower", rng, 12.0, cpu="Other CPU", ort="1.21.0")
     text, page = compare_runs(a, slower, out=tmp_path / "cmp.html")
-    assert "B lower, worse" in text.split("QPS")[1].splitlines()[0]  # throughput fell
+    assert "B lower, worse" in text.split(": throughput")[1].splitlines()[0]  # throughput fell
+    assert "not tested again: its rounds are the throughput's" in text.split(": QPS")[1].splitlines()[0]
     assert "B higher, worse" in text.split("mean latency")[1].splitlines()[0]
     assert "cpu model: Test CPU -> Other CPU" in text and "packages: onnxruntime: 1.20.0 -> 1.21.0" in text
     assert "<table" in page.read_text()
     text, _ = compare_runs(a, same, out=tmp_path / "same.html")
-    assert "QPS" in text and "no significant difference" in text.split("throughput")[1].splitlines()[0]
+    assert "QPS" in text and "no significant difference" in text.split(": throughput")[1].splitlines()[0]
     assert "none recorded" in text
 
 
@@ -112,3 +113,45 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
     assert between_run_noise(rows(0.0)) < 0.01
     assert between_run_noise(drifting[:2]) is None
     assert "not estimated" in summary_line(drifting[:2])
+
+
+def test_holm_adjustment():
+    from kit.publish.compare_runs import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([]) == [] and holm([0.9, 0.8]) == [1.0, 1.0]
+
+
+def _runs_of_models(folder, rng, means_ms: dict[str, float]):
+    folder.mkdir(parents=True)
+    for model, mean_ms in means_ms.items():
+        r = RunResult(ResultKind.MODEL_BENCHMARK, model, {"published_precision": "FP16"},
+                      {"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r.measurements = [_measurement(rng, mean_ms)]
+        r.write(folder / f"{model}.json")
+    return folder
+
+
+def test_a_uniform_speed_up_gives_row_verdicts_that_agree_with_the_summary(tmp_path):
+    """A uniform 5 % speed-up made 7 of 12 rows 'significant' while the summary put all 12 inside
+    the drift it estimated (±15 %); QPS and throughput counted as two findings; no correction."""
+    from kit.publish.compare_runs import DIFFERS, IN_DRIFT, SAME, compare_figures
+
+    rng = np.random.default_rng(3)
+    means = {f"model{i}": 5.0 + 2 * i for i in range(4)}
+    a = _runs_of_models(tmp_path / "a", rng, means)
+    b = _runs_of_models(tmp_path / "b", rng, {m: v / 1.05 for m, v in means.items()})
+    rows = compare_figures(figures_of(load_run(a)), figures_of(load_run(b)))
+    text, _ = compare_runs(a, b, out=tmp_path / "cmp.html")
+    summary = text.split("\n\n")[2]
+    tested = [r for r in rows if r.p_value is not None]
+    assert len(rows) == 16 and len(tested) == 12  # QPS is not a second finding
+    assert all(r.p_holm >= r.p_value for r in tested)
+    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, IN_DRIFT, SAME)}
+    assert (f"{counts[DIFFERS]} differ, {counts[IN_DRIFT]} differ within the runs but inside the "
+            f"run-to-run drift, {counts[SAME]} show no") in summary
+    assert "inside the intervals widened by it: 12 of 12" in summary
+    assert counts[DIFFERS] == 0 and counts[IN_DRIFT] >= 7  # within the runs the shift is plain
+    assert "every tested figure is better in B (median throughput B/A 1.05" in summary
+    for r in rows:  # no row calls a difference real that the summary puts inside the drift
+        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict == DIFFERS)

@@ -16,7 +16,7 @@ from kit.datasets.fake import FakeDataset
 from kit.datasets.fetch import ChecksumMismatch, Source, fetch, verify
 from kit.datasets.imagenet import IMAGENET_MEAN, IMAGENET_STD, ImageNet
 from kit.datasets.squad import Squad
-from kit.errors import InvalidParameter, MissingResource, UnknownNameError
+from kit.errors import InvalidParameter, KitError, MissingResource, UnknownNameError
 from kit.models.spec import InputSpec, WeightsInfo
 
 RANDOM = WeightsInfo("random", "seed 0")
@@ -428,9 +428,9 @@ def test_cail2019_jieba_features_pairs_and_rule(tmp_path):
 
 
 def test_cail2019_uses_bytemlperfs_own_features_when_present(tmp_path):
-    tokens = np.array([[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]], dtype=object)
-    np.save(tmp_path / "batch_token_ids.npy", tokens, allow_pickle=True)
-    np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0, 0, 1, 1]] * 2), allow_pickle=True)
+    tokens = np.array([[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]])  # plain arrays: read without unpickling
+    np.save(tmp_path / "batch_token_ids.npy", tokens, allow_pickle=False)
+    np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0, 0, 1, 1]] * 2), allow_pickle=False)
     ds = Cail2019(tmp_path, max_seq_length=8)
     assert ds.arrays["token"][1].tolist() == [2, 5, 3, 7, 3, 0, 0, 0]
     out = ds.evaluate(lambda i: [i["input_token:0"][:, 3:4]], batch_size=2)
@@ -585,7 +585,7 @@ def test_fetch_offline_says_where_to_put_files(tmp_path):
         raise urllib.error.URLError("no route to host")
 
     with pytest.raises(MissingResource) as err:
-        fetch("squad", tmp_path / "squad", opener=offline)
+        fetch("squad", tmp_path / "squad", opener=offline, accept_unpinned=True)
     message = str(err.value)
     assert "by hand" in message and str(tmp_path / "squad") in message and "dev-v1.1.json" in message
 
@@ -598,7 +598,7 @@ def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["fetch-data", "criteo", "--url", csv_file.as_uri(),
-                              "--dest", str(tmp_path / "out")])
+                              "--dest", str(tmp_path / "out"), "--accept-unpinned"])
     assert args.func(args) == 0
     assert (tmp_path / "out" / "eval.csv").read_text() == csv_file.read_text()
     assert "no published checksum" in capsys.readouterr().out
@@ -629,3 +629,61 @@ def test_widedeep_is_labelled_top1_as_bytemlperf_reports_it():
     from kit.models import get_entry
 
     assert get_entry("widedeep-tf-fp32").metric == DATASETS.get("criteo").metric == "Top-1"
+
+
+def test_cifar100_pickle_that_would_run_code_is_refused(tmp_path):
+    """CIFAR's pickles are read by an unpickler that builds data and arrays only."""
+    import os
+
+    images = [np.full((32, 32, 3), c, dtype=np.uint8) for c in COLORS]
+    write_cifar(tmp_path, images, [0, 1, 1], ["red_thing", "green", "blue"])
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    with open(tmp_path / "cifar-100-python" / "meta", "wb") as f:
+        pickle.dump({b"fine_label_names": [Payload()]}, f)
+    from kit.datasets.cifar import class_names
+
+    with pytest.raises(KitError, match=r"refused: it refers to (posix|os)\.system, not plain data"):
+        class_names(tmp_path)
+    assert not marker.exists()
+
+
+def test_cail2019_pickled_features_are_never_unpickled(tmp_path):
+    """np.load(allow_pickle=True) on a fetched archive: a tampered .npy could run code."""
+    import os
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    np.save(tmp_path / "batch_token_ids.npy", np.array([Payload(), [2, 5]], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0]] * 2))
+    with pytest.raises(KitError, match="pickled object arrays, which the kit does not load"):
+        len(Cail2019(tmp_path, max_seq_length=8))
+    assert not marker.exists()
+    write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])  # the text is there: encoded instead
+    ds = Cail2019(tmp_path, max_seq_length=8, tokenizer_dir=tmp_path)
+    assert len(ds) == 1 and "encoded" in ds.source and not marker.exists()
+
+
+def test_fetch_refuses_an_unpinned_download_unless_accepted(tmp_path, capsys):
+    """Archives were taken with no checksum; now one must be given, or the risk accepted."""
+    from kit.cli.main import main as kit_main
+    from kit.datasets.fetch import Unpinned
+
+    archive, sha = make_tar(tmp_path)
+    dest = tmp_path / "data" / "cail2019"
+    with pytest.raises(Unpinned, match="open_cail2019.tar has no published checksum"):
+        fetch("cail2019", dest, url=archive.as_uri(), log=lambda s: None)
+    assert not dest.exists() or list(dest.iterdir()) == []
+    assert kit_main(["fetch-data", "cail2019", "--url", archive.as_uri(), "--dest", str(dest)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cail2019: open_cail2019.tar has no published checksum") and "--sha256" in err
+    fetch("cail2019", dest, url=archive.as_uri(), log=lambda s: None, accept_unpinned=True)
+    assert json.loads((dest / "FETCHED.json").read_text())[0]["sha256"] == sha

@@ -61,7 +61,7 @@ def test_stalled_server_times_out_with_a_clear_error(tmp_path, server):
     dest = tmp_path / "criteo"
     start = time.monotonic()
     with pytest.raises(MissingResource, match="timed out") as err:
-        fetch("criteo", dest, url=f"{server.url}/stall", timeout=0.5, log=lambda _: None)
+        fetch("criteo", dest, url=f"{server.url}/stall", timeout=0.5, log=lambda _: None, accept_unpinned=True)
     assert time.monotonic() - start < 10
     assert "by hand" in str(err.value)
     assert list(dest.iterdir()) == []  # the partial download went with its temporary folder
@@ -76,7 +76,7 @@ def test_bad_timeout_is_rejected(tmp_path):
 CHILD = """
 import sys
 from kit.datasets.fetch import fetch
-fetch("criteo", sys.argv[1], url=sys.argv[2], timeout=60, log=lambda _: None)
+fetch("criteo", sys.argv[1], url=sys.argv[2], timeout=60, log=lambda _: None, accept_unpinned=True)
 """
 
 
@@ -95,7 +95,7 @@ def test_killed_download_leaves_a_folder_the_next_fetch_removes(tmp_path, server
     assert list(dest.glob(f"{TMP_PREFIX}*"))  # a hard kill cannot clean up
     (dest / "tmpUserFolder").mkdir()  # not ours: left alone
     logs = []
-    fetch("criteo", dest, url=f"{server.url}/eval.csv", log=logs.append)
+    fetch("criteo", dest, url=f"{server.url}/eval.csv", log=logs.append, accept_unpinned=True)
     assert not list(dest.glob(f"{TMP_PREFIX}*")) and (dest / "tmpUserFolder").is_dir()
     assert any("interrupted download" in line for line in logs)
     assert (dest / "eval.csv").read_bytes() == BODY

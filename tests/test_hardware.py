@@ -57,3 +57,19 @@ def test_measured_on_reads_a_result_backend_block():
              "session": {"emulated": True}}
     m = parts.MeasuredOn.from_backend(block)
     assert (m.hardware_class, m.part, m.emulated) == ("ipu", "c600", True)
+
+
+def test_hardware_part_names_the_exact_part_of_each_kind(tmp_path, monkeypatch):
+    """The reuse fingerprint's hardware part: CPU model, GPU names, IPU board from gc-info."""
+    from kit.hardware.environment import cpu_model
+    from kit.hardware.identity import hardware_part
+
+    assert hardware_part("cpu") == cpu_model()
+    monkeypatch.setenv("PATH", str(tmp_path))  # no gc-info
+    assert hardware_part("ipu") == "IPU part unknown (no gc-info on PATH)"
+    gc_info = tmp_path / "gc-info"
+    gc_info.write_text("#!/bin/sh\nprintf 'Device Info:\\n  board type: M2000\\n  ipu architecture: ipu2\\n'\n")
+    gc_info.chmod(0o755)
+    assert hardware_part("ipu") == "board type: M2000, ipu architecture: ipu2"
+    with pytest.raises(InvalidParameter, match="hardware"):
+        hardware_part("tpu")

@@ -124,3 +124,26 @@ def test_full_size_roformer_parameter_count():
     from kit.models.keras_models import RoFormerConfig, roformer_classifier
 
     assert roformer_classifier(RoFormerConfig()).count_params() == pytest.approx(124e6, rel=0.02)
+
+
+@pytest.mark.parametrize("how", ["half", "autocast"])
+def test_conformer_runs_in_fp16_with_padded_frames(how):
+    """masked_fill(-1e9) overflowed fp16: the torch fp16 path crashed with 'value cannot be
+    converted to type c10::Half without overflow'."""
+    import torch
+
+    from kit.models.conformer import conformer_encoder
+
+    torch.manual_seed(0)
+    model = conformer_encoder(small=True).eval()
+    src, pad = torch.randn(2, 3, 64, 512), torch.zeros(2, 128, dtype=torch.bool)
+    pad[1, 100:] = True
+    with torch.no_grad():
+        reference = model(src, pad)
+        if how == "half":
+            out = model.half()(src.half(), pad).float()
+        else:
+            with torch.autocast("cpu", dtype=torch.float16):
+                out = model(src, pad).float()
+    assert torch.isfinite(out).all()
+    assert (out - reference).abs().max() < 0.05 * reference.abs().mean()

@@ -98,3 +98,32 @@ def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path)
     assert result.status == "error" and len(result.errors) == 2
     assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)
     assert result.errors[0].startswith("batch 1:") and result.errors[1].startswith("batch 4:")
+
+
+def fp16_model(tmp_path):
+    import numpy as np
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 4])
+    w = helper.make_tensor("w", TensorProto.FLOAT16, [8, 4], np.ones((8, 4), np.float16).tobytes(), raw=True)
+    return save_graph(tmp_path / "half.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])], [x], [y], [w])
+
+
+def test_an_fp16_file_at_the_default_precision_is_run_labelled_and_judged_as_fp16(tmp_path):
+    """It was labelled 'onnxruntime fp32' and judged against the fp32 peak."""
+    from kit.studies import model_benchmark
+
+    path = fp16_model(tmp_path)
+    assert load_onnx_file(path).precision == "fp16"
+    assert load_onnx_file(relu_model(tmp_path, ["batch", 3])).precision == "fp32"
+    result = model_benchmark.run({"model": str(path), "batch_sizes": [2], "min_duration_s": 0.05,
+                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False,
+                                  "target_ci": 0.0, "roofline": False})
+    assert result.status == "ok", result.errors
+    assert result.backend["precision"] == "fp16"
+    assert "fp16: the file's own graph, no fp32 exists" in result.numerics[0]["reference"]
+    assert result.backend["device_info"]["peak"]["precision"] == "fp16"
+    assert result.model["precision"] == "fp16"
+    assert any("the precision of half.onnx's own graph" in n for n in result.notes)
+    assert "conversion" not in result.backend["session"]  # the file ran as it is, not converted
+    assert result.backend["session"]["model_file"] == "half.onnx"

@@ -102,3 +102,66 @@ def test_wrong_header_and_unknown_file(tmp_path):
     shutil.copy(DATA / "figures.csv", other)
     with pytest.raises(PublishedDataError, match="no declared schema"):
         read_published_csv(other)
+
+
+def test_a_duplicated_row_under_another_figure_id_is_refused_with_file_and_line(tmp_path):
+    """It gave a raw 'cannot handle a non-unique multi-index' from headline_rows()."""
+    line = _line_of("figures.csv", study="bytemlperf_c600", metric="QPS", model="albert-torch-fp32")
+
+    def duplicate(lines):
+        lines.append(lines[line - 1])
+        _set(lines, len(lines), "figure_id", "bytemlperf_c600:999")
+
+    path = _copy_with(tmp_path, "figures.csv", duplicate)
+    with pytest.raises(PublishedDataError) as caught:
+        read_published_csv(path)
+    assert str(caught.value).startswith(f"{path}: line {len(path.read_text().splitlines())}: duplicates "
+                                        f"line {line} (study='bytemlperf_c600', table='models', "
+                                        f"model='albert-torch-fp32', precision='FP16', batch_size='', metric='QPS')")
+
+
+def test_a_duplicated_report_qps_row_is_refused_not_averaged(tmp_path, monkeypatch):
+    """per_batch_table() averaged the pair; `kit reproduce` died with a raw pandas error."""
+    from kit.published import figures
+
+    line = _line_of("bytemlperf_ipu_reports.csv", metric="Performance/QPS")
+    (tmp_path / "data").mkdir()
+    published = tmp_path / "data" / "published"
+    shutil.copytree(DATA, published)
+
+    def duplicate(lines):
+        lines.insert(line, lines[line - 1])
+        _set(lines, line + 1, "value", "1")
+
+    _copy_with(published, "bytemlperf_ipu_reports.csv", duplicate)
+    monkeypatch.setenv("KIT_ROOT", str(tmp_path))
+    figures.reports.cache_clear()
+    try:
+        with pytest.raises(PublishedDataError, match=rf"bytemlperf_ipu_reports.csv: line {line + 1}: "
+                                                     rf"duplicates line {line} \(model="):
+            figures.per_batch_table()
+    finally:
+        figures.reports.cache_clear()
+
+
+def test_kit_reproduce_names_a_duplicated_report_row_in_one_line(tmp_path, monkeypatch, capsys):
+    """`kit reproduce` died with a raw pandas error on a duplicated QPS row."""
+    from kit.cli.main import main as kit_main
+    from kit.published import figures
+
+    line = _line_of("bytemlperf_ipu_reports.csv", metric="Performance/QPS")
+    published = tmp_path / "data" / "published"
+    shutil.copytree(DATA, published)
+    _copy_with(published, "bytemlperf_ipu_reports.csv", lambda ls: ls.insert(line, ls[line - 1]))
+    monkeypatch.setenv("KIT_ROOT", str(tmp_path))
+    monkeypatch.setenv("KIT_OUTPUTS", str(tmp_path / "outputs"))
+    for cached in (figures.figures, figures.reports, figures.model_specs):
+        cached.cache_clear()
+    try:
+        assert kit_main(["reproduce", "--hardware", "cpu"]) == 2
+    finally:
+        for cached in (figures.figures, figures.reports, figures.model_specs):
+            cached.cache_clear()
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {published / 'bytemlperf_ipu_reports.csv'}: line {line + 1}: duplicates line {line}")
+    assert "\n" not in err

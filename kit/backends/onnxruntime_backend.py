@@ -192,7 +192,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             "graph_optimization": graph_optimization(config), "io_binding": config.device == "cpu",
             "model_file": path.name, "ort_version": ort.__version__,
         }
-        if config.precision != "fp32":
+        if config.precision not in ("fp32", model.precision):
             description["conversion"] = conversion_label(model, config.precision,
                                                          symmetric=config.device == "tensorrt",
                                                          quantization=quantization(config))
@@ -212,9 +212,9 @@ class OnnxRuntimeBackend(InProcessBackend):
         return [(p, options[p]) if p in options else p for p in PROVIDERS[device]]
 
     def prepare_model(self, model: ExportedModel, config: BackendConfig) -> Path:
-        """The ONNX file to load at this precision (fp32: the export itself). int8 for TensorRT is
+        """The ONNX file to load at this precision (fp32, or the graph's own: the file itself). int8 for TensorRT is
         static QDQ with signed symmetric activations and weights, whatever the model."""
-        if config.precision == "fp32":
+        if config.precision in ("fp32", model.precision):  # a file already at this precision runs as it is
             return model.onnx_path
 
         if config.device == "tensorrt" and config.precision == "int8":

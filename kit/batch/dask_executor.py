@@ -6,7 +6,9 @@ jobs never share a device or a CPU host. A job runs on its worker exactly as it 
 process tree with the job's timeout) in a private temporary folder; the executed notebook, HTML,
 JSON and anything else it wrote come back in the task's result and land in outputs/runs/<id>/.
 A worker lost mid-job has its job re-run elsewhere by the scheduler; every start is logged as a
-Dask event, so the record says how many attempts a job took and on which workers.
+Dask event, so the record says how many attempts a job took and on which workers. The scheduler
+is checked before connecting (kit.batch.dask_connect); workers that cannot run the kit, and
+hardware no worker offers any more, fail their jobs with the reason (kit.batch.dask_health).
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kit import atomic
+from kit.batch.dask_connect import START_IT, check_scheduler
+from kit.batch.dask_health import Liveness, cannot_run, offered, workers_without_kit
 from kit.batch.executor import KERNEL, Task
 from kit.batch.fingerprint import kit_digest
 from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
 from kit.errors import BackendUnavailable
+from kit.hardware.identity import hardware_part
 from kit.paths import notebooks_dir, outputs_dir, project_root
 
 TOPIC = "kit-batch"
@@ -75,41 +80,63 @@ def notebook_env() -> dict:
 class DaskExecutor:
     """Submits every task at once; yields them as they finish, files written into run_dir."""
 
-    def __init__(self, scheduler: str | object, *, connect_timeout_s: float = 10.0):
+    def __init__(self, scheduler: str | object, *, connect_timeout_s: float = 10.0,
+                 lost_after_s: float = 60.0, poll_s: float = 0.2):
         from distributed import Client, Event
 
         if isinstance(scheduler, Client):
             self.client, self._own_client = scheduler, False
         else:
+            check_scheduler(str(scheduler), connect_timeout_s)
             try:
                 self.client = Client(scheduler, timeout=connect_timeout_s)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise BackendUnavailable(f"cannot reach the Dask scheduler at {scheduler!r} "
-                                         f"({type(exc).__name__}: {exc}); start it with "
-                                         f"`dask scheduler` (docs/cluster.md)") from None
+            except Exception as exc:  # noqa: BLE001 - every scheduler error is named, none is raw
+                raise BackendUnavailable(f"cannot connect to the Dask scheduler at {scheduler!r} "
+                                         f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
             self._own_client = True
         self.digest = kit_digest()
+        self.poll_s = poll_s
+        self._liveness = Liveness(self.client, lost_after_s)
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
-        from distributed import as_completed
-
-        if tasks and not self.client.scheduler_info()["workers"]:
+        if not tasks:
+            return
+        try:
+            workers = set(self.client.scheduler_info()["workers"])
+            offers, no_kit = self.offered(), workers_without_kit(self.client)
+        except Exception as exc:  # noqa: BLE001 - a scheduler gone since connecting: named, not raw
+            raise BackendUnavailable(f"lost the Dask scheduler at {self.client.scheduler.address} "
+                                     f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
+        if not workers:
             raise BackendUnavailable(f"the Dask scheduler at {self.client.scheduler.address} has no "
                                      f"workers; start them with `dask worker` (docs/cluster.md)")
-        offered = self.offered()
         for task in tasks:
             resource = hardware_resource(task.job)
-            if resource and resource not in offered:
-                yield task, Outcome("failed", f"no worker of this cluster offers {resource!r} (workers "
-                                    f"offer: {', '.join(sorted(offered)) or 'nothing'}); start one with "
-                                    f"`dask worker ... --resources {resource}=1`", 0.0)
+            problem = cannot_run(resource, offers, workers, no_kit)
+            if problem:
+                yield task, Outcome("failed", problem, 0.0)
                 continue
             self._futures[self._submit(task, resource)] = task
-        for future in as_completed(list(self._futures)):
-            task = self._futures.pop(future)
-            yield task, self._collect(future, task)
+        while self._futures:
+            done = [f for f in self._futures if f.done()]
+            for future in done:
+                task = self._futures.pop(future)
+                yield task, self._collect(future, task)
+            if not done:
+                yield from self._given_up()
+                time.sleep(self.poll_s)
+
+    def _given_up(self) -> Iterator[tuple[Task, Outcome]]:
+        """The waiting jobs whose hardware no worker has offered for a while, failed with why."""
+        given_up = self._liveness.given_up([hardware_resource(t.job) for t in self._futures.values()])
+        for future, task in list(self._futures.items()):
+            why = given_up.get(hardware_resource(task.job))
+            if why:
+                self._futures.pop(future)
+                future.cancel()
+                yield task, Outcome("failed", why, time.perf_counter() - (task.started or time.perf_counter()))
 
     def _submit(self, task: Task, resource: str | None):
         job = task.job
@@ -134,7 +161,10 @@ class DaskExecutor:
             for rel, data in payload["files"].items():
                 atomic.write_bytes(_inside(task.run_dir, rel), data)
             outcome = Outcome(**payload["outcome"])
-        starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
+        try:
+            starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
+        except Exception:  # noqa: BLE001 - the scheduler is gone: the outcome stands without its attempts
+            starts = []
         outcome.attempts = max(1, len(starts))
         if len(starts) > 1:
             path = " -> ".join(f"{s['name']} ({s.get('worker', '?')}) on {s['host']}" for s in starts)
@@ -143,10 +173,15 @@ class DaskExecutor:
             outcome.worker, outcome.host = starts[-1]["name"], starts[-1]["host"]
         return outcome
 
-    def offered(self) -> set[str]:
-        """The resources at least one worker of the cluster offers."""
-        workers = self.client.scheduler_info()["workers"].values()
-        return {name for w in workers for name, amount in (w.get("resources") or {}).items() if amount >= 1}
+    def offered(self) -> dict[str, set[str]]:
+        """The resources at least one worker of the cluster offers, each with those workers."""
+        return offered(self.client.scheduler_info()["workers"])
+
+    def hardware_parts(self, kind: str) -> list[str]:
+        """The distinct parts (kit.hardware.identity) of `kind` among the workers offering it."""
+        workers = sorted(self.offered().get(kind, ()))
+        answers = self.client.run(hardware_part, kind, workers=workers, on_error="return") if workers else {}
+        return sorted({a for a in answers.values() if isinstance(a, str)})
 
     def in_flight(self) -> list[Task]:
         return list(self._futures.values())

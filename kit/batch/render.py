@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kit import atomic
+
 REMOTE_TAG = re.compile(r"<(script|link)\b[^>]*\b(?:src|href)=[\"']https?://[^\"']*[\"'][^>]*>(?:\s*</script>)?",
                         re.IGNORECASE)
 
@@ -24,5 +26,4 @@ def notebook_to_html(notebook: Path, html_path: Path) -> Path:
     exporter.require_js_url = ""
     nb = nbformat.read(str(notebook), as_version=4)
     body, _ = exporter.from_notebook_node(nb)
-    html_path.write_text(strip_remote_assets(body), encoding="utf-8")
-    return html_path
+    return atomic.write_text(html_path, strip_remote_assets(body))

@@ -10,6 +10,7 @@ a valid state for the next run to resume from.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -60,6 +61,10 @@ class Batch:
         self.digest = kit_digest()
         self.run = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
                     "status": "running"}
+        for stale in state["runs"]:  # this batch holds the lock: no other one is running
+            if stale.get("status") == "running":
+                stale["status"] = "aborted"
+                stale["note"] = "its end was never recorded (killed, or its disk was full)"
         state["runs"].append(self.run)
         self.save()
 
@@ -151,7 +156,8 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
                 stop.records = _in_order(jobs, batch.records)
                 raise
             except BaseException:
-                batch.close("aborted")
+                with contextlib.suppress(OSError):  # a full disk: the first error is the one to report
+                    batch.close("aborted")
                 raise
             finally:
                 for _, runner in phases:

@@ -7,10 +7,21 @@ taking the parsed args and returning an exit code.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
 from kit.errors import KitError
+
+# Environment errors on files the kit writes: exit 2 with one line, as a usage error.
+CANNOT_WRITE = {
+    errno.ENOSPC: "free space on that disk, or point KIT_OUTPUTS at another",
+    errno.EDQUOT: "free space within your quota, or point KIT_OUTPUTS at another disk",
+    errno.EFBIG: "raise the file-size limit (ulimit -f), or point KIT_OUTPUTS at another disk",
+    errno.EROFS: "the file system is read-only: point KIT_OUTPUTS at a writable folder",
+    errno.EACCES: "make it writable for this user, or point KIT_OUTPUTS at a writable folder",
+    errno.EPERM: "make it writable for this user, or point KIT_OUTPUTS at a writable folder",
+}
 
 # One line per command module; order is the order of `kit --help`.
 COMMAND_MODULES = [
@@ -35,6 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KitError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in CANNOT_WRITE:
+            raise
+        where = exc.filename or "a file under outputs/"
+        print(f"error: cannot write {where}: {exc.strerror}; {CANNOT_WRITE[exc.errno]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a batch (a batch handles its own)
         print("interrupted", file=sys.stderr)

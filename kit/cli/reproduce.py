@@ -1,7 +1,8 @@
-"""`kit reproduce`, `kit site` and `kit rebuild-state`.
+"""`kit reproduce`, `kit site`, `kit rebuild-state` and `kit clean-outputs`.
 
 `kit reproduce` exits 0 when every job is ok, 1 when any is not (its last line names them), 2
-for usage errors (bad ONLY/FORCE, a busy or corrupt outputs/), 128+N when stopped by signal N.
+for usage and environment errors (bad ONLY/FORCE, a busy, corrupt, read-only or full outputs/, an
+unreachable scheduler), 128+N when stopped by signal N.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from kit.batch.clean import clean_outputs
 from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import Job, JobRecord
@@ -21,6 +23,7 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
+from kit.hardware.identity import hardware_part
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
 from kit.hardware.kinds import resolve as resolve_hardware
@@ -44,10 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
     p.set_defaults(func=reproduce)
     s = sub.add_parser("site", help="rebuild outputs/index.html from the results")
-    s.set_defaults(func=lambda args: print(rebuild_index()) or EXIT_OK)
+    s.set_defaults(func=site)
     r = sub.add_parser("rebuild-state", help="rebuild outputs/state.json from outputs/runs/ "
                                              "(the old file is moved aside)")
     r.set_defaults(func=rebuild)
+    c = sub.add_parser("clean-outputs", help="delete everything under outputs/ (refused while a batch "
+                                             "runs)")
+    c.set_defaults(func=clean)
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -61,8 +67,8 @@ def reproduce(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
-        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}", progress=bar,
-                           executor=executor)
+        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}|{parts(kinds, executor)}",
+                           progress=bar, executor=executor)
     except BatchInterrupted as stop:
         bar.close()
         kept = sum(r.status == "ok" for r in stop.records)
@@ -72,7 +78,8 @@ def reproduce(args: argparse.Namespace) -> int:
         print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
               f"{resume} (state: {outputs_dir() / 'state.json'})")
         return stop.exit_code
-    bar.close()
+    finally:
+        bar.close()
     index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
     return _summary(records, time.perf_counter() - started, index)
 
@@ -103,6 +110,14 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
                                    "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")
         return kinds
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
+
+
+def parts(kinds: list[str], executor=None) -> str:
+    """The exact hardware behind each kind (CPU model, GPU models, IPU part), here or on the
+    cluster's workers: part of every job's reuse fingerprint, so a result measured on one part
+    (a C600) is never reused on another (an M2000)."""
+    found = {k: executor.hardware_parts(k) if executor is not None else [hardware_part(k)] for k in kinds}
+    return "; ".join(f"{k}={' + '.join(v)}" for k, v in found.items())
 
 
 def jobs_on(profile: str, kinds: list[str], research: bool = False) -> list[Job]:
@@ -138,6 +153,19 @@ def rebuild(args: argparse.Namespace) -> int:
           f"({len(state['jobs'])} jobs)" + (f"; the old file is now {moved}" if moved else ""))
     if state["jobs"]:
         print(f"index: {rebuild_index(out)}")
+    return EXIT_OK
+
+
+def site(args: argparse.Namespace) -> int:
+    out = outputs_dir()
+    with outputs_lock(out, command="kit site"):
+        print(rebuild_index(out))
+    return EXIT_OK
+
+
+def clean(args: argparse.Namespace) -> int:
+    out = outputs_dir()
+    print(f"{out}: {clean_outputs(out)} entries removed")
     return EXIT_OK
 
 

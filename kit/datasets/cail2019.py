@@ -24,7 +24,7 @@ import numpy as np
 
 from kit.datasets.base import Batch, Dataset, NotComparable, bytemlperf_batches
 from kit.datasets.bert4keras_text import Bert4kerasTokenizer
-from kit.errors import InvalidParameter, MissingResource
+from kit.errors import InvalidParameter, KitError, MissingResource
 
 FILE = "test.json"
 FEATURES = ("batch_token_ids.npy", "batch_segment_ids.npy")
@@ -123,8 +123,9 @@ class Cail2019(Dataset):
         """token/segment ids, two rows per triple: [2n, max_seq_length]."""
         if self._arrays is None:
             self.require()
-            if all((self.root / f).exists() for f in FEATURES):
-                tokens, segments = (list(np.load(self.root / f, allow_pickle=True)) for f in FEATURES)
+            features = self._features()
+            if features is not None:
+                tokens, segments = features
                 self.source = f"ByteMLPerf's features ({', '.join(FEATURES)})"
             else:
                 tokens, segments = self._encode()
@@ -135,6 +136,22 @@ class Cail2019(Dataset):
             self._arrays = {"token": pad_rows_to(tokens, self.max_seq_length, self.dtype),
                             "segment": pad_rows_to(segments, self.max_seq_length, self.dtype)}
         return self._arrays
+
+    def _features(self) -> tuple[list, list] | None:
+        """ByteMLPerf's token and segment features when they are plain arrays; None when absent or
+        pickled object arrays and the text is there to encode instead. The kit never unpickles
+        downloaded data (a tampered archive would run code)."""
+        if not all((self.root / f).exists() for f in FEATURES):
+            return None
+        try:
+            tokens, segments = (list(np.load(self.root / f, allow_pickle=False)) for f in FEATURES)
+        except ValueError:  # object arrays: only unpickling could read them
+            if (self.root / FILE).exists():
+                return None
+            raise KitError(f"{self.root}: {' + '.join(FEATURES)} are pickled object arrays, which the kit "
+                           f"does not load (a tampered download could run code); put {FILE} there (its text "
+                           f"is encoded as ByteMLPerf does), or save the features as plain integer arrays") from None
+        return tokens, segments
 
     def __len__(self) -> int:
         return len(self.arrays["token"]) // 2

@@ -19,7 +19,7 @@ import numpy as np
 from kit.datasets.base import Batch, Dataset, bytemlperf_batches
 from kit.datasets.metrics import fraction, top1_correct
 from kit.datasets.text import load_tokenizer
-from kit.errors import InvalidParameter, MissingResource
+from kit.errors import InvalidParameter, KitError, MissingResource
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -29,9 +29,30 @@ def _folder(root: Path) -> Path:
     return root / "cifar-100-python" if (root / "cifar-100-python").is_dir() else root
 
 
+# What CIFAR's pickles hold (dicts, lists, bytes and numpy arrays); anything else is refused.
+ALLOWED_GLOBALS = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+                             ("numpy.core.multiarray", "_reconstruct"),
+                             ("numpy._core.multiarray", "_reconstruct")})
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds plain data and numpy arrays, never calls anything else: a tampered
+    file cannot run code."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f"refers to {module}.{name}, not plain data or a numpy array")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
     with open(path, "rb") as f:
-        return pickle.load(f, encoding="bytes")
+        try:
+            return _ArraysOnly(f, encoding="bytes").load()
+        except pickle.UnpicklingError as exc:
+            raise KitError(f"{path}: refused: it {exc}, and unpickling it could run code (CIFAR's own "
+                           f"pickles hold only lists and arrays); fetch it again with `kit fetch-data "
+                           f"cifar100` (md5-checked)") from None
 
 
 def read_test(root: Path) -> tuple[np.ndarray, np.ndarray]:

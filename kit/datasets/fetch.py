@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from kit import atomic
 from kit.datasets.registry import DATASETS
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.paths import datasets_dir
@@ -38,6 +39,10 @@ DEFAULT_TIMEOUT_S = 60.0
 
 class ChecksumMismatch(KitError):
     """A downloaded file whose size or checksum is not the published one."""
+
+
+class Unpinned(KitError):
+    """A download with no checksum to check it against, not accepted as such by the user."""
 
 
 @dataclass(frozen=True)
@@ -150,14 +155,21 @@ def _validate_timeout(timeout: object) -> float:
 
 def fetch(name: str, dest: Path | None = None, *, sha256: str | None = None, url: str | None = None,
           opener: Callable = urllib.request.urlopen, log: Callable[[str], None] = print,
-          timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+          timeout: float = DEFAULT_TIMEOUT_S, accept_unpinned: bool = False) -> Path:
     """Download, verify and unpack dataset `name` into `dest` (data/datasets/NAME); every network
-    read waits at most `timeout` seconds."""
+    read waits at most `timeout` seconds. A source with no checksum (published, or given as
+    `sha256`) is refused before anything is downloaded unless `accept_unpinned`."""
     sources = SOURCES.get(name)
     timeout = _validate_timeout(timeout)
     dest = Path(dest) if dest else datasets_dir() / name
     if (sha256 or url) and len(sources) == 1:
         sources = (replace(sources[0], sha256=sha256 or sources[0].sha256, url=url or sources[0].url),)
+    unpinned = [s.filename for s in sources if not (s.sha256 or s.md5)]
+    if unpinned and not accept_unpinned:
+        raise Unpinned(f"{name}: {', '.join(unpinned)} has no published checksum, so a tampered or damaged "
+                       f"download could not be told apart; give its sha256 with --sha256 (from a copy you "
+                       f"trust), or pass --accept-unpinned to download it unverified (its sha256 is then "
+                       f"recorded in FETCHED.json)")
     dest.mkdir(parents=True, exist_ok=True)
     remove_stale_downloads(dest, log)
     record = []
@@ -175,8 +187,8 @@ def fetch(name: str, dest: Path | None = None, *, sha256: str | None = None, url
                 raise MissingResource(by_hand_message(name, dest, f"{source.url}: {exc}")) from exc
             checked = verify(part, source)
             if checked["pinned"] == "none":
-                log(f"warning: {source.filename} has no published checksum; sha256 {checked['sha256']} "
-                    f"(pin it with --sha256)")
+                log(f"warning: {source.filename} has no published checksum (accepted unpinned); sha256 "
+                    f"{checked['sha256']} (pin it with --sha256)")
             if source.unpack:
                 staging = Path(tmp) / "unpacked"
                 staging.mkdir()
@@ -191,5 +203,5 @@ def fetch(name: str, dest: Path | None = None, *, sha256: str | None = None, url
                 shutil.move(str(part), dest / source.filename)
             record.append({**checked, "source": asdict(source)})
             log(f"{name}: {source.filename} ({checked['bytes']} bytes, checksum {checked['pinned']}) -> {dest}")
-    (dest / "FETCHED.json").write_text(json.dumps(record, indent=2))
+    atomic.write_text(dest / "FETCHED.json", json.dumps(record, indent=2))
     return dest

@@ -212,7 +212,38 @@ def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | No
     return need
 
 
-def oom_message(how: str, peak_gb: float | None) -> str:
-    """'<how> (likely out of memory: peak X GB)': what a dead kernel most often means."""
-    peak = f"peak {peak_gb:.1f} GB" if peak_gb is not None else "peak unknown"
-    return f"{how} (likely out of memory: {peak})"
+# A killed process is guessed out of memory only when its peak reached this share of the limit:
+# the kernel's OOM killer picks the largest process, and a small one killed is someone's doing.
+NEAR_LIMIT = 0.5
+
+
+def memory_limit_bytes(meminfo: Path | None = None, cgroup: Path | None = None) -> int | None:
+    """What this machine or container can hold: MemTotal, capped by a cgroup v2 limit."""
+    meminfo, cgroup = meminfo or MEMINFO, cgroup or CGROUP
+    limits = []
+    try:
+        limits.append(parse_meminfo(meminfo.read_text())["MemTotal"])
+    except (OSError, KeyError):
+        pass
+    try:
+        text = (cgroup / "memory.max").read_text().strip()
+        if text != "max":
+            limits.append(int(text))
+    except (OSError, ValueError):
+        pass
+    return min(limits) if limits else None
+
+
+def oom_message(how: str, peak_gb: float | None, limit_gb: float | None = None) -> str:
+    """'<how> (likely out of memory: peak X GB of Y GB)' when the peak came near the memory limit
+    (`limit_gb`, default this machine's); otherwise the peak, and that it was not memory."""
+    if limit_gb is None:
+        limit = memory_limit_bytes()
+        limit_gb = limit / GB if limit else None
+    if peak_gb is None:
+        return f"{how} (peak memory unknown: out of memory, or stopped by another process; see `dmesg`)"
+    of = f" of {limit_gb:.1f} GB" if limit_gb else ""
+    if not limit_gb or peak_gb >= NEAR_LIMIT * limit_gb:
+        return f"{how} (likely out of memory: peak {peak_gb:.1f} GB{of})"
+    return (f"{how} (peak {peak_gb:.1f} GB{of}: far from the memory limit, so not out of memory; "
+            f"stopped by another process, a user or a watchdog?)")

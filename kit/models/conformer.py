@@ -68,7 +68,8 @@ class SelfAttention(nn.Module):
 
         q, k, v = split(self.linear_q(x)), split(self.linear_k(x)), split(self.linear_v(x))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-        scores = scores.masked_fill(pad[:, None, None, :], -1e9)
+        # the dtype's own lowest value: -1e9 overflows fp16 (model.half(), autocast)
+        scores = scores.masked_fill(pad[:, None, None, :], torch.finfo(scores.dtype).min)
         out = scores.softmax(dim=-1) @ v
         return self.linear_out(out.transpose(1, 2).reshape(b, t, -1))
 

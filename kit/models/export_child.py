@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kit import errors
 from kit.cache import write_entry
-from kit.measure.memory import GB, InsufficientMemory, own_peak_rss_bytes
+from kit.measure.memory import GB, InsufficientMemory, oom_message, own_peak_rss_bytes
 from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
 from kit.models.zoo import MODELS
@@ -52,9 +52,10 @@ def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path
 
 
 def child_failure(what: str, status: int, peak: int, tail: str) -> errors.KitError:
-    """The error for a child that died without a word: killed (likely out of memory) or crashed."""
+    """The error for a child that died without a word: killed (out of memory when its peak came
+    near the limit) or crashed."""
     if status == -signal.SIGKILL:
-        return errors.KitError(f"{what} was killed (likely out of memory: peak {peak / GB:.1f} GB)")
+        return errors.KitError(oom_message(f"{what} was killed", peak / GB))
     if status < 0:
         return errors.KitError(f"{what} was killed by {signal.Signals(-status).name}; its output "
                                f"ends:\n{tail}")

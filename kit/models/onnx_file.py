@@ -17,6 +17,7 @@ from kit.models.build import flops_or_none
 from kit.models.spec import DTYPES, ExportedModel, InputSpec, WeightsInfo
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
+FLOAT_PRECISIONS = {1: "fp32", 10: "fp16", 16: "bf16"}  # ONNX elem_type -> the kit's precision name
 
 
 def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ExportedModel:
@@ -55,8 +56,26 @@ def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | 
         outputs=tuple(o.name for o in proto.graph.output),
         weights=WeightsInfo("local", f"user ONNX file {path}"), framework="onnx",
         dynamic_batch=fixed is None, fixed_batch_size=fixed, flops_per_sample=per_sample,
-        flops_shared_per_call=shared,
+        flops_shared_per_call=shared, precision=graph_precision(proto),
     )
+
+
+def graph_precision(proto) -> str:
+    """The float type holding most of the graph's weights ('fp32', 'fp16', 'bf16'); the float
+    inputs' type for a graph without float weights; 'fp32' for one with neither."""
+    counts: dict[str, int] = {}
+    for tensor in proto.graph.initializer:
+        if tensor.data_type in FLOAT_PRECISIONS:
+            size = 1
+            for d in tensor.dims:
+                size *= d
+            counts[FLOAT_PRECISIONS[tensor.data_type]] = counts.get(FLOAT_PRECISIONS[tensor.data_type], 0) + size
+    if not counts:
+        for value in proto.graph.input:
+            elem = value.type.tensor_type.elem_type
+            if elem in FLOAT_PRECISIONS:
+                counts[FLOAT_PRECISIONS[elem]] = counts.get(FLOAT_PRECISIONS[elem], 0) + 1
+    return max(counts, key=counts.get) if counts else "fp32"
 
 
 def _fixed_batch(specs: list[InputSpec]) -> int | None:

@@ -145,6 +145,8 @@ class ExportedModel:
     fixed_batch_size: int | None = None
     #: FLOPs a call does once whatever its batch size (inputs that are not batched)
     flops_shared_per_call: float = 0.0
+    #: the precision the graph itself computes in, read from its weights (a user's fp16 file: fp16)
+    precision: str = "fp32"
 
     def flops_per_call(self, batch_size: int) -> float | None:
         """FLOPs of one call at `batch_size`: what each sample adds, plus the shared work."""

@@ -1,5 +1,6 @@
 """`kit compare RUN_A RUN_B`: two runs' figures side by side, with intervals, the ratio, whether
-the difference is significant (Mann-Whitney U over rounds), and the environment differences.
+the difference is significant (Mann-Whitney U over rounds, Holm-corrected over the figures), and
+the environment differences.
 
 A run is a result folder (outputs/runs/<run_id>/, or one copied from another machine) or a single
 result JSON. Reads only result JSON files. Writes an HTML page under outputs/compare/.
@@ -10,6 +11,13 @@ timed window, which no within-run interval can see. The comparison estimates tha
 the shared throughput figures (`between_run_noise`, a method-of-moments estimate on the log ratios,
 robust to outliers) and reports the share of differences inside the within-run intervals alone and
 inside the intervals widened by the drift.
+
+Each row's verdict and the summary come from the same three facts, so they cannot disagree: the
+Holm-adjusted p-value (one test per figure: QPS shares the throughput's rounds, so it is not
+tested again), and whether the difference lies inside the intervals widened by the drift. A
+difference is reported only when both say so; one that is significant within the runs but inside
+the drift is reported as such. A change common to every figure (a uniform 5 % speed-up) looks
+like drift between two runs: the summary says so when every figure moved the same way.
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
+from kit import atomic
 from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
-from kit.measure.stats import Interval, MannWhitney, mann_whitney_u
+from kit.measure.stats import Interval
 from kit.paths import outputs_dir
 from kit.results import ResultKind, RunResult
 
@@ -37,6 +47,9 @@ FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
            "throughput": ("throughput", "samples/s", True),
            "mean latency": ("mean_ms", "ms", False),
            "p99 latency": ("p99_ms", "ms", False)}
+SAME_ROUNDS = {"QPS": "throughput"}  # figure -> the figure whose per-round series it reuses (tested once)
+# verdicts: what a row's finding says, and what the summary counts
+DIFFERS, IN_DRIFT, SAME, UNTESTED = "differs", "inside drift", "no difference", "not tested"
 
 
 @dataclass
@@ -57,7 +70,9 @@ class Row:
     a: Figure
     b: Figure
     ratio: float | None = None
-    test: MannWhitney | None = None
+    p_value: float | None = None  # two-sided Mann-Whitney U over rounds
+    p_holm: float | None = None  # the same, Holm-adjusted over every tested figure of the comparison
+    verdict: str = UNTESTED
     finding: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -142,28 +157,51 @@ def _round_series(m: dict) -> dict[str, list[float]]:
 
 
 def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = ALPHA) -> list[Row]:
+    """A row per shared figure; one test per figure, Holm-corrected; each row's verdict."""
     rows = []
     for key in [k for k in a if k in b]:
         fa, fb = a[key], b[key]
         row = Row(key, fa, fb, fb.value / fa.value if fa.value else None)
         xa = [v for v in fa.rounds if math.isfinite(v)]
         xb = [v for v in fb.rounds if math.isfinite(v)]
-        if len(xa) >= 2 and len(xb) >= 2:
-            row.test = mann_whitney_u(xb, xa)
-            row.finding = finding(row, alpha)
+        twin = SAME_ROUNDS.get(key.rsplit(": ", 1)[-1])
+        if twin:
+            row.finding = f"not tested again: its rounds are the {twin}'s (see that row)"
+        elif len(xa) >= 2 and len(xb) >= 2:
+            row.p_value = float(stats.mannwhitneyu(xb, xa, alternative="two-sided").pvalue)
         else:
             row.finding = f"not tested (rounds: {len(xa)} in A, {len(xb)} in B; needs 2 each)"
         row.notes = [f"{side}: {f.noisy}" for side, f in (("A", fa), ("B", fb)) if f.noisy]
         rows.append(row)
+    tested = [r for r in rows if r.p_value is not None]
+    for row, adjusted in zip(tested, holm([r.p_value for r in tested]), strict=True):
+        row.p_holm = adjusted
+    drift = between_run_noise(rows)
+    for row in tested:
+        row.verdict, row.finding = judge(row, alpha, drift)
     return rows
 
 
-def finding(row: Row, alpha: float) -> str:
-    if row.test.p_value >= alpha:
-        return f"no significant difference (p = {row.test.p_value:.2g})"
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment (family-wise error rate), in the input's order."""
+    order = sorted(range(len(p_values)), key=p_values.__getitem__)
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def judge(row: Row, alpha: float, drift: float | None) -> tuple[str, str]:
+    """(verdict, finding): different only when significant after Holm and outside the drift."""
+    p = f"Holm-adjusted p = {row.p_holm:.2g}"
+    if row.p_holm >= alpha:
+        return SAME, f"no significant difference ({p})"
+    if drift is not None and row.within(drift):
+        return IN_DRIFT, f"differs within the runs ({p}) but inside the run-to-run drift"
     higher = row.b.value > row.a.value
     better = higher == row.a.higher_is_better
-    return f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'} (p = {row.test.p_value:.2g})"
+    return DIFFERS, f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'} ({p})"
 
 
 ENV_KEYS = ("host", "os", "python", "gpus", "ipu_present")
@@ -245,16 +283,39 @@ def _share(flags: list[bool | None]) -> str:
 
 
 def summary_line(rows: list[Row]) -> str:
-    significant = sum(bool(r.test and r.test.p_value < ALPHA) for r in rows)
-    line = (f"{len(rows)} shared figures; {significant} differ significantly (Mann-Whitney U over rounds, "
-            f"two-sided, alpha {ALPHA}); run-to-run difference inside the 95 % interval of the difference "
-            f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in rows])}")
+    """Counts of the rows' own verdicts, the drift they were judged against, and the shares of
+    differences inside the intervals (one per figure: QPS rows repeat the throughput's)."""
+    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, IN_DRIFT, SAME)}
+    tested = sum(counts.values())
+    figures = [r for r in rows if not _twin(r)]
+    line = (f"{len(rows)} shared figures, {tested} tested (Mann-Whitney U over rounds, two-sided, "
+            f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, {counts[IN_DRIFT]} "
+            f"differ within the runs but inside the run-to-run drift, {counts[SAME]} show no significant "
+            f"difference; run-to-run difference inside the 95 % interval of the difference "
+            f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in figures])}")
     drift = between_run_noise(rows)
     if drift is None:
         return line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
-    return (line + f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
-            f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log scale); "
-            f"inside the intervals widened by it: {_share([r.within(drift) for r in rows])}")
+    line += (f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
+             f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log scale); "
+             f"inside the intervals widened by it: {_share([r.within(drift) for r in figures])}")
+    return line + _common_change(rows)
+
+
+def _twin(row: Row) -> bool:
+    return row.key.rsplit(": ", 1)[-1] in SAME_ROUNDS
+
+
+def _common_change(rows: list[Row]) -> str:
+    """A note when every tested figure moved the same way (all better, or all worse)."""
+    moved = [(r.b.value > r.a.value) == r.a.higher_is_better for r in rows
+             if r.p_value is not None and r.b.value != r.a.value]
+    speed = [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio]
+    if len(moved) < 3 or len(set(moved)) != 1 or not speed:
+        return ""
+    return (f"; every tested figure is {'better' if moved[0] else 'worse'} in B (median throughput B/A "
+            f"{float(np.median(speed)):.3f}): with two runs a change common to all figures cannot be told "
+            f"from run-to-run drift, so it is counted as drift; repeat each run to tell them apart")
 
 
 def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
@@ -262,7 +323,8 @@ def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
     body = "".join(
         f"<tr><td>{esc(r.key)}</td><td>{esc(_value(r.a))}</td><td>{esc(_value(r.b))}</td>"
         f"<td>{'—' if r.ratio is None else f'{r.ratio:.3f}'}</td>"
-        f"<td>{'—' if r.test is None else f'{r.test.p_value:.2g}'}</td><td>{esc(r.finding)}</td>"
+        f"<td>{'—' if r.p_value is None else f'{r.p_value:.2g}'}</td>"
+        f"<td>{'—' if r.p_holm is None else f'{r.p_holm:.2g}'}</td><td>{esc(r.finding)}</td>"
         f"<td>{esc('; '.join(r.notes))}</td></tr>" for r in rows)
     env = "".join(f"<tr><td>{esc(w)}</td><td>{esc(x)}</td><td>{esc(y)}</td></tr>" for w, x, y in diffs) \
         or "<tr><td colspan=3>none recorded</td></tr>"
@@ -271,9 +333,11 @@ def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
 th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}th{{background:#f0f0f0}}</style></head><body>
 <h1>Run comparison</h1><p>A = <code>{esc(name_a)}</code><br>B = <code>{esc(name_b)}</code></p>
 <p>Each value is shown with its 95 % confidence interval (from rounds of calls); B/A is the ratio;
-the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (normal approximation
-with tie correction), significant below {ALPHA}.</p>
-<table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Finding</th><th>Noise</th></tr>
+the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (scipy.stats.mannwhitneyu:
+exact for small samples without ties, else the normal approximation), one per figure (QPS shares the
+throughput's rounds); Holm's adjustment over all tested figures; a difference is reported when the
+adjusted p is below {ALPHA} and the difference lies outside the intervals widened by the run-to-run drift.</p>
+<table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Holm p</th><th>Finding</th><th>Noise</th></tr>
 {body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a difference</h2>
 <table><tr><th>What</th><th>A</th><th>B</th></tr>{env}</table></body></html>"""
 
@@ -286,7 +350,7 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str
     name_a, name_b = str(run_a), str(run_b)
     page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(html_report(rows, diffs, name_a, name_b), encoding="utf-8")
+    atomic.write_text(page, html_report(rows, diffs, name_a, name_b))
     return text_report(rows, diffs, name_a, name_b), page
 
 

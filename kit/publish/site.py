@@ -63,6 +63,15 @@ def peak_memory(out: Path, record: dict) -> str:
     return f"{peak / 1e9:.1f} GB" if peak else "—"
 
 
+def _shown_status(out: Path, record: dict) -> str:
+    """The record's status, but never 'ok' for a job whose report or results are gone from disk
+    (deleted by hand, or by a clean under an older kit): an ok with nothing behind it misleads."""
+    gone = [what for what, key in (("report", "html"), ("results", "results")) if not (out / record[key]).exists()]
+    if record["status"] != "ok" or not gone:
+        return record["status"]
+    return f"missing: its {' and '.join(gone)} are not in {out.name}/ (run it again)"
+
+
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
     """Write outputs/index.html atomically; an empty batch never replaces the index."""
     out = out or outputs_dir()
@@ -74,7 +83,8 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         data = f"<a href='{html.escape(r['results'])}'>JSON</a>" if (out / r["results"]).exists() else ""
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
         moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
-        rows.append(f"<tr><td>{link}{reused}</td><td class='{r['status']}'>{r['status']}{moved}</td>"
+        status = _shown_status(out, r)
+        rows.append(f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
                     f"{_cell(r['duration_s'])}{_cell(peak_memory(out, r))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     try:

@@ -41,14 +41,15 @@ def _positive_int(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Schema:
-    """Columns in order; which must be filled; which hold positive integers when filled; and the
-    `value` column's rule: a finite number unless the row's unit says text, positive for the
-    metrics in `positive_metrics`."""
+    """Columns in order; which must be filled; which hold positive integers when filled; the
+    column groups no two rows may share (a figure's identity: a duplicate would be averaged, or
+    break a pivot, downstream); and the `value` column's rule: a finite number unless the row's
+    unit says text, positive for the metrics in `positive_metrics`."""
 
     columns: tuple[str, ...]
     required: tuple[str, ...] = ()
     positive_ints: tuple[str, ...] = ()
-    unique: tuple[str, ...] = ()
+    unique: tuple[tuple[str, ...], ...] = ()
     text_units: frozenset[str] = frozenset()
     positive_metrics: frozenset[str] = frozenset()
     row_checks: tuple[Callable[[dict], tuple[str, str] | None], ...] = field(default=())
@@ -58,14 +59,15 @@ FIGURES = Schema(
     columns=("figure_id", "study", "table", "model", "precision", "batch_size", "metric", "value",
              "unit", "printed", "dataset", "hardware", "source", "note"),
     required=("figure_id", "study", "table", "metric", "value", "unit", "printed", "hardware", "source"),
-    positive_ints=("batch_size",), unique=("figure_id",),
+    positive_ints=("batch_size",),
+    unique=(("figure_id",), ("study", "table", "model", "precision", "batch_size", "metric")),
     text_units=frozenset({"date", "rule", "tool", "version", "string"}),
     positive_metrics=frozenset({"QPS", "Latency", "Throughput", "Energy efficiency"}),
 )
 REPORTS = Schema(
     columns=("model", "precision", "batch_size", "metric", "value", "unit", "source_path"),
     required=("model", "precision", "metric", "value", "unit", "source_path"),
-    positive_ints=("batch_size",),
+    positive_ints=("batch_size",), unique=(("model", "precision", "batch_size", "metric"),),
     text_units=frozenset({"git commit", "json", "note", "png filename", "string", "version"}),
     positive_metrics=frozenset({"Performance/QPS", "Performance/AVG Latency", "Performance/P99 Latency",
                                 "README table/QPS (headline)"}),
@@ -78,6 +80,7 @@ MODEL_SPECS = Schema(
     required=("model", "framework", "input_name", "input_shape_in_model_zoo", "dtype", "max_batch_size",
               "dataset_name", "source_path"),
     positive_ints=("max_batch_size", "ipu_pack_batch_size", "ipu_clients"),
+    unique=(("model", "input_name"),),
 )
 SCHEMAS = {"figures.csv": FIGURES, "bytemlperf_ipu_reports.csv": REPORTS,
            "bytemlperf_model_specs.csv": MODEL_SPECS}
@@ -101,7 +104,7 @@ def check_rows(path: Path, schema: Schema, header: list[str], rows: list[tuple[i
         extra = [c for c in header if c not in schema.columns]
         raise PublishedDataError(path, 1, None, f"header {header} is not the declared columns "
                                  f"{list(schema.columns)} (missing {missing}, unexpected {extra})")
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple, int] = {}
     for line, fields in rows:
         if len(fields) != len(header):
             raise PublishedDataError(path, line, None, f"{len(fields)} fields where the header has "
@@ -113,13 +116,22 @@ def check_rows(path: Path, schema: Schema, header: list[str], rows: list[tuple[i
         for column in schema.positive_ints:
             if row[column] and not _positive_int(row[column]):
                 raise PublishedDataError(path, line, column, f"{row[column]!r} is not a positive whole number")
-        for column in schema.unique:
-            first = seen.setdefault((column, row[column]), line)
+        for columns in schema.unique:
+            key = (columns, tuple(row[c] for c in columns))
+            first = seen.setdefault(key, line)
             if first != line:
-                raise PublishedDataError(path, line, column, f"{row[column]!r} repeats line {first}")
+                raise PublishedDataError(path, line, columns[0] if len(columns) == 1 else None,
+                                         _repeat(row, columns, first))
         problem = _check_value(schema, row)
         if problem:
             raise PublishedDataError(path, line, "value", f"{row['value']!r}: {problem}")
+
+
+def _repeat(row: dict, columns: tuple[str, ...], first: int) -> str:
+    if len(columns) == 1:
+        return f"{row[columns[0]]!r} repeats line {first}"
+    same = ", ".join(f"{c}={row[c]!r}" for c in columns)
+    return f"duplicates line {first} ({same}); one figure, one row: remove or correct one of them"
 
 
 def read_published_csv(path: Path | str, schema: Schema | None = None) -> pd.DataFrame:

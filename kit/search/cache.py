@@ -15,9 +15,9 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from kit import atomic
 from kit.hardware import cuda
 from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, cpu_flags, cpu_model, usable_cores
 from kit.paths import cache_dir
@@ -93,9 +93,4 @@ def load_decision(key: dict, depth: str = "quick", directory: Path | None = None
 def store_decision(decision: dict, directory: Path | None = None) -> Path:
     """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
     path = decision_path(decision["key"], directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(decision, f, indent=1, default=str)
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, json.dumps(decision, indent=1, default=str))

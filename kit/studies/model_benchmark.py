@@ -104,6 +104,8 @@ def execute(cfg: Config, result: RunResult) -> None:
     result.model = model.describe()
     if cfg.search:
         cfg = searched_config(cfg, model, result)
+    elif model.precision != "fp32" and cfg.precision == "fp32":
+        cfg = graph_precision_config(cfg, model)
     result.notes.append(f"Precision: {cfg.note()}.")
     backend = require_backend(cfg.backend)
     bcfg = cfg.backend_config()
@@ -120,6 +122,16 @@ def execute(cfg: Config, result: RunResult) -> None:
             result.fail(f"batch {batch}: {exc}")
     if cfg.roofline:
         add_roofline(result, model, cfg)
+
+
+def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
+    """A file whose graph computes in fp16 (or bf16) runs as it is and is labelled and judged
+    (peak, roofline) at that precision, never as the default fp32."""
+    from dataclasses import replace
+
+    return replace(cfg, precision=model.precision,
+                   precision_note=f"{cfg.backend} {model.precision} on {cfg.device}: the precision of "
+                                  f"{model.onnx_path.name}'s own graph (its weights), run as it is")
 
 
 def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Config:
@@ -198,8 +210,9 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 sessions.append(ref_session)
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
-            name = ("onnxruntime fp32 CPU (this run is the reference)" if ref_session is sessions[0]
-                    else "onnxruntime fp32 CPU")
+            own = "fp32" if model.precision == "fp32" else f"{model.precision}: the file's own graph, no fp32 exists"
+            name = (f"onnxruntime {own} CPU (this run is the reference)" if ref_session is sessions[0]
+                    else f"onnxruntime {own} CPU")
             diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs), name)
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
         timed = sessions[: cfg.replicas]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kit import atomic
 from kit.hardware.environment import cpu_model, usable_cores
 from kit.models.flops import count_traffic_per_sample
 from kit.paths import cache_dir
@@ -122,10 +123,7 @@ def stream_benchmark(elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPE
 
 
 def _write(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=1))
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(payload, indent=1))
 
 
 def figure_rows(model, precision: str, peak: dict, measurements: list[dict]) -> list[dict]:
