@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -116,7 +117,7 @@ def test_entry_metadata_written_atomically(tmp_path):
     artifact = tmp_path / "model.onnx"
     artifact.write_bytes(b"123")
     write_entry(artifact, {"a": 1})
-    assert json.loads(meta_path(artifact).read_text()) == {"a": 1, "artifact_bytes": 3}
+    assert json.loads(meta_path(artifact).read_text()) == {"a": 1, "artifact_bytes": 3, "artifact_sha256": hashlib.sha256(b"123").hexdigest()}
     with pytest.raises(TypeError):
         write_entry(artifact, {"a": object()})
     assert json.loads(meta_path(artifact).read_text())["a"] == 1 and leftovers(tmp_path) == []

@@ -3,6 +3,8 @@ cache (key, reuse, invalidation), on a small export with short probes."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kit.errors import InvalidParameter
@@ -143,7 +145,8 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert by["torch int8 (cpu)"]["status"] == "not eligible"
     assert by["fake fp16 (cpu)"]["status"] == "failed" and "output sizes" in by["fake fp16 (cpu)"]["reason"]
     measured = [p for p in decision["probes"] if p["throughput"]]
-    assert len(measured) == 3 and all(p["low"] <= p["throughput"] <= p["high"] for p in measured)
+    # high is None where the interval of the mean call time reaches zero (outliers on a loaded machine)
+    assert len(measured) == 3 and all(p["low"] <= p["throughput"] <= (p["high"] or math.inf) for p in measured)
     assert by["onnxruntime fp16 (cpu)"]["numerics"]["numerics_ok"]
     assert decision["chosen"] in by and by[decision["chosen"]]["status"] == "chosen"
     assert decision["ratio_vs_today"] >= 1.0

@@ -14,13 +14,10 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
-
-# two-sided 95 % Student t quantiles for n - 1 degrees of freedom (n calls); 1.96 beyond
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
-       15: 2.13, 20: 2.09, 30: 2.04}
 
 STATUSES = ("chosen", "lost", "not eligible", "failed numerics", "failed", "not probed")
 
@@ -72,8 +69,7 @@ def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float | None
     mean = ns.mean()
     if ns.size < 2:
         return float(m.throughput), math.nan, math.nan
-    t = next((v for k, v in sorted(T95.items()) if k >= ns.size - 1), 1.96)
-    half = t * ns.std(ddof=1) / math.sqrt(ns.size)
+    half = student_t.ppf(0.975, ns.size - 1) * ns.std(ddof=1) / math.sqrt(ns.size)
     fast, slow = mean - half, mean + half
     return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast) if fast > 0 else None
 
