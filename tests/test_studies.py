@@ -215,3 +215,14 @@ def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fa
               "results": "runs/r1/m.json", "run_id": "r1"}
     page = write_index([record], outputs).read_text()
     assert "<th>Peak memory</th>" in page and f"{result.resources['peak_rss_bytes'] / 1e9:.1f} GB" in page
+
+
+def test_the_numerics_call_is_the_timed_sessions_warm_up():
+    """At batch 40 a BERT call takes seconds on 2 cores: the numerics check's call on the timed
+    session warms it, so the timed window does one warm-up call fewer (never fewer than none)."""
+    from kit.measure.window import MeasureConfig
+
+    cfg = MeasureConfig(warmup=2, min_duration_s=0.1, min_count=3)
+    assert model_benchmark.warmed_by_numerics(cfg, True).warmup == 1
+    assert model_benchmark.warmed_by_numerics(cfg, False).warmup == 2
+    assert model_benchmark.warmed_by_numerics(MeasureConfig(warmup=0, min_duration_s=0.1), True).warmup == 0

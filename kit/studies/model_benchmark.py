@@ -7,7 +7,7 @@ accuracy, power.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kit import progress
 from kit.backends import BackendConfig, require_backend
@@ -127,8 +127,6 @@ def execute(cfg: Config, result: RunResult) -> None:
 def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
     """A file whose graph computes in fp16 (or bf16) runs as it is and is labelled and judged
     (peak, roofline) at that precision, never as the default fp32."""
-    from dataclasses import replace
-
     return replace(cfg, precision=model.precision,
                    precision_note=f"{cfg.backend} {model.precision} on {cfg.device}: the precision of "
                                   f"{model.onnx_path.name}'s own graph (its weights), run as it is")
@@ -137,8 +135,6 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
 def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Config:
     """The config with the row's searched plan (cached per row and hardware) in place of the
     mapping's; the search's probe table goes into the result."""
-    from dataclasses import replace
-
     kind = cfg.hardware
     if kind == "ipu":
         result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
@@ -216,28 +212,39 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
             diff = NumericDiff.between(ref_session.run(inputs), sessions[0].run(inputs), name)
             result.numerics.append({"batch_size": batch, **diff.to_dict()})
         timed = sessions[: cfg.replicas]
-        note(progress.timed_note(f"batch {batch}", cfg.measure_config()))  # not redrawn while timing
-        measurement = timed_sessions(timed, inputs, batch, cfg.measure_config(), sampler)
+        mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
+        note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
+        measurement = timed_sessions(timed, inputs, batch, mcfg, sampler)
         result.measurements.append(measurement.to_dict())
         if cfg.roofline and batch == max(cfg.batch_sizes):
-            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch)
+            calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
+            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"):
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
 
 
+LONG_CALL_MS = 2000.0  # a call this long is profiled once (its operators' shares are already stable)
+
+
+def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig:
+    """The timing config with one warm-up call fewer where the numerics check just ran the timed
+    session on the same inputs (that call warmed it: at batch 40 a BERT call takes seconds)."""
+    return replace(mcfg, warmup=max(0, mcfg.warmup - 1)) if numerics_ran else mcfg
+
+
 def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
-                     batch: int) -> None:
+                     batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
     if cfg.backend != "torch" or cfg.hardware != "cpu" or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
     try:
-        times = op_breakdown.profile_torch_session(session, inputs)
-        result.tables["op_breakdown"] = {"batch_size": batch, **op_breakdown.breakdown(
-            times, model.flops_per_call(batch), peak["gflops"])}
+        times = op_breakdown.profile_torch_session(session, inputs, calls)
+        result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
+            times, model.flops_per_call(batch), peak["gflops"], calls)}
     except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
         result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 

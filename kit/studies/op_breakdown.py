@@ -27,7 +27,7 @@ from collections.abc import Iterator
 PROFILED_CALLS = 2  # the session was just timed, so it is warm: no extra call first
 #: torch operator names whose self time is matrix arithmetic (the FLOPs the graph counts)
 MATRIX_MARKERS = ("mm", "matmul", "linear", "conv", "attention", "gemm", "mkldnn_rnn", "_sdpa")
-METHOD = (f"torch.profiler self CPU time over {PROFILED_CALLS} calls after the timed window, as shares of "
+METHOD = ("torch.profiler self CPU time over the profiled calls (profiled_calls: 2, 1 where a call lasts seconds) after the timed window, as shares of "
           "the calls' wall time (time outside any operator counted as other); matrix operators: names "
           "containing " + ", ".join(MATRIX_MARKERS) + " (profiler overhead slightly inflates the share of "
           "many small operators); fractions are of the nominal peak, which boost clocks can exceed")
