@@ -1,6 +1,6 @@
 """What the machine is: the hardware kinds and the one table of devices (`kinds`), the exact
 Graphcore parts, CUDA devices, the CPU set and threads (`cpu`), the provenance captured with every
-figure (`environment`), nominal GPU peaks, what ONNX Runtime really starts here
+figure (`environment`) with the kit's commit and every installed distribution (`source`), nominal GPU peaks, what ONNX Runtime really starts here
 (`onnxruntime_probe`) and which build `make install` puts in (`gpu_install`, a stdlib script).
 
 Floor 1 of kit/ (docs/architecture.md): imports only the leaves (kit.errors, kit.paths, kit.atomic,
