@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "kit.cli.datasets",  # kit fetch-data, kit datasets
     "kit.cli.reproduce",  # kit reproduce, kit site, kit rebuild-state
     "kit.publish.compare_runs",  # kit compare RUN_A RUN_B
+    "kit.cli.rerun",  # kit rerun RESULT.json
 ]
 
 
