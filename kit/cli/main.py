@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "kit.cli.reproduce",  # kit reproduce, kit site, kit rebuild-state
     "kit.publish.compare_runs",  # kit compare RUN_A RUN_B
     "kit.cli.rerun",  # kit rerun RESULT.json
+    "kit.cli.import_bytemlperf",  # kit import-bytemlperf DIR
 ]
 
 
