@@ -162,14 +162,13 @@ def export_file(result_path: str | Path) -> Path | None:
 def draw_diff_distribution(histograms: dict, path: Path) -> Path:
     """ByteMLPerf's diff-distribution figure (draw_all_diff: three log-scale histograms side by
     side, the difference, the CPU reference and the backend's output), drawn from the counts the
-    result recorded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    result recorded. Drawn on a Figure of its own, never through pyplot, so a notebook's own plots
+    and backend are left alone."""
     import numpy as np
+    from matplotlib.figure import Figure
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 8))
+    fig = Figure(figsize=(16, 8))
+    axes = fig.subplots(1, 3)
     for ax, key, label in zip(axes, ("diff", "reference", "candidate"),
                               ("Diff Distribute", "CPU Result", "Backend Result"), strict=True):
         h = histograms[key]
@@ -179,5 +178,4 @@ def draw_diff_distribution(histograms: dict, path: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel(label)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
