@@ -2,9 +2,11 @@
 reports, same keys and types, figures by ByteMLPerf's definitions, unmeasured fields left out."""
 
 import json
+import shutil
 
 import pytest
 
+from kit.cli.main import main
 from kit.measure.bytemlperf import bytemlperf_figures
 from kit.notebook import run_study
 from kit.published.bytemlperf_reports import ReportError, key_types, read_report, report_files
@@ -85,6 +87,17 @@ def test_what_the_kit_did_not_measure_is_left_out(exported):
     assert "Compile Duration" not in report["Graph Compile"]  # measured by the IPU backend only
     assert not {"Device Count", "Version"} & set(report)
     assert not {"Top-1", "Data Percent"} & set(report["Accuracy"])  # accuracy=False: no metric
+
+
+def test_kit_export_bytemlperf_writes_the_same_report_from_the_result_json(exported, capsys):
+    result, path = exported
+    before = path.read_bytes()
+    result_json = path.parents[3] / "resnet50.json"
+    shutil.rmtree(path.parents[2])
+    assert main(["export-bytemlperf", str(result_json)]) == 0
+    assert str(path) in capsys.readouterr().out
+    assert path.read_bytes() == before  # from the JSON alone, the same report
+    assert (path.parent / "resnet50-torch-fp32-to-fp32.png").is_file()
 
 
 def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):

@@ -88,6 +88,10 @@ def test_a_batch_job_tells_the_kernel_its_command_parameters_and_notebook(tmp_pa
     assert environment.capture()["job"] == recorded
 
 
+def test_the_model_export_is_hashed(small):
+    assert small.describe()["onnx_sha256"] == source.file_sha256(small.onnx_path)
+
+
 def test_the_report_shows_one_line_commit_dirty_and_rerun():
     env = {"kit": {"commit": "a" * 40, "dirty": True, "diff_sha256": "b" * 64},
            "distributions": {"numpy": "2"}, "job": {"rerun": "kit rerun outputs/runs/r/x.json"}}

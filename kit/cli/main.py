@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "kit.publish.compare_runs",  # kit compare RUN_A RUN_B
     "kit.cli.rerun",  # kit rerun RESULT.json
     "kit.cli.import_bytemlperf",  # kit import-bytemlperf DIR
+    "kit.publish.bytemlperf_export",  # kit export-bytemlperf RESULT.json...
 ]
 
 
