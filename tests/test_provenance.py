@@ -99,3 +99,20 @@ def test_the_report_shows_one_line_commit_dirty_and_rerun():
     assert line.startswith("kit aaaaaaaaaaaa (dirty, local changes sha256 bbbbbbbbbbbb)")
     assert "re-run: kit rerun outputs/runs/r/x.json" in line
     assert "not recorded" in source_line({})  # an older result still reads
+
+
+def test_kit_compare_names_the_commit_and_any_other_distribution_that_differs(tmp_path):
+    from kit.publish.compare_runs import environment_differences
+    from kit.results import RunResult
+
+    def run(commit, dirty, pillow):
+        env = {"kit": {"commit": commit, "dirty": dirty, "diff_sha256": "c" * 64 if dirty else None},
+               "packages": {"numpy": "2.0"}, "distributions": {"numpy": "2.0", "pillow": pillow}}
+        result = RunResult.new("model_benchmark", "m", {}, env)
+        result.measurements = [{"batch_size": 1}]
+        return [(tmp_path / "r.json", result)]
+
+    diffs = environment_differences(run("a" * 40, False, "10.0"), run("b" * 40, True, "11.0"))
+    assert ("kit", "aaaaaaaaaaaa", "bbbbbbbbbbbb + local changes cccccccccccc") in diffs
+    assert ("distributions: pillow", "10.0", "11.0") in diffs
+    assert not [d for d in diffs if d[0] == "distributions: numpy"]  # listed once, under packages

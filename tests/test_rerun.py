@@ -27,19 +27,20 @@ def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path
 
     data = json.loads(path.read_text())
     numpy = importlib.metadata.version("numpy")
-    data["environment"]["distributions"]["numpy"] = "1.21.0"  # as if the run had an older numpy
+    newer = f"{int(numpy.split('.')[0]) + 1}.0.0"
+    data["environment"]["distributions"]["numpy"] = newer  # as if numpy had been downgraded since the run
     downgraded = tmp_path / "downgraded.json"
     downgraded.write_text(json.dumps(data))
     runs_before = sorted((outputs / "runs").iterdir())
     assert main(["rerun", str(downgraded)]) == 2
     err = capsys.readouterr().err
-    assert f"package numpy: 1.21.0 in the result, {numpy} here" in err and "not re-run" in err
+    assert f"package numpy: {newer} in the result, {numpy} here" in err and "not re-run" in err
     assert "differs from the result's in 1 way" in err  # the only difference
     assert sorted((outputs / "runs").iterdir()) == runs_before  # nothing ran
 
     assert main(["rerun", str(downgraded), "--allow-drift"]) == 0
     out = capsys.readouterr().out
-    assert f"drift (allowed): package numpy: 1.21.0 in the result, {numpy} here" in out
+    assert f"drift (allowed): package numpy: {newer} in the result, {numpy} here" in out
     assert f"A = {downgraded}" in out and "resnet50-torch-fp32" in out and "Environment differences:" in out
     new_runs = [p for p in (outputs / "runs").iterdir() if p not in runs_before]
     assert len(new_runs) == 1
