@@ -35,6 +35,7 @@ def provenance(result: RunResult) -> str:
     m = result.model or {}
     items = {
         "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
+        "Source": source_line(env),
         "Hardware": f"{env.get('cpu', {}).get('model')} ({env.get('cpu', {}).get('cores')} cores)"
                     + (f"; GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
                     + ("; IPU present" if env.get("ipu_present") else "; no IPU on this machine"),
@@ -55,7 +56,6 @@ def provenance(result: RunResult) -> str:
         "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
         "Roofline": roofline_method(result),
         "Measured at": result.created_at,
-        "Source": source_line(env),
     }
     for note in result.notes:
         items.setdefault("Notes", "")
