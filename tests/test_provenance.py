@@ -99,6 +99,11 @@ def test_the_report_shows_one_line_commit_dirty_and_rerun():
     assert line.startswith("kit aaaaaaaaaaaa (dirty, local changes sha256 bbbbbbbbbbbb)")
     assert "re-run: kit rerun outputs/runs/r/x.json" in line
     assert "not recorded" in source_line({})  # an older result still reads
+    from kit.publish.report.provenance import provenance
+    from kit.results import RunResult
+
+    page = provenance(RunResult.new("model_benchmark", "m", {}, env))
+    assert "<th style='text-align:left'>Source</th>" in page and "re-run: kit rerun outputs/runs/r/x.json" in page
 
 
 def test_kit_compare_names_the_commit_and_any_other_distribution_that_differs(tmp_path):
