@@ -59,3 +59,14 @@ def test_a_bad_report_stops_the_import_naming_file_and_field(outputs, tmp_path, 
     assert not imported_dir().exists()  # nothing copied
     assert main(["import-bytemlperf", str(tmp_path / "nowhere")]) == 2
     assert "does not exist or is not a folder" in capsys.readouterr().err
+
+
+def test_an_import_makes_the_scorecard_job_run_again(outputs, capsys):
+    from kit.batch.fingerprint import result_hashes
+    from kit.batch.jobs import Job
+
+    summary, timed = Job("summary", "summary.ipynb", {}, after_all=True), Job("m", "model_benchmark.ipynb", {})
+    before = result_hashes(summary, outputs), result_hashes(timed, outputs)
+    assert main(["import-bytemlperf", str(shared_or_skip("reference", "bytemlperf_reports", "SPU"))]) == 0
+    assert result_hashes(summary, outputs) != before[0]  # the scorecard reads the imported reports
+    assert result_hashes(timed, outputs) == before[1]  # a timed job does not

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit.paths import outputs_dir
+from kit.paths import imported_reports_dir
 from kit.published import figures as published
 from kit.published.bytemlperf_reports import flatten, precision_of, read_report, report_files
 
-FOLDER = Path("imported") / "bytemlperf"
 #: The scorecard's names of ByteMLPerf's per-batch figures.
 SCORECARD_FIGURES = {"Performance/QPS": "QPS", "Performance/AVG Latency": "AVG Latency",
                      "Performance/P99 Latency": "P99 Latency"}
@@ -32,7 +31,7 @@ NOT_IN_REPORTS = ("README table/", "provenance/")
 
 
 def imported_dir() -> Path:
-    return outputs_dir() / FOLDER
+    return imported_reports_dir()
 
 
 def import_reports(source: str | Path, into: str | Path | None = None) -> list[Path]:
