@@ -9,6 +9,7 @@ import pytest
 from kit.cli.main import main
 from kit.measure.bytemlperf import bytemlperf_figures
 from kit.notebook import run_study
+from kit.publish.bytemlperf_export import backend_name
 from kit.published.bytemlperf_reports import ReportError, key_types, read_report, report_files
 from kit.results import RunResult
 from tests.conftest import ROOT, shared_or_skip
@@ -98,6 +99,19 @@ def test_kit_export_bytemlperf_writes_the_same_report_from_the_result_json(expor
     assert str(path) in capsys.readouterr().out
     assert path.read_bytes() == before  # from the JSON alone, the same report
     assert (path.parent / "resnet50-torch-fp32-to-fp32.png").is_file()
+
+
+def test_the_backend_names_hardware_part_and_runtime():
+    def named(hardware, backend, device, device_name):
+        result = RunResult.new("model_benchmark", "m", {"hardware": hardware}, {"cpu": {"model": "AMD EPYC 7763"}})
+        result.backend = {"name": backend, "device": device, "device_info": {"name": device_name}}
+        return backend_name(result)
+
+    assert named("cpu", "onnxruntime", "cpu", "AMD EPYC 7763 64-Core Processor") == "CPU-AMD-EPYC-onnxruntime"
+    assert named("cuda", "onnxruntime", "tensorrt", "NVIDIA H100 80GB HBM3") == "GPU-NVIDIA-H100-onnxruntime-tensorrt"
+    assert named("cuda", "torch", "cuda", "NVIDIA A10G") == "GPU-NVIDIA-A10G-torch"
+    assert named("ipu", "ipu", "ipu", "C600") == "IPU-C600-poprt"
+    assert named("ipu", "ipu", "ipu", "C600 [not run on an IPU]") == "IPU-C600-emulated-poprt"
 
 
 def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):

@@ -32,7 +32,9 @@ KIND_NAMES = {"cpu": "CPU", "cuda": "GPU", "ipu": "IPU"}
 RUNTIME_NAMES = {"ipu": "poprt"}
 DIFFS = {"Mean Diff": "mean_abs", "Std Diff": "std_abs", "Max Diff": "max_abs", "Max Rel-Diff": "max_rel",
          "Mean Rel-Diff": "mean_rel"}
-NOISE = re.compile(r"\((R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
+NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
+#: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
+EMULATED = "not run on an IPU"
 
 
 def part_name(name: str) -> str:
@@ -49,13 +51,19 @@ def part_name(name: str) -> str:
 
 def backend_name(result: RunResult) -> str:
     """`<KIND>-<part>-<runtime>`: what ByteMLPerf's `Backend` names (the hardware) and the runtime
-    the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`, `GPU-NVIDIA-H100-tensorrt`."""
+    the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`, `GPU-NVIDIA-H100-onnxruntime-tensorrt`
+    (ONNX Runtime's CUDA or TensorRT provider named), `IPU-C600-poprt`."""
     backend = result.backend or {}
     info = backend.get("device_info") or {}
     kind = str(result.parameters.get("hardware") or info.get("kind") or "cpu")
     device = info.get("name") or (result.environment.get("cpu") or {}).get("model") or ""
     runtime = str(backend.get("name") or result.parameters.get("backend") or "unknown")
-    return f"{KIND_NAMES.get(kind, kind.upper())}-{part_name(str(device))}-{RUNTIME_NAMES.get(runtime, runtime)}"
+    runtime = RUNTIME_NAMES.get(runtime, runtime)
+    if runtime == "onnxruntime" and backend.get("device") in ("cuda", "tensorrt"):
+        runtime += f"-{backend['device']}"
+    if EMULATED in str(device):  # never to be read as an IPU's figures
+        runtime = f"emulated-{runtime}"
+    return f"{KIND_NAMES.get(kind, kind.upper())}-{part_name(str(device))}-{runtime}"
 
 
 def _finite(value: object) -> bool:
