@@ -10,6 +10,7 @@ from kit.cli.main import main
 from kit.measure.bytemlperf import bytemlperf_figures
 from kit.notebook import run_study
 from kit.publish.bytemlperf_export import backend_name
+from kit.publish.bytemlperf_export import report as bytemlperf_report
 from kit.published.bytemlperf_reports import ReportError, key_types, read_report, report_files
 from kit.results import RunResult
 from tests.conftest import ROOT, shared_or_skip
@@ -112,6 +113,20 @@ def test_the_backend_names_hardware_part_and_runtime():
     assert named("cuda", "torch", "cuda", "NVIDIA A10G") == "GPU-NVIDIA-A10G-torch"
     assert named("ipu", "ipu", "ipu", "C600") == "IPU-C600-poprt"
     assert named("ipu", "ipu", "ipu", "C600 [not run on an IPU]") == "IPU-C600-emulated-poprt"
+
+
+def test_gpu_coverage_ipu_compile_time_and_unmeasured_figures():
+    result = RunResult.new("model_benchmark", "m", {"model": "resnet50-torch-fp32", "hardware": "cuda"}, {})
+    result.backend = {"name": "onnxruntime", "device": "cuda", "precision": "fp16",
+                      "device_info": {"name": "NVIDIA H100"},
+                      "session": {"placement": {"kernels": 200, "cpu_share": 0.03}, "compile_seconds": 12.345678}}
+    result.measurements = [{"batch_size": 8, "bytemlperf": {"qps": 1234.9, "avg_latency_ms": 6.478,
+                                                            "p99_latency_ms": float("nan")}}]
+    report, backend, precision = bytemlperf_report(result)
+    assert report["Graph Compile"] == {"Compile Duration": 12.34568, "Compile Precision": "FP16",
+                                       "Subgraph Coverage": 97.0}
+    assert report["Performance"] == [{"BS": 8, "QPS": 1234, "AVG Latency": 6.48}]  # no P99: not measured
+    assert "Accuracy" not in report and (backend, precision) == ("GPU-NVIDIA-H100-onnxruntime-cuda", "fp16")
 
 
 def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):

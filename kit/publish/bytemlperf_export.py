@@ -8,8 +8,9 @@ It reads the result JSON only (publishing never measures: asv's rule): every fig
 recorded by ByteMLPerf's own definitions (kit.measure.bytemlperf: QPS, AVG and P99 latency over the
 calls ByteMLPerf keeps; kit.measure.numerics: the diffs and their histograms), rounded as
 ByteMLPerf's report writer rounds them (QPS an integer, latencies to 2 decimals, diffs to 5).
-A field the run did not measure is left out, never filled: `Subgraph Coverage` and `Device Count`
-(not measured by the kit on a CPU), `Compile Duration` (measured only by the IPU backend),
+A field the run did not measure is left out, never filled: `Subgraph Coverage` (measured only on
+a GPU: the share of kernels ONNX Runtime placed on it), `Device Count`, `Compile Duration`
+(measured only by the IPU backend),
 `Accuracy` without a diff or metric, `Version` (ByteMLPerf's own version: the kit is not
 ByteMLPerf). `Backend` names the hardware part and the runtime: `CPU-AMD-EPYC-onnxruntime`.
 """
@@ -132,6 +133,9 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     if _finite(seconds):
         compile_info["Compile Duration"] = round(float(seconds), 5)
     compile_info["Compile Precision"] = precision.upper()
+    placement = (backend.get("session") or {}).get("placement") or {}
+    if placement.get("kernels") and _finite(placement.get("cpu_share")):  # a GPU session's profiled warm-up
+        compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement["cpu_share"])), 2)
     out["Graph Compile"] = compile_info
     if acc := accuracy(result, png):
         out["Accuracy"] = acc
