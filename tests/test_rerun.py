@@ -58,3 +58,6 @@ def test_a_result_without_a_batch_job_cannot_be_rerun(tmp_path, capsys):
     assert "records no batch job (an interactive run)" in err and str(path) in err
     assert main(["rerun", str(tmp_path / "missing.json")]) == 2
     assert "no such result file" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["rerun", str(tmp_path / "bad.json")]) == 2
+    assert "bad.json: not a result JSON (JSONDecodeError" in capsys.readouterr().err

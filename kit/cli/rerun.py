@@ -50,7 +50,11 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
     if not path.is_file():
         raise MissingResource(f"{path}: no such result file; give a result JSON under "
                               f"{outputs_dir() / 'runs'}/<run_id>/")
-    result = RunResult.read(path)
+    try:
+        result = RunResult.read(path)
+    except (OSError, ValueError, TypeError) as exc:
+        raise KitError(f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
+                       "`kit reproduce`") from None
     job = result.environment.get("job") or {}
     if not job.get("notebook") or "parameters" not in job:
         raise KitError(f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}); "

@@ -28,8 +28,8 @@ DISTRIBUTION = "ipu-repro"
 #: The environment variable through which the batch's worker tells a notebook's kernel its job
 #: (kit.batch.executor.Task.provenance, as JSON).
 JOB_ENV = "KIT_JOB"
-INTERACTIVE = ("not started by `kit reproduce`: an interactive run; its parameters are the result's "
-               "own (`parameters`), `kit rerun` needs a batch result")
+INTERACTIVE = ("not started by `kit reproduce` (an interactive or hand-made run): its parameters are "
+               "the result's own (`parameters`); `kit rerun` needs a batch result")
 
 
 def sha256_bytes(data: bytes) -> str:
