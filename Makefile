@@ -17,7 +17,7 @@ LAB_PORT ?= 8888
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
-.PHONY: install reproduce test bench lab lint site rebuild-state clean-outputs
+.PHONY: install reproduce rerun test bench lab lint site rebuild-state clean-outputs
 
 install: $(STAMP)
 
@@ -37,6 +37,12 @@ $(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$
 # SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).
 reproduce: $(STAMP)
 	$(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)")
+
+# Re-run one result's job with its recorded parameters after checking commit, packages and hardware
+# (RESULT=outputs/runs/<run_id>/<job>.json; ALLOW_DRIFT=1 re-runs despite differences), then compare.
+rerun: $(STAMP)
+	$(if $(RESULT),,$(error RESULT=outputs/runs/<run_id>/<job>.json is required))
+	$(BIN)/kit rerun "$(RESULT)" $(if $(filter 1,$(ALLOW_DRIFT)),--allow-drift)
 
 # The floors of kit/ (.importlinter, docs/architecture.md) are checked before the tests.
 test: $(STAMP)

@@ -11,10 +11,12 @@ from typing import Any
 import pandas as pd
 
 from kit import progress
+from kit.errors import KitError
 from kit.hardware.environment import capture
 from kit.measure.memory import resources
 from kit.paths import outputs_dir
 from kit.publish import scorecard
+from kit.publish.bytemlperf_export import export as export_bytemlperf
 from kit.publish.report import error_banner, provenance
 from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES
@@ -81,10 +83,24 @@ def run_study(name: str, params: Mapping[str, Any]) -> RunResult:
         with progress.quiet(bool(given)):  # papermill passes results_path: the batch shows progress
             result = study.run(values)
         result.write(path)
+        exported = _export(result, path)
     show(result)
+    if exported:
+        print(f"ByteMLPerf report: {exported}")
     if not given:
         print(f"Result saved to {path}")
     return result
+
+
+def _export(result: RunResult, path: Path) -> Path | None:
+    """The ByteMLPerf report beside a model benchmark's result; a failure to write it is noted in
+    the result (written again), never lost and never a lost run."""
+    try:
+        return export_bytemlperf(result, path)
+    except (KitError, OSError, ValueError, KeyError) as exc:
+        result.notes.append(f"ByteMLPerf export not written ({type(exc).__name__}: {exc}).")
+        result.write(path)
+        return None
 
 
 def record(kind: ResultKind | str, given_path: str, parameters: dict | None = None,

@@ -38,5 +38,10 @@ def datasets_dir() -> Path:
     return data_dir() / "datasets"
 
 
+def imported_reports_dir(outputs: Path | None = None) -> Path:
+    """Where `kit import-bytemlperf` keeps other vendors' ByteMLPerf reports (the scorecard reads them)."""
+    return (outputs or outputs_dir()) / "imported" / "bytemlperf"
+
+
 def notebooks_dir() -> Path:
     return Path(os.environ.get("KIT_NOTEBOOKS", project_root() / "notebooks"))

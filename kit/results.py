@@ -12,6 +12,9 @@ from pathlib import Path
 from kit import atomic
 from kit.errors import KitError
 
+# 1 still: `environment` gained `kit`, `distributions`, `published_data` and `job`, `model` its
+# `onnx_sha256`, `numerics` their `histograms`; all additive, so readers of older results (which
+# lack them) need no change and read both.
 SCHEMA_VERSION = 1
 
 

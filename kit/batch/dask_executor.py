@@ -38,7 +38,7 @@ TOPIC = "kit-batch"
 
 
 def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters: dict,
-                  timeout_s: float, digest: str, stop_event: str) -> dict:
+                  timeout_s: float, digest: str, stop_event: str, job: dict | None = None) -> dict:
     """The Dask task: execute one notebook on this worker; returns the outcome and the files."""
     from distributed import Event, get_worker
 
@@ -60,7 +60,7 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
         run.mkdir()
         spec = {"input": str(source_path), "output": str(run / f"{name}.ipynb"),
                 "html": str(run / f"{name}.html"), "kernel": KERNEL, "cwd": str(project_root()),
-                "parameters": {**parameters, "results_path": str(run / f"{name}.json")}}
+                "parameters": {**parameters, "results_path": str(run / f"{name}.json")}, "job": job}
         outcome = run_notebook(spec, timeout_s, outputs_dir(), should_stop=stop.is_set, env=notebook_env())
         files = {p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("*") if p.is_file()}
     outcome.worker = worker_name
@@ -144,7 +144,8 @@ class DaskExecutor:
         source = (notebooks_dir() / job.notebook).read_bytes()
         task.started = time.perf_counter()
         return self.client.submit(run_on_worker, key, job.name, job.notebook, source, job.parameters,
-                                  job.timeout_s, self.digest, self._stop.name, key=key, pure=False,
+                                  job.timeout_s, self.digest, self._stop.name, task.provenance(), key=key,
+                                  pure=False,
                                   resources={resource: 1} if resource else None)
 
     def _collect(self, future, task: Task) -> Outcome:

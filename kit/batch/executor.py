@@ -9,6 +9,7 @@ from typing import Protocol
 
 from kit.batch.jobs import Job
 from kit.batch.outcome import Outcome
+from kit.hardware.source import file_sha256
 from kit.paths import notebooks_dir, project_root
 
 KERNEL = "ipu-repro"
@@ -23,16 +24,33 @@ class Task:
     out: Path
     fingerprint: str
     started: float | None = None  # time.perf_counter() when execution began
+    command: str = ""  # the command line that started the batch (`kit reproduce ...`)
 
     def path(self, suffix: str) -> Path:
         return self.run_dir / f"{self.job.name}{suffix}"
+
+    def provenance(self) -> dict:
+        """What the result records about the job that made it: enough for `kit rerun` to run it
+        again (name, notebook and its hash, parameters, time limit) and the commands to say so."""
+        result = self.path(".json")
+        try:
+            shown = result.relative_to(project_root()).as_posix()
+        except ValueError:
+            shown = str(result)
+        source = notebooks_dir() / self.job.notebook
+        return {"name": self.job.name, "notebook": self.job.notebook,
+                "notebook_sha256": file_sha256(source) if source.is_file() else None,
+                "parameters": {k: v for k, v in self.job.parameters.items() if k != "results_path"},
+                "timeout_s": self.job.timeout_s, "after_all": self.job.after_all,
+                "batch_command": self.command, "result": result.relative_to(self.out).as_posix(),
+                "rerun": f"kit rerun {shown}"}
 
     def spec(self) -> dict:
         """What kit.batch.worker needs to execute the notebook into run_dir."""
         params = {**self.job.parameters, "results_path": str(self.path(".json"))}
         return {"input": str(notebooks_dir() / self.job.notebook), "output": str(self.path(".ipynb")),
                 "html": str(self.path(".html")), "parameters": params, "kernel": KERNEL,
-                "cwd": str(project_root())}
+                "cwd": str(project_root()), "job": self.provenance()}
 
 
 class Executor(Protocol):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from kit.batch.jobs import Job
-from kit.paths import notebooks_dir, project_root
+from kit.paths import imported_reports_dir, notebooks_dir, project_root
 
 
 def kit_digest() -> str:
@@ -32,6 +32,10 @@ def inputs_fingerprint(job: Job, extra: str = "", *, digest: str | None = None) 
 
 
 def result_hashes(job: Job, out: Path) -> str:
-    """Hashes of the result files an after_all job reads: it re-runs when any of them changes."""
-    files = job.parameters.get("result_files", [])
-    return "".join(hashlib.sha1((out / f).read_bytes()).hexdigest() for f in files if (out / f).exists())
+    """Hashes of the files an after_all job reads (the results it is given and the ByteMLPerf
+    reports `kit import-bytemlperf` brought in): it re-runs when any of them changes."""
+    files = [out / f for f in job.parameters.get("result_files", [])]
+    imported = imported_reports_dir(out)
+    if job.after_all and imported.is_dir():
+        files += sorted(imported.rglob("*.json"))
+    return "".join(hashlib.sha1(f.read_bytes()).hexdigest() for f in files if f.exists())

@@ -54,8 +54,9 @@ def reusable(previous: dict | None, fingerprint: str, out: Path) -> bool:
 class Batch:
     """One run of the runner: its state, folder and records, saved after every job."""
 
-    def __init__(self, out: Path, state: dict, context: str, progress: Callable | None):
+    def __init__(self, out: Path, state: dict, context: str, progress: Callable | None, command: str = ""):
         self.out, self.state, self.context, self.progress = out, state, context, progress
+        self.command = command
         self.run_id, self.run_dir = new_run_dir(out)
         self.records: dict[str, JobRecord] = {}
         self.digest = kit_digest()
@@ -85,7 +86,7 @@ class Batch:
             if not force and reusable(previous, fingerprint, self.out):
                 self.add(JobRecord.from_dict({**previous, "reused": True}), saved=True)
             else:
-                tasks.append(Task(job, self.run_dir, self.out, fingerprint))
+                tasks.append(Task(job, self.run_dir, self.out, fingerprint, command=self.command))
         return tasks
 
     def finish(self, task: Task, outcome: Outcome) -> JobRecord:
@@ -126,8 +127,10 @@ class Batch:
 
 def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, context: str = "",
              progress: Callable[[JobRecord], None] | None = None,
-             executor: Executor | None = None) -> list[JobRecord]:
+             executor: Executor | None = None, command: str = "") -> list[JobRecord]:
     """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
+
+    `command` is the command line that started the batch; every result records it beside its job.
 
     `executor` runs the jobs that time something (default: this machine, one at a time); the
     after_all jobs, which read the others' results, always run here. Raises OutputsBusy when
@@ -140,7 +143,7 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
               ([j for j in jobs if j.after_all], local)]
     with outputs_lock(out):
         state = read_state(out)  # before anything is created
-        batch = Batch(out, state, context, progress)
+        batch = Batch(out, state, context, progress, command)
         with interrupts_raise():
             try:
                 for phase_jobs, runner in phases:

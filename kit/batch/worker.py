@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kit.batch.proctree import kill_tree, tree
 from kit.batch.render import notebook_to_html
+from kit.hardware.source import JOB_ENV
 from kit.measure.memory import oom_message
 
 EXIT_FAILED = 1
@@ -55,6 +56,8 @@ def main(spec_json: str) -> int:
 
     spec = json.loads(spec_json)
     watch_parent()
+    if spec.get("job"):  # the kernel inherits it: capture() records the job in the result
+        os.environ[JOB_ENV] = json.dumps(spec["job"])
     code = 0
     try:
         pm.execute_notebook(spec["input"], spec["output"], parameters=spec["parameters"],

@@ -68,7 +68,7 @@ def reproduce(args: argparse.Namespace) -> int:
     bar = Progress(len(jobs))
     try:
         records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}|{parts(kinds, executor)}",
-                           progress=bar, executor=executor)
+                           progress=bar, executor=executor, command=command_line(args, hardware))
     except BatchInterrupted as stop:
         bar.close()
         kept = sum(r.status == "ok" for r in stop.records)
@@ -82,6 +82,18 @@ def reproduce(args: argparse.Namespace) -> int:
         bar.close()
     index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
     return _summary(records, time.perf_counter() - started, index)
+
+
+def command_line(args: argparse.Namespace, hardware: str) -> str:
+    """The `kit reproduce` command that makes this batch again, the hardware as resolved."""
+    words = ["kit reproduce", f"--profile {args.profile}", f"--hardware {hardware}"]
+    if args.only:
+        words.append(f"--only {args.only}")
+    if parse_force(args.force):
+        words.append("--force 1")
+    if args.scheduler:
+        words.append(f"--scheduler {args.scheduler}")
+    return " ".join(words)
 
 
 def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:

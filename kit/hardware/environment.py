@@ -12,6 +12,7 @@ from kit.errors import BackendUnavailable
 from kit.hardware import cuda
 from kit.hardware import kinds as hardware
 from kit.hardware.cpu import thread_settings
+from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
             "tf2onnx", "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt",
@@ -156,7 +157,9 @@ def package_versions() -> dict[str, str]:
 
 
 def capture() -> dict:
-    """Everything a result needs to say where it came from."""
+    """Everything a result needs to say where it came from: the machine, the key packages
+    (`packages`) and every installed distribution (`distributions`), the kit's commit (`kit`),
+    the published data's hashes and the job that ran (`job`: command, parameters, notebook hash)."""
     return {
         "captured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -169,6 +172,10 @@ def capture() -> dict:
         "ipu_present": hardware.ipu_present(),
         "packages": package_versions(),
         "threads": thread_settings(),
+        "kit": kit_source(),
+        "distributions": distributions(),
+        "published_data": published_data_hashes(),
+        "job": job(),
     }
 
 

@@ -32,6 +32,29 @@ def _flatten(outputs: list[np.ndarray], which: str) -> np.ndarray:
                                "numeric arrays") from exc
 
 
+HISTOGRAM_BINS = 300  # ByteMLPerf's draw_all_diff: min(elements, 300) bins over each array's range
+
+
+def _histogram(values: np.ndarray) -> dict:
+    lo, hi = float(values.min()), float(values.max())
+    counts, edges = np.histogram(values, bins=min(values.size, HISTOGRAM_BINS), range=(lo, hi))
+    return {"range": [float(edges[0]), float(edges[-1])], "counts": counts.tolist()}  # numpy widens lo == hi
+
+
+def histograms(ref: np.ndarray, got: np.ndarray) -> dict:
+    """The three histograms ByteMLPerf's `draw_all_diff` plots (its diff-distribution PNG), from
+    the outputs with NaN/Inf already set to 0: the signed difference reference - candidate, the
+    reference with its zeros replaced by 1 (as ByteMLPerf plots it, after that replacement) and
+    the candidate; min(elements, 300) equal bins over each one's own range.
+
+    >>> h = histograms(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 1.0]))
+    >>> h["diff"], h["reference"]["counts"]
+    ({'range': [0.0, 1.0], 'counts': [2, 0, 1]}, [2, 0, 1])
+    """
+    return {"diff": _histogram(ref - got), "reference": _histogram(np.where(ref == 0, 1.0, ref)),
+            "candidate": _histogram(got)}
+
+
 @dataclass(frozen=True)
 class NumericDiff:
     """Absolute and relative differences over all outputs, computed as ByteMLPerf does; the
@@ -46,6 +69,9 @@ class NumericDiff:
     inf_count: int
     elements: int
     reference: str = "onnxruntime fp32 CPU"
+    #: ByteMLPerf's diff-distribution plot as numbers: {"diff", "reference", "candidate"} each
+    #: {"range": [lo, hi], "counts": [...]} (see `histograms`), so a report can draw it from JSON
+    histograms: dict | None = None
 
     @classmethod
     def between(cls, reference: list[np.ndarray], candidate: list[np.ndarray],
@@ -68,7 +94,7 @@ class NumericDiff:
         with np.errstate(over="ignore"):
             rel = np.abs(np.nan_to_num(diff / np.where(ref == 0, 1.0, ref)))
         return cls(float(diff.mean()), float(diff.std()), float(diff.max()), float(rel.mean()),
-                   float(rel.max()), nan, inf, int(ref.size), reference_name)
+                   float(rel.max()), nan, inf, int(ref.size), reference_name, histograms(ref, got))
 
     def to_dict(self) -> dict:
         return asdict(self)

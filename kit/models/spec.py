@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.errors import InvalidParameter
+from kit.hardware.source import file_sha256
 
 DTYPES = ("float32", "float16", "int64", "int32", "bool")
 
@@ -183,8 +184,10 @@ class ExportedModel:
         return d
 
     def describe(self) -> dict:
-        """What a result records about the model: to_dict() plus the file's name and size."""
+        """What a result records about the model: to_dict() plus the file's name, size and SHA-256."""
         d = self.to_dict()
-        d["onnx_file"] = Path(self.onnx_path).name
-        d["onnx_bytes"] = Path(self.onnx_path).stat().st_size if Path(self.onnx_path).exists() else None
+        path = Path(self.onnx_path)
+        d["onnx_file"] = path.name
+        d["onnx_bytes"] = path.stat().st_size if path.is_file() else None
+        d["onnx_sha256"] = file_sha256(path) if path.is_file() else None
         return d

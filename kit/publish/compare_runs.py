@@ -218,10 +218,13 @@ def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path,
     for key in ("model", "cores"):
         if ca.get(key) != cb.get(key):
             diffs.append((f"cpu {key}", str(ca.get(key)), str(cb.get(key))))
-    for group in ("packages", "threads"):
+    if _kit(ea) != _kit(eb):
+        diffs.append(("kit", _kit(ea), _kit(eb)))
+    both = bool(ea.get("distributions")) and bool(eb.get("distributions"))  # older results lack them
+    for group in ("packages", "threads") + (("distributions",) if both else ()):
         ga, gb = ea.get(group) or {}, eb.get(group) or {}
         for key in sorted(set(ga) | set(gb)):
-            if ga.get(key) != gb.get(key):
+            if ga.get(key) != gb.get(key) and not (group == "distributions" and key in (ea.get("packages") or {})):
                 diffs.append((f"{group}: {key}", str(ga.get(key, "—")), str(gb.get(key, "—"))))
     sa, sb = _sessions(a), _sessions(b)
     for name in sorted(set(sa) & set(sb)):
@@ -232,6 +235,14 @@ def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path,
     if na != nb:
         diffs.append(("windows marked noisy", na, nb))
     return diffs
+
+
+def _kit(env: dict) -> str:
+    """The kit a result ran: commit and whether the tree had local changes (with their hash)."""
+    kit = env.get("kit") or {}
+    if not kit.get("commit"):
+        return f"version {kit['version']}" if kit.get("version") else "not recorded"
+    return kit["commit"][:12] + (f" + local changes {str(kit.get('diff_sha256'))[:12]}" if kit.get("dirty") else "")
 
 
 def _first(results):

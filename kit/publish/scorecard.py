@@ -18,6 +18,8 @@ from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
 from kit.publish.comparability import PublishedRun, differences, measured_batch
 from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
+from kit.publish.imported_reports import figures as imported_figures
+from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 
@@ -284,7 +286,8 @@ def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFram
     rows = (bytemlperf_rows(results, states, chosen) + bytemlperf_rows(results, states, chosen,
                                                                         "bytemlperf_c600_older")
             + c2_rows(results, states.get("c2_study"), chosen) + claim_rows())
-    return pd.DataFrame([r.to_dict() for r in rows])
+    # reports imported by `kit import-bytemlperf`: further published columns, never a verdict
+    return with_columns(pd.DataFrame([r.to_dict() for r in rows]), imported_figures())
 
 
 def summary_counts(card: pd.DataFrame) -> dict[str, int]:
@@ -324,7 +327,8 @@ DISPLAY_COLUMNS = ["figure", "model", "precision", "batch_size", "published", "u
 def display_table(card: pd.DataFrame) -> pd.DataFrame:
     """The scorecard for reading: numbers to 4 significant digits, the measured figure as
     value ± half-width of its 95 % interval, and "—" with the reason where there is no value."""
-    out = card[DISPLAY_COLUMNS].copy()
+    imported = [c for c in card.columns if c.endswith((" published", " source"))]
+    out = card[DISPLAY_COLUMNS + imported].copy()
     out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
     rows = card.to_dict("records")
     out["measured"] = [measured_text(r) for r in rows]

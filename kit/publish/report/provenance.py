@@ -35,6 +35,7 @@ def provenance(result: RunResult) -> str:
     m = result.model or {}
     items = {
         "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
+        "Source": source_line(env),
         "Hardware": f"{env.get('cpu', {}).get('model')} ({env.get('cpu', {}).get('cores')} cores)"
                     + (f"; GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
                     + ("; IPU present" if env.get("ipu_present") else "; no IPU on this machine"),
@@ -62,6 +63,24 @@ def provenance(result: RunResult) -> str:
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
     return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+
+
+def source_line(env: dict) -> str:
+    """One line: the kit's commit, dirty or not, and the command that re-runs the result; the
+    detail (every distribution, file hashes, the job's parameters) stays in the result JSON."""
+    kit = env.get("kit")
+    if not kit:
+        return "kit commit not recorded (a result from before provenance was complete)"
+    if kit.get("commit"):
+        state = (f"dirty, local changes sha256 {str(kit.get('diff_sha256'))[:12]}" if kit.get("dirty")
+                 else "clean")
+        where = f"kit {kit['commit'][:12]} ({state})"
+    else:
+        where = f"kit {kit.get('version') or '?'} (installed, no git commit)"
+    rerun = (env.get("job") or {}).get("rerun")
+    n = len(env.get("distributions") or {})
+    return (f"{where}; re-run: {rerun}" if rerun else f"{where}; re-run: not a batch job, no command") \
+        + f"; {n} installed distributions listed in the JSON"
 
 
 def gpu_placement(session: dict) -> str:

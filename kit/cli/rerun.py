@@ -1,0 +1,93 @@
+"""`kit rerun RESULT.json` (`make rerun RESULT=...`): run the job that made a result again.
+
+The job's notebook, parameters and time limit come from the result (`environment.job`, recorded by
+the batch). First the kit's commit, every installed distribution, the hardware part, the published
+data and the notebook are compared with the result's; each difference is listed and, unless
+`--allow-drift`, the re-run stops there. The job then runs as one batch job into a new
+outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printed.
+
+Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run or the
+environment drifted (the list says how).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kit.batch.jobs import Job
+from kit.batch.runner import run_jobs
+from kit.errors import KitError, MissingResource
+from kit.hardware.drift import current, differences
+from kit.paths import notebooks_dir, outputs_dir
+from kit.publish.compare_runs import compare_runs
+from kit.results import RunResult
+
+
+class EnvironmentDrift(KitError):
+    """The environment differs from the one a result recorded: every difference, one a line."""
+
+    def __init__(self, path: Path, found: list[str]):
+        lines = "\n".join(f"  - {d}" for d in found)
+        super().__init__(f"{path}: this environment differs from the result's in {len(found)} "
+                         f"{'way' if len(found) == 1 else 'ways'}; not re-run (restore it, or "
+                         f"`kit rerun --allow-drift` to re-run anyway and compare):\n{lines}")
+        self.differences = found
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rerun", help="re-run the job that made a result, with its recorded parameters, "
+                                     "and compare the two")
+    p.add_argument("result", type=Path, help="a result JSON written by `kit reproduce` "
+                                             "(outputs/runs/<run_id>/<job>.json)")
+    p.add_argument("--allow-drift", action="store_true",
+                   help="re-run even where the commit, packages or hardware differ (they are listed)")
+    p.set_defaults(func=rerun)
+
+
+def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
+    """The result at `path`, the job that made it and the job as recorded."""
+    if not path.is_file():
+        raise MissingResource(f"{path}: no such result file; give a result JSON under "
+                              f"{outputs_dir() / 'runs'}/<run_id>/")
+    try:
+        result = RunResult.read(path)
+    except (OSError, ValueError, TypeError) as exc:
+        raise KitError(f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
+                       "`kit reproduce`") from None
+    job = result.environment.get("job") or {}
+    if not job.get("notebook") or "parameters" not in job:
+        raise KitError(f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}); "
+                       "only a result written by `kit reproduce` can be re-run")
+    # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
+    return result, Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600))), job
+
+
+def drift(result: RunResult, job: Job, recorded: dict) -> list[str]:
+    """Every difference between the environment `result` recorded and this one, the notebook too."""
+    return differences({**result.environment, "notebook_sha256": recorded.get("notebook_sha256")},
+                       current(notebooks_dir() / job.notebook))
+
+
+def rerun(args: argparse.Namespace) -> int:
+    path: Path = args.result
+    result, job, recorded = recorded_job(path)
+    found = drift(result, job, recorded)
+    if found and not args.allow_drift:
+        raise EnvironmentDrift(path, found)
+    for line in found:
+        print(f"drift (allowed): {line}")
+    print(f"re-running {job.name} ({job.notebook}) with its recorded parameters")
+    [record] = run_jobs([job], force=True, context="rerun", command=f"kit rerun {path}")
+    new = outputs_dir() / record.results
+    print(f"{record.status}: {new}" + (f" ({record.message})" if record.message else ""))
+    if not new.is_file():
+        return 1
+    try:
+        text, page = compare_runs(path, new)
+    except KitError as exc:  # e.g. a job that times nothing (the scorecard): nothing to compare
+        print(f"kit compare: nothing compared ({exc})")
+    else:
+        print(text)
+        print(f"\nHTML: {page}")
+    return 0 if record.status == "ok" else 1

@@ -1,0 +1,208 @@
+"""A model benchmark's result in ByteMLPerf's own report format, beside the kit's result JSON.
+
+`export(result, result_path)` writes `<result folder>/bytemlperf/<Backend>/<model>/result-<precision>.json`
+and ByteMLPerf's diff-distribution PNG (`<model>-to-<precision>.png`) beside it, so the kit's
+figures sit in the same tree, and read with the same tools, as every vendor's published reports.
+
+It reads the result JSON only (publishing never measures: asv's rule): every figure is one the run
+recorded by ByteMLPerf's own definitions (kit.measure.bytemlperf: QPS, AVG and P99 latency over the
+calls ByteMLPerf keeps; kit.measure.numerics: the diffs and their histograms), rounded as
+ByteMLPerf's report writer rounds them (QPS an integer, latencies to 2 decimals, diffs to 5).
+A field the run did not measure is left out, never filled: `Subgraph Coverage` (measured only on
+a GPU: the share of kernels ONNX Runtime placed on it), `Device Count`, `Compile Duration`
+(measured only by the IPU backend),
+`Accuracy` without a diff or metric, `Version` (ByteMLPerf's own version: the kit is not
+ByteMLPerf). `Backend` names the hardware part and the runtime: `CPU-AMD-EPYC-onnxruntime`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import re
+from pathlib import Path
+
+from kit import atomic
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
+
+FOLDER = "bytemlperf"
+KIND_NAMES = {"cpu": "CPU", "cuda": "GPU", "ipu": "IPU"}
+RUNTIME_NAMES = {"ipu": "poprt"}
+DIFFS = {"Mean Diff": "mean_abs", "Std Diff": "std_abs", "Max Diff": "max_abs", "Max Rel-Diff": "max_rel",
+         "Mean Rel-Diff": "mean_rel"}
+NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
+#: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
+EMULATED = "not run on an IPU"
+
+
+def part_name(name: str) -> str:
+    """The first two words of a device's name, without trademarks and clocks.
+
+    >>> part_name("AMD EPYC 7763 64-Core Processor"), part_name("Intel(R) Xeon(R) Gold 6342 CPU @ 2.80GHz")
+    ('AMD-EPYC', 'Intel-Xeon')
+    >>> part_name("NVIDIA H100 80GB HBM3"), part_name("C600")
+    ('NVIDIA-H100', 'C600')
+    """
+    words = NOISE.sub(" ", name).split()
+    return "-".join(re.sub(r"[^A-Za-z0-9_.]", "", w) for w in words[:2]) or "unknown"
+
+
+def backend_name(result: RunResult) -> str:
+    """`<KIND>-<part>-<runtime>`: what ByteMLPerf's `Backend` names (the hardware) and the runtime
+    the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`, `GPU-NVIDIA-H100-onnxruntime-tensorrt`
+    (ONNX Runtime's CUDA or TensorRT provider named), `IPU-C600-poprt`."""
+    backend = result.backend or {}
+    info = backend.get("device_info") or {}
+    kind = str(result.parameters.get("hardware") or info.get("kind") or "cpu")
+    device = info.get("name") or (result.environment.get("cpu") or {}).get("model") or ""
+    runtime = str(backend.get("name") or result.parameters.get("backend") or "unknown")
+    runtime = RUNTIME_NAMES.get(runtime, runtime)
+    if runtime == "onnxruntime" and backend.get("device") in ("cuda", "tensorrt"):
+        runtime += f"-{backend['device']}"
+    if EMULATED in str(device):  # never to be read as an IPU's figures
+        runtime = f"emulated-{runtime}"
+    return f"{KIND_NAMES.get(kind, kind.upper())}-{part_name(str(device))}-{runtime}"
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def performance(result: RunResult) -> list[dict]:
+    """One entry per measured batch size: BS, QPS (an integer, as ByteMLPerf writes it), AVG and
+    P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps; a figure not measured is left out."""
+    out = []
+    for m in result.measurements:
+        figures = m.get("bytemlperf") or {}
+        entry: dict = {"BS": int(m["batch_size"])}
+        if _finite(figures.get("qps")):
+            entry["QPS"] = int(figures["qps"])
+        for key, name in (("avg_latency_ms", "AVG Latency"), ("p99_latency_ms", "P99 Latency")):
+            if _finite(figures.get(key)):
+                entry[name] = round(float(figures[key]), 2)
+        if len(entry) > 1:
+            out.append(entry)
+    return out
+
+
+def accuracy(result: RunResult, png: str) -> dict:
+    """Data Percent and the dataset's metric where measured (real weights), the five diffs
+    (rounded to 5 decimals) and the PNG's name where the numerics were checked."""
+    out: dict = {}
+    for a in result.accuracy:
+        if a.get("status") == "measured" and _finite(a.get("value")) and a.get("metric") not in DIFFS:
+            if _finite(a.get("data_percent")):
+                out["Data Percent"] = a["data_percent"]
+            out[str(a["metric"])] = a["value"]
+            break
+    if result.numerics:
+        first = result.numerics[0]
+        out.update({name: round(float(first[key]), 5) for name, key in DIFFS.items() if _finite(first.get(key))})
+        if first.get("histograms"):
+            out["Diff Dist"] = png
+    return out
+
+
+def dataset_name(model: str) -> str | None:
+    """ByteMLPerf's dataset name for `model` (upper case, as its reports write it), if it has one."""
+    specs = published.model_specs()
+    rows = specs[specs["model"] == model]
+    name = str(rows.iloc[0]["dataset_name"]).strip() if not rows.empty else ""
+    return name.upper() if name and name.lower() != "nan" else None
+
+
+def report(result: RunResult) -> tuple[dict, str, str]:
+    """(the report, its Backend, its precision) for a model benchmark result."""
+    model = str(result.parameters.get("model") or result.name)
+    backend = result.backend or {}
+    precision = str(backend.get("precision") or result.parameters.get("precision") or "fp32").lower()
+    png = f"{model}-to-{precision}.png"
+    out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
+    host = (result.environment.get("cpu") or {}).get("model")
+    if host:
+        out["Host Info"] = host
+    if dataset := dataset_name(model):
+        out["Dataset"] = dataset
+    if _finite(result.parameters.get("replicas")):
+        out["Instance Count"] = int(result.parameters["replicas"])
+    compile_info: dict = {}
+    seconds = (backend.get("session") or {}).get("compile_seconds")
+    if _finite(seconds):
+        compile_info["Compile Duration"] = round(float(seconds), 5)
+    compile_info["Compile Precision"] = precision.upper()
+    placement = (backend.get("session") or {}).get("placement") or {}
+    if placement.get("kernels") and _finite(placement.get("cpu_share")):  # a GPU session's profiled warm-up
+        compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement["cpu_share"])), 2)
+    out["Graph Compile"] = compile_info
+    if acc := accuracy(result, png):
+        out["Accuracy"] = acc
+    out["Performance"] = performance(result)
+    out["Execution Date"] = _date(result.created_at)
+    return out, out["Backend"], precision
+
+
+def _date(created_at: str) -> str:
+    try:
+        return dt.datetime.fromisoformat(created_at).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return created_at
+
+
+def export(result: RunResult, result_path: str | Path) -> Path | None:
+    """Write the ByteMLPerf report of a model benchmark (and its PNG) under the result's folder;
+    returns the report's path, or None for a result that is not a model benchmark or measured nothing."""
+    if result.kind != ResultKind.MODEL_BENCHMARK or not result.measurements:
+        return None
+    body, backend, precision = report(result)
+    model = str(result.parameters.get("model") or result.name)
+    folder = Path(result_path).parent / FOLDER / backend / model
+    folder.mkdir(parents=True, exist_ok=True)
+    if result.numerics and result.numerics[0].get("histograms"):
+        draw_diff_distribution(result.numerics[0]["histograms"], folder / body["Accuracy"]["Diff Dist"])
+    path = folder / f"result-{precision}.json"
+    atomic.write_text(path, json.dumps(body, indent=4))
+    return path
+
+
+def export_file(result_path: str | Path) -> Path | None:
+    """`export` of the result JSON at `result_path`."""
+    return export(RunResult.read(Path(result_path)), result_path)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export-bytemlperf", help="write ByteMLPerf reports of model benchmark results "
+                                                 "(every run already does; for older results)")
+    p.add_argument("results", type=Path, nargs="+", help="result JSON files (outputs/runs/<run_id>/<job>.json)")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    for path in args.results:
+        written = export_file(path)
+        print(f"{path}: {written or 'not a model benchmark with measurements: nothing to export'}")
+    return 0
+
+
+def draw_diff_distribution(histograms: dict, path: Path) -> Path:
+    """ByteMLPerf's diff-distribution figure (draw_all_diff: three log-scale histograms side by
+    side, the difference, the CPU reference and the backend's output), drawn from the counts the
+    result recorded. Drawn on a Figure of its own, never through pyplot, so a notebook's own plots
+    and backend are left alone."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(16, 8))
+    axes = fig.subplots(1, 3)
+    for ax, key, label in zip(axes, ("diff", "reference", "candidate"),
+                              ("Diff Distribute", "CPU Result", "Backend Result"), strict=True):
+        h = histograms[key]
+        counts = np.asarray(h["counts"], dtype=float)
+        edges = np.linspace(h["range"][0], h["range"][1], len(counts) + 1)
+        ax.hist(edges[:-1], bins=edges, weights=counts, alpha=0.5)
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+    fig.savefig(path, dpi=100)
+    return path

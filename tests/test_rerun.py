@@ -1,0 +1,63 @@
+"""`kit rerun RESULT.json` end to end on a small model: the batch records the job, a re-run checks
+commit, packages and hardware first, stops on a downgraded package naming both versions, and with
+--allow-drift runs the job again into a new run folder and prints the comparison."""
+
+import importlib.metadata
+import json
+
+from kit.batch import Job, run_jobs
+from kit.cli.main import main
+from kit.cli.rerun import drift, recorded_job
+from kit.results import RunResult
+
+SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
+         "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0, "accuracy": False}
+
+
+def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path, capsys):
+    [first] = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", dict(SMALL), 300)], out=outputs,
+                       command="kit reproduce --profile quick --hardware cpu --only resnet50_small")
+    assert first.status == "ok", first.message
+    path = outputs / first.results
+    recorded = json.loads(path.read_text())["environment"]["job"]
+    assert recorded["parameters"] == SMALL and recorded["notebook"] == "model_benchmark.ipynb"
+    assert recorded["batch_command"] == "kit reproduce --profile quick --hardware cpu --only resnet50_small"
+    assert recorded["rerun"] == f"kit rerun {path}"
+    assert drift(*recorded_job(path)) == []  # the same tree, venv and machine: nothing drifted
+
+    data = json.loads(path.read_text())
+    numpy = importlib.metadata.version("numpy")
+    newer = f"{int(numpy.split('.')[0]) + 1}.0.0"
+    data["environment"]["distributions"]["numpy"] = newer  # as if numpy had been downgraded since the run
+    downgraded = tmp_path / "downgraded.json"
+    downgraded.write_text(json.dumps(data))
+    runs_before = sorted((outputs / "runs").iterdir())
+    assert main(["rerun", str(downgraded)]) == 2
+    err = capsys.readouterr().err
+    assert f"package numpy: {newer} in the result, {numpy} here" in err and "not re-run" in err
+    assert "differs from the result's in 1 way" in err  # the only difference
+    assert sorted((outputs / "runs").iterdir()) == runs_before  # nothing ran
+
+    assert main(["rerun", str(downgraded), "--allow-drift"]) == 0
+    out = capsys.readouterr().out
+    assert f"drift (allowed): package numpy: {newer} in the result, {numpy} here" in out
+    assert f"A = {downgraded}" in out and "resnet50-torch-fp32" in out and "Environment differences:" in out
+    new_runs = [p for p in (outputs / "runs").iterdir() if p not in runs_before]
+    assert len(new_runs) == 1
+    again = RunResult.read(new_runs[0] / "resnet50_small.json")
+    assert again.status == "ok" and again.environment["job"]["parameters"] == SMALL
+    assert again.environment["job"]["batch_command"] == f"kit rerun {downgraded}"
+    assert (new_runs[0] / "bytemlperf").is_dir()  # the re-run exports too
+
+
+def test_a_result_without_a_batch_job_cannot_be_rerun(tmp_path, capsys):
+    path = RunResult.new("summary", "x", {}, {"job": {"rerun": None, "how": "an interactive run"}}).write(
+        tmp_path / "x.json")
+    assert main(["rerun", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "records no batch job (an interactive run)" in err and str(path) in err
+    assert main(["rerun", str(tmp_path / "missing.json")]) == 2
+    assert "no such result file" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["rerun", str(tmp_path / "bad.json")]) == 2
+    assert "bad.json: not a result JSON (JSONDecodeError" in capsys.readouterr().err
