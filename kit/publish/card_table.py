@@ -13,17 +13,19 @@ from kit.publish import glance
 from kit.publish.scorecard import measured_text, readable
 
 CARD_STYLE = """
-table.card td,table.card th{vertical-align:top;text-align:left}table.card td.num{text-align:right}table.card .sub{color:#666;font-size:85%}
-table.card summary{cursor:pointer}table.card td.why{max-width:26em}.wide{overflow-x:auto;max-width:100%}
+.wide{overflow-x:auto;max-width:100%}
+.wide table.card td,.wide table.card th{vertical-align:top;text-align:left}.wide table.card td.num{text-align:right}
+table.card .sub{color:#666;font-size:85%}table.card summary{cursor:pointer}table.card td.why{max-width:26em}
 .v-reproduced{color:#070;font-weight:bold}.v-differs{color:#a00;font-weight:bold}
 .v-not-comparable{color:#555}.v-not-measured{color:#999}.v-failed{color:#a00}
-@media (max-width:600px){table.card td,table.card th{padding:3px 4px;font-size:13px}}"""
+@media (max-width:600px){.wide table.card td,.wide table.card th{padding:3px 4px;font-size:13px}}"""
 
 
 COLUMNS = [("figure", "Figure"), ("model", "Model, precision"), ("published", "Published (batch · part)"),
            ("measured", "Measured here ± 95 % CI (batch · hardware)"), ("ratio", "Measured / published"),
            ("verdict", "Verdict"), ("reason", "Reason (click for the detail)")]
 NUMERIC = {"published", "measured", "ratio"}
+SHORT = 60  # a reason this long or shorter is shown as it is
 
 
 def scorecard_table(card: list[dict], links: dict[str, str] | None = None, interactive: bool = True) -> str:
@@ -83,7 +85,7 @@ def _row(r: dict, links: dict[str, str]) -> str:
             title = f" title='over every call: {readable(r['measured_all_calls'], 4)} {html.escape(unit)}'"
     verdict = html.escape(str(r.get("verdict")))
     href = report_href(r, links)
-    label = html.escape(f"{r.get('model')} {r.get('precision') or ''}".strip())
+    label = html.escape(f"{r.get('model') or ''} {r.get('precision') or ''}".strip() or "—")
     model = f"<a href='{html.escape(href)}'>{label}</a>" if href else label
     return (f"<tr data-verdict='{verdict}'><td>{html.escape(str(r.get('figure')))}</td><td>{model}</td>"
             f"<td{_num(r.get('published'))}>{published}</td>"
@@ -93,11 +95,12 @@ def _row(r: dict, links: dict[str, str]) -> str:
 
 
 def reason_cell(r: dict) -> str:
-    """The short reason, once; the full reason on hover (title) and on click (details)."""
+    """The reason once: itself where it is short, else its short form with the full reason on
+    hover (title) and on click (details)."""
     short = glance.short_reason(r) + glance.flags(r)
     reason = str(r.get("reason") or "")
-    if not reason or reason == short:
-        return html.escape(short)
+    if len(reason) <= SHORT:
+        return html.escape(reason or short)
     return (f"<details><summary title='{html.escape(reason)}'>{html.escape(short)}</summary>"
             f"<span class='sub'>{html.escape(reason)}</span></details>")
 

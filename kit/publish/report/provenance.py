@@ -63,7 +63,7 @@ def provenance(result: RunResult) -> str:
         items["Notes"] += note + " "
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
-    return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+    return f"<table style='overflow-wrap:anywhere'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
 
 
 def gpu_placement(session: dict) -> str:
