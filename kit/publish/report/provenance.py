@@ -63,7 +63,8 @@ def provenance(result: RunResult) -> str:
         items["Notes"] += note + " "
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
-    return f"<table style='overflow-wrap:anywhere'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+    return ("<style>.provenance td{overflow-wrap:anywhere}.provenance th{min-width:6.5em}</style>"
+            f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>")
 
 
 def gpu_placement(session: dict) -> str:
