@@ -13,6 +13,7 @@ import pandas as pd
 
 from kit.publish import glance
 from kit.publish.card_table import scorecard_table
+from kit.publish.report.plots import c2_tables
 from kit.publish.report.provenance import error_banner, interpretation
 from kit.publish.report.server import server_interpretation
 from kit.publish.report.tables import (
@@ -120,3 +121,18 @@ def beside_view(result: RunResult) -> Sentence:
         return Sentence("This model has no published IPU row: nothing to set beside it.")
     records = rows.to_dict("records")
     return Sentence(glance.count_text(records), scorecard_table(records, interactive=False))
+
+
+def c2_views(result: RunResult) -> list:
+    """Tables 1-3 of the C2 study, each under its title, without a NaN cell; 'power unavailable',
+    said per batch by table 3, becomes '—' and one sentence (the power section gives the reason)."""
+    out: list = []
+    for title, table in c2_tables(result).items():
+        shown = table.round(3)
+        column = shown["Measured ± 95 % CI"].astype(str)
+        power = column.str.startswith("— (power unavailable")
+        shown.loc[power, "Measured ± 95 % CI"] = NONE
+        out += [Sentence(title, f"<h4>{html.escape(title)}</h4>"), view(shown, "No batch size ran.")]
+        if power.any():
+            out.append(Sentence("Not measured here: power unavailable (the reason is under 'Power during the runs')."))
+    return out
