@@ -54,7 +54,7 @@ def test_the_reasons_are_grouped_per_verdict_with_what_to_do():
     lines = glance.reason_lines(card)
     assert lines == ["0 reproduced", "0 differ", "42 not comparable: 42 measured on a CPU, not the C600",
                      "15 not measured: 12 random weights (real weights: kit fetch-weights MODEL); "
-                     "3 not selected in this batch (run the batch without ONLY)"]
+                     "3 not selected in this batch (make reproduce without ONLY)"]
     failed = {**_row(None, measured=None), "verdict": str(Verdict.FAILED), "reason": "timed out: after 600 s"}
     assert glance.reason_lines(card + [failed])[-1] == "1 failed: 1 the job timed out (see the batch index)"
 

@@ -35,7 +35,7 @@ def test_the_index_opens_with_a_sentence_per_study_and_the_grouped_reasons(publi
                      text)
     # the reasons grouped, each with how many rows and, where a user can act, what to do
     assert re.search(r"\b(\d+) not comparable: \1 measured on a CPU, not the C600\b", text)
-    assert re.search(r"\b\d+ not measured: .*\d+ not selected in this batch \(run the batch without ONLY\)", text)
+    assert re.search(r"\b\d+ not measured: .*\d+ not selected in this batch \(make reproduce without ONLY\)", text)
     assert re.search(r"\d+ random weights \(real weights: kit fetch-weights MODEL\)", text)
 
 

@@ -29,7 +29,7 @@ REASONS = (
     (r"random weights", "random weights", "real weights: kit fetch-weights MODEL"),
     (r"only a numeric check on the kit's own", "a numeric check on the kit's own inputs only",
      "real weights: kit fetch-weights MODEL"),
-    (r"not selected", "not selected in this batch", "run the batch without ONLY"),
+    (r"not selected", "not selected in this batch", "make reproduce without ONLY"),
     (r"not run|C2 study not run", "not run", "make reproduce"),
     (r"no dataset", "no dataset", "kit fetch-data NAME, see docs/datasets.md"),
     (r"no published accuracy dataset", "no published accuracy dataset for this model", ""),
