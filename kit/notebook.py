@@ -14,7 +14,7 @@ import pandas as pd
 from kit import progress
 from kit.hardware.environment import capture
 from kit.measure.memory import resources
-from kit.paths import outputs_dir
+from kit.paths import notebooks_dir, outputs_dir
 from kit.publish import scorecard
 from kit.publish.report import opening, provenance
 from kit.results import ResultKind, RunResult
@@ -103,9 +103,9 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
 
 def report_links(result_files: list[str], given_path: str = "") -> dict[str, str]:
     """Job name (a result file's stem) -> the href of its HTML report, relative to the folder of
-    the summary's own report (beside `given_path`), for the reports that exist. With several
-    results of one job (every run under outputs/), the latest run's."""
-    here = Path(given_path).parent if given_path else outputs_dir() / "interactive"
+    the summary's own report (beside `given_path`; in JupyterLab, the notebook's folder), for the
+    reports that exist. With several results of one job (every run under outputs/), the latest run's."""
+    here = Path(given_path).parent if given_path else notebooks_dir()
     links = {}
     for path in scorecard.result_paths(list(result_files)):
         page = path.with_suffix(".html")

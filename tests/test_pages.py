@@ -102,3 +102,19 @@ def test_every_link_resolves(published_site, job):
     out, index, records = published_site
     assert broken_links(index) == []
     assert broken_links(out / records[job].html) == []
+
+
+def test_summary_links_point_from_its_own_folder_to_each_report(outputs):
+    import os
+
+    from kit.notebook import report_links
+    from kit.paths import notebooks_dir
+
+    for run in ("r1", "r2"):
+        (outputs / "runs" / run).mkdir(parents=True)
+        for name in ("a.json", "a.html", "b.json"):  # b has no report: no link
+            (outputs / "runs" / run / name).write_text("{}")
+    links = report_links(["runs/r1/a.json", "runs/r1/b.json"], str(outputs / "runs" / "r3" / "summary.json"))
+    assert links == {"a": "../r1/a.html"}
+    # in JupyterLab (no results_path): every run's, the latest wins, relative to the notebook's folder
+    assert report_links([]) == {"a": os.path.relpath(outputs / "runs" / "r2" / "a.html", notebooks_dir())}
