@@ -65,7 +65,7 @@ def report_href(row: dict, links: dict[str, str]) -> str | None:
 
 def _num(value) -> str:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return f" data-v='{value!r}' class='num'" if ok else ""
+    return f" data-v='{float(value)!r}' class='num'" if ok else ""
 
 
 def _sub(batch, where: str) -> str:
