@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,10 +15,10 @@ from kit import progress
 from kit.errors import KitError
 from kit.hardware.environment import capture
 from kit.measure.memory import resources
-from kit.paths import outputs_dir
+from kit.paths import notebooks_dir, outputs_dir
 from kit.publish import scorecard
 from kit.publish.bytemlperf_export import export as export_bytemlperf
-from kit.publish.report import error_banner, provenance
+from kit.publish.report import opening, provenance
 from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES
 
@@ -60,10 +61,10 @@ def save(result: RunResult, given: str, notebook: str) -> Path:
 
 
 def show(result: RunResult) -> None:
-    """Display the status line, errors (one line each) and provenance."""
+    """Display what the run shows first (its verdict sentence, or its errors), then its provenance."""
     from IPython.display import HTML, display
 
-    display(HTML(error_banner(result) + provenance(result)))
+    display(HTML(opening(result) + provenance(result)))
 
 
 def run_study(name: str, params: Mapping[str, Any]) -> RunResult:
@@ -114,6 +115,19 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
     with _reserved(results_path(given_path, name)) as path:
         result.write(path)
     return result
+
+
+def report_links(result_files: list[str], given_path: str = "") -> dict[str, str]:
+    """Job name (a result file's stem) -> the href of its HTML report, relative to the folder of
+    the summary's own report (beside `given_path`; in JupyterLab, the notebook's folder), for the
+    reports that exist. With several results of one job (every run under outputs/), the latest run's."""
+    here = Path(given_path).parent if given_path else notebooks_dir()
+    links = {}
+    for path in scorecard.result_paths(list(result_files)):
+        page = path.with_suffix(".html")
+        if page.exists() and path.stem != "summary":
+            links[path.stem] = Path(os.path.relpath(page, here)).as_posix()
+    return links
 
 
 def build_scorecard(result_files: list[str], given_path: str = "") -> pd.DataFrame:

@@ -29,6 +29,26 @@ def small(tmp_path_factory):
         yield export_model("resnet50-torch-fp32", small=True, cache=cache / "models")
 
 
+@pytest.fixture(scope="session")
+def published_site(tmp_path_factory):
+    """A real tiny batch (a small ResNet-50 at the published batch sizes 4 and 32, then the summary)
+    and its index: (outputs folder, index.html, {job name: record}). Shared by the page checks
+    (tests/test_pages.py) and the browser checks (tests/test_browser.py)."""
+    from kit.batch import Job, run_jobs
+    from kit.publish.site import write_index
+
+    out = tmp_path_factory.mktemp("site") / "outputs"
+    params = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [4, 32], "warmup": 1,
+              "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIT_OUTPUTS", str(out))
+        mp.setenv("KIT_CACHE", str(ROOT / "outputs" / "cache"))  # exports are shared, keyed
+        records = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", params, 300),
+                            Job("summary", "summary.ipynb", {}, 300, after_all=True)], out=out)
+        index = write_index([r.to_dict() for r in records], out, profile="test", hardware="cpu")
+    return out, index, {r.name: r for r in records}
+
+
 def shared_or_skip(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():

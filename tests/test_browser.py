@@ -1,9 +1,11 @@
-"""The published pages render in a real headless Chromium, offline, with their tables."""
+"""The published pages render in a real headless Chromium, offline, with their tables; screenshots
+of the index, the scorecard report and a model report at 1280 and 390 px wide go to
+outputs/screenshots/ (look at them: issue 27 #4, a report read at a glance)."""
+
+import struct
 
 import pytest
 
-from kit.batch import Job, run_jobs
-from kit.publish.site import write_index
 from tests.browser import find_chromium, remote_references, render
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
@@ -11,17 +13,10 @@ pytestmark = pytest.mark.skipif(find_chromium() is None,
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("outputs")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("KIT_OUTPUTS", str(out))
-    params = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [4, 32], "warmup": 1,
-              "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
-    records = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", params, 300),
-                        Job("summary", "summary.ipynb", {}, 300, after_all=True)], out=out)
-    index = write_index([r.to_dict() for r in records], out, profile="test", hardware="cpu")
-    yield out, index, records
-    mp.undo()
+def site(published_site):
+    """The tiny batch of tests/conftest.py: (outputs, index.html, its job records in order)."""
+    out, index, records = published_site
+    return out, index, [records["resnet50_small"], records["summary"]]
 
 
 def test_index_and_report_render_offline_with_tables(site, tmp_path):
@@ -100,10 +95,10 @@ def test_index_headline_chart_and_sortable_filterable_scorecard(site):
     rows = _scorecard_rows(dom)
     assert len(rows) > 50
     assert not any(text.strip() in ("None", "nan", "NaN", "") for r in rows for _, text in r["cells"])
-    # sorted by the published figure (column 4), descending, from the address as a click leaves it
-    dom_sorted, _ = render(index, screenshot=shots / "index-sorted.png", fragment="sort=4:desc")
-    published = [float(r["cells"][4][0]["data-v"]) for r in _scorecard_rows(dom_sorted)
-                 if "data-v" in r["cells"][4][0]]
+    # sorted by the published figure (column 2), descending, from the address as a click leaves it
+    dom_sorted, _ = render(index, screenshot=shots / "index-sorted.png", fragment="sort=2:desc")
+    published = [float(r["cells"][2][0]["data-v"]) for r in _scorecard_rows(dom_sorted)
+                 if "data-v" in r["cells"][2][0]]
     assert len(published) > 50 and published == sorted(published, reverse=True)
     assert "sorted-desc" in dom_sorted
     # filtered to one model and one verdict: every other row hidden, the count says how many are shown
@@ -114,3 +109,27 @@ def test_index_headline_chart_and_sortable_filterable_scorecard(site):
     assert 0 < len(visible) < len(filtered)
     assert all(r["attrs"]["data-verdict"] == "not comparable" and "resnet50" in r["cells"][1][1] for r in visible)
     assert re.search(r'<span id="shown">(\d+) rows</span>', dom_filtered).group(1) == str(len(visible))
+
+
+def png_size(path) -> tuple[int, int]:
+    """(width, height) from a PNG's header."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.mark.parametrize("width,height", [(1280, 2000), (390, 2400)])
+def test_screenshots_of_index_scorecard_and_model_report(site, width, height):
+    """Each page at a desktop and a phone width: rendered offline, the glance (index), the scorecard
+    sections (summary) and the verdict sentence (model report) in the DOM Chromium built."""
+    out, index, records = site
+    shots = _shots_dir()
+    pages = {"index": (index, "At a glance"), "scorecard": (out / records[1].html, "ByteMLPerf C600 headline rows"),
+             "model-report": (out / records[0].html, "published on the C600 at batch 32: <b>not comparable</b>")}
+    for name, (page, words) in pages.items():
+        shot = shots / f"{name}-{width}.png"
+        shot.unlink(missing_ok=True)
+        dom, requested = render(page, screenshot=shot, size=f"{width},{height}")
+        assert requested == [], f"{name} asked the network for {requested}"
+        assert words in dom, name
+        assert png_size(shot) == (width, height) and shot.stat().st_size > 10_000, name  # drawn, not blank

@@ -35,6 +35,17 @@ def test_c2_protocol_small(outputs):
     efficiency = [c for c in card if c.figure == "Energy efficiency" and c.batch_size == "2"][0]
     assert efficiency.verdict == "not measured" and efficiency.reason.startswith("power unavailable")
     assert [c.verdict for c in card if c.batch_size == "12"][0] == "not measured"
+    # the report's tables 1-3: no NaN cell, the power reason said once (issue 27 #4)
+    from kit.publish.report import Sentence, c2_views, power_view
+
+    shown = c2_views(result)
+    tables = [v for v in shown if isinstance(v, pd.DataFrame)]
+    assert len(tables) == 3 and not any(t.isna().any().any() for t in tables)
+    assert all((t.loc[6, ["Measured here", "Measured / published"]] == "—").all() for t in tables)  # batch 6 not run
+    assert tables[0].loc[6, "Measured ± 95 % CI"] == "— (batch not run)" and (tables[2].loc[[2, 4], "Measured ± 95 % CI"] == "—").all()
+    notes = [v.text for v in shown if isinstance(v, Sentence) and not v.html.startswith("<h4>")]
+    assert notes == ["Not measured here: power unavailable (the reason is under 'Power during the runs')."]
+    assert power_view(result).text.startswith("Power unavailable: ")
 
 
 def test_batch_must_split_across_replicas():

@@ -125,3 +125,44 @@ def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
     result.tables["best"] = [{**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}]
     text = server_interpretation(result)
     assert "predicted 6 QPS (+16 %)" in text and "p99 — (not recorded)" in text
+
+
+def test_views_show_no_missing_value_and_an_empty_table_as_a_sentence(result):
+    """Issue 27 #4: a report has no NaN or None cell, and an empty table is one sentence."""
+    import pandas as pd
+
+    from kit.publish.report import Sentence, search_view, view
+
+    shown = view(pd.DataFrame({"a": [1.0, None], "b": ["x", None]}), "nothing")
+    assert shown.to_dict("list") == {"a": [1.0, "—"], "b": ["x", "—"]}
+    empty = view(pd.DataFrame(columns=["a"]), "Nothing to show.")
+    assert isinstance(empty, Sentence) and empty._repr_html_() == "<p>Nothing to show.</p>"
+    assert not result.parameters.get("search")
+    assert search_view(result).text.startswith("Not searched: this run used the configuration its parameters name")
+
+
+def test_power_is_said_once_where_no_window_had_it(result):
+    import copy
+
+    from kit.publish.report import Sentence, latency_view, power_view
+
+    reason = result.measurements[0]["power"]["reason"]
+    assert result.measurements[0]["power"]["method"] != "measured"  # no sensor on this test machine
+    said = power_view(result)
+    assert isinstance(said, Sentence) and said.text == f"Power unavailable: {reason}."
+    assert not {"power (W)", "samples/s/W", "power method"} & set(latency_view(result).columns)
+    sensed = copy.deepcopy(result)
+    for m in sensed.measurements:
+        m["power"] = {"method": "measured", "sensor": "rapl", "mean_w": 50.0, "samples_per_s_per_w": 2.0,
+                      "window_s": 12.0}
+    assert list(power_view(sensed)["power (W)"]) == [50.0, 50.0]
+    assert {"power (W)", "samples/s/W", "power method"} <= set(latency_view(sensed).columns)
+
+
+def test_a_report_opens_with_its_verdict_sentence_or_its_errors(result):
+    from kit.publish.report import opening
+
+    top = opening(result)
+    assert top.startswith("<div class='verdict'") and "against 13,499 samples/s published on the C600 at batch 32" in top
+    failed = run_model_benchmark({**FAST, "model": "nope"})
+    assert "unknown model" in opening(failed) and "class='verdict'" not in opening(failed)

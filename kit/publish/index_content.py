@@ -1,5 +1,6 @@
 """The index page's content at a glance: a headline chart (published IPU figure against the
-figure measured here, log scale, per published row) and a sortable, filterable scorecard table.
+figure measured here, log scale, per published row) and the script that sorts and filters the
+scorecard table (kit.publish.card_table).
 
 Plain HTML, inline SVG and a few lines of inline JavaScript: no remote scripts, works offline.
 Built only from the summary job's scorecard records (kit.publish.scorecard rows as dicts).
@@ -10,16 +11,19 @@ from __future__ import annotations
 import html
 import math
 
+from kit.publish import glance
+from kit.publish.card_table import CARD_STYLE
 from kit.publish.scorecard import measured_text, readable
 
-STYLE_EXTRA = """
+STYLE_EXTRA = CARD_STYLE + """
 .chart text{font-size:11px;fill:#222}.chart .axis{stroke:#999}.chart .grid{stroke:#eee}
 .chart .pub{fill:#d95f02}.chart .meas{fill:#1b6ac9}.chart .bar{stroke:#1b6ac9;stroke-width:1.5}
 .chart .none{fill:#888;font-style:italic}
 #scorecard th{cursor:pointer;user-select:none}#scorecard th.sorted-asc::after{content:" \\25B2"}
-#scorecard th.sorted-desc::after{content:" \\25BC"}#scorecard td.num{text-align:right}
-.v-reproduced{color:#070;font-weight:bold}.v-differs{color:#a00;font-weight:bold}
-.v-not-comparable{color:#555}.v-not-measured{color:#999}.filters{margin:.5em 0}"""
+#scorecard th.sorted-desc::after{content:" \\25BC"}.filters{margin:.5em 0}
+.glance{background:#f7f9fc;border:1px solid #dde3ec;padding:.2em 1em .4em;margin:1em 0}
+.glance li{margin:.25em 0}
+@media (max-width:600px){body{margin:.7em}h1{font-size:1.4em}}"""
 
 # published rows shown in the headline chart: (study, figure)
 HEADLINE = (("bytemlperf_c600", "QPS"), ("c2_qwant", "Throughput"))
@@ -78,58 +82,13 @@ def headline_chart(card: list[dict], width: int = 1100) -> str:
             parts.append(f"<text x='{left + plot_w + 8}' y='{y + 4}'>{html.escape(hw[:40])}</text>")
         else:
             parts.append(f"<text class='none' x='{left + plot_w + 8}' y='{y + 4}'>— "
-                         f"{html.escape((r.get('reason') or 'not measured')[:40])}</text>")
+                         f"{html.escape(glance.short_reason(r)[:44])}</text>")
         parts.append("</g>")
     parts.append("</svg>")
     return ("<h2>Published IPU figures against the figures measured here</h2>"
             "<p>Log scale. Circles: the published figure on the hardware in the legend; squares with bars: "
             "the figure measured here with its 95 % interval, on the hardware named at the right.</p>"
-            + "".join(parts))
-
-
-COLUMNS = [("figure", "Figure"), ("model", "Model"), ("precision", "Precision"), ("batch_size", "Batch"),
-           ("published", "Published"), ("measured", "Measured here (± 95 % CI)"), ("unit", "Unit"),
-           ("ratio", "Measured / published"), ("verdict", "Verdict"), ("reason", "Reason")]
-NUMERIC = {"batch_size", "published", "measured", "ratio"}
-
-
-def scorecard_table(card: list[dict]) -> str:
-    """Every scorecard row; click a header to sort, type to filter, pick a verdict."""
-    if not card:
-        return "<p>Scorecard table: — (no scorecard in this batch: the summary job did not run)</p>"
-    verdicts = sorted({str(r.get("verdict")) for r in card})
-    options = "".join(f"<option>{html.escape(v)}</option>" for v in verdicts)
-    head = "".join(f"<th data-col='{i}' data-type='{'num' if k in NUMERIC else 'text'}'>{html.escape(t)}</th>"
-                   for i, (k, t) in enumerate(COLUMNS))
-    body = "".join(_row(r) for r in card)
-    return (f"<h2>Scorecard</h2><div class='filters'><input id='filter' type='search' size='40' "
-            f"placeholder='filter rows (model, figure, reason...)'> <select id='verdict-filter'>"
-            f"<option value=''>every verdict</option>{options}</select> <span id='shown'>{len(card)} rows</span></div>"
-            f"<table id='scorecard'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-
-def _row(r: dict) -> str:
-    cells = []
-    for key, _ in COLUMNS:
-        value = r.get(key)
-        if key == "measured":
-            text, sort = measured_text(r), value
-        elif key == "published":
-            text, sort = readable(value, 6) or "— (no published figure)", value
-        elif key == "ratio":
-            why = "not measured" if r.get("measured") is None else "no published figure"
-            text, sort = readable(value, 3) or f"— ({why})", value
-        elif key == "batch_size":
-            text = str(value or "") or "—"
-            sort = float(value) if str(value or "").isdigit() else None
-        else:
-            text, sort = str(value if value is not None else "") or "—", None
-        num = isinstance(sort, int | float) and not isinstance(sort, bool) and math.isfinite(sort)
-        attr = f" data-v='{sort!r}' class='num'" if num else ""
-        if key == "verdict":
-            attr = f" class='v-{html.escape(str(value)).replace(' ', '-')}'"
-        cells.append(f"<td{attr}>{html.escape(text)}</td>")
-    return f"<tr data-verdict='{html.escape(str(r.get('verdict')))}'>{''.join(cells)}</tr>"
+            + "<div class='wide'>" + "".join(parts) + "</div>")
 
 
 SCRIPT = r"""

@@ -16,6 +16,7 @@ from kit.errors import KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
+from kit.publish import glance
 from kit.publish.comparability import PublishedRun, differences, measured_batch
 from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
 from kit.publish.imported_reports import figures as imported_figures
@@ -370,8 +371,14 @@ def readable(value, digits: int) -> str:
 
 
 def header(card: pd.DataFrame) -> str:
-    """The tolerances and the count of each verdict, as HTML."""
+    """The top of the scorecard report, as HTML: one sentence per study, the counts with their
+    reasons grouped, the tolerances and what counts as reproduced."""
     import html
 
-    counts = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in summary_counts(card).items())
-    return f"<p>{html.escape(tolerance_statement())}</p><table>{counts}</table>"
+    rule = ("A figure counts as reproduced only when it was measured on the same part as published (a "
+            "real C600 for the ByteMLPerf rows, a Mk1 C2 card for the C2 study; never a test double), the "
+            "published way (batch size, clients, precision, passes, pack mode, PopRT version) and within "
+            "the stated tolerance. The C600 spec sheet and the C2 setup facts are listed in the "
+            "published_results notebook, not scored.")
+    return (glance.overview_html(card.to_dict("records"))
+            + f"<p>{html.escape(tolerance_statement())}</p><p>{html.escape(rule)}</p>")

@@ -13,7 +13,9 @@ from kit import atomic
 from kit.batch.state import read_state
 from kit.errors import KitError
 from kit.paths import outputs_dir
-from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart, scorecard_table
+from kit.publish import glance
+from kit.publish.card_table import scorecard_table
+from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -25,16 +27,16 @@ def _cell(value: object) -> str:
     return f"<td>{html.escape(str(value))}</td>"
 
 
-def scorecard_summary(out: Path, records: list[dict]) -> str:
+def scorecard_summary(out: Path, records: list[dict], card: list[dict]) -> str:
+    """The top of the index: one sentence per study and the counts with their reasons grouped."""
     summary = next((r for r in records if r["name"] == "summary"), None)
-    if not summary or not (out / summary["results"]).exists():
-        return "<p>No scorecard in this batch.</p>"
-    data = json.loads((out / summary["results"]).read_text())
-    counts = data.get("tables", {}).get("counts", {})
-    verdicts = ("reproduced", "differs", "not comparable", "not measured")
-    items = "".join(f"<li><b>{v}</b>: {counts.get(v, 0)}</li>" for v in verdicts)
-    return (f"<p>Scorecard (<a href='{html.escape(summary['html'])}'>full table</a>): every published "
-            f"figure beside its measured twin.</p><ul>{items}</ul>")
+    full = summary["html"] if summary and (out / summary["html"]).exists() else ""
+    return glance.overview_html(card, full)
+
+
+def report_links(out: Path, records: list[dict]) -> dict[str, str]:
+    """Job name -> its report's href (relative to outputs/), for the reports that exist."""
+    return {r["name"]: r["html"] for r in records if (out / r["html"]).exists()}
 
 
 def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
@@ -96,18 +98,19 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
                    for x in reversed(state["runs"][-20:]))
     card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{STYLE}</style></head><body>
 <h1>ipu-repro: published Graphcore IPU inference results, reproduced here</h1>
+{scorecard_summary(out, records, card)}
 <p>Profile <code>{html.escape(profile)}</code>, hardware <code>{html.escape(hardware)}</code>.
 Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 study; measured figures
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so.</p>
-{scorecard_summary(out, records)}
 {headline_chart(card)}
-{scorecard_table(card)}
+{scorecard_table(card, report_links(out, records))}
 <h2>Reports</h2>
-<table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
-{''.join(rows)}</table>
+<div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
+{''.join(rows)}</table></div>
 <h2>Runs kept</h2><ul>{runs}</ul>
 {comparisons(out)}
 <script>{SCRIPT}</script>

@@ -5,8 +5,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from kit.publish import glance
 from kit.publish.compare import tolerance_statement
 from kit.publish.report.tables import scorecard_rows
+from kit.publish.scorecard import readable
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 
@@ -62,7 +64,8 @@ def provenance(result: RunResult) -> str:
         items["Notes"] += note + " "
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
                    f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
-    return f"<table>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>"
+    return ("<style>.provenance td{overflow-wrap:anywhere}.provenance th{min-width:6.5em}</style>"
+            f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>")
 
 
 def source_line(env: dict) -> str:
@@ -117,7 +120,7 @@ def error_banner(result: RunResult) -> str:
 
 
 def interpretation(result: RunResult) -> str:
-    """One or two sentences saying what the run shows, for the end of a notebook."""
+    """One or two sentences saying what the run shows: the verdict sentence a report opens with."""
     if result.status != "ok":
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
     card = scorecard_rows(result)
@@ -141,21 +144,30 @@ def interpretation(result: RunResult) -> str:
             parts.append(f"Energy efficiency: measured by {first['power_sensor']}{flag}." if first.get("power_sensor")
                          else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
     else:
-        qps = card[card["figure"] == "QPS"] if not card.empty else card
-        if not qps.empty and qps.iloc[0]["measured"] is not None:
-            q = qps.iloc[0]
-            parts.append(f"On {hw}, {result.parameters.get('model')} reached {q['measured']:.1f} samples/s "
-                         f"(batch {q['batch_size']}); the published IPU row reports {q['published']:,.0f} "
-                         f"samples/s: verdict <b>{html.escape(q['verdict'])}</b>.")
-        elif result.measurements:
-            best = max(result.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
-            parts.append(f"On {hw}, {html.escape(str(result.parameters.get('model')))} reached "
-                         f"{best['qps_bytemlperf']:.1f} samples/s (batch {best['batch_size']}); there is no "
-                         "published IPU figure for this model, so nothing is compared (not comparable).")
+        parts.append(model_sentence(result, card.to_dict("records") if not card.empty else [], hw))
     if weights.get("source") == "random":
-        parts.append("Weights are random, so accuracy figures are not meaningful and are marked "
-                     "'not measured'. Timings do not depend on the weights' values, but numeric diffs do: "
-                     "a diff from random weights only says how far this backend's arithmetic drifts from "
-                     "the fp32 CPU run on untrained activations, whose scale differs from the trained "
-                     "model's, so it is not compared with the published Mean Diff.")
+        parts.append("Weights are random (real ones: kit fetch-weights): accuracy is not measured, and "
+                     "since numeric diffs do depend on the weights, the diff is not compared with the "
+                     "published Mean Diff; timings do not depend on the weights' values.")
     return "<p>" + " ".join(parts) + "</p>"
+
+
+def model_sentence(result: RunResult, rows: list[dict], hw: str) -> str:
+    """The headline QPS at its published batch beside the published one, with the verdict and its
+    short reason, then the counts of the row's published figures."""
+    model = html.escape(str(result.parameters.get("model")))
+    qps = next((r for r in rows if r["figure"] == "QPS" and r["study"] == "bytemlperf_c600"), None)
+    if qps is not None and not glance.missing(qps["measured"]):
+        at = f" at batch {qps['batch_size']}" if qps["batch_size"] else ""
+        return (f"On {html.escape(hw)}, {model} reached {readable(qps['measured'], 4)} samples/s{at}, against "
+                f"{readable(qps['published'], 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
+                f"{at}: <b>{html.escape(str(qps['verdict']))}</b> ({html.escape(glance.short_reason(qps))}). "
+                f"Its {len(rows)} published figures: {glance.count_text(rows)}.")
+    if not result.measurements:
+        return f"On {html.escape(hw)}, {model} timed no batch size."
+    best = max(result.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
+    why = (f"the published headline (batch {qps['batch_size']}) has no measured figure "
+           f"({html.escape(glance.short_reason(qps))})" if qps is not None
+           else "there is no published IPU figure for this model, so nothing is compared (not comparable)")
+    return (f"On {html.escape(hw)}, {model} reached {best['qps_bytemlperf']:.1f} samples/s (batch "
+            f"{best['batch_size']}); {why}.")

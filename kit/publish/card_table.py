@@ -1,0 +1,115 @@
+"""The scorecard as an HTML table, the same on the index and in the summary and model reports: the
+published figure with its batch and part beside the measured one with its batch and hardware, the
+ratio, the verdict and the short reason once (the full reason on hover and on click); each row
+links to its model's report. Plain HTML and CSS: no remote scripts, works offline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from kit.publish import glance
+from kit.publish.scorecard import measured_text, readable
+
+CARD_STYLE = """
+.wide{overflow-x:auto;max-width:100%}
+.wide table.card td,.wide table.card th{vertical-align:top;text-align:left}.wide table.card td.num{text-align:right}
+table.card .sub{color:#666;font-size:85%}table.card summary{cursor:pointer}table.card td.why{max-width:26em}
+.v-reproduced{color:#070;font-weight:bold}.v-differs{color:#a00;font-weight:bold}
+.v-not-comparable{color:#555}.v-not-measured{color:#999}.v-failed{color:#a00}
+@media (max-width:600px){.wide table.card td,.wide table.card th{padding:3px 4px;font-size:13px}}"""
+
+
+COLUMNS = [("figure", "Figure"), ("model", "Model, precision"), ("published", "Published (batch · part)"),
+           ("measured", "Measured here ± 95 % CI (batch · hardware)"), ("ratio", "Measured / published"),
+           ("verdict", "Verdict"), ("reason", "Reason (click for the detail)")]
+NUMERIC = {"published", "measured", "ratio"}
+SHORT = 60  # a reason this long or shorter is shown as it is
+
+
+def scorecard_table(card: list[dict], links: dict[str, str] | None = None, interactive: bool = True) -> str:
+    """Every scorecard row: the published figure with its batch and part beside the measured one
+    with its batch and hardware, the ratio, the verdict and the short reason (the full one on
+    click or hover); each row links to its model's report where `links` (job name -> href) has it.
+    `interactive`: the index's table (click a header to sort, type to filter, pick a verdict)."""
+    if not card:
+        return "<p>Scorecard table: — (no scorecard in this batch: the summary job did not run)</p>"
+    head = "".join(f"<th data-col='{i}' data-type='{'num' if k in NUMERIC else 'text'}'>{html.escape(t)}</th>"
+                   for i, (k, t) in enumerate(COLUMNS))
+    body = "".join(_row(r, links or {}) for r in card)
+    ident = " id='scorecard'" if interactive else ""
+    table = (f"<div class='wide'><table{ident} class='card'><thead><tr>{head}</tr></thead>"
+             f"<tbody>{body}</tbody></table></div>")
+    if not interactive:
+        return f"<style>{CARD_STYLE}</style>{table}"
+    verdicts = sorted({str(r.get("verdict")) for r in card})
+    options = "".join(f"<option>{html.escape(v)}</option>" for v in verdicts)
+    return (f"<h2 id='scorecard-table'>Scorecard</h2><div class='filters'><input id='filter' type='search' size='30' "
+            f"placeholder='filter rows (model, figure, reason...)'> <select id='verdict-filter'>"
+            f"<option value=''>every verdict</option>{options}</select> <span id='shown'>{len(card)} rows</span></div>"
+            + table)
+
+
+def report_href(row: dict, links: dict[str, str]) -> str | None:
+    """The href of the report behind a row: the job whose result it read, else its model's job."""
+    if row.get("run"):
+        return links.get(str(row["run"]).removesuffix(".json"))
+    study = row.get("study")
+    job = ("c2_study" if study == "c2_qwant" else f"{row.get('model')}_{row.get('precision')}"
+           if str(study).startswith("bytemlperf") else None)
+    if job is None:
+        return None
+    return links.get(job) or next((h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None)
+
+
+def _num(value) -> str:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return f" data-v='{float(value)!r}' class='num'" if ok else ""
+
+
+def _sub(batch, where: str) -> str:
+    text = " · ".join(x for x in (f"batch {batch}" if batch not in (None, "") else "", where) if x)
+    return f"<br><span class='sub'>{html.escape(text)}</span>"
+
+
+def _row(r: dict, links: dict[str, str]) -> str:
+    unit = str(r.get("unit") or "")
+    pub = readable(r.get("published"), 6)
+    published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
+                 f"{_sub(r.get('batch_size'), glance.published_part(r))}")
+    measured, title = "—", ""
+    if not glance.missing(r.get("measured")):
+        measured = html.escape(measured_text(r)) + _sub(r.get("batch_size"), glance.measured_device(r))
+        if not glance.missing(r.get("measured_all_calls")):
+            title = f" title='over every call: {readable(r['measured_all_calls'], 4)} {html.escape(unit)}'"
+    verdict = html.escape(str(r.get("verdict")))
+    href = report_href(r, links)
+    label = html.escape(f"{r.get('model') or ''} {r.get('precision') or ''}".strip() or "—")
+    model = f"<a href='{html.escape(href)}'>{label}</a>" if href else label
+    return (f"<tr data-verdict='{verdict}'><td>{html.escape(str(r.get('figure')))}</td><td>{model}</td>"
+            f"<td{_num(r.get('published'))}>{published}</td>"
+            f"<td{_num(None if measured == '—' else r.get('measured'))}{title}>{measured}</td>"
+            f"<td{_num(r.get('ratio'))}>{html.escape(readable(r.get('ratio'), 3) or '—')}</td>"
+            f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}</td></tr>")
+
+
+def reason_cell(r: dict) -> str:
+    """The reason once: itself where it is short, else its short form with the full reason on
+    hover (title) and on click (details)."""
+    short = glance.short_reason(r) + glance.flags(r)
+    reason = str(r.get("reason") or "")
+    if len(reason) <= SHORT:
+        return html.escape(reason or short)
+    return (f"<details><summary title='{html.escape(reason)}'>{html.escape(short)}</summary>"
+            f"<span class='sub'>{html.escape(reason)}</span></details>")
+
+
+def study_table(card, study: str, links: dict[str, str] | None = None) -> str:
+    """The rows of one study of a scorecard DataFrame as a table (`study` 'other': every row of no
+    study in glance.STUDIES, i.e. the claims); a sentence when it has none."""
+    known = [s for s, _ in glance.STUDIES]
+    rows = card[~card.study.isin(known)] if study == "other" else card[card.study == study]
+    if rows.empty:
+        return "<p>No figure of this study in the scorecard.</p>"
+    return scorecard_table(rows.to_dict("records"), links, interactive=False)

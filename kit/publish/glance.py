@@ -1,0 +1,189 @@
+"""The scorecard read at a glance: a short reason for each row (the long one stays for the detail),
+the reasons grouped per verdict with what a user can do about them, and one sentence per study.
+
+Works on scorecard rows as dicts (kit.publish.compare.Comparison.to_dict(), or the summary job's
+JSON), so the index and the summary notebook say the same thing. Nothing here changes a figure or
+a verdict: only how they are said.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections import Counter
+
+#: The studies of the scorecard, in the order they are told: (study, how a sentence names it).
+STUDIES = (("bytemlperf_c600", "ByteMLPerf's C600 table (seed 001)"),
+           ("bytemlperf_reports", "The per-batch figures of ByteMLPerf's report JSONs"),
+           ("c2_qwant", "Qwant's C2 study (tables 1-3)"),
+           ("bytemlperf_c600_older", "The older ByteMLPerf table (seed 000)"))
+OTHER_STUDIES = "The seeds' training and price claims"
+
+#: Verdicts in the order they are counted, as a sentence says them.
+VERDICT_WORDS = (("reproduced", "reproduced"), ("differs", "differ"), ("not comparable", "not comparable"),
+                 ("not measured", "not measured"), ("failed", "failed"))
+
+#: (a reason's start, the short reason, what a user can do: '' where nothing can be done here)
+REASONS = (
+    (r"random weights", "random weights", "real weights: kit fetch-weights MODEL"),
+    (r"only a numeric check on the kit's own", "a numeric check on the kit's own inputs only",
+     "real weights: kit fetch-weights MODEL"),
+    (r"not selected", "not selected in this batch", "make reproduce without ONLY"),
+    (r"not run|C2 study not run", "not run", "make reproduce"),
+    (r"no dataset", "no dataset", "kit fetch-data NAME, see docs/datasets.md"),
+    (r"no published accuracy dataset", "no published accuracy dataset for this model", ""),
+    (r"no reference session", "no fp32 reference session", ""),
+    (r"training / price claim", "a training or price claim, outside an inference kit", ""),
+    (r"batch \d+ not run", "the published batch size was not run", "make reproduce FORCE=1"),
+    (r"batch \d+ failed", "the published batch size failed", "see the model report"),
+    (r"measured before ByteMLPerf's trimmed", "a result older than ByteMLPerf's trimmed latency",
+     "make reproduce FORCE=1"),
+    (r"power unavailable", "power unavailable", "a power sensor, see docs/power.md"),
+    (r"timed out", "the job timed out", "see the batch index"),
+    (r"unreadable result", "an unreadable result file", "make reproduce FORCE=1"),
+    (r"failed", "the run failed", "see the model report"),
+)
+
+#: A difference from ByteMLPerf's way of running on the published part (kit.publish.comparability).
+DIFFERENCES = ((r"batch \d+, published at batch", "another batch size"),
+               (r"padded batches, published in pack mode", "padded, published in pack mode"),
+               (r"\d+ client\(s\), published with", "another number of clients"),
+               (r"precision \S+, published", "another precision"),
+               (r"PopRT \S+, published with PopRT", "another PopRT version"),
+               (r"ByteMLPerf's .* not applied", "ByteMLPerf's passes not all applied"))
+
+CLASS_WORDS = {"cpu": "a CPU", "gpu": "a GPU", "ipu": "an IPU", "unknown": "unknown hardware"}
+
+
+def missing(value) -> bool:
+    """None or NaN (a pandas record's missing float)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def published_part(row: dict) -> str:
+    """'Graphcore C600 (1 IPU, Mk2 ipu21)' -> 'C600'."""
+    return str(row.get("published_hardware") or "?").split(" (")[0].removeprefix("Graphcore ")
+
+
+def measured_class(row: dict) -> str:
+    """The measured hardware's class (cpu, gpu, ipu, unknown), from the row's measured_hardware."""
+    found = re.search(r"\((cpu|gpu|ipu|unknown)[;)]", str(row.get("measured_hardware") or ""))
+    return found.group(1) if found else "unknown"
+
+
+def emulated(row: dict) -> bool:
+    return "[not run on an IPU" in str(row.get("measured_hardware") or "")
+
+
+def measured_device(row: dict) -> str:
+    """'AMD EPYC (CPU)', or 'the PopRT test double' for an IPU path that did not run on an IPU."""
+    if emulated(row):
+        return "the PopRT test double (not an IPU)"
+    name = re.sub(r"\((R|TM|tm)\)", "", str(row.get("measured_hardware") or "").split(" (")[0]).strip()
+    name = name.split(" CPU @")[0].split(" @ ")[0]
+    return f"{name} ({measured_class(row).upper()})" if name else CLASS_WORDS["unknown"]
+
+
+def short_reason(row: dict) -> str:
+    """The row's reason in a few words, the same for every row of its kind (it groups them)."""
+    verdict, reason = str(row.get("verdict")), str(row.get("reason") or "")
+    if verdict in ("reproduced", "differs"):
+        return "within tolerance" if verdict == "reproduced" else "outside tolerance"
+    if verdict == "not comparable":
+        if reason.startswith("measured on "):
+            where = "the PopRT test double" if emulated(row) else CLASS_WORDS[measured_class(row)]
+            return f"measured on {where}, not the {published_part(row)}"
+        return f"on the {published_part(row)}, but " + ", ".join(differences(reason))
+    for pattern, short, _ in REASONS:
+        if re.match(pattern, reason):
+            return short
+    return first_clause(reason) or verdict
+
+
+def differences(reason: str) -> list[str]:
+    """The short names of the ways a figure was not measured as published, in the reason's order."""
+    out = []
+    for clause in reason.split("; "):
+        if clause.startswith("ratio ") or clause.startswith("noisy"):
+            break
+        short = next((s for p, s in DIFFERENCES if re.match(p, clause)), first_clause(clause))
+        if short not in out:
+            out.append(short)
+    return out or ["measured another way"]
+
+
+def first_clause(text: str, limit: int = 60) -> str:
+    """The text up to its first ':', ';' or ' (', at most `limit` characters."""
+    cut = re.split(r":|;| \(", text, maxsplit=1)[0].strip()
+    return cut if len(cut) <= limit else cut[: limit - 1].rstrip() + "…"
+
+
+def action(short: str) -> str:
+    """What a user can do about a short reason ('' where nothing can be done here)."""
+    return next((a for _, s, a in REASONS if s == short), "")
+
+
+def flags(row: dict) -> str:
+    """' (noisy window)' / ' (indicative)' where the row's figure carries such a flag."""
+    out = " (noisy window)" if row.get("noisy") else ""
+    return out + (" (indicative power)" if row.get("indicative") else "")
+
+
+def grouped(card: list[dict]) -> dict[str, list[tuple[str, int]]]:
+    """Per verdict (every verdict, in order), its short reasons with how many rows each, most first."""
+    counts = Counter((str(r.get("verdict")), short_reason(r)) for r in card)
+    return {v: sorted(((s, n) for (verdict, s), n in counts.items() if verdict == v), key=lambda sn: -sn[1])
+            for v, _ in VERDICT_WORDS}
+
+
+def count_text(card: list[dict]) -> str:
+    """'0 reproduced, 0 differ, 15 not comparable, 109 not measured' (failed only where some did)."""
+    counts = Counter(str(r.get("verdict")) for r in card)
+    return ", ".join(f"{counts.get(v, 0)} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts.get(v))
+
+
+def study_sentence(title: str, rows: list[dict]) -> str:
+    """One sentence: the study, where it was published, its counts and where it was measured here."""
+    parts = sorted({str(r.get("published_hardware") or "?").split(" (")[0] for r in rows})
+    devices = sorted({measured_device(r) for r in rows if not missing(r.get("measured"))})
+    where = f"measured here on {', '.join(devices)}" if devices else "none measured here"
+    return f"{title}: {len(rows)} figures published on {', '.join(parts)}: {count_text(rows)}; {where}."
+
+
+def study_sentences(card: list[dict]) -> list[str]:
+    known = {s for s, _ in STUDIES}
+    out = [study_sentence(title, rows) for study, title in STUDIES
+           if (rows := [r for r in card if r.get("study") == study])]
+    others = [r for r in card if r.get("study") not in known]
+    return out + ([study_sentence(OTHER_STUDIES, others)] if others else [])
+
+
+def reason_lines(card: list[dict]) -> list[str]:
+    """'42 not comparable: measured on a CPU, not the C600', one line per verdict with its reasons
+    grouped and what to do ('12 random weights (real weights: kit fetch-weights MODEL)')."""
+    lines = []
+    words = dict(VERDICT_WORDS)
+    for verdict, groups in grouped(card).items():
+        total = sum(n for _, n in groups)
+        if verdict == "failed" and not total:
+            continue
+        why = "; ".join(f"{n} {s}" + (f" ({action(s)})" if action(s) else "") for s, n in groups)
+        lines.append(f"{total} {words[verdict]}" + (f": {why}" if why and verdict not in ("reproduced", "differs") else ""))
+    return lines
+
+
+def overview_html(card: list[dict], full_table: str = "") -> str:
+    """The top of a page: one sentence per study, then the counts with their reasons grouped."""
+    if not card:
+        return "<p class='glance'>No scorecard in this batch: the summary job did not run.</p>"
+    studies = "".join(f"<li>{_bold_count(s)}</li>" for s in study_sentences(card))
+    reasons = "".join(f"<li>{_bold_count(line)}</li>" for line in reason_lines(card))
+    link = f" (<a href='{html.escape(full_table)}'>the scorecard report</a>)" if full_table else ""
+    return (f"<div class='glance'><h2>At a glance</h2><ul class='studies'>{studies}</ul>"
+            f"<p>All {len(card)} published figures{link}:</p><ul class='reasons'>{reasons}</ul></div>")
+
+
+def _bold_count(line: str) -> str:
+    head, sep, tail = line.partition(": ")
+    return f"<b>{html.escape(head)}</b>{html.escape(sep + tail)}"
