@@ -44,6 +44,10 @@ from kit.search.probe import (
 
 REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
 PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
+#: Early stop: a candidate is first timed for SCOUT_SHARE of the probe (at least 2 calls); when even
+#: the upper end of that short interval is below STOP_BELOW x the leader's throughput so far, it
+#: has clearly lost and the rest of its probe is skipped (today's mapping is always timed in full).
+SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
                 native16: tuple[str, ...], depth: str) -> None:
     """Mark what will not be measured, and why: the precision-class gate, then the depth."""
     for p, c in zip(probes, candidates, strict=True):
-        reason = precision_gate(p.precision, published, native16)
+        reason = precision_gate(p.precision, published)
         if reason:
             p.status, p.reason = "not eligible", reason
         elif p.today:
@@ -179,13 +183,14 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         del ref_session
         release()
     scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
-    for p in probes:
+    for p in sorted(probes, key=lambda q: not q.today):  # today's mapping first: a yardstick early
         if p.status == "pending":
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad)
+            leader = max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader)
 
 
 def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
-              ref_out: list, scale: float, ref_bad: int) -> None:
+              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None) -> None:
     session = None
     try:
         with Stopwatch() as load:
@@ -203,6 +208,8 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         if not verdict.ok:
             p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
             return
+        if leader is not None and not p.today and stopped_early(p, leader, session, inputs, batch, mcfg):
+            return
         record_timing(p, time_session(session, inputs, batch, mcfg))
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
         p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
@@ -211,6 +218,23 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
             session.close()
         del session
         release()
+
+
+def scout_config(mcfg: MeasureConfig) -> MeasureConfig:
+    return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=2)
+
+
+def stopped_early(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig) -> bool:
+    """Time a short scout window; True (and `p` marked lost with the figures) when it clearly loses
+    to the leader so far."""
+    record_timing(p, time_session(session, inputs, batch, scout_config(mcfg)))
+    best_case = p.high if p.high is not None and p.high == p.high else p.throughput
+    if best_case >= STOP_BELOW * leader.throughput:
+        return False
+    p.status = "lost"
+    p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {p.calls} calls (at most {best_case:.3g}), "
+                f"below {STOP_BELOW:g} x the leader so far ({leader.label}, {leader.throughput:.3g})")
+    return True
 
 
 def record_timing(p: Probe, m) -> None:
@@ -284,7 +308,9 @@ def plan_of_choice(choice: PrecisionChoice) -> dict:
 
 def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str,
          native16: tuple[str, ...], ratio: float | None, measured: list[Probe]) -> str:
-    """The precision note a report prints for the chosen configuration."""
+    """The precision note a report prints for the chosen configuration: what won, its ratio to
+    today's mapping, and, where a higher precision stands in for the published one, both
+    throughputs against the best candidate of the published class."""
     head = (f"chosen by the per-row search: {best.label}, "
             + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
@@ -293,13 +319,16 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})"
     elif best is today_probe:
         head += " (today's mapping)"
-    if bits(best.precision) == 32 and row_bits(published) == 16:
-        sixteen = [p for p in measured if bits(p.precision) == 16]
-        fastest = max(sixteen, key=lambda p: p.throughput) if sixteen else None
-        why = (f"; IPU {published.upper()} -> fp32 because this hardware only emulates 16-bit for this model"
-               + (f" and the best 16-bit candidate ({fastest.label}) measured "
-                  f"{fastest.throughput / best.throughput:.2f}x as fast" if fastest else ""))
-    elif best.precision == today.precision:
+    want = row_bits(published)
+    if bits(best.precision) > want:
+        same = [p for p in measured if bits(p.precision) == want]
+        top = max(same, key=lambda p: p.throughput) if same else None
+        why = (f"; {best.precision} stands in for {published.upper()}: faster here ("
+               + (f"{best.throughput:.3g} vs {top.throughput:.3g} samples/s, {best.throughput / top.throughput:.2f}x "
+                  f"the best {published.upper()}-class candidate, {top.label})" if top else
+                  f"no {published.upper()}-class candidate was measured here: "
+                  f"{', '.join(sorted({p.precision for p in measured}))} only)"))
+    elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
         why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
