@@ -8,7 +8,8 @@ hint is not native: the kit always states the hint, reads back the precision the
 really runs at, and refuses a session whose precision is not the one asked for. Compiled models are
 cached by OpenVINO under outputs/cache/openvino/ov-<version>/ (its blob key hashes the model's
 content, the properties and the device); the NNCF int8 IR is cached beside the export, keyed by
-the export's content, the batch, the calibration and the NNCF/OpenVINO versions.
+the export's content, the calibration and the NNCF/OpenVINO versions (calibrated once at batch 1 and
+reshaped to each batch size).
 
 >>> ov_precision("bf16")
 'bf16'
@@ -35,7 +36,7 @@ HINTS = ("LATENCY", "THROUGHPUT")
 OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
 #: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
-CALIBRATION_SAMPLES = 16  # seeded samples NNCF calibrates int8 on (at least 2 batches)
+CALIBRATION_SAMPLES = 8  # seeded samples NNCF calibrates int8 on (at least 2 batches): minutes on 2 cores beyond
 FP8 = "OpenVINO's CPU plugin has no fp8 kernels; the FP8 rows run int8 (NNCF) on a CPU"
 
 
@@ -127,11 +128,11 @@ class OpenVinoBackend(InProcessBackend):
         shapes = {k: list(v.shape) for k, v in model.make_inputs(batch_size).items()}
         source, int8 = Path(model.onnx_path), None
         if config.precision == "int8":
-            source, int8 = quantized_ir(core, model, batch_size, shapes)
+            source, int8 = quantized_ir(core, model)
             ov_model = core.read_model(str(source), str(source.with_suffix(".bin")))
         else:
             ov_model = core.read_model(str(source))
-            ov_model.reshape(shapes)
+        ov_model.reshape(shapes)
         properties = {"INFERENCE_PRECISION_HINT": ov_precision(config.precision), "PERFORMANCE_HINT": perf_hint,
                       "INFERENCE_NUM_THREADS": int(config.threads or usable_cores())}
         try:
@@ -176,18 +177,21 @@ def check_ran_as_asked(description: dict, precision: str) -> None:
                                  f"native here)")
 
 
-def quantized_ir(core, model: ExportedModel, batch_size: int, shapes: dict) -> tuple[Path, dict]:
-    """The NNCF int8 IR of the export at this batch (cached by content): (xml path, conversion record)."""
+def quantized_ir(core, model: ExportedModel) -> tuple[Path, dict]:
+    """The NNCF int8 IR of the export (cached by content; calibrated at batch 1, or the model's fixed
+    batch, and reshaped to each run's batch at load): (xml path, conversion record)."""
     try:
         import nncf
     except ImportError as exc:
         raise BackendUnavailable(f"OpenVINO int8 needs nncf, which is not installed ({exc})") from exc
     kind = "transformer" if quantization_method(model) == "dynamic" else "cnn"
-    batches = max(2, -(-CALIBRATION_SAMPLES // batch_size))
-    record = {"method": "nncf post-training quantisation (MinMax/FastBiasCorrection, 8-bit weights and "
-                        "activations)", "model_type": kind, "calibration": f"{batches} seeded batches of "
-                        f"{batch_size} (model.make_inputs, seeds 0..{batches - 1})", **versions()}
-    settings = {**record, "batch": batch_size, "shapes": shapes}
+    calib_batch = model.fixed_batch_size or 1
+    batches = max(2, -(-CALIBRATION_SAMPLES // calib_batch))
+    record = {"method": "nncf post-training quantisation (8-bit weights and activations, MinMax and fast "
+                        "bias correction" + (", SmoothQuant" if kind == "transformer" else "") + ")",
+              "model_type": kind, "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
+                                                 f"seeds 0..{batches - 1})", **versions()}
+    shapes = {k: list(v.shape) for k, v in model.make_inputs(calib_batch).items()}
     stem = Path(model.onnx_path).stem
 
     def build(tmp: Path) -> dict:
@@ -195,7 +199,7 @@ def quantized_ir(core, model: ExportedModel, batch_size: int, shapes: dict) -> t
 
         ov_model = core.read_model(str(model.onnx_path))
         ov_model.reshape(shapes)
-        data = [model.make_inputs(batch_size, seed=s) for s in range(batches)]
+        data = [model.make_inputs(calib_batch, seed=s) for s in range(batches)]
         extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
         quantized = nncf.quantize(ov_model, nncf.Dataset(data), subset_size=batches, **extra)
         ov.save_model(quantized, str(tmp), compress_to_fp16=False)
@@ -205,8 +209,8 @@ def quantized_ir(core, model: ExportedModel, batch_size: int, shapes: dict) -> t
 
     directory = Path(model.onnx_path).parent
     try:
-        xml = cached_file(directory, f"{stem}-ov-int8-b{batch_size}", ".xml", sources=[Path(model.onnx_path)],
-                          settings=settings, build=build)
+        xml = cached_file(directory, f"{stem}-ov-int8", ".xml", sources=[Path(model.onnx_path)],
+                          settings={**record, "shapes": shapes}, build=build)
     except (RuntimeError, ValueError) as exc:  # NNCF and OpenVINO raise their own errors as these
         raise BackendUnavailable(f"NNCF int8 quantisation of {stem} failed: "
                                  f"{str(exc).strip().splitlines()[0][:200]}") from exc
