@@ -45,7 +45,8 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default=os.environ.get("PEERS_ROWS", "all"),
-                   help="model:PRECISION,... or 'all' (every published row)")
+                   help="model:PRECISION,... or 'all' (every published row); model:PRECISION@1/8 sets the "
+                        "row's batch sizes (where a published one takes minutes per call here)")
     p.add_argument("--batches", default=os.environ.get("PEERS_BATCHES", "published"),
                    help="'published' (every published batch size), 'max', 'min', or sizes like 4,32")
     p.add_argument("--rounds", type=int, default=int(os.environ.get("PEERS_ROUNDS", 6)))
@@ -55,14 +56,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def rows(spec: str) -> list[tuple[str, str]]:
+def rows(spec: str) -> list[tuple[str, str, list[int] | None]]:
+    """(model, PRECISION, batch sizes or None) per row; 'model:PRECISION@1/8' gives the row's batches."""
     if spec == "all":
-        return [(r.model, r.precision) for r in published.headline_rows().itertuples()]
-    return [tuple(item.strip().split(":")) for item in spec.split(",") if item.strip()]
+        return [(r.model, r.precision, None) for r in published.headline_rows().itertuples()]
+    out = []
+    for item in (i.strip() for i in spec.split(",") if i.strip()):
+        row, _, sizes = item.partition("@")
+        model, precision = row.split(":")
+        out.append((model, precision, [int(b) for b in sizes.split("/")] if sizes else None))
+    return out
 
 
-def batches_of(model: str, precision: str, spec: str) -> list[int]:
+def batches_of(model: str, precision: str, spec: str, given: list[int] | None = None) -> list[int]:
     sizes = published.ipu_run_settings(model, precision)["batch_sizes"] or [1]
+    if given:
+        return given
     if spec == "published":
         return sizes
     if spec in ("max", "min"):
@@ -237,15 +246,16 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     out = os.path.abspath(args.out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    for model, precision in rows(args.rows):
+    for model, precision, given in rows(args.rows):
         started = time.perf_counter()
         try:
             kit = kit_plan(model, precision)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
             print(f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})", flush=True)
             continue
-        row = {"model": model, "published": precision, "kit": kit, "batches": []}
-        for batch in batches_of(model, precision, args.batches):
+        row = {"model": model, "published": precision, "kit": kit, "batches": [],
+               "published_batches": published.ipu_run_settings(model, precision)["batch_sizes"]}
+        for batch in batches_of(model, precision, args.batches, given):
             b = run_batch(model, precision, batch, kit, args)
             print_batch(model, precision, kit, b)
             row["batches"].append(b)
