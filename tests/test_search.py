@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.search import cache, row
+from kit.search import cache, row, runoff
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
@@ -352,3 +352,20 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
                                                                                         precision="bf16")]
     d8 = row.choose(int8, "FP8", ("bf16",), PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
     assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
+
+
+def test_a_close_call_is_decided_by_the_side_by_side_runoff():
+    today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping")
+
+    def probes():
+        return [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ov bf16", 1.2, 1.1, 1.4,
+                                                                                            precision="bf16")]
+    close = probes()
+    assert [p.label for p in runoff.contender(close, row.clearly_faster)] == ["ov bf16", "ort fp16"]
+    won = row.choose(close, "FP16", (), today, {"challenger": "ov bf16", "ratios": [1.1, 1.2, 1.05], "median": 1.1})
+    assert won["chosen"] == "ov bf16" and "won the runoff" in close[1].reason and "1.10x" in close[1].reason
+    kept = probes()
+    lost = row.choose(kept, "FP16", (), today, {"challenger": "ov bf16", "ratios": [0.9, 1.01, 0.95], "median": 0.95})
+    assert lost["chosen"] == "ort fp16" and "today's mapping kept (runoff" in kept[1].reason
+    clear = [_measured("ort fp16", 1.0, 0.9, 1.1, today=True, precision="fp16"), _measured("ov", 2.0, 1.9, 2.1)]
+    assert runoff.contender(clear, row.clearly_faster) is None  # no runoff where the probes already separate

@@ -27,7 +27,7 @@ from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.search import cache
+from kit.search import cache, runoff
 from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
 from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
 from kit.search.precision_map import PrecisionChoice, map_precision
@@ -115,7 +115,10 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
-    decision = choose(probes, published, native16, today)
+    pair = runoff.contender(probes, clearly_faster)
+    verdict = runoff.run(model, pair, inputs, batch_size, settings.measure_config()) if pair else None
+    decision = choose(probes, published, native16, today, verdict)
+    decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
     decision.update({
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
@@ -243,8 +246,10 @@ def record_timing(p: Probe, m) -> None:
     p.status = "measured"
 
 
-def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice) -> dict:
-    """The fastest measured candidate, unless its interval overlaps today's mapping's (then today's
+def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice,
+           verdict: dict | None = None) -> dict:
+    """The fastest measured candidate, unless its interval overlaps today's mapping's and the runoff
+    (`verdict`: both timed side by side, kit.search.runoff) does not put it ahead (then today's
     stays); every other probe gets its reason."""
     measured = [p for p in probes if p.status == "measured"]
     today_probe = next((p for p in probes if p.today), None)
@@ -258,8 +263,9 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
                 "probes": [p.to_dict() for p in probes]}
     best = max(measured, key=lambda p: p.throughput)
     kept_for_noise = False
+    won_runoff = bool(verdict and verdict.get("challenger") == best.label and verdict.get("median", 0) > 1.0)
     if today_probe is not None and today_probe.status == "measured" and best is not today_probe \
-            and not clearly_faster(best, today_probe):
+            and not clearly_faster(best, today_probe) and not won_runoff:
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = "chosen" if p is best else "lost"
@@ -267,7 +273,9 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
             p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput"
             if kept_for_noise and p.throughput > best.throughput:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
-                            "mapping's throughput: today's mapping kept")
+                            "mapping's throughput: today's mapping kept" + runoff_text(verdict, p))
+        elif won_runoff:
+            p.reason = "won the runoff against today's mapping" + runoff_text(verdict, p)
     ratio, ratio_iv = ratio_to(best, today_probe)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
             "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
@@ -275,6 +283,15 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
             "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
             "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
             "probes": [p.to_dict() for p in probes]}
+
+
+def runoff_text(verdict: dict | None, p: Probe) -> str:
+    if not verdict or verdict.get("challenger") != p.label:
+        return ""
+    if "error" in verdict:
+        return f" (the runoff failed: {verdict['error']})"
+    return (f" (runoff, side by side: {verdict['median']:.2f}x today's mapping, median of "
+            f"{len(verdict['ratios'])} alternating rounds {', '.join(f'{r:.2f}' for r in verdict['ratios'])})")
 
 
 def clearly_faster(a: Probe, b: Probe) -> bool:
