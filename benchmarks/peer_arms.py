@@ -16,6 +16,7 @@ A worker answers three commands over its pipe: ('outputs',) → the outputs for 
 
 from __future__ import annotations
 
+import resource
 import time
 import traceback
 
@@ -114,13 +115,19 @@ def make_arm(arm: str, model_name: str, batch: int, plan: dict | None):
     return OvArm(model, batch, {"ov-f32": "f32", "ov-bf16": "bf16", "ov-int8": "int8"}[arm])
 
 
+def peak_rss_mb() -> float:
+    """This worker's peak resident memory (Linux reports ru_maxrss in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def serve(conn, arm: str, model_name: str, batch: int, plan: dict | None) -> None:
     """The worker process: load, warm up, then answer commands until 'close'."""
     try:
         started = time.perf_counter()
         a = make_arm(arm, model_name, batch, plan)
         a.outputs()  # warm-up
-        conn.send({"ok": True, "description": a.description, "load_s": round(time.perf_counter() - started, 1)})
+        conn.send({"ok": True, "description": a.description, "load_s": round(time.perf_counter() - started, 1),
+                   "peak_rss_mb": peak_rss_mb()})
     except Exception as exc:  # noqa: BLE001 - a peer that cannot load is reported, never a crash
         conn.send({"ok": False, "reason": f"{type(exc).__name__}: {str(exc).strip()[:300]}",
                    "trace": traceback.format_exc(limit=3)})
@@ -134,7 +141,7 @@ def serve(conn, arm: str, model_name: str, batch: int, plan: dict | None) -> Non
             if cmd[0] == "outputs":
                 conn.send({"ok": True, "outputs": [np.asarray(o, dtype=np.float32) for o in a.outputs()]})
             else:
-                conn.send({"ok": True, **a.round(cmd[1])})
+                conn.send({"ok": True, **a.round(cmd[1]), "peak_rss_mb": peak_rss_mb()})
         except Exception as exc:  # noqa: BLE001
             conn.send({"ok": False, "reason": f"{type(exc).__name__}: {exc}"})
     conn.close()

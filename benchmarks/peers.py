@@ -151,6 +151,7 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                     "skipped": skipped}
         numerics = numerics_of(workers)
         per = {arm: [] for arm in workers}
+        rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}
         order = list(workers)
         loads = []
         for r in range(args.rounds):
@@ -158,8 +159,9 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
             for arm in rotated:
                 reply = ask(workers[arm][1], "round", args.seconds)
                 per[arm].append(reply["throughput"] if reply["ok"] else float("nan"))
+                rss[arm] = max(rss[arm] or 0, reply.get("peak_rss_mb") or 0)
             loads.append(os.getloadavg()[0])
-        return summarise(batch, per, loaded, skipped, numerics, loads)
+        return {**summarise(batch, per, loaded, skipped, numerics, loads), "peak_rss_mb": rss}
     finally:
         for proc, conn in workers.values():
             try:
@@ -208,7 +210,9 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
     if "error" in b:
         print(f"  {model} {precision} b{b['batch_size']}: {b['error']}", flush=True)
         return
-    print(f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} {b['kit']['throughput_median']:.3g}/s; "
+    err = b["kit"]["relative_error"]
+    print(f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} {b['kit']['throughput_median']:.3g}/s "
+          f"(rel. error {'-' if err is None else f'{err:.2g}'}, peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); "
           f"best peer {b['best_peer']}: kit ÷ best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} "
           f"(target >= {TARGET}: {'met' if b['met'] else 'MISSED'}; load {b['load_average']['min']:.1f}-"
           f"{b['load_average']['max']:.1f})", flush=True)
