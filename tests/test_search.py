@@ -325,7 +325,7 @@ class _SleepySession:
         return timed_window([lambda: time.sleep(self.call_s)], batch, cfg, sampler)
 
 
-def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in_full():
+def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in_full(monkeypatch):
     mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=2).measure_config()
     leader = _measured("leader", 1000.0, 990.0, 1010.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
@@ -335,7 +335,17 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
-    assert not row.stopped_early(close, _measured("leader", 60.0, 55.0, 65.0), _SleepySession(0.02), {}, 1, mcfg)
+    assert not row.stopped_early(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)
+    unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
+    unbounded.status, unbounded.throughput = "pending", None
+    original = row.record_timing
+
+    def no_upper_end(p, m):
+        original(p, m)
+        p.high = None  # a short interval whose mean call time could be zero: never stopped
+
+    monkeypatch.setattr(row, "record_timing", no_upper_end)
+    assert not row.stopped_early(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)
 
 
 def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():

@@ -15,6 +15,7 @@ never trades the mapping for noise).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -45,8 +46,9 @@ from kit.search.probe import (
 REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
 PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
 #: Early stop: a candidate is first timed for SCOUT_SHARE of the probe (at least 2 calls); when even
-#: the upper end of that short interval is below STOP_BELOW x the leader's throughput so far, it
-#: has clearly lost and the rest of its probe is skipped (today's mapping is always timed in full).
+#: the upper end of that short interval is below STOP_BELOW x the low end of the leader's interval so
+#: far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end never
+#: stops; today's mapping is always timed in full).
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 
 
@@ -231,12 +233,13 @@ def stopped_early(p: Probe, leader: Probe, session, inputs: dict, batch: int, mc
     """Time a short scout window; True (and `p` marked lost with the figures) when it clearly loses
     to the leader so far."""
     record_timing(p, time_session(session, inputs, batch, scout_config(mcfg)))
-    best_case = p.high if p.high is not None and p.high == p.high else p.throughput
-    if best_case >= STOP_BELOW * leader.throughput:
+    best_case = p.high if p.high is not None and p.high == p.high else math.inf  # no upper bound: go on
+    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
+    if best_case >= STOP_BELOW * yardstick:
         return False
     p.status = "lost"
     p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {p.calls} calls (at most {best_case:.3g}), "
-                f"below {STOP_BELOW:g} x the leader so far ({leader.label}, {leader.throughput:.3g})")
+                f"below {STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
     return True
 
 
