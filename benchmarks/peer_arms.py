@@ -89,7 +89,12 @@ class OvArm(LoopArm):
         compiled = core.compile_model(ov_model, "CPU", {"INFERENCE_PRECISION_HINT": hint})
         request = compiled.create_infer_request()
         outs = list(compiled.outputs)
-        self.call = lambda: [request.infer(inputs)[o] for o in outs]
+
+        def call() -> list:  # one inference per call, every output read from it
+            result = request.infer(inputs)
+            return [result[o] for o in outs]
+
+        self.call = call
         self.description = {"how": f"plain OpenVINO: static shapes, INFERENCE_PRECISION_HINT {hint}, default "
                                    f"performance hint, infer per call", "openvino": ov.__version__,
                             "precision": precision, "inference_precision": str(
