@@ -70,8 +70,11 @@ class OrtArm(LoopArm):
         self.batch, inputs = batch, model.make_inputs(batch)
         session = ort.InferenceSession(str(model.onnx_path), providers=["CPUExecutionProvider"])
         self.call = lambda: session.run(None, inputs)
+        opts = session.get_session_options()
         self.description = {"how": "plain ONNX Runtime: default session options, session.run per call",
-                            "onnxruntime": ort.__version__, "precision": "fp32"}
+                            "onnxruntime": ort.__version__, "precision": "fp32",
+                            "intra_op_threads": opts.intra_op_num_threads,
+                            "graph_optimization": str(opts.graph_optimization_level)}
 
 
 class OvArm(LoopArm):
@@ -97,9 +100,14 @@ class OvArm(LoopArm):
         self.call = call
         self.description = {"how": f"plain OpenVINO: static shapes, INFERENCE_PRECISION_HINT {hint}, default "
                                    f"performance hint, infer per call", "openvino": ov.__version__,
-                            "precision": precision, "inference_precision": str(
-                                compiled.get_property("INFERENCE_PRECISION_HINT")),
-                            "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")), **extra}
+                            "precision": precision, "inference_precision": prop(compiled, "INFERENCE_PRECISION_HINT"),
+                            "performance_hint": prop(compiled, "PERFORMANCE_HINT"),
+                            "threads": prop(compiled, "INFERENCE_NUM_THREADS"), **extra}
+
+
+def prop(compiled, name: str) -> str:
+    value = compiled.get_property(name)
+    return value.to_string() if hasattr(value, "to_string") else str(value)
 
 
 def quantize(model, ov_model, batch: int):
