@@ -364,18 +364,27 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
     assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
 
 
-def test_a_close_call_is_decided_by_the_side_by_side_runoff():
-    today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping")
+def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
+    today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
 
     def probes():
-        return [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ov bf16", 1.2, 1.1, 1.4,
-                                                                                            precision="bf16")]
-    close = probes()
-    assert [p.label for p in runoff.contender(close, row.clearly_faster)] == ["ov bf16", "ort fp16"]
-    won = row.choose(close, "FP16", (), today, {"challenger": "ov bf16", "ratios": [1.1, 1.2, 1.05], "median": 1.1})
-    assert won["chosen"] == "ov bf16" and "won the runoff" in close[1].reason and "1.10x" in close[1].reason
-    kept = probes()
-    lost = row.choose(kept, "FP16", (), today, {"challenger": "ov bf16", "ratios": [0.9, 1.01, 0.95], "median": 0.95})
-    assert lost["chosen"] == "ort fp16" and "today's mapping kept (runoff" in kept[1].reason
-    clear = [_measured("ort fp16", 1.0, 0.9, 1.1, today=True, precision="fp16"), _measured("ov", 2.0, 1.9, 2.1)]
-    assert runoff.contender(clear, row.clearly_faster) is None  # no runoff where the probes already separate
+        return [_measured("torch bf16", 8.7, 8.0, 9.4, today=True, precision="bf16"),
+                _measured("ov bf16", 2.9, 2.7, 3.1, precision="bf16"), _measured("torch fp32", 3.7, 3.5, 3.9),
+                _measured("ort fp32", 1.0, 0.9, 1.1)]
+    leader, rivals = runoff.challengers(probes())
+    assert leader.label == "torch bf16" and [p.label for p in rivals] == ["torch fp32", "ov bf16"]  # ort: too far
+    ps = probes()
+    verdict = {"winner": "ov bf16", "duels": [
+        {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
+        {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
+    d = row.choose(ps, "FP16", ("bf16",), today, verdict)
+    assert d["chosen"] == "ov bf16" and d["ratio_vs_today"] == pytest.approx(1.65)  # the duel's, not the probes'
+    assert d["ratio_interval"] == [1.5, 1.8]
+    by = {p.label: p for p in ps}
+    assert "side by side with torch bf16: 1.65x" in by["ov bf16"].reason
+    assert "side by side with ov bf16: 0.61x" in by["torch bf16"].reason and by["torch bf16"].status == "lost"
+    assert "1.65x today's mapping" in d["plan"]["precision_note"]
+    today_first = probes()
+    today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
+    assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
+    assert runoff.challengers([_measured("one", 1.0, 0.9, 1.1)])[1] == []

@@ -117,8 +117,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
-    pair = runoff.contender(probes, clearly_faster)
-    verdict = runoff.run(model, pair, inputs, batch_size, settings.measure_config()) if pair else None
+    verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config())
     decision = choose(probes, published, native16, today, verdict)
     decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
@@ -251,9 +250,9 @@ def record_timing(p: Probe, m) -> None:
 
 def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice,
            verdict: dict | None = None) -> dict:
-    """The fastest measured candidate, unless its interval overlaps today's mapping's and the runoff
-    (`verdict`: both timed side by side, kit.search.runoff) does not put it ahead (then today's
-    stays); every other probe gets its reason."""
+    """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
+    side, kit.search.runoff); without one, the fastest measured candidate unless its interval
+    overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
     measured = [p for p in probes if p.status == "measured"]
     today_probe = next((p for p in probes if p.today), None)
     if not measured:
@@ -266,20 +265,20 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
                 "probes": [p.to_dict() for p in probes]}
     best = max(measured, key=lambda p: p.throughput)
     kept_for_noise = False
-    won_runoff = bool(verdict and verdict.get("challenger") == best.label and verdict.get("median", 0) > 1.0)
-    if today_probe is not None and today_probe.status == "measured" and best is not today_probe \
-            and not clearly_faster(best, today_probe) and not won_runoff:
+    if verdict:  # the side-by-side duels decide (kit.search.runoff)
+        best = next(p for p in measured if p.label == verdict["winner"])
+    elif today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+            and not clearly_faster(best, today_probe):
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = "chosen" if p is best else "lost"
         if p is not best:
-            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput"
+            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe)"
             if kept_for_noise and p.throughput > best.throughput:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
-                            "mapping's throughput: today's mapping kept" + runoff_text(verdict, p))
-        elif won_runoff:
-            p.reason = "won the runoff against today's mapping" + runoff_text(verdict, p)
-    ratio, ratio_iv = ratio_to(best, today_probe)
+                            "mapping's throughput: today's mapping kept")
+        p.reason += runoff_text(verdict, p)
+    ratio, ratio_iv = duel_ratio(verdict, best, today_probe) or ratio_to(best, today_probe)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
             "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
                                                            measured)},
@@ -288,13 +287,33 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
             "probes": [p.to_dict() for p in probes]}
 
 
+def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list] | None:
+    """best ÷ today from their side-by-side duel (median, and the lowest and highest round), if they
+    fought one."""
+    for d in (verdict or {}).get("duels", []):
+        if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
+            continue
+        ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
+        median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
+        return median, [min(ratios), max(ratios)]
+    return None
+
+
 def runoff_text(verdict: dict | None, p: Probe) -> str:
-    if not verdict or verdict.get("challenger") != p.label:
+    """What the side-by-side duels said about `p` ('' where it fought none)."""
+    parts = []
+    for d in (verdict or {}).get("duels", []):
+        if p.label not in (d["leader"], d["challenger"]):
+            continue
+        other = d["challenger"] if p.label == d["leader"] else d["leader"]
+        if "error" in d:
+            parts.append(f"runoff with {other} failed: {d['error']}")
+            continue
+        mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
+        parts.append(f"side by side with {other}: {mine:.2f}x (median of {len(d['ratios'])} alternating rounds)")
+    if not parts:
         return ""
-    if "error" in verdict:
-        return f" (the runoff failed: {verdict['error']})"
-    return (f" (runoff, side by side: {verdict['median']:.2f}x today's mapping, median of "
-            f"{len(verdict['ratios'])} alternating rounds {', '.join(f'{r:.2f}' for r in verdict['ratios'])})")
+    return ("; " if p.reason else "") + "; ".join(parts)
 
 
 def clearly_faster(a: Probe, b: Probe) -> bool:
