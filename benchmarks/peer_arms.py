@@ -129,7 +129,15 @@ def make_arm(arm: str, model_name: str, batch: int, plan: dict | None):
 
 
 def peak_rss_mb() -> float:
-    """This worker's peak resident memory (Linux reports ru_maxrss in KiB)."""
+    """This worker's peak resident memory: VmHWM (reset at exec; ru_maxrss would carry the parent's
+    peak into a spawned worker), else ru_maxrss (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
