@@ -17,7 +17,9 @@ LAB_PORT ?= 8888
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
-.PHONY: install reproduce rerun test bench lab lint site rebuild-state clean-outputs
+PEERS_ARGS ?=
+
+.PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs
 
 install: $(STAMP)
 
@@ -51,6 +53,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
+
+# The kit's chosen configuration per published row against plain ONNX Runtime fp32 and OpenVINO
+# (benchmarks/peers.py); e.g. PEERS_ARGS="--rows resnet50-torch-fp32:FP16 --rounds 6 --seconds 5".
+bench-peers: $(STAMP)
+	$(BIN)/python -m pip install -q -r benchmarks/requirements-peers.txt -c constraints.txt
+	$(BIN)/python -m benchmarks.peers $(PEERS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kit tests benchmarks

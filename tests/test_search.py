@@ -8,7 +8,7 @@ import math
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.search import cache, row
+from kit.search import cache, row, runoff
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
@@ -17,28 +17,30 @@ from kit.search.probe import Probe
 TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
 
 
-@pytest.mark.parametrize("precision,published,native16,eligible", [
-    ("bf16", "FP16", ("bf16",), True),
-    ("fp16", "FP16", ("bf16",), True),  # a 16-bit type, even emulated
-    ("fp32", "FP16", ("bf16",), False),  # bf16 is native: fp32 may not stand in
-    ("fp32", "FP16", (), True),  # 16-bit only emulated: fp32 may stand in
-    ("int8", "FP16", (), False),
-    ("int8", "FP8", (), True),
-    ("fp32", "FP8", (), False),
-    ("bf16", "FP8", ("bf16",), False),
+@pytest.mark.parametrize("precision,published,eligible", [
+    ("bf16", "FP16", True),
+    ("fp16", "FP16", True),  # a 16-bit type, even emulated
+    ("fp32", "FP16", True),  # a higher precision: probed everywhere, wins only by being faster
+    ("int8", "FP16", False),  # below the row's class
+    ("int8", "FP8", True),
+    ("bf16", "FP8", True),
+    ("fp16", "FP8", True),
+    ("fp32", "FP8", True),
+    ("fp8", "FP8", True),
+    ("fp8", "FP16", False),
 ])
-def test_precision_gate(precision, published, native16, eligible):
-    reason = precision_gate(precision, published, native16)
+def test_precision_gate_admits_the_published_class_and_every_higher_precision(precision, published, eligible):
+    reason = precision_gate(precision, published)
     assert (reason is None) is eligible
     if not eligible:
-        assert precision in reason
+        assert precision in reason and "below" in reason
 
 
 def test_precision_gate_rejects_unknown_names():
     with pytest.raises(InvalidParameter, match="FP4"):
-        precision_gate("fp32", "FP4", ())
+        precision_gate("fp32", "FP4")
     with pytest.raises(InvalidParameter, match="int4"):
-        precision_gate("int4", "FP8", ())
+        precision_gate("int4", "FP8")
 
 
 def test_numerics_gate_is_relative_to_the_reference_and_per_class():
@@ -56,7 +58,9 @@ def test_candidates_follow_the_cpu_flags():
     assert native_16bit(bf16) == ("bf16",)
     plain = row_candidates("torch", "cpu", flags={"avx2"}, cores=2)
     assert native_16bit(plain) == ()
-    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx512_bf16"}, cores=2)) == ()
+    # a TF model has no torch bf16, but OpenVINO runs its ONNX export at bf16 natively
+    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx512_bf16"}, cores=2)) == ("bf16",)
+    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx2"}, cores=2)) == ()
     assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags=set(), cores=2))
     with pytest.raises(InvalidParameter, match="ipu"):
         row_candidates("torch", "ipu")
@@ -83,8 +87,11 @@ def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
     by = {p.label: p for p in probes}
     assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
     assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
-    assert by["torch fp32 (cpu)"].status == "not eligible"
+    assert by["torch fp32 (cpu)"].status == "pending"  # fp32 is probed although bf16 is native
+    assert by["openvino fp32 (cpu)"].status == "pending" and by["openvino bf16 (cpu)"].status == "pending"
+    assert by["torch int8 (cpu)"].status == "not eligible" and by["openvino int8 (cpu)"].status == "not eligible"
     assert by["torch bf16 compile (cpu)"].status == "not probed"
+    assert by["openvino fp32 hint=THROUGHPUT (cpu)"].status == "not probed"
     full = _probes(cands, today)
     row.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
     assert {p.label: p.status for p in full}["onnxruntime fp16 (cpu)"] == "pending"
@@ -103,7 +110,7 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     d = row.choose(probes, "FP16", (), today)
     assert d["chosen"] == "ort fp32" and d["ratio_vs_today"] == pytest.approx(1.41 / 1.16)
     assert d["separated"] and d["ratio_interval"][0] == pytest.approx(1.35 / 1.20)
-    assert "only emulates 16-bit" in d["plan"]["precision_note"]
+    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d["plan"]["precision_note"]
     assert probes[0].status == "lost" and "0.82x" in probes[0].reason
 
 
@@ -294,3 +301,92 @@ def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     row.skip_over_memory_budget(probes, small)
     assert probes[0].status == "pending"  # the graph's own method is never skipped here
     assert probes[1].status == "not probed" and "over the" in probes[1].reason and "GB" in probes[1].reason
+
+
+def test_openvino_candidates_follow_the_cpu_flags_on_every_framework():
+    def ov(flags):
+        return {(c.precision, c.depth, c.options.get("hint")) for c in
+                row_candidates("onnx", "cpu", flags=flags, cores=2) if c.backend == "openvino"}
+    assert ov({"avx512_bf16", "avx512_vnni"}) == {("fp32", "quick", None), ("bf16", "quick", None),
+                                                  ("int8", "quick", None), ("fp32", "full", "THROUGHPUT"),
+                                                  ("bf16", "full", "THROUGHPUT")}
+    assert ("fp16", "quick", None) in ov({"avx512_bf16", "avx512_fp16"})
+    assert {p for p, _, _ in ov({"avx2"})} == {"fp32", "int8"}  # no silent f32 called bf16
+
+
+class _SleepySession:
+    """A session whose every call takes `call_s` (the kit's own timed window times it)."""
+
+    def __init__(self, call_s: float):
+        self.call_s = call_s
+
+    def measure_window(self, inputs, batch, cfg, sampler=None):
+        import time
+
+        from kit.measure.window import timed_window
+        return timed_window([lambda: time.sleep(self.call_s)], batch, cfg, sampler)
+
+
+def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in_full(monkeypatch):
+    mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=2).measure_config()
+    leader = _measured("leader", 1000.0, 990.0, 1010.0)
+    slow = _measured("slow", 0.0, 0.0, 0.0)
+    slow.status, slow.throughput = "pending", None
+    assert row.stopped_early(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
+    assert slow.calls >= 2
+    close = _measured("close", 0.0, 0.0, 0.0)
+    close.status, close.throughput = "pending", None
+    assert not row.stopped_early(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)
+    unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
+    unbounded.status, unbounded.throughput = "pending", None
+    original = row.record_timing
+
+    def no_upper_end(p, m):
+        original(p, m)
+        p.high = None  # a short interval whose mean call time could be zero: never stopped
+
+    monkeypatch.setattr(row, "record_timing", no_upper_end)
+    assert not row.stopped_early(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)
+
+
+def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
+    today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
+    probes = [_measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
+              _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
+                                                                         precision="bf16")]
+    d = row.choose(probes, "FP16", ("bf16",), today)
+    note = d["plan"]["precision_note"]
+    assert d["chosen"] == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
+    assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
+           "openvino bf16 (cpu))" in note
+    int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
+                                                                                        precision="bf16")]
+    d8 = row.choose(int8, "FP8", ("bf16",), PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
+    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
+
+
+def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
+    today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
+
+    def probes():
+        return [_measured("torch bf16", 8.7, 8.0, 9.4, today=True, precision="bf16"),
+                _measured("ov bf16", 2.9, 2.7, 3.1, precision="bf16"), _measured("torch fp32", 3.7, 3.5, 3.9),
+                _measured("ort fp32", 1.5, 1.4, 1.6)]
+    leader, rivals = runoff.challengers(probes())
+    assert leader.label == "torch bf16" and [p.label for p in rivals] == ["torch fp32", "ov bf16"]  # ort fp32: below 0.2x
+    ps = probes()
+    verdict = {"winner": "ov bf16", "duels": [
+        {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
+        {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
+    d = row.choose(ps, "FP16", ("bf16",), today, verdict)
+    assert d["chosen"] == "ov bf16" and d["ratio_vs_today"] == pytest.approx(1.65)  # the duel's, not the probes'
+    assert d["ratio_interval"] == [1.5, 1.8]
+    by = {p.label: p for p in ps}
+    assert "side by side with torch bf16: 1.65x" in by["ov bf16"].reason
+    assert "side by side with ov bf16: 0.61x" in by["torch bf16"].reason and by["torch bf16"].status == "lost"
+    assert "1.65x today's mapping" in d["plan"]["precision_note"]
+    today_first = probes()
+    today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
+    assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
+    assert runoff.challengers([_measured("one", 1.0, 0.9, 1.1)])[1] == []

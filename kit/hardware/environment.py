@@ -15,8 +15,8 @@ from kit.hardware.cpu import thread_settings
 from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
-            "tf2onnx", "transformers", "papermill", "nbconvert", "pandas", "mlcommons-loadgen", "poprt",
-            "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
+            "tf2onnx", "transformers", "openvino", "nncf", "papermill", "nbconvert", "pandas", "mlcommons-loadgen",
+            "poprt", "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
 #: The distributions that install the `onnxruntime` module: the CPU build or the GPU build.
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu")
 #: Where TensorRT's libraries come from, the library wheels first: ORT's TensorRT provider loads

@@ -2,7 +2,7 @@
 the published precision and batch size, the hardware fingerprint and the software versions.
 
 A decision is stored with its whole probe table under outputs/cache/search/. A changed key (another
-CPU, a new torch, ONNX Runtime (CPU or GPU build) or TensorRT, a new search version) finds no file and searches again; `force`
+CPU, a new torch, ONNX Runtime (CPU or GPU build), TensorRT, OpenVINO or NNCF, a new search version) finds no file and searches again; `force`
 searches again whatever is stored. A decision made by a quick search serves quick lookups only; a
 full search's decision serves both. A decision searched on a contended machine (load average above
 the cores) is reused only while the machine is still contended: once it is quiet, the row is
@@ -22,11 +22,12 @@ from kit.hardware import cuda
 from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, cpu_flags, cpu_model, usable_cores
 from kit.paths import cache_dir
 
-SEARCH_VERSION = 3  # bump when candidates, gates or the choice rule change
+SEARCH_VERSION = 8  # bump when candidates, gates or the choice rule change
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
 SOFTWARE = ("torch", "onnxruntime", "onnxruntime-gpu", *TENSORRT_DISTRIBUTIONS, "onnx", "onnxconverter-common",
-            "numpy", "tensorflow-cpu", "tf2onnx", "transformers")
+            "numpy", "tensorflow-cpu", "tf2onnx", "transformers",
+            "openvino", "nncf")
 FLAG_PREFIXES = ("avx", "amx", "fma", "sse4", "f16c")
 DEPTH_RANK = {"quick": 0, "full": 1}
 

@@ -1,8 +1,9 @@
 """The configurations a row's search measures on the hardware at hand, each with its precision class
 and whether its arithmetic is native here.
 
-CPU: ONNX Runtime fp32/fp16/int8 with graph-optimisation and thread settings; PyTorch (zoo models
-built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA and
+CPU: ONNX Runtime fp32/fp16/int8 with graph-optimisation and thread settings; OpenVINO f32, the
+native 16-bit inference precisions and NNCF int8 with the LATENCY (and, full, THROUGHPUT) hint;
+PyTorch (zoo models built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA and
 TensorRT, PyTorch CUDA. `depth` says which search first measures a candidate: 'quick' candidates are
 measured by every search, 'full' ones (torch.compile's minutes of compilation; extra thread and
 graph settings) only by a full search.
@@ -44,6 +45,8 @@ class RowCandidate:
             extra.append("compile")
         if self.options.get("quantization"):
             extra.append(self.options["quantization"])
+        if self.options.get("hint"):
+            extra.append(f"hint={self.options['hint']}")
         if self.options.get("graph_optimization"):
             extra.append(f"graph={self.options['graph_optimization'].removeprefix('ORT_ENABLE_')}")
         if self.threads:
@@ -98,6 +101,7 @@ def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate
         out += [RowCandidate(ort, p, threads=cores - 1, native=p != "fp16" and (p != "int8" or vnni),
                              depth="full", why=f"{cores - 1} intra-op threads: leaves a core to the host")
                 for p in ("fp32", "int8")]
+    out += openvino_candidates(bf16, fp16, vnni)
     if framework != "torch":
         return out
     out += [RowCandidate("torch", "fp32", why="torch eager"),
@@ -108,6 +112,23 @@ def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate
                          why="inductor bf16, frozen weights"),
             RowCandidate("torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")),
             RowCandidate("torch", "int8", native=vnni, why="dynamic int8 Linear layers (torch.ao)")]
+    return out
+
+
+def openvino_candidates(bf16: bool, fp16: bool, vnni: bool) -> list[RowCandidate]:
+    """OpenVINO on the same ONNX export (every framework): f32, the 16-bit inference precisions this
+    CPU has natively (OpenVINO would silently run f32 for the others), NNCF int8; the LATENCY hint
+    in every search, THROUGHPUT (several streams) in a full one."""
+    ov = "openvino"
+    out = [RowCandidate(ov, "fp32", why="OpenVINO f32, LATENCY hint, static shapes")]
+    out += [RowCandidate(ov, p, why=f"OpenVINO {p} inference precision (native here)")
+            for p, native in (("bf16", bf16), ("fp16", fp16)) if native]
+    out.append(RowCandidate(ov, "int8", native=vnni, why="NNCF post-training int8 calibrated on the row's inputs"
+                            + ("" if vnni else " (no VNNI)")))
+    best16 = "fp16" if fp16 else "bf16" if bf16 else None
+    out += [RowCandidate(ov, p, options={"hint": "THROUGHPUT"}, depth="full",
+                         why="THROUGHPUT hint: several streams over the cores")
+            for p in ("fp32", *([best16] if best16 else []))]
     return out
 
 

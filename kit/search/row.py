@@ -15,6 +15,7 @@ never trades the mapping for noise).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -27,7 +28,7 @@ from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.search import cache
+from kit.search import cache, runoff
 from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
 from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
 from kit.search.precision_map import PrecisionChoice, map_precision
@@ -44,6 +45,11 @@ from kit.search.probe import (
 
 REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
 PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
+#: Early stop: a candidate is first timed for SCOUT_SHARE of the probe (at least 2 calls); when even
+#: the upper end of that short interval is below STOP_BELOW x the low end of the leader's interval so
+#: far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end never
+#: stops; today's mapping is always timed in full).
+SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,9 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
-    decision = choose(probes, published, native16, today)
+    verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config())
+    decision = choose(probes, published, native16, today, verdict)
+    decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
     decision.update({
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
@@ -147,7 +155,7 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
                 native16: tuple[str, ...], depth: str) -> None:
     """Mark what will not be measured, and why: the precision-class gate, then the depth."""
     for p, c in zip(probes, candidates, strict=True):
-        reason = precision_gate(p.precision, published, native16)
+        reason = precision_gate(p.precision, published)
         if reason:
             p.status, p.reason = "not eligible", reason
         elif p.today:
@@ -179,13 +187,16 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         del ref_session
         release()
     scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
-    for p in probes:
+    # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
+    # early stop then cuts the slow wide ones short
+    for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
         if p.status == "pending":
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad)
+            leader = max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader)
 
 
 def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
-              ref_out: list, scale: float, ref_bad: int) -> None:
+              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None) -> None:
     session = None
     try:
         with Stopwatch() as load:
@@ -203,6 +214,8 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         if not verdict.ok:
             p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
             return
+        if leader is not None and not p.today and stopped_early(p, leader, session, inputs, batch, mcfg):
+            return
         record_timing(p, time_session(session, inputs, batch, mcfg))
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
         p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
@@ -213,15 +226,35 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         release()
 
 
+def scout_config(mcfg: MeasureConfig) -> MeasureConfig:
+    return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=2)
+
+
+def stopped_early(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig) -> bool:
+    """Time a short scout window; True (and `p` marked lost with the figures) when it clearly loses
+    to the leader so far."""
+    record_timing(p, time_session(session, inputs, batch, scout_config(mcfg)))
+    best_case = p.high if p.high is not None and p.high == p.high else math.inf  # no upper bound: go on
+    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
+    if best_case >= STOP_BELOW * yardstick:
+        return False
+    p.status = "lost"
+    p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {p.calls} calls (at most {best_case:.3g}), "
+                f"below {STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
+    return True
+
+
 def record_timing(p: Probe, m) -> None:
     p.throughput, p.low, p.high = throughput_interval(m)
     p.calls = m.latency.count
     p.status = "measured"
 
 
-def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice) -> dict:
-    """The fastest measured candidate, unless its interval overlaps today's mapping's (then today's
-    stays); every other probe gets its reason."""
+def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice,
+           verdict: dict | None = None) -> dict:
+    """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
+    side, kit.search.runoff); without one, the fastest measured candidate unless its interval
+    overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
     measured = [p for p in probes if p.status == "measured"]
     today_probe = next((p for p in probes if p.today), None)
     if not measured:
@@ -234,23 +267,55 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
                 "probes": [p.to_dict() for p in probes]}
     best = max(measured, key=lambda p: p.throughput)
     kept_for_noise = False
-    if today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+    if verdict:  # the side-by-side duels decide (kit.search.runoff)
+        best = next(p for p in measured if p.label == verdict["winner"])
+    elif today_probe is not None and today_probe.status == "measured" and best is not today_probe \
             and not clearly_faster(best, today_probe):
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = "chosen" if p is best else "lost"
         if p is not best:
-            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput"
+            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe)"
             if kept_for_noise and p.throughput > best.throughput:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
                             "mapping's throughput: today's mapping kept")
-    ratio, ratio_iv = ratio_to(best, today_probe)
+        p.reason += runoff_text(verdict, p)
+    ratio, ratio_iv = duel_ratio(verdict, best, today_probe) or ratio_to(best, today_probe)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
             "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
                                                            measured)},
             "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
             "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
             "probes": [p.to_dict() for p in probes]}
+
+
+def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list] | None:
+    """best ÷ today from their side-by-side duel (median, and the lowest and highest round), if they
+    fought one."""
+    for d in (verdict or {}).get("duels", []):
+        if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
+            continue
+        ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
+        median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
+        return median, [min(ratios), max(ratios)]
+    return None
+
+
+def runoff_text(verdict: dict | None, p: Probe) -> str:
+    """What the side-by-side duels said about `p` ('' where it fought none)."""
+    parts = []
+    for d in (verdict or {}).get("duels", []):
+        if p.label not in (d["leader"], d["challenger"]):
+            continue
+        other = d["challenger"] if p.label == d["leader"] else d["leader"]
+        if "error" in d:
+            parts.append(f"runoff with {other} failed: {d['error']}")
+            continue
+        mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
+        parts.append(f"side by side with {other}: {mine:.2f}x (median of {len(d['ratios'])} alternating rounds)")
+    if not parts:
+        return ""
+    return ("; " if p.reason else "") + "; ".join(parts)
 
 
 def clearly_faster(a: Probe, b: Probe) -> bool:
@@ -284,7 +349,9 @@ def plan_of_choice(choice: PrecisionChoice) -> dict:
 
 def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str,
          native16: tuple[str, ...], ratio: float | None, measured: list[Probe]) -> str:
-    """The precision note a report prints for the chosen configuration."""
+    """The precision note a report prints for the chosen configuration: what won, its ratio to
+    today's mapping, and, where a higher precision stands in for the published one, both
+    throughputs against the best candidate of the published class."""
     head = (f"chosen by the per-row search: {best.label}, "
             + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
@@ -293,13 +360,16 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})"
     elif best is today_probe:
         head += " (today's mapping)"
-    if bits(best.precision) == 32 and row_bits(published) == 16:
-        sixteen = [p for p in measured if bits(p.precision) == 16]
-        fastest = max(sixteen, key=lambda p: p.throughput) if sixteen else None
-        why = (f"; IPU {published.upper()} -> fp32 because this hardware only emulates 16-bit for this model"
-               + (f" and the best 16-bit candidate ({fastest.label}) measured "
-                  f"{fastest.throughput / best.throughput:.2f}x as fast" if fastest else ""))
-    elif best.precision == today.precision:
+    want = row_bits(published)
+    if bits(best.precision) > want:
+        same = [p for p in measured if bits(p.precision) == want]
+        top = max(same, key=lambda p: p.throughput) if same else None
+        why = (f"; {best.precision} stands in for {published.upper()}: faster here ("
+               + (f"{best.throughput:.3g} vs {top.throughput:.3g} samples/s, {best.throughput / top.throughput:.2f}x "
+                  f"the best {published.upper()}-class candidate, {top.label})" if top else
+                  f"no {published.upper()}-class candidate was measured here: "
+                  f"{', '.join(sorted({p.precision for p in measured}))} only)"))
+    elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
         why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"

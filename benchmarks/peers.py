@@ -1,0 +1,284 @@
+"""`make bench-peers`: each published row, at its published batch sizes, run the kit's way against
+what a CPU user would run instead, on the same ONNX export, batch and seeded inputs.
+
+Arms (benchmarks/peer_arms.py), each a separate warm process: the kit's chosen configuration (the
+row's cached quick search decision, made now if absent) through the kit's timed window; plain ONNX
+Runtime fp32 (default session options); OpenVINO f32 and bf16 (bf16 only where the CPU has it);
+OpenVINO NNCF int8 for FP8 rows. Rounds are interleaved (every arm once per round, the order
+rotated each round); per round the ratio kit ÷ peer; the figure is the median of those ratios with
+a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method). Target: kit ÷ best peer >= 0.95
+(median) on every row; the best peer is the one with the highest median throughput.
+
+    python -m benchmarks.peers --rows resnet50-torch-fp32:FP16,bert-torch-fp32:FP8 --rounds 6 --seconds 5
+    python -m benchmarks.peers --rows all --batches published      # every row, every published batch
+
+Peer versions: benchmarks/requirements-peers.txt. Writes outputs/bench/peers.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.common import load_note
+from benchmarks.peer_arms import serve
+from kit.batch.profiles import search_batch
+from kit.hardware.environment import capture, cpu_flags
+from kit.models import export_model
+from kit.paths import outputs_dir
+from kit.published import figures as published
+from kit.search import SearchSettings, decide
+from kit.search.probe import reference_scale
+
+TARGET = 0.95
+PEERS = ("ort-fp32", "ov-f32", "ov-bf16")
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default=os.environ.get("PEERS_ROWS", "all"),
+                   help="model:PRECISION,... or 'all' (every published row); model:PRECISION@1/8 sets the "
+                        "row's batch sizes (where a published one takes minutes per call here)")
+    p.add_argument("--batches", default=os.environ.get("PEERS_BATCHES", "published"),
+                   help="'published' (every published batch size), 'max', 'min', or sizes like 4,32")
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("PEERS_ROUNDS", 6)))
+    p.add_argument("--seconds", type=float, default=float(os.environ.get("PEERS_SECONDS", 5.0)))
+    p.add_argument("--arms", default=os.environ.get("PEERS_ARMS", ""), help="peer arms to keep (default all)")
+    p.add_argument("--out", default=str(outputs_dir() / "bench" / "peers.json"))
+    return p.parse_args(argv)
+
+
+def rows(spec: str) -> list[tuple[str, str, list[int] | None]]:
+    """(model, PRECISION, batch sizes or None) per row; 'model:PRECISION@1/8' gives the row's batches."""
+    if spec == "all":
+        return [(r.model, r.precision, None) for r in published.headline_rows().itertuples()]
+    out = []
+    for item in (i.strip() for i in spec.split(",") if i.strip()):
+        row, _, sizes = item.partition("@")
+        model, precision = row.split(":")
+        out.append((model, precision, [int(b) for b in sizes.split("/")] if sizes else None))
+    return out
+
+
+def batches_of(model: str, precision: str, spec: str, given: list[int] | None = None) -> list[int]:
+    sizes = published.ipu_run_settings(model, precision)["batch_sizes"] or [1]
+    if given:
+        return given
+    if spec == "published":
+        return sizes
+    if spec in ("max", "min"):
+        return [max(sizes) if spec == "max" else min(sizes)]
+    return [int(b) for b in spec.split(",")]
+
+
+def arms_for(precision: str, keep: str) -> tuple[list[str], dict[str, str]]:
+    """The peer arms of a row, and those left out with the reason."""
+    arms, skipped = list(PEERS) + (["ov-int8"] if precision.upper() == "FP8" else []), {}
+    if not set(cpu_flags()) & set(BF16_FLAGS):
+        arms.remove("ov-bf16")
+        skipped["ov-bf16"] = "this CPU has neither avx512_bf16 nor AMX: OpenVINO would run f32"
+    if keep:
+        wanted = {a.strip() for a in keep.split(",")}
+        skipped.update({a: "not asked for (--arms)" for a in arms if a not in wanted})
+        arms = [a for a in arms if a in wanted]
+    return arms, skipped
+
+
+def kit_plan(model_name: str, precision: str) -> dict:
+    """The row's decision as `make reproduce` (quick profile) takes it: searched at the quick batch."""
+    model = export_model(model_name)
+    sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
+    decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), "cpu",
+                              SearchSettings("quick"))
+    return {"plan": {k: decision["plan"][k] for k in ("backend", "precision", "device", "options", "threads")},
+            "chosen": decision["chosen"], "today": decision["today"], "note": decision["plan"]["precision_note"],
+            "searched_s": decision.get("searched_s"), "reused": reused}
+
+
+def start(arm: str, model: str, batch: int, plan: dict | None):
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=serve, args=(child, arm, model, batch, plan), daemon=True)
+    proc.start()
+    return proc, parent
+
+
+def ask(conn, *cmd):
+    conn.send(cmd)
+    return conn.recv()
+
+
+def bootstrap_median(ratios: list[float]) -> tuple[float, float | None, float | None]:
+    from scipy.stats import bootstrap
+
+    med = statistics.median(ratios)
+    if len(ratios) < 3 or len(set(ratios)) < 2:
+        return med, None, None
+    res = bootstrap((np.asarray(ratios),), np.median, n_resamples=9999, confidence_level=0.95,
+                    method="percentile", random_state=0)
+    return med, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def relative_error(out: list, ref: list) -> float:
+    diff = np.concatenate([np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).ravel()
+                           for a, b in zip(out, ref, strict=True)])
+    return float(diff[np.isfinite(diff)].mean() / reference_scale(ref))
+
+
+def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
+    arms, skipped = arms_for(precision, args.arms)
+    arms = ["kit", *arms]
+    workers, loaded = {}, {}
+    try:
+        for arm in arms:  # loaded one after another (NNCF and compilation are not timed)
+            proc, conn = start(arm, model, batch, kit["plan"] if arm == "kit" else None)
+            reply = conn.recv()
+            if reply["ok"]:
+                workers[arm], loaded[arm] = (proc, conn), reply
+            else:
+                skipped[arm] = reply["reason"]
+                proc.join(5)
+        if "kit" not in workers:
+            return {"batch_size": batch, "error": f"the kit's arm did not load: {skipped.get('kit')}",
+                    "skipped": skipped}
+        numerics = numerics_of(workers)
+        per = {arm: [] for arm in workers}
+        rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}
+        order = list(workers)
+        loads = []
+        for r in range(args.rounds):
+            rotated = order[r % len(order):] + order[:r % len(order)]
+            for arm in rotated:
+                reply = ask(workers[arm][1], "round", args.seconds)
+                per[arm].append(reply["throughput"] if reply["ok"] else float("nan"))
+                rss[arm] = max(rss[arm] or 0, reply.get("peak_rss_mb") or 0)
+            loads.append(os.getloadavg()[0])
+        return {**summarise(batch, per, loaded, skipped, numerics, loads), "peak_rss_mb": rss}
+    finally:
+        for proc, conn in workers.values():
+            try:
+                conn.send(("close",))
+            except (OSError, BrokenPipeError):
+                pass
+            proc.join(10)
+            if proc.is_alive():
+                proc.terminate()
+
+
+def numerics_of(workers: dict) -> dict:
+    outs = {arm: ask(conn, "outputs") for arm, (_, conn) in workers.items()}
+    ref = outs.get("ort-fp32")
+    if not ref or not ref["ok"]:
+        return {}
+    return {arm: relative_error(o["outputs"], ref["outputs"]) for arm, o in outs.items() if o["ok"]}
+
+
+def summarise(batch: int, per: dict, loaded: dict, skipped: dict, numerics: dict, loads: list) -> dict:
+    kit = per["kit"]
+    peers = {}
+    for arm, thr in per.items():
+        if arm == "kit":
+            continue
+        ratios = [k / p for k, p in zip(kit, thr, strict=True) if p > 0 and k == k and p == p]
+        med, low, high = bootstrap_median(ratios) if ratios else (float("nan"), None, None)
+        peers[arm] = {"throughput_median": statistics.median(thr), "throughputs": thr, "kit_over_peer": med,
+                      "ci95": [low, high], "ratios": ratios, "relative_error": numerics.get(arm),
+                      "description": loaded[arm]["description"], "load_s": loaded[arm]["load_s"]}
+    best = max(peers, key=lambda a: peers[a]["throughput_median"]) if peers else None
+    return {"batch_size": batch, "kit": {"throughput_median": statistics.median(kit), "throughputs": kit,
+                                         "relative_error": numerics.get("kit"),
+                                         "description": loaded["kit"]["description"]},
+            "peers": peers, "best_peer": best, "kit_over_best": peers[best]["kit_over_peer"] if best else None,
+            "kit_over_best_ci95": peers[best]["ci95"] if best else None,
+            "met": bool(best and peers[best]["kit_over_peer"] >= TARGET), "skipped": skipped,
+            "load_average": {"min": min(loads), "max": max(loads)}}
+
+
+def fmt_ci(ci) -> str:
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and ci[0] is not None else "[no CI]"
+
+
+def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
+    if "error" in b:
+        print(f"  {model} {precision} b{b['batch_size']}: {b['error']}", flush=True)
+        return
+    err = b["kit"]["relative_error"]
+    print(f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} {b['kit']['throughput_median']:.3g}/s "
+          f"(rel. error {'-' if err is None else f'{err:.2g}'}, peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); "
+          f"best peer {b['best_peer']}: kit ÷ best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} "
+          f"(target >= {TARGET}: {'met' if b['met'] else 'MISSED'}; load {b['load_average']['min']:.1f}-"
+          f"{b['load_average']['max']:.1f})", flush=True)
+    for arm, p in b["peers"].items():
+        err = p["relative_error"]
+        print(f"      vs {arm:8s} {p['throughput_median']:9.3g}/s  kit ÷ peer {p['kit_over_peer']:.2f} "
+              f"{fmt_ci(p['ci95'])}  rel. error {'-' if err is None else f'{err:.2g}'}", flush=True)
+    for arm, why in b["skipped"].items():
+        print(f"      {arm}: skipped ({why})", flush=True)
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| row | batch | kit's choice | kit /s | best peer | peer /s | kit ÷ best peer [95 % CI] | "
+             "kit ÷ ORT fp32 [95 % CI] | met |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for b in r["batches"]:
+            if "error" in b:
+                lines.append(f"| {r['model']} {r['published']} | {b['batch_size']} | {b['error']} |||||||")
+                continue
+            best, ort = b["peers"][b["best_peer"]], b["peers"].get("ort-fp32")
+            lines.append(
+                f"| {r['model']} {r['published']} | {b['batch_size']} | {r['kit']['chosen']} | "
+                f"{b['kit']['throughput_median']:.3g} | {b['best_peer']} | {best['throughput_median']:.3g} | "
+                f"{b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} | "
+                + (f"{ort['kit_over_peer']:.2f} {fmt_ci(ort['ci95'])}" if ort else "-")
+                + f" | {'yes' if b['met'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
+    print(f"peers: kit vs plain ORT fp32 / OpenVINO, {args.rounds} interleaved rounds of {args.seconds:g} s; "
+          f"CPU flags {' '.join(flags)} ({load_note()})", flush=True)
+    results = []
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    for model, precision, given in rows(args.rows):
+        started = time.perf_counter()
+        try:
+            kit = kit_plan(model, precision)
+        except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
+            print(f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})", flush=True)
+            continue
+        row = {"model": model, "published": precision, "kit": kit, "batches": [],
+               "published_batches": published.ipu_run_settings(model, precision)["batch_sizes"]}
+        for batch in batches_of(model, precision, args.batches, given):
+            b = run_batch(model, precision, batch, kit, args)
+            print_batch(model, precision, kit, b)
+            row["batches"].append(b)
+        row["seconds"] = round(time.perf_counter() - started, 1)
+        results.append(row)
+        write(out, args, flags, results)  # after every row: an interrupted run keeps what it measured
+    print(table(results))
+    print(f"  written {out} ({load_note()} at the end)")
+    missed = any(not b.get("met") for r in results for b in r["batches"])
+    return 1 if missed and os.environ.get("BENCH_STRICT") == "1" else 0
+
+
+def write(out: str, args, flags: list[str], results: list[dict]) -> None:
+    with open(out, "w") as f:
+        json.dump({"environment": capture(), "cpu_flags": flags, "rounds": args.rounds, "seconds": args.seconds,
+                   "method": "separate warm processes per arm, interleaved rotated rounds, per-round kit ÷ peer, "
+                             "median with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile, 9999 resamples)",
+                   "target": TARGET, "rows": results}, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

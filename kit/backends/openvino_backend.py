@@ -1,0 +1,226 @@
+"""OpenVINO on the CPU: the export read as is, shapes made static per batch size, compiled at an
+inference precision (f32; bf16 where the CPU has avx512_bf16 or AMX; f16 where it has avx512_fp16
+or AMX-FP16) with the LATENCY or THROUGHPUT performance hint; int8 by NNCF post-training
+quantisation calibrated on the row's own seeded inputs.
+
+OpenVINO picks bf16 by itself on a CPU that has it and falls back to f32 silently where a 16-bit
+hint is not native: the kit always states the hint, reads back the precision the compiled model
+really runs at, and refuses a session whose precision is not the one asked for. Compiled models are
+cached by OpenVINO under outputs/cache/openvino/ov-<version>/ (its blob key hashes the model's
+content, the properties and the device); the NNCF int8 IR is cached beside the export, keyed by
+the export's content, the calibration and the NNCF/OpenVINO versions (calibrated once at batch 1 and
+reshaped to each batch size).
+
+>>> ov_precision("bf16")
+'bf16'
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
+from kit.backends.onnx_conversion import quantization_method
+from kit.cache import cached_file
+from kit.errors import BackendUnavailable, InvalidParameter
+from kit.hardware.environment import cpu_flags, usable_cores
+from kit.models.spec import ExportedModel
+from kit.paths import cache_dir
+
+HINTS = ("LATENCY", "THROUGHPUT")
+OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
+#: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
+CALIBRATION_SAMPLES = 8  # seeded samples NNCF calibrates int8 on (at least 2 batches): minutes on 2 cores beyond
+FP8 = "OpenVINO's CPU plugin has no fp8 kernels; the FP8 rows run int8 (NNCF) on a CPU"
+
+
+def ov_precision(precision: str) -> str:
+    if precision not in OV_PRECISION:
+        raise InvalidParameter("precision", precision, f"openvino supports {', '.join(OV_PRECISION)} ({FP8})")
+    return OV_PRECISION[precision]
+
+
+def hint(config: BackendConfig) -> str:
+    value = str(config.options.get("hint", "LATENCY")).upper()
+    if value not in HINTS:
+        raise InvalidParameter("hint", value, f"one of {', '.join(HINTS)}")
+    return value
+
+
+def not_native(precision: str, flags: frozenset[str]) -> str | None:
+    """Why OpenVINO would not run `precision` natively on a CPU with `flags` (None: it would)."""
+    need = NATIVE_FLAGS.get(precision)
+    if need and not flags & set(need):
+        return (f"OpenVINO {precision} needs {' or '.join(need)} on the CPU; this CPU has neither "
+                f"(OpenVINO would run f32 and call it {precision})")
+    return None
+
+
+def versions() -> dict:
+    out = {}
+    for name in ("openvino", "nncf"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+class OvSession(InProcessSession):
+    def __init__(self, compiled, description: dict):
+        self.compiled = compiled
+        self.description = description
+        self.request = compiled.create_infer_request()
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        result = self.request.infer({k: np.ascontiguousarray(v) for k, v in inputs.items()})
+        return [np.array(result[out]) for out in self.compiled.outputs]
+
+    def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """A host-to-host call with its own infer request, inputs staged once (as ORT's IO binding)."""
+        request = self.compiled.create_infer_request()
+        staged = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
+        for name, value in staged.items():
+            request.set_tensor(name, _tensor(value))
+        infer = request.infer
+        return lambda: infer()
+
+    def close(self) -> None:
+        self.request = None
+        self.compiled = None
+
+
+def _tensor(value: np.ndarray):
+    import openvino as ov
+
+    return ov.Tensor(value)
+
+
+class OpenVinoBackend(InProcessBackend):
+    name = "openvino"
+    precisions = ("fp32", "bf16", "fp16", "int8")
+    module = "openvino"
+    label = "OpenVINO"
+
+    def check_precision(self, precision: str) -> None:
+        ov_precision(precision)
+
+    def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> OvSession:
+        self.check_precision(config.precision)
+        if config.device != "cpu":
+            raise BackendUnavailable(f"the kit runs OpenVINO on the CPU only (asked: {config.device})")
+        reason = not_native(config.precision, frozenset(cpu_flags()))
+        if reason:
+            raise BackendUnavailable(reason)
+        perf_hint = hint(config)
+        import openvino as ov
+
+        core = ov.Core()
+        blob_dir = cache_dir() / "openvino" / f"ov-{ov.__version__.split('-')[0]}"
+        blob_dir.mkdir(parents=True, exist_ok=True)
+        core.set_property({"CACHE_DIR": str(blob_dir)})
+        shapes = {k: list(v.shape) for k, v in model.make_inputs(batch_size).items()}
+        source, int8 = Path(model.onnx_path), None
+        if config.precision == "int8":
+            source, int8 = quantized_ir(core, model)
+            ov_model = core.read_model(str(source), str(source.with_suffix(".bin")))
+        else:
+            ov_model = core.read_model(str(source))
+        ov_model.reshape(shapes)
+        properties = {"INFERENCE_PRECISION_HINT": ov_precision(config.precision), "PERFORMANCE_HINT": perf_hint,
+                      "INFERENCE_NUM_THREADS": int(config.threads or usable_cores())}
+        try:
+            compiled = core.compile_model(ov_model, "CPU", properties)
+        except RuntimeError as exc:
+            raise BackendUnavailable(f"OpenVINO could not compile {source.name} at batch {batch_size}: "
+                                     f"{str(exc).strip().splitlines()[0][:200]}") from exc
+        description = describe(compiled, config, perf_hint, source, shapes, blob_dir, int8)
+        check_ran_as_asked(description, config.precision)
+        return OvSession(compiled, description)
+
+
+def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shapes: dict, blob_dir: Path,
+             int8: dict | None) -> dict:
+    """What ran: versions, the hints asked for and the precision and streams the compiled model has."""
+    read = {}
+    for prop in ("INFERENCE_PRECISION_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS",
+                 "OPTIMAL_NUMBER_OF_INFER_REQUESTS"):
+        try:
+            value = compiled.get_property(prop)
+            read[prop] = value.to_string() if hasattr(value, "to_string") else str(value)
+        except RuntimeError:
+            read[prop] = "unreadable"
+    out = {"backend": "openvino", "device": "cpu", "precision": config.precision, **{
+        f"{k}_version": v for k, v in versions().items() if k == "openvino" or int8},
+        "performance_hint": perf_hint, "inference_precision_hint": ov_precision(config.precision),
+        "inference_precision": read["INFERENCE_PRECISION_HINT"], "num_streams": read["NUM_STREAMS"],
+        "threads": read["INFERENCE_NUM_THREADS"], "optimal_infer_requests": read["OPTIMAL_NUMBER_OF_INFER_REQUESTS"],
+        "static_shapes": shapes, "model_file": source.name, "compiled_cache": str(blob_dir), "timing": HOST_TO_HOST}
+    if int8:
+        out["conversion"] = int8
+    return out
+
+
+def check_ran_as_asked(description: dict, precision: str) -> None:
+    """OpenVINO lowers a 16-bit hint to f32 silently where the CPU lacks it: refuse that session."""
+    ran = description["inference_precision"].lower()
+    want = ov_precision(precision)
+    aliases = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16"), "f16": ("f16", "float16")}[want]
+    if not any(a in ran for a in aliases):
+        raise BackendUnavailable(f"OpenVINO compiled at {ran} where {want} was asked for ({precision} is not "
+                                 f"native here)")
+
+
+def quantized_ir(core, model: ExportedModel) -> tuple[Path, dict]:
+    """The NNCF int8 IR of the export (cached by content; calibrated at batch 1, or the model's fixed
+    batch, and reshaped to each run's batch at load): (xml path, conversion record)."""
+    try:
+        import nncf
+    except ImportError as exc:
+        raise BackendUnavailable(f"OpenVINO int8 needs nncf, which is not installed ({exc})") from exc
+    kind = "transformer" if quantization_method(model) == "dynamic" else "cnn"
+    calib_batch = model.fixed_batch_size or 1
+    batches = max(2, -(-CALIBRATION_SAMPLES // calib_batch))
+    record = {"method": "nncf post-training quantisation (8-bit weights and activations, MinMax and fast "
+                        "bias correction" + (", SmoothQuant" if kind == "transformer" else "") + ")",
+              "model_type": kind, "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
+                                                 f"seeds 0..{batches - 1})", **versions()}
+    shapes = {k: list(v.shape) for k, v in model.make_inputs(calib_batch).items()}
+    stem = Path(model.onnx_path).stem
+
+    def build(tmp: Path) -> dict:
+        import openvino as ov
+
+        ov_model = core.read_model(str(model.onnx_path))
+        ov_model.reshape(shapes)
+        data = [model.make_inputs(calib_batch, seed=s) for s in range(batches)]
+        extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
+        quantized = nncf.quantize(ov_model, nncf.Dataset(data), subset_size=batches, **extra)
+        ov.save_model(quantized, str(tmp), compress_to_fp16=False)
+        final_bin = directory / f"{artifact_stem(tmp)}.bin"  # where read_model looks for the xml's weights
+        os.replace(tmp.with_suffix(".bin"), final_bin)
+        return {"weights_file": final_bin.name, "weights_bytes": final_bin.stat().st_size}
+
+    directory = Path(model.onnx_path).parent
+    try:
+        xml = cached_file(directory, f"{stem}-ov-int8", ".xml", sources=[Path(model.onnx_path)],
+                          settings={**record, "shapes": shapes}, build=build)
+    except (RuntimeError, ValueError) as exc:  # NNCF and OpenVINO raise their own errors as these
+        raise BackendUnavailable(f"NNCF int8 quantisation of {stem} failed: "
+                                 f"{str(exc).strip().splitlines()[0][:200]}") from exc
+    weights = xml.with_suffix(".bin")
+    if not weights.exists():
+        xml.unlink(missing_ok=True)
+        raise BackendUnavailable(f"the cached int8 IR {xml.name} has lost its weights file; it is rebuilt next time")
+    return xml, {**record, "file": xml.name}
+
+
+def artifact_stem(tmp: Path) -> str:
+    """The final artifact's stem from kit.cache's temporary name ('.<stem>.<pid>.tmp.xml')."""
+    return tmp.name[1:].removesuffix(f".{os.getpid()}.tmp{tmp.suffix}")

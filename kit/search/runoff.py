@@ -1,0 +1,82 @@
+"""The runoff: the search's leader (the fastest probe) against the candidates close behind it and
+today's mapping, each pair loaded side by side and timed in alternating rounds; the per-round ratio
+decides, not probes taken at different moments. On a shared machine (load average several times
+the cores) one candidate's probe can run 2-3x faster or slower than another's for no reason of its
+own: a single probe per candidate then picks the luckiest, not the fastest.
+
+Duels: the leader against today's mapping (when measured) and the next candidates within
+RUNOFF_WITHIN of the leader's throughput, at most MAX_DUELS in all; a challenger whose median
+per-round ratio to the leader exceeds 1 becomes the leader for the next duel (king of the hill).
+
+>>> RUNOFF_ROUNDS, MAX_DUELS
+(4, 2)
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from kit.backends import BackendConfig, require_backend
+from kit.measure.window import MeasureConfig
+from kit.models.spec import ExportedModel
+from kit.search.probe import Probe, release, time_session
+
+RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
+RUNOFF_WITHIN = 0.2  # challengers measured at this fraction of the leader's throughput or more (3.5x swings seen)
+MAX_DUELS = 2
+
+
+def challengers(probes: list[Probe]) -> tuple[Probe | None, list[Probe]]:
+    """(the leader, the candidates it duels in order): today's mapping first, then the fastest
+    others within RUNOFF_WITHIN of the leader."""
+    measured = sorted((p for p in probes if p.status == "measured"), key=lambda p: -p.throughput)
+    if len(measured) < 2:
+        return (measured[0] if measured else None), []
+    leader = measured[0]
+    close = [p for p in measured[1:] if p.throughput >= RUNOFF_WITHIN * leader.throughput]
+    close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
+    return leader, close[:MAX_DUELS]
+
+
+def config_of(p: Probe) -> BackendConfig:
+    return BackendConfig(p.precision, p.device, p.threads, dict(p.options))
+
+
+def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
+         mcfg: MeasureConfig) -> dict:
+    """Both loaded, RUNOFF_ROUNDS alternating rounds: {'leader', 'challenger', 'ratios' (challenger ÷
+    leader per round), 'median'} or with 'error' when either fails to load or run."""
+    cfg = MeasureConfig(warmup=1, min_duration_s=mcfg.min_duration_s / 2, min_count=2)
+    out = {"leader": leader.label, "challenger": challenger.label}
+    sessions = []
+    try:
+        for p in (leader, challenger):
+            sessions.append(require_backend(p.backend).load(model, config_of(p), batch))
+        ratios = []
+        for r in range(RUNOFF_ROUNDS):
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
+            ratios.append(thr[1] / thr[0])
+    except Exception as exc:  # noqa: BLE001 - a failed duel leaves the leader in place, with the reason
+        return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    finally:
+        for s in sessions:
+            s.close()
+        sessions.clear()
+        release()
+    return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios)}
+
+
+def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig) -> dict | None:
+    """The duels and the winner: {'winner': label, 'duels': [...]}; None where there is nothing to
+    duel (one candidate measured, or none close to the leader)."""
+    leader, rivals = challengers(probes)
+    if not rivals:
+        return None
+    duels = []
+    for rival in rivals:
+        d = duel(model, leader, rival, inputs, batch, mcfg)
+        duels.append(d)
+        if d.get("median", 0) > 1.0:
+            leader = rival
+    return {"winner": leader.label, "duels": duels}

@@ -1,0 +1,45 @@
+"""benchmarks/peers.py: rows and batch sizes as asked, the arms per row and CPU, the per-round
+ratio's median with a bootstrap interval, and the summary's best peer and verdict (the timed runs
+themselves are `make bench-peers`, never a unit test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import peers
+
+
+def test_rows_take_the_published_batches_unless_given():
+    assert peers.rows("resnet50-torch-fp32:FP16,bert-torch-fp32:FP8@1/4") == [
+        ("resnet50-torch-fp32", "FP16", None), ("bert-torch-fp32", "FP8", [1, 4])]
+    assert peers.batches_of("resnet50-torch-fp32", "FP16", "published") == [4, 32]
+    assert peers.batches_of("resnet50-torch-fp32", "FP16", "max") == [32]
+    assert peers.batches_of("resnet50-torch-fp32", "FP16", "published", [2]) == [2]
+    assert len(peers.rows("all")) == 14
+
+
+def test_fp8_rows_add_openvino_int8_and_bf16_needs_the_cpu(monkeypatch):
+    monkeypatch.setattr(peers, "cpu_flags", lambda: {"avx512_bf16"})
+    assert peers.arms_for("FP8", "")[0] == ["ort-fp32", "ov-f32", "ov-bf16", "ov-int8"]
+    assert peers.arms_for("FP16", "")[0] == ["ort-fp32", "ov-f32", "ov-bf16"]
+    monkeypatch.setattr(peers, "cpu_flags", lambda: {"avx2"})
+    arms, skipped = peers.arms_for("FP16", "")
+    assert "ov-bf16" not in arms and "avx512_bf16" in skipped["ov-bf16"]
+    assert peers.arms_for("FP16", "ort-fp32")[0] == ["ort-fp32"]
+
+
+def test_the_ratio_is_the_median_of_rounds_with_a_bootstrap_interval():
+    med, low, high = peers.bootstrap_median([0.9, 1.0, 1.1, 1.05, 0.95, 1.2])
+    assert med == pytest.approx(1.025) and low <= med <= high and low >= 0.9 and high <= 1.2
+    assert peers.bootstrap_median([1.0, 1.0]) == (1.0, None, None)  # too few rounds: no interval
+
+
+def test_the_summary_names_the_best_peer_and_the_verdict():
+    loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "ort-fp32", "ov-f32")}
+    per = {"kit": [10.0, 11.0, 10.5, 10.0], "ort-fp32": [5.0, 5.5, 5.0, 5.2], "ov-f32": [11.0, 12.0, 11.5, 11.0]}
+    s = peers.summarise(4, per, loaded, {}, {"kit": 0.01}, [1.0, 2.0])
+    assert s["best_peer"] == "ov-f32" and s["kit_over_best"] == pytest.approx(0.9111, abs=1e-3)  # median of 10/11, 11/12, 10.5/11.5, 10/11
+    assert not s["met"] and s["kit"]["relative_error"] == 0.01
+    assert s["peers"]["ort-fp32"]["kit_over_peer"] > 1.9
+    assert "| resnet50 FP16 | 4 |" in peers.table([{"model": "resnet50", "published": "FP16",
+                                                     "kit": {"chosen": "x"}, "batches": [s]}])
