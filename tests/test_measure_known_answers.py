@@ -1,1 +1,129 @@
-"""placeholder"""
+"""Known answers for the timing summary (issue 33): a measurement's throughput, wall time, samples
+and ByteMLPerf QPS from hand-made call times on two threads; the power summary's energy, mean power
+and efficiency from hand-made sensor readings."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.errors import InvalidParameter
+from kit.measure.power.base import Reading, Series
+from kit.measure.power.summary import COUNTER, INTEGRAL, PowerSummary, indicative
+from kit.measure.window import BatchMeasurement, bytemlperf_qps
+from tests.c600_runs import calls_of
+
+MS = 1_000_000
+
+
+def two_threads() -> BatchMeasurement:
+    """Thread A: 50 calls of 2 ms from t = 0; thread B: 50 calls of 4 ms from t = 10 ms."""
+    return BatchMeasurement(3, "clients", 2, [calls_of([2.0] * 50), calls_of([4.0] * 50, 10 * MS)])
+
+
+def test_a_measurements_summary_over_every_call():
+    m = two_threads()
+    assert m.wall_time_s == pytest.approx(0.210)  # first start 0, last end 10 + 200 ms
+    assert m.throughput == pytest.approx(3 * 100 / 0.210)
+    assert m.samples == 300 and m.latency.count == 100
+    assert m.latency.mean_ms == pytest.approx(3.0) and m.latency.max_ms == 4.0
+
+
+def test_a_measurements_bytemlperf_figures_over_the_kept_calls():
+    """Each thread keeps calls 20..29: A's from 40 ms, B's until 10 + 120 ms; 20 calls of 3 samples."""
+    m = two_threads()
+    assert m.qps_bytemlperf == pytest.approx(20 * 3 / 0.090) == m.bytemlperf["qps"]
+    assert bytemlperf_qps(m.calls, 3) == pytest.approx(20 * 3 / 0.090)
+    assert m.bytemlperf["avg_latency_ms"] == pytest.approx(3.0) and m.bytemlperf["p99_latency_ms"] == 4.0
+
+
+def test_pack_mode_keeps_its_fraction_through_the_measurement():
+    m = BatchMeasurement(1, "pack", 1, [calls_of([float(k) for k in range(1, 11)])],
+                         extra={"bytemlperf_keep_fraction": 0.6})
+    assert m.bytemlperf["kept_calls"] == 6 and m.qps_bytemlperf == pytest.approx(6 / 0.033)  # calls 3..8 ms
+
+
+def test_the_precision_reached_is_the_throughputs_interval():
+    m = BatchMeasurement(1, "single", 1, [calls_of([1.0] * 9 + [3.0] * 9)], precision={"target_ci": 0.05})
+    rel = m.intervals["throughput"].rel_half_width
+    assert rel > 0.05 and m.precision == {"target_ci": 0.05, "reached": rel, "rounds": 6, "met": False,
+                                          "stopped_by": ""}
+
+
+def test_a_round_trip_keeps_every_figure():
+    m = two_threads()
+    again = BatchMeasurement.from_dict(m.to_dict())
+    assert (again.throughput, again.qps_bytemlperf, again.latency) == (m.throughput, m.qps_bytemlperf, m.latency)
+
+
+# --- power ---------------------------------------------------------------------------------------
+
+def series(points, energy=None) -> Series:
+    s = Series()
+    for i, (t, w) in enumerate(points):
+        s.append(t, Reading(watts=w, energy_j=None if energy is None else energy[i]))
+    return s
+
+
+def test_a_constant_150_w_over_2_s():
+    s = PowerSummary.from_series(series([(0.0, 150.0), (1.0, 150.0), (2.0, 150.0)]), counter=False,
+                                 sensor="const", sampler="test", samples_processed=600)
+    assert s.method == "measured" and s.energy_method == INTEGRAL
+    assert s.energy_j == 300.0 and s.mean_w == 150.0 and s.duration_s == 2.0 and s.hz_achieved == 1.0
+    assert s.samples_per_s == 300.0 and s.samples_per_s_per_w == 2.0 and s.samples_per_j == 2.0
+    assert s.n_samples == 3 and (s.min_w, s.max_w) == (150.0, 150.0)
+
+
+def test_an_energy_counter_gives_the_energy_and_the_power_between_readings():
+    """Counter at 0, 1, 3 s reads 10, 110, 510 J: 500 J over 3 s; power 100 W then 200 W (midpoints)."""
+    pts = [(0.0, None), (1.0, None), (3.0, None)]
+    s = PowerSummary.from_series(series(pts, energy=[10.0, 110.0, 510.0]), counter=True, sensor="rapl",
+                                 sampler="rapl")
+    assert s.energy_method == COUNTER and s.energy_j == 500.0 and s.mean_w == pytest.approx(500 / 3)
+    assert s.series_t_s == [0.5, 2.0] and s.series_w == [100.0, 200.0]
+    assert s.mean_w_samples == 150.0 and (s.min_w, s.max_w) == (100.0, 200.0)
+
+
+def test_a_counter_with_gauge_readings_keeps_the_gauge():
+    s = PowerSummary.from_series(series([(0.0, 90.0), (2.0, 110.0)], energy=[0.0, 220.0]), counter=True,
+                                 sensor="x", sampler="x")
+    assert s.energy_j == 220.0 and s.mean_w == 110.0 and s.series_w == [90.0, 110.0]
+
+
+def test_a_given_throughput_is_the_efficiencys_numerator():
+    s = PowerSummary.from_series(series([(0.0, 100.0), (4.0, 100.0)]), counter=False, sensor="x", sampler="x")
+    s.with_samples(800, throughput=250.0)
+    assert s.samples_per_s == 250.0 and s.samples_per_s_per_w == 2.5 and s.samples_per_j == 2.0
+    with pytest.raises(InvalidParameter):
+        s.with_samples(-1)
+
+
+def test_too_few_samples_are_unavailable_with_the_reason():
+    s = PowerSummary.from_series(series([(0.0, 100.0)]), counter=False, sensor="x", sampler="x",
+                                 samples_processed=5)
+    assert s.method == "unavailable" and s.reason == "fewer than two readable samples in the window"
+    assert s.samples_per_s is None and s.n_samples == 1
+    assert PowerSummary.unavailable("no sensor").with_samples(10).samples_per_s_per_w is None
+
+
+def test_a_summary_round_trips_with_rounded_series():
+    s = PowerSummary.from_series(series([(0.0, 100.123456789), (1.0000001234, 100.0)]), counter=False,
+                                 sensor="x", sampler="x")
+    d = s.to_dict()
+    assert d["series_t_s"] == [0.0, 1.0] and d["series_w"] == [100.1235, 100.0]
+    assert PowerSummary.from_dict(d).mean_w == s.mean_w
+
+
+def test_the_method_and_reason_are_checked():
+    with pytest.raises(InvalidParameter):
+        PowerSummary("guessed", "x", "x")
+    with pytest.raises(InvalidParameter):
+        PowerSummary("unavailable", "x", "x")
+
+
+def test_indicative_only_for_a_measured_window_its_sensor_does_not_resolve():
+    short = {"method": "measured", "window_resolved": False, "duration_s": 2.04, "sampler": "nvml"}
+    assert indicative(short) == "indicative only: a 2.0 s power window, shorter than the sensor (nvml) resolves"
+    assert indicative({**short, "duration_s": None, "sampler": None}) == (
+        "indicative only: the power window, shorter than the sensor (?) resolves")
+    assert indicative({**short, "window_resolved": None}) == "" and indicative({**short, "method": "estimated"}) == ""
+    assert indicative(None) == "" and indicative({**short, "window_resolved": True}) == ""
