@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: timing loop itself (window.py's RoundController: timing, not arithmetic) and the C2 study's driver.
 #: figures() and reports() are cached (functools.cache), which mutmut does not mutate.
 MODULES: dict[str, list[str]] = {
-    "kit/measure/stats.py": ["xǁLatencyStatsǁfrom_ns", "xǁIntervalǁ*", "x_ratio_interval", "x_quantile_interval",
-                             "x__order_stat"],
+    "kit/measure/stats.py": ["xǁLatencyStatsǁfrom_ns", "xǁIntervalǁavailable", "xǁIntervalǁhalf_width",
+                             "xǁIntervalǁrel_half_width", "xǁIntervalǁscaled", "xǁIntervalǁreciprocal",
+                             "xǁIntervalǁcontains", "xǁIntervalǁfrom_dict", "x_ratio_interval",
+                             "x_quantile_interval", "x__order_stat"],
     "kit/measure/intervals.py": ["x_round_groups", "x_round_rates", "x_measurement_intervals",
                                  "x_bytemlperf_intervals", "x_kept_marks", "x__relative", "x_precision_reached",
                                  "x_figure_interval", "x__c2_interval"],

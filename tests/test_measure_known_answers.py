@@ -102,7 +102,9 @@ def test_too_few_samples_are_unavailable_with_the_reason():
                                  samples_processed=5)
     assert s.method == "unavailable" and s.reason == "fewer than two readable samples in the window"
     assert s.samples_per_s is None and s.n_samples == 1
-    assert PowerSummary.unavailable("no sensor").with_samples(10).samples_per_s_per_w is None
+    none = PowerSummary.unavailable("no sensor")
+    assert (none.method, none.sensor, none.sampler, none.reason) == ("unavailable", "none", "unavailable", "no sensor")
+    assert none.with_samples(10).samples_per_s_per_w is None and none.samples_processed == 10
 
 
 def test_a_summary_round_trips_with_rounded_series():

@@ -222,3 +222,35 @@ def test_c2_scorecard_rows_judge_the_card_batch():
     assert by[("Energy efficiency", "4")].verdict == Verdict.DIFFERS
     assert by[("Latency", "6")].verdict == Verdict.NOT_MEASURED
     assert published.c2_tables().loc[4, "Energy efficiency"] == 7.80
+
+
+def test_c2_intervals_from_blocks_of_unequal_calls():
+    """Batch 4 (micro batch 2 on two replicas), each replica's 10 calls: 3 of 2.0 ms, 3 of 2.5 ms, 4 of
+    3.0 ms. No rounds: cut into 3 blocks of 3, 3 and 4 calls per replica. Latency = 51 / 20 = 2.55 ms;
+    its interval: the ratio of block sums 12, 15, 24 ms to block calls 6, 6, 8, with t(0.975, 2).
+    Throughput = 4 / latency (its interval through 1/x); efficiency = throughput / 120 W, its
+    interval the throughput's relative one."""
+    durations = [2.0] * 3 + [2.5] * 3 + [3.0] * 4
+    m = BatchMeasurement(2, "replicas", 2, [calls_of(durations)] * 2)
+    m.power = {"method": "measured", "mean_w": 120.0, "sensor": "const", "sampler": "test", "window_resolved": True}
+    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result.backend = {"name": "ipu", "precision": "fp16", "device": "ipu", "session": {"emulated": False},
+                      "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"}}
+    result.measurements = [m.to_dict()]
+    result.tables["c2"] = [c2_row(4, 2, m)]
+    by = {r.figure: r for r in c2_rows([(Path("c2.json"), result)]) if r.batch_size == "4"}
+    r = 51 / 20
+    d = [12 - r * 6, 15 - r * 6, 24 - r * 8]
+    half = student_t.ppf(0.975, 2) * math.sqrt(sum(x * x for x in d) / 2 / 3) / (20 / 3)
+    lat, thr, eff = by["Latency"], by["Throughput"], by["Energy efficiency"]
+    assert lat.measured == pytest.approx(2.55) and lat.measured_low == pytest.approx(r - half)
+    assert lat.measured_high == pytest.approx(r + half)
+    assert thr.measured == pytest.approx(4000 / 2.55)
+    assert (thr.measured_low, thr.measured_high) == (pytest.approx(4000 / (r + half)), pytest.approx(4000 / (r - half)))
+    rel = (4000 / (r - half) - 4000 / (r + half)) / 2 / (4000 / 2.55)
+    assert eff.measured == pytest.approx(4000 / 2.55 / 120)
+    assert eff.measured_low == pytest.approx(4000 / 2.55 / 120 * (1 - rel))
+    assert eff.measured_high == pytest.approx(4000 / 2.55 / 120 * (1 + rel))
+    # published batch 4: 1.94 ms, 2,063.03 images/s, 7.80 images/s/W
+    assert lat.verdict == Verdict.REPRODUCED  # 2.55 is 31 % over 1.94, but the interval [1.26, 3.84] holds it
+    assert eff.verdict == Verdict.REPRODUCED and thr.verdict == Verdict.REPRODUCED

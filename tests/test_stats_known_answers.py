@@ -191,3 +191,24 @@ def test_a_quantile_interval_holds_its_estimate(values, q):
     iv = quantile_interval(rounds, q)
     assert iv.low <= iv.value <= iv.high
     assert iv.value == pytest.approx(float(np.percentile(values, 100 * q)))
+
+
+def test_an_interval_without_bounds_scales_and_inverts_its_value_and_keeps_its_reason():
+    bare = Interval(5.0, method="m", rounds=1, reason="1 round(s)")
+    scaled = bare.scaled(3.0)
+    assert (scaled.value, scaled.method, scaled.rounds, scaled.reason, scaled.available) == (
+        15.0, "m", 1, "1 round(s)", False)
+    inv = bare.reciprocal()
+    assert (inv.value, inv.method, inv.rounds, inv.reason, inv.available) == (0.2, "m", 1, "1 round(s)", False)
+    assert Interval(5.0, method="m").reciprocal(10.0).reason == "interval reaches zero"
+    zero = Interval(0.0).reciprocal()
+    assert math.isnan(zero.value) and zero.reason == "interval reaches zero"
+    assert not Interval(5.0, -1.0, 10.0).reciprocal().available
+
+
+def test_reciprocal_defaults_to_one_over_the_interval():
+    inv = Interval(4.0, 2.0, 8.0, level=0.9, method="m", rounds=3).reciprocal()
+    assert (inv.value, inv.low, inv.high, inv.level, inv.rounds) == (0.25, 0.125, 0.5, 0.9, 3)
+    scaled = Interval(4.0, 2.0, 8.0, level=0.9, method="m", rounds=3).scaled(0.5)
+    assert (scaled.value, scaled.low, scaled.high, scaled.level, scaled.method, scaled.rounds) == (
+        2.0, 1.0, 4.0, 0.9, "m", 3)
