@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.measure.power.base import Reading, Series
+from kit.measure.power.base import Series
 from kit.measure.power.summary import COUNTER, INTEGRAL, PowerSummary, indicative
 from kit.measure.window import BatchMeasurement, bytemlperf_qps
 from tests.c600_runs import calls_of
@@ -58,10 +58,8 @@ def test_a_round_trip_keeps_every_figure():
 # --- power ---------------------------------------------------------------------------------------
 
 def series(points, energy=None) -> Series:
-    s = Series()
-    for i, (t, w) in enumerate(points):
-        s.append(t, Reading(watts=w, energy_j=None if energy is None else energy[i]))
-    return s
+    """A sensor's readings: (seconds, watts or None) and, for a counter, joules (or None) at each."""
+    return Series([t for t, _ in points], [w for _, w in points], list(energy or [None] * len(points)))
 
 
 def test_a_constant_150_w_over_2_s():
@@ -93,32 +91,50 @@ def test_a_given_throughput_is_the_efficiencys_numerator():
     s = PowerSummary.from_series(series([(0.0, 100.0), (4.0, 100.0)]), counter=False, sensor="x", sampler="x")
     s.with_samples(800, throughput=250.0)
     assert s.samples_per_s == 250.0 and s.samples_per_s_per_w == 2.5 and s.samples_per_j == 2.0
-    with pytest.raises(InvalidParameter):
+    with pytest.raises(InvalidParameter, match=r"^invalid samples_processed=-1: >= 0$"):
         s.with_samples(-1)
+    assert s.with_samples(0).samples_processed == 0 and s.samples_per_j == 0.0  # none processed: allowed
 
 
 def test_too_few_samples_are_unavailable_with_the_reason():
-    s = PowerSummary.from_series(series([(0.0, 100.0)]), counter=False, sensor="x", sampler="x",
-                                 samples_processed=5)
+    s = PowerSummary.from_series(series([(0.0, 100.0)]), counter=False, sensor="s1", sampler="p1",
+                                 samples_processed=5, hz_requested=20.0)
     assert s.method == "unavailable" and s.reason == "fewer than two readable samples in the window"
+    assert (s.sensor, s.sampler, s.hz_requested, s.duration_s) == ("s1", "p1", 20.0, 0.0)
     assert s.samples_per_s is None and s.n_samples == 1
-    none = PowerSummary.unavailable("no sensor")
+
+
+@pytest.mark.parametrize("points, energy, counter", [
+    ([(0.0, 100.0), (1.0, None)], None, False),  # one readable watt figure over a second: no integral
+    ([(1.0, 100.0), (1.0, 100.0)], [0.0, 10.0], True),  # two readings at one instant: no window
+    ([(0.0, None), (1.0, None), (1.0, None)], [None, 0.0, 10.0], True),  # a counter's readings share one time
+])
+def test_a_window_without_two_readings_in_time_is_unavailable(points, energy, counter):
+    s = PowerSummary.from_series(series(points, energy), counter=counter, sensor="x", sampler="x")
+    assert s.method == "unavailable" and s.reason == "fewer than two readable samples in the window"
+
+
+def test_a_counter_skips_readings_at_the_same_time():
+    s = PowerSummary.from_series(series([(0.0, None), (1.0, None), (1.0, None), (2.0, None)],
+                                        energy=[0.0, 10.0, 20.0, 50.0]), counter=True, sensor="x", sampler="x")
+    assert s.energy_j == 50.0 and s.series_w == [10.0, 30.0] and s.series_t_s == [0.5, 1.5]
+    none = PowerSummary.unavailable("no sensor", duration_s=2.0)
     assert (none.method, none.sensor, none.sampler, none.reason) == ("unavailable", "none", "unavailable", "no sensor")
     assert none.with_samples(10).samples_per_s_per_w is None and none.samples_processed == 10
 
 
 def test_a_summary_round_trips_with_rounded_series():
-    s = PowerSummary.from_series(series([(0.0, 100.123456789), (1.0000001234, 100.0)]), counter=False,
+    s = PowerSummary.from_series(series([(0.0, 100.123456789), (0.7000001234, 100.0)]), counter=False,
                                  sensor="x", sampler="x")
     d = s.to_dict()
-    assert d["series_t_s"] == [0.0, 1.0] and d["series_w"] == [100.1235, 100.0]
+    assert d["series_t_s"] == [0.0, 0.7] and d["series_w"] == [100.1235, 100.0]
     assert PowerSummary.from_dict(d).mean_w == s.mean_w
 
 
 def test_the_method_and_reason_are_checked():
-    with pytest.raises(InvalidParameter):
+    with pytest.raises(InvalidParameter, match=r"^invalid method='guessed': one of measured, unavailable, estimated$"):
         PowerSummary("guessed", "x", "x")
-    with pytest.raises(InvalidParameter):
+    with pytest.raises(InvalidParameter, match=r"^invalid reason=None: an unavailable figure must say why$"):
         PowerSummary("unavailable", "x", "x")
 
 

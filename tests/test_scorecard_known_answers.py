@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import t as student_t
 
+from kit.measure.intervals import figure_interval
 from kit.measure.window import BatchMeasurement
 from kit.publish.compare import Verdict
 from kit.publish.scorecard import bytemlperf_rows, c2_rows
@@ -49,7 +50,7 @@ def c600_run(created_at: str = "2026-11-20T10:00:00+00:00", b32=B32_THREAD) -> R
     return result
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test, not per module: mutmut then runs every test whose rows reach a mutant
 def rows():
     older = c600_run("2026-11-19T10:00:00+00:00", b32=[5.0] * 100)  # an older run: never chosen
     card = bytemlperf_rows([(Path("new.json"), c600_run()), (Path("old.json"), older)])
@@ -161,6 +162,7 @@ def test_c2_row_from_a_constant_power_sensor():
     """Batch 4 on two replicas (micro batch 2), calls of 2.5 ms, 150 W: latency 2.5 ms per batch,
     throughput 4 / 0.0025 = 1,600 images/s, efficiency 1,600 / 150 = 10.667 images/s/W."""
     row = c2_row(4, 2, c2_measurement(2, 2.5, 150.0))
+    assert row["power_sensor"] == "const"
     assert row["latency_ms"] == pytest.approx(2.5) and row["batch_size"] == 4 and row["micro_batch"] == 2
     assert row["throughput"] == pytest.approx(1600.0)
     assert row["efficiency"] == pytest.approx(1600.0 / 150.0) and row["power_w"] == 150.0
@@ -188,6 +190,13 @@ def test_c2_latency_is_the_mean_call_not_the_wall_rate():
 def test_c2_without_power_says_why():
     row = c2_row(4, 2, c2_measurement(2, 2.5, None))
     assert row["efficiency"] is None and row["efficiency_reason"] == "power unavailable: no sensor"
+    m = c2_measurement(2, 2.5, None)
+    m.power = {"method": "unavailable", "mean_w": 150.0, "reason": "stale reading"}  # a watt figure, not measured
+    assert c2_row(4, 2, m)["efficiency"] is None
+    m.power = {"method": "measured", "mean_w": 0.0}
+    assert c2_row(4, 2, m)["efficiency"] is None and "power_w" not in c2_row(4, 2, m)
+    m.power = None
+    assert c2_row(4, 2, m)["efficiency_reason"] == "power unavailable: not sampled"
 
 
 def c2_result(batches: dict[int, tuple[float, float]]) -> RunResult:
@@ -251,6 +260,11 @@ def test_c2_intervals_from_blocks_of_unequal_calls():
     assert eff.measured == pytest.approx(4000 / 2.55 / 120)
     assert eff.measured_low == pytest.approx(4000 / 2.55 / 120 * (1 - rel))
     assert eff.measured_high == pytest.approx(4000 / 2.55 / 120 * (1 + rel))
+    iv, note = figure_interval(result, "Energy efficiency", 4, eff.measured)
+    assert iv.rounds == 3 and note == ""
+    assert iv.method == "the throughput's relative interval (the power reading's own variation is not included)"
+    assert figure_interval(result, "Energy efficiency", 4, None) == (None, "")  # no efficiency: no interval
+    assert figure_interval(result, "Energy efficiency", 2, 1.0) == (None, "")  # no such batch
     # published batch 4: 1.94 ms, 2,063.03 images/s, 7.80 images/s/W
     assert lat.verdict == Verdict.REPRODUCED  # 2.55 is 31 % over 1.94, but the interval [1.26, 3.84] holds it
     assert eff.verdict == Verdict.REPRODUCED and thr.verdict == Verdict.REPRODUCED

@@ -99,11 +99,11 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
 
 def interval_within_tolerance(published: float, interval: Interval) -> tuple[bool, str]:
     """Published within THROUGHPUT_TOLERANCE of some point of the measured interval: the interval's
-    distance from the published figure (0 when it holds it) at most the tolerance x published.
+    distance from the published figure (negative when it holds it) at most the tolerance x published.
     Written as differences, not ratios, so that a figure exactly 10 % away counts as within
     (110 / 100 - 1 is 0.10000000000000009 in floating point)."""
     lo, hi = interval.low, interval.high
-    ok = max(lo - published, published - hi, 0.0) <= THROUGHPUT_TOLERANCE * abs(published)
+    ok = max(lo - published, published - hi) <= THROUGHPUT_TOLERANCE * abs(published)
     where = "within" if ok else "outside"
     return ok, (f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
                 f"[{lo:.4g}, {hi:.4g}]")
