@@ -113,3 +113,26 @@ def test_every_profile_measures_every_published_batch_size(profile):
             assert params["clients"] == (settings["clients"] if kind == "ipu" else 1)
             if kind == "ipu":
                 assert params["min_count"] > 40  # enough calls for ByteMLPerf's trim of 20 at each end
+
+
+def test_the_batch_a_measurement_stands_for():
+    from kit.publish.comparability import measured_batch
+
+    assert measured_batch({"batch_size": 1, "extra": {"pack_batch_size": 40}}) == 40  # pack mode: the pack's
+    assert measured_batch({"batch_size": 8, "extra": None}) == 8 and measured_batch({"batch_size": 8}) == 8
+
+
+def test_each_way_a_measurement_differs_from_the_published_run():
+    from kit.publish.comparability import PublishedRun, measurement_differences
+
+    padded = PublishedRun(32, 4, "fp16", "1.4.0", pack=False)
+    assert measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []
+    assert measurement_differences({"batch_size": 8, "mode": "single", "threads": 1}, padded) == [
+        "batch 8, published at batch 32", "1 client(s), published with 4"]
+    assert measurement_differences({"batch_size": 8, "mode": "clients", "threads": 4},
+                                   PublishedRun(None, 4, "fp16", "1.4.0", pack=False)) == []  # no batch published
+    packed = PublishedRun(40, 1, "fp16", "1.3.0", pack=True)
+    pack = {"batch_size": 1, "mode": "pack", "threads": 2, "extra": {"pack_batch_size": 40}}
+    assert measurement_differences(pack, packed) == []  # pack mode: its threads are not clients
+    assert measurement_differences({"batch_size": 40, "mode": "single", "threads": 1}, packed) == [
+        "padded batches, published in pack mode"]

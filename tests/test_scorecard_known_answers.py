@@ -268,3 +268,13 @@ def test_c2_intervals_from_blocks_of_unequal_calls():
     # published batch 4: 1.94 ms, 2,063.03 images/s, 7.80 images/s/W
     assert lat.verdict == Verdict.REPRODUCED  # 2.55 is 31 % over 1.94, but the interval [1.26, 3.84] holds it
     assert eff.verdict == Verdict.REPRODUCED and thr.verdict == Verdict.REPRODUCED
+
+
+def test_summary_counts_name_every_verdict_with_zeros():
+    import pandas as pd
+
+    from kit.publish.scorecard import summary_counts
+
+    card = pd.DataFrame({"verdict": [Verdict.REPRODUCED, Verdict.REPRODUCED, Verdict.DIFFERS]})
+    assert summary_counts(card) == {"reproduced": 2, "differs": 1, "not comparable": 0, "not measured": 0,
+                                    "failed": 0}
