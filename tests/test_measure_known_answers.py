@@ -145,3 +145,24 @@ def test_indicative_only_for_a_measured_window_its_sensor_does_not_resolve():
         "indicative only: the power window, shorter than the sensor (?) resolves")
     assert indicative({**short, "window_resolved": None}) == "" and indicative({**short, "method": "estimated"}) == ""
     assert indicative(None) == "" and indicative({**short, "window_resolved": True}) == ""
+
+
+# --- rounds --------------------------------------------------------------------------------------
+
+def test_calls_after_the_last_round_join_it_or_make_their_own():
+    from kit.measure.intervals import BLOCKS, ROUNDS, kept_marks, round_groups
+
+    calls = [calls_of([1.0] * 10)]
+    groups, how = round_groups(calls, [[4], [9]])  # one call after the last mark: it joins that round
+    assert how == ROUNDS and [len(g[0]) for g in groups] == [4, 6]
+    groups, _ = round_groups(calls, [[4]])  # six calls after it: a round of their own
+    assert [len(g[0]) for g in groups] == [4, 6]
+    groups, _ = round_groups(calls, [[3], [6]])  # four after: their own round
+    assert [len(g[0]) for g in groups] == [3, 3, 4]
+    groups, how = round_groups(calls, None)  # no marks: 3 blocks of 3, 3 and 4 calls
+    assert how == BLOCKS and [len(g[0]) for g in groups] == [3, 3, 4]
+    groups, how = round_groups([calls_of([1.0] * 5)], None)  # too few calls for two blocks
+    assert how == BLOCKS and len(groups) == 1
+    assert kept_marks([[30], [60], [100]], [(20, 80)]) == [[10], [40], [60]]  # rounds moved into the kept calls
+    assert kept_marks([[10], [60]], [(20, 80)]) == [[40]]  # a round with no kept call is dropped
+    assert kept_marks(None, [(0, 5)]) is None

@@ -212,3 +212,12 @@ def test_reciprocal_defaults_to_one_over_the_interval():
     scaled = Interval(4.0, 2.0, 8.0, level=0.9, method="m", rounds=3).scaled(0.5)
     assert (scaled.value, scaled.low, scaled.high, scaled.level, scaled.method, scaled.rounds) == (
         2.0, 1.0, 4.0, 0.9, "m", 3)
+
+
+def test_an_interval_round_trips_and_a_missing_one_reads_as_none():
+    iv = Interval(4.0, 2.0, 8.0, level=0.9, method="m", rounds=3, reason="")
+    assert Interval.from_dict(iv.to_dict()) == iv
+    bare = Interval(4.0, level=0.9, method="m", rounds=1, reason="1 round(s)")
+    assert Interval.from_dict(bare.to_dict()) == bare
+    assert Interval.from_dict({"value": None, "low": 1.0}) is None and Interval.from_dict({}) is None
+    assert Interval.from_dict(None) is None
