@@ -4,6 +4,8 @@ and efficiency from hand-made sensor readings."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kit.errors import InvalidParameter
@@ -105,6 +107,7 @@ def test_too_few_samples_are_unavailable_with_the_reason():
 
 
 @pytest.mark.parametrize("points, energy, counter", [
+    ([], None, False),  # no reading at all
     ([(0.0, 100.0), (1.0, None)], None, False),  # one readable watt figure over a second: no integral
     ([(1.0, 100.0), (1.0, 100.0)], [0.0, 10.0], True),  # two readings at one instant: no window
     ([(0.0, None), (1.0, None), (1.0, None)], [None, 0.0, 10.0], True),  # a counter's readings share one time
@@ -166,3 +169,40 @@ def test_calls_after_the_last_round_join_it_or_make_their_own():
     assert kept_marks([[30], [60], [100]], [(20, 80)]) == [[10], [40], [60]]  # rounds moved into the kept calls
     assert kept_marks([[10], [60]], [(20, 80)]) == [[40]]  # a round with no kept call is dropped
     assert kept_marks(None, [(0, 5)]) is None
+
+
+def test_a_measurements_latency_intervals_are_woodruffs_over_its_rounds():
+    """One thread, 30 calls of 1..30 ms in rounds of 10: each percentile's interval is the Woodruff
+    interval (known-answer tested in test_stats_known_answers) of the three rounds' call times, at
+    the percentile numpy gives for all 30 calls, and says it was built over the timing loop's rounds."""
+    from kit.measure.intervals import ROUNDS
+    from kit.measure.stats import quantile_interval
+
+    m = BatchMeasurement(2, "single", 1, [calls_of([float(k) for k in range(1, 31)])], rounds=[[10], [20]])
+    rounds = [[float(k) for k in range(1, 11)], [float(k) for k in range(11, 21)], [float(k) for k in range(21, 31)]]
+    for name, q, estimate in (("p50_ms", 0.5, 15.5), ("p90_ms", 0.9, 27.1), ("p99_ms", 0.99, 29.71),
+                              ("p99_bytemlperf_ms", 0.99, 30.0)):
+        want = quantile_interval(rounds, q, estimate=estimate)
+        got = m.intervals[name]
+        assert got.value == pytest.approx(estimate) and (got.low, got.high) == (want.low, want.high), name
+        assert (got.level, got.rounds, got.reason) == (0.95, 3, "") and got.method == f"{want.method} over {ROUNDS}"
+    mean = m.intervals["mean_ms"]
+    half = mean.high - 15.5  # ratio of round sums 55, 155, 255 ms to 10 calls each: t(0.975, 2) x se
+    assert mean.value == 15.5 and half == pytest.approx(4.302652729911275 * 10 * math.sqrt(1 / 3))
+    assert (mean.level, mean.rounds, mean.reason) == (0.95, 3, "") and ROUNDS in mean.method
+
+
+def test_the_efficiency_interval_is_the_throughputs_relative_one():
+    m = BatchMeasurement(2, "single", 1, [calls_of([1.0] * 9 + [3.0] * 9)])
+    m.power = {"method": "measured", "samples_per_s_per_w": 5.0}
+    from kit.measure.intervals import measurement_intervals
+
+    ivs = measurement_intervals(m)
+    rel = ivs["throughput"].rel_half_width
+    eff = ivs["samples_per_s_per_w"]
+    assert (eff.value, eff.low, eff.high) == (5.0, pytest.approx(5 * (1 - rel)), pytest.approx(5 * (1 + rel)))
+    assert eff.method == "the throughput's relative interval (the power reading's own variation is not included)"
+    assert eff.rounds == 6 and ivs["qps_bytemlperf"].rel_half_width == pytest.approx(rel)
+    assert ivs["throughput"].method.startswith("throughput of 6 blocks of consecutive calls cut after the run")
+    m.power = {"method": "unavailable", "samples_per_s_per_w": 5.0}
+    assert "samples_per_s_per_w" not in measurement_intervals(m)
