@@ -136,3 +136,5 @@ def test_each_way_a_measurement_differs_from_the_published_run():
     assert measurement_differences(pack, packed) == []  # pack mode: its threads are not clients
     assert measurement_differences({"batch_size": 40, "mode": "single", "threads": 1}, packed) == [
         "padded batches, published in pack mode"]
+    one_client = PublishedRun(8, 1, "fp16", "1.4.0", pack=False)  # replicas are not clients: one client each
+    assert measurement_differences({"batch_size": 8, "mode": "replicas", "threads": 2}, one_client) == []

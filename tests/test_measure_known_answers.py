@@ -206,3 +206,25 @@ def test_the_efficiency_interval_is_the_throughputs_relative_one():
     assert ivs["throughput"].method.startswith("throughput of 6 blocks of consecutive calls cut after the run")
     m.power = {"method": "unavailable", "samples_per_s_per_w": 5.0}
     assert "samples_per_s_per_w" not in measurement_intervals(m)
+
+
+def test_round_rates_sum_the_threads_and_skip_empty_ones():
+    from kit.measure.intervals import round_rates
+
+    b = [(0, 1 * MS), (1 * MS, 2 * MS)]  # 2 calls in 2 ms: 1,000 calls/s
+    assert round_rates([[[], b]]) == [(1000.0, 0.002)]  # an empty thread first: the next still counts
+    assert round_rates([[[(5 * MS, 5 * MS)], b]]) == [(1000.0, 0.005)]  # a zero-length span adds no rate
+    assert round_rates([[[], []]]) == [(0.0, 0.0)]
+    a = [(0, 1 * MS), (1 * MS, 2 * MS), (2 * MS, 3 * MS), (3 * MS, 4 * MS)]  # 4 calls in 4 ms
+    assert round_rates([[a, b]]) == [(2000.0, 0.004)]
+
+
+def test_the_throughputs_interval_sums_unequal_clients_per_round():
+    """Client A: 3 calls of 1 ms, then 3 of 2 ms; client B: 3 + 3 calls of 2 ms; rounds after 3 calls
+    each. Round rates: 3/0.003 + 3/0.006 = 1,500 calls/s over 6 ms, then 500 + 500 = 1,000 over 6 ms."""
+    a, b = calls_of([1.0] * 3 + [2.0] * 3), calls_of([2.0] * 6)
+    m = BatchMeasurement(1, "clients", 2, [a, b], rounds=[[3, 3]])
+    r = (1500 * 0.006 + 1000 * 0.006) / 0.012  # 1,250
+    d = [1500 * 0.006 - r * 0.006, 1000 * 0.006 - r * 0.006]
+    half = 12.706204736174698 * math.sqrt((d[0] ** 2 + d[1] ** 2) / 1 / 2) / 0.006
+    assert m.intervals["throughput"].rel_half_width == pytest.approx(half / r)

@@ -278,3 +278,32 @@ def test_summary_counts_name_every_verdict_with_zeros():
     card = pd.DataFrame({"verdict": [Verdict.REPRODUCED, Verdict.REPRODUCED, Verdict.DIFFERS]})
     assert summary_counts(card) == {"reproduced": 2, "differs": 1, "not comparable": 0, "not measured": 0,
                                     "failed": 0}
+
+
+def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
+    from kit.publish.scorecard import NOT_SELECTED, RunOutcome
+
+    result = c2_result({2: (1.36, 226.4)})
+    result.tables["c2"][0]["efficiency"] = None
+    result.tables["c2"][0]["efficiency_reason"] = "power unavailable: no sensor"
+    card = c2_rows([(Path("c2.json"), result)])
+    assert len(card) == 18  # 6 published batch sizes x 3 figures
+    lat = next(r for r in card if r.figure == "Latency" and r.batch_size == "2")
+    assert (lat.study, lat.model, lat.precision, lat.unit, lat.source, lat.run) == (
+        "c2_qwant", "resnext101-c2", "FP16 (mixed)", "ms/batch", "seed 003 tables 1-3", "c2.json")
+    assert "Graphcore C2" in lat.published_hardware and lat.measured_hardware.startswith("Graphcore C2 (ipu")
+    units = {r.figure: r.unit for r in card}
+    assert units == {"Latency": "ms/batch", "Throughput": "images/s", "Energy efficiency": "images/s/W"}
+    eff = next(r for r in card if r.figure == "Energy efficiency" and r.batch_size == "2")
+    assert eff.verdict == Verdict.NOT_MEASURED and eff.reason == "power unavailable: no sensor"
+    missing = next(r for r in card if r.figure == "Latency" and r.batch_size == "4")
+    assert missing.verdict == Verdict.NOT_MEASURED and missing.reason == "no result" and missing.run == "c2.json"
+    no_table = c2_result({})
+    del no_table.tables["c2"]
+    assert {r.verdict for r in c2_rows([(Path("c2.json"), no_table)])} == {Verdict.NOT_MEASURED}
+    # no C2 result: not run, not selected, or what became of its job
+    assert {r.reason for r in c2_rows([])} == {"C2 study not run"}
+    assert {r.reason for r in c2_rows([], selected={"other"})} == {NOT_SELECTED.reason}
+    assert {r.reason for r in c2_rows([], selected={"c2_study"})} == {"C2 study not run"}
+    failed = RunOutcome(Verdict.FAILED, "failed: boom")
+    assert {(r.verdict, r.reason) for r in c2_rows([], failed, selected={"other"})} == {(Verdict.FAILED, "failed: boom")}

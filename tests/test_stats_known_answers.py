@@ -221,3 +221,8 @@ def test_an_interval_round_trips_and_a_missing_one_reads_as_none():
     assert Interval.from_dict(bare.to_dict()) == bare
     assert Interval.from_dict({"value": None, "low": 1.0}) is None and Interval.from_dict({}) is None
     assert Interval.from_dict(None) is None
+
+
+def test_reciprocal_of_an_interval_below_one():
+    inv = Interval(2.0, 0.5, 4.0).reciprocal()
+    assert (inv.value, inv.low, inv.high) == (0.5, 0.25, 2.0)
