@@ -123,7 +123,7 @@ def test_a_counter_skips_readings_at_the_same_time():
     assert s.energy_j == 50.0 and s.series_w == [10.0, 30.0] and s.series_t_s == [0.5, 1.5]
     none = PowerSummary.unavailable("no sensor", duration_s=2.0)
     assert (none.method, none.sensor, none.sampler, none.reason) == ("unavailable", "none", "unavailable", "no sensor")
-    assert none.with_samples(10).samples_per_s_per_w is None and none.samples_processed == 10
+    assert none.with_samples(10).samples_per_s is None and none.samples_processed == 10
 
 
 def test_a_summary_round_trips_with_rounded_series():
@@ -139,6 +139,8 @@ def test_the_method_and_reason_are_checked():
         PowerSummary("guessed", "x", "x")
     with pytest.raises(InvalidParameter, match=r"^invalid reason=None: an unavailable figure must say why$"):
         PowerSummary("unavailable", "x", "x")
+    with pytest.raises(InvalidParameter, match=r"^invalid reason='': an unavailable figure must say why$"):
+        PowerSummary("unavailable", "x", "x", reason="")
 
 
 def test_indicative_only_for_a_measured_window_its_sensor_does_not_resolve():
@@ -203,7 +205,8 @@ def test_the_efficiency_interval_is_the_throughputs_relative_one():
     assert (eff.value, eff.low, eff.high) == (5.0, pytest.approx(5 * (1 - rel)), pytest.approx(5 * (1 + rel)))
     assert eff.method == "the throughput's relative interval (the power reading's own variation is not included)"
     assert eff.rounds == 6 and ivs["qps_bytemlperf"].rel_half_width == pytest.approx(rel)
-    assert ivs["throughput"].method.startswith("throughput of 6 blocks of consecutive calls cut after the run")
+    assert ivs["throughput"].method == ("throughput of 6 blocks of consecutive calls cut after the run: ratio "
+                                        "estimator (samples / seconds), t interval; relative width applied")
     m.power = {"method": "unavailable", "samples_per_s_per_w": 5.0}
     assert "samples_per_s_per_w" not in measurement_intervals(m)
 
@@ -228,3 +231,11 @@ def test_the_throughputs_interval_sums_unequal_clients_per_round():
     d = [1500 * 0.006 - r * 0.006, 1000 * 0.006 - r * 0.006]
     half = 12.706204736174698 * math.sqrt((d[0] ** 2 + d[1] ** 2) / 1 / 2) / 0.006
     assert m.intervals["throughput"].rel_half_width == pytest.approx(half / r)
+
+
+def test_a_measurement_of_one_round_says_why_it_has_no_interval():
+    m = BatchMeasurement(1, "single", 1, [calls_of([1.0, 2.0, 3.0, 4.0, 5.0])])  # 5 calls: one block
+    why = "1 round(s): an interval needs at least 2"
+    for name in ("mean_ms", "p50_ms", "p99_ms", "bytemlperf_avg_latency_ms"):
+        assert not m.intervals[name].available and m.intervals[name].reason == why, name
+    assert m.intervals["throughput"].reason == why and m.intervals["mean_ms"].value == 3.0
