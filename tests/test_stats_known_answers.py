@@ -226,3 +226,13 @@ def test_an_interval_round_trips_and_a_missing_one_reads_as_none():
 def test_reciprocal_of_an_interval_below_one():
     inv = Interval(2.0, 0.5, 4.0).reciprocal()
     assert (inv.value, inv.low, inv.high) == (0.5, 0.25, 2.0)
+
+
+def test_quantile_interval_order_statistics_of_distinct_calls():
+    """Ten rounds of ten distinct calls (round r: r + 1, r + 11, ..., r + 91 ms), 1..100 in all. p50 =
+    50.5: five calls of every round at or below it, so the share's se is the binomial floor 0.05 and
+    spread = t(0.975, 9) x 0.05 = 0.1131. Low: sorted[floor(0.3869 x 100) - 1] = sorted[37] = 38 ms;
+    high: sorted[ceil(0.6131 x 100)] = sorted[62] = 63 ms."""
+    rounds = [[r + 10 * j + 1 for j in range(10)] for r in range(10)]
+    got = quantile_interval(rounds, 0.5)
+    assert got.value == 50.5 and (got.low, got.high) == (38.0, 63.0)
