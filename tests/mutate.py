@@ -65,6 +65,14 @@ EQUIVALENT: dict[str, str] = {
         "the method text of an interval of which only rel_half_width is used (set to None)",
     "kit.measure.intervals.x_measurement_intervals__mutmut_14":
         "the method text of an interval of which only rel_half_width is used (left out)",
+    **{f"kit.measure.bytemlperf.x_bytemlperf_figures__mutmut_{n}": _STRICT_TRUE.replace("a Series' parallel lists, "
+       "which Series.append always grows together", "each thread's calls and the ranges made from them, one per thread")
+       for n in (9, 12, 13)},
+    **{f"kit.measure.bytemlperf.x_bytemlperf_kept__mutmut_{n}": "zip(strict=True) over the drops made from the "
+       "calls and the calls, one per thread: the same pairs" for n in (16, 19, 20)},
+    **{name: 'float("nan") made float("NAN"): Python parses both as NaN' for name in (
+        "kit.measure.bytemlperf.x_bytemlperf_figures__mutmut_25", "kit.measure.bytemlperf.x_bytemlperf_figures__mutmut_57",
+        "kit.measure.window.xǁBatchMeasurementǁ__post_init____mutmut_28")},
     "kit.measure.intervals.x_round_rates__mutmut_44":
         "last > first made >= : when last == first the wall time is (last - first) / 1e9 = 0.0, the else value",
 }

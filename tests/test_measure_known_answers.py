@@ -24,7 +24,7 @@ def two_threads() -> BatchMeasurement:
 
 def test_a_measurements_summary_over_every_call():
     m = two_threads()
-    assert m.wall_time_s == pytest.approx(0.210)  # first start 0, last end 10 + 200 ms
+    assert m.wall_time_s == 0.21  # first start 0, last end 10 + 200 ms: 210,000,000 ns / 1e9
     assert m.throughput == pytest.approx(3 * 100 / 0.210)
     assert m.samples == 300 and m.latency.count == 100
     assert m.latency.mean_ms == pytest.approx(3.0) and m.latency.max_ms == 4.0
@@ -239,3 +239,8 @@ def test_a_measurement_of_one_round_says_why_it_has_no_interval():
     for name in ("mean_ms", "p50_ms", "p99_ms", "bytemlperf_avg_latency_ms"):
         assert not m.intervals[name].available and m.intervals[name].reason == why, name
     assert m.intervals["throughput"].reason == why and m.intervals["mean_ms"].value == 3.0
+
+
+def test_calls_that_take_no_time_have_no_throughput():
+    m = BatchMeasurement(2, "single", 1, [[(5, 5), (5, 5), (5, 5)]])
+    assert m.wall_time_s == 0.0 and math.isnan(m.throughput) and math.isnan(m.qps_bytemlperf)

@@ -236,3 +236,17 @@ def test_quantile_interval_order_statistics_of_distinct_calls():
     rounds = [[r + 10 * j + 1 for j in range(10)] for r in range(10)]
     got = quantile_interval(rounds, 0.5)
     assert got.value == 50.5 and (got.low, got.high) == (38.0, 63.0)
+
+
+def test_bytemlperf_figures_of_no_calls_and_of_a_zero_window():
+    f = bytemlperf_figures([[]], 4)
+    assert f["kept_calls"] == 0 and f["kept"] == "every call (a thread made 40 calls or fewer: no trim)"
+    assert all(math.isnan(f[k]) for k in ("qps", "avg_latency_ms", "p99_latency_ms"))
+    zero = bytemlperf_figures([[(5, 5), (5, 5)]], 4)  # calls that take no time: no window to divide by
+    assert math.isnan(zero["qps"]) and zero["avg_latency_ms"] == 0.0 and zero["kept_calls"] == 2
+
+
+def test_pack_mode_says_which_share_it_keeps():
+    assert bytemlperf_kept([_thread([1] * 10)] * 2, keep_fraction=0.6) == (
+        [(2, 8), (2, 8)], "the middle 60 % of each thread's calls")
+    assert bytemlperf_kept([_thread([1] * 10)], keep_fraction=0.8)[1] == "the middle 80 % of each thread's calls"
