@@ -73,6 +73,15 @@ EQUIVALENT: dict[str, str] = {
     **{name: 'float("nan") made float("NAN"): Python parses both as NaN' for name in (
         "kit.measure.bytemlperf.x_bytemlperf_figures__mutmut_25", "kit.measure.bytemlperf.x_bytemlperf_figures__mutmut_57",
         "kit.measure.window.xǁBatchMeasurementǁ__post_init____mutmut_28")},
+    **{f"kit.measure.intervals.{name}": "zip(strict=...) changed over per-thread lists of one length (a thread's "
+       "calls with its marks, ranges or cuts; round starts with round ends): the same pairs"
+       for name in [f"x_bytemlperf_intervals__mutmut_{n}" for n in (12, 15, 16)]
+       + [f"x_kept_marks__mutmut_{n}" for n in (18, 21, 22)]
+       + [f"x_round_groups__mutmut_{n}" for n in (10, 13, 16, 37, 41, 42, 45, 48, 49, 79, 82, 83)]},
+    "kit.measure.intervals.x_round_groups__mutmut_21":
+        "max(tail) > 0 made >= 0: with every tail 0 the last round's bounds are set to the lengths they already are",
+    "kit.measure.intervals.x_round_groups__mutmut_55":
+        "min(..., default=0) made default=1: with no thread, 1 // 3 and 0 // 3 are both 0 blocks",
     "kit.measure.intervals.x_round_rates__mutmut_44":
         "last > first made >= : when last == first the wall time is (last - first) / 1e9 = 0.0, the else value",
 }

@@ -244,3 +244,56 @@ def test_a_measurement_of_one_round_says_why_it_has_no_interval():
 def test_calls_that_take_no_time_have_no_throughput():
     m = BatchMeasurement(2, "single", 1, [[(5, 5), (5, 5), (5, 5)]])
     assert m.wall_time_s == 0.0 and math.isnan(m.throughput) and math.isnan(m.qps_bytemlperf)
+
+
+def test_more_round_cuts_and_kept_marks():
+    from kit.measure.intervals import BLOCKS, kept_marks, round_groups
+
+    groups, _ = round_groups([calls_of([1.0] * 9)], [[3], [6]])  # exactly three calls after: their own round
+    assert [len(g[0]) for g in groups] == [3, 3, 3]
+    assert round_groups([], None) == ([[]], BLOCKS)
+    assert kept_marks([[21], [60]], [(20, 80)]) == [[1], [40]]  # a round keeping a single call stays
+
+
+def test_bytemlperf_intervals_in_pack_mode_are_over_the_kept_middle():
+    """One thread of 10 calls of 1..10 ms, pack mode keeping the middle 60 %: calls 3..8 ms, cut into 2
+    blocks (3 + 3). AVG = 5.5; its interval: block sums 12 and 21 over 3 calls each, t(0.975, 1):
+    5.5 -/+ 12.706 x 1.5. P99 = sorted(kept)[int(5.94)] = 8 ms, its Woodruff interval over the blocks."""
+    from kit.measure.intervals import BLOCKS
+    from kit.measure.stats import quantile_interval
+
+    m = BatchMeasurement(1, "pack", 1, [calls_of([float(k) for k in range(1, 11)])],
+                         extra={"bytemlperf_keep_fraction": 0.6})
+    avg, p99 = m.intervals["bytemlperf_avg_latency_ms"], m.intervals["bytemlperf_p99_latency_ms"]
+    t1 = 12.706204736174698
+    assert avg.value == 5.5 and (avg.low, avg.high) == (pytest.approx(5.5 - t1 * 1.5), pytest.approx(5.5 + t1 * 1.5))
+    assert (avg.level, avg.rounds, avg.reason) == (0.95, 2, "")
+    assert avg.method == f"ratio estimator over {BLOCKS} of the calls ByteMLPerf keeps, t interval"
+    want = quantile_interval([[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]], 0.99, estimate=8.0)
+    assert (p99.value, p99.low, p99.high, p99.level, p99.rounds, p99.reason) == (8.0, want.low, want.high, 0.95, 2, "")
+    assert p99.method == f"{want.method} over {BLOCKS} of the calls ByteMLPerf keeps"
+
+
+def test_relative_intervals_without_a_value_or_a_width():
+    from kit.measure.intervals import _relative
+
+    none = _relative(None, 0.1, 3, "m")
+    assert math.isnan(none.value) and (none.method, none.rounds, none.reason, none.available) == ("m", 3, "no value", False)
+    nan = _relative(float("nan"), 0.1, 3, "m")
+    assert not nan.available and nan.reason == "no value"
+    bare = _relative(5.0, None, 1, "m")
+    assert (bare.value, bare.method, bare.rounds, bare.available) == (5.0, "m", 1, False)
+    assert bare.reason == "1 round(s): an interval needs at least 2"
+    full = _relative(5.0, 0.2, 4, "m")
+    assert (full.low, full.high, full.rounds, full.method) == (4.0, 6.0, 4, "m")
+
+
+def test_the_precision_reached_and_whether_the_target_was_met():
+    from kit.measure.intervals import precision_reached
+    from kit.measure.stats import Interval
+
+    at = precision_reached({"target_ci": 0.25, "stopped_by": "target reached"}, Interval(10.0, 7.5, 12.5, rounds=5))
+    assert at == {"target_ci": 0.25, "reached": 0.25, "rounds": 5, "met": True, "stopped_by": "target reached"}
+    assert precision_reached({"target_ci": 0.05}, Interval(10.0, rounds=1))["met"] is False  # no interval: missed
+    none = precision_reached({}, Interval(10.0, 9.0, 11.0, rounds=3))
+    assert none == {"target_ci": 0.0, "reached": 0.1, "rounds": 3, "met": None, "stopped_by": ""}
