@@ -82,6 +82,14 @@ EQUIVALENT: dict[str, str] = {
         "max(tail) > 0 made >= 0: with every tail 0 the last round's bounds are set to the lengths they already are",
     "kit.measure.intervals.x_round_groups__mutmut_55":
         "min(..., default=0) made default=1: with no thread, 1 // 3 and 0 // 3 are both 0 blocks",
+    "kit.measure.stats.x_quantile_interval__mutmut_101":
+        "_order_stat(..., floor=False) made floor=None: both are falsy, the same branch",
+    **{f"kit.measure.stats.{name}": "np.asarray(..., dtype=np.float64) made dtype=None/default: call times are "
+       "numbers, and every result is float() of the same order statistic, percentile or quotient"
+       for name in ("x_quantile_interval__mutmut_3", "x_quantile_interval__mutmut_5",
+                    "xǁLatencyStatsǁfrom_ns__mutmut_4", "xǁLatencyStatsǁfrom_ns__mutmut_6")},
+    "kit.measure.stats.xǁLatencyStatsǁfrom_ns__mutmut_77":
+        "min(int(0.99 n), n - 1) made n + 1: int(0.99 n) <= n - 1 for every n >= 1, so min picks it either way",
     "kit.measure.intervals.x_round_rates__mutmut_44":
         "last > first made >= : when last == first the wall time is (last - first) / 1e9 = 0.0, the else value",
 }

@@ -250,3 +250,30 @@ def test_pack_mode_says_which_share_it_keeps():
     assert bytemlperf_kept([_thread([1] * 10)] * 2, keep_fraction=0.6) == (
         [(2, 8), (2, 8)], "the middle 60 % of each thread's calls")
     assert bytemlperf_kept([_thread([1] * 10)], keep_fraction=0.8)[1] == "the middle 80 % of each thread's calls"
+
+
+def test_quantile_interval_when_the_rounds_disagree():
+    """1..1000 ms in 10 rounds of 100; rounds take 80, 20, 80, 20, 80, 20, 80, 20, 50 and 50 of the
+    500 calls at or below the median 500.5. Share per round 0.8 / 0.2 / 0.5: residuals +-30 calls (8
+    rounds), se = sqrt(8 x 900 / 9 / 10) / 100 = 0.0894, above the binomial floor sqrt(0.25 / 1000);
+    spread = t(0.975, 9) x 0.0894 = 0.2023. Low: sorted[floor(297.66) - 1] = 297; high: sorted[703] = 704."""
+    low, high = list(range(1, 501)), list(range(501, 1001))
+    rounds = []
+    for c in (80, 20, 80, 20, 80, 20, 80, 20, 50, 50):
+        rounds.append(low[:c] + high[:100 - c])
+        low, high = low[c:], high[100 - c:]
+    se = math.sqrt(8 * 30**2 / 9 / 10) / 100
+    spread = student_t.ppf(0.975, 9) * se
+    assert math.floor((0.5 - spread) * 1000) - 1 == 296 and math.ceil((0.5 + spread) * 1000) == 703
+    got = quantile_interval(rounds, 0.5)
+    assert got.value == 500.5 and (got.low, got.high) == (297.0, 704.0) and got.rounds == 10
+
+
+def test_quantile_interval_says_how_and_why_not():
+    method = "Woodruff interval, share's error from rounds (cluster-robust)"
+    assert quantile_interval([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], 0.5).method == method
+    empty = quantile_interval([[], []], 0.5)
+    assert math.isnan(empty.value) and empty.method == method and empty.reason == "no calls"
+    one = quantile_interval([[1.0, 2.0, 3.0]], 0.5)
+    assert (one.value, one.method, one.rounds, one.available) == (2.0, method, 1, False)
+    assert one.reason == "1 round(s): an interval needs at least 2"
