@@ -19,7 +19,7 @@ INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
 
 PEERS_ARGS ?=
 
-.PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs
+.PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs mutate
 
 install: $(STAMP)
 
@@ -50,6 +50,12 @@ rerun: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Mutation testing of the code that computes figures (tests/mutate.py; not part of `make test`):
+# the kill rate per module and every surviving mutant. MUTATE_ARGS="--max-children 2" on a shared machine.
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(BIN)/python -m tests.mutate $(MUTATE_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all

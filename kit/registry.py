@@ -13,7 +13,10 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Maps names to objects; an unknown name raises an error listing the known ones.
 
-    >>> r = Registry[int]("number"); r.register("one", 1); r.get("one")
+    >>> r = Registry[int]("number")
+    >>> r.register("one", 1)
+    1
+    >>> r.get("one")
     1
     """
 

@@ -72,3 +72,9 @@ def fake_backend():
         yield FakeBackend
     finally:
         BACKENDS.unregister("fake")
+
+
+# `--doctest-modules` (pyproject's addopts) is for kit/'s docstrings: tests/ helper modules and the
+# PopRT double (a fake `poprt` and `gcipuinfo` that must not be imported unasked) are not collected.
+collect_ignore = ["poprt_double"]
+collect_ignore_glob = ["[!t]*.py"]

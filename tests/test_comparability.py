@@ -13,37 +13,8 @@ from kit.batch.profiles import jobs_for
 from kit.measure.window import BatchMeasurement
 from kit.publish.scorecard import bytemlperf_rows
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
-
-MS = 1_000_000
-
-
-def calls_of(durations_ms: list[float], start_ns: int = 0) -> list[tuple[int, int]]:
-    """Back-to-back calls with these durations."""
-    out, t = [], start_ns
-    for d in durations_ms:
-        out.append((t, t + int(d * MS)))
-        t += int(d * MS)
-    return out
-
-
-def c600_result(model: str, precision: str, measurements: list[BatchMeasurement], *, poprt="1.4.0",
-                session: dict | None = None, ipu_precision: str | None = None) -> RunResult:
-    """A result as a real (not emulated) run on a C600 would write it."""
-    result = RunResult.new(ResultKind.MODEL_BENCHMARK, model, {"model": model, "published_precision": precision}, {})
-    ipu_precision = ipu_precision or {"FP16": "fp16", "FP8": "fp8"}[precision]
-    result.backend = {"name": "ipu", "precision": ipu_precision, "device": "ipu",
-                      "device_info": {"kind": "ipu", "name": "Graphcore C600", "part": "c600"},
-                      "session": {"emulated": False, "poprt_version": poprt, "comparable": True, **(session or {})}}
-    result.measurements = [m.to_dict() for m in measurements]
-    return result
-
-
-def measured(batch: int, clients: int, qps: float, n: int = 60) -> BatchMeasurement:
-    """`clients` threads of `n` equal calls giving `qps` samples/s in all."""
-    per_call_ms = clients * batch / qps * 1000
-    threads = [calls_of([per_call_ms] * n) for _ in range(clients)]
-    return BatchMeasurement(batch, "clients" if clients > 1 else "single", clients, threads)
+from kit.results import RunResult
+from tests.c600_runs import c600_result, calls_of, measured
 
 
 def card(result: RunResult) -> list:
@@ -142,3 +113,28 @@ def test_every_profile_measures_every_published_batch_size(profile):
             assert params["clients"] == (settings["clients"] if kind == "ipu" else 1)
             if kind == "ipu":
                 assert params["min_count"] > 40  # enough calls for ByteMLPerf's trim of 20 at each end
+
+
+def test_the_batch_a_measurement_stands_for():
+    from kit.publish.comparability import measured_batch
+
+    assert measured_batch({"batch_size": 1, "extra": {"pack_batch_size": 40}}) == 40  # pack mode: the pack's
+    assert measured_batch({"batch_size": 8, "extra": None}) == 8 and measured_batch({"batch_size": 8}) == 8
+
+
+def test_each_way_a_measurement_differs_from_the_published_run():
+    from kit.publish.comparability import PublishedRun, measurement_differences
+
+    padded = PublishedRun(32, 4, "fp16", "1.4.0", pack=False)
+    assert measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []
+    assert measurement_differences({"batch_size": 8, "mode": "single", "threads": 1}, padded) == [
+        "batch 8, published at batch 32", "1 client(s), published with 4"]
+    assert measurement_differences({"batch_size": 8, "mode": "clients", "threads": 4},
+                                   PublishedRun(None, 4, "fp16", "1.4.0", pack=False)) == []  # no batch published
+    packed = PublishedRun(40, 1, "fp16", "1.3.0", pack=True)
+    pack = {"batch_size": 1, "mode": "pack", "threads": 2, "extra": {"pack_batch_size": 40}}
+    assert measurement_differences(pack, packed) == []  # pack mode: its threads are not clients
+    assert measurement_differences({"batch_size": 40, "mode": "single", "threads": 1}, packed) == [
+        "padded batches, published in pack mode"]
+    one_client = PublishedRun(8, 1, "fp16", "1.4.0", pack=False)  # replicas are not clients: one client each
+    assert measurement_differences({"batch_size": 8, "mode": "replicas", "threads": 2}, one_client) == []

@@ -98,9 +98,12 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
 
 
 def interval_within_tolerance(published: float, interval: Interval) -> tuple[bool, str]:
-    """Published within THROUGHPUT_TOLERANCE of some point of the measured interval."""
+    """Published within THROUGHPUT_TOLERANCE of some point of the measured interval: the interval's
+    distance from the published figure (negative when it holds it) at most the tolerance x published.
+    Written as differences, not ratios, so that a figure exactly 10 % away counts as within
+    (110 / 100 - 1 is 0.10000000000000009 in floating point)."""
     lo, hi = interval.low, interval.high
-    ok = lo <= published * (1 + THROUGHPUT_TOLERANCE) and hi >= published * (1 - THROUGHPUT_TOLERANCE)
+    ok = max(lo - published, published - hi) <= THROUGHPUT_TOLERANCE * abs(published)
     where = "within" if ok else "outside"
     return ok, (f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
                 f"[{lo:.4g}, {hi:.4g}]")
@@ -111,7 +114,7 @@ def within_tolerance(metric: str, published: float, measured: float) -> tuple[bo
         return measured >= ACCURACY_FRACTION * published, f"accuracy >= {ACCURACY_FRACTION:.0%} of published"
     if metric in DIFF_METRICS:
         return measured <= (1 + DIFF_TOLERANCE) * published, f"diff <= published x {1 + DIFF_TOLERANCE:g}"
-    ok = abs(measured / published - 1) <= THROUGHPUT_TOLERANCE
+    ok = abs(measured - published) <= THROUGHPUT_TOLERANCE * abs(published)  # exact at 10 %, as above
     return ok, f"within {THROUGHPUT_TOLERANCE:.0%} of published"
 
 

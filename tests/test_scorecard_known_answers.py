@@ -1,0 +1,309 @@
+"""Known answers for what users read (issue 33): a scorecard built from a hand-made run on a real
+C600 at the two published batch sizes of resnet50 FP16, checked row by row (measured value, batch,
+part, interval, ratio, verdict), and the C2 rows from a constant-power sensor. Every expected
+figure is worked out here from the call times, never read from the code's output."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from scipy.stats import t as student_t
+
+from kit.measure.intervals import figure_interval
+from kit.measure.window import BatchMeasurement
+from kit.publish.compare import Verdict
+from kit.publish.scorecard import bytemlperf_rows, c2_rows
+from kit.published import figures as published
+from kit.results import ResultKind, RunResult
+from kit.studies.c2 import c2_row
+from tests.c600_runs import c600_result, calls_of
+
+MODEL, PRECISION = "resnet50-torch-fp32", "FP16"  # published: 4 clients; batch 4 and 32 (the headline's)
+T1 = student_t.ppf(0.975, 1)  # two rounds: a t quantile with one degree of freedom (12.706)
+
+# Batch 32, each of the 4 clients: 20 slow calls of 20 ms (ByteMLPerf drops them), 60 kept calls,
+# 20 slow calls. Round 1 = calls 0-49 (20 x 20 + 30 x 11.0 ms = 730 ms), round 2 = calls 50-99
+# (20 x 11.5 + 8 x 12.5 + 2 x 14.0 + 20 x 20 = 758 ms).
+KEPT_1 = [11.0] * 30
+KEPT_2 = [11.5] * 20 + [12.5] * 8 + [14.0] * 2
+B32_THREAD = [20.0] * 20 + KEPT_1 + KEPT_2 + [20.0] * 20
+# Batch 4: 30 calls of 3 ms per client (40 or fewer: ByteMLPerf keeps all), identical blocks.
+B4_THREAD = [3.0] * 30
+
+
+def two_round_half_width(a: list[float], b: list[float]) -> tuple[float, float]:
+    """(ratio, half-width) of the ratio estimator over two rounds, written out."""
+    r = (a[0] + a[1]) / (b[0] + b[1])
+    d = [a[0] - r * b[0], a[1] - r * b[1]]
+    se = math.sqrt((d[0] ** 2 + d[1] ** 2) / (2 - 1) / 2) / ((b[0] + b[1]) / 2)
+    return r, T1 * se
+
+
+def c600_run(created_at: str = "2026-11-20T10:00:00+00:00", b32=B32_THREAD) -> RunResult:
+    b32 = BatchMeasurement(32, "clients", 4, [calls_of(b32)] * 4, rounds=[[50] * 4])
+    b4 = BatchMeasurement(4, "clients", 4, [calls_of(B4_THREAD)] * 4)
+    result = c600_result(MODEL, PRECISION, [b4, b32])
+    result.accuracy = [{"metric": "Top-1", "value": 0.7620, "status": "measured"}]
+    result.created_at = created_at
+    return result
+
+
+@pytest.fixture  # per test, not per module: mutmut then runs every test whose rows reach a mutant
+def rows():
+    older = c600_run("2026-11-19T10:00:00+00:00", b32=[5.0] * 100)  # an older run: never chosen
+    card = bytemlperf_rows([(Path("new.json"), c600_run()), (Path("old.json"), older)])
+    return {(r.study, r.figure, r.batch_size): r for r in card if r.model == MODEL and r.precision == PRECISION}
+
+
+# --- batch 32: the headline's batch --------------------------------------------------------------
+
+QPS_32 = 240 * 32 / 0.688  # 4 x 60 kept calls of 32 samples over the kept window (688 ms)
+# the QPS interval: the relative one of the throughput over rounds of every call (4 x 50 calls a round)
+_R, _HALF = two_round_half_width([4 * 50 / 0.730 * 0.730, 4 * 50 / 0.758 * 0.758], [0.730, 0.758])
+QPS_REL = _HALF / _R
+
+
+def test_the_headline_qps_is_the_latest_runs_at_the_published_batch(rows):
+    r = rows[("bytemlperf_c600", "QPS", "32")]
+    assert r.measured == pytest.approx(QPS_32, rel=1e-9) and r.run == "new.json"
+    assert r.published == 13499.0 and r.ratio == pytest.approx(QPS_32 / 13499, rel=1e-9)
+    assert r.measured_low == pytest.approx(QPS_32 * (1 - QPS_REL), rel=1e-9)
+    assert r.measured_high == pytest.approx(QPS_32 * (1 + QPS_REL), rel=1e-9)
+    # 11,163 is 17 % under 13,499, but its interval reaches 13,831: reproduced through the interval
+    assert QPS_32 * (1 + QPS_REL) > 13499 > QPS_32 * 1.1
+    assert r.verdict == Verdict.REPRODUCED and "of the measured 95 % interval" in r.reason
+    assert "C600" in r.published_hardware and r.measured_hardware.startswith("Graphcore C600 (ipu")
+
+
+def test_per_batch_qps_at_32(rows):
+    r = rows[("bytemlperf_reports", "QPS", "32")]
+    assert r.measured == pytest.approx(QPS_32, rel=1e-9) and r.published == 13542.0
+    assert r.measured_low == pytest.approx(QPS_32 * (1 - QPS_REL), rel=1e-9)
+    assert r.measured_all_calls == pytest.approx(4 * 100 * 32 / 1.488, rel=1e-9)  # every call, beside
+    assert r.verdict == Verdict.REPRODUCED
+
+
+def test_per_batch_avg_latency_at_32_is_the_mean_of_the_kept_calls(rows):
+    r = rows[("bytemlperf_reports", "AVG Latency", "32")]
+    mean, half = two_round_half_width([4 * sum(KEPT_1), 4 * sum(KEPT_2)], [120, 120])
+    assert r.measured == pytest.approx(688 / 60) and mean == pytest.approx(688 / 60)
+    assert (r.measured_low, r.measured_high) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert r.measured_all_calls == pytest.approx((688 + 40 * 20) / 100)  # the slow ends count there
+    assert r.published == 9.33 and r.ratio == pytest.approx(688 / 60 / 9.33)
+    assert r.verdict == Verdict.REPRODUCED  # 11.47 is 23 % over 9.33; the interval [5.5, 17.4] holds it
+
+
+def test_per_batch_p99_at_32_is_bytemlperfs_sorted_call(rows):
+    """Kept, sorted: 120 x 11.0, 80 x 11.5, 32 x 12.5, 8 x 14.0; P99 = sorted[int(0.99 x 240)] = sorted[237].
+    Interval (Woodruff): every call is at or below 14.0 in both rounds, so the share's error is the
+    binomial floor sqrt(0.99 x 0.01 / 240); spread = t x that = 0.0816; low = sorted[floor((0.99 -
+    0.0816) x 240) - 1] = sorted[217] = 12.5; high = sorted[min(ceil(1.0716 x 240), 239)] = 14.0."""
+    r = rows[("bytemlperf_reports", "P99 Latency", "32")]
+    spread = T1 * math.sqrt(0.99 * 0.01 / 240)
+    assert math.floor((0.99 - spread) * 240) - 1 == 217
+    assert r.measured == 14.0 and (r.measured_low, r.measured_high) == (12.5, 14.0)
+    assert r.measured_all_calls == 20.0  # numpy's p99 over every call, the slow ends included
+    assert r.published == 10.96 and r.ratio == pytest.approx(14.0 / 10.96)
+    assert r.verdict == Verdict.DIFFERS  # the interval's low end 12.5 is 14 % over 10.96
+    assert "outside 10% of the measured 95 % interval [12.5, 14]" in r.reason
+
+
+# --- batch 4 -------------------------------------------------------------------------------------
+
+def test_per_batch_figures_at_4_differ(rows):
+    qps = 4 * 30 * 4 / 0.090  # 120 calls of 4 samples in 90 ms: 5,333
+    r = rows[("bytemlperf_reports", "QPS", "4")]
+    assert r.measured == pytest.approx(qps) and r.published == 7062.0 and r.ratio == pytest.approx(qps / 7062)
+    assert r.measured_low == pytest.approx(qps) and r.measured_high == pytest.approx(qps)  # identical blocks
+    assert r.verdict == Verdict.DIFFERS
+    avg, p99 = rows[("bytemlperf_reports", "AVG Latency", "4")], rows[("bytemlperf_reports", "P99 Latency", "4")]
+    assert avg.measured == pytest.approx(3.0) and avg.ratio == pytest.approx(3.0 / 2.24)
+    assert p99.measured == 3.0 and p99.ratio == pytest.approx(3.0 / 2.53)
+    assert avg.verdict == p99.verdict == Verdict.DIFFERS
+
+
+def test_the_accuracy_row_is_judged_at_99_percent(rows):
+    r = rows[("bytemlperf_c600", "Top-1", "")]
+    assert r.measured == 0.7620 and r.published == 0.76963 and r.ratio == pytest.approx(0.7620 / 0.76963)
+    assert r.verdict == Verdict.REPRODUCED and r.measured_low is None  # accuracy has no interval
+
+
+def test_every_published_row_of_the_model_is_there(rows):
+    assert set(rows) == {("bytemlperf_c600", "QPS", "32"), ("bytemlperf_c600", "Top-1", ""),
+                         *{("bytemlperf_reports", f, b) for f in ("QPS", "AVG Latency", "P99 Latency")
+                           for b in ("4", "32")}}
+
+
+def test_the_same_run_through_the_poprt_double_is_not_comparable():
+    result = c600_run()
+    result.backend["session"]["emulated"] = True
+    card = [r for r in bytemlperf_rows([(Path("r.json"), result)]) if r.model == MODEL and r.precision == PRECISION]
+    assert {r.verdict for r in card if r.figure != "Top-1"} == {Verdict.NOT_COMPARABLE}
+    headline = next(r for r in card if r.study == "bytemlperf_c600" and r.figure == "QPS")
+    assert "not run on an IPU" in headline.reason and headline.ratio == pytest.approx(QPS_32 / 13499, rel=1e-9)
+
+
+# --- the C2 rows ---------------------------------------------------------------------------------
+
+def c2_measurement(micro: int, call_ms: float, watts: float | None) -> BatchMeasurement:
+    """Two replicas, 10 back-to-back calls of `call_ms` each; a constant-power sensor."""
+    m = BatchMeasurement(micro, "replicas", 2, [calls_of([call_ms] * 10)] * 2)
+    if watts is None:
+        m.power = {"method": "unavailable", "reason": "no sensor"}
+    else:
+        m.power = {"method": "measured", "mean_w": watts, "mean_w_samples": 2 * watts, "sensor": "const",
+                   "sampler": "test", "window_resolved": True}
+    return m
+
+
+def test_c2_row_from_a_constant_power_sensor():
+    """Batch 4 on two replicas (micro batch 2), calls of 2.5 ms, 150 W: latency 2.5 ms per batch,
+    throughput 4 / 0.0025 = 1,600 images/s, efficiency 1,600 / 150 = 10.667 images/s/W."""
+    row = c2_row(4, 2, c2_measurement(2, 2.5, 150.0))
+    assert row["power_sensor"] == "const"
+    assert row["latency_ms"] == pytest.approx(2.5) and row["batch_size"] == 4 and row["micro_batch"] == 2
+    assert row["throughput"] == pytest.approx(1600.0)
+    assert row["efficiency"] == pytest.approx(1600.0 / 150.0) and row["power_w"] == 150.0
+    assert row["throughput_wall"] == pytest.approx(2 * 10 * 2 / 0.025)  # the same here: back to back
+    assert row["latency_p99_ms"] == pytest.approx(2.5) and row["efficiency_indicative"] == ""
+
+
+def test_c2_efficiency_uses_the_time_weighted_power_not_the_sample_mean():
+    row = c2_row(4, 2, c2_measurement(2, 2.5, 200.0))  # mean_w_samples is 400 W here
+    assert row["efficiency"] == pytest.approx(8.0)
+
+
+def test_c2_latency_is_the_mean_call_not_the_wall_rate():
+    """Calls of 1 ms and 3 ms alternating, the replicas 1 ms apart: latency = mean call = 2 ms,
+    throughput = batch / latency = 4 / 0.002 = 2,000, not the wall rate (40 calls x 2 / 21 ms)."""
+    durations = [1.0, 3.0] * 5
+    m = BatchMeasurement(2, "replicas", 2, [calls_of(durations), calls_of(durations, 1_000_000)])
+    m.power = {"method": "measured", "mean_w": 100.0, "sensor": "const", "sampler": "test"}
+    row = c2_row(4, 2, m)
+    assert row["latency_ms"] == pytest.approx(2.0) and row["throughput"] == pytest.approx(2000.0)
+    assert row["throughput_wall"] == pytest.approx(20 * 2 / 0.021)
+    assert row["efficiency"] == pytest.approx(20.0)
+
+
+def test_c2_without_power_says_why():
+    row = c2_row(4, 2, c2_measurement(2, 2.5, None))
+    assert row["efficiency"] is None and row["efficiency_reason"] == "power unavailable: no sensor"
+    m = c2_measurement(2, 2.5, None)
+    m.power = {"method": "unavailable", "mean_w": 150.0, "reason": "stale reading"}  # a watt figure, not measured
+    assert c2_row(4, 2, m)["efficiency"] is None
+    m.power = {"method": "measured", "mean_w": 0.0}
+    assert c2_row(4, 2, m)["efficiency"] is None and "power_w" not in c2_row(4, 2, m)
+    m.power = None
+    assert c2_row(4, 2, m)["efficiency_reason"] == "power unavailable: not sampled"
+
+
+def c2_result(batches: dict[int, tuple[float, float]]) -> RunResult:
+    """A C2 study on a Mk1 C2 card: {card batch: (call ms, watts)}, two replicas."""
+    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result.backend = {"name": "ipu", "precision": "fp16", "device": "ipu",
+                      "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"},
+                      "session": {"emulated": False}}
+    ms = {b: c2_measurement(b // 2, call, w) for b, (call, w) in batches.items()}
+    result.measurements = [m.to_dict() for m in ms.values()]
+    result.tables["c2"] = [c2_row(b, b // 2, m) for b, m in ms.items()]
+    return result
+
+
+def test_c2_scorecard_rows_judge_the_card_batch():
+    """Published batch 2: 1.36 ms, 1,474.16 images/s, 6.51 images/s/W. Measured: calls of 1.36 ms
+    at micro batch 1 on two replicas (card batch 2), 226.4 W: 2 / 0.00136 = 1,470.59 images/s,
+    1,470.59 / 226.4 = 6.4955 images/s/W. Every call the same: zero-width intervals."""
+    card = c2_rows([(Path("c2.json"), c2_result({2: (1.36, 226.4), 4: (3.0, 150.0)}))])
+    by = {(r.figure, r.batch_size): r for r in card}
+    lat, thr, eff = by[("Latency", "2")], by[("Throughput", "2")], by[("Energy efficiency", "2")]
+    assert lat.measured == pytest.approx(1.36) and lat.published == 1.36
+    assert (lat.measured_low, lat.measured_high) == (pytest.approx(1.36), pytest.approx(1.36))
+    assert thr.measured == pytest.approx(2 / 0.00136) and thr.published == 1474.16
+    assert thr.measured_low == pytest.approx(2 / 0.00136)  # the card batch, not the micro batch
+    assert eff.measured == pytest.approx(2 / 0.00136 / 226.4) and eff.published == 6.51
+    assert eff.measured_high == pytest.approx(2 / 0.00136 / 226.4)
+    assert {lat.verdict, thr.verdict, eff.verdict} == {Verdict.REPRODUCED}
+    # batch 4: 3.0 ms vs 1.94 published: latency and throughput differ; 150 W: 1,333 / 150 = 8.89 vs 7.80
+    assert by[("Latency", "4")].verdict == by[("Throughput", "4")].verdict == Verdict.DIFFERS
+    assert by[("Energy efficiency", "4")].measured == pytest.approx(4 / 0.003 / 150)
+    assert by[("Energy efficiency", "4")].verdict == Verdict.DIFFERS
+    assert by[("Latency", "6")].verdict == Verdict.NOT_MEASURED
+    assert published.c2_tables().loc[4, "Energy efficiency"] == 7.80
+
+
+def test_c2_intervals_from_blocks_of_unequal_calls():
+    """Batch 4 (micro batch 2 on two replicas), each replica's 10 calls: 3 of 2.0 ms, 3 of 2.5 ms, 4 of
+    3.0 ms. No rounds: cut into 3 blocks of 3, 3 and 4 calls per replica. Latency = 51 / 20 = 2.55 ms;
+    its interval: the ratio of block sums 12, 15, 24 ms to block calls 6, 6, 8, with t(0.975, 2).
+    Throughput = 4 / latency (its interval through 1/x); efficiency = throughput / 120 W, its
+    interval the throughput's relative one."""
+    durations = [2.0] * 3 + [2.5] * 3 + [3.0] * 4
+    m = BatchMeasurement(2, "replicas", 2, [calls_of(durations)] * 2)
+    m.power = {"method": "measured", "mean_w": 120.0, "sensor": "const", "sampler": "test", "window_resolved": True}
+    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result.backend = {"name": "ipu", "precision": "fp16", "device": "ipu", "session": {"emulated": False},
+                      "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"}}
+    result.measurements = [m.to_dict()]
+    result.tables["c2"] = [c2_row(4, 2, m)]
+    by = {r.figure: r for r in c2_rows([(Path("c2.json"), result)]) if r.batch_size == "4"}
+    r = 51 / 20
+    d = [12 - r * 6, 15 - r * 6, 24 - r * 8]
+    half = student_t.ppf(0.975, 2) * math.sqrt(sum(x * x for x in d) / 2 / 3) / (20 / 3)
+    lat, thr, eff = by["Latency"], by["Throughput"], by["Energy efficiency"]
+    assert lat.measured == pytest.approx(2.55) and lat.measured_low == pytest.approx(r - half)
+    assert lat.measured_high == pytest.approx(r + half)
+    assert thr.measured == pytest.approx(4000 / 2.55)
+    assert (thr.measured_low, thr.measured_high) == (pytest.approx(4000 / (r + half)), pytest.approx(4000 / (r - half)))
+    rel = (4000 / (r - half) - 4000 / (r + half)) / 2 / (4000 / 2.55)
+    assert eff.measured == pytest.approx(4000 / 2.55 / 120)
+    assert eff.measured_low == pytest.approx(4000 / 2.55 / 120 * (1 - rel))
+    assert eff.measured_high == pytest.approx(4000 / 2.55 / 120 * (1 + rel))
+    iv, note = figure_interval(result, "Energy efficiency", 4, eff.measured)
+    assert iv.rounds == 3 and note == ""
+    assert iv.method == "the throughput's relative interval (the power reading's own variation is not included)"
+    assert figure_interval(result, "Energy efficiency", 4, None) == (None, "")  # no efficiency: no interval
+    assert figure_interval(result, "Energy efficiency", 2, 1.0) == (None, "")  # no such batch
+    # published batch 4: 1.94 ms, 2,063.03 images/s, 7.80 images/s/W
+    assert lat.verdict == Verdict.REPRODUCED  # 2.55 is 31 % over 1.94, but the interval [1.26, 3.84] holds it
+    assert eff.verdict == Verdict.REPRODUCED and thr.verdict == Verdict.REPRODUCED
+
+
+def test_summary_counts_name_every_verdict_with_zeros():
+    import pandas as pd
+
+    from kit.publish.scorecard import summary_counts
+
+    card = pd.DataFrame({"verdict": [Verdict.REPRODUCED, Verdict.REPRODUCED, Verdict.DIFFERS]})
+    assert summary_counts(card) == {"reproduced": 2, "differs": 1, "not comparable": 0, "not measured": 0,
+                                    "failed": 0}
+
+
+def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
+    from kit.publish.scorecard import NOT_SELECTED, RunOutcome
+
+    result = c2_result({2: (1.36, 226.4)})
+    result.tables["c2"][0]["efficiency"] = None
+    result.tables["c2"][0]["efficiency_reason"] = "power unavailable: no sensor"
+    card = c2_rows([(Path("c2.json"), result)])
+    assert len(card) == 18  # 6 published batch sizes x 3 figures
+    lat = next(r for r in card if r.figure == "Latency" and r.batch_size == "2")
+    assert (lat.study, lat.model, lat.precision, lat.unit, lat.source, lat.run) == (
+        "c2_qwant", "resnext101-c2", "FP16 (mixed)", "ms/batch", "seed 003 tables 1-3", "c2.json")
+    assert "Graphcore C2" in lat.published_hardware and lat.measured_hardware.startswith("Graphcore C2 (ipu")
+    units = {r.figure: r.unit for r in card}
+    assert units == {"Latency": "ms/batch", "Throughput": "images/s", "Energy efficiency": "images/s/W"}
+    eff = next(r for r in card if r.figure == "Energy efficiency" and r.batch_size == "2")
+    assert eff.verdict == Verdict.NOT_MEASURED and eff.reason == "power unavailable: no sensor"
+    missing = next(r for r in card if r.figure == "Latency" and r.batch_size == "4")
+    assert missing.verdict == Verdict.NOT_MEASURED and missing.reason == "no result" and missing.run == "c2.json"
+    no_table = c2_result({})
+    del no_table.tables["c2"]
+    assert {r.verdict for r in c2_rows([(Path("c2.json"), no_table)])} == {Verdict.NOT_MEASURED}
+    # no C2 result: not run, not selected, or what became of its job
+    assert {r.reason for r in c2_rows([])} == {"C2 study not run"}
+    assert {r.reason for r in c2_rows([], selected={"other"})} == {NOT_SELECTED.reason}
+    assert {r.reason for r in c2_rows([], selected={"c2_study"})} == {"C2 study not run"}
+    failed = RunOutcome(Verdict.FAILED, "failed: boom")
+    assert {(r.verdict, r.reason) for r in c2_rows([], failed, selected={"other"})} == {(Verdict.FAILED, "failed: boom")}
