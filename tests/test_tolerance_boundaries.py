@@ -4,7 +4,7 @@ diff, exactly 99 % of the published accuracy; and a hair beyond each."""
 
 import pytest
 
-from kit.hardware.kinds import MeasuredOn
+from kit.hardware.parts import MeasuredOn
 from kit.measure.stats import Interval
 from kit.publish.compare import Verdict, verdict
 
