@@ -41,7 +41,10 @@ def test_a_c600_run_at_another_batch_size_is_not_comparable():
     result = c600_result("resnet50-torch-fp32", "FP16", [measured(8, 4, 13542.0)])
     rows = card(result)
     headline = row(rows, "QPS")
-    assert headline.verdict == "not measured" and "batch 32 not run (measured: 8)" in headline.reason
+    assert headline.verdict == "not comparable" and "batch 8, published at batch 32" in headline.reason
+    assert headline.measured_batch == "8" and headline.ratio == pytest.approx(13542.0 / 13499.0, rel=1e-3)
+    per_batch = row(card(result), "QPS", "bytemlperf_reports", "32")
+    assert per_batch.verdict == "not measured" and "batch 32 not run (measured: 8)" in per_batch.reason
     # the same part at the published batch but one client instead of four
     result = c600_result("resnet50-torch-fp32", "FP16", [measured(32, 1, 13542.0)])
     headline = row(card(result), "QPS")

@@ -80,7 +80,8 @@ def _row(r: dict, links: dict[str, str]) -> str:
                  f"{_sub(r.get('batch_size'), glance.published_part(r))}")
     measured, title = "—", ""
     if not glance.missing(r.get("measured")):
-        measured = html.escape(measured_text(r)) + _sub(r.get("batch_size"), glance.measured_device(r))
+        measured = html.escape(measured_text(r)) + _sub(r.get("measured_batch") or r.get("batch_size"),
+                                                        glance.measured_device(r))
         if not glance.missing(r.get("measured_all_calls")):
             title = f" title='over every call: {readable(r['measured_all_calls'], 4)} {html.escape(unit)}'"
     verdict = html.escape(str(r.get("verdict")))

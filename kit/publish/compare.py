@@ -57,6 +57,7 @@ class Comparison:
     noisy: str = ""  # '' for a quiet window, else 'noisy: <reasons>'
     measured_all_calls: float | None = None  # the same figure over every call (ByteMLPerf's trims)
     indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
+    measured_batch: str = ""  # the batch size of the measured figure ('' where none was measured)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}

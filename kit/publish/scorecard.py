@@ -106,16 +106,17 @@ def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tup
 
 def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
          source, outcome: RunOutcome | None = None, differences: list[str] | None = None,
-         all_calls: float | None = None, indicative: str = ""):
+         all_calls: float | None = None, indicative: str = "", measured_at: int | None = None):
     """One scorecard row. `differences`: how the figure was not measured the published way
     (kit.publish.comparability); `all_calls`: the figure over every call, beside ByteMLPerf's;
+    `measured_at`: the batch size the measured figure comes from, where it is not `batch`;
     `indicative` ('indicative only: ...') flags a power figure whose window its sensor does not
     resolve, in the row's reason and its own column."""
     on = measured_on(res) if res else None
     if res is None and outcome is not None:
         reason = outcome.reason
     indicative = indicative if meas is not None else ""
-    interval, noisy = figure_interval(res, figure, batch, meas)
+    interval, noisy = figure_interval(res, figure, measured_at or batch, meas)
     v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
                             interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
                             differences=differences)
@@ -126,7 +127,7 @@ def _row(study, figure, model, precision, batch, unit, pub, published_study, mea
                       measured_hardware(res) if res else "", v, why, ratio, source,
                       path.name if path else "", interval.low if interval else None,
                       interval.high if interval else None, noisy, measured_all_calls=all_calls,
-                      indicative=indicative)
+                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""))
 
 
 NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
@@ -158,9 +159,10 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         path, res = hit if hit else (None, None)
         outcome = None if res else row_outcome(r.model, r.precision, states, selected)
         batch = published.headline_batch(r.model, r.precision, r.qps)
-        qps, reason, m = figure_at_batch(res, batch, "QPS")
+        qps, reason, m = headline_qps(res, batch)
         rows.append(_row(pub_study, "QPS", r.model, r.precision, batch, "samples/s", r.qps, pub_study,
-                         qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch)))
+                         qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch),
+                         measured_at=measured_batch(m) if m else None))
         value, reason = metric_value(res, r.metric)
         rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
                          r.metric_value, pub_study, value, res, path, reason, src, outcome))
@@ -190,6 +192,16 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
                          pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome,
                          differences_of(res, m, model, precision, batch), all_calls(m, name)))
     return rows
+
+
+def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, dict | None]:
+    """The headline QPS at its published batch; where that batch was not run, the best QPS measured
+    at another one (its batch then makes the verdict "not comparable", with the ratio shown)."""
+    qps, reason, m = figure_at_batch(res, batch, "QPS")
+    if m is None and res is not None and res.measurements and not reason.startswith(f"batch {batch} failed"):
+        m = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)
+        return m["qps_bytemlperf"], "", m
+    return qps, reason, m
 
 
 def figure_at_batch(res: RunResult | None, batch: int | None, figure: str) -> tuple[float | None, str, dict | None]:
