@@ -51,7 +51,8 @@ def test_script_runs_with_the_standard_library_only():
 @pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
 @pytest.mark.parametrize("gpu", ["0", "1"])
 def test_makefile_install_recipe(gpu, tmp_path):
-    out = subprocess.run(["make", "-n", "install", f"GPU={gpu}", f"STAMP={tmp_path}/stamp", f"PYTHON={sys.executable}"],
+    out = subprocess.run(["make", "--no-print-directory", "-n", "install", f"GPU={gpu}", f"STAMP={tmp_path}/stamp",
+                          f"PYTHON={sys.executable}"],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     kind = "gpu" if gpu == "1" else "cpu"
@@ -166,7 +167,7 @@ def scratch_venv(tmp_path_factory):
 def recipe_lines(venv: Path, gpu: str) -> list[str]:
     """The Makefile's install lines for ONNX Runtime, run against `venv` (requirements.txt's other
     packages left out: no downloads)."""
-    out = subprocess.run(["make", "-n", "install", f"GPU={gpu}", f"VENV={venv}", "STAMP=/nonexistent/stamp",
+    out = subprocess.run(["make", "--no-print-directory", "-n", "install", f"GPU={gpu}", f"VENV={venv}", "STAMP=/nonexistent/stamp",
                           f"PYTHON={sys.executable}"], capture_output=True, text=True, cwd=ROOT, check=True)
     lines = [line for line in out.stdout.splitlines() if "requirements-" in line or "gpu_install.py onnxruntime" in line]
     return [line.replace(" -r requirements.txt", "") for line in lines]
@@ -216,7 +217,7 @@ def test_reinstall_keeps_onnxruntime_working(scratch_venv):
 @pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
 def test_make_install_stops_before_installing_anything_on_an_old_driver(tmp_path):
     env = fake_nvidia_smi(tmp_path, "575.57.08")
-    out = subprocess.run(["make", "install", f"VENV={tmp_path}/venv", f"STAMP={tmp_path}/stamp",
+    out = subprocess.run(["make", "--no-print-directory", "install", f"VENV={tmp_path}/venv", f"STAMP={tmp_path}/stamp",
                           f"PYTHON={sys.executable}"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode != 0 and not (tmp_path / "venv").exists()
     assert "make install stopped: NVIDIA driver 575.57.08 is older than R580" in out.stderr

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from kit.paths import published_dir
@@ -97,9 +98,12 @@ def normalized(name: str) -> str:
 
 def distributions() -> dict[str, str]:
     """Every installed distribution on this interpreter's path, normalized name -> version, sorted
-    (the first found wins where a name is installed twice, as `import` would find it)."""
+    (the first found wins where a name is installed twice, as `import` would find it). Copies that
+    another package vendors (setuptools puts its `_vendor` folder on sys.path once pkg_resources is
+    imported) are not installed distributions: whether a process imported pkg_resources must not
+    change the list."""
     found: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():
+    for dist in importlib.metadata.distributions(path=[p for p in sys.path if "_vendor" not in Path(p).parts]):
         name = normalized(dist.metadata["Name"] or "")
         if name and name not in found:
             found[name] = dist.version
