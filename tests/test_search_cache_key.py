@@ -14,7 +14,7 @@ def installed(monkeypatch, versions: dict[str, str]) -> None:
             raise importlib.metadata.PackageNotFoundError(name)
         return versions[name]
 
-    monkeypatch.setattr(cache.importlib.metadata, "version", version)
+    monkeypatch.setattr(importlib.metadata, "version", version)  # what every version lookup reads
 
 
 def test_gpu_build_and_tensorrt_versions_are_in_the_key(monkeypatch):

@@ -146,9 +146,10 @@ def _max_ghz() -> float:
     return 2.6
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Installed version of each of `names` (left out where not installed)."""
     versions = {}
-    for name in PACKAGES:
+    for name in names:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -12,14 +12,19 @@ searched again, so a choice that only contention favoured (fewer threads) does n
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 from pathlib import Path
 
 from kit import atomic
 from kit.hardware import cuda
-from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, cpu_flags, cpu_model, usable_cores
+from kit.hardware.environment import (
+    TENSORRT_DISTRIBUTIONS,
+    cpu_flags,
+    cpu_model,
+    package_versions,
+    usable_cores,
+)
 from kit.paths import cache_dir
 
 SEARCH_VERSION = 8  # bump when candidates, gates or the choice rule change
@@ -41,13 +46,7 @@ def hardware_fingerprint(kind: str) -> dict:
 
 
 def software_versions() -> dict:
-    versions = {"search": SEARCH_VERSION}
-    for name in SOFTWARE:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
+    return {"search": SEARCH_VERSION, **package_versions(SOFTWARE)}
 
 
 def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
