@@ -390,3 +390,40 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
     assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
     assert runoff.challengers([_measured("one", 1.0, 0.9, 1.1)])[1] == []
+
+
+def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_todays_mapping(small, monkeypatch):
+    """Issue 30: the search offers what a session really starts here (TensorRT), so the FP8 row's
+    TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
+    seen = []
+    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: ["TensorrtExecutionProvider"] if kind == "cuda" else [])
+    monkeypatch.setattr(row, "measure_all", lambda model, probes, *a: seen.extend(
+        (p.label, p.device, p.status, p.today) for p in probes))
+    monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
+    decision = row.search_row(small, "FP8", 1, "cuda", TINY)
+    by = {label: (status, today) for label, _, status, today in seen}
+    assert by["onnxruntime int8 (tensorrt)"] == ("pending", True)
+    assert by["onnxruntime fp16 (tensorrt)"] == ("pending", False)
+    assert decision["today"] == "onnxruntime int8 (tensorrt)" and decision["plan"]["device"] == "tensorrt"
+    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: [])  # no TensorRT: CUDA fp16 instead
+    seen.clear()
+    assert row.search_row(small, "FP8", 1, "cuda", TINY)["today"] != "onnxruntime int8 (tensorrt)"
+    assert not any(device == "tensorrt" for _, device, _, _ in seen)
+
+
+def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fake_backend, small, monkeypatch):
+    """Issue 30: the fallback plan of a search that measured no candidate (today's mapping, worked
+    out without the job's knowledge) never overrides the plan the job was given; the note says so."""
+    from kit.studies import model_benchmark
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    fallback = {"chosen": None, "today": None, "fallback": True, "depth": "quick", "probes": [],
+                "plan": {"backend": "onnxruntime", "precision": "fp16", "device": "cuda", "options": {},
+                         "threads": None, "precision_note": "no candidate"}}
+    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (fallback, False))
+    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", precision="int8",
+                                      batch_sizes=[1], search=True, check_numerics=False, accuracy=False,
+                                      roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
+    assert result.status == "ok", result.errors
+    assert result.backend["name"] == "fake" and result.backend["precision"] == "int8"
+    assert any("job's own plan (fake int8" in n for n in result.notes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kit.batch import Job
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
-from kit.hardware.onnxruntime_probe import ort_provider_reason
+from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.bytemlperf import BYTEMLPERF_TRIM
 from kit.models import get_entry
 from kit.published import figures as published
@@ -47,12 +47,11 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
     """Backend, precision, device and the reason, standing in for a published precision on `kind`.
 
     On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
-    it here (kit.hardware.onnxruntime_probe.ort_provider_reason), so the FP8 rows can reach int8 through TensorRT.
+    it here (kit.hardware.onnxruntime_probe.usable_gpu_providers), so the FP8 rows can reach int8 through
+    TensorRT.
     """
-    providers = ([p for p in ("TensorrtExecutionProvider",) if ort_provider_reason(p) is None]
-                 if kind == "cuda" else [])
     return map_precision(published_precision, kind, framework=get_entry(model).framework,
-                         gpu_providers=providers)
+                         gpu_providers=usable_gpu_providers(kind))
 
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:

@@ -74,6 +74,18 @@ def preload_tensorrt(major: int = TENSORRT_MAJOR) -> list[str]:
     return loaded
 
 
+#: The optional ONNX Runtime GPU providers a CUDA host's search and precision mapping may offer.
+OPTIONAL_GPU_PROVIDERS = ("TensorrtExecutionProvider",)
+
+
+def usable_gpu_providers(kind: str) -> list[str]:
+    """The optional GPU providers an ONNX Runtime session really starts here (none off CUDA): what
+    the precision mapping and the per-row search offer, so that the FP8 rows reach TensorRT int8."""
+    if kind != "cuda":
+        return []
+    return [p for p in OPTIONAL_GPU_PROVIDERS if ort_provider_reason(p) is None]
+
+
 def ort_cuda_reason() -> str:
     return ort_provider_reason("CUDAExecutionProvider") or ""
 

@@ -24,6 +24,7 @@ from kit.backends import BackendConfig, require_backend
 from kit.backends.onnx_conversion import quantization_method
 from kit.errors import InvalidParameter
 from kit.hardware.environment import usable_cores
+from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
@@ -96,18 +97,21 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
     return decision, False
 
 
-def today_plan(model: ExportedModel, published: str, kind: str) -> PrecisionChoice:
-    return map_precision(published, kind, framework=model.framework)
+def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: list[str] | None = None
+               ) -> PrecisionChoice:
+    providers = usable_gpu_providers(kind) if gpu_providers is None else gpu_providers
+    return map_precision(published, kind, framework=model.framework, gpu_providers=providers)
 
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
                *, candidates: list[RowCandidate] | None = None, seed: int = 0) -> dict:
     """Measure every candidate for the row and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    today = today_plan(model, published, kind)
+    providers = usable_gpu_providers(kind)  # TensorRT, where a session really starts it (FP8 -> int8)
+    today = today_plan(model, published, kind, providers)
     if candidates is None:  # reading the graph for the int8 method only where an 8-bit row needs it
         int8 = quantization_method(model) if row_bits(published) == 8 else None
-        candidates = row_candidates(model.framework, kind, int8_method=int8)
+        candidates = row_candidates(model.framework, kind, providers=providers, int8_method=int8)
     candidates = list(candidates)
     if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
         candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))

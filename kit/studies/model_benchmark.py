@@ -155,6 +155,10 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
                         f"{'decision reused from the cache' if reused else 'searched now'} "
                         f"({decision.get('cache_file', '')}); chosen {decision['chosen']}.")
+    if decision.get("fallback"):  # the search measured nothing: its guess never replaces the job's plan
+        result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
+                            f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
+        return cfg
     return replace(cfg, backend=plan["backend"], precision=plan["precision"], device=plan["device"],
                    options={**cfg.options, **plan["options"]}, threads=plan["threads"] or cfg.threads,
                    precision_note=plan["precision_note"])
