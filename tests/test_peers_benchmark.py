@@ -43,3 +43,32 @@ def test_the_summary_names_the_best_peer_and_the_verdict():
     assert s["peers"]["ort-fp32"]["kit_over_peer"] > 1.9
     assert "| resnet50 FP16 | 4 |" in peers.table([{"model": "resnet50", "published": "FP16",
                                                      "kit": {"chosen": "x"}, "batches": [s]}])
+
+
+def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
+    """Issue 28: the peer benchmark's figures reach the report; the index reads them from the JSON
+    `make bench-peers` wrote, value for value, and says nothing when there is none."""
+    import json
+
+    from bs4 import BeautifulSoup
+
+    from kit.publish.peers_table import PEERS_FILE, peers_section
+
+    assert peers_section(tmp_path) == ""
+    loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "ort-fp32", "ov-bf16")}
+    per = {"kit": [10.0, 11.0, 10.5, 10.0], "ort-fp32": [5.0, 5.5, 5.0, 5.2], "ov-bf16": [9.0, 10.0, 9.5, 9.0]}
+    s = peers.summarise(32, per, loaded, {}, {}, [1.0, 1.0])
+    data = {"rows": [{"model": "resnet50-torch-fp32", "published": "FP16", "kit": {"chosen": "openvino bf16 (cpu)"},
+                      "batches": [s, {"batch_size": 4, "error": "the kit's arm did not load: boom"}]}],
+            "target": 0.95, "rounds": 4, "seconds": 5, "cpu_flags": ["avx512_bf16"], "method": "interleaved",
+            "environment": {"cpu": {"model": "AMD EPYC 9B14"}}}
+    (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
+    (tmp_path / PEERS_FILE).write_text(json.dumps(data))
+    soup = BeautifulSoup(peers_section(tmp_path), "html.parser")
+    cells = [[td.get_text() for td in tr.find_all("td")] for tr in soup.find(id="peers").find_all("tr")[1:]]
+    ratio = s["kit_over_best"]
+    assert cells[0][:6] == ["resnet50-torch-fp32 FP16", "32", "openvino bf16 (cpu)", "10.2", "ov-bf16", "9.25"]
+    assert cells[0][6].startswith(f"{ratio:.2f} [") and cells[0][8] == "yes"
+    assert cells[0][7].startswith(f"{s['peers']['ort-fp32']['kit_over_peer']:.2f}")
+    assert cells[1][3] == "the kit's arm did not load: boom"
+    assert "1 of 2 row/batch pairs" in soup.get_text() and "AMD EPYC 9B14" in soup.get_text()

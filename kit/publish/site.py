@@ -16,6 +16,7 @@ from kit.paths import outputs_dir
 from kit.publish import glance
 from kit.publish.card_table import scorecard_table
 from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart
+from kit.publish.peers_table import peers_section
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -108,6 +109,7 @@ come from the hardware named in each row. No IPU figure is ever estimated: where
 scorecard says so.</p>
 {headline_chart(card)}
 {scorecard_table(card, report_links(out, records))}
+{peers_section(out)}
 <h2>Reports</h2>
 <div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table></div>
