@@ -390,6 +390,11 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
     assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
     assert runoff.challengers([_measured("one", 1.0, 0.9, 1.1)])[1] == []
+    # on a quiet machine only a candidate within the early stop's 0.7x of the leader is dueled
+    assert [p.label for p in runoff.challengers(probes(), runoff.window(contended=False))[1]] == []
+    close = probes()
+    close[2].throughput = 6.1  # torch fp32 at 0.70x the leader
+    assert [p.label for p in runoff.challengers(close, runoff.window(contended=False))[1]] == ["torch fp32"]
 
 
 def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_todays_mapping(small, monkeypatch):

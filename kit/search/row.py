@@ -121,7 +121,9 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
-    verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config())
+    quiet_start = not cache.contended(load_before, usable_cores())
+    verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
+                         within=runoff.window(contended=not quiet_start))
     decision = choose(probes, published, native16, today, verdict)
     decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end

@@ -4,12 +4,14 @@ decides, not probes taken at different moments. On a shared machine (load averag
 the cores) one candidate's probe can run 2-3x faster or slower than another's for no reason of its
 own: a single probe per candidate then picks the luckiest, not the fastest.
 
-Duels: the leader against today's mapping (when measured) and the next candidates within
-RUNOFF_WITHIN of the leader's throughput, at most MAX_DUELS in all; a challenger whose median
-per-round ratio to the leader exceeds 1 becomes the leader for the next duel (king of the hill).
+Duels: the leader against today's mapping and the other candidates whose probe came within the
+window of the leader's throughput (RUNOFF_WITHIN on a contended machine, where probes swing 3.5x;
+QUIET_WITHIN on a quiet one, where a probe below 0.7x the leader does not win a rematch), at most
+MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
+leader for the next duel (king of the hill).
 
->>> RUNOFF_ROUNDS, MAX_DUELS
-(4, 2)
+>>> RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
+(4, 2, 0.7, 0.2)
 """
 
 from __future__ import annotations
@@ -22,18 +24,24 @@ from kit.models.spec import ExportedModel
 from kit.search.probe import Probe, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
-RUNOFF_WITHIN = 0.2  # challengers measured at this fraction of the leader's throughput or more (3.5x swings seen)
+RUNOFF_WITHIN = 0.2  # contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
+QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.row.STOP_BELOW)
 MAX_DUELS = 2
 
 
-def challengers(probes: list[Probe]) -> tuple[Probe | None, list[Probe]]:
+def window(contended: bool) -> float:
+    """The fraction of the leader's probe throughput a challenger's must reach to be dueled."""
+    return RUNOFF_WITHIN if contended else QUIET_WITHIN
+
+
+def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Probe | None, list[Probe]]:
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
-    others within RUNOFF_WITHIN of the leader."""
+    others; each within `within` x the leader's throughput."""
     measured = sorted((p for p in probes if p.status == "measured"), key=lambda p: -p.throughput)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
-    close = [p for p in measured[1:] if p.throughput >= RUNOFF_WITHIN * leader.throughput]
+    close = [p for p in measured[1:] if p.throughput >= within * leader.throughput]
     close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
     return leader, close[:MAX_DUELS]
 
@@ -67,10 +75,11 @@ def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, b
     return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios)}
 
 
-def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig) -> dict | None:
-    """The duels and the winner: {'winner': label, 'duels': [...]}; None where there is nothing to
-    duel (one candidate measured, or none close to the leader)."""
-    leader, rivals = challengers(probes)
+def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig,
+        within: float = RUNOFF_WITHIN) -> dict | None:
+    """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
+    there is nothing to duel (one candidate measured, or none close to the leader)."""
+    leader, rivals = challengers(probes, within)
     if not rivals:
         return None
     duels = []
@@ -79,4 +88,4 @@ def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcf
         duels.append(d)
         if d.get("median", 0) > 1.0:
             leader = rival
-    return {"winner": leader.label, "duels": duels}
+    return {"winner": leader.label, "duels": duels, "within": within}
