@@ -54,12 +54,13 @@ def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, b
          mcfg: MeasureConfig) -> dict:
     """Both loaded, RUNOFF_ROUNDS alternating rounds: {'leader', 'challenger', 'ratios' (challenger ÷
     leader per round), 'median'} or with 'error' when either fails to load or run."""
-    cfg = MeasureConfig(warmup=1, min_duration_s=mcfg.min_duration_s / 2, min_count=2)
+    cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=2)
     out = {"leader": leader.label, "challenger": challenger.label}
     sessions = []
     try:
         for p in (leader, challenger):
             sessions.append(require_backend(p.backend).load(model, config_of(p), batch))
+            sessions[-1].run(inputs)  # one warm-up call each, before the first round (not one per round)
         ratios = []
         for r in range(RUNOFF_ROUNDS):
             order = (0, 1) if r % 2 == 0 else (1, 0)
