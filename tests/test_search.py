@@ -393,8 +393,11 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     # on a quiet machine only a candidate within the early stop's 0.7x of the leader is dueled
     assert [p.label for p in runoff.challengers(probes(), runoff.window(contended=False))[1]] == []
     close = probes()
-    close[2].throughput = 6.1  # torch fp32 at 0.70x the leader
+    close[2].throughput, close[2].high = 6.1, 8.2  # torch fp32 at 0.70x the leader, its interval reaching the leader's
     assert [p.label for p in runoff.challengers(close, runoff.window(contended=False))[1]] == ["torch fp32"]
+    close[2].high = 7.9  # wholly below the leader's interval (8.0-9.4): settled by the probes on a quiet machine
+    assert runoff.challengers(close, runoff.window(contended=False))[1] == []
+    assert [p.label for p in runoff.challengers(close)[1]] == ["torch fp32", "ov bf16"]  # contended: dueled
 
 
 def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_todays_mapping(small, monkeypatch):

@@ -6,8 +6,8 @@ own: a single probe per candidate then picks the luckiest, not the fastest.
 
 Duels: the leader against today's mapping and the other candidates whose probe came within the
 window of the leader's throughput (RUNOFF_WITHIN on a contended machine, where probes swing 3.5x;
-QUIET_WITHIN on a quiet one, where a probe below 0.7x the leader does not win a rematch), at most
-MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
+QUIET_WITHIN on a quiet one, where a probe below 0.7x the leader does not win a rematch, nor one
+whose whole interval lies below the leader's), at most MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
 leader for the next duel (king of the hill).
 
 >>> RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
@@ -34,14 +34,21 @@ def window(contended: bool) -> float:
     return RUNOFF_WITHIN if contended else QUIET_WITHIN
 
 
+def below(p: Probe, leader: Probe) -> bool:
+    """Whether p's whole throughput interval lies below the leader's (no interval: never)."""
+    return p.high is not None and leader.low is not None and p.high == p.high and p.high < leader.low
+
+
 def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Probe | None, list[Probe]]:
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
-    others; each within `within` x the leader's throughput."""
+    others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
+    window) not settled by the probes already (its interval wholly below the leader's)."""
     measured = sorted((p for p in probes if p.status == "measured"), key=lambda p: -p.throughput)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
-    close = [p for p in measured[1:] if p.throughput >= within * leader.throughput]
+    quiet = within >= QUIET_WITHIN
+    close = [p for p in measured[1:] if p.throughput >= within * leader.throughput and not (quiet and below(p, leader))]
     close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
     return leader, close[:MAX_DUELS]
 
