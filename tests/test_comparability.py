@@ -141,3 +141,25 @@ def test_each_way_a_measurement_differs_from_the_published_run():
         "padded batches, published in pack mode"]
     one_client = PublishedRun(8, 1, "fp16", "1.4.0", pack=False)  # replicas are not clients: one client each
     assert measurement_differences({"batch_size": 8, "mode": "replicas", "threads": 2}, one_client) == []
+
+
+def test_the_sessions_own_reasons_come_after_the_passes_it_missed():
+    from kit.publish.comparability import session_differences
+
+    assert session_differences({"comparable": True, "not_comparable": ["x"]}) == []
+    assert session_differences({"comparable": False, "missing_passes": ["deberta_pack", "insert_attention_mask"],
+                                "not_comparable": ["padded batches, published in pack mode"]}) == [
+        "ByteMLPerf's deberta_pack, insert_attention_mask not applied", "padded batches, published in pack mode"]
+    assert session_differences({"comparable": False, "not_comparable": ["fp8 skip list not found"]}) == [
+        "fp8 skip list not found"]
+    assert session_differences({"comparable": False}) == [
+        "the session's settings are not ByteMLPerf's (see its notes)"]
+
+
+def test_the_published_run_of_a_row():
+    from kit.publish.comparability import PublishedRun
+
+    run = PublishedRun.of("resnet50-torch-fp32", "FP8", 32)
+    assert (run.batch, run.clients, run.precision, run.pack) == (32, 4, "fp8", False)
+    assert run.poprt_version == published.poprt_version("resnet50-torch-fp32", "FP8")
+    assert PublishedRun.of("bert-torch-fp32", "FP16", 40).clients == 1

@@ -307,3 +307,111 @@ def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
     assert {r.reason for r in c2_rows([], selected={"c2_study"})} == {"C2 study not run"}
     failed = RunOutcome(Verdict.FAILED, "failed: boom")
     assert {(r.verdict, r.reason) for r in c2_rows([], failed, selected={"other"})} == {(Verdict.FAILED, "failed: boom")}
+
+
+# --- what every row names, and which run it comes from ---------------------------------------------
+
+UNITS = {"QPS": "samples/s", "AVG Latency": "ms", "P99 Latency": "ms", "Top-1": "fraction (0-1)"}
+
+
+def test_every_row_names_its_unit_source_and_run(rows):
+    for (study, figure, _), r in rows.items():
+        assert r.unit == UNITS[figure], (study, figure, r.unit)
+        assert r.source == ("seed 001 README table" if study == "bytemlperf_c600" else "ByteMLPerf report JSON")
+        assert r.run == "new.json"
+    older = bytemlperf_rows([(Path("o.json"), c600_run())], pub_study="bytemlperf_c600_older")
+    assert {r.source for r in older} == {"seed 000 older table"}
+
+
+def test_each_row_takes_its_own_models_and_precisions_run():
+    """Three runs in one batch: resnet50 FP16, resnet50 FP8 and bert FP16, each with its own QPS."""
+    from tests.c600_runs import measured
+
+    runs = [(Path("fp16.json"), c600_result(MODEL, "FP16", [measured(32, 4, 12000.0), measured(4, 4, 6000.0)])),
+            (Path("fp8.json"), c600_result(MODEL, "FP8", [measured(32, 4, 19000.0), measured(4, 4, 9000.0)])),
+            (Path("bert.json"), c600_result("bert-torch-fp32", "FP16", [measured(40, 1, 3000.0)]))]
+    card = {(r.model, r.precision, r.study, r.figure, r.batch_size): r for r in bytemlperf_rows(runs)}
+    assert card[(MODEL, "FP16", "bytemlperf_c600", "QPS", "32")].run == "fp16.json"
+    assert card[(MODEL, "FP16", "bytemlperf_c600", "QPS", "32")].measured == pytest.approx(12000.0)
+    assert card[(MODEL, "FP8", "bytemlperf_reports", "QPS", "4")].measured == pytest.approx(9000.0)
+    assert card[(MODEL, "FP8", "bytemlperf_reports", "QPS", "4")].run == "fp8.json"
+    assert card[("bert-torch-fp32", "FP16", "bytemlperf_c600", "QPS", "40")].measured == pytest.approx(3000.0)
+    assert card[("albert-torch-fp32", "FP16", "bytemlperf_c600", "QPS", "40")].measured is None
+
+
+def test_the_headline_is_the_published_batchs_even_where_another_batch_is_faster():
+    from tests.c600_runs import measured
+
+    run = c600_result(MODEL, PRECISION, [measured(4, 4, 15000.0), measured(32, 4, 12000.0)])
+    head = next(r for r in bytemlperf_rows([(Path("r.json"), run)])
+                if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_c600" and r.figure == "QPS")
+    assert head.measured == pytest.approx(12000.0) and head.measured_batch == "32"
+
+
+def test_per_batch_rows_carry_the_runs_differences_from_the_published_setup():
+    """One client where ByteMLPerf ran four: every per-batch figure is "not comparable", saying so."""
+    from tests.c600_runs import measured
+
+    run = c600_result(MODEL, PRECISION, [measured(4, 1, 7000.0), measured(32, 1, 13500.0)])
+    card = [r for r in bytemlperf_rows([(Path("r.json"), run)])
+            if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_reports"]
+    assert len(card) == 6 and {r.verdict for r in card} == {Verdict.NOT_COMPARABLE}
+    assert all("client" in r.reason for r in card)
+
+
+def _failed_batch_run(errors: list[str]) -> RunResult:
+    from tests.c600_runs import measured
+
+    run = c600_result(MODEL, PRECISION, [measured(4, 4, 7000.0)])
+    run.errors = errors
+    return run
+
+
+def test_a_failed_batch_says_why_in_its_own_words():
+    """The first error of that batch, everything after its 'batch N:' prefix (colons included)."""
+    run = _failed_batch_run(["batch 8: unrelated", "batch 32: out of memory: needs 9.1 GB",
+                             "batch 32: a second error"])
+    card = {(r.study, r.figure, r.batch_size): r for r in bytemlperf_rows([(Path("r.json"), run)])
+            if r.model == MODEL and r.precision == PRECISION}
+    r = card[("bytemlperf_reports", "QPS", "32")]
+    assert r.measured is None and r.verdict == Verdict.NOT_MEASURED
+    assert "batch 32 failed: out of memory: needs 9.1 GB" in r.reason
+    head = card[("bytemlperf_c600", "QPS", "32")]
+    assert head.measured is None and "batch 32 failed: out of memory: needs 9.1 GB" in head.reason
+    not_run = {(r.study, r.figure, r.batch_size): r for r in bytemlperf_rows([(Path("r.json"), _failed_batch_run([]))])
+               if r.model == MODEL and r.precision == PRECISION}
+    assert "batch 32 not run (measured: 4)" in not_run[("bytemlperf_reports", "AVG Latency", "32")].reason
+
+
+def test_latency_measured_before_the_trim_was_kept_says_so():
+    run = c600_run()
+    for m in run.measurements:
+        m.pop("bytemlperf", None)
+    card = {(r.figure, r.batch_size): r for r in bytemlperf_rows([(Path("r.json"), run)])
+            if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_reports"}
+    for figure in ("AVG Latency", "P99 Latency"):
+        assert card[(figure, "32")].measured is None
+        assert "measured before ByteMLPerf's trimmed latency was kept" in card[(figure, "32")].reason
+    assert card[("QPS", "32")].measured == pytest.approx(QPS_32, rel=1e-9)  # QPS is kept apart
+
+
+def test_a_cpu_run_is_named_by_its_cpu_model():
+    from kit.publish.scorecard import measured_hardware
+
+    run = c600_run()
+    run.backend = {"name": "openvino", "precision": "bf16", "device": "cpu", "device_info": {"kind": "cpu"}}
+    run.environment = {"cpu": {"model": "AMD EPYC 9B14"}}
+    assert measured_hardware(run) == "AMD EPYC 9B14 (cpu; openvino bf16)"
+    run.environment = {}
+    assert measured_hardware(run).startswith("? (cpu")
+
+
+def test_an_accuracy_entry_without_a_status_says_so():
+    from kit.publish.scorecard import metric_value
+
+    run = c600_run()
+    run.accuracy = [{"metric": "Top-1", "value": None}]
+    assert metric_value(run, "Top-1") == (None, "no status recorded")
+    run.accuracy = [{"metric": "Top-1", "value": 0.5, "status": "not measured: no dataset under data/"}]
+    assert metric_value(run, "Top-1") == (None, "no dataset under data/")
+    assert metric_value(None, "Top-1") == (None, "")

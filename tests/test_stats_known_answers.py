@@ -277,3 +277,32 @@ def test_quantile_interval_says_how_and_why_not():
     one = quantile_interval([[1.0, 2.0, 3.0]], 0.5)
     assert (one.value, one.method, one.rounds, one.available) == (2.0, method, 1, False)
     assert one.reason == "1 round(s): an interval needs at least 2"
+
+
+def test_a_ratio_interval_says_how_and_why_not():
+    one = ratio_interval([5.0], [2.0])
+    assert one.value == 2.5 and one.low is None and one.rounds == 1
+    assert one.method == "ratio estimator over rounds, t interval"
+    assert one.reason == "1 round(s): an interval needs at least 2"
+    assert ratio_interval([1.0, 2.0], [1.0, 1.0]).method == "ratio estimator over rounds, t interval"
+    assert ratio_interval([1.0, 2.0], [1.0, 1.0], method="mine").method == "mine"
+    assert math.isnan(ratio_interval([1.0, 2.0], [0.0, 0.0]).value)  # no time measured: no rate
+
+
+def test_a_short_tail_joins_the_last_of_three_rounds():
+    """Marks at 10, 20, 30 calls and one call after: that call joins round 3 (too few for a round)."""
+    from kit.measure.intervals import round_groups
+
+    thread = [(i, i + 1) for i in range(31)]
+    groups, how = round_groups([thread], [[10], [20], [30]])
+    assert how == "rounds of the timing loop" and [len(g[0]) for g in groups] == [10, 10, 11]
+
+
+def test_bytemlperfs_p99_interval_keeps_its_reason():
+    """Two calls (one block): no interval, and the reason quantile_interval gives travels with it."""
+    from kit.measure.window import BatchMeasurement
+
+    m = BatchMeasurement(4, "single", 1, [[(i * MS, (i + 1) * MS) for i in range(2)]])
+    p99 = m.intervals["bytemlperf_p99_latency_ms"]
+    expected = quantile_interval([[1.0, 1.0]], 0.99, estimate=1.0).reason
+    assert p99.low is None and expected and p99.reason == expected

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from kit.published import figures as published
 from kit.results import RunResult
 
-PUBLISHED_PRECISION = {"FP16": "fp16", "FP8": "fp8"}
-
 
 @dataclass(frozen=True)
 class PublishedRun:
@@ -26,7 +24,7 @@ class PublishedRun:
     def of(cls, model: str, precision: str, batch: int | None) -> PublishedRun:
         settings = published.ipu_run_settings(model, precision)
         model_settings = published.ipu_model_settings(model).get("settings") or {}
-        return cls(batch, settings["clients"], PUBLISHED_PRECISION.get(precision, precision.lower()),
+        return cls(batch, settings["clients"], precision.lower(),  # FP16 -> fp16, FP8 -> fp8
                    published.poprt_version(model, precision), "pack_config" in model_settings)
 
 

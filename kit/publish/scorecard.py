@@ -251,7 +251,7 @@ def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]
         for a in res.accuracy:
             if a.get("metric") == metric and a.get("status") == "measured" and a.get("value") is not None:
                 return a["value"], ""
-        statuses = [a.get("status", "") for a in res.accuracy if a.get("metric") == metric]
+        statuses = [a.get("status") or "no status recorded" for a in res.accuracy if a.get("metric") == metric]
         if (res.model or {}).get("weights", {}).get("source") == "random":
             return None, RANDOM_DIFF if metric == "Mean Diff" else "random weights"
         if statuses:
