@@ -47,7 +47,7 @@ MODULES: dict[str, list[str]] = {
                                  "x_c2_rows", "x_summary_counts", "x_measured_on"],
     "kit/published/figures.py": ["x_c2_tables", "x_c2_latency_ms", "x_study_hardware", "x_study_part",
                                  "x_headline_rows", "x_ipu_run_settings", "x_headline_batch", "x_poprt_version",
-                                 "x_c2_setup_value", "x_c2_ipus"],
+                                 "x_c2_setup_value", "x_c2_ipus", "x_part_named_in"],
     "kit/measure/power/summary.py": ["*"],
     "kit/studies/c2.py": ["x_c2_row"],
 }

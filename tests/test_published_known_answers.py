@@ -82,3 +82,32 @@ def test_report_figures_are_numbers_with_their_batch():
     assert row.number.tolist() == [13542.0] and str(r.batch.dtype) == "Int64"
     f = published.figures()
     assert f[f.figure_id == "bytemlperf_c600:000"].number.tolist() == [3280.0]
+
+
+@pytest.mark.parametrize("text, part", [("Graphcore C600 PCIe card", "c600"), ("IPU21 Mk2", None),
+                                        ("ipu21 (C600)", "c600"), ("a ipu21 board", "c600"),
+                                        ("Graphcore GC2", "gc2"), ("the C2 card", "gc2"), ("Bow-2000", "bow"),
+                                        ("IPU-M2000", "m2000"), ("NVIDIA A100", None), ("c600", None)])
+def test_the_part_a_hardware_description_names(text, part):
+    assert published.part_named_in(text) == part
+
+
+def test_each_study_names_its_part():
+    assert published.study_part("bytemlperf_c600") == "c600"
+    assert published.study_part("c2_qwant") == "gc2"
+    assert published.study_hardware("system_facts") == published.figures().query("study == 'system_facts'")[
+        "hardware"].iloc[0]
+
+
+def test_unknown_names_are_errors_that_name_them():
+    with pytest.raises(UnknownNameError, match="published study.*'nope'"):
+        published.study_hardware("nope")
+    with pytest.raises(UnknownNameError, match="seed table.*'nope'"):
+        published.headline_rows("nope")
+
+
+def test_a_row_whose_spec_names_no_clients_runs_one():
+    """bert-torch-fp32's ByteMLPerf spec leaves ipu_clients blank: one client."""
+    assert published.model_specs().query("model == 'bert-torch-fp32'")["ipu_clients"].str.strip().eq("").all()
+    assert published.ipu_run_settings("bert-torch-fp32", "FP16")["clients"] == 1
+    assert published.ipu_run_settings("clip-onnx-fp32", "FP16")["clients"] == 3

@@ -415,3 +415,65 @@ def test_an_accuracy_entry_without_a_status_says_so():
     run.accuracy = [{"metric": "Top-1", "value": 0.5, "status": "not measured: no dataset under data/"}]
     assert metric_value(run, "Top-1") == (None, "no dataset under data/")
     assert metric_value(None, "Top-1") == (None, "")
+
+
+# --- which measurement an interval comes from ------------------------------------------------------
+
+def _result_of(*measurements: BatchMeasurement) -> RunResult:
+    result = RunResult.new(ResultKind.MODEL_BENCHMARK, MODEL, {}, {})
+    result.measurements = [m.to_dict() for m in measurements]
+    return result
+
+
+def test_a_pack_runs_figures_stand_at_its_pack_batch():
+    """Pack mode: calls of 8 packed rows stand for a pack batch of 20 samples (ByteMLPerf's batch)."""
+    threads = [calls_of([2.0 + (i % 3) for i in range(60)])]
+    m = BatchMeasurement(8, "single", 1, threads, extra={"pack_batch_size": 20, "bytemlperf_keep_fraction": 0.6})
+    result = _result_of(m)
+    assert figure_interval(result, "QPS", 20)[0] is not None
+    assert figure_interval(result, "QPS", 8) == (None, "")
+
+
+def test_bytemlperf_figures_never_come_from_a_replicas_run_and_c2_figures_stand_at_the_card_batch():
+    replicas = BatchMeasurement(2, "replicas", 2, [calls_of([2.0, 3.0] * 10)] * 2)
+    single = BatchMeasurement(4, "single", 1, [calls_of([2.0, 3.0] * 10)])
+    assert figure_interval(_result_of(replicas), "QPS", 2) == (None, "")
+    assert figure_interval(_result_of(replicas), "Latency", 4)[0] is not None  # 2 per replica x 2 replicas
+    assert figure_interval(_result_of(single), "Latency", 4)[0] is not None  # one IPU: the call's batch
+    assert figure_interval(_result_of(single), "Latency", 8) == (None, "")
+    assert figure_interval(None, "QPS", 4) == (None, "")
+
+
+def test_rows_without_a_result_carry_no_noise_or_power_note():
+    card = bytemlperf_rows([]) + c2_rows([])
+    assert card and all(r.noisy == "" and r.indicative == "" and r.measured_batch == "" for r in card)
+    assert all(r.verdict == Verdict.NOT_MEASURED for r in card)
+    c2 = c2_rows([])
+    assert {r.reason for r in c2} == {"C2 study not run"}
+
+
+def test_a_measured_row_without_power_flags_has_none(rows):
+    assert all(r.indicative == "" and r.noisy == "" for r in rows.values())
+    assert {r.measured_batch for r in rows.values()} == {"32", "4", ""}  # the accuracy row has no batch
+    assert rows[("bytemlperf_c600", "Top-1", "")].measured_batch == ""
+
+
+def test_accuracy_is_judged_by_its_own_rule_not_the_ten_percent_one():
+    run = c600_run()
+    run.accuracy = [{"metric": "Top-1", "value": 0.70, "status": "measured"}]  # 91 % of 0.76963: within 10 %
+    card = {(r.study, r.figure): r for r in bytemlperf_rows([(Path("r.json"), run)])
+            if r.model == MODEL and r.precision == PRECISION}
+    assert card[("bytemlperf_c600", "Top-1")].verdict == Verdict.DIFFERS
+
+
+def test_a_figure_not_measured_keeps_no_power_flag():
+    from kit.publish.scorecard import _row
+
+    r = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
+             "c2_qwant", None, None, None, "power unavailable: no sensor", "seed 003",
+             indicative="indicative only: a 2 s window")
+    assert r.indicative == "" and r.noisy == "" and r.reason == "power unavailable: no sensor"
+    m = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
+             "c2_qwant", 9.0, None, None, "", "seed 003", indicative="indicative only: a 2 s window")
+    assert m.indicative == "indicative only: a 2 s window" and m.noisy == ""  # the window's own noise: none
+    assert m.reason.endswith("; indicative only: a 2 s window") and m.measured_batch == "4"

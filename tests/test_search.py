@@ -435,3 +435,22 @@ def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fa
     assert result.status == "ok", result.errors
     assert result.backend["name"] == "fake" and result.backend["precision"] == "int8"
     assert any("job's own plan (fake int8" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("noisy, window", [(True, runoff.RUNOFF_WITHIN), (False, runoff.QUIET_WITHIN)])
+def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch, noisy, window):
+    """Other processes' load or steal at the search's start (kit.measure.noise) widens the runoff."""
+    seen = {}
+    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": noisy, "reasons": ["other load"] if noisy else [],
+                                                     "other_load": 0.5 if noisy else 0.0})
+    monkeypatch.setattr(row, "measure_all", lambda *a: None)
+    monkeypatch.setattr(runoff, "run", lambda *a, within: seen.setdefault("within", within))
+    decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
+    assert seen["within"] == window and decision["machine_at_start"]["noisy"] is noisy
+
+
+def test_an_idle_sample_reports_other_load_and_steal():
+    from kit.measure.noise import idle_sample
+
+    s = idle_sample(0.2)
+    assert set(s) >= {"noisy", "reasons", "cpus"} and isinstance(s["noisy"], bool)

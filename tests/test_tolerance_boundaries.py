@@ -84,3 +84,20 @@ def test_a_missing_or_nan_figure_is_not_measured():
     assert verdict("QPS", 100.0, float("nan"), "c600", C600)[0] is Verdict.NOT_MEASURED
     assert verdict("QPS", 100.0, None, "c600", C600, "why")[:2] == (Verdict.NOT_MEASURED, "why")
     assert verdict("QPS", 100.0, None, "c600", C600)[1] == "no result"
+
+
+def test_the_reason_names_what_is_unknown():
+    """No published figure to divide by, no hardware, no part: each said in words, never a crash."""
+    v, reason, ratio = verdict("QPS", 0.0, 5.0, "c600", None)
+    assert v is Verdict.NOT_COMPARABLE and ratio is None
+    assert reason == "measured on unknown hardware, published on c600; ratio n/a"
+    cpu = MeasuredOn("cpu", "AMD EPYC 9B14")
+    assert verdict("QPS", 10.0, 5.0, None, cpu)[1] == f"measured on {cpu.label}, published on unknown; ratio 0.5x"
+    _, reason, _ = verdict("QPS", 10.0, 5.0, "c600", C600, differences=["1 client, published with 4", "PopRT 1.3.0"])
+    assert reason == "1 client, published with 4; PopRT 1.3.0; ratio 0.5x"
+
+
+def test_a_figure_whose_interval_is_missing_says_why():
+    one_round = Interval(100.0, reason="1 round(s): an interval needs at least 2")
+    _, reason, _ = verdict("QPS", 100.0, 100.0, "c600", C600, interval=one_round)
+    assert reason == "within 10% of published (no interval: 1 round(s): an interval needs at least 2)"

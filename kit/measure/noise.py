@@ -140,6 +140,14 @@ class NoiseMonitor:
         return out
 
 
+def idle_sample(seconds: float = 0.5) -> dict:
+    """The noise summary of a pause in which this process does nothing: what the rest of the
+    machine is doing (other processes' load, steal), e.g. before choosing how far to trust probes."""
+    with NoiseMonitor(period_s=seconds / 4) as monitor:
+        time.sleep(seconds)
+    return monitor.summary()
+
+
 def noisy_reasons(summary: dict) -> list[str]:
     """Why a window counts as noisy (empty when it does not), each against its stated threshold."""
     th = summary.get("thresholds", THRESHOLDS)

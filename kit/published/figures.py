@@ -109,12 +109,19 @@ def study_hardware(study: str) -> str:
 
 def study_part(study: str) -> str | None:
     """The exact Graphcore part (a kit.hardware.parts.PARTS key) a study's figures came from."""
-    text = study_hardware(study)
-    for key, words in (("c600", ("C600", "ipu21")), ("gc2", ("GC2", "C2 card")), ("bow", ("Bow",)),
-                       ("m2000", ("M2000",))):
-        if any(w in text for w in words):
-            return key
-    return None
+    return part_named_in(study_hardware(study))
+
+
+PART_WORDS = (("c600", ("C600", "ipu21")), ("gc2", ("GC2", "C2 card")), ("bow", ("Bow",)), ("m2000", ("M2000",)))
+
+
+def part_named_in(text: str) -> str | None:
+    """The Graphcore part a hardware description names (the first of PART_WORDS found), or None.
+
+    >>> part_named_in("Graphcore C600 PCIe card"), part_named_in("NVIDIA A100")
+    ('c600', None)
+    """
+    return next((key for key, words in PART_WORDS if any(w in text for w in words)), None)
 
 
 def pack_mode_models() -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from kit.errors import InvalidParameter
 from kit.hardware.environment import usable_cores
 from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.memory import GB, conversion_budget, estimate_need
+from kit.measure.noise import idle_sample
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
@@ -107,6 +108,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
                *, candidates: list[RowCandidate] | None = None, seed: int = 0) -> dict:
     """Measure every candidate for the row and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
+    machine = idle_sample()  # other processes' load and steal now: how far single probes can be trusted
     providers = usable_gpu_providers(kind)  # TensorRT, where a session really starts it (FP8 -> int8)
     today = today_plan(model, published, kind, providers)
     if candidates is None:  # reading the graph for the int8 method only where an 8-bit row needs it
@@ -121,9 +123,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     skip_over_memory_budget(probes, model)
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
-    quiet_start = not cache.contended(load_before, usable_cores())
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
-                         within=runoff.window(contended=not quiet_start))
+                         within=runoff.window(contended=machine["noisy"]))
     decision = choose(probes, published, native16, today, verdict)
     decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
@@ -131,6 +132,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
         "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
         "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
+        "machine_at_start": {"noisy": machine["noisy"], "reasons": machine["reasons"],
+                             "other_load": machine.get("other_load"), "steal_share": machine.get("steal_share")},
         "load_average": round(load, 2), "cores": usable_cores(), "contended": cache.contended(load, usable_cores()),
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })

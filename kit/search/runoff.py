@@ -6,7 +6,8 @@ own: a single probe per candidate then picks the luckiest, not the fastest.
 
 Duels: the leader against today's mapping and the other candidates whose probe came within the
 window of the leader's throughput (RUNOFF_WITHIN on a contended machine, where probes swing 3.5x;
-QUIET_WITHIN on a quiet one, where a probe below 0.7x the leader does not win a rematch, nor one
+QUIET_WITHIN on a quiet one, as an idle half-second at the search's start finds it (other
+processes' load and CPU steal under kit.measure.noise's thresholds), where a probe below 0.7x the leader does not win a rematch, nor one
 whose whole interval lies below the leader's), at most MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
 leader for the next duel (king of the hill).
 
