@@ -92,6 +92,29 @@ EQUIVALENT: dict[str, str] = {
         "min(int(0.99 n), n - 1) made n + 1: int(0.99 n) <= n - 1 for every n >= 1, so min picks it either way",
     "kit.measure.intervals.x_round_rates__mutmut_44":
         "last > first made >= : when last == first the wall time is (last - first) / 1e9 = 0.0, the else value",
+    **{f"kit.measure.stats.x_ratio_interval__mutmut_{n}": "np.asarray(..., dtype=np.float64) made dtype=None/default: "
+       "the sums, residuals and quotients of ints or floats are the same floats" for n in (4, 6, 9, 11)},
+    "kit.measure.intervals.x_figure_interval__mutmut_14":
+        "the replicas test made always true: a C2 measurement is 'replicas' or 'single' (one thread), and "
+        "per_call x threads = per_call for one thread",
+    **{f"kit.publish.scorecard.{name}": "an outcome worked out even where a result exists: _row and "
+       "per_batch_rows read it only when the result is None" for name in
+       ("x_bytemlperf_rows__mutmut_28", "x_c2_rows__mutmut_10")},
+    **{f"kit.publish.scorecard.x_c2_rows__mutmut_{n}": "a missing reason None instead of '': verdict reads "
+       "`missing_reason or 'no result'`, and a measured figure never reads it" for n in (74, 76)},
+    "kit.publish.scorecard.x_bytemlperf_rows__mutmut_110":
+        "the accuracy row's batch None instead of '': the row shows str(batch or ''), and figure_interval "
+        "treats None and '' alike",
+    **{f"kit.publish.scorecard.{name}": "a reason text where the figure exists (verdict reads the reason only "
+       "when the figure is missing) or where the result is None (_row then takes the outcome's reason)"
+       for name in ("x_figure_at_batch__mutmut_2", "x_figure_at_batch__mutmut_29", "x_figure_at_batch__mutmut_39",
+                    "x_metric_value__mutmut_2", "x_metric_value__mutmut_27")},
+    **{f"kit.publish.scorecard.x_figure_at_batch__mutmut_{n}": "the QPS test made never true: the other branch "
+       "reads bytemlperf['qps'], which BatchMeasurement sets qps_bytemlperf from" for n in (25, 26)},
+    "kit.published.figures.x_ipu_run_settings__mutmut_57": "to_dict('RECORDS'): pandas lower-cases the orient",
+    "kit.publish.comparability.xǁPublishedRunǁof__mutmut_3":
+        "ipu_run_settings(model, None): PublishedRun takes only the clients from it, which come from the model's "
+        "spec whatever the precision",
 }
 
 TOTAL_FLOOR, MODULE_FLOOR = 0.90, 0.80

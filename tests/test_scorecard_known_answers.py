@@ -447,6 +447,7 @@ def test_bytemlperf_figures_never_come_from_a_replicas_run_and_c2_figures_stand_
 def test_rows_without_a_result_carry_no_noise_or_power_note():
     card = bytemlperf_rows([]) + c2_rows([])
     assert card and all(r.noisy == "" and r.indicative == "" and r.measured_batch == "" for r in card)
+    assert all(r.run == "" and r.measured_hardware == "" and r.measured is None for r in card)
     assert all(r.verdict == Verdict.NOT_MEASURED for r in card)
     c2 = c2_rows([])
     assert {r.reason for r in c2} == {"C2 study not run"}
@@ -477,3 +478,17 @@ def test_a_figure_not_measured_keeps_no_power_flag():
              "c2_qwant", 9.0, None, None, "", "seed 003", indicative="indicative only: a 2 s window")
     assert m.indicative == "indicative only: a 2 s window" and m.noisy == ""  # the window's own noise: none
     assert m.reason.endswith("; indicative only: a 2 s window") and m.measured_batch == "4"
+
+
+def test_a_noisy_window_and_a_power_flag_are_both_named():
+    from kit.publish.scorecard import _row
+
+    m = BatchMeasurement(2, "replicas", 2, [calls_of([2.0, 3.0] * 10)] * 2).to_dict()
+    m["noise"] = {"noisy": True, "reasons": ["CPU steal 9% > 5%"]}
+    result = _result_of()
+    result.measurements = [m]
+    r = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
+             "c2_qwant", 9.0, result, Path("c2.json"), "", "seed 003", indicative="indicative only: a 2 s window")
+    assert r.noisy == "noisy: CPU steal 9% > 5%" and r.indicative == "indicative only: a 2 s window"
+    assert r.reason.endswith("; noisy: CPU steal 9% > 5%; indicative only: a 2 s window")
+    assert r.run == "c2.json"

@@ -134,7 +134,9 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
         "machine_at_start": {"noisy": machine["noisy"], "reasons": machine["reasons"],
                              "other_load": machine.get("other_load"), "steal_share": machine.get("steal_share")},
-        "load_average": round(load, 2), "cores": usable_cores(), "contended": cache.contended(load, usable_cores()),
+        "load_average": round(load, 2), "cores": usable_cores(),
+        # others' load or steal in the idle moment before it (the load average counts the search's own threads)
+        "contended": machine["noisy"],
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
     return decision
