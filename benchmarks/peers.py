@@ -112,8 +112,23 @@ def start(arm: str, model: str, batch: int, plan: dict | None):
 
 
 def ask(conn, *cmd):
-    conn.send(cmd)
-    return conn.recv()
+    """Send a command and wait for the reply; a worker that died (killed for memory, crashed in
+    native code) is a failed reply with its exit, never a crash of the benchmark."""
+    try:
+        conn.send(cmd)
+        return conn.recv()
+    except (EOFError, OSError) as exc:
+        return {"ok": False, "reason": f"the worker process died ({type(exc).__name__}; killed for memory?)"}
+
+
+def first_reply(proc, conn) -> dict:
+    """The worker's load reply, or why there is none (it died while loading)."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        proc.join(5)
+        return {"ok": False, "reason": f"the worker process died while loading (exit code {proc.exitcode}; "
+                                       "-9: killed, e.g. for memory)"}
 
 
 def bootstrap_median(ratios: list[float]) -> tuple[float, float | None, float | None]:
@@ -140,7 +155,7 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
     try:
         for arm in arms:  # loaded one after another (NNCF and compilation are not timed)
             proc, conn = start(arm, model, batch, kit["plan"] if arm == "kit" else None)
-            reply = conn.recv()
+            reply = first_reply(proc, conn)
             if reply["ok"]:
                 workers[arm], loaded[arm] = (proc, conn), reply
             else:

@@ -72,3 +72,24 @@ def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
     assert cells[0][7].startswith(f"{s['peers']['ort-fp32']['kit_over_peer']:.2f}")
     assert cells[1][3] == "the kit's arm did not load: boom"
     assert "1 of 2 row/batch pairs" in soup.get_text() and "AMD EPYC 9B14" in soup.get_text()
+
+
+def test_a_worker_that_dies_is_a_failed_arm_not_a_crash():
+    """The OpenVINO int8 peer once died for memory (18 GB at BERT batch 45): the benchmark carries on."""
+    import multiprocessing as mp
+
+    parent, child = mp.Pipe()
+    child.close()
+    reply = peers.ask(parent, "round", 1.0)
+    assert reply["ok"] is False and "died" in reply["reason"]
+
+    class Dead:
+        exitcode = -9
+
+        def join(self, timeout=None):
+            pass
+
+    parent, child = mp.Pipe()
+    child.close()
+    reply = peers.first_reply(Dead(), parent)
+    assert reply["ok"] is False and "exit code -9" in reply["reason"]
