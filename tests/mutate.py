@@ -112,6 +112,15 @@ EQUIVALENT: dict[str, str] = {
     **{f"kit.publish.scorecard.x_figure_at_batch__mutmut_{n}": "the QPS test made never true: the other branch "
        "reads bytemlperf['qps'], which BatchMeasurement sets qps_bytemlperf from" for n in (25, 26)},
     "kit.published.figures.x_ipu_run_settings__mutmut_57": "to_dict('RECORDS'): pandas lower-cases the orient",
+    "kit.published.figures.x_ipu_run_settings__mutmut_38":
+        "pd.to_numeric without errors='coerce': pandas parses a blank as NaN, and every ipu_clients in the "
+        "spec is a number or blank",
+    "kit.publish.scorecard.x_per_batch_rows__mutmut_72":
+        "differences_of(..., batch=None): the measurement is the one at exactly this batch (figure_at_batch), "
+        "so no batch difference can arise either way",
+    "kit.publish.scorecard.x_figure_at_batch__mutmut_37":
+        "the 'measured before the trim' reason also where the value exists: verdict reads the reason only "
+        "when the figure is missing",
     "kit.publish.comparability.xǁPublishedRunǁof__mutmut_3":
         "ipu_run_settings(model, None): PublishedRun takes only the clients from it, which come from the model's "
         "spec whatever the precision",

@@ -100,9 +100,9 @@ def test_each_study_names_its_part():
 
 
 def test_unknown_names_are_errors_that_name_them():
-    with pytest.raises(UnknownNameError, match="published study.*'nope'"):
+    with pytest.raises(UnknownNameError, match="^unknown published study 'nope'; known: "):
         published.study_hardware("nope")
-    with pytest.raises(UnknownNameError, match="seed table.*'nope'"):
+    with pytest.raises(UnknownNameError, match="^unknown seed table 'nope'; known: "):
         published.headline_rows("nope")
 
 

@@ -391,7 +391,7 @@ def test_latency_measured_before_the_trim_was_kept_says_so():
             if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_reports"}
     for figure in ("AVG Latency", "P99 Latency"):
         assert card[(figure, "32")].measured is None
-        assert "measured before ByteMLPerf's trimmed latency was kept" in card[(figure, "32")].reason
+        assert card[(figure, "32")].reason == "measured before ByteMLPerf's trimmed latency was kept"
     assert card[("QPS", "32")].measured == pytest.approx(QPS_32, rel=1e-9)  # QPS is kept apart
 
 
@@ -492,3 +492,20 @@ def test_a_noisy_window_and_a_power_flag_are_both_named():
     assert r.noisy == "noisy: CPU steal 9% > 5%" and r.indicative == "indicative only: a 2 s window"
     assert r.reason.endswith("; noisy: CPU steal 9% > 5%; indicative only: a 2 s window")
     assert r.run == "c2.json"
+
+
+def test_why_an_accuracy_or_diff_figure_is_missing():
+    from kit.publish.scorecard import OWN_INPUTS, RANDOM_DIFF, metric_value
+
+    run = c600_run()
+    run.accuracy, run.numerics = [], []
+    run.model = {"weights": {"source": "random"}}
+    assert metric_value(run, "Top-1") == (None, "random weights")
+    assert metric_value(run, "Mean Diff") == (None, RANDOM_DIFF)
+    run.model = {"weights": {"source": "data/weights/resnet50"}}
+    assert metric_value(run, "Top-1") == (None, "no dataset")
+    assert metric_value(run, "Mean Diff") == (None, "no dataset")  # no numeric check either
+    run.numerics = [{"batch_size": 4, "mean_abs": 0.01}]
+    assert metric_value(run, "Mean Diff") == (None, OWN_INPUTS)
+    assert metric_value(run, "Top-1") == (None, "no dataset")  # a numeric check is no accuracy
+    assert metric_value(run, "QPS") == (None, "not computed")
