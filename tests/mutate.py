@@ -43,7 +43,7 @@ MODULES: dict[str, list[str]] = {
     "kit/publish/compare.py": ["x_verdict", "x_interval_within_tolerance", "x_within_tolerance"],
     "kit/publish/comparability.py": ["*"],
     "kit/publish/scorecard.py": ["x__latest_ok", "x__row", "x_bytemlperf_rows", "x_per_batch_rows",
-                                 "x_figure_at_batch", "x_all_calls", "x_differences_of", "x_metric_value",
+                                 "x_figure_at_batch", "x_headline_qps", "x_all_calls", "x_differences_of", "x_metric_value",
                                  "x_c2_rows", "x_summary_counts", "x_measured_on"],
     "kit/published/figures.py": ["x_c2_tables", "x_c2_latency_ms", "x_study_hardware", "x_study_part",
                                  "x_headline_rows", "x_ipu_run_settings", "x_headline_batch", "x_poprt_version",
@@ -118,6 +118,8 @@ EQUIVALENT: dict[str, str] = {
     "kit.publish.scorecard.x_per_batch_rows__mutmut_72":
         "differences_of(..., batch=None): the measurement is the one at exactly this batch (figure_at_batch), "
         "so no batch difference can arise either way",
+    "kit.publish.scorecard.x_headline_qps__mutmut_29":
+        "a reason text beside a measured QPS: verdict reads the reason only when the figure is missing",
     "kit.publish.scorecard.x_figure_at_batch__mutmut_37":
         "the 'measured before the trim' reason also where the value exists: verdict reads the reason only "
         "when the figure is missing",

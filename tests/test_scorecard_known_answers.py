@@ -509,3 +509,23 @@ def test_why_an_accuracy_or_diff_figure_is_missing():
     assert metric_value(run, "Mean Diff") == (None, OWN_INPUTS)
     assert metric_value(run, "Top-1") == (None, "no dataset")  # a numeric check is no accuracy
     assert metric_value(run, "QPS") == (None, "not computed")
+
+
+def test_where_the_headline_batch_was_not_run_the_best_qps_stands_in_not_comparable():
+    from tests.c600_runs import measured
+
+    run = c600_result(MODEL, PRECISION, [measured(4, 4, 7000.0), measured(8, 4, 9000.0), measured(2, 4, 5000.0)])
+    head = next(r for r in bytemlperf_rows([(Path("r.json"), run)])
+                if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_c600" and r.figure == "QPS")
+    assert head.measured == pytest.approx(9000.0) and head.measured_batch == "8"
+    assert head.verdict == Verdict.NOT_COMPARABLE and head.ratio == pytest.approx(9000.0 / 13499)
+
+
+def test_a_batch_without_a_qps_never_stands_in_for_the_headline():
+    from tests.c600_runs import measured
+
+    run = c600_result(MODEL, PRECISION, [measured(4, 4, 0.5, n=5), measured(8, 4, 0.4, n=5)])
+    run.measurements[1]["qps_bytemlperf"] = None  # a window too short to time
+    head = next(r for r in bytemlperf_rows([(Path("r.json"), run)])
+                if r.model == MODEL and r.precision == PRECISION and r.study == "bytemlperf_c600" and r.figure == "QPS")
+    assert head.measured == pytest.approx(0.5) and head.measured_batch == "4"
