@@ -30,6 +30,7 @@ import numpy as np
 from benchmarks.common import load_note
 from benchmarks.peer_arms import serve
 from kit.batch.profiles import search_batch
+from kit.errors import InvalidParameter
 from kit.hardware.environment import capture, cpu_flags
 from kit.models import export_model
 from kit.paths import outputs_dir
@@ -60,9 +61,15 @@ def rows(spec: str) -> list[tuple[str, str, list[int] | None]]:
     """(model, PRECISION, batch sizes or None) per row; 'model:PRECISION@1/8' gives the row's batches."""
     if spec == "all":
         return [(r.model, r.precision, None) for r in published.headline_rows().itertuples()]
+    known = {f"{r.model}:{r.precision}" for r in published.headline_rows().itertuples()}
     out = []
     for item in (i.strip() for i in spec.split(",") if i.strip()):
         row, _, sizes = item.partition("@")
+        if row not in known:
+            raise InvalidParameter("--rows", item, f"'all' or model:PRECISION[@b1/b2] of a published row: "
+                                                   f"{', '.join(sorted(known))}")
+        if sizes and not all(b.isdigit() and int(b) > 0 for b in sizes.split("/")):
+            raise InvalidParameter("--rows", item, "batch sizes as positive integers, e.g. @1/8")
         model, precision = row.split(":")
         out.append((model, precision, [int(b) for b in sizes.split("/")] if sizes else None))
     return out
@@ -262,10 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
     print(f"peers: kit vs plain ORT fp32 / OpenVINO, {args.rounds} interleaved rounds of {args.seconds:g} s; "
           f"CPU flags {' '.join(flags)} ({load_note()})", flush=True)
+    try:
+        asked = rows(args.rows)
+    except InvalidParameter as exc:
+        print(f"bench-peers: {exc}", file=sys.stderr)
+        return 2
     results = []
     out = os.path.abspath(args.out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    for model, precision, given in rows(args.rows):
+    for model, precision, given in asked:
         started = time.perf_counter()
         try:
             kit = kit_plan(model, precision)

@@ -93,3 +93,12 @@ def test_a_worker_that_dies_is_a_failed_arm_not_a_crash():
     child.close()
     reply = peers.first_reply(Dead(), parent)
     assert reply["ok"] is False and "exit code -9" in reply["reason"]
+
+
+def test_a_row_the_reports_do_not_have_is_a_clear_error():
+    from kit.errors import InvalidParameter
+
+    for bad in ("resnet50-torch-fp32", "nope:FP16", "resnet50-torch-fp32:FP16@0", "resnet50-torch-fp32:FP32"):
+        with pytest.raises(InvalidParameter, match="--rows"):
+            peers.rows(bad)
+    assert peers.main(["--rows", "nope:FP16"]) == 2
