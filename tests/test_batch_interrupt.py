@@ -20,7 +20,7 @@ import sys
 import kit.cli.reproduce as cli
 from kit.batch import Job
 jobs = [Job("quick", "ok.ipynb"), Job("sleeper", "sleeper.ipynb", {}, 300)][int(sys.argv[1]):]
-cli.jobs_for = lambda profile, hardware, research=False: jobs
+cli.jobs_for = lambda profile, hardware, research=False, search=True: jobs
 from kit.cli.main import main
 sys.exit(main(["reproduce", "--hardware", "cpu"]))
 """

@@ -37,7 +37,7 @@ def tiny(tmp_path, monkeypatch):
 
 def use_jobs(monkeypatch, jobs):
     """`kit reproduce` runs these jobs instead of the profile's."""
-    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False: [Job(**vars(j)) for j in jobs])
+    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False, search=True: [Job(**vars(j)) for j in jobs])
 
 
 def reproduce(capsys, *args):

@@ -208,7 +208,7 @@ def test_kit_reproduce_says_why_the_listed_gpu_is_not_used(monkeypatch, outputs,
     monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
     monkeypatch.setattr(hardware, "ipu_present", lambda: False)
     monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
-    monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False: [])
+    monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False, search=True: [])
     kit_main(["reproduce", "--hardware", "auto"])  # no jobs: it then stops with nothing to index
     out = capsys.readouterr().out
     assert out.startswith("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run measures cpu): "

@@ -245,6 +245,24 @@ def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(o
     forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
     assert forced["search_force"] is True and forced["precision_note"] != "searched"
     assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
+    plain = {j.name: j.parameters for j in jobs_for("quick", "cpu", search=False)}["bert-torch-fp32_FP16"]
+    assert not {"search", "search_key", "search_batch"} & set(plain) and plain["backend"] == bert["backend"]
+
+
+def test_reproduce_search_0_is_on_the_command_line_and_in_the_jobs():
+    """`make reproduce SEARCH=0`: the rows at the published-precision mapping, and the batch's
+    recorded command says so (a rerun makes the same batch)."""
+    import argparse
+
+    from kit.cli.reproduce import command_line, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["reproduce", "--search", "0"])
+    assert command_line(args, "cpu") == "kit reproduce --profile quick --hardware cpu --search 0"
+    assert command_line(parser.parse_args(["reproduce"]), "cpu") == "kit reproduce --profile quick --hardware cpu"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["reproduce", "--search", "off"])
 
 
 def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, small, monkeypatch):

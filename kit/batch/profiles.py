@@ -76,7 +76,7 @@ def search_batch(model: str, batches: list[int], profile: str) -> int:
     return max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
 
 
-def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
+def model_jobs(profile: str, kind: str, research: bool = False, search: bool = True) -> list[Job]:
     jobs = []
     for _, row in published.headline_rows().iterrows():
         settings = published.ipu_run_settings(row.model, row.precision)
@@ -87,7 +87,7 @@ def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
                   **TIMING[profile]}
         if kind == "ipu":
             params["min_count"] = max(params["min_count"], IPU_MIN_COUNT)
-        if kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse the decision
+        if search and kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse it
             searched = search_batch(row.model, batches, profile)
             params.update(search=True, search_depth=profile, search_batch=searched,
                           search_key=search_key(row.model, row.precision, searched, kind),
@@ -97,9 +97,10 @@ def model_jobs(profile: str, kind: str, research: bool = False) -> list[Job]:
     return jobs
 
 
-def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False) -> list[Job]:
+def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False, search: bool = True) -> list[Job]:
     """Every job of `profile`, all on the one kind `hardware` resolves to; `research` makes each
-    model job search its row again instead of reusing a cached decision."""
+    model job search its row again instead of reusing a cached decision; `search=False` runs each
+    row at the published-precision mapping alone (what the search costs, or the plain mapping)."""
     if profile not in PROFILES:
         raise InvalidParameter("profile", profile, f"one of {', '.join(PROFILES)}")
     kind = hw.resolve(hardware)
@@ -110,7 +111,7 @@ def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False) ->
           **plan_params(row_plan(C2_MODEL, "FP16", kind), kind)}
     server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind), kind), **SERVER[profile]}
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
-            + model_jobs(profile, kind, research)
+            + model_jobs(profile, kind, research, search)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
                Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
                Job("summary", "summary.ipynb", {}, 300, after_all=True)])

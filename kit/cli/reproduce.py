@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="re-run notebooks even if nothing changed (--force or --force 1)")
     p.add_argument("--only", default=None,
                    help="comma-separated words; runs the jobs whose name contains one of them")
+    p.add_argument("--search", choices=("0", "1"), default="1",
+                   help="1: each row at the configuration its per-row search chooses (default); "
+                        "0: each row at the published-precision mapping, no search")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
     p.set_defaults(func=reproduce)
@@ -63,7 +66,7 @@ def reproduce(args: argparse.Namespace) -> int:
     hardware = ",".join(kinds)
     if executor is None and (note := unused_gpu_reason(kinds)):
         print(note)
-    jobs = select(jobs_on(args.profile, kinds, research=force), args.only)
+    jobs = select(jobs_on(args.profile, kinds, research=force, search=args.search == "1"), args.only)
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
@@ -91,6 +94,8 @@ def command_line(args: argparse.Namespace, hardware: str) -> str:
         words.append(f"--only {args.only}")
     if parse_force(args.force):
         words.append("--force 1")
+    if args.search == "0":
+        words.append("--search 0")
     if args.scheduler:
         words.append(f"--scheduler {args.scheduler}")
     return " ".join(words)
@@ -132,13 +137,13 @@ def parts(kinds: list[str], executor=None) -> str:
     return "; ".join(f"{k}={' + '.join(v)}" for k, v in found.items())
 
 
-def jobs_on(profile: str, kinds: list[str], research: bool = False) -> list[Job]:
+def jobs_on(profile: str, kinds: list[str], research: bool = False, search: bool = True) -> list[Job]:
     """The profile's jobs on each kind. With several kinds a job whose parameters differ by kind
     runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once.
-    `research` (FORCE) makes each model job search its row again."""
+    `research` (FORCE) makes each model job search its row again; `search=False`: no row searches."""
     if len(kinds) == 1:
-        return jobs_for(profile, kinds[0], research=research)
-    per_kind = {kind: jobs_for(profile, kind, research=research) for kind in kinds}
+        return jobs_for(profile, kinds[0], research=research, search=search)
+    per_kind = {kind: jobs_for(profile, kind, research=research, search=search) for kind in kinds}
     jobs: list[Job] = []
     for i, job in enumerate(per_kind[kinds[0]]):
         variants = {kind: per_kind[kind][i] for kind in kinds}
