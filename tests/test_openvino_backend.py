@@ -81,7 +81,7 @@ def test_nncf_int8_is_calibrated_on_seeded_inputs_and_cached_by_content(small, r
     pytest.importorskip("nncf")
     first = get_backend("openvino").load(small, BackendConfig("int8"), 4)
     conv = first.description["conversion"]
-    assert conv["nncf"] and "8 seeded batches of 1" in conv["calibration"] and conv["model_type"] == "cnn"
+    assert conv["nncf"] and "8 seeded batches of 1" in conv["calibration"] and conv["model_type"] == "default"
     assert _rel(first.run(small.make_inputs(4)), reference) < 0.25
     xml = small.onnx_path.parent / conv["file"]
     assert xml.exists() and xml.with_suffix(".bin").exists()
@@ -89,6 +89,12 @@ def test_nncf_int8_is_calibrated_on_seeded_inputs_and_cached_by_content(small, r
     again = get_backend("openvino").load(small, BackendConfig("int8"), 2)  # one IR, reshaped per batch
     assert again.description["conversion"]["file"] == conv["file"] and xml.stat().st_mtime_ns == built
     assert again.run(small.make_inputs(2))[0].shape[0] == 2
+    other = get_backend("openvino").load(small, BackendConfig("int8", options={"nncf": "transformer"}), 2)
+    assert other.description["conversion"]["model_type"] == "transformer"  # its own IR, beside the default's
+    assert other.description["conversion"]["file"] != conv["file"] and "SmoothQuant" in \
+        other.description["conversion"]["method"]
+    with pytest.raises(InvalidParameter, match="nncf.*'cnn'.*default"):
+        get_backend("openvino").load(small, BackendConfig("int8", options={"nncf": "cnn"}), 2)
     xml.with_suffix(".bin").unlink()  # a damaged entry is refused with the reason, never run
     with pytest.raises(BackendUnavailable, match="lost its weights"):
         get_backend("openvino").load(small, BackendConfig("int8"), 4)

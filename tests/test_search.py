@@ -8,7 +8,7 @@ import math
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.search import cache, row, runoff
+from kit.search import cache, row, runoff, sharing
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
@@ -162,6 +162,90 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert decision["ratio_vs_today"] >= 1.0
     again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=CANDIDATES)
     assert reused and again["chosen"] == decision["chosen"] and again["created_at"] == decision["created_at"]
+
+
+def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first_choice_fails(searchable, fake_backend):
+    """NNCF's transformer preset stands in for its defaults (kit.search.candidates): a quick search
+    measures it only where the defaults fail; a full search measures both."""
+    failing = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "int8"),  # outputs of the wrong shape
+               RowCandidate("onnxruntime", "int8", fallback_for="fake int8 (cpu)")]
+    d, _ = row.decide(searchable, "FP8", 1, "cpu", TINY, candidates=failing)
+    by = {p["label"]: p for p in d["probes"]}
+    assert by["fake int8 (cpu)"]["status"] == "failed"
+    assert by["onnxruntime int8 (cpu)"]["status"] in ("chosen", "lost") and by["onnxruntime int8 (cpu)"]["throughput"]
+    passing = [RowCandidate("onnxruntime", "fp32"),
+               RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+               RowCandidate("fake", "int8", fallback_for="onnxruntime fp32 graph=BASIC (cpu)")]
+    d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=passing)
+    fallback = {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]
+    assert fallback["status"] == "not probed" and fallback["calls"] == 0
+    assert fallback["reason"].startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
+    full = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)
+    d, _ = row.decide(searchable, "FP8", 2, "cpu", full, candidates=passing)
+    assert {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]["status"] == "failed"  # measured, and failed
+
+
+def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searchable, monkeypatch):
+    """kit.search.sharing: same model, batch, inputs and probe settings; today's mapping is measured
+    again, the int8 candidate (FP8 only) measured, the others taken with where they came from."""
+    cands = [RowCandidate("onnxruntime", "fp32"),
+             RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+             RowCandidate("onnxruntime", "int8")]
+    fp16, _ = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)
+    fp8, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=cands)
+    theirs = {p["label"]: p for p in fp16["probes"]}
+    mine = {p["label"]: p for p in fp8["probes"]}
+    basic = "onnxruntime fp32 graph=BASIC (cpu)"
+    assert fp8["shared_probes"] == 1 and fp8["shared_from"] == fp16["cache_file"]
+    assert mine[basic]["shared_from"].startswith(f"the FP16 row's search ({fp16['cache_file']}")
+    assert [mine[basic][k] for k in sharing.COPIED] == [theirs[basic][k] for k in sharing.COPIED]
+    assert "taken by the FP16 row's search" in mine[basic]["reason"] or mine[basic]["status"] == "chosen"
+    today = "onnxruntime fp32 (cpu)"
+    assert mine[today]["shared_from"] == "" and mine[today]["throughput"] != theirs[today]["throughput"]
+    assert mine["onnxruntime int8 (cpu)"]["shared_from"] == "" and mine["onnxruntime int8 (cpu)"]["throughput"]
+    assert theirs["onnxruntime int8 (cpu)"]["status"] == "not eligible"
+    # nothing is taken on a busy machine, with other probe settings, or when FORCE searches again
+    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": True, "reasons": ["load"]})
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 0
+    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    longer = row.SearchSettings("quick", probe_s=0.06, min_count=2, warmup=0)
+    assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands)["shared_probes"] == 0
+    forced = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0, force=True)
+    assert row.search_row(searchable, "FP8", 2, "cpu", forced, candidates=cands)["shared_probes"] == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 1
+
+
+def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again():
+    today = PrecisionChoice("onnxruntime", "int8", "cpu", "m")
+    cands = [RowCandidate("onnxruntime", "int8"), RowCandidate("openvino", "fp32"), RowCandidate("torch", "fp32"),
+             RowCandidate("openvino", "int8")]
+    probes = _probes(cands, today)
+    for p in probes:
+        p.status = "pending"
+    stopped = {"label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
+               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "numerics": {"numerics_ok": True}}
+    failed = {"label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
+    int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
+    today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
+    sibling = {"published": "FP16", "cache_file": "f.json", "created_at": "t",
+               "probes": [stopped, failed, int8, today_there]}
+    assert sharing.borrow(probes, sibling) == 1
+    by = {p.label: p for p in probes}
+    assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
+        "in the FP16 row's search (f.json, t): stopped early")
+    assert by["torch fp32 (cpu)"].status == "pending"  # failed there: measured again here
+    assert by["openvino int8 (cpu)"].status == "pending"  # 8 bits: never shared
+    assert by["onnxruntime int8 (cpu)"].status == "pending" and by["onnxruntime int8 (cpu)"].today
+
+
+def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():
+    def ov_int8(method):
+        return [(c.label, c.fallback_for) for c in row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2,
+                                                                  int8_method=method)
+                if c.backend == "openvino" and c.precision == "int8"]
+    assert ov_int8("dynamic") == [("openvino int8 (cpu)", ""),
+                                  ("openvino int8 nncf=transformer (cpu)", "openvino int8 (cpu)")]
+    assert ov_int8("static-qdq") == ov_int8(None) == [("openvino int8 (cpu)", "")]
 
 
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
@@ -353,22 +437,47 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     leader = _measured("leader", 1000.0, 990.0, 1010.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
     slow.status, slow.throughput = "pending", None
-    assert row.stopped_early(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    assert stopped and scout.latency.count == slow.calls
     assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
-    assert not row.stopped_early(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)
+    assert not row.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
     original = row.record_timing
 
-    def no_upper_end(p, m):
-        original(p, m)
+    def no_upper_end(p, *m):
+        original(p, *m)
         p.high = None  # a short interval whose mean call time could be zero: never stopped
 
     monkeypatch.setattr(row, "record_timing", no_upper_end)
-    assert not row.stopped_early(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)
+    assert not row.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
+
+
+def test_a_scout_that_goes_on_counts_towards_the_probe():
+    """A candidate not stopped early keeps its scout's calls: the rest of the probe times only what
+    the minimums still ask for, and the figure covers every call."""
+    from kit.measure.window import BatchMeasurement, MeasureConfig
+    from kit.search.probe import throughput_interval
+
+    mcfg = MeasureConfig(warmup=0, min_duration_s=1.0, min_count=3)
+    scout = BatchMeasurement(4, "single", 1, [[(0, 200_000_000), (200_000_000, 400_000_000)]])
+    rest = row.rest_config(mcfg, scout)
+    assert rest.min_count == 1 and rest.min_duration_s == pytest.approx(0.6) and rest.warmup == 0
+    assert row.rest_config(mcfg, None) is mcfg
+    long_scout = BatchMeasurement(4, "single", 1, [[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
+                                                    (4_000_000_000, 6_000_000_000)]])
+    assert row.rest_config(mcfg, long_scout).min_duration_s == 0.0 and row.rest_config(mcfg, long_scout).min_count == 1
+    tail = BatchMeasurement(4, "single", 1, [[(500_000_000, 750_000_000)]])  # one call of 0.25 s
+    thr, low, high = throughput_interval(scout, tail)
+    assert thr == pytest.approx(12 / 0.65)  # 12 samples over the windows' 0.65 s, not the gap between them
+    assert low < thr < high
+    p = _measured("p", 0.0, 0.0, 0.0)
+    row.record_timing(p, scout, tail)
+    assert p.calls == 3 and p.throughput == pytest.approx(12 / 0.65)
+    assert throughput_interval(scout)[0] == pytest.approx(20.0)
 
 
 def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():

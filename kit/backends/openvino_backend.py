@@ -1,7 +1,9 @@
 """OpenVINO on the CPU: the export read as is, shapes made static per batch size, compiled at an
 inference precision (f32; bf16 where the CPU has avx512_bf16 or AMX; f16 where it has avx512_fp16
 or AMX-FP16) with the LATENCY or THROUGHPUT performance hint; int8 by NNCF post-training
-quantisation calibrated on the row's own seeded inputs.
+quantisation calibrated on the row's own seeded inputs, with NNCF's own defaults (what
+`nncf.quantize(model, dataset)` does) or, with the option `nncf="transformer"`, its transformer
+preset (SmoothQuant; attention kept in higher precision: slower, closer to fp32).
 
 OpenVINO picks bf16 by itself on a CPU that has it and falls back to f32 silently where a 16-bit
 hint is not native: the kit always states the hint, reads back the precision the compiled model
@@ -25,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
-from kit.backends.onnx_conversion import quantization_method
 from kit.cache import cached_file
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.environment import cpu_flags, usable_cores
@@ -33,6 +34,7 @@ from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
 HINTS = ("LATENCY", "THROUGHPUT")
+NNCF_PRESETS = ("default", "transformer")  # the option `nncf`: NNCF's defaults, or ModelType.TRANSFORMER
 OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
 #: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
@@ -50,6 +52,14 @@ def hint(config: BackendConfig) -> str:
     value = str(config.options.get("hint", "LATENCY")).upper()
     if value not in HINTS:
         raise InvalidParameter("hint", value, f"one of {', '.join(HINTS)}")
+    return value
+
+
+def nncf_preset(config: BackendConfig) -> str:
+    value = str(config.options.get("nncf", "default")).lower()
+    if value not in NNCF_PRESETS:
+        raise InvalidParameter("nncf", value, "default (NNCF's own settings) or transformer "
+                                              "(nncf.ModelType.TRANSFORMER)")
     return value
 
 
@@ -119,6 +129,7 @@ class OpenVinoBackend(InProcessBackend):
         if reason:
             raise BackendUnavailable(reason)
         perf_hint = hint(config)
+        preset = nncf_preset(config) if config.precision == "int8" else None
         import openvino as ov
 
         core = ov.Core()
@@ -128,7 +139,7 @@ class OpenVinoBackend(InProcessBackend):
         shapes = {k: list(v.shape) for k, v in model.make_inputs(batch_size).items()}
         source, int8 = Path(model.onnx_path), None
         if config.precision == "int8":
-            source, int8 = quantized_ir(core, model)
+            source, int8 = quantized_ir(core, model, preset)
             ov_model = core.read_model(str(source), str(source.with_suffix(".bin")))
         else:
             ov_model = core.read_model(str(source))
@@ -177,20 +188,20 @@ def check_ran_as_asked(description: dict, precision: str) -> None:
                                  f"native here)")
 
 
-def quantized_ir(core, model: ExportedModel) -> tuple[Path, dict]:
-    """The NNCF int8 IR of the export (cached by content; calibrated at batch 1, or the model's fixed
-    batch, and reshaped to each run's batch at load): (xml path, conversion record)."""
+def quantized_ir(core, model: ExportedModel, preset: str = "default") -> tuple[Path, dict]:
+    """The NNCF int8 IR of the export with `preset` (NNCF_PRESETS; cached by content; calibrated at
+    batch 1, or the model's fixed batch, and reshaped to each run's batch at load): (xml path,
+    conversion record)."""
     try:
         import nncf
     except ImportError as exc:
         raise BackendUnavailable(f"OpenVINO int8 needs nncf, which is not installed ({exc})") from exc
-    kind = "transformer" if quantization_method(model) == "dynamic" else "cnn"
     calib_batch = model.fixed_batch_size or 1
     batches = max(2, -(-CALIBRATION_SAMPLES // calib_batch))
     record = {"method": "nncf post-training quantisation (8-bit weights and activations, MinMax and fast "
-                        "bias correction" + (", SmoothQuant" if kind == "transformer" else "") + ")",
-              "model_type": kind, "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
-                                                 f"seeds 0..{batches - 1})", **versions()}
+                        "bias correction" + (", SmoothQuant" if preset == "transformer" else "") + ")",
+              "model_type": preset, "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
+                                                   f"seeds 0..{batches - 1})", **versions()}
     shapes = {k: list(v.shape) for k, v in model.make_inputs(calib_batch).items()}
     stem = Path(model.onnx_path).stem
 
@@ -200,7 +211,7 @@ def quantized_ir(core, model: ExportedModel) -> tuple[Path, dict]:
         ov_model = core.read_model(str(model.onnx_path))
         ov_model.reshape(shapes)
         data = [model.make_inputs(calib_batch, seed=s) for s in range(batches)]
-        extra = {"model_type": nncf.ModelType.TRANSFORMER} if kind == "transformer" else {}
+        extra = {"model_type": nncf.ModelType.TRANSFORMER} if preset == "transformer" else {}
         quantized = nncf.quantize(ov_model, nncf.Dataset(data), subset_size=batches, **extra)
         ov.save_model(quantized, str(tmp), compress_to_fp16=False)
         final_bin = directory / f"{artifact_stem(tmp)}.bin"  # where read_model looks for the xml's weights

@@ -37,6 +37,7 @@ class RowCandidate:
     native: bool = True  # False: the device only emulates this precision (conversions around fp32)
     depth: str = "quick"
     why: str = ""
+    fallback_for: str = ""  # a quick search measures it only where this label's candidate fails
 
     @property
     def label(self) -> str:
@@ -45,6 +46,8 @@ class RowCandidate:
             extra.append("compile")
         if self.options.get("quantization"):
             extra.append(self.options["quantization"])
+        if self.options.get("nncf"):
+            extra.append(f"nncf={self.options['nncf']}")
         if self.options.get("hint"):
             extra.append(f"hint={self.options['hint']}")
         if self.options.get("graph_optimization"):
@@ -72,9 +75,11 @@ def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str
                    int8_method: str | None = None) -> list[RowCandidate]:
     """Every configuration worth measuring for a model of `framework` ('torch', 'tensorflow',
     'onnx') on `hardware` ('cpu' or 'cuda'). `int8_method`, the ONNX Runtime int8 method the graph
-    suggests ('static-qdq' or 'dynamic'), adds the other method as a full-search candidate."""
+    suggests ('static-qdq' or 'dynamic'), adds the other method as a full-search candidate, and for
+    a transformer ('dynamic') NNCF's transformer preset beside its defaults."""
     if hardware == "cpu":
-        out = _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores())
+        out = _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores(),
+                   transformer=int8_method == "dynamic")
         if int8_method in OTHER_INT8_METHOD:
             other = OTHER_INT8_METHOD[int8_method]
             default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
@@ -87,7 +92,7 @@ def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str
     raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")
 
 
-def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate]:
+def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = False) -> list[RowCandidate]:
     vnni = bool(flags & set(INT8_FLAGS))
     bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
     ort = "onnxruntime"
@@ -101,7 +106,7 @@ def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate
         out += [RowCandidate(ort, p, threads=cores - 1, native=p != "fp16" and (p != "int8" or vnni),
                              depth="full", why=f"{cores - 1} intra-op threads: leaves a core to the host")
                 for p in ("fp32", "int8")]
-    out += openvino_candidates(bf16, fp16, vnni)
+    out += openvino_candidates(bf16, fp16, vnni, transformer)
     if framework != "torch":
         return out
     out += [RowCandidate("torch", "fp32", why="torch eager"),
@@ -115,16 +120,22 @@ def _cpu(framework: str, flags: frozenset[str], cores: int) -> list[RowCandidate
     return out
 
 
-def openvino_candidates(bf16: bool, fp16: bool, vnni: bool) -> list[RowCandidate]:
+def openvino_candidates(bf16: bool, fp16: bool, vnni: bool, transformer: bool = False) -> list[RowCandidate]:
     """OpenVINO on the same ONNX export (every framework): f32, the 16-bit inference precisions this
-    CPU has natively (OpenVINO would silently run f32 for the others), NNCF int8; the LATENCY hint
-    in every search, THROUGHPUT (several streams) in a full one."""
+    CPU has natively (OpenVINO would silently run f32 for the others), NNCF int8 with NNCF's
+    defaults (and, for a transformer, its transformer preset: in a quick search only where the
+    defaults fail); the LATENCY hint in every search, THROUGHPUT (several streams) in a full one."""
     ov = "openvino"
     out = [RowCandidate(ov, "fp32", why="OpenVINO f32, LATENCY hint, static shapes")]
     out += [RowCandidate(ov, p, why=f"OpenVINO {p} inference precision (native here)")
             for p, native in (("bf16", bf16), ("fp16", fp16)) if native]
-    out.append(RowCandidate(ov, "int8", native=vnni, why="NNCF post-training int8 calibrated on the row's inputs"
-                            + ("" if vnni else " (no VNNI)")))
+    int8 = RowCandidate(ov, "int8", native=vnni, why="NNCF post-training int8 (NNCF's defaults) calibrated on the "
+                        "row's inputs" + ("" if vnni else " (no VNNI)"))
+    out.append(int8)
+    if transformer:
+        out.append(RowCandidate(ov, "int8", options={"nncf": "transformer"}, native=vnni, fallback_for=int8.label,
+                                why="NNCF's transformer preset (SmoothQuant, attention kept in higher precision): "
+                                    "closer to fp32, slower"))
     best16 = "fp16" if fp16 else "bf16" if bf16 else None
     out += [RowCandidate(ov, p, options={"hint": "THROUGHPUT"}, depth="full",
                          why="THROUGHPUT hint: several streams over the cores")

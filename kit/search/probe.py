@@ -20,6 +20,7 @@ from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 
 STATUSES = ("chosen", "lost", "not eligible", "failed numerics", "failed", "not probed")
+FAILED = ("failed numerics", "failed", "not probed")  # what makes a quick search measure a fallback
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Probe:
     native: bool
     why: str
     today: bool = False  # the published-precision mapping's own configuration
+    fallback_for: str = ""  # quick: measured only where the candidate of this label fails
+    shared_from: str = ""  # the sibling row's search whose figures these are (kit.search.sharing)
     status: str = "not probed"
     reason: str = ""
     throughput: float | None = None  # samples/s
@@ -60,18 +63,22 @@ class Probe:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
-def throughput_interval(m: BatchMeasurement) -> tuple[float, float, float | None]:
-    """(samples/s, low, high): batch / mean call time, with a 95 % interval from the calls' spread;
-    `high` is None where the interval of the mean call time reaches down to zero (a few calls with
+def throughput_interval(*windows: BatchMeasurement) -> tuple[float, float, float | None]:
+    """(samples/s, low, high) over one or more windows of the same session (a scout and the rest of
+    its probe): samples over the windows' time, with a 95 % interval from the calls' spread; `high`
+    is None where the interval of the mean call time reaches down to zero (a few calls with
     outliers): no upper bound."""
-    ns = np.array([end - start for thread in m.calls for start, end in thread], dtype=np.float64)
+    ns = np.array([end - start for m in windows for thread in m.calls for start, end in thread], dtype=np.float64)
+    m = windows[0]
     batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
+    wall = sum(w.wall_time_s for w in windows)
+    point = sum(w.samples for w in windows) / wall if len(windows) > 1 else m.throughput
     mean = ns.mean()
     if ns.size < 2:
-        return float(m.throughput), math.nan, math.nan
+        return float(point), math.nan, math.nan
     half = student_t.ppf(0.975, ns.size - 1) * ns.std(ddof=1) / math.sqrt(ns.size)
     fast, slow = mean - half, mean + half
-    return float(m.throughput), float(batch * 1e9 / slow), float(batch * 1e9 / fast) if fast > 0 else None
+    return float(point), float(batch * 1e9 / slow), float(batch * 1e9 / fast) if fast > 0 else None
 
 
 def reference_scale(outputs: list[np.ndarray]) -> float:

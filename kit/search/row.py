@@ -28,13 +28,14 @@ from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.noise import idle_sample
 from kit.measure.numerics import NumericDiff
-from kit.measure.window import MeasureConfig
+from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.search import cache, runoff
+from kit.search import cache, runoff, sharing
 from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
 from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
 from kit.search.precision_map import PrecisionChoice, map_precision
 from kit.search.probe import (
+    FAILED,
     Probe,
     Stopwatch,
     nonfinite,
@@ -91,7 +92,8 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
     stored = None if settings.force else cache.load_decision(key, settings.depth)
     if stored is not None:
         return stored, True
-    decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed)
+    decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed,
+                          weights=weights)
     decision["key"] = key
     decision["cache_file"] = cache.decision_path(key).name
     cache.store_decision(decision)
@@ -105,8 +107,9 @@ def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: l
 
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
-               *, candidates: list[RowCandidate] | None = None, seed: int = 0) -> dict:
-    """Measure every candidate for the row and choose; returns the decision (not cached)."""
+               *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random") -> dict:
+    """Measure every candidate for the row (or take its figures from the sibling row's search,
+    kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     machine = idle_sample()  # other processes' load and steal now: how far single probes can be trusted
     providers = usable_gpu_providers(kind)  # TensorRT, where a session really starts it (FP8 -> int8)
@@ -121,6 +124,10 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, settings.depth)
     skip_over_memory_budget(probes, model)
+    sibling = None if machine["noisy"] or settings.force else sharing.sibling_decision(
+        model, published, batch_size, kind, settings.depth, settings.measure_config().to_dict(), weights=weights,
+        seed=seed)
+    shared = sharing.borrow(probes, sibling) if sibling else 0
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings)
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
@@ -132,6 +139,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
         "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
         "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
+        "shared_probes": shared, "shared_from": sibling.get("cache_file") if sibling else None,
         "machine_at_start": {"noisy": machine["noisy"], "reasons": machine["reasons"],
                              "other_load": machine.get("other_load"), "steal_share": machine.get("steal_share")},
         "load_average": round(load, 2), "cores": usable_cores(),
@@ -144,7 +152,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
 
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
     return Probe(c.label, c.backend, c.precision, c.device, dict(c.options), c.threads, c.native, c.why,
-                 today=c.matches(today.backend, today.precision, today.device))
+                 today=c.matches(today.backend, today.precision, today.device), fallback_for=c.fallback_for)
 
 
 def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
@@ -171,6 +179,8 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
             p.status, p.reason = "not eligible", reason
         elif p.today:
             p.status = "pending"
+        elif depth == "quick" and c.fallback_for:
+            p.status = "fallback"  # settled once the candidate it stands in for is measured
         elif depth == "quick" and c.depth == "full":
             p.status, p.reason = "not probed", "full search only (torch.compile / extra settings take minutes here)"
         elif depth == "quick" and bits(p.precision) == 16 and not p.native and native16:
@@ -202,8 +212,26 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
         if p.status == "pending":
-            leader = max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader)
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes))
+    for p in probes:
+        if p.status == "fallback" and settle_fallback(p, probes):
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes))
+
+
+def leader_of(probes: list[Probe]) -> Probe | None:
+    return max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
+
+
+def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
+    """Whether a quick search measures the fallback `p` (True, marked pending): only where the
+    candidate it stands in for failed or was not measured; otherwise marked not probed, with why."""
+    first = next((q for q in probes if q.label == p.fallback_for), None)
+    if first is None or first.status in FAILED:
+        p.status = "pending"
+        return True
+    p.status, p.reason = "not probed", (f"measured only where {p.fallback_for} fails (it passed the numerics "
+                                        "gate); a full search measures it")
+    return False
 
 
 def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
@@ -225,9 +253,13 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         if not verdict.ok:
             p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
             return
-        if leader is not None and not p.today and stopped_early(p, leader, session, inputs, batch, mcfg):
-            return
-        record_timing(p, time_session(session, inputs, batch, mcfg))
+        scout = None
+        if leader is not None and not p.today:
+            stopped, scout = scout_window(p, leader, session, inputs, batch, mcfg)
+            if stopped:
+                return
+        rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
+        record_timing(p, *([scout] if scout is not None else []), rest)
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
         p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     finally:
@@ -241,23 +273,33 @@ def scout_config(mcfg: MeasureConfig) -> MeasureConfig:
     return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=2)
 
 
-def stopped_early(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig) -> bool:
-    """Time a short scout window; True (and `p` marked lost with the figures) when it clearly loses
-    to the leader so far."""
-    record_timing(p, time_session(session, inputs, batch, scout_config(mcfg)))
+def rest_config(mcfg: MeasureConfig, scout: BatchMeasurement | None) -> MeasureConfig:
+    """What the probe still times after its scout: the scout's calls count towards its minimums."""
+    if scout is None:
+        return mcfg
+    return MeasureConfig(warmup=0, min_duration_s=max(0.0, mcfg.min_duration_s - scout.wall_time_s),
+                         min_count=max(1, mcfg.min_count - scout.latency.count))
+
+
+def scout_window(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig
+                 ) -> tuple[bool, BatchMeasurement]:
+    """Time a short scout window: (True, it) with `p` marked lost and its figures when it clearly
+    loses to the leader so far; (False, it) otherwise, its calls then part of the probe."""
+    scout = time_session(session, inputs, batch, scout_config(mcfg))
+    record_timing(p, scout)
     best_case = p.high if p.high is not None and p.high == p.high else math.inf  # no upper bound: go on
     yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
     if best_case >= STOP_BELOW * yardstick:
-        return False
+        return False, scout
     p.status = "lost"
     p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {p.calls} calls (at most {best_case:.3g}), "
                 f"below {STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
-    return True
+    return True, scout
 
 
-def record_timing(p: Probe, m) -> None:
-    p.throughput, p.low, p.high = throughput_interval(m)
-    p.calls = m.latency.count
+def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
+    p.throughput, p.low, p.high = throughput_interval(*windows)
+    p.calls = sum(m.latency.count for m in windows)
     p.status = "measured"
 
 
@@ -285,8 +327,11 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = "chosen" if p is best else "lost"
-        if p is not best:
-            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe)"
+        taken = f"taken by {p.shared_from}" if p.shared_from else ""
+        if p is best:
+            p.reason = f"probe {taken}" if taken else p.reason
+        else:
+            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
             if kept_for_noise and p.throughput > best.throughput:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
                             "mapping's throughput: today's mapping kept")

@@ -1,0 +1,61 @@
+"""Probes a row's search takes from its sibling row's: the FP16 and FP8 rows of one model search at
+the same batch size, with the same seeded inputs and probe settings, and every candidate of 16 bits
+or more is eligible for both. A search takes those figures from the sibling's cached decision
+instead of measuring them again, each marked with where it came from.
+
+Only from a decision searched on a quiet machine into a search starting on a quiet one (probes
+taken minutes apart are compared as probes taken seconds apart are), never today's mapping (every
+decision measures its own yardstick), and never a candidate that failed there (measured again).
+
+>>> SIBLING["FP8"]
+'FP16'
+"""
+
+from __future__ import annotations
+
+from kit.models.spec import ExportedModel
+from kit.search import cache
+from kit.search.gate import bits
+from kit.search.probe import Probe
+
+SIBLING = {"FP16": "FP8", "FP8": "FP16"}
+COPIED = ("throughput", "low", "high", "calls", "load_s", "numerics")
+
+
+def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind: str, depth: str, probe: dict,
+                     *, weights: str = "random", seed: int = 0) -> dict | None:
+    """The sibling row's cached decision at the same batch, depth and probe settings, searched on a
+    quiet machine; None where there is none."""
+    other = SIBLING.get(published.upper())
+    if other is None:
+        return None
+    key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)
+    stored = cache.load_decision(key, depth)
+    if stored is None or stored.get("contended") or stored.get("depth") != depth:
+        return None
+    if (stored.get("settings") or {}).get("probe") != probe:
+        return None
+    return stored
+
+
+def borrow(probes: list[Probe], sibling: dict) -> int:
+    """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
+    returns how many were taken."""
+    theirs = {p["label"]: p for p in sibling.get("probes", [])}
+    source = f"the {sibling['published']} row's search ({sibling.get('cache_file', '?')}, {sibling.get('created_at', '?')})"
+    taken = 0
+    for p in probes:
+        q = theirs.get(p.label)
+        if p.status != "pending" or p.today or bits(p.precision) < 16 or q is None:
+            continue
+        if q.get("status") not in ("chosen", "lost") or not q.get("throughput"):
+            continue
+        for name in COPIED:
+            setattr(p, name, q.get(name))
+        p.shared_from = source
+        if str(q.get("reason", "")).startswith("stopped early"):
+            p.status, p.reason = "lost", f"in {source}: {q['reason']}"
+        else:
+            p.status = "measured"
+        taken += 1
+    return taken
