@@ -333,6 +333,16 @@ def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(o
     assert not {"search", "search_key", "search_batch"} & set(plain) and plain["backend"] == bert["backend"]
 
 
+def test_a_models_fp16_row_is_searched_before_its_fp8_row():
+    """The FP8 row's search takes the FP16 row's probes (kit.search.sharing), so the FP16 job runs
+    first; the table's model order is kept."""
+    from kit.batch.profiles import jobs_for
+
+    names = [j.name for j in jobs_for("quick", "cpu") if j.name.startswith(("bert-", "resnet50-", "swin-large-"))]
+    assert names == ["bert-torch-fp32_FP16", "bert-torch-fp32_FP8", "resnet50-torch-fp32_FP16",
+                     "resnet50-torch-fp32_FP8", "swin-large-torch-fp32_FP16", "swin-large-torch-fp32_FP8"]
+
+
 def test_reproduce_search_0_is_on_the_command_line_and_in_the_jobs():
     """`make reproduce SEARCH=0`: the rows at the published-precision mapping, and the batch's
     recorded command says so (a rerun makes the same batch)."""

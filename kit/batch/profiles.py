@@ -78,9 +78,19 @@ def search_batch(model: str, batches: list[int], profile: str) -> int:
     return max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
 
 
+def fp16_first(rows: list) -> list:
+    """The table's rows (named tuples) in its model order, each model's FP16 row before its FP8 one:
+    the FP8 row's search (int8 calibrations: the costly one) then takes the FP16 row's probes
+    (kit.search.sharing)."""
+    first_seen: dict[str, int] = {}
+    for r in rows:
+        first_seen.setdefault(r.model, len(first_seen))
+    return sorted(rows, key=lambda r: (first_seen[r.model], r.precision != "FP16"))
+
+
 def model_jobs(profile: str, kind: str, research: bool = False, search: bool = True) -> list[Job]:
     jobs = []
-    for _, row in published.headline_rows().iterrows():
+    for row in fp16_first(list(published.headline_rows().itertuples())):
         settings = published.ipu_run_settings(row.model, row.precision)
         batches = settings["batch_sizes"] or [1]
         clients = settings["clients"] if kind == "ipu" else 1
