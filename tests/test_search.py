@@ -236,6 +236,12 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     assert by["torch fp32 (cpu)"].status == "pending"  # failed there: measured again here
     assert by["openvino int8 (cpu)"].status == "pending"  # 8 bits: never shared
     assert by["onnxruntime int8 (cpu)"].status == "pending" and by["onnxruntime int8 (cpu)"].today
+    again = _probes(cands, today)
+    for p in again:
+        p.status = "pending"
+    relayed = {**sibling, "probes": [{**stopped, "shared_from": "the FP8 row's search (old.json, t0)"}]}
+    assert sharing.borrow(again, relayed) == 1
+    assert again[1].shared_from == "the FP8 row's search (old.json, t0)"  # where it was measured, not the relay
 
 
 def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():

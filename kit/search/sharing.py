@@ -52,9 +52,9 @@ def borrow(probes: list[Probe], sibling: dict) -> int:
             continue
         for name in COPIED:
             setattr(p, name, q.get(name))
-        p.shared_from = source
+        p.shared_from = q.get("shared_from") or source  # where it was measured, if the sibling took it too
         if str(q.get("reason", "")).startswith("stopped early"):
-            p.status, p.reason = "lost", f"in {source}: {q['reason']}"
+            p.status, p.reason = "lost", f"in {p.shared_from}: {q['reason']}"
         else:
             p.status = "measured"
         taken += 1
