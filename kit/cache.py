@@ -149,3 +149,25 @@ def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Pa
                            "sources": [{"name": Path(s).name, "sha256": file_digest(s)}
                                        for s in sources if Path(s).is_file()]})
     return artifact
+
+
+def prune_oldest(directory: Path, pattern: str, cap_bytes: int, keep: int = 1) -> list[Path]:
+    """Delete the least recently written files matching `pattern` in `directory` until they total at
+    most `cap_bytes`, never the `keep` newest (the one just written); returns what was deleted. A
+    file another process removed first is skipped; one being read survives its unlinking (POSIX)."""
+    files = []
+    for path in Path(directory).glob(pattern):
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            files.append((st.st_mtime_ns, st.st_size, path))
+    files.sort()  # oldest first
+    total = sum(size for _, size, _ in files)
+    deleted = []
+    for _, size, path in files[:max(0, len(files) - keep)]:
+        if total <= cap_bytes:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            deleted.append(path)
+        total -= size
+    return deleted

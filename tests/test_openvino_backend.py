@@ -98,3 +98,35 @@ def test_nncf_int8_is_calibrated_on_seeded_inputs_and_cached_by_content(small, r
     xml.with_suffix(".bin").unlink()  # a damaged entry is refused with the reason, never run
     with pytest.raises(BackendUnavailable, match="lost its weights"):
         get_backend("openvino").load(small, BackendConfig("int8"), 4)
+
+
+def test_the_compiled_model_cache_keeps_the_newest_blobs_under_its_size_limit(tmp_path):
+    import os
+
+    from kit.cache import prune_oldest
+
+    for i, size in enumerate([400, 300, 200, 100]):  # oldest first
+        blob = tmp_path / f"{i}.blob"
+        blob.write_bytes(b"x" * size)
+        os.utime(blob, ns=(10**9 * (i + 1), 10**9 * (i + 1)))
+    (tmp_path / "other.json").write_text("{}")
+    deleted = prune_oldest(tmp_path, "*.blob", 350)
+    assert [p.name for p in deleted] == ["0.blob", "1.blob"]  # 1000 -> 300 bytes, the oldest first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.blob", "3.blob", "other.json"]
+    assert prune_oldest(tmp_path, "*.blob", 0) == [tmp_path / "2.blob"]  # the newest is always kept
+    assert [p.name for p in tmp_path.glob("*.blob")] == ["3.blob"]
+
+
+def test_the_cache_limit_comes_from_the_environment_and_bad_values_are_refused(small, monkeypatch):
+    monkeypatch.setenv("KIT_OPENVINO_CACHE_GB", "0")
+    assert ovb.blob_cache_gb() == 0
+    session = get_backend("openvino").load(small, BackendConfig("fp32"), 1)
+    assert session.description["compiled_cache"].startswith("off")
+    monkeypatch.setenv("KIT_OPENVINO_CACHE_GB", "2.5")
+    assert ovb.blob_cache_gb() == 2.5
+    for bad in ("lots", "-1", "nan", "inf"):
+        monkeypatch.setenv("KIT_OPENVINO_CACHE_GB", bad)
+        with pytest.raises(InvalidParameter, match=f"KIT_OPENVINO_CACHE_GB='{bad}'"):
+            ovb.blob_cache_gb()
+    monkeypatch.delenv("KIT_OPENVINO_CACHE_GB")
+    assert ovb.blob_cache_gb() == ovb.CACHE_GB

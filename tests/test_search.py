@@ -199,7 +199,8 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
     assert fp8["shared_probes"] == 1 and fp8["shared_from"] == fp16["cache_file"]
     assert mine[basic]["shared_from"].startswith(f"the FP16 row's search ({fp16['cache_file']}")
     assert [mine[basic][k] for k in sharing.COPIED] == [theirs[basic][k] for k in sharing.COPIED]
-    assert "taken by the FP16 row's search" in mine[basic]["reason"] or mine[basic]["status"] == "chosen"
+    # its reason names the FP16 row's search (taken by it, or stopped early in it on a busy test machine)
+    assert "the FP16 row's search" in mine[basic]["reason"]
     today = "onnxruntime fp32 (cpu)"
     assert mine[today]["shared_from"] == "" and mine[today]["throughput"] != theirs[today]["throughput"]
     assert mine["onnxruntime int8 (cpu)"]["shared_from"] == "" and mine["onnxruntime int8 (cpu)"]["throughput"]

@@ -9,7 +9,8 @@ OpenVINO picks bf16 by itself on a CPU that has it and falls back to f32 silentl
 hint is not native: the kit always states the hint, reads back the precision the compiled model
 really runs at, and refuses a session whose precision is not the one asked for. Compiled models are
 cached by OpenVINO under outputs/cache/openvino/ov-<version>/ (its blob key hashes the model's
-content, the properties and the device); the NNCF int8 IR is cached beside the export, keyed by
+content, the properties and the device; kept under CACHE_GB, the oldest blobs deleted first); the
+NNCF int8 IR is cached beside the export, keyed by
 the export's content, the calibration and the NNCF/OpenVINO versions (calibrated once at batch 1 and
 reshaped to each batch size).
 
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
-from kit.cache import cached_file
+from kit.cache import cached_file, prune_oldest
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.environment import cpu_flags, usable_cores
 from kit.models.spec import ExportedModel
@@ -38,6 +39,10 @@ NNCF_PRESETS = ("default", "transformer")  # the option `nncf`: NNCF's defaults,
 OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
 #: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
+#: OpenVINO's compiled-model cache is kept under this size (the least recently written blobs go first):
+#: a quick `make reproduce` wrote 12 GB of blobs (Swin-L's at bf16 about 1-2 GB each) that only a
+#: later run at the same shapes reads. KIT_OPENVINO_CACHE_GB changes it; 0 turns the cache off.
+CACHE_GB = 4.0
 CALIBRATION_SAMPLES = 8  # seeded samples NNCF calibrates int8 on (at least 2 batches): minutes on 2 cores beyond
 FP8 = "OpenVINO's CPU plugin has no fp8 kernels; the FP8 rows run int8 (NNCF) on a CPU"
 
@@ -133,9 +138,11 @@ class OpenVinoBackend(InProcessBackend):
         import openvino as ov
 
         core = ov.Core()
+        cap_gb = blob_cache_gb()
         blob_dir = cache_dir() / "openvino" / f"ov-{ov.__version__.split('-')[0]}"
-        blob_dir.mkdir(parents=True, exist_ok=True)
-        core.set_property({"CACHE_DIR": str(blob_dir)})
+        if cap_gb > 0:
+            blob_dir.mkdir(parents=True, exist_ok=True)
+            core.set_property({"CACHE_DIR": str(blob_dir)})
         shapes = {k: list(v.shape) for k, v in model.make_inputs(batch_size).items()}
         source, int8 = Path(model.onnx_path), None
         if config.precision == "int8":
@@ -151,12 +158,28 @@ class OpenVinoBackend(InProcessBackend):
         except RuntimeError as exc:
             raise BackendUnavailable(f"OpenVINO could not compile {source.name} at batch {batch_size}: "
                                      f"{str(exc).strip().splitlines()[0][:200]}") from exc
-        description = describe(compiled, config, perf_hint, source, shapes, blob_dir, int8)
+        if cap_gb > 0:
+            prune_oldest(blob_dir, "*.blob", int(cap_gb * 1e9))
+        description = describe(compiled, config, perf_hint, source, shapes, blob_dir if cap_gb > 0 else None, int8)
         check_ran_as_asked(description, config.precision)
         return OvSession(compiled, description)
 
 
-def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shapes: dict, blob_dir: Path,
+def blob_cache_gb() -> float:
+    """The compiled-model cache's size limit in GB (KIT_OPENVINO_CACHE_GB, else CACHE_GB; 0: no cache)."""
+    raw = os.environ.get("KIT_OPENVINO_CACHE_GB", "")
+    if not raw:
+        return CACHE_GB
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise InvalidParameter("KIT_OPENVINO_CACHE_GB", raw, "a size in GB, >= 0 (0: no compiled-model cache)")
+    return value
+
+
+def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shapes: dict, blob_dir: Path | None,
              int8: dict | None) -> dict:
     """What ran: versions, the hints asked for and the precision and streams the compiled model has."""
     read = {}
@@ -172,7 +195,8 @@ def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shap
         "performance_hint": perf_hint, "inference_precision_hint": ov_precision(config.precision),
         "inference_precision": read["INFERENCE_PRECISION_HINT"], "num_streams": read["NUM_STREAMS"],
         "threads": read["INFERENCE_NUM_THREADS"], "optimal_infer_requests": read["OPTIMAL_NUMBER_OF_INFER_REQUESTS"],
-        "static_shapes": shapes, "model_file": source.name, "compiled_cache": str(blob_dir), "timing": HOST_TO_HOST}
+        "static_shapes": shapes, "model_file": source.name,
+        "compiled_cache": str(blob_dir) if blob_dir else "off (KIT_OPENVINO_CACHE_GB=0)", "timing": HOST_TO_HOST}
     if int8:
         out["conversion"] = int8
     return out

@@ -116,9 +116,9 @@ class RoundController:
         self.lock = threading.Lock()
         self.round_ns = int(cfg.round_length_s * 1e9)
 
-    def begin(self) -> None:
-        """Start the clock (called once, when every thread is ready)."""
-        self.t_begin = time.perf_counter_ns()
+    def begin(self, now_ns: int | None = None) -> None:
+        """Start the clock (called once, when every thread is ready; `now_ns`: the first call's start)."""
+        self.t_begin = time.perf_counter_ns() if now_ns is None else now_ns
         self.min_end = self.t_begin + int(self.cfg.min_duration_s * 1e9)
         self.max_end = self.t_begin + int(self.cfg.max_duration_s * 1e9)
         self.hard_end = self.t_begin + int(HARD_LIMIT * self.cfg.max_duration_s * 1e9)
@@ -199,22 +199,24 @@ def time_calls(call: Call, cfg: MeasureConfig, start_barrier: threading.Barrier 
         call()
     if control is None:
         control = RoundController(cfg, 1)
-    if start_barrier is not None:
-        start_barrier.wait()
-    else:
-        control.begin()
     clock = time.perf_counter_ns
     times = control.times[index]
     append = times.append
     check_at = control.check_at
     check = control.check
-    while True:
+    if start_barrier is not None:
+        start_barrier.wait()
         t0 = clock()
+    else:  # one thread: its first call starts the window, so the calls span at least min_duration_s
+        t0 = clock()
+        control.begin(t0)
+    while True:
         call()
         t1 = clock()
         append((t0, t1))
         if t1 >= check_at[0] and check(t1):
             return times
+        t0 = clock()
 
 
 def run_threads(calls: list[Call], cfg: MeasureConfig) -> list[CallTimes]:
