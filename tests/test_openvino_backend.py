@@ -130,3 +130,12 @@ def test_the_cache_limit_comes_from_the_environment_and_bad_values_are_refused(s
             ovb.blob_cache_gb()
     monkeypatch.delenv("KIT_OPENVINO_CACHE_GB")
     assert ovb.blob_cache_gb() == ovb.CACHE_GB
+
+
+def test_kit_reproduce_stops_on_a_bad_cache_limit_before_running_anything(outputs, monkeypatch, capsys):
+    from kit.cli.main import main
+
+    monkeypatch.setenv("KIT_OPENVINO_CACHE_GB", "lots")
+    assert main(["reproduce", "--hardware", "cpu", "--only", "summary"]) == 2
+    assert "invalid KIT_OPENVINO_CACHE_GB='lots'" in capsys.readouterr().err
+    assert not (outputs / "runs").exists() or not any((outputs / "runs").iterdir())

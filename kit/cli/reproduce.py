@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from kit.backends.openvino_backend import blob_cache_gb
 from kit.batch.clean import clean_outputs
 from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def reproduce(args: argparse.Namespace) -> int:
     force = parse_force(args.force)
+    blob_cache_gb()  # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
     hardware = ",".join(kinds)

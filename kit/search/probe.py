@@ -72,7 +72,7 @@ def throughput_interval(*windows: BatchMeasurement) -> tuple[float, float, float
     m = windows[0]
     batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
     wall = sum(w.wall_time_s for w in windows)
-    point = sum(w.samples for w in windows) / wall if len(windows) > 1 else m.throughput
+    point = sum(w.samples for w in windows) / wall if wall > 0 else math.nan
     mean = ns.mean()
     if ns.size < 2:
         return float(point), math.nan, math.nan

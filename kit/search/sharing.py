@@ -24,16 +24,14 @@ COPIED = ("throughput", "low", "high", "calls", "load_s", "numerics")
 
 def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind: str, depth: str, probe: dict,
                      *, weights: str = "random", seed: int = 0) -> dict | None:
-    """The sibling row's cached decision at the same batch, depth and probe settings, searched on a
-    quiet machine; None where there is none."""
+    """The sibling row's cached decision at the same batch and probe settings (a deeper search's
+    serves too), searched on a quiet machine; None where there is none."""
     other = SIBLING.get(published.upper())
     if other is None:
         return None
     key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)
     stored = cache.load_decision(key, depth)
-    if stored is None or stored.get("contended") or stored.get("depth") != depth:
-        return None
-    if (stored.get("settings") or {}).get("probe") != probe:
+    if stored is None or stored.get("contended") or (stored.get("settings") or {}).get("probe") != probe:
         return None
     return stored
 
