@@ -87,8 +87,10 @@ def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
     by = {p.label: p for p in probes}
     assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
     assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
-    assert by["torch fp32 (cpu)"].status == "pending"  # fp32 is probed although bf16 is native
-    assert by["openvino fp32 (cpu)"].status == "pending" and by["openvino bf16 (cpu)"].status == "pending"
+    # fp32 is probed although bf16 is native: through ONNX Runtime and OpenVINO (torch eager: full only)
+    assert by["onnxruntime fp32 (cpu)"].status == "pending" and by["openvino fp32 (cpu)"].status == "pending"
+    assert by["torch fp32 (cpu)"].status == "not probed" and "slowest of the three" in by["torch fp32 (cpu)"].reason
+    assert by["openvino bf16 (cpu)"].status == "pending"
     assert by["torch int8 (cpu)"].status == "not eligible" and by["openvino int8 (cpu)"].status == "not eligible"
     assert by["torch bf16 compile (cpu)"].status == "not probed"
     assert by["openvino fp32 hint=THROUGHPUT (cpu)"].status == "not probed"
@@ -96,6 +98,10 @@ def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
     row.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
     assert {p.label: p.status for p in full}["onnxruntime fp16 (cpu)"] == "pending"
     assert {p.label: p.status for p in full}["torch bf16 compile (cpu)"] == "pending"
+    assert {p.label: p.status for p in full}["torch fp32 (cpu)"] == "pending"
+    fp32_today = _probes(cands, PrecisionChoice("torch", "fp32", "cpu", "mapping"))
+    row.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
+    assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"  # today's: always measured
 
 
 def _measured(label, thr, low, high, today=False, precision="fp32", native=True):
@@ -473,6 +479,55 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     assert not row.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
 
 
+def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
+    """A call longer than the scout's share is a scout on its own (quiet machines): taken as up to
+    ONE_CALL_SPREAD slow, it stops only below STOP_BELOW / (1 + spread) of the leader's low end."""
+    mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=3).measure_config()  # scout: 0.05 s
+    leader = _measured("leader", 100.0, 95.0, 105.0)
+    slow = _measured("slow", 0.0, 0.0, 0.0)
+    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
+    assert stopped and scout.latency.count == slow.calls == 1
+    assert "over 1 call, taken as up to 25% slow" in slow.reason and slow.status == "lost"
+    edge = row.STOP_BELOW * 95.0 / (1 + row.ONE_CALL_SPREAD)
+    for thr, stops in ((edge * 0.99, True), (edge * 1.01, False)):
+        one = _measured("one", thr, math.nan, math.nan)
+        one.calls = 1
+        assert row.stop_early(one, leader) is stops
+    contended = _measured("contended", 0.0, 0.0, 0.0)
+    row.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
+    assert contended.calls == 2
+
+
+def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(searchable, monkeypatch):
+    """ORT fp32 (the reference) is scouted on the session that made the reference outputs; at the
+    end it is stopped early where it clearly lost to the fastest other candidate, else timed in full
+    on a fresh session."""
+    mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=3).measure_config()
+    ref = _measured("onnxruntime fp32 (cpu)", 10.0, 9.0, 11.0)
+    ref.calls = 2
+    row.settle_reference(None, ref, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # nothing loaded
+    assert ref.status == "lost" and ref.reason.startswith("stopped early") and ref.calls == 2
+    close = _measured("onnxruntime fp32 (cpu)", 10.0, 9.0, 11.0)
+    close.calls = 2
+    inputs = searchable.make_inputs(1)
+    row.settle_reference(searchable, close, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
+    assert close.status == "measured" and close.calls >= 3 and close.throughput != 10.0
+    # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
+    settled = []
+    monkeypatch.setattr(row, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
+    cands = [RowCandidate("onnxruntime", "fp32"),
+             RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
+    for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
+                           (PrecisionChoice("onnxruntime", "fp32", "cpu", "x"), False)):
+        probes, settled[:] = _probes(cands, today), []
+        for p in probes:
+            p.status = "pending"
+        settings = row.SearchSettings("quick", probe_s=0.4, min_count=3)  # scout: 0.1 s
+        row.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
+        assert [label for label, _ in settled] == (["onnxruntime fp32 (cpu)"] if scouted else [])
+        assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
+
+
 def test_a_scout_that_goes_on_counts_towards_the_probe():
     """A candidate not stopped early keeps its scout's calls: the rest of the probe times only what
     the minimums still ask for, and the figure covers every call."""
@@ -552,7 +607,7 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
     seen = []
     monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: ["TensorrtExecutionProvider"] if kind == "cuda" else [])
-    monkeypatch.setattr(row, "measure_all", lambda model, probes, *a: seen.extend(
+    monkeypatch.setattr(row, "measure_all", lambda model, probes, *a, **k: seen.extend(
         (p.label, p.device, p.status, p.today) for p in probes))
     monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
     decision = row.search_row(small, "FP8", 1, "cuda", TINY)
@@ -590,7 +645,7 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     seen = {}
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": noisy, "reasons": ["other load"] if noisy else [],
                                                      "other_load": 0.5 if noisy else 0.0})
-    monkeypatch.setattr(row, "measure_all", lambda *a: None)
+    monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
     monkeypatch.setattr(runoff, "run", lambda *a, within: seen.setdefault("within", within))
     decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
     assert seen["within"] == window and decision["machine_at_start"]["noisy"] is noisy

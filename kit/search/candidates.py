@@ -22,6 +22,10 @@ from kit.hardware.environment import cpu_flags, usable_cores
 from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
 
 DEPTHS = ("quick", "full")
+#: torch eager fp32 in a quick search: the same model's fp32 is timed through ONNX Runtime and
+#: OpenVINO, and eager fp32 was the slowest of the three on every FP16 row measured here (Zen 4)
+TORCH_FP32_QUICK = ("fp32 is timed through ONNX Runtime and OpenVINO on the same model; torch eager fp32 was the "
+                    "slowest of the three on every row measured (a full search measures it)")
 OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 
@@ -38,6 +42,7 @@ class RowCandidate:
     depth: str = "quick"
     why: str = ""
     fallback_for: str = ""  # a quick search measures it only where this label's candidate fails
+    full_only_why: str = ""  # why a 'full' candidate waits for a full search, where it is not the usual cost
 
     @property
     def label(self) -> str:
@@ -109,7 +114,7 @@ def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = 
     out += openvino_candidates(bf16, fp16, vnni, transformer)
     if framework != "torch":
         return out
-    out += [RowCandidate("torch", "fp32", why="torch eager"),
+    out += [RowCandidate("torch", "fp32", depth="full", why="torch eager", full_only_why=TORCH_FP32_QUICK),
             RowCandidate("torch", "fp32", options={"compile": True}, depth="full",
                          why="inductor, frozen weights"),
             RowCandidate("torch", "bf16", native=bf16, why="bf16 autocast" + ("" if bf16 else " (emulated)")),

@@ -53,6 +53,11 @@ PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per
 #: far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end never
 #: stops; today's mapping is always timed in full).
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
+FULL_ONLY_WHY = "torch.compile / extra settings take minutes here"
+#: On a quiet machine a call longer than the scout's share is a scout on its own: one call has no
+#: interval, so its best case is taken as ONE_CALL_SPREAD faster than it ran (one call of a quarter
+#: second or more varied by a few per cent on an idle machine here; contended, scouts keep 2 calls)
+ONE_CALL_SPREAD = 0.25
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         seed=seed)
     shared = sharing.borrow(probes, sibling) if sibling else 0
     inputs = model.make_inputs(batch_size, seed=seed)
-    measure_all(model, probes, inputs, batch_size, settings)
+    measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"])
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
                          within=runoff.window(contended=machine["noisy"]))
     decision = choose(probes, published, native16, today, verdict)
@@ -182,7 +187,7 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
         elif depth == "quick" and c.fallback_for:
             p.status = "fallback"  # settled once the candidate it stands in for is measured
         elif depth == "quick" and c.depth == "full":
-            p.status, p.reason = "not probed", "full search only (torch.compile / extra settings take minutes here)"
+            p.status, p.reason = "not probed", f"full search only ({c.full_only_why or FULL_ONLY_WHY})"
         elif depth == "quick" and bits(p.precision) == 16 and not p.native and native16:
             p.status, p.reason = "not probed", (f"emulated {p.precision} is slower than native "
                                                 f"{'/'.join(native16)} (a full search measures it)")
@@ -191,10 +196,12 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
 
 
 def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int,
-                settings: SearchSettings) -> None:
-    """The fp32 reference outputs first (timed too when ORT fp32 is a candidate), then each pending
-    candidate: load, numerics gate, timed window, close."""
+                settings: SearchSettings, quiet: bool = False) -> None:
+    """The fp32 reference outputs first (ORT fp32, when a candidate, scouted on the same session),
+    then each pending candidate: load, numerics gate, timed window, close; last, the reference's
+    probe in full where its scout did not clearly lose."""
     mcfg = settings.measure_config()
+    min_scout = 1 if quiet else 2
     ref_session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
     try:
         ref_out = ref_session.run(inputs)
@@ -202,7 +209,9 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         if ref_probe is not None:
             ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
                                   "numerics_ok": True, "numerics_reason": "this is the reference"}
-            record_timing(ref_probe, time_session(ref_session, inputs, batch, mcfg))
+            # scouted now (the reference call warmed it up) and settled against the final leader
+            ref_cfg = mcfg if ref_probe.today else scout_config(mcfg, min_scout)
+            record_timing(ref_probe, time_session(ref_session, inputs, batch, ref_cfg))
     finally:
         ref_session.close()
         del ref_session
@@ -212,10 +221,33 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
         if p.status == "pending":
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes))
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout)
     for p in probes:
         if p.status == "fallback" and settle_fallback(p, probes):
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes))
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout)
+    if ref_probe is not None and not ref_probe.today:
+        settle_reference(model, ref_probe, probes, inputs, batch, mcfg)
+
+
+def settle_reference(model: ExportedModel, ref: Probe, probes: list[Probe], inputs: dict, batch: int,
+                     mcfg: MeasureConfig) -> None:
+    """The reference's scout against the fastest other candidate: stopped early where it clearly
+    lost, else timed in full on a fresh session (one warm-up call first)."""
+    leader = leader_of([q for q in probes if q is not ref])
+    if leader is not None and stop_early(ref, leader):
+        return
+    session = None
+    try:
+        session = require_backend(ref.backend).load(model, BackendConfig(ref.precision, ref.device), batch)
+        record_timing(ref, time_session(session, inputs, batch, MeasureConfig(
+            warmup=1, min_duration_s=mcfg.min_duration_s, min_count=mcfg.min_count)))
+    except Exception as exc:  # noqa: BLE001 - the scout's figures stand, with why they are all there is
+        ref.reason = f"timed by its scout only: the full probe failed ({type(exc).__name__}: {str(exc)[:200]})"
+    finally:
+        if session is not None:
+            session.close()
+        del session
+        release()
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
@@ -235,7 +267,7 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
 
 
 def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
-              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None) -> None:
+              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None, min_scout: int = 2) -> None:
     session = None
     try:
         with Stopwatch() as load:
@@ -255,7 +287,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
             return
         scout = None
         if leader is not None and not p.today:
-            stopped, scout = scout_window(p, leader, session, inputs, batch, mcfg)
+            stopped, scout = scout_window(p, leader, session, inputs, batch, mcfg, min_scout)
             if stopped:
                 return
         rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
@@ -269,8 +301,8 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         release()
 
 
-def scout_config(mcfg: MeasureConfig) -> MeasureConfig:
-    return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=2)
+def scout_config(mcfg: MeasureConfig, min_count: int = 2) -> MeasureConfig:
+    return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=min_count)
 
 
 def rest_config(mcfg: MeasureConfig, scout: BatchMeasurement | None) -> MeasureConfig:
@@ -281,20 +313,34 @@ def rest_config(mcfg: MeasureConfig, scout: BatchMeasurement | None) -> MeasureC
                          min_count=max(1, mcfg.min_count - scout.latency.count))
 
 
-def scout_window(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig
-                 ) -> tuple[bool, BatchMeasurement]:
-    """Time a short scout window: (True, it) with `p` marked lost and its figures when it clearly
-    loses to the leader so far; (False, it) otherwise, its calls then part of the probe."""
-    scout = time_session(session, inputs, batch, scout_config(mcfg))
+def scout_window(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig,
+                 min_count: int = 2) -> tuple[bool, BatchMeasurement]:
+    """Time a short scout window (at least `min_count` calls): (True, it) with `p` marked lost and
+    its figures when it clearly loses to the leader so far; (False, it) otherwise, its calls then
+    part of the probe."""
+    scout = time_session(session, inputs, batch, scout_config(mcfg, min_count))
     record_timing(p, scout)
-    best_case = p.high if p.high is not None and p.high == p.high else math.inf  # no upper bound: go on
+    return stop_early(p, leader), scout
+
+
+def best_case(p: Probe) -> float:
+    """The top of `p`'s interval; for one call, ONE_CALL_SPREAD above it; none (inf) without one."""
+    if p.calls == 1:
+        return p.throughput * (1 + ONE_CALL_SPREAD)
+    return p.high if p.high is not None and p.high == p.high else math.inf
+
+
+def stop_early(p: Probe, leader: Probe) -> bool:
+    """Whether the scouted `p` clearly loses to `leader` (then marked lost, with its figures)."""
+    top = best_case(p)
     yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
-    if best_case >= STOP_BELOW * yardstick:
-        return False, scout
+    if top >= STOP_BELOW * yardstick:
+        return False
+    calls = f"{p.calls} calls" if p.calls > 1 else f"1 call, taken as up to {ONE_CALL_SPREAD:.0%} slow"
     p.status = "lost"
-    p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {p.calls} calls (at most {best_case:.3g}), "
-                f"below {STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
-    return True, scout
+    p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
+                f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
+    return True
 
 
 def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
