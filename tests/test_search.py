@@ -502,16 +502,19 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     """ORT fp32 (the reference) is scouted on the session that made the reference outputs; at the
     end it is stopped early where it clearly lost to the fastest other candidate, else timed in full
     on a fresh session."""
-    mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=3).measure_config()
-    ref = _measured("onnxruntime fp32 (cpu)", 10.0, 9.0, 11.0)
-    ref.calls = 2
-    row.settle_reference(None, ref, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # nothing loaded
+    from kit.measure.window import BatchMeasurement
+
+    mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=4).measure_config()
+    scout = BatchMeasurement(1, "single", 1, [[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
+    ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
+    row.record_timing(ref, scout)
+    row.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
     assert ref.status == "lost" and ref.reason.startswith("stopped early") and ref.calls == 2
-    close = _measured("onnxruntime fp32 (cpu)", 10.0, 9.0, 11.0)
-    close.calls = 2
+    close = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
+    row.record_timing(close, scout)
     inputs = searchable.make_inputs(1)
-    row.settle_reference(searchable, close, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
-    assert close.status == "measured" and close.calls >= 3 and close.throughput != 10.0
+    row.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
+    assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
     monkeypatch.setattr(row, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))

@@ -211,7 +211,8 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
                                   "numerics_ok": True, "numerics_reason": "this is the reference"}
             # scouted now (the reference call warmed it up) and settled against the final leader
             ref_cfg = mcfg if ref_probe.today else scout_config(mcfg, min_scout)
-            record_timing(ref_probe, time_session(ref_session, inputs, batch, ref_cfg))
+            ref_scout = time_session(ref_session, inputs, batch, ref_cfg)
+            record_timing(ref_probe, ref_scout)
     finally:
         ref_session.close()
         del ref_session
@@ -226,21 +227,22 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         if p.status == "fallback" and settle_fallback(p, probes):
             probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout)
     if ref_probe is not None and not ref_probe.today:
-        settle_reference(model, ref_probe, probes, inputs, batch, mcfg)
+        settle_reference(model, ref_probe, ref_scout, probes, inputs, batch, mcfg)
 
 
-def settle_reference(model: ExportedModel, ref: Probe, probes: list[Probe], inputs: dict, batch: int,
-                     mcfg: MeasureConfig) -> None:
+def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, probes: list[Probe],
+                     inputs: dict, batch: int, mcfg: MeasureConfig) -> None:
     """The reference's scout against the fastest other candidate: stopped early where it clearly
-    lost, else timed in full on a fresh session (one warm-up call first)."""
+    lost, else the rest of its probe timed on a fresh session of it (after one warm-up call)."""
     leader = leader_of([q for q in probes if q is not ref])
     if leader is not None and stop_early(ref, leader):
         return
     session = None
     try:
         session = require_backend(ref.backend).load(model, BackendConfig(ref.precision, ref.device), batch)
-        record_timing(ref, time_session(session, inputs, batch, MeasureConfig(
-            warmup=1, min_duration_s=mcfg.min_duration_s, min_count=mcfg.min_count)))
+        rest = rest_config(mcfg, scout)
+        record_timing(ref, scout, time_session(session, inputs, batch, MeasureConfig(
+            warmup=1, min_duration_s=rest.min_duration_s, min_count=rest.min_count)))
     except Exception as exc:  # noqa: BLE001 - the scout's figures stand, with why they are all there is
         ref.reason = f"timed by its scout only: the full probe failed ({type(exc).__name__}: {str(exc)[:200]})"
     finally:
