@@ -487,12 +487,14 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     slow = _measured("slow", 0.0, 0.0, 0.0)
     stopped, scout = row.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
     assert stopped and scout.latency.count == slow.calls == 1
-    assert "over 1 call, taken as up to 25% slow" in slow.reason and slow.status == "lost"
+    assert "over 1 call (the first call: nan), the faster taken as up to 25% slow" in slow.reason
+    assert slow.status == "lost"
     edge = row.STOP_BELOW * 95.0 / (1 + row.ONE_CALL_SPREAD)
-    for thr, stops in ((edge * 0.99, True), (edge * 1.01, False)):
+    for thr, first, stops in ((edge * 0.99, None, True), (edge * 1.01, None, False),
+                              (edge * 0.5, edge * 0.9, True), (edge * 0.5, edge * 1.01, False)):
         one = _measured("one", thr, math.nan, math.nan)
-        one.calls = 1
-        assert row.stop_early(one, leader) is stops
+        one.calls, one.first_call = 1, first
+        assert row.stop_early(one, leader) is stops  # one slow call alone never stops it
     contended = _measured("contended", 0.0, 0.0, 0.0)
     row.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
     assert contended.calls == 2

@@ -45,6 +45,7 @@ class Probe:
     high: float | None = None
     calls: int = 0
     load_s: float | None = None
+    first_call: float | None = None  # samples/s of the first call (numerics or reference outputs), untimed window
     numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs
 
     @property

@@ -55,8 +55,8 @@ PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 FULL_ONLY_WHY = "torch.compile / extra settings take minutes here"
 #: On a quiet machine a call longer than the scout's share is a scout on its own: one call has no
-#: interval, so its best case is taken as ONE_CALL_SPREAD faster than it ran (one call of a quarter
-#: second or more varied by a few per cent on an idle machine here; contended, scouts keep 2 calls)
+#: interval, so its best case is taken as ONE_CALL_SPREAD faster than the faster of it and the
+#: candidate's first (numerics) call, so one slow call alone never stops it; contended, scouts keep 2 calls
 ONE_CALL_SPREAD = 0.25
 
 
@@ -204,9 +204,11 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     min_scout = 1 if quiet else 2
     ref_session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
     try:
-        ref_out = ref_session.run(inputs)
+        with Stopwatch() as first:
+            ref_out = ref_session.run(inputs)
         ref_probe = next((p for p in probes if p.status == "pending" and p.plan() == REFERENCE.plan()), None)
         if ref_probe is not None:
+            ref_probe.first_call = batch / first.seconds
             ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
                                   "numerics_ok": True, "numerics_reason": "this is the reference"}
             # scouted now (the reference call warmed it up) and settled against the final leader
@@ -280,7 +282,9 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         if p.options.get("compile") and any("fell back to eager" in n for n in notes):
             p.status, p.reason = "failed", next(n for n in notes if "fell back" in n)
             return
-        out = session.run(inputs)
+        with Stopwatch() as first:
+            out = session.run(inputs)
+        p.first_call = batch / first.seconds
         diff = NumericDiff.between(ref_out, out)
         verdict = numerics_gate(p.precision, diff.mean_abs, scale, max(0, nonfinite(out) - ref_bad))
         p.numerics = {**numerics_record(diff), **verdict.to_dict()}
@@ -326,9 +330,11 @@ def scout_window(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcf
 
 
 def best_case(p: Probe) -> float:
-    """The top of `p`'s interval; for one call, ONE_CALL_SPREAD above it; none (inf) without one."""
+    """The top of `p`'s interval; for one timed call, ONE_CALL_SPREAD above it or above the first
+    (numerics) call, whichever ran faster (one slow call alone never stops a candidate); none (inf)
+    without an interval."""
     if p.calls == 1:
-        return p.throughput * (1 + ONE_CALL_SPREAD)
+        return max(p.throughput, p.first_call or 0.0) * (1 + ONE_CALL_SPREAD)
     return p.high if p.high is not None and p.high == p.high else math.inf
 
 
@@ -338,7 +344,8 @@ def stop_early(p: Probe, leader: Probe) -> bool:
     yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
     if top >= STOP_BELOW * yardstick:
         return False
-    calls = f"{p.calls} calls" if p.calls > 1 else f"1 call, taken as up to {ONE_CALL_SPREAD:.0%} slow"
+    calls = (f"{p.calls} calls" if p.calls > 1 else
+             f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to {ONE_CALL_SPREAD:.0%} slow")
     p.status = "lost"
     p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
                 f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
