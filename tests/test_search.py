@@ -533,6 +533,53 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
         assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
 
 
+def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(searchable, monkeypatch):
+    """first_call is batch / the numerics call's seconds: 4 samples in a call of at least 50 ms."""
+    import time
+
+    import numpy as np
+
+    ref_out = [np.ones((4, 3), dtype=np.float32)]
+
+    class Session(_SleepySession):
+        description: dict = {}
+
+        def run(self, inputs):
+            time.sleep(self.call_s)
+            return [o.copy() for o in ref_out]
+
+        def close(self):
+            pass
+
+    class Backend:
+        def load(self, model, config, batch):
+            return Session(0.05)
+
+    monkeypatch.setattr(row, "require_backend", lambda name: Backend())
+    p = _measured("sleepy", 0.0, 0.0, 0.0)
+    p.status = "pending"
+    row.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
+                  ref_out, 1.0, 0)
+    assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
+
+
+def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searchable, monkeypatch):
+    from kit.measure.window import BatchMeasurement
+
+    scout = BatchMeasurement(1, "single", 1, [[(0, 10_000_000)]])  # one call: 100 samples/s
+    ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
+    row.record_timing(ref, scout)
+
+    def unloadable(name):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(row, "require_backend", unloadable)
+    row.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
+                         row.SearchSettings("quick").measure_config())
+    assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
+    assert "its scout: 100 samples/s over 1 call" in ref.reason
+
+
 def test_a_scout_that_goes_on_counts_towards_the_probe():
     """A candidate not stopped early keeps its scout's calls: the rest of the probe times only what
     the minimums still ask for, and the figure covers every call."""

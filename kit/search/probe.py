@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import t as student_t
 
+from kit.backends import BackendConfig
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 
@@ -56,6 +57,9 @@ class Probe:
         return {"backend": self.backend, "precision": self.precision, "device": self.device,
                 "options": dict(self.options), "threads": self.threads}
 
+    def backend_config(self) -> BackendConfig:
+        return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -65,8 +69,8 @@ class Probe:
 
 
 def throughput_interval(*windows: BatchMeasurement) -> tuple[float, float, float | None]:
-    """(samples/s, low, high) over one or more windows of the same session (a scout and the rest of
-    its probe): samples over the windows' time, with a 95 % interval from the calls' spread; `high`
+    """(samples/s, low, high) over one or more windows of the same configuration (a scout and the rest
+    of its probe): samples over the windows' time, with a 95 % interval from the calls' spread; `high`
     is None where the interval of the mean call time reaches down to zero (a few calls with
     outliers): no upper bound."""
     ns = np.array([end - start for m in windows for thread in m.calls for start, end in thread], dtype=np.float64)

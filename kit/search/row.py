@@ -18,7 +18,7 @@ import datetime as dt
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from kit.backends import BackendConfig, require_backend
 from kit.backends.onnx_conversion import quantization_method
@@ -241,12 +241,13 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
         return
     session = None
     try:
-        session = require_backend(ref.backend).load(model, BackendConfig(ref.precision, ref.device), batch)
-        rest = rest_config(mcfg, scout)
-        record_timing(ref, scout, time_session(session, inputs, batch, MeasureConfig(
-            warmup=1, min_duration_s=rest.min_duration_s, min_count=rest.min_count)))
-    except Exception as exc:  # noqa: BLE001 - the scout's figures stand, with why they are all there is
-        ref.reason = f"timed by its scout only: the full probe failed ({type(exc).__name__}: {str(exc)[:200]})"
+        session = require_backend(ref.backend).load(model, ref.backend_config(), batch)
+        rest = replace(rest_config(mcfg, scout), warmup=1)
+        record_timing(ref, scout, time_session(session, inputs, batch, rest))
+    except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
+        ref.status = "failed"
+        ref.reason = (f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
+                      f"{ref.throughput:.3g} samples/s over {ref.calls} call(s)")
     finally:
         if session is not None:
             session.close()
@@ -275,8 +276,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
     session = None
     try:
         with Stopwatch() as load:
-            session = require_backend(p.backend).load(
-                model, BackendConfig(p.precision, p.device, p.threads, dict(p.options)), batch)
+            session = require_backend(p.backend).load(model, p.backend_config(), batch)
         p.load_s = round(load.seconds, 2)
         notes = session.description.get("notes") or []
         if p.options.get("compile") and any("fell back to eager" in n for n in notes):

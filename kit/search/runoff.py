@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 
-from kit.backends import BackendConfig, require_backend
+from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.probe import Probe, release, time_session
@@ -54,10 +54,6 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     return leader, close[:MAX_DUELS]
 
 
-def config_of(p: Probe) -> BackendConfig:
-    return BackendConfig(p.precision, p.device, p.threads, dict(p.options))
-
-
 def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
          mcfg: MeasureConfig) -> dict:
     """Both loaded, RUNOFF_ROUNDS alternating rounds: {'leader', 'challenger', 'ratios' (challenger ÷
@@ -67,7 +63,7 @@ def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, b
     sessions = []
     try:
         for p in (leader, challenger):
-            sessions.append(require_backend(p.backend).load(model, config_of(p), batch))
+            sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
             sessions[-1].run(inputs)  # one warm-up call each, before the first round (not one per round)
         ratios = []
         for r in range(RUNOFF_ROUNDS):
