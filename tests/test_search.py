@@ -261,6 +261,16 @@ def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():
     assert ov_int8("static-qdq") == ov_int8(None) == [("openvino int8 (cpu)", "")]
 
 
+def test_torch_int8_stands_in_for_openvino_int8_in_a_quick_search():
+    """torch's dynamic int8 lost to NNCF int8 on every FP8 row measured: a quick search measures it
+    only where OpenVINO int8 fails (a full search always), and says why."""
+    cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
+    by = {c.label: c for c in cands}
+    assert by["torch int8 (cpu)"].fallback_for == "openvino int8 (cpu)" and by["openvino int8 (cpu)"].fallback_for == ""
+    assert "only where OpenVINO int8 fails" in by["torch int8 (cpu)"].why
+    assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags={"avx512_vnni"}, cores=2))
+
+
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
     cands = CANDIDATES[:1]
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)

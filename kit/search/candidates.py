@@ -26,6 +26,10 @@ DEPTHS = ("quick", "full")
 #: OpenVINO, and eager fp32 was the slowest of the three on every FP16 row measured here (Zen 4)
 TORCH_FP32_QUICK = ("fp32 is timed through ONNX Runtime and OpenVINO on the same model; torch eager fp32 was the "
                     "slowest of the three on every row measured (a full search measures it)")
+#: torch's dynamic int8 (Linear layers only) in a quick search: NNCF's static int8 of the whole graph
+#: beat it on all three FP8 rows measured here (Zen 4), so it stands in only where that fails
+TORCH_INT8_QUICK = ("dynamic int8 Linear layers (torch.ao); a quick search measures it only where OpenVINO int8 "
+                    "fails: it ran 0.19-0.60x OpenVINO int8 on the three FP8 rows measured here")
 OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 
@@ -111,9 +115,11 @@ def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = 
         out += [RowCandidate(ort, p, threads=cores - 1, native=p != "fp16" and (p != "int8" or vnni),
                              depth="full", why=f"{cores - 1} intra-op threads: leaves a core to the host")
                 for p in ("fp32", "int8")]
-    out += openvino_candidates(bf16, fp16, vnni, transformer)
+    ov = openvino_candidates(bf16, fp16, vnni, transformer)
+    out += ov
     if framework != "torch":
         return out
+    ov_int8 = next(c.label for c in ov if c.precision == "int8")
     out += [RowCandidate("torch", "fp32", depth="full", why="torch eager", full_only_why=TORCH_FP32_QUICK),
             RowCandidate("torch", "fp32", options={"compile": True}, depth="full",
                          why="inductor, frozen weights"),
@@ -121,7 +127,7 @@ def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = 
             RowCandidate("torch", "bf16", options={"compile": True}, native=bf16, depth="full",
                          why="inductor bf16, frozen weights"),
             RowCandidate("torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")),
-            RowCandidate("torch", "int8", native=vnni, why="dynamic int8 Linear layers (torch.ao)")]
+            RowCandidate("torch", "int8", native=vnni, fallback_for=ov_int8, why=TORCH_INT8_QUICK)]
     return out
 
 
