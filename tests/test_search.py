@@ -10,6 +10,7 @@ import pytest
 from kit.errors import InvalidParameter
 from kit.search import cache, row, runoff, sharing
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
+from kit.search.cost import search_cost
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -271,6 +272,15 @@ def test_torch_int8_stands_in_for_openvino_int8_in_a_quick_search():
     assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags={"avx512_vnni"}, cores=2))
 
 
+def test_search_cost_counts_only_the_rows_own_loads():
+    probes = [{"label": "a", "load_s": 40.0}, {"label": "b", "load_s": 2.0},
+              {"label": "c", "load_s": 30.0, "shared_from": "the FP16 row's search"}, {"label": "ref", "load_s": None}]
+    assert search_cost({"searched_s": 60.0, "probes": probes}) == (
+        "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken from the sibling row")
+    assert search_cost({"searched_s": 5.0, "probes": probes[3:]}) == "searched in 5 s"
+    assert search_cost({"probes": probes}) == "the search's time was not recorded"
+
+
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
     cands = CANDIDATES[:1]
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)
@@ -304,8 +314,8 @@ def test_settings_are_validated():
 def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
     key = cache.decision_key(model, published, batch, "cpu", small=small)
     probe = Probe("fake int8 (cpu)", "fake", "int8", "cpu", {}, None, True, "", status="chosen", throughput=9.0,
-                  low=8.0, high=10.0, calls=5)
-    decision = {"key": key, "depth": "full", "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
+                  low=8.0, high=10.0, calls=5, load_s=1.25)
+    decision = {"key": key, "depth": "full", "searched_s": 3.5, "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
                 "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
     cache.store_decision(decision)
     return decision
@@ -329,6 +339,8 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs
     assert result.backend["name"] == "fake" and result.backend["options"] == {"compile": True}
     assert result.tables["search_decision"]["reused"] is True
     assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
+    assert any("searched in 3.5 s: 1.25 s of it loading 1 candidate (the longest: fake int8 (cpu), 1.25 s)" in n
+               for n in result.notes)
     table = search_table(result)
     assert list(table["candidate"]) == ["fake int8 (cpu)"] and table["status"].iloc[0] == "chosen"
     assert "compiled, chosen by search" in measured_hardware(result)

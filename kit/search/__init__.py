@@ -9,7 +9,8 @@ Floor 6 of kit/ (docs/architecture.md): imports kit.backends and every floor bel
 
 from kit.search.cache import decision_key, key_hash, load_decision
 from kit.search.candidates import RowCandidate, row_candidates
+from kit.search.cost import search_cost
 from kit.search.row import SearchSettings, decide, search_row
 
 __all__ = ["RowCandidate", "SearchSettings", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
-           "search_row"]
+           "search_cost", "search_row"]

@@ -21,7 +21,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
-from kit.search import SearchSettings, decide, key_hash
+from kit.search import SearchSettings, decide, key_hash, search_cost
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -154,7 +154,7 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     result.tables["search_decision"] = {k: v for k, v in decision.items() if k != "probes"} | {"reused": reused}
     result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
                         f"{'decision reused from the cache' if reused else 'searched now'} "
-                        f"({decision.get('cache_file', '')}); chosen {decision['chosen']}.")
+                        f"({decision.get('cache_file', '')}; {search_cost(decision)}); chosen {decision['chosen']}.")
     if decision.get("fallback"):  # the search measured nothing: its guess never replaces the job's plan
         result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
                             f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
