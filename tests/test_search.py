@@ -16,6 +16,7 @@ from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
 
 TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
+TINY_FULL = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)  # emulated 16-bit types measured too
 
 
 @pytest.mark.parametrize("precision,published,eligible", [
@@ -80,7 +81,7 @@ def _probes(candidates, today):
     return [row.to_probe(c, today) for c in candidates]
 
 
-def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
+def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
     cands = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
     probes = _probes(cands, today)
@@ -103,6 +104,30 @@ def test_quick_depth_skips_emulated_16bit_only_where_a_native_one_exists():
     fp32_today = _probes(cands, PrecisionChoice("torch", "fp32", "cpu", "mapping"))
     row.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
     assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"  # today's: always measured
+
+
+def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
+    """A CPU with neither avx512_bf16 nor avx512_fp16 (a Xeon here): every 16-bit type is fp32 arithmetic
+    with conversions, so a quick search measures fp32 (any FP16 row may run at it) and leaves the
+    emulated types to a full search; today's mapping is measured whatever its type."""
+    cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
+    assert native_16bit(cands) == ()
+    emulated = ("onnxruntime fp16 (cpu)", "torch bf16 (cpu)", "torch fp16 (cpu)")
+    for published in ("FP16", "FP8"):
+        probes = _probes(cands, PrecisionChoice("onnxruntime", "fp32" if published == "FP16" else "int8", "cpu", ""))
+        row.plan_probes(probes, cands, published, (), "quick")
+        by = {p.label: p for p in probes}
+        for label in emulated:
+            assert by[label].status == "not probed", (published, label)
+            assert "fp32 arithmetic with conversions" in by[label].reason and "any FP16 or FP8 row" in by[label].reason
+        assert by["onnxruntime fp32 (cpu)"].status == by["openvino fp32 (cpu)"].status == "pending"
+    assert not any(c.precision == "bf16" and c.backend == "openvino" for c in cands)  # OpenVINO would run f32
+    full = _probes(cands, PrecisionChoice("onnxruntime", "fp32", "cpu", ""))
+    row.plan_probes(full, cands, "FP16", (), "full")
+    assert all({p.label: p.status for p in full}[label] == "pending" for label in emulated)
+    today16 = _probes(cands, PrecisionChoice("onnxruntime", "fp16", "cpu", ""))
+    row.plan_probes(today16, cands, "FP16", (), "quick")
+    assert {p.label: p.status for p in today16}["onnxruntime fp16 (cpu)"] == "pending"
 
 
 def _measured(label, thr, low, high, today=False, precision="fp32", native=True):
@@ -156,7 +181,7 @@ CANDIDATES = [RowCandidate("onnxruntime", "fp32"),
 
 
 def test_search_measures_gates_and_caches(searchable, fake_backend):
-    decision, reused = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=CANDIDATES)
+    decision, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert not reused
     by = {p["label"]: p for p in decision["probes"]}
     assert by["torch int8 (cpu)"]["status"] == "not eligible"
@@ -167,7 +192,7 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert by["onnxruntime fp16 (cpu)"]["numerics"]["numerics_ok"]
     assert decision["chosen"] in by and by[decision["chosen"]]["status"] == "chosen"
     assert decision["ratio_vs_today"] >= 1.0
-    again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=CANDIDATES)
+    again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert reused and again["chosen"] == decision["chosen"] and again["created_at"] == decision["created_at"]
 
 
@@ -187,8 +212,7 @@ def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first
     fallback = {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]
     assert fallback["status"] == "not probed" and fallback["calls"] == 0
     assert fallback["reason"].startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
-    full = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)
-    d, _ = row.decide(searchable, "FP8", 2, "cpu", full, candidates=passing)
+    d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY_FULL, candidates=passing)
     assert {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]["status"] == "failed"  # measured, and failed
 
 
