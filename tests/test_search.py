@@ -139,7 +139,7 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
               _measured("ort fp32", 1.41, 1.35, 1.47)]
-    d = row.choose(probes, "FP16", (), today)
+    d = row.choose(probes, "FP16", today)
     assert d["chosen"] == "ort fp32" and d["ratio_vs_today"] == pytest.approx(1.41 / 1.16)
     assert d["separated"] and d["ratio_interval"][0] == pytest.approx(1.35 / 1.20)
     assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d["plan"]["precision_note"]
@@ -149,7 +149,7 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
 def test_choice_keeps_todays_mapping_within_noise():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
-    d = row.choose(probes, "FP16", (), today)
+    d = row.choose(probes, "FP16", today)
     assert d["chosen"] == "ort fp16" and d["ratio_vs_today"] == 1.0
     assert "reaches below" in probes[1].reason
 
@@ -158,7 +158,7 @@ def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
     today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping note")
     p = _measured("ort int8", 1.0, 0.9, 1.1, today=True, precision="int8")
     p.status, p.throughput = "failed", None
-    d = row.choose([p], "FP8", (), today)
+    d = row.choose([p], "FP8", today)
     assert d["fallback"] and d["plan"]["precision"] == "int8" and "no candidate" in d["plan"]["precision_note"]
 
 
@@ -655,15 +655,40 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
     probes = [_measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
               _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
                                                                          precision="bf16")]
-    d = row.choose(probes, "FP16", ("bf16",), today)
+    d = row.choose(probes, "FP16", today)
     note = d["plan"]["precision_note"]
     assert d["chosen"] == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
     assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
            "openvino bf16 (cpu))" in note
     int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
                                                                                         precision="bf16")]
-    d8 = row.choose(int8, "FP8", ("bf16",), PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
+    d8 = row.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
     assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
+
+
+def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that_it_was_faster():
+    """On a CPU with no native 16-bit type a quick search measures no FP16-class candidate: the note
+    names them and why, and never claims the fp32 choice was faster than them."""
+    today = PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping")
+    cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
+
+    def note(failed: str = "") -> str:
+        probes = _probes(cands, today)
+        row.plan_probes(probes, cands, "FP16", (), "quick")
+        by = {p.label: p for p in probes}
+        for label, thr in (("onnxruntime fp32 (cpu)", 2.0), ("openvino fp32 (cpu)", 3.0)):
+            by[label].status, by[label].throughput, by[label].low, by[label].high = "measured", thr, thr - 0.1, thr + 0.1
+        if failed:
+            by[failed].status = "failed"
+        return row.choose(probes, "FP16", today)["plan"]["precision_note"]
+
+    text = note()
+    assert "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on this hardware" \
+           in text and "faster here" not in text
+    assert "search: onnxruntime fp16 (cpu), torch bf16 (cpu), torch bf16 compile (cpu), torch fp16 (cpu))" in text
+    assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
+            "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
+    assert row.unmeasured([]) == "none runs on this hardware"
 
 
 def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
@@ -679,7 +704,7 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     verdict = {"winner": "ov bf16", "duels": [
         {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
         {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
-    d = row.choose(ps, "FP16", ("bf16",), today, verdict)
+    d = row.choose(ps, "FP16", today, verdict)
     assert d["chosen"] == "ov bf16" and d["ratio_vs_today"] == pytest.approx(1.65)  # the duel's, not the probes'
     assert d["ratio_interval"] == [1.5, 1.8]
     by = {p.label: p for p in ps}

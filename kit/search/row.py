@@ -137,7 +137,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"])
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
                          within=runoff.window(contended=machine["noisy"]))
-    decision = choose(probes, published, native16, today, verdict)
+    decision = choose(probes, published, today, verdict)
     decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
     decision.update({
@@ -367,7 +367,7 @@ def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
     p.status = "measured"
 
 
-def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today: PrecisionChoice,
+def choose(probes: list[Probe], published: str, today: PrecisionChoice,
            verdict: dict | None = None) -> dict:
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
@@ -402,8 +402,8 @@ def choose(probes: list[Probe], published: str, native16: tuple[str, ...], today
         p.reason += runoff_text(verdict, p)
     ratio, ratio_iv = duel_ratio(verdict, best, today_probe) or ratio_to(best, today_probe)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
-            "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, native16, ratio,
-                                                           measured)},
+            "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, ratio, measured,
+                                                           probes)},
             "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
             "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
             "probes": [p.to_dict() for p in probes]}
@@ -467,11 +467,11 @@ def plan_of_choice(choice: PrecisionChoice) -> dict:
             "options": {}, "threads": None}
 
 
-def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str,
-         native16: tuple[str, ...], ratio: float | None, measured: list[Probe]) -> str:
+def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,
+         measured: list[Probe], probes: list[Probe]) -> str:
     """The precision note a report prints for the chosen configuration: what won, its ratio to
     today's mapping, and, where a higher precision stands in for the published one, both
-    throughputs against the best candidate of the published class."""
+    throughputs against the best candidate of the published class (or why none was measured)."""
     head = (f"chosen by the per-row search: {best.label}, "
             + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
@@ -484,13 +484,24 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
     if bits(best.precision) > want:
         same = [p for p in measured if bits(p.precision) == want]
         top = max(same, key=lambda p: p.throughput) if same else None
-        why = (f"; {best.precision} stands in for {published.upper()}: faster here ("
-               + (f"{best.throughput:.3g} vs {top.throughput:.3g} samples/s, {best.throughput / top.throughput:.2f}x "
-                  f"the best {published.upper()}-class candidate, {top.label})" if top else
-                  f"no {published.upper()}-class candidate was measured here: "
-                  f"{', '.join(sorted({p.precision for p in measured}))} only)"))
+        why = (f"; {best.precision} stands in for {published.upper()}: "
+               + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
+                  f"{best.throughput / top.throughput:.2f}x the best {published.upper()}-class candidate, {top.label})"
+                  if top else f"no {published.upper()}-class candidate was measured here ("
+                  + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
     elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
         why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
     return head[0].upper() + head[1:] + why
+
+
+def unmeasured(same_class: list[Probe]) -> str:
+    """Why none of the published class's candidates has a throughput: each one's status, or that
+    every one is emulated here and left to a full search."""
+    if not same_class:
+        return "none runs on this hardware"
+    if all(p.status == "not probed" and not p.native for p in same_class):
+        return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
+                f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")
+    return ", ".join(f"{p.label}: {p.status}" for p in same_class)
