@@ -691,6 +691,49 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
     assert row.unmeasured([]) == "none runs on this hardware"
 
 
+@pytest.mark.parametrize("challenger_over_leader, rounds, wins", [
+    ([1.1, 0.9, 1.1, 1.2], 4, True),  # 3 of 4: decided after the first four rounds
+    ([1.02, 1.22, 0.92, 0.93, 1.13, 1.12, 1.14], 6, True),  # 2:2 and 3:2 go on; 4:2 decides
+    ([1.1, 0.9, 0.9, 1.1, 0.9, 0.9], 6, False),  # 2:2, then 2:3, then 2:4: decided at six
+    ([1.1, 0.9] * 6, 8, False),  # never decided: stops at the cap, the median decides
+])
+def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_leader, rounds, wins):
+    """roformer's duel at batch 1 split 2:2 (median 0.98) where the pair ran 1.10-1.14 in every round
+    measured again: an even split runs more rounds before the median decides."""
+    ratios = iter(challenger_over_leader)
+    timings = []
+
+    class Session:
+        def run(self, inputs):
+            return []
+
+        def close(self):
+            pass
+
+    class Backend:
+        def load(self, *args):
+            return Session()
+
+    monkeypatch.setattr(runoff, "require_backend", lambda name: Backend())
+    pending = {}
+
+    def per_round(session, inputs, batch, cfg):  # the leader at 1.0, the challenger at its round's ratio
+        key = len(timings) // 2
+        timings.append(cfg)
+        if key not in pending:
+            pending[key] = next(ratios)
+        first = (len(timings) - 1) % 2 == 0
+        leader_first = key % 2 == 0
+        is_leader = first == leader_first
+        return type("M", (), {"throughput": 1.0 if is_leader else pending[key]})()
+
+    monkeypatch.setattr(runoff, "time_session", per_round)
+    d = runoff.duel(None, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1), {}, 1,
+                    row.SearchSettings("quick").measure_config())
+    assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(challenger_over_leader[:rounds], abs=1e-4)
+    assert (d["median"] > 1.0) == wins
+
+
 def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
 

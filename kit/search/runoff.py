@@ -11,8 +11,15 @@ processes' load and CPU steal under kit.measure.noise's thresholds), where a pro
 whose whole interval lies below the leader's), at most MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
 leader for the next duel (king of the hill).
 
->>> RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
-(4, 2, 0.7, 0.2)
+A duel runs RUNOFF_ROUNDS rounds, then goes on while it is undecided (the challenger faster in as
+many rounds as not, or one more or fewer: 2 of 4, 2 or 3 of 5), up to MAX_RUNOFF_ROUNDS: roformer's
+duel at batch 1 on a 2-core Xeon split 2:2 (median 0.98) where the pair measured again ran 1.10-1.14
+in every round, and the row kept the slower candidate.
+
+>>> RUNOFF_ROUNDS, MAX_RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
+(4, 8, 2, 0.7, 0.2)
+>>> undecided([1.02, 1.22, 0.92, 0.93]), undecided([1.15, 1.09, 1.06, 0.88])
+(True, False)
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from kit.models.spec import ExportedModel
 from kit.search.probe import Probe, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
+MAX_RUNOFF_ROUNDS = 8  # an undecided duel goes on up to this many rounds
 RUNOFF_WITHIN = 0.2  # contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
 QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.row.STOP_BELOW)
 MAX_DUELS = 2
@@ -54,9 +62,16 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     return leader, close[:MAX_DUELS]
 
 
+def undecided(ratios: list[float]) -> bool:
+    """Whether the rounds so far split evenly: the challenger faster in as many rounds as not, or one
+    more or fewer (the median then rests on the one or two rounds in the middle)."""
+    faster = sum(r > 1.0 for r in ratios)
+    return abs(2 * faster - len(ratios)) <= 1
+
+
 def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
          mcfg: MeasureConfig) -> dict:
-    """Both loaded, RUNOFF_ROUNDS alternating rounds: {'leader', 'challenger', 'ratios' (challenger ÷
+    """Both loaded, RUNOFF_ROUNDS alternating rounds (more while undecided): {'leader', 'challenger', 'ratios' (challenger ÷
     leader per round), 'median'} or with 'error' when either fails to load or run."""
     cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=2)
     out = {"leader": leader.label, "challenger": challenger.label}
@@ -66,8 +81,8 @@ def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, b
             sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
             sessions[-1].run(inputs)  # one warm-up call each, before the first round (not one per round)
         ratios = []
-        for r in range(RUNOFF_ROUNDS):
-            order = (0, 1) if r % 2 == 0 else (1, 0)
+        while len(ratios) < RUNOFF_ROUNDS or (len(ratios) < MAX_RUNOFF_ROUNDS and undecided(ratios)):
+            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
             thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
             ratios.append(thr[1] / thr[0])
     except Exception as exc:  # noqa: BLE001 - a failed duel leaves the leader in place, with the reason
