@@ -689,6 +689,8 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
     assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
             "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
     assert row.unmeasured([]) == "none runs on this hardware"
+    no_vnni = Probe("ort int8", "onnxruntime", "int8", "cpu", {}, None, False, "", status="not probed")
+    assert row.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
 
 
 @pytest.mark.parametrize("challenger_over_leader, rounds, wins", [
