@@ -104,7 +104,7 @@ def kit_plan(model_name: str, precision: str) -> dict:
     model = export_model(model_name)
     sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
     decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), "cpu",
-                              SearchSettings("quick"))
+                              SearchSettings("quick", settle_batch=max(sizes)))
     return {"plan": {k: decision["plan"][k] for k in ("backend", "precision", "device", "options", "threads")},
             "chosen": decision["chosen"], "today": decision["today"], "note": decision["plan"]["precision_note"],
             "searched_s": decision.get("searched_s"), "reused": reused}

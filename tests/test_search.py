@@ -3,6 +3,7 @@ cache (key, reuse, invalidation), on a small export with short probes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -14,6 +15,7 @@ from kit.search.cost import search_cost
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
+from kit.studies.model_benchmark import Config
 
 TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
 TINY_FULL = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)  # emulated 16-bit types measured too
@@ -333,6 +335,9 @@ def test_settings_are_validated():
         row.SearchSettings("deep")
     with pytest.raises(InvalidParameter, match="min_count"):
         row.SearchSettings(min_count=1)
+    with pytest.raises(InvalidParameter, match="settle_batch"):
+        row.SearchSettings(settle_batch=0)
+    assert Config(batch_sizes=[4, 32], search=True).search_settings().settle_batch == 32
 
 
 def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
@@ -742,6 +747,85 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
     assert {cfg.min_count for cfg in timings} == {1} and d["seconds"] >= 0
 
 
+class _PairModel:
+    """A model for runoff tests: inputs record their batch size."""
+
+    def make_inputs(self, batch, seed=0):
+        return {"batch": batch}
+
+
+def _pair_backends(monkeypatch, speeds):
+    """Sessions whose throughput is speeds[(label, batch)]; returns the batches each load asked for."""
+    loads = []
+
+    class Session:
+        def __init__(self, label, batch):
+            self.label, self.batch = label, batch
+
+        def run(self, inputs):
+            return []
+
+        def close(self):
+            pass
+
+    class Backend:
+        def load(self, model, config, batch):
+            loads.append(batch)
+            return Session(config.options["label"], batch)
+
+    monkeypatch.setattr(runoff, "require_backend", lambda name: Backend())
+    calls = itertools.count()
+
+    def timed(session, inputs, batch, cfg):  # a list of speeds: one per call, in turn
+        speed = speeds[(session.label, batch)]
+        speed = speed[next(calls) % len(speed)] if isinstance(speed, list) else speed
+        return type("M", (), {"throughput": speed * (1 if inputs["batch"] == batch else math.nan)})()
+
+    monkeypatch.setattr(runoff, "time_session", timed)
+    return loads
+
+
+def _pair(leader_thr=1.0, challenger_thr=0.99, load_s=1.0):
+    pair = [_measured("ort fp32", leader_thr, leader_thr * 0.99, leader_thr * 1.01, today=True),
+            _measured("ov fp32", challenger_thr, challenger_thr * 0.99, challenger_thr * 1.01)]
+    for p in pair:
+        p.options, p.load_s = {"label": p.label}, load_s
+    return pair
+
+
+@pytest.mark.parametrize("b1_ratio, thr, settled, winner", [
+    ([1.1, 0.95], 1.0, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
+    (0.99, 0.01, False, "ort fp32"),  # a near tie, but a round at batch 12 would take about 2,414 s
+    (1.2, 1.0, False, "ov fp32"),  # no tie: batch 1 decides
+    (0.8, 1.0, False, "ort fp32"),
+])
+def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_it_fits(
+        monkeypatch, b1_ratio, thr, settled, winner):
+    """Roformer's ONNX Runtime / OpenVINO pair is a near tie at batch 1 and OpenVINO 1.15-1.21x at
+    batch 12: a near tie after the first rounds moves to the row's largest published batch when one
+    round there is predicted to fit SETTLE_WITHIN_S; its rounds decide and its ratio is the decision's."""
+    loads = _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): b1_ratio,
+                                         ("ort fp32", 12): 1.0, ("ov fp32", 12): 1.2})
+    probes = _pair(1.0 * thr, 0.99 * thr)
+    verdict = runoff.run(_PairModel(), probes, {"batch": 1}, 1, row.SearchSettings("quick").measure_config(),
+                         within=runoff.window(contended=False), settle_batch=12)
+    assert verdict["winner"] == winner
+    assert (loads[-2:] == [12, 12]) == settled and any(d.get("batch") == 12 for d in verdict["duels"]) == settled
+    if settled:
+        tie, at12 = verdict["duels"]
+        assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
+        assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
+        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        assert d["ratio_vs_today"] == pytest.approx(1.2)
+        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d["probes"][1]["reason"]
+    elif thr < 0.1:
+        assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
+        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        assert "a near tie at batch 1, not settled at batch 12" in d["probes"][0]["reason"]
+    else:
+        assert "settle" not in verdict
+
+
 def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
 
@@ -820,7 +904,7 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": noisy, "reasons": ["other load"] if noisy else [],
                                                      "other_load": 0.5 if noisy else 0.0})
     monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
-    monkeypatch.setattr(runoff, "run", lambda *a, within: seen.setdefault("within", within))
+    monkeypatch.setattr(runoff, "run", lambda *a, within, **k: seen.setdefault("within", within))
     decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
     assert seen["within"] == window and decision["machine_at_start"]["noisy"] is noisy
 

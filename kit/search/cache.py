@@ -27,7 +27,7 @@ from kit.hardware.environment import (
 )
 from kit.paths import cache_dir
 
-SEARCH_VERSION = 14  # bump when candidates, gates or the choice rule change
+SEARCH_VERSION = 15  # bump when candidates, gates or the choice rule change
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
 SOFTWARE = ("torch", "onnxruntime", "onnxruntime-gpu", *TENSORRT_DISTRIBUTIONS, "onnx", "onnxconverter-common",

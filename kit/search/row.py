@@ -65,13 +65,15 @@ class SearchSettings:
     """How hard to search: `depth` ('quick': short probes, no torch.compile; 'full': every candidate,
     longer probes), probe length, `warmup` (calls before each timed window besides the numerics
     call that every candidate makes first, which already warms it up), `force` (search even when a
-    decision is cached)."""
+    decision is cached), `settle_batch` (the row's largest published batch: a near tie at a smaller
+    search batch is settled there where it fits, kit.search.runoff)."""
 
     depth: str = "quick"
     probe_s: float | None = None
     min_count: int | None = None
     warmup: int = 0
     force: bool = False
+    settle_batch: int | None = None
 
     def __post_init__(self) -> None:
         if self.depth not in DEPTHS:
@@ -80,6 +82,8 @@ class SearchSettings:
             raise InvalidParameter("probe_s", self.probe_s, "seconds, > 0")
         if self.min_count is not None and self.min_count < 2:
             raise InvalidParameter("min_count", self.min_count, ">= 2 (an interval needs two calls)")
+        if self.settle_batch is not None and self.settle_batch < 1:
+            raise InvalidParameter("settle_batch", self.settle_batch, "a batch size >= 1 (or none)")
 
     def measure_config(self) -> MeasureConfig:
         seconds, count = PROBE_DEFAULTS[self.depth]
@@ -136,7 +140,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     inputs = model.make_inputs(batch_size, seed=seed)
     measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"])
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
-                         within=runoff.window(contended=machine["noisy"]))
+                         within=runoff.window(contended=machine["noisy"]), settle_batch=settings.settle_batch, seed=seed)
     decision = choose(probes, published, today, verdict)
     decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
@@ -411,8 +415,8 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
 
 def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list] | None:
     """best ÷ today from their side-by-side duel (median, and the lowest and highest round), if they
-    fought one."""
-    for d in (verdict or {}).get("duels", []):
+    fought one: the last, so a near tie settled at the published batch speaks for it."""
+    for d in reversed((verdict or {}).get("duels", [])):
         if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
             continue
         ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
@@ -432,7 +436,9 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
             parts.append(f"runoff with {other} failed: {d['error']}")
             continue
         mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
-        parts.append(f"side by side with {other}: {mine:.2f}x (median of {len(d['ratios'])} alternating rounds)")
+        at = f" at batch {d['batch']}, settling a near tie" if d.get("batch") else ""
+        parts.append(f"side by side with {other}{at}: {mine:.2f}x (median of {len(d['ratios'])} alternating rounds)")
+    parts += [n["text"] for n in (verdict or {}).get("settle", []) if p.label in n["pair"]]
     if not parts:
         return ""
     return ("; " if p.reason else "") + "; ".join(parts)

@@ -21,6 +21,13 @@ at batch 1 on a 2-core Xeon went 3:1 for ONNX Runtime (0.89, 0.81, 0.99, 1.02 fo
 the pair measured again ran OpenVINO 1.09x over 12 rounds and 1.18x at batch 12; an even split
 (1.02, 1.22, 0.92, 0.93) kept the slower one before.
 
+A near tie at a quick search's small batch (medians within TIE_TOLERANCE after RUNOFF_ROUNDS) is
+settled at the row's largest published batch, where it runs, when one round there is predicted (from
+the probes' throughput and load times) to take at most SETTLE_WITHIN_S: rounds of one call per side,
+no warm-up call (each side's first call at that batch is in its first round), while undecided and
+the next round fits. Roformer's pair is a near tie at batch 1 (OpenVINO ÷ ONNX Runtime medians 0.99,
+1.03 and 1.06 in three searches) and OpenVINO 1.15-1.21x in every round at batch 12.
+
 >>> RUNOFF_ROUNDS, MAX_RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
 (4, 8, 2, 0.7, 0.2)
 >>> undecided([0.89, 0.81, 0.99, 1.02]), undecided([0.918, 0.975, 0.79, 0.89]), undecided([1.0, 1.0, 1.0])
@@ -44,6 +51,7 @@ RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
 MAX_RUNOFF_ROUNDS = 8  # an undecided duel goes on up to this many rounds
 EXTEND_WITHIN_S = 25.0  # ... and only while it has taken less than this (videobert's 4 rounds: about 31 s)
 TIE_TOLERANCE = 0.05  # a pick is settled once the other side cannot be more than this much faster
+SETTLE_WITHIN_S = 45.0  # a near tie is settled at the published batch when one round there fits this
 RUNOFF_WITHIN = 0.2  # contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
 QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.row.STOP_BELOW)
 MAX_DUELS = 2
@@ -87,9 +95,10 @@ def undecided(ratios: list[float]) -> bool:
 
 
 def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
-         mcfg: MeasureConfig) -> dict:
+         mcfg: MeasureConfig, settles_ties: bool = False) -> dict:
     """Both loaded, RUNOFF_ROUNDS alternating rounds (more while undecided): {'leader', 'challenger', 'ratios' (challenger ÷
-    leader per round), 'median', 'seconds'} or with 'error' when either fails to load or run."""
+    leader per round), 'median', 'seconds'} or with 'error' when either fails to load or run.
+    `settles_ties`: a near tie after RUNOFF_ROUNDS stops here (a larger batch settles it)."""
     cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=1)
     out = {"leader": leader.label, "challenger": challenger.label}
     sessions = []
@@ -98,11 +107,50 @@ def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, b
             sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
             sessions[-1].run(inputs)  # one warm-up call each, before the first round (not one per round)
         ratios, started = [], time.perf_counter()
-        while len(ratios) < RUNOFF_ROUNDS or extend(ratios, time.perf_counter() - started):
+        while len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios))
+                                              and extend(ratios, time.perf_counter() - started)):
             order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
             thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
             ratios.append(thr[1] / thr[0])
     except Exception as exc:  # noqa: BLE001 - a failed duel leaves the leader in place, with the reason
+        return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    finally:
+        for s in sessions:
+            s.close()
+        sessions.clear()
+        release()
+    return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios),
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def near_tie(ratios: list[float]) -> bool:
+    """Whether the rounds' median puts the pair within TIE_TOLERANCE of each other."""
+    return abs(math.log(statistics.median(ratios))) < -math.log(1 - TIE_TOLERANCE)
+
+
+def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
+    """Seconds one round at `batch` is predicted to take with both loads: from each probe's throughput
+    at the search batch and its load time (none recorded, as for a probe taken from a sibling row: 0)."""
+    return sum((p.load_s or 0.0) + batch / p.throughput for p in (leader, challenger))
+
+
+def settle(model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0) -> dict:
+    """The pair at `batch`: rounds of one call per side (alternating, no warm-up call) while
+    undecided, up to RUNOFF_ROUNDS, and while the next round is predicted to end within
+    SETTLE_WITHIN_S; a duel's record with 'batch'."""
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.0, min_count=1)
+    out = {"leader": leader.label, "challenger": challenger.label, "batch": batch}
+    inputs = model.make_inputs(batch, seed=seed)
+    sessions, ratios, started = [], [], time.perf_counter()
+    try:
+        for p in (leader, challenger):
+            sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
+        while not ratios or (len(ratios) < RUNOFF_ROUNDS and undecided(ratios)
+                             and (time.perf_counter() - started) * (1 + 1 / len(ratios)) <= SETTLE_WITHIN_S):
+            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
+            thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
+            ratios.append(thr[1] / thr[0])
+    except Exception as exc:  # noqa: BLE001 - a failed settle leaves the small batch's verdict in place
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         for s in sessions:
@@ -119,16 +167,29 @@ def extend(ratios: list[float], seconds: float) -> bool:
 
 
 def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig,
-        within: float = RUNOFF_WITHIN) -> dict | None:
+        within: float = RUNOFF_WITHIN, settle_batch: int | None = None, seed: int = 0) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
-    there is nothing to duel (one candidate measured, or none close to the leader)."""
+    there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
+    settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
+    with 'batch'), else the record says why not ('settle')."""
     leader, rivals = challengers(probes, within)
     if not rivals:
         return None
-    duels = []
+    duels, notes = [], []
     for rival in rivals:
-        d = duel(model, leader, rival, inputs, batch, mcfg)
+        cost = settle_cost(leader, rival, settle_batch) if settle_batch and settle_batch > batch else None
+        affordable = cost is not None and cost <= SETTLE_WITHIN_S
+        d = duel(model, leader, rival, inputs, batch, mcfg, settles_ties=affordable)
         duels.append(d)
+        if cost is not None and "error" not in d and near_tie(d["ratios"]):
+            if affordable:
+                settled = settle(model, leader, rival, settle_batch, seed)
+                duels.append(settled)
+                d = settled if "error" not in settled else d
+            else:
+                notes.append({"pair": [leader.label, rival.label],
+                              "text": f"a near tie at batch {batch}, not settled at batch {settle_batch}: one round "
+                                      f"there predicted at {cost:.0f} s, over {SETTLE_WITHIN_S:.0f} s"})
         if d.get("median", 0) > 1.0:
             leader = rival
-    return {"winner": leader.label, "duels": duels, "within": within}
+    return {"winner": leader.label, "duels": duels, "within": within, **({"settle": notes} if notes else {})}

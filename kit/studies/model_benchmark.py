@@ -88,7 +88,7 @@ class Config(RunsOnBackend):
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options), kind=self.hardware)
 
     def search_settings(self):
-        return SearchSettings(self.search_depth, force=self.search_force)
+        return SearchSettings(self.search_depth, force=self.search_force, settle_batch=max(self.batch_sizes))
 
 
 def run(config: Config | dict) -> RunResult:
