@@ -395,6 +395,9 @@ def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(o
     assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
     plain = {j.name: j.parameters for j in jobs_for("quick", "cpu", search=False)}["bert-torch-fp32_FP16"]
     assert not {"search", "search_key", "search_batch"} & set(plain) and plain["backend"] == bert["backend"]
+    # a quick search measures at a small batch where calls are slow, at the published one where cheap
+    assert jobs["roformer-tf-fp32_FP16"]["search_batch"] == 1 and max(jobs["roformer-tf-fp32_FP16"]["batch_sizes"]) == 12
+    assert jobs["widedeep-tf-fp32_FP16"]["search_batch"] == max(jobs["widedeep-tf-fp32_FP16"]["batch_sizes"]) == 20000
 
 
 def test_a_models_fp16_row_is_searched_before_its_fp8_row():
