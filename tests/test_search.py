@@ -829,6 +829,21 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         assert "settle" not in verdict
 
 
+def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(monkeypatch):
+    class TooBig(_PairModel):
+        def make_inputs(self, batch, seed=0):
+            if batch > 1:
+                raise MemoryError(f"batch {batch}")
+            return super().make_inputs(batch, seed)
+
+    _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): [1.1, 0.97]})
+    verdict = runoff.run(TooBig(), _pair(), {"batch": 1}, 1, row.SearchSettings("quick").measure_config(),
+                         within=runoff.window(contended=False), settle_batch=12)
+    tie, failed = verdict["duels"]
+    assert verdict["winner"] == "ov fp32" and tie["median"] == pytest.approx(1.035)
+    assert failed == {"leader": "ort fp32", "challenger": "ov fp32", "batch": 12, "error": "MemoryError: batch 12"}
+
+
 def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
 

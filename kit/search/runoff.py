@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 
 from scipy.stats import t as student_t
 
@@ -96,19 +97,29 @@ def undecided(ratios: list[float]) -> bool:
 
 def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
          mcfg: MeasureConfig, settles_ties: bool = False) -> dict:
-    """Both loaded, RUNOFF_ROUNDS alternating rounds (more while undecided): {'leader', 'challenger', 'ratios' (challenger ÷
-    leader per round), 'median', 'seconds'} or with 'error' when either fails to load or run.
-    `settles_ties`: a near tie after RUNOFF_ROUNDS stops here (a larger batch settles it)."""
+    """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
+    {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
+    'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
+    here (a larger batch settles it)."""
+    def go_on(ratios: list[float], seconds: float) -> bool:
+        return len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios)) and extend(ratios, seconds))
+
     cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=1)
-    out = {"leader": leader.label, "challenger": challenger.label}
-    sessions = []
+    return timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=True)
+
+
+def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
+                 go_on: Callable[[list[float], float], bool], warm_up: bool) -> dict:
+    """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then alternating
+    rounds while go_on(ratios so far, seconds since the first load); both closed however it ends."""
+    out = {"leader": pair[0].label, "challenger": pair[1].label}
+    sessions, ratios, started = [], [], time.perf_counter()
     try:
-        for p in (leader, challenger):
+        for p in pair:
             sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
-            sessions[-1].run(inputs)  # one warm-up call each, before the first round (not one per round)
-        ratios, started = [], time.perf_counter()
-        while len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios))
-                                              and extend(ratios, time.perf_counter() - started)):
+            if warm_up:
+                sessions[-1].run(inputs)  # before the first round, not one per round
+        while go_on(ratios, time.perf_counter() - started):
             order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
             thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
             ratios.append(thr[1] / thr[0])
@@ -138,27 +149,17 @@ def settle(model: ExportedModel, leader: Probe, challenger: Probe, batch: int, s
     """The pair at `batch`: rounds of one call per side (alternating, no warm-up call) while
     undecided, up to RUNOFF_ROUNDS, and while the next round is predicted to end within
     SETTLE_WITHIN_S; a duel's record with 'batch'."""
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.0, min_count=1)
-    out = {"leader": leader.label, "challenger": challenger.label, "batch": batch}
-    inputs = model.make_inputs(batch, seed=seed)
-    sessions, ratios, started = [], [], time.perf_counter()
+    def go_on(ratios: list[float], seconds: float) -> bool:
+        return not ratios or (len(ratios) < RUNOFF_ROUNDS and undecided(ratios)
+                              and seconds * (1 + 1 / len(ratios)) <= SETTLE_WITHIN_S)
+
     try:
-        for p in (leader, challenger):
-            sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
-        while not ratios or (len(ratios) < RUNOFF_ROUNDS and undecided(ratios)
-                             and (time.perf_counter() - started) * (1 + 1 / len(ratios)) <= SETTLE_WITHIN_S):
-            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
-            thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
-            ratios.append(thr[1] / thr[0])
-    except Exception as exc:  # noqa: BLE001 - a failed settle leaves the small batch's verdict in place
-        return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-    finally:
-        for s in sessions:
-            s.close()
-        sessions.clear()
-        release()
-    return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios),
-            "seconds": round(time.perf_counter() - started, 1)}
+        inputs = model.make_inputs(batch, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - no settle: the small batch's verdict stands, with the reason
+        return {"leader": leader.label, "challenger": challenger.label, "batch": batch,
+                "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.0, min_count=1)
+    return {**timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=False), "batch": batch}
 
 
 def extend(ratios: list[float], seconds: float) -> bool:
