@@ -819,7 +819,8 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
         assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
         d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
-        assert d["ratio_vs_today"] == pytest.approx(1.2)
+        assert d["ratio_vs_today"] == pytest.approx(1.2) and d["ratio_batch"] == 12
+        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d["plan"]["precision_note"]
         assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d["probes"][1]["reason"]
     elif thr < 0.1:
         assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
@@ -827,6 +828,15 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         assert "a near tie at batch 1, not settled at batch 12" in d["probes"][0]["reason"]
     else:
         assert "settle" not in verdict
+
+
+@pytest.mark.parametrize("within_s, rounds", [(45.0, 4), (0.0, 1)])
+def test_a_settle_runs_its_rounds_while_the_next_one_fits_its_time(monkeypatch, within_s, rounds):
+    """At least one round; more while undecided and while the next is predicted to end in time."""
+    _pair_backends(monkeypatch, {("ort fp32", 12): 1.0, ("ov fp32", 12): [1.3, 0.9]})
+    monkeypatch.setattr(runoff, "SETTLE_WITHIN_S", within_s)
+    d = runoff.settle(_PairModel(), *_pair(), 12)
+    assert len(d["ratios"]) == rounds and d["batch"] == 12
 
 
 def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(monkeypatch):

@@ -404,24 +404,25 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
                             "mapping's throughput: today's mapping kept")
         p.reason += runoff_text(verdict, p)
-    ratio, ratio_iv = duel_ratio(verdict, best, today_probe) or ratio_to(best, today_probe)
+    ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
     return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
             "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, ratio, measured,
-                                                           probes)},
-            "ratio_vs_today": ratio, "ratio_interval": ratio_iv,
+                                                           probes, ratio_batch)},
+            "ratio_vs_today": ratio, "ratio_interval": ratio_iv, "ratio_batch": ratio_batch,
             "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
             "probes": [p.to_dict() for p in probes]}
 
 
-def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list] | None:
-    """best ÷ today from their side-by-side duel (median, and the lowest and highest round), if they
-    fought one: the last, so a near tie settled at the published batch speaks for it."""
+def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list, int | None] | None:
+    """best ÷ today from their side-by-side duel (median, the lowest and highest round, and the batch
+    where a settle measured it, else None), if they fought one: the last, so a near tie settled at the
+    published batch speaks for it."""
     for d in reversed((verdict or {}).get("duels", [])):
         if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
             continue
         ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
         median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
-        return median, [min(ratios), max(ratios)]
+        return median, [min(ratios), max(ratios)], d.get("batch")
     return None
 
 
@@ -474,7 +475,7 @@ def plan_of_choice(choice: PrecisionChoice) -> dict:
 
 
 def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,
-         measured: list[Probe], probes: list[Probe]) -> str:
+         measured: list[Probe], probes: list[Probe], ratio_batch: int | None = None) -> str:
     """The precision note a report prints for the chosen configuration: what won, its ratio to
     today's mapping, and, where a higher precision stands in for the published one, both
     throughputs against the best candidate of the published class (or why none was measured)."""
@@ -483,7 +484,8 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
                     "probed at this depth, or failed)"))
     if ratio is not None and best is not today_probe:
-        head += f", {ratio:.2f}x today's mapping ({today_probe.label})"
+        head += f", {ratio:.2f}x today's mapping ({today_probe.label})" + (
+            f" at batch {ratio_batch}, where a near tie at the search's batch was settled" if ratio_batch else "")
     elif best is today_probe:
         head += " (today's mapping)"
     want = row_bits(published)
