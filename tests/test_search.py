@@ -822,6 +822,8 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         assert d["ratio_vs_today"] == pytest.approx(1.2) and d["ratio_batch"] == 12
         assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d["plan"]["precision_note"]
         assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d["probes"][1]["reason"]
+        one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
+        assert "settling a near tie: 1.20x (one round)" in row.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
         d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)

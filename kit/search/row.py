@@ -438,7 +438,8 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
             continue
         mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
         at = f" at batch {d['batch']}, settling a near tie" if d.get("batch") else ""
-        parts.append(f"side by side with {other}{at}: {mine:.2f}x (median of {len(d['ratios'])} alternating rounds)")
+        rounds = f"median of {len(d['ratios'])} alternating rounds" if len(d["ratios"]) > 1 else "one round"
+        parts.append(f"side by side with {other}{at}: {mine:.2f}x ({rounds})")
     parts += [n["text"] for n in (verdict or {}).get("settle", []) if p.label in n["pair"]]
     if not parts:
         return ""
