@@ -311,8 +311,6 @@ def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tm
     assert p["method"] == "measured" and p["mean_w"] == pytest.approx(120.0) and p["sampler"] == "gcipuinfo"
     assert p["n_samples"] >= 3 and "GCDA_MONITOR='1'" in p["notes"][0]
     first, last = min(t[0][0] for t in m.calls), max(t[-1][1] for t in m.calls)
-    # read from just before the release to just after the last call: under load (xdist) the last
-    # reading lags the last call by the sampler thread's wake-up, so the bound is one sampling period
-    assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 1 / p["hz_requested"]
+    assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 0.01
     assert p["samples_processed"] == m.samples  # warm-up calls are not in the window
     session.close()
