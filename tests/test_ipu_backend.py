@@ -314,3 +314,17 @@ def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tm
     assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 0.01
     assert p["samples_processed"] == m.samples  # warm-up calls are not in the window
     session.close()
+
+
+def test_power_sampler_keeps_no_reading_after_the_window_closes(monkeypatch):
+    from kit.backends import ipu_worker
+
+    monkeypatch.setattr(ipu_worker.PowerSampler, "_reader", lambda self, source: lambda: {"watts": 1.0})
+    sampler = ipu_worker.PowerSampler({"hz": 1000.0, "sources": ["double"]})
+    sampler.start()
+    sampler.close()  # what the client that ends last does
+    closed = sampler.readings[-1][0]
+    sampler.readings.append((closed + 1, {"watts": 2.0}))  # the thread's reading begun after the close
+    out = sampler.stop()
+    times = [t for t, _ in out["readings"]]
+    assert times == sorted(times) and times[-1] == closed and len(times) >= 2
