@@ -5,6 +5,8 @@ the kit already holds in data/published/."""
 import json
 import shutil
 
+import pytest
+
 from kit.cli.main import main
 from kit.publish import scorecard
 from kit.publish.imported_reports import check_against_published, figures, imported_dir
@@ -70,3 +72,20 @@ def test_an_import_makes_the_scorecard_job_run_again(outputs, capsys):
     assert main(["import-bytemlperf", str(shared_or_skip("reference", "bytemlperf_reports", "SPU"))]) == 0
     assert result_hashes(summary, outputs) != before[0]  # the scorecard reads the imported reports
     assert result_hashes(timed, outputs) == before[1]  # a timed job does not
+
+
+@pytest.mark.parametrize("backend", ["../../../../tmp/x", "..", ".", "", "/tmp/x", "IPU/../../x", "a\\b", "a\0b"])
+def test_a_backend_that_is_not_a_plain_folder_name_is_refused_and_nothing_is_written(outputs, tmp_path, capsys,
+                                                                                      backend):
+    folder = tmp_path / "reports"
+    shutil.copytree(shared_or_skip("reference", "bytemlperf_reports", "HPU"), folder / "HPU")
+    bad = folder / "HPU" / "bert-torch-fp32" / "result-fp32.json"
+    report = json.loads(bad.read_text())
+    report["Backend"] = backend
+    bad.write_text(json.dumps(report))
+    into = tmp_path / "deep" / "er" / "into"
+    assert main(["import-bytemlperf", str(folder), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: field 'Backend' is {backend!r}, not a plain folder name" in err
+    assert not into.exists()
+    assert not (tmp_path / "x").exists() and not list(tmp_path.glob("deep/**/*.json"))

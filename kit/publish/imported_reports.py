@@ -21,7 +21,13 @@ import pandas as pd
 
 from kit.paths import imported_reports_dir
 from kit.published import figures as published
-from kit.published.bytemlperf_reports import flatten, precision_of, read_report, report_files
+from kit.published.bytemlperf_reports import (
+    ReportError,
+    flatten,
+    precision_of,
+    read_report,
+    report_files,
+)
 
 #: The scorecard's names of ByteMLPerf's per-batch figures.
 SCORECARD_FIGURES = {"Performance/QPS": "QPS", "Performance/AVG Latency": "AVG Latency",
@@ -43,6 +49,8 @@ def import_reports(source: str | Path, into: str | Path | None = None) -> list[P
     copies = []
     for f, report in checked:
         folder = into / report["Backend"] / f.parent.name
+        if not folder.resolve().is_relative_to(into.resolve()):  # read_report refuses such names already
+            raise ReportError(f, "field 'Backend'", f"is {report['Backend']!r}: it would write outside {into}")
         folder.mkdir(parents=True, exist_ok=True)
         copies.append(Path(shutil.copy2(f, folder / f.name)))
         for png in f.parent.glob("*.png"):

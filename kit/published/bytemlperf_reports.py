@@ -48,6 +48,14 @@ def _type_name(kind: type | str) -> str:
                                                int: "an integer"}[kind]
 
 
+def _check_backend_name(path: Path, backend: str) -> None:
+    """`Backend` names the report's folder (`<Backend>/<model>/`), so it must be one plain folder
+    name: a third-party report never decides where the kit writes."""
+    if backend in ("", ".", "..") or any(c in backend for c in "/\\\0") or Path(backend).is_absolute():
+        raise ReportError(path, "field 'Backend'", f"is {backend!r}, not a plain folder name "
+                          "(no '/', '\\', '..' or absolute path)")
+
+
 def read_report(path: str | Path) -> dict:
     """The report at `path`, checked field by field (ReportError names the file and field)."""
     path = Path(path)
@@ -66,6 +74,7 @@ def read_report(path: str | Path) -> dict:
             continue
         if not _is(report[field], kind):
             raise ReportError(path, f"field {field!r}", f"is {report[field]!r}, not {_type_name(kind)}")
+    _check_backend_name(path, report["Backend"])
     for i, entry in enumerate(report["Performance"]):
         if not isinstance(entry, dict):
             raise ReportError(path, f"Performance[{i}]", f"is {entry!r}, not an object")
