@@ -9,7 +9,23 @@ import pytest
 from kit.cli.main import main
 from kit.errors import KitError
 from kit.measure.window import BatchMeasurement
-from kit.publish.compare_runs import compare_runs, figures_of, load_run
+from kit.publish.compare_runs import (
+    APART,
+    CANNOT_TELL,
+    DIFFERS,
+    IN_DRIFT,
+    SAME,
+    Figure,
+    Row,
+    between_run_noise,
+    compare_figures,
+    compare_runs,
+    figures_of,
+    holm,
+    load_run,
+    smallest_p,
+    summary_line,
+)
 from kit.results import ResultKind, RunResult
 
 
@@ -75,8 +91,6 @@ def test_command_line_and_bad_input(tmp_path, capsys):
 
 def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
     from kit.measure.stats import Interval
-    from kit.publish.compare_runs import Figure, Row, summary_line
-
     def fig(v, hw):
         return Figure(v, Interval(v, v - hw, v + hw), [], "samples/s", True)
 
@@ -91,8 +105,6 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
     """Synthetic runs: 200 throughput figures measured to +-2 %, the machine drifting 10 % (sd on
     the log scale) between runs. The estimate finds the drift; with no drift it finds about none."""
     from kit.measure.stats import Interval
-    from kit.publish.compare_runs import Figure, Row, between_run_noise, summary_line
-
     rng = np.random.default_rng(7)
 
     def rows(drift_sd):
@@ -116,8 +128,6 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
 
 
 def test_holm_adjustment():
-    from kit.publish.compare_runs import holm
-
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([]) == [] and holm([0.9, 0.8]) == [1.0, 1.0]
 
@@ -135,8 +145,6 @@ def _runs_of_models(folder, rng, means_ms: dict[str, float]):
 def test_a_uniform_speed_up_gives_row_verdicts_that_agree_with_the_summary(tmp_path):
     """A uniform 5 % speed-up made 7 of 12 rows 'significant' while the summary put all 12 inside
     the drift it estimated (±15 %); QPS and throughput counted as two findings; no correction."""
-    from kit.publish.compare_runs import DIFFERS, IN_DRIFT, SAME, compare_figures
-
     rng = np.random.default_rng(3)
     means = {f"model{i}": 5.0 + 2 * i for i in range(4)}
     a = _runs_of_models(tmp_path / "a", rng, means)
@@ -147,11 +155,73 @@ def test_a_uniform_speed_up_gives_row_verdicts_that_agree_with_the_summary(tmp_p
     tested = [r for r in rows if r.p_value is not None]
     assert len(rows) == 16 and len(tested) == 12  # QPS is not a second finding
     assert all(r.p_holm >= r.p_value for r in tested)
-    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, IN_DRIFT, SAME)}
-    assert (f"{counts[DIFFERS]} differ, {counts[IN_DRIFT]} differ within the runs but inside the "
-            f"run-to-run drift, {counts[SAME]} show no") in summary
+    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, APART, IN_DRIFT, SAME, CANNOT_TELL)}
+    assert (f"{counts[DIFFERS]} differ, {counts[APART]} differ by their intervals where the rank test had too "
+            f"few rounds or no significance, {counts[IN_DRIFT]} differ within the runs but inside the "
+            f"run-to-run drift, {counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} cannot "
+            "tell") in summary
     assert "inside the intervals widened by it: 12 of 12" in summary
     assert counts[DIFFERS] == 0 and counts[IN_DRIFT] >= 7  # within the runs the shift is plain
     assert "every tested figure is better in B (median throughput B/A 1.05" in summary
     for r in rows:  # no row calls a difference real that the summary puts inside the drift
-        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict == DIFFERS)
+        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict in (DIFFERS, APART))
+
+
+def _runs_with_rounds(tmp_path, name: str, means_ms: dict[str, float], rounds: int, seed: int):
+    """A run of several models whose figures each have `rounds` rounds (5: a batch-32 figure's usual)."""
+    rng = np.random.default_rng(seed)
+    folder = tmp_path / name
+    folder.mkdir(parents=True)
+    for model, mean_ms in means_ms.items():
+        r = RunResult(ResultKind.MODEL_BENCHMARK, model, {"published_precision": "FP16"},
+                      {"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r.measurements = [_measurement(rng, mean_ms, rounds=rounds, per_round=6)]
+        r.write(folder / f"{model}.json")
+    return folder
+
+
+def _throughput_row(a, b):
+    rows = compare_figures(figures_of(load_run(a)), figures_of(load_run(b)))
+    return next(r for r in rows if r.key.startswith("model0 ") and r.key.endswith(": throughput")), rows
+
+
+MODELS = {f"model{i}": 5.0 + i for i in range(4)}
+
+
+def test_a_7x_slowdown_with_5_rounds_is_a_difference_never_no_difference(tmp_path):
+    """110 -> 16 samples/s with about 5 rounds read "no significant difference (p = 0.11)": the rank
+    test after Holm over 12 figures cannot go under 0.09 with 5 rounds a side, whatever the effect."""
+    a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=1)
+    b = _runs_with_rounds(tmp_path, "b", {**MODELS, "model0": MODELS["model0"] * 7}, rounds=5, seed=2)
+    row, rows = _throughput_row(a, b)
+    assert smallest_p(5, 5) == pytest.approx(2 / 252)
+    assert row.p_floor == pytest.approx(min(1.0, 12 * 2 / 252)) and row.p_holm >= 0.05
+    assert row.verdict == APART
+    assert row.finding.startswith("B lower, worse: the 95 % intervals do not overlap (B/A 0.14")
+    assert "too few rounds for the rank test (5 rounds in A, 5 in B: its smallest possible Holm-adjusted p is 0.095" \
+        in row.finding
+    assert not any("no significant difference" in r.finding for r in rows if r.key.startswith("model0 "))
+
+
+def test_a_20_percent_change_with_separated_intervals_says_so(tmp_path):
+    a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=3)
+    b = _runs_with_rounds(tmp_path, "b", {**MODELS, "model0": MODELS["model0"] / 1.2}, rounds=5, seed=4)
+    row, _ = _throughput_row(a, b)
+    assert row.within_intervals is False and row.verdict == APART
+    assert row.finding.startswith("B higher, better: the 95 % intervals do not overlap (B/A 1.2")
+
+
+def test_identical_runs_with_few_rounds_cannot_tell_and_say_what_they_could_detect(tmp_path):
+    a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=5)
+    row, rows = _throughput_row(a, a)
+    assert row.ratio == 1.0 and row.verdict == CANNOT_TELL
+    assert row.finding.startswith("cannot tell (5 rounds in A, 5 in B; the smallest difference this could detect is ")
+    assert all("no significant difference" not in r.finding for r in rows)
+
+
+def test_identical_runs_with_enough_rounds_show_no_significant_difference(tmp_path):
+    a = _runs_with_rounds(tmp_path, "a", {"model0": 5.0}, rounds=8, seed=6)
+    row, _ = _throughput_row(a, a)
+    assert row.p_floor < 0.05 and row.verdict == SAME
+    assert row.finding.startswith("no significant difference (Holm-adjusted p = 1; the smallest difference these "
+                                  "rounds could detect is ")

@@ -16,7 +16,10 @@ Each row's verdict and the summary come from the same three facts, so they canno
 Holm-adjusted p-value (one test per figure: QPS shares the throughput's rounds, so it is not
 tested again), and whether the difference lies inside the intervals widened by the drift. A
 difference is reported only when both say so; one that is significant within the runs but inside
-the drift is reported as such. A change common to every figure (a uniform 5 % speed-up) looks
+the drift is reported as such. With few rounds (5 a side, a dozen figures) the rank test cannot
+reach alpha after Holm's adjustment whatever the effect: the absence of significance then says
+nothing, so the verdict comes from the intervals ("intervals apart") or is "cannot tell", with the
+smallest difference the intervals could show. A change common to every figure (a uniform 5 % speed-up) looks
 like drift between two runs: the summary says so when every figure moved the same way.
 """
 
@@ -50,6 +53,8 @@ FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
 SAME_ROUNDS = {"QPS": "throughput"}  # figure -> the figure whose per-round series it reuses (tested once)
 # verdicts: what a row's finding says, and what the summary counts
 DIFFERS, IN_DRIFT, SAME, UNTESTED = "differs", "inside drift", "no difference", "not tested"
+APART, CANNOT_TELL = "intervals apart", "cannot tell"
+VERDICTS = (DIFFERS, APART, IN_DRIFT, SAME, CANNOT_TELL)
 
 
 @dataclass
@@ -63,6 +68,10 @@ class Figure:
     higher_is_better: bool
     noisy: str = ""
 
+    @property
+    def finite_rounds(self) -> list[float]:
+        return [v for v in self.rounds if math.isfinite(v)]
+
 
 @dataclass
 class Row:
@@ -72,6 +81,7 @@ class Row:
     ratio: float | None = None
     p_value: float | None = None  # two-sided Mann-Whitney U over rounds
     p_holm: float | None = None  # the same, Holm-adjusted over every tested figure of the comparison
+    p_floor: float | None = None  # the smallest Holm-adjusted p these rounds could give at any effect
     verdict: str = UNTESTED
     finding: str = ""
     notes: list[str] = field(default_factory=list)
@@ -162,8 +172,7 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
     for key in [k for k in a if k in b]:
         fa, fb = a[key], b[key]
         row = Row(key, fa, fb, fb.value / fa.value if fa.value else None)
-        xa = [v for v in fa.rounds if math.isfinite(v)]
-        xb = [v for v in fb.rounds if math.isfinite(v)]
+        xa, xb = fa.finite_rounds, fb.finite_rounds
         twin = SAME_ROUNDS.get(key.rsplit(": ", 1)[-1])
         if twin:
             row.finding = f"not tested again: its rounds are the {twin}'s (see that row)"
@@ -176,6 +185,7 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
     tested = [r for r in rows if r.p_value is not None]
     for row, adjusted in zip(tested, holm([r.p_value for r in tested]), strict=True):
         row.p_holm = adjusted
+    _set_p_floors(tested)
     drift = between_run_noise(rows)
     for row in tested:
         row.verdict, row.finding = judge(row, alpha, drift)
@@ -192,16 +202,72 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+def smallest_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided Mann-Whitney p-value n_a and n_b rounds can give, by the same method
+    scipy picks for them (2 / C(n_a + n_b, n_a) where exact): complete separation of the samples.
+
+    >>> round(smallest_p(5, 5), 4)
+    0.0079
+    """
+    return float(stats.mannwhitneyu(np.arange(n_b) + n_a, np.arange(n_a), alternative="two-sided").pvalue)
+
+
+def _set_p_floors(tested: list[Row]) -> None:
+    """Each row's lowest reachable Holm-adjusted p: Holm multiplies the smallest p by the number of
+    tests and never lowers a later one, so no row goes under (family's smallest p) x m."""
+    if not tested:
+        return
+    own = [smallest_p(len(r.a.finite_rounds), len(r.b.finite_rounds)) for r in tested]
+    family = min(own) * len(tested)
+    for row, p in zip(tested, own, strict=True):
+        row.p_floor = min(1.0, max(family, p))
+
+
 def judge(row: Row, alpha: float, drift: float | None) -> tuple[str, str]:
-    """(verdict, finding): different only when significant after Holm and outside the drift."""
+    """(verdict, finding). Different when significant after Holm and outside the drift; when the
+    rank test is not significant, what the intervals can say: apart, or the smallest difference
+    they could show. "No significant difference" only where the test could have found one."""
     p = f"Holm-adjusted p = {row.p_holm:.2g}"
-    if row.p_holm >= alpha:
-        return SAME, f"no significant difference ({p})"
-    if drift is not None and row.within(drift):
-        return IN_DRIFT, f"differs within the runs ({p}) but inside the run-to-run drift"
+    apart = row.within(drift or 0.0) is False
+    if row.p_holm < alpha:
+        if drift is not None and row.within(drift):
+            return IN_DRIFT, f"differs within the runs ({p}) but inside the run-to-run drift"
+        return DIFFERS, f"{_direction(row)} ({p})"
+    rounds = f"{len(row.a.finite_rounds)} rounds in A, {len(row.b.finite_rounds)} in B"
+    blind = row.p_floor is not None and row.p_floor >= alpha
+    test = (f"too few rounds for the rank test ({rounds}: its smallest possible Holm-adjusted p is "
+            f"{row.p_floor:.2g}, alpha {alpha})" if blind else p)
+    if apart:
+        return APART, f"{_direction(row)}: the 95 % intervals do not overlap{_ratio_interval(row, drift)}; {test}"
+    if drift is not None and row.within(0.0) is False:
+        return IN_DRIFT, f"outside the runs' intervals but inside the run-to-run drift; {test}"
+    detectable = _detectable(row, drift)
+    if blind:
+        return CANNOT_TELL, f"cannot tell ({rounds}; the smallest difference this could detect is {detectable})"
+    return SAME, f"no significant difference ({p}; the smallest difference these rounds could detect is {detectable})"
+
+
+def _direction(row: Row) -> str:
     higher = row.b.value > row.a.value
     better = higher == row.a.higher_is_better
-    return DIFFERS, f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'} ({p})"
+    return f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'}"
+
+
+def _ratio_interval(row: Row, drift: float | None) -> str:
+    lv = row.log_ratio_and_variance()
+    if lv is None:
+        return ""
+    r, v = lv
+    half = Z95 * math.sqrt(v + (drift or 0.0) ** 2)
+    return f" (B/A {math.exp(r):.3g}, 95 % interval {math.exp(r - half):.3g}-{math.exp(r + half):.3g})"
+
+
+def _detectable(row: Row, drift: float | None) -> str:
+    """The smallest change the intervals (widened by the drift) would show: 1.96 x the ratio's sd."""
+    lv = row.log_ratio_and_variance()
+    if lv is None:
+        return "unknown: a figure has no interval"
+    return f"{100 * (math.exp(Z95 * math.sqrt(lv[1] + (drift or 0.0) ** 2)) - 1):.0f} %"
 
 
 ENV_KEYS = ("host", "os", "python", "gpus", "ipu_present")
@@ -296,13 +362,15 @@ def _share(flags: list[bool | None]) -> str:
 def summary_line(rows: list[Row]) -> str:
     """Counts of the rows' own verdicts, the drift they were judged against, and the shares of
     differences inside the intervals (one per figure: QPS rows repeat the throughput's)."""
-    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, IN_DRIFT, SAME)}
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     tested = sum(counts.values())
     figures = [r for r in rows if not _twin(r)]
     line = (f"{len(rows)} shared figures, {tested} tested (Mann-Whitney U over rounds, two-sided, "
-            f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, {counts[IN_DRIFT]} "
-            f"differ within the runs but inside the run-to-run drift, {counts[SAME]} show no significant "
-            f"difference; run-to-run difference inside the 95 % interval of the difference "
+            f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, {counts[APART]} "
+            f"differ by their intervals where the rank test had too few rounds or no significance, "
+            f"{counts[IN_DRIFT]} differ within the runs but inside the run-to-run drift, {counts[SAME]} show no "
+            f"significant difference, {counts[CANNOT_TELL]} cannot tell (too few rounds for the rank test and "
+            f"intervals that overlap); run-to-run difference inside the 95 % interval of the difference "
             f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in figures])}")
     drift = between_run_noise(rows)
     if drift is None:
@@ -347,7 +415,10 @@ th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}th{{background:#f0
 the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (scipy.stats.mannwhitneyu:
 exact for small samples without ties, else the normal approximation), one per figure (QPS shares the
 throughput's rounds); Holm's adjustment over all tested figures; a difference is reported when the
-adjusted p is below {ALPHA} and the difference lies outside the intervals widened by the run-to-run drift.</p>
+adjusted p is below {ALPHA} and the difference lies outside the intervals widened by the run-to-run drift,
+or when those intervals do not overlap although the rank test cannot say so (with few rounds it cannot
+reach {ALPHA} after Holm's adjustment at any effect). "No significant difference" is said only where the
+test could have found one; otherwise "cannot tell", with the smallest difference the intervals could show.</p>
 <table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Holm p</th><th>Finding</th><th>Noise</th></tr>
 {body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a difference</h2>
 <table><tr><th>What</th><th>A</th><th>B</th></tr>{env}</table></body></html>"""
