@@ -22,7 +22,7 @@ from kit.batch import Job, run_jobs
 from kit.batch.dask_executor import TOPIC, DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.state import read_state
-from kit.hardware.identity import hardware_part
+from kit.hardware.identity import reuse_identity
 from tests.batch_notebooks import make_notebook, make_ok_notebook
 
 distributed = pytest.importorskip("distributed")
@@ -284,7 +284,7 @@ def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(outputs, note
 
         executor = DaskExecutor(client, lost_after_s=3)
         # the reuse fingerprint's hardware part comes from the workers offering the kind
-        assert executor.hardware_parts("cpu") == [hardware_part("cpu")] and executor.hardware_parts("ipu") == []
+        assert executor.hardware_parts("cpu") == [reuse_identity("cpu")] and executor.hardware_parts("ipu") == []
         threading.Thread(target=kill_the_worker_and_its_nanny_once_started, daemon=True).start()
         started = time.monotonic()
         records = run_jobs([Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})],

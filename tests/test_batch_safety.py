@@ -6,6 +6,7 @@ Tiny notebooks made here (no model), run through the real runner and the real `k
 import json
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 
@@ -296,6 +297,44 @@ def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, 
     code, lines, _ = reproduce(capsys, "--hardware", "ipu")
     assert code == 0 and not any("(reused)" in line for line in lines), lines
     assert len(read_state(outputs)["runs"][-1]["jobs"]) == 1
+
+
+@pytest.mark.slow
+def test_two_ipu_runs_whose_part_gc_info_cannot_name_are_never_reused(outputs, tiny, monkeypatch, capsys, tmp_path):
+    """A C600 FP8 result was reused on an emulated M2000 without gc-info: both read 'IPU part unknown'."""
+    if shutil.which("gc-info"):
+        pytest.skip("gc-info is on PATH here: the part is known")
+    use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
+    assert reproduce(capsys, "--hardware", "ipu")[0] == 0
+    code, lines, _ = reproduce(capsys, "--hardware", "ipu")
+    assert code == 0 and not any("(reused)" in line for line in lines), lines
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores to take one away")
+def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(outputs, tiny, monkeypatch, capsys, tmp_path):
+    """`make reproduce SEARCH=0` on 2 cores, then under `taskset -c 0`: every figure was '(reused)'
+    with its 2-core label. Also a changed flag set (another host of the same CPU model) and threads."""
+    use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
+    assert reproduce(capsys)[0] == 0
+    assert any("row (reused)" in line for line in reproduce(capsys)[1])  # nothing changed: reused
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # as under `taskset -c 0`
+    try:
+        code, lines, _ = reproduce(capsys)
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert code == 0 and not any("(reused)" in line for line in lines), lines
+    assert not any("(reused)" in line for line in reproduce(capsys)[1])  # the latest is the 1-core figure
+    assert any("row (reused)" in line for line in reproduce(capsys)[1])
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
+    monkeypatch.setattr("kit.hardware.identity.CPUINFO", cpuinfo)
+    assert not any("(reused)" in line for line in reproduce(capsys)[1])
+    cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f avx512_bf16 amx_tile\n")
+    assert not any("(reused)" in line for line in reproduce(capsys)[1])
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert not any("(reused)" in line for line in reproduce(capsys)[1])
 
 
 FULL_DISK = """

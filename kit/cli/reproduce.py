@@ -24,7 +24,7 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
-from kit.hardware.identity import hardware_part
+from kit.hardware.identity import reuse_identity
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
 from kit.hardware.kinds import resolve as resolve_hardware
@@ -132,10 +132,11 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
 
 
 def parts(kinds: list[str], executor=None) -> str:
-    """The exact hardware behind each kind (CPU model, GPU models, IPU part), here or on the
-    cluster's workers: part of every job's reuse fingerprint, so a result measured on one part
-    (a C600) is never reused on another (an M2000)."""
-    found = {k: executor.hardware_parts(k) if executor is not None else [hardware_part(k)] for k in kinds}
+    """The exact hardware behind each kind (CPU model, GPU models, IPU part) with the usable cores,
+    CPU flags and thread settings, here or on the cluster's workers: part of every job's reuse
+    fingerprint, so a result measured on one part (a C600) or with other cores (taskset) is never
+    reused on another."""
+    found = {k: executor.hardware_parts(k) if executor is not None else [reuse_identity(k)] for k in kinds}
     return "; ".join(f"{k}={' + '.join(v)}" for k, v in found.items())
 
 
