@@ -83,6 +83,17 @@ MUTATIONS = [
                  "first = min(t[0][0] for t in kept if t)", "first = min(t[0][0] for t in calls if t)"),
     HandMutation("published readers", "the headline metric value taking the QPS number", "kit/published/figures.py",
                  '"metric_value": met["number"]', '"metric_value": qps["number"]'),
+    # issue 45: the four that survived a hand-made probe of 45
+    HandMutation("C2 efficiency", "samples/s/W from the plain sample mean", "kit/measure/power/summary.py",
+                 "self.samples_per_s_per_w = self.samples_per_s / self.mean_w\n",
+                 "self.samples_per_s_per_w = self.samples_per_s / self.mean_w_samples\n"),
+    HandMutation("ByteMLPerf QPS", "trim skipped only when every client is short (all for any)",
+                 "kit/measure/bytemlperf.py", "if any(len(t) <= 2 * trim for t in calls):",
+                 "if all(len(t) <= 2 * trim for t in calls):"),
+    HandMutation("roofline", "fraction of the peak instead of the attainable bound", "kit/studies/roofline.py",
+                 "fraction = achieved / attainable if", "fraction = achieved / peak_gflops if"),
+    HandMutation("scorecard", "the table's measured cell showing the published batch", "kit/publish/card_table.py",
+                 '_sub(r.get("measured_batch") or r.get("batch_size"),', '_sub(r.get("batch_size"),'),
 ]
 
 

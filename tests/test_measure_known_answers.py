@@ -297,3 +297,24 @@ def test_the_precision_reached_and_whether_the_target_was_met():
     assert precision_reached({"target_ci": 0.05}, Interval(10.0, rounds=1))["met"] is False  # no interval: missed
     none = precision_reached({}, Interval(10.0, 9.0, 11.0, rounds=3))
     assert none == {"target_ci": 0.0, "reached": 0.1, "rounds": 3, "met": None, "stopped_by": ""}
+
+
+def test_efficiency_comes_from_the_energy_based_mean_power_not_the_plain_sample_mean():
+    """Samples bunched at the start of the window (100 W three times in 0.2 s, then 300 W at 10 s):
+    the trapezoid gives 10 + 10 + 9.8 x 200 = 1980 J over 10 s, 198 W; the plain sample mean is 150 W."""
+    s = PowerSummary.from_series(series([(0.0, 100.0), (0.1, 100.0), (0.2, 100.0), (10.0, 300.0)]),
+                                 counter=False, sensor="x", sampler="x", samples_processed=1000)
+    assert s.energy_j == pytest.approx(1980.0) and s.mean_w == pytest.approx(198.0) and s.mean_w_samples == 150.0
+    assert s.samples_per_s == 100.0
+    assert s.samples_per_s_per_w == pytest.approx(100.0 / 198.0)  # not 100 / 150
+    assert s.samples_per_s_per_w == pytest.approx(s.samples_per_j)  # the same number over one window
+
+
+def test_bytemlperf_trims_no_client_when_any_client_made_40_calls_or_fewer():
+    """ByteMLPerf drops 20 calls at each end of every client only when each has more than 40: one
+    short client (30 calls) means no client is trimmed (a 40-call trim of 30 calls would keep none)."""
+    from kit.measure.bytemlperf import bytemlperf_kept
+
+    ranges, how = bytemlperf_kept([[(0, 1)] * 50, [(0, 1)] * 30])
+    assert ranges == [(0, 50), (0, 30)] and how.startswith("every call")
+    assert bytemlperf_kept([[(0, 1)] * 41, [(0, 1)] * 50])[0] == [(20, 21), (20, 30)]

@@ -22,6 +22,7 @@ def test_position_names_the_bound_and_flags_a_figure_far_below_it():
     memory = roofline.position(1e9, 1e9, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=2.0)
     assert memory["bound"] == "memory" and memory["attainable_gflops"] == pytest.approx(20.0)
     assert memory["far_below"] is True  # 2 GFLOP/s of 20
+    assert memory["fraction_of_bound"] == pytest.approx(0.1)  # of the attainable 20, not of the 100 peak
     assert memory["ridge_flop_per_byte"] == pytest.approx(5.0)
 
 

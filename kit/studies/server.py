@@ -32,7 +32,7 @@ from kit.studies.serving.search import Probe, SearchResult, find_max_qps
 from kit.studies.serving.simulate import ServiceModel, predict_max_qps, simulate
 from kit.studies.serving.summary import LoadGenSummary
 
-DEFAULT_POLICIES = ((1, 0.0), (4, 10.0), (8, 20.0))
+DEFAULT_POLICIES = ((1, 0.0), (4, 20.0))  # the notebook's (tests/test_parameters.py checks they agree)
 C2_POLICIES = ((1, 0.0), (2, 2.0), (4, 5.0), (6, 10.0))
 PREDICTION_LABEL = "PREDICTION: simulated from the published C2 latency table, not measured"
 CRITERIA = ("bound", "valid")
@@ -157,10 +157,10 @@ class Config(RunsOnBackend):
     policies: tuple[tuple[float, ...], ...] = DEFAULT_POLICIES  # (max batch B, timeout T ms) each
     small: bool = False
     min_duration_s: float = 2.0
-    min_query_count: int = 64
-    max_duration_s: float = 0.0
+    min_query_count: int = 16
+    max_duration_s: float = 10.0
     sample_count: int = 32
-    max_probes: int = 5
+    max_probes: int = 3
     rel_tol: float = 0.1
     criterion: str = "bound"
     fixed_batch_duration_s: float = 1.0
