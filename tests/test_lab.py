@@ -1,6 +1,7 @@
 """`make lab` (kit/cli/lab.py): the command as a function of user, display and address, and a real
 start of JupyterLab through `python -m kit.cli.lab` as the user running the tests."""
 
+import io
 import json
 import os
 import signal
@@ -175,3 +176,20 @@ def test_lab_starts_with_an_unwritable_home(tmp_path, unwritable_home):
     assert specs["default"] == KERNEL and "model_benchmark.ipynb" in specs["contents"]
     assert f"make lab: cannot write in HOME ({unwritable_home}): Jupyter writes its files under {tmp_path}/kit-lab-" in out
     assert "Traceback" not in out, out[-3000:]
+
+
+def test_the_lab_note_prints_in_an_ascii_locale(unwritable_home, monkeypatch, tmp_path):
+    """A HOME beyond ASCII under LANG=C: the note comes out with look-alikes, not a traceback."""
+    from kit.cli import lab
+
+    monkeypatch.setenv("HOME", str(unwritable_home.parent / "hóme"))
+    monkeypatch.setattr(lab, "scratch_dir", lambda: tmp_path / "scratch")
+    started = []
+    monkeypatch.setattr(lab.os, "execve", lambda path, argv, env: started.append(env))
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert lab.main(["--port", str(free_port())]) == 0
+    terminal.flush()
+    shown = terminal.buffer.getvalue().decode("ascii")
+    assert f"make lab: cannot write in HOME ({unwritable_home.parent}/home): Jupyter writes" in shown
+    assert started[0]["JUPYTER_RUNTIME_DIR"] == str(tmp_path / "scratch" / "jupyter_runtime_dir")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir, jupyter_runtime_dir
 
+from kit.cli.main import printable_anywhere
 from kit.errors import InvalidParameter, KitError
 from kit.paths import notebooks_dir
 
@@ -112,7 +113,7 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="kit-lab-"))
 
 
-def jupyter_moves(scratch: Callable[[], Path] = scratch_dir) -> tuple[dict[str, str], str]:
+def jupyter_moves(scratch: Callable[[], Path] | None = None) -> tuple[dict[str, str], str]:
     """The variables that move each Jupyter folder this user cannot write under one scratch
     folder, and the line that says so ({}, '' when all are writable). A folder the user chose (its
     variable set) is an error rather than moved: they meant it."""
@@ -122,7 +123,7 @@ def jupyter_moves(scratch: Callable[[], Path] = scratch_dir) -> tuple[dict[str, 
     if chosen := [var for var in blocked if os.environ.get(var)]:
         raise InvalidParameter(chosen[0], os.environ[chosen[0]], "a folder this user can write (Jupyter writes there)")
     try:
-        base = scratch()
+        base = (scratch or scratch_dir)()
     except OSError as exc:
         raise KitError(f"cannot write {', '.join(map(str, blocked.values()))} nor a temporary folder "
                        f"({exc.strerror}): set {', '.join(blocked)} to folders you can write") from None
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ip", default=os.environ.get("LAB_IP", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("LAB_PORT", "8888")))
     parser.add_argument("--print-only", action="store_true", help="print the command, start nothing")
+    printable_anywhere()  # the folders it names may hold what an ASCII locale cannot print
     args = parser.parse_args(argv)
     try:
         opts = LabOptions(ip=args.ip, port=args.port)
