@@ -14,27 +14,34 @@ PYTEST_ARGS ?= -n auto --dist worksteal
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 # GPU builds (requirements-gpu.txt, else requirements-cpu.txt): auto = when `nvidia-smi -L` lists a GPU;
-# 1 = always; 0 = never. A driver older than the GPU builds need stops the install with the choices.
+# 1 = always; 0 = never. A driver older than the GPU builds need, or GPU=1 where no driver lists a GPU,
+# stops the install with the choices before pip runs. The stamp holds the build installed: GPU=1 or
+# GPU=0 on an environment of the other build installs again (auto keeps what is there).
 GPU ?= auto
 INSTALL_KIND = $(shell $(PYTHON) kit/hardware/gpu_install.py $(GPU))
+INSTALLED_KIND = $(shell cat $(STAMP) 2>/dev/null)
+OTHER_BUILD = $(if $(filter-out auto,$(GPU)),$(if $(filter $(INSTALL_KIND),$(INSTALLED_KIND)),,other-build))
+PIP_LOG := $(VENV)/pip-install.log
 
 PEERS_ARGS ?=
 
-.PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs mutate
+.PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs mutate other-build
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$(INSTALL_KIND).txt) constraints.txt pyproject.toml .importlinter
+other-build: ;
+
+$(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$(INSTALL_KIND).txt) constraints.txt pyproject.toml .importlinter $(OTHER_BUILD)
 	$(if $(filter gpu cpu,$(INSTALL_KIND)),,$(error GPU=$(GPU) is not one of auto, 1, 0))
 	$(PYTHON) kit/hardware/gpu_install.py check $(GPU)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0 -c constraints.txt
-	$(BIN)/python -m pip install -q -r requirements.txt -r requirements-$(INSTALL_KIND).txt -c constraints.txt
+	$(BIN)/python -m pip install -q -r requirements.txt -r requirements-$(INSTALL_KIND).txt -c constraints.txt >$(PIP_LOG) 2>&1 || { $(PYTHON) kit/hardware/gpu_install.py pip-failed $(INSTALL_KIND) $(PIP_LOG); exit 1; }
 	$(BIN)/python kit/hardware/gpu_install.py onnxruntime $(INSTALL_KIND)
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
-	touch $(STAMP)
+	echo $(INSTALL_KIND) > $(STAMP)
 
 # Fails when any notebook is not ok (kit's status: 1 not ok, 2 usage error; make itself exits 2).
 # SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).

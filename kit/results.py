@@ -18,6 +18,10 @@ from kit.errors import KitError
 SCHEMA_VERSION = 1
 
 
+class UnsupportedVersion(KitError):
+    """A result JSON of a schema_version this kit does not read (written by another kit)."""
+
+
 class ResultKind(StrEnum):
     """What produced a result; the value is what the JSON holds."""
 
@@ -71,9 +75,8 @@ class RunResult:
     def from_dict(cls, d: dict) -> RunResult:
         if not isinstance(d, dict):
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
-        version = d.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise KitError(f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
+        if problem := version_problem(d):
+            raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
         fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])
@@ -85,7 +88,27 @@ class RunResult:
 
     @classmethod
     def read(cls, path: Path) -> RunResult:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """The result at `path`; a file that is not one (binary, not JSON, another schema_version)
+        raises a KitError naming it. A missing file raises FileNotFoundError."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise KitError(f"{path}: not a result JSON (not UTF-8 text: a binary file?)") from None
+        except json.JSONDecodeError as exc:
+            raise KitError(f"{path}: not a result JSON (JSONDecodeError: {exc})") from None
+        try:
+            return cls.from_dict(data)
+        except KitError as exc:
+            raise type(exc)(f"{path}: {exc}") from None
+
+
+def version_problem(data: dict) -> str | None:
+    """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
+    version = data.get("schema_version")
+    if version == SCHEMA_VERSION:
+        return None
+    return f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
 
 
 def _finite(value):

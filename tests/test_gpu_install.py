@@ -221,3 +221,96 @@ def test_make_install_stops_before_installing_anything_on_an_old_driver(tmp_path
                           f"PYTHON={sys.executable}"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode != 0 and not (tmp_path / "venv").exists()
     assert "make install stopped: NVIDIA driver 575.57.08 is older than R580" in out.stderr
+
+
+# ---------------------------------------------------------------- `make install` with a fake venv: which steps run
+
+FAKE_PYTHON = """#!/bin/sh
+echo "$*" >> "$(dirname "$0")/../calls.log"
+case "$*" in *"-r requirements-gpu.txt"*)
+  if [ -n "$FAIL_GPU_PIP" ]; then
+    echo "Collecting tensorrt-cu13-libs==10.16.1.11"
+    printf 'Traceback (most recent call last):\\n  ...\\nERROR: Failed to build tensorrt-cu13-libs\\n' >&2
+    exit 1
+  fi ;;
+esac
+"""
+
+
+def fake_venv(tmp_path: Path, installed: str) -> Path:
+    """A venv whose python logs each call (pip included) to calls.log; installed as `installed`."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(FAKE_PYTHON)
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / "calls.log").write_text("")
+    (venv / ".installed").write_text(installed + "\n")
+    return venv
+
+
+def no_driver(folder: Path) -> dict:
+    """An `nvidia-smi` that finds no driver, as on a host without one."""
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\nprintf '{NO_DRIVER}'\nexit 9\n")
+    script.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+def make_install(venv: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", "install", f"VENV={venv}", f"PYTHON={sys.executable}", *args],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+
+def message(stderr: str) -> str:
+    """The kit's line in make's stderr (make adds its own 'make: *** ... Error 1')."""
+    lines = [line for line in stderr.splitlines() if not line.startswith("make: ***")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
+def test_gpu_1_without_a_driver_is_refused_before_pip_and_keeps_the_stamp(tmp_path):
+    """GPU=1 without a driver: the check passed, then 125 lines of pip traceback and no stamp."""
+    venv = fake_venv(tmp_path, "cpu")
+    env = no_driver(tmp_path)
+    done = make_install(venv, env, "GPU=1")
+    assert done.returncode != 0
+    assert message(done.stderr) == (
+        "make install stopped: GPU=1 asks for the GPU builds (requirements-gpu.txt), but `nvidia-smi -L` lists no "
+        "GPU here (no NVIDIA driver): they could not run on this host, and tensorrt-cu13-libs is fetched from "
+        "NVIDIA's index (https://pypi.nvidia.com), which a plain PyPI mirror does not serve. Choices: `make install "
+        "GPU=0` (the CPU builds), or `make install GPU=1` on the GPU host; nothing was installed (.venv/.installed, "
+        "if any, is left as it was)")
+    assert (venv / "calls.log").read_text() == ""  # pip never ran
+    assert (venv / ".installed").read_text() == "cpu\n"
+    again = make_install(venv, env)  # GPU=auto: the CPU environment as it is
+    assert again.returncode == 0 and (venv / "calls.log").read_text() == ""
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
+def test_gpu_1_on_a_cpu_environment_installs_the_gpu_builds_and_a_failed_pip_is_one_line(tmp_path):
+    """GPU=1 on an installed CPU venv said 'Nothing to be done'."""
+    venv = fake_venv(tmp_path, "cpu")
+    env = fake_nvidia_smi(tmp_path, "590.44.01")
+    failed = make_install(venv, {**env, "FAIL_GPU_PIP": "1"}, "GPU=1")
+    assert failed.returncode != 0
+    line = message(failed.stderr)
+    assert line.startswith("make install stopped: pip could not install requirements-gpu.txt (ERROR: Failed to "
+                           f"build tensorrt-cu13-libs); its output is in {venv}/pip-install.log; tensorrt-cu13-libs "
+                           "is fetched from NVIDIA's index (https://pypi.nvidia.com)"), line
+    assert "PIP_EXTRA_INDEX_URL=https://pypi.nvidia.com" in line and "Traceback" in (venv / "pip-install.log").read_text()
+    assert (venv / ".installed").read_text() == "cpu\n"
+
+    (venv / "calls.log").write_text("")
+    assert make_install(venv, env, "GPU=1").returncode == 0
+    calls = (venv / "calls.log").read_text()
+    assert "-r requirements.txt -r requirements-gpu.txt -c constraints.txt" in calls
+    assert "kit/hardware/gpu_install.py onnxruntime gpu" in calls
+    assert (venv / ".installed").read_text() == "gpu\n"
+
+    (venv / "calls.log").write_text("")
+    for args in (["GPU=1"], []):  # the same build, or auto: nothing to do
+        assert make_install(venv, env, *args).returncode == 0 and (venv / "calls.log").read_text() == ""
+    assert make_install(venv, env, "GPU=0").returncode == 0  # and back
+    assert "-r requirements-cpu.txt" in (venv / "calls.log").read_text()
+    assert (venv / ".installed").read_text() == "cpu\n"

@@ -3,12 +3,14 @@ set beside the scorecard's rows with their source file; the IPU reports give exa
 the kit already holds in data/published/."""
 
 import json
+import re
 import shutil
 
 import pytest
 
 from kit.cli.main import main
 from kit.publish import scorecard
+from kit.publish.card_table import scorecard_table
 from kit.publish.imported_reports import check_against_published, figures, imported_dir
 from tests.conftest import shared_or_skip
 
@@ -46,6 +48,24 @@ def test_every_vendor_sits_beside_the_scorecard_rows_with_its_source(outputs, ca
     assert row["verdict"] == "not measured"  # imported columns never make a verdict
     shown = scorecard.display_table(card)
     assert "HPU source" in shown.columns
+
+
+def test_every_vendor_shows_in_the_scorecard_html_beside_its_row(outputs, capsys):
+    """The README said the scorecard shows them beside each per-batch row; no HTML page did."""
+    assert main(["import-bytemlperf", str(shared_or_skip("reference", "bytemlperf_reports"))]) == 0
+    records = scorecard.build([]).to_dict("records")
+    page = scorecard_table(records)
+    heads = re.findall(r"<th data-col='(\d+)' data-type='num'>(\w+): its own ByteMLPerf report</th>", page)
+    assert [b for _, b in heads] == ["HPU", "IPU", "SPU", "STC"] and [int(i) for i, _ in heads] == [7, 8, 9, 10]
+    rows = [r for r in page.split("<tr data-verdict=")[1:] if "HPU/resnet50-torch-fp32/result-fp32.json (FP32)" in r]
+    qps = next(r for r in rows if r.startswith("'not measured'><td>QPS</td>") and ">13,542 " in r)
+    cells = qps.split("<td")
+    assert len(cells) == 1 + 7 + 4  # the scorecard's 7 columns, then one per vendor
+    assert "data-v='7843.0'" in cells[8] and ">7,843 " in cells[8] and "HPU/resnet50-torch-fp32/result-fp32.json (FP32)" in cells[8]
+    assert "data-v='13542.0'" in cells[9] and "IPU/resnet50-torch-fp32/result-fp16.json<" in cells[9]
+    no_vendor = scorecard_table([{k: v for k, v in r.items() if not k.endswith((" published", " source"))}
+                                 for r in records])
+    assert "its own ByteMLPerf report" not in no_vendor  # nothing imported: no empty columns
 
 
 def test_a_bad_report_stops_the_import_naming_file_and_field(outputs, tmp_path, capsys):

@@ -30,6 +30,7 @@ from kit.batch.lock import outputs_lock
 from kit.batch.outcome import Outcome, result_status
 from kit.batch.state import RUN_FILE, read_state, save_record, save_state
 from kit.paths import outputs_dir
+from kit.results import version_problem
 
 
 def new_run_dir(out: Path) -> tuple[str, Path]:
@@ -48,7 +49,17 @@ def new_run_dir(out: Path) -> tuple[str, Path]:
 def reusable(previous: dict | None, fingerprint: str, out: Path) -> bool:
     return bool(previous and previous["fingerprint"] and previous["fingerprint"] == fingerprint
                 and previous["status"] == "ok"
-                and (out / previous["html"]).exists() and (out / previous["results"]).exists())
+                and (out / previous["html"]).exists() and readable(out / previous["results"]))
+
+
+def readable(result: Path) -> bool:
+    """Whether this kit can read the result JSON: one edited by hand, copied from a newer kit
+    (another schema_version) or cut short is run again rather than reused."""
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and version_problem(data) is None
 
 
 class Batch:

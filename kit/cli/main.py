@@ -7,9 +7,11 @@ taking the parsed args and returning an exit code.
 from __future__ import annotations
 
 import argparse
+import codecs
 import errno
 import importlib
 import sys
+import unicodedata
 
 from kit.errors import KitError
 
@@ -35,6 +37,34 @@ COMMAND_MODULES = [
 ]
 
 
+# What the kit prints beyond ASCII, as an ASCII terminal (LANG=C, PYTHONUTF8=0) can show it.
+ASCII_FOR = {"—": "-", "–": "-", "±": "+/-", "×": "x", "÷": "/", "·": ".", "≥": ">=", "≤": "<=", "…": "...",
+             "→": "->", "≈": "~", "µ": "u", "μ": "u", "‘": "'", "’": "'", "“": '"', "”": '"',
+             "®": "(R)", "™": "(TM)"}
+
+
+def ascii_look_alike(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """Codec error handler: a character the stream cannot encode as its ASCII look-alike (an
+    accent dropped, else '?'), so a report printed after its HTML is written never dies on it. A
+    byte that came undecoded from the command line (a file name) goes out as it came in."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    c = exc.object[exc.start]
+    if "\udc80" <= c <= "\udcff":  # surrogateescape: the original byte
+        return bytes([ord(c) - 0xDC00]), exc.start + 1
+    return ASCII_FOR.get(c) or unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?", exc.start + 1
+
+
+codecs.register_error("kit-ascii", ascii_look_alike)
+
+
+def printable_anywhere() -> None:
+    """stdout and stderr write what their encoding lacks as ASCII look-alikes, not a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="kit-ascii")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kit", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -44,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    printable_anywhere()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

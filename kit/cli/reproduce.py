@@ -29,7 +29,7 @@ from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.paths import outputs_dir
-from kit.publish.site import rebuild_index, write_index
+from kit.publish.site import latest_records, rebuild_index, unreadable, write_index
 
 EXIT_OK, EXIT_NOT_OK = 0, 1
 
@@ -180,6 +180,11 @@ def site(args: argparse.Namespace) -> int:
     out = outputs_dir()
     with outputs_lock(out, command="kit site"):
         print(rebuild_index(out))
+        problems = unreadable(out, latest_records(out))
+    if problems:
+        print(f"error: {len(problems)} ok job(s) have a result this kit cannot read, shown as unreadable in the "
+              f"index: {'; '.join(problems)}; `make reproduce` runs them again", file=sys.stderr)
+        return EXIT_NOT_OK
     return EXIT_OK
 
 

@@ -52,6 +52,8 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
                               f"{outputs_dir() / 'runs'}/<run_id>/")
     try:
         result = RunResult.read(path)
+    except KitError as exc:  # names the file and why
+        raise KitError(f"{exc}; give one written by `kit reproduce`") from None
     except (OSError, ValueError, TypeError) as exc:
         raise KitError(f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
                        "`kit reproduce`") from None

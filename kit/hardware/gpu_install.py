@@ -7,7 +7,8 @@ The Makefile runs this file with the system Python before the virtual environmen
     python3 kit/hardware/gpu_install.py auto   # gpu when `nvidia-smi -L` lists a GPU, else cpu
     python3 kit/hardware/gpu_install.py 1      # gpu (GPU=1), e.g. to prepare an environment for a GPU host
     python3 kit/hardware/gpu_install.py 0      # cpu (GPU=0): the CPU builds, whatever the machine has
-    python3 kit/hardware/gpu_install.py check auto   # exit 1 with the choices when the driver is too old
+    python3 kit/hardware/gpu_install.py check auto   # exit 1 with the choices: a driver too old, GPU=1 without one
+    python3 kit/hardware/gpu_install.py pip-failed gpu .venv/pip-install.log   # the line a failed pip ends with
     .venv/bin/python kit/hardware/gpu_install.py onnxruntime gpu   # remove the other ORT build, repair this one
 
 `gpu` installs requirements-gpu.txt (onnxruntime-gpu, the TensorRT libraries) and `cpu`
@@ -33,6 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CUDA_MAJOR = 13
 DRIVER_NEEDED = 580
 ORT_BUILDS = {"gpu": "onnxruntime-gpu", "cpu": "onnxruntime"}
+#: tensorrt-cu13-libs's install fetches NVIDIA's libraries from NVIDIA's own index, not from PyPI.
+NVIDIA_INDEX = "https://pypi.nvidia.com"
+STAMP_KEPT = "nothing was installed (.venv/.installed, if any, is left as it was)"
 REQUIREMENTS = {"gpu": "requirements-gpu.txt", "cpu": "requirements-cpu.txt"}
 
 
@@ -83,8 +87,17 @@ def driver_problem(version: str | None) -> str | None:
 
 
 def check(gpu: str, version: str | None) -> str | None:
-    """The message that stops `make install` (None: go on): the GPU builds on a driver too old."""
-    kind = choose(gpu, *nvidia_smi_list()) if gpu == "auto" else choose(gpu, None, "")
+    """The message that stops `make install` (None: go on): the GPU builds on a driver too old, or
+    GPU=1 where no NVIDIA driver lists a GPU (they could not run here, and pip would fail half-way
+    on a package PyPI does not serve)."""
+    listed = nvidia_smi_list() if gpu != "0" else (None, "")
+    kind = choose(gpu, *listed)
+    if kind == "gpu" and not lists_a_gpu(*listed):
+        return (f"make install stopped: GPU={gpu} asks for the GPU builds (requirements-gpu.txt), but `nvidia-smi -L` "
+                f"lists no GPU here (no NVIDIA driver): they could not run on this host, and tensorrt-cu13-libs is "
+                f"fetched from NVIDIA's index ({NVIDIA_INDEX}), which a plain PyPI mirror does not serve. Choices: "
+                "`make install GPU=0` (the CPU builds), or `make install GPU=1` on the GPU host; "
+                f"{STAMP_KEPT}")
     problem = driver_problem(version) if kind == "gpu" else None
     if problem is None:
         return None
@@ -92,6 +105,21 @@ def check(gpu: str, version: str | None) -> str | None:
             f"newer, then `make install` again; (2) `make install GPU=0`: the CPU builds, the GPU is not "
             f"measured; (3) `make install GPU=0`, then CUDA 12 builds of torch and onnxruntime-gpu by hand "
             "(docs/backends.md, NVIDIA GPUs)")
+
+
+def pip_failed(kind: str, log: Path) -> str:
+    """The one line `make install` ends with when pip could not install `kind`'s requirements: pip's
+    last error, where its full output is, and for the GPU builds the index they need."""
+    try:
+        errors = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.startswith("ERROR")]
+    except OSError:
+        errors = []
+    why = f" ({errors[-1]})" if errors else ""
+    need = (f"; tensorrt-cu13-libs is fetched from NVIDIA's index ({NVIDIA_INDEX}), which a plain PyPI mirror "
+            f"does not serve: let pip reach it (PIP_EXTRA_INDEX_URL={NVIDIA_INDEX} make install GPU=1) or "
+            "`make install GPU=0`" if kind == "gpu" else "")
+    return (f"make install stopped: pip could not install {REQUIREMENTS[kind]}{why}; its output is in {log}{need}; "
+            ".venv/.installed (if any) is left as it was")
 
 
 # ---------------------------------------------------------------- one ONNX Runtime build (venv's python)
@@ -148,6 +176,9 @@ def main(argv: list[str]) -> int:
             if args[1:] not in (["gpu"], ["cpu"]):
                 raise ValueError(f"invalid build {' '.join(args[1:])!r}: use `onnxruntime gpu` or `onnxruntime cpu`")
             return fix_onnxruntime(args[1])
+        if args[:1] == ["pip-failed"] and len(args) == 3 and args[1] in REQUIREMENTS:
+            print(pip_failed(args[1], Path(args[2])), file=sys.stderr)
+            return 1
         if args[:1] == ["check"]:
             message = check(args[1] if len(args) > 1 else "auto", driver_version())
             print(message or "", file=sys.stderr, end="\n" if message else "")

@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 from kit import atomic
+from kit.errors import MissingResource
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 
@@ -168,7 +169,11 @@ def export(result: RunResult, result_path: str | Path) -> Path | None:
 
 
 def export_file(result_path: str | Path) -> Path | None:
-    """`export` of the result JSON at `result_path`."""
+    """`export` of the result JSON at `result_path`; one that is missing or not a result raises a
+    KitError naming it."""
+    if not Path(result_path).is_file():
+        raise MissingResource(f"{result_path}: no such result file; give result JSON files "
+                              "(outputs/runs/<run_id>/<job>.json)")
     return export(RunResult.read(Path(result_path)), result_path)
 
 

@@ -35,9 +35,11 @@ def scorecard_table(card: list[dict], links: dict[str, str] | None = None, inter
     `interactive`: the index's table (click a header to sort, type to filter, pick a verdict)."""
     if not card:
         return "<p>Scorecard table: — (no scorecard in this batch: the summary job did not run)</p>"
-    head = "".join(f"<th data-col='{i}' data-type='{'num' if k in NUMERIC else 'text'}'>{html.escape(t)}</th>"
-                   for i, (k, t) in enumerate(COLUMNS))
-    body = "".join(_row(r, links or {}) for r in card)
+    vendors = imported_backends(card)
+    titles = [(t, k in NUMERIC) for k, t in COLUMNS] + [(f"{b}: its own ByteMLPerf report", True) for b in vendors]
+    head = "".join(f"<th data-col='{i}' data-type='{'num' if num else 'text'}'>{html.escape(t)}</th>"
+                   for i, (t, num) in enumerate(titles))
+    body = "".join(_row(r, links or {}, vendors) for r in card)
     ident = " id='scorecard'" if interactive else ""
     table = (f"<div class='wide'><table{ident} class='card'><thead><tr>{head}</tr></thead>"
              f"<tbody>{body}</tbody></table></div>")
@@ -73,7 +75,25 @@ def _sub(batch, where: str) -> str:
     return f"<br><span class='sub'>{html.escape(text)}</span>"
 
 
-def _row(r: dict, links: dict[str, str]) -> str:
+def imported_backends(card: list[dict]) -> list[str]:
+    """The vendors whose ByteMLPerf reports `kit import-bytemlperf` brought in: the scorecard sets
+    '<Backend> published' and '<Backend> source' beside its rows (imported_reports.with_columns)."""
+    return sorted({k.removesuffix(" published") for r in card for k in r
+                   if k.endswith(" published") and f"{k.removesuffix(' published')} source" in r})
+
+
+def imported_cell(r: dict, backend: str) -> str:
+    """A vendor's own figure for the row, its report file (backend/model/file) under it, the full
+    path on hover; '—' where the vendor published none."""
+    value, source = r.get(f"{backend} published"), str(r.get(f"{backend} source") or "")
+    if glance.missing(value):
+        return "<td>—</td>"
+    unit = str(r.get("unit") or "")
+    return (f"<td{_num(value)} title='{html.escape(source)}'>{html.escape(f'{readable(value, 6)} {unit}'.strip())}"
+            f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>")
+
+
+def _row(r: dict, links: dict[str, str], vendors: list[str] = ()) -> str:
     unit = str(r.get("unit") or "")
     pub = readable(r.get("published"), 6)
     published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
@@ -92,7 +112,8 @@ def _row(r: dict, links: dict[str, str]) -> str:
             f"<td{_num(r.get('published'))}>{published}</td>"
             f"<td{_num(None if measured == '—' else r.get('measured'))}{title}>{measured}</td>"
             f"<td{_num(r.get('ratio'))}>{html.escape(readable(r.get('ratio'), 3) or '—')}</td>"
-            f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}</td></tr>")
+            f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}</td>"
+            f"{''.join(imported_cell(r, b) for b in vendors)}</tr>")
 
 
 def reason_cell(r: dict) -> str:

@@ -39,7 +39,7 @@ from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval
 from kit.paths import outputs_dir
-from kit.results import ResultKind, RunResult
+from kit.results import ResultKind, RunResult, UnsupportedVersion
 
 ALPHA = 0.05
 Z95 = 1.959964
@@ -118,13 +118,18 @@ def load_run(path: Path) -> list[tuple[Path, RunResult]]:
         raise MissingResource(f"run {path} does not exist (give a result folder such as outputs/runs/<run_id>/ "
                               "or a result .json)")
     files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
-    out = []
+    out, unsupported = [], []
     for f in files:
         try:
             out.append((f, RunResult.read(f)))
+        except UnsupportedVersion as exc:
+            unsupported.append(str(exc))
         except (OSError, ValueError, KeyError, TypeError, KitError):
             continue  # not a result file (a LoadGen log, a summary of another tool...)
     if not any(r.measurements for _, r in out):
+        if unsupported:
+            raise KitError(f"run {path} has no result this kit can read: {'; '.join(unsupported[:3])}"
+                           f"{f' (and {len(unsupported) - 3} more)' if len(unsupported) > 3 else ''}")
         raise InvalidParameter("run", str(path), "a folder or file with result JSON holding measurements")
     return out
 

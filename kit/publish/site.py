@@ -17,6 +17,7 @@ from kit.publish import glance
 from kit.publish.card_table import scorecard_table
 from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart
 from kit.publish.peers_table import peers_section
+from kit.results import version_problem
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -68,11 +69,34 @@ def peak_memory(out: Path, record: dict) -> str:
 
 def _shown_status(out: Path, record: dict) -> str:
     """The record's status, but never 'ok' for a job whose report or results are gone from disk
-    (deleted by hand, or by a clean under an older kit): an ok with nothing behind it misleads."""
+    (deleted by hand, or by a clean under an older kit) or whose result this kit cannot read: an
+    ok with nothing usable behind it misleads."""
     gone = [what for what, key in (("report", "html"), ("results", "results")) if not (out / record[key]).exists()]
-    if record["status"] != "ok" or not gone:
+    if record["status"] != "ok":
         return record["status"]
-    return f"missing: its {' and '.join(gone)} are not in {out.name}/ (run it again)"
+    if gone:
+        return f"missing: its {' and '.join(gone)} are not in {out.name}/ (run it again)"
+    if problem := result_problem(out / record["results"]):
+        return f"unreadable: {Path(record['results']).name}: {problem} (run it again)"
+    return record["status"]
+
+
+def result_problem(path: Path) -> str | None:
+    """Why this kit cannot read the result JSON at `path` (not JSON, another schema_version), or None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"not a readable JSON file ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not a result"
+    return version_problem(data)
+
+
+def unreadable(out: Path, records: list[dict]) -> list[str]:
+    """'<results path>: <why>' for each ok record whose result JSON this kit cannot read."""
+    return [f"{out / r['results']}: {problem}" for r in records
+            if r["status"] == "ok" and (out / r["results"]).exists()
+            and (problem := result_problem(out / r["results"]))]
 
 
 def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
@@ -123,7 +147,12 @@ scorecard says so.</p>
 def rebuild_index(out: Path | None = None) -> Path:
     """Index of the latest finished batch in state.json (every job's latest record if none)."""
     out = out or outputs_dir()
+    return write_index(latest_records(out), out)
+
+
+def latest_records(out: Path) -> list[dict]:
+    """The records of the latest finished batch in state.json (every job's latest if none)."""
     state = read_state(out)
     finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]
     names = finished[-1]["jobs"] if finished else list(state["jobs"])
-    return write_index([state["jobs"][n] for n in names if n in state["jobs"]], out)
+    return [state["jobs"][n] for n in names if n in state["jobs"]]
