@@ -9,6 +9,7 @@ import math
 import pytest
 
 from kit.errors import InvalidParameter
+from kit.hardware import onnxruntime_probe
 from kit.search import cache, row, runoff, sharing
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.cost import search_cost
@@ -894,7 +895,7 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     """Issue 30: the search offers what a session really starts here (TensorRT), so the FP8 row's
     TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
     seen = []
-    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: ["TensorrtExecutionProvider"] if kind == "cuda" else [])
+    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: ["TensorrtExecutionProvider"])
     monkeypatch.setattr(row, "measure_all", lambda model, probes, *a, **k: seen.extend(
         (p.label, p.device, p.status, p.today) for p in probes))
     monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
@@ -903,7 +904,7 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     assert by["onnxruntime int8 (tensorrt)"] == ("pending", True)
     assert by["onnxruntime fp16 (tensorrt)"] == ("pending", False)
     assert decision["today"] == "onnxruntime int8 (tensorrt)" and decision["plan"]["device"] == "tensorrt"
-    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: [])  # no TensorRT: CUDA fp16 instead
+    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: [])  # no TensorRT: CUDA fp16 instead
     seen.clear()
     assert row.search_row(small, "FP8", 1, "cuda", TINY)["today"] != "onnxruntime int8 (tensorrt)"
     assert not any(device == "tensorrt" for _, device, _, _ in seen)

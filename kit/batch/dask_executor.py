@@ -31,7 +31,7 @@ from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
 from kit.errors import BackendUnavailable
-from kit.hardware.identity import hardware_part
+from kit.hardware.kinds import part as hardware_part
 from kit.paths import notebooks_dir, outputs_dir, project_root
 
 TOPIC = "kit-batch"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from kit.batch import Job
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
-from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.bytemlperf import BYTEMLPERF_TRIM
 from kit.models import get_entry
 from kit.published import figures as published
@@ -53,20 +52,17 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
     """Backend, precision, device and the reason, standing in for a published precision on `kind`.
 
     On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
-    it here (kit.hardware.onnxruntime_probe.usable_gpu_providers), so the FP8 rows can reach int8 through
+    it here (the kind's `ort_providers`), so the FP8 rows can reach int8 through
     TensorRT.
     """
     return map_precision(published_precision, kind, framework=get_entry(model).framework,
-                         gpu_providers=usable_gpu_providers(kind))
+                         gpu_providers=hw.get(kind).ort_providers())
 
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:
     """A job's precision plan and the hardware kind it runs on, settled here once."""
     return {"hardware": kind, "backend": plan.backend, "precision": plan.precision, "device": plan.device,
             "precision_note": plan.note}
-
-
-SEARCHED_KINDS = ("cpu", "cuda")  # the IPU runs its published settings
 
 
 def search_key(model: str, published_precision: str, batch: int, kind: str) -> str:
@@ -97,13 +93,14 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
     for row in fp16_first(list(published.headline_rows().itertuples())):
         settings = published.ipu_run_settings(row.model, row.precision)
         batches = settings["batch_sizes"] or [1]
-        clients = settings["clients"] if kind == "ipu" else 1
+        published_settings = hw.get(kind).published_settings  # the IPU runs its published settings
+        clients = settings["clients"] if published_settings else 1
         params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
                   "clients": clients, **plan_params(row_plan(row.model, row.precision, kind), kind),
                   **TIMING[profile]}
-        if kind == "ipu":
+        if published_settings:
             params["min_count"] = max(params["min_count"], IPU_MIN_COUNT)
-        if search and kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse it
+        if search and not published_settings:  # each job searches its own row once; later runs reuse it
             searched = search_batch(row.model, batches, profile)
             params.update(search=True, search_depth=profile, search_batch=searched,
                           search_key=search_key(row.model, row.precision, searched, kind),

@@ -24,9 +24,9 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
-from kit.hardware.identity import hardware_part
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
+from kit.hardware.kinds import part as hardware_part
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.paths import outputs_dir
 from kit.publish.site import rebuild_index, write_index

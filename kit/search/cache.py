@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from kit import atomic
-from kit.hardware import cuda
+from kit.hardware import kinds
 from kit.hardware.environment import (
     TENSORRT_DISTRIBUTIONS,
     cpu_flags,
@@ -39,10 +39,10 @@ DEPTH_RANK = {"quick": 0, "full": 1}
 
 def hardware_fingerprint(kind: str) -> dict:
     """What decides which configuration is fastest: the CPU (model, vector/matrix flags, cores) and
-    the GPUs."""
+    what the kind itself adds (the GPUs on a CUDA host)."""
     flags = sorted(f for f in cpu_flags() if f.startswith(FLAG_PREFIXES))
     return {"kind": kind, "cpu": cpu_model(), "cores": usable_cores(), "flags": flags,
-            "gpus": list(cuda.gpu_names()) if kind == "cuda" else []}
+            **kinds.get(kind).key_facts()}
 
 
 def software_versions() -> dict:

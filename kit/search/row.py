@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, replace
 from kit.backends import BackendConfig, require_backend
 from kit.backends.onnx_conversion import quantization_method
 from kit.errors import InvalidParameter
+from kit.hardware import kinds
 from kit.hardware.environment import usable_cores
-from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.noise import idle_sample
 from kit.measure.numerics import NumericDiff
@@ -111,7 +111,7 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
 
 def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: list[str] | None = None
                ) -> PrecisionChoice:
-    providers = usable_gpu_providers(kind) if gpu_providers is None else gpu_providers
+    providers = kinds.get(kind).ort_providers() if gpu_providers is None else gpu_providers
     return map_precision(published, kind, framework=model.framework, gpu_providers=providers)
 
 
@@ -121,7 +121,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     machine = idle_sample()  # other processes' load and steal now: how far single probes can be trusted
-    providers = usable_gpu_providers(kind)  # TensorRT, where a session really starts it (FP8 -> int8)
+    providers = kinds.get(kind).ort_providers()  # TensorRT, where a session really starts it (FP8 -> int8)
     today = today_plan(model, published, kind, providers)
     if candidates is None:  # reading the graph for the int8 method only where an 8-bit row needs it
         int8 = quantization_method(model) if row_bits(published) == 8 else None

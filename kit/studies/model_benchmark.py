@@ -14,6 +14,7 @@ from kit.backends import BackendConfig, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
+from kit.hardware import kinds
 from kit.hardware.environment import cpu_peaks
 from kit.measure.numerics import NumericDiff
 from kit.measure.power import sampler_for
@@ -136,8 +137,8 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     """The config with the row's searched plan (cached per row and hardware) in place of the
     mapping's; the search's probe table goes into the result."""
     kind = cfg.hardware
-    if kind == "ipu":
-        result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
+    if kinds.get(kind).published_settings:
+        result.notes.append(f"Per-row search: not run on the {kind.upper()}, which runs its published settings.")
         return cfg
     batch = cfg.search_batch or max(cfg.batch_sizes)
     try:
@@ -166,9 +167,10 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
-    result.tables["peaks"] = cpu_peaks() if cfg.hardware == "cpu" else []
+    places = kinds.get(cfg.hardware).places_roofline
+    result.tables["peaks"] = cpu_peaks() if places else []
     peak = ((result.backend or {}).get("device_info") or {}).get("peak")
-    if cfg.hardware != "cpu" or not peak or not model.flops_per_sample:
+    if not places or not peak or not model.flops_per_sample:
         result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
         return
     ok = [m for m in result.measurements if m.get("throughput")]
@@ -242,7 +244,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
                      batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
-    if cfg.backend != "torch" or cfg.hardware != "cpu" or not model.flops_per_sample \
+    if cfg.backend != "torch" or not kinds.get(cfg.hardware).profiles_ops or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
     try:
