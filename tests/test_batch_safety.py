@@ -265,10 +265,12 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     """They were 0600 (tempfile.mkstemp's mode) beside 0644 HTML."""
     from kit.results import ResultKind, RunResult
     from kit.search import cache
+    from kit.search.decision import Decision, Plan
 
     result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {}).write(tmp_path / "r.json")
     key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
-    decision = cache.store_decision({"key": key, "depth": "quick", "plan": {}}, tmp_path / "search")
+    decision = cache.store_decision(Decision(None, None, Plan("onnxruntime", "fp32", "cpu"), key=key),
+                                    tmp_path / "search")
     for path in (result, decision):
         assert path.stat().st_mode & 0o777 == 0o644, path
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from kit.hardware import onnxruntime_probe
 from kit.search import cache, row, runoff, sharing
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.cost import search_cost
+from kit.search.decision import Decision, Plan
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -143,9 +145,9 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
               _measured("ort fp32", 1.41, 1.35, 1.47)]
     d = row.choose(probes, "FP16", today)
-    assert d["chosen"] == "ort fp32" and d["ratio_vs_today"] == pytest.approx(1.41 / 1.16)
-    assert d["separated"] and d["ratio_interval"][0] == pytest.approx(1.35 / 1.20)
-    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d["plan"]["precision_note"]
+    assert d.chosen == "ort fp32" and d.ratio_vs_today == pytest.approx(1.41 / 1.16)
+    assert d.separated and d.ratio_interval[0] == pytest.approx(1.35 / 1.20)
+    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d.plan.precision_note
     assert probes[0].status == "lost" and "0.82x" in probes[0].reason
 
 
@@ -153,7 +155,7 @@ def test_choice_keeps_todays_mapping_within_noise():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
     d = row.choose(probes, "FP16", today)
-    assert d["chosen"] == "ort fp16" and d["ratio_vs_today"] == 1.0
+    assert d.chosen == "ort fp16" and d.ratio_vs_today == 1.0
     assert "reaches below" in probes[1].reason
 
 
@@ -162,7 +164,7 @@ def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
     p = _measured("ort int8", 1.0, 0.9, 1.1, today=True, precision="int8")
     p.status, p.throughput = "failed", None
     d = row.choose([p], "FP8", today)
-    assert d["fallback"] and d["plan"]["precision"] == "int8" and "no candidate" in d["plan"]["precision_note"]
+    assert d.fallback and d.plan.precision == "int8" and "no candidate" in d.plan.precision_note
 
 
 @pytest.fixture
@@ -186,17 +188,17 @@ CANDIDATES = [RowCandidate("onnxruntime", "fp32"),
 def test_search_measures_gates_and_caches(searchable, fake_backend):
     decision, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert not reused
-    by = {p["label"]: p for p in decision["probes"]}
-    assert by["torch int8 (cpu)"]["status"] == "not eligible"
-    assert by["fake fp16 (cpu)"]["status"] == "failed" and "output sizes" in by["fake fp16 (cpu)"]["reason"]
-    measured = [p for p in decision["probes"] if p["throughput"]]
+    by = {p.label: p for p in decision.probes}
+    assert by["torch int8 (cpu)"].status == "not eligible"
+    assert by["fake fp16 (cpu)"].status == "failed" and "output sizes" in by["fake fp16 (cpu)"].reason
+    measured = [p for p in decision.probes if p.throughput]
     # high is None where the interval of the mean call time reaches zero (outliers on a loaded machine)
-    assert len(measured) == 3 and all(p["low"] <= p["throughput"] <= (p["high"] or math.inf) for p in measured)
-    assert by["onnxruntime fp16 (cpu)"]["numerics"]["numerics_ok"]
-    assert decision["chosen"] in by and by[decision["chosen"]]["status"] == "chosen"
-    assert decision["ratio_vs_today"] >= 1.0
+    assert len(measured) == 3 and all(p.low <= p.throughput <= (p.high or math.inf) for p in measured)
+    assert by["onnxruntime fp16 (cpu)"].numerics["numerics_ok"]
+    assert decision.chosen in by and by[decision.chosen].status == "chosen"
+    assert decision.ratio_vs_today >= 1.0
     again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
-    assert reused and again["chosen"] == decision["chosen"] and again["created_at"] == decision["created_at"]
+    assert reused and again.chosen == decision.chosen and again.created_at == decision.created_at
 
 
 def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first_choice_fails(searchable, fake_backend):
@@ -205,18 +207,18 @@ def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first
     failing = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "int8"),  # outputs of the wrong shape
                RowCandidate("onnxruntime", "int8", fallback_for="fake int8 (cpu)")]
     d, _ = row.decide(searchable, "FP8", 1, "cpu", TINY, candidates=failing)
-    by = {p["label"]: p for p in d["probes"]}
-    assert by["fake int8 (cpu)"]["status"] == "failed"
-    assert by["onnxruntime int8 (cpu)"]["status"] in ("chosen", "lost") and by["onnxruntime int8 (cpu)"]["throughput"]
+    by = {p.label: p for p in d.probes}
+    assert by["fake int8 (cpu)"].status == "failed"
+    assert by["onnxruntime int8 (cpu)"].status in ("chosen", "lost") and by["onnxruntime int8 (cpu)"].throughput
     passing = [RowCandidate("onnxruntime", "fp32"),
                RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
                RowCandidate("fake", "int8", fallback_for="onnxruntime fp32 graph=BASIC (cpu)")]
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=passing)
-    fallback = {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]
-    assert fallback["status"] == "not probed" and fallback["calls"] == 0
-    assert fallback["reason"].startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
+    fallback = {p.label: p for p in d.probes}["fake int8 (cpu)"]
+    assert fallback.status == "not probed" and fallback.calls == 0
+    assert fallback.reason.startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY_FULL, candidates=passing)
-    assert {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]["status"] == "failed"  # measured, and failed
+    assert {p.label: p for p in d.probes}["fake int8 (cpu)"].status == "failed"  # measured, and failed
 
 
 def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searchable, monkeypatch):
@@ -227,27 +229,27 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
              RowCandidate("onnxruntime", "int8")]
     fp16, _ = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)
     fp8, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=cands)
-    theirs = {p["label"]: p for p in fp16["probes"]}
-    mine = {p["label"]: p for p in fp8["probes"]}
+    theirs = {p.label: p for p in fp16.probes}
+    mine = {p.label: p for p in fp8.probes}
     basic = "onnxruntime fp32 graph=BASIC (cpu)"
-    assert fp8["shared_probes"] == 1 and fp8["shared_from"] == fp16["cache_file"]
-    assert mine[basic]["shared_from"].startswith(f"the FP16 row's search ({fp16['cache_file']}")
-    assert [mine[basic][k] for k in sharing.COPIED] == [theirs[basic][k] for k in sharing.COPIED]
+    assert fp8.shared_probes == 1 and fp8.shared_from == fp16.cache_file
+    assert mine[basic].shared_from.startswith(f"the FP16 row's search ({fp16.cache_file}")
+    assert [getattr(mine[basic], k) for k in sharing.COPIED] == [getattr(theirs[basic], k) for k in sharing.COPIED]
     # its reason names the FP16 row's search (taken by it, or stopped early in it on a busy test machine)
-    assert "the FP16 row's search" in mine[basic]["reason"]
+    assert "the FP16 row's search" in mine[basic].reason
     today = "onnxruntime fp32 (cpu)"
-    assert mine[today]["shared_from"] == "" and mine[today]["throughput"] != theirs[today]["throughput"]
-    assert mine["onnxruntime int8 (cpu)"]["shared_from"] == "" and mine["onnxruntime int8 (cpu)"]["throughput"]
-    assert theirs["onnxruntime int8 (cpu)"]["status"] == "not eligible"
+    assert mine[today].shared_from == "" and mine[today].throughput != theirs[today].throughput
+    assert mine["onnxruntime int8 (cpu)"].shared_from == "" and mine["onnxruntime int8 (cpu)"].throughput
+    assert theirs["onnxruntime int8 (cpu)"].status == "not eligible"
     # nothing is taken on a busy machine, with other probe settings, or when FORCE searches again
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": True, "reasons": ["load"]})
-    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands).shared_probes == 0
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
     longer = row.SearchSettings("quick", probe_s=0.06, min_count=2, warmup=0)
-    assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands)["shared_probes"] == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands).shared_probes == 0
     forced = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0, force=True)
-    assert row.search_row(searchable, "FP8", 2, "cpu", forced, candidates=cands)["shared_probes"] == 0
-    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 1
+    assert row.search_row(searchable, "FP8", 2, "cpu", forced, candidates=cands).shared_probes == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands).shared_probes == 1
 
 
 def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again():
@@ -257,13 +259,15 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     probes = _probes(cands, today)
     for p in probes:
         p.status = "pending"
-    stopped = {"label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
+    fields = {"backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None, "native": True,
+              "why": ""}
+    stopped = {**fields, "label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
                "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "numerics": {"numerics_ok": True}}
-    failed = {"label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
+    failed = {**fields, "label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
     int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
-    sibling = {"published": "FP16", "cache_file": "f.json", "created_at": "t",
-               "probes": [stopped, failed, int8, today_there]}
+    sibling = Decision.from_dict({"published": "FP16", "cache_file": "f.json", "created_at": "t",
+                                  "probes": [stopped, failed, int8, today_there]})
     assert sharing.borrow(probes, sibling) == 1
     by = {p.label: p for p in probes}
     assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
@@ -274,7 +278,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     again = _probes(cands, today)
     for p in again:
         p.status = "pending"
-    relayed = {**sibling, "probes": [{**stopped, "shared_from": "the FP8 row's search (old.json, t0)"}]}
+    relayed = replace(sibling, probes=[Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"})])
     assert sharing.borrow(again, relayed) == 1
     assert again[1].shared_from == "the FP8 row's search (old.json, t0)"  # where it was measured, not the relay
 
@@ -300,12 +304,15 @@ def test_torch_int8_stands_in_for_openvino_int8_in_a_quick_search():
 
 
 def test_search_cost_counts_only_the_rows_own_loads():
-    probes = [{"label": "a", "load_s": 40.0}, {"label": "b", "load_s": 2.0},
-              {"label": "c", "load_s": 30.0, "shared_from": "the FP16 row's search"}, {"label": "ref", "load_s": None}]
-    assert search_cost({"searched_s": 60.0, "probes": probes}) == (
+    probes = [_measured("a", 1, 1, 1), _measured("b", 1, 1, 1), _measured("c", 1, 1, 1), _measured("ref", 1, 1, 1)]
+    for p, load_s in zip(probes, (40.0, 2.0, 30.0, None), strict=True):
+        p.load_s = load_s
+    probes[2].shared_from = "the FP16 row's search"
+    plan = Plan("onnxruntime", "fp32", "cpu")
+    assert search_cost(Decision("a", "a", plan, searched_s=60.0, probes=probes)) == (
         "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken from the sibling row")
-    assert search_cost({"searched_s": 5.0, "probes": probes[3:]}) == "searched in 5 s"
-    assert search_cost({"probes": probes}) == "the search's time was not recorded"
+    assert search_cost(Decision("a", "a", plan, searched_s=5.0, probes=probes[3:])) == "searched in 5 s"
+    assert search_cost(Decision("a", "a", plan, probes=probes)) == "the search's time was not recorded"
 
 
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
@@ -313,7 +320,7 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)
     forced, reused = row.decide(searchable, "FP16", 1, "cpu", row.SearchSettings(
         "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
-    assert not reused and forced["created_at"] >= first["created_at"]
+    assert not reused and forced.created_at >= first.created_at
     assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
     assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
     monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
@@ -322,10 +329,10 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
 
 def test_a_quick_decision_does_not_serve_a_full_search(searchable):
     key = cache.decision_key(searchable.name, "FP16", 1, "cpu", small=True)
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))
     assert cache.load_decision(key, "quick") is not None
     assert cache.load_decision(key, "full") is None
-    cache.store_decision({"key": key, "depth": "full", "plan": {}})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "full", "plan": {}}))
     assert cache.load_decision(key, "quick") is not None
     other = cache.decision_key(searchable.name, "FP8", 1, "cpu", small=True)
     assert cache.decision_path(other) != cache.decision_path(key) and cache.load_decision(other) is None
@@ -347,7 +354,7 @@ def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool
                   low=8.0, high=10.0, calls=5, load_s=1.25)
     decision = {"key": key, "depth": "full", "searched_s": 3.5, "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
                 "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
-    cache.store_decision(decision)
+    cache.store_decision(Decision.from_dict(decision))
     return decision
 
 
@@ -447,11 +454,11 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
 def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outputs, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0}))
     busy = cache.usable_cores() + 4.0
     assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
     assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": False})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": False}))
     assert cache.load_decision(key, load_now=0.1) is not None
 
 
@@ -665,14 +672,14 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
               _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
                                                                          precision="bf16")]
     d = row.choose(probes, "FP16", today)
-    note = d["plan"]["precision_note"]
-    assert d["chosen"] == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
+    note = d.plan.precision_note
+    assert d.chosen == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
     assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
            "openvino bf16 (cpu))" in note
     int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
                                                                                         precision="bf16")]
     d8 = row.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
-    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
+    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8.plan.precision_note
 
 
 def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that_it_was_faster():
@@ -689,7 +696,7 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
             by[label].status, by[label].throughput, by[label].low, by[label].high = "measured", thr, thr - 0.1, thr + 0.1
         if failed:
             by[failed].status = "failed"
-        return row.choose(probes, "FP16", today)["plan"]["precision_note"]
+        return row.choose(probes, "FP16", today).plan.precision_note
 
     text = note()
     assert "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on this hardware" \
@@ -820,15 +827,15 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
         assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
         d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
-        assert d["ratio_vs_today"] == pytest.approx(1.2) and d["ratio_batch"] == 12
-        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d["plan"]["precision_note"]
-        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d["probes"][1]["reason"]
+        assert d.ratio_vs_today == pytest.approx(1.2) and d.ratio_batch == 12
+        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d.plan.precision_note
+        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d.probes[1].reason
         one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
         assert "settling a near tie: 1.20x (one round)" in row.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
         d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
-        assert "a near tie at batch 1, not settled at batch 12" in d["probes"][0]["reason"]
+        assert "a near tie at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
         assert "settle" not in verdict
 
@@ -871,12 +878,12 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
         {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
         {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
     d = row.choose(ps, "FP16", today, verdict)
-    assert d["chosen"] == "ov bf16" and d["ratio_vs_today"] == pytest.approx(1.65)  # the duel's, not the probes'
-    assert d["ratio_interval"] == [1.5, 1.8]
+    assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)  # the duel's, not the probes'
+    assert d.ratio_interval == [1.5, 1.8]
     by = {p.label: p for p in ps}
     assert "side by side with torch bf16: 1.65x" in by["ov bf16"].reason
     assert "side by side with ov bf16: 0.61x" in by["torch bf16"].reason and by["torch bf16"].status == "lost"
-    assert "1.65x today's mapping" in d["plan"]["precision_note"]
+    assert "1.65x today's mapping" in d.plan.precision_note
     today_first = probes()
     today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
     assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
@@ -903,10 +910,10 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     by = {label: (status, today) for label, _, status, today in seen}
     assert by["onnxruntime int8 (tensorrt)"] == ("pending", True)
     assert by["onnxruntime fp16 (tensorrt)"] == ("pending", False)
-    assert decision["today"] == "onnxruntime int8 (tensorrt)" and decision["plan"]["device"] == "tensorrt"
+    assert decision.today == "onnxruntime int8 (tensorrt)" and decision.plan.device == "tensorrt"
     monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: [])  # no TensorRT: CUDA fp16 instead
     seen.clear()
-    assert row.search_row(small, "FP8", 1, "cuda", TINY)["today"] != "onnxruntime int8 (tensorrt)"
+    assert row.search_row(small, "FP8", 1, "cuda", TINY).today != "onnxruntime int8 (tensorrt)"
     assert not any(device == "tensorrt" for _, device, _, _ in seen)
 
 
@@ -919,7 +926,7 @@ def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fa
     fallback = {"chosen": None, "today": None, "fallback": True, "depth": "quick", "probes": [],
                 "plan": {"backend": "onnxruntime", "precision": "fp16", "device": "cuda", "options": {},
                          "threads": None, "precision_note": "no candidate"}}
-    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (fallback, False))
+    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (Decision.from_dict(fallback), False))
     result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", precision="int8",
                                       batch_sizes=[1], search=True, check_numerics=False, accuracy=False,
                                       roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
@@ -937,7 +944,7 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
     monkeypatch.setattr(runoff, "run", lambda *a, within, **k: seen.setdefault("within", within))
     decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
-    assert seen["within"] == window and decision["machine_at_start"]["noisy"] is noisy
+    assert seen["within"] == window and decision.machine_at_start["noisy"] is noisy
 
 
 def test_an_idle_sample_reports_other_load_and_steal():
@@ -945,3 +952,25 @@ def test_an_idle_sample_reports_other_load_and_steal():
 
     s = idle_sample(0.2)
     assert set(s) >= {"noisy", "reasons", "cpus"} and isinstance(s["noisy"], bool)
+
+
+def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs, monkeypatch):
+    """The cache's JSON format is kept: a file written as a dict before the decision was typed (a
+    fallback without `ratio_batch`, probes as dicts) loads as a Decision, and writing it back keeps
+    every field it had."""
+    import json
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    probe = _measured("ort fp32", 2.0, 1.9, 2.1, today=True).to_dict()
+    old = {"chosen": "ort fp32", "today": "ort fp32", "fallback": True,
+           "plan": {"backend": "onnxruntime", "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
+                    "precision_note": "kept"},
+           "ratio_vs_today": None, "ratio_interval": [None, None], "separated": False, "probes": [probe],
+           "runoff": None, "depth": "quick", "searched_s": 1.5, "contended": False, "key": key, "cache_file": "x.json"}
+    cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
+    cache.decision_path(key).write_text(json.dumps(old))
+    loaded = cache.load_decision(key, "quick", load_now=0.0)
+    assert loaded.fallback and loaded.plan.precision_note == "kept" and loaded.probes[0].throughput == 2.0
+    assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
+    assert Decision.from_dict(loaded.to_dict()) == loaded

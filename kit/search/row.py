@@ -32,6 +32,7 @@ from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search import cache, runoff, sharing
 from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
+from kit.search.decision import Decision, Plan
 from kit.search.gate import bits, numerics_gate, precision_gate, row_bits
 from kit.search.precision_map import PrecisionChoice, map_precision
 from kit.search.probe import (
@@ -93,7 +94,7 @@ class SearchSettings:
 
 def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
            *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None
-           ) -> tuple[dict, bool]:
+           ) -> tuple[Decision, bool]:
     """The row's decision: from the cache when one fits (returned with True), else searched now and
     stored (False)."""
     key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
@@ -103,8 +104,7 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
         return stored, True
     decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed,
                           weights=weights)
-    decision["key"] = key
-    decision["cache_file"] = cache.decision_path(key).name
+    decision.key, decision.cache_file = key, cache.decision_path(key).name
     cache.store_decision(decision)
     return decision, False
 
@@ -116,7 +116,8 @@ def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: l
 
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
-               *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random") -> dict:
+               *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random"
+               ) -> Decision:
     """Measure every candidate for the row (or take its figures from the sibling row's search,
     kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
@@ -141,22 +142,19 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"])
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
                          within=runoff.window(contended=machine["noisy"]), settle_batch=settings.settle_batch, seed=seed)
-    decision = choose(probes, published, today, verdict)
-    decision["runoff"] = verdict
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
-    decision.update({
-        "model": model.name, "published": published.upper(), "batch_size": batch_size, "kind": kind,
-        "depth": settings.depth, "settings": {**asdict(settings), "probe": settings.measure_config().to_dict()},
-        "native_16bit": list(native16), "searched_s": round(time.perf_counter() - started, 1),
-        "shared_probes": shared, "shared_from": sibling.get("cache_file") if sibling else None,
-        "machine_at_start": {"noisy": machine["noisy"], "reasons": machine["reasons"],
-                             "other_load": machine.get("other_load"), "steal_share": machine.get("steal_share")},
-        "load_average": round(load, 2), "cores": usable_cores(),
+    return replace(
+        choose(probes, published, today, verdict), runoff=verdict,
+        model=model.name, published=published.upper(), batch_size=batch_size, kind=kind,
+        depth=settings.depth, settings={**asdict(settings), "probe": settings.measure_config().to_dict()},
+        native_16bit=list(native16), searched_s=round(time.perf_counter() - started, 1),
+        shared_probes=shared, shared_from=sibling.cache_file if sibling else None,
+        machine_at_start={"noisy": machine["noisy"], "reasons": machine["reasons"],
+                          "other_load": machine.get("other_load"), "steal_share": machine.get("steal_share")},
+        load_average=round(load, 2), cores=usable_cores(),
         # others' load or steal in the idle moment before it (the load average counts the search's own threads)
-        "contended": machine["noisy"],
-        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    })
-    return decision
+        contended=machine["noisy"],
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
 
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
@@ -372,7 +370,7 @@ def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
 
 
 def choose(probes: list[Probe], published: str, today: PrecisionChoice,
-           verdict: dict | None = None) -> dict:
+           verdict: dict | None = None) -> Decision:
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
     overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
@@ -381,11 +379,10 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
     if not measured:
         for p in probes:
             p.status = p.status if p.status != "pending" else "not probed"
-        return {"chosen": today_probe.label if today_probe else None, "today": today_probe and today_probe.label,
-                "fallback": True, "plan": {**plan_of_choice(today), "precision_note": today.note +
-                                           " (the per-row search measured no candidate: today's mapping kept)"},
-                "ratio_vs_today": None, "ratio_interval": [None, None], "separated": False,
-                "probes": [p.to_dict() for p in probes]}
+        label = today_probe.label if today_probe else None
+        return Decision(label, label, fallback=True, probes=list(probes), plan=Plan(
+            today.backend, today.precision, today.device,
+            precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
     best = max(measured, key=lambda p: p.throughput)
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
@@ -405,12 +402,12 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
                             "mapping's throughput: today's mapping kept")
         p.reason += runoff_text(verdict, p)
     ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
-    return {"chosen": best.label, "today": today_probe.label if today_probe else None, "fallback": False,
-            "plan": {**best.plan(), "precision_note": note(best, today_probe, today, published, ratio, measured,
-                                                           probes, ratio_batch)},
-            "ratio_vs_today": ratio, "ratio_interval": ratio_iv, "ratio_batch": ratio_batch,
-            "separated": bool(today_probe is None or best is today_probe or separated(best, today_probe)),
-            "probes": [p.to_dict() for p in probes]}
+    return Decision(best.label, today_probe.label if today_probe else None,
+                    Plan(**best.plan(), precision_note=note(best, today_probe, today, published, ratio, measured,
+                                                            probes, ratio_batch)),
+                    ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
+                    separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
+                    probes=list(probes))
 
 
 def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list, int | None] | None:
@@ -468,11 +465,6 @@ def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
     lo = best.low / today.high if best.low and today.high else None
     hi = best.high / today.low if best.high and today.low else None
     return best.throughput / today.throughput, [lo, hi]
-
-
-def plan_of_choice(choice: PrecisionChoice) -> dict:
-    return {"backend": choice.backend, "precision": choice.precision, "device": choice.device,
-            "options": {}, "threads": None}
 
 
 def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,

@@ -147,22 +147,22 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
     except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
         result.notes.append(f"Per-row search not completed ({exc}): today's mapping kept.")
         return cfg
-    plan = decision["plan"]
-    if cfg.search_key and decision.get("key") and key_hash(decision["key"]) != cfg.search_key:
-        result.notes.append(f"Per-row search: the decision's key {key_hash(decision['key'])} is not the "
+    plan = decision.plan
+    if cfg.search_key and decision.key and key_hash(decision.key) != cfg.search_key:
+        result.notes.append(f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
                             f"batch's {cfg.search_key} (hardware or software changed since the batch was planned).")
-    result.tables["search"] = decision["probes"]
-    result.tables["search_decision"] = {k: v for k, v in decision.items() if k != "probes"} | {"reused": reused}
-    result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
+    result.tables["search"] = [p.to_dict() for p in decision.probes]
+    result.tables["search_decision"] = decision.summary() | {"reused": reused}
+    result.notes.append(f"Per-row search ({decision.depth}, batch {batch}): "
                         f"{'decision reused from the cache' if reused else 'searched now'} "
-                        f"({decision.get('cache_file', '')}; {search_cost(decision)}); chosen {decision['chosen']}.")
-    if decision.get("fallback"):  # the search measured nothing: its guess never replaces the job's plan
+                        f"({decision.cache_file}; {search_cost(decision)}); chosen {decision.chosen}.")
+    if decision.fallback:  # the search measured nothing: its guess never replaces the job's plan
         result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
                             f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
         return cfg
-    return replace(cfg, backend=plan["backend"], precision=plan["precision"], device=plan["device"],
-                   options={**cfg.options, **plan["options"]}, threads=plan["threads"] or cfg.threads,
-                   precision_note=plan["precision_note"])
+    return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
+                   options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
+                   precision_note=plan.precision_note)
 
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
