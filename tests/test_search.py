@@ -11,7 +11,7 @@ import pytest
 
 from kit.errors import InvalidParameter
 from kit.hardware import onnxruntime_probe
-from kit.search import cache, row, runoff, sharing
+from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.cost import search_cost
 from kit.search.decision import Decision, Plan
@@ -83,14 +83,14 @@ def test_the_other_int8_method_is_a_full_search_candidate():
 
 
 def _probes(candidates, today):
-    return [row.to_probe(c, today) for c in candidates]
+    return [planning.to_probe(c, today) for c in candidates]
 
 
 def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
     cands = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
+    planning.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
     by = {p.label: p for p in probes}
     assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
     assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
@@ -102,12 +102,12 @@ def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     assert by["torch bf16 compile (cpu)"].status == "not probed"
     assert by["openvino fp32 hint=THROUGHPUT (cpu)"].status == "not probed"
     full = _probes(cands, today)
-    row.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
+    planning.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
     assert {p.label: p.status for p in full}["onnxruntime fp16 (cpu)"] == "pending"
     assert {p.label: p.status for p in full}["torch bf16 compile (cpu)"] == "pending"
     assert {p.label: p.status for p in full}["torch fp32 (cpu)"] == "pending"
     fp32_today = _probes(cands, PrecisionChoice("torch", "fp32", "cpu", "mapping"))
-    row.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
+    planning.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
     assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"  # today's: always measured
 
 
@@ -120,7 +120,7 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
     emulated = ("onnxruntime fp16 (cpu)", "torch bf16 (cpu)", "torch fp16 (cpu)")
     for published in ("FP16", "FP8"):
         probes = _probes(cands, PrecisionChoice("onnxruntime", "fp32" if published == "FP16" else "int8", "cpu", ""))
-        row.plan_probes(probes, cands, published, (), "quick")
+        planning.plan_probes(probes, cands, published, (), "quick")
         by = {p.label: p for p in probes}
         for label in emulated:
             assert by[label].status == "not probed", (published, label)
@@ -128,10 +128,10 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
         assert by["onnxruntime fp32 (cpu)"].status == by["openvino fp32 (cpu)"].status == "pending"
     assert not any(c.precision == "bf16" and c.backend == "openvino" for c in cands)  # OpenVINO would run f32
     full = _probes(cands, PrecisionChoice("onnxruntime", "fp32", "cpu", ""))
-    row.plan_probes(full, cands, "FP16", (), "full")
+    planning.plan_probes(full, cands, "FP16", (), "full")
     assert all({p.label: p.status for p in full}[label] == "pending" for label in emulated)
     today16 = _probes(cands, PrecisionChoice("onnxruntime", "fp16", "cpu", ""))
-    row.plan_probes(today16, cands, "FP16", (), "quick")
+    planning.plan_probes(today16, cands, "FP16", (), "quick")
     assert {p.label: p.status for p in today16}["onnxruntime fp16 (cpu)"] == "pending"
 
 
@@ -144,7 +144,7 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
               _measured("ort fp32", 1.41, 1.35, 1.47)]
-    d = row.choose(probes, "FP16", today)
+    d = choice.choose(probes, "FP16", today)
     assert d.chosen == "ort fp32" and d.ratio_vs_today == pytest.approx(1.41 / 1.16)
     assert d.separated and d.ratio_interval[0] == pytest.approx(1.35 / 1.20)
     assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d.plan.precision_note
@@ -154,7 +154,7 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
 def test_choice_keeps_todays_mapping_within_noise():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
-    d = row.choose(probes, "FP16", today)
+    d = choice.choose(probes, "FP16", today)
     assert d.chosen == "ort fp16" and d.ratio_vs_today == 1.0
     assert "reaches below" in probes[1].reason
 
@@ -163,7 +163,7 @@ def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
     today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping note")
     p = _measured("ort int8", 1.0, 0.9, 1.1, today=True, precision="int8")
     p.status, p.throughput = "failed", None
-    d = row.choose([p], "FP8", today)
+    d = choice.choose([p], "FP8", today)
     assert d.fallback and d.plan.precision == "int8" and "no candidate" in d.plan.precision_note
 
 
@@ -474,7 +474,7 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
     assert high is None and 0 < low < thr
     a = _measured("a", 10.0, 9.0, 11.0)
     b = _measured("b", 5.0, 4.0, None)
-    assert not row.separated(a, b) and row.clearly_faster(a, b)
+    assert not choice.separated(a, b) and choice.clearly_faster(a, b)
 
 
 def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
@@ -482,13 +482,13 @@ def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     cands = [RowCandidate("onnxruntime", "int8"),
              RowCandidate("onnxruntime", "int8", options={"quantization": "static-qdq"}, depth="full")]
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP8", (), "full")
-    row.skip_over_memory_budget(probes, small)
+    planning.plan_probes(probes, cands, "FP8", (), "full")
+    planning.skip_over_memory_budget(probes, small)
     assert [p.status for p in probes] == ["pending", "pending"]  # a small file: calibration fits
-    monkeypatch.setattr("kit.search.row.estimate_need", lambda step, size: 3 * size + 3e9)
+    monkeypatch.setattr("kit.search.planning.estimate_need", lambda step, size: 3 * size + 3e9)
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP8", (), "full")
-    row.skip_over_memory_budget(probes, small)
+    planning.plan_probes(probes, cands, "FP8", (), "full")
+    planning.skip_over_memory_budget(probes, small)
     assert probes[0].status == "pending"  # the graph's own method is never skipped here
     assert probes[1].status == "not probed" and "over the" in probes[1].reason and "GB" in probes[1].reason
 
@@ -522,23 +522,23 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     leader = _measured("leader", 1000.0, 990.0, 1010.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
     slow.status, slow.throughput = "pending", None
-    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
     assert stopped and scout.latency.count == slow.calls
     assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
-    assert not row.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
+    assert not measuring.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
-    original = row.record_timing
+    original = measuring.record_timing
 
     def no_upper_end(p, *m):
         original(p, *m)
         p.high = None  # a short interval whose mean call time could be zero: never stopped
 
-    monkeypatch.setattr(row, "record_timing", no_upper_end)
-    assert not row.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
+    monkeypatch.setattr(measuring, "record_timing", no_upper_end)
+    assert not measuring.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
 
 
 def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
@@ -547,18 +547,18 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=3).measure_config()  # scout: 0.05 s
     leader = _measured("leader", 100.0, 95.0, 105.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
-    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
+    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
     assert stopped and scout.latency.count == slow.calls == 1
     assert "over 1 call (the first call: nan), the faster taken as up to 25% slow" in slow.reason
     assert slow.status == "lost"
-    edge = row.STOP_BELOW * 95.0 / (1 + row.ONE_CALL_SPREAD)
+    edge = measuring.STOP_BELOW * 95.0 / (1 + measuring.ONE_CALL_SPREAD)
     for thr, first, stops in ((edge * 0.99, None, True), (edge * 1.01, None, False),
                               (edge * 0.5, edge * 0.9, True), (edge * 0.5, edge * 1.01, False)):
         one = _measured("one", thr, math.nan, math.nan)
         one.calls, one.first_call = 1, first
-        assert row.stop_early(one, leader) is stops  # one slow call alone never stops it
+        assert measuring.stop_early(one, leader) is stops  # one slow call alone never stops it
     contended = _measured("contended", 0.0, 0.0, 0.0)
-    row.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
+    measuring.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
     assert contended.calls == 2
 
 
@@ -571,17 +571,17 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=4).measure_config()
     scout = BatchMeasurement(1, "single", 1, [[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(ref, scout)
-    row.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
+    measuring.record_timing(ref, scout)
+    measuring.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
     assert ref.status == "lost" and ref.reason.startswith("stopped early") and ref.calls == 2
     close = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(close, scout)
+    measuring.record_timing(close, scout)
     inputs = searchable.make_inputs(1)
-    row.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
+    measuring.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
     assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
-    monkeypatch.setattr(row, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
+    monkeypatch.setattr(measuring, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
     cands = [RowCandidate("onnxruntime", "fp32"),
              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
     for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
@@ -590,7 +590,7 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
         for p in probes:
             p.status = "pending"
         settings = row.SearchSettings("quick", probe_s=0.4, min_count=3)  # scout: 0.1 s
-        row.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
+        measuring.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
         assert [label for label, _ in settled] == (["onnxruntime fp32 (cpu)"] if scouted else [])
         assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
 
@@ -617,10 +617,10 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
         def load(self, model, config, batch):
             return Session(0.05)
 
-    monkeypatch.setattr(row, "require_backend", lambda name: Backend())
+    monkeypatch.setattr(measuring, "require_backend", lambda name: Backend())
     p = _measured("sleepy", 0.0, 0.0, 0.0)
     p.status = "pending"
-    row.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
+    measuring.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
                   ref_out, 1.0, 0)
     assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
 
@@ -630,13 +630,13 @@ def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searcha
 
     scout = BatchMeasurement(1, "single", 1, [[(0, 10_000_000)]])  # one call: 100 samples/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(ref, scout)
+    measuring.record_timing(ref, scout)
 
     def unloadable(name):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(row, "require_backend", unloadable)
-    row.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
+    monkeypatch.setattr(measuring, "require_backend", unloadable)
+    measuring.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
                          row.SearchSettings("quick").measure_config())
     assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
     assert "its scout: 100 samples/s over 1 call" in ref.reason
@@ -650,18 +650,18 @@ def test_a_scout_that_goes_on_counts_towards_the_probe():
 
     mcfg = MeasureConfig(warmup=0, min_duration_s=1.0, min_count=3)
     scout = BatchMeasurement(4, "single", 1, [[(0, 200_000_000), (200_000_000, 400_000_000)]])
-    rest = row.rest_config(mcfg, scout)
+    rest = measuring.rest_config(mcfg, scout)
     assert rest.min_count == 1 and rest.min_duration_s == pytest.approx(0.6) and rest.warmup == 0
-    assert row.rest_config(mcfg, None) is mcfg
+    assert measuring.rest_config(mcfg, None) is mcfg
     long_scout = BatchMeasurement(4, "single", 1, [[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
                                                     (4_000_000_000, 6_000_000_000)]])
-    assert row.rest_config(mcfg, long_scout).min_duration_s == 0.0 and row.rest_config(mcfg, long_scout).min_count == 1
+    assert measuring.rest_config(mcfg, long_scout).min_duration_s == 0.0 and measuring.rest_config(mcfg, long_scout).min_count == 1
     tail = BatchMeasurement(4, "single", 1, [[(500_000_000, 750_000_000)]])  # one call of 0.25 s
     thr, low, high = throughput_interval(scout, tail)
     assert thr == pytest.approx(12 / 0.65)  # 12 samples over the windows' 0.65 s, not the gap between them
     assert low < thr < high
     p = _measured("p", 0.0, 0.0, 0.0)
-    row.record_timing(p, scout, tail)
+    measuring.record_timing(p, scout, tail)
     assert p.calls == 3 and p.throughput == pytest.approx(12 / 0.65)
     assert throughput_interval(scout)[0] == pytest.approx(20.0)
 
@@ -671,14 +671,14 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
     probes = [_measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
               _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
                                                                          precision="bf16")]
-    d = row.choose(probes, "FP16", today)
+    d = choice.choose(probes, "FP16", today)
     note = d.plan.precision_note
     assert d.chosen == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
     assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
            "openvino bf16 (cpu))" in note
     int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
                                                                                         precision="bf16")]
-    d8 = row.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
+    d8 = choice.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
     assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8.plan.precision_note
 
 
@@ -690,13 +690,13 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
 
     def note(failed: str = "") -> str:
         probes = _probes(cands, today)
-        row.plan_probes(probes, cands, "FP16", (), "quick")
+        planning.plan_probes(probes, cands, "FP16", (), "quick")
         by = {p.label: p for p in probes}
         for label, thr in (("onnxruntime fp32 (cpu)", 2.0), ("openvino fp32 (cpu)", 3.0)):
             by[label].status, by[label].throughput, by[label].low, by[label].high = "measured", thr, thr - 0.1, thr + 0.1
         if failed:
             by[failed].status = "failed"
-        return row.choose(probes, "FP16", today).plan.precision_note
+        return choice.choose(probes, "FP16", today).plan.precision_note
 
     text = note()
     assert "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on this hardware" \
@@ -704,9 +704,9 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
     assert "search: onnxruntime fp16 (cpu), torch bf16 (cpu), torch bf16 compile (cpu), torch fp16 (cpu))" in text
     assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
             "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
-    assert row.unmeasured([]) == "none runs on this hardware"
+    assert wording.unmeasured([]) == "none runs on this hardware"
     no_vnni = Probe("ort int8", "onnxruntime", "int8", "cpu", {}, None, False, "", status="not probed")
-    assert row.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
+    assert wording.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
 
 
 @pytest.mark.parametrize("challenger_over_leader, rounds, wins, extend_s", [
@@ -826,15 +826,15 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         tie, at12 = verdict["duels"]
         assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
         assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
-        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
         assert d.ratio_vs_today == pytest.approx(1.2) and d.ratio_batch == 12
         assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d.plan.precision_note
         assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d.probes[1].reason
         one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
-        assert "settling a near tie: 1.20x (one round)" in row.runoff_text(one, probes[1])
+        assert "settling a near tie: 1.20x (one round)" in wording.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
-        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
         assert "a near tie at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
         assert "settle" not in verdict
@@ -877,7 +877,7 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     verdict = {"winner": "ov bf16", "duels": [
         {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
         {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
-    d = row.choose(ps, "FP16", today, verdict)
+    d = choice.choose(ps, "FP16", today, verdict)
     assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)  # the duel's, not the probes'
     assert d.ratio_interval == [1.5, 1.8]
     by = {p.label: p for p in ps}
