@@ -974,3 +974,63 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
     assert loaded.fallback and loaded.plan.precision_note == "kept" and loaded.probes[0].throughput == 2.0
     assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
     assert Decision.from_dict(loaded.to_dict()) == loaded
+
+
+# ---------------------------------------------------------------- a GPU decides at each published batch
+
+def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
+    from kit.batch.profiles import jobs_for, search_key
+
+    def resnet(kind):
+        return next(j for j in jobs_for("quick", kind) if j.name == "resnet50-torch-fp32_FP16").parameters
+
+    gpu, cpu = resnet("cuda"), resnet("cpu")
+    assert gpu["search_key"] == ",".join(search_key("resnet50-torch-fp32", "FP16", b, "cuda")
+                                         for b in gpu["batch_sizes"])
+    assert len(gpu["batch_sizes"]) > 1 and "search_batch" not in gpu
+    assert cpu["search_key"] == search_key("resnet50-torch-fp32", "FP16", cpu["search_batch"], "cpu")
+
+
+def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_plan(outputs, fake_backend, small,
+                                                                                   monkeypatch):
+    """Issue 43 item 3: on a GPU a call is milliseconds, so each published batch gets its own
+    decision; the larger batch's search knows the smaller one's (its failures are not probed again),
+    and each figure names the plan it ran and the batch that plan was decided at."""
+    from kit.studies import model_benchmark
+
+    asked = []
+
+    def decide(model, published, batch, kind, settings, *, prior=None, **k):
+        asked.append((batch, kind, prior and prior.batch_size, settings.settle_batch))
+        precision = {1: "fp32", 2: "fp16"}[batch]
+        return Decision(f"fake {precision} (cuda)", "fake fp16 (cuda)", Plan("fake", precision, "cuda",
+                        precision_note=f"searched at {batch}"), batch_size=batch,
+                        key=cache.decision_key(small.name, published, batch, kind, small=True)), False
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    monkeypatch.setattr(model_benchmark, "decide", decide)
+    keys = ",".join(cache.key_hash(cache.decision_key(small.name, "FP16", b, "cuda", small=True)) for b in (2, 1))
+    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", device="cuda", hardware="cuda",
+                                      batch_sizes=[2, 1], search=True, search_key=keys, check_numerics=False,
+                                      accuracy=False, roofline=False, power=False, warmup=0, min_duration_s=0.01,
+                                      min_count=2))
+    assert result.status == "ok", result.errors
+    assert asked == [(1, "cuda", None, None), (2, "cuda", 1, None)]
+    by_batch = {m["batch_size"]: m["searched_plan"] for m in result.measurements}
+    assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
+    assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
+    assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
+    assert result.backend["precision"] == "fp16" and "Precision at batch 1: searched at 1." in result.notes
+    assert not any("is not the batch's" in n for n in result.notes)  # each decision matched its own key
+
+
+def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(searchable, fake_backend):
+    cands = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "fp16", native=False)]  # fake: wrong shape
+    first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY_FULL, candidates=cands)
+    assert {p.label: p for p in first.probes}["fake fp16 (cpu)"].status == "failed"
+    second, _ = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=cands, prior=first)
+    fake = {p.label: p for p in second.probes}["fake fp16 (cpu)"]
+    assert fake.status == "not probed" and fake.reason.startswith("failed at batch 1: ") and fake.calls == 0
+    assert {p.label: p for p in second.probes}["onnxruntime fp32 (cpu)"].status == "chosen"
+    third, _ = row.decide(searchable, "FP16", 4, "cpu", TINY_FULL, candidates=cands)  # no prior: measured
+    assert {p.label: p for p in third.probes}["fake fp16 (cpu)"].status == "failed"

@@ -72,10 +72,25 @@ def search_key(model: str, published_precision: str, batch: int, kind: str) -> s
     return key_hash(decision_key(model, published_precision, batch, kind))
 
 
+def search_keys(model: str, published_precision: str, batches: list[int], kind: str) -> str:
+    """The keys of the row's decisions at each of `batches`, comma-separated in their order (a GPU
+    decides at every published batch: kit.hardware.kinds' `search_each_batch`)."""
+    return ",".join(search_key(model, published_precision, b, kind) for b in batches)
+
+
 def search_batch(model: str, batches: list[int], profile: str) -> int:
     """The batch size a row's search measures its candidates at: the largest published one (full),
     a small one (quick)."""
     return max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
+
+
+def search_params(model: str, published_precision: str, batches: list[int], profile: str, kind: str) -> dict:
+    """Where a row's search measures and the key(s) of its decision(s): at every published batch
+    where calls take milliseconds (a GPU), else at one batch (`search_batch`)."""
+    if hw.get(kind).search_each_batch:
+        return {"search_key": search_keys(model, published_precision, batches, kind)}
+    searched = search_batch(model, batches, profile)
+    return {"search_batch": searched, "search_key": search_key(model, published_precision, searched, kind)}
 
 
 def fp16_first(rows: list) -> list:
@@ -101,10 +116,8 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
         if published_settings:
             params["min_count"] = max(params["min_count"], IPU_MIN_COUNT)
         if search and not published_settings:  # each job searches its own row once; later runs reuse it
-            searched = search_batch(row.model, batches, profile)
-            params.update(search=True, search_depth=profile, search_batch=searched,
-                          search_key=search_key(row.model, row.precision, searched, kind),
-                          **({"search_force": True} if research else {}))
+            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}),
+                          **search_params(row.model, row.precision, batches, profile, kind))
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
                         timeout_s=900 if profile == "quick" else 3600))
     return jobs

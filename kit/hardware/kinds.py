@@ -39,6 +39,7 @@ class HardwareKind:
     places_roofline: bool = False  # its figures are placed against a stated peak (kit.studies.roofline)
     profiles_ops: bool = False  # torch's profiler splits a call by operator (kit.studies.op_breakdown)
     session_per_device: bool = False  # one replica per device: a C2 run uses min(replicas, devices)
+    search_each_batch: bool = False  # calls take milliseconds: the search decides at every published batch
 
     def present(self) -> bool:
         """Whether this kind can run here (a driver alone is not enough)."""
@@ -103,7 +104,8 @@ class Ipu(HardwareKind):
 REGISTRY: Registry[HardwareKind] = Registry("hardware kind")
 CPU = REGISTRY.register("cpu", Cpu("cpu", ("cpu",), "cpu", "CPU", preference=0, places_roofline=True,
                                    profiles_ops=True))
-CUDA = REGISTRY.register(cuda.KIND, Cuda(cuda.KIND, ("cuda", "tensorrt"), "gpu", "GPU", preference=1))
+CUDA = REGISTRY.register(cuda.KIND, Cuda(cuda.KIND, ("cuda", "tensorrt"), "gpu", "GPU", preference=1,
+                                         search_each_batch=True))
 IPU = REGISTRY.register("ipu", Ipu("ipu", ("ipu",), "ipu", "IPU", preference=2, published_settings=True,
                                    session_per_device=True))
 

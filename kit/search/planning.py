@@ -15,6 +15,7 @@ from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.candidates import DEPTHS, RowCandidate
+from kit.search.decision import Decision
 from kit.search.gate import bits, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -101,3 +102,18 @@ def emulated_why(precision: str, native16: tuple[str, ...]) -> str:
     than = f"native {'/'.join(native16)}" if native16 else "fp32, which any FP16 or FP8 row may run at"
     return (f"emulated {precision} (fp32 arithmetic with conversions around it) is slower than {than} "
             "(a full search measures it)")
+
+
+def skip_failed_before(probes: list[Probe], prior: Decision | None) -> None:
+    """Where the row was searched at a smaller batch just before (a GPU decides at each published
+    batch), a candidate that failed to load or failed the numerics gate there is not probed again:
+    a larger batch needs more memory, and a graph's numerics do not depend on the batch. Today's
+    mapping is always measured."""
+    if prior is None:
+        return
+    failed = {q.label: q for q in prior.probes if q.status in ("failed", "failed numerics")}
+    for p in probes:
+        q = failed.get(p.label)
+        if p.status == "pending" and not p.today and q is not None:
+            p.status, p.reason = "not probed", f"{q.status} at batch {prior.batch_size}: {q.reason}"
+

@@ -31,22 +31,29 @@ from kit.search.choice import choose
 from kit.search.decision import Decision
 from kit.search.gate import row_bits
 from kit.search.measuring import measure_all
-from kit.search.planning import SearchSettings, plan_probes, skip_over_memory_budget, to_probe
+from kit.search.planning import (
+    SearchSettings,
+    plan_probes,
+    skip_failed_before,
+    skip_over_memory_budget,
+    to_probe,
+)
 from kit.search.precision_map import PrecisionChoice, map_precision
 
 
 def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
-           *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None
-           ) -> tuple[Decision, bool]:
+           *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None,
+           prior: Decision | None = None) -> tuple[Decision, bool]:
     """The row's decision: from the cache when one fits (returned with True), else searched now and
-    stored (False)."""
+    stored (False). `prior`: the row's decision at a smaller batch just before, whose failed
+    candidates are not probed again (kit.search.planning.skip_failed_before)."""
     key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
                              seed=seed)
     stored = None if settings.force else cache.load_decision(key, settings.depth)
     if stored is not None:
         return stored, True
     decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed,
-                          weights=weights)
+                          weights=weights, prior=prior)
     decision.key, decision.cache_file = key, cache.decision_path(key).name
     cache.store_decision(decision)
     return decision, False
@@ -59,8 +66,8 @@ def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: l
 
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
-               *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random"
-               ) -> Decision:
+               *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random",
+               prior: Decision | None = None) -> Decision:
     """Measure every candidate for the row (or take its figures from the sibling row's search,
     kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
@@ -77,6 +84,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, settings.depth)
     skip_over_memory_budget(probes, model)
+    skip_failed_before(probes, prior)
     sibling = None if machine["noisy"] or settings.force else sharing.sibling_decision(
         model, published, batch_size, kind, settings.depth, settings.measure_config().to_dict(), weights=weights,
         seed=seed)
