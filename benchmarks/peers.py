@@ -105,9 +105,11 @@ def kit_plan(model_name: str, precision: str) -> dict:
     sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
     decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), "cpu",
                               SearchSettings("quick", settle_batch=max(sizes)))
-    return {"plan": {k: decision["plan"][k] for k in ("backend", "precision", "device", "options", "threads")},
-            "chosen": decision["chosen"], "today": decision["today"], "note": decision["plan"]["precision_note"],
-            "searched_s": decision.get("searched_s"), "reused": reused}
+    plan = decision.plan
+    return {"plan": {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
+                     "options": plan.options, "threads": plan.threads},
+            "chosen": decision.chosen, "today": decision.today, "note": plan.precision_note,
+            "searched_s": decision.searched_s, "reused": reused}
 
 
 def start(arm: str, model: str, batch: int, plan: dict | None):

@@ -87,7 +87,7 @@ def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, s
     today = today_plan(model, published, "cpu")
     today_cfg = {"backend": today.backend, "precision": today.precision, "device": today.device,
                  "options": {}, "threads": None}
-    best = {k: decision["plan"][k] for k in today_cfg}
+    best = {k: getattr(decision.plan, k) for k in today_cfg}
     per = head_to_head(model, best, today_cfg, batch, rounds, seconds)
     # the same configuration on both sides is 1.0 by definition; its rounds only measure the noise
     ratios = [1.0] if best == today_cfg else sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
@@ -97,13 +97,13 @@ def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, s
     traffic = graph_traffic(model.onnx_path, model.inputs)
     roof = position(model.flops_per_sample_at(batch), bytes_per_sample(traffic, best["precision"], batch),
                     peak_gflops=peak["gflops"], bandwidth_gbs=memory_bandwidth()["gbs"], samples_per_s=thr)
-    return {"model": name, "published": published, "batch_size": batch, "chosen": decision["chosen"],
-            "today": decision["today"], "decision_reused": reused, "searched_s": decision.get("searched_s"),
-            "search_ratio": decision.get("ratio_vs_today"), "ratio": statistics.median(ratios),
+    return {"model": name, "published": published, "batch_size": batch, "chosen": decision.chosen,
+            "today": decision.today, "decision_reused": reused, "searched_s": decision.searched_s,
+            "search_ratio": decision.ratio_vs_today, "ratio": statistics.median(ratios),
             "ratio_low": ratios[0], "ratio_high": ratios[-1], "throughput": thr,
             "today_throughput": statistics.median(per["today"]), "peak": peak,
             "fraction_of_peak": roof["achieved_gflops"] / peak["gflops"], "roofline": roof,
-            "probes": decision["probes"], "breakdown": per["breakdown"]}
+            "probes": [p.to_dict() for p in decision.probes], "breakdown": per["breakdown"]}
 
 
 def verdicts(r: dict) -> list[str]:

@@ -22,7 +22,7 @@ from kit.batch import Job, run_jobs
 from kit.batch.dask_executor import TOPIC, DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.state import read_state
-from kit.hardware.identity import reuse_identity
+from kit.hardware.reuse import reuse_identity
 from tests.batch_notebooks import make_notebook, make_ok_notebook
 
 distributed = pytest.importorskip("distributed")

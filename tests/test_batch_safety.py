@@ -266,10 +266,12 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     """They were 0600 (tempfile.mkstemp's mode) beside 0644 HTML."""
     from kit.results import ResultKind, RunResult
     from kit.search import cache
+    from kit.search.decision import Decision, Plan
 
     result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {}).write(tmp_path / "r.json")
     key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
-    decision = cache.store_decision({"key": key, "depth": "quick", "plan": {}}, tmp_path / "search")
+    decision = cache.store_decision(Decision(None, None, Plan("onnxruntime", "fp32", "cpu"), key=key),
+                                    tmp_path / "search")
     for path in (result, decision):
         assert path.stat().st_mode & 0o777 == 0o644, path
 
@@ -329,7 +331,7 @@ def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(outputs, ti
     assert any("row (reused)" in line for line in reproduce(capsys)[1])
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
-    monkeypatch.setattr("kit.hardware.identity.CPUINFO", cpuinfo)
+    monkeypatch.setattr("kit.hardware.reuse.CPUINFO", cpuinfo)
     assert not any("(reused)" in line for line in reproduce(capsys)[1])
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f avx512_bf16 amx_tile\n")
     assert not any("(reused)" in line for line in reproduce(capsys)[1])

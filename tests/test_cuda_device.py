@@ -6,7 +6,7 @@ import pytest
 from gpu_fakes import Board, FakeHost, four_boards, install
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
-from kit.hardware import cuda, onnxruntime_probe
+from kit.hardware import cuda, ipu, onnxruntime_probe
 from kit.hardware import kinds as hardware
 
 
@@ -72,7 +72,7 @@ def test_bus_ids_are_normalised():
 
 def test_auto_picks_cuda_only_when_a_cuda_backend_loads(monkeypatch):
     monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
-    monkeypatch.setattr(hardware, "ipu_present", lambda: False)
+    monkeypatch.setattr(ipu, "ipu_present", lambda: False)
     monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "onnxruntime here is a CPU build")
     assert hardware.present() == ["cpu"] and hardware.resolve("auto") == "cpu"
     monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: None)
@@ -206,7 +206,7 @@ def test_kit_reproduce_says_why_the_listed_gpu_is_not_used(monkeypatch, outputs,
     from kit.cli.main import main as kit_main
 
     monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
-    monkeypatch.setattr(hardware, "ipu_present", lambda: False)
+    monkeypatch.setattr(ipu, "ipu_present", lambda: False)
     monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
     monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False, search=True: [])
     kit_main(["reproduce", "--hardware", "auto"])  # no jobs: it then stops with nothing to index

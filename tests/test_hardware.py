@@ -62,7 +62,7 @@ def test_measured_on_reads_a_result_backend_block():
 def test_hardware_part_names_the_exact_part_of_each_kind(tmp_path, monkeypatch):
     """The reuse fingerprint's hardware part: CPU model, GPU names, IPU board from gc-info."""
     from kit.hardware.environment import cpu_model
-    from kit.hardware.identity import hardware_part
+    from kit.hardware.kinds import part as hardware_part
 
     assert hardware_part("cpu") == cpu_model()
     monkeypatch.setenv("PATH", str(tmp_path))  # no gc-info

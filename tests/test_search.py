@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.search import cache, row, runoff, sharing
+from kit.hardware import onnxruntime_probe
+from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.cost import search_cost
+from kit.search.decision import Decision, Plan
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -80,14 +83,14 @@ def test_the_other_int8_method_is_a_full_search_candidate():
 
 
 def _probes(candidates, today):
-    return [row.to_probe(c, today) for c in candidates]
+    return [planning.to_probe(c, today) for c in candidates]
 
 
 def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
     cands = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
+    planning.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
     by = {p.label: p for p in probes}
     assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
     assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
@@ -99,12 +102,12 @@ def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     assert by["torch bf16 compile (cpu)"].status == "not probed"
     assert by["openvino fp32 hint=THROUGHPUT (cpu)"].status == "not probed"
     full = _probes(cands, today)
-    row.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
+    planning.plan_probes(full, cands, "FP16", native_16bit(cands), "full")
     assert {p.label: p.status for p in full}["onnxruntime fp16 (cpu)"] == "pending"
     assert {p.label: p.status for p in full}["torch bf16 compile (cpu)"] == "pending"
     assert {p.label: p.status for p in full}["torch fp32 (cpu)"] == "pending"
     fp32_today = _probes(cands, PrecisionChoice("torch", "fp32", "cpu", "mapping"))
-    row.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
+    planning.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
     assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"  # today's: always measured
 
 
@@ -117,7 +120,7 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
     emulated = ("onnxruntime fp16 (cpu)", "torch bf16 (cpu)", "torch fp16 (cpu)")
     for published in ("FP16", "FP8"):
         probes = _probes(cands, PrecisionChoice("onnxruntime", "fp32" if published == "FP16" else "int8", "cpu", ""))
-        row.plan_probes(probes, cands, published, (), "quick")
+        planning.plan_probes(probes, cands, published, (), "quick")
         by = {p.label: p for p in probes}
         for label in emulated:
             assert by[label].status == "not probed", (published, label)
@@ -125,10 +128,10 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
         assert by["onnxruntime fp32 (cpu)"].status == by["openvino fp32 (cpu)"].status == "pending"
     assert not any(c.precision == "bf16" and c.backend == "openvino" for c in cands)  # OpenVINO would run f32
     full = _probes(cands, PrecisionChoice("onnxruntime", "fp32", "cpu", ""))
-    row.plan_probes(full, cands, "FP16", (), "full")
+    planning.plan_probes(full, cands, "FP16", (), "full")
     assert all({p.label: p.status for p in full}[label] == "pending" for label in emulated)
     today16 = _probes(cands, PrecisionChoice("onnxruntime", "fp16", "cpu", ""))
-    row.plan_probes(today16, cands, "FP16", (), "quick")
+    planning.plan_probes(today16, cands, "FP16", (), "quick")
     assert {p.label: p.status for p in today16}["onnxruntime fp16 (cpu)"] == "pending"
 
 
@@ -141,18 +144,18 @@ def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
               _measured("ort fp32", 1.41, 1.35, 1.47)]
-    d = row.choose(probes, "FP16", today)
-    assert d["chosen"] == "ort fp32" and d["ratio_vs_today"] == pytest.approx(1.41 / 1.16)
-    assert d["separated"] and d["ratio_interval"][0] == pytest.approx(1.35 / 1.20)
-    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d["plan"]["precision_note"]
+    d = choice.choose(probes, "FP16", today)
+    assert d.chosen == "ort fp32" and d.ratio_vs_today == pytest.approx(1.41 / 1.16)
+    assert d.separated and d.ratio_interval[0] == pytest.approx(1.35 / 1.20)
+    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d.plan.precision_note
     assert probes[0].status == "lost" and "0.82x" in probes[0].reason
 
 
 def test_choice_keeps_todays_mapping_within_noise():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
     probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
-    d = row.choose(probes, "FP16", today)
-    assert d["chosen"] == "ort fp16" and d["ratio_vs_today"] == 1.0
+    d = choice.choose(probes, "FP16", today)
+    assert d.chosen == "ort fp16" and d.ratio_vs_today == 1.0
     assert "reaches below" in probes[1].reason
 
 
@@ -160,8 +163,8 @@ def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
     today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping note")
     p = _measured("ort int8", 1.0, 0.9, 1.1, today=True, precision="int8")
     p.status, p.throughput = "failed", None
-    d = row.choose([p], "FP8", today)
-    assert d["fallback"] and d["plan"]["precision"] == "int8" and "no candidate" in d["plan"]["precision_note"]
+    d = choice.choose([p], "FP8", today)
+    assert d.fallback and d.plan.precision == "int8" and "no candidate" in d.plan.precision_note
 
 
 @pytest.fixture
@@ -185,17 +188,17 @@ CANDIDATES = [RowCandidate("onnxruntime", "fp32"),
 def test_search_measures_gates_and_caches(searchable, fake_backend):
     decision, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert not reused
-    by = {p["label"]: p for p in decision["probes"]}
-    assert by["torch int8 (cpu)"]["status"] == "not eligible"
-    assert by["fake fp16 (cpu)"]["status"] == "failed" and "output sizes" in by["fake fp16 (cpu)"]["reason"]
-    measured = [p for p in decision["probes"] if p["throughput"]]
+    by = {p.label: p for p in decision.probes}
+    assert by["torch int8 (cpu)"].status == "not eligible"
+    assert by["fake fp16 (cpu)"].status == "failed" and "output sizes" in by["fake fp16 (cpu)"].reason
+    measured = [p for p in decision.probes if p.throughput]
     # high is None where the interval of the mean call time reaches zero (outliers on a loaded machine)
-    assert len(measured) == 3 and all(p["low"] <= p["throughput"] <= (p["high"] or math.inf) for p in measured)
-    assert by["onnxruntime fp16 (cpu)"]["numerics"]["numerics_ok"]
-    assert decision["chosen"] in by and by[decision["chosen"]]["status"] == "chosen"
-    assert decision["ratio_vs_today"] >= 1.0
+    assert len(measured) == 3 and all(p.low <= p.throughput <= (p.high or math.inf) for p in measured)
+    assert by["onnxruntime fp16 (cpu)"].numerics["numerics_ok"]
+    assert decision.chosen in by and by[decision.chosen].status == "chosen"
+    assert decision.ratio_vs_today >= 1.0
     again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
-    assert reused and again["chosen"] == decision["chosen"] and again["created_at"] == decision["created_at"]
+    assert reused and again.chosen == decision.chosen and again.created_at == decision.created_at
 
 
 def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first_choice_fails(searchable, fake_backend):
@@ -204,18 +207,18 @@ def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first
     failing = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "int8"),  # outputs of the wrong shape
                RowCandidate("onnxruntime", "int8", fallback_for="fake int8 (cpu)")]
     d, _ = row.decide(searchable, "FP8", 1, "cpu", TINY, candidates=failing)
-    by = {p["label"]: p for p in d["probes"]}
-    assert by["fake int8 (cpu)"]["status"] == "failed"
-    assert by["onnxruntime int8 (cpu)"]["status"] in ("chosen", "lost") and by["onnxruntime int8 (cpu)"]["throughput"]
+    by = {p.label: p for p in d.probes}
+    assert by["fake int8 (cpu)"].status == "failed"
+    assert by["onnxruntime int8 (cpu)"].status in ("chosen", "lost") and by["onnxruntime int8 (cpu)"].throughput
     passing = [RowCandidate("onnxruntime", "fp32"),
                RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
                RowCandidate("fake", "int8", fallback_for="onnxruntime fp32 graph=BASIC (cpu)")]
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=passing)
-    fallback = {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]
-    assert fallback["status"] == "not probed" and fallback["calls"] == 0
-    assert fallback["reason"].startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
+    fallback = {p.label: p for p in d.probes}["fake int8 (cpu)"]
+    assert fallback.status == "not probed" and fallback.calls == 0
+    assert fallback.reason.startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY_FULL, candidates=passing)
-    assert {p["label"]: p for p in d["probes"]}["fake int8 (cpu)"]["status"] == "failed"  # measured, and failed
+    assert {p.label: p for p in d.probes}["fake int8 (cpu)"].status == "failed"  # measured, and failed
 
 
 def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searchable, monkeypatch):
@@ -226,27 +229,27 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
              RowCandidate("onnxruntime", "int8")]
     fp16, _ = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)
     fp8, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=cands)
-    theirs = {p["label"]: p for p in fp16["probes"]}
-    mine = {p["label"]: p for p in fp8["probes"]}
+    theirs = {p.label: p for p in fp16.probes}
+    mine = {p.label: p for p in fp8.probes}
     basic = "onnxruntime fp32 graph=BASIC (cpu)"
-    assert fp8["shared_probes"] == 1 and fp8["shared_from"] == fp16["cache_file"]
-    assert mine[basic]["shared_from"].startswith(f"the FP16 row's search ({fp16['cache_file']}")
-    assert [mine[basic][k] for k in sharing.COPIED] == [theirs[basic][k] for k in sharing.COPIED]
+    assert fp8.shared_probes == 1 and fp8.shared_from == fp16.cache_file
+    assert mine[basic].shared_from.startswith(f"the FP16 row's search ({fp16.cache_file}")
+    assert [getattr(mine[basic], k) for k in sharing.COPIED] == [getattr(theirs[basic], k) for k in sharing.COPIED]
     # its reason names the FP16 row's search (taken by it, or stopped early in it on a busy test machine)
-    assert "the FP16 row's search" in mine[basic]["reason"]
+    assert "the FP16 row's search" in mine[basic].reason
     today = "onnxruntime fp32 (cpu)"
-    assert mine[today]["shared_from"] == "" and mine[today]["throughput"] != theirs[today]["throughput"]
-    assert mine["onnxruntime int8 (cpu)"]["shared_from"] == "" and mine["onnxruntime int8 (cpu)"]["throughput"]
-    assert theirs["onnxruntime int8 (cpu)"]["status"] == "not eligible"
+    assert mine[today].shared_from == "" and mine[today].throughput != theirs[today].throughput
+    assert mine["onnxruntime int8 (cpu)"].shared_from == "" and mine["onnxruntime int8 (cpu)"].throughput
+    assert theirs["onnxruntime int8 (cpu)"].status == "not eligible"
     # nothing is taken on a busy machine, with other probe settings, or when FORCE searches again
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": True, "reasons": ["load"]})
-    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands).shared_probes == 0
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
     longer = row.SearchSettings("quick", probe_s=0.06, min_count=2, warmup=0)
-    assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands)["shared_probes"] == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands).shared_probes == 0
     forced = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0, force=True)
-    assert row.search_row(searchable, "FP8", 2, "cpu", forced, candidates=cands)["shared_probes"] == 0
-    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands)["shared_probes"] == 1
+    assert row.search_row(searchable, "FP8", 2, "cpu", forced, candidates=cands).shared_probes == 0
+    assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands).shared_probes == 1
 
 
 def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again():
@@ -256,13 +259,15 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     probes = _probes(cands, today)
     for p in probes:
         p.status = "pending"
-    stopped = {"label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
+    fields = {"backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None, "native": True,
+              "why": ""}
+    stopped = {**fields, "label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
                "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "numerics": {"numerics_ok": True}}
-    failed = {"label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
+    failed = {**fields, "label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
     int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
-    sibling = {"published": "FP16", "cache_file": "f.json", "created_at": "t",
-               "probes": [stopped, failed, int8, today_there]}
+    sibling = Decision.from_dict({"published": "FP16", "cache_file": "f.json", "created_at": "t",
+                                  "probes": [stopped, failed, int8, today_there]})
     assert sharing.borrow(probes, sibling) == 1
     by = {p.label: p for p in probes}
     assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
@@ -273,7 +278,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     again = _probes(cands, today)
     for p in again:
         p.status = "pending"
-    relayed = {**sibling, "probes": [{**stopped, "shared_from": "the FP8 row's search (old.json, t0)"}]}
+    relayed = replace(sibling, probes=[Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"})])
     assert sharing.borrow(again, relayed) == 1
     assert again[1].shared_from == "the FP8 row's search (old.json, t0)"  # where it was measured, not the relay
 
@@ -299,12 +304,15 @@ def test_torch_int8_stands_in_for_openvino_int8_in_a_quick_search():
 
 
 def test_search_cost_counts_only_the_rows_own_loads():
-    probes = [{"label": "a", "load_s": 40.0}, {"label": "b", "load_s": 2.0},
-              {"label": "c", "load_s": 30.0, "shared_from": "the FP16 row's search"}, {"label": "ref", "load_s": None}]
-    assert search_cost({"searched_s": 60.0, "probes": probes}) == (
+    probes = [_measured("a", 1, 1, 1), _measured("b", 1, 1, 1), _measured("c", 1, 1, 1), _measured("ref", 1, 1, 1)]
+    for p, load_s in zip(probes, (40.0, 2.0, 30.0, None), strict=True):
+        p.load_s = load_s
+    probes[2].shared_from = "the FP16 row's search"
+    plan = Plan("onnxruntime", "fp32", "cpu")
+    assert search_cost(Decision("a", "a", plan, searched_s=60.0, probes=probes)) == (
         "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken from the sibling row")
-    assert search_cost({"searched_s": 5.0, "probes": probes[3:]}) == "searched in 5 s"
-    assert search_cost({"probes": probes}) == "the search's time was not recorded"
+    assert search_cost(Decision("a", "a", plan, searched_s=5.0, probes=probes[3:])) == "searched in 5 s"
+    assert search_cost(Decision("a", "a", plan, probes=probes)) == "the search's time was not recorded"
 
 
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
@@ -312,7 +320,7 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)
     forced, reused = row.decide(searchable, "FP16", 1, "cpu", row.SearchSettings(
         "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
-    assert not reused and forced["created_at"] >= first["created_at"]
+    assert not reused and forced.created_at >= first.created_at
     assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
     assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
     monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
@@ -321,10 +329,10 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
 
 def test_a_quick_decision_does_not_serve_a_full_search(searchable):
     key = cache.decision_key(searchable.name, "FP16", 1, "cpu", small=True)
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))
     assert cache.load_decision(key, "quick") is not None
     assert cache.load_decision(key, "full") is None
-    cache.store_decision({"key": key, "depth": "full", "plan": {}})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "full", "plan": {}}))
     assert cache.load_decision(key, "quick") is not None
     other = cache.decision_key(searchable.name, "FP8", 1, "cpu", small=True)
     assert cache.decision_path(other) != cache.decision_path(key) and cache.load_decision(other) is None
@@ -346,7 +354,7 @@ def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool
                   low=8.0, high=10.0, calls=5, load_s=1.25)
     decision = {"key": key, "depth": "full", "searched_s": 3.5, "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
                 "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
-    cache.store_decision(decision)
+    cache.store_decision(Decision.from_dict(decision))
     return decision
 
 
@@ -446,11 +454,11 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
 def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outputs, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0}))
     busy = cache.usable_cores() + 4.0
     assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
     assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
-    cache.store_decision({"key": key, "depth": "quick", "plan": {}, "contended": False})
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": False}))
     assert cache.load_decision(key, load_now=0.1) is not None
 
 
@@ -466,7 +474,7 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
     assert high is None and 0 < low < thr
     a = _measured("a", 10.0, 9.0, 11.0)
     b = _measured("b", 5.0, 4.0, None)
-    assert not row.separated(a, b) and row.clearly_faster(a, b)
+    assert not choice.separated(a, b) and choice.clearly_faster(a, b)
 
 
 def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
@@ -474,13 +482,13 @@ def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     cands = [RowCandidate("onnxruntime", "int8"),
              RowCandidate("onnxruntime", "int8", options={"quantization": "static-qdq"}, depth="full")]
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP8", (), "full")
-    row.skip_over_memory_budget(probes, small)
+    planning.plan_probes(probes, cands, "FP8", (), "full")
+    planning.skip_over_memory_budget(probes, small)
     assert [p.status for p in probes] == ["pending", "pending"]  # a small file: calibration fits
-    monkeypatch.setattr("kit.search.row.estimate_need", lambda step, size: 3 * size + 3e9)
+    monkeypatch.setattr("kit.search.planning.estimate_need", lambda step, size: 3 * size + 3e9)
     probes = _probes(cands, today)
-    row.plan_probes(probes, cands, "FP8", (), "full")
-    row.skip_over_memory_budget(probes, small)
+    planning.plan_probes(probes, cands, "FP8", (), "full")
+    planning.skip_over_memory_budget(probes, small)
     assert probes[0].status == "pending"  # the graph's own method is never skipped here
     assert probes[1].status == "not probed" and "over the" in probes[1].reason and "GB" in probes[1].reason
 
@@ -514,23 +522,23 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     leader = _measured("leader", 1000.0, 990.0, 1010.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
     slow.status, slow.throughput = "pending", None
-    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
     assert stopped and scout.latency.count == slow.calls
     assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
-    assert not row.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
+    assert not measuring.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
-    original = row.record_timing
+    original = measuring.record_timing
 
     def no_upper_end(p, *m):
         original(p, *m)
         p.high = None  # a short interval whose mean call time could be zero: never stopped
 
-    monkeypatch.setattr(row, "record_timing", no_upper_end)
-    assert not row.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
+    monkeypatch.setattr(measuring, "record_timing", no_upper_end)
+    assert not measuring.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
 
 
 def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
@@ -539,18 +547,18 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=3).measure_config()  # scout: 0.05 s
     leader = _measured("leader", 100.0, 95.0, 105.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
-    stopped, scout = row.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
+    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
     assert stopped and scout.latency.count == slow.calls == 1
     assert "over 1 call (the first call: nan), the faster taken as up to 25% slow" in slow.reason
     assert slow.status == "lost"
-    edge = row.STOP_BELOW * 95.0 / (1 + row.ONE_CALL_SPREAD)
+    edge = measuring.STOP_BELOW * 95.0 / (1 + measuring.ONE_CALL_SPREAD)
     for thr, first, stops in ((edge * 0.99, None, True), (edge * 1.01, None, False),
                               (edge * 0.5, edge * 0.9, True), (edge * 0.5, edge * 1.01, False)):
         one = _measured("one", thr, math.nan, math.nan)
         one.calls, one.first_call = 1, first
-        assert row.stop_early(one, leader) is stops  # one slow call alone never stops it
+        assert measuring.stop_early(one, leader) is stops  # one slow call alone never stops it
     contended = _measured("contended", 0.0, 0.0, 0.0)
-    row.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
+    measuring.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
     assert contended.calls == 2
 
 
@@ -563,17 +571,17 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=4).measure_config()
     scout = BatchMeasurement(1, "single", 1, [[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(ref, scout)
-    row.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
+    measuring.record_timing(ref, scout)
+    measuring.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
     assert ref.status == "lost" and ref.reason.startswith("stopped early") and ref.calls == 2
     close = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(close, scout)
+    measuring.record_timing(close, scout)
     inputs = searchable.make_inputs(1)
-    row.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
+    measuring.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
     assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
-    monkeypatch.setattr(row, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
+    monkeypatch.setattr(measuring, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
     cands = [RowCandidate("onnxruntime", "fp32"),
              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
     for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
@@ -582,7 +590,7 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
         for p in probes:
             p.status = "pending"
         settings = row.SearchSettings("quick", probe_s=0.4, min_count=3)  # scout: 0.1 s
-        row.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
+        measuring.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
         assert [label for label, _ in settled] == (["onnxruntime fp32 (cpu)"] if scouted else [])
         assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
 
@@ -609,10 +617,10 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
         def load(self, model, config, batch):
             return Session(0.05)
 
-    monkeypatch.setattr(row, "require_backend", lambda name: Backend())
+    monkeypatch.setattr(measuring, "require_backend", lambda name: Backend())
     p = _measured("sleepy", 0.0, 0.0, 0.0)
     p.status = "pending"
-    row.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
+    measuring.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
                   ref_out, 1.0, 0)
     assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
 
@@ -622,13 +630,13 @@ def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searcha
 
     scout = BatchMeasurement(1, "single", 1, [[(0, 10_000_000)]])  # one call: 100 samples/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
-    row.record_timing(ref, scout)
+    measuring.record_timing(ref, scout)
 
     def unloadable(name):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(row, "require_backend", unloadable)
-    row.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
+    monkeypatch.setattr(measuring, "require_backend", unloadable)
+    measuring.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
                          row.SearchSettings("quick").measure_config())
     assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
     assert "its scout: 100 samples/s over 1 call" in ref.reason
@@ -642,18 +650,18 @@ def test_a_scout_that_goes_on_counts_towards_the_probe():
 
     mcfg = MeasureConfig(warmup=0, min_duration_s=1.0, min_count=3)
     scout = BatchMeasurement(4, "single", 1, [[(0, 200_000_000), (200_000_000, 400_000_000)]])
-    rest = row.rest_config(mcfg, scout)
+    rest = measuring.rest_config(mcfg, scout)
     assert rest.min_count == 1 and rest.min_duration_s == pytest.approx(0.6) and rest.warmup == 0
-    assert row.rest_config(mcfg, None) is mcfg
+    assert measuring.rest_config(mcfg, None) is mcfg
     long_scout = BatchMeasurement(4, "single", 1, [[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
                                                     (4_000_000_000, 6_000_000_000)]])
-    assert row.rest_config(mcfg, long_scout).min_duration_s == 0.0 and row.rest_config(mcfg, long_scout).min_count == 1
+    assert measuring.rest_config(mcfg, long_scout).min_duration_s == 0.0 and measuring.rest_config(mcfg, long_scout).min_count == 1
     tail = BatchMeasurement(4, "single", 1, [[(500_000_000, 750_000_000)]])  # one call of 0.25 s
     thr, low, high = throughput_interval(scout, tail)
     assert thr == pytest.approx(12 / 0.65)  # 12 samples over the windows' 0.65 s, not the gap between them
     assert low < thr < high
     p = _measured("p", 0.0, 0.0, 0.0)
-    row.record_timing(p, scout, tail)
+    measuring.record_timing(p, scout, tail)
     assert p.calls == 3 and p.throughput == pytest.approx(12 / 0.65)
     assert throughput_interval(scout)[0] == pytest.approx(20.0)
 
@@ -663,15 +671,15 @@ def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
     probes = [_measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
               _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
                                                                          precision="bf16")]
-    d = row.choose(probes, "FP16", today)
-    note = d["plan"]["precision_note"]
-    assert d["chosen"] == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
+    d = choice.choose(probes, "FP16", today)
+    note = d.plan.precision_note
+    assert d.chosen == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
     assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
            "openvino bf16 (cpu))" in note
     int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
                                                                                         precision="bf16")]
-    d8 = row.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
-    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8["plan"]["precision_note"]
+    d8 = choice.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
+    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8.plan.precision_note
 
 
 def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that_it_was_faster():
@@ -682,13 +690,13 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
 
     def note(failed: str = "") -> str:
         probes = _probes(cands, today)
-        row.plan_probes(probes, cands, "FP16", (), "quick")
+        planning.plan_probes(probes, cands, "FP16", (), "quick")
         by = {p.label: p for p in probes}
         for label, thr in (("onnxruntime fp32 (cpu)", 2.0), ("openvino fp32 (cpu)", 3.0)):
             by[label].status, by[label].throughput, by[label].low, by[label].high = "measured", thr, thr - 0.1, thr + 0.1
         if failed:
             by[failed].status = "failed"
-        return row.choose(probes, "FP16", today)["plan"]["precision_note"]
+        return choice.choose(probes, "FP16", today).plan.precision_note
 
     text = note()
     assert "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on this hardware" \
@@ -696,9 +704,9 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
     assert "search: onnxruntime fp16 (cpu), torch bf16 (cpu), torch bf16 compile (cpu), torch fp16 (cpu))" in text
     assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
             "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
-    assert row.unmeasured([]) == "none runs on this hardware"
+    assert wording.unmeasured([]) == "none runs on this hardware"
     no_vnni = Probe("ort int8", "onnxruntime", "int8", "cpu", {}, None, False, "", status="not probed")
-    assert row.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
+    assert wording.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
 
 
 @pytest.mark.parametrize("challenger_over_leader, rounds, wins, extend_s", [
@@ -818,16 +826,16 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         tie, at12 = verdict["duels"]
         assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
         assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
-        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
-        assert d["ratio_vs_today"] == pytest.approx(1.2) and d["ratio_batch"] == 12
-        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d["plan"]["precision_note"]
-        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d["probes"][1]["reason"]
+        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        assert d.ratio_vs_today == pytest.approx(1.2) and d.ratio_batch == 12
+        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d.plan.precision_note
+        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d.probes[1].reason
         one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
-        assert "settling a near tie: 1.20x (one round)" in row.runoff_text(one, probes[1])
+        assert "settling a near tie: 1.20x (one round)" in wording.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
-        d = row.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
-        assert "a near tie at batch 1, not settled at batch 12" in d["probes"][0]["reason"]
+        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        assert "a near tie at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
         assert "settle" not in verdict
 
@@ -869,13 +877,13 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     verdict = {"winner": "ov bf16", "duels": [
         {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
         {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
-    d = row.choose(ps, "FP16", today, verdict)
-    assert d["chosen"] == "ov bf16" and d["ratio_vs_today"] == pytest.approx(1.65)  # the duel's, not the probes'
-    assert d["ratio_interval"] == [1.5, 1.8]
+    d = choice.choose(ps, "FP16", today, verdict)
+    assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)  # the duel's, not the probes'
+    assert d.ratio_interval == [1.5, 1.8]
     by = {p.label: p for p in ps}
     assert "side by side with torch bf16: 1.65x" in by["ov bf16"].reason
     assert "side by side with ov bf16: 0.61x" in by["torch bf16"].reason and by["torch bf16"].status == "lost"
-    assert "1.65x today's mapping" in d["plan"]["precision_note"]
+    assert "1.65x today's mapping" in d.plan.precision_note
     today_first = probes()
     today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
     assert [p.label for p in runoff.challengers(today_first)[1]] == ["torch bf16", "ov bf16"]
@@ -894,7 +902,7 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     """Issue 30: the search offers what a session really starts here (TensorRT), so the FP8 row's
     TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
     seen = []
-    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: ["TensorrtExecutionProvider"] if kind == "cuda" else [])
+    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: ["TensorrtExecutionProvider"])
     monkeypatch.setattr(row, "measure_all", lambda model, probes, *a, **k: seen.extend(
         (p.label, p.device, p.status, p.today) for p in probes))
     monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
@@ -902,10 +910,10 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     by = {label: (status, today) for label, _, status, today in seen}
     assert by["onnxruntime int8 (tensorrt)"] == ("pending", True)
     assert by["onnxruntime fp16 (tensorrt)"] == ("pending", False)
-    assert decision["today"] == "onnxruntime int8 (tensorrt)" and decision["plan"]["device"] == "tensorrt"
-    monkeypatch.setattr(row, "usable_gpu_providers", lambda kind: [])  # no TensorRT: CUDA fp16 instead
+    assert decision.today == "onnxruntime int8 (tensorrt)" and decision.plan.device == "tensorrt"
+    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: [])  # no TensorRT: CUDA fp16 instead
     seen.clear()
-    assert row.search_row(small, "FP8", 1, "cuda", TINY)["today"] != "onnxruntime int8 (tensorrt)"
+    assert row.search_row(small, "FP8", 1, "cuda", TINY).today != "onnxruntime int8 (tensorrt)"
     assert not any(device == "tensorrt" for _, device, _, _ in seen)
 
 
@@ -918,7 +926,7 @@ def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fa
     fallback = {"chosen": None, "today": None, "fallback": True, "depth": "quick", "probes": [],
                 "plan": {"backend": "onnxruntime", "precision": "fp16", "device": "cuda", "options": {},
                          "threads": None, "precision_note": "no candidate"}}
-    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (fallback, False))
+    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (Decision.from_dict(fallback), False))
     result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", precision="int8",
                                       batch_sizes=[1], search=True, check_numerics=False, accuracy=False,
                                       roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
@@ -936,7 +944,7 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
     monkeypatch.setattr(runoff, "run", lambda *a, within, **k: seen.setdefault("within", within))
     decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
-    assert seen["within"] == window and decision["machine_at_start"]["noisy"] is noisy
+    assert seen["within"] == window and decision.machine_at_start["noisy"] is noisy
 
 
 def test_an_idle_sample_reports_other_load_and_steal():
@@ -944,3 +952,85 @@ def test_an_idle_sample_reports_other_load_and_steal():
 
     s = idle_sample(0.2)
     assert set(s) >= {"noisy", "reasons", "cpus"} and isinstance(s["noisy"], bool)
+
+
+def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs, monkeypatch):
+    """The cache's JSON format is kept: a file written as a dict before the decision was typed (a
+    fallback without `ratio_batch`, probes as dicts) loads as a Decision, and writing it back keeps
+    every field it had."""
+    import json
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    probe = _measured("ort fp32", 2.0, 1.9, 2.1, today=True).to_dict()
+    old = {"chosen": "ort fp32", "today": "ort fp32", "fallback": True,
+           "plan": {"backend": "onnxruntime", "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
+                    "precision_note": "kept"},
+           "ratio_vs_today": None, "ratio_interval": [None, None], "separated": False, "probes": [probe],
+           "runoff": None, "depth": "quick", "searched_s": 1.5, "contended": False, "key": key, "cache_file": "x.json"}
+    cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
+    cache.decision_path(key).write_text(json.dumps(old))
+    loaded = cache.load_decision(key, "quick", load_now=0.0)
+    assert loaded.fallback and loaded.plan.precision_note == "kept" and loaded.probes[0].throughput == 2.0
+    assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
+    assert Decision.from_dict(loaded.to_dict()) == loaded
+
+
+# ---------------------------------------------------------------- a GPU decides at each published batch
+
+def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
+    from kit.batch.profiles import jobs_for, search_key
+
+    def resnet(kind):
+        return next(j for j in jobs_for("quick", kind) if j.name == "resnet50-torch-fp32_FP16").parameters
+
+    gpu, cpu = resnet("cuda"), resnet("cpu")
+    assert gpu["search_key"] == ",".join(search_key("resnet50-torch-fp32", "FP16", b, "cuda")
+                                         for b in gpu["batch_sizes"])
+    assert len(gpu["batch_sizes"]) > 1 and "search_batch" not in gpu
+    assert cpu["search_key"] == search_key("resnet50-torch-fp32", "FP16", cpu["search_batch"], "cpu")
+
+
+def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_plan(outputs, fake_backend, small,
+                                                                                   monkeypatch):
+    """Issue 43 item 3: on a GPU a call is milliseconds, so each published batch gets its own
+    decision; the larger batch's search knows the smaller one's (its failures are not probed again),
+    and each figure names the plan it ran and the batch that plan was decided at."""
+    from kit.studies import model_benchmark
+
+    asked = []
+
+    def decide(model, published, batch, kind, settings, *, prior=None, **k):
+        asked.append((batch, kind, prior and prior.batch_size, settings.settle_batch))
+        precision = {1: "fp32", 2: "fp16"}[batch]
+        return Decision(f"fake {precision} (cuda)", "fake fp16 (cuda)", Plan("fake", precision, "cuda",
+                        precision_note=f"searched at {batch}"), batch_size=batch,
+                        key=cache.decision_key(small.name, published, batch, kind, small=True)), False
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    monkeypatch.setattr(model_benchmark, "decide", decide)
+    keys = ",".join(cache.key_hash(cache.decision_key(small.name, "FP16", b, "cuda", small=True)) for b in (2, 1))
+    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", device="cuda", hardware="cuda",
+                                      batch_sizes=[2, 1], search=True, search_key=keys, check_numerics=False,
+                                      accuracy=False, roofline=False, power=False, warmup=0, min_duration_s=0.01,
+                                      min_count=2))
+    assert result.status == "ok", result.errors
+    assert asked == [(1, "cuda", None, None), (2, "cuda", 1, None)]
+    by_batch = {m["batch_size"]: m["searched_plan"] for m in result.measurements}
+    assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
+    assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
+    assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
+    assert result.backend["precision"] == "fp16" and "Precision at batch 1: searched at 1." in result.notes
+    assert not any("is not the batch's" in n for n in result.notes)  # each decision matched its own key
+
+
+def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(searchable, fake_backend):
+    cands = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "fp16", native=False)]  # fake: wrong shape
+    first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY_FULL, candidates=cands)
+    assert {p.label: p for p in first.probes}["fake fp16 (cpu)"].status == "failed"
+    second, _ = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=cands, prior=first)
+    fake = {p.label: p for p in second.probes}["fake fp16 (cpu)"]
+    assert fake.status == "not probed" and fake.reason.startswith("failed at batch 1: ") and fake.calls == 0
+    assert {p.label: p for p in second.probes}["onnxruntime fp32 (cpu)"].status == "chosen"
+    third, _ = row.decide(searchable, "FP16", 4, "cpu", TINY_FULL, candidates=cands)  # no prior: measured
+    assert {p.label: p for p in third.probes}["fake fp16 (cpu)"].status == "failed"

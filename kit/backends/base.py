@@ -10,8 +10,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from kit.errors import InvalidParameter
-from kit.hardware.environment import cpu_model, cpu_peak_gflops, usable_cores
-from kit.hardware.gpu_peaks import gpu_device_info
+from kit.hardware import kinds
 from kit.hardware.kinds import device_kind
 from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.models.spec import ExportedModel
@@ -143,7 +142,4 @@ class InProcessBackend(Backend):
         return None
 
     def device_info(self, config: BackendConfig) -> dict:
-        if config.kind == "cpu":
-            return {"kind": "cpu", "name": cpu_model(), "cores": usable_cores(),
-                    "peak": cpu_peak_gflops(config.precision)}
-        return gpu_device_info(config)
+        return kinds.get(config.kind).device_info(config)

@@ -31,7 +31,7 @@ from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
 from kit.errors import BackendUnavailable
-from kit.hardware.identity import reuse_identity
+from kit.hardware.reuse import reuse_identity
 from kit.paths import notebooks_dir, outputs_dir, project_root
 
 TOPIC = "kit-batch"
@@ -180,7 +180,7 @@ class DaskExecutor:
 
     def hardware_parts(self, kind: str) -> list[str]:
         """The distinct parts of `kind` among the workers offering it, with what else their figures
-        depend on (kit.hardware.identity.reuse_identity: cores, CPU flags, thread settings)."""
+        depend on (kit.hardware.reuse.reuse_identity: cores, CPU flags, thread settings)."""
         workers = sorted(self.offered().get(kind, ()))
         answers = self.client.run(reuse_identity, kind, workers=workers, on_error="return") if workers else {}
         return sorted({a for a in answers.values() if isinstance(a, str)})

@@ -10,7 +10,6 @@ from __future__ import annotations
 from kit.batch import Job
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
-from kit.hardware.onnxruntime_probe import usable_gpu_providers
 from kit.measure.bytemlperf import BYTEMLPERF_TRIM
 from kit.models import get_entry
 from kit.published import figures as published
@@ -53,20 +52,17 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
     """Backend, precision, device and the reason, standing in for a published precision on `kind`.
 
     On a GPU, TensorRT is offered to the mapping only where an ONNX Runtime session really starts
-    it here (kit.hardware.onnxruntime_probe.usable_gpu_providers), so the FP8 rows can reach int8 through
+    it here (the kind's `ort_providers`), so the FP8 rows can reach int8 through
     TensorRT.
     """
     return map_precision(published_precision, kind, framework=get_entry(model).framework,
-                         gpu_providers=usable_gpu_providers(kind))
+                         gpu_providers=hw.get(kind).ort_providers())
 
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:
     """A job's precision plan and the hardware kind it runs on, settled here once."""
     return {"hardware": kind, "backend": plan.backend, "precision": plan.precision, "device": plan.device,
             "precision_note": plan.note}
-
-
-SEARCHED_KINDS = ("cpu", "cuda")  # the IPU runs its published settings
 
 
 def search_key(model: str, published_precision: str, batch: int, kind: str) -> str:
@@ -76,10 +72,25 @@ def search_key(model: str, published_precision: str, batch: int, kind: str) -> s
     return key_hash(decision_key(model, published_precision, batch, kind))
 
 
+def search_keys(model: str, published_precision: str, batches: list[int], kind: str) -> str:
+    """The keys of the row's decisions at each of `batches`, comma-separated in their order (a GPU
+    decides at every published batch: kit.hardware.kinds' `search_each_batch`)."""
+    return ",".join(search_key(model, published_precision, b, kind) for b in batches)
+
+
 def search_batch(model: str, batches: list[int], profile: str) -> int:
     """The batch size a row's search measures its candidates at: the largest published one (full),
     a small one (quick)."""
     return max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
+
+
+def search_params(model: str, published_precision: str, batches: list[int], profile: str, kind: str) -> dict:
+    """Where a row's search measures and the key(s) of its decision(s): at every published batch
+    where calls take milliseconds (a GPU), else at one batch (`search_batch`)."""
+    if hw.get(kind).search_each_batch:
+        return {"search_key": search_keys(model, published_precision, batches, kind)}
+    searched = search_batch(model, batches, profile)
+    return {"search_batch": searched, "search_key": search_key(model, published_precision, searched, kind)}
 
 
 def fp16_first(rows: list) -> list:
@@ -97,17 +108,16 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
     for row in fp16_first(list(published.headline_rows().itertuples())):
         settings = published.ipu_run_settings(row.model, row.precision)
         batches = settings["batch_sizes"] or [1]
-        clients = settings["clients"] if kind == "ipu" else 1
+        published_settings = hw.get(kind).published_settings  # the IPU runs its published settings
+        clients = settings["clients"] if published_settings else 1
         params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
                   "clients": clients, **plan_params(row_plan(row.model, row.precision, kind), kind),
                   **TIMING[profile]}
-        if kind == "ipu":
+        if published_settings:
             params["min_count"] = max(params["min_count"], IPU_MIN_COUNT)
-        if search and kind in SEARCHED_KINDS:  # each job searches its own row once; later runs reuse it
-            searched = search_batch(row.model, batches, profile)
-            params.update(search=True, search_depth=profile, search_batch=searched,
-                          search_key=search_key(row.model, row.precision, searched, kind),
-                          **({"search_force": True} if research else {}))
+        if search and not published_settings:  # each job searches its own row once; later runs reuse it
+            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}),
+                          **search_params(row.model, row.precision, batches, profile, kind))
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
                         timeout_s=900 if profile == "quick" else 3600))
     return jobs

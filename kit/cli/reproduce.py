@@ -24,10 +24,10 @@ from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
-from kit.hardware.identity import reuse_identity
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
 from kit.hardware.kinds import resolve as resolve_hardware
+from kit.hardware.reuse import reuse_identity
 from kit.paths import outputs_dir
 from kit.publish.site import latest_records, rebuild_index, unreadable, write_index
 

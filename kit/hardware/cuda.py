@@ -13,6 +13,8 @@ from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware.gpu_install import driver_problem, driver_version
 from kit.hardware.onnxruntime_probe import ort_cuda_reason
 
+KIND = "cuda"  # the hardware kind these GPUs are (kit.hardware.kinds.CUDA)
+
 
 @functools.cache
 def gpu_names() -> tuple[str, ...]:
@@ -198,12 +200,12 @@ def unused_gpu_reason(kinds: list[str]) -> str | None:
     """Why a run on `kinds` measures no NVIDIA GPU although nvidia-smi lists one, or `cuda` was
     asked for and no CUDA backend loads; None when there is nothing to say."""
     names = gpu_names()
-    if not names and "cuda" not in kinds:
+    if not names and KIND not in kinds:
         return None
     reason = cuda_backend_loads()
     if reason is None:
         return None
     listed = f"nvidia-smi lists {', '.join(names)}" if names else "nvidia-smi lists no GPU"
-    if "cuda" in kinds:
+    if KIND in kinds:
         return f"cuda asked for, but no CUDA backend loads here ({listed}): {reason}"
     return f"GPU not used ({listed}; this run measures {', '.join(kinds)}): {reason}"

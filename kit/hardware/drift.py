@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.hardware import cuda, kinds
+from kit.hardware import cuda
 from kit.hardware.environment import cpu_model
+from kit.hardware.ipu import ipu_present
 from kit.hardware.source import distributions, file_sha256, kit_source, published_data_hashes
 
 
 def current(notebook: Path | None = None) -> dict:
     """This machine's side of the comparison, in the keys `capture()` records them under."""
     now = {"kit": kit_source(), "distributions": distributions(), "cpu": {"model": cpu_model()},
-           "gpus": list(cuda.visible_gpu_names()), "ipu_present": kinds.ipu_present(),
+           "gpus": list(cuda.visible_gpu_names()), "ipu_present": ipu_present(),
            "published_data": published_data_hashes()}
     if notebook is not None:
         now["notebook_sha256"] = file_sha256(notebook) if notebook.is_file() else None

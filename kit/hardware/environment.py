@@ -10,8 +10,8 @@ import platform
 
 from kit.errors import BackendUnavailable
 from kit.hardware import cuda
-from kit.hardware import kinds as hardware
 from kit.hardware.cpu import thread_settings
+from kit.hardware.ipu import ipu_present
 from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
 PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
@@ -170,7 +170,7 @@ def capture() -> dict:
                 "peak_fp32": cpu_peak_gflops("fp32")},
         "gpus": list(cuda.visible_gpu_names()),
         "gpu": gpu_facts(),
-        "ipu_present": hardware.ipu_present(),
+        "ipu_present": ipu_present(),
         "packages": package_versions(),
         "threads": thread_settings(),
         "kit": kit_source(),

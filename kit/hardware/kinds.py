@@ -1,46 +1,144 @@
-"""The one place that knows the kinds of hardware: what is present, what `auto` means and which kind
-a device belongs to (the exact Graphcore parts are in kit.hardware.parts, CUDA devices in
-kit.hardware.cuda).
+"""The one place that knows the kinds of hardware: each kind is one object here, with its devices,
+how it is found, its exact part, what of it enters the search cache key, what `auto` prefers and
+what the kit does differently on it. Nothing else in the kit compares kind names.
 
 Kinds are where a study runs: 'cpu', 'cuda' (an NVIDIA GPU, through CUDA or TensorRT) and 'ipu'.
 A device is what a backend is asked for ('cpu', 'cuda', 'tensorrt', 'ipu'); every device belongs to
-one kind. Nothing else in the kit decides hardware.
+one kind. What the floors above decide per kind (power sensors in kit.measure.power, precision
+mappings and candidates in kit.search) they keep in their own tables keyed by the kind's name, so
+this floor never imports upward. A new kind is one class and one `register` line here.
 
 >>> kind_of("tensorrt")
 'cuda'
 >>> resolve("cpu")
 'cpu'
+>>> get("cuda").hardware_class
+'gpu'
 """
 
 from __future__ import annotations
 
-import os
-import shutil
+from dataclasses import dataclass
 
 from kit.errors import InvalidParameter
-from kit.hardware import cuda
+from kit.hardware import cuda, gpu_peaks, ipu, onnxruntime_probe
+from kit.hardware.environment import cpu_model, cpu_peak_gflops, usable_cores
+from kit.registry import Registry
 
-KINDS = ("cpu", "cuda", "ipu")
+
+@dataclass(frozen=True)
+class HardwareKind:
+    """A kind of hardware: the data that differs by kind, and the hooks each kind overrides."""
+
+    name: str
+    devices: tuple[str, ...]  # what a backend may be asked for on it, its own device first
+    hardware_class: str  # 'cpu', 'gpu' or 'ipu': what device_info and the published parts call it
+    export_name: str  # ByteMLPerf's word for it in a report's backend name
+    preference: int  # `auto` picks the present kind with the highest
+    published_settings: bool = False  # True: runs each row's published settings, never searched
+    places_roofline: bool = False  # its figures are placed against a stated peak (kit.studies.roofline)
+    profiles_ops: bool = False  # torch's profiler splits a call by operator (kit.studies.op_breakdown)
+    session_per_device: bool = False  # one replica per device: a C2 run uses min(replicas, devices)
+    search_each_batch: bool = False  # calls take milliseconds: the search decides at every published batch
+
+    def present(self) -> bool:
+        """Whether this kind can run here (a driver alone is not enough)."""
+        raise NotImplementedError
+
+    def part(self) -> str:
+        """The exact part behind the kind on this machine, read cheaply without a backend: what a
+        result may be reused on."""
+        raise NotImplementedError
+
+    def key_facts(self) -> dict:
+        """What of this kind, beyond the host CPU, decides which configuration is fastest: part of
+        every search decision's cache key."""
+        return {"gpus": []}
+
+    def device_info(self, config) -> dict:
+        """device_info for an in-process backend's `config` (a kit.backends.base.BackendConfig) on it."""
+        raise NotImplementedError(f"no in-process backend runs on {self.name}")
+
+    def ort_providers(self) -> list[str]:
+        """The optional ONNX Runtime providers a session really starts here on this kind."""
+        return []
+
+
+class Cpu(HardwareKind):
+    def present(self) -> bool:
+        return True
+
+    def part(self) -> str:
+        return cpu_model()
+
+    def device_info(self, config) -> dict:
+        return {"kind": self.hardware_class, "name": cpu_model(), "cores": usable_cores(),
+                "peak": cpu_peak_gflops(config.precision)}
+
+
+class Cuda(HardwareKind):
+    def present(self) -> bool:
+        return bool(cuda.gpu_names()) and cuda.cuda_backend_loads() is None  # a driver alone is not a backend
+
+    def part(self) -> str:
+        return ", ".join(cuda.visible_gpu_names()) or "no GPU visible"
+
+    def key_facts(self) -> dict:
+        return {"gpus": list(cuda.gpu_names())}
+
+    def device_info(self, config) -> dict:
+        return gpu_peaks.gpu_device_info(config)
+
+    def ort_providers(self) -> list[str]:
+        return onnxruntime_probe.usable_gpu_providers()
+
+
+class Ipu(HardwareKind):
+    def present(self) -> bool:
+        return ipu.ipu_present()
+
+    def part(self) -> str:
+        return ipu.ipu_part()
+
+
+REGISTRY: Registry[HardwareKind] = Registry("hardware kind")
+CPU = REGISTRY.register("cpu", Cpu("cpu", ("cpu",), "cpu", "CPU", preference=0, places_roofline=True,
+                                   profiles_ops=True))
+CUDA = REGISTRY.register(cuda.KIND, Cuda(cuda.KIND, ("cuda", "tensorrt"), "gpu", "GPU", preference=1,
+                                         search_each_batch=True))
+IPU = REGISTRY.register("ipu", Ipu("ipu", ("ipu",), "ipu", "IPU", preference=2, published_settings=True,
+                                   session_per_device=True))
+
+KINDS = tuple(REGISTRY)
 CHOICES = ("auto", *KINDS)
-PREFERENCE = ("ipu", "cuda", "cpu")  # what `auto` picks, best first
-DEVICE_KIND = {"cpu": "cpu", "cuda": "cuda", "tensorrt": "cuda", "ipu": "ipu"}
+PREFERENCE = tuple(sorted(KINDS, key=lambda k: -REGISTRY.get(k).preference))  # what `auto` picks, best first
+DEVICE_KIND = {d: k for k in KINDS for d in REGISTRY.get(k).devices}
 DEVICES = tuple(DEVICE_KIND)
 #: The class a figure's hardware belongs to, as device_info reports it.
-KIND_CLASS = {"cpu": "cpu", "cuda": "gpu", "ipu": "ipu"}
+KIND_CLASS = {k: REGISTRY.get(k).hardware_class for k in KINDS}
 
 
-def ipu_present() -> bool:
-    return any(os.path.exists(f"/dev/ipu{i}") for i in range(16)) or bool(shutil.which("gc-info"))
+def get(kind: str) -> HardwareKind:
+    """The kind object named `kind` ('cpu', 'cuda', 'ipu')."""
+    if kind not in REGISTRY:
+        raise InvalidParameter("hardware", kind, f"one of {', '.join(KINDS)}")
+    return REGISTRY.get(kind)
+
+
+def of_class(hardware_class: str) -> HardwareKind | None:
+    """The kind whose device_info calls itself `hardware_class` ('gpu' -> cuda), None if none does."""
+    return next((REGISTRY.get(k) for k in KINDS if REGISTRY.get(k).hardware_class == hardware_class), None)
 
 
 def present() -> list[str]:
     """The kinds present here: always 'cpu', plus 'cuda' and 'ipu' when found."""
-    kinds = ["cpu"]
-    if cuda.gpu_names() and cuda.cuda_backend_loads() is None:  # a driver alone is not a CUDA backend
-        kinds.append("cuda")
-    if ipu_present():
-        kinds.append("ipu")
-    return kinds
+    return [k for k in KINDS if REGISTRY.get(k).present()]
+
+
+def part(kind: str) -> str:
+    """'Intel(R) Xeon(R) ...' for 'cpu', 'NVIDIA H100 ...' for 'cuda', 'board type: C600, ipu
+    architecture: ipu21' for 'ipu' (or a note saying why the part could not be read)."""
+    return get(kind).part()
 
 
 def best_present(kinds: list[str] | None = None) -> str:

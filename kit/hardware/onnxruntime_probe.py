@@ -78,11 +78,10 @@ def preload_tensorrt(major: int = TENSORRT_MAJOR) -> list[str]:
 OPTIONAL_GPU_PROVIDERS = ("TensorrtExecutionProvider",)
 
 
-def usable_gpu_providers(kind: str) -> list[str]:
-    """The optional GPU providers an ONNX Runtime session really starts here (none off CUDA): what
-    the precision mapping and the per-row search offer, so that the FP8 rows reach TensorRT int8."""
-    if kind != "cuda":
-        return []
+def usable_gpu_providers() -> list[str]:
+    """The optional GPU providers an ONNX Runtime session really starts here (the CUDA kind's
+    `ort_providers`): what the precision mapping and the per-row search offer, so that the FP8 rows
+    reach TensorRT int8."""
     return [p for p in OPTIONAL_GPU_PROVIDERS if ort_provider_reason(p) is None]
 
 

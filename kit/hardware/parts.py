@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from kit.errors import InvalidParameter
-from kit.hardware.kinds import hardware_class
+from kit.hardware.kinds import IPU, hardware_class
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class MeasuredOn:
         if self.emulated or published_part is None:
             return False
         if published_part in PARTS:
-            return self.hardware_class == "ipu" and self.part == published_part
+            return self.hardware_class == IPU.hardware_class and self.part == published_part
         return self.hardware_class == hardware_class(published_part)
 
     @property

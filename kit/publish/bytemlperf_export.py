@@ -26,11 +26,11 @@ from pathlib import Path
 
 from kit import atomic
 from kit.errors import MissingResource
+from kit.hardware import kinds
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 
 FOLDER = "bytemlperf"
-KIND_NAMES = {"cpu": "CPU", "cuda": "GPU", "ipu": "IPU"}
 RUNTIME_NAMES = {"ipu": "poprt"}
 DIFFS = {"Mean Diff": "mean_abs", "Std Diff": "std_abs", "Max Diff": "max_abs", "Max Rel-Diff": "max_rel",
          "Mean Rel-Diff": "mean_rel"}
@@ -65,7 +65,13 @@ def backend_name(result: RunResult) -> str:
         runtime += f"-{backend['device']}"
     if EMULATED in str(device):  # never to be read as an IPU's figures
         runtime = f"emulated-{runtime}"
-    return f"{KIND_NAMES.get(kind, kind.upper())}-{part_name(str(device))}-{runtime}"
+    return f"{export_name(kind)}-{part_name(str(device))}-{runtime}"
+
+
+def export_name(kind: str) -> str:
+    """ByteMLPerf's word for a kind ('GPU' for cuda), or a device_info class upper-cased."""
+    known = kinds.REGISTRY.get(kind) if kind in kinds.REGISTRY else kinds.of_class(kind)
+    return known.export_name if known else kind.upper()
 
 
 def _finite(value: object) -> bool:

@@ -1,7 +1,7 @@
 """Each published row at its fastest on the hardware at hand: a cached per-row search over backends,
 precisions and compilation, gated by precision class and numerics.
 
-`decide(model, published, batch, kind, SearchSettings(...))` returns the row's decision (the chosen
+`decide(model, published, batch, kind, SearchSettings(...))` returns the row's `Decision` (the chosen
 plan, the ratio to today's mapping, and every candidate's probe), from the cache when one fits.
 
 Floor 6 of kit/ (docs/architecture.md): imports kit.backends and every floor below it.
@@ -10,7 +10,9 @@ Floor 6 of kit/ (docs/architecture.md): imports kit.backends and every floor bel
 from kit.search.cache import decision_key, key_hash, load_decision
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.cost import search_cost
-from kit.search.row import SearchSettings, decide, search_row
+from kit.search.decision import Decision, Plan
+from kit.search.planning import SearchSettings
+from kit.search.row import decide, search_row
 
-__all__ = ["RowCandidate", "SearchSettings", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
+__all__ = ["Decision", "Plan", "RowCandidate", "SearchSettings", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
            "search_cost", "search_row"]

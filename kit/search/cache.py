@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from kit import atomic
-from kit.hardware import cuda
+from kit.hardware import kinds
 from kit.hardware.environment import (
     TENSORRT_DISTRIBUTIONS,
     cpu_flags,
@@ -26,6 +26,7 @@ from kit.hardware.environment import (
     usable_cores,
 )
 from kit.paths import cache_dir
+from kit.search.decision import Decision
 
 SEARCH_VERSION = 15  # bump when candidates, gates or the choice rule change
 #: Every distribution whose version can change which candidate wins; those not installed are left
@@ -39,10 +40,10 @@ DEPTH_RANK = {"quick": 0, "full": 1}
 
 def hardware_fingerprint(kind: str) -> dict:
     """What decides which configuration is fastest: the CPU (model, vector/matrix flags, cores) and
-    the GPUs."""
+    what the kind itself adds (the GPUs on a CUDA host)."""
     flags = sorted(f for f in cpu_flags() if f.startswith(FLAG_PREFIXES))
     return {"kind": kind, "cpu": cpu_model(), "cores": usable_cores(), "flags": flags,
-            "gpus": list(cuda.gpu_names()) if kind == "cuda" else []}
+            **kinds.get(kind).key_facts()}
 
 
 def software_versions() -> dict:
@@ -73,24 +74,24 @@ def contended(load_average: float, cores: int) -> bool:
 
 
 def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
-                  load_now: float | None = None) -> dict | None:
+                  load_now: float | None = None) -> Decision | None:
     """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
     for another key, or searched on a contended machine that is quiet now: then it is searched again)."""
     path = decision_path(key, directory)
     try:
-        stored = json.loads(path.read_text())
-    except (OSError, ValueError):
+        stored = Decision.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, AttributeError):  # unreadable, or not a decision's fields
         return None
-    if stored.get("key") != key or DEPTH_RANK.get(stored.get("depth"), -1) < DEPTH_RANK[depth]:
+    if stored.key != key or DEPTH_RANK.get(stored.depth, -1) < DEPTH_RANK[depth]:
         return None
     cores = usable_cores()
     now = os.getloadavg()[0] if load_now is None else load_now
-    if stored.get("contended") and not contended(now, cores):
+    if stored.contended and not contended(now, cores):
         return None
     return stored
 
 
-def store_decision(decision: dict, directory: Path | None = None) -> Path:
+def store_decision(decision: Decision, directory: Path | None = None) -> Path:
     """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
-    path = decision_path(decision["key"], directory)
-    return atomic.write_text(path, json.dumps(decision, indent=1, default=str))
+    path = decision_path(decision.key, directory)
+    return atomic.write_text(path, json.dumps(decision.to_dict(), indent=1, default=str))

@@ -14,10 +14,11 @@ graph settings) only by a full search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from kit.errors import InvalidParameter
+from kit.hardware import kinds
 from kit.hardware.environment import cpu_flags, usable_cores
 from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
 
@@ -86,19 +87,39 @@ def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str
     'onnx') on `hardware` ('cpu' or 'cuda'). `int8_method`, the ONNX Runtime int8 method the graph
     suggests ('static-qdq' or 'dynamic'), adds the other method as a full-search candidate, and for
     a transformer ('dynamic') NNCF's transformer preset beside its defaults."""
-    if hardware == "cpu":
-        out = _cpu(framework, frozenset(cpu_flags() if flags is None else flags), cores or usable_cores(),
-                   transformer=int8_method == "dynamic")
-        if int8_method in OTHER_INT8_METHOD:
-            other = OTHER_INT8_METHOD[int8_method]
-            default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
-            out.insert(out.index(default) + 1, RowCandidate(
-                "onnxruntime", "int8", options={"quantization": other}, native=default.native, depth="full",
-                why=f"{other} int8 instead of the graph's {int8_method}"))
-        return out
-    if hardware == "cuda":
-        return _cuda(framework, set(providers))
-    raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")
+    if hardware not in ROW_CANDIDATES:
+        raise InvalidParameter("hardware", hardware, f"one of {', '.join(ROW_CANDIDATES)} (the IPU runs its "
+                               "published settings)")
+    return ROW_CANDIDATES[hardware](CandidateContext(
+        framework, frozenset(cpu_flags() if flags is None else flags), set(providers), cores or usable_cores(),
+        int8_method))
+
+
+@dataclass(frozen=True)
+class CandidateContext:
+    """What decides a row's candidates on a kind: the model's framework, the CPU flags, the ONNX
+    Runtime providers that really start, the usable cores and the int8 method the graph suggests."""
+
+    framework: str
+    flags: frozenset[str]
+    providers: set[str]
+    cores: int
+    int8_method: str | None = None
+
+
+def _cpu_row(ctx: CandidateContext) -> list[RowCandidate]:
+    out = _cpu(ctx.framework, ctx.flags, ctx.cores, transformer=ctx.int8_method == "dynamic")
+    if ctx.int8_method in OTHER_INT8_METHOD:
+        other = OTHER_INT8_METHOD[ctx.int8_method]
+        default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
+        out.insert(out.index(default) + 1, RowCandidate(
+            "onnxruntime", "int8", options={"quantization": other}, native=default.native, depth="full",
+            why=f"{other} int8 instead of the graph's {ctx.int8_method}"))
+    return out
+
+
+def _cuda_row(ctx: CandidateContext) -> list[RowCandidate]:
+    return _cuda(ctx.framework, ctx.providers)
 
 
 def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = False) -> list[RowCandidate]:
@@ -166,6 +187,12 @@ def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
         out.append(RowCandidate("torch", "fp16", "cuda", options={"compile": True}, depth="full",
                                 why="inductor fp16 (CUDA graphs off)"))
     return out
+
+
+#: What a row's search measures, by hardware kind (kit.hardware.kinds); a kind absent here (the IPU)
+#: runs its published settings.
+ROW_CANDIDATES: dict[str, Callable[[CandidateContext], list[RowCandidate]]] = {
+    kinds.CPU.name: _cpu_row, kinds.CUDA.name: _cuda_row}
 
 
 def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:

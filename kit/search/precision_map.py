@@ -11,7 +11,7 @@ TensorRT (the kit has no fp8 execution path yet, even on GPUs that have fp8 unit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -44,19 +44,18 @@ def map_precision(published: str, hardware: str, *, framework: str = "torch",
     published = published.upper()
     if published not in PUBLISHED:
         raise InvalidParameter("published precision", published, f"one of {', '.join(PUBLISHED)}")
-    if hardware not in hw.KINDS:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(hw.KINDS)}")
-    if hardware == "ipu":
-        return PrecisionChoice("ipu", published.lower(), "ipu", f"{published} as published (PopRT on the IPU)")
+    kind = hw.get(hardware).name
+    return MAPPINGS[kind](published, framework, frozenset(cpu_flags() if flags is None else flags),
+                          set(gpu_providers))
+
+
+def _map_ipu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+    return PrecisionChoice("ipu", published.lower(), "ipu", f"{published} as published (PopRT on the IPU)")
+
+
+def _map_cpu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
     if published == "FP32":
-        backend = "torch" if hardware == "cuda" and framework == "torch" else "onnxruntime"
-        return PrecisionChoice(backend, "fp32", hardware, "FP32 as published")
-    if hardware == "cuda":
-        return _map_gpu(published, framework, set(gpu_providers))
-    return _map_cpu(published, framework, frozenset(cpu_flags() if flags is None else flags))
-
-
-def _map_cpu(published: str, framework: str, flags: frozenset[str]) -> PrecisionChoice:
+        return PrecisionChoice("onnxruntime", "fp32", "cpu", "FP32 as published")
     if published == "FP8":
         vnni = "with VNNI int8 dot products" if flags & set(INT8_FLAGS) else "without VNNI (slower int8)"
         return PrecisionChoice("onnxruntime", "int8", "cpu",
@@ -76,8 +75,10 @@ def _map_cpu(published: str, framework: str, flags: frozenset[str]) -> Precision
                            "fastest type")
 
 
-def _map_gpu(published: str, framework: str, providers: set[str]) -> PrecisionChoice:
+def _map_gpu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
     backend = "torch" if framework == "torch" else "onnxruntime"
+    if published == "FP32":
+        return PrecisionChoice(backend, "fp32", "cuda", "FP32 as published")
     if published == "FP16":
         return PrecisionChoice(backend, "fp16", "cuda", "IPU FP16 -> fp16 on the GPU")
     if "TensorrtExecutionProvider" in providers:
@@ -87,11 +88,17 @@ def _map_gpu(published: str, framework: str, providers: set[str]) -> PrecisionCh
                            "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit")
 
 
+#: What each published precision runs at, by hardware kind (kit.hardware.kinds): (published,
+#: framework, CPU flags, ONNX Runtime providers) -> the choice.
+MAPPINGS: dict[str, Callable[[str, str, frozenset[str], set[str]], PrecisionChoice]] = {
+    hw.CPU.name: _map_cpu, hw.CUDA.name: _map_gpu, hw.IPU.name: _map_ipu}
+
+
 def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = None,
                      framework: str = "torch") -> str:
     """The sentence every report prints about precisions on `hardware` (default: the best here)."""
     hardware = hardware or hw.best_present()
-    if hardware == "ipu":
+    if hw.get(hardware).published_settings:
         return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
     fp16 = map_precision("FP16", hardware, framework=framework, flags=flags)
     fp8 = map_precision("FP8", hardware, framework=framework, flags=flags)
@@ -124,14 +131,21 @@ def candidate_configs(framework: str, hardware: str = "cpu", *, flags: Iterable[
     `include_slow` adds fp16 on a CPU that only emulates it; `include_compile` adds torch.compile
     (minutes of compilation on a small CPU).
     """
-    if hardware not in ("cpu", "cuda"):
-        raise InvalidParameter("hardware", hardware, "cpu or cuda (the IPU runs its published settings)")
-    if hardware == "cuda":
-        out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
-        if framework == "torch":
-            out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
-        return out
-    flags = frozenset(cpu_flags() if flags is None else flags)
+    if hardware not in CANDIDATE_CONFIGS:
+        raise InvalidParameter("hardware", hardware, f"one of {', '.join(CANDIDATE_CONFIGS)} (the IPU runs its "
+                               "published settings)")
+    return CANDIDATE_CONFIGS[hardware](framework, frozenset(cpu_flags() if flags is None else flags),
+                                       include_compile, include_slow)
+
+
+def _gpu_configs(framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool) -> list[Candidate]:
+    out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
+    if framework == "torch":
+        out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
+    return out
+
+
+def _cpu_configs(framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool) -> list[Candidate]:
     native16 = bool(flags & set(FP16_FLAGS))
     out = [Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
            Candidate("onnxruntime", "int8", why="VNNI int8" if flags & set(INT8_FLAGS) else "int8")]
@@ -148,3 +162,7 @@ def candidate_configs(framework: str, hardware: str = "cpu", *, flags: Iterable[
     if include_slow or native16:
         out.append(Candidate("torch", "fp16", why="fp16 autocast"))
     return out
+
+
+CANDIDATE_CONFIGS: dict[str, Callable[[str, frozenset[str], bool, bool], list[Candidate]]] = {
+    hw.CPU.name: _cpu_configs, hw.CUDA.name: _gpu_configs}

@@ -54,7 +54,7 @@ EXTEND_WITHIN_S = 25.0  # ... and only while it has taken less than this (videob
 TIE_TOLERANCE = 0.05  # a pick is settled once the other side cannot be more than this much faster
 SETTLE_WITHIN_S = 45.0  # a near tie is settled at the published batch when one round there fits this
 RUNOFF_WITHIN = 0.2  # contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
-QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.row.STOP_BELOW)
+QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.measuring.STOP_BELOW)
 MAX_DUELS = 2
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from kit.models.spec import ExportedModel
 from kit.search import cache
+from kit.search.decision import Decision
 from kit.search.gate import bits
 from kit.search.probe import Probe
 
@@ -23,7 +24,7 @@ COPIED = ("throughput", "low", "high", "calls", "load_s", "first_call", "numeric
 
 
 def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind: str, depth: str, probe: dict,
-                     *, weights: str = "random", seed: int = 0) -> dict | None:
+                     *, weights: str = "random", seed: int = 0) -> Decision | None:
     """The sibling row's cached decision at the same batch and probe settings (a deeper search's
     serves too), searched on a quiet machine; None where there is none."""
     other = SIBLING.get(published.upper())
@@ -31,28 +32,28 @@ def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind
         return None
     key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)
     stored = cache.load_decision(key, depth)
-    if stored is None or stored.get("contended") or (stored.get("settings") or {}).get("probe") != probe:
+    if stored is None or stored.contended or stored.settings.get("probe") != probe:
         return None
     return stored
 
 
-def borrow(probes: list[Probe], sibling: dict) -> int:
+def borrow(probes: list[Probe], sibling: Decision) -> int:
     """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
     returns how many were taken."""
-    theirs = {p["label"]: p for p in sibling.get("probes", [])}
-    source = f"the {sibling['published']} row's search ({sibling.get('cache_file', '?')}, {sibling.get('created_at', '?')})"
+    theirs = {p.label: p for p in sibling.probes}
+    source = f"the {sibling.published} row's search ({sibling.cache_file or '?'}, {sibling.created_at or '?'})"
     taken = 0
     for p in probes:
         q = theirs.get(p.label)
         if p.status != "pending" or p.today or bits(p.precision) < 16 or q is None:
             continue
-        if q.get("status") not in ("chosen", "lost") or not q.get("throughput"):
+        if q.status not in ("chosen", "lost") or not q.throughput:
             continue
         for name in COPIED:
-            setattr(p, name, q.get(name))
-        p.shared_from = q.get("shared_from") or source  # where it was measured, if the sibling took it too
-        if str(q.get("reason", "")).startswith("stopped early"):
-            p.status, p.reason = "lost", f"in {p.shared_from}: {q['reason']}"
+            setattr(p, name, getattr(q, name))
+        p.shared_from = q.shared_from or source  # where it was measured, if the sibling took it too
+        if q.reason.startswith("stopped early"):
+            p.status, p.reason = "lost", f"in {p.shared_from}: {q.reason}"
         else:
             p.status = "measured"
         taken += 1

@@ -16,6 +16,7 @@ from kit import progress
 from kit.backends import BackendConfig, require_backend
 from kit.datasets.images import image_files, preprocess_batch
 from kit.errors import InvalidParameter
+from kit.hardware import kinds
 from kit.hardware.environment import usable_cores
 from kit.measure.power import sampler_for
 from kit.measure.power.summary import indicative
@@ -108,7 +109,8 @@ def replicas_here(cfg: Config, device_info: dict) -> tuple[Config, str | None]:
     """The config with replicas = min(asked, devices) on an IPU machine (one session per IPU; a C600
     card has one), and the deviation from the paper's 2 replicas said in words; else unchanged."""
     devices = device_info.get("num_devices")
-    if device_info.get("kind") != "ipu" or devices is None or int(devices) >= cfg.replicas:
+    kind = kinds.of_class(str(device_info.get("kind")))
+    if kind is None or not kind.session_per_device or devices is None or int(devices) >= cfg.replicas:
         return cfg, None
     if int(devices) < 1:
         raise InvalidParameter("replicas", cfg.replicas, f"an IPU to run on: PopRT sees {devices} IPU(s)")

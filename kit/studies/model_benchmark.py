@@ -14,6 +14,7 @@ from kit.backends import BackendConfig, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
+from kit.hardware import kinds
 from kit.hardware.environment import cpu_peaks
 from kit.measure.numerics import NumericDiff
 from kit.measure.power import sampler_for
@@ -21,7 +22,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
-from kit.search import SearchSettings, decide, key_hash, search_cost
+from kit.search import Decision, SearchSettings, decide, key_hash, search_cost
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -61,6 +62,7 @@ class Config(RunsOnBackend):
     search_force: bool = False  # search again even when a decision is cached
     search_key: str = ""  # the decision key the batch expects (kit.search.key_hash); "" for a hand-made run
     search_batch: int = 0  # the batch size the search measures candidates at; 0: the largest batch size
+    # (on a kind that searches each batch, a GPU, every batch size is searched and search_batch is unused)
     roofline: bool = True  # place each figure on the roofline (bytes from the graph, measured bandwidth)
 
     def __post_init__(self) -> None:
@@ -88,7 +90,9 @@ class Config(RunsOnBackend):
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options), kind=self.hardware)
 
     def search_settings(self):
-        return SearchSettings(self.search_depth, force=self.search_force, settle_batch=max(self.batch_sizes))
+        each = kinds.get(self.hardware).search_each_batch  # every batch decides itself: no near tie to settle
+        return SearchSettings(self.search_depth, force=self.search_force,
+                              settle_batch=None if each else max(self.batch_sizes))
 
 
 def run(config: Config | dict) -> RunResult:
@@ -102,11 +106,10 @@ def execute(cfg: Config, result: RunResult) -> None:
         model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
                            input_shapes=cfg.input_shapes or None)
     result.model = model.describe()
-    if cfg.search:
-        cfg = searched_config(cfg, model, result)
-    elif model.precision != "fp32" and cfg.precision == "fp32":
-        cfg = graph_precision_config(cfg, model)
+    per_batch = batch_configs(cfg, model, result)
+    cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
     result.notes.append(f"Precision: {cfg.note()}.")
+    result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
     backend = require_backend(cfg.backend)
     bcfg = cfg.backend_config()
     result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
@@ -115,9 +118,11 @@ def execute(cfg: Config, result: RunResult) -> None:
     rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
                              unit="batch size")
     for i, batch in enumerate(rounds):
+        here = per_batch[batch]
         try:
-            measure_one_batch(cfg, backend, reference, model, batch, result, sampler,
+            measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
                               with_accuracy=i == 0, note=rounds.note)
+            mark_decided_at(result, batch)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
     if cfg.roofline:
@@ -132,43 +137,81 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
                                   f"{model.onnx_path.name}'s own graph (its weights), run as it is")
 
 
-def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Config:
-    """The config with the row's searched plan (cached per row and hardware) in place of the
-    mapping's; the search's probe table goes into the result."""
-    kind = cfg.hardware
-    if kind == "ipu":
-        result.notes.append("Per-row search: not run on the IPU, which runs its published settings.")
-        return cfg
-    batch = cfg.search_batch or max(cfg.batch_sizes)
+def batch_configs(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
+    """The config each batch size runs: the searched plan (one for every batch, or, where the kind
+    searches each batch, a GPU, each batch's own), else the job's own."""
+    if not cfg.search:
+        one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
+        return dict.fromkeys(cfg.batch_sizes, one)
+    if kinds.get(cfg.hardware).published_settings:
+        result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its published "
+                            "settings.")
+        return dict.fromkeys(cfg.batch_sizes, cfg)
+    if not kinds.get(cfg.hardware).search_each_batch:
+        batch = cfg.search_batch or max(cfg.batch_sizes)
+        return dict.fromkeys(cfg.batch_sizes, searched_config(cfg, model, result, batch, cfg.search_key)[0])
+    return searched_each_batch(cfg, model, result)
+
+
+def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
+    """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
+    at the next); the largest batch's probe table is the result's `search`, every decision's
+    summary in `search_by_batch`."""
+    keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
+    out, prior, summaries = {}, None, []
+    for batch in sorted(cfg.batch_sizes):
+        out[batch], decision = searched_config(cfg, model, result, batch, keys.get(batch, ""), prior)
+        prior = decision or prior
+        if decision is not None:
+            summaries.append(result.tables["search_decision"])
+    result.tables["search_by_batch"] = summaries
+    return out
+
+
+def searched_config(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
+                    prior: Decision | None = None) -> tuple[Config, Decision | None]:
+    """The config with the row's plan searched at `batch` (cached per row, batch and hardware) in
+    place of the mapping's, and the decision (None where the search did not complete); the
+    search's probe table goes into the result."""
     try:
-        decision, reused = decide(model, cfg.published_precision, batch, kind,
-                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed)
+        decision, reused = decide(model, cfg.published_precision, batch, cfg.hardware,
+                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior)
     except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
-        result.notes.append(f"Per-row search not completed ({exc}): today's mapping kept.")
-        return cfg
-    plan = decision["plan"]
-    if cfg.search_key and decision.get("key") and key_hash(decision["key"]) != cfg.search_key:
-        result.notes.append(f"Per-row search: the decision's key {key_hash(decision['key'])} is not the "
-                            f"batch's {cfg.search_key} (hardware or software changed since the batch was planned).")
-    result.tables["search"] = decision["probes"]
-    result.tables["search_decision"] = {k: v for k, v in decision.items() if k != "probes"} | {"reused": reused}
-    result.notes.append(f"Per-row search ({decision['depth']}, batch {batch}): "
+        result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept.")
+        return cfg, None
+    if expected_key and decision.key and key_hash(decision.key) != expected_key:
+        result.notes.append(f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
+                            f"batch's {expected_key} (hardware or software changed since the batch was planned).")
+    result.tables["search"] = [p.to_dict() for p in decision.probes]
+    result.tables["search_decision"] = decision.summary() | {"reused": reused}
+    result.notes.append(f"Per-row search ({decision.depth}, batch {batch}): "
                         f"{'decision reused from the cache' if reused else 'searched now'} "
-                        f"({decision.get('cache_file', '')}; {search_cost(decision)}); chosen {decision['chosen']}.")
-    if decision.get("fallback"):  # the search measured nothing: its guess never replaces the job's plan
+                        f"({decision.cache_file}; {search_cost(decision)}); chosen {decision.chosen}.")
+    if decision.fallback:  # the search measured nothing: its guess never replaces the job's plan
         result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
                             f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
-        return cfg
-    return replace(cfg, backend=plan["backend"], precision=plan["precision"], device=plan["device"],
-                   options={**cfg.options, **plan["options"]}, threads=plan["threads"] or cfg.threads,
-                   precision_note=plan["precision_note"])
+        return cfg, decision
+    plan = decision.plan
+    return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
+                   options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
+                   precision_note=plan.precision_note), decision
+
+
+def mark_decided_at(result: RunResult, batch: int) -> None:
+    """On a kind that searches each batch, the figure just measured names the plan it ran and the
+    batch its decision was made at (its own)."""
+    decided = {s["batch_size"]: s for s in result.tables.get("search_by_batch") or []}
+    if batch in decided and not decided[batch]["fallback"]:
+        result.measurements[-1]["searched_plan"] = {**decided[batch]["plan"], "chosen": decided[batch]["chosen"],
+                                                    "decided_at_batch": batch}
 
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
-    result.tables["peaks"] = cpu_peaks() if cfg.hardware == "cpu" else []
+    places = kinds.get(cfg.hardware).places_roofline
+    result.tables["peaks"] = cpu_peaks() if places else []
     peak = ((result.backend or {}).get("device_info") or {}).get("peak")
-    if cfg.hardware != "cpu" or not peak or not model.flops_per_sample:
+    if not places or not peak or not model.flops_per_sample:
         result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
         return
     ok = [m for m in result.measurements if m.get("throughput")]
@@ -242,7 +285,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
                      batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
-    if cfg.backend != "torch" or cfg.hardware != "cpu" or not model.flops_per_sample \
+    if cfg.backend != "torch" or not kinds.get(cfg.hardware).profiles_ops or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
     try:

@@ -10,6 +10,9 @@ hardware, or an UnavailableSampler carrying every candidate's reason (never a si
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
 from kit.hardware import kinds as hardware
 from kit.measure.power.base import (
     PowerSampler,
@@ -25,7 +28,7 @@ from kit.measure.power.rapl import RaplSampler
 from kit.measure.power.summary import PowerSummary
 from kit.registry import Registry
 
-__all__ = ["SAMPLERS", "CANDIDATES", "PowerSampler", "Reading", "SamplerOptions", "SensorError",
+__all__ = ["SAMPLERS", "SENSORS", "KindSensors", "PowerSampler", "Reading", "SamplerOptions", "SensorError",
            "UnavailableSampler", "PowerMonitor", "PowerSummary",
            "enable_ipu_monitoring", "select_sampler", "make_sampler", "sampler_for"]
 
@@ -33,11 +36,24 @@ SAMPLERS: Registry[type[PowerSampler]] = Registry("power sampler")
 for _cls in (RaplSampler, NvmlSampler, GcIpuInfoSampler, GcCliSampler, UnavailableSampler):
     SAMPLERS.register(_cls.name, _cls)
 
-#: Samplers tried for each kind of hardware, best first.
-CANDIDATES: dict[str, tuple[str, ...]] = {
-    "ipu": ("gcipuinfo", "gc-cli"),
-    "cuda": ("nvml",),
-    "cpu": ("rapl",),
+
+def nothing_to_prepare() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class KindSensors:
+    """A hardware kind's power sensors, best first, and what must be set before any reads."""
+
+    samplers: tuple[str, ...]
+    prepare: Callable[[], None] = nothing_to_prepare
+
+
+#: Each hardware kind's sensors, by the kind's name (kit.hardware.kinds).
+SENSORS: dict[str, KindSensors] = {
+    hardware.IPU.name: KindSensors(("gcipuinfo", "gc-cli"), enable_ipu_monitoring),  # GCDA_MONITOR=1 for the worker
+    hardware.CUDA.name: KindSensors(("nvml",)),
+    hardware.CPU.name: KindSensors(("rapl",)),
 }
 
 
@@ -56,7 +72,7 @@ def select_sampler(kind: str = "auto", options: SamplerOptions | None = None) ->
     """
     kind = hardware.resolve(kind)
     reasons = []
-    for name in CANDIDATES[kind]:
+    for name in SENSORS[kind].samplers:
         sampler = make_sampler(name, options)
         reason = sampler.probe()
         if reason is None:
@@ -74,13 +90,11 @@ def sampler_for(kind: str, enabled: bool = True, options: SamplerOptions | None 
     sets GCDA_MONITOR=1 for the worker, without which no sensor reads.
     """
     if cuda_device is not None:
-        from dataclasses import replace
-
         options = replace(options or SamplerOptions(), cuda_device=cuda_device)
     if not enabled:
         off = UnavailableSampler(["power sampling switched off (power=False)"], options)
         off.switched_off = True
         return off
-    if kind == "ipu":
-        enable_ipu_monitoring()
+    kind = hardware.resolve(kind)
+    SENSORS[kind].prepare()
     return select_sampler(kind, options)

@@ -1,0 +1,89 @@
+"""Choosing a row's configuration from its probes: the runoff's winner, else the fastest measured
+candidate whose interval lies above today's mapping's (a search never trades the mapping for noise),
+with its ratio to today's mapping and every other probe's reason.
+"""
+
+from __future__ import annotations
+
+from kit.search.decision import Decision, Plan
+from kit.search.precision_map import PrecisionChoice
+from kit.search.probe import Probe
+from kit.search.wording import note, runoff_text
+
+
+def choose(probes: list[Probe], published: str, today: PrecisionChoice,
+           verdict: dict | None = None) -> Decision:
+    """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
+    side, kit.search.runoff); without one, the fastest measured candidate unless its interval
+    overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
+    measured = [p for p in probes if p.status == "measured"]
+    today_probe = next((p for p in probes if p.today), None)
+    if not measured:
+        for p in probes:
+            p.status = p.status if p.status != "pending" else "not probed"
+        label = today_probe.label if today_probe else None
+        return Decision(label, label, fallback=True, probes=list(probes), plan=Plan(
+            today.backend, today.precision, today.device,
+            precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
+    best = max(measured, key=lambda p: p.throughput)
+    kept_for_noise = False
+    if verdict:  # the side-by-side duels decide (kit.search.runoff)
+        best = next(p for p in measured if p.label == verdict["winner"])
+    elif today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+            and not clearly_faster(best, today_probe):
+        best, kept_for_noise = today_probe, True
+    for p in measured:
+        p.status = "chosen" if p is best else "lost"
+        taken = f"taken by {p.shared_from}" if p.shared_from else ""
+        if p is best:
+            p.reason = f"probe {taken}" if taken else p.reason
+        else:
+            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
+            if kept_for_noise and p.throughput > best.throughput:
+                p.reason = ("faster by its point estimate, but its interval reaches below today's "
+                            "mapping's throughput: today's mapping kept")
+        p.reason += runoff_text(verdict, p)
+    ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
+    return Decision(best.label, today_probe.label if today_probe else None,
+                    Plan(**best.plan(), precision_note=note(best, today_probe, today, published, ratio, measured,
+                                                            probes, ratio_batch)),
+                    ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
+                    separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
+                    probes=list(probes))
+
+
+def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list, int | None] | None:
+    """best ÷ today from their side-by-side duel (median, the lowest and highest round, and the batch
+    where a settle measured it, else None), if they fought one: the last, so a near tie settled at the
+    published batch speaks for it."""
+    for d in reversed((verdict or {}).get("duels", [])):
+        if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
+            continue
+        ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
+        median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
+        return median, [min(ratios), max(ratios)], d.get("batch")
+    return None
+
+
+def clearly_faster(a: Probe, b: Probe) -> bool:
+    """Whether a's whole interval lies above b's throughput (no interval: the point estimates)."""
+    if a.low is None or a.low != a.low:
+        return a.throughput > b.throughput
+    return a.low > b.throughput
+
+
+def separated(a: Probe, b: Probe) -> bool:
+    """Whether a's throughput interval lies wholly above b's (no interval: the point estimates)."""
+    if a.low is None or a.low != a.low:
+        return a.throughput > b.throughput
+    return b.high is not None and a.low > b.high  # no upper bound on b: not separated
+
+
+def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
+    if today is None or today.status not in ("chosen", "lost") or not today.throughput:
+        return None, [None, None]
+    if best is today:
+        return 1.0, [1.0, 1.0]
+    lo = best.low / today.high if best.low and today.high else None
+    hi = best.high / today.low if best.high and today.low else None
+    return best.throughput / today.throughput, [lo, hi]

@@ -1,0 +1,92 @@
+"""A row's search decision as one typed record: the plan it chose, its ratio to today's mapping,
+every candidate's probe and how the search ran. It is what the cache stores (outputs/cache/search/,
+JSON through `to_dict`/`from_dict`) and what a result's `search` and `search_decision` tables hold;
+`from_dict` reads the files older kits wrote (a missing field takes its default).
+
+>>> d = Decision.from_dict({"chosen": "ort fp32 (cpu)", "plan": {"backend": "onnxruntime", "precision": "fp32",
+...                         "device": "cpu"}, "probes": [{"label": "ort fp32 (cpu)", "backend": "onnxruntime",
+...                         "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
+...                         "native": True, "why": ""}]})
+>>> d.plan.backend, d.probes[0].label, Decision.from_dict(d.to_dict()) == d
+('onnxruntime', 'ort fp32 (cpu)', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from kit.search.probe import Probe
+
+
+def _known(cls, d: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The model_benchmark parameters that run the chosen configuration, and the note a report prints."""
+
+    backend: str
+    precision: str
+    device: str
+    options: dict = field(default_factory=dict)
+    threads: int | None = None
+    precision_note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Plan:
+        return cls(**{"backend": "", "precision": "", "device": "", **_known(cls, d)})
+
+
+@dataclass
+class Decision:
+    """What a row's search chose and why. `fallback`: it measured no candidate and `plan` is today's
+    mapping (a job never takes it over its own plan); `ratio_batch`: the batch where a near tie was
+    settled (kit.search.runoff), None where the search's own batch decided; `runoff`: the
+    side-by-side duels' verdict; `key` and `cache_file`: the cache entry it is stored under."""
+
+    chosen: str | None
+    today: str | None
+    plan: Plan
+    fallback: bool = False
+    ratio_vs_today: float | None = None
+    ratio_interval: list = field(default_factory=lambda: [None, None])
+    ratio_batch: int | None = None
+    separated: bool = False
+    probes: list[Probe] = field(default_factory=list)
+    runoff: dict | None = None
+    model: str = ""
+    published: str = ""
+    batch_size: int = 0
+    kind: str = ""
+    depth: str = "quick"
+    settings: dict = field(default_factory=dict)  # SearchSettings' fields and the probe's MeasureConfig
+    native_16bit: list[str] = field(default_factory=list)
+    searched_s: float | None = None
+    shared_probes: int = 0
+    shared_from: str | None = None  # the sibling row's cache file its shared probes came from
+    machine_at_start: dict = field(default_factory=dict)  # kit.measure.noise.idle_sample's verdict
+    load_average: float | None = None
+    cores: int | None = None
+    contended: bool = False
+    created_at: str = ""
+    key: dict | None = None
+    cache_file: str = ""
+
+    def to_dict(self) -> dict:
+        return {**self.summary(), "probes": [p.to_dict() for p in self.probes]}
+
+    def summary(self) -> dict:
+        """Everything but the probe table (a result's `search_decision` table)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "probes"}
+        return {**out, "plan": self.plan.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Decision:
+        known = _known(cls, d)
+        return cls(**{"chosen": None, "today": None, **known, "plan": Plan.from_dict(d.get("plan") or {}),
+                      "probes": [Probe.from_dict(p) for p in d.get("probes") or []]})
