@@ -10,7 +10,7 @@ BENCH_STRICT=1 makes a missed target a failing exit status. Timings are noisy on
 
 Where the IPU backend is available (PopRT, or its test double: rows then say "[not run on an IPU]"),
 each model's PopRT conversion + compilation is measured too, at the first published IPU batch size
-and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu).
+and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu.backend).
 Elsewhere the bench says why that step is not measured.
 """
 

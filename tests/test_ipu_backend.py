@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend, step_peaks
-from kit.backends import ipu as ipu_mod
-from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
+from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError, worker_process
+from kit.backends.ipu import backend as ipu_mod
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.numerics import NumericDiff
@@ -94,7 +94,7 @@ def test_device_info_names_the_exact_part_and_says_emulated(with_double):
 
 def test_a_bow_is_told_from_an_m2000_by_its_board(with_double):
     """Issue 29: both are ipu2 to PopRT; gc-info's board type tells them apart, else KIT_IPU_PART."""
-    from kit.backends.ipu import device_info_from
+    from kit.backends.ipu.backend import device_info_from
 
     with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
     with_double.setenv("KIT_GCIPUINFO_DOUBLE_BOARD", "Bow-2000")
@@ -166,7 +166,7 @@ def test_fp8_merges_bytemlperf_fp8_configs(with_double, tmp_path, small_export):
 
 def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path, small_export, monkeypatch):
     """Issue 29: a skip name that is no node of the kit's graph was a silent no-op."""
-    from kit.backends import ipu_settings
+    from kit.backends.ipu import settings as ipu_settings
 
     real = ipu_settings.plan_for
 
@@ -273,9 +273,10 @@ def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_
     (tmp_path / "meminfo").write_text("MemTotal: 500000 kB\n")
     monkeypatch.setattr("kit.measure.memory.MEMINFO", tmp_path / "meminfo")
     monkeypatch.setattr("kit.measure.memory.CGROUP", tmp_path / "no-cgroup")
-    oom = ("import os, signal, sys, time; sys.path.insert(0, os.path.dirname(sys.argv[1])); import ipu_worker; "
-           "ipu_worker.compile_popef = lambda job, env: (b'x' * (300 * 10**6), time.sleep(1.2), "
-           "os.kill(os.getpid(), signal.SIGKILL)); sys.exit(ipu_worker.main(sys.argv[1:]))")
+    oom = ("import os, runpy, signal, sys, time; main = runpy.run_path(sys.argv[1] + '/__main__.py'); "
+           "serve = main['load_package'](); convert = sys.modules['kit_poprt_worker.convert']; "
+           "convert.compile_popef = lambda job, env: (b'x' * (300 * 10**6), time.sleep(1.2), "
+           "os.kill(os.getpid(), signal.SIGKILL)); sys.exit(serve.main(sys.argv[1:]))")
     with_double.setenv("KIT_IPU_PYTHON", f"{sys.executable} -c \"{oom}\"")
     ipu_mod._AVAILABILITY[tuple(ipu_mod.interpreter())] = None  # poprt imports; the worker then dies
     with pytest.raises(IpuWorkerError, match=r"killed during 'load' .*\(likely out of memory: peak 0\.[3-9] GB of 0\.5 GB\)\."):
@@ -288,8 +289,8 @@ def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_
 
 
 def test_docker_exec_reports_a_sigkill_inside_as_exit_137():
-    assert ipu_mod.was_killed(-9, docker=False) and ipu_mod.was_killed(137, docker=True)
-    assert not ipu_mod.was_killed(137, docker=False) and not ipu_mod.was_killed(1, docker=True)
+    assert worker_process.was_killed(-9, docker=False) and worker_process.was_killed(137, docker=True)
+    assert not worker_process.was_killed(137, docker=False) and not worker_process.was_killed(1, docker=True)
 
 
 def test_bad_compiler_option_fails_load_with_reason(with_double, tmp_path):
@@ -317,10 +318,10 @@ def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tm
 
 
 def test_power_sampler_keeps_no_reading_after_the_window_closes(monkeypatch):
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker.sensors import SensorLog
 
-    monkeypatch.setattr(ipu_worker.PowerSampler, "_reader", lambda self, source: lambda: {"watts": 1.0})
-    sampler = ipu_worker.PowerSampler({"hz": 1000.0, "sources": ["double"]})
+    monkeypatch.setattr(SensorLog, "_reader", lambda self, source: lambda: {"watts": 1.0})
+    sampler = SensorLog({"hz": 1000.0, "sources": ["double"]})
     sampler.start()
     sampler.close()  # what the client that ends last does
     closed = sampler.readings[-1][0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.backends.ipu_graph import (
+from kit.backends.ipu.graph import (
     INPUT_CAST,
     PASS_CHECKS,
     check_passes,
@@ -63,7 +63,7 @@ def test_passes_are_judged_by_the_ops_they_leave():
 def test_the_worker_counts_casts_of_graph_inputs_under_the_kits_name(tmp_path):
     import onnx
 
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker import convert as ipu_worker
     from tests.ipu_helpers import tiny_model
 
     assert ipu_worker.INPUT_CAST == INPUT_CAST

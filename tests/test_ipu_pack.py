@@ -7,8 +7,8 @@ import onnx
 import pytest
 
 from kit.backends import BackendConfig
-from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import IpuBackend
+from kit.backends.ipu import backend as ipu_mod
 from kit.measure.window import MeasureConfig
 from tests.ipu_helpers import use_double
 
@@ -76,7 +76,7 @@ def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch,
 
 
 def test_pack_lengths_are_the_populations_and_stratified():
-    from kit.backends.ipu_worker import pack_lengths, population_mean
+    from kit.backends.ipu.poprt_worker.packing import pack_lengths, population_mean
 
     rng = np.random.RandomState(0)
     independent = np.clip(rng.normal(172, 172, size=4_000_000).astype(np.int32), 1, 384)
@@ -89,7 +89,7 @@ def test_pack_lengths_are_the_populations_and_stratified():
 
 
 def test_the_worker_calls_whichever_async_spelling_the_runner_has():
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker import packing as ipu_worker
 
     class Old:
         def executeAsync(self, feeds, outputs):  # noqa: N802 - PopRT 1.1/1.2's name
@@ -106,7 +106,7 @@ def test_the_worker_calls_whichever_async_spelling_the_runner_has():
 
 
 def test_position_ids_input_replaces_the_position_embedding_indices(bert):
-    from kit.backends.ipu_worker import add_position_ids
+    from kit.backends.ipu.poprt_worker.convert import add_position_ids
 
     model = onnx.load(str(bert.onnx_path))
     add_position_ids(model, "position_ids", "input_ids.1")

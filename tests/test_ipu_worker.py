@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kit.backends import ipu_worker
-from kit.backends.ipu import IpuWorker, worker_command
+from kit.backends.ipu.poprt_worker import wire as ipu_worker
+from kit.backends.ipu.worker_process import WORKER, IpuWorker, worker_command
 from tests.ipu_helpers import TINY_INPUTS, double_env, tiny_model, tiny_reference
 
-SOURCE = ipu_worker.__file__
+SOURCE = str(WORKER)  # the worker's folder, run as `python3 <folder> --serve`
+MODULES = sorted(WORKER.glob("*.py"))
 VERMIN = [str(Path(sys.executable).with_name("vermin")), "-t=3.8-", "--violations", "--no-tips", "-q"]
 
 
@@ -34,13 +35,30 @@ def test_vermin_catches_a_39_feature(tmp_path):
     assert done.returncode != 0 and "removeprefix" in done.stdout
 
 
-def test_worker_parses_as_python_38_and_imports_only_allowed_modules():
-    tree = ast.parse(open(SOURCE).read(), feature_version=(3, 8))
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.name)
+def test_worker_parses_as_python_38_and_imports_only_allowed_modules(module):
+    tree = ast.parse(module.read_text(), feature_version=(3, 8))
     allowed = set(sys.stdlib_module_names) | {"numpy", "onnx", "poprt", "gcipuinfo"}
+    siblings = {p.stem for p in MODULES}
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    relative = {n.module or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level
+                for a in n.names}
     assert imported <= allowed, imported - allowed
+    assert relative <= siblings and all(n.level == 1 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                                         and n.level), relative - siblings
     assert "kit" not in imported and "__future__" not in imported  # no postponed annotations needed
+
+
+def test_worker_names_are_its_own_not_the_kits():
+    """The worker's classes and functions that do another job than the kit's must not share its names."""
+    from kit.measure import memory, power
+
+    kit_names = {"PowerSampler", "InsufficientMemory", "peak_rss_bytes", "run_clients"} | set(vars(memory)) | set(
+        vars(power))
+    worker_names = {n.name for p in MODULES for n in ast.parse(p.read_text()).body
+                    if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert not worker_names & kit_names, worker_names & kit_names
 
 
 def test_frames_carry_arrays_as_raw_buffers_both_ways():

@@ -11,7 +11,7 @@ the functions that need them.
 from __future__ import annotations
 
 from kit.backends.base import Backend, BackendConfig, Session
-from kit.backends.ipu import IpuBackend
+from kit.backends.ipu.backend import IpuBackend
 from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
 from kit.backends.openvino_backend import OpenVinoBackend
 from kit.backends.torch_backend import TorchBackend

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kit.backends.ipu_worker import pack_lengths
+from kit.backends.ipu.poprt_worker.packing import pack_lengths
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement
 from kit.models.spec import ExportedModel

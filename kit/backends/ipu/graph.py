@@ -14,9 +14,8 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kit.backends.ipu.poprt_worker.convert import INPUT_CAST
 from kit.errors import InvalidParameter
-
-INPUT_CAST = "Cast(graph input)"  # the worker's pseudo op type (ipu_worker.INPUT_CAST)
 
 
 def module_path(node_name: str) -> str:
