@@ -52,10 +52,11 @@ def run_step(step: str, model: str, cache: Path, small: bool) -> dict:
 
 def child(step: str, model: str, small: bool) -> None:
     """Inside the step's process: do the step, print what it measured."""
+    from kit.backends import export_opset
     from kit.measure.memory import own_peak_rss_bytes
     from kit.models import export_model
 
-    exported = export_model(model, small=small)
+    exported = export_model(model, small=small, opset=export_opset("ipu" if step == "ipu" else "onnxruntime"))
     peak = own_peak_rss_bytes()
     if step == "export":
         peak = max(peak, exported.verification.get("export_peak_rss_bytes") or 0)

@@ -43,7 +43,7 @@ def small_export():
 
     def get(name: str) -> ExportedModel:
         if name not in made:
-            made[name] = export_model(name, small=True)
+            made[name] = export_model(name, small=True, opset=IpuBackend.export_opset)
         return made[name]
 
     return get

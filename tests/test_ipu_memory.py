@@ -49,7 +49,8 @@ def test_a_small_model_measured_first_never_blocks_a_larger_one(with_double, tmp
     w = numpy_helper.from_array(np.ones((2500, 2000), np.float32), "w")  # 20 MB of weights
     path = save_graph(tmp_path / "wide.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])],
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2500])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2000])], [w])
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2000])], [w],
+                      opset=IpuBackend.export_opset)
     wide = ExportedModel("wide", path, (InputSpec("x", (1, 2500), "float32"),), ("y",), WeightsInfo("random", "seed 0"))
     session = IpuBackend().load(wide, config(tmp_path, "fp32"), 2)
     session.close()
@@ -133,8 +134,12 @@ def test_worker_step_memory_resets_the_peak_and_refuses_a_known_need_above_avail
     assert "could not reset" in unreset.to_dict()["method"]
 
 
-def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_double, small):  # noqa: F811
+def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_double, tmp_path):  # noqa: F811
     from benchmarks.memory import format_row, ipu_step, ipu_unavailable
+    from kit.models import export_model
+
+    small = export_model("resnet50-torch-fp32", small=True, opset=IpuBackend.export_opset,
+                         cache=tmp_path / "models")
 
     assert ipu_unavailable() is None
     row = {"model": small.name, "step": "ipu", "wall_s": 1.0, **ipu_step(small)}

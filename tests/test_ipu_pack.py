@@ -17,7 +17,7 @@ from tests.ipu_helpers import use_double
 def bert():
     from kit.models import export_model
 
-    return export_model("bert-torch-fp32", small=True)
+    return export_model("bert-torch-fp32", small=True, opset=IpuBackend.export_opset)
 
 
 def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, version_converter
 
 PRECISIONS = ("fp32", "fp16", "fp8")
 FP8_FORMATS = ("F143", "F152")
@@ -97,7 +97,7 @@ class Converter:
     def convert(self, model):
         if not isinstance(model, onnx.ModelProto):
             raise TypeError(f"convert() expects an onnx.ModelProto, got {type(model).__name__}")
-        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model = self._convert_version(onnx.ModelProto.FromString(model.SerializeToString()))
         self._check_fp8_skips(model)
         self._fix_shapes(model)
         self._int64_inputs_to_int32(model)
@@ -116,6 +116,18 @@ class Converter:
         helper.set_model_props(model, {"poprt_double.precision": precision,
                                        "poprt_double.emulated_as": emulated})
         return model
+
+    def _convert_version(self, model):
+        """PopRT's first step: the graph brought to opset `convert_version` with ONNX's own version
+        converter, which has no way down for some ops (LayerNormalization-17, Identity-16, Add-14...):
+        such a graph fails here, before any pass, as it does on a C600."""
+        target = self.options["convert_version"]
+        try:
+            return version_converter.convert_version(model, target)
+        except Exception as exc:  # onnx raises RuntimeError / ValidationError from its C++ core
+            opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+            raise RuntimeError(f"cannot convert the model (opsets {opsets}) to opset {target} "
+                               f"(convert_version): {exc}") from None
 
     def _check_fp8_skips(self, model):
         """fp8_skip_op_names ('Conv_1,Conv_2') must name nodes of the graph: the double refuses an
