@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import ast
 import io
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kit.backends.ipu.poprt_worker import wire as ipu_worker
-from kit.backends.ipu.worker_process import WORKER, IpuWorker, worker_command
+from kit.backends.ipu.worker_process import WORKER, IpuWorker, IpuWorkerError, worker_command
 from tests.ipu_helpers import TINY_INPUTS, double_env, tiny_model, tiny_reference
 
 SOURCE = str(WORKER)  # the worker's folder, run as `python3 <folder> --serve`
@@ -83,6 +86,61 @@ def test_docker_exec_passes_gcda_monitor_and_keeps_stdin():
     assert cmd[-2:] == [SOURCE, "--serve"]
     plain = worker_command({"KIT_IPU_PYTHON": "/opt/sdk/python3.8", "GCDA_MONITOR": "1"})
     assert plain == ["/opt/sdk/python3.8", SOURCE, "--serve"]  # a child process inherits the env
+
+
+FAKE_DOCKER_EXEC = Path(__file__).with_name("fake_docker_exec.py")
+
+
+def gone(pid: int) -> bool:
+    """The process has ended (or is a zombie nobody reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def wait_gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
+
+
+@pytest.fixture
+def behind_docker_exec():
+    """A worker whose client (`docker exec`'s stand-in) can die without the worker noticing, held in
+    its attach for a minute; the worker's own pid as it reports it."""
+    env = {**double_env(), "KIT_IPU_PYTHON": f"{sys.executable} {FAKE_DOCKER_EXEC} {sys.executable}",
+           "KIT_POPRT_DOUBLE_ATTACH_S": "60"}
+    worker = IpuWorker(env)
+    pid = worker.probe()["pid"]
+    try:
+        assert pid != worker.proc.pid  # the client is not the worker
+        yield worker, pid
+    finally:
+        worker.kill()
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_hung_worker_behind_docker_exec_is_killed_where_it_runs(behind_docker_exec, tmp_path):
+    worker, pid = behind_docker_exec
+    with pytest.raises(IpuWorkerError, match=r"no reply to 'load' within 1 s .* it was stopped"):
+        worker.request(load_job(tmp_path), 1)
+    assert wait_gone(pid), "the worker outlived its timeout: it would keep /dev/ipu0"
+
+
+def test_ctrl_c_during_a_request_kills_the_worker_where_it_runs(behind_docker_exec, tmp_path, monkeypatch):
+    worker, pid = behind_docker_exec
+
+    def interrupted(timeout_s, watch_memory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(worker, "_wait_for_reply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        worker.request(load_job(tmp_path), 30)
+    assert wait_gone(pid)
 
 
 def load_job(tmp_path, **kw) -> dict:

@@ -156,7 +156,7 @@ class IpuBackend(Backend):
         self.require()
         worker = IpuWorker()
         try:
-            return worker.request({"op": "probe"}, request_timeout_s())
+            return worker.probe()
         finally:
             worker.close()
 
@@ -177,7 +177,7 @@ class IpuBackend(Backend):
         worker = IpuWorker(env)
         memory = ConversionMemory(model, config.precision, compiled_batch)
         try:
-            probe = worker.request({"op": "probe"}, request_timeout_s())
+            probe = worker.probe()
             check_request(probe.get("device", {}), config.precision, len(_LIVE) + 1)
             memory.emulated = bool(probe.get("test_double", False))
             job = {**self.job(model, config, compiled_batch, plan, pack), "memory_needs": memory.needs()}

@@ -25,6 +25,7 @@ UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SD
 PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
 STDERR_LINES = 40
 WATCH_S = 0.5  # how often the worker's peak RSS is read while it converts and compiles
+KILL_TIMEOUT_S = 30  # for `docker exec <container> python3 -c "os.kill(...)"`
 MEMORY_ERROR = "StepWontFit: "  # the worker's reply for a step its known need does not fit
 
 
@@ -72,7 +73,18 @@ class IpuWorker:
         self._lock = threading.Lock()
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
-        self._finalizer = weakref.finalize(self, _stop_process, self.proc)
+        self._interpreter = interpreter(env)
+        self._ending: dict = {}  # how to end the worker where it runs (`kill`) and whether at once (`now`)
+        self._finalizer = weakref.finalize(self, _stop_process, self.proc, self._ending)
+
+    def probe(self) -> dict:
+        """The worker's versions and device; its pid is kept to end it where it runs when that is not
+        the client's own process (`docker exec`)."""
+        env = self.request({"op": "probe"}, request_timeout_s())
+        pid = env.get("pid")
+        if isinstance(pid, int) and pid != self.proc.pid:
+            self._ending["kill"] = [*self._interpreter, "-c", f"import os, signal; os.kill({pid}, signal.SIGKILL)"]
+        return env
 
     def _read_stderr(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
@@ -94,6 +106,9 @@ class IpuWorker:
                 reply = read_message(self.proc.stdout)
             except (BrokenPipeError, EOFError, OSError) as exc:
                 raise self._died(f"during {msg.get('op')!r} ({type(exc).__name__})") from None
+            except KeyboardInterrupt:
+                self.kill()  # Ctrl-C: a worker left running would keep the IPU
+                raise
         if not reply.get("ok"):
             error = str(reply.get("error"))
             if error.startswith(MEMORY_ERROR):
@@ -163,9 +178,12 @@ class IpuWorker:
                 self.request({"op": "close"}, 30)
             except KitError:
                 pass
-        self.kill()
+        self._finalizer()
 
     def kill(self) -> None:
+        """End the worker now: first where it runs (a `docker exec` client's death does not reach the
+        process it started, which would keep /dev/ipu0), then the client."""
+        self._ending["now"] = True
         self._finalizer()
 
     @property
@@ -178,14 +196,24 @@ def was_killed(code: int | None, docker: bool) -> bool:
     return code == -signal.SIGKILL or (docker and code == 128 + signal.SIGKILL)
 
 
-def _stop_process(proc: subprocess.Popen) -> None:
+def _stop_process(proc: subprocess.Popen, ending: dict) -> None:
+    """Close the pipes and give the worker 5 s to go (none when `ending["now"]`), then kill it where
+    it runs (`ending["kill"]`) and the client."""
     for stream in (proc.stdin, proc.stdout):
         try:
             stream.close()
         except OSError:
             pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    if not ending.get("now"):
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    if ending.get("kill"):
+        try:
+            subprocess.run(ending["kill"], capture_output=True, timeout=KILL_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    proc.kill()
+    proc.wait()

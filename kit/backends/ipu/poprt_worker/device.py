@@ -20,7 +20,7 @@ def environment():
     import poprt
     from poprt import runtime
 
-    info = {"worker_version": WORKER_VERSION, "python": platform.python_version(),
+    info = {"worker_version": WORKER_VERSION, "pid": os.getpid(), "python": platform.python_version(),
             "numpy": np.__version__, "poprt_version": getattr(poprt, "__version__", "unknown"),
             "test_double": bool(getattr(poprt, "__kit_test_double__", False)),
             "gcda_monitor": os.environ.get("GCDA_MONITOR")}
