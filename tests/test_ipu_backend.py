@@ -194,6 +194,12 @@ def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparabl
     assert any(n.startswith("not comparable: ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in n
                for n in d["notes"])
     session.close()
+    # the scorecard reads the session's own reasons from this very description (issue 44, item 5)
+    from kit.publish.comparability import session_differences
+
+    reasons = session_differences(d)
+    assert any(r.startswith("ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in r for r in reasons)
+    assert "the session's settings are not ByteMLPerf's (see its notes)" not in reasons
 
 
 # ---------------------------------------------------------------- the double's failure modes

@@ -26,6 +26,7 @@ from kit.backends.ipu.graph import (
 )
 from kit.backends.ipu.pack import check_packing, pack_measurement
 from kit.backends.ipu.settings import IpuRunPlan, plan_for
+from kit.backends.ipu.verdict import NOT_COMPARABLE, mark_not_comparable
 from kit.backends.ipu.worker_process import UNAVAILABLE, IpuWorker, interpreter, request_timeout_s
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import parts
@@ -246,7 +247,10 @@ class IpuBackend(Backend):
         else:
             d["settings"] = plan.to_dict()
             d["comparable"] = plan.comparable
-            d["notes"] = list(plan.notes)
+            d["notes"] = [n for n in plan.notes if not n.startswith(NOT_COMPARABLE)]
+            for note in plan.notes:
+                if note.startswith(NOT_COMPARABLE):
+                    mark_not_comparable(d, note)
             if plan.missing_passes:
                 d["missing_passes"] = list(plan.missing_passes)
             self.check_settings(d, plan, info)
@@ -277,9 +281,8 @@ class IpuBackend(Backend):
                               graph.get("op_types_after"))
         if passes:
             d["passes"] = passes
-            reasons = not_comparable_reasons(passes)
-            d["notes"] += reasons
-            d["comparable"] = d["comparable"] and not reasons
+            for reason in not_comparable_reasons(passes):
+                mark_not_comparable(d, reason)
 
 
 class ConversionMemory:
