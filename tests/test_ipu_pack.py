@@ -27,6 +27,7 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     ipu_mod._AVAILABILITY.clear()
     session = IpuBackend().load(bert, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1)
     d = session.description
+    # from get_model_inputs(): the PackRunner's get_execute_inputs() describe one call's sample (dim 0 is 1)
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here

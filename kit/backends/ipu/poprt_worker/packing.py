@@ -13,6 +13,13 @@ def execute_async(runner, feeds, outputs):
     raise AttributeError("this PopRT Runner has neither execute_async nor executeAsync")
 
 
+def model_inputs(runner):
+    """The compiled model's inputs as ByteMLPerf reads them (get_model_inputs): a PackRunner's
+    get_execute_inputs describes one call's sample, not the compiled batch; else the newer name."""
+    method = getattr(runner, "get_model_inputs", None) or runner.get_execute_inputs
+    return method()
+
+
 def model_outputs(runner):
     """The model's outputs as ByteMLPerf sizes pack buffers (get_model_outputs), else the newer name."""
     method = getattr(runner, "get_model_outputs", None) or runner.get_execute_outputs

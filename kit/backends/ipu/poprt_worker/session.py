@@ -7,7 +7,7 @@ import numpy as np
 
 from . import convert
 from .device import FP8_OPS, check_hardware, environment
-from .packing import execute_async, model_outputs, pack_lengths, population_mean
+from .packing import execute_async, model_inputs, model_outputs, pack_lengths, population_mean
 from .timing import time_clients
 
 PACK_SAMPLES_PER_ROW = 100  # benchmark_pack draws iterations (100) x pack batch sample lengths
@@ -58,8 +58,8 @@ class RunnerHost:
         attach = time.perf_counter() - started
         info = {"popef": path, "compile_seconds": seconds, "popef_cached": cached,
                 "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
-                "inputs": describe(self.runner.get_execute_inputs()),
-                "outputs": describe(self.runner.get_execute_outputs()), "env": env,
+                "inputs": describe(model_inputs(self.runner)),
+                "outputs": describe(model_outputs(self.runner)), "env": env,
                 "pack": self.pack is not None, "memory": memory, "graph": convert.read_graph_record(path)}
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
@@ -187,7 +187,7 @@ class RunnerHost:
         return out
 
     def runner_input(self, name):
-        return next(i for i in self.runner.get_execute_inputs() if i.name == name)
+        return next(i for i in model_inputs(self.runner) if i.name == name)
 
 
 def describe(infos):
