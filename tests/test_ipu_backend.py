@@ -335,3 +335,27 @@ def test_power_sampler_keeps_no_reading_after_the_window_closes(monkeypatch):
     out = sampler.stop()
     times = [t for t, _ in out["readings"]]
     assert times == sorted(times) and times[-1] == closed and len(times) >= 2
+
+
+@pytest.mark.parametrize("boards", ["30.0,120.0", "N/A,120.0"])
+def test_power_is_the_attached_cards_alone_on_a_server_of_two_c600s(with_double, tmp_path, boards):
+    """Two C600 cards, one IPU each; another process holds IPU 0, so this session attaches IPU 1.
+    Its power is IPU 1's board only: never both boards summed (150 W), nor missing because the idle
+    board reads N/A."""
+    with_double.delenv("GCDA_MONITOR", raising=False)
+    with_double.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "2")
+    with_double.setenv("KIT_GCIPUINFO_DOUBLE_W", boards)
+    model = tiny_exported(tmp_path)
+    Path(DOUBLE_STATE).mkdir(exist_ok=True)
+    with open(Path(DOUBLE_STATE) / "ipu0.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+        try:
+            assert session.description["ipu_device_id"] == 1
+            m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0.2,
+                                                                              min_count=5), power=True)
+        finally:
+            session.close()
+            fcntl.flock(held, fcntl.LOCK_UN)
+    assert m.power["method"] == "measured", m.power
+    assert m.power["mean_w"] == pytest.approx(120.0) and "IPU 1," in m.power["sensor"]

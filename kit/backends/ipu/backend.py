@@ -32,6 +32,7 @@ from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import parts
 from kit.measure.memory import GB, SKIP_CHECK_ENV, conversion_budget
 from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
+from kit.measure.power.summary import PowerSummary
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
@@ -104,6 +105,7 @@ class IpuSession(Session):
                                    "(PopRT has no replication); clients share one session")
         if batch_size != self.batch_size:
             raise InvalidParameter("batch_size", batch_size, f"this session was compiled for {self.batch_size}")
+        devices = devices or self.attached_ipu()
         msg = {"op": "measure", "inputs": inputs, "warmup": cfg.warmup, "clients": cfg.clients,
                "min_duration_s": cfg.min_duration_s, "min_count": cfg.min_count,
                "max_duration_s": cfg.max_duration_s,
@@ -123,9 +125,22 @@ class IpuSession(Session):
             m.extra["note"] = EMULATED_NOTE
         if power:
             start = min(t[0][0] for t in calls if t)
-            m.power = summary_from_worker(out["power"], start, devices).with_samples(
-                m.samples, m.throughput).to_dict()
+            m.power = self.power_summary(out["power"], start, devices).with_samples(m.samples, m.throughput).to_dict()
         return m
+
+    def attached_ipu(self) -> tuple[int, ...] | None:
+        """The IPU this session's Runner attached, as the worker reported it (None: unknown)."""
+        found = self.description.get("ipu_device_id")
+        return None if found is None else (int(found),)
+
+    def power_summary(self, raw: dict | None, start_ns: int, devices: tuple[int, ...] | None) -> PowerSummary:
+        """The attached card's power only: on a machine of several IPUs whose attached one is unknown,
+        no figure (every board's sum, or an idle board's N/A, would stand for this run's)."""
+        count = int((self.description.get("device") or {}).get("num_devices") or 1)
+        if devices is None and count > 1 and raw is not None:
+            return PowerSummary.unavailable(f"this machine has {count} IPUs and the worker could not tell which "
+                                            "one this session's Runner attached, so no board's power is its own")
+        return summary_from_worker(raw, start_ns, devices)
 
     def close(self) -> None:
         _LIVE.discard(self)
@@ -233,6 +248,7 @@ class IpuBackend(Backend):
              "device_name": device["name"], "popef": Path(info.get("popef", "")).name,
              "compile_seconds": info.get("compile_seconds"), "popef_cached": info.get("popef_cached"),
              "attach_seconds": info.get("attach_seconds"), "model_opset": model.opset,
+             "ipu_device_id": info.get("device_id"),
              "convert_version": info.get("converter_options", {}).get("convert_version", CONVERT_VERSION),
              "converter_options": {k: v for k, v in info.get("converter_options", {}).items() if k != "input_shape"},
              "input_shape": info.get("converter_options", {}).get("input_shape"),

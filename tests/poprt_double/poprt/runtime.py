@@ -181,7 +181,7 @@ class Runner:
             raise RuntimeError(f"the PopEF was compiled for {exe.options['ipu_version']}, the device is {version}")
         self.config = config or RuntimeConfig()
         self.options = exe.options
-        self.device, self._device_lock_file = _attach()
+        self.device_id, self._device_lock_file = _attach()
         time.sleep(_env_seconds("KIT_POPRT_DOUBLE_ATTACH_S", "0.5"))  # attach + load the PopEF
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("KIT_POPRT_DOUBLE_THREADS", "1"))

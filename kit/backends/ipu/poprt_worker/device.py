@@ -48,6 +48,15 @@ def board_description():
     return " ".join(str(first[k]) for k in ("board type", "board variant") if k in first) or None
 
 
+def attached_device(runner, device):
+    """The id of the IPU the Runner attached: the machine's only one, else the id the Runner gives
+    (`device_id`); None where several IPUs leave it unknown (power then says so, never sums boards)."""
+    if int(device.get("num_devices", 0)) == 1:
+        return 0
+    found = getattr(runner, "device_id", None)
+    return int(found) if found is not None else None
+
+
 def check_hardware(device, precision):
     """Before compiling: an IPU is present, and it can run `precision`."""
     if "error" in device:

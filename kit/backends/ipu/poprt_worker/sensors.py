@@ -82,7 +82,7 @@ class SensorLog:
             return lambda: _command(["gc-monitor"], timeout)
         if source == "gc-info":
             ids = self.options.get("devices") or [0]
-            return lambda: [_command(["gc-info", "-d", str(i), "-i"], timeout) for i in ids]
+            return lambda: [[i, _command(["gc-info", "-d", str(i), "-i"], timeout)] for i in ids]
         raise ValueError(f"unknown power source {source!r}; known: gcipuinfo, gc-monitor, gc-info")
 
 

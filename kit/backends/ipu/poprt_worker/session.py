@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from . import convert
-from .device import FP8_OPS, check_hardware, environment
+from .device import FP8_OPS, attached_device, check_hardware, environment
 from .packing import execute_async, model_inputs, model_outputs, pack_lengths, population_mean
 from .timing import time_clients
 
@@ -60,7 +60,8 @@ class RunnerHost:
                 "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
                 "inputs": describe(model_inputs(self.runner)),
                 "outputs": describe(model_outputs(self.runner)), "env": env,
-                "pack": self.pack is not None, "memory": memory, "graph": convert.read_graph_record(path)}
+                "pack": self.pack is not None, "memory": memory,
+                "device_id": attached_device(self.runner, env["device"]), "graph": convert.read_graph_record(path)}
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
         return info
