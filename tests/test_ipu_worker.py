@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from kit.backends.ipu.poprt_worker import wire as ipu_worker
@@ -197,3 +198,56 @@ def test_missing_poprt_is_a_reported_error_not_a_traceback(tmp_path):
             worker.request({"op": "probe"}, 30)
     finally:
         worker.close()
+
+
+def confound_graph(path: Path, gather: bool) -> Path:
+    """Case `gather=False`: a no-op Cast of input x (PopRT's eliminate_nop_cast removes it) and int64
+    ids cast to float, nothing for remove_input_cast. Case `gather=True`: float token ids cast to
+    int32 for a Gather (what remove_input_cast rewrites) and int64 positions straight into a Gather
+    (int64_to_int32 then adds a Cast reading that input)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy_helper.from_array(np.arange(20, dtype=np.float32).reshape(10, 2), "E")
+    if gather:
+        nodes = [helper.make_node("Cast", ["tok"], ["toki"], to=TensorProto.INT32),
+                 helper.make_node("Gather", ["E", "toki"], ["y"]),
+                 helper.make_node("Gather", ["E", "pos"], ["z"])]
+        inputs = [helper.make_tensor_value_info("tok", TensorProto.FLOAT, ["batch", 3]),
+                  helper.make_tensor_value_info("pos", TensorProto.INT64, ["batch", 3])]
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 3, 2]) for n in ("y", "z")]
+    else:
+        nodes = [helper.make_node("Cast", ["tok"], ["tokc"], to=TensorProto.FLOAT),
+                 helper.make_node("Relu", ["tokc"], ["y"]),
+                 helper.make_node("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT),
+                 helper.make_node("Add", ["posf", "posf"], ["z"])]
+        inputs = [helper.make_tensor_value_info("tok", TensorProto.FLOAT, ["batch", 3]),
+                  helper.make_tensor_value_info("pos", TensorProto.INT64, ["batch", 3])]
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 3]) for n in ("y", "z")]
+    model = helper.make_model(helper.make_graph(nodes, "confound", inputs, outputs, [table]),
+                              opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("gather, fired", [(False, "no"), (True, "yes")])
+def test_a_pass_is_judged_against_the_conversion_without_it_not_the_graph_before(tmp_path, gather, fired):
+    """PopRT's other passes change the op counts a ByteMLPerf pass is judged by: here the double's
+    eliminate_nop_cast and int64_to_int32 change the Casts reading a graph input, which is
+    remove_input_cast's evidence. Before-vs-after misreads both cases (it did not fire: "applied";
+    it fired: "not applied"); the conversion with the pass against the one with it skipped does not."""
+    from kit.backends.ipu.graph import PASS_CHECKS, check_passes
+
+    inputs = [{"name": n, "shape": [1, 3], "dtype": d, "batched": True, "low": 0, "high": 9}
+              for n, d in (("tok", "float32"), ("pos", "int64"))]
+    job = load_job(tmp_path, onnx_path=str(confound_graph(tmp_path / "g.onnx", gather)), inputs=inputs,
+                   converter_options={"used_passes": ["remove_input_cast"]}, evidence_passes=["remove_input_cast"])
+    worker = IpuWorker(double_env())
+    try:
+        graph = worker.request(job, 60)["graph"]
+    finally:
+        worker.close()
+    check = check_passes(["remove_input_cast"], graph["op_types_after"], graph["op_types_without"])
+    assert check["remove_input_cast"]["applied"] == fired
+    before_vs_after = PASS_CHECKS["remove_input_cast"].fired(graph["op_types_before"], graph["op_types_after"])
+    assert before_vs_after != (fired == "yes")  # the confound the difference removes

@@ -19,6 +19,7 @@ from kit.backends import step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu.graph import (
     check_passes,
+    evidence_passes,
     graph_node_names,
     keeps_samples_apart,
     not_comparable_reasons,
@@ -233,6 +234,7 @@ class IpuBackend(Backend):
         return {"op": "load", "onnx_path": str(Path(model.onnx_path).resolve()), "precision": config.precision,
                 "batch_size": batch_size, "inputs": [spec.to_dict() for spec in model.inputs],
                 "converter_options": converter, "compiler_options": compiler, "pack": pack,
+                "evidence_passes": evidence_passes(converter.get("used_passes", [])),
                 "pack_inputs": pack_inputs,
                 "cache_dir": str(Path(opts.get("cache_dir", cache_dir() / "popef")).resolve())}
 
@@ -293,8 +295,8 @@ class IpuBackend(Backend):
             d["fp8_skip_op_names"] = dict(zip([n.strip() for n in published.split(",") if n.strip()],
                                               used.split(","), strict=False))
         graph = info.get("graph") or {}
-        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_before"),
-                              graph.get("op_types_after"))
+        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_after"),
+                              graph.get("op_types_without"))
         if passes:
             d["passes"] = passes
             for reason in not_comparable_reasons(passes):

@@ -53,6 +53,7 @@ def popef_path(job, kwargs, options, poprt_version):
     """Cache key: model bytes + every option + pack preparation + the PopRT version."""
     key = json.dumps({"model": file_digest(job["onnx_path"]), "converter": kwargs, "compiler": options,
                       "pack": job.get("pack_inputs"), "poprt": poprt_version,
+                      "evidence": job.get("evidence_passes"),
                       "worker": WORKER_VERSION}, sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     stem = os.path.splitext(os.path.basename(job["onnx_path"]))[0]
@@ -122,10 +123,37 @@ def read_graph_record(popef):
         return None
 
 
+def prepared_model(job, kwargs):
+    """The job's ONNX graph as the Converter gets it (position_ids added for pack mode)."""
+    import onnx
+
+    model = onnx.load(job["onnx_path"])
+    pack_inputs = job.get("pack_inputs") or {}
+    if pack_inputs.get("add") == "position_ids":
+        add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
+        dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
+        kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
+    return model
+
+
+def without_each_pass(job, kwargs, passes):
+    """Per pass: the op types of the graph converted with everything else the same but that pass
+    left out of used_passes and put in skip_passes. Against the real conversion, the difference is
+    that pass's alone; PopRT's other passes (layer_norm_pattern, eliminate_nop_cast...) change the
+    same counts between the graph before conversion and after, so that comparison cannot tell."""
+    from poprt.converter import Converter
+
+    out = {}
+    for name in passes:
+        alone = dict(kwargs, used_passes=[p for p in kwargs.get("used_passes") or [] if p != name],
+                     skip_passes=list(kwargs.get("skip_passes") or []) + [name])
+        out[name] = op_types(Converter(**alone).convert(prepared_model(job, alone)))
+    return out
+
+
 def compile_popef(job, env):
     """Convert + compile_and_export once per key; returns (path, compile seconds, cached, kwargs,
     options, memory: each step's peak RSS, or why none was measured)."""
-    import onnx
     from poprt.compiler import Compiler
     from poprt.converter import Converter
 
@@ -138,16 +166,12 @@ def compile_popef(job, env):
     started = time.perf_counter()
     memory = StepMemory(job.get("memory_needs") or {})
     with memory.step("ipu-convert"):
-        model = onnx.load(job["onnx_path"])
-        pack_inputs = job.get("pack_inputs") or {}
-        if pack_inputs.get("add") == "position_ids":
-            add_position_ids(model, "position_ids", job["pack"]["dynamic_input_name"])
-            dynamic = next(s for s in job["inputs"] if s["name"] == job["pack"]["dynamic_input_name"])
-            kwargs["input_shape"]["position_ids"] = batched_shape(dynamic, job["batch_size"])
+        model = prepared_model(job, kwargs)
         before = op_types(model)
         converted = Converter(**kwargs).convert(model)
         del model  # the converted copy is all the compiler needs
-        record = {"op_types_before": before, "op_types_after": op_types(converted)}
+        record = {"op_types_before": before, "op_types_after": op_types(converted),
+                  "op_types_without": without_each_pass(job, kwargs, job.get("evidence_passes") or [])}
     with memory.step("ipu-compile"):
         outputs = [o.name for o in converted.graph.output]
         tmp = f"{path}.{os.getpid()}.tmp"
