@@ -359,3 +359,18 @@ def test_power_is_the_attached_cards_alone_on_a_server_of_two_c600s(with_double,
             fcntl.flock(held, fcntl.LOCK_UN)
     assert m.power["method"] == "measured", m.power
     assert m.power["mean_w"] == pytest.approx(120.0) and "IPU 1," in m.power["sensor"]
+
+
+def test_an_ipu_window_says_it_stopped_on_the_minimums_with_rounds_cut_from_its_calls(with_double, tmp_path):
+    """kit.measure.window stops on a target interval; the worker cannot (Python 3.8, no kit), so the
+    measurement says how it stopped, and still has rounds (hence an interval) cut from its call times."""
+    model = tiny_exported(tmp_path)
+    session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    try:
+        m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0.5, min_count=5,
+                                                                          target_ci=0.05, min_rounds=5))
+    finally:
+        session.close()
+    assert m.precision["target_ci"] == 0.05 and "does not apply the target interval" in m.precision["stopped_by"]
+    assert len(m.rounds) >= 4 and m.rounds[-1] == [len(t) for t in m.calls]
+    assert m.precision["reached"] is not None and m.intervals["throughput"].available
