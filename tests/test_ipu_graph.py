@@ -66,9 +66,9 @@ def test_passes_are_judged_by_the_ops_they_leave():
 def test_the_worker_counts_casts_of_graph_inputs_under_the_kits_name(tmp_path):
     import onnx
 
-    from kit.backends.ipu.poprt_worker import convert as ipu_worker
+    from kit.backends.ipu.poprt_worker import convert
     from tests.ipu_helpers import tiny_model
 
-    assert ipu_worker.INPUT_CAST == INPUT_CAST
-    counts = ipu_worker.op_types(onnx.load(str(tiny_model(tmp_path / "tiny.onnx"))))
+    assert convert.INPUT_CAST == INPUT_CAST
+    counts = convert.op_types(onnx.load(str(tiny_model(tmp_path / "tiny.onnx"))))
     assert counts["Cast"] == 1 and counts[INPUT_CAST] == 1 and counts["MatMul"] == 1

@@ -90,7 +90,7 @@ def test_pack_lengths_are_the_populations_and_stratified():
 
 
 def test_the_worker_calls_whichever_async_spelling_the_runner_has():
-    from kit.backends.ipu.poprt_worker import packing as ipu_worker
+    from kit.backends.ipu.poprt_worker import packing
 
     class Old:
         def executeAsync(self, feeds, outputs):  # noqa: N802 - PopRT 1.1/1.2's name
@@ -100,10 +100,10 @@ def test_the_worker_calls_whichever_async_spelling_the_runner_has():
         def execute_async(self, feeds, outputs):
             return ("new", feeds, outputs)
 
-    assert ipu_worker.execute_async(Old(), {"a": 1}, {})[0] == "old"
-    assert ipu_worker.execute_async(New(), {"a": 1}, {})[0] == "new"
+    assert packing.execute_async(Old(), {"a": 1}, {})[0] == "old"
+    assert packing.execute_async(New(), {"a": 1}, {})[0] == "new"
     with pytest.raises(AttributeError, match="neither execute_async nor executeAsync"):
-        ipu_worker.execute_async(object(), {}, {})
+        packing.execute_async(object(), {}, {})
 
 
 def test_position_ids_input_replaces_the_position_embedding_indices(bert):

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import pytest
 
-from kit.backends.ipu.poprt_worker import wire as ipu_worker
+from kit.backends.ipu.poprt_worker import wire
 from kit.backends.ipu.worker_process import WORKER, IpuWorker, IpuWorkerError, worker_command
 from tests.ipu_helpers import TINY_INPUTS, double_env, tiny_model, tiny_reference
 
@@ -68,17 +68,17 @@ def test_worker_names_are_its_own_not_the_kits():
 def test_frames_carry_arrays_as_raw_buffers_both_ways():
     arrays = {"x": np.arange(12, dtype=np.float16).reshape(3, 4), "ids": np.array([[1, 2]], np.int32)}
     stream = io.BytesIO()
-    ipu_worker.write_message(stream, {"op": "run", "inputs": arrays, "n": [1, (2, 3)]})
+    wire.write_message(stream, {"op": "run", "inputs": arrays, "n": [1, (2, 3)]})
     raw = stream.getvalue()
     assert arrays["x"].tobytes() in raw  # out of band, not base64 or JSON
     stream.seek(0)
-    got = ipu_worker.read_message(stream)
+    got = wire.read_message(stream)
     assert got["n"] == [1, (2, 3)]
     for name, array in arrays.items():
         assert got["inputs"][name].dtype == array.dtype and np.array_equal(got["inputs"][name], array)
         assert got["inputs"][name].flags.writeable
     with pytest.raises(EOFError):
-        ipu_worker.read_message(io.BytesIO(raw[:20]))
+        wire.read_message(io.BytesIO(raw[:20]))
 
 
 def test_docker_exec_passes_gcda_monitor_and_keeps_stdin():
