@@ -10,7 +10,7 @@ BENCH_STRICT=1 makes a missed target a failing exit status. Timings are noisy on
 
 Where the IPU backend is available (PopRT, or its test double: rows then say "[not run on an IPU]"),
 each model's PopRT conversion + compilation is measured too, at the first published IPU batch size
-and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu).
+and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu.backend).
 Elsewhere the bench says why that step is not measured.
 """
 
@@ -52,10 +52,11 @@ def run_step(step: str, model: str, cache: Path, small: bool) -> dict:
 
 def child(step: str, model: str, small: bool) -> None:
     """Inside the step's process: do the step, print what it measured."""
+    from kit.backends import export_opset
     from kit.measure.memory import own_peak_rss_bytes
     from kit.models import export_model
 
-    exported = export_model(model, small=small)
+    exported = export_model(model, small=small, opset=export_opset("ipu" if step == "ipu" else "onnxruntime"))
     peak = own_peak_rss_bytes()
     if step == "export":
         peak = max(peak, exported.verification.get("export_peak_rss_bytes") or 0)

@@ -23,8 +23,9 @@ W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
 B = np.array([0.5, -1.0, 0.25], dtype=np.float32)
 
 
-def tiny_model(path: Path) -> Path:
-    """y = relu(x @ W + b) (float) and z = 2 * float(ids) (int64 input), batch axis dynamic."""
+def tiny_model(path: Path, opset: int = 11) -> Path:
+    """y = relu(x @ W + b) (float) and z = 2 * float(ids) (int64 input), batch axis dynamic; at
+    ByteMLPerf's opset 11 unless asked (at 17 its Add-14 cannot go down to PopRT's opset 11)."""
     nodes = [
         helper.make_node("MatMul", ["x", "W"], ["xw"]),
         helper.make_node("Add", ["xw", "B"], ["xwb"]),
@@ -39,7 +40,7 @@ def tiny_model(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
          helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3])],
         [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.checker.check_model(model)
     onnx.save(model, str(path))

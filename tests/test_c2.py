@@ -135,7 +135,7 @@ def test_c2_efficiency_carries_the_indicative_flag():
 
 def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monkeypatch):
     """Issue 29: replicas stayed 2 on a 1-IPU card, so every batch failed with 'at most 1'."""
-    from kit.backends import ipu as ipu_mod
+    from kit.backends.ipu import backend as ipu_mod
     from tests.ipu_helpers import use_double
 
     use_double(monkeypatch)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.backends.ipu_settings import plan_for
+from kit.backends.ipu.settings import plan_for
 from kit.batch.profiles import jobs_for
 from kit.measure.window import BatchMeasurement
 from kit.publish.scorecard import bytemlperf_rows

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from kit.backends import BACKENDS, BackendConfig, get_backend, require_backend, step_peaks
-from kit.backends import ipu as ipu_mod
-from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError
+from kit.backends.ipu import EMULATED_NOTE, UNAVAILABLE, IpuBackend, IpuWorkerError, worker_process
+from kit.backends.ipu import backend as ipu_mod
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.numerics import NumericDiff
@@ -43,7 +43,7 @@ def small_export():
 
     def get(name: str) -> ExportedModel:
         if name not in made:
-            made[name] = export_model(name, small=True)
+            made[name] = export_model(name, small=True, opset=IpuBackend.export_opset)
         return made[name]
 
     return get
@@ -94,7 +94,7 @@ def test_device_info_names_the_exact_part_and_says_emulated(with_double):
 
 def test_a_bow_is_told_from_an_m2000_by_its_board(with_double):
     """Issue 29: both are ipu2 to PopRT; gc-info's board type tells them apart, else KIT_IPU_PART."""
-    from kit.backends.ipu import device_info_from
+    from kit.backends.ipu.backend import device_info_from
 
     with_double.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
     with_double.setenv("KIT_GCIPUINFO_DOUBLE_BOARD", "Bow-2000")
@@ -166,7 +166,7 @@ def test_fp8_merges_bytemlperf_fp8_configs(with_double, tmp_path, small_export):
 
 def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path, small_export, monkeypatch):
     """Issue 29: a skip name that is no node of the kit's graph was a silent no-op."""
-    from kit.backends import ipu_settings
+    from kit.backends.ipu import settings as ipu_settings
 
     real = ipu_settings.plan_for
 
@@ -194,6 +194,12 @@ def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparabl
     assert any(n.startswith("not comparable: ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in n
                for n in d["notes"])
     session.close()
+    # the scorecard reads the session's own reasons from this very description (issue 44, item 5)
+    from kit.publish.comparability import session_differences
+
+    reasons = session_differences(d)
+    assert any(r.startswith("ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in r for r in reasons)
+    assert "the session's settings are not ByteMLPerf's (see its notes)" not in reasons
 
 
 # ---------------------------------------------------------------- the double's failure modes
@@ -273,9 +279,10 @@ def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_
     (tmp_path / "meminfo").write_text("MemTotal: 500000 kB\n")
     monkeypatch.setattr("kit.measure.memory.MEMINFO", tmp_path / "meminfo")
     monkeypatch.setattr("kit.measure.memory.CGROUP", tmp_path / "no-cgroup")
-    oom = ("import os, signal, sys, time; sys.path.insert(0, os.path.dirname(sys.argv[1])); import ipu_worker; "
-           "ipu_worker.compile_popef = lambda job, env: (b'x' * (300 * 10**6), time.sleep(1.2), "
-           "os.kill(os.getpid(), signal.SIGKILL)); sys.exit(ipu_worker.main(sys.argv[1:]))")
+    oom = ("import os, runpy, signal, sys, time; main = runpy.run_path(sys.argv[1] + '/__main__.py'); "
+           "serve = main['load_package'](); convert = sys.modules['kit_poprt_worker.convert']; "
+           "convert.compile_popef = lambda job, env: (b'x' * (300 * 10**6), time.sleep(1.2), "
+           "os.kill(os.getpid(), signal.SIGKILL)); sys.exit(serve.main(sys.argv[1:]))")
     with_double.setenv("KIT_IPU_PYTHON", f"{sys.executable} -c \"{oom}\"")
     ipu_mod._AVAILABILITY[tuple(ipu_mod.interpreter())] = None  # poprt imports; the worker then dies
     with pytest.raises(IpuWorkerError, match=r"killed during 'load' .*\(likely out of memory: peak 0\.[3-9] GB of 0\.5 GB\)\."):
@@ -288,8 +295,8 @@ def test_a_worker_killed_while_loading_is_reported_as_likely_out_of_memory_with_
 
 
 def test_docker_exec_reports_a_sigkill_inside_as_exit_137():
-    assert ipu_mod.was_killed(-9, docker=False) and ipu_mod.was_killed(137, docker=True)
-    assert not ipu_mod.was_killed(137, docker=False) and not ipu_mod.was_killed(1, docker=True)
+    assert worker_process.was_killed(-9, docker=False) and worker_process.was_killed(137, docker=True)
+    assert not worker_process.was_killed(137, docker=False) and not worker_process.was_killed(1, docker=True)
 
 
 def test_bad_compiler_option_fails_load_with_reason(with_double, tmp_path):
@@ -317,10 +324,10 @@ def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tm
 
 
 def test_power_sampler_keeps_no_reading_after_the_window_closes(monkeypatch):
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker.sensors import SensorLog
 
-    monkeypatch.setattr(ipu_worker.PowerSampler, "_reader", lambda self, source: lambda: {"watts": 1.0})
-    sampler = ipu_worker.PowerSampler({"hz": 1000.0, "sources": ["double"]})
+    monkeypatch.setattr(SensorLog, "_reader", lambda self, source: lambda: {"watts": 1.0})
+    sampler = SensorLog({"hz": 1000.0, "sources": ["double"]})
     sampler.start()
     sampler.close()  # what the client that ends last does
     closed = sampler.readings[-1][0]
@@ -328,3 +335,42 @@ def test_power_sampler_keeps_no_reading_after_the_window_closes(monkeypatch):
     out = sampler.stop()
     times = [t for t, _ in out["readings"]]
     assert times == sorted(times) and times[-1] == closed and len(times) >= 2
+
+
+@pytest.mark.parametrize("boards", ["30.0,120.0", "N/A,120.0"])
+def test_power_is_the_attached_cards_alone_on_a_server_of_two_c600s(with_double, tmp_path, boards):
+    """Two C600 cards, one IPU each; another process holds IPU 0, so this session attaches IPU 1.
+    Its power is IPU 1's board only: never both boards summed (150 W), nor missing because the idle
+    board reads N/A."""
+    with_double.delenv("GCDA_MONITOR", raising=False)
+    with_double.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "2")
+    with_double.setenv("KIT_GCIPUINFO_DOUBLE_W", boards)
+    model = tiny_exported(tmp_path)
+    Path(DOUBLE_STATE).mkdir(exist_ok=True)
+    with open(Path(DOUBLE_STATE) / "ipu0.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+        try:
+            assert session.description["ipu_device_id"] == 1
+            m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0.2,
+                                                                              min_count=5), power=True)
+        finally:
+            session.close()
+            fcntl.flock(held, fcntl.LOCK_UN)
+    assert m.power["method"] == "measured", m.power
+    assert m.power["mean_w"] == pytest.approx(120.0) and "IPU 1," in m.power["sensor"]
+
+
+def test_an_ipu_window_says_it_stopped_on_the_minimums_with_rounds_cut_from_its_calls(with_double, tmp_path):
+    """kit.measure.window stops on a target interval; the worker cannot (Python 3.8, no kit), so the
+    measurement says how it stopped, and still has rounds (hence an interval) cut from its call times."""
+    model = tiny_exported(tmp_path)
+    session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
+    try:
+        m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0.5, min_count=5,
+                                                                          target_ci=0.05, min_rounds=5))
+    finally:
+        session.close()
+    assert m.precision["target_ci"] == 0.05 and "does not apply the target interval" in m.precision["stopped_by"]
+    assert len(m.rounds) >= 4 and m.rounds[-1] == [len(t) for t in m.calls]
+    assert m.precision["reached"] is not None and m.intervals["throughput"].available

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.backends.ipu_graph import (
+from kit.backends.ipu.graph import (
     INPUT_CAST,
     PASS_CHECKS,
     check_passes,
@@ -46,26 +46,29 @@ def test_each_bytemlperf_pass_has_a_check():
 
 
 def test_passes_are_judged_by_the_ops_they_leave():
-    before = {"MatMul": 18, "Split": 0, "Neg": 9, "Mul": 37, "Div": 2, "Cast": 39, "Reshape": 38,
-              INPUT_CAST: 2}
+    """Each pass against the same conversion with it skipped: `without` is that graph."""
+    without = {"MatMul": 18, "Split": 0, "Neg": 9, "Mul": 37, "Div": 2, "Cast": 39, "Reshape": 38,
+               INPUT_CAST: 2}
     fired = {"MatMul": 12, "Split": 6, "Neg": 0, "Mul": 30, "Div": 0, "Cast": 45, "AttentionMask": 1,
              "FastNorm": 5}  # more Casts overall (fp16 conversion), none reading an input
     passes = list(PASS_CHECKS)
-    assert {n: r["applied"] for n, r in check_passes(passes, before, fired).items()} == dict.fromkeys(passes, "yes")
-    assert not not_comparable_reasons(check_passes(passes, before, fired))
-    unchanged = check_passes(passes, before, before)
+    each = dict.fromkeys(passes, without)
+    assert {n: r["applied"] for n, r in check_passes(passes, fired, each).items()} == dict.fromkeys(passes, "yes")
+    assert not not_comparable_reasons(check_passes(passes, fired, each))
+    unchanged = check_passes(passes, without, each)
     assert {r["applied"] for r in unchanged.values()} == {"no"}
     reasons = not_comparable_reasons(unchanged)
     assert len(reasons) == len(passes) and "'fused_attention'" in reasons[1] and "did not fire" in reasons[1]
     assert check_passes(["insert_attention_mask"], None, None)["insert_attention_mask"]["applied"] == "not checked"
+    assert check_passes(["pre_scale"], fired, {})["pre_scale"]["applied"] == "not checked"
 
 
 def test_the_worker_counts_casts_of_graph_inputs_under_the_kits_name(tmp_path):
     import onnx
 
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker import convert
     from tests.ipu_helpers import tiny_model
 
-    assert ipu_worker.INPUT_CAST == INPUT_CAST
-    counts = ipu_worker.op_types(onnx.load(str(tiny_model(tmp_path / "tiny.onnx"))))
+    assert convert.INPUT_CAST == INPUT_CAST
+    counts = convert.op_types(onnx.load(str(tiny_model(tmp_path / "tiny.onnx"))))
     assert counts["Cast"] == 1 and counts[INPUT_CAST] == 1 and counts["MatMul"] == 1

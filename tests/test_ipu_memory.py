@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kit.backends import ipu as ipu_mod
-from kit.backends import ipu_worker, step_peaks
+from kit.backends import step_peaks
 from kit.backends.ipu import IpuBackend
+from kit.backends.ipu import backend as ipu_mod
+from kit.backends.ipu.poprt_worker import step_memory
 from kit.measure.memory import InsufficientMemory
 from tests.test_ipu_backend import config, tiny_exported, with_double  # noqa: F401 - fixture
 
@@ -48,7 +49,8 @@ def test_a_small_model_measured_first_never_blocks_a_larger_one(with_double, tmp
     w = numpy_helper.from_array(np.ones((2500, 2000), np.float32), "w")  # 20 MB of weights
     path = save_graph(tmp_path / "wide.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])],
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2500])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2000])], [w])
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2000])], [w],
+                      opset=IpuBackend.export_opset)
     wide = ExportedModel("wide", path, (InputSpec("x", (1, 2500), "float32"),), ("y",), WeightsInfo("random", "seed 0"))
     session = IpuBackend().load(wide, config(tmp_path, "fp32"), 2)
     session.close()
@@ -113,7 +115,7 @@ def test_a_store_of_another_format_is_ignored_not_an_error(tmp_path):
 
 
 def test_worker_step_memory_resets_the_peak_and_refuses_a_known_need_above_available(monkeypatch):
-    memory = ipu_worker.StepMemory({"ipu-compile": {"bytes": 1e18, "source": "test"}})
+    memory = step_memory.StepMemory({"ipu-compile": {"bytes": 1e18, "source": "test"}})
     with memory.step("ipu-convert"):
         held = b"x" * (50 * 10**6)
     assert memory.steps["ipu-convert"]["peak_rss_bytes"] >= 50e6
@@ -122,18 +124,22 @@ def test_worker_step_memory_resets_the_peak_and_refuses_a_known_need_above_avail
         pass
     if memory.reset_everywhere:  # clear_refs lowered the high-water mark to the current RSS
         assert memory.steps["ipu-convert-again"]["peak_rss_bytes"] < memory.steps["ipu-convert"]["peak_rss_bytes"]
-    with pytest.raises(ipu_worker.InsufficientMemory, match=r"ipu-compile needs about 1000000000.0 GB"):
+    with pytest.raises(step_memory.StepWontFit, match=r"ipu-compile needs about 1000000000.0 GB"):
         with memory.step("ipu-compile"):
             pass
-    monkeypatch.setattr(ipu_worker, "reset_peak_rss", lambda: False)
-    unreset = ipu_worker.StepMemory({})
+    monkeypatch.setattr(step_memory, "reset_vm_hwm", lambda: False)
+    unreset = step_memory.StepMemory({})
     with unreset.step("x"):
         pass
     assert "could not reset" in unreset.to_dict()["method"]
 
 
-def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_double, small):  # noqa: F811
+def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_double, tmp_path):  # noqa: F811
     from benchmarks.memory import format_row, ipu_step, ipu_unavailable
+    from kit.models import export_model
+
+    small = export_model("resnet50-torch-fp32", small=True, opset=IpuBackend.export_opset,
+                         cache=tmp_path / "models")
 
     assert ipu_unavailable() is None
     row = {"model": small.name, "step": "ipu", "wall_s": 1.0, **ipu_step(small)}

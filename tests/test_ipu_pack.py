@@ -7,8 +7,8 @@ import onnx
 import pytest
 
 from kit.backends import BackendConfig
-from kit.backends import ipu as ipu_mod
 from kit.backends.ipu import IpuBackend
+from kit.backends.ipu import backend as ipu_mod
 from kit.measure.window import MeasureConfig
 from tests.ipu_helpers import use_double
 
@@ -17,7 +17,7 @@ from tests.ipu_helpers import use_double
 def bert():
     from kit.models import export_model
 
-    return export_model("bert-torch-fp32", small=True)
+    return export_model("bert-torch-fp32", small=True, opset=IpuBackend.export_opset)
 
 
 def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
@@ -27,6 +27,7 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     ipu_mod._AVAILABILITY.clear()
     session = IpuBackend().load(bert, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1)
     d = session.description
+    # from get_model_inputs(): the PackRunner's get_execute_inputs() describe one call's sample (dim 0 is 1)
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
@@ -76,7 +77,7 @@ def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch,
 
 
 def test_pack_lengths_are_the_populations_and_stratified():
-    from kit.backends.ipu_worker import pack_lengths, population_mean
+    from kit.backends.ipu.poprt_worker.packing import pack_lengths, population_mean
 
     rng = np.random.RandomState(0)
     independent = np.clip(rng.normal(172, 172, size=4_000_000).astype(np.int32), 1, 384)
@@ -89,7 +90,7 @@ def test_pack_lengths_are_the_populations_and_stratified():
 
 
 def test_the_worker_calls_whichever_async_spelling_the_runner_has():
-    from kit.backends import ipu_worker
+    from kit.backends.ipu.poprt_worker import packing
 
     class Old:
         def executeAsync(self, feeds, outputs):  # noqa: N802 - PopRT 1.1/1.2's name
@@ -99,14 +100,14 @@ def test_the_worker_calls_whichever_async_spelling_the_runner_has():
         def execute_async(self, feeds, outputs):
             return ("new", feeds, outputs)
 
-    assert ipu_worker.execute_async(Old(), {"a": 1}, {})[0] == "old"
-    assert ipu_worker.execute_async(New(), {"a": 1}, {})[0] == "new"
+    assert packing.execute_async(Old(), {"a": 1}, {})[0] == "old"
+    assert packing.execute_async(New(), {"a": 1}, {})[0] == "new"
     with pytest.raises(AttributeError, match="neither execute_async nor executeAsync"):
-        ipu_worker.execute_async(object(), {}, {})
+        packing.execute_async(object(), {}, {})
 
 
 def test_position_ids_input_replaces_the_position_embedding_indices(bert):
-    from kit.backends.ipu_worker import add_position_ids
+    from kit.backends.ipu.poprt_worker.convert import add_position_ids
 
     model = onnx.load(str(bert.onnx_path))
     add_position_ids(model, "position_ids", "input_ids.1")

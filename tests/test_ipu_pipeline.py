@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from kit.backends import ipu as ipu_mod
+from kit.backends.ipu import backend as ipu_mod
 from kit.publish.scorecard import bytemlperf_rows
 from kit.studies.model_benchmark import run as run_model_benchmark
 from tests.ipu_helpers import double_env

@@ -116,3 +116,12 @@ def test_the_gcipuinfo_double_reads_na_without_gcda_monitor(monkeypatch):
     assert dict(gcipuinfo.gcipuinfo().getDevices()[0])["total board power"] == "95.5W"
     monkeypatch.delitem(sys.modules, "gcipuinfo")
     assert Path(gcipuinfo.__file__).parent == DOUBLE
+
+
+def test_gc_info_readings_from_the_worker_are_the_asked_devices():
+    """The worker runs `gc-info -d N -i` for the attached IPU N and sends (N, text): the reading is
+    that IPU's, even where gc-info's own text names no id."""
+    text = "board serial number: 0063.0063.822392\ntotal board power: 120.0 W\n"
+    raw = {"source": "gc-info", "readings": [[0, [[1, text]]], [int(1e9), [[1, text]]]], "errors": []}
+    summary = summary_from_worker(raw, 0, (1,))
+    assert summary.method == "measured" and summary.mean_w == pytest.approx(120.0), summary

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kit.backends.ipu_settings import merged_settings, models, plan_for, require_plan
+from kit.backends.ipu.settings import merged_settings, models, plan_for, require_plan
 from kit.errors import UnknownNameError
 from kit.paths import published_dir
 from kit.published import figures as published

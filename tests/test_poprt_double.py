@@ -237,3 +237,15 @@ def test_one_async_spelling_per_emulated_poprt(runner, monkeypatch):
     monkeypatch.setenv("KIT_POPRT_DOUBLE_ASYNC", "executeAsync")
     runner.executeAsync(feeds, outputs).wait()
     assert not hasattr(runner, "execute_async")  # PopRT 1.1 / 1.2
+
+
+def test_a_graph_that_cannot_go_down_to_convert_version_is_refused(poprt, tmp_path):
+    """PopRT converts to `convert_version` (11 by default) first: an opset-17 graph whose Add-14 ONNX
+    cannot bring down fails there, and the same graph at opset 11 converts (and keeps opset 11)."""
+    shapes = {"x": [2, 4], "ids": [2, 3]}
+    at_17 = onnx.load(str(tiny_model(tmp_path / "t17.onnx", opset=17)))
+    with pytest.raises(RuntimeError, match=r"opset 11 \(convert_version\).*Add"):
+        poprt.converter.Converter(input_shape=shapes).convert(at_17)
+    converted = poprt.converter.Converter(input_shape=shapes).convert(onnx.load(str(tiny_model(tmp_path / "t11.onnx"))))
+    assert [o.version for o in converted.opset_import if o.domain in ("", "ai.onnx")] == [11]
+    assert poprt.converter.Converter(input_shape=shapes, convert_version=17).convert(at_17) is not None

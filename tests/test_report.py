@@ -61,7 +61,7 @@ def test_gpu_placement_shows_the_cpu_share(result):
 def test_provenance_names_hardware_weights_and_method(result):
     page = provenance(result)
     for words in ("no IPU on this machine", "random initialisation", "onnxruntime", "perf_counter_ns",
-                  "Tolerances", "Allocator", "kit.measure.memory.steady_allocator"):
+                  "Tolerances", "Allocator", "kit.measure.memory.steady_allocator", "at ONNX opset 17"):
         assert words in page
 
 

@@ -11,7 +11,7 @@ the functions that need them.
 from __future__ import annotations
 
 from kit.backends.base import Backend, BackendConfig, Session
-from kit.backends.ipu import IpuBackend
+from kit.backends.ipu.backend import IpuBackend
 from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
 from kit.backends.openvino_backend import OpenVinoBackend
 from kit.backends.torch_backend import TorchBackend
@@ -24,7 +24,12 @@ BACKENDS.register("torch", TorchBackend)
 BACKENDS.register("openvino", OpenVinoBackend)
 BACKENDS.register("ipu", IpuBackend)
 
-__all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "get_backend", "require_backend"]
+__all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "export_opset", "get_backend", "require_backend"]
+
+
+def export_opset(name: str) -> int:
+    """The ONNX opset backend `name` wants the zoo's models exported at."""
+    return BACKENDS.get(name).export_opset
 
 
 def get_backend(name: str) -> Backend:

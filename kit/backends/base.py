@@ -13,6 +13,7 @@ from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.kinds import device_kind
 from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
+from kit.models.export import DEFAULT_OPSET
 from kit.models.spec import ExportedModel
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
@@ -108,6 +109,8 @@ class Backend(ABC):
 
     name: str = ""
     precisions: tuple[str, ...] = ("fp32",)
+    #: the ONNX opset the zoo's models are exported at for this backend (a result's model names it)
+    export_opset: int = DEFAULT_OPSET
 
     @abstractmethod
     def availability(self) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from kit.models import MODELS, export_model
+from kit.models import DEFAULT_OPSET, MODELS, export_model
 from kit.models.export import latest_cached_meta
 from kit.models.spec import InputSpec
 from kit.models.weights import fetch_weights
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("--small", action="store_true", help="reduced-size variant (for tests)")
     p.add_argument("--weights", default="random", help="'random' (default), 'local' or a directory")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("--opset", type=int, default=DEFAULT_OPSET)
     p.set_defaults(func=cmd_export)
 
     p = subparsers.add_parser("fetch-weights", help="download a model's public checkpoint (needs internet)")

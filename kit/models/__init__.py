@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.models.export import cached_export
+from kit.models.export import DEFAULT_OPSET, cached_export
 from kit.models.onnx_file import load_onnx_file
 from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
 from kit.models.weights import resolve_weights
 from kit.models.zoo import MODELS
 
-__all__ = ["ExportedModel", "InputSpec", "ModelEntry", "WeightsInfo", "MODELS", "get_entry",
+__all__ = ["DEFAULT_OPSET", "ExportedModel", "InputSpec", "ModelEntry", "WeightsInfo", "MODELS", "get_entry",
            "model_names", "export_model", "load_model", "make_inputs"]
 
 
@@ -31,7 +31,7 @@ def get_entry(name: str) -> ModelEntry:
 
 
 def export_model(name: str, *, small: bool = False, weights: str = "random", seed: int = 0,
-                 opset: int = 17, cache: Path | None = None) -> ExportedModel:
+                 opset: int = DEFAULT_OPSET, cache: Path | None = None) -> ExportedModel:
     """Build the zoo entry `name` and export it to ONNX (cached under outputs/cache/models)."""
     entry = MODELS.get(name)
     info, path = resolve_weights(name, weights, seed)

@@ -121,6 +121,43 @@ def export_torch(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tupl
                           output_names=list(outputs), dynamic_axes=dynamic, opset_version=opset,
                           dynamo=False)
     keep_unused_inputs(path, inputs)
+    if opset < INTEGER_CLIP_OPSET:
+        clip_integers_as_floats(path)
+
+
+#: Clip takes integer tensors from opset 12; torch still exports an integer clamp (DeBERTa's relative
+#: positions) as Clip at opset 11, which no runtime accepts.
+INTEGER_CLIP_OPSET = 12
+
+
+def clip_integers_as_floats(path: Path) -> int:
+    """Each Clip of an integer tensor becomes Cast(float) -> Clip -> Cast(back), exact for the small
+    integers clamped here (|x| < 2**24); returns how many were rewritten."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    proto = onnx.load(str(path))
+    inferred = onnx.shape_inference.infer_shapes(proto).graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*inferred.value_info, *inferred.input)}
+    types.update({i.name: i.data_type for i in proto.graph.initializer})
+    graph, rewritten = proto.graph, 0
+    for node in [n for n in graph.node if n.op_type == "Clip"]:
+        kind = types.get(node.input[0], TensorProto.FLOAT)
+        if kind in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
+            continue
+        at = list(graph.node).index(node)
+        casts = [helper.make_node("Cast", [name], [f"{name}__{node.name}_as_float"], to=TensorProto.FLOAT)
+                 for name in node.input if name]
+        node.input[:] = [f"{name}__{node.name}_as_float" if name else "" for name in node.input]
+        back = helper.make_node("Cast", [f"{node.output[0]}__as_float"], [node.output[0]], to=kind)
+        node.output[0] = f"{node.output[0]}__as_float"
+        for offset, cast in enumerate(casts):
+            graph.node.insert(at + offset, cast)
+        graph.node.insert(at + len(casts) + 1, back)
+        rewritten += 1
+    if rewritten:
+        onnx.save(proto, str(path))
+    return rewritten
 
 
 def keep_unused_inputs(path: Path, inputs: tuple[InputSpec, ...]) -> None:

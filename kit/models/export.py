@@ -14,6 +14,9 @@ from kit.models.zoo import MODELS
 from kit.paths import cache_dir
 
 EXPORT_FORMAT_VERSION = 3  # bump when the export code changes what it writes
+#: The ONNX opset a zoo model is exported at unless its backend asks for another
+#: (kit.backends.base.Backend.export_opset); part of the export cache key.
+DEFAULT_OPSET = 17
 
 def cache_key(entry: ModelEntry, weights: WeightsInfo, small: bool, opset: int,
               weights_path: Path | None = None) -> str:

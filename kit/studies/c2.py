@@ -69,7 +69,7 @@ def run(config: Config | dict) -> RunResult:
 def execute(cfg: Config, result: RunResult) -> None:
     backend = require_backend(cfg.backend)
     with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"):
-        model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights)
+        model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset)
     result.model = model.describe()
     result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, export_opset, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -104,6 +104,7 @@ def run(config: Config | dict) -> RunResult:
 def execute(cfg: Config, result: RunResult) -> None:
     with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
         model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
+                           opset=export_opset(cfg.backend),
                            input_shapes=cfg.input_shapes or None)
     result.model = model.describe()
     per_batch = batch_configs(cfg, model, result)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from kit import progress
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, export_opset, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
 from kit.measure.window import MeasureConfig
@@ -207,7 +207,7 @@ def run(config: Config | dict) -> RunResult:
 def execute(cfg: Config, result: RunResult) -> None:
     result.notes.append(f"Precision: {cfg.note()}.")
     with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
-        model = load_model(cfg.model, small=cfg.small)
+        model = load_model(cfg.model, small=cfg.small, opset=export_opset(cfg.backend))
     backend = require_backend(cfg.backend)
     policies = cfg.batch_policies()
     top = max(p.max_batch for p in policies)

@@ -260,7 +260,7 @@ def worker_reading_devices(source: str, payload: object) -> list[dict]:
     if source == "gc-monitor":
         return parse_gc_monitor(str(payload))
     if source == "gc-info":
-        return [_parse_gc_info(t) for t in payload]  # type: ignore[union-attr]
+        return [{**_parse_gc_info(text), "id": str(device)} for device, text in payload]  # type: ignore[union-attr]
     raise SensorError(f"unknown IPU power source {source!r}")
 
 
@@ -281,7 +281,8 @@ def summary_from_worker(raw: dict | None, window_start_ns: int, devices: tuple[i
             errors.append(str(exc))
             continue
         series.append((t_ns - window_start_ns) / 1e9, Reading(watts=watts))
-    sensor = f"{source} {POWER_KEY} in the PopRT worker (one value per board)"
+    ipus = f"IPU {', '.join(map(str, devices))}" if devices else "every IPU"
+    sensor = f"{source} {POWER_KEY} in the PopRT worker ({ipus}, one value per board)"
     common = {"hz_requested": raw.get("hz_requested"), "read_errors": len(errors),
               "window_start_ns": window_start_ns, "notes": notes}
     if len(series) < 2:

@@ -49,7 +49,8 @@ def provenance(result: RunResult) -> str:
                  f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample"
                  + (f" + {m['flops_shared_per_call'] / 1e9:.2f} GFLOP per call whatever its batch"
                     if m.get("flops_shared_per_call") else "") + ") from "
-                 f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}",
+                 f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}"
+                 + (f" at ONNX opset {m['opset']}" if m.get("opset") else ""),
         "Weights": (m.get("weights") or {}).get("label", ""),
         "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
         "Allocator": env.get("allocator", ""),

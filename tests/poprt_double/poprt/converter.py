@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, version_converter
+
+from poprt import passes
 
 PRECISIONS = ("fp32", "fp16", "fp8")
 FP8_FORMATS = ("F143", "F152")
@@ -86,7 +88,8 @@ class Converter:
             raise TypeError(f"convert_version must be int, got {opts['convert_version']!r}")
         if opts["precision"] == "fp8":
             self.fp8 = parse_fp8_params(opts["fp8_params"])
-        unknown_passes = [p for p in opts["used_passes"] or [] if p not in BUILTIN_PASSES]
+        unknown_passes = [p for p in [*(opts["used_passes"] or []), *(opts["skip_passes"] or [])]
+                          if p not in BUILTIN_PASSES]
         if unknown_passes:
             raise KeyError(f"pass {unknown_passes[0]!r} is not registered (register custom passes with "
                            "poprt.passes.register before converting)")
@@ -97,9 +100,10 @@ class Converter:
     def convert(self, model):
         if not isinstance(model, onnx.ModelProto):
             raise TypeError(f"convert() expects an onnx.ModelProto, got {type(model).__name__}")
-        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model = self._convert_version(onnx.ModelProto.FromString(model.SerializeToString()))
         self._check_fp8_skips(model)
         self._fix_shapes(model)
+        self._run_passes(model)
         self._int64_inputs_to_int32(model)
         precision = self.options["precision"]
         if precision in ("fp16", "fp8"):
@@ -116,6 +120,29 @@ class Converter:
         helper.set_model_props(model, {"poprt_double.precision": precision,
                                        "poprt_double.emulated_as": emulated})
         return model
+
+    def _run_passes(self, model):
+        """PopRT's default passes the double emulates, unless skipped, then the used passes it
+        emulates; a used pass it does not emulate changes nothing (as one that finds no pattern)."""
+        skip = set(self.options["skip_passes"] or [])
+        for name, rewrite in passes.DEFAULT_PASSES.items():
+            if name not in skip:
+                rewrite(model)
+        for name in self.options["used_passes"] or []:
+            if name in passes.USED_PASSES and name not in skip:
+                passes.USED_PASSES[name](model)
+
+    def _convert_version(self, model):
+        """PopRT's first step: the graph brought to opset `convert_version` with ONNX's own version
+        converter, which has no way down for some ops (LayerNormalization-17, Identity-16, Add-14...):
+        such a graph fails here, before any pass, as it does on a C600."""
+        target = self.options["convert_version"]
+        try:
+            return version_converter.convert_version(model, target)
+        except Exception as exc:  # onnx raises RuntimeError / ValidationError from its C++ core
+            opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+            raise RuntimeError(f"cannot convert the model (opsets {opsets}) to opset {target} "
+                               f"(convert_version): {exc}") from None
 
     def _check_fp8_skips(self, model):
         """fp8_skip_op_names ('Conv_1,Conv_2') must name nodes of the graph: the double refuses an

@@ -181,7 +181,7 @@ class Runner:
             raise RuntimeError(f"the PopEF was compiled for {exe.options['ipu_version']}, the device is {version}")
         self.config = config or RuntimeConfig()
         self.options = exe.options
-        self.device, self._device_lock_file = _attach()
+        self.device_id, self._device_lock_file = _attach()
         time.sleep(_env_seconds("KIT_POPRT_DOUBLE_ATTACH_S", "0.5"))  # attach + load the PopEF
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("KIT_POPRT_DOUBLE_THREADS", "1"))
@@ -210,13 +210,24 @@ class Runner:
         return list(self._session.run([out.name], feeds)[0].shape)
 
     def get_execute_inputs(self):
-        return list(self._inputs)
+        """One execute call's inputs: for a PackRunner one sample (dim 0 is 1), not the compiled
+        batch, which get_model_inputs describes."""
+        return self._per_call(self._inputs)
 
     def get_execute_outputs(self):
+        return self._per_call(self._output_infos)
+
+    def get_model_inputs(self):
+        """The compiled model's inputs (the name ByteMLPerf reads)."""
+        return list(self._inputs)
+
+    def get_model_outputs(self):
         return list(self._output_infos)
 
-    get_model_inputs = get_execute_inputs  # the older names ByteMLPerf uses
-    get_model_outputs = get_execute_outputs
+    def _per_call(self, infos):
+        if self._pack is None:
+            return list(infos)
+        return [TensorInfo(i.name, [1, *i.shape[1:]], i.numpy_data_type()) for i in infos]
 
     def __getattribute__(self, name):
         """One async spelling per emulated PopRT: execute_async (1.3 and later, the default) or
@@ -321,7 +332,7 @@ class _Packer:
     pass did not fire."""
 
     def __init__(self, runner, config):
-        infos = {i.name: i for i in runner.get_execute_inputs()}
+        infos = {i.name: i for i in runner.get_model_inputs()}
         if config.timeout_microseconds <= 0 or config.max_valid_num <= 0:
             raise RuntimeError("PackRunnerConfig: timeout_microseconds and max_valid_num must be > 0")
         if config.dynamic_input_name not in infos:
@@ -371,7 +382,7 @@ class _Packer:
                 raise RuntimeError(f"execute(): pack input {name!r} has {len(flat)} values for a sample of "
                                    f"valid length {length} (padding removal covers {self.config.dynamic_group})")
             sample[name] = flat
-        for info in self.runner.get_execute_outputs():
+        for info in self.runner.get_model_outputs():
             if info.name not in outputs or outputs[info.name].size * self.rows != int(np.prod(info.shape)):
                 raise RuntimeError(f"execute(): pack output {info.name!r} must hold one row of {info.shape}")
         return sample

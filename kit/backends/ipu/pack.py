@@ -7,7 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
-from kit.backends.ipu_worker import pack_lengths
+from kit.backends.ipu.poprt_worker.packing import pack_lengths
+from kit.backends.ipu.verdict import mark_not_comparable
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement
 from kit.models.spec import ExportedModel
@@ -64,9 +65,8 @@ def check_packing(session: PackedSession, model: ExportedModel, precision: str, 
     d["pack_check"] = check
     if not apart_ok:
         session.isolate = True
-        d["comparable"] = False
-        d.setdefault("notes", []).append(
-            f"not comparable: packed samples attend to each other (outputs differ by up to {diff.max_abs:.3g} "
+        mark_not_comparable(
+            d, f"packed samples attend to each other (outputs differ by up to {diff.max_abs:.3g} "
             f"from each sample run alone, tolerance {tolerance:.3g}); run() sends samples one per pack, so "
             "its outputs are right, but the timed pack mode computes mixed attention")
     return check

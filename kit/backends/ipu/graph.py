@@ -4,8 +4,9 @@ ByteMLPerf's settings were written for its own exports: its fp8 skip list names 
 graphs, and its pattern passes expect the op patterns of its tf2onnx/torch exports. On the kit's
 exports a name may not exist and a pass may not fire; PopRT then silently does less than the
 published recipe. This module resolves the skip names against the exported graph (an unknown one is
-an error naming it) and, after conversion, judges from the op types before and after whether each
-pass fired (one that did not makes the row not comparable, named).
+an error naming it) and, after conversion, judges whether each pass fired from the op types of the
+conversion with it against the same conversion with it skipped (one that did not makes the row not
+comparable, named).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kit.backends.ipu.poprt_worker.convert import INPUT_CAST
 from kit.errors import InvalidParameter
-
-INPUT_CAST = "Cast(graph input)"  # the worker's pseudo op type (ipu_worker.INPUT_CAST)
 
 
 def module_path(node_name: str) -> str:
@@ -76,17 +76,18 @@ def graph_node_names(onnx_path: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PassCheck:
-    """What a pass leaves in the converted graph, from PopRT's pass docs (passes.html)."""
+    """What a pass leaves in the converted graph, from PopRT's pass docs (passes.html), judged
+    between the graph converted without the pass (`without`) and with it (`with_`)."""
 
     effect: str  # PopRT's description of the rewrite
     evidence: str  # what the kit looks for, in words
 
-    def fired(self, before: dict[str, int], after: dict[str, int]) -> bool:
-        return _RULES[self.evidence](before, after)
+    def fired(self, without: dict[str, int], with_: dict[str, int]) -> bool:
+        return _RULES[self.evidence](without, with_)
 
 
 _RULES = {
-    "an AttentionMask op": lambda b, a: a.get("AttentionMask", 0) > 0,
+    "an AttentionMask op": lambda b, a: a.get("AttentionMask", 0) > b.get("AttentionMask", 0),
     "more Split ops than before (Q, K and V from one fused MatMul)":
         lambda b, a: a.get("Split", 0) > b.get("Split", 0) and a.get("MatMul", 0) < b.get("MatMul", 0),
     "fewer Neg ops than before (the element-wise rotate-half gone)": lambda b, a: a.get("Neg", 0) < b.get("Neg", 0),
@@ -94,7 +95,7 @@ _RULES = {
         lambda b, a: a.get("Div", 0) + a.get("Mul", 0) < b.get("Div", 0) + b.get("Mul", 0),
     "fewer Casts reading a graph input than before (the input Cast gone)":
         lambda b, a: a.get(INPUT_CAST, 0) < b.get(INPUT_CAST, 0),
-    "a FastNorm op": lambda b, a: a.get("FastNorm", 0) > 0,
+    "a FastNorm op": lambda b, a: a.get("FastNorm", 0) > b.get("FastNorm", 0),
 }
 
 PASS_CHECKS = {
@@ -113,20 +114,30 @@ PASS_CHECKS = {
 }
 
 
-def check_passes(passes: Iterable[str], before: dict[str, int] | None, after: dict[str, int] | None) -> dict:
-    """Per pass: {"applied": "yes" / "no" / "not checked", "evidence", "effect"}, from the op
-    types of the graph before and after conversion (None where the worker did not report them)."""
+BY_DIFFERENCE = "the graph converted with the pass against the same conversion with it in skip_passes"
+
+
+def evidence_passes(passes: Iterable[str]) -> list[str]:
+    """The passes the worker converts a second time without, to judge them by difference."""
+    return [p for p in passes if p in PASS_CHECKS]
+
+
+def check_passes(passes: Iterable[str], after: dict[str, int] | None,
+                 without: dict[str, dict[str, int]] | None) -> dict:
+    """Per pass: {"applied": "yes" / "no" / "not checked", "evidence", "effect", "method"}, from the
+    op types of the converted graph (`after`) and of the same conversion without that pass
+    (`without[pass]`); None where the worker did not report them (a PopEF cached before it did)."""
     out = {}
     for name in passes:
         check = PASS_CHECKS.get(name)
         if check is None:
             out[name] = {"applied": "not checked", "evidence": "the kit has no check for this pass"}
-        elif before is None or after is None:
-            out[name] = {"applied": "not checked", "evidence": "the worker reported no op types",
+        elif after is None or name not in (without or {}):
+            out[name] = {"applied": "not checked", "evidence": "the worker reported no conversion without the pass",
                          "effect": check.effect}
         else:
-            out[name] = {"applied": "yes" if check.fired(before, after) else "no", "evidence": check.evidence,
-                         "effect": check.effect}
+            out[name] = {"applied": "yes" if check.fired(without[name], after) else "no", "evidence": check.evidence,
+                         "effect": check.effect, "method": BY_DIFFERENCE}
     return out
 
 

@@ -1,23 +1,15 @@
 """Graphcore IPU through PopRT, driven out of process by one long-lived worker per session.
 
 PopRT lives in a Python 3.8 environment (Poplar SDK or the graphcorecn/poprt image), the kit in
-3.11, so every PopRT call happens in `ipu_worker.py`, started with the interpreter named by
-KIT_IPU_PYTHON (default `python3`; `docker exec -i <container> python3` works when the kit's paths
-are mounted at the same place in the container). Each IpuSession starts its worker once: the
-Runner attaches the IPU and loads the PopEF once, then serves run / measure requests until the
-session is closed. Arrays travel as raw pickle-5 buffers over the worker's pipes.
+3.11, so every PopRT call happens in the worker (`poprt_worker/`, driven through
+`worker_process.IpuWorker`). Each IpuSession starts its worker once: the Runner attaches the IPU
+and loads the PopEF once, then serves run / measure requests until the session is closed.
 """
 
 from __future__ import annotations
 
-import collections
 import os
-import select
-import shlex
-import signal
 import subprocess
-import threading
-import time
 import weakref
 from pathlib import Path
 
@@ -25,204 +17,39 @@ import numpy as np
 
 from kit.backends import step_peaks
 from kit.backends.base import Backend, BackendConfig, Session
-from kit.backends.ipu_graph import (
+from kit.backends.ipu.graph import (
     check_passes,
+    evidence_passes,
     graph_node_names,
     keeps_samples_apart,
     not_comparable_reasons,
     resolve_fp8_skips,
 )
-from kit.backends.ipu_pack import check_packing, pack_measurement
-from kit.backends.ipu_settings import IpuRunPlan, plan_for
-from kit.backends.ipu_worker import read_message, write_message
+from kit.backends.ipu.pack import check_packing, pack_measurement
+from kit.backends.ipu.settings import IpuRunPlan, plan_for
+from kit.backends.ipu.verdict import NOT_COMPARABLE, mark_not_comparable
+from kit.backends.ipu.worker_process import UNAVAILABLE, IpuWorker, interpreter, request_timeout_s
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import parts
-from kit.measure.memory import (
-    GB,
-    SKIP_CHECK_ENV,
-    InsufficientMemory,
-    conversion_budget,
-    oom_message,
-    parse_meminfo,
-)
+from kit.measure.memory import GB, SKIP_CHECK_ENV, conversion_budget
 from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
+from kit.measure.power.summary import PowerSummary
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
-WORKER = Path(__file__).with_name("ipu_worker.py")
-UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SDK; see README)"
 EMULATED_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
 EMULATED_LABEL = "[not run on an IPU]"
-PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
-STDERR_LINES = 40
+#: PopRT's Converter first brings a graph to its `convert_version` (11 unless given, and ByteMLPerf
+#: never gives it); ONNX has no way down from opset 17's LayerNormalization, Identity-16, Shape-15 or
+#: Add-14, so the graphs the IPU compiles are exported at 11, as ByteMLPerf's tools exported them.
+CONVERT_VERSION = 11
+#: How an IPU window stopped, for the report: kit.measure.window's target-interval rule needs the
+#: kit's statistics, which the Python 3.8 worker cannot import, so its clients stop on the minimums.
+IPU_STOP = ("minimum duration and count (or the maximum duration) in the PopRT worker, which does not "
+            "apply the target interval; rounds cut from its call times afterwards")
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # sessions holding an IPU in this process
-WATCH_S = 0.5  # how often the worker's peak RSS is read while it converts and compiles
-MEMORY_ERROR = "InsufficientMemory: "  # the worker's reply for a step its known need does not fit
-
-
-class IpuWorkerError(KitError):
-    """The PopRT worker failed (compile, load, run, timeout or died); the message says why."""
-
-
-def interpreter(env: dict[str, str] | None = None) -> list[str]:
-    return shlex.split((os.environ if env is None else env).get("KIT_IPU_PYTHON", "python3"))
-
-
-def request_timeout_s(kind: str = "run") -> float:
-    """Seconds a request may take: KIT_IPU_LOAD_TIMEOUT_S for load (compiling can take long),
-    KIT_IPU_TIMEOUT_S for the rest (a measure request adds its own max duration)."""
-    name, default = {"load": ("KIT_IPU_LOAD_TIMEOUT_S", "7200")}.get(kind, ("KIT_IPU_TIMEOUT_S", "600"))
-    return float(os.environ.get(name, default))
-
-
-def worker_command(env: dict[str, str] | None = None) -> list[str]:
-    """The worker's argv; through `docker exec` the variables in PASS_ENV are passed with -e (an
-    exec'd process does not inherit the caller's environment) and stdin is kept open (-i)."""
-    env = os.environ if env is None else env
-    cmd = interpreter(env)
-    if cmd[:2] == ["docker", "exec"]:
-        flags = [] if ("-i" in cmd or "--interactive" in cmd) else ["-i"]
-        for name in PASS_ENV:
-            if name in env:
-                flags += ["-e", f"{name}={env[name]}"]
-        cmd = cmd[:2] + flags + cmd[2:]
-    return [*cmd, str(WORKER), "--serve"]
-
-
-class IpuWorker:
-    """One worker process: framed requests on its stdin, replies on its stdout, stderr kept."""
-
-    def __init__(self, env: dict[str, str] | None = None):
-        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.peak_gb: float | None = None  # the worker's VmHWM, read while it loads (_read_peak)
-        self.killed = False  # by SIGKILL, most often the kernel's out-of-memory killer
-        try:
-            self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, bufsize=0, env=env)
-        except FileNotFoundError as exc:
-            raise BackendUnavailable(UNAVAILABLE) from exc
-        self._lock = threading.Lock()
-        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
-        self._drain.start()
-        self._finalizer = weakref.finalize(self, _stop_process, self.proc)
-
-    def _read_stderr(self) -> None:
-        for line in iter(self.proc.stderr.readline, b""):
-            self.stderr_tail.append(line.decode(errors="replace").rstrip())
-
-    def request(self, msg: dict, timeout_s: float) -> object:
-        """Send one request and wait for its reply (IpuWorkerError on failure, death or timeout)."""
-        with self._lock:
-            if self._poll() is not None:
-                raise self._died("before the request")
-            try:
-                write_message(self.proc.stdin, msg)
-                ready = self._wait_for_reply(timeout_s, watch_memory=msg.get("op") == "load")
-                if not ready:
-                    self.kill()
-                    raise IpuWorkerError(f"PopRT worker gave no reply to {msg.get('op')!r} within "
-                                         f"{timeout_s:.0f} s (KIT_IPU_TIMEOUT_S / KIT_IPU_LOAD_TIMEOUT_S); "
-                                         f"it was stopped.{self._tail()}")
-                reply = read_message(self.proc.stdout)
-            except (BrokenPipeError, EOFError, OSError) as exc:
-                raise self._died(f"during {msg.get('op')!r} ({type(exc).__name__})") from None
-        if not reply.get("ok"):
-            error = str(reply.get("error"))
-            if error.startswith(MEMORY_ERROR):
-                raise InsufficientMemory(f"PopRT worker: {error.removeprefix(MEMORY_ERROR)}; free memory, or "
-                                         f"set {SKIP_CHECK_ENV}=1 to try anyway")
-            raise IpuWorkerError(f"PopRT worker: {error}")
-        return reply.get("result")
-
-    def _died(self, when: str) -> IpuWorkerError:
-        code, peak = self._reap()
-        self._drain.join(timeout=1)
-        if was_killed(code, docker=interpreter()[:2] == ["docker", "exec"]):
-            self.killed = True
-            return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + "." + self._tail())
-        return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
-
-    def _wait_for_reply(self, timeout_s: float, watch_memory: bool) -> bool:
-        """Whether a reply came within `timeout_s`. While the worker converts and compiles
-        (`watch_memory`), its peak RSS is read twice a second, so that a worker the kernel kills can
-        be reported with the peak it had reached; never during timed requests."""
-        if not watch_memory:
-            return bool(select.select([self.proc.stdout], [], [], timeout_s)[0])
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self._read_peak()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if select.select([self.proc.stdout], [], [], min(left, WATCH_S))[0]:
-                return True
-
-    def _read_peak(self) -> None:
-        """The worker's VmHWM; not readable through `docker exec`, whose client is not the worker."""
-        if interpreter()[:2] == ["docker", "exec"]:
-            return
-        try:
-            peak = parse_meminfo(Path(f"/proc/{self.proc.pid}/status").read_text())["VmHWM"] / GB
-        except (OSError, KeyError):  # gone, or a zombie (no VmHWM line)
-            return
-        self.peak_gb = max(self.peak_gb or 0.0, peak)
-
-    def _poll(self) -> int | None:
-        """The exit code (negative for a signal) once the worker is gone, else None."""
-        if self.proc.returncode is None:
-            try:
-                pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere
-                return self.proc.poll()
-            if pid:
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
-        return self.proc.returncode
-
-    def _reap(self, timeout_s: float = 5.0) -> tuple[int | None, float | None]:
-        """(exit code, the last peak RSS read in GB or None), waiting up to `timeout_s` for the end."""
-        deadline = time.monotonic() + timeout_s
-        while self._poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self.proc.returncode, self.peak_gb
-
-    def _tail(self) -> str:
-        lines = [line for line in self.stderr_tail if line.strip()][-8:]
-        return (" Its stderr ends with: " + " | ".join(lines)) if lines else " It wrote nothing to stderr."
-
-    def close(self) -> None:
-        if self._poll() is None:
-            try:
-                self.request({"op": "close"}, 30)
-            except KitError:
-                pass
-        self.kill()
-
-    def kill(self) -> None:
-        self._finalizer()
-
-    @property
-    def alive(self) -> bool:
-        return self._poll() is None
-
-
-def was_killed(code: int | None, docker: bool) -> bool:
-    """SIGKILL: -9 from a direct child; `docker exec` exits 128 + 9 when the process inside is."""
-    return code == -signal.SIGKILL or (docker and code == 128 + signal.SIGKILL)
-
-
-def _stop_process(proc: subprocess.Popen) -> None:
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            stream.close()
-        except OSError:
-            pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def check_request(device: dict, precision: str, sessions: int) -> None:
@@ -283,6 +110,7 @@ class IpuSession(Session):
                                    "(PopRT has no replication); clients share one session")
         if batch_size != self.batch_size:
             raise InvalidParameter("batch_size", batch_size, f"this session was compiled for {self.batch_size}")
+        devices = devices or self.attached_ipu()
         msg = {"op": "measure", "inputs": inputs, "warmup": cfg.warmup, "clients": cfg.clients,
                "min_duration_s": cfg.min_duration_s, "min_count": cfg.min_count,
                "max_duration_s": cfg.max_duration_s,
@@ -294,6 +122,9 @@ class IpuSession(Session):
             m.extra["pack_lengths"] = out.get("pack_lengths")
         else:
             m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
+        m = BatchMeasurement(m.batch_size, m.mode, m.threads, m.calls, extra=m.extra,
+                             rounds=rounds_from_times(m.calls, cfg.round_length_s),
+                             precision={"target_ci": cfg.target_ci, "stopped_by": IPU_STOP})
         emulated = self.description.get("emulated", False)
         m.extra.update(backend="ipu", emulated=emulated, poprt_version=self.description.get("poprt_version"),
                        timer="time.perf_counter_ns in the PopRT worker",
@@ -302,18 +133,43 @@ class IpuSession(Session):
             m.extra["note"] = EMULATED_NOTE
         if power:
             start = min(t[0][0] for t in calls if t)
-            m.power = summary_from_worker(out["power"], start, devices).with_samples(
-                m.samples, m.throughput).to_dict()
+            m.power = self.power_summary(out["power"], start, devices).with_samples(m.samples, m.throughput).to_dict()
         return m
+
+    def attached_ipu(self) -> tuple[int, ...] | None:
+        """The IPU this session's Runner attached, as the worker reported it (None: unknown)."""
+        found = self.description.get("ipu_device_id")
+        return None if found is None else (int(found),)
+
+    def power_summary(self, raw: dict | None, start_ns: int, devices: tuple[int, ...] | None) -> PowerSummary:
+        """The attached card's power only: on a machine of several IPUs whose attached one is unknown,
+        no figure (every board's sum, or an idle board's N/A, would stand for this run's)."""
+        count = int((self.description.get("device") or {}).get("num_devices") or 1)
+        if devices is None and count > 1 and raw is not None:
+            return PowerSummary.unavailable(f"this machine has {count} IPUs and the worker could not tell which "
+                                            "one this session's Runner attached, so no board's power is its own")
+        return summary_from_worker(raw, start_ns, devices)
 
     def close(self) -> None:
         _LIVE.discard(self)
         self.worker.close()
 
 
+def rounds_from_times(calls: list, round_s: float) -> list[list[int]]:
+    """Rounds of `round_s` cut from call times: at each round's end, how many calls of each thread
+    had ended (kit.measure.intervals' marks); the last round ends with the last call."""
+    first = min(t[0][0] for t in calls if t)
+    last = max(t[-1][1] for t in calls if t)
+    step = max(int(round_s * 1e9), 1)
+    marks = [[sum(1 for _, end in thread if end <= edge) for thread in calls]
+             for edge in range(first + step, last, step)]
+    return [m for m in marks if sum(m)] + [[len(thread) for thread in calls]]
+
+
 class IpuBackend(Backend):
     name = "ipu"
     precisions = ("fp32", "fp16", "fp8")
+    export_opset = CONVERT_VERSION
 
     def availability(self) -> str | None:
         cmd = tuple(interpreter())
@@ -335,7 +191,7 @@ class IpuBackend(Backend):
         self.require()
         worker = IpuWorker()
         try:
-            return worker.request({"op": "probe"}, request_timeout_s())
+            return worker.probe()
         finally:
             worker.close()
 
@@ -356,7 +212,7 @@ class IpuBackend(Backend):
         worker = IpuWorker(env)
         memory = ConversionMemory(model, config.precision, compiled_batch)
         try:
-            probe = worker.request({"op": "probe"}, request_timeout_s())
+            probe = worker.probe()
             check_request(probe.get("device", {}), config.precision, len(_LIVE) + 1)
             memory.emulated = bool(probe.get("test_double", False))
             job = {**self.job(model, config, compiled_batch, plan, pack), "memory_needs": memory.needs()}
@@ -396,6 +252,7 @@ class IpuBackend(Backend):
         return {"op": "load", "onnx_path": str(Path(model.onnx_path).resolve()), "precision": config.precision,
                 "batch_size": batch_size, "inputs": [spec.to_dict() for spec in model.inputs],
                 "converter_options": converter, "compiler_options": compiler, "pack": pack,
+                "evidence_passes": evidence_passes(converter.get("used_passes", [])),
                 "pack_inputs": pack_inputs,
                 "cache_dir": str(Path(opts.get("cache_dir", cache_dir() / "popef")).resolve())}
 
@@ -410,7 +267,9 @@ class IpuBackend(Backend):
              "interpreter": " ".join(interpreter()), "device": env.get("device"), "part": device["part"],
              "device_name": device["name"], "popef": Path(info.get("popef", "")).name,
              "compile_seconds": info.get("compile_seconds"), "popef_cached": info.get("popef_cached"),
-             "attach_seconds": info.get("attach_seconds"),
+             "attach_seconds": info.get("attach_seconds"), "model_opset": model.opset,
+             "ipu_device_id": info.get("device_id"),
+             "convert_version": info.get("converter_options", {}).get("convert_version", CONVERT_VERSION),
              "converter_options": {k: v for k, v in info.get("converter_options", {}).items() if k != "input_shape"},
              "input_shape": info.get("converter_options", {}).get("input_shape"),
              "compiler_options": info.get("compiler_options"), "runtime_config": "PackRunnerConfig" if pack
@@ -424,7 +283,10 @@ class IpuBackend(Backend):
         else:
             d["settings"] = plan.to_dict()
             d["comparable"] = plan.comparable
-            d["notes"] = list(plan.notes)
+            d["notes"] = [n for n in plan.notes if not n.startswith(NOT_COMPARABLE)]
+            for note in plan.notes:
+                if note.startswith(NOT_COMPARABLE):
+                    mark_not_comparable(d, note)
             if plan.missing_passes:
                 d["missing_passes"] = list(plan.missing_passes)
             self.check_settings(d, plan, info)
@@ -451,13 +313,12 @@ class IpuBackend(Backend):
             d["fp8_skip_op_names"] = dict(zip([n.strip() for n in published.split(",") if n.strip()],
                                               used.split(","), strict=False))
         graph = info.get("graph") or {}
-        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_before"),
-                              graph.get("op_types_after"))
+        passes = check_passes(plan.converter_options.get("used_passes", []), graph.get("op_types_after"),
+                              graph.get("op_types_without"))
         if passes:
             d["passes"] = passes
-            reasons = not_comparable_reasons(passes)
-            d["notes"] += reasons
-            d["comparable"] = d["comparable"] and not reasons
+            for reason in not_comparable_reasons(passes):
+                mark_not_comparable(d, reason)
 
 
 class ConversionMemory:

@@ -1,0 +1,101 @@
+"""Memory of the worker's conversion and compilation: each step's VmHWM, and a check before a step
+whose need the kit knows."""
+
+import os
+import time
+from contextlib import contextmanager
+
+
+class StepWontFit(MemoryError):
+    """A step's known need is above the memory available (the kit reads it from the reply's
+    error name and raises its own error)."""
+
+
+MEMORY_METHOD = ("VmHWM of the PopRT worker (/proc/self/status), reset before each step through "
+                 "/proc/self/clear_refs")
+
+
+def status_bytes(field, status="/proc/self/status"):
+    """A memory line of this process's status (VmHWM: peak resident set, VmRSS: now) in bytes, or
+    None where /proc is unreadable."""
+    try:
+        with open(status) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def vm_hwm_bytes(status="/proc/self/status"):
+    return status_bytes("VmHWM", status)
+
+
+def reset_vm_hwm(clear_refs="/proc/self/clear_refs"):
+    """Reset VmHWM to the current RSS (Linux 4.0 and later); False where that is not allowed."""
+    try:
+        with open(clear_refs, "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
+    """MemAvailable, capped by a cgroup v2 limit (the PopRT container's); None where unreadable."""
+    available = None
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open(os.path.join(cgroup, "memory.max")) as f:
+            limit = f.read().strip()
+        with open(os.path.join(cgroup, "memory.current")) as f:
+            used = int(f.read().strip())
+        if limit != "max" and available is not None:
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+class StepMemory:
+    """Each step's peak RSS (VmHWM reset before it) and RSS before it; before a step whose need the
+    kit knows (what the step added on an earlier run: its peak less the RSS before it), compared
+    with the memory available, StepWontFit when that is less."""
+
+    def __init__(self, needs):
+        self.needs = needs  # step -> {"bytes": need, "source": how it is known}
+        self.steps = {}
+        self.reset_everywhere = True
+
+    def check(self, step):
+        need = self.needs.get(step)
+        available = available_memory_bytes()
+        if need is not None and available is not None and need["bytes"] > available:
+            raise StepWontFit("{} needs about {:.1f} GB, {:.1f} GB available ({})".format(
+                step, need["bytes"] / 1e9, available / 1e9, need["source"]))
+        return available
+
+    @contextmanager
+    def step(self, name):
+        available = self.check(name)
+        self.reset_everywhere = reset_vm_hwm() and self.reset_everywhere
+        before = status_bytes("VmRSS")
+        started = time.perf_counter()
+        yield
+        checked = (self.needs.get(name) or {}).get("bytes") if available is not None else None
+        self.steps[name] = {"peak_rss_bytes": vm_hwm_bytes(), "rss_before_bytes": before,
+                            "seconds": round(time.perf_counter() - started, 2),
+                            "available_before_bytes": available, "need_checked_bytes": checked}
+
+    def to_dict(self):
+        method = MEMORY_METHOD if self.reset_everywhere else (
+            "VmHWM of the PopRT worker (/proc/self/status); /proc/self/clear_refs could not reset it, so "
+            "each step's peak is the worker's peak since it started")
+        return {"status": "measured", "steps": self.steps, "method": method}
