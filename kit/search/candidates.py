@@ -177,9 +177,12 @@ TORCH_CUDA = (
     ("fp16", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, "full",
      "inductor fp16 reduce-overhead with 2 clients"),
 )
+#: ONNX Runtime's CUDA provider: IO binding per call, and the provider's CUDA graph option
 ORT_CUDA = (
-    ("fp32", "cuda", {}, "quick", "CUDA fp32"),
-    ("fp16", "cuda", {}, "quick", "CUDA fp16 (tensor cores)"),
+    ("fp32", "cuda", {}, "quick", "CUDA fp32, IO binding"),
+    ("fp16", "cuda", {}, "quick", "CUDA fp16 (tensor cores), IO binding"),
+    ("fp16", "cuda", {"cuda_graph": True}, "quick", "CUDA fp16, the provider's CUDA graph (enable_cuda_graph)"),
+    ("fp16", "cuda", {"clients": 2}, "full", "CUDA fp16, 2 clients (threads, each its own IO binding)"),
 )
 
 
