@@ -14,6 +14,7 @@ graph settings) only by a full search.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
@@ -192,9 +193,16 @@ def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
     if "TensorrtExecutionProvider" in providers:
         out += [RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
                 RowCandidate(ort, "int8", "tensorrt", why="TensorRT int8 (symmetric QDQ), engine cache")]
+    if tensorrt_python():
+        out += [RowCandidate("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)") for p in ("fp16", "int8")]
     if framework == "torch":
         out += [RowCandidate("torch", p, "cuda", options=dict(o), depth=depth, why=why) for p, o, depth, why in TORCH_CUDA]
     return out
+
+
+def tensorrt_python() -> bool:
+    """TensorRT's Python API is importable here (the -libs wheels ORT loads have no module)."""
+    return importlib.util.find_spec("tensorrt") is not None
 
 
 def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:
