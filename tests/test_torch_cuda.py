@@ -146,3 +146,14 @@ def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
     assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
     cpu = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
     assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]  # the CPU search is as it was
+
+
+def test_the_report_says_how_the_clients_ran(small, gpu):
+    from kit.publish.report.tables import threads_text
+
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
+    m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=2))
+    assert threads_text(m.to_dict()) == "2 (2 clients: threads, each its own CUDA stream)"
+    single = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    assert threads_text(single.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0,
+                                                                                   min_count=2)).to_dict()) == 1
