@@ -377,7 +377,9 @@ def test_gpu_session_records_device_and_cpu_kernel_share(small, gpu_host):
     assert d["cuda_device"]["index"] == 1 and d["cuda_device"]["pci_bus_id"] == "00000000:81:00.0"
     assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 1})
     assert gpu_host.last.runs == 1  # the profiled warm-up at load, before any timed window
-    assert d["timing"].startswith("host-to-host")
+    assert d["timing"].startswith("host-to-host") and d["math"] == "tf32"  # the CUDA provider's use_tf32 default
+    off = BackendConfig(device="cuda", options={"provider_options": {"CUDAExecutionProvider": {"use_tf32": "0"}}})
+    assert get_backend("onnxruntime").load(small, off, 1).description["math"] == "fp32"
 
 
 def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_host):

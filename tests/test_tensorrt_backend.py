@@ -37,7 +37,7 @@ def reference(small):
 def test_an_engine_is_built_once_cached_and_run_host_to_host(small, trt, reference):
     session = require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 4)
     d = session.description
-    assert d["builder_flags"] == ["FP16"] and d["engine_reused"] is False and d["timing"].startswith("host-to-host")
+    assert d["builder_flags"] == ["FP16"] and d["math"] == "fp16" and d["engine_reused"] is False and d["timing"].startswith("host-to-host")
     assert tensorrt_double.Builder.builds == 1
     assert NumericDiff.between(reference, session.run(small.make_inputs(4))).max_abs <= 1e-5  # the double runs fp32
     other = session.run(small.make_inputs(4, seed=3))

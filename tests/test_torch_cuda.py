@@ -37,6 +37,7 @@ def test_a_graph_session_replays_its_capture_on_the_inputs_copied_in(small, gpu)
     session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2)
     d = session.description
     assert "captured in one CUDA graph" in d["mode"] and d["weights_dtype"] == "float16" and d["channels_last"]
+    assert d["math"] == "fp16"  # the roofline's peak: fp16 tensor cores
     assert gpu.captures == 1  # at load, outside any timed window
     out_a, out_b = session.run(a), session.run(b)
     assert gpu.captures == 1 and gpu.replays >= 2  # the same capture, new inputs copied into its buffers
@@ -70,6 +71,12 @@ def test_the_eager_gpu_call_is_host_to_host_on_its_stream(small, gpu):
     out = call()
     assert gpu.syncs == syncs + 1 and out[0].shape == (2, 10)  # the call ends when the copies out land
     assert NumericDiff.between(reference(small, inputs), [o.float().numpy() for o in out]).max_abs <= 0.05
+
+
+def test_fp32_on_a_gpu_says_whether_tf32_tensor_cores_ran(small, gpu, monkeypatch):
+    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "tf32"
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "fp32"
 
 
 def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):

@@ -250,6 +250,8 @@ class OnnxRuntimeBackend(InProcessBackend):
             "cuda_graph": bool(config.options.get("cuda_graph")),
             "model_file": path.name, "ort_version": ort.__version__,
         }
+        if config.device != "cpu":
+            description["math"] = ort_gpu_math(config)
         if config.precision not in ("fp32", model.precision):
             description["conversion"] = conversion_label(model, config.precision,
                                                          symmetric=config.device == "tensorrt",
@@ -278,6 +280,15 @@ class OnnxRuntimeBackend(InProcessBackend):
         if config.device == "tensorrt" and config.precision == "int8":
             return convert_for_ort(model, "int8", symmetric=True)
         return convert_for_ort(model, config.precision, quantization=quantization(config))
+
+
+def ort_gpu_math(config: BackendConfig) -> str:
+    """The arithmetic a GPU session does (the roofline's peak): fp32 runs on TF32 tensor cores unless
+    turned off (the CUDA provider's use_tf32 defaults to on; TensorRT allows TF32 by default)."""
+    if config.precision != "fp32":
+        return config.precision
+    tf32 = provider_options(config)["CUDAExecutionProvider"].get("use_tf32", 1)
+    return "fp32" if config.device == "cuda" and str(tf32) in ("0", "False", "false") else "tf32"
 
 
 def check_cuda_graph(config: BackendConfig) -> None:

@@ -39,6 +39,7 @@ from kit.paths import cache_dir
 
 WORKSPACE_BYTES = 4 << 30  # the builder's scratch memory limit (TensorRT's tactics that need more are skipped)
 FLAGS = {"fp32": (), "fp16": ("FP16",), "int8": ("INT8", "FP16")}  # int8: fp16 where a layer is not quantized
+MATH = {"fp32": "tf32", "fp16": "fp16", "int8": "int8"}  # TensorRT allows TF32 for fp32 layers by default
 
 
 class TrtCall:
@@ -129,6 +130,7 @@ class TensorRtBackend(InProcessBackend):
                                      "delete it to rebuild)")
         description = {"backend": self.name, "device": config.device, "precision": config.precision,
                        "tensorrt_version": trt.__version__, "builder_flags": list(FLAGS[config.precision]),
+                       "math": MATH[config.precision],
                        "model_file": Path(onnx).name, "engine_cache": str(path), "engine_reused": cached,
                        "cuda_device": gpu.to_dict(), "timing": HOST_TO_HOST, "api": "TensorRT Python API "
                        "(Builder, OnnxParser, build_serialized_network, execute_async_v3)"}

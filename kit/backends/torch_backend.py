@@ -201,7 +201,8 @@ class TorchBackend(InProcessBackend):
             "notes": notes,
         }
         if gpu is not None:
-            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST)
+            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST,
+                               math=gpu_math(config.precision, cnn))
         session = TorchSession(module, device, config.precision, cnn, description, on_gpu=gpu is not None)
         session.clients = clients_option(config)
         if gpu is not None:
@@ -230,6 +231,17 @@ def check_device(device: str, precision: str) -> None:
     if device == "cuda" and precision == "int8":
         raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
                                "use onnxruntime with the tensorrt device for int8 on a GPU")
+
+
+def gpu_math(precision: str, cnn: bool) -> str:
+    """The arithmetic a CUDA run does (the roofline's peak): 16-bit weights on tensor cores; fp32 on
+    TF32 tensor cores where torch allows it (cuDNN convolutions by default, matmuls only if enabled)."""
+    import torch
+
+    if precision != "fp32":
+        return precision
+    allowed = torch.backends.cudnn.allow_tf32 if cnn else torch.backends.cuda.matmul.allow_tf32
+    return "tf32" if allowed else "fp32"
 
 
 def check_cuda_graph(config: BackendConfig) -> None:

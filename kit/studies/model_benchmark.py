@@ -25,7 +25,7 @@ from kit.search import SearchSettings, decide, key_hash, search_cost
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
-from kit.studies.roofline import figure_rows
+from kit.studies.roofline import figure_rows, gpu_roof
 
 PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
@@ -165,15 +165,21 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult) -> Con
 
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
-    """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
+    """Each measured figure's roofline position (CPU and GPU runs; elsewhere, why not). On a GPU the
+    peak is the one of the arithmetic that ran, and '% of peak' uses that same peak, or none."""
     result.tables["peaks"] = cpu_peaks() if cfg.hardware == "cpu" else []
-    peak = ((result.backend or {}).get("device_info") or {}).get("peak")
-    if cfg.hardware != "cpu" or not peak or not model.flops_per_sample:
-        result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
+    info = (result.backend or {}).get("device_info") or {}
+    peak, bandwidth, why = info.get("peak"), None, ""
+    if cfg.hardware == "cuda":
+        peak, bandwidth, why = gpu_roof(info.get("name", ""), (result.backend or {}).get("session") or {},
+                                        cfg.precision)
+        info["peak"] = peak  # '% of peak' and the roofline: one peak, the unit that ran
+    if cfg.hardware not in ("cpu", "cuda") or not peak or not model.flops_per_sample or why:
+        result.notes.append(f"Roofline: not placed ({why or 'needs a CPU or GPU run with a stated peak and a FLOP count'}).")
         return
     ok = [m for m in result.measurements if m.get("throughput")]
     try:
-        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok)
+        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok, bandwidth)
         explain_below_peak(result)
     except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
