@@ -189,3 +189,14 @@ def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatc
     reference = get_backend("onnxruntime").load(small, BackendConfig(), 2).run(small.make_inputs(2))
     assert NumericDiff.between(reference, arm.outputs()).max_abs <= 1e-5
     assert arm.round(0.05)["throughput"] > 0
+
+
+def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path):
+    import json
+
+    from kit.publish.peers_table import PEERS_FILE, peers_section
+
+    data = {"rows": [], "hardware": "cuda", "environment": {"gpus": ["NVIDIA H200"], "cpu": {"model": "x"}}}
+    (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
+    (tmp_path / PEERS_FILE).write_text(json.dumps(data))
+    assert "GPU NVIDIA H200, every arm timed host to host" in peers_section(tmp_path)
