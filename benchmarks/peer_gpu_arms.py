@@ -143,7 +143,7 @@ class TrtArm(LoopArm):
         builder = trt.Builder(logger)
         network = builder.create_network(0)
         parser = trt.OnnxParser(network, logger)
-        if not parser.parse(model.onnx_path.read_bytes()):
+        if not parser.parse_from_file(str(model.onnx_path)):
             raise RuntimeError(f"TensorRT's parser refused the model: {parser.get_error(0)}")
         config = builder.create_builder_config()
         config.set_flag(trt.BuilderFlag.FP16)

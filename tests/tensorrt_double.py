@@ -76,6 +76,16 @@ class OnnxParser:
         need(isinstance(network, Network) and isinstance(logger, Logger), "OnnxParser(network, logger)")
         self.network, self.errors = network, []
 
+    def parse_from_file(self, path: str) -> bool:
+        """As parse, reading the file (and any external data beside it) from `path`."""
+        need(isinstance(path, str), "OnnxParser.parse_from_file takes a path string")
+        try:
+            proto = onnx.load(path)
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"ModelImporter: failed to parse ONNX model {path} ({type(exc).__name__})")
+            return False
+        return self.parse(proto.SerializeToString())
+
     def parse(self, model: bytes) -> bool:
         need(isinstance(model, bytes), "OnnxParser.parse takes the model's bytes")
         try:

@@ -150,7 +150,7 @@ def build_engine(trt, logger, onnx: Path, precision: str, inputs: dict[str, np.n
     builder = trt.Builder(logger)
     network = builder.create_network(0)  # explicit batch, TensorRT 10's only mode
     parser = trt.OnnxParser(network, logger)
-    if not parser.parse(Path(onnx).read_bytes()):
+    if not parser.parse_from_file(str(onnx)):
         errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
         raise BackendUnavailable(f"TensorRT's ONNX parser refused {Path(onnx).name}: {errors}")
     config = builder.create_builder_config()
