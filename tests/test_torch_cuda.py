@@ -164,3 +164,31 @@ def test_the_report_says_how_the_clients_ran(small, gpu):
     single = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
     assert threads_text(single.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0,
                                                                                    min_count=2)).to_dict()) == 1
+
+
+def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outputs):
+    """A model benchmark on 'cuda' (torch fp16, one CUDA graph, 2 clients) through the doubles:
+    numerics on the graph's outputs, the figure host to host with its clients, placed on the
+    roofline against the fp16 tensor-core peak, the report saying no GPU path ran on a real GPU."""
+    from gpu_fakes import Board, FakeHost
+    from gpu_fakes import install as install_host
+
+    from kit.publish.report.provenance import provenance
+    from kit.publish.report.tables import bytemlperf_table
+    from kit.studies import model_benchmark
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))  # the fixture's own export
+    install_host(monkeypatch, FakeHost([Board(0, "00000000:01:00.0", "NVIDIA H200", 400_000)]), nvml=False)
+    result = model_benchmark.run({"model": small.name, "small": True, "backend": "torch", "precision": "fp16",
+                                  "device": "cuda", "options": {"cuda_graph": True, "clients": 2},
+                                  "batch_sizes": [2], "min_duration_s": 0, "min_count": 3, "warmup": 1,
+                                  "accuracy": False, "power": False, "max_duration_s": 5})
+    assert result.status == "ok", result.errors
+    m, = result.measurements
+    assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
+    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures >= 3  # run()'s graph and one per client
+    row, = result.tables["roofline"]
+    assert row["peak_precision"] == "fp16" and row["peak_gflops"] == 989_500.0 and row["bandwidth_gbs"] == 4800.0
+    assert bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"
+    assert "none of 7" in provenance(result)
