@@ -79,6 +79,21 @@ def test_fp32_on_a_gpu_says_whether_tf32_tensor_cores_ran(small, gpu, monkeypatc
     assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "fp32"
 
 
+def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, monkeypatch):
+    from kit.errors import BackendUnavailable
+
+    real = torch_backend.TorchSession.device_outputs
+
+    def syncing(self, tensors):  # e.g. DeBERTa's torch.tensor(min(...)) reads a value back in forward
+        tensors[0].sum().item()
+        return real(self, tensors)
+
+    monkeypatch.setattr(torch_backend.TorchSession, "device_outputs", syncing)
+    with pytest.raises(BackendUnavailable, match=r"CUDA graph capture failed \(CUDA error: operation not permitted "
+                                                 r"when stream is capturing.*run it without cuda_graph"):
+        get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 1)
+
+
 def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
     with pytest.raises(InvalidParameter, match="cuda_graph=True: only on device cuda"):
         get_backend("torch").load(small, BackendConfig(options={"cuda_graph": True}), 1)

@@ -214,9 +214,7 @@ class TorchBackend(InProcessBackend):
                 session.check_autocast(model.make_inputs(batch_size))
             compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
         if config.options.get("cuda_graph"):
-            session.cuda_graph = True
-            description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
-            session.run(model.make_inputs(batch_size))  # captured now, not in a timed window
+            capture_graph(session, model.make_inputs(batch_size))
         return session
 
 
@@ -231,6 +229,19 @@ def check_device(device: str, precision: str) -> None:
     if device == "cuda" and precision == "int8":
         raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
                                "use onnxruntime with the tensorrt device for int8 on a GPU")
+
+
+def capture_graph(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
+    """Capture the host-to-host call now, not in a timed window; a model a capture refuses (it
+    synchronises inside its forward, e.g. `.item()` on a tensor) is BackendUnavailable, saying why."""
+    session.cuda_graph = True
+    try:
+        session.run(inputs)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise BackendUnavailable(f"CUDA graph capture failed ({first}): the model does something a capture "
+                                 "refuses (a synchronising op, host memory); run it without cuda_graph") from exc
+    session.description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
 
 
 def gpu_math(precision: str, cnn: bool) -> str:
