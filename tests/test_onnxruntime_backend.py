@@ -415,6 +415,8 @@ def test_ort_cuda_graph_binds_fixed_cuda_buffers_and_copies_each_call(small, gpu
     assert np.abs(other[0] - out[0]).max() > 1e-4
     call = session.bind(inputs)
     assert call is session.graph and NumericDiff.between(reference, call()).max_abs == 0.0
+    with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):  # the study's clients, too
+        session.measure_window(inputs, 4, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=2))
     with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):
         get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"cuda_graph": True,
                                                                                      "clients": 2}), 4)

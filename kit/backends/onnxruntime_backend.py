@@ -60,6 +60,7 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
 }
 CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
              "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
+ONE_GRAPH = "1 with cuda_graph (ORT captures one graph per session, bound to one set of buffers)"
 GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
@@ -114,6 +115,12 @@ class OrtSession(InProcessSession):
         if self.cuda_graph:
             return self.graph_call(inputs)()
         return self.session.run(self.output_names, inputs)
+
+    def with_clients(self, cfg: MeasureConfig) -> MeasureConfig:
+        cfg = super().with_clients(cfg)
+        if self.cuda_graph and cfg.clients > 1:  # threads would run one binding at once
+            raise InvalidParameter("clients", cfg.clients, ONE_GRAPH)
+        return cfg
 
     def graph_call(self, inputs: dict[str, np.ndarray]) -> OrtGraphCall:
         if self.graph is None:
@@ -298,8 +305,7 @@ def check_cuda_graph(config: BackendConfig) -> None:
     if config.device != "cuda":
         raise InvalidParameter("cuda_graph", True, "only on device cuda (the CUDA provider's enable_cuda_graph)")
     if (clients_option(config) or 1) > 1:
-        raise InvalidParameter("clients", clients_option(config), "1 with cuda_graph (ORT captures one graph per "
-                                                                  "session, bound to one set of buffers)")
+        raise InvalidParameter("clients", clients_option(config), ONE_GRAPH)
 
 
 def device_id(config: BackendConfig) -> int:
