@@ -70,8 +70,12 @@ bench: $(STAMP)
 
 # The kit's chosen configuration per published row against plain ONNX Runtime fp32 and OpenVINO
 # (benchmarks/peers.py); e.g. PEERS_ARGS="--rows resnet50-torch-fp32:FP16 --rounds 6 --seconds 5".
+# On a GPU host (onnxruntime-gpu installed) the CPU peers' pins are not installed: the CPU build of
+# onnxruntime would overwrite the GPU one; the GPU peers are plain PyTorch / ORT TensorRT / TensorRT.
 bench-peers: $(STAMP)
-	$(BIN)/python -m pip install -q -r benchmarks/requirements-peers.txt -c constraints.txt
+	@if $(BIN)/python -c "import importlib.metadata as m; m.version('onnxruntime-gpu')" 2>/dev/null; then \
+		echo "bench-peers: onnxruntime-gpu here, benchmarks/requirements-peers.txt left out"; \
+	else $(BIN)/python -m pip install -q -r benchmarks/requirements-peers.txt -c constraints.txt; fi
 	$(BIN)/python -m benchmarks.peers $(PEERS_ARGS)
 
 lint: $(STAMP)

@@ -6,6 +6,7 @@
 - `ov-f32`, `ov-bf16`: plain OpenVINO on the same export, static shapes at the batch, the
   inference precision hint set (OpenVINO picks bf16 by itself where the CPU has it), the default
   performance hint, `infer` per call.
+- GPU peers: benchmarks/peer_gpu_arms.py.
 - `ov-int8`: NNCF post-training quantisation of the same graph, calibrated on PEER_CALIBRATION
   seeded samples one at a time, reshaped to the batch, then as `ov-f32` (FP8 rows only).
 
@@ -28,6 +29,7 @@ from kit.measure.window import MeasureConfig
 from kit.models import export_model
 
 PEER_CALIBRATION = 50  # seeded samples the peer's NNCF int8 calibrates on
+CPU_ARMS = ("ort-fp32", "ov-f32", "ov-bf16", "ov-int8")
 
 
 class KitArm:
@@ -126,6 +128,10 @@ def make_arm(arm: str, model_name: str, batch: int, plan: dict | None):
     model = export_model(model_name)
     if arm == "kit":
         return KitArm(model, plan, batch)
+    if arm not in CPU_ARMS:  # the GPU peers build on LoopArm, so they are imported here
+        from benchmarks.peer_gpu_arms import make_gpu_arm
+
+        return make_gpu_arm(arm, model, batch)
     if arm == "ort-fp32":
         return OrtArm(model, batch)
     return OvArm(model, batch, {"ov-f32": "f32", "ov-bf16": "bf16", "ov-int8": "int8"}[arm])

@@ -4,7 +4,10 @@ what a CPU user would run instead, on the same ONNX export, batch and seeded inp
 Arms (benchmarks/peer_arms.py), each a separate warm process: the kit's chosen configuration (the
 row's cached quick search decision, made now if absent) through the kit's timed window; plain ONNX
 Runtime fp32 (default session options); OpenVINO f32 and bf16 (bf16 only where the CPU has it);
-OpenVINO NNCF int8 for FP8 rows. Rounds are interleaved (every arm once per round, the order
+OpenVINO NNCF int8 for FP8 rows. On an NVIDIA GPU (--hardware cuda, or auto where one is usable) the
+peers are plain PyTorch fp16 host to host (eager channels_last, one CUDA graph, torch.compile
+reduce-overhead) and, where installed, ONNX Runtime's TensorRT provider and TensorRT itself
+(benchmarks/peer_gpu_arms.py); the kit's arm is the row's GPU decision. Rounds are interleaved (every arm once per round, the order
 rotated each round); per round the ratio kit ÷ peer; the figure is the median of those ratios with
 a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method). Target: kit ÷ best peer >= 0.95
 (median) on every row; the best peer is the one with the highest median throughput.
@@ -29,10 +32,12 @@ import numpy as np
 
 from benchmarks.common import load_note
 from benchmarks.peer_arms import serve
+from benchmarks.peer_gpu_arms import TORCH_ARMS
 from kit.batch.profiles import search_batch
 from kit.errors import InvalidParameter
+from kit.hardware import kinds
 from kit.hardware.environment import capture, cpu_flags
-from kit.models import export_model
+from kit.models import export_model, get_entry
 from kit.paths import outputs_dir
 from kit.published import figures as published
 from kit.search import SearchSettings, decide
@@ -41,6 +46,7 @@ from kit.search.probe import reference_scale
 TARGET = 0.95
 PEERS = ("ort-fp32", "ov-f32", "ov-bf16")
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+HARDWARE = ("auto", "cpu", "cuda")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,6 +59,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=int(os.environ.get("PEERS_ROUNDS", 6)))
     p.add_argument("--seconds", type=float, default=float(os.environ.get("PEERS_SECONDS", 5.0)))
     p.add_argument("--arms", default=os.environ.get("PEERS_ARMS", ""), help="peer arms to keep (default all)")
+    p.add_argument("--hardware", default=os.environ.get("PEERS_HARDWARE", "auto"), choices=HARDWARE,
+                   help="cpu, cuda, or auto (cuda where a CUDA backend loads, else cpu)")
     p.add_argument("--out", default=str(outputs_dir() / "bench" / "peers.json"))
     return p.parse_args(argv)
 
@@ -86,12 +94,41 @@ def batches_of(model: str, precision: str, spec: str, given: list[int] | None = 
     return [int(b) for b in spec.split(",")]
 
 
-def arms_for(precision: str, keep: str) -> tuple[list[str], dict[str, str]]:
+def resolve_hardware(asked: str) -> str:
+    """'cpu' or 'cuda'; auto: cuda where a CUDA backend loads (an IPU's rows run its published settings)."""
+    return ("cuda" if "cuda" in kinds.present() else "cpu") if asked == "auto" else asked
+
+
+def gpu_arms(framework: str) -> tuple[list[str], dict[str, str]]:
+    """A GPU row's peer arms (plain PyTorch for a torch zoo model; ORT TensorRT and TensorRT where
+    installed), and those left out with the reason."""
+    import importlib.util
+
+    import onnxruntime as ort
+
+    arms, skipped = [], {}
+    for arm in TORCH_ARMS:
+        if framework == "torch":
+            arms.append(arm)
+        else:
+            skipped[arm] = f"a {framework} model: the plain PyTorch peers need a zoo model built in torch"
+    if "TensorrtExecutionProvider" in ort.get_available_providers():
+        arms.append("ort-trt-fp16")
+    else:
+        skipped["ort-trt-fp16"] = "ONNX Runtime here has no TensorrtExecutionProvider (onnxruntime-gpu + TensorRT)"
+    if importlib.util.find_spec("tensorrt") is not None:
+        arms.append("trt-fp16")
+    else:
+        skipped["trt-fp16"] = "tensorrt (TensorRT's Python API) is not installed"
+    return arms, skipped
+
+
+def arms_for(precision: str, keep: str, hardware: str = "cpu", framework: str = "torch") -> tuple[list[str], dict[str, str]]:
     """The peer arms of a row, and those left out with the reason."""
-    arms, skipped = list(PEERS) + (["ov-int8"] if precision.upper() == "FP8" else []), {}
-    if not set(cpu_flags()) & set(BF16_FLAGS):
-        arms.remove("ov-bf16")
-        skipped["ov-bf16"] = "this CPU has neither avx512_bf16 nor AMX: OpenVINO would run f32"
+    if hardware == "cuda":
+        arms, skipped = gpu_arms(framework)
+    else:
+        arms, skipped = cpu_arms(precision)
     if keep:
         wanted = {a.strip() for a in keep.split(",")}
         skipped.update({a: "not asked for (--arms)" for a in arms if a not in wanted})
@@ -99,11 +136,19 @@ def arms_for(precision: str, keep: str) -> tuple[list[str], dict[str, str]]:
     return arms, skipped
 
 
-def kit_plan(model_name: str, precision: str) -> dict:
+def cpu_arms(precision: str) -> tuple[list[str], dict[str, str]]:
+    arms, skipped = list(PEERS) + (["ov-int8"] if precision.upper() == "FP8" else []), {}
+    if not set(cpu_flags()) & set(BF16_FLAGS):
+        arms.remove("ov-bf16")
+        skipped["ov-bf16"] = "this CPU has neither avx512_bf16 nor AMX: OpenVINO would run f32"
+    return arms, skipped
+
+
+def kit_plan(model_name: str, precision: str, hardware: str = "cpu") -> dict:
     """The row's decision as `make reproduce` (quick profile) takes it: searched at the quick batch."""
     model = export_model(model_name)
     sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
-    decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), "cpu",
+    decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), hardware,
                               SearchSettings("quick", settle_batch=max(sizes)))
     plan = decision.plan
     return {"plan": {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
@@ -158,7 +203,7 @@ def relative_error(out: list, ref: list) -> float:
 
 
 def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
-    arms, skipped = arms_for(precision, args.arms)
+    arms, skipped = arms_for(precision, args.arms, args.hardware, get_entry(model).framework)
     arms = ["kit", *arms]
     workers, loaded = {}, {}
     try:
@@ -173,7 +218,7 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
         if "kit" not in workers:
             return {"batch_size": batch, "error": f"the kit's arm did not load: {skipped.get('kit')}",
                     "skipped": skipped}
-        numerics = numerics_of(workers)
+        numerics = numerics_of(workers, model, batch)
         per = {arm: [] for arm in workers}
         rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}
         order = list(workers)
@@ -197,12 +242,22 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                 proc.terminate()
 
 
-def numerics_of(workers: dict) -> dict:
+def numerics_of(workers: dict, model: str = "", batch: int = 1) -> dict:
+    """Each arm's relative error against ONNX Runtime fp32 on the CPU: the ort-fp32 arm's outputs,
+    or (a GPU run has no such arm) computed here."""
     outs = {arm: ask(conn, "outputs") for arm, (_, conn) in workers.items()}
-    ref = outs.get("ort-fp32")
+    ref = outs.get("ort-fp32") or ({"ok": True, "outputs": reference_outputs(model, batch)} if model else None)
     if not ref or not ref["ok"]:
         return {}
     return {arm: relative_error(o["outputs"], ref["outputs"]) for arm, o in outs.items() if o["ok"]}
+
+
+def reference_outputs(model_name: str, batch: int) -> list:
+    import onnxruntime as ort
+
+    model = export_model(model_name)
+    session = ort.InferenceSession(str(model.onnx_path), providers=["CPUExecutionProvider"])
+    return session.run(None, model.make_inputs(batch))
 
 
 def summarise(batch: int, per: dict, loaded: dict, skipped: dict, numerics: dict, loads: list) -> dict:
@@ -268,8 +323,11 @@ def table(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    args.hardware = resolve_hardware(args.hardware)
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
-    print(f"peers: kit vs plain ORT fp32 / OpenVINO, {args.rounds} interleaved rounds of {args.seconds:g} s; "
+    peers = "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU" if args.hardware == "cuda" else \
+        "plain ORT fp32 / OpenVINO"
+    print(f"peers: kit vs {peers}, {args.rounds} interleaved rounds of {args.seconds:g} s; "
           f"CPU flags {' '.join(flags)} ({load_note()})", flush=True)
     try:
         asked = rows(args.rows)
@@ -282,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     for model, precision, given in asked:
         started = time.perf_counter()
         try:
-            kit = kit_plan(model, precision)
+            kit = kit_plan(model, precision, args.hardware)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
             print(f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})", flush=True)
             continue
@@ -303,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def write(out: str, args, flags: list[str], results: list[dict]) -> None:
     with open(out, "w") as f:
-        json.dump({"environment": capture(), "cpu_flags": flags, "rounds": args.rounds, "seconds": args.seconds,
+        json.dump({"environment": capture(), "hardware": args.hardware, "cpu_flags": flags, "rounds": args.rounds,
+                   "seconds": args.seconds,
                    "method": "separate warm processes per arm, interleaved rotated rounds, per-round kit ÷ peer, "
                              "median with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile, 9999 resamples)",
                    "target": TARGET, "rows": results}, f, indent=1, default=str)

@@ -66,3 +66,28 @@ def test_unknown_gpu_says_why_there_is_no_peak(monkeypatch):
     install(monkeypatch, FakeHost([Board(0, "00000000:01:00.0", "NVIDIA A40", 1)]), nvml=False)
     info = get_backend("onnxruntime").device_info(BackendConfig(device="cuda"))
     assert info["peak"] is None and "no peak tabled for NVIDIA A40" in info["note"]
+
+
+def test_every_report_says_which_gpu_paths_ran_on_a_real_gpu(monkeypatch, outputs):
+    """Issue 43 item 8: as the IPU reports say 'not run on an IPU', every report (each result's
+    provenance and the index) says which GPU paths of this kit version ran on a real GPU: none yet."""
+    from kit.hardware import gpu_verified
+    from kit.publish.report.provenance import provenance
+    from kit.publish.site import write_index
+    from kit.results import RunResult
+
+    statement = gpu_verified.gpu_paths_statement()
+    paths = gpu_verified.gpu_paths()
+    assert statement.startswith(f"GPU paths of this kit version run on a real GPU: none of {len(paths)};")
+    assert {p.backend for p in paths} == {"torch", "onnxruntime", "tensorrt"}
+    assert all(p.label in statement for p in paths) and "test doubles" in statement
+    page = provenance(RunResult.new("model_benchmark", "m", {}, {}))
+    assert "GPU paths</th>" in page and "none of 7" in page
+    record = {"name": "published_results", "notebook": "published_results.ipynb", "status": "ok", "run_id": "r1",
+              "duration_s": 1.0, "fingerprint": "f", "html": "r.html", "results": "r.json", "message": ""}
+    index = write_index([record], outputs).read_text()
+    assert "GPU paths of this kit version run on a real GPU: none of 7" in index
+    ran = gpu_verified.GpuPath("tensorrt", "TensorRT's own Python API", "NVIDIA H200, kit abc123, 2026-12-01", "")
+    monkeypatch.setattr(gpu_verified, "gpu_paths", lambda: (ran, *paths[:-1]))
+    assert gpu_verified.gpu_paths_statement().startswith(
+        "GPU paths of this kit version run on a real GPU: tensorrt: TensorRT's own Python API (NVIDIA H200, kit abc123")

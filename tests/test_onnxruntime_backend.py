@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
@@ -117,11 +118,16 @@ class FakeGpuSession:
 
     def __init__(self, path, sess_options=None, providers=None, **kwargs):
         assert set(kwargs) <= {"enable_fallback"}, kwargs
+        check_provider_options(providers)
         self.asked = providers
+        self.cuda_graph = any(isinstance(p, tuple) and p[1].get("enable_cuda_graph") == "1" for p in providers)
+        self.graph_runs = 0  # ORT's CUDA graph: warm-up runs, then it captures and replays
+        self.captured = None
         self.enable_fallback_arg = kwargs.get("enable_fallback")
         self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1  # ORT's own reading
         self.real = RealSession(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
-        self.runs = 0
+        self.runs = 0  # plain session.run calls
+        self.calls = 0  # every run, plain or bound
         self.bindings: list = []
         self.placed = list(self.placed)
         FakeGpuSession.last = self
@@ -136,13 +142,21 @@ class FakeGpuSession:
         return self.real.get_outputs()
 
     def run(self, names, feeds):
+        if self.cuda_graph:
+            raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs inputs and outputs bound with IOBinding "
+                               "to CUDA memory at fixed addresses")
         self.runs += 1
-        if self.fail_from is not None and self.runs >= self.fail_from and self.placed[0] != "CPUExecutionProvider":
+        self.provider_step()
+        return self.real.run(names, feeds)
+
+    def provider_step(self):
+        """Every run, plain or bound: from run `fail_from` on, the first provider fails."""
+        self.calls += 1
+        if self.fail_from is not None and self.calls >= self.fail_from and self.placed[0] != "CPUExecutionProvider":
             if not self._enable_fallback:
                 raise EPFail(f"[ONNXRuntimeError] : 11 : EP_FAIL : {self.placed[0]} failed")
             self.placed = ["CPUExecutionProvider"]  # ORT: set_providers(fallback), then retry once
             self._enable_fallback = False
-        return self.real.run(names, feeds)
 
     def io_binding(self):
         binding = FakeBinding()
@@ -150,7 +164,36 @@ class FakeGpuSession:
         return binding
 
     def run_with_iobinding(self, binding):
+        """Computes on the CPU from what is bound. With the CUDA graph on: every input and output
+        bound to CUDA; after ORT's warm-up runs the graph is captured on the bound OrtValues, and a
+        replay reads and writes exactly those (a binding changed after the capture is not seen)."""
+        names = [i.name for i in self.real.get_inputs()]
+        missing = [n for n in names if n not in binding.inputs] + [o for o in self.output_names() if o not in binding.outputs]
+        if missing:
+            raise RuntimeError(f"[ONNXRuntimeError] : not bound: {missing}")
+        self.provider_step()
+        if self.cuda_graph:
+            self.graph_run(binding)
+        else:
+            outs = self.real.run(None, {n: binding.inputs[n].numpy() for n in names})
+            binding.results = [binding.outputs[o].receive(v) for o, v in zip(self.output_names(), outs, strict=True)]
         binding.runs += 1
+
+    def graph_run(self, binding):
+        if any(v.device != "cuda" for v in [*binding.inputs.values(), *binding.outputs.values()]):
+            raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs every input and output bound to CUDA")
+        self.graph_runs += 1
+        if self.captured is None and self.graph_runs > ORT_GRAPH_WARMUP:
+            if any(v.fresh for v in binding.outputs.values()):
+                raise RuntimeError("[ONNXRuntimeError] : CUDA graph capture needs outputs at fixed addresses "
+                                   "(bind pre-allocated OrtValues)")
+            self.captured = (dict(binding.inputs), dict(binding.outputs))
+        inputs, outputs = self.captured or (binding.inputs, binding.outputs)
+        outs = self.real.run(None, {n: v.numpy() for n, v in inputs.items()})
+        binding.results = [outputs[o].receive(v) for o, v in zip(self.output_names(), outs, strict=True)]
+
+    def output_names(self):
+        return [o.name for o in self.real.get_outputs()]
 
     def end_profiling(self):
         path = self.real.end_profiling()
@@ -164,15 +207,87 @@ class FakeGpuSession:
         return path
 
 
+ORT_GRAPH_WARMUP = 2  # ORT runs this many times before it captures its CUDA graph
+CUDA_OPTIONS = {"device_id", "enable_cuda_graph", "cudnn_conv_algo_search", "gpu_mem_limit", "arena_extend_strategy",
+                "do_copy_in_default_stream", "cudnn_conv_use_max_workspace", "use_tf32", "prefer_nhwc"}
+TRT_OPTIONS = {"device_id", "trt_fp16_enable", "trt_int8_enable", "trt_engine_cache_enable", "trt_engine_cache_path",
+               "trt_max_workspace_size", "trt_timing_cache_enable", "trt_timing_cache_path", "trt_min_subgraph_size",
+               "trt_builder_optimization_level", "trt_cuda_graph_enable", "trt_int8_calibration_table_name"}
+
+
+def check_provider_options(providers):
+    """ORT refuses an option name its provider does not know (as the real providers do)."""
+    known = {"CUDAExecutionProvider": CUDA_OPTIONS, "TensorrtExecutionProvider": TRT_OPTIONS}
+    for p in providers or []:
+        if isinstance(p, tuple):
+            unknown = set(p[1]) - known[p[0]]
+            if unknown:
+                raise RuntimeError(f"[ONNXRuntimeError] : unknown provider option(s) {sorted(unknown)} for {p[0]}")
+
+
+class FakeOrtValue:
+    """An OrtValue: memory on 'cpu' or 'cuda' (a CPU array here), fixed once allocated."""
+
+    fresh = False  # an OrtValue already has its memory (see AllocatingOutput)
+
+    def __init__(self, array, device="cpu", device_id=0):
+        self.array, self.device, self.device_id = np.array(array), device, device_id
+
+    @classmethod
+    def ortvalue_from_numpy(cls, array, device="cpu", device_id=0):
+        assert isinstance(array, np.ndarray), type(array)
+        return cls(array, device, device_id)
+
+    def update_inplace(self, array):
+        if array.shape != self.array.shape or array.dtype != self.array.dtype:
+            raise RuntimeError("update_inplace: shape and type must not change")
+        self.array[...] = array
+
+    def receive(self, value):  # a run writes into this value's own memory
+        self.array[...] = value
+        return self
+
+    def numpy(self):
+        return self.array.copy()
+
+    def shape(self):
+        return list(self.array.shape)
+
+
+class AllocatingOutput:
+    """An output bound by device only: ORT allocates a new OrtValue for it in every run."""
+
+    def __init__(self, device, device_id):
+        self.device, self.device_id, self.fresh = device, device_id, True
+
+    def receive(self, value):
+        return FakeOrtValue(value, self.device, self.device_id)
+
+
 class FakeBinding:
+    """ORT's IOBinding: inputs bound from host arrays or OrtValues, outputs by device or to OrtValues."""
+
     def __init__(self):
-        self.inputs, self.outputs, self.runs = [], [], 0
+        self.inputs, self.outputs, self.runs, self.results = {}, {}, 0, []
+
+    def bind_cpu_input(self, name, array):
+        assert isinstance(array, np.ndarray) and array.flags.c_contiguous
+        self.inputs[name] = FakeOrtValue(array)
 
     def bind_ortvalue_input(self, name, value):
-        self.inputs.append((name, value))
+        self.inputs[name] = value
 
-    def bind_output(self, name, device="cpu", device_id=0):
-        self.outputs.append((name, device, device_id))
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        self.outputs[name] = AllocatingOutput(device_type, device_id)
+
+    def bind_ortvalue_output(self, name, value):
+        self.outputs[name] = value
+
+    def get_outputs(self):
+        return list(self.results)
+
+    def copy_outputs_to_cpu(self):
+        return [v.numpy() for v in self.results]
 
 
 @pytest.fixture
@@ -183,6 +298,7 @@ def gpu_host(monkeypatch):
     install(monkeypatch, FakeHost(four_boards()), nvml=False)
     monkeypatch.setattr(ort, "get_available_providers", lambda: list(ALL_GPU))
     monkeypatch.setattr(ort, "InferenceSession", FakeGpuSession)
+    monkeypatch.setattr(ort, "OrtValue", FakeOrtValue)
     monkeypatch.setattr(ort, "preload_dlls", lambda *a, **k: None, raising=False)
     monkeypatch.setattr(FakeGpuSession, "placed", ["CUDAExecutionProvider", "CPUExecutionProvider"])
     monkeypatch.setattr(FakeGpuSession, "cpu_kernels", 0)
@@ -261,24 +377,70 @@ def test_gpu_session_records_device_and_cpu_kernel_share(small, gpu_host):
     assert d["cuda_device"]["index"] == 1 and d["cuda_device"]["pci_bus_id"] == "00000000:81:00.0"
     assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 1})
     assert gpu_host.last.runs == 1  # the profiled warm-up at load, before any timed window
-    assert d["timing"].startswith("host-to-host")
+    assert d["timing"].startswith("host-to-host") and d["math"] == "tf32"  # the CUDA provider's use_tf32 default
+    off = BackendConfig(device="cuda", options={"provider_options": {"CUDAExecutionProvider": {"use_tf32": "0"}}})
+    assert get_backend("onnxruntime").load(small, off, 1).description["math"] == "fp32"
 
 
-def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_host, monkeypatch):
+def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_host):
     session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"device_id": 1}), 2)
     fake = gpu_host.last
     cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
     m = session.measure(small.make_inputs(2), 2, cfg)
-    # every timed call is a session.run with host arrays: copy in, run, copy out (1: the load's warm-up)
-    assert fake.runs == 1 + m.latency.count and m.latency.count >= 6
-    assert m.extra["timing"].startswith("host-to-host") and not fake.bindings
-    staged = []
-    monkeypatch.setattr(ort.OrtValue, "ortvalue_from_numpy", lambda value, device, index: staged.append((device, index)))
+    # every timed call runs an IO binding of host arrays with outputs bound to the CPU: ORT copies in and out
+    assert m.extra["timing"].startswith("host-to-host") and "each its own IO binding" in m.extra["clients"]
+    assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]  # one binding per client
+    for b in fake.bindings:
+        assert {v.device for v in b.inputs.values()} == {"cpu"} and {o.device for o in b.outputs.values()} == {"cpu"}
+    assert [b.runs for b in fake.bindings] == [len(t) for t in m.calls] and fake.runs == 1  # 1: the load's warm-up
     resident = session.measure_device_resident(small.make_inputs(2), 2, cfg)
     assert resident.extra["timing"].startswith("device-resident") and "not comparable" in resident.extra["timing"]
-    assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]  # one binding per client
-    assert set(staged) == {("cuda", 1)} and all(o[1:] == ("cuda", 1) for b in fake.bindings for o in b.outputs)
-    assert [b.runs for b in fake.bindings] == [len(t) for t in resident.calls] and min(b.runs for b in fake.bindings) >= 3
+    staged = fake.bindings[2:]
+    assert len(staged) == 2 and all(
+        {(v.device, v.device_id) for v in [*b.inputs.values(), *b.outputs.values()]} == {("cuda", 1)} for b in staged)
+    assert [b.runs for b in staged] == [len(t) for t in resident.calls] and min(b.runs for b in staged) >= 3
+
+
+def test_ort_cuda_graph_binds_fixed_cuda_buffers_and_copies_each_call(small, gpu_host, reference):
+    cfg = BackendConfig(device="cuda", options={"cuda_graph": True})
+    session = get_backend("onnxruntime").load(small, cfg, 4)
+    fake = gpu_host.last
+    assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 0, "enable_cuda_graph": "1"})
+    assert session.description["cuda_graph"] is True and fake.runs == 0  # no session.run: the graph binding warmed up
+    inputs = small.make_inputs(4)
+    for _ in range(3):  # past ORT's warm-up runs: captured, then replayed
+        out = session.run(inputs)
+    assert fake.captured is not None and NumericDiff.between(reference, out).max_abs == 0.0
+    other = session.run(small.make_inputs(4, seed=7))  # a replay sees new inputs only through update_inplace
+    assert np.abs(other[0] - out[0]).max() > 1e-4
+    call = session.bind(inputs)
+    assert call is session.graph and NumericDiff.between(reference, call()).max_abs == 0.0
+    with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):  # the study's clients, too
+        session.measure_window(inputs, 4, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=2))
+    with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):
+        get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"cuda_graph": True,
+                                                                                     "clients": 2}), 4)
+    with pytest.raises(InvalidParameter, match="cuda_graph=True: only on device cuda"):
+        get_backend("onnxruntime").load(small, BackendConfig(device="tensorrt", options={"cuda_graph": True}), 4)
+
+
+def test_the_double_refuses_what_ort_refuses(small, gpu_host):
+    """Break on purpose: a graph binding that lets ORT allocate its outputs, a plain run on a graph
+    session, an unknown provider option."""
+    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"cuda_graph": True}), 1)
+    with pytest.raises(RuntimeError, match="bound with IOBinding"):
+        session.session.run(None, small.make_inputs(1))
+    binding = session.session.io_binding()
+    for name, value in small.make_inputs(1).items():
+        binding.bind_ortvalue_input(name, FakeOrtValue(value, "cuda"))
+    for name in session.output_names:
+        binding.bind_output(name, "cuda", 0)
+    fresh = FakeGpuSession(str(small.onnx_path), providers=[("CUDAExecutionProvider", {"enable_cuda_graph": "1"})])
+    with pytest.raises(RuntimeError, match="outputs at fixed addresses"):
+        for _ in range(ORT_GRAPH_WARMUP + 1):
+            fresh.run_with_iobinding(binding)
+    with pytest.raises(RuntimeError, match="unknown provider option"):
+        FakeGpuSession(str(small.onnx_path), providers=[("CUDAExecutionProvider", {"cuda_graph": "1"})])
 
 
 @pytest.mark.parametrize("window", ["measure", "measure_window"])
@@ -378,3 +540,11 @@ def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
     from kit.backends.onnx_conversion import conversion_settings
 
     assert conversion_settings(small, "fp16")["onnxruntime"] == "1.31.1"  # the conversion cache key
+
+
+def test_a_gpu_search_tries_the_cuda_graph_and_clients_of_onnx_runtime():
+    from kit.search.candidates import row_candidates
+
+    labels = {c.label: c.depth for c in row_candidates("onnx", "cuda", providers=["TensorrtExecutionProvider"])}
+    assert labels["onnxruntime fp16 cuda-graph (cuda)"] == "quick" and labels["onnxruntime fp16 clients=2 (cuda)"] == "full"
+    assert {"onnxruntime fp16 (tensorrt)", "onnxruntime int8 (tensorrt)"} <= set(labels)

@@ -102,3 +102,101 @@ def test_a_row_the_reports_do_not_have_is_a_clear_error():
         with pytest.raises(InvalidParameter, match="--rows"):
             peers.rows(bad)
     assert peers.main(["--rows", "nope:FP16"]) == 2
+
+
+# ---------------------------------------------------------------- the GPU peers, through the doubles
+
+
+def test_a_gpu_row_gets_plain_pytorch_peers_and_says_why_others_are_skipped(monkeypatch):
+    import importlib.util
+
+    import onnxruntime as ort
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorrt" else real_find(name, *a))
+    arms, skipped = peers.arms_for("FP16", "", "cuda", "torch")
+    assert arms == ["torch-eager-fp16", "torch-cudagraph-fp16", "torch-compile-ro"]
+    assert "TensorrtExecutionProvider" in skipped["ort-trt-fp16"] and "not installed" in skipped["trt-fp16"]
+    arms, skipped = peers.arms_for("FP16", "", "cuda", "tensorflow")
+    assert arms == [] and "built in torch" in skipped["torch-eager-fp16"]
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"])
+    assert peers.arms_for("FP16", "", "cuda", "onnx")[0] == ["ort-trt-fp16"]
+    assert peers.arms_for("FP16", "", "cpu")[0][0] == "ort-fp32"  # the CPU's arms are as they were
+
+
+def test_auto_hardware_is_cuda_only_where_a_cuda_backend_loads(monkeypatch):
+    monkeypatch.setattr(peers.kinds, "present", lambda: ["cpu", "cuda"])
+    assert peers.resolve_hardware("auto") == "cuda" and peers.resolve_hardware("cpu") == "cpu"
+    monkeypatch.setattr(peers.kinds, "present", lambda: ["cpu"])
+    assert peers.resolve_hardware("auto") == "cpu"
+
+
+def test_the_kit_arm_takes_the_rows_gpu_decision(monkeypatch):
+    seen = {}
+
+    def decide(model, precision, batch, hardware, settings):
+        seen.update(hardware=hardware, batch=batch)
+        plan = {"backend": "torch", "precision": "fp16", "device": "cuda", "options": {"cuda_graph": True},
+                "threads": None, "precision_note": "n"}
+        return {"plan": plan, "chosen": "torch fp16 cuda-graph (cuda)", "today": "t"}, False
+
+    monkeypatch.setattr(peers, "decide", decide)
+    monkeypatch.setattr(peers, "export_model", lambda name: None)
+    kit = peers.kit_plan("resnet50-torch-fp32", "FP16", "cuda")
+    assert seen["hardware"] == "cuda" and kit["plan"]["options"] == {"cuda_graph": True}
+
+
+@pytest.fixture
+def gpu_double(monkeypatch):
+    from cuda_double import install, uninstall
+
+    double = install(monkeypatch)
+    yield double
+    uninstall(double)
+
+
+@pytest.mark.parametrize("how", ["torch-eager-fp16", "torch-cudagraph-fp16", "torch-compile-ro"])
+def test_the_plain_pytorch_peers_run_host_to_host(small, gpu_double, monkeypatch, how):
+    import torch
+
+    from benchmarks.peer_gpu_arms import TorchGpuArm
+    from kit.backends import BackendConfig, get_backend
+    from kit.measure.numerics import NumericDiff
+
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None: compiled.append(mode) or module)
+    arm = TorchGpuArm(small, 2, how, device="cpu")
+    assert all(h.is_pinned() and h.dtype == torch.float16 for h in arm.host_in)
+    reference = get_backend("onnxruntime").load(small, BackendConfig(), 2).run(small.make_inputs(2))
+    assert NumericDiff.between(reference, arm.outputs()).max_abs <= 0.1
+    syncs = gpu_double.syncs
+    result = arm.round(0.05)
+    assert result["throughput"] > 0 and gpu_double.syncs - syncs == result["calls"]  # one sync per call
+    assert gpu_double.captures == (1 if how == "torch-cudagraph-fp16" else 0)
+    assert compiled == (["reduce-overhead"] if how == "torch-compile-ro" else [])
+
+
+def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatch):
+    import tensorrt_double
+
+    from benchmarks.peer_gpu_arms import TrtArm
+    from kit.backends import BackendConfig, get_backend
+    from kit.measure.numerics import NumericDiff
+
+    tensorrt_double.install(monkeypatch)
+    arm = TrtArm(small, 2, device="cpu")
+    reference = get_backend("onnxruntime").load(small, BackendConfig(), 2).run(small.make_inputs(2))
+    assert NumericDiff.between(reference, arm.outputs()).max_abs <= 1e-5
+    assert arm.round(0.05)["throughput"] > 0
+
+
+def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path):
+    import json
+
+    from kit.publish.peers_table import PEERS_FILE, peers_section
+
+    data = {"rows": [], "hardware": "cuda", "environment": {"gpus": ["NVIDIA H200"], "cpu": {"model": "x"}}}
+    (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
+    (tmp_path / PEERS_FILE).write_text(json.dumps(data))
+    assert "GPU NVIDIA H200, every arm timed host to host" in peers_section(tmp_path)

@@ -87,3 +87,42 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
     assert wrong["above_bound"] and wrong["fraction_of_bound"] > 1.15
     traffic = roofline.graph_traffic(path, specs)
     assert traffic["shared_activation_elements"] >= 100 * 8 + 100 * 16  # t and its embedding, once a call
+
+
+@pytest.mark.parametrize(("math", "tflops"), [("fp16", 989.5), ("tf32", 494.5), ("fp32", 67.0)])
+def test_a_gpu_figure_is_placed_against_the_peak_of_the_arithmetic_that_ran(small, outputs, math, tflops):
+    """Issue 43: an H200 report read '% of peak 65.8' against the fp32 CUDA-core peak while cuDNN ran
+    TF32/fp16 tensor cores, and 'Roofline: not placed' beside it. The session's `math` picks the peak;
+    '% of peak' and the roofline use that one peak, with the card's nominal bandwidth."""
+    from kit.publish.report.tables import compute_columns
+    from kit.results import RunResult
+    from kit.studies.model_benchmark import Config, add_roofline
+
+    precision = "fp16" if math == "fp16" else "fp32"
+    cfg = Config(model=small.name, backend="torch", precision=precision, device="cuda", small=True)
+    fp32_peak = {"gflops": 67_000.0, "method": "H200 SXM dense fp32 peak"}  # what device_info gave before the run
+    result = RunResult("model_benchmark", "x", {}, {}, model=small.describe(),
+                       backend={"name": "torch", "device_info": {"kind": "gpu", "name": "NVIDIA H200", "peak": fp32_peak},
+                                "session": {"math": math}},
+                       measurements=[{"batch_size": 4, "throughput": 0.3 * tflops * 1e12 / small.flops_per_sample}])
+    add_roofline(result, small, cfg)
+    row, = result.tables["roofline"]
+    assert row["peak_gflops"] == tflops * 1000 and row["bandwidth_gbs"] == 4800.0
+    assert "nominal" in row["bandwidth_method"] and row["peak_precision"] == math
+    assert not [n for n in result.notes if "not placed" in n]
+    assert compute_columns(result, result.measurements[0])["% of peak"] == 30.0  # the roofline's peak
+
+
+def test_a_gpu_without_a_tabled_peak_says_so_and_shows_no_share(small, outputs):
+    from kit.publish.report.tables import compute_columns
+    from kit.results import RunResult
+    from kit.studies.model_benchmark import Config, add_roofline
+
+    cfg = Config(model=small.name, backend="torch", precision="bf16", device="cuda", small=True)
+    result = RunResult("model_benchmark", "x", {}, {}, model=small.describe(),
+                       backend={"name": "torch", "device_info": {"name": "Tesla T4", "peak": {"gflops": 8100.0}},
+                                "session": {"math": "bf16"}},
+                       measurements=[{"batch_size": 4, "throughput": 100.0}])
+    add_roofline(result, small, cfg)
+    assert "roofline" not in result.tables and "no bf16 peak tabled for Tesla T4" in result.notes[-1]
+    assert compute_columns(result, result.measurements[0])["% of peak"] == "— (no peak for this device)"

@@ -152,19 +152,24 @@ def test_torch_honours_device_id_through_cuda_visible_devices(monkeypatch):
 
 
 def test_gpu_call_is_host_to_host(small, monkeypatch):
-    """Each timed call copies the inputs in, runs, copies the outputs out and waits for the GPU."""
-    session = get_backend("torch").load(small, BackendConfig(), 2)
-    session.device_type = "cuda"  # the call structure of a GPU session, run on the CPU
-    synced, converted = [], []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
-    real = session.to_tensors
-    monkeypatch.setattr(session, "to_tensors", lambda inputs: converted.append(1) or real(inputs))
-    m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
-    assert m.extra["timing"].startswith("host-to-host")
-    assert len(converted) == len(synced) == m.latency.count >= 6  # one copy-in and one sync per call
-    out = session.bind(small.make_inputs(2))()
-    assert out[0].device.type == "cpu" and out[0].shape == (2, 10)
-    converted.clear()
-    resident = session.measure_device_resident(small.make_inputs(2), 2,
-                                               MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
-    assert len(converted) == 1 and resident.extra["timing"].startswith("device-resident")
+    """Each timed call copies the inputs in, runs, copies the outputs out and waits for its stream
+    (tests/cuda_double.py stands for torch.cuda)."""
+    from cuda_double import install, uninstall
+
+    double = install(monkeypatch)
+    try:
+        session = get_backend("torch").load(small, BackendConfig(), 2)
+        session.on_gpu = True  # the call structure of a GPU session, run on the CPU
+        converted = []
+        real = session.device_outputs
+        monkeypatch.setattr(session, "device_outputs", lambda tensors: converted.append(1) or real(tensors))
+        m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
+        assert m.extra["timing"].startswith("host-to-host") and "own CUDA stream" in m.extra["clients"]
+        assert len(converted) == double.syncs == m.latency.count >= 6  # one run and one stream sync per call
+        out = session.bind(small.make_inputs(2))()
+        assert out[0].shape == (2, 10) and out[0].is_floating_point()
+        resident = session.measure_device_resident(small.make_inputs(2), 2,
+                                                   MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
+        assert resident.extra["timing"].startswith("device-resident")
+    finally:
+        uninstall(double)

@@ -1,7 +1,7 @@
 """Backends by name. Each imports its heavy libraries only when used.
 
 Floor 5 of kit/ (docs/architecture.md): imports kit.datasets, kit.models, kit.measure,
-kit.hardware, kit.published and the leaves; optional SDKs (onnxruntime, torch, openvino, nncf, poprt) inside
+kit.hardware, kit.published and the leaves; optional SDKs (onnxruntime, torch, openvino, nncf, poprt, tensorrt) inside
 the functions that need them.
 
 >>> get_backend("onnxruntime").name
@@ -14,6 +14,7 @@ from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu.backend import IpuBackend
 from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
 from kit.backends.openvino_backend import OpenVinoBackend
+from kit.backends.tensorrt_backend import TensorRtBackend
 from kit.backends.torch_backend import TorchBackend
 from kit.errors import BackendUnavailable
 from kit.registry import Registry
@@ -23,6 +24,7 @@ BACKENDS.register("onnxruntime", OnnxRuntimeBackend)
 BACKENDS.register("torch", TorchBackend)
 BACKENDS.register("openvino", OpenVinoBackend)
 BACKENDS.register("ipu", IpuBackend)
+BACKENDS.register("tensorrt", TensorRtBackend)
 
 __all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "export_opset", "get_backend", "require_backend"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -74,34 +74,53 @@ DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left
                    "with published host-to-host rows")
 
 
+def clients_option(config: BackendConfig) -> int | None:
+    """config.options['clients'] (a searched option on a GPU: clients overlap copies with compute),
+    checked; None where the timing config decides."""
+    value = config.options.get("clients")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise InvalidParameter("clients", value, "an integer >= 1 (concurrent clients of one session)")
+    return value
+
+
 class InProcessSession(Session):
     """A session whose calls run in this process: host-to-host timing, every client with its own
-    call, and a labelled device-resident figure beside it on a GPU."""
+    call, and a labelled device-resident figure beside it on a GPU. `clients` (from the backend
+    option) overrides the timing config's client count; how the clients run is in `clients_how`."""
 
     on_gpu: bool = False
+    clients: int | None = None
+    clients_how: str = "threads sharing one session"
+
+    def with_clients(self, cfg: MeasureConfig) -> MeasureConfig:
+        return replace(cfg, clients=self.clients) if self.clients and cfg.replicas == 1 else cfg
+
+    def labelled(self, m: BatchMeasurement, timing: str = HOST_TO_HOST) -> BatchMeasurement:
+        m.extra["timing"] = timing
+        if m.threads > 1:
+            m.extra["clients"] = f"{m.threads} clients: {self.clients_how}"
+        return m
 
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         return self.bind(inputs)
 
     def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
-        m = measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = HOST_TO_HOST
-        return m
+        cfg = self.with_clients(cfg)
+        return self.labelled(measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg))
 
     def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
                        sampler=None) -> BatchMeasurement:
         """The timed window (kit.measure.window.timed_window), every client with its own call: an
         IO binding is not safe to share between threads."""
-        m = timed_window([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg, sampler)
-        m.extra["timing"] = HOST_TO_HOST
-        return m
+        cfg = self.with_clients(cfg)
+        return self.labelled(timed_window([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg, sampler))
 
     def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
                                 cfg: MeasureConfig) -> BatchMeasurement:
         """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
+        cfg = self.with_clients(cfg)
         m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
-        m.extra["timing"] = DEVICE_RESIDENT if self.on_gpu else HOST_TO_HOST
-        return m
+        return self.labelled(m, DEVICE_RESIDENT if self.on_gpu else HOST_TO_HOST)
 
 
 class Backend(ABC):

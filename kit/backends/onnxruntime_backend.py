@@ -12,7 +12,12 @@ before any timed or power window.
 
 Timing is host to host (inputs copied in, run, outputs copied out), as ByteMLPerf's GPU backend
 and PopRT on the IPU time; `measure_device_resident` gives the figure with inputs and outputs left
-on the GPU, labelled as such.
+on the GPU, labelled as such. On a GPU each client's call runs through its own IO binding (host
+arrays bound as CPU inputs, outputs bound to the CPU: ORT copies them in and out inside
+`run_with_iobinding`). The `cuda_graph` option (device cuda) turns on the CUDA provider's own CUDA
+graph (`enable_cuda_graph`): inputs and outputs are then bound to CUDA OrtValues at fixed addresses
+and a call copies the host inputs into them (`update_inplace`), runs and copies the outputs back.
+`clients` (a searched option on a GPU): concurrent clients, threads each with its own binding.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
+from kit.backends.base import (
+    HOST_TO_HOST,
+    BackendConfig,
+    InProcessBackend,
+    InProcessSession,
+    clients_option,
+)
 from kit.backends.onnx_conversion import conversion_label, convert_for_ort
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
 from kit.hardware.cuda import cuda_device
@@ -49,23 +60,73 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
 }
 CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
              "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
+ONE_GRAPH = "1 with cuda_graph (ORT captures one graph per session, bound to one set of buffers)"
 GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
+class OrtGraphCall:
+    """The session's one CUDA-graph binding: CUDA OrtValues at fixed addresses for inputs and
+    outputs (ORT replays its captured graph on exactly those); a call copies the host inputs in,
+    runs and copies the outputs out."""
+
+    def __init__(self, session, inputs: dict[str, np.ndarray], output_names: list[str], device_id: int):
+        import onnxruntime as ort
+
+        self.session, self.binding = session, session.io_binding()
+        self.host = [np.ascontiguousarray(v) for v in inputs.values()]
+        self.inputs = [ort.OrtValue.ortvalue_from_numpy(h, "cuda", device_id) for h in self.host]
+        for name, value in zip(inputs, self.inputs, strict=True):
+            self.binding.bind_ortvalue_input(name, value)
+        for name in output_names:  # ORT allocates them in a first run (before its capture) ...
+            self.binding.bind_output(name, "cuda", device_id)
+        session.run_with_iobinding(self.binding)
+        self.outputs = self.binding.get_outputs()
+        for name, value in zip(output_names, self.outputs, strict=True):  # ... then they stay where they are
+            self.binding.bind_ortvalue_output(name, value)
+
+    def load(self, inputs: dict[str, np.ndarray]) -> None:
+        self.host = [np.ascontiguousarray(v) for v in inputs.values()]
+
+    def __call__(self) -> list[np.ndarray]:
+        for value, host in zip(self.inputs, self.host, strict=True):
+            value.update_inplace(host)
+        self.session.run_with_iobinding(self.binding)
+        return [o.numpy() for o in self.outputs]
+
+
 class OrtSession(InProcessSession):
+    clients_how = "threads, each its own IO binding"
+
     @property
     def on_gpu(self) -> bool:
         return self.device != "cpu"
 
-    def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0):
+    def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0,
+                 cuda_graph: bool = False):
         self.session = session
         self.description = description
         self.device = device
         self.device_id = device_id
         self.output_names = [o.name for o in session.get_outputs()]
+        self.cuda_graph = cuda_graph
+        self.graph: OrtGraphCall | None = None  # one per session: ORT captures one graph per session
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self.cuda_graph:
+            return self.graph_call(inputs)()
         return self.session.run(self.output_names, inputs)
+
+    def with_clients(self, cfg: MeasureConfig) -> MeasureConfig:
+        cfg = super().with_clients(cfg)
+        if self.cuda_graph and cfg.clients > 1:  # threads would run one binding at once
+            raise InvalidParameter("clients", cfg.clients, ONE_GRAPH)
+        return cfg
+
+    def graph_call(self, inputs: dict[str, np.ndarray]) -> OrtGraphCall:
+        if self.graph is None:
+            self.graph = OrtGraphCall(self.session, inputs, self.output_names, self.device_id)
+        self.graph.load(inputs)
+        return self.graph
 
     def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
         return self.checked(super().measure, inputs, batch_size, cfg)
@@ -95,18 +156,17 @@ class OrtSession(InProcessSession):
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """A host-to-host call. Each call of `bind` makes its own IO binding (bindings are not
-        safe to share between threads)."""
-        if self.device != "cpu":  # session.run copies the inputs in and the outputs out each call
-            feeds = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-            run, names = self.session.run, self.output_names
-            return lambda: run(names, feeds)
+        safe to share between threads): host arrays bound as CPU inputs, outputs bound to the
+        CPU, so on a GPU ORT copies them in and out within `run_with_iobinding`."""
+        if self.cuda_graph:
+            return self.graph_call(inputs)
         binding = self.session.io_binding()
         for name, value in inputs.items():
             binding.bind_cpu_input(name, np.ascontiguousarray(value))
         for name in self.output_names:
             binding.bind_output(name)
         run_bound = self.session.run_with_iobinding
-        return lambda: run_bound(binding)
+        return lambda: run_bound(binding)  # outputs bound to the CPU: copied out within the run
 
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """Inputs staged on this session's GPU once, outputs bound there: no copies in the call."""
@@ -146,6 +206,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         self.check_precision(config.precision)
         if config.device == "cuda" and config.precision == "int8":
             raise InvalidParameter("precision", "int8", CUDA_INT8)
+        check_cuda_graph(config)
         providers = self.providers(config, ort.get_available_providers())
         gpu = None
         if config.device != "cpu":
@@ -164,6 +225,9 @@ class OnnxRuntimeBackend(InProcessBackend):
         session = create_session(ort, path, opts, providers, config.device)
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
+        loaded = OrtSession(session, description, config.device, gpu.index if gpu else 0,
+                            cuda_graph=bool(config.options.get("cuda_graph")))
+        loaded.clients = clients_option(config)
         if gpu is not None:
             description["cuda_device"] = gpu.to_dict()
             description["timing"] = HOST_TO_HOST
@@ -171,7 +235,7 @@ class OnnxRuntimeBackend(InProcessBackend):
                 description["tensorrt_version"] = tensorrt_version()
                 description["trt_engine_cache_path"] = providers[0][1]["trt_engine_cache_path"]
             try:
-                session.run(None, model.make_inputs(batch_size))  # engine build / cuDNN search happen here
+                loaded.run(model.make_inputs(batch_size))  # engine build / cuDNN search happen here
                 description["placement"] = placement_from_profile(Path(session.end_profiling()))
             except Exception as exc:  # noqa: BLE001 - ORT raises its own types (out of memory, TensorRT build)
                 raise BackendUnavailable(f"{config.device} warm-up run of {path.name} at batch {batch_size} "
@@ -181,7 +245,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             check_same_providers(config.device, description["providers"], session.get_providers(),
                                  "during the warm-up run")
             description["cpu_node_share"] = description["placement"]["cpu_share"]
-        return OrtSession(session, description, config.device, gpu.index if gpu else 0)
+        return loaded
 
     def describe(self, model: ExportedModel, config: BackendConfig, session, path: Path, opts) -> dict:
         import onnxruntime as ort
@@ -189,9 +253,12 @@ class OnnxRuntimeBackend(InProcessBackend):
         description = {
             "backend": self.name, "device": config.device, "providers": session.get_providers(),
             "precision": config.precision, "threads": opts.intra_op_num_threads,
-            "graph_optimization": graph_optimization(config), "io_binding": config.device == "cpu",
+            "graph_optimization": graph_optimization(config), "io_binding": True,
+            "cuda_graph": bool(config.options.get("cuda_graph")),
             "model_file": path.name, "ort_version": ort.__version__,
         }
+        if config.device != "cpu":
+            description["math"] = ort_gpu_math(config)
         if config.precision not in ("fp32", model.precision):
             description["conversion"] = conversion_label(model, config.precision,
                                                          symmetric=config.device == "tensorrt",
@@ -220,6 +287,25 @@ class OnnxRuntimeBackend(InProcessBackend):
         if config.device == "tensorrt" and config.precision == "int8":
             return convert_for_ort(model, "int8", symmetric=True)
         return convert_for_ort(model, config.precision, quantization=quantization(config))
+
+
+def ort_gpu_math(config: BackendConfig) -> str:
+    """The arithmetic a GPU session does (the roofline's peak): fp32 runs on TF32 tensor cores unless
+    turned off (the CUDA provider's use_tf32 defaults to on; TensorRT allows TF32 by default)."""
+    if config.precision != "fp32":
+        return config.precision
+    tf32 = provider_options(config)["CUDAExecutionProvider"].get("use_tf32", 1)
+    return "fp32" if config.device == "cuda" and str(tf32) in ("0", "False", "false") else "tf32"
+
+
+def check_cuda_graph(config: BackendConfig) -> None:
+    """The cuda_graph option: the CUDA provider's, one captured graph per session (one client)."""
+    if not config.options.get("cuda_graph"):
+        return
+    if config.device != "cuda":
+        raise InvalidParameter("cuda_graph", True, "only on device cuda (the CUDA provider's enable_cuda_graph)")
+    if (clients_option(config) or 1) > 1:
+        raise InvalidParameter("clients", clients_option(config), ONE_GRAPH)
 
 
 def device_id(config: BackendConfig) -> int:
@@ -325,7 +411,8 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
     ordinal = device_id(config)
     int8 = config.precision == "int8"
     options = {
-        "CUDAExecutionProvider": {"device_id": ordinal},
+        "CUDAExecutionProvider": {"device_id": ordinal,
+                                  **({"enable_cuda_graph": "1"} if config.options.get("cuda_graph") else {})},
         "TensorrtExecutionProvider": {
             "device_id": ordinal,
             # fp16 lets TensorRT pick half kernels where a layer is not quantized; int8 models

@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
+from kit.backends.base import (
+    HOST_TO_HOST,
+    BackendConfig,
+    InProcessBackend,
+    InProcessSession,
+    clients_option,
+)
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
+from kit.backends.torch_cuda import GraphCall, StreamCall, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import cuda_device
 from kit.hardware.environment import cpu_flags, usable_cores
@@ -39,19 +47,23 @@ class TorchSession(InProcessSession):
     """One framework model on one device; `forward` is what both run() and the timed call do."""
 
     @property
-    def on_gpu(self) -> bool:
-        return self.device_type != "cpu"
+    def clients_how(self) -> str:
+        return "threads, each its own CUDA stream" if self.on_gpu else "threads sharing one session"
 
-    def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict):
+    def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict,
+                 on_gpu: bool = False):
         self.module = module
         self.device = device  # 'cpu' or 'cuda:N'
         self.device_type = device.split(":")[0]
+        self.on_gpu = on_gpu
         self.precision = precision
         self.channels_last = channels_last
         self.description = description
         self.cast_floats = None  # a torch dtype when weights themselves are 16-bit (no autocast)
         # CPU autocast can overflow on some models; the first run finds out (check_autocast)
         self.autocast_checked = precision not in AUTOCAST
+        self.cuda_graph = False  # GPU: the host-to-host call captured in one CUDA graph
+        self.graphs: dict[tuple, GraphCall] = {}  # run()'s captured call per input shapes
 
     def to_tensors(self, inputs: dict[str, np.ndarray]) -> list:
         import torch
@@ -90,7 +102,23 @@ class TorchSession(InProcessSession):
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.autocast_checked:
             return self.check_autocast(inputs)
+        if self.on_gpu and self.cuda_graph:  # the numerics see what the timed call runs
+            return [to_numpy(t) for t in self.graph_for(inputs)()]
         return [to_numpy(t) for t in flatten_outputs(self.forward(self.to_tensors(inputs)))]
+
+    def device_outputs(self, tensors: list) -> list:
+        import torch
+
+        return [t for t in flatten_outputs(self.forward(tensors)) if isinstance(t, torch.Tensor)]
+
+    def graph_for(self, inputs: dict[str, np.ndarray]) -> GraphCall:
+        """run()'s captured call for these input shapes, with `inputs` copied into its buffers."""
+        host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
+        shapes = tuple(tuple(h.shape) for h in host)
+        if shapes not in self.graphs:
+            self.graphs[shapes] = GraphCall(self.device_outputs, host, self.device)
+        self.graphs[shapes].load(host)
+        return self.graphs[shapes]
 
     def check_autocast(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The first autocast forward; on a 16-bit overflow error, switch to 16-bit weights and run
@@ -105,31 +133,22 @@ class TorchSession(InProcessSession):
         return self.run(inputs)
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
-        """On the CPU: the forward. On a GPU: host to host (copy in, forward, copy out, synchronise)."""
-        import torch
-
+        """On the CPU: the forward. On a GPU: host to host on this client's own stream, captured in
+        a CUDA graph with the cuda_graph option (kit.backends.torch_cuda)."""
         if not self.autocast_checked:
             self.check_autocast(inputs)
-        if self.device_type == "cpu":
+        if not self.on_gpu:
             tensors = self.to_tensors(inputs)
             forward = self.forward
             return lambda: forward(tensors)
-        host = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-        to_tensors, forward, device = self.to_tensors, self.forward, self.device
-        sync = torch.cuda.synchronize
-
-        def call_host_to_host() -> None:
-            outputs = [t.cpu() for t in flatten_outputs(forward(to_tensors(host))) if isinstance(t, torch.Tensor)]
-            sync(device)  # kernels are asynchronous: the call ends when the GPU does
-            return outputs
-
-        return call_host_to_host
+        host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
+        return (GraphCall if self.cuda_graph else StreamCall)(self.device_outputs, host, self.device)
 
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """Inputs on the GPU once, outputs left there; the call still waits for the GPU."""
         import torch
 
-        if self.device_type == "cpu":
+        if not self.on_gpu:
             return self.bind(inputs)
         tensors, forward, device = self.to_tensors(inputs), self.forward, self.device
         sync = torch.cuda.synchronize
@@ -159,6 +178,7 @@ class TorchBackend(InProcessBackend):
 
         self.check_precision(config.precision)
         check_device(config.device, config.precision)
+        check_cuda_graph(config)
         device, gpu = torch_device(config)
         module = build_module(model)
         torch.set_num_threads(config.threads or usable_cores())
@@ -181,8 +201,10 @@ class TorchBackend(InProcessBackend):
             "notes": notes,
         }
         if gpu is not None:
-            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST)
-        session = TorchSession(module, device, config.precision, cnn, description)
+            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST,
+                               math=gpu_math(config.precision, cnn))
+        session = TorchSession(module, device, config.precision, cnn, description, on_gpu=gpu is not None)
+        session.clients = clients_option(config)
         if gpu is not None:
             if config.precision in AUTOCAST:
                 session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
@@ -191,6 +213,8 @@ class TorchBackend(InProcessBackend):
             if not session.autocast_checked:  # eager, so compiled and eager runs pick the same 16-bit path
                 session.check_autocast(model.make_inputs(batch_size))
             compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
+        if config.options.get("cuda_graph"):
+            capture_graph(session, model.make_inputs(batch_size))
         return session
 
 
@@ -205,6 +229,38 @@ def check_device(device: str, precision: str) -> None:
     if device == "cuda" and precision == "int8":
         raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
                                "use onnxruntime with the tensorrt device for int8 on a GPU")
+
+
+def capture_graph(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
+    """Capture the host-to-host call now, not in a timed window; a model a capture refuses (it
+    synchronises inside its forward, e.g. `.item()` on a tensor) is BackendUnavailable, saying why."""
+    session.cuda_graph = True
+    try:
+        session.run(inputs)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise BackendUnavailable(f"CUDA graph capture failed ({first}): the model does something a capture "
+                                 "refuses (a synchronising op, host memory); run it without cuda_graph") from exc
+    session.description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
+
+
+def gpu_math(precision: str, cnn: bool) -> str:
+    """The arithmetic a CUDA run does (the roofline's peak): 16-bit weights on tensor cores; fp32 on
+    TF32 tensor cores where torch allows it (cuDNN convolutions by default, matmuls only if enabled)."""
+    import torch
+
+    if precision != "fp32":
+        return precision
+    allowed = torch.backends.cudnn.allow_tf32 if cnn else torch.backends.cuda.matmul.allow_tf32
+    return "tf32" if allowed else "fp32"
+
+
+def check_cuda_graph(config: BackendConfig) -> None:
+    if config.options.get("cuda_graph") and config.device != "cuda":
+        raise InvalidParameter("cuda_graph", True, "only on device cuda (a CUDA graph captures GPU work)")
+    if config.options.get("cuda_graph") and config.options.get("compile"):
+        raise InvalidParameter("cuda_graph", True, "not with compile (torch.compile's reduce-overhead mode "
+                               "captures its own CUDA graphs)")
 
 
 def torch_device(config: BackendConfig) -> tuple[str, object]:
@@ -255,6 +311,7 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     import torch
 
     eager = session.module
+    started = time.perf_counter()
     try:
         session.module = torch.compile(eager, mode=mode)
         with torch._inductor.config.patch(freezing=True):
@@ -265,6 +322,7 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
         session.description["notes"].append(f"torch.compile failed ({first}); fell back to eager")
         return
     session.description["mode"] = f"torch.compile (inductor, freezing, mode={mode or 'default'})"
+    session.description["compile_s"] = round(time.perf_counter() - started, 2)
 
 
 def flatten_outputs(out) -> list:

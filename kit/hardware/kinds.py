@@ -36,7 +36,6 @@ class HardwareKind:
     export_name: str  # ByteMLPerf's word for it in a report's backend name
     preference: int  # `auto` picks the present kind with the highest
     published_settings: bool = False  # True: runs each row's published settings, never searched
-    places_roofline: bool = False  # its figures are placed against a stated peak (kit.studies.roofline)
     profiles_ops: bool = False  # torch's profiler splits a call by operator (kit.studies.op_breakdown)
     session_per_device: bool = False  # one replica per device: a C2 run uses min(replicas, devices)
     search_each_batch: bool = False  # calls take milliseconds: the search decides at every published batch
@@ -102,7 +101,7 @@ class Ipu(HardwareKind):
 
 
 REGISTRY: Registry[HardwareKind] = Registry("hardware kind")
-CPU = REGISTRY.register("cpu", Cpu("cpu", ("cpu",), "cpu", "CPU", preference=0, places_roofline=True,
+CPU = REGISTRY.register("cpu", Cpu("cpu", ("cpu",), "cpu", "CPU", preference=0,
                                    profiles_ops=True))
 CUDA = REGISTRY.register(cuda.KIND, Cuda(cuda.KIND, ("cuda", "tensorrt"), "gpu", "GPU", preference=1,
                                          search_each_batch=True))

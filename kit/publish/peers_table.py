@@ -55,6 +55,13 @@ def _html_row(r: dict, target: float) -> str:
             f"<td>{_rate(r['peer_rate'])}</td><td>{ratio}</td><td>{ort}</td><td>{met}</td></tr>")
 
 
+def where(data: dict, env: dict, cpu: str | None) -> str:
+    """The hardware the peers ran on: the GPU (every arm host to host) or the CPU and its flags."""
+    if data.get("hardware") == "cuda":
+        return f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
+    return f"CPU {cpu or 'unknown'}, flags {' '.join(data.get('cpu_flags', [])) or 'none'}"
+
+
 def peers_section(out: Path) -> str:
     """The index's peer-benchmark section, or '' when `make bench-peers` has not written its JSON."""
     path = out / PEERS_FILE
@@ -75,6 +82,5 @@ def peers_section(out: Path) -> str:
     return (f"<h2>Against what a user would run instead (make bench-peers)</h2>"
             f"<p>{met} of {len(rows)} row/batch pairs at or above {target:g} x the best peer (median of the "
             f"per-round ratios). {html.escape(data.get('method', ''))}; {data.get('rounds')} rounds of "
-            f"{data.get('seconds')} s per arm; CPU {html.escape(str(cpu or 'unknown'))}, flags "
-            f"{html.escape(' '.join(data.get('cpu_flags', [])) or 'none')}. From <code>{PEERS_FILE.as_posix()}</code>."
+            f"{data.get('seconds')} s per arm; {html.escape(where(data, env, cpu))}. From <code>{PEERS_FILE.as_posix()}</code>."
             f"</p><div class='wide'><table id='peers'>{head}{''.join(_html_row(r, target) for r in rows)}</table></div>")

@@ -12,6 +12,7 @@ from pathlib import Path
 from kit import atomic
 from kit.batch.state import read_state
 from kit.errors import KitError
+from kit.hardware.gpu_verified import gpu_paths_statement
 from kit.paths import outputs_dir
 from kit.publish import glance
 from kit.publish.card_table import scorecard_table
@@ -130,7 +131,7 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
 <p>Profile <code>{html.escape(profile)}</code>, hardware <code>{html.escape(hardware)}</code>.
 Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 study; measured figures
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
-scorecard says so.</p>
+scorecard says so. {html.escape(gpu_paths_statement())}</p>
 {headline_chart(card)}
 {scorecard_table(card, report_links(out, records))}
 {peers_section(out)}

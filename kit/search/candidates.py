@@ -3,8 +3,8 @@ and whether its arithmetic is native here.
 
 CPU: ONNX Runtime fp32/fp16/int8 with graph-optimisation and thread settings; OpenVINO f32, the
 native 16-bit inference precisions and NNCF int8 with the LATENCY (and, full, THROUGHPUT) hint;
-PyTorch (zoo models built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA and
-TensorRT, PyTorch CUDA. `depth` says which search first measures a candidate: 'quick' candidates are
+PyTorch (zoo models built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA
+(IO binding, its CUDA graph) and TensorRT, PyTorch CUDA (16-bit weights, CUDA graphs, clients, torch.compile). `depth` says which search first measures a candidate: 'quick' candidates are
 measured by every search, 'full' ones (torch.compile's minutes of compilation; extra thread and
 graph settings) only by a full search.
 
@@ -14,6 +14,7 @@ graph settings) only by a full search.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
@@ -53,7 +54,11 @@ class RowCandidate:
     def label(self) -> str:
         extra = []
         if self.options.get("compile"):
-            extra.append("compile")
+            extra.append("compile" + (f"={self.options['compile_mode']}" if self.options.get("compile_mode") else ""))
+        if self.options.get("cuda_graph"):
+            extra.append("cuda-graph")
+        if self.options.get("clients"):
+            extra.append(f"clients={self.options['clients']}")
         if self.options.get("quantization"):
             extra.append(self.options["quantization"])
         if self.options.get("nncf"):
@@ -175,17 +180,44 @@ def openvino_candidates(bf16: bool, fp16: bool, vnni: bool, transformer: bool = 
     return out
 
 
+#: the CUDA options a GPU search tries for a torch model: 16-bit weights (model.half(); channels_last
+#: for convolutional models, set by the backend), the whole host-to-host call in one CUDA graph, two
+#: clients (each its own stream: one client's copies overlap the other's kernels), and torch.compile;
+#: a GPU call is milliseconds, so compilation (about 20 s on an H200) fits a quick search
+TORCH_CUDA = (
+    ("fp32", {}, "quick", "torch CUDA fp32 eager (TF32 tensor cores where cuDNN picks them)"),
+    ("fp16", {}, "quick", "fp16 weights (model.half()), eager, pinned fp16 host buffers"),
+    ("bf16", {}, "quick", "bf16 weights, eager, pinned bf16 host buffers"),
+    ("fp16", {"cuda_graph": True}, "quick", "fp16 weights, copies in, model and copies out in one CUDA graph"),
+    ("bf16", {"cuda_graph": True}, "quick", "bf16 weights, copies in, model and copies out in one CUDA graph"),
+    ("fp16", {"cuda_graph": True, "clients": 2}, "quick",
+     "the CUDA graph call with 2 clients, each its own stream (copies overlap compute)"),
+    ("fp16", {"compile": True, "compile_mode": "reduce-overhead"}, "quick",
+     "inductor fp16, reduce-overhead (CUDA graphs), frozen weights; compile seconds recorded"),
+    ("fp16", {"compile": True, "compile_mode": "max-autotune"}, "full",
+     "inductor fp16, max-autotune (autotuned kernels, CUDA graphs): minutes of tuning"),
+    ("fp16", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, "full",
+     "inductor fp16 reduce-overhead with 2 clients"),
+)
+#: ONNX Runtime's CUDA provider: IO binding per call, and the provider's CUDA graph option
+ORT_CUDA = (
+    ("fp32", "cuda", {}, "quick", "CUDA fp32, IO binding"),
+    ("fp16", "cuda", {}, "quick", "CUDA fp16 (tensor cores), IO binding"),
+    ("fp16", "cuda", {"cuda_graph": True}, "quick", "CUDA fp16, the provider's CUDA graph (enable_cuda_graph)"),
+    ("fp16", "cuda", {"clients": 2}, "full", "CUDA fp16, 2 clients (threads, each its own IO binding)"),
+)
+
+
 def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
     ort = "onnxruntime"
-    out = [RowCandidate(ort, "fp32", "cuda", why="CUDA fp32"),
-           RowCandidate(ort, "fp16", "cuda", why="CUDA fp16 (tensor cores)")]
+    out = [RowCandidate(ort, p, device, options=dict(o), depth=depth, why=why) for p, device, o, depth, why in ORT_CUDA]
     if "TensorrtExecutionProvider" in providers:
-        out += [RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16"),
-                RowCandidate(ort, "int8", "tensorrt", why="TensorRT int8 (QDQ)")]
+        out += [RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
+                RowCandidate(ort, "int8", "tensorrt", why="TensorRT int8 (symmetric QDQ), engine cache")]
+    if tensorrt_python():
+        out += [RowCandidate("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)") for p in ("fp16", "int8")]
     if framework == "torch":
-        out += [RowCandidate("torch", p, "cuda", why=f"torch CUDA {p}") for p in ("fp32", "fp16", "bf16")]
-        out.append(RowCandidate("torch", "fp16", "cuda", options={"compile": True}, depth="full",
-                                why="inductor fp16 (CUDA graphs off)"))
+        out += [RowCandidate("torch", p, "cuda", options=dict(o), depth=depth, why=why) for p, o, depth, why in TORCH_CUDA]
     return out
 
 
@@ -193,6 +225,11 @@ def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
 #: runs its published settings.
 ROW_CANDIDATES: dict[str, Callable[[CandidateContext], list[RowCandidate]]] = {
     kinds.CPU.name: _cpu_row, kinds.CUDA.name: _cuda_row}
+
+
+def tensorrt_python() -> bool:
+    """TensorRT's Python API is importable here (the -libs wheels ORT loads have no module)."""
+    return importlib.util.find_spec("tensorrt") is not None
 
 
 def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from kit.search import Decision, SearchSettings, decide, key_hash, search_cost
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
-from kit.studies.roofline import figure_rows
+from kit.studies.roofline import figure_rows, gpu_roof
 
 PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
@@ -207,17 +207,42 @@ def mark_decided_at(result: RunResult, batch: int) -> None:
                                                     "decided_at_batch": batch}
 
 
+def _device_info(result: RunResult) -> dict:
+    return (result.backend or {}).get("device_info") or {}
+
+
+def _cpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
+    result.tables["peaks"] = cpu_peaks()
+    return _device_info(result).get("peak"), None, ""  # bandwidth None: measured (kit.studies.roofline)
+
+
+def _gpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
+    info = _device_info(result)
+    peak, bandwidth, why = gpu_roof(info.get("name", ""), (result.backend or {}).get("session") or {},
+                                    cfg.precision)
+    info["peak"] = peak  # '% of peak' and the roofline: one peak, the unit that ran
+    return peak, bandwidth, why
+
+
+#: (peak, bandwidth, why not) of a run's figures, by hardware kind (kit.hardware.kinds); a kind
+#: absent here (the IPU) is not placed on a roofline.
+ROOFS: dict[str, Callable[[RunResult, Config], tuple[dict | None, dict | None, str]]] = {
+    kinds.CPU.name: _cpu_roof, kinds.CUDA.name: _gpu_roof}
+
+
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
-    """Each measured figure's roofline position (CPU runs; elsewhere, why not)."""
-    places = kinds.get(cfg.hardware).places_roofline
-    result.tables["peaks"] = cpu_peaks() if places else []
-    peak = ((result.backend or {}).get("device_info") or {}).get("peak")
-    if not places or not peak or not model.flops_per_sample:
-        result.notes.append("Roofline: not placed (needs a CPU run with a stated peak and a FLOP count).")
+    """Each measured figure's roofline position where its kind has a roof (ROOFS: the CPU's stated
+    peak and measured bandwidth; on a GPU the peak of the arithmetic that ran, and '% of peak' uses
+    that same peak, or none); elsewhere, why not."""
+    result.tables["peaks"] = []
+    roof = ROOFS.get(cfg.hardware)
+    peak, bandwidth, why = roof(result, cfg) if roof else (None, None, f"no roofline for {cfg.hardware} runs")
+    if not peak or not model.flops_per_sample or why:
+        result.notes.append(f"Roofline: not placed ({why or 'needs a CPU or GPU run with a stated peak and a FLOP count'}).")
         return
     ok = [m for m in result.measurements if m.get("throughput")]
     try:
-        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok)
+        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok, bandwidth)
         explain_below_peak(result)
     except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")

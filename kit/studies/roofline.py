@@ -6,7 +6,9 @@ Bytes per sample (an estimate, stated as such): the weights once per call at the
 shared by the batch (weight bytes / batch), plus every operator's activation inputs and outputs at
 batch 1 (kit.models.flops.count_traffic_per_sample: no fusion, no cache reuse). The bandwidth is
 measured by a STREAM-like numpy benchmark (copy and add kernels over arrays far larger than the
-caches, one thread per usable core, best of several repetitions), cached per CPU.
+caches, one thread per usable core, best of several repetitions), cached per CPU. On a GPU the
+peak is the one of the arithmetic that ran (the session's `math`: fp16/bf16/TF32/int8 tensor cores,
+or fp32 CUDA cores) and the bandwidth the card's nominal memory bandwidth (kit.hardware.gpu_peaks).
 
 >>> position(1e9, 1e8, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=50.0)["bound"]
 'compute'
@@ -25,6 +27,7 @@ import numpy as np
 
 from kit import atomic
 from kit.hardware.environment import cpu_model, usable_cores
+from kit.hardware.gpu_peaks import bandwidth_for, peak_for
 from kit.models.flops import count_traffic_per_sample
 from kit.paths import cache_dir
 
@@ -126,11 +129,25 @@ def _write(path: Path, payload: dict) -> None:
     atomic.write_text(path, json.dumps(payload, indent=1))
 
 
-def figure_rows(model, precision: str, peak: dict, measurements: list[dict]) -> list[dict]:
+def gpu_roof(gpu_name: str, session: dict, precision: str) -> tuple[dict | None, dict | None, str]:
+    """(peak, bandwidth, why not) for a GPU run: the peak of the arithmetic the session says ran
+    (`math`; its precision where it does not say), the card's nominal bandwidth."""
+    math = session.get("math") or precision
+    peak, bandwidth = peak_for(gpu_name, math), bandwidth_for(gpu_name)
+    if peak is None:
+        return None, bandwidth, f"no {math} peak tabled for {gpu_name} (data/gpu/peaks.csv)"
+    if bandwidth is None:
+        return peak, None, f"no memory bandwidth tabled for {gpu_name} (data/gpu/bandwidth.csv)"
+    return peak, bandwidth, ""
+
+
+def figure_rows(model, precision: str, peak: dict, measurements: list[dict],
+                bandwidth: dict | None = None) -> list[dict]:
     """One roofline row per measured batch size (a BatchMeasurement.to_dict() each) of an
-    ExportedModel. FLOPs a call does once (inputs that are not batched) are spread over its samples."""
+    ExportedModel. FLOPs a call does once (inputs that are not batched) are spread over its samples.
+    `bandwidth`: a GPU's (gpu_roof); the CPU's is measured."""
     traffic = graph_traffic(Path(model.onnx_path), model.inputs)
-    bandwidth = memory_bandwidth()
+    bandwidth = bandwidth or memory_bandwidth()
     rows = []
     for m in measurements:
         per_sample = bytes_per_sample(traffic, precision, m["batch_size"])
@@ -138,6 +155,7 @@ def figure_rows(model, precision: str, peak: dict, measurements: list[dict]) -> 
                      **position(model.flops_per_sample_at(m["batch_size"]), per_sample, peak_gflops=peak["gflops"],
                                 bandwidth_gbs=bandwidth["gbs"], samples_per_s=m["throughput"]),
                      "peak_gflops": peak["gflops"], "peak_unit": peak.get("unit", "GFLOP/s"),
+                     "peak_precision": peak.get("precision", precision),
                      "peak_method": peak.get("method", ""), "bandwidth_gbs": bandwidth["gbs"],
                      "bandwidth_method": bandwidth["method"], "bytes_method": traffic["method"],
                      "unresolved_tensors": traffic["unresolved"]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from kit.hardware.gpu_verified import gpu_paths_statement
 from kit.publish import glance
 from kit.publish.compare import tolerance_statement
 from kit.publish.report.tables import scorecard_rows
@@ -58,6 +59,7 @@ def provenance(result: RunResult) -> str:
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
         "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
         "Roofline": roofline_method(result),
+        "GPU paths": gpu_paths_statement(),
         "Measured at": result.created_at,
     }
     for note in result.notes:

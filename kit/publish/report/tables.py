@@ -25,11 +25,18 @@ def bytemlperf_table(result: RunResult) -> pd.DataFrame:
              "p50 (ms)": with_interval(m, "p50_ms", m["latency"]["p50_ms"]),
              "p90 (ms)": with_interval(m, "p90_ms", m["latency"]["p90_ms"]),
              "samples/s (all calls / wall)": with_interval(m, "throughput", m["throughput"]),
-             "calls": m["latency"]["count"], "threads": m["threads"],
+             "calls": m["latency"]["count"], "threads": threads_text(m),
              "precision (95 % CI)": precision_text(m.get("precision")), "noise": noise_text(m.get("noise")),
              **compute_columns(result, m), **power_columns(m.get("power"))}
             for m in result.measurements]
     return pd.DataFrame(rows)
+
+
+def threads_text(m: dict) -> int | str:
+    """The measurement's thread count, with how its clients ran where a session said so (a searched
+    `clients` option on a GPU: '2 (2 clients: threads, each its own CUDA stream)')."""
+    clients = (m.get("extra") or {}).get("clients")
+    return f"{m['threads']} ({clients})" if clients else m["threads"]
 
 
 def bytemlperf(m: dict, figure: str) -> float | None:

@@ -1,0 +1,99 @@
+"""PyTorch's host-to-host call on a CUDA GPU, in the two forms GPU users run it.
+
+- `StreamCall` (eager or torch.compile): pinned host inputs in the model's input dtype (fp16
+  weights take fp16 inputs: no cast kernel per call), non-blocking copies in, the model, non-blocking
+  copies out, then this client's own CUDA stream is synchronised (clients overlap each other).
+- `GraphCall`: the same steps captured once in one CUDA graph (`torch.cuda.graph`): the copies in,
+  the model and the copies out into pinned output buffers; a call replays the graph on this
+  client's stream and synchronises it. A replay reuses the captured buffers, so new inputs are
+  copied into the pinned input buffers first (`load`).
+
+Both are host to host, as ByteMLPerf and PopRT time: inputs from host memory, outputs back in host
+memory, the call over when they are there. torch is imported inside the functions (optional heavy
+library).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+CAPTURE_WARMUP = 3  # eager calls on the side stream before capture (cuDNN's algorithm search, the allocator)
+
+
+def pinned_host_inputs(arrays: list, dtype) -> list:
+    """Each numpy input as a pinned host tensor; floating inputs cast to `dtype` (the weights' dtype,
+    or None to keep them) on the host, once."""
+    import numpy as np
+    import torch
+
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    if dtype is not None:
+        tensors = [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+    return [t.pin_memory() for t in tensors]
+
+
+class StreamCall:
+    """Eager (or compiled) host to host on this client's own stream."""
+
+    def __init__(self, forward: Callable[[list], list], host_inputs: list, device: str):
+        import torch
+
+        self.forward, self.host_inputs, self.device = forward, host_inputs, device
+        self.stream = torch.cuda.Stream(device)
+
+    def __call__(self) -> list:
+        import torch
+
+        with torch.cuda.stream(self.stream):
+            on_device = [h.to(self.device, non_blocking=True) for h in self.host_inputs]
+            outputs = [o.to("cpu", non_blocking=True) for o in self.forward(on_device)]
+        self.stream.synchronize()  # the copies out are asynchronous: the call ends when they land
+        return outputs
+
+
+class GraphCall:
+    """The host-to-host call captured in one CUDA graph, replayed per call on this client's stream."""
+
+    def __init__(self, forward: Callable[[list], list], host_inputs: list, device: str):
+        import torch
+
+        self.device, self.host_inputs = device, host_inputs
+        self.stream = torch.cuda.Stream(device)
+        self.static_inputs = [torch.empty_like(h, device=device) for h in host_inputs]
+        outputs = self.warm_up(forward)
+        # pinned allocation is not allowed inside a capture: the output buffers are made before it
+        self.host_outputs = [torch.empty(o.shape, dtype=o.dtype).pin_memory() for o in outputs]
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, stream=self.stream):
+            self.copy_in()
+            for host, out in zip(self.host_outputs, forward(self.static_inputs), strict=True):
+                host.copy_(out, non_blocking=True)
+
+    def warm_up(self, forward: Callable[[list], list]) -> list:
+        """Eager calls on the side stream, as torch asks before a capture; returns the last outputs."""
+        import torch
+
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.stream):
+            for _ in range(CAPTURE_WARMUP):
+                self.copy_in()
+                outputs = forward(self.static_inputs)
+        self.stream.synchronize()
+        return outputs
+
+    def copy_in(self) -> None:
+        for static, host in zip(self.static_inputs, self.host_inputs, strict=True):
+            static.copy_(host, non_blocking=True)
+
+    def load(self, host_inputs: list) -> None:
+        """New inputs into the captured pinned buffers (the graph reads only those)."""
+        for pinned, new in zip(self.host_inputs, host_inputs, strict=True):
+            pinned.copy_(new)
+
+    def __call__(self) -> list:
+        import torch
+
+        with torch.cuda.stream(self.stream):
+            self.graph.replay()
+        self.stream.synchronize()
+        return self.host_outputs

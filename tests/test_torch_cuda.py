@@ -1,0 +1,209 @@
+"""kit.backends.torch_cuda through tests/cuda_double.py (CUDA graph capture rules enforced on the
+CPU): the GPU torch session's host-to-host call, eager on its own stream or captured in one CUDA
+graph, with 16-bit weights, pinned buffers in the model's dtype and clients; and the double itself
+refusing what CUDA refuses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from cuda_double import CaptureError, install, uninstall
+
+from kit.backends import BackendConfig, get_backend, torch_backend
+from kit.backends.torch_cuda import GraphCall, StreamCall, pinned_host_inputs
+from kit.errors import InvalidParameter
+from kit.hardware import cuda as kit_cuda
+from kit.measure.numerics import NumericDiff
+from kit.measure.window import MeasureConfig
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """torch sees a GPU (the double); the session's device is the CPU standing for cuda:0."""
+    double = install(monkeypatch)
+    card = kit_cuda.CudaDevice(0, "00000000:01:00.0", "NVIDIA H200")
+    monkeypatch.setattr(torch_backend, "torch_device", lambda config: ("cpu", card))
+    yield double
+    uninstall(double)
+
+
+def reference(small, inputs):
+    return get_backend("onnxruntime").load(small, BackendConfig(), 2).run(inputs)
+
+
+def test_a_graph_session_replays_its_capture_on_the_inputs_copied_in(small, gpu):
+    a, b = small.make_inputs(2, seed=1), small.make_inputs(2, seed=2)
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2)
+    d = session.description
+    assert "captured in one CUDA graph" in d["mode"] and d["weights_dtype"] == "float16" and d["channels_last"]
+    assert d["math"] == "fp16"  # the roofline's peak: fp16 tensor cores
+    assert gpu.captures == 1  # at load, outside any timed window
+    out_a, out_b = session.run(a), session.run(b)
+    assert gpu.captures == 1 and gpu.replays >= 2  # the same capture, new inputs copied into its buffers
+    for inputs, out in ((a, out_a), (b, out_b)):
+        eager = [torch_backend.to_numpy(t) for t in session.device_outputs(session.to_tensors(inputs))]
+        assert NumericDiff.between(eager, out).max_abs <= 1e-3  # what eager fp16 gives on these inputs
+        assert NumericDiff.between(reference(small, inputs), out).max_abs <= 0.1
+    assert np.abs(out_a[0] - out_b[0]).max() > 1e-3  # the replay computed on b, not on a stale a
+    graph = next(iter(session.graphs.values()))
+    assert all(h.is_pinned() and h.dtype == torch.float16 for h in graph.host_inputs)
+    assert all(h.is_pinned() for h in graph.host_outputs)
+
+
+def test_each_client_captures_its_own_graph_on_its_own_stream(small, gpu):
+    cfg = BackendConfig("fp16", "cuda", options={"cuda_graph": True, "clients": 2})
+    session = get_backend("torch").load(small, cfg, 2)
+    captured = gpu.captures
+    m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
+    assert gpu.captures == captured + 2 and m.threads == 2 and m.mode == "clients"
+    assert m.extra["timing"].startswith("host-to-host") and "each its own CUDA stream" in m.extra["clients"]
+    calls = [session.bind(small.make_inputs(2)) for _ in range(2)]
+    assert calls[0].stream is not calls[1].stream and calls[0].host_inputs[0] is not calls[1].host_inputs[0]
+
+
+def test_the_eager_gpu_call_is_host_to_host_on_its_stream(small, gpu):
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    inputs = small.make_inputs(2)
+    call = session.bind(inputs)
+    assert isinstance(call, StreamCall) and all(h.is_pinned() and h.dtype == torch.float16 for h in call.host_inputs)
+    syncs = gpu.syncs
+    out = call()
+    assert gpu.syncs == syncs + 1 and out[0].shape == (2, 10)  # the call ends when the copies out land
+    assert NumericDiff.between(reference(small, inputs), [o.float().numpy() for o in out]).max_abs <= 0.05
+
+
+def test_fp32_on_a_gpu_says_whether_tf32_tensor_cores_ran(small, gpu, monkeypatch):
+    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "tf32"
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "fp32"
+
+
+def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, monkeypatch):
+    from kit.errors import BackendUnavailable
+
+    real = torch_backend.TorchSession.device_outputs
+
+    def syncing(self, tensors):  # e.g. DeBERTa's torch.tensor(min(...)) reads a value back in forward
+        tensors[0].sum().item()
+        return real(self, tensors)
+
+    monkeypatch.setattr(torch_backend.TorchSession, "device_outputs", syncing)
+    with pytest.raises(BackendUnavailable, match=r"CUDA graph capture failed \(CUDA error: operation not permitted "
+                                                 r"when stream is capturing.*run it without cuda_graph"):
+        get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 1)
+
+
+def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
+    with pytest.raises(InvalidParameter, match="cuda_graph=True: only on device cuda"):
+        get_backend("torch").load(small, BackendConfig(options={"cuda_graph": True}), 1)
+    with pytest.raises(InvalidParameter, match="clients=0: an integer >= 1"):
+        get_backend("torch").load(small, BackendConfig(options={"clients": 0}), 1)
+
+
+def test_compile_records_its_seconds(small, monkeypatch):
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None: module)  # inductor's time is not the point
+    d = get_backend("torch").load(small, BackendConfig(options={"compile": True, "compile_mode": "max-autotune"}),
+                                  1).description
+    assert d["mode"].endswith("mode=max-autotune)") and d["compile_s"] >= 0
+
+
+# ---------------------------------------------------------------- the double refuses what CUDA refuses
+
+
+def forward(tensors):
+    return [tensors[0] * 2 + 1]
+
+
+def host(values=(1.0, 2.0)):
+    return pinned_host_inputs([np.array(values, dtype=np.float32)], None)
+
+
+@pytest.mark.parametrize(("broken", "message"), [
+    (lambda s: torch.cuda.synchronize(), "torch.cuda.synchronize"),
+    (lambda s: s[0].sum().item(), "waits for the GPU"),
+    (lambda s: s[0].cpu(), ".cpu()"),
+    (lambda s: torch.empty(2).pin_memory(), "pinned allocation"),
+    (lambda s: s[0].copy_(torch.from_numpy(np.ones(2, np.float32)), non_blocking=True), "pageable host memory"),
+    (lambda s: s[0].copy_(torch.from_numpy(np.ones(2, np.float32)).half().float(), non_blocking=True),
+     "pageable host memory"),  # a host-side cast of pageable memory is still pageable
+    (lambda s: torch.cuda.empty_cache(), "empty_cache"),
+])
+def test_a_capture_that_breaks_a_cuda_rule_raises(gpu, broken, message):
+    def breaking(tensors):
+        broken(tensors)
+        return forward(tensors)
+
+    with pytest.raises(CaptureError, match=f"not permitted when stream is capturing.*{message}"):
+        GraphCall(breaking, host(), "cpu")
+
+
+def test_a_blocking_copy_in_a_capture_raises(gpu):
+    pinned = host()[0]
+    graph = torch.cuda.CUDAGraph()
+    static = torch.empty_like(pinned)
+    with pytest.raises(CaptureError, match="blocking host<->device copy"), torch.cuda.graph(graph):
+        static.copy_(pinned)
+
+
+def test_a_replay_reuses_the_captured_buffers(gpu):
+    call = GraphCall(forward, host(), "cpu")
+    assert call()[0].tolist() == [3.0, 5.0]
+    new = host((10.0, 20.0))
+    assert call()[0].tolist() == [3.0, 5.0]  # not loaded: the graph still reads its own buffers
+    call.load(new)
+    assert call()[0].tolist() == [21.0, 41.0]
+    with pytest.raises(RuntimeError, match="before a capture"):
+        torch.cuda.CUDAGraph().replay()
+
+
+def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
+    from kit.search.candidates import row_candidates
+
+    torch_quick = {c.label for c in row_candidates("torch", "cuda") if c.backend == "torch" and c.depth == "quick"}
+    assert {"torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)", "torch fp16 cuda-graph clients=2 (cuda)",
+            "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 (cuda)"} <= torch_quick
+    full = {c.label for c in row_candidates("torch", "cuda") if c.depth == "full"}
+    assert "torch fp16 compile=max-autotune (cuda)" in full
+    assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
+    cpu = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
+    assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]  # the CPU search is as it was
+
+
+def test_the_report_says_how_the_clients_ran(small, gpu):
+    from kit.publish.report.tables import threads_text
+
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
+    m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=2))
+    assert threads_text(m.to_dict()) == "2 (2 clients: threads, each its own CUDA stream)"
+    single = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    assert threads_text(single.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0,
+                                                                                   min_count=2)).to_dict()) == 1
+
+
+def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outputs):
+    """A model benchmark on 'cuda' (torch fp16, one CUDA graph, 2 clients) through the doubles:
+    numerics on the graph's outputs, the figure host to host with its clients, placed on the
+    roofline against the fp16 tensor-core peak, the report saying no GPU path ran on a real GPU."""
+    from gpu_fakes import Board, FakeHost
+    from gpu_fakes import install as install_host
+
+    from kit.publish.report.provenance import provenance
+    from kit.publish.report.tables import bytemlperf_table
+    from kit.studies import model_benchmark
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))  # the fixture's own export
+    install_host(monkeypatch, FakeHost([Board(0, "00000000:01:00.0", "NVIDIA H200", 400_000)]), nvml=False)
+    result = model_benchmark.run({"model": small.name, "small": True, "backend": "torch", "precision": "fp16",
+                                  "device": "cuda", "options": {"cuda_graph": True, "clients": 2},
+                                  "batch_sizes": [2], "min_duration_s": 0, "min_count": 3, "warmup": 1,
+                                  "accuracy": False, "power": False, "max_duration_s": 5})
+    assert result.status == "ok", result.errors
+    m, = result.measurements
+    assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
+    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures >= 3  # run()'s graph and one per client
+    row, = result.tables["roofline"]
+    assert row["peak_precision"] == "fp16" and row["peak_gflops"] == 989_500.0 and row["bandwidth_gbs"] == 4800.0
+    assert bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"
+    assert "none of 7" in provenance(result)
