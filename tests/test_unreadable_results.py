@@ -72,6 +72,19 @@ def test_kit_compare_names_the_file_and_the_version(tmp_path, capsys):
     assert not (tmp_path / "x.html").exists()
 
 
+def test_kit_compare_names_a_result_it_left_out_beside_readable_ones(tmp_path, capsys):
+    """A run folder with a readable result and one of another schema version was compared without a
+    word about the one left out."""
+    good = _result(tmp_path / "a.json")
+    (tmp_path / "b").mkdir()
+    _result(tmp_path / "b" / "ok.json")
+    newer = _result(tmp_path / "b" / "row.json", schema_version=99)
+    assert kit_main(["compare", str(good), str(tmp_path / "b"), "--out", str(tmp_path / "x.html")]) == 0
+    out = capsys.readouterr().out
+    assert f"left out, this kit cannot read it: {newer}" in out and "schema_version 99 is not supported" in out
+    assert "Left out, this kit cannot read it:" in (tmp_path / "x.html").read_text()
+
+
 @pytest.mark.parametrize(("content", "why"), [
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a result JSON (not UTF-8 text: a binary file?)"),
     (b"{\"kind\": ", "not a result JSON (JSONDecodeError: "),

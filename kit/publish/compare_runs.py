@@ -111,14 +111,16 @@ class Row:
         return abs(r) <= Z95 * math.sqrt(v + drift_sd ** 2)
 
 
-def load_run(path: Path) -> list[tuple[Path, RunResult]]:
-    """Every readable result JSON of a run folder (or the one file given)."""
+def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Path, RunResult]]:
+    """Every readable result JSON of a run folder (or the one file given); each result this kit
+    cannot read (another schema version) is named in `unsupported` where a list is given."""
     path = Path(path)
     if not path.exists():
         raise MissingResource(f"run {path} does not exist (give a result folder such as outputs/runs/<run_id>/ "
                               "or a result .json)")
     files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
-    out, unsupported = [], []
+    out = []
+    unsupported = [] if unsupported is None else unsupported
     for f in files:
         try:
             out.append((f, RunResult.read(f)))
@@ -431,14 +433,17 @@ test could have found one; otherwise "cannot tell", with the smallest difference
 
 def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str, Path]:
     """(text report, path of the HTML page) comparing two runs."""
-    a, b = load_run(run_a), load_run(run_b)
+    skipped: list[str] = []
+    a, b = load_run(run_a, skipped), load_run(run_b, skipped)
     rows = compare_figures(figures_of(a), figures_of(b))
     diffs = environment_differences(a, b)
     name_a, name_b = str(run_a), str(run_b)
     page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(page, html_report(rows, diffs, name_a, name_b))
-    return text_report(rows, diffs, name_a, name_b), page
+    left_out = "".join(f"\nleft out, this kit cannot read it: {s}" for s in skipped)
+    atomic.write_text(page, html_report(rows, diffs, name_a, name_b).replace(
+        "</body>", "".join(f"<p>Left out, this kit cannot read it: {html.escape(s)}</p>" for s in skipped) + "</body>"))
+    return text_report(rows, diffs, name_a, name_b) + left_out, page
 
 
 def _slug(path: Path) -> str:
