@@ -125,7 +125,7 @@ def gpu_arms(framework: str) -> tuple[list[str], dict[str, str]]:
 
 def arms_for(precision: str, keep: str, hardware: str = "cpu", framework: str = "torch") -> tuple[list[str], dict[str, str]]:
     """The peer arms of a row, and those left out with the reason."""
-    if hardware == "cuda":
+    if hardware == kinds.CUDA.name:
         arms, skipped = gpu_arms(framework)
     else:
         arms, skipped = cpu_arms(precision)
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     args.hardware = resolve_hardware(args.hardware)
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
-    peers = "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU" if args.hardware == "cuda" else \
+    peers = "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU" if args.hardware == kinds.CUDA.name else \
         "plain ORT fp32 / OpenVINO"
     print(f"peers: kit vs {peers}, {args.rounds} interleaved rounds of {args.seconds:g} s; "
           f"CPU flags {' '.join(flags)} ({load_note()})", flush=True)
@@ -361,7 +361,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def write(out: str, args, flags: list[str], results: list[dict]) -> None:
     with open(out, "w") as f:
-        json.dump({"environment": capture(), "hardware": args.hardware, "cpu_flags": flags, "rounds": args.rounds,
+        env = capture()
+        ran_on = (f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
+                  if args.hardware == kinds.CUDA.name else None)  # None: the CPU and its flags
+        json.dump({"environment": env, "hardware": args.hardware, "ran_on": ran_on, "cpu_flags": flags,
+                   "rounds": args.rounds,
                    "seconds": args.seconds,
                    "method": "separate warm processes per arm, interleaved rotated rounds, per-round kit ÷ peer, "
                              "median with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile, 9999 resamples)",

@@ -4,6 +4,7 @@ stops on a driver too old for them, and leaves one working ONNX Runtime build ho
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -263,7 +264,7 @@ def make_install(venv: Path, env: dict, *args: str) -> subprocess.CompletedProce
 
 def message(stderr: str) -> str:
     """The kit's line in make's stderr (make adds its own 'make: *** ... Error 1')."""
-    lines = [line for line in stderr.splitlines() if not line.startswith("make: ***")]
+    lines = [line for line in stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
     assert len(lines) == 1, stderr
     return lines[0]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import peers
+from kit.search.decision import Decision
 
 
 def test_rows_take_the_published_batches_unless_given():
@@ -139,7 +140,7 @@ def test_the_kit_arm_takes_the_rows_gpu_decision(monkeypatch):
         seen.update(hardware=hardware, batch=batch)
         plan = {"backend": "torch", "precision": "fp16", "device": "cuda", "options": {"cuda_graph": True},
                 "threads": None, "precision_note": "n"}
-        return {"plan": plan, "chosen": "torch fp16 cuda-graph (cuda)", "today": "t"}, False
+        return Decision.from_dict({"plan": plan, "chosen": "torch fp16 cuda-graph (cuda)", "today": "t"}), False
 
     monkeypatch.setattr(peers, "decide", decide)
     monkeypatch.setattr(peers, "export_model", lambda name: None)
@@ -191,12 +192,16 @@ def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatc
     assert arm.round(0.05)["throughput"] > 0
 
 
-def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path):
-    import json
+def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):
+    """The JSON the benchmark writes says where it ran; the index reads only that JSON."""
+    import argparse
 
     from kit.publish.peers_table import PEERS_FILE, peers_section
 
-    data = {"rows": [], "hardware": "cuda", "environment": {"gpus": ["NVIDIA H200"], "cpu": {"model": "x"}}}
+    monkeypatch.setattr(peers, "capture", lambda: {"gpus": ["NVIDIA H200"], "cpu": {"model": "x"}})
     (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
-    (tmp_path / PEERS_FILE).write_text(json.dumps(data))
+    args = argparse.Namespace(hardware="cuda", rounds=2, seconds=1.0)
+    peers.write(str(tmp_path / PEERS_FILE), args, [], [])
     assert "GPU NVIDIA H200, every arm timed host to host" in peers_section(tmp_path)
+    peers.write(str(tmp_path / PEERS_FILE), argparse.Namespace(hardware="cpu", rounds=2, seconds=1.0), ["avx512f"], [])
+    assert "CPU x, flags avx512f" in peers_section(tmp_path)

@@ -56,9 +56,10 @@ def _html_row(r: dict, target: float) -> str:
 
 
 def where(data: dict, env: dict, cpu: str | None) -> str:
-    """The hardware the peers ran on: the GPU (every arm host to host) or the CPU and its flags."""
-    if data.get("hardware") == "cuda":
-        return f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
+    """The hardware the peers ran on, as the benchmark wrote it (a GPU: every arm host to host), else
+    the CPU and its flags."""
+    if data.get("ran_on"):
+        return str(data["ran_on"])
     return f"CPU {cpu or 'unknown'}, flags {' '.join(data.get('cpu_flags', [])) or 'none'}"
 
 
