@@ -12,9 +12,11 @@ from kit.measure.window import BatchMeasurement
 from kit.publish.compare_runs import (
     APART,
     CANNOT_TELL,
+    COMMON,
     DIFFERS,
     IN_DRIFT,
     SAME,
+    VERDICTS,
     Figure,
     Row,
     between_run_noise,
@@ -22,6 +24,7 @@ from kit.publish.compare_runs import (
     compare_runs,
     figures_of,
     holm,
+    judge,
     load_run,
     smallest_p,
     summary_line,
@@ -155,16 +158,16 @@ def test_a_uniform_speed_up_gives_row_verdicts_that_agree_with_the_summary(tmp_p
     tested = [r for r in rows if r.p_value is not None]
     assert len(rows) == 16 and len(tested) == 12  # QPS is not a second finding
     assert all(r.p_holm >= r.p_value for r in tested)
-    counts = {v: sum(r.verdict == v for r in rows) for v in (DIFFERS, APART, IN_DRIFT, SAME, CANNOT_TELL)}
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     assert (f"{counts[DIFFERS]} differ, {counts[APART]} differ by their intervals where the rank test had too "
             f"few rounds or no significance, {counts[IN_DRIFT]} differ within the runs but inside the "
-            f"run-to-run drift, {counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} cannot "
-            "tell") in summary
+            f"run-to-run drift, {counts[COMMON]} moved with every other figure (a change of the whole run), "
+            f"{counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} cannot tell") in summary
     assert "inside the intervals widened by it: 12 of 12" in summary
-    assert counts[DIFFERS] == 0 and counts[IN_DRIFT] >= 7  # within the runs the shift is plain
+    assert counts[DIFFERS] == 0 and counts[COMMON] >= 7 and counts[IN_DRIFT] == 0  # within the runs the shift is plain
     assert "every tested figure is better in B (median throughput B/A 1.05" in summary
     for r in rows:  # no row calls a difference real that the summary puts inside the drift
-        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict in (DIFFERS, APART))
+        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict in (DIFFERS, APART, COMMON))
 
 
 def _runs_with_rounds(tmp_path, name: str, means_ms: dict[str, float], rounds: int, seed: int):
@@ -197,7 +200,8 @@ def test_a_7x_slowdown_with_5_rounds_is_a_difference_never_no_difference(tmp_pat
     assert smallest_p(5, 5) == pytest.approx(2 / 252)
     assert row.p_floor == pytest.approx(min(1.0, 12 * 2 / 252)) and row.p_holm >= 0.05
     assert row.verdict == APART
-    assert row.finding.startswith("B lower, worse: the 95 % intervals do not overlap (B/A 0.14")
+    assert row.finding.startswith("B lower, worse: the 95 % interval of B/A excludes 1 (B/A 0.14")
+    assert "the two figures' 95 % intervals do not overlap either" in row.finding
     assert "too few rounds for the rank test (5 rounds in A, 5 in B: its smallest possible Holm-adjusted p is 0.095" \
         in row.finding
     assert not any("no significant difference" in r.finding for r in rows if r.key.startswith("model0 "))
@@ -208,7 +212,8 @@ def test_a_20_percent_change_with_separated_intervals_says_so(tmp_path):
     b = _runs_with_rounds(tmp_path, "b", {**MODELS, "model0": MODELS["model0"] / 1.2}, rounds=5, seed=4)
     row, _ = _throughput_row(a, b)
     assert row.within_intervals is False and row.verdict == APART
-    assert row.finding.startswith("B higher, better: the 95 % intervals do not overlap (B/A 1.2")
+    assert row.finding.startswith("B higher, better: the 95 % interval of B/A excludes 1 (B/A 1.2")
+    assert "the two figures' 95 % intervals do not overlap either" in row.finding
 
 
 def test_identical_runs_with_few_rounds_cannot_tell_and_say_what_they_could_detect(tmp_path):
@@ -225,3 +230,46 @@ def test_identical_runs_with_enough_rounds_show_no_significant_difference(tmp_pa
     assert row.p_floor < 0.05 and row.verdict == SAME
     assert row.finding.startswith("no significant difference (Holm-adjusted p = 1; the smallest difference these "
                                   "rounds could detect is ")
+
+
+def test_every_figure_7x_slower_moved_together_never_inside_the_drift(tmp_path):
+    """A whole re-run 7x slower read '36 differ within the runs but inside the run-to-run drift' (the
+    drift estimated from those two runs, ±28451 %, held the slow-down itself)."""
+    a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=7)
+    b = _runs_with_rounds(tmp_path, "b", {m: v * 7 for m, v in MODELS.items()}, rounds=5, seed=8)
+    row, rows = _throughput_row(a, b)
+    assert not any(r.verdict == IN_DRIFT for r in rows)
+    assert row.verdict == COMMON and row.finding.startswith("B lower, worse, as every tested figure is")
+    text, _ = compare_runs(a, b, out=tmp_path / "cmp.html")
+    assert "0 differ within the runs but inside the run-to-run drift" in text
+    assert "every tested figure is worse in B (median throughput B/A 0.14" in text
+
+
+def test_one_model_slower_and_the_others_copied_is_no_common_change(tmp_path):
+    """With five identical figures, 'every tested figure is worse in B' was claimed all the same."""
+    a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=9)
+    b = tmp_path / "b"
+    b.mkdir()
+    for f in a.glob("*.json"):
+        (b / f.name).write_bytes(f.read_bytes())
+    _runs_with_rounds(tmp_path, "slow", {"model0": MODELS["model0"] * 7}, rounds=5, seed=10)
+    (b / "model0.json").write_bytes((tmp_path / "slow" / "model0.json").read_bytes())
+    row, rows = _throughput_row(a, b)
+    assert row.verdict == APART and not any(r.verdict == COMMON for r in rows)
+    text, _ = compare_runs(a, b, out=tmp_path / "cmp.html")
+    assert "every tested figure" not in text
+
+
+def test_a_ratio_interval_that_excludes_1_is_not_called_intervals_that_do_not_overlap():
+    """8 % faster: B/A's interval 1.01-1.15 excludes 1, while the figures' own intervals
+    [104.7, 115.1] and [113.1, 124.3] overlap; the finding said 'the 95 % intervals do not overlap'."""
+    from kit.measure.stats import Interval
+
+    def fig(v, lo, hi):
+        return Figure(v, Interval(v, lo, hi), [v] * 5, "samples/s", True)
+
+    row = Row("m batch 32: throughput", fig(109.9, 104.7, 115.1), fig(118.7, 113.1, 124.3), 118.7 / 109.9)
+    row.p_value, row.p_holm, row.p_floor = 0.3, 0.3, 0.3
+    verdict, finding = judge(row, 0.05, None)
+    assert verdict == APART and "although the two figures' own 95 % intervals overlap" in finding
+    assert "do not overlap" not in finding

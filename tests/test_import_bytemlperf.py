@@ -37,7 +37,9 @@ def test_importing_the_ipu_reports_reproduces_the_figures_the_kit_holds(outputs,
 
 def test_every_vendor_sits_beside_the_scorecard_rows_with_its_source(outputs, capsys):
     assert main(["import-bytemlperf", str(shared_or_skip("reference", "bytemlperf_reports"))]) == 0
-    assert "imported 30 reports (HPU 5, IPU 14, SPU 5, STC 6)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "imported 30 reports (HPU 5, IPU 14, SPU 5, STC 6)" in out
+    assert "once the summary runs again: `make reproduce ONLY=summary`" in out
     card = scorecard.build([])
     assert {"HPU published", "HPU source", "SPU published", "STC published", "IPU published"} <= set(card.columns)
     row = card[(card["study"] == "bytemlperf_reports") & (card["model"] == "resnet50-torch-fp32")

@@ -163,6 +163,19 @@ def test_no_writable_folder_at_all_is_one_error_naming_the_variables(unwritable_
         jupyter_moves(scratch=no_temp)
 
 
+def test_the_scratch_folder_is_one_per_user_and_private(tmp_path, monkeypatch):
+    """A new /tmp/kit-lab-XXXX was left behind at every start."""
+    from kit.cli import lab
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    first = lab.scratch_dir()
+    assert first == tmp_path / f"kit-lab-{os.getuid()}" and lab.scratch_dir() == first
+    assert first.stat().st_mode & 0o777 == 0o700
+    first.chmod(0o777)  # a folder others can write is not used: a fresh private one instead
+    other = lab.scratch_dir()
+    assert other != first and other.parent == tmp_path and other.stat().st_mode & 0o077 == 0
+
+
 def test_a_writable_home_moves_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for var in JUPYTER_VARIABLES:

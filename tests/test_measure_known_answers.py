@@ -317,4 +317,5 @@ def test_bytemlperf_trims_no_client_when_any_client_made_40_calls_or_fewer():
 
     ranges, how = bytemlperf_kept([[(0, 1)] * 50, [(0, 1)] * 30])
     assert ranges == [(0, 50), (0, 30)] and how.startswith("every call")
+    assert bytemlperf_kept([[(0, 1)] * 40, [(0, 1)] * 50])[0] == [(0, 40), (0, 50)]  # 40: no trim at all
     assert bytemlperf_kept([[(0, 1)] * 41, [(0, 1)] * 50])[0] == [(20, 21), (20, 30)]

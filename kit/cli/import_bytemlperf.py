@@ -47,4 +47,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}")
     if args.into is not None and Path(args.into).resolve() != imported_dir().resolve():
         print(f"note: the scorecard reads {imported_dir()}; these reports are kept in {into} only")
+    else:
+        print("the scorecard shows them beside its rows once the summary runs again: "
+              "`make reproduce ONLY=summary` (or the next `make reproduce`)")
     return 0

@@ -12,8 +12,10 @@ cannot be written (a read-only home in a container), Jupyter's own files go to a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -110,6 +112,14 @@ def writable(path: Path) -> bool:
 
 
 def scratch_dir() -> Path:
+    """One folder per user under the temporary folder, the same at every start (a new one each time
+    piled up); a fresh private one where that name is taken by someone else or is a link."""
+    path = Path(tempfile.gettempdir()) / f"kit-lab-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0:
+        return path
     return Path(tempfile.mkdtemp(prefix="kit-lab-"))
 
 

@@ -53,8 +53,8 @@ FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
 SAME_ROUNDS = {"QPS": "throughput"}  # figure -> the figure whose per-round series it reuses (tested once)
 # verdicts: what a row's finding says, and what the summary counts
 DIFFERS, IN_DRIFT, SAME, UNTESTED = "differs", "inside drift", "no difference", "not tested"
-APART, CANNOT_TELL = "intervals apart", "cannot tell"
-VERDICTS = (DIFFERS, APART, IN_DRIFT, SAME, CANNOT_TELL)
+APART, CANNOT_TELL, COMMON = "intervals apart", "cannot tell", "moved with every figure"
+VERDICTS = (DIFFERS, APART, IN_DRIFT, COMMON, SAME, CANNOT_TELL)
 
 
 @dataclass
@@ -196,7 +196,34 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
     drift = between_run_noise(rows)
     for row in tested:
         row.verdict, row.finding = judge(row, alpha, drift)
+    _mark_common_change(rows)
     return rows
+
+
+def moved_together(rows: list[Row]) -> bool | None:
+    """True (all better) or False (all worse) when every tested figure moved the same way, at least
+    3 of them; None otherwise (an unchanged figure, as a copied result, breaks it)."""
+    tested = [r for r in rows if r.p_value is not None]
+    if len(tested) < 3 or any(r.b.value == r.a.value for r in tested):
+        return None
+    better = {(r.b.value > r.a.value) == r.a.higher_is_better for r in tested}
+    return better.pop() if len(better) == 1 else None
+
+
+def _mark_common_change(rows: list[Row]) -> None:
+    """With every figure moved the same way, the drift estimated from these two runs holds that
+    common change itself: a row inside it is not 'inside the drift' (a 7x slow-down would read so)
+    but moved with every other figure, which two runs cannot attribute."""
+    better = moved_together(rows)
+    if better is None:
+        return
+    speed = float(np.median([r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio] or [math.nan]))
+    for row in rows:
+        if row.verdict == IN_DRIFT:
+            row.verdict = COMMON
+            row.finding = (f"{_direction(row)}, as every tested figure is (median throughput B/A {speed:.3g}): "
+                           "a change of the whole run (machine, load or software) that two runs cannot tell "
+                           "from run-to-run drift; repeat each run")
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -245,7 +272,7 @@ def judge(row: Row, alpha: float, drift: float | None) -> tuple[str, str]:
     test = (f"too few rounds for the rank test ({rounds}: its smallest possible Holm-adjusted p is "
             f"{row.p_floor:.2g}, alpha {alpha})" if blind else p)
     if apart:
-        return APART, f"{_direction(row)}: the 95 % intervals do not overlap{_ratio_interval(row, drift)}; {test}"
+        return APART, f"{_direction(row)}: {_apart_words(row, drift)}; {test}"
     if drift is not None and row.within(0.0) is False:
         return IN_DRIFT, f"outside the runs' intervals but inside the run-to-run drift; {test}"
     detectable = _detectable(row, drift)
@@ -258,6 +285,15 @@ def _direction(row: Row) -> str:
     higher = row.b.value > row.a.value
     better = higher == row.a.higher_is_better
     return f"B {'higher' if higher else 'lower'}, {'better' if better else 'worse'}"
+
+
+def _apart_words(row: Row, drift: float | None) -> str:
+    """What the intervals say: the ratio's 95 % interval excludes 1, and whether the two figures'
+    own intervals are apart too (they can overlap while the ratio's excludes 1)."""
+    ia, ib = row.a.interval, row.b.interval
+    own = ("the two figures' 95 % intervals do not overlap either" if ia.high < ib.low or ib.high < ia.low
+           else "although the two figures' own 95 % intervals overlap")
+    return f"the 95 % interval of B/A excludes 1{_ratio_interval(row, drift)}, {own}"
 
 
 def _ratio_interval(row: Row, drift: float | None) -> str:
@@ -375,7 +411,8 @@ def summary_line(rows: list[Row]) -> str:
     line = (f"{len(rows)} shared figures, {tested} tested (Mann-Whitney U over rounds, two-sided, "
             f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, {counts[APART]} "
             f"differ by their intervals where the rank test had too few rounds or no significance, "
-            f"{counts[IN_DRIFT]} differ within the runs but inside the run-to-run drift, {counts[SAME]} show no "
+            f"{counts[IN_DRIFT]} differ within the runs but inside the run-to-run drift, {counts[COMMON]} moved "
+            f"with every other figure (a change of the whole run), {counts[SAME]} show no "
             f"significant difference, {counts[CANNOT_TELL]} cannot tell (too few rounds for the rank test and "
             f"intervals that overlap); run-to-run difference inside the 95 % interval of the difference "
             f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in figures])}")
@@ -394,14 +431,13 @@ def _twin(row: Row) -> bool:
 
 def _common_change(rows: list[Row]) -> str:
     """A note when every tested figure moved the same way (all better, or all worse)."""
-    moved = [(r.b.value > r.a.value) == r.a.higher_is_better for r in rows
-             if r.p_value is not None and r.b.value != r.a.value]
+    better = moved_together(rows)
     speed = [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio]
-    if len(moved) < 3 or len(set(moved)) != 1 or not speed:
+    if better is None or not speed:
         return ""
-    return (f"; every tested figure is {'better' if moved[0] else 'worse'} in B (median throughput B/A "
+    return (f"; every tested figure is {'better' if better else 'worse'} in B (median throughput B/A "
             f"{float(np.median(speed)):.3f}): with two runs a change common to all figures cannot be told "
-            f"from run-to-run drift, so it is counted as drift; repeat each run to tell them apart")
+            f"from run-to-run drift, so the drift estimate holds it too; repeat each run to tell them apart")
 
 
 def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
