@@ -120,6 +120,8 @@ class IpuSession(Session):
         if self.pack:
             m = pack_measurement(calls, self.pack)
             m.extra["pack_lengths"] = out.get("pack_lengths")
+            if out.get("pack_fill"):  # inputs benchmark_pack's ones would index out of range
+                m.extra["pack_fill"] = out["pack_fill"]
         else:
             m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
         m = BatchMeasurement(m.batch_size, m.mode, m.threads, m.calls, extra=m.extra,

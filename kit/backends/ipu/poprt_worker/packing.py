@@ -54,3 +54,22 @@ def pack_lengths(rng, avg, top, count):
     lengths = np.minimum(np.searchsorted(cum, u * cum[-1], side="right") + 1, top).astype(np.int32)
     rng.shuffle(lengths)
     return lengths
+
+
+def pack_fill(specs, names):
+    """The value each pack input's timing samples hold: 1, as benchmark_pack's all-ones arrays,
+    except where 1 is outside the input's valid range (RoBERTa's single token type): its lowest
+    valid value there. Ones index past a one-row embedding table, which the IPU's gather does not
+    check and ONNX Runtime (the test double) refuses; the timing does not depend on the value.
+
+    >>> pack_fill([{"name": "types", "low": 0, "high": 1}, {"name": "ids", "low": 0, "high": 99}], ["types", "ids"])
+    {'types': 0, 'ids': 1}
+    """
+    by_name = {s["name"]: s for s in specs}
+    fill = {}
+    for name in names:
+        spec = by_name.get(name, {})
+        low, high = spec.get("low"), spec.get("high")
+        inside = (low is None or low <= 1) and (high is None or 1 < high)
+        fill[name] = 1 if inside else int(low or 0)
+    return fill

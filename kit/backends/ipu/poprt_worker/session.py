@@ -7,7 +7,14 @@ import numpy as np
 
 from . import convert
 from .device import FP8_OPS, attached_device, check_hardware, environment
-from .packing import execute_async, model_inputs, model_outputs, pack_lengths, population_mean
+from .packing import (
+    execute_async,
+    model_inputs,
+    model_outputs,
+    pack_fill,
+    pack_lengths,
+    population_mean,
+)
 from .timing import time_clients
 
 PACK_SAMPLES_PER_ROW = 100  # benchmark_pack draws iterations (100) x pack batch sample lengths
@@ -161,14 +168,17 @@ class RunnerHost:
         a set of pack batch x 100 lengths ~ normal(avg, avg) truncated and clipped to [1, max]
         (stratified: see pack_lengths), each
         sample unpadded all-ones arrays of its length for the pack inputs (no position_ids, as
-        benchmark_pack); warm-up outside the window."""
+        benchmark_pack; an input that cannot hold 1 gets its lowest valid value: pack_fill);
+        warm-up outside the window."""
         bench = self.pack["benchmark"]
         seq = int(self.runner_input(self.pack["mask_name"]).shape[-1])
         top = min(int(bench["max_valid_seq"]), seq)
         rng = np.random.RandomState(int(msg.get("seed", 0)))
         count = max(int(msg.get("pack_samples") or 0), PACK_SAMPLES_PER_ROW * int(self.pack["batch_size"]))
         lengths = pack_lengths(rng, float(bench["avg_len"]), top, count)
-        dataset = [{name: np.ones(int(n), dtype=np.int32) for name in self.pack["input_names"]} for n in lengths]
+        fill = pack_fill(self.job.get("inputs", []), self.pack["input_names"])
+        dataset = [{name: np.full(int(n), fill[name], dtype=np.int32) for name in self.pack["input_names"]}
+                   for n in lengths]
         outputs = self.sample_outputs()
         for i in range(int(msg.get("warmup", 0))):
             self.runner.execute(dataset[i % len(dataset)], outputs)
@@ -180,6 +190,7 @@ class RunnerHost:
         clients = int(int(self.pack["batch_size"]) * float(bench["clients_per_pack_row"]))
         out = time_clients(call, self.sample_outputs, clients, msg)
         avg = float(bench["avg_len"])
+        out["pack_fill"] = {name: value for name, value in fill.items() if value != 1}
         out["pack_lengths"] = {"count": int(count), "mean": float(lengths.mean()),
                                "population_mean": population_mean(avg, avg, top),
                                "population": f"normal({avg:g}, {avg:g}) truncated to int, clipped to [1, {top}]",
