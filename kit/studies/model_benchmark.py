@@ -310,7 +310,7 @@ def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig
 def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
                      batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
-    peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
+    peak = _device_info(result).get("peak") or {}
     if cfg.backend != "torch" or not kinds.get(cfg.hardware).profiles_ops or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
