@@ -13,6 +13,7 @@ from kit import atomic
 from kit.batch.state import read_state
 from kit.errors import KitError
 from kit.hardware.gpu_verified import gpu_paths_statement
+from kit.measure.time_account import by_phase
 from kit.paths import outputs_dir
 from kit.publish import glance
 from kit.publish.card_table import scorecard_table
@@ -58,14 +59,29 @@ def comparisons(out: Path) -> str:
     return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
 
 
-def peak_memory(out: Path, record: dict) -> str:
-    """The job's peak resident memory from its result JSON (`resources`), e.g. '1.8 GB', or '—'."""
+def stored_result(out: Path, record: dict) -> dict:
+    """The job's result JSON as a dict; {} where it is gone or unreadable."""
     try:
         data = json.loads((out / record["results"]).read_text())
-        peak = (data.get("resources") or {}).get("peak_rss_bytes")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def peak_memory(data: dict) -> str:
+    """The job's peak resident memory from its result (`resources`), e.g. '1.8 GB', or '—'."""
+    peak = (data.get("resources") or {}).get("peak_rss_bytes") if isinstance(data.get("resources"), dict) else None
+    return f"{peak / 1e9:.1f} GB" if isinstance(peak, int | float) and peak else "—"
+
+
+def time_split(data: dict) -> str:
+    """Where the job's seconds went, by phase (kit.measure.time_account), e.g. 'export 12 · search 38
+    · timing 130 · other 2'; '—' for a result that kept no account."""
+    try:
+        phases = by_phase((data.get("tables") or {}).get("time_account") or {})
+    except (KeyError, TypeError, AttributeError):
         return "—"
-    return f"{peak / 1e9:.1f} GB" if peak else "—"
+    return " · ".join(f"{name} {seconds:.0f}" for name, seconds in phases.items()) or "—"
 
 
 def _shown_status(out: Path, record: dict) -> str:
@@ -112,8 +128,9 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
         moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
         status = _shown_status(out, r)
+        stored = stored_result(out, r)
         rows.append(f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(peak_memory(out, r))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(time_split(stored))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     try:
         state = read_state(out)
@@ -136,7 +153,7 @@ scorecard says so. {html.escape(gpu_paths_statement())}</p>
 {scorecard_table(card, report_links(out, records))}
 {peers_section(out)}
 <h2>Reports</h2>
-<div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
+<div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Where the seconds went</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
 {''.join(rows)}</table></div>
 <h2>Runs kept</h2><ul>{runs}</ul>
 {comparisons(out)}

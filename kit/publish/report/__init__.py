@@ -41,6 +41,7 @@ from kit.publish.report.tables import (  # noqa: F401
     roofline_table,
     scorecard_rows,
     search_table,
+    time_table,
     with_interval,
 )
 from kit.publish.report.views import (  # noqa: F401
@@ -56,6 +57,7 @@ from kit.publish.report.views import (  # noqa: F401
     power_view,
     roofline_view,
     search_view,
+    time_view,
     view,
 )
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from kit.measure.power.summary import indicative
 from kit.measure.stats import Interval
+from kit.measure.time_account import by_phase
 from kit.publish import scorecard
 from kit.results import ResultKind, RunResult
 
@@ -178,6 +179,25 @@ def power_table(result: RunResult) -> pd.DataFrame:
     With replicas the batch is the paper's: micro batch x replicas."""
     return pd.DataFrame([{"batch_size": m["batch_size"] * (m["threads"] if m["mode"] == "replicas" else 1),
                           **power_columns(m.get("power"))} for m in result.measurements])
+
+
+def time_table(result: RunResult) -> pd.DataFrame:
+    """Where the run's time went: each phase's seconds and share of the run, what it did, then the
+    seconds no phase covered and the total; empty for a result that kept no account."""
+    account = result.tables.get("time_account") or {}
+    total = account.get("total_s") or 0.0
+    cols = ["phase", "batch_size", "seconds", "share", "detail"]
+    if not account.get("phases"):
+        return pd.DataFrame(columns=cols)
+
+    def row(phase: str, batch, seconds: float, detail: str) -> dict:
+        share = f"{100 * seconds / total:.0f} %" if total else None
+        return {"phase": phase, "batch_size": batch, "seconds": round(seconds, 1), "share": share, "detail": detail}
+
+    rows = [row(p["phase"], p.get("batch_size"), p["seconds"], p.get("detail", "")) for p in account["phases"]]
+    rows += [row("other", None, account.get("other_s", 0.0), "outside every phase (setting up, writing)"),
+             row("total", None, total, " · ".join(f"{k} {v:.1f} s" for k, v in by_phase(account).items()))]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:

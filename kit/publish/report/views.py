@@ -25,6 +25,7 @@ from kit.publish.report.tables import (
     roofline_table,
     scorecard_rows,
     search_table,
+    time_table,
 )
 from kit.results import ResultKind, RunResult
 
@@ -112,6 +113,10 @@ def peaks_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 def accuracy_view(result: RunResult) -> pd.DataFrame | Sentence:
     return view(accuracy_table(result), "No accuracy check in this run (accuracy=False).")
+
+
+def time_view(result: RunResult) -> pd.DataFrame | Sentence:
+    return view(time_table(result), "This result kept no account of its time (written by an older kit).")
 
 
 def beside_view(result: RunResult) -> Sentence:
