@@ -138,15 +138,19 @@ class TrtArm(LoopArm):
         import tensorrt as trt
         import torch
 
+        from kit.backends.tensorrt_backend import graph_for, typing_of
+
         self.batch, inputs = batch, model.make_inputs(batch)
         logger = trt.Logger(trt.Logger.WARNING)
         builder = trt.Builder(logger)
         network = builder.create_network(0)
         parser = trt.OnnxParser(network, logger)
-        if not parser.parse_from_file(str(model.onnx_path)):
+        typing = typing_of(trt)  # TensorRT 11: no FP16 flag, a user builds from an fp16 graph
+        if not parser.parse_from_file(str(graph_for(model, "fp16", typing))):
             raise RuntimeError(f"TensorRT's parser refused the model: {parser.get_error(0)}")
         config = builder.create_builder_config()
-        config.set_flag(trt.BuilderFlag.FP16)
+        if typing == "weak":
+            config.set_flag(trt.BuilderFlag.FP16)
         profile = builder.create_optimization_profile()
         for name, value in inputs.items():
             profile.set_shape(name, value.shape, value.shape, value.shape)
@@ -165,8 +169,9 @@ class TrtArm(LoopArm):
         for name, d in zip(outs, self.dev_out, strict=True):
             context.set_tensor_address(name, d.data_ptr())
         self.context = context
-        self.description = {"how": "plain TensorRT Python API: fp16 engine, execute_async_v3 between pinned copies",
-                            "tensorrt": trt.__version__, "precision": "fp16"}
+        self.description = {"how": "plain TensorRT Python API: fp16 engine (" + (
+            "FP16 flag" if typing == "weak" else "strongly typed, from the fp16 ONNX graph") +
+            "), execute_async_v3 between pinned copies", "tensorrt": trt.__version__, "precision": "fp16"}
 
     def call(self) -> list:
         import torch

@@ -133,7 +133,7 @@ class FakeStream:
     def __init__(self, cuda: FakeCuda, device=None):
         self.cuda, self.device, self.cuda_stream, self.waits = cuda, device, id(self), 0
 
-    def wait_stream(self, other) -> None:
+    def wait_stream(self, stream) -> None:
         self.waits += 1
 
     def synchronize(self) -> None:
@@ -171,19 +171,19 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         cuda.syncs += 1
 
     @contextlib.contextmanager
-    def stream(s):
+    def stream(stream):
         before = getattr(cuda.local, "stream", default)
-        cuda.local.stream = s
+        cuda.local.stream = stream
         try:
             yield
         finally:
             cuda.local.stream = before
 
     @contextlib.contextmanager
-    def graph(g, pool=None, stream=None, capture_error_mode="global"):
+    def graph(cuda_graph, pool=None, stream=None, capture_error_mode="global"):
         if cuda.capturing is not None:
             raise CaptureError("a capture is already under way")
-        cuda.capturing = g
+        g = cuda.capturing = cuda_graph
         try:
             with torch.inference_mode(), CaptureMode(cuda, g):
                 yield

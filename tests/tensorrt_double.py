@@ -1,11 +1,14 @@
-"""A double of TensorRT 10's Python API (`import tensorrt`) that enforces its contract, computing on
-the CPU through ONNX Runtime:
+"""A double of TensorRT's Python API (`import tensorrt`), 10.x or 11.x, that enforces its contract,
+computing on the CPU through ONNX Runtime:
 
 - the build phase: `Builder(logger)` needs a `Logger`; `OnnxParser.parse` must fill the network
   before `build_serialized_network`, and refuses bytes that are not an ONNX model (num_errors /
   get_error); a network with a dynamic dimension needs an optimization profile covering every
   input, or the build returns None (as TensorRT does, with an error in its log); flags are
-  `BuilderFlag` members, the workspace a `MemoryPoolType`;
+  `BuilderFlag` members, the workspace a `MemoryPoolType`; TensorRT 11 (`install(version="11...")`)
+  has no precision flag (FP16, INT8, BF16 were removed with weak typing: `trt.BuilderFlag.FP16`
+  raises AttributeError) and its engines run at the types the graph states (the engine records the
+  graph's float weight types, so a build from the fp32 file cannot pass for fp16);
 - the runtime: `Runtime(logger).deserialize_cuda_engine` returns None for bytes it did not build;
   an execution context needs `set_input_shape` within the profile and `set_tensor_address` for
   every input and output before `execute_async_v3(stream)`, which reads the inputs from, and
@@ -47,6 +50,15 @@ class BuilderFlag(enum.Enum):
     FP16 = 0
     INT8 = 1
     BF16 = 2
+    GPU_FALLBACK = 3
+    SPARSE_WEIGHTS = 4
+
+
+class BuilderFlag11(enum.Enum):
+    """TensorRT 11's flags: the weak-typing precision flags are gone."""
+
+    GPU_FALLBACK = 3
+    SPARSE_WEIGHTS = 4
 
 
 class MemoryPoolType(enum.Enum):
@@ -125,7 +137,7 @@ class BuilderConfig:
         self.flags, self.pools, self.profiles = set(), {}, []
 
     def set_flag(self, flag: BuilderFlag) -> None:
-        need(isinstance(flag, BuilderFlag), f"set_flag takes a BuilderFlag, not {flag!r}")
+        need(isinstance(flag, BuilderFlag | BuilderFlag11), f"set_flag takes a BuilderFlag, not {flag!r}")
         self.flags.add(flag.name)
 
     def set_memory_pool_limit(self, pool: MemoryPoolType, size: int) -> None:
@@ -163,8 +175,16 @@ class Builder:
             self.logger.errors.append("Network has dynamic or shape inputs, but no optimization profile has been defined")
             return None
         Builder.builds += 1
-        meta = {"flags": sorted(config.flags), "profile": {k: v[1] for k, v in shapes.items()}}
+        meta = {"flags": sorted(config.flags), "profile": {k: v[1] for k, v in shapes.items()},
+                "weight_types": weight_types(network.onnx)}
         return MAGIC + json.dumps(meta).encode() + b"\n" + network.onnx
+
+
+def weight_types(model: bytes) -> list[str]:
+    """The numpy names of the graph's floating-point weight types (what a strongly typed engine runs)."""
+    proto = onnx.load_model_from_string(model)
+    found = {np.dtype(NP[i.data_type]).name for i in proto.graph.initializer if i.data_type in (1, 10)}
+    return sorted(found)
 
 
 class Engine:
@@ -249,17 +269,18 @@ class Runtime:
         return Engine(json.loads(meta), model)
 
 
-def module() -> types.ModuleType:
+def module(version: str = "10.13.0.35") -> types.ModuleType:
     trt = types.ModuleType("tensorrt")
-    trt.__version__ = "10.13.0.35"
+    trt.__version__ = version
     trt.__spec__ = importlib.machinery.ModuleSpec("tensorrt", None)  # torch._dynamo looks modules up by spec
-    for obj in (Logger, Builder, OnnxParser, Runtime, BuilderFlag, MemoryPoolType, TensorIOMode, DataType):
+    for obj in (Logger, Builder, OnnxParser, Runtime, MemoryPoolType, TensorIOMode, DataType):
         setattr(trt, obj.__name__, obj)
+    trt.BuilderFlag = BuilderFlag if int(version.split(".")[0]) < 11 else BuilderFlag11
     return trt
 
 
-def install(monkeypatch) -> types.ModuleType:
-    trt = module()
+def install(monkeypatch, version: str = "10.13.0.35") -> types.ModuleType:
+    trt = module(version)
     monkeypatch.setitem(sys.modules, "tensorrt", trt)
     Builder.builds = 0
     return trt

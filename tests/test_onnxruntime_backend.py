@@ -116,7 +116,7 @@ class FakeGpuSession:
     fail_from = None
     last = None
 
-    def __init__(self, path, sess_options=None, providers=None, **kwargs):
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, **kwargs):
         assert set(kwargs) <= {"enable_fallback"}, kwargs
         check_provider_options(providers)
         self.asked = providers
@@ -125,7 +125,7 @@ class FakeGpuSession:
         self.captured = None
         self.enable_fallback_arg = kwargs.get("enable_fallback")
         self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1  # ORT's own reading
-        self.real = RealSession(path, sess_options=sess_options, providers=["CPUExecutionProvider"])
+        self.real = RealSession(path_or_bytes, sess_options=sess_options, providers=["CPUExecutionProvider"])
         self.runs = 0  # plain session.run calls
         self.calls = 0  # every run, plain or bound
         self.bindings: list = []
@@ -141,15 +141,15 @@ class FakeGpuSession:
     def get_outputs(self):
         return self.real.get_outputs()
 
-    def run(self, names, feeds):
+    def run(self, output_names, input_feed, run_options=None):
         if self.cuda_graph:
             raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs inputs and outputs bound with IOBinding "
                                "to CUDA memory at fixed addresses")
         self.runs += 1
-        self.provider_step()
-        return self.real.run(names, feeds)
+        self._provider_step()
+        return self.real.run(output_names, input_feed)
 
-    def provider_step(self):
+    def _provider_step(self):
         """Every run, plain or bound: from run `fail_from` on, the first provider fails."""
         self.calls += 1
         if self.fail_from is not None and self.calls >= self.fail_from and self.placed[0] != "CPUExecutionProvider":
@@ -163,23 +163,24 @@ class FakeGpuSession:
         self.bindings.append(binding)
         return binding
 
-    def run_with_iobinding(self, binding):
+    def run_with_iobinding(self, iobinding, run_options=None):
         """Computes on the CPU from what is bound. With the CUDA graph on: every input and output
         bound to CUDA; after ORT's warm-up runs the graph is captured on the bound OrtValues, and a
         replay reads and writes exactly those (a binding changed after the capture is not seen)."""
+        binding = iobinding
         names = [i.name for i in self.real.get_inputs()]
-        missing = [n for n in names if n not in binding.inputs] + [o for o in self.output_names() if o not in binding.outputs]
+        missing = [n for n in names if n not in binding.inputs] + [o for o in self._output_names() if o not in binding.outputs]
         if missing:
             raise RuntimeError(f"[ONNXRuntimeError] : not bound: {missing}")
-        self.provider_step()
+        self._provider_step()
         if self.cuda_graph:
-            self.graph_run(binding)
+            self._graph_run(binding)
         else:
             outs = self.real.run(None, {n: binding.inputs[n].numpy() for n in names})
-            binding.results = [binding.outputs[o].receive(v) for o, v in zip(self.output_names(), outs, strict=True)]
+            binding.results = [binding.outputs[o]._receive(v) for o, v in zip(self._output_names(), outs, strict=True)]
         binding.runs += 1
 
-    def graph_run(self, binding):
+    def _graph_run(self, binding):
         if any(v.device != "cuda" for v in [*binding.inputs.values(), *binding.outputs.values()]):
             raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs every input and output bound to CUDA")
         self.graph_runs += 1
@@ -190,9 +191,9 @@ class FakeGpuSession:
             self.captured = (dict(binding.inputs), dict(binding.outputs))
         inputs, outputs = self.captured or (binding.inputs, binding.outputs)
         outs = self.real.run(None, {n: v.numpy() for n, v in inputs.items()})
-        binding.results = [outputs[o].receive(v) for o, v in zip(self.output_names(), outs, strict=True)]
+        binding.results = [outputs[o]._receive(v) for o, v in zip(self._output_names(), outs, strict=True)]
 
-    def output_names(self):
+    def _output_names(self):
         return [o.name for o in self.real.get_outputs()]
 
     def end_profiling(self):
@@ -234,16 +235,16 @@ class FakeOrtValue:
         self.array, self.device, self.device_id = np.array(array), device, device_id
 
     @classmethod
-    def ortvalue_from_numpy(cls, array, device="cpu", device_id=0):
-        assert isinstance(array, np.ndarray), type(array)
-        return cls(array, device, device_id)
+    def ortvalue_from_numpy(cls, numpy_obj, /, device_type="cpu", device_id=0):
+        assert isinstance(numpy_obj, np.ndarray), type(numpy_obj)
+        return cls(numpy_obj, device_type, device_id)
 
-    def update_inplace(self, array):
-        if array.shape != self.array.shape or array.dtype != self.array.dtype:
+    def update_inplace(self, data):
+        if data.shape != self.array.shape or data.dtype != self.array.dtype:
             raise RuntimeError("update_inplace: shape and type must not change")
-        self.array[...] = array
+        self.array[...] = data
 
-    def receive(self, value):  # a run writes into this value's own memory
+    def _receive(self, value):  # a run writes into this value's own memory
         self.array[...] = value
         return self
 
@@ -260,7 +261,7 @@ class AllocatingOutput:
     def __init__(self, device, device_id):
         self.device, self.device_id, self.fresh = device, device_id, True
 
-    def receive(self, value):
+    def _receive(self, value):
         return FakeOrtValue(value, self.device, self.device_id)
 
 
@@ -270,18 +271,18 @@ class FakeBinding:
     def __init__(self):
         self.inputs, self.outputs, self.runs, self.results = {}, {}, 0, []
 
-    def bind_cpu_input(self, name, array):
-        assert isinstance(array, np.ndarray) and array.flags.c_contiguous
-        self.inputs[name] = FakeOrtValue(array)
+    def bind_cpu_input(self, name, arr_on_cpu):
+        assert isinstance(arr_on_cpu, np.ndarray) and arr_on_cpu.flags.c_contiguous
+        self.inputs[name] = FakeOrtValue(arr_on_cpu)
 
-    def bind_ortvalue_input(self, name, value):
-        self.inputs[name] = value
+    def bind_ortvalue_input(self, name, ortvalue):
+        self.inputs[name] = ortvalue
 
     def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
         self.outputs[name] = AllocatingOutput(device_type, device_id)
 
-    def bind_ortvalue_output(self, name, value):
-        self.outputs[name] = value
+    def bind_ortvalue_output(self, name, ortvalue):
+        self.outputs[name] = ortvalue
 
     def get_outputs(self):
         return list(self.results)

@@ -178,18 +178,22 @@ def test_the_plain_pytorch_peers_run_host_to_host(small, gpu_double, monkeypatch
     assert compiled == (["reduce-overhead"] if how == "torch-compile-ro" else [])
 
 
-def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatch):
+@pytest.mark.parametrize(("version", "tolerance"), [("10.13.0.35", 1e-5), ("11.4.0.106", 0.05)])
+def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatch, tmp_path, version, tolerance):
+    """TensorRT 10: the fp32 export with the FP16 flag; 11 (no such flag): the fp16 graph, strongly typed."""
     import tensorrt_double
 
     from benchmarks.peer_gpu_arms import TrtArm
     from kit.backends import BackendConfig, get_backend
     from kit.measure.numerics import NumericDiff
 
-    tensorrt_double.install(monkeypatch)
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    tensorrt_double.install(monkeypatch, version=version)
     arm = TrtArm(small, 2, device="cpu")
     reference = get_backend("onnxruntime").load(small, BackendConfig(), 2).run(small.make_inputs(2))
-    assert NumericDiff.between(reference, arm.outputs()).max_abs <= 1e-5
+    assert NumericDiff.between(reference, arm.outputs()).max_abs <= tolerance
     assert arm.round(0.05)["throughput"] > 0
+    assert ("strongly typed" in arm.description["how"]) == version.startswith("11")
 
 
 def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):

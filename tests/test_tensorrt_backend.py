@@ -115,3 +115,42 @@ def test_a_gpu_search_tries_tensorrt_only_where_its_python_api_is_installed(monk
     assert {"tensorrt fp16 (cuda)", "tensorrt int8 (cuda)"} <= set(labels)
     monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
     assert not [c for c in candidates.row_candidates("onnx", "cuda") if c.backend == "tensorrt"]
+
+
+@pytest.fixture
+def trt11(monkeypatch, small, tmp_path):
+    """TensorRT 11.4 (the release pip installs today): strongly typed, no precision flags."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    double = install_cuda(monkeypatch)
+    card = kit_cuda.CudaDevice(0, "00000000:01:00.0", "NVIDIA H200")
+    monkeypatch.setattr(trt_backend, "gpu_device", lambda config: ("cpu", card))
+    yield tensorrt_double.install(monkeypatch, version="11.4.0.106")
+    uninstall(double)
+
+
+def test_tensorrt_11_has_no_precision_flag_so_fp16_builds_from_the_fp16_graph(small, trt11, reference):
+    """TensorRT 11 removed BuilderFlag.FP16/INT8 with weak typing: asking for the flag raises
+    AttributeError, so fp16 must come from the graph, and an engine built from the fp32 export
+    would run fp32 while labelled fp16."""
+    with pytest.raises(AttributeError):
+        trt11.BuilderFlag.FP16  # noqa: B018 - the removed flag
+    session = require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 4)
+    d = session.description
+    assert (d["typing"], d["builder_flags"], d["math"]) == ("strong", [], "fp16")
+    assert "fp16" in d["model_file"]
+    engine = session.calls[next(iter(session.calls))].context.engine
+    assert engine.meta["weight_types"] == ["float16"] and engine.meta["flags"] == []
+    assert NumericDiff.between(reference, session.run(small.make_inputs(4))).max_abs < 0.05
+
+
+def test_tensorrt_11_int8_builds_from_the_qdq_graph_without_flags(small, trt11):
+    session = require_backend("tensorrt").load(small, BackendConfig("int8", "cuda"), 1)
+    d = session.description
+    assert d["builder_flags"] == [] and "s8s8" in d["model_file"] and d["math"].startswith("int8 (quantized")
+
+
+def test_tensorrt_10_keeps_the_fp32_export_and_its_precision_flags(small, trt):
+    session = require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 1)
+    engine = session.calls[next(iter(session.calls))].context.engine
+    assert session.description["typing"] == "weak" and engine.meta["flags"] == ["FP16"]
+    assert engine.meta["weight_types"] == ["float32"] and session.description["model_file"] == small.onnx_path.name

@@ -1,10 +1,16 @@
 """TensorRT through its own Python API (where `tensorrt` is installed), on a CUDA GPU.
 
-The engine: `trt.Builder` → a network filled by `trt.OnnxParser` from the row's ONNX export (int8:
-the symmetric QDQ model, explicit quantization) → a builder config (FP16 and INT8 flags, one
-optimization profile at the batch's shapes) → `build_serialized_network`, cached on disk per
-TensorRT version, GPU, precision, shapes and ONNX file (engines are valid for exactly those) →
-`Runtime.deserialize_cuda_engine` → an execution context per client, each with its own buffers.
+The engine: `trt.Builder` → a network filled by `trt.OnnxParser` from the row's ONNX file → a
+builder config (one optimization profile at the batch's shapes) → `build_serialized_network`, cached
+on disk per TensorRT version, GPU, precision, shapes and ONNX file (engines are valid for exactly
+those) → `Runtime.deserialize_cuda_engine` → an execution context per client, each with its own buffers.
+
+Where the precision comes from depends on TensorRT's typing (`typing_of`). TensorRT 10 is weakly
+typed: the fp32 export with the FP16 flag (int8: the symmetric QDQ model with INT8 and FP16), and
+TensorRT picks each layer's precision. TensorRT 11 removed those flags: every network is strongly
+typed and runs at the types its graph states, so fp16 builds from the fp16 ONNX file (fp32 inputs
+and outputs, kit.backends.onnx_conversion) and int8 from the symmetric QDQ model (its quantized
+layers int8, the others fp32 with TF32 math), with no precision flag.
 
 The timed call is host to host, as ByteMLPerf and PopRT time: pinned host inputs copied in
 (non-blocking, on the client's stream), `set_tensor_address` bound once and `execute_async_v3` on
@@ -38,8 +44,29 @@ from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
 WORKSPACE_BYTES = 4 << 30  # the builder's scratch memory limit (TensorRT's tactics that need more are skipped)
-FLAGS = {"fp32": (), "fp16": ("FP16",), "int8": ("INT8", "FP16")}  # int8: fp16 where a layer is not quantized
-MATH = {"fp32": "tf32", "fp16": "fp16", "int8": "int8"}  # TensorRT allows TF32 for fp32 layers by default
+WEAK, STRONG = "weak", "strong"
+#: Weak typing's precision flags; int8: fp16 where a layer is not quantized.
+FLAGS = {"fp32": (), "fp16": ("FP16",), "int8": ("INT8", "FP16")}
+#: The arithmetic each precision runs (TensorRT allows TF32 for fp32 layers by default).
+MATH = {WEAK: {"fp32": "tf32", "fp16": "fp16", "int8": "int8"},
+        STRONG: {"fp32": "tf32", "fp16": "fp16", "int8": "int8 (quantized layers; tf32 elsewhere)"}}
+
+
+def typing_of(trt) -> str:
+    """'weak' where this TensorRT still has the precision flags (10.x), 'strong' where every network
+    is strongly typed and the flags are gone (11.x: BuilderFlag has no FP16)."""
+    return WEAK if hasattr(trt.BuilderFlag, "FP16") else STRONG
+
+
+def graph_for(model: ExportedModel, precision: str, typing: str) -> Path:
+    """The ONNX file TensorRT builds from: the export itself (weak typing: the flags pick the
+    precision), or the graph converted to the precision (strong typing); int8 always the
+    symmetric QDQ model (explicit quantization)."""
+    if precision == "int8":
+        return convert_for_ort(model, "int8", symmetric=True)
+    if precision == "fp16" and typing == STRONG:
+        return convert_for_ort(model, "fp16")
+    return Path(model.onnx_path)
 
 
 class TrtCall:
@@ -117,7 +144,8 @@ class TensorRtBackend(InProcessBackend):
             raise InvalidParameter("device", config.device, "cuda (TensorRT runs on an NVIDIA GPU)")
         device, gpu = gpu_device(config)
         inputs = model.make_inputs(batch_size)
-        onnx = model.onnx_path if config.precision != "int8" else convert_for_ort(model, "int8", symmetric=True)
+        typing = typing_of(trt)
+        onnx = graph_for(model, config.precision, typing)
         logger = trt.Logger(trt.Logger.WARNING)
         path = engine_path(onnx, config.precision, inputs, gpu.name, trt.__version__)
         cached = path.exists()
@@ -129,8 +157,9 @@ class TensorRtBackend(InProcessBackend):
             raise BackendUnavailable(f"TensorRT could not deserialize the engine {path.name} (a stale cache? "
                                      "delete it to rebuild)")
         description = {"backend": self.name, "device": config.device, "precision": config.precision,
-                       "tensorrt_version": trt.__version__, "builder_flags": list(FLAGS[config.precision]),
-                       "math": MATH[config.precision],
+                       "tensorrt_version": trt.__version__, "typing": typing,
+                       "builder_flags": list(FLAGS[config.precision]) if typing == WEAK else [],
+                       "math": MATH[typing][config.precision],
                        "model_file": Path(onnx).name, "engine_cache": str(path), "engine_reused": cached,
                        "cuda_device": gpu.to_dict(), "timing": HOST_TO_HOST, "api": "TensorRT Python API "
                        "(Builder, OnnxParser, build_serialized_network, execute_async_v3)"}
@@ -148,15 +177,16 @@ def gpu_device(config: BackendConfig) -> tuple[str, object]:
 def build_engine(trt, logger, onnx: Path, precision: str, inputs: dict[str, np.ndarray]):
     """The serialized engine for these input shapes, or BackendUnavailable saying why not."""
     builder = trt.Builder(logger)
-    network = builder.create_network(0)  # explicit batch, TensorRT 10's only mode
+    network = builder.create_network(0)  # explicit batch (TensorRT 10's only mode); 11: strongly typed
     parser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(onnx)):
         errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
         raise BackendUnavailable(f"TensorRT's ONNX parser refused {Path(onnx).name}: {errors}")
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, WORKSPACE_BYTES)
-    for flag in FLAGS[precision]:
-        config.set_flag(getattr(trt.BuilderFlag, flag))
+    if typing_of(trt) == WEAK:  # strong typing: the graph's own types (graph_for)
+        for flag in FLAGS[precision]:
+            config.set_flag(getattr(trt.BuilderFlag, flag))
     profile = builder.create_optimization_profile()
     for name, value in inputs.items():  # one profile, exactly the batch's shapes
         profile.set_shape(name, value.shape, value.shape, value.shape)
