@@ -445,4 +445,19 @@ def test_a_sensor_that_needs_a_long_window_gets_one():
     assert "power_window" not in plain.extra and plain.power["duration_s"] < 0.3
     from kit.measure.power.nvml import NvmlSampler
 
-    assert NvmlSampler.min_window_s == 10.0  # so every profile's GPU power window lasts >= 10 s
+    assert NvmlSampler.min_window_s == 10.0  # so a GPU power window lasts >= 10 s where it is stretched
+
+
+def test_a_window_not_stretched_for_the_sensor_keeps_its_length_and_its_power_is_indicative():
+    """The quick profile (stretch_for_power=False): the window the profile asked for, its power
+    labelled indicative, never presented as a resolved figure."""
+    from kit.measure.power.summary import indicative
+
+    class SlowSensor(FakeSampler):
+        name = "slow"
+        min_window_s = 0.3
+
+    cfg = MeasureConfig(warmup=0, min_duration_s=0.02, min_count=3, max_duration_s=0.05, stretch_for_power=False)
+    m = timed_window([SleepSession().bind({})], 4, cfg, SlowSensor())
+    assert m.power["duration_s"] < 0.3 and "power_window" not in m.extra
+    assert m.power["window_resolved"] is False and indicative(m.power).startswith("indicative only")

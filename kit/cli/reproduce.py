@@ -22,6 +22,7 @@ from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
+from kit.batch.time_plan import plan_profile, plan_text
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
 from kit.hardware.kinds import CHOICES as HARDWARE
@@ -49,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "0: each row at the published-precision mapping, no search")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
+    p.add_argument("--plan", nargs="?", const="1", default="0", choices=("0", "1"),
+                   help="1 (or --plan alone): print each job's time floor (windows, search probes, "
+                        "compiles) and run nothing")
     p.set_defaults(func=reproduce)
     s = sub.add_parser("site", help="rebuild outputs/index.html from the results")
     s.set_defaults(func=site)
@@ -61,6 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def reproduce(args: argparse.Namespace) -> int:
+    if getattr(args, "plan", "0") == "1":
+        return show_plan(args)
     force = parse_force(args.force)
     blob_cache_gb()  # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
     executor = _executor(args.scheduler)
@@ -87,6 +93,14 @@ def reproduce(args: argparse.Namespace) -> int:
         bar.close()
     index = write_index([r.to_dict() for r in records], profile=args.profile, hardware=hardware)
     return _summary(records, time.perf_counter() - started, index)
+
+
+def show_plan(args: argparse.Namespace) -> int:
+    """`kit reproduce --plan`: the selected jobs' time floors on each kind, nothing run."""
+    for kind in hardware_kinds(args.hardware):
+        names = {j.name for j in select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)}
+        print(plan_text(plan_profile(args.profile, kind, only=names, search=args.search == "1"), args.profile, kind))
+    return EXIT_OK
 
 
 def command_line(args: argparse.Namespace, hardware: str) -> str:

@@ -46,6 +46,9 @@ class MeasureConfig:
     target_ci: float = 0.0  # relative 95 % half-width of the throughput to reach; 0: no target
     min_rounds: int = 5  # rounds needed before the target may stop the window
     round_s: float = 0.0  # 0: min_duration_s / min_rounds (at least MIN_ROUND_S)
+    # raise the minimum duration to the shortest window the power sensor resolves (NVML: 10 s);
+    # False: time the window asked for, its power then labelled indicative (kit.measure.power.summary)
+    stretch_for_power: bool = True
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -381,7 +384,7 @@ def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
         for _ in range(cfg.warmup):
             call()
     sampler = sampler or UnavailableSampler(["power not sampled in this run"])
-    resolved = power_resolved(cfg, sampler)
+    resolved = power_resolved(cfg, sampler) if cfg.stretch_for_power else cfg
     with NoiseMonitor() as noise, PowerMonitor(sampler, hz=hz) as monitor:
         m = measure(calls, batch_size, replace(resolved, warmup=0))
     if resolved is not cfg:

@@ -54,6 +54,7 @@ class Config(RunsOnBackend):
     threads: int | None = None
     check_numerics: bool = True
     power: bool = True  # sample the device's power during timing (where a sensor exists)
+    stretch_for_power: bool = True  # lengthen each window to what the power sensor resolves (NVML: 10 s)
     accuracy: bool = True  # run the published accuracy check (needs data and real weights)
     dataset_dir: str = ""  # default data/datasets/<dataset>/
     data_percent: float = 100.0
@@ -84,7 +85,7 @@ class Config(RunsOnBackend):
     def measure_config(self) -> MeasureConfig:
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
                              min_count=self.min_count, clients=self.clients, replicas=self.replicas,
-                             target_ci=self.target_ci,
+                             target_ci=self.target_ci, stretch_for_power=self.stretch_for_power,
                              max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
     def backend_config(self) -> BackendConfig:

@@ -1,0 +1,66 @@
+"""Issue 43, item 5: what a profile costs before it runs (`kit reproduce --plan`): each job's time
+floor from its own parameters, by known answers on a GPU and a CPU kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.batch import time_plan
+from kit.batch.profiles import jobs_for
+from kit.search import candidates
+
+
+@pytest.fixture
+def no_tensorrt(monkeypatch):
+    """The GPU's candidates as a host without TensorRT offers them (the planner reads this machine)."""
+    monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
+    monkeypatch.setattr("kit.hardware.kinds.CUDA.ort_providers", lambda: [])
+
+
+def floor_of(profile: str, kind: str, job: str) -> time_plan.JobFloor:
+    (found,) = time_plan.plan_profile(profile, kind, only={job})
+    return found
+
+
+def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for_nvml(no_tensorrt):
+    quick = floor_of("quick", "cuda", "resnet50-torch-fp32_FP16")
+    # torch on CUDA: 7 quick torch candidates + 3 ONNX Runtime CUDA ones, at batch 4 and at batch 32
+    assert (quick.windows, quick.searches, quick.probes, quick.compiles) == (2, 2, 20, 2)
+    assert quick.window_floor_s == 2 * 1.0  # the quick profile keeps its 1 s windows (power indicative)
+    assert quick.probe_floor_s == 20 * 1.0 and quick.floor_s == 22.0
+    full = floor_of("full", "cuda", "resnet50-torch-fp32_FP16")
+    assert full.window_floor_s == 2 * 10.0  # the full profile's 10 s minimum, NVML's window too
+    assert full.window_limit_s == 2 * 120.0 and full.probes == 2 * 13 and full.compiles == 2 * 3
+
+
+def test_the_c2_study_is_stretched_for_its_published_efficiency_on_a_gpu(no_tensorrt):
+    c2 = floor_of("quick", "cuda", "c2_study")
+    assert (c2.windows, c2.window_floor_s) == (6, 60.0)  # 6 batch sizes, each raised from 2 s to 10 s
+    assert floor_of("quick", "cpu", "c2_study").window_floor_s == 6 * 2.0  # RAPL states no minimum
+
+
+def test_the_fp8_row_takes_its_fp16_siblings_probes_at_the_same_batches(no_tensorrt):
+    floors = {f.job: f for f in time_plan.plan_profile("quick", "cuda")}
+    assert floors["resnet50-torch-fp32_FP8"].probes == 0  # batches 4 and 32, as its FP16 row
+    assert floors["bert-torch-fp32_FP8"].probes == floors["bert-torch-fp32_FP16"].probes  # 45 is not 40
+
+
+def test_a_cpu_row_searches_once_at_its_search_batch():
+    f = floor_of("quick", "cpu", "resnet50-torch-fp32_FP16")
+    assert f.searches == 1 and f.windows == 2 and f.window_floor_s == 2 * 1.0
+
+
+def test_the_quick_profile_keeps_its_windows_and_the_full_one_stretches_them():
+    quick = next(j for j in jobs_for("quick", "cuda") if j.name == "resnet50-torch-fp32_FP16")
+    full = next(j for j in jobs_for("full", "cuda") if j.name == "resnet50-torch-fp32_FP16")
+    assert quick.parameters["stretch_for_power"] is False and full.parameters.get("stretch_for_power", True)
+
+
+def test_kit_reproduce_plan_prints_the_floors_and_runs_nothing(outputs, capsys, no_tensorrt):
+    from kit.cli.main import main
+
+    assert main(["reproduce", "--plan", "--hardware", "cuda", "--only", "resnet50"]) == 0
+    text = capsys.readouterr().out
+    assert "resnet50-torch-fp32_FP16" in text and "resnet50-torch-fp32_FP8" in text and "clip" not in text
+    assert "2 torch.compile candidates" in text and "1 ONNX exports" in text
+    assert not (outputs / "state.json").exists() and not (outputs / "runs").exists()
