@@ -156,3 +156,26 @@ def test_a_row_whose_export_fails_still_says_how_long_the_export_ran(outputs, fa
     assert result.status == "error"
     (export,) = result.tables["time_account"]["phases"]
     assert export["phase"] == "export" and export["seconds"] >= 0.1 and "stopped by an error" in export["detail"]
+
+
+def test_the_c2_study_accounts_for_its_export_compiles_and_windows(outputs, fake_backend):
+    from kit.studies import c2
+
+    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05,
+                         target_ci=0.0, min_count=3))
+    assert result.status == "ok", result.errors
+    phases = [(p["phase"], p["batch_size"]) for p in result.tables["time_account"]["phases"]]
+    assert phases == [("export", None), ("compile", 2), ("timing", 2), ("compile", 4), ("timing", 4)]
+    for m, p in zip(result.measurements, [p for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"],
+                    strict=True):
+        assert m["wall_time_s"] <= p["seconds"]
+
+
+def test_a_phase_outside_a_study_times_nothing_and_still_checks_its_name():
+    from kit.measure.time_account import phase
+
+    with phase("timing", 4) as record:
+        pass
+    assert record.seconds == 0.0
+    with pytest.raises(InvalidParameter), phase("idle"):
+        pass

@@ -6,9 +6,13 @@ could not be told apart from the result (issue 43).
 Phases are timed around whole steps, never inside a timed window: the account adds two clock reads
 per phase.
 
->>> account = TimeAccount()
->>> with account.phase("export"):
-...     pass
+A study marks its phases with `phase(...)`; `kit.studies.base.run_study` opens the account around
+the study (`accounting()`) and keeps it in the result as `tables["time_account"]`, also when the
+study fails. Outside an account, `phase` times nothing.
+
+>>> with accounting() as account:
+...     with phase("export"):
+...         pass
 >>> [p.phase for p in account.phases], account.to_dict()["total_s"] >= 0
 (['export'], True)
 """
@@ -18,9 +22,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from kit.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    from kit.measure.window import BatchMeasurement, MeasureConfig
 
 #: The phases a study names, in the order a run meets them; "other" is what no phase covered.
 PHASES = ("export", "search", "compile", "numerics", "timing", "op breakdown", "accuracy", "roofline", "study")
@@ -73,6 +82,31 @@ class TimeAccount:
                 "phases": [asdict(p) | {"seconds": round(p.seconds, 2)} for p in self.phases]}
 
 
+_current: ContextVar[TimeAccount | None] = ContextVar("kit_time_account", default=None)
+
+
+@contextmanager
+def accounting() -> Iterator[TimeAccount]:
+    """A new account that `phase` records into until the block ends."""
+    account = TimeAccount()
+    token = _current.set(account)
+    try:
+        yield account
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def phase(name: str, batch_size: int | None = None, detail: str = "") -> Iterator[PhaseTime]:
+    """Time the block as phase `name` of the open account (none open: only checks the name)."""
+    account = _current.get()
+    if account is None:
+        yield PhaseTime(name, 0.0, batch_size, detail)
+        return
+    with account.phase(name, batch_size, detail) as record:
+        yield record
+
+
 def by_phase(account: dict) -> dict[str, float]:
     """A stored account's seconds summed by phase, in PHASES order, with 'other' last; {} for none.
 
@@ -87,3 +121,11 @@ def by_phase(account: dict) -> dict[str, float]:
         sums[p["phase"]] = sums.get(p["phase"], 0.0) + p["seconds"]
     ordered = {name: sums[name] for name in PHASES if name in sums}
     return ordered | {"other": account.get("other_s", 0.0)}
+
+
+def timing_detail(measurement: BatchMeasurement, cfg: MeasureConfig) -> str:
+    """What a timing phase spent its seconds on: the timed calls and why they stopped (the rest is
+    warm-up and the power sensor's setup)."""
+    stopped = (measurement.precision or {}).get("stopped_by") or "minimums met"
+    return (f"{measurement.wall_time_s:.1f} s timed ({measurement.latency.count} calls, stopped by {stopped}; "
+            f"limit {cfg.max_duration_s:g} s), {cfg.warmup} warm-up calls")

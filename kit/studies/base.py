@@ -24,6 +24,7 @@ from kit.errors import InvalidParameter, KitError
 from kit.hardware.environment import capture
 from kit.hardware.kinds import device_kind
 from kit.measure.memory import resources, steady_allocator
+from kit.measure.time_account import accounting
 from kit.results import ResultKind, RunResult
 
 C = TypeVar("C", bound="StudyConfig")
@@ -153,7 +154,11 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
     try:
         cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError
         result.parameters = cfg.to_dict()
-        execute(cfg, result)
+        with accounting() as account:
+            try:
+                execute(cfg, result)
+            finally:  # a failed or interrupted study still says where its time went
+                result.tables["time_account"] = account.to_dict()
     except KitError as exc:
         result.fail(exc)
     except TypeError as exc:  # a parameter name the config does not have

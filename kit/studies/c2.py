@@ -20,6 +20,8 @@ from kit.hardware import kinds
 from kit.hardware.environment import usable_cores
 from kit.measure.power import sampler_for
 from kit.measure.power.summary import indicative
+from kit.measure.time_account import phase as timed_phase
+from kit.measure.time_account import timing_detail
 from kit.measure.window import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
 from kit.published import figures as published
@@ -68,7 +70,7 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     backend = require_backend(cfg.backend)
-    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"):
+    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"), timed_phase("export"):
         model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset)
     result.model = model.describe()
     result.notes.append(f"Precision: {cfg.note()}.")
@@ -94,13 +96,16 @@ def execute(cfg: Config, result: RunResult) -> None:
         sessions: list = []
         with closing_all(sessions):
             rounds.note(f"batch {batch}: compiling")
-            with progress.step(f"batch {batch}: compiling {cfg.replicas} x micro batch {micro}"):
+            with progress.step(f"batch {batch}: compiling {cfg.replicas} x micro batch {micro}"), \
+                    timed_phase("compile", batch, f"{cfg.replicas} x {backend.name} {cfg.precision}, micro batch {micro}"):
                 sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
             result.backend["session"] = sessions[0].description
             calls = [_pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
                      for i, s in enumerate(sessions)]
             rounds.note(progress.timed_note(f"batch {batch}", cfg.measure_config()))
-            m = timed_window(calls, micro, cfg.measure_config(), sampler)
+            with timed_phase("timing", batch) as phase:
+                m = timed_window(calls, micro, cfg.measure_config(), sampler)
+                phase.detail = timing_detail(m, cfg.measure_config())
         result.measurements.append(m.to_dict())
         result.tables["c2"].append(c2_row(batch, micro, m))
 

@@ -18,7 +18,8 @@ from kit.hardware import kinds
 from kit.hardware.environment import cpu_peaks
 from kit.measure.numerics import NumericDiff
 from kit.measure.power import sampler_for
-from kit.measure.time_account import TimeAccount
+from kit.measure.time_account import phase as timed_phase
+from kit.measure.time_account import timing_detail
 from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
@@ -104,22 +105,14 @@ def run(config: Config | dict) -> RunResult:
 
 
 def execute(cfg: Config, result: RunResult) -> None:
-    account = TimeAccount()
-    try:
-        benchmark(cfg, result, account)
-    finally:  # a failed or interrupted row still says where its time went
-        result.tables["time_account"] = account.to_dict()
-
-
-def benchmark(cfg: Config, result: RunResult, account: TimeAccount) -> None:
     with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"), \
-            account.phase("export") as phase:
+            timed_phase("export") as phase:
         model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
                            opset=export_opset(cfg.backend),
                            input_shapes=cfg.input_shapes or None)
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
     result.model = model.describe()
-    per_batch = batch_configs(cfg, model, result, account)
+    per_batch = batch_configs(cfg, model, result)
     cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
     result.notes.append(f"Precision: {cfg.note()}.")
     result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
@@ -134,12 +127,12 @@ def benchmark(cfg: Config, result: RunResult, account: TimeAccount) -> None:
         here = per_batch[batch]
         try:
             measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
-                              with_accuracy=i == 0, note=rounds.note, account=account)
+                              with_accuracy=i == 0, note=rounds.note)
             mark_decided_at(result, batch)
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
     if cfg.roofline:
-        with account.phase("roofline"):
+        with timed_phase("roofline"):
             add_roofline(result, model, cfg)
 
 
@@ -151,8 +144,7 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
                                   f"{model.onnx_path.name}'s own graph (its weights), run as it is")
 
 
-def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
-                  account: TimeAccount | None = None) -> dict[int, Config]:
+def batch_configs(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
     """The config each batch size runs: the searched plan (one for every batch, or, where the kind
     searches each batch, a GPU, each batch's own), else the job's own."""
     if not cfg.search:
@@ -162,17 +154,16 @@ def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
         result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its published "
                             "settings.")
         return dict.fromkeys(cfg.batch_sizes, cfg)
-    account = account or TimeAccount()
     if not kinds.get(cfg.hardware).search_each_batch:
         batch = cfg.search_batch or max(cfg.batch_sizes)
-        return dict.fromkeys(cfg.batch_sizes, timed_search(account, cfg, model, result, batch, cfg.search_key)[0])
-    return searched_each_batch(cfg, model, result, account)
+        return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key)[0])
+    return searched_each_batch(cfg, model, result)
 
 
-def timed_search(account: TimeAccount, cfg: Config, model: ExportedModel, result: RunResult, batch: int,
+def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: int,
                  expected_key: str = "", prior: Decision | None = None) -> tuple[Config, Decision | None]:
-    """`searched_config`, counted as the account's search phase at `batch`."""
-    with account.phase("search", batch) as phase:
+    """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
+    with timed_phase("search", batch) as phase:
         plan, decision = searched_config(cfg, model, result, batch, expected_key, prior)
         phase.detail = ("not completed" if decision is None
                         else "decision reused from the cache" if result.tables["search_decision"]["reused"]
@@ -180,15 +171,14 @@ def timed_search(account: TimeAccount, cfg: Config, model: ExportedModel, result
     return plan, decision
 
 
-def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
-                        account: TimeAccount) -> dict[int, Config]:
+def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
     """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
     at the next); the largest batch's probe table is the result's `search`, every decision's
     summary in `search_by_batch`."""
     keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
     out, prior, summaries = {}, None, []
     for batch in sorted(cfg.batch_sizes):
-        out[batch], decision = timed_search(account, cfg, model, result, batch, keys.get(batch, ""), prior)
+        out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior)
         prior = decision or prior
         if decision is not None:
             summaries.append(result.tables["search_decision"])
@@ -291,14 +281,13 @@ def explain_below_peak(result: RunResult) -> None:
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
                       result: RunResult, sampler, with_accuracy: bool = False,
-                      note: Callable[[str], None] = lambda _: None, account: TimeAccount | None = None) -> None:
-    account = account or TimeAccount()
+                      note: Callable[[str], None] = lambda _: None) -> None:
     inputs = model.make_inputs(batch, seed=cfg.seed)
     sessions: list = []
     with closing_all(sessions):
         note(f"batch {batch}: compiling")
         with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
-                           "(converting the ONNX first when not cached)"), account.phase("compile", batch) as phase:
+                           "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
             sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
             ref_session = None
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
@@ -309,22 +298,22 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "")
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
-            with account.phase("numerics", batch, "one call of each session on the same inputs"):
+            with timed_phase("numerics", batch, "one call of each session on the same inputs"):
                 check_numerics(model, sessions[0], ref_session, inputs, batch, result)
         mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
-        with account.phase("timing", batch) as phase:
+        with timed_phase("timing", batch) as phase:
             measurement = timed_sessions(sessions[: cfg.replicas], inputs, batch, mcfg, sampler)
             phase.detail = timing_detail(measurement, mcfg)
         result.measurements.append(measurement.to_dict())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            with account.phase("op breakdown", batch):
+            with timed_phase("op breakdown", batch):
                 add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"), \
-                    account.phase("accuracy", batch) as phase:
+                    timed_phase("accuracy", batch) as phase:
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
                 phase.detail = str(result.accuracy[-1].get("status") or "")
 
@@ -335,14 +324,6 @@ def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, bat
             else f"onnxruntime {own} CPU")
     diff = NumericDiff.between(ref_session.run(inputs), session.run(inputs), name)
     result.numerics.append({"batch_size": batch, **diff.to_dict()})
-
-
-def timing_detail(measurement, mcfg: MeasureConfig) -> str:
-    """What a timing phase spent its seconds on: the timed calls (and why they stopped); the rest
-    is warm-up and the power sensor's setup."""
-    stopped = (measurement.precision or {}).get("stopped_by") or "minimums met"
-    return (f"{measurement.wall_time_s:.1f} s timed ({measurement.latency.count} calls, stopped by {stopped}; "
-            f"limit {mcfg.max_duration_s:g} s), {mcfg.warmup} warm-up calls")
 
 
 LONG_CALL_MS = 2000.0  # a call this long is profiled once (its operators' shares are already stable)
