@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from kit.measure.window import BatchMeasurement, MeasureConfig
 
 #: The phases a study names, in the order a run meets them; "other" is what no phase covered.
-PHASES = ("export", "search", "compile", "numerics", "timing", "op breakdown", "accuracy", "roofline", "study")
+PHASES = ("export", "search", "compile", "numerics", "timing", "op breakdown", "accuracy", "roofline")
 
 
 @dataclass
