@@ -5,6 +5,15 @@ fails first. A mutation no test kills exits 1.
     python -m tests.hand_mutations            # all; prints a Markdown table
     python -m tests.hand_mutations 3 11       # by number
 
+`--gpu` runs the second list instead, GPU_MUTATIONS (issue 43: the GPU candidates, the clients
+option, the per-batch GPU search, the CUDA-graph capture and its copies, ONNX Runtime's CUDA and
+TensorRT providers, TensorRT's own API, the GPU peer arms and the GPU roofline), against GPU_TESTS:
+the tests that run the GPU paths through the doubles (tests/cuda_double.py, tests/tensorrt_double.py,
+tests/gpu_fakes.py and the fake ONNX Runtime GPU session), without a GPU. Its numbers are its own:
+
+    python -m tests.hand_mutations --gpu      # all of GPU_MUTATIONS
+    python -m tests.hand_mutations --gpu 3 5  # by number in GPU_MUTATIONS
+
 Not part of `make test` (each mutation runs the selected tests once: about 10-40 s).
 """
 
@@ -96,6 +105,90 @@ MUTATIONS = [
                  '_sub(r.get("measured_batch") or r.get("batch_size"),', '_sub(r.get("batch_size"),'),
 ]
 
+#: the tests that run the GPU code paths through the doubles, without a GPU (issue 43)
+GPU_TESTS = [
+    "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
+    "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
+    "tests/test_kinds.py",
+]
+
+#: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
+GPU_MUTATIONS = [
+    HandMutation("candidates", "the fp16 CUDA-graph candidate moved to full search only", "kit/search/candidates.py",
+                 '("fp16", {"cuda_graph": True}, "quick", "fp16 weights, copies in',
+                 '("fp16", {"cuda_graph": True}, "full", "fp16 weights, copies in'),
+    HandMutation("candidates", "the eager bf16-weights candidate dropped from the cuda list", "kit/search/candidates.py",
+                 '    ("bf16", {}, "quick", "bf16 weights, eager, pinned bf16 host buffers"),\n', ""),
+    HandMutation("candidates", "channels_last ignored by the backend (a CNN's weights left contiguous)",
+                 "kit/backends/torch_backend.py",
+                 "        if cnn:\n            module = module.to(memory_format=torch.channels_last)\n", ""),
+    HandMutation("candidates", "16-bit weights ignored on the GPU (autocast over fp32 weights instead)",
+                 "kit/backends/torch_backend.py",
+                 'session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")',
+                 "pass"),
+    HandMutation("clients", "the clients option ignored (one client always)", "kit/backends/torch_backend.py",
+                 "session.clients = clients_option(config)", "session.clients = None"),
+    HandMutation("clients", "eager clients share the device's current stream", "kit/backends/torch_cuda.py",
+                 "self.forward, self.host_inputs, self.device = forward, host_inputs, device\n"
+                 "        self.stream = torch.cuda.Stream(device)",
+                 "self.forward, self.host_inputs, self.device = forward, host_inputs, device\n"
+                 "        self.stream = torch.cuda.current_stream(device)"),
+    HandMutation("clients", "CUDA-graph clients share the device's current stream", "kit/backends/torch_cuda.py",
+                 "self.device, self.host_inputs = device, host_inputs\n        self.stream = torch.cuda.Stream(device)",
+                 "self.device, self.host_inputs = device, host_inputs\n"
+                 "        self.stream = torch.cuda.current_stream(device)"),
+    HandMutation("per-batch search", "the smaller batch's decision not passed on (skip_failed_before never applies)",
+                 "kit/studies/model_benchmark.py",
+                 'out[batch], decision = searched_config(cfg, model, result, batch, keys.get(batch, ""), prior)',
+                 'out[batch], decision = searched_config(cfg, model, result, batch, keys.get(batch, ""), None)'),
+    HandMutation("per-batch search", "only the largest batch searched (one decision for every batch)",
+                 "kit/studies/model_benchmark.py",
+                 "if not kinds.get(cfg.hardware).search_each_batch:\n        batch = ",
+                 "if True:\n        batch = "),
+    HandMutation("per-batch search", "skip_failed_before applied to today's mapping", "kit/search/planning.py",
+                 'if p.status == "pending" and not p.today and q is not None:',
+                 'if p.status == "pending" and q is not None:'),
+    HandMutation("per-batch search", "a candidate that failed numerics at the smaller batch probed again",
+                 "kit/search/planning.py", '("failed", "failed numerics")', '("failed",)'),
+    HandMutation("per-batch search", "decided_at_batch naming the largest batch", "kit/studies/model_benchmark.py",
+                 '"decided_at_batch": batch}', '"decided_at_batch": max(decided)}'),
+    HandMutation("per-batch search", "search keys not per batch (the largest batch's key alone)",
+                 "kit/batch/profiles.py",
+                 'return {"search_key": search_keys(model, published_precision, batches, kind)}',
+                 'return {"search_key": search_key(model, published_precision, max(batches), kind)}'),
+    HandMutation("capture/copies", "pageable host input buffers (pin_memory dropped)", "kit/backends/torch_cuda.py",
+                 "return [t.pin_memory() for t in tensors]", "return tensors"),
+    HandMutation("capture/copies", "a blocking copy in the graph's copy-in", "kit/backends/torch_cuda.py",
+                 "static.copy_(host, non_blocking=True)", "static.copy_(host)"),
+    HandMutation("capture/copies", "the graph call returns without synchronising its stream", "kit/backends/torch_cuda.py",
+                 "            self.graph.replay()\n        self.stream.synchronize()\n", "            self.graph.replay()\n"),
+    HandMutation("capture/copies", "run()'s graph replayed on stale inputs (new ones never loaded)",
+                 "kit/backends/torch_backend.py", "        self.graphs[shapes].load(host)\n", ""),
+    HandMutation("ORT GPU", "IO binding outputs left on the GPU (never copied back to the host)",
+                 "kit/backends/onnxruntime_backend.py",
+                 "binding.bind_output(name)\n", 'binding.bind_output(name, "cuda", self.device_id)\n'),
+    HandMutation("ORT GPU", "enable_cuda_graph option misnamed", "kit/backends/onnxruntime_backend.py",
+                 '{"enable_cuda_graph": "1"}', '{"cuda_graph": "1"}'),
+    HandMutation("ORT GPU", "TensorRT provider's engine cache option dropped", "kit/backends/onnxruntime_backend.py",
+                 '            "trt_engine_cache_enable": True,\n', ""),
+    HandMutation("TensorRT", "builder flags never set (FP16 missing from the engine)", "kit/backends/tensorrt_backend.py",
+                 "    for flag in FLAGS[precision]:\n        config.set_flag(getattr(trt.BuilderFlag, flag))\n", ""),
+    HandMutation("TensorRT", "engine cache key without the precision", "kit/backends/tensorrt_backend.py",
+                 '"precision": precision, "shapes"', '"shapes"'),
+    HandMutation("peer arms", "the CUDA-graph arm not copying in inside the graph", "benchmarks/peer_gpu_arms.py",
+                 "with torch.cuda.graph(graph, stream=self.stream):\n            self.copy_in()\n",
+                 "with torch.cuda.graph(graph, stream=self.stream):\n"),
+    HandMutation("peer arms", "the compile arm compiles but runs eager", "benchmarks/peer_gpu_arms.py",
+                 'module = torch.compile(module, mode="reduce-overhead")', 'torch.compile(module, mode="reduce-overhead")'),
+    HandMutation("peer arms", "the best peer picked by kit ÷ peer (the slowest arm)", "benchmarks/peers.py",
+                 'best = max(peers, key=lambda a: peers[a]["throughput_median"])',
+                 'best = max(peers, key=lambda a: peers[a]["kit_over_peer"])'),
+    HandMutation("roofline", "the fp32 CUDA-core peak for a 16-bit tensor-core run (torch)", "kit/backends/torch_backend.py",
+                 '    if precision != "fp32":\n        return precision\n', '    if precision != "fp32":\n        return "fp32"\n'),
+    HandMutation("roofline", "the peak of the precision asked, not of the arithmetic that ran", "kit/studies/roofline.py",
+                 'math = session.get("math") or precision', "math = precision"),
+]
+
 
 def test_selection() -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -130,9 +223,11 @@ def run_one(m: HandMutation, tests: list[str]) -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    picks = [int(a) for a in (argv if argv is not None else sys.argv[1:])]
-    chosen = [(i, m) for i, m in enumerate(MUTATIONS, 1) if not picks or i in picks]
-    tests = test_selection()
+    args = list(argv if argv is not None else sys.argv[1:])
+    gpu = "--gpu" in args
+    picks = [int(a) for a in args if a != "--gpu"]
+    mutations, tests = (GPU_MUTATIONS, GPU_TESTS) if gpu else (MUTATIONS, test_selection())
+    chosen = [(i, m) for i, m in enumerate(mutations, 1) if not picks or i in picks]
     print("| # | code | mutation | killed by |\n|---|---|---|---|", flush=True)
     survivors = 0
     for i, m in chosen:

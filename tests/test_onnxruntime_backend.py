@@ -477,6 +477,8 @@ def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_
     name, options = gpu_host.last.asked[0]
     assert name == "TensorrtExecutionProvider"
     assert options["trt_int8_enable"] is True and options["trt_fp16_enable"] is True
+    assert options["trt_engine_cache_enable"] is True  # an engine build takes minutes: built once, cached
+    assert options["trt_engine_cache_path"] == session.description["trt_engine_cache_path"]
     assert "S8S8" in session.description["conversion"] and session.description["tensorrt_version"] == "10.13.0"
     proto = onnx.load(str(small.onnx_path.parent / session.description["model_file"]))
     zero_points = {i.name: i for i in proto.graph.initializer}

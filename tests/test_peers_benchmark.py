@@ -165,17 +165,35 @@ def test_the_plain_pytorch_peers_run_host_to_host(small, gpu_double, monkeypatch
     from kit.backends import BackendConfig, get_backend
     from kit.measure.numerics import NumericDiff
 
-    compiled = []
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None: compiled.append(mode) or module)
+    class Compiled(torch.nn.Module):  # what torch.compile returns: the arm must call it, not the eager module
+        def __init__(self, module):
+            super().__init__()
+            self.module, self.calls = module, 0
+
+        def forward(self, *args):
+            self.calls += 1
+            return self.module(*args)
+
+    compiled, wrappers = [], []
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None: compiled.append(mode) or wrappers.append(
+        Compiled(module)) or wrappers[-1])
     arm = TorchGpuArm(small, 2, how, device="cpu")
     assert all(h.is_pinned() and h.dtype == torch.float16 for h in arm.host_in)
-    reference = get_backend("onnxruntime").load(small, BackendConfig(), 2).run(small.make_inputs(2))
-    assert NumericDiff.between(reference, arm.outputs()).max_abs <= 0.1
+    ort = get_backend("onnxruntime").load(small, BackendConfig(), 2)
+    reference = ort.run(small.make_inputs(2))
+    first = arm.outputs()
+    assert NumericDiff.between(reference, first).max_abs <= 0.1
+    new = small.make_inputs(2, seed=5)  # new inputs in the pinned buffers: every call copies them in
+    for pinned, value in zip(arm.host_in, new.values(), strict=True):
+        pinned.copy_(torch.from_numpy(value).to(pinned.dtype))
+    again = arm.outputs()
+    assert abs(again[0] - first[0]).max() > 1e-3 and NumericDiff.between(ort.run(new), again).max_abs <= 0.1
     syncs = gpu_double.syncs
     result = arm.round(0.05)
     assert result["throughput"] > 0 and gpu_double.syncs - syncs == result["calls"]  # one sync per call
     assert gpu_double.captures == (1 if how == "torch-cudagraph-fp16" else 0)
     assert compiled == (["reduce-overhead"] if how == "torch-compile-ro" else [])
+    assert [w.calls >= result["calls"] for w in wrappers] == ([True] if how == "torch-compile-ro" else [])
 
 
 @pytest.mark.parametrize(("version", "tolerance"), [("10.13.0.35", 1e-5), ("11.4.0.106", 0.05)])

@@ -1024,6 +1024,22 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
     assert not any("is not the batch's" in n for n in result.notes)  # each decision matched its own key
 
 
+def test_what_failed_numerics_before_is_skipped_and_todays_mapping_is_always_measured():
+    """kit.search.planning.skip_failed_before: a graph's numerics do not depend on the batch, so a
+    candidate that failed the numerics gate at the smaller batch is not probed again; today's
+    mapping is measured at every batch, even where it failed before."""
+    def probe(label, status="pending", reason="", today=False):
+        return Probe(label, "torch", "fp16", "cuda", {}, None, True, "", today=today, status=status, reason=reason)
+
+    prior = Decision("b", "t", Plan("torch", "fp16", "cuda"), batch_size=1,
+                     probes=[probe("a", "failed numerics", "max_abs 3.1 over the bound"),
+                             probe("t", "failed", "out of memory", today=True), probe("b", "chosen")])
+    probes = [probe("a"), probe("t", today=True), probe("b")]
+    planning.skip_failed_before(probes, prior)
+    assert probes[0].status == "not probed" and probes[0].reason == "failed numerics at batch 1: max_abs 3.1 over the bound"
+    assert probes[1].status == "pending" and probes[2].status == "pending"
+
+
 def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(searchable, fake_backend):
     cands = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "fp16", native=False)]  # fake: wrong shape
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY_FULL, candidates=cands)

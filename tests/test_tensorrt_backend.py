@@ -38,7 +38,7 @@ def test_an_engine_is_built_once_cached_and_run_host_to_host(small, trt, referen
     session = require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 4)
     d = session.description
     assert d["builder_flags"] == ["FP16"] and d["math"] == "fp16" and d["engine_reused"] is False and d["timing"].startswith("host-to-host")
-    assert tensorrt_double.Builder.builds == 1
+    assert tensorrt_double.Builder.builds == 1 and session.engine.meta["flags"] == ["FP16"]  # what was built
     assert NumericDiff.between(reference, session.run(small.make_inputs(4))).max_abs <= 1e-5  # the double runs fp32
     other = session.run(small.make_inputs(4, seed=3))
     assert np.abs(other[0] - reference[0]).max() > 1e-4  # new inputs reach the context's buffers
@@ -46,6 +46,9 @@ def test_an_engine_is_built_once_cached_and_run_host_to_host(small, trt, referen
     assert again.description["engine_reused"] is True and tensorrt_double.Builder.builds == 1
     require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 2)
     assert tensorrt_double.Builder.builds == 2  # other shapes, another engine
+    fp32 = require_backend("tensorrt").load(small, BackendConfig("fp32", "cuda"), 4)
+    assert fp32.description["engine_reused"] is False and tensorrt_double.Builder.builds == 3  # another precision
+    assert fp32.engine.meta["flags"] == []
 
 
 def test_clients_each_get_a_context_and_a_stream(small, trt):
@@ -60,6 +63,7 @@ def test_clients_each_get_a_context_and_a_stream(small, trt):
 def test_int8_builds_from_the_symmetric_qdq_model(small, trt):
     session = require_backend("tensorrt").load(small, BackendConfig("int8", "cuda"), 1)
     assert session.description["builder_flags"] == ["INT8", "FP16"] and "s8s8" in session.description["model_file"]
+    assert session.engine.meta["flags"] == ["FP16", "INT8"]
 
 
 def test_what_cannot_load_says_why(small, trt, monkeypatch):

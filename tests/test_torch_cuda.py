@@ -73,6 +73,33 @@ def test_the_eager_gpu_call_is_host_to_host_on_its_stream(small, gpu):
     assert NumericDiff.between(reference(small, inputs), [o.float().numpy() for o in out]).max_abs <= 0.05
 
 
+def test_a_cnn_on_a_gpu_has_16bit_channels_last_weights(small, gpu):
+    """The channels_last the description states is the weights' own layout, not only the inputs'
+    (cuDNN picks its NHWC tensor-core kernels from the weights)."""
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    convs = [p for p in session.module.parameters() if p.dim() == 4]
+    assert convs and session.description["channels_last"]
+    assert all(p.dtype == torch.float16 and p.is_contiguous(memory_format=torch.channels_last) for p in convs)
+    assert any(not p.is_contiguous() for p in convs)  # a k x k kernel: NHWC is not NCHW's layout
+
+
+def test_each_eager_client_runs_on_its_own_stream(small, gpu):
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
+    calls = [session.bind(small.make_inputs(2)) for _ in range(2)]
+    assert all(isinstance(c, StreamCall) for c in calls)
+    assert calls[0].stream is not calls[1].stream
+    assert torch.cuda.current_stream() not in (calls[0].stream, calls[1].stream)  # not the device's shared one
+
+
+def test_the_graph_call_ends_when_its_stream_is_synchronised(small, gpu):
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2)
+    call = session.bind(small.make_inputs(2))
+    assert isinstance(call, GraphCall)
+    syncs, replays = gpu.syncs, gpu.replays
+    call()
+    assert gpu.replays == replays + 1 and gpu.syncs == syncs + 1  # the copies out are asynchronous
+
+
 def test_fp32_on_a_gpu_says_whether_tf32_tensor_cores_ran(small, gpu, monkeypatch):
     assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "tf32"
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
@@ -162,7 +189,8 @@ def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
 
     torch_quick = {c.label for c in row_candidates("torch", "cuda") if c.backend == "torch" and c.depth == "quick"}
     assert {"torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)", "torch fp16 cuda-graph clients=2 (cuda)",
-            "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 (cuda)"} <= torch_quick
+            "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)",
+            "torch fp32 (cuda)"} <= torch_quick
     full = {c.label for c in row_candidates("torch", "cuda") if c.depth == "full"}
     assert "torch fp16 compile=max-autotune (cuda)" in full
     assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
