@@ -109,7 +109,7 @@ MUTATIONS = [
 GPU_TESTS = [
     "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
     "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
-    "tests/test_kinds.py",
+    "tests/test_kinds.py", "tests/test_time_plan.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
@@ -139,8 +139,8 @@ GPU_MUTATIONS = [
                  "        self.stream = torch.cuda.current_stream(device)"),
     HandMutation("per-batch search", "the smaller batch's decision not passed on (skip_failed_before never applies)",
                  "kit/studies/model_benchmark.py",
-                 'out[batch], decision = searched_config(cfg, model, result, batch, keys.get(batch, ""), prior)',
-                 'out[batch], decision = searched_config(cfg, model, result, batch, keys.get(batch, ""), None)'),
+                 'out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior)',
+                 'out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), None)'),
     HandMutation("per-batch search", "only the largest batch searched (one decision for every batch)",
                  "kit/studies/model_benchmark.py",
                  "if not kinds.get(cfg.hardware).search_each_batch:\n        batch = ",
@@ -172,7 +172,8 @@ GPU_MUTATIONS = [
     HandMutation("ORT GPU", "TensorRT provider's engine cache option dropped", "kit/backends/onnxruntime_backend.py",
                  '            "trt_engine_cache_enable": True,\n', ""),
     HandMutation("TensorRT", "builder flags never set (FP16 missing from the engine)", "kit/backends/tensorrt_backend.py",
-                 "    for flag in FLAGS[precision]:\n        config.set_flag(getattr(trt.BuilderFlag, flag))\n", ""),
+                 "        for flag in FLAGS[precision]:\n            config.set_flag(getattr(trt.BuilderFlag, flag))\n",
+                 "        pass\n"),
     HandMutation("TensorRT", "engine cache key without the precision", "kit/backends/tensorrt_backend.py",
                  '"precision": precision, "shapes"', '"shapes"'),
     HandMutation("peer arms", "the CUDA-graph arm not copying in inside the graph", "benchmarks/peer_gpu_arms.py",
@@ -187,6 +188,11 @@ GPU_MUTATIONS = [
                  '    if precision != "fp32":\n        return precision\n', '    if precision != "fp32":\n        return "fp32"\n'),
     HandMutation("roofline", "the peak of the precision asked, not of the arithmetic that ran", "kit/studies/roofline.py",
                  'math = session.get("math") or precision', "math = precision"),
+    HandMutation("TensorRT", "TensorRT 11 (strongly typed) building fp16 from the fp32 export",
+                 "kit/backends/tensorrt_backend.py",
+                 '    if precision == "fp16" and typing == STRONG:\n        return convert_for_ort(model, "fp16")\n', ""),
+    HandMutation("time", "the quick profile's GPU windows stretched to NVML's 10 s again", "kit/batch/profiles.py",
+                 '"max_duration_s": 5.0, "stretch_for_power": False}', '"max_duration_s": 5.0, "stretch_for_power": True}'),
 ]
 
 
