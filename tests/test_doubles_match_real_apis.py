@@ -3,7 +3,8 @@ accept: every method a double offers exists in the installed library with the sa
 the same places (a call the double takes, the real library takes), so code tested through a double
 cannot call a name or a keyword that fails on a real GPU host. Checked against the libraries
 installed here: ONNX Runtime's CPU build (its IOBinding and OrtValue classes are the GPU build's)
-and torch's CPU build (torch.cuda's streams and graphs are importable without a GPU)."""
+and torch's CPU build (torch.cuda's streams and graphs are importable without a GPU). TensorRT's
+double (tests/tensorrt_double.py) is not checked this way: its module needs libnvinfer to import."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests import cuda_double
 from tests.test_onnxruntime_backend import FakeBinding, FakeGpuSession, FakeOrtValue
 
 POSITIONAL_ONLY = inspect.Parameter.POSITIONAL_ONLY
+KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
@@ -29,9 +31,10 @@ def parameters(fn) -> list[inspect.Parameter]:
 def call_mismatches(double, real) -> list[str]:
     """What the double accepts that the real callable does not: a parameter missing, moved or
     renamed (a positional-only parameter of the real one must be positional-only in the double,
-    whose name then does not matter)."""
+    whose name then does not matter), a required one the double lets a call leave out, a
+    keyword-only one the double takes by position."""
     theirs = parameters(real)
-    problems = []
+    problems = missing_requirements(parameters(double), theirs)
     for i, p in enumerate(parameters(double)):
         if p.kind in VARIADIC:
             if not any(q.kind == p.kind for q in theirs):
@@ -43,6 +46,22 @@ def call_mismatches(double, real) -> list[str]:
                 problems.append(f"parameter {i} '{p.name}' may be given by name; the real one's is positional-only")
         elif p.name != theirs[i].name:
             problems.append(f"parameter {i} is '{p.name}' in the double, '{theirs[i].name}' in the real one")
+    return problems
+
+
+def missing_requirements(mine: list[inspect.Parameter], theirs: list[inspect.Parameter]) -> list[str]:
+    """The real callable's required parameters that a call to the double may leave out, and its
+    keyword-only ones the double takes by position."""
+    by_name = {p.name: p for p in mine}
+    problems = []
+    for i, q in enumerate(theirs):
+        if q.kind in VARIADIC:
+            continue
+        p = mine[i] if q.kind == POSITIONAL_ONLY and i < len(mine) else by_name.get(q.name)
+        if q.default is inspect.Parameter.empty and (p is None or p.default is not inspect.Parameter.empty):
+            problems.append(f"the real one requires '{q.name}'; the double lets a call leave it out")
+        if q.kind == KEYWORD_ONLY and p is not None and p.kind != KEYWORD_ONLY:
+            problems.append(f"'{q.name}' is keyword-only in the real one; the double takes it by position")
     return problems
 
 
@@ -64,6 +83,25 @@ def test_a_renamed_keyword_in_a_double_is_caught():
     assert call_mismatches(double, real) == ["parameter 1 is 'device' in the double, 'device_type' in the real one"]
     assert call_mismatches(more, real) == ["parameter 3 'vendor' does not exist in the real one"]
     assert call_mismatches(real, real) == []
+
+    def required(self, name, device_type, device_id):
+        pass
+
+    def lenient(self, name, device_type="cpu"):
+        pass
+
+    def keyword_only(self, name, *, stream):
+        pass
+
+    def positional(self, name, stream=None):
+        pass
+
+    assert call_mismatches(lenient, required) == [
+        "the real one requires 'device_type'; the double lets a call leave it out",
+        "the real one requires 'device_id'; the double lets a call leave it out"]
+    assert call_mismatches(positional, keyword_only) == [
+        "the real one requires 'stream'; the double lets a call leave it out",
+        "'stream' is keyword-only in the real one; the double takes it by position"]
 
 
 @pytest.mark.parametrize(("double", "real"), [(FakeOrtValue, ort.OrtValue), (FakeBinding, ort.IOBinding),

@@ -179,3 +179,42 @@ def test_a_phase_outside_a_study_times_nothing_and_still_checks_its_name():
     assert record.seconds == 0.0
     with pytest.raises(InvalidParameter), phase("idle"):
         pass
+
+
+def test_the_timing_detail_names_the_limit_the_window_ran_under_when_stretched_for_power():
+    """Stretched for a sensor that needs 0.3 s, a window asked to stop by 0.05 s ran under a 0.3 s limit."""
+    from kit.measure.power.base import PowerSampler, Reading
+    from kit.measure.time_account import timing_detail
+    from kit.measure.window import MeasureConfig, timed_window
+
+    class SlowSensor(PowerSampler):
+        name, min_window_s = "slow", 0.3
+        sensor = "slow sensor"
+
+        def probe(self):
+            return None
+
+        def read(self):
+            return Reading(watts=50.0)
+
+    cfg = MeasureConfig(warmup=1, min_duration_s=0.02, min_count=3, max_duration_s=0.05)
+    m = timed_window([lambda: time.sleep(0.001)], 1, cfg, SlowSensor())
+    assert m.precision["limit_s"] == 0.3 and "limit 0.3 s), 1 warm-up call" in timing_detail(m, cfg)
+    again = type(m).from_dict(m.to_dict())
+    assert again.precision["limit_s"] == 0.3
+    assert "1 warm-up call after the numerics call" in timing_detail(m, cfg, "the numerics call")
+
+
+def test_the_index_cell_adds_what_the_study_did_not_cover_and_survives_odd_accounts():
+    from kit.publish.site import time_split
+
+    account = {"total_s": 60.0, "other_s": 2.0, "phases": [{"phase": "export", "seconds": 8.0},
+                                                           {"phase": "timing", "seconds": 50.0}]}
+    assert time_split({"tables": {"time_account": account}}, 70.0) == \
+        "export 8 · timing 50 · other 2 · outside the study 10"
+    assert time_split({"tables": {"time_account": {"total_s": 12.0, "other_s": 12.0, "phases": []}}}, 20.0) == \
+        "study 12 · outside the study 8"  # a study that marks no phase (the server scenario)
+    assert time_split({"tables": {"time_account": {**account, "other_s": None}}}) == "export 8 · timing 50 · other 0"
+    newer = {**account, "phases": [*account["phases"], {"phase": "upload", "seconds": 3.0}]}
+    assert "upload 3" in time_split({"tables": {"time_account": newer}})
+    assert time_split({}) == "—" and time_split({"tables": {"time_account": "junk"}}) == "—"

@@ -27,7 +27,7 @@ def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for
     # torch on CUDA: 7 quick torch candidates + 3 ONNX Runtime CUDA ones, at batch 4 and at batch 32
     assert (quick.windows, quick.searches, quick.probes, quick.compiles) == (2, 2, 20, 2)
     assert quick.window_floor_s == 2 * 1.0  # the quick profile keeps its 1 s windows (power indicative)
-    assert quick.probe_floor_s == 20 * 1.0 and quick.floor_s == 22.0
+    assert quick.window_limit_s == 2 * 5.0 and quick.probe_s == 20 * 1.0
     full = floor_of("full", "cuda", "resnet50-torch-fp32_FP16")
     assert full.window_floor_s == 2 * 10.0  # the full profile's 10 s minimum, NVML's window too
     assert full.window_limit_s == 2 * 120.0 and full.probes == 2 * 13 and full.compiles == 2 * 3
@@ -41,8 +41,11 @@ def test_the_c2_study_is_stretched_for_its_published_efficiency_on_a_gpu(no_tens
 
 def test_the_fp8_row_takes_its_fp16_siblings_probes_at_the_same_batches(no_tensorrt):
     floors = {f.job: f for f in time_plan.plan_profile("quick", "cuda")}
-    assert floors["resnet50-torch-fp32_FP8"].probes == 0  # batches 4 and 32, as its FP16 row
+    # batches 4 and 32, as its FP16 row: only its own mapping (torch fp16) is measured again at each
+    assert floors["resnet50-torch-fp32_FP8"].probes == 2
     assert floors["bert-torch-fp32_FP8"].probes == floors["bert-torch-fp32_FP16"].probes  # 45 is not 40
+    alone = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP8"})
+    assert alone[0].probes == 20  # without its sibling in the batch it measures every candidate
 
 
 def test_a_cpu_row_searches_once_at_its_search_batch():
@@ -62,5 +65,13 @@ def test_kit_reproduce_plan_prints_the_floors_and_runs_nothing(outputs, capsys, 
     assert main(["reproduce", "--plan", "--hardware", "cuda", "--only", "resnet50"]) == 0
     text = capsys.readouterr().out
     assert "resnet50-torch-fp32_FP16" in text and "resnet50-torch-fp32_FP8" in text and "clip" not in text
-    assert "2 torch.compile candidates" in text and "1 ONNX exports" in text
+    assert "1 ONNX export " in text and "probe s" in text
     assert not (outputs / "state.json").exists() and not (outputs / "runs").exists()
+
+
+def test_the_server_floor_counts_its_fixed_batch_table(no_tensorrt):
+    quick = floor_of("quick", "cuda", "server_scenario")
+    # 2 policies (1 LoadGen window each at 2 s at least) + the table at batch 1, 2 and 4 (1 s each)
+    assert (quick.windows, quick.window_floor_s) == (5, 2 * 2.0 + 3 * 1.0)
+    full = floor_of("full", "cuda", "server_scenario")
+    assert (full.windows, full.window_floor_s) == (8, 4 * 60.0 + 4 * 10.0)  # table at 1, 2, 4 and 8

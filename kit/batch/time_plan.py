@@ -1,10 +1,17 @@
-"""What a profile costs before it runs: each job's time floor, from its own parameters.
+"""What a profile costs before it runs: each job's timed windows and search probes, from its own
+parameters, for a run that measures everything (no result reused, no search decision cached).
 
-A floor, not a forecast: the seconds no run of the job can go below (each timed window's minimum
-duration, raised to what the kind's power sensor resolves; each search probe's minimum), with the
-counts a run adds to it (windows, searches, probes, torch.compile candidates, exports), and each
-window's time limit (what one window may take when its interval stays wide). `kit reproduce
---plan` prints it; a run's result then says where its seconds went (kit.measure.time_account).
+- Timed windows: their floor (each window's minimum duration, raised to what the kind's power
+  sensor resolves where the job stretches for it) and their limit (what a window whose interval
+  stays wide may take). No measuring run takes less than the floor.
+- Search probes: how many candidates the searches measure and their timed seconds if none stops
+  early (a clear loser stops after a quarter of its probe, one that fails to load or fails the
+  numerics gate is not timed); the FP8 row takes the FP16 row's figures where kit.search.sharing
+  lets it. torch.compile candidates are counted apart: on a GPU each compiles for tens of seconds.
+
+Loading and compiling candidates, exports, warm-up calls, the accuracy check and the roofline's
+bandwidth measurement come on top. `kit reproduce --plan` prints it; a run's result then says where
+its seconds went (kit.measure.time_account).
 
 >>> floors = plan_profile("quick", "cpu")
 >>> floors[0].job, floors[0].window_floor_s
@@ -24,12 +31,15 @@ from kit.models import get_entry
 from kit.search.candidates import native_16bit, row_candidates, tensorrt_python
 from kit.search.planning import PROBE_DEFAULTS, plan_probes, to_probe
 from kit.search.precision_map import map_precision
+from kit.search.sharing import shareable
 from kit.studies import c2
+from kit.studies.server import table_sizes
+from kit.studies.serving.batcher import BatchPolicy
 
 
 @dataclass(frozen=True)
 class JobFloor:
-    """One job's time floor and the counts behind it."""
+    """One job's timed windows and search probes."""
 
     job: str
     model: str = ""  # the model it exports (each distinct one once)
@@ -37,21 +47,25 @@ class JobFloor:
     window_floor_s: float = 0.0  # their minimum durations (raised to the power sensor's window)
     window_limit_s: float = 0.0  # their time limits (a window whose interval stays wide stops there)
     searches: int = 0  # search batches (a GPU searches at every published batch)
-    probes: int = 0  # candidates measured across those searches (at most: clear losers stop early)
-    probe_floor_s: float = 0.0
+    probes: int = 0  # candidates the searches measure (the sibling row's shared ones left out)
+    probe_s: float = 0.0  # their timed seconds if none stops early
     compiles: int = 0  # of those probes, torch.compile candidates (tens of seconds each on a GPU)
     note: str = ""
 
-    @property
-    def floor_s(self) -> float:
-        return self.window_floor_s + self.probe_floor_s
-
     def to_dict(self) -> dict:
-        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "floor_s": self.floor_s}
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class PlannedProbe:
+    """A candidate one search of the row measures."""
+
+    compiles: bool
+    shareable: bool  # may take the sibling row's figures (kit.search.sharing)
 
 
 def sensor_window_s(kind: str) -> float:
-    """The shortest window the kind's first power sensor resolves (NVML: 10 s; RAPL: none)."""
+    """The longest minimum window among the kind's power sensors (NVML: 10 s; RAPL: none)."""
     names = SENSORS[kind].samplers if kind in SENSORS else ()
     return max((SAMPLERS.get(n).min_window_s for n in names), default=0.0)
 
@@ -63,14 +77,15 @@ def windows(batches: int, min_s: float, max_s: float, kind: str, power: bool = T
     return batches * least, batches * max(time_limit(min_s, max_s), least)
 
 
-def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str, bool]:
-    """The candidates one search of the row measures at `depth`: label -> whether torch.compile."""
+def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str, PlannedProbe]:
+    """The candidates one search of the row measures at `depth`, by label."""
     framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
     candidates = row_candidates(framework, kind, providers=providers)
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native_16bit(candidates), depth)
-    return {p.label: bool(p.options.get("compile")) for p in probes if p.status == "pending"}
+    return {p.label: PlannedProbe(bool(p.options.get("compile")), shareable(p))
+            for p in probes if p.status == "pending"}
 
 
 def search_batches(p: dict) -> list[int]:
@@ -79,20 +94,20 @@ def search_batches(p: dict) -> list[int]:
 
 
 def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) -> JobFloor:
-    """`measured`: the candidates earlier rows of the same model measured at each batch, which this
-    row's search takes from them (kit.search.sharing: the FP8 row after its FP16 row)."""
+    """`measured`: the candidates earlier rows of the same model measured at each batch; this row
+    takes those it may share (kit.search.sharing) instead of measuring them."""
     p = job.parameters
     floor, limit = windows(len(p["batch_sizes"]), p["min_duration_s"], p["max_duration_s"], kind,
                            power=p.get("stretch_for_power", True))
     if not p.get("search"):
-        return JobFloor(job.name, p["model"], len(p["batch_sizes"]), floor, limit, note="published settings, no search")
+        return JobFloor(job.name, p["model"], len(p["batch_sizes"]), floor, limit, note="no search")
     own = search_probes(p["model"], p["published_precision"], kind, p["search_depth"])
     probes = compiles = 0
     for batch in search_batches(p):
         before = measured.setdefault((p["model"], batch), set())
-        new = [label for label in own if label not in before]
-        probes, compiles = probes + len(new), compiles + sum(own[label] for label in new)
-        before.update(new)
+        new = [label for label, probe in own.items() if not (probe.shareable and label in before)]
+        probes, compiles = probes + len(new), compiles + sum(own[label].compiles for label in new)
+        before.update(own)
     probe_s = PROBE_DEFAULTS[p["search_depth"]][0]
     return JobFloor(job.name, p["model"], len(p["batch_sizes"]), floor, limit, len(search_batches(p)), probes,
                     probes * probe_s, compiles)
@@ -106,11 +121,15 @@ def c2_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 
 
 def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
+    """One LoadGen window per policy at least (up to max_probes each), and the fixed-batch latency
+    table's window at each of its batch sizes."""
     p = job.parameters
-    runs = len(p["policies"]) * p["max_probes"]  # at most: each policy's probes of the load
+    sizes = len(table_sizes([BatchPolicy(int(b), float(t)) for b, t in p["policies"]]))
     floor, limit = windows(len(p["policies"]), p["min_duration_s"], p["max_duration_s"], kind, power=False)
-    return JobFloor(job.name, p["model"], len(p["policies"]), floor, limit * p["max_probes"],
-                    note=f"up to {runs} windows (probes of the load per policy); the floor counts one per policy")
+    table = sizes * p["fixed_batch_duration_s"]
+    return JobFloor(job.name, p["model"], len(p["policies"]) + sizes, floor + table,
+                    limit * p["max_probes"] + table,
+                    note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows")
 
 
 FLOORS = {"model_benchmark.ipynb": model_floor, "c2_study.ipynb": c2_floor, "server_scenario.ipynb": server_floor}
@@ -118,7 +137,8 @@ FLOORS = {"model_benchmark.ipynb": model_floor, "c2_study.ipynb": c2_floor, "ser
 
 def plan_profile(profile: str, hardware: str = "auto", *, only: set[str] | None = None,
                  search: bool = True) -> list[JobFloor]:
-    """Each job's floor in `profile` on the kind `hardware` resolves to (`only`: those jobs)."""
+    """Each job's windows and probes in `profile` on the kind `hardware` resolves to (`only`: those
+    jobs; a row shares its sibling's probes only where the sibling is among them)."""
     kind = kinds.resolve(hardware)
     jobs = [j for j in jobs_for(profile, kind, search=search) if only is None or j.name in only]
     measured: dict[tuple[str, int], set[str]] = {}
@@ -126,22 +146,27 @@ def plan_profile(profile: str, hardware: str = "auto", *, only: set[str] | None 
 
 
 def plan_text(floors: list[JobFloor], profile: str, kind: str) -> str:
-    """The floors as a table, with the totals and what they leave out."""
-    head = f"{'job':38} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} {'compiles':>8}"
-    rows = [f"{f.job:38} {f.windows:7d} {f.floor_s:8.0f} {f.window_limit_s:8.0f} {f.searches:8d} {f.probes:6d} "
-            f"{f.compiles:8d}" + (f"  ({f.note})" if f.note else "") for f in floors]
-    total = sum(f.floor_s for f in floors)
-    limit = sum(f.window_limit_s for f in floors)
-    compiles = sum(f.compiles for f in floors)
-    exports = len({f.model for f in floors if f.model})
+    """The floors as a table, with the totals and what comes on top."""
     offered = ", ".join(kinds.get(kind).ort_providers()) or "none"
+    head = (f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
+            f"{'probe s':>7} {'compiles':>8}")
+    rows = [f"{f.job:34} {f.windows:7d} {f.window_floor_s:8.0f} {f.window_limit_s:8.0f} {f.searches:8d} "
+            f"{f.probes:6d} {f.probe_s:7.0f} {f.compiles:8d}" + (f"  ({f.note})" if f.note else "") for f in floors]
+    exports = len({f.model for f in floors if f.model})
     return "\n".join([
-        f"Time floor of the {profile} profile on {kind} (seconds no run can go below; not a forecast):",
-        f"(search candidates as this machine offers them: ONNX Runtime GPU providers {offered}; "
-        f"TensorRT's Python API {'installed' if tensorrt_python() else 'not installed'})",
+        f"The {profile} profile on {kind}, measured in full (no result reused, no search decision cached):",
+        "  windows: timed windows; floor s: their minimum seconds (no measuring run takes less); limit s: "
+        "their time limits;",
+        "  probes: candidates the searches measure; probe s: their timed seconds if none stops early "
+        "(a clear loser stops after a quarter; a failed one is not timed).",
+        f"  Candidates as this machine offers them: ONNX Runtime GPU providers {offered}; TensorRT's "
+        f"Python API {'installed' if tensorrt_python() else 'not installed'}.",
         head, *rows,
-        f"{'total':38} {sum(f.windows for f in floors):7d} {total:8.0f} {limit:8.0f}",
-        f"Not in the floor: {exports} ONNX exports (cached after the first run), loading and compiling each "
-        f"probe ({compiles} torch.compile candidates), warm-up calls, the reference outputs. A window runs "
-        f"past its floor until its interval is narrow enough, up to its limit ({HARD_LIMIT}x that while "
-        "it has fewer than 3 rounds)."])
+        f"{'total':34} {sum(f.windows for f in floors):7d} {sum(f.window_floor_s for f in floors):8.0f} "
+        f"{sum(f.window_limit_s for f in floors):8.0f} {sum(f.searches for f in floors):8d} "
+        f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
+        f"{sum(f.compiles for f in floors):8d}",
+        f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first run), loading and "
+        "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), warm-up calls, the "
+        "reference outputs, the accuracy check, the roofline's bandwidth measurement. A window whose "
+        f"interval is still wide at its limit goes on to {HARD_LIMIT}x that until it has 3 rounds."])

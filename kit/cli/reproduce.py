@@ -97,6 +97,8 @@ def reproduce(args: argparse.Namespace) -> int:
 
 def show_plan(args: argparse.Namespace) -> int:
     """`kit reproduce --plan`: the selected jobs' time floors on each kind, nothing run."""
+    if args.scheduler:
+        print(f"--plan: planned on this machine's kinds and candidates, not the workers of {args.scheduler}")
     for kind in hardware_kinds(args.hardware):
         names = {j.name for j in select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)}
         print(plan_text(plan_profile(args.profile, kind, only=names, search=args.search == "1"), args.profile, kind))

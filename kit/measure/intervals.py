@@ -143,7 +143,8 @@ def precision_reached(given: dict, throughput: Interval) -> dict:
     reached = throughput.rel_half_width
     return {"target_ci": target, "reached": reached, "rounds": throughput.rounds,
             "met": None if not target else (reached is not None and reached <= target),
-            "stopped_by": given.get("stopped_by", "")}
+            "stopped_by": given.get("stopped_by", ""),
+            **({"limit_s": given["limit_s"]} if "limit_s" in given else {})}  # the time limit it ran under
 
 
 # --- scorecard lookups ---------------------------------------------------------------------------

@@ -118,14 +118,18 @@ def by_phase(account: dict) -> dict[str, float]:
         return {}
     sums: dict[str, float] = {}
     for p in account["phases"]:
-        sums[p["phase"]] = sums.get(p["phase"], 0.0) + p["seconds"]
-    ordered = {name: sums[name] for name in PHASES if name in sums}
-    return ordered | {"other": account.get("other_s", 0.0)}
+        sums[p["phase"]] = sums.get(p["phase"], 0.0) + (p.get("seconds") or 0.0)
+    known = {name: sums.pop(name) for name in PHASES if name in sums}
+    return known | sums | {"other": account.get("other_s") or 0.0}  # a newer kit's phases after ours
 
 
-def timing_detail(measurement: BatchMeasurement, cfg: MeasureConfig) -> str:
-    """What a timing phase spent its seconds on: the timed calls and why they stopped (the rest is
-    warm-up and the power sensor's setup)."""
-    stopped = (measurement.precision or {}).get("stopped_by") or "minimums met"
+def timing_detail(measurement: BatchMeasurement, cfg: MeasureConfig, warmed_by: str = "") -> str:
+    """What a timing phase spent its seconds on: the timed calls, why they stopped and the limit
+    they ran under (raised where the window was stretched for the power sensor), the warm-up calls
+    (`warmed_by`: a call made before them that warmed the session too)."""
+    precision = measurement.precision or {}
+    stopped = precision.get("stopped_by") or "minimums met"
+    limit = precision.get("limit_s", cfg.max_duration_s)
+    warm = f"{cfg.warmup} warm-up call{'s' if cfg.warmup != 1 else ''}" + (f" after {warmed_by}" if warmed_by else "")
     return (f"{measurement.wall_time_s:.1f} s timed ({measurement.latency.count} calls, stopped by {stopped}; "
-            f"limit {cfg.max_duration_s:g} s), {cfg.warmup} warm-up calls")
+            f"limit {limit:g} s), {warm}")

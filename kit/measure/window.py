@@ -324,7 +324,7 @@ class BatchMeasurement:
     @classmethod
     def from_dict(cls, d: dict) -> BatchMeasurement:
         calls = [[(int(s), int(e)) for s, e in thread] for thread in d["calls"]]
-        given = {k: v for k, v in (d.get("precision") or {}).items() if k in ("target_ci", "stopped_by")}
+        given = {k: v for k, v in (d.get("precision") or {}).items() if k in ("target_ci", "stopped_by", "limit_s")}
         return cls(d["batch_size"], d["mode"], d["threads"], calls, d.get("power"), d.get("extra", {}),
                    d.get("rounds"), given, d.get("noise"))
 
@@ -347,7 +347,8 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
     mode = "clients" if cfg.clients > 1 else "replicas" if cfg.replicas > 1 else "single"
     control = run_rounds(calls, cfg)
     return BatchMeasurement(batch_size, mode, len(calls), control.times, rounds=control.marks,
-                            precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by})
+                            precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by,
+                                       "limit_s": cfg.max_duration_s})
 
 
 def power_resolved(cfg: MeasureConfig, sampler: PowerSampler) -> MeasureConfig:

@@ -74,14 +74,18 @@ def peak_memory(data: dict) -> str:
     return f"{peak / 1e9:.1f} GB" if isinstance(peak, int | float) and peak else "—"
 
 
-def time_split(data: dict) -> str:
+def time_split(data: dict, job_seconds: float | None = None) -> str:
     """Where the job's seconds went, by phase (kit.measure.time_account), e.g. 'export 12 · search 38
-    · timing 130 · other 2'; '—' for a result that kept no account."""
+    · timing 130 · other 2 · outside the study 9' (the notebook's kernel, imports, writing and
+    rendering: the job's seconds less the study's); '—' for a result that kept no account."""
     try:
-        phases = by_phase((data.get("tables") or {}).get("time_account") or {})
-    except (KeyError, TypeError, AttributeError):
+        account = (data.get("tables") or {}).get("time_account") or {}
+        split = by_phase(account) or ({"study": account["total_s"]} if account.get("total_s") else {})
+        if split and isinstance(job_seconds, int | float) and job_seconds > account["total_s"]:
+            split["outside the study"] = job_seconds - account["total_s"]
+        return " · ".join(f"{name} {seconds:.0f}" for name, seconds in split.items()) or "—"
+    except (KeyError, TypeError, AttributeError, ValueError):
         return "—"
-    return " · ".join(f"{name} {seconds:.0f}" for name, seconds in phases.items()) or "—"
 
 
 def _shown_status(out: Path, record: dict) -> str:
@@ -130,7 +134,7 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         status = _shown_status(out, r)
         stored = stored_result(out, r)
         rows.append(f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(time_split(stored))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(time_split(stored, r['duration_s']))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     try:
         state = read_state(out)

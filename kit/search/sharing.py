@@ -37,6 +37,11 @@ def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind
     return stored
 
 
+def shareable(p: Probe) -> bool:
+    """Whether a row's probe may take the sibling's figures: 16 bits or more, not its own mapping."""
+    return not p.today and bits(p.precision) >= 16
+
+
 def borrow(probes: list[Probe], sibling: Decision) -> int:
     """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
     returns how many were taken."""
@@ -45,7 +50,7 @@ def borrow(probes: list[Probe], sibling: Decision) -> int:
     taken = 0
     for p in probes:
         q = theirs.get(p.label)
-        if p.status != "pending" or p.today or bits(p.precision) < 16 or q is None:
+        if p.status != "pending" or not shareable(p) or q is None:
             continue
         if q.status not in ("chosen", "lost") or not q.throughput:
             continue

@@ -157,7 +157,7 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
         with accounting() as account:
             try:
                 execute(cfg, result)
-            finally:  # a failed or interrupted study still says where its time went
+            finally:  # a failed study still says where its time went
                 result.tables["time_account"] = account.to_dict()
     except KitError as exc:
         result.fail(exc)

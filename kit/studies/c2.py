@@ -70,7 +70,8 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     backend = require_backend(cfg.backend)
-    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"), timed_phase("export"):
+    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"), \
+            timed_phase("export", detail=C2_MODEL):
         model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset)
     result.model = model.describe()
     result.notes.append(f"Precision: {cfg.note()}.")

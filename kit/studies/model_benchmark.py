@@ -132,8 +132,9 @@ def execute(cfg: Config, result: RunResult) -> None:
         except KitError as exc:
             result.fail(f"batch {batch}: {exc}")
     if cfg.roofline:
-        with timed_phase("roofline"):
+        with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
+            phase.detail = "placed" if result.tables.get("roofline") else "not placed"
 
 
 def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
@@ -304,12 +305,11 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
             measurement = timed_sessions(sessions[: cfg.replicas], inputs, batch, mcfg, sampler)
-            phase.detail = timing_detail(measurement, mcfg)
+            phase.detail = timing_detail(measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else "")
         result.measurements.append(measurement.to_dict())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            with timed_phase("op breakdown", batch):
-                add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
+            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"), \
@@ -342,12 +342,13 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
     if cfg.backend != "torch" or not kinds.get(cfg.hardware).profiles_ops or not model.flops_per_sample \
             or not peak.get("gflops"):
         return
-    try:
-        times = op_breakdown.profile_torch_session(session, inputs, calls)
-        result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
-            times, model.flops_per_call(batch), peak["gflops"], calls)}
-    except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
-        result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
+    with timed_phase("op breakdown", batch, f"torch profiler over {calls} call{'s' if calls != 1 else ''}"):
+        try:
+            times = op_breakdown.profile_torch_session(session, inputs, calls)
+            result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
+                times, model.flops_per_call(batch), peak["gflops"], calls)}
+        except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
+            result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 
 
 def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig, sampler):

@@ -195,9 +195,10 @@ def time_table(result: RunResult) -> pd.DataFrame:
         return {"phase": phase, "batch_size": batch, "seconds": round(seconds, 1), "share": share, "detail": detail}
 
     rows = [row(p["phase"], p.get("batch_size"), p["seconds"], p.get("detail", "")) for p in account["phases"]]
-    rows += [row("other", None, account.get("other_s", 0.0), "outside every phase (setting up, writing)"),
+    rows += [row("other", None, account.get("other_s") or 0.0,
+                 "between the phases (the backend's and the power sensor's setup, describing the model)"),
              row("total", None, total, " · ".join(f"{k} {v:.1f} s" for k, v in by_phase(account).items()))]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols).astype({"batch_size": "Int64"})
 
 
 def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
