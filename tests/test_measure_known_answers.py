@@ -297,6 +297,10 @@ def test_the_precision_reached_and_whether_the_target_was_met():
     assert precision_reached({"target_ci": 0.05}, Interval(10.0, rounds=1))["met"] is False  # no interval: missed
     none = precision_reached({}, Interval(10.0, 9.0, 11.0, rounds=3))
     assert none == {"target_ci": 0.0, "reached": 0.1, "rounds": 3, "met": None, "stopped_by": ""}
+    limited = precision_reached({"target_ci": 0.02, "stopped_by": "time limit", "limit_s": 10.0},
+                                Interval(10.0, 9.0, 11.0, rounds=3))
+    assert limited == {"target_ci": 0.02, "reached": 0.1, "rounds": 3, "met": False, "stopped_by": "time limit",
+                       "limit_s": 10.0}  # the limit the window ran under (raised where stretched for power)
 
 
 def test_efficiency_comes_from_the_energy_based_mean_power_not_the_plain_sample_mean():
