@@ -105,12 +105,14 @@ def test_a_renamed_keyword_in_a_double_is_caught():
 
 
 @pytest.mark.parametrize(("double", "real"), [(FakeOrtValue, ort.OrtValue), (FakeBinding, ort.IOBinding),
-                                              (FakeGpuSession, ort.InferenceSession)])
-def test_each_onnxruntime_double_offers_only_the_real_methods_with_the_real_parameters(double, real):
+                                              (FakeGpuSession, ort.InferenceSession),
+                                              (cuda_double.FakeStream, torch.cuda.Stream),
+                                              (cuda_double.FakeGraph, torch.cuda.CUDAGraph)])
+def test_each_double_offers_only_the_real_methods_with_the_real_parameters(double, real):
     problems = {}
     for name in public_methods(double):
         if not hasattr(real, name):
-            problems[name] = f"onnxruntime's {real.__name__} has no {name}"
+            problems[name] = f"the real {real.__module__}.{real.__name__} has no {name}"
         elif found := call_mismatches(getattr(double, name), getattr(real, name)):
             problems[name] = found
     assert not problems, problems
@@ -118,18 +120,6 @@ def test_each_onnxruntime_double_offers_only_the_real_methods_with_the_real_para
 
 def test_the_onnxruntime_double_session_is_constructed_as_the_real_one():
     assert call_mismatches(FakeGpuSession.__init__, ort.InferenceSession.__init__) == []
-
-
-@pytest.mark.parametrize(("double", "real"), [(cuda_double.FakeStream, torch.cuda.Stream),
-                                              (cuda_double.FakeGraph, torch.cuda.CUDAGraph)])
-def test_each_cuda_double_offers_only_the_real_methods_with_the_real_parameters(double, real):
-    problems = {}
-    for name in public_methods(double):
-        if not hasattr(real, name):
-            problems[name] = f"torch.cuda.{real.__name__} has no {name}"
-        elif found := call_mismatches(getattr(double, name), getattr(real, name)):
-            problems[name] = found
-    assert not problems, problems
 
 
 def test_what_the_cuda_double_replaces_in_torch_cuda_is_called_as_the_real_one(monkeypatch):

@@ -202,18 +202,24 @@ def test_interactive_results_path_is_new_per_run_and_named_by_time(outputs):
     assert results_path("x/y.json", "c2_study") == Path("x/y.json")
 
 
-def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fake_backend):
-    """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
+def indexed(result, outputs, job_seconds: float = 1.0) -> str:
+    """The index page of one job whose result is `result` (written under outputs/runs/r1/)."""
     from kit.publish.site import write_index
 
-    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
-    assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]
     run = outputs / "runs" / "r1"
     result.write(run / "m.json")
     (run / "m.html").write_text("<p>report</p>")
-    record = {"name": "m", "status": "ok", "duration_s": 1.0, "html": "runs/r1/m.html",
+    record = {"name": "m", "status": "ok", "duration_s": job_seconds, "html": "runs/r1/m.html",
               "results": "runs/r1/m.json", "run_id": "r1"}
-    page = write_index([record], outputs).read_text()
+    return write_index([record], outputs).read_text()
+
+
+def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fake_backend):
+    """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
+
+    result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
+    assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]
+    page = indexed(result, outputs)
     assert "<th>Peak memory</th>" in page and f"{result.resources['peak_rss_bytes'] / 1e9:.1f} GB" in page
 
 

@@ -19,14 +19,20 @@ from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 
 
-@pytest.fixture
-def trt(monkeypatch, small, tmp_path):
+def installed(monkeypatch, tmp_path, version: str):
+    """TensorRT `version`'s double on an H200 made of the CUDA double, engines cached under tmp_path."""
     monkeypatch.setenv("KIT_CACHE", str(tmp_path))
     double = install_cuda(monkeypatch)
     card = kit_cuda.CudaDevice(0, "00000000:01:00.0", "NVIDIA H200")
     monkeypatch.setattr(trt_backend, "gpu_device", lambda config: ("cpu", card))
-    yield tensorrt_double.install(monkeypatch)
+    yield tensorrt_double.install(monkeypatch, version=version)
     uninstall(double)
+
+
+@pytest.fixture
+def trt(monkeypatch, small, tmp_path):
+    """TensorRT 10: weakly typed, with the precision flags."""
+    yield from installed(monkeypatch, tmp_path, "10.13.0.35")
 
 
 @pytest.fixture(scope="module")
@@ -124,12 +130,7 @@ def test_a_gpu_search_tries_tensorrt_only_where_its_python_api_is_installed(monk
 @pytest.fixture
 def trt11(monkeypatch, small, tmp_path):
     """TensorRT 11.4 (the release pip installs today): strongly typed, no precision flags."""
-    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
-    double = install_cuda(monkeypatch)
-    card = kit_cuda.CudaDevice(0, "00000000:01:00.0", "NVIDIA H200")
-    monkeypatch.setattr(trt_backend, "gpu_device", lambda config: ("cpu", card))
-    yield tensorrt_double.install(monkeypatch, version="11.4.0.106")
-    uninstall(double)
+    yield from installed(monkeypatch, tmp_path, "11.4.0.106")
 
 
 def test_tensorrt_11_has_no_precision_flag_so_fp16_builds_from_the_fp16_graph(small, trt11, reference):

@@ -11,7 +11,7 @@ import pytest
 from kit.errors import InvalidParameter
 from kit.measure.time_account import TimeAccount, by_phase
 from kit.studies import model_benchmark
-from tests.test_studies import FAST_MODEL
+from tests.test_studies import FAST_MODEL, indexed
 
 LOAD_S = 0.3  # a compile this slow is the compile phase's, never the timing's
 
@@ -119,7 +119,6 @@ def test_a_failed_batch_keeps_the_account_of_what_ran(outputs, fake_backend, mon
 
 def test_the_report_and_the_index_show_where_the_seconds_went(outputs, fake_backend):
     from kit.publish import report
-    from kit.publish.site import write_index
 
     result = model_benchmark.run(FAST_MODEL)
     table = report.time_table(result)
@@ -128,12 +127,7 @@ def test_the_report_and_the_index_show_where_the_seconds_went(outputs, fake_back
     assert table.iloc[-1]["seconds"] == round(total, 1)
     timing_s = sum(p["seconds"] for p in result.tables["time_account"]["phases"] if p["phase"] == "timing")
     assert f"timing {timing_s:.1f} s" in table.iloc[-1]["detail"]
-    run = outputs / "runs" / "r1"
-    result.write(run / "m.json")
-    (run / "m.html").write_text("<p>report</p>")
-    record = {"name": "m", "status": "ok", "duration_s": 1.0, "html": "runs/r1/m.html",
-              "results": "runs/r1/m.json", "run_id": "r1"}
-    page = write_index([record], outputs).read_text()
+    page = indexed(result, outputs)
     assert "<th>Where the seconds went</th>" in page and f"timing {timing_s:.0f}" in page
 
 

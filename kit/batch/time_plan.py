@@ -26,10 +26,10 @@ from kit.batch import Job
 from kit.batch.profiles import C2_MODEL, jobs_for
 from kit.hardware import kinds
 from kit.measure.power import SAMPLERS, SENSORS
-from kit.measure.window import HARD_LIMIT, time_limit
+from kit.measure.window import HARD_LIMIT, MeasureConfig, power_resolved, time_limit
 from kit.models import get_entry
-from kit.search.candidates import native_16bit, row_candidates, tensorrt_python
-from kit.search.planning import PROBE_DEFAULTS, plan_probes, to_probe
+from kit.search.candidates import row_candidates, tensorrt_python
+from kit.search.planning import PROBE_DEFAULTS, row_probes
 from kit.search.precision_map import map_precision
 from kit.search.sharing import shareable
 from kit.studies import c2
@@ -64,26 +64,20 @@ class PlannedProbe:
     shareable: bool  # may take the sibling row's figures (kit.search.sharing)
 
 
-def sensor_window_s(kind: str) -> float:
-    """The longest minimum window among the kind's power sensors (NVML: 10 s; RAPL: none)."""
-    names = SENSORS[kind].samplers if kind in SENSORS else ()
-    return max((SAMPLERS.get(n).min_window_s for n in names), default=0.0)
-
-
 def windows(batches: int, min_s: float, max_s: float, kind: str, power: bool = True) -> tuple[float, float]:
     """(floor, limit) of `batches` timed windows of at least `min_s`, at most `max_s` each; `power`:
-    each lengthened to the kind's power sensor window (kit.measure.window.power_resolved)."""
-    least = max(min_s, sensor_window_s(kind)) if power else min_s
-    return batches * least, batches * max(time_limit(min_s, max_s), least)
+    each lengthened as the timed window does for the kind's power sensors (power_resolved)."""
+    cfg = MeasureConfig(warmup=0, min_duration_s=min_s, max_duration_s=time_limit(min_s, max_s))
+    for name in SENSORS[kind].samplers if power and kind in SENSORS else ():
+        cfg = power_resolved(cfg, SAMPLERS.get(name))  # reads the sampler class's min_window_s
+    return batches * cfg.min_duration_s, batches * cfg.max_duration_s
 
 
 def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str, PlannedProbe]:
-    """The candidates one search of the row measures at `depth`, by label."""
+    """The candidates one search of the row measures at `depth`, by label (as kit.search plans them)."""
     framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
-    candidates = row_candidates(framework, kind, providers=providers)
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
-    probes = [to_probe(c, today) for c in candidates]
-    plan_probes(probes, candidates, published, native_16bit(candidates), depth)
+    probes, _ = row_probes(row_candidates(framework, kind, providers=providers), today, published, depth)
     return {p.label: PlannedProbe(bool(p.options.get("compile")), shareable(p))
             for p in probes if p.status == "pending"}
 

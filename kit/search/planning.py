@@ -14,7 +14,7 @@ from kit.errors import InvalidParameter
 from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.search.candidates import DEPTHS, RowCandidate
+from kit.search.candidates import DEPTHS, RowCandidate, native_16bit
 from kit.search.decision import Decision
 from kit.search.gate import bits, precision_gate
 from kit.search.precision_map import PrecisionChoice
@@ -58,6 +58,20 @@ class SearchSettings:
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
     return Probe(c.label, c.backend, c.precision, c.device, dict(c.options), c.threads, c.native, c.why,
                  today=c.matches(today.backend, today.precision, today.device), fallback_for=c.fallback_for)
+
+
+def row_probes(candidates: list[RowCandidate], today: PrecisionChoice, published: str,
+               depth: str) -> tuple[list[Probe], tuple[str, ...]]:
+    """Each candidate as a probe (today's mapping added where no candidate is it), marked by
+    `plan_probes`, and the native 16-bit types: what a row's search measures, and what
+    `kit reproduce --plan` counts."""
+    candidates = list(candidates)
+    if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
+        candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
+    native16 = native_16bit(candidates)
+    probes = [to_probe(c, today) for c in candidates]
+    plan_probes(probes, candidates, published, native16, depth)
+    return probes, native16
 
 
 def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:

@@ -26,17 +26,16 @@ from kit.hardware.environment import usable_cores
 from kit.measure.noise import idle_sample
 from kit.models.spec import ExportedModel
 from kit.search import cache, runoff, sharing
-from kit.search.candidates import RowCandidate, native_16bit, row_candidates
+from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
 from kit.search.decision import Decision
 from kit.search.gate import row_bits
 from kit.search.measuring import measure_all
 from kit.search.planning import (
     SearchSettings,
-    plan_probes,
+    row_probes,
     skip_failed_before,
     skip_over_memory_budget,
-    to_probe,
 )
 from kit.search.precision_map import PrecisionChoice, map_precision
 
@@ -77,12 +76,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     if candidates is None:  # reading the graph for the int8 method only where an 8-bit row needs it
         int8 = quantization_method(model) if row_bits(published) == 8 else None
         candidates = row_candidates(model.framework, kind, providers=providers, int8_method=int8)
-    candidates = list(candidates)
-    if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
-        candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
-    native16 = native_16bit(candidates)
-    probes = [to_probe(c, today) for c in candidates]
-    plan_probes(probes, candidates, published, native16, settings.depth)
+    probes, native16 = row_probes(candidates, today, published, settings.depth)
     skip_over_memory_budget(probes, model)
     skip_failed_before(probes, prior)
     sibling = None if machine["noisy"] or settings.force else sharing.sibling_decision(
