@@ -15,6 +15,7 @@ from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.candidates import RowCandidate
 from kit.search.gate import bits, numerics_gate
+from kit.search.keeping import SessionKeeper
 from kit.search.planning import SearchSettings
 from kit.search.probe import (
     FAILED,
@@ -41,10 +42,11 @@ ONE_CALL_SPREAD = 0.25
 
 
 def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int,
-                settings: SearchSettings, quiet: bool = False) -> None:
+                settings: SearchSettings, quiet: bool = False, keeper: SessionKeeper | None = None) -> None:
     """The fp32 reference outputs first (ORT fp32, when a candidate, scouted on the same session),
-    then each pending candidate: load, numerics gate, timed window, close; last, the reference's
-    probe in full where its scout did not clearly lose."""
+    then each pending candidate: load, numerics gate, timed window, close (or, while it leads and
+    loading it again would compile it again, kept open by `keeper` for the row's measurement); last,
+    the reference's probe in full where its scout did not clearly lose."""
     mcfg = settings.measure_config()
     min_scout = 1 if quiet else 2
     ref_session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
@@ -69,12 +71,14 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
         if p.status == "pending":
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout)
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
     for p in probes:
         if p.status == "fallback" and settle_fallback(p, probes):
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout)
+            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
     if ref_probe is not None and not ref_probe.today:
         settle_reference(model, ref_probe, ref_scout, probes, inputs, batch, mcfg)
+    if keeper is not None:
+        keeper.keep_only(batch, getattr(leader_of(probes), "label", None))
 
 
 def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, probes: list[Probe],
@@ -117,7 +121,8 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
 
 
 def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
-              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None, min_scout: int = 2) -> None:
+              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None, min_scout: int = 2,
+              keeper: SessionKeeper | None = None) -> None:
     session = None
     try:
         with Stopwatch() as load:
@@ -146,7 +151,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
         p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     finally:
-        if session is not None:
+        if session is not None and not (keeper is not None and keeper.offer(batch, p, session, leader)):
             session.close()
         del session
         release()

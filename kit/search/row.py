@@ -30,6 +30,7 @@ from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
 from kit.search.decision import Decision
 from kit.search.gate import row_bits
+from kit.search.keeping import SessionKeeper
 from kit.search.measuring import measure_all
 from kit.search.planning import (
     SearchSettings,
@@ -42,17 +43,19 @@ from kit.search.precision_map import PrecisionChoice, map_precision
 
 def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
            *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None,
-           prior: Decision | None = None) -> tuple[Decision, bool]:
+           prior: Decision | None = None, keeper: SessionKeeper | None = None) -> tuple[Decision, bool]:
     """The row's decision: from the cache when one fits (returned with True), else searched now and
     stored (False). `prior`: the row's decision at a smaller batch just before, whose failed
-    candidates are not probed again (kit.search.planning.skip_failed_before)."""
+    candidates are not probed again (kit.search.planning.skip_failed_before). `keeper`: where the
+    chosen candidate would be compiled again to load it (torch.compile), its session stays open
+    there for the row's measurement (kit.search.keeping)."""
     key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
                              seed=seed)
     stored = None if settings.force else cache.load_decision(key, settings.depth)
     if stored is not None:
         return stored, True
     decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed,
-                          weights=weights, prior=prior)
+                          weights=weights, prior=prior, keeper=keeper)
     decision.key, decision.cache_file = key, cache.decision_path(key).name
     cache.store_decision(decision)
     return decision, False
@@ -66,7 +69,7 @@ def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: l
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
                *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random",
-               prior: Decision | None = None) -> Decision:
+               prior: Decision | None = None, keeper: SessionKeeper | None = None) -> Decision:
     """Measure every candidate for the row (or take its figures from the sibling row's search,
     kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
@@ -84,12 +87,16 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         seed=seed)
     shared = sharing.borrow(probes, sibling) if sibling else 0
     inputs = model.make_inputs(batch_size, seed=seed)
-    measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"])
+    measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"], keeper=keeper)
     verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
-                         within=runoff.window(contended=machine["noisy"]), settle_batch=settings.settle_batch, seed=seed)
+                         within=runoff.window(contended=machine["noisy"]), settle_batch=settings.settle_batch, seed=seed,
+                         keeper=keeper)
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
+    chosen = choose(probes, published, today, verdict)
+    if keeper is not None:
+        keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
     return replace(
-        choose(probes, published, today, verdict), runoff=verdict,
+        chosen, runoff=verdict,
         model=model.name, published=published.upper(), batch_size=batch_size, kind=kind,
         depth=settings.depth, settings={**asdict(settings), "probe": settings.measure_config().to_dict()},
         native_16bit=list(native16), searched_s=round(time.perf_counter() - started, 1),

@@ -46,6 +46,7 @@ from scipy.stats import t as student_t
 from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
+from kit.search.keeping import SessionKeeper
 from kit.search.probe import Probe, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
@@ -96,27 +97,33 @@ def undecided(ratios: list[float]) -> bool:
 
 
 def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
-         mcfg: MeasureConfig, settles_ties: bool = False) -> dict:
+         mcfg: MeasureConfig, settles_ties: bool = False, keeper: SessionKeeper | None = None) -> dict:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
     {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
     'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
-    here (a larger batch settles it)."""
+    here (a larger batch settles it). A session `keeper` holds at this batch is lent, not loaded again."""
     def go_on(ratios: list[float], seconds: float) -> bool:
         return len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios)) and extend(ratios, seconds))
 
     cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=1)
-    return timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=True)
+    return timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=True,
+                        lent=keeper.lend if keeper is not None else None)
 
 
 def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
-                 go_on: Callable[[list[float], float], bool], warm_up: bool) -> dict:
+                 go_on: Callable[[list[float], float], bool], warm_up: bool,
+                 lent: Callable[[int, Probe], object] | None = None) -> dict:
     """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then alternating
-    rounds while go_on(ratios so far, seconds since the first load); both closed however it ends."""
+    rounds while go_on(ratios so far, seconds since the first load); both closed however it ends,
+    except a session `lent(batch, probe)` gave (its owner closes it)."""
     out = {"leader": pair[0].label, "challenger": pair[1].label}
-    sessions, ratios, started = [], [], time.perf_counter()
+    sessions, ratios, started, borrowed = [], [], time.perf_counter(), set()
     try:
         for p in pair:
-            sessions.append(require_backend(p.backend).load(model, p.backend_config(), batch))
+            session = lent(batch, p) if lent is not None else None
+            if session is not None:
+                borrowed.add(id(session))
+            sessions.append(session or require_backend(p.backend).load(model, p.backend_config(), batch))
             if warm_up:
                 sessions[-1].run(inputs)  # before the first round, not one per round
         while go_on(ratios, time.perf_counter() - started):
@@ -127,7 +134,8 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         for s in sessions:
-            s.close()
+            if id(s) not in borrowed:
+                s.close()
         sessions.clear()
         release()
     return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios),
@@ -168,7 +176,8 @@ def extend(ratios: list[float], seconds: float) -> bool:
 
 
 def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig,
-        within: float = RUNOFF_WITHIN, settle_batch: int | None = None, seed: int = 0) -> dict | None:
+        within: float = RUNOFF_WITHIN, settle_batch: int | None = None, seed: int = 0,
+        keeper: SessionKeeper | None = None) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
     there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
     settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
@@ -180,7 +189,7 @@ def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcf
     for rival in rivals:
         cost = settle_cost(leader, rival, settle_batch) if settle_batch and settle_batch > batch else None
         affordable = cost is not None and cost <= SETTLE_WITHIN_S
-        d = duel(model, leader, rival, inputs, batch, mcfg, settles_ties=affordable)
+        d = duel(model, leader, rival, inputs, batch, mcfg, settles_ties=affordable, keeper=keeper)
         duels.append(d)
         if cost is not None and "error" not in d and near_tie(d["ratios"]):
             if affordable:

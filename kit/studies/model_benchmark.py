@@ -24,7 +24,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
-from kit.search import Decision, SearchSettings, decide, key_hash, search_cost
+from kit.search import Decision, SearchSettings, SessionKeeper, decide, key_hash, search_cost
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -112,25 +112,27 @@ def execute(cfg: Config, result: RunResult) -> None:
                            input_shapes=cfg.input_shapes or None)
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
     result.model = model.describe()
-    per_batch = batch_configs(cfg, model, result)
-    cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
-    result.notes.append(f"Precision: {cfg.note()}.")
-    result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
-    backend = require_backend(cfg.backend)
-    bcfg = cfg.backend_config()
-    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
-    reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-    sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
-    rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
-                             unit="batch size")
-    for i, batch in enumerate(rounds):
-        here = per_batch[batch]
-        try:
-            measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
-                              with_accuracy=i == 0, note=rounds.note)
-            mark_decided_at(result, batch)
-        except KitError as exc:
-            result.fail(f"batch {batch}: {exc}")
+    with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
+        per_batch = batch_configs(cfg, model, result, keeper)
+        cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
+        result.notes.append(f"Precision: {cfg.note()}.")
+        result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
+        backend = require_backend(cfg.backend)
+        bcfg = cfg.backend_config()
+        result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
+        reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
+        sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
+        rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
+                                 unit="batch size")
+        for i, batch in enumerate(rounds):
+            here = per_batch[batch]
+            try:
+                measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
+                                  with_accuracy=i == 0, note=rounds.note,
+                                  kept=keeper.take(batch, here.backend_config()))
+                mark_decided_at(result, batch)
+            except KitError as exc:
+                result.fail(f"batch {batch}: {exc}")
     if cfg.roofline:
         with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
@@ -145,9 +147,11 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
                                   f"{model.onnx_path.name}'s own graph (its weights), run as it is")
 
 
-def batch_configs(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
+def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
+                  keeper: SessionKeeper | None = None) -> dict[int, Config]:
     """The config each batch size runs: the searched plan (one for every batch, or, where the kind
-    searches each batch, a GPU, each batch's own), else the job's own."""
+    searches each batch, a GPU, each batch's own), else the job's own; `keeper` holds the searched
+    sessions that would be compiled again to load (kit.search.keeping)."""
     if not cfg.search:
         one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
         return dict.fromkeys(cfg.batch_sizes, one)
@@ -157,29 +161,31 @@ def batch_configs(cfg: Config, model: ExportedModel, result: RunResult) -> dict[
         return dict.fromkeys(cfg.batch_sizes, cfg)
     if not kinds.get(cfg.hardware).search_each_batch:
         batch = cfg.search_batch or max(cfg.batch_sizes)
-        return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key)[0])
-    return searched_each_batch(cfg, model, result)
+        return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key,
+                                                           keeper=keeper)[0])
+    return searched_each_batch(cfg, model, result, keeper)
 
 
-def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: int,
-                 expected_key: str = "", prior: Decision | None = None) -> tuple[Config, Decision | None]:
+def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
+                 prior: Decision | None = None, keeper: SessionKeeper | None = None) -> tuple[Config, Decision | None]:
     """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
     with timed_phase("search", batch) as phase:
-        plan, decision = searched_config(cfg, model, result, batch, expected_key, prior)
+        plan, decision = searched_config(cfg, model, result, batch, expected_key, prior, keeper)
         phase.detail = ("not completed" if decision is None
                         else "decision reused from the cache" if result.tables["search_decision"]["reused"]
                         else search_cost(decision))
     return plan, decision
 
 
-def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult) -> dict[int, Config]:
+def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
+                        keeper: SessionKeeper | None = None) -> dict[int, Config]:
     """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
     at the next); the largest batch's probe table is the result's `search`, every decision's
     summary in `search_by_batch`."""
     keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
     out, prior, summaries = {}, None, []
     for batch in sorted(cfg.batch_sizes):
-        out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior)
+        out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
         prior = decision or prior
         if decision is not None:
             summaries.append(result.tables["search_decision"])
@@ -188,13 +194,15 @@ def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult) ->
 
 
 def searched_config(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
-                    prior: Decision | None = None) -> tuple[Config, Decision | None]:
+                    prior: Decision | None = None, keeper: SessionKeeper | None = None
+                    ) -> tuple[Config, Decision | None]:
     """The config with the row's plan searched at `batch` (cached per row, batch and hardware) in
     place of the mapping's, and the decision (None where the search did not complete); the
     search's probe table goes into the result."""
     try:
         decision, reused = decide(model, cfg.published_precision, batch, cfg.hardware,
-                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior)
+                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior,
+                                  keeper=keeper)
     except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
         result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept.")
         return cfg, None
@@ -282,21 +290,26 @@ def explain_below_peak(result: RunResult) -> None:
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
                       result: RunResult, sampler, with_accuracy: bool = False,
-                      note: Callable[[str], None] = lambda _: None) -> None:
-    inputs = model.make_inputs(batch, seed=cfg.seed)
-    sessions: list = []
+                      note: Callable[[str], None] = lambda _: None, kept=None) -> None:
+    """Load (or take `kept`, the search's own session of this very configuration), check numerics,
+    time, and where asked profile and check accuracy, at one batch size."""
+    sessions: list = [] if kept is None else [kept]
     with closing_all(sessions):
+        inputs = model.make_inputs(batch, seed=cfg.seed)
         note(f"batch {batch}: compiling")
         with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
                            "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
-            sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas)]
+            sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
             ref_session = None
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
                 ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
                 sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
-                " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "")
+                " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
+                f" ({KEPT_NOTE})" if kept is not None else "")
+        if kept is not None:
+            result.notes.append(f"Batch {batch}: {KEPT_NOTE}, compiled in {kept.description.get('compile_s', '?')} s.")
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
@@ -316,6 +329,9 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                     timed_phase("accuracy", batch) as phase:
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
                 phase.detail = str(result.accuracy[-1].get("status") or "")
+
+
+KEPT_NOTE = "timed on the search's own session of it, not compiled a second time"
 
 
 def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult) -> None:

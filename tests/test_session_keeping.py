@@ -1,0 +1,212 @@
+"""kit.search.keeping: a searched torch.compile session is timed by the row's measurement, not
+compiled a second time; every other session is closed as before, and none is left open.
+
+The 'twin' backend below runs ONNX Runtime fp32 (so its numerics pass the gate) and counts its
+loads; its "compile" option stands for torch.compile: costly to load, faster per call.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kit.backends import BACKENDS, BackendConfig, require_backend
+from kit.backends.base import Backend, Session
+from kit.search import row
+from kit.search.candidates import RowCandidate
+from kit.search.keeping import SessionKeeper, costly_to_reload
+from kit.search.precision_map import PrecisionChoice
+from kit.search.probe import Probe
+
+TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
+EAGER_EXTRA_S = 0.02  # the eager twin's extra time per call: it clearly loses to the compiled one
+
+
+class TwinSession(Session):
+    def __init__(self, inner, config: BackendConfig, log: list):
+        self.inner, self.config, self.log = inner, config, log
+        self.compiled = bool(config.options.get("compile"))
+        self.description = {"backend": "twin", "compile_s": 1.5 if self.compiled else None, "notes": []}
+        self.closed = False
+
+    def run(self, inputs):
+        self._slow()
+        return self.inner.run(inputs)
+
+    def bind(self, inputs):
+        call = self.inner.bind(inputs)
+
+        def step():
+            self._slow()
+            return call()
+        return step
+
+    def _slow(self) -> None:
+        assert not self.closed, "a closed session was run"
+        if not self.compiled:
+            time.sleep(EAGER_EXTRA_S)
+
+    def close(self) -> None:
+        assert not self.closed, "a session closed twice"
+        self.closed = True
+        self.inner.close()
+        self.log.append(("close", self.config.options.get("compile", False)))
+
+
+class TwinBackend(Backend):
+    name = "twin"
+    precisions = ("fp32",)
+    sessions: list[TwinSession] = []
+    log: list = []
+
+    def availability(self):
+        return None
+
+    def device_info(self, config):
+        return {"kind": "cpu", "name": "twin device", "cores": 1, "peak": None}
+
+    def load(self, model, config, batch_size):
+        self.check_precision(config.precision)
+        inner = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch_size)
+        session = TwinSession(inner, config, TwinBackend.log)
+        TwinBackend.sessions.append(session)
+        TwinBackend.log.append(("load", config.options.get("compile", False), batch_size))
+        return session
+
+
+EAGER = RowCandidate("twin", "fp32", why="eager")
+COMPILED = RowCandidate("twin", "fp32", options={"compile": True}, why="torch.compile stand-in")
+
+
+@pytest.fixture
+def twin(small, outputs, monkeypatch):
+    TwinBackend.sessions, TwinBackend.log = [], []
+    BACKENDS.register("twin", TwinBackend)
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cpu", "pinned"))
+    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    try:
+        yield small
+    finally:
+        BACKENDS.unregister("twin")
+
+
+def loads(compiled: bool) -> int:
+    return sum(1 for e in TwinBackend.log if e[0] == "load" and e[1] == compiled)
+
+
+def test_only_a_compiled_candidate_is_costly_to_reload():
+    def probe(options):
+        return Probe("p", "torch", "fp16", "cuda", options, None, True, "")
+    assert costly_to_reload(probe({"compile": True, "compile_mode": "reduce-overhead"}))
+    assert not costly_to_reload(probe({"cuda_graph": True})) and not costly_to_reload(probe({}))
+
+
+def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
+    with SessionKeeper() as keeper:
+        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        assert decision.chosen == COMPILED.label
+        assert loads(compiled=True) == 1
+        kept = next(s for s in TwinBackend.sessions if s.compiled)
+        assert not kept.closed
+        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {"compile": True})) is kept
+        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {"compile": True})) is None  # handed over once
+        kept.close()
+    assert all(s.closed for s in TwinBackend.sessions)
+
+
+def test_a_kept_session_is_closed_when_the_measurement_would_load_another_configuration(twin):
+    with SessionKeeper() as keeper:
+        row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        kept = next(s for s in TwinBackend.sessions if s.compiled)
+        assert keeper.take(1, BackendConfig("fp32", "cpu", 2, {"compile": True})) is None  # other threads
+        assert kept.closed
+
+
+def test_nothing_is_kept_where_the_eager_candidate_wins_and_every_session_is_closed(twin, monkeypatch):
+    monkeypatch.setattr(TwinSession, "_slow", lambda self: time.sleep(EAGER_EXTRA_S if self.compiled else 0.0))
+    with SessionKeeper() as keeper:
+        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        assert decision.chosen == "twin fp32 (cpu)"
+        assert all(s.closed for s in TwinBackend.sessions)
+        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {})) is None
+
+
+def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_again(twin, monkeypatch):
+    from kit.studies import model_benchmark
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
+    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
+    params = dict(model=twin.name, small=True, backend="twin", batch_sizes=[1], search=True, accuracy=False,
+                  roofline=False, power=False, warmup=0, min_duration_s=0.05, min_count=2, check_numerics=True)
+    result = model_benchmark.run(params)
+    assert result.status == "ok", result.errors
+    assert result.backend["options"] == {"compile": True}
+    assert loads(compiled=True) == 1, TwinBackend.log  # compiled for the search only
+    assert any(n.startswith("Batch 1: timed on the search's own session") for n in result.notes)
+    assert len(result.measurements) == 1 and result.numerics[0]["batch_size"] == 1
+    assert all(s.closed for s in TwinBackend.sessions)
+
+    again = model_benchmark.run(params)  # the decision comes from the cache: nothing kept, one load
+    assert again.status == "ok" and loads(compiled=True) == 2
+    assert not any(n.startswith("Batch 1: timed on the search's own session") for n in again.notes)
+    assert all(s.closed for s in TwinBackend.sessions)
+
+
+def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
+    from kit.search import runoff
+    from kit.search.planning import to_probe
+
+    today = PrecisionChoice("twin", "fp32", "cpu", "pinned")
+    leader, challenger = to_probe(COMPILED, today), to_probe(EAGER, today)
+    inputs = twin.make_inputs(1)
+    with SessionKeeper() as keeper:
+        kept = TwinBackend().load(twin, leader.backend_config(), 1)
+        leader.status, leader.throughput = "measured", 1.0
+        assert keeper.offer(1, leader, kept, None)
+        d = runoff.duel(twin, leader, challenger, inputs, 1, TINY.measure_config(), keeper=keeper)
+        assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
+        assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed
+        assert all(s.closed for s in TwinBackend.sessions if s is not kept)
+        assert keeper.take(1, leader.backend_config()) is kept
+        kept.close()
+
+
+class Closable:
+    def __init__(self):
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
+    def probe(label, throughput, options=None, status="measured"):
+        return Probe(label, "torch", "fp16", "cuda", {"compile": True} if options is None else options, None, True,
+                     "", status=status, throughput=throughput)
+
+    keeper, first, second = SessionKeeper(), Closable(), Closable()
+    eager = probe("eager", 100.0, options={})
+    assert not keeper.offer(4, eager, Closable(), None)  # reloads cheaply: never kept
+    assert not keeper.offer(4, probe("slow", 90.0), Closable(), eager)  # behind the leader
+    assert not keeper.offer(4, probe("lost", 900.0, status="lost"), Closable(), eager)  # stopped early
+    assert keeper.offer(4, probe("a", 120.0), first, eager)
+    assert keeper.offer(4, probe("b", 150.0), second, probe("a", 120.0))
+    assert first.closed and not second.closed  # one kept per batch: the earlier one closed
+    keeper.keep_only(4, "b")
+    assert not second.closed
+    keeper.keep_only(4, "eager")  # the lead (or the choice) went elsewhere
+    assert second.closed and keeper.lend(4, probe("b", 150.0)) is None
+
+
+def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monkeypatch):
+    """The runoff (or the rule that keeps today's mapping against noise) may choose another
+    candidate than the leader the keeper holds: the kept session is closed with the decision."""
+    from kit.search import runoff
+
+    monkeypatch.setattr(runoff, "run", lambda *a, **k: {"winner": EAGER.label, "duels": [], "within": 0.7})
+    with SessionKeeper() as keeper:
+        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        assert decision.chosen == EAGER.label
+        assert all(s.closed for s in TwinBackend.sessions)
