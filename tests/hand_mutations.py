@@ -109,7 +109,7 @@ MUTATIONS = [
 GPU_TESTS = [
     "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
     "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
-    "tests/test_kinds.py", "tests/test_time_plan.py",
+    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
@@ -193,6 +193,10 @@ GPU_MUTATIONS = [
                  '    if precision == "fp16" and typing == STRONG:\n        return convert_for_ort(model, "fp16")\n', ""),
     HandMutation("time", "the quick profile's GPU windows stretched to NVML's 10 s again", "kit/batch/profiles.py",
                  '"max_duration_s": 5.0, "stretch_for_power": False}', '"max_duration_s": 5.0, "stretch_for_power": True}'),
+    HandMutation("time", "the measurement compiling the searched torch.compile candidate again", "kit/studies/model_benchmark.py",
+                 "kept=keeper.take(batch, here.backend_config()))", "kept=None)"),
+    HandMutation("time", "a kept torch.compile session closed by the runoff that borrowed it", "kit/search/runoff.py",
+                 "if id(s) not in borrowed:", "if True:"),
 ]
 
 
