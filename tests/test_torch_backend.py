@@ -173,3 +173,24 @@ def test_gpu_call_is_host_to_host(small, monkeypatch):
         assert resident.extra["timing"].startswith("device-resident")
     finally:
         uninstall(double)
+
+
+def test_each_load_gets_its_own_copy_of_the_model_built_once(small, monkeypatch):
+    """A search loads the same model for every candidate: it is built once per process and each
+    session gets a copy, so one candidate's 16-bit weights, int8 layers or compilation never reach
+    another's; the weights are the seeded build's, load after load."""
+    entry = MODELS.get(small.name)
+    builds = []
+    monkeypatch.setitem(MODELS._items, small.name,
+                        dataclasses.replace(entry, build=lambda **k: builds.append(k) or entry.build(**k)))
+    torch_backend.built_module.cache_clear()
+    first = get_backend("torch").load(small, BackendConfig(precision="fp32"), 1)
+    with torch.no_grad():  # what a candidate does to its own module (16-bit weights, compilation...)
+        for p in first.module.parameters():
+            p.zero_()
+    second = get_backend("torch").load(small, BackendConfig(precision="fp32"), 1)
+    assert len(builds) == 1 and first.module is not second.module
+    fresh = entry.build(small=True, weights_dir=None, seed=torch_backend.weights_seed(small)).eval()
+    for (name, got), want in zip(second.module.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(got, want), name
+    torch_backend.built_module.cache_clear()
