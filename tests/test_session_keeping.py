@@ -24,8 +24,8 @@ EAGER_EXTRA_S = 0.02  # the eager twin's extra time per call: it clearly loses t
 
 
 class TwinSession(Session):
-    def __init__(self, inner, config: BackendConfig, log: list):
-        self.inner, self.config, self.log = inner, config, log
+    def __init__(self, inner, config: BackendConfig, log: list, batch: int):
+        self.inner, self.config, self.log, self.batch = inner, config, log, batch
         self.compiled = bool(config.options.get("compile"))
         self.description = {"backend": "twin", "compile_s": 1.5 if self.compiled else None, "notes": []}
         self.closed = False
@@ -51,7 +51,7 @@ class TwinSession(Session):
         assert not self.closed, "a session closed twice"
         self.closed = True
         self.inner.close()
-        self.log.append(("close", self.config.options.get("compile", False)))
+        self.log.append(("close", self.config.options.get("compile", False), self.batch))
 
 
 class TwinBackend(Backend):
@@ -69,7 +69,7 @@ class TwinBackend(Backend):
     def load(self, model, config, batch_size):
         self.check_precision(config.precision)
         inner = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch_size)
-        session = TwinSession(inner, config, TwinBackend.log)
+        session = TwinSession(inner, config, TwinBackend.log, batch_size)
         TwinBackend.sessions.append(session)
         TwinBackend.log.append(("load", config.options.get("compile", False), batch_size))
         return session
@@ -110,8 +110,8 @@ def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
         assert loads(compiled=True) == 1
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         assert not kept.closed
-        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {"compile": True})) is kept
-        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {"compile": True})) is None  # handed over once
+        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {"compile": True})) is kept
+        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {"compile": True})) is None  # handed over once
         kept.close()
     assert all(s.closed for s in TwinBackend.sessions)
 
@@ -120,7 +120,15 @@ def test_a_kept_session_is_closed_when_the_measurement_would_load_another_config
     with SessionKeeper() as keeper:
         row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         kept = next(s for s in TwinBackend.sessions if s.compiled)
-        assert keeper.take(1, BackendConfig("fp32", "cpu", 2, {"compile": True})) is None  # other threads
+        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", 2, {"compile": True})) is None  # other threads
+        assert kept.closed
+
+
+def test_a_kept_session_is_never_handed_to_another_backend_with_the_same_settings(twin):
+    with SessionKeeper() as keeper:
+        row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        kept = next(s for s in TwinBackend.sessions if s.compiled)
+        assert keeper.take(1, "onnxruntime", BackendConfig("fp32", "cpu", None, {"compile": True})) is None
         assert kept.closed
 
 
@@ -130,7 +138,7 @@ def test_nothing_is_kept_where_the_eager_candidate_wins_and_every_session_is_clo
         decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         assert decision.chosen == "twin fp32 (cpu)"
         assert all(s.closed for s in TwinBackend.sessions)
-        assert keeper.take(1, BackendConfig("fp32", "cpu", None, {})) is None
+        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {})) is None
 
 
 def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_again(twin, monkeypatch):
@@ -144,13 +152,14 @@ def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_aga
     assert result.status == "ok", result.errors
     assert result.backend["options"] == {"compile": True}
     assert loads(compiled=True) == 1, TwinBackend.log  # compiled for the search only
-    assert any(n.startswith("Batch 1: timed on the search's own session") for n in result.notes)
+    assert "Batch 1: timed on the torch.compile session the search compiled for its probe (1.5 s, counted in the " \
+           "search phase) and then ran; not compiled again." in result.notes
     assert len(result.measurements) == 1 and result.numerics[0]["batch_size"] == 1
     assert all(s.closed for s in TwinBackend.sessions)
 
     again = model_benchmark.run(params)  # the decision comes from the cache: nothing kept, one load
     assert again.status == "ok" and loads(compiled=True) == 2
-    assert not any(n.startswith("Batch 1: timed on the search's own session") for n in again.notes)
+    assert not any(n.startswith("Batch 1: timed on the torch.compile session") for n in again.notes)
     assert all(s.closed for s in TwinBackend.sessions)
 
 
@@ -169,7 +178,7 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
         assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
         assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed
         assert all(s.closed for s in TwinBackend.sessions if s is not kept)
-        assert keeper.take(1, leader.backend_config()) is kept
+        assert keeper.take(1, "twin", leader.backend_config()) is kept
         kept.close()
 
 
@@ -200,6 +209,34 @@ def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
     assert second.closed and keeper.lend(4, probe("b", 150.0)) is None
 
 
+def test_one_session_is_kept_at_a_time_across_batches():
+    """On a GPU every published batch is searched before any is measured: the last search's
+    compiled session is kept, never one per batch on the device at once."""
+    def probe(label):
+        return Probe(label, "torch", "fp16", "cuda", {"compile": True}, None, True, "", status="measured",
+                     throughput=100.0)
+
+    keeper, at_4, at_32 = SessionKeeper(), Closable(), Closable()
+    assert keeper.offer(4, probe("c"), at_4, None) and keeper.offer(32, probe("c"), at_32, None)
+    assert at_4.closed and not at_32.closed
+    assert keeper.take(4, "torch", probe("c").backend_config()) is None and not at_32.closed
+    keeper.keep_batches([4])  # 32 is not measured (a CPU searches at a batch of its own)
+    assert at_32.closed and keeper.lend(32, probe("c")) is None
+
+
+def test_a_failing_close_still_forgets_the_session():
+    class Failing(Closable):
+        def close(self):
+            raise RuntimeError("driver error")
+
+    keeper = SessionKeeper()
+    keeper.offer(4, Probe("c", "torch", "fp16", "cuda", {"compile": True}, None, True, "", status="measured",
+                           throughput=1.0), Failing(), None)
+    with pytest.raises(RuntimeError, match="driver error"):
+        keeper.close()
+    keeper.close()  # nothing left to close twice
+
+
 def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monkeypatch):
     """The runoff (or the rule that keeps today's mapping against noise) may choose another
     candidate than the leader the keeper holds: the kept session is closed with the decision."""
@@ -210,3 +247,18 @@ def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monke
         decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         assert decision.chosen == EAGER.label
         assert all(s.closed for s in TwinBackend.sessions)
+
+
+def test_a_session_kept_at_a_batch_that_is_not_measured_is_closed_before_the_measurement(twin, monkeypatch):
+    """A CPU searches at one batch (search_batch) and runs its decision at every published one."""
+    from kit.studies import model_benchmark
+
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
+    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
+    result = model_benchmark.run(dict(model=twin.name, small=True, backend="twin", batch_sizes=[1], search_batch=2,
+                                      search=True, accuracy=False, roofline=False, power=False, warmup=0,
+                                      min_duration_s=0.05, min_count=2))
+    assert result.status == "ok", result.errors
+    log = TwinBackend.log
+    assert log.index(("close", True, 2)) < log.index(("load", True, 1))  # not held while batch 1 runs
+    assert all(s.closed for s in TwinBackend.sessions)

@@ -194,3 +194,17 @@ def test_each_load_gets_its_own_copy_of_the_model_built_once(small, monkeypatch)
     for (name, got), want in zip(second.module.state_dict().items(), fresh.state_dict().values(), strict=True):
         assert torch.equal(got, want), name
     torch_backend.built_module.cache_clear()
+
+
+def test_a_session_is_timed_at_its_own_thread_count_after_another_load(small):
+    """torch's thread count is per process: a search loads its next candidate (setting that one's)
+    before the row's measurement times the session it kept (kit.search.keeping)."""
+    before = torch.get_num_threads()
+    try:
+        one = get_backend("torch").load(small, BackendConfig(threads=1), 1)
+        get_backend("torch").load(small, BackendConfig(threads=2), 1)
+        assert torch.get_num_threads() == 2
+        one.bind(small.make_inputs(1))
+        assert torch.get_num_threads() == 1 == one.description["threads"]
+    finally:
+        torch.set_num_threads(before)

@@ -157,3 +157,28 @@ def test_wrongly_shaped_weights_name_the_file_tensor_and_shapes(tmp_path):
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "model.safetensors"))
     with pytest.raises(CorruptModel, match="model.safetensors does not fit"):
         build_resnet50(small=True, weights_dir=tmp_path)
+
+
+@pytest.mark.parametrize("from_hub", [False, True])
+def test_the_torch_backend_runs_the_weights_the_export_ran(tmp_path, from_hub):
+    """A directory `kit fetch-weights` filled (its HUB_ID marker makes the weights "hub", their
+    detail "<id> (in <dir>)") is the directory the torch backend builds from, as a local one."""
+    import torch
+
+    from kit.backends import BackendConfig, get_backend, torch_backend
+    from kit.models import export_model
+    from kit.models.zoo import build_resnet50
+
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    source = build_resnet50(small=True, seed=7)
+    torch.save({k: v for k, v in source.state_dict().items() if not k.endswith("num_batches_tracked")},
+               weights / "model.pt")
+    if from_hub:
+        (weights / HUB_MARKER).write_text("someone/resnet50\n")
+    model = export_model("resnet50-torch-fp32", small=True, weights=str(weights), cache=tmp_path / "cache")
+    assert model.weights.source == ("hub" if from_hub else "local") and model.weights.directory == weights
+    torch_backend.built_module.cache_clear()
+    session = get_backend("torch").load(model, BackendConfig(), 1)
+    assert torch.equal(session.module.fc.weight, source.fc.weight)
+    torch_backend.built_module.cache_clear()

@@ -136,7 +136,11 @@ class TorchSession(InProcessSession):
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """On the CPU: the forward. On a GPU: host to host on this client's own stream, captured in
-        a CUDA graph with the cuda_graph option (kit.backends.torch_cuda)."""
+        a CUDA graph with the cuda_graph option (kit.backends.torch_cuda). The session's own thread
+        count first: torch's is per process, and a later load (a search's next candidate) sets its own."""
+        import torch
+
+        torch.set_num_threads(self.description["threads"])
         if not self.autocast_checked:
             self.check_autocast(inputs)
         if not self.on_gpu:
@@ -286,7 +290,7 @@ def build_module(model: ExportedModel):
     if entry.framework != "torch":
         raise InvalidParameter("backend", "torch", f"{model.name} is a {entry.framework} model, not PyTorch; "
                                "use backend onnxruntime for it")
-    weights_dir = model.weights.detail if model.weights.source != "random" else ""
+    weights_dir = str(model.weights.directory or "")
     return copy.deepcopy(built_module(model.name, model.small, weights_dir, weights_seed(model)))
 
 

@@ -87,6 +87,14 @@ class WeightsInfo:
         return self.source == "random"
 
     @property
+    def directory(self) -> Path | None:
+        """The directory the weights were read from; None for random initialisation or a user's
+        ONNX file. A hub download's detail is "<hub id> (in <directory>)" (kit.models.weights)."""
+        if self.source == "hub":
+            return Path(self.detail.rpartition(" (in ")[2].removesuffix(")"))
+        return Path(self.detail) if self.source == "local" and not self.detail.startswith("user ONNX file") else None
+
+    @property
     def label(self) -> str:
         if self.is_random:
             return f"random initialisation ({self.detail}): accuracy not meaningful"

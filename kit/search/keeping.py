@@ -3,15 +3,21 @@ compiling it again.
 
 A torch.compile'd module has no form on disk: the measurement loading the chosen candidate after
 the search compiled it for its probe compiles it a second time (with inductor's caches warm, about a
-fifth of the first: 7 s of 36 s for resnet50 on a 2-core EPYC, and a GPU search compiles at every
-published batch). OpenVINO, ONNX Runtime and TensorRT reload theirs from their own caches, so they
-are not kept. At most one session per batch size is kept besides the candidate being probed: the
-fastest costly-to-reload candidate while it leads. The measurement takes it only where it would load
-exactly that configuration; whatever is not taken is closed when the keeper closes.
+fifth of the first: 7 s of 36 s for resnet50 on a 2-core EPYC). OpenVINO, ONNX Runtime and TensorRT
+reload theirs from their own caches, so they are not kept.
+
+One session is kept at a time, besides the candidate being probed: a measured torch.compile
+candidate that was ahead of every candidate measured before it, until the search ends with another
+leader or choice (then it is closed), a later search keeps another (on a GPU every published batch
+is searched before any is measured: the last search's is kept, so at most one compiled model waits
+on the device), or the measurement takes it. The measurement takes it only where it would load
+exactly that backend and configuration at that batch; whatever is not taken is closed when the
+keeper closes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kit.backends import BackendConfig
@@ -25,16 +31,17 @@ def costly_to_reload(probe: Probe) -> bool:
 
 @dataclass
 class Kept:
+    batch: int
     probe: Probe
     config: BackendConfig
     session: object
 
 
 class SessionKeeper:
-    """The open sessions a search hands to its row's measurement, one per batch size."""
+    """The one open session a search hands to its row's measurement."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, Kept] = {}
+        self._kept: Kept | None = None
 
     def __enter__(self) -> SessionKeeper:
         return self
@@ -44,49 +51,57 @@ class SessionKeeper:
 
     def offer(self, batch: int, probe: Probe, session, leader: Probe | None) -> bool:
         """Keep `session` (True: the caller must not close it) where `probe` was measured, is costly
-        to reload and beats `leader`, the fastest before it; the session kept before it is closed."""
+        to reload and beats `leader`, the fastest before it; the session kept before is closed."""
         if probe.status != "measured" or not costly_to_reload(probe):
             return False
         if leader is not None and leader is not probe and (probe.throughput or 0.0) <= (leader.throughput or 0.0):
             return False
-        self.discard(batch)
-        self._kept[batch] = Kept(probe, probe.backend_config(), session)
+        try:
+            config = probe.backend_config()
+        except Exception:  # noqa: BLE001 - not kept: the caller closes it as any other
+            return False
+        before, self._kept = self._kept, Kept(batch, probe, config, session)
+        if before is not None:
+            _close(before.session)
         return True
 
     def keep_only(self, batch: int, label: str | None) -> None:
         """Close the session kept at `batch` unless it is the candidate labelled `label` (the leader
         so far, or the one the search chose)."""
-        kept = self._kept.get(batch)
-        if kept is not None and kept.probe.label != label:
-            self.discard(batch)
+        if self._kept is not None and self._kept.batch == batch and self._kept.probe.label != label:
+            self.close()
+
+    def keep_batches(self, batches: Iterable[int]) -> None:
+        """Close the kept session unless its batch is one of `batches` (the ones to be measured)."""
+        if self._kept is not None and self._kept.batch not in set(batches):
+            self.close()
 
     def lend(self, batch: int, probe: Probe):
         """The session kept at `batch` for `probe` (it stays kept: the borrower must not close it), or None."""
-        kept = self._kept.get(batch)
-        return kept.session if kept is not None and kept.probe.label == probe.label else None
+        kept = self._kept
+        return kept.session if kept is not None and kept.batch == batch and kept.probe.label == probe.label else None
 
-    def take(self, batch: int, config: BackendConfig):
-        """The session kept at `batch` where it was loaded with exactly `config`, handed over (the
-        caller closes it); else None, and any session kept there is closed."""
-        kept = self._kept.pop(batch, None)
-        if kept is None:
+    def take(self, batch: int, backend: str, config: BackendConfig):
+        """The session kept at `batch` where it was loaded by `backend` with exactly `config`, handed
+        over (the caller closes it); else None, and a session kept at `batch` is closed."""
+        kept = self._kept
+        if kept is None or kept.batch != batch:
             return None
-        if kept.config == config:
+        self._kept = None
+        if kept.probe.backend == backend and kept.config == config:
             return kept.session
         _close(kept.session)
         return None
 
-    def discard(self, batch: int) -> None:
-        kept = self._kept.pop(batch, None)
+    def close(self) -> None:
+        kept, self._kept = self._kept, None
         if kept is not None:
             _close(kept.session)
 
-    def close(self) -> None:
-        for batch in list(self._kept):
-            self.discard(batch)
-
 
 def _close(session) -> None:
-    session.close()
-    del session
-    release()
+    try:
+        session.close()
+    finally:
+        del session
+        release()

@@ -123,7 +123,9 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
             session = lent(batch, p) if lent is not None else None
             if session is not None:
                 borrowed.add(id(session))
-            sessions.append(session or require_backend(p.backend).load(model, p.backend_config(), batch))
+            if session is None:
+                session = require_backend(p.backend).load(model, p.backend_config(), batch)
+            sessions.append(session)
             if warm_up:
                 sessions[-1].run(inputs)  # before the first round, not one per round
         while go_on(ratios, time.perf_counter() - started):

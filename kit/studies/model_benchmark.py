@@ -114,6 +114,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     result.model = model.describe()
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         per_batch = batch_configs(cfg, model, result, keeper)
+        keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
         cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
         result.notes.append(f"Precision: {cfg.note()}.")
         result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
@@ -129,7 +130,7 @@ def execute(cfg: Config, result: RunResult) -> None:
             try:
                 measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
                                   with_accuracy=i == 0, note=rounds.note,
-                                  kept=keeper.take(batch, here.backend_config()))
+                                  kept=keeper.take(batch, here.backend, here.backend_config()))
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
@@ -307,9 +308,9 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
-                f" ({KEPT_NOTE})" if kept is not None else "")
+                " (the search's torch.compile session: not compiled again)" if kept is not None else "")
         if kept is not None:
-            result.notes.append(f"Batch {batch}: {KEPT_NOTE}, compiled in {kept.description.get('compile_s', '?')} s.")
+            result.notes.append(kept_note(batch, kept))
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
@@ -331,7 +332,11 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 phase.detail = str(result.accuracy[-1].get("status") or "")
 
 
-KEPT_NOTE = "timed on the search's own session of it, not compiled a second time"
+def kept_note(batch: int, session) -> str:
+    seconds = session.description.get("compile_s")
+    took = f"{seconds:g} s, counted in the search phase" if isinstance(seconds, int | float) else "counted in the search phase"
+    return (f"Batch {batch}: timed on the torch.compile session the search compiled for its probe ({took}) "
+            "and then ran; not compiled again.")
 
 
 def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult) -> None:
