@@ -30,6 +30,7 @@ from kit.batch.fingerprint import kit_digest
 from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
+from kit.batch.prepare import Prepared
 from kit.errors import BackendUnavailable
 from kit.hardware.reuse import reuse_identity
 from kit.paths import notebooks_dir, outputs_dir, project_root
@@ -99,6 +100,9 @@ class DaskExecutor:
         self._liveness = Liveness(self.client, lost_after_s)
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
+
+    def prepare(self, tasks: list[Task]) -> Prepared:
+        return Prepared()  # each worker exports into its own cache when its job runs
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         if not tasks:

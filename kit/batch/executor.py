@@ -9,6 +9,7 @@ from typing import Protocol
 
 from kit.batch.jobs import Job
 from kit.batch.outcome import Outcome
+from kit.batch.prepare import Prepared
 from kit.hardware.source import file_sha256
 from kit.paths import notebooks_dir, project_root
 
@@ -55,6 +56,11 @@ class Task:
 
 class Executor(Protocol):
     """Runs tasks and yields each with its Outcome as it finishes (files already in run_dir)."""
+
+    def prepare(self, tasks: list[Task]) -> Prepared:
+        """Make beforehand what the tasks will load, where this executor can (this machine:
+        the missing exports side by side, kit.batch.prepare); nothing is timed meanwhile."""
+        ...
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]: ...
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kit.batch.executor import Task
 from kit.batch.outcome import Outcome
+from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
 from kit.batch.proctree import kill_tree
 from kit.batch.worker import EXIT_KILLED
 from kit.measure.memory import oom_message
@@ -98,11 +99,47 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.returncode = -signal.SIGKILL
 
 
+PREPARE_LIMIT_S = 1800.0  # the exports side by side; past it, the jobs export what is left
+
+
+def prepare_exports(tasks: list[Task]) -> Prepared:
+    """The full-size exports the tasks load and no cache holds, made side by side in a child
+    process (its tree killed on an interrupt or at PREPARE_LIMIT_S) where this machine has the
+    cores and memory for two or more at once (kit.batch.prepare); else nothing."""
+    requests = missing_exports(t.job for t in tasks)
+    workers = parallel_exports(requests)
+    if workers < 2:
+        return Prepared()
+    print(f"exporting {len(requests)} model(s) to ONNX, {workers} at a time, before the first job "
+          "(cached after this)", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "kit.batch.prepare",
+                                 json.dumps([r.to_dict() for r in requests]), str(workers)],
+                                stdout=log, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            ended = _wait(proc, started + PREPARE_LIMIT_S, None)
+        except BaseException:
+            _kill(proc)
+            raise
+        if ended is None:
+            _kill(proc)
+        log.seek(0)
+        records = [json.loads(line) for line in log.read().decode(errors="replace").splitlines()
+                   if line.startswith("{")]
+    done = prepared(records, workers, time.perf_counter() - started)
+    print(done.summary() or "no export made side by side", file=sys.stderr, flush=True)
+    return done
+
+
 class LocalExecutor:
     """Runs tasks one after another on this machine."""
 
     def __init__(self) -> None:
         self._current: Task | None = None
+
+    def prepare(self, tasks: list[Task]) -> Prepared:
+        return prepare_exports(tasks)
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         for task in tasks:

@@ -28,6 +28,7 @@ from kit.batch.jobs import Job, JobRecord
 from kit.batch.local import LocalExecutor
 from kit.batch.lock import outputs_lock
 from kit.batch.outcome import Outcome, result_status
+from kit.batch.prepare import Prepared
 from kit.batch.state import RUN_FILE, read_state, save_record, save_state
 from kit.paths import outputs_dir
 from kit.results import version_problem
@@ -100,6 +101,12 @@ class Batch:
                 tasks.append(Task(job, self.run_dir, self.out, fingerprint, command=self.command))
         return tasks
 
+    def prepared(self, done: Prepared) -> None:
+        """Record what the executor made before the jobs (the run file keeps it)."""
+        if done.made or done.failed:
+            self.run["prepared"] = done.to_dict()
+            self.save()
+
     def finish(self, task: Task, outcome: Outcome) -> JobRecord:
         status, message, hardware = outcome.status, outcome.message, ""
         if status == "ok":
@@ -159,7 +166,9 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
             try:
                 for phase_jobs, runner in phases:
                     batch.records = {r.name: r for r in _in_order(jobs, batch.records)}
-                    for task, outcome in runner.run(batch.tasks(phase_jobs, force)):
+                    tasks = batch.tasks(phase_jobs, force)
+                    batch.prepared(runner.prepare(tasks))
+                    for task, outcome in runner.run(tasks):
                         batch.finish(task, outcome)
             except BatchInterrupted as stop:
                 for runner in {id(r): r for _, r in phases}.values():

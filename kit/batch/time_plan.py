@@ -139,8 +139,9 @@ def plan_profile(profile: str, hardware: str = "auto", *, only: set[str] | None 
     return [FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(j.name) for j in jobs]
 
 
-def plan_text(floors: list[JobFloor], profile: str, kind: str) -> str:
-    """The floors as a table, with the totals and what comes on top."""
+def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports: int = 0) -> str:
+    """The floors as a table, with the totals and what comes on top (`parallel_exports`: how many
+    exports this machine makes at once before the first job, kit.batch.prepare)."""
     offered = ", ".join(kinds.get(kind).ort_providers()) or "none"
     head = (f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
             f"{'probe s':>7} {'compiles':>8}")
@@ -160,7 +161,8 @@ def plan_text(floors: list[JobFloor], profile: str, kind: str) -> str:
         f"{sum(f.window_limit_s for f in floors):8.0f} {sum(f.searches for f in floors):8d} "
         f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
         f"{sum(f.compiles for f in floors):8d}",
-        f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first run), loading and "
+        f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first run; "
+        f"{f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "
         "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), warm-up calls, the "
         "reference outputs, the accuracy check, the roofline's bandwidth measurement. A window whose "
         f"interval is still wide at its limit goes on to {HARD_LIMIT}x that until it has 3 rounds."])

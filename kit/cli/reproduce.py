@@ -18,6 +18,7 @@ from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import Job, JobRecord
 from kit.batch.lock import outputs_lock
+from kit.batch.prepare import export_requests, parallel_exports
 from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
@@ -100,8 +101,10 @@ def show_plan(args: argparse.Namespace) -> int:
     if args.scheduler:
         print(f"--plan: planned on this machine's kinds and candidates, not the workers of {args.scheduler}")
     for kind in hardware_kinds(args.hardware):
-        names = {j.name for j in select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)}
-        print(plan_text(plan_profile(args.profile, kind, only=names, search=args.search == "1"), args.profile, kind))
+        chosen = select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)
+        floors = plan_profile(args.profile, kind, only={j.name for j in chosen}, search=args.search == "1")
+        parallel = 0 if args.scheduler else parallel_exports(export_requests(chosen))
+        print(plan_text(floors, args.profile, kind, parallel))
     return EXIT_OK
 
 

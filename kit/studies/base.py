@@ -25,6 +25,7 @@ from kit.hardware.environment import capture
 from kit.hardware.kinds import device_kind
 from kit.measure.memory import resources, steady_allocator
 from kit.measure.time_account import accounting
+from kit.models.requests import ExportRequest
 from kit.results import ResultKind, RunResult
 
 C = TypeVar("C", bound="StudyConfig")
@@ -60,6 +61,11 @@ class StudyConfig:
 
     def to_dict(self) -> dict:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def exports(self) -> list[ExportRequest]:
+        """The zoo exports a run of this config loads: a batch makes the ones not cached yet side
+        by side before its first timed job (kit.batch.prepare)."""
+        return []
 
 
 @dataclasses.dataclass(frozen=True)

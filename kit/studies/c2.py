@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from itertools import cycle
 
 from kit import progress
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, export_opset, require_backend
 from kit.datasets.images import image_files, preprocess_batch
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -24,6 +24,7 @@ from kit.measure.time_account import phase as timed_phase
 from kit.measure.time_account import timing_detail
 from kit.measure.window import BatchMeasurement, MeasureConfig, time_limit, timed_window
 from kit.models import load_model
+from kit.models.requests import ExportRequest
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.studies.base import RunsOnBackend, closing_all, run_study
@@ -61,6 +62,9 @@ class Config(RunsOnBackend):
         return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
                              min_count=self.min_count, replicas=self.replicas, target_ci=self.target_ci,
                              max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
+
+    def exports(self) -> list[ExportRequest]:
+        return [ExportRequest(C2_MODEL, self.small, self.weights, opset=export_opset(self.backend))]
 
 
 def run(config: Config | dict) -> RunResult:

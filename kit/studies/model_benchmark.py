@@ -22,6 +22,7 @@ from kit.measure.time_account import phase as timed_phase
 from kit.measure.time_account import timing_detail
 from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
+from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
 from kit.search import Decision, SearchSettings, SessionKeeper, decide, key_hash, search_cost
@@ -91,6 +92,11 @@ class Config(RunsOnBackend):
 
     def backend_config(self) -> BackendConfig:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options), kind=self.hardware)
+
+    def exports(self) -> list[ExportRequest]:
+        if self.model.endswith(".onnx"):  # the user's own file: nothing to export
+            return []
+        return [ExportRequest(self.model, self.small, self.weights, self.seed, export_opset(self.backend))]
 
     def search_settings(self):
         each = kinds.get(self.hardware).search_each_batch  # every batch decides itself: no near tie to settle

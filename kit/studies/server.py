@@ -16,6 +16,7 @@ from kit.backends.base import Session
 from kit.errors import InvalidParameter
 from kit.measure.window import MeasureConfig
 from kit.models import load_model
+from kit.models.requests import ExportRequest
 from kit.models.spec import ExportedModel
 from kit.paths import outputs_dir
 from kit.published import figures as published
@@ -184,6 +185,11 @@ class Config(RunsOnBackend):
 
     def batch_policies(self) -> list[BatchPolicy]:
         return [BatchPolicy.parse(p) for p in self.policies]
+
+    def exports(self) -> list[ExportRequest]:
+        if self.model.endswith(".onnx"):  # the user's own file: nothing to export
+            return []
+        return [ExportRequest(self.model, self.small, opset=export_opset(self.backend))]
 
     def backend_config(self) -> BackendConfig:
         return BackendConfig(precision=self.precision, device=self.device, threads=self.threads, kind=self.hardware)

@@ -1,0 +1,130 @@
+"""kit.batch.prepare: the exports a batch will load, made side by side before its first timed job
+where the machine has the cores and memory for it; a failed one is left to its job."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from kit.batch import Job, local, prepare
+from kit.batch.profiles import jobs_for
+from kit.measure.memory import GB
+from kit.models.requests import ExportRequest
+
+RESNET, SWIN, WIDEDEEP = (ExportRequest("resnet50-torch-fp32"), ExportRequest("swin-large-torch-fp32"),
+                          ExportRequest("widedeep-tf-fp32"))
+
+
+def test_how_many_at_once_follows_the_cores_and_the_largest_export_s_memory():
+    assert [round(r.need_bytes() / GB, 1) for r in (RESNET, SWIN, WIDEDEEP)] == [1.0, 4.0, 5.8]
+    twelve = [RESNET] * 9 + [SWIN] * 3
+    assert prepare.parallel_exports(twelve, cores=8, available=120 * GB) == 8  # one per core
+    assert prepare.parallel_exports(twelve, cores=16, available=12 * GB) == 2  # 0.8 x 12 GB / 4.0 GB
+    assert prepare.parallel_exports([RESNET, SWIN, WIDEDEEP], cores=8, available=12 * GB) == 1  # 9.6 / 5.8
+    assert prepare.parallel_exports([RESNET, SWIN], cores=16, available=120 * GB) == 2  # one per export
+    assert prepare.parallel_exports(twelve, cores=2, available=20 * GB) == 2  # this 2-core machine
+    assert prepare.parallel_exports(twelve, cores=1, available=20 * GB) == 1  # one core: nothing side by side
+    assert prepare.parallel_exports([], cores=16, available=120 * GB) == 0
+
+
+def test_the_missing_exports_are_each_job_s_model_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "empty"))
+    jobs = jobs_for("quick", "cpu")
+    wanted = prepare.missing_exports(jobs + [Job("bad", "model_benchmark.ipynb", {"model": "nosuchnet"}),
+                                             Job("worse", "model_benchmark.ipynb", {"batch_sizes": [-3]})])
+    models = [r.model for r in wanted]
+    assert len(models) == len(set(models))  # the FP8 rows and the server share their FP16 row's export
+    rows = {j.parameters["model"] for j in jobs if j.notebook == "model_benchmark.ipynb"}
+    assert set(models) == rows | {"resnext101-c2"}
+    assert all(r.opset == 17 and r.weights == "random" and not r.small for r in wanted)
+    small = Job("small", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32", "small": True})
+    assert prepare.missing_exports([small]) == []  # small exports are quick and run in the job's process
+
+
+def test_the_cached_exports_are_not_asked_for_again(small, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))
+    cached = ExportRequest(small.name, small=True)
+    assert cached.cached()
+    assert not ExportRequest(small.name, small=True, opset=11).cached()  # the IPU's opset: another file
+    assert not ExportRequest(small.name, small=True, seed=3).cached()  # other random weights
+
+
+def test_exports_run_side_by_side_and_one_failing_leaves_the_others(monkeypatch, capsys):
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def export(self):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        if self.model == "bert-torch-fp32":
+            raise RuntimeError("exporter crashed\nsecond line")
+
+    monkeypatch.setattr(ExportRequest, "export", export)
+    requests = [ExportRequest(m) for m in ("resnet50-torch-fp32", "bert-torch-fp32", "albert-torch-fp32",
+                                           "roberta-torch-fp32")]
+    records = prepare.export_all(requests, 2)
+    assert peak[0] == 2 and [r["model"] for r in records] == [r.model for r in requests]
+    assert [r["error"] for r in records] == [None, "RuntimeError: exporter crashed", None, None]
+    assert len(capsys.readouterr().out.splitlines()) == 4  # one JSON line each, for the batch to read
+    done = prepare.prepared(records, 2, 12.34)
+    assert done.made == ("resnet50-torch-fp32", "albert-torch-fp32", "roberta-torch-fp32")
+    assert done.summary() == ("exported 3 model(s) to ONNX side by side before the first job (2 at a time, 12 s); "
+                              "failed here, left to their jobs: bert-torch-fp32 (RuntimeError: exporter crashed)")
+
+
+def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached(tmp_path, monkeypatch):
+    """The real thing, on a model whose full-size export takes seconds here: resnet50, and a
+    request that fails (weights that are not there), two at a time."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(local, "parallel_exports", lambda requests: 2)
+    tasks = [local.Task(Job("r", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32"}), tmp_path, tmp_path, ""),
+             local.Task(Job("b", "model_benchmark.ipynb", {"model": "bert-torch-fp32",
+                                                             "weights": str(tmp_path / "no-weights")}),
+                        tmp_path, tmp_path, "")]
+    done = local.prepare_exports(tasks)
+    assert done.made == ("resnet50-torch-fp32",) and done.parallel == 2
+    assert len(done.failed) == 1 and done.failed[0].startswith("bert-torch-fp32 (MissingResource: no weights")
+    assert ExportRequest("resnet50-torch-fp32").cached()
+    assert prepare.missing_exports([tasks[0].job]) == []
+
+
+def test_an_interrupt_kills_the_exports_and_reaches_the_batch(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(local, "parallel_exports", lambda requests: 2)
+    killed = []
+
+    def interrupted(proc, deadline, should_stop):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "_wait", interrupted)
+    monkeypatch.setattr(local, "_kill", lambda proc: killed.append(proc.pid) or local.kill_tree(proc.pid))
+    task = local.Task(Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}), tmp_path, tmp_path, "")
+    with pytest.raises(KeyboardInterrupt):
+        local.prepare_exports([task])
+    assert len(killed) == 1
+    assert not ExportRequest("swin-large-torch-fp32").cached()
+
+
+def test_the_batch_records_what_was_made_before_its_jobs(outputs, monkeypatch):
+    from kit.batch import run_jobs
+
+    made = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
+    monkeypatch.setattr(local, "prepare_exports", lambda tasks: made if tasks else prepare.Prepared())
+    [record] = run_jobs([Job("published_results", "published_results.ipynb", {}, 300)], out=outputs)
+    run = json.loads(next(outputs.glob("runs/*/batch.run")).read_text())
+    assert record.status == "ok" and run["prepared"] == made.to_dict()
+
+
+def test_the_plan_says_how_the_exports_will_run_here():
+    from kit.batch.time_plan import plan_profile, plan_text
+
+    floors = plan_profile("quick", "cpu", only={"resnet50-torch-fp32_FP16"})
+    assert "1 ONNX export (cached after the first run; here made 4 at a time before the first job)" in \
+        plan_text(floors, "quick", "cpu", 4)
+    assert "each job exports its own, one after another here" in plan_text(floors, "quick", "cpu", 1)
