@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.batch.worker import watch_parent
 from kit.errors import KitError
 from kit.hardware.environment import usable_cores
 from kit.measure.memory import available_bytes
@@ -112,8 +113,6 @@ def prepared(records: list[dict], parallel: int, seconds: float) -> Prepared:
 
 
 def main(argv: list[str]) -> int:
-    from kit.batch.worker import watch_parent
-
     watch_parent()
     requests = [ExportRequest(**r) for r in json.loads(argv[0])]
     export_all(requests, int(argv[1]))

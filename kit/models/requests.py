@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from kit.errors import KitError
 from kit.measure.memory import STEP_COSTS, estimate_need
+from kit.models import ExportedModel, export_model
 from kit.models.export import DEFAULT_OPSET, latest_cached_meta
 from kit.models.weights import resolve_weights
 from kit.models.zoo import MODELS
@@ -50,10 +51,8 @@ class ExportRequest:
         return {k: meta.get("weights", {}).get(k) for k in ("source", "detail")} == {"source": info.source,
                                                                                       "detail": info.detail}
 
-    def export(self):
+    def export(self) -> ExportedModel:
         """The export, from the cache or made now (each full-size one in a child process)."""
-        from kit.models import export_model
-
         return export_model(self.model, small=self.small, weights=self.weights, seed=self.seed, opset=self.opset)
 
     def to_dict(self) -> dict:
