@@ -128,3 +128,20 @@ def test_the_plan_says_how_the_exports_will_run_here():
     assert "1 ONNX export (cached after the first run; here made 4 at a time before the first job)" in \
         plan_text(floors, "quick", "cpu", 4)
     assert "each job exports its own, one after another here" in plan_text(floors, "quick", "cpu", 1)
+
+
+def test_an_interrupt_before_the_first_notebook_says_none_was_running(outputs, monkeypatch, capsys):
+    import signal
+
+    from kit.batch.interrupts import BatchInterrupted
+    from kit.cli.main import main as kit_main
+
+    def interrupted(tasks):
+        raise BatchInterrupted(signal.SIGINT)
+
+    monkeypatch.setattr(local, "prepare_exports", interrupted)
+    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False, search=True:
+                        [Job("published_results", "published_results.ipynb", {}, 300)])
+    assert kit_main(["reproduce", "--hardware", "cpu"]) == 130
+    out = capsys.readouterr().out
+    assert "interrupted by SIGINT: 0 notebooks ok kept (outputs/runs), no notebook was running;" in out

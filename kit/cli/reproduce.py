@@ -87,7 +87,9 @@ def reproduce(args: argparse.Namespace) -> int:
         resume = ("`make reproduce` again resumes" if not force else
                   "`make reproduce` resumes with the decisions searched so far (each job reads its row's "
                   "decision itself); FORCE=1 again would search every row again")
-        print(f"{stop}: {kept} notebooks ok kept (outputs/runs), the running one recorded as interrupted; "
+        running = ("the running one recorded as interrupted" if any(r.status == "interrupted" for r in stop.records)
+                   else "no notebook was running")
+        print(f"{stop}: {kept} notebooks ok kept (outputs/runs), {running}; "
               f"{resume} (state: {outputs_dir() / 'state.json'})")
         return stop.exit_code
     finally:
