@@ -262,3 +262,27 @@ def test_a_session_kept_at_a_batch_that_is_not_measured_is_closed_before_the_mea
     log = TwinBackend.log
     assert log.index(("close", True, 2)) < log.index(("load", True, 1))  # not held while batch 1 runs
     assert all(s.closed for s in TwinBackend.sessions)
+
+
+def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_it_kept(twin, monkeypatch):
+    """A GPU searches every published batch: each one is measured before the next is searched, so
+    every batch's compiled winner is timed without a second compile and no compiled model waits
+    on the device while another batch is searched."""
+    from kit.studies import model_benchmark
+
+    on_gpu = [RowCandidate("twin", "fp32", "cuda", why="eager"),
+              RowCandidate("twin", "fp32", "cuda", options={"compile": True}, why="compiled")]
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
+    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: on_gpu)
+    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cuda", "pinned"))
+    result = model_benchmark.run(dict(model=twin.name, small=True, backend="twin", device="cuda", hardware="cuda",
+                                      batch_sizes=[1, 2], search=True, accuracy=False, roofline=False, power=False,
+                                      warmup=0, min_duration_s=0.05, min_count=2))
+    assert result.status == "ok", result.errors
+    log = TwinBackend.log
+    assert [e for e in log if e[0] == "load" and e[1]] == [("load", True, 1), ("load", True, 2)]  # searches only
+    assert log.index(("close", True, 1)) < log.index(("load", False, 2))  # batch 1 done before batch 2's search
+    assert [n[:7] for n in result.notes if "torch.compile session the search compiled" in n] == ["Batch 1", "Batch 2"]
+    assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
+    assert {m["batch_size"]: m["searched_plan"]["decided_at_batch"] for m in result.measurements} == {1: 1, 2: 2}
+    assert result.backend["options"] == {"compile": True} and all(s.closed for s in TwinBackend.sessions)

@@ -8,9 +8,8 @@ reload theirs from their own caches, so they are not kept.
 
 One session is kept at a time, besides the candidate being probed: a measured torch.compile
 candidate that was ahead of every candidate measured before it, until the search ends with another
-leader or choice (then it is closed), a later search keeps another (on a GPU every published batch
-is searched before any is measured: the last search's is kept, so at most one compiled model waits
-on the device), or the measurement takes it. The measurement takes it only where it would load
+leader or choice (then it is closed), a later search keeps another, or the measurement takes it (on
+a GPU each published batch is measured right after its own search, kit.studies.model_benchmark). The measurement takes it only where it would load
 exactly that backend and configuration at that batch; whatever is not taken is closed when the
 keeper closes.
 """

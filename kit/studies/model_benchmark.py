@@ -6,7 +6,7 @@ accuracy, power.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
@@ -118,21 +118,19 @@ def execute(cfg: Config, result: RunResult) -> None:
                            input_shapes=cfg.input_shapes or None)
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
     result.model = model.describe()
+    reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
+    sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
+    per_batch: dict[int, Config] = {}
+    sessions: dict[int, dict] = {}
+    notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
-        per_batch = batch_configs(cfg, model, result, keeper)
-        keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
-        cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
-        result.notes.append(f"Precision: {cfg.note()}.")
-        result.notes += [f"Precision at batch {b}: {c.note()}." for b, c in per_batch.items() if c != cfg]
-        backend = require_backend(cfg.backend)
-        bcfg = cfg.backend_config()
-        result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
-        reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-        sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
-        rounds = progress.rounds(cfg.batch_sizes, f"{model.name} on {backend.name} {cfg.precision}",
-                                 unit="batch size")
-        for i, batch in enumerate(rounds):
-            here = per_batch[batch]
+        rounds = progress.rounds(planned_batches(cfg, model, result, keeper), f"{model.name}: batch sizes",
+                                 unit="batch size", total=len(cfg.batch_sizes))
+        for i, (batch, here) in enumerate(rounds):
+            if not per_batch:
+                notes_at = len(result.notes)  # the precision notes go after the (first) search's
+            per_batch[batch] = here
+            result.backend = backend_block(here)
             try:
                 measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
                                   with_accuracy=i == 0, note=rounds.note,
@@ -140,6 +138,12 @@ def execute(cfg: Config, result: RunResult) -> None:
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
+            sessions[batch] = result.backend.get("session")
+    cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
+    result.notes[notes_at:notes_at] = [f"Precision: {cfg.note()}."] + [
+        f"Precision at batch {b}: {c.note()}." for b, c in sorted(per_batch.items()) if c != cfg]
+    headline_session = sessions.get(max(cfg.batch_sizes))
+    result.backend = {**backend_block(cfg), **({"session": headline_session} if headline_session else {})}
     if cfg.roofline:
         with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
@@ -154,11 +158,34 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
                                   f"{model.onnx_path.name}'s own graph (its weights), run as it is")
 
 
+def backend_block(cfg: Config) -> dict:
+    """The result's `backend`: the backend, its config and the device it runs on."""
+    backend, bcfg = require_backend(cfg.backend), cfg.backend_config()
+    return {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
+
+
+def planned_batches(cfg: Config, model: ExportedModel, result: RunResult,
+                    keeper: SessionKeeper | None = None) -> Iterator[tuple[int, Config]]:
+    """Each batch size with the config it runs, in the order they are measured. Where the kind
+    searches each batch (a GPU), each is searched just before it is measured, smallest first, so
+    the session its search kept (kit.search.keeping) is timed at once and no compiled model waits
+    on the device while the next batch is searched; elsewhere the one plan (searched, or the job's
+    own) is decided first and the batches run in the job's order."""
+    kind = kinds.get(cfg.hardware)
+    if cfg.search and kind.search_each_batch and not kind.published_settings:
+        yield from searched_each_batch(cfg, model, result, keeper)
+        return
+    per_batch = batch_configs(cfg, model, result, keeper)
+    if keeper is not None:
+        keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
+    yield from ((b, per_batch[b]) for b in cfg.batch_sizes)
+
+
 def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
                   keeper: SessionKeeper | None = None) -> dict[int, Config]:
-    """The config each batch size runs: the searched plan (one for every batch, or, where the kind
-    searches each batch, a GPU, each batch's own), else the job's own; `keeper` holds the searched
-    sessions that would be compiled again to load (kit.search.keeping)."""
+    """The config each batch size runs where the kind does not search each batch: the plan
+    searched at one batch for all, else the job's own; `keeper` holds the searched session that
+    would be compiled again to load (kit.search.keeping)."""
     if not cfg.search:
         one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
         return dict.fromkeys(cfg.batch_sizes, one)
@@ -166,11 +193,8 @@ def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
         result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its published "
                             "settings.")
         return dict.fromkeys(cfg.batch_sizes, cfg)
-    if not kinds.get(cfg.hardware).search_each_batch:
-        batch = cfg.search_batch or max(cfg.batch_sizes)
-        return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key,
-                                                           keeper=keeper)[0])
-    return searched_each_batch(cfg, model, result, keeper)
+    batch = cfg.search_batch or max(cfg.batch_sizes)
+    return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key, keeper=keeper)[0])
 
 
 def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
@@ -185,19 +209,19 @@ def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: in
 
 
 def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
-                        keeper: SessionKeeper | None = None) -> dict[int, Config]:
+                        keeper: SessionKeeper | None = None) -> Iterator[tuple[int, Config]]:
     """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
-    at the next); the largest batch's probe table is the result's `search`, every decision's
-    summary in `search_by_batch`."""
+    at the next), yielded as it is made; the last batch's probe table is the result's `search`,
+    every decision's summary in `search_by_batch`."""
     keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
-    out, prior, summaries = {}, None, []
+    prior, summaries = None, []
+    result.tables["search_by_batch"] = summaries
     for batch in sorted(cfg.batch_sizes):
-        out[batch], decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
+        here, decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
         prior = decision or prior
         if decision is not None:
             summaries.append(result.tables["search_decision"])
-    result.tables["search_by_batch"] = summaries
-    return out
+        yield batch, here
 
 
 def searched_config(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
