@@ -13,6 +13,7 @@ from kit.batch import Job, local, prepare
 from kit.batch.profiles import jobs_for
 from kit.measure.memory import GB
 from kit.models.requests import ExportRequest
+from kit.results import ResultKind, RunResult
 
 RESNET, SWIN, WIDEDEEP = (ExportRequest("resnet50-torch-fp32"), ExportRequest("swin-large-torch-fp32"),
                           ExportRequest("widedeep-tf-fp32"))
@@ -145,3 +146,28 @@ def test_an_interrupt_before_the_first_notebook_says_none_was_running(outputs, m
     assert kit_main(["reproduce", "--hardware", "cpu"]) == 130
     out = capsys.readouterr().out
     assert "interrupted by SIGINT: 0 notebooks ok kept (outputs/runs), no notebook was running;" in out
+
+
+@pytest.mark.parametrize("study", ["model_benchmark", "c2_study", "server_scenario"])
+def test_each_study_exports_what_it_says_it_will_load(study, monkeypatch):
+    """What a config's exports() asks the batch to make beforehand is what its run loads: a drift
+    would export one model ahead and another in the job."""
+    from kit.studies import STUDIES
+
+    module = STUDIES.get(study).module
+    loaded = []
+
+    class Stop(Exception):
+        pass
+
+    def load_model(name, **kwargs):
+        loaded.append(ExportRequest(name, kwargs.get("small", False), kwargs.get("weights", "random"),
+                                    kwargs.get("seed", 0), kwargs["opset"]))
+        raise Stop
+
+    monkeypatch.setattr(module, "load_model", load_model)
+    params = {"small": True, "weights": "local", **({"seed": 3} if study == "model_benchmark" else {})}
+    cfg = STUDIES.get(study).config.from_params(params)
+    with pytest.raises(Stop):
+        module.execute(cfg, RunResult.new(ResultKind.MODEL_BENCHMARK, study, {}, {}))
+    assert loaded == cfg.exports()

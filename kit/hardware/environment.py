@@ -247,8 +247,8 @@ def _nvml_versions() -> dict:
 def _torch_cuda_versions() -> dict:
     """torch's CUDA runtime and cuDNN; a CPU build of torch (its version.py says cuda None) is not
     imported for it (2.6 s of a CPU job that runs OpenVINO on a 2-core EPYC)."""
-    if "torch" not in sys.modules and torch_build_cuda() is None:
-        return {"cuda_runtime_torch": None, "cudnn_torch": None} if importlib.util.find_spec("torch") else {}
+    if "torch" not in sys.modules and torch_build_cuda() is None:  # no torch, or a CPU build: both None
+        return {}
     try:
         import torch
     except ImportError:

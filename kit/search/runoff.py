@@ -121,10 +121,10 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
     try:
         for p in pair:
             session = lent(batch, p) if lent is not None else None
-            if session is not None:
-                borrowed.add(id(session))
             if session is None:
                 session = require_backend(p.backend).load(model, p.backend_config(), batch)
+            else:
+                borrowed.add(id(session))
             sessions.append(session)
             if warm_up:
                 sessions[-1].run(inputs)  # before the first round, not one per round
