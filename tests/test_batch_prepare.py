@@ -90,6 +90,7 @@ def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached
                         tmp_path, tmp_path, "")]
     done = local.prepare_exports(tasks)
     assert done.made == ("resnet50-torch-fp32",) and done.parallel == 2
+    assert 1.0 < done.seconds < local.PREPARE_LIMIT_S  # the child's wall time: an export takes seconds here
     assert len(done.failed) == 1 and done.failed[0].startswith("bert-torch-fp32 (MissingResource: no weights")
     assert ExportRequest("resnet50-torch-fp32").cached()
     assert prepare.missing_exports([tasks[0].job]) == []
