@@ -7,21 +7,33 @@ the capture rules of the real library (CUDA's stream capture as torch.cuda.graph
 - a host<->device copy in a capture must be asynchronous from pinned memory: a copy touching
   pageable host memory (a tensor made by `torch.from_numpy`, or cast from one on the host), or a
   blocking copy (`non_blocking=False`) to or from pinned memory, raises;
+- a device value read on the host (`is_nonzero` as in `if t.all():`, `item`, `_local_scalar_dense`,
+  `equal`, `nonzero` and a boolean-mask index) raises; outside a capture each such read is counted
+  (`reads`: a round trip every eager call);
+- a tensor made from Python data (`torch.tensor`, `torch.as_tensor`) is host memory: made on the
+  device (`device=`) it is a copy from pageable memory and raises; on the host it may enter a device
+  op only as a 0-dim scalar (CUDA reads those on the host at launch), and never as an index;
 - pinned allocation and the allocator's own changes (`pin_memory`, `empty_cache`) raise in a capture;
+- `torch.cuda.is_current_stream_capturing()` says whether a capture is under way, as transformers asks.
+
+A refusal names the innermost frame outside torch and this double (file:line function).
 - a replay re-runs exactly the captured operations on the captured tensors, so a new input must be
   copied into the captured (static) input buffers before `replay()`, or the replay computes on the
   old one. A graph replays only once captured, and never inside another capture.
 
 Host and device both live in CPU memory here (the session's device is 'cpu'): the double tags
-host tensors itself (pageable from `torch.from_numpy`, pinned from `pin_memory`).
+host tensors itself (pageable from `torch.from_numpy` and Python data, pinned from `pin_memory`), so a
+device given as `device=` is the GPU's, and `.to(device)` of a host tensor (a no-op here) is not seen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import traceback
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,13 +42,29 @@ from torch.utils._pytree import tree_flatten
 
 aten = torch.ops.aten
 CAPTURING = "CUDA error: operation not permitted when stream is capturing"
-SYNC_OPS = {aten._local_scalar_dense.default}
+#: ops that read a device value on the host (the call waits for the GPU)
+SYNC_OPS = {aten._local_scalar_dense.default, aten.is_nonzero.default, aten.equal.default, aten.nonzero.default}
 COPIES = {aten.copy_.default, aten._to_copy.default}
 HOST_PROPAGATING = {aten._to_copy.default, aten.clone.default, aten.contiguous.default}
+INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
+TORCH_DIR = str(Path(torch.__file__).parent)
+__tracebackhide__ = True  # kit.backends.torch_cuda.culprit and pytest skip this module's frames
 
 
 class CaptureError(RuntimeError):
     """What CUDA raises when a capture does something it may not."""
+
+
+def culprit() -> str:
+    """The innermost frame outside torch and this double: the code that did what CUDA refuses."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(TORCH_DIR) and frame.filename != __file__:
+            return f"{frame.filename}:{frame.lineno} {frame.name}"
+    return "?"
+
+
+def refuse(what: str) -> CaptureError:
+    return CaptureError(f"{CAPTURING} ({what}) at {culprit()}")
 
 
 def ptr(t: torch.Tensor) -> int:
@@ -53,13 +81,20 @@ class FakeCuda:
     syncs: int = 0
     local: threading.local = field(default_factory=threading.local)
 
+    reads: int = 0  # device values read on the host outside a capture (a round trip each)
+
     def refuse_in_capture(self, what: str) -> None:
         if self.capturing is not None:
-            raise CaptureError(f"{CAPTURING} ({what})")
+            raise refuse(what)
+
+    def is_host(self, t: torch.Tensor) -> bool:
+        return ptr(t) in self.pageable or ptr(t) in self.pinned
 
     def tag(self, t: torch.Tensor, bucket: set) -> None:
         """Tag `t`'s memory while `t` lives (freed memory may come back as a device tensor)."""
         p = ptr(t)
+        if not p:  # an empty tensor has no memory (every one's pointer is 0)
+            return
         bucket.add(p)
         weakref.finalize(t, bucket.discard, p)
 
@@ -71,7 +106,8 @@ def non_blocking(func, args, kwargs) -> bool:
 
 
 class HostTagger(TorchDispatchMode):
-    """Outside a capture: a tensor cast or cloned on the host from a pageable one is pageable too."""
+    """Outside a capture: a tensor cast or cloned on the host from a pageable one is pageable too, one
+    made from Python data is host memory, and each device value read on the host is counted."""
 
     def __init__(self, cuda: FakeCuda):
         super().__init__()
@@ -79,10 +115,18 @@ class HostTagger(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if self.cuda.capturing is None and func in HOST_PROPAGATING and isinstance(out, torch.Tensor) \
-                and ptr(args[0]) in self.cuda.pageable and not out.is_pinned():
+        if self.cuda.capturing is not None:
+            return out
+        if func in SYNC_OPS and any(not self.cuda.is_host(t) for t in tensors_in(args, kwargs)):
+            self.cuda.reads += 1
+        if func is aten.lift_fresh.default or (func in HOST_PROPAGATING and ptr(args[0]) in self.cuda.pageable
+                                               and not out.is_pinned()):
             self.cuda.tag(out, self.cuda.pageable)
         return out
+
+
+def tensors_in(args, kwargs) -> list[torch.Tensor]:
+    return [t for t in tree_flatten((args, kwargs or {}))[0] if isinstance(t, torch.Tensor)]
 
 
 class CaptureMode(TorchDispatchMode):
@@ -94,24 +138,50 @@ class CaptureMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in SYNC_OPS:
-            raise CaptureError(f"{CAPTURING} (.item() waits for the GPU)")
-        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        if any(ptr(t) in self.cuda.pageable for t in tensors):
-            raise CaptureError(f"{CAPTURING} ({func}: a copy from pageable host memory is synchronous)")
-        if func in COPIES and any(ptr(t) in self.cuda.pinned for t in tensors):
-            if not non_blocking(func, args, kwargs):
-                raise CaptureError(f"{CAPTURING} (a blocking host<->device copy synchronises)")
-        elif any(ptr(t) in self.cuda.pinned for t in tensors):
-            raise CaptureError(f"{CAPTURING} ({func} on pinned host memory: only copies may touch it)")
+        tensors = tensors_in(args, kwargs)
+        on_device = [t for t in tensors if not self.cuda.is_host(t)]
+        if func in SYNC_OPS and on_device:
+            raise refuse(f"{func} reads a device value on the host: it waits for the GPU")
+        if func is aten.lift_fresh.default or (tensors and not on_device and "device" not in kwargs):
+            return self.on_host(func, args, kwargs)  # host work at capture time, not in the graph
+        self.check_index(func, args)
+        self.check_host_memory(func, args, kwargs, tensors)
         out = func(*args, **kwargs)
         self.graph.ops.append((func, args, kwargs, out))
         return out
 
+    def on_host(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and not self.cuda.is_host(t):
+                self.cuda.tag(t, self.cuda.pageable)
+        return out
+
+    def check_index(self, func, args) -> None:
+        if func not in INDEXING or self.cuda.is_host(args[0]):
+            return
+        indices = [i for i in args[1] if i is not None]
+        if any(self.cuda.is_host(i) for i in indices):
+            raise refuse(f"{func}: a host index into a device tensor is copied from pageable memory")
+        if any(i.dtype in (torch.bool, torch.uint8) for i in indices):
+            raise refuse(f"{func}: a boolean mask index reads its count back (nonzero)")
+
+    def check_host_memory(self, func, args, kwargs, tensors) -> None:
+        pageable = [t for t in tensors if ptr(t) in self.cuda.pageable]
+        if any(t.dim() > 0 for t in pageable) or (pageable and func in COPIES):
+            raise refuse(f"{func}: a copy from pageable host memory is synchronous")
+        if func in COPIES and any(ptr(t) in self.cuda.pinned for t in tensors):
+            if not non_blocking(func, args, kwargs):
+                raise refuse("a blocking host<->device copy synchronises")
+        elif any(ptr(t) in self.cuda.pinned for t in tensors):
+            raise refuse(f"{func} on pinned host memory: only copies may touch it")
+
 
 class FakeGraph:
-    def __init__(self, cuda: FakeCuda):
-        self.cuda, self.ops, self.captured = cuda, [], False
+    cuda: FakeCuda  # the installed double's (install sets it)
+
+    def __init__(self, keep_graph: bool = False):
+        self.ops, self.captured = [], False
 
     def replay(self) -> None:
         if not self.captured:
@@ -130,8 +200,10 @@ class FakeGraph:
 
 
 class FakeStream:
-    def __init__(self, cuda: FakeCuda, device=None):
-        self.cuda, self.device, self.cuda_stream, self.waits = cuda, device, id(self), 0
+    cuda: FakeCuda  # the installed double's (install sets it)
+
+    def __init__(self, device=None, priority=0):
+        self.device, self.cuda_stream, self.waits = device, id(self), 0
 
     def wait_stream(self, stream) -> None:
         self.waits += 1
@@ -144,9 +216,13 @@ class FakeStream:
 def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
     """torch.cuda's streams, graphs and pinned memory replaced by the double (tensors stay on the CPU)."""
     cuda = FakeCuda()
-    default = FakeStream(cuda)
-    real_from_numpy, real_cpu, real_numpy, real_tolist, real_item = (
-        torch.from_numpy, torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item)
+    # classes, not factories: transformers annotates with `torch.cuda.Stream | None` at import
+    for cls in (FakeGraph, FakeStream):
+        monkeypatch.setattr(cls, "cuda", cuda, raising=False)
+    default = FakeStream()
+    real_from_numpy, real_cpu, real_numpy, real_tolist, real_item, real_tensor, real_as_tensor = (
+        torch.from_numpy, torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item,
+        torch.tensor, torch.as_tensor)
 
     def from_numpy(array):
         t = real_from_numpy(array)
@@ -160,9 +236,29 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         cuda.tag(t, cuda.pinned)
         return t
 
+    def on_device(t: torch.Tensor, data, device) -> torch.Tensor:
+        """Python data copied to `device` (the GPU here): pageable memory, refused in a capture."""
+        if device is not None and not isinstance(data, torch.Tensor):
+            cuda.pageable.discard(ptr(t))  # it lives on the device; the copy was the problem
+        return t
+
+    def from_data(data, device) -> None:
+        if device is not None and not isinstance(data, torch.Tensor):
+            cuda.refuse_in_capture(f"torch.tensor/as_tensor on {device}: a copy from pageable host memory")
+
+    def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        from_data(data, device)
+        return on_device(real_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad,
+                                     pin_memory=pin_memory), data, device)
+
+    def as_tensor(data, dtype=None, device=None):
+        from_data(data, device)
+        return on_device(real_as_tensor(data, dtype=dtype, device=device), data, device)
+
     def waiting(real, what):
         def method(self, *args, **kwargs):
-            cuda.refuse_in_capture(what)
+            if not cuda.is_host(self):
+                cuda.refuse_in_capture(what)
             return real(self, *args, **kwargs)
         return method
 
@@ -192,7 +288,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         g.captured = True
         cuda.captures += 1
 
-    for name, value in [("from_numpy", from_numpy)]:
+    for name, value in [("from_numpy", from_numpy), ("tensor", tensor), ("as_tensor", as_tensor)]:
         monkeypatch.setattr(torch, name, value)
     for name, value in [("pin_memory", pin_memory), ("is_pinned", lambda self, device=None: ptr(self) in cuda.pinned),
                         ("cpu", waiting(real_cpu, ".cpu() copies to pageable memory and waits")),
@@ -201,9 +297,10 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
                         ("item", waiting(real_item, ".item() waits for the GPU"))]:
         monkeypatch.setattr(torch.Tensor, name, value)
     for name, value in [("is_available", lambda: True), ("synchronize", synchronize),
-                        ("Stream", lambda device=None, priority=0: FakeStream(cuda, device)),
+                        ("Stream", FakeStream),
                         ("stream", stream), ("current_stream", lambda device=None: getattr(cuda.local, "stream", default)),
-                        ("CUDAGraph", lambda: FakeGraph(cuda)), ("graph", graph),
+                        ("CUDAGraph", FakeGraph), ("graph", graph),
+                        ("is_current_stream_capturing", lambda: cuda.capturing is not None),
                         ("empty_cache", lambda: cuda.refuse_in_capture("empty_cache changes the allocator"))]:
         monkeypatch.setattr(torch.cuda, name, value)
     tagger = HostTagger(cuda)
