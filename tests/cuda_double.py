@@ -16,7 +16,8 @@ the capture rules of the real library (CUDA's stream capture as torch.cuda.graph
 - pinned allocation and the allocator's own changes (`pin_memory`, `empty_cache`) raise in a capture;
 - `torch.cuda.is_current_stream_capturing()` says whether a capture is under way, as transformers asks.
 
-A refusal names the innermost frame outside torch and this double (file:line function).
+Its frames hide themselves (`__tracebackhide__`), so a refusal is traced to the model's code, as a
+real CUDA error raised inside torch is.
 - a replay re-runs exactly the captured operations on the captured tensors, so a new input must be
   copied into the captured (static) input buffers before `replay()`, or the replay computes on the
   old one. A graph replays only once captured, and never inside another capture.
@@ -30,10 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import traceback
 import weakref
+from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import torch
@@ -43,38 +43,56 @@ from torch.utils._pytree import tree_flatten
 aten = torch.ops.aten
 CAPTURING = "CUDA error: operation not permitted when stream is capturing"
 #: ops that read a device value on the host (the call waits for the GPU)
-SYNC_OPS = {aten._local_scalar_dense.default, aten.is_nonzero.default, aten.equal.default, aten.nonzero.default}
+SYNC_OPS = {aten._local_scalar_dense.default, aten.item.default, aten.is_nonzero.default, aten.equal.default,
+            aten.nonzero.default}
 COPIES = {aten.copy_.default, aten._to_copy.default}
 HOST_PROPAGATING = {aten._to_copy.default, aten.clone.default, aten.contiguous.default}
 INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
-TORCH_DIR = str(Path(torch.__file__).parent)
-__tracebackhide__ = True  # kit.backends.torch_cuda.culprit and pytest skip this module's frames
+# a refusal stands for an error raised inside torch: kit.backends.torch_cuda.culprit (which names the
+# frame that caused it) skips this module's frames as it skips torch's
+__tracebackhide__ = True
 
 
 class CaptureError(RuntimeError):
     """What CUDA raises when a capture does something it may not."""
 
 
-def culprit() -> str:
-    """The innermost frame outside torch and this double: the code that did what CUDA refuses."""
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(TORCH_DIR) and frame.filename != __file__:
-            return f"{frame.filename}:{frame.lineno} {frame.name}"
-    return "?"
-
-
 def refuse(what: str) -> CaptureError:
-    return CaptureError(f"{CAPTURING} ({what}) at {culprit()}")
+    return CaptureError(f"{CAPTURING} ({what})")
 
 
 def ptr(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
+class Tags:
+    """Storage pointers (or tensor ids) of host memory, held while any tensor tagged with one lives
+    (a view made on the host outlives the tensor it was cut from)."""
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+
+    def __contains__(self, p: int) -> bool:
+        return self.counts[p] > 0
+
+    def add(self, p: int) -> None:
+        self.counts[p] += 1
+
+    def release(self, p: int) -> None:
+        if self.counts[p] > 0:
+            self.counts[p] -= 1
+
+    def discard(self, p: int) -> None:
+        self.counts.pop(p, None)
+
+
 @dataclass
 class FakeCuda:
-    pageable: set = field(default_factory=set)  # storage pointers of pageable host tensors
-    pinned: set = field(default_factory=set)
+    pageable: Tags = field(default_factory=Tags)  # storage pointers of pageable host tensors
+    pinned: Tags = field(default_factory=Tags)
+    # host tensors made from Python data, and host math on them, by tensor (module buffers made so at
+    # build time swap their memory on `.to()`: a pointer would outlive them)
+    data: Tags = field(default_factory=Tags)
     capturing: object = None  # the FakeGraph being captured
     captures: int = 0
     replays: int = 0
@@ -88,15 +106,19 @@ class FakeCuda:
             raise refuse(what)
 
     def is_host(self, t: torch.Tensor) -> bool:
-        return ptr(t) in self.pageable or ptr(t) in self.pinned
+        return ptr(t) in self.pageable or ptr(t) in self.pinned or id(t) in self.data
 
-    def tag(self, t: torch.Tensor, bucket: set) -> None:
+    def from_data(self, t: torch.Tensor) -> None:
+        self.data.add(id(t))
+        weakref.finalize(t, self.data.release, id(t))
+
+    def tag(self, t: torch.Tensor, bucket: Tags) -> None:
         """Tag `t`'s memory while `t` lives (freed memory may come back as a device tensor)."""
         p = ptr(t)
         if not p:  # an empty tensor has no memory (every one's pointer is 0)
             return
         bucket.add(p)
-        weakref.finalize(t, bucket.discard, p)
+        weakref.finalize(t, bucket.release, p)
 
 
 def non_blocking(func, args, kwargs) -> bool:
@@ -117,10 +139,14 @@ class HostTagger(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if self.cuda.capturing is not None:
             return out
-        if func in SYNC_OPS and any(not self.cuda.is_host(t) for t in tensors_in(args, kwargs)):
+        tensors = tensors_in(args, kwargs)
+        if func in SYNC_OPS and any(not self.cuda.is_host(t) for t in tensors):
             self.cuda.reads += 1
-        if func is aten.lift_fresh.default or (func in HOST_PROPAGATING and ptr(args[0]) in self.cuda.pageable
-                                               and not out.is_pinned()):
+        if func is aten.lift_fresh.default or (tensors and all(id(t) in self.cuda.data for t in tensors)
+                                               and "device" not in (kwargs or {})):
+            for t in tensors_in(out, None):
+                self.cuda.from_data(t)
+        elif func in HOST_PROPAGATING and ptr(args[0]) in self.cuda.pageable and not out.is_pinned():
             self.cuda.tag(out, self.cuda.pageable)
         return out
 
@@ -152,9 +178,8 @@ class CaptureMode(TorchDispatchMode):
 
     def on_host(self, func, args, kwargs):
         out = func(*args, **kwargs)
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and not self.cuda.is_host(t):
-                self.cuda.tag(t, self.cuda.pageable)
+        for t in tensors_in(out, None):
+            self.cuda.tag(t, self.cuda.pinned if ptr(t) in self.cuda.pinned else self.cuda.pageable)
         return out
 
     def check_index(self, func, args) -> None:
@@ -233,6 +258,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         cuda.refuse_in_capture("pinned allocation (cudaHostAlloc)")
         t = self.clone()
         cuda.pageable.discard(ptr(t))
+        cuda.data.discard(id(t))
         cuda.tag(t, cuda.pinned)
         return t
 
@@ -240,19 +266,20 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         """Python data copied to `device` (the GPU here): pageable memory, refused in a capture."""
         if device is not None and not isinstance(data, torch.Tensor):
             cuda.pageable.discard(ptr(t))  # it lives on the device; the copy was the problem
+            cuda.data.discard(id(t))
         return t
 
-    def from_data(data, device) -> None:
+    def refuse_copy_of_data(data, device) -> None:
         if device is not None and not isinstance(data, torch.Tensor):
             cuda.refuse_in_capture(f"torch.tensor/as_tensor on {device}: a copy from pageable host memory")
 
     def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-        from_data(data, device)
+        refuse_copy_of_data(data, device)
         return on_device(real_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad,
                                      pin_memory=pin_memory), data, device)
 
     def as_tensor(data, dtype=None, device=None):
-        from_data(data, device)
+        refuse_copy_of_data(data, device)
         return on_device(real_as_tensor(data, dtype=dtype, device=device), data, device)
 
     def waiting(real, what):

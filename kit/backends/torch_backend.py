@@ -34,7 +34,7 @@ from kit.backends.base import (
 )
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
-from kit.backends.torch_cuda import GraphCall, StreamCall, pinned_host_inputs
+from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import cuda_device
 from kit.hardware.environment import cpu_flags, usable_cores
@@ -245,8 +245,8 @@ def capture_graph(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
         session.run(inputs)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise BackendUnavailable(f"CUDA graph capture failed ({first}): the model does something a capture "
-                                 "refuses (a synchronising op, host memory); run it without cuda_graph") from exc
+        raise BackendUnavailable(f"CUDA graph capture failed ({first}) at {culprit(exc)}: the model does something "
+                                 "a capture refuses (a synchronising op, host memory); run it without cuda_graph") from exc
     session.description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
 
 

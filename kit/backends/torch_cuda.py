@@ -15,7 +15,9 @@ library).
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 CAPTURE_WARMUP = 3  # eager calls on the side stream before capture (cuDNN's algorithm search, the allocator)
 
@@ -97,3 +99,18 @@ class GraphCall:
             self.graph.replay()
         self.stream.synchronize()
         return self.host_outputs
+
+
+def culprit(exc: BaseException) -> str:
+    """Where a model did what a capture refused: the innermost frame of `exc`'s traceback outside
+    torch (CUDA raises inside it) and outside frames that hide themselves (`__tracebackhide__`, as
+    test doubles standing for torch do), as 'file:line function'."""
+    import torch
+
+    torch_dir = str(Path(torch.__file__).parent)
+    for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        code = frame.f_code
+        if not code.co_filename.startswith(torch_dir) and not frame.f_globals.get("__tracebackhide__") \
+                and not frame.f_locals.get("__tracebackhide__"):
+            return f"{code.co_filename}:{line} {code.co_name}"
+    return "no frame outside torch"
