@@ -278,7 +278,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         return on_device(real_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad,
                                      pin_memory=pin_memory), data, device)
 
-    def as_tensor(data, dtype=None, device=None):
+    def as_tensor(data, *, dtype=None, device=None):
         refuse_copy_of_data(data, device)
         return on_device(real_as_tensor(data, dtype=dtype, device=device), data, device)
 
