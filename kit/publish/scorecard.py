@@ -17,12 +17,14 @@ from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
 from kit.publish import glance
-from kit.publish.comparability import PublishedRun, differences, measured_batch
+from kit.publish.comparability import PublishedRun, differences
 from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
 from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
+from kit.results.tables import C2Row
+from kit.results.windows import Measurement
 
 
 @dataclass(frozen=True)
@@ -83,16 +85,19 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
 
 def measured_on(result: RunResult) -> MeasuredOn:
     """Where a result's figures were measured, from its backend block."""
-    return MeasuredOn.from_backend(result.backend, result.environment.get("cpu", {}).get("model", "?"))
+    sections = result.sections
+    return MeasuredOn.from_backend(sections.backend.raw if sections.backend else None,
+                                   sections.environment.cpu.model or "?")
 
 
 def measured_hardware(result: RunResult) -> str:
     """The device's name and class, the backend and precision, and '[not run on an IPU]' where due."""
-    on = measured_on(result)
-    what = f"; {result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
-    if result.backend and result.backend.get("options", {}).get("compile"):
+    on, sections = measured_on(result), result.sections
+    backend = sections.backend
+    what = f"; {backend.name} {backend.precision}" if backend else ""
+    if backend and backend.compiled:
         what += " compiled"
-    if result.tables.get("search_decision"):
+    if sections.tables.search_decision:
         what += ", chosen by search"
     tail = " [not run on an IPU]" if on.emulated else ""
     return f"{on.name} ({on.hardware_class}{what}){tail}"
@@ -162,7 +167,7 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         qps, reason, m = headline_qps(res, batch)
         rows.append(_row(pub_study, "QPS", r.model, r.precision, batch, "samples/s", r.qps, pub_study,
                          qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch),
-                         measured_at=measured_batch(m) if m else None))
+                         measured_at=m.measured_batch if m else None))
         value, reason = metric_value(res, r.metric)
         rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
                          r.metric_value, pub_study, value, res, path, reason, src, outcome))
@@ -194,44 +199,46 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
     return rows
 
 
-def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, dict | None]:
+def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, Measurement | None]:
     """The headline QPS at its published batch; where that batch was not run, the best QPS measured
     at another one (its batch then makes the verdict "not comparable", with the ratio shown)."""
     qps, reason, m = figure_at_batch(res, batch, "QPS")
-    if m is None and res is not None and res.measurements and not reason.startswith(f"batch {batch} failed"):
-        m = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)
-        return m["qps_bytemlperf"], "", m
+    measurements = res.sections.measurements if res is not None else ()
+    if m is None and measurements and not reason.startswith(f"batch {batch} failed"):
+        m = max(measurements, key=lambda x: x.qps_bytemlperf or 0)
+        return m.qps_bytemlperf, "", m
     return qps, reason, m
 
 
-def figure_at_batch(res: RunResult | None, batch: int | None, figure: str) -> tuple[float | None, str, dict | None]:
+def figure_at_batch(res: RunResult | None, batch: int | None, figure: str
+                    ) -> tuple[float | None, str, Measurement | None]:
     """(ByteMLPerf's `figure` at `batch`, why there is none, the measurement) of a result."""
     if res is None:
         return None, "", None
-    m = next((m for m in res.measurements if measured_batch(m) == batch), None)
+    m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
         failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
         return None, (f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}" if failed
                       else f"batch {batch} not run (measured: {batches_text(res)})"), None
     if figure == "QPS":
-        return m["qps_bytemlperf"], "", m
-    value = (m.get("bytemlperf") or {}).get(BYTEMLPERF_VALUE[figure][0])
+        return m.qps_bytemlperf, "", m
+    value = m.bytemlperf.figure(BYTEMLPERF_VALUE[figure][0])
     return value, "" if value is not None else "measured before ByteMLPerf's trimmed latency was kept", m
 
 
 def batches_text(res: RunResult) -> str:
-    return ", ".join(str(measured_batch(m)) for m in res.measurements) or "no batch"
+    return ", ".join(str(m.measured_batch) for m in res.sections.measurements) or "no batch"
 
 
-def all_calls(m: dict | None, figure: str) -> float | None:
+def all_calls(m: Measurement | None, figure: str) -> float | None:
     """The figure over every timed call (ByteMLPerf's trims its calls), shown beside it."""
     if m is None:
         return None
     key = BYTEMLPERF_VALUE[figure][1]
-    return m.get(key) if key in m else (m.get("latency") or {}).get(key)
+    return m.throughput if key == "throughput" else getattr(m.latency, key)
 
 
-def differences_of(res: RunResult | None, m: dict | None, model: str, precision: str, batch: int | None) -> list[str]:
+def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str, batch: int | None) -> list[str]:
     return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
 
 
@@ -248,11 +255,12 @@ def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]
     if res is None:
         return None, ""
     if metric in ACCURACY_METRICS or metric == "Mean Diff":
-        for a in res.accuracy:
-            if a.get("metric") == metric and a.get("status") == "measured" and a.get("value") is not None:
-                return a["value"], ""
-        statuses = [a.get("status") or "no status recorded" for a in res.accuracy if a.get("metric") == metric]
-        if (res.model or {}).get("weights", {}).get("source") == "random":
+        sections = res.sections
+        checks = [a for a in sections.accuracy if a.metric == metric]
+        if measured := next((a for a in checks if a.measured), None):
+            return measured.value, ""
+        statuses = [a.status or "no status recorded" for a in checks]
+        if sections.model and sections.model.random_weights:
             return None, RANDOM_DIFF if metric == "Mean Diff" else "random weights"
         if statuses:
             return None, statuses[0].removeprefix("not measured: ")
@@ -265,19 +273,17 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
     path, res = hit if hit else (None, None)
     outcome = None if res else (state or (NOT_SELECTED if selected is not None and "c2_study" not in selected
                                           else RunOutcome(Verdict.NOT_MEASURED, "C2 study not run")))
-    table = {row["batch_size"]: row for row in (res.tables.get("c2", []) if res else [])}
+    table = {row.batch_size: row for row in (res.sections.tables.c2 if res else ())}
     pub_study = "c2_qwant"
     rows = []
     for batch, pub in published.c2_tables().iterrows():
-        m = table.get(int(batch), {})
+        m = table.get(int(batch)) or C2Row(batch_size=int(batch))
         for figure, key, unit in (("Latency", "latency_ms", "ms/batch"),
                                   ("Throughput", "throughput", "images/s"),
                                   ("Energy efficiency", "efficiency", "images/s/W")):
-            value = m.get(key)
-            reason = m.get(f"{key}_reason", "")
             rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
-                             float(pub[figure]), pub_study, value, res, path, reason, "seed 003 tables 1-3",
-                             outcome, indicative=m.get(f"{key}_indicative") or ""))
+                             float(pub[figure]), pub_study, m.figure(key), res, path, m.reason_for(key),
+                             "seed 003 tables 1-3", outcome, indicative=m.indicative_for(key)))
     return rows
 
 

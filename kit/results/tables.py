@@ -33,6 +33,14 @@ class C2Row:
         """A figure by its key ('latency_ms', 'throughput', 'efficiency')."""
         return {"latency_ms": self.latency_ms, "throughput": self.throughput, "efficiency": self.efficiency}[key]
 
+    def reason_for(self, key: str) -> str:
+        """Why figure `key` was not measured ('' where it was, or no reason was written)."""
+        return str(self.reasons.get(key) or "")
+
+    def indicative_for(self, key: str) -> str:
+        """Why figure `key` is indicative only ('' where its power window was resolved)."""
+        return str(self.indicative.get(key) or "")
+
 
 @dataclass(frozen=True, kw_only=True)
 class RooflineRow:
