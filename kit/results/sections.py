@@ -106,6 +106,11 @@ class Placement:
         return cls(kernels=d.get("kernels") or 0, kernels_by_provider=_map(d.get("kernels_by_provider")),
                    cpu_share=d.get("cpu_share"), method=str(d.get("method") or ""))
 
+    @property
+    def on_cpu(self) -> int:
+        """How many of the kernels ONNX Runtime placed on the host CPU."""
+        return int(self.kernels_by_provider.get("CPUExecutionProvider", 0))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Session:
