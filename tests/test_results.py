@@ -76,7 +76,8 @@ def test_a_schema_1_result_is_written_back_at_version_2_and_reads_the_same(tmp_p
     result = RunResult.read(MODEL)
     again = RunResult.read(result.write(tmp_path / "r.json"))
     assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 2
-    assert again.sections == result.sections and again.measurements == result.measurements
+    assert again.sections.measurements == result.sections.measurements and again.measurements == result.measurements
+    assert again.sections.environment == result.sections.environment and again.sections.backend == result.sections.backend
 
 
 def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):

@@ -86,7 +86,7 @@ class RunResult:
         >>> r.sections.environment.cpu.model, r.sections.backend
         ('AMD EPYC', None)
         """
-        return Sections.from_dicts(model=self.model, backend=self.backend, environment=self.environment,
+        return Sections(model=self.model, backend=self.backend, environment=self.environment,
                                    measurements=self.measurements, accuracy=self.accuracy, tables=self.tables)
 
     def write(self, path: Path) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kit.results.tables import Tables
 from kit.results.values import Json, _map, _rows, _strings
@@ -226,27 +227,39 @@ class Environment:
 
 # --- a result's sections together ---------------------------------------------------------------
 
-@dataclass(frozen=True, kw_only=True)
 class Sections:
-    """Every section of one result as records (`RunResult.sections`); `model` and `backend` are
-    None where the run wrote none (it failed first)."""
+    """Every section of one result as records (`RunResult.sections`), each read when first asked
+    for; `model` and `backend` are None where the run wrote none (it failed first)."""
 
-    model: ModelInfo | None
-    backend: BackendInfo | None
-    environment: Environment
-    measurements: tuple[Measurement, ...]
-    accuracy: tuple[AccuracyCheck, ...]
-    tables: Tables
+    def __init__(self, *, model: object, backend: object, environment: object, measurements: object,
+                 accuracy: object, tables: object) -> None:
+        self._model, self._backend, self._environment = model, backend, environment
+        self._measurements, self._accuracy, self._tables = measurements, accuracy, tables
 
-    @classmethod
-    def from_dicts(cls, *, model: object, backend: object, environment: object, measurements: object,
-                   accuracy: object, tables: object) -> Sections:
-        return cls(model=ModelInfo.from_dict(model) if isinstance(model, Mapping) and model else None,
-                   backend=BackendInfo.from_dict(backend) if isinstance(backend, Mapping) and backend else None,
-                   environment=Environment.from_dict(environment),
-                   measurements=tuple(Measurement.from_dict(m) for m in _rows(measurements)),
-                   accuracy=tuple(AccuracyCheck.from_dict(a) for a in _rows(accuracy)),
-                   tables=Tables.from_dict(tables))
+    @cached_property
+    def model(self) -> ModelInfo | None:
+        return ModelInfo.from_dict(self._model) if isinstance(self._model, Mapping) and self._model else None
+
+    @cached_property
+    def backend(self) -> BackendInfo | None:
+        present = isinstance(self._backend, Mapping) and self._backend
+        return BackendInfo.from_dict(self._backend) if present else None
+
+    @cached_property
+    def environment(self) -> Environment:
+        return Environment.from_dict(self._environment)
+
+    @cached_property
+    def measurements(self) -> tuple[Measurement, ...]:
+        return tuple(Measurement.from_dict(m) for m in _rows(self._measurements))
+
+    @cached_property
+    def accuracy(self) -> tuple[AccuracyCheck, ...]:
+        return tuple(AccuracyCheck.from_dict(a) for a in _rows(self._accuracy))
+
+    @cached_property
+    def tables(self) -> Tables:
+        return Tables(self._tables)
 
     @property
     def session(self) -> Session:

@@ -133,6 +133,11 @@ class Measurement:
                    noise=Noise.from_dict(d.get("noise")), power=Power.from_dict(d.get("power")),
                    pack_batch_size=extra.get("pack_batch_size"), clients=extra.get("clients"), raw=d)
 
+    @classmethod
+    def of(cls, m: Measurement | Json) -> Measurement:
+        """`m` as a record (a measurement dict as a run wrote it, or already a record)."""
+        return m if isinstance(m, Measurement) else cls.from_dict(m)
+
     @property
     def measured_batch(self) -> int:
         """The batch size the measurement stands for: a pack-mode run's pack batch, else its calls'."""
