@@ -186,6 +186,15 @@ class Tables:
     def time_account(self) -> TimeAccount:
         return TimeAccount.from_dict(self._d.get("time_account"))
 
+    def has(self, name: str) -> bool:
+        """Whether the run wrote a table `name` (the server study's tables: fixed_batch, probes, ...)."""
+        return name in self._d
+
+    def rows(self, name: str) -> tuple[Json, ...]:
+        """The rows of table `name` as the run wrote them (); the server study's tables are shown as
+        they are, column by column."""
+        return _rows(self._d.get(name))
+
     @property
     def published(self) -> tuple[Json, ...]:
         """The C2 study's published tables, as the run read them."""
