@@ -21,7 +21,7 @@ from functools import cached_property
 
 from kit.results.tables import Tables
 from kit.results.values import Json, _map, _rows, _strings
-from kit.results.windows import AccuracyCheck, Measurement
+from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
 # --- the model ----------------------------------------------------------------------------------
 
@@ -232,9 +232,9 @@ class Sections:
     for; `model` and `backend` are None where the run wrote none (it failed first)."""
 
     def __init__(self, *, model: object, backend: object, environment: object, measurements: object,
-                 accuracy: object, tables: object) -> None:
+                 numerics: object = (), accuracy: object, tables: object) -> None:
         self._model, self._backend, self._environment = model, backend, environment
-        self._measurements, self._accuracy, self._tables = measurements, accuracy, tables
+        self._measurements, self._numerics, self._accuracy, self._tables = measurements, numerics, accuracy, tables
 
     @cached_property
     def model(self) -> ModelInfo | None:
@@ -252,6 +252,10 @@ class Sections:
     @cached_property
     def measurements(self) -> tuple[Measurement, ...]:
         return tuple(Measurement.from_dict(m) for m in _rows(self._measurements))
+
+    @cached_property
+    def numerics(self) -> tuple[NumericCheck, ...]:
+        return tuple(NumericCheck.from_dict(n) for n in _rows(self._numerics))
 
     @cached_property
     def accuracy(self) -> tuple[AccuracyCheck, ...]:

@@ -167,3 +167,25 @@ class AccuracyCheck:
     @property
     def measured(self) -> bool:
         return self.status == "measured" and self.value is not None
+
+
+DIFFS = ("mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumericCheck:
+    """A backend's outputs against the fp32 CPU reference at one batch size (`kit.measure.numerics`)."""
+
+    batch_size: int | None = None
+    diffs: Json = field(default_factory=dict)  # mean_abs, std_abs, max_abs, mean_rel, max_rel: those written
+    histograms: Json | None = None  # ByteMLPerf's diff-distribution counts, where recorded
+
+    @classmethod
+    def from_dict(cls, d: Json) -> NumericCheck:
+        histograms = d.get("histograms")
+        return cls(batch_size=d.get("batch_size"), diffs={k: d[k] for k in DIFFS if k in d},
+                   histograms=histograms if isinstance(histograms, Mapping) and histograms else None)
+
+    def diff(self, name: str) -> float | None:
+        """One of the diffs by its JSON name (None where not written)."""
+        return self.diffs.get(name)
