@@ -143,6 +143,21 @@ class Measurement:
         """The batch size the measurement stands for: a pack-mode run's pack batch, else its calls'."""
         return self.pack_batch_size or self.batch_size
 
+    def figure(self, name: str) -> float | None:
+        """A figure by its JSON name: 'qps_bytemlperf', 'throughput', or a latency ('mean_ms', 'p50_ms', ...)."""
+        if name in ("qps_bytemlperf", "throughput"):
+            return self.qps_bytemlperf if name == "qps_bytemlperf" else self.throughput
+        return getattr(self.latency, name)
+
+    def call_times(self) -> list[list[tuple[int, int]]]:
+        """Each thread's (start, end) in ns of every timed call, as stored (read only when asked for)."""
+        return [[(int(s), int(e)) for s, e in thread] for thread in self.raw.get("calls") or []]
+
+    @property
+    def round_ends(self) -> list[list[int]] | None:
+        """Per round, each thread's end index (kit.measure.intervals); None in an older result."""
+        return self.raw.get("rounds")
+
     def interval(self, name: str) -> Json | None:
         """The stored 95 % interval of figure `name` (None where the window kept none)."""
         iv = self.intervals.get(name)
