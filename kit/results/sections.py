@@ -227,13 +227,25 @@ class Environment:
 
 # --- a result's sections together ---------------------------------------------------------------
 
+@dataclass(frozen=True, kw_only=True)
+class Resources:
+    """What the run's process used at its peak (`kit.measure.memory.resources()`)."""
+
+    peak_rss_bytes: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: object) -> Resources:
+        peak = _map(d).get("peak_rss_bytes")
+        return cls(peak_rss_bytes=peak if isinstance(peak, int | float) and not isinstance(peak, bool) else None)
+
+
 class Sections:
     """Every section of one result as records (`RunResult.sections`), each read when first asked
     for; `model` and `backend` are None where the run wrote none (it failed first)."""
 
     def __init__(self, *, model: object, backend: object, environment: object, measurements: object,
-                 numerics: object = (), accuracy: object, tables: object) -> None:
-        self._model, self._backend, self._environment = model, backend, environment
+                 numerics: object = (), accuracy: object, tables: object, resources: object = None) -> None:
+        self._model, self._backend, self._environment, self._resources = model, backend, environment, resources
         self._measurements, self._numerics, self._accuracy, self._tables = measurements, numerics, accuracy, tables
 
     @cached_property
@@ -260,6 +272,10 @@ class Sections:
     @cached_property
     def accuracy(self) -> tuple[AccuracyCheck, ...]:
         return tuple(AccuracyCheck.from_dict(a) for a in _rows(self._accuracy))
+
+    @property
+    def resources(self) -> Resources:
+        return Resources.from_dict(self._resources)
 
     @cached_property
     def tables(self) -> Tables:
