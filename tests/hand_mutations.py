@@ -43,8 +43,8 @@ class HandMutation:
 
 MUTATIONS = [
     HandMutation("scorecard", "best QPS taken as the minimum", "kit/publish/scorecard.py",
-                 'm = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)',
-                 'm = min(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)'),
+                 'm = max(measurements, key=lambda x: x.qps_bytemlperf or 0)',
+                 'm = min(measurements, key=lambda x: x.qps_bytemlperf or 0)'),
     HandMutation("scorecard", "AVG Latency read from the median (p50)", "kit/measure/bytemlperf.py",
                  '"avg_latency_ms": sum(durations) / n', '"avg_latency_ms": durations[n // 2]'),
     HandMutation("scorecard", "P99 from numpy's interpolated p99 instead of ByteMLPerf's sorted[int(0.99 n)]",
