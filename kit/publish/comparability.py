@@ -60,7 +60,9 @@ def session_differences(session: Session | Mapping) -> list[str]:
     return said or ["the session's settings are not ByteMLPerf's (see its notes)"]
 
 
-def measurement_differences(m: Measurement, run: PublishedRun) -> list[str]:
+def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[str]:
+    """The ways measurement `m` (a record, or a measurement dict as a run wrote it) was not run as `run`."""
+    m = Measurement.of(m)
     reasons = []
     batch = m.measured_batch
     if run.batch is not None and batch != run.batch:
