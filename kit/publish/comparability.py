@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kit.publish.compare import DifferenceCode, Reason
 from kit.published import figures as published
 from kit.results import RunResult
 from kit.results.sections import Session
@@ -38,10 +39,10 @@ def differences(res: RunResult, measurement: Measurement | None, run: PublishedR
     reasons = session_differences(session)
     precision = sections.backend.precision if sections.backend else None
     if precision and precision != run.precision:
-        reasons.append(f"precision {precision}, published {run.precision}")
+        reasons.append(Reason(f"precision {precision}, published {run.precision}", DifferenceCode.PRECISION))
     version = session.poprt_version
     if version and run.poprt_version[:1].isdigit() and version != run.poprt_version:
-        reasons.append(f"PopRT {version}, published with PopRT {run.poprt_version}")
+        reasons.append(Reason(f"PopRT {version}, published with PopRT {run.poprt_version}", DifferenceCode.POPRT))
     if measurement is not None:
         reasons += measurement_differences(measurement, run)
     return reasons
@@ -54,10 +55,10 @@ def session_differences(session: Session | Mapping) -> list[str]:
         session = Session.from_dict(session)
     if session.comparable is not False:
         return []
-    said = list(session.not_comparable)
+    said = [Reason(text, DifferenceCode.SESSION) for text in session.not_comparable]
     if session.missing_passes:
-        said.insert(0, f"ByteMLPerf's {', '.join(session.missing_passes)} not applied")
-    return said or ["the session's settings are not ByteMLPerf's (see its notes)"]
+        said.insert(0, Reason(f"ByteMLPerf's {', '.join(session.missing_passes)} not applied", DifferenceCode.PASSES))
+    return said or [Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
 
 
 def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[str]:
@@ -66,11 +67,11 @@ def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list
     reasons = []
     batch = m.measured_batch
     if run.batch is not None and batch != run.batch:
-        reasons.append(f"batch {batch}, published at batch {run.batch}")
+        reasons.append(Reason(f"batch {batch}, published at batch {run.batch}", DifferenceCode.BATCH))
     pack = m.mode == "pack"
     if run.pack and not pack:
-        reasons.append("padded batches, published in pack mode")
+        reasons.append(Reason("padded batches, published in pack mode", DifferenceCode.PADDED))
     clients = m.threads if m.mode == "clients" else 1
     if not pack and clients != run.clients:
-        reasons.append(f"{clients} client(s), published with {run.clients}")
+        reasons.append(Reason(f"{clients} client(s), published with {run.clients}", DifferenceCode.CLIENTS))
     return reasons

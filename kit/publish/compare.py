@@ -33,6 +33,68 @@ class Verdict(StrEnum):
     FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
 
 
+class ReasonCode(StrEnum):
+    """Why a scorecard row has its verdict, as a code beside its sentence: kit.publish.glance says
+    it in a few words and groups by it, never parsing the sentence."""
+
+    WITHIN_TOLERANCE = "within_tolerance"
+    OUTSIDE_TOLERANCE = "outside_tolerance"
+    OTHER_HARDWARE = "other_hardware"  # measured, not on the published part
+    MEASURED_ANOTHER_WAY = "measured_another_way"  # on the published part, not the published way
+    RANDOM_WEIGHTS = "random_weights"
+    OWN_INPUTS = "own_inputs"
+    NOT_SELECTED = "not_selected"
+    NOT_RUN = "not_run"
+    NO_DATASET = "no_dataset"
+    NO_ACCURACY_DATASET = "no_accuracy_dataset"
+    NO_REFERENCE = "no_reference"
+    CLAIM = "claim"
+    BATCH_NOT_RUN = "batch_not_run"
+    BATCH_FAILED = "batch_failed"
+    BEFORE_TRIMMED = "before_trimmed"
+    POWER_UNAVAILABLE = "power_unavailable"
+    TIMED_OUT = "timed_out"
+    UNREADABLE = "unreadable"
+    FAILED = "failed"
+    OTHER = "other"  # said by the reason's first clause
+
+
+class DifferenceCode(StrEnum):
+    """One way a figure on the published part was not measured the published way (kit.publish.comparability)."""
+
+    BATCH = "batch"
+    PADDED = "padded"
+    CLIENTS = "clients"
+    PRECISION = "precision"
+    POPRT = "poprt"
+    PASSES = "passes"
+    SESSION = "session"  # the session's own reason, said by its first clause
+
+
+class Reason(str):
+    """A reason sentence with its code: it compares, prints and joins as the sentence.
+
+    >>> r = Reason("batch 4 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN)
+    >>> r == "batch 4 not run (measured: 1)", r.code
+    (True, <ReasonCode.BATCH_NOT_RUN: 'batch_not_run'>)
+    """
+
+    code: str
+
+    def __new__(cls, text: str, code: ReasonCode | DifferenceCode) -> Reason:
+        made = super().__new__(cls, text)
+        made.code = code
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # copied (dataclasses.asdict) and pickled with its code
+        return str(self), self.code
+
+
+def code_of(reason: str, default: ReasonCode | DifferenceCode = ReasonCode.OTHER) -> str:
+    """The code a reason was made with (`default` for a plain sentence)."""
+    return reason.code if isinstance(reason, Reason) else default
+
+
 @dataclass
 class Comparison:
     """One row of the scorecard."""
@@ -58,6 +120,12 @@ class Comparison:
     measured_all_calls: float | None = None  # the same figure over every call (ByteMLPerf's trims)
     indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
     measured_batch: str = ""  # the batch size of the measured figure ('' where none was measured)
+    reason_code: str = ""  # a ReasonCode ('' in a row an older kit wrote)
+    differences: tuple[str, ...] = ()  # where measured another way: each way, as the reason says it,
+    difference_codes: tuple[str, ...] = ()  # and its DifferenceCode
+    measured_name: str = ""  # where the figure was measured: the device's name,
+    measured_class: str = ""  # its class (cpu, gpu, ipu, unknown)
+    emulated: bool = False  # and whether it was an IPU path through the PopRT test double
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}

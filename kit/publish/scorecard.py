@@ -18,7 +18,17 @@ from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
 from kit.publish import glance
 from kit.publish.comparability import PublishedRun, differences
-from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
+from kit.publish.compare import (
+    ACCURACY_METRICS,
+    Comparison,
+    DifferenceCode,
+    Reason,
+    ReasonCode,
+    Verdict,
+    code_of,
+    tolerance_statement,
+    verdict,
+)
 from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
@@ -70,16 +80,18 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
     out: dict[str, RunOutcome] = {}
     for p, res in results:
         if res.status != "ok":
-            out[p.stem] = RunOutcome(Verdict.FAILED, "failed: " + ("; ".join(res.errors)[:300] or "status error"))
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason("failed: " + ("; ".join(res.errors)[:300] or "status error"),
+                                                            ReasonCode.FAILED))
     for p, problem in problems.items():
         record = jobs.get(p.stem, {})
         if problem != "no result file":
-            out[p.stem] = RunOutcome(Verdict.FAILED, problem)
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(problem, ReasonCode.UNREADABLE))
         elif record.get("status") == "timeout":
-            out[p.stem] = RunOutcome(Verdict.FAILED, f"timed out: {record.get('message') or 'job timeout'}")
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"timed out: {record.get('message') or 'job timeout'}",
+                                                            ReasonCode.TIMED_OUT))
         else:
             why = record.get("message") or "the job failed or timed out; see the batch index"
-            out[p.stem] = RunOutcome(Verdict.FAILED, f"failed: no result file {p.name} ({why})")
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"failed: no result file {p.name} ({why})", ReasonCode.FAILED))
     return out
 
 
@@ -122,22 +134,41 @@ def _row(study, figure, model, precision, batch, unit, pub, published_study, mea
         reason = outcome.reason
     indicative = indicative if meas is not None else ""
     interval, noisy = figure_interval(res, figure, measured_at or batch, meas)
-    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
+    part = published.study_part(published_study)
+    v, why, ratio = verdict(figure, pub, meas, part, on, reason,
                             interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
                             differences=differences)
     if res is None and outcome is not None:
         v = outcome.verdict
+    code = row_code(v, reason, on, part)
+    ways = list(differences or []) if code == ReasonCode.MEASURED_ANOTHER_WAY else []
     return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
                       published.study_hardware(published_study), meas,
-                      measured_hardware(res) if res else "", v, why, ratio, source,
+                      measured_hardware(res) if res else "", v, str(why), ratio, source,
                       path.name if path else "", interval.low if interval else None,
                       interval.high if interval else None, noisy, measured_all_calls=all_calls,
-                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""))
+                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""),
+                      reason_code=str(code), differences=tuple(str(d) for d in ways),
+                      difference_codes=tuple(str(code_of(d, DifferenceCode.SESSION)) for d in ways),
+                      measured_name=on.name if on else "", measured_class=on.hardware_class if on else "",
+                      emulated=bool(on and on.emulated))
 
 
-NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
-                                                "(left out by the profile or by ONLY)")
-NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, "not run: no result for this row under outputs/runs/")
+def row_code(v: Verdict, reason: str, on: MeasuredOn | None, part: str | None) -> ReasonCode:
+    """Why a row has its verdict: from the verdict and where it was measured, else the code its
+    missing reason was made with (a reason the result holds as text only: read by glance.text_code)."""
+    if v in (Verdict.REPRODUCED, Verdict.DIFFERS):
+        return ReasonCode.WITHIN_TOLERANCE if v == Verdict.REPRODUCED else ReasonCode.OUTSIDE_TOLERANCE
+    if v == Verdict.NOT_COMPARABLE:
+        same = on is not None and on.same_part(part)
+        return ReasonCode.MEASURED_ANOTHER_WAY if same else ReasonCode.OTHER_HARDWARE
+    return ReasonCode(code_of(reason, glance.text_code(str(reason or ""))))
+
+
+NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, Reason("not selected: no job for this row in this batch "
+                                                       "(left out by the profile or by ONLY)", ReasonCode.NOT_SELECTED))
+NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, Reason("not run: no result for this row under outputs/runs/",
+                                                  ReasonCode.NOT_RUN))
 
 
 def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None,
@@ -218,12 +249,14 @@ def figure_at_batch(res: RunResult | None, batch: int | None, figure: str
     m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
         failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
-        return None, (f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}" if failed
-                      else f"batch {batch} not run (measured: {batches_text(res)})"), None
+        return None, (Reason(f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}", ReasonCode.BATCH_FAILED)
+                      if failed else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
+                                            ReasonCode.BATCH_NOT_RUN)), None
     if figure == "QPS":
         return m.qps_bytemlperf, "", m
     value = m.bytemlperf.figure(BYTEMLPERF_VALUE[figure][0])
-    return value, "" if value is not None else "measured before ByteMLPerf's trimmed latency was kept", m
+    before = Reason("measured before ByteMLPerf's trimmed latency was kept", ReasonCode.BEFORE_TRIMMED)
+    return value, "" if value is not None else before, m
 
 
 def batches_text(res: RunResult) -> str:
@@ -242,11 +275,13 @@ def differences_of(res: RunResult | None, m: Measurement | None, model: str, pre
     return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
 
 
-RANDOM_DIFF = ("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
-               "drifts from the fp32 CPU run on untrained activations, whose scale and spread differ from "
-               "the trained model's, so it is not compared with the published diff")
-OWN_INPUTS = ("only a numeric check on the kit's own random inputs, not ByteMLPerf's fake_dataset run "
-              "with real weights; not counted")
+RANDOM_DIFF = Reason("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
+                     "drifts from the fp32 CPU run on untrained activations, whose scale and spread differ from "
+                     "the trained model's, so it is not compared with the published diff", ReasonCode.RANDOM_WEIGHTS)
+OWN_INPUTS = Reason("only a numeric check on the kit's own random inputs, not ByteMLPerf's fake_dataset run "
+                    "with real weights; not counted", ReasonCode.OWN_INPUTS)
+RANDOM_WEIGHTS = Reason("random weights", ReasonCode.RANDOM_WEIGHTS)
+NO_DATASET = Reason("no dataset", ReasonCode.NO_DATASET)
 
 
 def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]:
@@ -261,10 +296,10 @@ def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]
             return measured.value, ""
         statuses = [a.status or "no status recorded" for a in checks]
         if sections.model and sections.model.random_weights:
-            return None, RANDOM_DIFF if metric == "Mean Diff" else "random weights"
+            return None, RANDOM_DIFF if metric == "Mean Diff" else RANDOM_WEIGHTS
         if statuses:
             return None, statuses[0].removeprefix("not measured: ")
-        return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else "no dataset"
+        return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else NO_DATASET
     return None, "not computed"
 
 
@@ -272,7 +307,8 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
     hit = _latest_ok(results, ResultKind.C2_STUDY)
     path, res = hit if hit else (None, None)
     outcome = None if res else (state or (NOT_SELECTED if selected is not None and "c2_study" not in selected
-                                          else RunOutcome(Verdict.NOT_MEASURED, "C2 study not run")))
+                                          else RunOutcome(Verdict.NOT_MEASURED,
+                                                          Reason("C2 study not run", ReasonCode.NOT_RUN))))
     table = {row.batch_size: row for row in (res.sections.tables.c2 if res else ())}
     pub_study = "c2_qwant"
     rows = []
@@ -292,7 +328,7 @@ def claim_rows() -> list[Comparison]:
     claims = f[f["table"] == "claims"]
     return [Comparison(r.study, r.metric, r.model, "", "", r.unit, r.number, r.hardware, None, "",
                        Verdict.NOT_MEASURED, "training / price claim, outside an inference kit", None,
-                       r.source) for r in claims.itertuples()]
+                       r.source, reason_code=str(ReasonCode.CLAIM)) for r in claims.itertuples()]
 
 
 def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFrame:
