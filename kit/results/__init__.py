@@ -1,4 +1,9 @@
-"""Versioned JSON results: one file per run, the only thing reports and the scorecard read."""
+"""Versioned JSON results: one file per run, the only thing reports and the scorecard read.
+
+A run fills a `RunResult`'s sections as dicts and writes it; a reader gets each section back as a
+typed record (`RunResult.sections`: kit.results.sections, .windows, .tables), after the one upgrade
+of an older schema version (kit.results.schema). Imports only kit.atomic and kit.errors.
+"""
 
 from __future__ import annotations
 
