@@ -102,7 +102,7 @@ MUTATIONS = [
     HandMutation("roofline", "fraction of the peak instead of the attainable bound", "kit/studies/roofline.py",
                  "fraction = achieved / attainable if", "fraction = achieved / peak_gflops if"),
     HandMutation("scorecard", "the table's measured cell showing the published batch", "kit/publish/card_table.py",
-                 '_sub(r.get("measured_batch") or r.get("batch_size"),', '_sub(r.get("batch_size"),'),
+                 '_sub(r.measured_batch or r.batch_size,', '_sub(r.batch_size,'),
 ]
 
 #: the tests that run the GPU code paths through the doubles, without a GPU (issue 43)

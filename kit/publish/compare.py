@@ -9,7 +9,8 @@ noisy window says so in its reason.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 
 from kit.hardware.parts import MeasuredOn
@@ -129,6 +130,40 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Comparison:
+        """A row read back: a scorecard DataFrame's record (NaN for a missing number) or a summary
+        JSON's; a field an older kit did not write takes its default; other columns (an imported
+        vendor's figures) are left out."""
+        values = {f.name: _read(d.get(f.name), f.type) for f in fields(cls) if f.name in d}
+        values = {k: v for k, v in values.items() if v is not None or k in OPTIONAL_NUMBERS}
+        verdict = str(values.pop("verdict", Verdict.NOT_MEASURED))
+        return cls(**{**ROW_DEFAULTS, **values, "verdict": Verdict(verdict) if verdict in VERDICTS else verdict})
+
+    @classmethod
+    def of(cls, row: Comparison | Mapping) -> Comparison:
+        """`row` as a Comparison (a row read back from a record, or already one)."""
+        return row if isinstance(row, Comparison) else cls.from_dict(row)
+
+
+VERDICTS = {str(v) for v in Verdict}
+OPTIONAL_NUMBERS = {"published", "measured", "ratio", "measured_low", "measured_high", "measured_all_calls"}
+ROW_DEFAULTS = {"study": "", "figure": "", "model": "", "precision": "", "batch_size": "", "unit": "",
+                "published": None, "published_hardware": "", "measured": None, "measured_hardware": "", "reason": ""}
+
+
+def _read(value: object, kind: str) -> object:
+    """One field of a row read back: NaN and None are missing (None); text as text; a list as a tuple."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if "tuple" in kind:
+        return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+    if kind.startswith("bool"):
+        return bool(value)
+    if kind.startswith("str"):
+        return str(value)
+    return value
 
 
 def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,

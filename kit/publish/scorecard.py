@@ -385,22 +385,23 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
     imported = [c for c in card.columns if c.endswith((" published", " source"))]
     out = card[DISPLAY_COLUMNS + imported].copy()
     out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
-    rows = card.to_dict("records")
+    rows = [Comparison.from_dict(r) for r in card.to_dict("records")]
     out["measured"] = [measured_text(r) for r in rows]
-    out["ratio"] = [readable(r.get("ratio"), 3)
-                    or f"— ({'not measured' if pd.isna(r.get('measured')) else 'no published figure'})" for r in rows]
+    out["ratio"] = [readable(r.ratio, 3) or f"— ({'not measured' if r.measured is None else 'no published figure'})"
+                    for r in rows]
     return out.reset_index(drop=True)
 
 
-def measured_text(row: dict) -> str:
+def measured_text(row: Comparison | dict) -> str:
     """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'; ' (indicative)' after a power
     figure its sensor did not resolve."""
-    value = row.get("measured")
-    if value is None or pd.isna(value):
-        return f"— ({row.get('reason') or 'not measured'})"
-    low, high = row.get("measured_low"), row.get("measured_high")
-    tail = " (indicative)" if row.get("indicative") else ""
-    if low is None or high is None or pd.isna(low) or pd.isna(high):
+    row = Comparison.of(row)
+    value = row.measured
+    if value is None:
+        return f"— ({row.reason or 'not measured'})"
+    low, high = row.measured_low, row.measured_high
+    tail = " (indicative)" if row.indicative else ""
+    if low is None or high is None:
         return readable(value, 4) + tail
     return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}{tail}"
 

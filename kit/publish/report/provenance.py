@@ -166,22 +166,23 @@ def c2_sentences(rows: tuple[C2Row, ...], hw: str) -> list[str]:
             else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}."]
 
 
-def model_sentence(result: RunResult, rows: list[dict], hw: str) -> str:
+def model_sentence(result: RunResult, rows: list[glance.Row], hw: str) -> str:
     """The headline QPS at its published batch beside the published one, with the verdict and its
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
-    qps = next((r for r in rows if r["figure"] == "QPS" and r["study"] == "bytemlperf_c600"), None)
-    if qps is not None and not glance.missing(qps["measured"]):
-        at = f" at batch {qps['batch_size']}" if qps["batch_size"] else ""
-        return (f"On {html.escape(hw)}, {model} reached {readable(qps['measured'], 4)} samples/s{at}, against "
-                f"{readable(qps['published'], 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
-                f"{at}: <b>{html.escape(str(qps['verdict']))}</b> ({html.escape(glance.short_reason(qps))}). "
+    rows = glance.rows_of(rows)
+    qps = next((r for r in rows if r.figure == "QPS" and r.study == "bytemlperf_c600"), None)
+    if qps is not None and qps.measured is not None:
+        at = f" at batch {qps.batch_size}" if qps.batch_size else ""
+        return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "
+                f"{readable(qps.published, 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
+                f"{at}: <b>{html.escape(str(qps.verdict))}</b> ({html.escape(glance.short_reason(qps))}). "
                 f"Its {len(rows)} published figures: {glance.count_text(rows)}.")
     measurements = result.sections.measurements
     if not measurements:
         return f"On {html.escape(hw)}, {model} timed no batch size."
     best = max(measurements, key=lambda m: m.qps_bytemlperf or 0)
-    why = (f"the published headline (batch {qps['batch_size']}) has no measured figure "
+    why = (f"the published headline (batch {qps.batch_size}) has no measured figure "
            f"({html.escape(glance.short_reason(qps))})" if qps is not None
            else "there is no published IPU figure for this model, so nothing is compared (not comparable)")
     return (f"On {html.escape(hw)}, {model} reached {best.qps_bytemlperf:.1f} samples/s (batch "
