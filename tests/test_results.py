@@ -97,3 +97,22 @@ def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):
     assert not report.bytemlperf_table(result).empty
     path = bytemlperf_export.export(result, tmp_path / "r.json")
     assert json.loads(path.read_text())["Performance"][1]["BS"] == 32
+
+
+def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_every_reader():
+    from kit.publish import scorecard
+
+    result = RunResult.read(MODEL)
+    result.tables["roofline"] = [{"no_batch_size": 1}]  # not a roofline row this kit reads
+    s = result.sections
+    assert s.measurements[0].batch_size == 1 and s.tables.time_account.total_s > 0  # the rest reads
+    with pytest.raises(TypeError):
+        _ = s.tables.roofline
+    rows = scorecard.bytemlperf_rows([(MODEL, result)])
+    assert any(r.measured is not None for r in rows)
+
+
+def test_the_sections_follow_the_dicts_a_notebook_changes():
+    result = RunResult.read(MODEL)
+    result.backend["session"]["placement"] = {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
+    assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
