@@ -97,6 +97,10 @@ def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):
     assert not report.bytemlperf_table(result).empty
     path = bytemlperf_export.export(result, tmp_path / "r.json")
     assert json.loads(path.read_text())["Performance"][1]["BS"] == 32
+    from kit.publish.site import result_problem, stored_sections
+
+    assert result_problem(MODEL) is None  # the index shows it, not as unreadable
+    assert stored_sections(V1, {"results": MODEL.name}).tables.time_account.phases
 
 
 def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_every_reader():
