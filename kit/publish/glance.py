@@ -2,8 +2,8 @@
 the reasons grouped per verdict with what a user can do about them, and one sentence per study.
 
 Works on scorecard rows (kit.publish.compare.Comparison, read back from a DataFrame's records or
-the summary job's JSON by `Comparison.of`), so the index and the summary notebook say the same thing. Nothing here changes a figure or
-a verdict: only how they are said.
+the summary job's JSON by `Comparison.of`), so the index and the summary notebook say the same
+thing. Nothing here changes a figure or a verdict: only how they are said.
 """
 
 from __future__ import annotations

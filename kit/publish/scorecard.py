@@ -91,7 +91,8 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
                                                             ReasonCode.TIMED_OUT))
         else:
             why = record.get("message") or "the job failed or timed out; see the batch index"
-            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"failed: no result file {p.name} ({why})", ReasonCode.FAILED))
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"failed: no result file {p.name} ({why})",
+                                                            ReasonCode.FAILED))
     return out
 
 
@@ -271,7 +272,8 @@ def all_calls(m: Measurement | None, figure: str) -> float | None:
     return m.throughput if key == "throughput" else getattr(m.latency, key)
 
 
-def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str, batch: int | None) -> list[str]:
+def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
+                   batch: int | None) -> list[str]:
     return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
 
 

@@ -92,7 +92,8 @@ class RunResult:
         ('AMD EPYC', None)
         """
         return Sections(model=self.model, backend=self.backend, environment=self.environment,
-                                   measurements=self.measurements, numerics=self.numerics, accuracy=self.accuracy, tables=self.tables, resources=self.resources)
+                                   measurements=self.measurements, numerics=self.numerics, accuracy=self.accuracy,
+                                   tables=self.tables, resources=self.resources)
 
     def write(self, path: Path) -> Path:
         """Atomically (kit.atomic), readable by all (0644) as the HTML beside it."""

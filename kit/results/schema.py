@@ -48,5 +48,6 @@ def update_to_2(data: dict) -> dict:
     out["environment"] = env
     if isinstance(data.get("model"), dict):
         out["model"] = {"onnx_sha256": None, **data["model"]}
-    out["numerics"] = [{"histograms": None, **n} if isinstance(n, dict) else n for n in data.get("numerics") or []]
+    out["numerics"] = [{"histograms": None, **n} if isinstance(n, dict) else n
+                       for n in data.get("numerics") or []]
     return out

@@ -56,7 +56,8 @@ class ModelInfo:
         d = _map(d)
         return cls(name=d.get("name"), params=d.get("params"), flops_per_sample=d.get("flops_per_sample"),
                    flops_shared_per_call=d.get("flops_shared_per_call"), onnx_file=d.get("onnx_file"),
-                   onnx_path=d.get("onnx_path"), opset=d.get("opset"), weights=Weights.from_dict(d.get("weights")))
+                   onnx_path=d.get("onnx_path"), opset=d.get("opset"),
+                   weights=Weights.from_dict(d.get("weights")))
 
     @property
     def random_weights(self) -> bool:
@@ -149,7 +150,7 @@ class BackendInfo:
     options: Json = field(default_factory=dict)
     device_info: DeviceInfo = field(default_factory=DeviceInfo)
     session: Session = field(default_factory=Session)
-    raw: Json = field(default_factory=dict)  # the block as written, for kit.hardware.parts.MeasuredOn.from_backend
+    raw: Json = field(default_factory=dict)  # as written, for kit.hardware.parts.MeasuredOn.from_backend
 
     @classmethod
     def from_dict(cls, d: object) -> BackendInfo:
@@ -214,14 +215,16 @@ class Environment:
     def from_dict(cls, d: object) -> Environment:
         d = _map(d)
         return cls(host=d.get("host"), os=d.get("os"), python=d.get("python"), cpu=Cpu.from_dict(d.get("cpu")),
-                   gpus=_strings(d["gpus"]) if "gpus" in d else None, ipu_present=d.get("ipu_present"), packages=_map(d.get("packages")),
+                   gpus=_strings(d["gpus"]) if "gpus" in d else None, ipu_present=d.get("ipu_present"),
+                   packages=_map(d.get("packages")),
                    threads=_map(d.get("threads")), distributions=_map(d.get("distributions")),
                    allocator=str(d.get("allocator") or ""), kit=KitSource.from_dict(d.get("kit")),
                    rerun=_map(d.get("job")).get("rerun"))
 
     def fact(self, key: str) -> object:
         """One of the facts two runs' environments are compared by (host, os, python, gpus, ipu_present)."""
-        return {"host": self.host, "os": self.os, "python": self.python, "gpus": None if self.gpus is None else list(self.gpus),
+        gpus = None if self.gpus is None else list(self.gpus)
+        return {"host": self.host, "os": self.os, "python": self.python, "gpus": gpus,
                 "ipu_present": self.ipu_present}[key]
 
 

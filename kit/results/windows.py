@@ -128,7 +128,8 @@ class Measurement:
         extra = _map(d.get("extra"))
         return cls(batch_size=d["batch_size"], mode=d.get("mode") or "single", threads=d.get("threads") or 1,
                    throughput=d.get("throughput"), qps_bytemlperf=d.get("qps_bytemlperf"),
-                   latency=Latency.from_dict(d.get("latency")), bytemlperf=ByteMLPerfFigures.from_dict(d.get("bytemlperf")),
+                   latency=Latency.from_dict(d.get("latency")),
+                   bytemlperf=ByteMLPerfFigures.from_dict(d.get("bytemlperf")),
                    intervals=_map(d.get("intervals")), precision=WindowPrecision.from_dict(d.get("precision")),
                    noise=Noise.from_dict(d.get("noise")), power=Power.from_dict(d.get("power")),
                    pack_batch_size=extra.get("pack_batch_size"), clients=extra.get("clients"), raw=d)
@@ -144,7 +145,7 @@ class Measurement:
         return self.pack_batch_size or self.batch_size
 
     def figure(self, name: str) -> float | None:
-        """A figure by its JSON name: 'qps_bytemlperf', 'throughput', or a latency ('mean_ms', 'p50_ms', ...)."""
+        """A figure by its JSON name: 'qps_bytemlperf', 'throughput' or a latency ('mean_ms', 'p99_ms', ...)."""
         if name in ("qps_bytemlperf", "throughput"):
             return self.qps_bytemlperf if name == "qps_bytemlperf" else self.throughput
         return getattr(self.latency, name)
