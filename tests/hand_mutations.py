@@ -109,7 +109,8 @@ MUTATIONS = [
 GPU_TESTS = [
     "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
     "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
-    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py",
+    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py", "tests/test_zoo_capture.py",
+    "tests/test_hf.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
@@ -164,6 +165,15 @@ GPU_MUTATIONS = [
                  "            self.graph.replay()\n        self.stream.synchronize()\n", "            self.graph.replay()\n"),
     HandMutation("capture/copies", "run()'s graph replayed on stale inputs (new ones never loaded)",
                  "kit/backends/torch_backend.py", "        self.graphs[shapes].load(host)\n", ""),
+    HandMutation("masks", "BERT-family handed its 2D mask (transformers builds one, reading it back)",
+                 "kit/models/hf.py", "            attention_mask = additive_mask(attention_mask, self.model.dtype)\n", ""),
+    HandMutation("masks", "CLIP's text towers handed no causal mask (transformers builds one)", "kit/models/hf.py",
+                 "        return additive_mask(self.allowed[:, :, :n, :n], dtype)", "        return None"),
+    HandMutation("masks", "the same additive mask by Where (ByteMLPerf's Cast-Sub-Mul chain lost)", "kit/models/hf.py",
+                 "return (1 - mask.to(dtype)) * torch.finfo(dtype).min",
+                 "return torch.where(mask.to(torch.bool), 0.0, torch.finfo(dtype).min).to(dtype)"),
+    HandMutation("capture/copies", "a capture failure traced into the double (self-hiding frames named)",
+                 "kit/backends/torch_cuda.py", 'and not frame.f_globals.get("__tracebackhide__")', "and True"),
     HandMutation("ORT GPU", "IO binding outputs left on the GPU (never copied back to the host)",
                  "kit/backends/onnxruntime_backend.py",
                  "binding.bind_output(name)\n", 'binding.bind_output(name, "cuda", self.device_id)\n'),
