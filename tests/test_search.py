@@ -262,7 +262,8 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     fields = {"backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None, "native": True,
               "why": ""}
     stopped = {**fields, "label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
-               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "numerics": {"numerics_ok": True}}
+               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "compile_s": 0.25,
+               "numerics": {"numerics_ok": True}}
     failed = {**fields, "label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
     int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
@@ -272,6 +273,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     by = {p.label: p for p in probes}
     assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
         "in the FP16 row's search (f.json, t): stopped early")
+    assert (by["openvino fp32 (cpu)"].load_s, by["openvino fp32 (cpu)"].compile_s) == (0.5, 0.25)  # its figures too
     assert by["torch fp32 (cpu)"].status == "pending"  # failed there: measured again here
     assert by["openvino int8 (cpu)"].status == "pending"  # 8 bits: never shared
     assert by["onnxruntime int8 (cpu)"].status == "pending" and by["onnxruntime int8 (cpu)"].today
@@ -974,6 +976,19 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
     assert loaded.fallback and loaded.plan.precision_note == "kept" and loaded.probes[0].throughput == 2.0
     assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
     assert Decision.from_dict(loaded.to_dict()) == loaded
+
+
+def test_a_probe_an_older_kit_wrote_without_compile_s_reads_back_as_none(outputs, monkeypatch):
+    import json
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    probe = {k: v for k, v in _measured("torch fp16 compile", 2.0, 1.9, 2.1).to_dict().items() if k != "compile_s"}
+    cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
+    cache.decision_path(key).write_text(json.dumps({"chosen": None, "plan": {}, "probes": [probe], "key": key}))
+    loaded = cache.load_decision(key, "quick", load_now=0.0)
+    assert loaded.probes[0].compile_s is None and loaded.probes[0].throughput == 2.0
+    assert loaded.to_dict()["probes"][0]["compile_s"] is None  # written back with the field
 
 
 # ---------------------------------------------------------------- a GPU decides at each published batch
