@@ -98,7 +98,8 @@ def batch_line(row: dict, b: dict) -> str:
     best = b["peers"][b["best_peer"]]
     ci = b.get("kit_over_best_ci95") or [None, None]
     interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "[no CI]"
-    return (f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({row['kit'].get('chosen')}) ÷ best "
+    chosen = (b.get("kit_decision") or row.get("kit") or {}).get("chosen")
+    return (f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({chosen}) ÷ best "
             f"peer {b['best_peer']} {best['throughput_median']:.4g}/s = {b['kit_over_best']:.2f} {interval} "
             f"(target >= {PEER_TARGET}: {'met' if b['met'] else 'MISSED'})")
 

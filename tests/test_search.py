@@ -324,9 +324,25 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
         "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
     assert not reused and forced.created_at >= first.created_at
     assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
+    settled_elsewhere = replace(TINY, settle_batch=8)  # made another way: searched again
+    assert not row.decide(searchable, "FP16", 1, "cpu", settled_elsewhere, candidates=cands)[1]
+    assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
     assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
     monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
     assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
+
+
+def test_a_decision_made_with_another_settle_batch_is_not_reused(searchable):
+    """A GPU decides each batch on its own (no settle batch), a CPU's quick search settles a near tie
+    at the largest published batch: a decision made one way (e.g. by an older peer bench) is not
+    the one a job of the other asks for, though the key is the same."""
+    key = cache.decision_key(searchable.name, "FP16", 4, "cuda", small=True)
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "settings": {"settle_batch": 32}}))
+    assert cache.load_decision(key, "quick", settle_batch=None) is None
+    assert cache.load_decision(key, "quick", settle_batch=32) is not None
+    assert cache.load_decision(key, "quick") is not None  # a sibling row's probes: whatever settled it
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))  # an older file: no settings
+    assert cache.load_decision(key, "quick", settle_batch=None) is not None
 
 
 def test_a_quick_decision_does_not_serve_a_full_search(searchable):

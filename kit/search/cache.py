@@ -73,16 +73,23 @@ def contended(load_average: float, cores: int) -> bool:
     return load_average > cores
 
 
+ANY = object()  # load_decision's settle_batch: whatever settled the stored decision's near ties
+
+
 def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
-                  load_now: float | None = None) -> Decision | None:
+                  load_now: float | None = None, settle_batch: int | None | object = ANY) -> Decision | None:
     """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
-    for another key, or searched on a contended machine that is quiet now: then it is searched again)."""
+    for another key, made with another `settle_batch` than asked (a GPU decides each batch on its
+    own, a CPU settles a near tie at the largest batch: one made the other way is not this job's),
+    or searched on a contended machine that is quiet now: then it is searched again)."""
     path = decision_path(key, directory)
     try:
         stored = Decision.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError, TypeError, AttributeError):  # unreadable, or not a decision's fields
         return None
     if stored.key != key or DEPTH_RANK.get(stored.depth, -1) < DEPTH_RANK[depth]:
+        return None
+    if settle_batch is not ANY and stored.settings.get("settle_batch", settle_batch) != settle_batch:
         return None
     cores = usable_cores()
     now = os.getloadavg()[0] if load_now is None else load_now
