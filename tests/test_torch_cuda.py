@@ -181,10 +181,31 @@ def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
 
 
 def test_compile_records_its_seconds(small, monkeypatch):
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None: module)  # inductor's time is not the point
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: module)  # inductor's time is not the point
     d = get_backend("torch").load(small, BackendConfig(options={"compile": True, "compile_mode": "max-autotune"}),
                                   1).description
     assert d["mode"].endswith("mode=max-autotune)") and d["compile_s"] >= 0
+
+
+def test_compile_is_static_and_caches_its_kernels_under_the_kits_cache(small, gpu, monkeypatch, tmp_path):
+    """Each batch compiles static shapes (no symbolic batch on the second one), inductor's and
+    Triton's caches under outputs/cache/ keyed by torch and the device, unless already set."""
+    import os
+
+    asked = []
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: asked.append(dynamic) or module)
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        monkeypatch.setenv(var, "restored after the test")
+        monkeypatch.delenv(var)
+    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 2).description
+    base = tmp_path / "torch-compile" / f"{torch.__version__}-NVIDIA_H200"
+    assert asked == [False] and d["compile_caches"] == {"TORCHINDUCTOR_CACHE_DIR": str(base / "inductor"),
+                                                       "TRITON_CACHE_DIR": str(base / "triton")}
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(base / "inductor")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/theirs")
+    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 4).description
+    assert d["compile_caches"]["TRITON_CACHE_DIR"] == "/theirs" and asked == [False, False]
 
 
 # ---------------------------------------------------------------- the double refuses what CUDA refuses

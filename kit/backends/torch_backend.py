@@ -32,12 +32,13 @@ from kit.backends.base import (
     InProcessSession,
     clients_option,
 )
+from kit.backends.compile_cache import compile_caches
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
 from kit.backends.torch_cuda import GraphCall, StreamCall, host_tensors, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import cuda_device
-from kit.hardware.environment import cpu_flags, usable_cores
+from kit.hardware.environment import cpu_flags, cpu_model, usable_cores
 from kit.models import MODELS
 from kit.models.spec import ExportedModel
 
@@ -338,14 +339,18 @@ def quantize_linear(module) -> tuple[object, int]:
 
 
 def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: str | None) -> None:
-    """torch.compile the module (inductor, weights frozen) and compile now, not in the timed loop;
-    on failure keep eager and record why."""
+    """torch.compile the module (inductor, weights frozen) for these static shapes (`dynamic=False`:
+    a session serves one batch size, and dynamo would otherwise compile the second batch a process
+    sees with a symbolic batch dimension) and compile now, not in the timed loop, its kernels
+    cached under the kit's cache (kit.backends.compile_cache); on failure keep eager and record why."""
     import torch
 
     eager = session.module
+    gpu = session.description.get("cuda_device") or {}
+    session.description["compile_caches"] = compile_caches(torch.__version__, gpu.get("name") or cpu_model())
     started = time.perf_counter()
     try:
-        session.module = torch.compile(eager, mode=mode)
+        session.module = torch.compile(eager, mode=mode, dynamic=False)
         with torch._inductor.config.patch(freezing=True):
             session.run(inputs)
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
