@@ -75,3 +75,16 @@ def test_the_server_floor_counts_its_fixed_batch_table(no_tensorrt):
     assert (quick.windows, quick.window_floor_s) == (5, 2 * 2.0 + 3 * 1.0)
     full = floor_of("full", "cuda", "server_scenario")
     assert (full.windows, full.window_floor_s) == (8, 4 * 60.0 + 4 * 10.0)  # table at 1, 2, 4 and 8
+
+
+def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_tensorrt):
+    floors = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP16"})
+    cold, warm = time_plan.estimate(floors, "cuda")
+    # 2 windows of 1 s, 20 probes of 1 s, 2 compiles of 30 s, 18 loads of 3 s, a notebook, an export
+    assert cold == 2 + 20 + 60 + 54 + 16 + 5 and warm == 2 + 16 + 2 * 30 * 0.2
+    text = time_plan.plan_text(floors, "quick", "cuda")
+    assert text.splitlines()[-1] == ("ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts "
+                                     "on an H200, kit.batch.time_plan.GUESSES): a cold run about 2.6 min, a warm "
+                                     "rerun (search decisions, exports and compiled kernels cached) about 0.5 min.")
+    assert "ESTIMATE" not in time_plan.plan_text(time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick",
+                                                 "cpu")  # no guesses for a CPU: its floors only
