@@ -78,19 +78,19 @@ def check(tmp_path, budget, runner, clock, rows=ROWS, *extra) -> tuple[int, str]
 def test_the_most_telling_checks_run_first_and_the_budget_skips_the_rest(tmp_path):
     clock = Clock()
     runner = FakeRunner(clock, {"peers": 60, "reproduce0": 100, "reproduce1": 50})
-    code, summary = check(tmp_path, 300, runner, clock)
-    assert [c["kind"] for c in runner.calls] == ["peers", "peers", "reproduce", "reproduce"]
+    code, summary = check(tmp_path, 450, runner, clock)
+    assert [c["kind"] for c in runner.calls] == ["peers", "peers", "reproduce", "reproduce", "peers"]
     assert "resnet50-torch-fp32:FP16" in runner.calls[0]["argv"] and "bert-torch-fp32:FP16" in runner.calls[1]["argv"]
     # each subprocess bounded by what is left of the budget (less the reserve for the summary)
-    assert [c["limit"] for c in runner.calls] == [295, 235, 175, 75]
+    assert [c["limit"] for c in runner.calls] == [445, 385, 325, 225, 175]
     lines = summary.splitlines()
-    assert lines[0] == "gpu_check: exit 0 (4 met, 0 not met, 2 skipped; 270 of 300 s used)"
+    assert lines[0] == "gpu_check: exit 0 (5 met, 0 not met, 1 skipped; 330 of 450 s used)"
     assert lines[1].startswith("card: NVIDIA H200; driver 580.159.04 (CUDA 13.0); torch 2.11.0+cu130")
     assert "reproduce-cold: met (100 s, exit 0) [target: every job ok in <= 600 s]" in lines
     assert "reproduce-warm: met (50 s, exit 0) [target: every job ok in <= 180 s]" in lines
-    assert ("peers clip-onnx-fp32:FP16: skipped (budget: 25 s left, it needs >= 45 s) "
+    assert "peers clip-onnx-fp32:FP16: met (2 batch(es), 60 s) [target: kit ÷ best plain-PyTorch peer >= 0.95]" in lines
+    assert ("peers albert-torch-fp32:FP16: skipped (budget: 115 s left, it needs >= 120 s) "
             "[target: kit ÷ best plain-PyTorch peer >= 0.95]") in lines
-    assert "peers albert-torch-fp32:FP16: skipped (budget: 25 s left, it needs >= 45 s)" in summary
     assert code == 0
 
 
@@ -115,9 +115,9 @@ def test_each_peer_batch_is_a_summary_line_with_its_interval_and_a_miss_fails(tm
 def test_a_cold_reproduce_the_budget_cuts_short_fails_and_no_warm_rerun_follows(tmp_path):
     clock = Clock()
     runner = FakeRunner(clock, {"peers": 60, "reproduce0": 500, "reproduce1": 50})
-    code, summary = check(tmp_path, 300, runner, clock, ROWS[:2])
+    code, summary = check(tmp_path, 400, runner, clock, ROWS[:2])
     assert code == 1 and [c["kind"] for c in runner.calls] == ["peers", "peers", "reproduce"]
-    assert "reproduce-cold: cut short (stopped by the budget after 175 s (limit 175 s))" in summary
+    assert "reproduce-cold: cut short (stopped by the budget after 275 s (limit 275 s))" in summary
     assert "reproduce-warm: skipped (the cold reproduce did not complete: nothing to rerun warm)" in summary
 
 
