@@ -1009,6 +1009,25 @@ def test_a_probe_an_older_kit_wrote_without_compile_s_reads_back_as_none(outputs
 
 # ---------------------------------------------------------------- a GPU decides at each published batch
 
+
+def test_a_gpus_torch_eager_candidates_are_measured_only_where_a_cuda_graph_fails(monkeypatch):
+    from kit.search import candidates
+
+    monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
+    cands = [c for c in row_candidates("torch", "cuda") if c.backend == "torch"]
+    graph16, graph_bf16 = "torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)"
+    assert {c.label: c.fallback_for for c in cands if c.fallback_for} == {
+        "torch fp32 (cuda)": graph16, "torch fp16 (cuda)": graph16, "torch bf16 (cuda)": graph_bf16}
+    probes, _ = planning.row_probes(cands, PrecisionChoice("onnxruntime", "fp16", "cuda", "m"), "FP16", "quick")
+    by = {p.label: p for p in probes}
+    assert {label for label, p in by.items() if p.status == "fallback"} == {
+        "torch fp32 (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)"}
+    by[graph16].status, by[graph_bf16].status = "failed", "measured"  # a model a capture refuses in fp16
+    assert measuring.settle_fallback(by["torch fp16 (cuda)"], probes)
+    assert not measuring.settle_fallback(by["torch bf16 (cuda)"], probes)
+    today = planning.row_probes(cands, PrecisionChoice("torch", "fp16", "cuda", "m"), "FP16", "quick")[0]
+    assert next(p for p in today if p.label == "torch fp16 (cuda)").status == "pending"  # today's: always measured
+
 def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
     from kit.batch.profiles import jobs_for, search_key
 

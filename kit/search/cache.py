@@ -28,7 +28,8 @@ from kit.hardware.environment import (
 from kit.paths import cache_dir
 from kit.search.decision import Decision
 
-SEARCH_VERSION = 16  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search)
+SEARCH_VERSION = 17  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
+#: 17: a GPU's torch eager candidates only as fallbacks of the CUDA-graph ones)
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
 SOFTWARE = ("torch", "onnxruntime", "onnxruntime-gpu", *TENSORRT_DISTRIBUTIONS, "onnx", "onnxconverter-common",
