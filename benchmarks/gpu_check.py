@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.gpu_check_report import Check, Facts, Outcome, peer_outcome, summary_text
+from benchmarks.gpu_check_report import Check, Facts, Outcome, job_lines, peer_outcome, summary_text
 from benchmarks.gpu_check_runner import Completed, Runner, run_process
 
 EXIT_MET, EXIT_NOT_MET, EXIT_MISSING = 0, 1, 2
@@ -183,7 +183,8 @@ def judge(check: Check, done: Completed, limit: float) -> Outcome:
         return peer_outcome(check, done)
     met = done.returncode == 0 and done.seconds <= check.target_s
     why = f"{done.seconds:.0f} s, exit {done.returncode}" + ("" if done.returncode == 0 else " (a job not ok: see log)")
-    return Outcome(check, "met" if met else "MISSED", why, seconds=done.seconds, completed=done.returncode == 0)
+    return Outcome(check, "met" if met else "MISSED", why, seconds=done.seconds, completed=done.returncode == 0,
+                   lines=job_lines(check.outputs))
 
 
 def write(out: Path, outcomes: list[Outcome], facts: Facts | None, budget: Budget, gaps: list[str],

@@ -92,6 +92,23 @@ def peer_outcome(check: Check, done: Completed) -> Outcome:
                    seconds=done.seconds, completed=True, lines=lines, peer_rows=rows)
 
 
+SLOWEST = 5
+
+
+def job_lines(outputs: Path) -> list[str]:
+    """From a reproduce's outputs/state.json: how many jobs ended ok, the slowest and any not ok."""
+    try:
+        jobs = list(json.loads((outputs / "state.json").read_text())["jobs"].values())
+    except (OSError, ValueError, KeyError, AttributeError):
+        return ["no outputs/state.json: no job finished"]
+    ok = [j for j in jobs if j.get("status") == "ok"]
+    slowest = sorted(jobs, key=lambda j: -(j.get("duration_s") or 0))[:SLOWEST]
+    lines = [f"{len(ok)} of {len(jobs)} jobs ok; slowest: " + ", ".join(
+        f"{j.get('name')} {j.get('duration_s') or 0:.0f} s" for j in slowest)]
+    return lines + [f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})" for j in jobs
+                    if j.get("status") != "ok"]
+
+
 def batch_line(row: dict, b: dict) -> str:
     if "error" in b:
         return f"b{b['batch_size']}: {b['error']}"

@@ -43,6 +43,8 @@ class FakeRunner:
         self.clock.now += took
         if kind == "peers":
             write_peers(Path(argv[argv.index("--out") + 1]), argv[argv.index("--rows") + 1], self.ratio)
+        else:
+            write_state(Path(env["KIT_OUTPUTS"]), took, self.returncode)
         return Completed(self.returncode, took)
 
     def reproduces(self) -> list[dict]:
@@ -62,6 +64,15 @@ def write_peers(path: Path, row: str, ratio: float | tuple[float, float]) -> Non
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"rows": [{"model": model, "published": precision, "batches": batches,
                                           "kit": {"chosen": "torch fp16 compile=reduce-overhead (cuda)"}}]}))
+
+
+def write_state(outputs: Path, took: float, returncode: int) -> None:
+    """What a reproduce leaves in outputs/state.json: three jobs, one failed where it exited 1."""
+    jobs = {"resnet50-torch-fp32_FP16": {"name": "resnet50-torch-fp32_FP16", "status": "ok", "duration_s": took / 2},
+            "clip-onnx-fp32_FP16": {"name": "clip-onnx-fp32_FP16", "status": "ok" if returncode == 0 else "failed",
+                                    "duration_s": took / 4, "message": "CUDA out of memory"},
+            "summary": {"name": "summary", "status": "ok", "duration_s": 1.0}}
+    (outputs / "state.json").write_text(json.dumps({"jobs": jobs, "runs": []}))
 
 
 def args(tmp_path: Path, budget: float, *extra: str):
@@ -127,10 +138,13 @@ def test_a_reproduce_over_its_target_or_with_a_failed_job_is_missed(tmp_path):
     code, summary = check(tmp_path, 2000, runner, clock, [], "--checks", "reproduce-cold,reproduce-warm")
     assert code == 1
     assert "reproduce-cold: MISSED (650 s, exit 0)" in summary and "reproduce-warm: MISSED (200 s, exit 0)" in summary
+    assert ("    3 of 3 jobs ok; slowest: resnet50-torch-fp32_FP16 325 s, clip-onnx-fp32_FP16 162 s, summary 1 s"
+            in summary.splitlines())  # where a cold run's time went, read before the warm rerun clears it
     clock = Clock()
     runner = FakeRunner(clock, {"reproduce0": 100}, returncode=1)
     code, summary = check(tmp_path, 2000, runner, clock, [], "--checks", "reproduce-cold")
     assert code == 1 and "reproduce-cold: MISSED (100 s, exit 1 (a job not ok: see log))" in summary
+    assert "    clip-onnx-fp32_FP16: failed (CUDA out of memory)" in summary.splitlines()
 
 
 def test_cold_and_warm_share_one_outputs_folder_the_first_peers_another(tmp_path):
