@@ -207,6 +207,17 @@ GPU_MUTATIONS = [
                  "kept=keeper.take(batch, here.backend, here.backend_config()))", "kept=None)"),
     HandMutation("time", "a kept torch.compile session closed by the runoff that borrowed it", "kit/search/runoff.py",
                  "if id(s) not in borrowed:", "if True:"),
+    HandMutation("time", "probes without their compile seconds", "kit/search/measuring.py",
+                 '        p.compile_s = session.description.get("compile_s")\n', ""),
+    HandMutation("time", "torch.compile with dynamo's automatic dynamic shapes", "kit/backends/torch_backend.py",
+                 "torch.compile(eager, mode=mode, dynamic=False)", "torch.compile(eager, mode=mode)"),
+    HandMutation("time", "a GPU's torch eager candidates measured in every quick search", "kit/search/candidates.py",
+                 "fallback_for=eager_fallback_for(p, o))", 'fallback_for="")'),
+    HandMutation("per-batch search", "the peers' kit arm decides once at the quick batch on a GPU", "benchmarks/peers.py",
+                 "    if not kinds.get(hardware).search_each_batch:", "    if True:"),
+    HandMutation("per-batch search", "a decision settled at another batch reused as this job's", "kit/search/row.py",
+                 "cache.load_decision(key, settings.depth, settle_batch=settings.settle_batch)",
+                 "cache.load_decision(key, settings.depth)"),
 ]
 
 
