@@ -55,6 +55,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", default="", help="kit reproduce --only words (default: every job)")
     p.add_argument("--peer-rounds", type=int, default=3)
     p.add_argument("--peer-seconds", type=float, default=2.0)
+    p.add_argument("--hardware", default="cuda", choices=("cuda", "cpu"),
+                   help="cpu: a dry run of the same checks without a GPU (its figures say nothing about one)")
     return p.parse_args(argv)
 
 
@@ -81,26 +83,29 @@ def plan(rows: list[str], args: argparse.Namespace, work: Path) -> list[Check]:
 
 def peers_check(row: str, args: argparse.Namespace, outputs: Path) -> Check:
     out = outputs.parent / f"peers-{row.replace(':', '-')}.json"
-    argv = [sys.executable, "-m", "benchmarks.peers", "--hardware", "cuda", "--rows", row, "--batches", "published",
+    argv = [sys.executable, "-m", "benchmarks.peers", "--hardware", args.hardware, "--rows", row, "--batches", "published",
             "--rounds", str(args.peer_rounds), "--seconds", f"{args.peer_seconds:g}", "--out", str(out)]
     return Check(f"peers {row}", "peers", argv, outputs, MIN_S["peers"], "kit ÷ best plain-PyTorch peer >= 0.95",
                  result=out)
 
 
 def reproduce_check(name: str, args: argparse.Namespace, outputs: Path, target_s: float) -> Check:
-    argv = [sys.executable, "-m", "kit.cli.main", "reproduce", "--profile", "quick", "--hardware", "cuda",
+    argv = [sys.executable, "-m", "kit.cli.main", "reproduce", "--profile", "quick", "--hardware", args.hardware,
             "--search", "1", *(["--only", args.only] if args.only else [])]
     return Check(name, name, argv, outputs, MIN_S[name], f"every job ok in <= {target_s:g} s", target_s=target_s)
 
 
-def missing() -> list[str]:
-    """What this interpreter lacks for the checks, each naming what it is for; [] when all is here."""
+def missing(hardware: str = "cuda") -> list[str]:
+    """What this interpreter lacks for the checks on `hardware`, each naming what it is for; []
+    when all is here."""
     try:
         import torch
     except ImportError:
         return [f"torch (not importable by {sys.executable})"]
     gaps = [f"{m} (kit reproduce and the peers need it; carry its wheel)" for m in NEEDED
             if importlib.util.find_spec(m) is None]
+    if hardware != "cuda":
+        return gaps
     if not torch.version.cuda:
         gaps.insert(0, f"a CUDA build of torch (torch {torch.__version__} is a CPU build)")
     elif not torch.cuda.is_available():
@@ -188,9 +193,9 @@ def judge(check: Check, done: Completed, limit: float) -> Outcome:
 
 
 def write(out: Path, outcomes: list[Outcome], facts: Facts | None, budget: Budget, gaps: list[str],
-          code: int) -> None:
+          code: int, hardware: str = "cuda") -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.txt").write_text(summary_text(outcomes, facts, budget.total, budget.used(), gaps, code))
+    (out / "summary.txt").write_text(summary_text(outcomes, facts, budget.total, budget.used(), gaps, code, hardware))
     (out / "checks.json").write_text(json.dumps({"exit": code, "budget_s": budget.total, "used_s": round(budget.used(), 1),
                                                  "missing": gaps, "facts": facts.to_dict() if facts else None,
                                                  "checks": [o.to_dict() for o in outcomes]}, indent=1))
@@ -204,22 +209,22 @@ def exit_code(outcomes: list[Outcome]) -> int:
 
 
 def check_gpu(args: argparse.Namespace, *, runner: Runner = run_process,
-              gaps: Callable[[], list[str]] = missing, facts: Callable[[], Facts] = host_facts,
+              gaps: Callable[[str], list[str]] = missing, facts: Callable[[], Facts] = host_facts,
               rows: Callable[[], list[str]] = torch_rows, clock: Callable[[], float] = time.monotonic) -> int:
     """The whole check: exit 2 (summary naming what is missing) without CUDA, else every check the
     budget allows. `runner`, `gaps`, `facts`, `rows` and `clock` are injected by the tests."""
     budget, out = Budget(args.budget_s, clock), Path(args.out)
-    lacking = gaps()
+    lacking = gaps(args.hardware)
     if lacking:
-        write(out, [], None, budget, lacking, EXIT_MISSING)
+        write(out, [], None, budget, lacking, EXIT_MISSING, args.hardware)
         print(f"gpu_check: missing {'; '.join(lacking)}", file=sys.stderr)
         return EXIT_MISSING
     host = facts()
     asked = rows() if args.rows == "torch" else [r.strip() for r in args.rows.split(",") if r.strip()]
     outcomes = run_checks(plan(asked, args, Path(args.work)), budget, runner, out,
-                          lambda done: write(out, done, host, budget, [], exit_code(done)))  # a run cut off keeps them
-    code = exit_code(outcomes)
-    write(out, outcomes, host, budget, [], code)
+                          lambda done: write(out, done, host, budget, [], exit_code(done), args.hardware))
+    code = exit_code(outcomes)  # written after each check too: a run cut off keeps them
+    write(out, outcomes, host, budget, [], code, args.hardware)
     print((out / "summary.txt").read_text())
     return code
 

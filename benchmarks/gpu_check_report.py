@@ -122,11 +122,14 @@ def batch_line(row: dict, b: dict) -> str:
 
 
 def summary_text(outcomes: list[Outcome], facts: Facts | None, budget_s: float, used_s: float,
-                 missing: list[str], code: int) -> str:
+                 missing: list[str], code: int, hardware: str = "cuda") -> str:
     counts = {v: sum(o.verdict == v for o in outcomes) for v in ("met", "skipped")}
     failing = len(outcomes) - counts["met"] - counts["skipped"]
     lines = [f"gpu_check: exit {code} ({counts['met']} met, {failing} not met, {counts['skipped']} skipped; "
              f"{used_s:.0f} of {budget_s:g} s used)"]
+    if hardware != "cuda":
+        lines.append(f"DRY RUN on {hardware} (--hardware {hardware}): the checks as on a GPU, their figures "
+                     "say nothing about one")
     lines += [f"missing: {m}" for m in missing]
     if facts is not None:
         lines.append(facts.line())

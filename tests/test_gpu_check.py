@@ -81,7 +81,7 @@ def args(tmp_path: Path, budget: float, *extra: str):
 
 
 def check(tmp_path, budget, runner, clock, rows=ROWS, *extra) -> tuple[int, str]:
-    code = gpu_check.check_gpu(args(tmp_path, budget, *extra), runner=runner, gaps=lambda: [],
+    code = gpu_check.check_gpu(args(tmp_path, budget, *extra), runner=runner, gaps=lambda hardware: [],
                                facts=lambda: FACTS, rows=lambda: list(rows), clock=clock)
     return code, (tmp_path / "out" / "summary.txt").read_text()
 
@@ -184,6 +184,7 @@ def test_without_cuda_it_exits_2_naming_what_is_missing_and_runs_nothing(tmp_pat
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert gpu_check.missing()[0].startswith("a usable NVIDIA GPU (torch ")
+    assert gpu_check.missing("cpu") == []  # a dry run needs no GPU
     runner = FakeRunner(Clock(), {})
     code = gpu_check.check_gpu(args(tmp_path, 100), runner=runner, facts=lambda: FACTS, rows=lambda: ROWS)
     summary = (tmp_path / "out" / "summary.txt").read_text()
