@@ -50,9 +50,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, required=True, help="seconds the whole check may take")
     p.add_argument("--out", required=True, help="folder for summary.txt, checks.json, peers.json, log.txt")
     p.add_argument("--work", default="/tmp/gpu_check", help="outputs folders and full logs (large; not --out)")
-    p.add_argument("--rows", default="torch", help="'torch' (every torch row) or model:PRECISION,...")
-    p.add_argument("--checks", default="", help="names to keep, e.g. reproduce-cold,reproduce-warm (default all)")
-    p.add_argument("--only", default="", help="kit reproduce --only words (default: every job)")
+    env = os.environ.get  # defaults from the environment: a caller that cannot add arguments (../shared/gpu/)
+    p.add_argument("--rows", default=env("GPU_CHECK_ROWS", "torch"),
+                   help="'torch' (every torch row) or model:PRECISION,... (GPU_CHECK_ROWS)")
+    p.add_argument("--checks", default=env("GPU_CHECK_CHECKS", ""),
+                   help="kinds or names to keep, e.g. reproduce-cold,reproduce-warm (GPU_CHECK_CHECKS; default all)")
+    p.add_argument("--only", default=env("GPU_CHECK_ONLY", ""),
+                   help="kit reproduce --only words (GPU_CHECK_ONLY; default: every job)")
     p.add_argument("--peer-rounds", type=int, default=3)
     p.add_argument("--peer-seconds", type=float, default=2.0)
     p.add_argument("--hardware", default="cuda", choices=("cuda", "cpu"),

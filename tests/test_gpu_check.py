@@ -227,6 +227,15 @@ def test_the_real_runner_bounds_the_child_and_logs_its_tail(tmp_path):
     assert done.timed_out and done.seconds < 20 and "slow" in full.read_text()
 
 
+def test_a_caller_that_cannot_add_arguments_narrows_it_through_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_CHECK_CHECKS", "reproduce-cold,reproduce-warm")
+    monkeypatch.setenv("GPU_CHECK_ONLY", "resnet50")
+    clock = Clock()
+    runner = FakeRunner(clock, {"reproduce0": 100, "reproduce1": 50})
+    assert check(tmp_path, 1000, runner, clock)[0] == 0
+    assert [c["argv"][-2:] for c in runner.calls] == [["--only", "resnet50"]] * 2
+
+
 @pytest.mark.parametrize("flag", ["--budget-s", "--out"])
 def test_budget_and_out_are_required(flag, capsys):
     argv = {"--budget-s": "10", "--out": "/tmp/x"}
