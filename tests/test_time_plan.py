@@ -75,3 +75,13 @@ def test_the_server_floor_counts_its_fixed_batch_table(no_tensorrt):
     assert (quick.windows, quick.window_floor_s) == (5, 2 * 2.0 + 3 * 1.0)
     full = floor_of("full", "cuda", "server_scenario")
     assert (full.windows, full.window_floor_s) == (8, 4 * 60.0 + 4 * 10.0)  # table at 1, 2, 4 and 8
+
+
+def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
+    """Issue 51: `make reproduce PLAN=1 FORCE=2` printed the plan and exited 0."""
+    from kit.cli.main import main
+
+    assert main(["reproduce", "--plan", "--force", "2", "--only", "resnet50"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid FORCE='2'" in err and "0 (reuse" in err
+    assert not (outputs / "runs").exists()
