@@ -31,6 +31,22 @@ def test_how_many_at_once_follows_the_cores_and_the_largest_export_s_memory():
     assert prepare.parallel_exports([], cores=16, available=120 * GB) == 0
 
 
+def test_the_plan_counts_the_memory_a_cgroup_v1_limit_leaves(tmp_path, monkeypatch):
+    """Issue 51: under a 3 GB `docker run -m` on a cgroup v1 host two exports ran at once on the
+    host's 24 GB and the kernel killed them; the container's limit leaves room for one."""
+    from kit.measure import memory
+
+    (tmp_path / "meminfo").write_text("MemTotal: 25000000 kB\nMemAvailable: 24000000 kB\n")
+    (tmp_path / "self").write_text("4:memory:/docker/abc\n0::/\n")
+    (tmp_path / "cg" / "memory").mkdir(parents=True)
+    (tmp_path / "cg" / "memory" / "memory.limit_in_bytes").write_text(f"{3 * 1024**3}\n")
+    (tmp_path / "cg" / "memory" / "memory.usage_in_bytes").write_text(f"{1500 * 1024**2}\n")
+    monkeypatch.setattr(memory, "MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(memory, "CGROUP", tmp_path / "cg")
+    monkeypatch.setattr(memory, "SELF_CGROUP", tmp_path / "self")
+    assert prepare.parallel_exports([RESNET, RESNET], cores=2) == 1  # 0.8 x (3.2 - 1.6 GB) / 1.0 GB
+
+
 def test_the_missing_exports_are_each_job_s_model_once(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "empty"))
     jobs = jobs_for("quick", "cpu")

@@ -107,7 +107,7 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
 def check_fixed_dims(name: str, dims: list[int], given: tuple[int, ...]) -> None:
     """Refuse a given shape that contradicts a dimension the file fixes (ONNX Runtime would fail
     later, naming neither the input nor the value given)."""
-    wrong = [f"dim {i} is {d} in the file, not {g}" for i, (d, g) in enumerate(zip(dims, given))
+    wrong = [f"dim {i} is {d} in the file, not {g}" for i, (d, g) in enumerate(zip(dims, given, strict=True))
              if d >= 0 and g != d]
     if wrong:
         raise InvalidParameter(f"input_shapes[{name!r}]", given,
