@@ -123,6 +123,8 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
             ended = _wait(proc, started + PREPARE_LIMIT_S, None)
         except BaseException:
             _kill(proc)
+            log.seek(0)
+            export_records(log.read().decode(errors="replace"))  # its notes, even when interrupted
             raise
         if ended is None:
             _kill(proc)
