@@ -107,3 +107,12 @@ def test_the_drift_list_names_the_notebook(outputs, tmp_path):
     [line] = [d for d in drift(*recorded_job(path)) if d.startswith("notebook")]
     assert line.startswith(f"notebook {notebooks_dir() / 'published_results.ipynb'}: sha256 000000000000 "
                            "in the result, ")
+
+
+def test_a_recorded_folder_to_write_in_outside_outputs_is_refused(outputs, tmp_path, capsys):
+    """The server study writes its LoadGen logs where `output_dir` says: a re-run keeps it in outputs/."""
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": str(tmp_path / "elsewhere")})
+    assert main(["rerun", str(path), "--allow-drift"]) == 2
+    assert f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}" in capsys.readouterr().err
+    assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []

@@ -20,9 +20,12 @@ from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
 from kit.errors import KitError, MissingResource
 from kit.hardware.drift import current, differences
-from kit.paths import outputs_dir, plain_name
+from kit.paths import inside, outputs_dir, plain_name
 from kit.publish.compare_runs import compare_runs
 from kit.results import RunResult
+
+# Recorded parameters that name a folder the job writes in: a re-run writes only under outputs/.
+WRITTEN_IN = ("output_dir",)
 
 
 class EnvironmentDrift(KitError):
@@ -65,6 +68,9 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
     try:  # both become paths: what the job writes, and the notebook it runs
         plain_name(job.get("name"), "job name")
         project_notebook(job["notebook"])
+        for key in WRITTEN_IN:
+            if job["parameters"].get(key):
+                inside(outputs_dir(), str(job["parameters"][key]))
         # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
         again = Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600)))
     except (KitError, TypeError, ValueError) as exc:
