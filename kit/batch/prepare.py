@@ -123,7 +123,7 @@ def relay_cache_notes() -> None:
 
     def relay(message, category, filename, lineno, file=None, line=None) -> None:
         if issubclass(category, CacheRebuilt):
-            print(json.dumps({"note": str(message)}), flush=True)
+            print(json.dumps({"note": str(message)}) + "\n", end="", flush=True)  # one write: threads
         else:
             show(message, category, filename, lineno, file, line)
 

@@ -153,7 +153,7 @@ class CgroupLimit:
         return max(self.limit_bytes - self.used_bytes, 0)
 
 
-# (version, limit file, usage file, the memory.stat field of reclaimable page cache)
+# (limit file, usage file, the memory.stat fields of reclaimable page cache, first found used)
 _V2 = ("memory.max", "memory.current", ("inactive_file",))
 _V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes", ("total_inactive_file", "inactive_file"))
 
