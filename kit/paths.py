@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from kit.errors import InvalidParameter
+from kit.errors import InvalidParameter, MissingResource
 
 # A job, notebook, study, backend or model name as a file or folder name: no separator, no leading dot.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
@@ -78,3 +78,13 @@ def inside(folder: Path, relative: str | Path) -> Path:
     if not path.resolve().is_relative_to(Path(folder).resolve()):
         raise InvalidParameter("path", str(relative), f"a path inside {folder}")
     return path
+
+
+def project_notebook(name: str) -> Path:
+    """notebooks/<name>, one of the project's own notebooks; MissingResource (naming the value and
+    the notebooks there) for any other name, a path, or a notebook that is not there."""
+    known = sorted(p.name for p in notebooks_dir().glob("*.ipynb"))
+    if name not in known:
+        raise MissingResource(f"notebook {name!r} is not one of the project's notebooks in "
+                              f"{notebooks_dir()}: {', '.join(known) or '(none)'}")
+    return notebooks_dir() / name

@@ -434,3 +434,12 @@ def test_a_state_naming_paths_outside_outputs_is_corrupt(outputs, jobs, problem)
     save_state(outputs, {"jobs": jobs, "runs": []})
     with pytest.raises(CorruptState, match=re.escape(problem)):
         read_state(outputs)
+
+
+def test_a_job_whose_notebook_is_gone_is_named_before_anything_runs(outputs, tiny, monkeypatch, capsys):
+    """A missing notebook was a raw FileNotFoundError (its fingerprint read it unchecked)."""
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb"), Job("gone", "gone.ipynb")])
+    code, _, err = reproduce(capsys)
+    assert code == 2 and err.startswith("error: notebook 'gone.ipynb' is not one of the project's notebooks in ")
+    assert "broken.ipynb, ok.ipynb" in err and len(err.strip().splitlines()) == 1
+    assert not list((outputs / "runs").glob("*/*.json"))  # nothing ran

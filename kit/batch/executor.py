@@ -10,9 +10,8 @@ from typing import Protocol
 from kit.batch.jobs import Job
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared
-from kit.errors import MissingResource
 from kit.hardware.source import file_sha256
-from kit.paths import inside, notebooks_dir, project_root
+from kit.paths import inside, notebooks_dir, project_notebook, project_root
 
 KERNEL = "ipu-repro"
 
@@ -57,16 +56,6 @@ class Task:
         return {"input": str(self.notebook_path()), "output": str(self.path(".ipynb")),
                 "html": str(self.path(".html")), "parameters": params, "kernel": KERNEL,
                 "cwd": str(project_root()), "job": self.provenance()}
-
-
-def project_notebook(name: str) -> Path:
-    """notebooks/<name>, one of the project's own notebooks; MissingResource (naming the value and
-    the notebooks there) for any other name, a path, or a notebook that is not there."""
-    known = sorted(p.name for p in notebooks_dir().glob("*.ipynb"))
-    if name not in known:
-        raise MissingResource(f"notebook {name!r} is not one of the project's notebooks in "
-                              f"{notebooks_dir()}: {', '.join(known) or '(none)'}")
-    return notebooks_dir() / name
 
 
 class Executor(Protocol):

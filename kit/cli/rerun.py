@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.batch.executor import project_notebook
 from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
 from kit.errors import KitError, MissingResource
 from kit.hardware.drift import current, differences
-from kit.paths import inside, outputs_dir, plain_name
+from kit.paths import inside, outputs_dir, plain_name, project_notebook
 from kit.publish.compare_runs import compare_runs
 from kit.results import RunResult
 
