@@ -43,8 +43,8 @@ class HandMutation:
 
 MUTATIONS = [
     HandMutation("scorecard", "best QPS taken as the minimum", "kit/publish/scorecard.py",
-                 'm = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)',
-                 'm = min(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)'),
+                 'm = max(measurements, key=lambda x: x.qps_bytemlperf or 0)',
+                 'm = min(measurements, key=lambda x: x.qps_bytemlperf or 0)'),
     HandMutation("scorecard", "AVG Latency read from the median (p50)", "kit/measure/bytemlperf.py",
                  '"avg_latency_ms": sum(durations) / n', '"avg_latency_ms": durations[n // 2]'),
     HandMutation("scorecard", "P99 from numpy's interpolated p99 instead of ByteMLPerf's sorted[int(0.99 n)]",
@@ -102,7 +102,7 @@ MUTATIONS = [
     HandMutation("roofline", "fraction of the peak instead of the attainable bound", "kit/studies/roofline.py",
                  "fraction = achieved / attainable if", "fraction = achieved / peak_gflops if"),
     HandMutation("scorecard", "the table's measured cell showing the published batch", "kit/publish/card_table.py",
-                 '_sub(r.get("measured_batch") or r.get("batch_size"),', '_sub(r.get("batch_size"),'),
+                 '_sub(r.measured_batch or r.batch_size,', '_sub(r.batch_size,'),
 ]
 
 #: the tests that run the GPU code paths through the doubles, without a GPU (issue 43)
