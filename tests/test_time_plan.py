@@ -89,3 +89,13 @@ def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_ten
                                      "rerun (search decisions, exports and compiled kernels cached) about 0.5 min.")
     assert "ESTIMATE" not in time_plan.plan_text(time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick",
                                                  "cpu")  # no guesses for a CPU: its floors only
+
+
+def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
+    """Issue 51: `make reproduce PLAN=1 FORCE=2` printed the plan and exited 0."""
+    from kit.cli.main import main
+
+    assert main(["reproduce", "--plan", "--force", "2", "--only", "resnet50"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid FORCE='2'" in err and "0 (reuse" in err
+    assert not (outputs / "runs").exists()
