@@ -163,9 +163,15 @@ def test_gpu_call_is_host_to_host(small, monkeypatch):
         converted = []
         real = session.device_outputs
         monkeypatch.setattr(session, "device_outputs", lambda tensors: converted.append(1) or real(tensors))
-        m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
+        cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
+        m = session.measure(small.make_inputs(2), 2, cfg)
         assert m.extra["timing"].startswith("host-to-host") and "own CUDA stream" in m.extra["clients"]
-        assert len(converted) == double.syncs == m.latency.count >= 6  # one run and one stream sync per call
+        # one run and one stream sync per call, and one per client where its call is made (its
+        # outputs' shapes for the pinned buffers it keeps)
+        assert len(converted) == double.syncs == m.latency.count + 2 >= 8
+        converted.clear()
+        syncs, m = double.syncs, session.measure(small.make_inputs(2), 2, cfg)  # the calls are kept: none made
+        assert len(converted) == double.syncs - syncs == m.latency.count >= 6
         out = session.bind(small.make_inputs(2))()
         assert out[0].shape == (2, 10) and out[0].is_floating_point()
         resident = session.measure_device_resident(small.make_inputs(2), 2,

@@ -21,8 +21,9 @@ def tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def kill_tree(pid: int, grace_s: float = 3.0) -> None:
-    """SIGTERM every process and process group under `pid`, then SIGKILL what is left."""
+def kill_tree(pid: int, grace_s: float = 3.0) -> list[int]:
+    """SIGTERM every process and process group under `pid`, then SIGKILL what is left; returns
+    the pids it found (whose leftovers the caller may then clean up)."""
     procs = tree(pid)
     own_group = os.getpgid(0)
     groups = set()
@@ -37,6 +38,7 @@ def kill_tree(pid: int, grace_s: float = 3.0) -> None:
     # processes started meanwhile in the same groups are caught by killpg
     _signal_all(alive, groups, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=grace_s)
+    return [proc.pid for proc in procs]
 
 
 def _signal_all(procs: list[psutil.Process], groups: set[int], sig: int) -> None:

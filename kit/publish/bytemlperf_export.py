@@ -27,6 +27,7 @@ from pathlib import Path
 from kit import atomic
 from kit.errors import MissingResource
 from kit.hardware import kinds
+from kit.paths import inside, plain_name
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.results.sections import BackendInfo
@@ -123,9 +124,15 @@ def dataset_name(model: str) -> str | None:
     return name.upper() if name and name.lower() != "nan" else None
 
 
+def model_name(result: RunResult) -> str:
+    """The model a result measured: its zoo name, or a user's own ONNX file's name without folder."""
+    model = str(result.parameters.get("model") or result.name)
+    return Path(model).stem if model.endswith(".onnx") else model
+
+
 def report(result: RunResult) -> tuple[dict, str, str]:
     """(the report, its Backend, its precision) for a model benchmark result."""
-    model = str(result.parameters.get("model") or result.name)
+    model = model_name(result)
     sections = result.sections
     backend = sections.backend or BackendInfo()
     precision = str(backend.precision or result.parameters.get("precision") or "fp32").lower()
@@ -167,13 +174,15 @@ def export(result: RunResult, result_path: str | Path) -> Path | None:
     if result.kind != ResultKind.MODEL_BENCHMARK or not result.measurements:
         return None
     body, backend, precision = report(result)
-    model = str(result.parameters.get("model") or result.name)
-    folder = Path(result_path).parent / FOLDER / backend / model
+    model = model_name(result)
+    # every name read from the result that becomes a path is a plain one, and stays in the folder
+    folder = inside(Path(result_path).parent / FOLDER,
+                    f"{plain_name(backend, 'ByteMLPerf backend')}/{plain_name(model, 'model')}")
     folder.mkdir(parents=True, exist_ok=True)
     numerics = result.sections.numerics
     if numerics and numerics[0].histograms:
-        draw_diff_distribution(numerics[0].histograms, folder / body["Accuracy"]["Diff Dist"])
-    path = folder / f"result-{precision}.json"
+        draw_diff_distribution(numerics[0].histograms, inside(folder, body["Accuracy"]["Diff Dist"]))
+    path = inside(folder, f"result-{plain_name(precision, 'precision')}.json")
     atomic.write_text(path, json.dumps(body, indent=4))
     return path
 
