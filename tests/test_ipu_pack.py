@@ -31,13 +31,14 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
-    # Issue 29: the double packs samples into shared rows as the IPU does; without a packing-aware
-    # attention (insert_attention_mask did not fire) they attend to each other, and the check sees it
+    # Issue 29: the double packs samples into shared rows as the IPU does; issue 52: the export's
+    # mask chain lets insert_attention_mask fire, its AttentionMask keeps them apart, the check sees it
+    assert d["passes"]["insert_attention_mask"]["applied"] == "yes"
     check = d["pack_check"]
-    assert check["samples_kept_apart"] is False and check["max_abs"] > check["tolerance"]
+    assert check["samples_kept_apart"] is True and check["max_abs"] <= check["tolerance"]
     assert len(check["lengths"]) == 8 and len(set(check["lengths"])) > 1
-    assert any(n.startswith("not comparable: packed samples attend to each other") for n in d["notes"])
-    assert session.isolate  # so run() sends one sample per pack and its outputs stay right
+    assert not any("packed samples attend to each other" in n for n in d["notes"])
+    assert not session.isolate  # so run() packs samples together, and its outputs stay right
     inputs = bert.make_inputs(3, seed=2)
     lengths = [384, 200, 17]
     for row, n in enumerate(lengths):  # padded samples: the PackRunner removes the padding
@@ -117,25 +118,33 @@ def test_position_ids_input_replaces_the_position_embedding_indices(bert):
     onnx.checker.check_model(model)
 
 
-def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, tmp_path, bert):
-    """What the pack check relies on: the double's PackRunner shares rows between samples, so the
-    plain BERT graph mixes them; run one per pack they match the reference."""
+@pytest.mark.parametrize("passes", [[], ["insert_attention_mask"]])
+def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, tmp_path, bert, passes):
+    """What the pack check relies on: the double's PackRunner shares rows between samples (the k-th
+    of a row marked k in the mask), so the plain BERT graph mixes them; run one per pack they match
+    the reference, and with insert_attention_mask's AttentionMask they match it packed too."""
     import onnxruntime as ort
 
     use_double(monkeypatch)
     ipu_mod._AVAILABILITY.clear()
-    config = BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path), "pack_check": False})
+    config = BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path), "pack_check": False,
+                                                   "converter_options": {"used_passes": passes}})
     session = IpuBackend().load(bert, config, 1)
-    assert "pack_check" not in session.description
-    inputs = bert.make_inputs(2, seed=5)
-    for row, n in enumerate([150, 120]):  # both fit one 384-token row
-        inputs["attention_mask.1"][row, n:] = 0
-    ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
-    mixed = session.run_packed(inputs, isolate=False)
-    apart = session.run_packed(inputs, isolate=True)
-    np.testing.assert_allclose(apart[0][0, :150], ref[0][0, :150], atol=1e-4)
-    assert np.abs(mixed[0][0, :150] - ref[0][0, :150]).max() > 1e-4
-    session.close()
+    try:
+        assert "pack_check" not in session.description
+        inputs = bert.make_inputs(2, seed=5)
+        for row, n in enumerate([150, 120]):  # both fit one 384-token row
+            inputs["attention_mask.1"][row, n:] = 0
+        ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+        mixed = session.run_packed(inputs, isolate=False)
+        apart = session.run_packed(inputs, isolate=True)
+    finally:
+        session.close()
+    for row, n in enumerate([150, 120]):
+        np.testing.assert_allclose(apart[0][row, :n], ref[0][row, :n], atol=1e-4)
+    assert np.allclose(mixed[0][0, :150], ref[0][0, :150], atol=1e-4) == bool(passes)  # mixed: differs
+    if passes:
+        np.testing.assert_allclose(mixed[0][1, :120], ref[0][1, :120], atol=1e-4)
 
 
 def test_roberta_times_packed_on_the_double_with_its_one_token_type(monkeypatch, tmp_path):

@@ -56,7 +56,7 @@ def check_packing(session: PackedSession, model: ExportedModel, precision: str, 
     diff = NumericDiff.between(valid(apart), valid(packed), "the same samples, each alone in its pack")
     scale = max(float(np.abs(np.asarray(o, dtype=np.float64)).max()) for o in valid(apart))
     tolerance = PACK_CHECK_TOLERANCE.get(precision, 1e-3) * max(scale, 1e-6)
-    apart_ok = diff.max_abs <= tolerance
+    apart_ok = diff.max_abs <= tolerance and not diff.nan_count and not diff.inf_count  # NaN/Inf are zeroed in max_abs
     check = {"lengths": [int(x) for x in lengths], "max_abs": diff.max_abs, "tolerance": tolerance,
              "samples_kept_apart": apart_ok,
              "method": "random-length samples run packed together and each alone in its pack, compared on "

@@ -326,10 +326,10 @@ class _Packer:
     next_fit) into the compiled batch's rows until max_valid_num samples, no room, or
     timeout_microseconds after the first waiting sample; then one execution, outputs unpacked.
     As on the IPU, samples that fit share a row (single-row mode: a sample never spans two rows),
-    each at its own offset, with the mask set over all of them: the model keeps them apart only
-    where a pass (insert_attention_mask's AttentionMask) made its attention packing-aware. The
-    double applies no such pass, so samples sharing a row attend to each other, as on an IPU whose
-    pass did not fire."""
+    each at its own offset, the mask holding k over the k-th sample of a row (PopRT's
+    packed_bert_example lays packed rows out so): the model keeps them apart only where
+    insert_attention_mask's AttentionMask made its attention packing-aware. A graph whose pass did
+    not fire reads the mask as 1/0 and mixes the samples (or overflows), as on such an IPU."""
 
     def __init__(self, runner, config):
         infos = {i.name: i for i in runner.get_model_inputs()}
@@ -455,6 +455,8 @@ class _Packer:
                 feeds = {name: np.zeros(info.shape, info.numpy_data_type()) for name, info in self.infos.items()}
                 for i, row, off in members:
                     for name, values in batch[i][1].items():
+                        if name == self.config.mask_name:  # single-row mode: the k-th sample of a row is k
+                            values = values * (1 + sum(1 for _, r, o in members if r == row and o < off))
                         feeds[name][row, off: off + len(values)] = values
                 with self.runner._ipu:
                     results = self.runner._session.run(self.runner._outputs, feeds)
