@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
@@ -51,3 +53,24 @@ def constant(graph, name: str) -> float:
             return float(numpy_helper.to_array(node.attribute[0].t).reshape(-1)[0])
     init = next(i for i in graph.initializer if i.name == name)
     return float(numpy_helper.to_array(init).reshape(-1)[0])
+
+
+def where_mask_export(model, tmp_path: Path):
+    """The same export with its mask chain's Sub-Mul rebuilt as Equal/Where (transformers' own
+    mask code): the pattern lost, as a change of exporter could lose it."""
+    graph = onnx.load(str(model.onnx_path))
+    nodes = list(graph.graph.node)
+    sub = next(n for n in nodes if n.op_type == "Sub" and n.input[1].startswith("/Cast"))
+    mul = next(n for n in nodes if n.op_type == "Mul" and sub.output[0] in n.input)
+    scale = next(i for i in mul.input if i != sub.output[0])
+    at = nodes.index(sub)
+    new = [helper.make_node("Constant", [], ["where_zero"], value=numpy_helper.from_array(np.float32(0.0), "where_zero")),
+           helper.make_node("Equal", [sub.input[1], "where_zero"], ["where_pad"]),
+           helper.make_node("Where", ["where_pad", scale, "where_zero"], list(mul.output))]
+    for node in (sub, mul):
+        graph.graph.node.remove(node)
+    for i, node in enumerate(new):
+        graph.graph.node.insert(at + i, node)
+    path = tmp_path / Path(model.onnx_path).name
+    onnx.save(graph, str(path))
+    return dataclasses.replace(model, onnx_path=path)

@@ -21,6 +21,7 @@ from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 from tests.ipu_helpers import DOUBLE_STATE, TINY_INPUTS, tiny_model, tiny_reference, use_double
+from tests.onnx_graphs import where_mask_export
 
 
 @pytest.fixture
@@ -184,9 +185,11 @@ def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path
 
 def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparable(with_double, tmp_path,
                                                                                    small_export):
-    """Issue 29: insert_attention_mask was passed to PopRT and nothing checked it fired. The double
-    applies no pattern pass, so no AttentionMask op appears: the row says so."""
-    session = IpuBackend().load(small_export("bert-torch-fp32"), config(tmp_path, "fp16"), 1)
+    """Issue 29: insert_attention_mask was passed to PopRT and nothing checked it fired. Issue 52: the
+    double applies it to the export's mask chain; an export whose mask is built another way (Equal/
+    Where) gets no AttentionMask op: the row says so."""
+    lost = where_mask_export(small_export("bert-torch-fp32"), tmp_path)
+    session = IpuBackend().load(lost, config(tmp_path, "fp16"), 1)
     d = session.description
     check = d["passes"]["insert_attention_mask"]
     assert check["applied"] == "no" and check["evidence"] == "an AttentionMask op"
