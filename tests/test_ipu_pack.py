@@ -163,3 +163,28 @@ def test_roberta_times_packed_on_the_double_with_its_one_token_type(monkeypatch,
         session.close()
     assert m.mode == "pack" and m.samples > 0
     assert m.extra["pack_fill"] == {"token_type_ids.1": 0}  # the others hold benchmark_pack's ones
+
+
+def test_packed_outputs_that_overflow_are_not_samples_kept_apart():
+    """A graph that reads the PackRunner's 1, 2, ... mask as 1/0 can overflow (NaN/Inf); the diff
+    zeroes those, so they must not pass as "kept apart"."""
+    from kit.backends.ipu.pack import check_packing
+
+    class Model:
+        def make_inputs(self, n, seed=0):
+            return {"ids": np.ones((n, 16), np.int64), "mask": np.ones((n, 16), np.int64)}
+
+    class Session:
+        pack = {"mask_name": "mask", "batch_size": 4, "input_names": ["ids", "mask"],
+                "benchmark": {"max_valid_seq": 16, "avg_len": 8.0}}
+        description: dict = {}
+        isolate = False
+
+        def run_packed(self, inputs, isolate):
+            out = np.zeros((4, 16), np.float32)
+            return [out if isolate else np.full_like(out, np.nan)]
+
+    session = Session()
+    check = check_packing(session, Model(), "fp32")
+    assert check["samples_kept_apart"] is False and session.isolate
+    assert session.description["comparable"] is False
