@@ -214,3 +214,20 @@ def test_a_session_is_timed_at_its_own_thread_count_after_another_load(small):
         assert torch.get_num_threads() == 1 == one.description["threads"]
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_compile_past_dynamos_recompile_limit_says_it_runs_eager(small, monkeypatch):
+    """Static compiles (one per batch and precision) of one model class in one process reach
+    dynamo's recompile limit; past it dynamo runs eager silently, so the session must say eager."""
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None:
+                        real_compile(module, backend="eager", dynamic=dynamic))  # dynamo's guards, no inductor
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    torch._dynamo.reset()
+    try:
+        first = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 1).description
+        second = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 2).description
+    finally:
+        torch._dynamo.reset()
+    assert first["mode"].startswith("torch.compile")
+    assert second["mode"] == "eager" and "fell back to eager" in second["notes"][-1]

@@ -351,7 +351,9 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     started = time.perf_counter()
     try:
         session.module = torch.compile(eager, mode=mode, dynamic=False)
-        with torch._inductor.config.patch(freezing=True):
+        # past dynamo's recompile limit a compiled module runs eager without a word: say so instead
+        with (torch._inductor.config.patch(freezing=True),
+              torch._dynamo.config.patch(fail_on_recompile_limit_hit=True)):
             session.run(inputs)
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
         session.module = eager
