@@ -127,6 +127,19 @@ def test_unregistered_pass_is_refused(poprt):
         poprt.converter.Converter(used_passes=["deberta_pack"])
 
 
+def test_skip_passes_is_a_str_as_documented(poprt):
+    """Issue 52: PopRT documents `skip_passes (str)` beside `used_passes (List[str])`; the kit passed a
+    list, which a real Converter would refuse."""
+    converter = poprt.converter.Converter(skip_passes="eliminate_nop_cast, replace_div_with_mul")
+    assert converter.skipped == ["eliminate_nop_cast", "replace_div_with_mul"]
+    with pytest.raises(TypeError, match=r"skip_passes must be str .* got list \['eliminate_nop_cast'\]"):
+        poprt.converter.Converter(skip_passes=["eliminate_nop_cast"])
+    with pytest.raises(TypeError, match="used_passes must be List"):
+        poprt.converter.Converter(used_passes="remove_input_cast")
+    with pytest.raises(KeyError, match="'deberta_pack' is not registered"):
+        poprt.converter.Converter(skip_passes="deberta_pack")
+
+
 def test_fp8_is_refused_on_ipu2(poprt, tmp_path, monkeypatch):
     compiled(poprt, tmp_path, "fp8")  # a C600 compiles fp8
     monkeypatch.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
