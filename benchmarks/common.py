@@ -39,6 +39,12 @@ def bare_loop(call: Callable[[], object], seconds: float) -> tuple[int, float]:
             return n, elapsed
 
 
+def small_models() -> bool:
+    """BENCH_SMALL=1: the zoo's small variants (`run_all --smoke`: each benchmark runs end to end, its
+    figures mean nothing)."""
+    return os.environ.get("BENCH_SMALL", "0") == "1"
+
+
 def strict() -> bool:
     """BENCH_STRICT=1 turns a missed target into a failing exit status."""
     return os.environ.get("BENCH_STRICT", "0") == "1"
