@@ -253,7 +253,7 @@ class IpuBackend(Backend):
         emulated = bool(env.get("test_double", False))
         device = device_info_from(env, config.precision)
         d = {"backend": self.name, "runtime": "PopRT", "precision": config.precision,
-             "batch_size": batch_size, "compiled_batch_size": int(info["inputs"][0]["shape"][0]) if pack else batch_size,
+             "batch_size": batch_size, "compiled_batch_size": int(info.get("compiled_batch_size", batch_size)),
              "poprt_version": env.get("poprt_version"), "worker_python": env.get("python"),
              "interpreter": " ".join(interpreter()), "device": env.get("device"), "part": device["part"],
              "device_name": device["name"], "popef": Path(info.get("popef", "")).name,
@@ -286,6 +286,7 @@ class IpuBackend(Backend):
                                   f"runs the padded model at batch {batch_size} instead (packing without the "
                                   "pass would mix samples' attention)")
         if pack:
+            d["pack_output_buffers"] = info.get("pack_output_calls")
             d["pack_mode"] = (f"PackRunner (first_fit, max_valid_num {pack['max_valid_num']}, timeout "
                               f"{pack['timeout_microseconds']} us) on unpadded samples, as ByteMLPerf")
         if emulated:
