@@ -42,7 +42,15 @@ def register(client_pid: int, argv: list[str]) -> Path:
     False
     """
     started = psutil.Process(client_pid).create_time()
+    _prune()
     return write_text(_file(client_pid), json.dumps({"pid": client_pid, "started": started, "argv": list(argv)}))
+
+
+def _prune() -> None:
+    """Drop the files of clients long gone (a kernel killed outside the batch leaves its file)."""
+    for path in endings_dir().glob("*.json"):
+        if path.stem.isdigit() and not psutil.pid_exists(int(path.stem)):
+            path.unlink(missing_ok=True)
 
 
 def forget(client_pid: int) -> None:
