@@ -44,30 +44,32 @@ $(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$
 	$(BIN)/python -m ipykernel install --sys-prefix --name ipu-repro --display-name "ipu-repro (.venv)" >/dev/null
 	echo $(INSTALL_KIND) > $(STAMP)
 
+# Each command that runs kit is `exec`ed: a signal to make (a supervisor stopping one pid) reaches
+# kit, which stops its notebooks and records them; under `sh -c` kit ran on as an orphan.
 # Fails when any notebook is not ok (kit's status: 1 not ok, 2 usage error; make itself exits 2).
 # SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).
 reproduce: $(STAMP)
-	$(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" --search "$(SEARCH)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") --plan "$(PLAN)"
+	exec $(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" --search "$(SEARCH)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") --plan "$(PLAN)"
 
 # Re-run one result's job with its recorded parameters after checking commit, packages and hardware
 # (RESULT=outputs/runs/<run_id>/<job>.json; ALLOW_DRIFT=1 re-runs despite differences), then compare.
 rerun: $(STAMP)
 	$(if $(RESULT),,$(error RESULT=outputs/runs/<run_id>/<job>.json is required))
-	$(BIN)/kit rerun "$(RESULT)" $(if $(filter 1,$(ALLOW_DRIFT)),--allow-drift)
+	exec $(BIN)/kit rerun "$(RESULT)" $(if $(filter 1,$(ALLOW_DRIFT)),--allow-drift)
 
 # The floors of kit/ (.importlinter, docs/architecture.md) are checked before the tests.
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	exec $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Mutation testing of the code that computes figures (tests/mutate.py; not part of `make test`):
 # the kill rate per module and every surviving mutant. MUTATE_ARGS="--max-children 2" on a shared machine.
 MUTATE_ARGS ?=
 mutate: $(STAMP)
-	$(BIN)/python -m tests.mutate $(MUTATE_ARGS)
+	exec $(BIN)/python -m tests.mutate $(MUTATE_ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all
+	exec $(BIN)/python -m benchmarks.run_all
 
 # The kit's chosen configuration per published row against plain ONNX Runtime fp32 and OpenVINO
 # (benchmarks/peers.py); e.g. PEERS_ARGS="--rows resnet50-torch-fp32:FP16 --rounds 6 --seconds 5".
@@ -77,21 +79,21 @@ bench-peers: $(STAMP)
 	@if $(BIN)/python -c "import importlib.metadata as m; m.version('onnxruntime-gpu')" 2>/dev/null; then \
 		echo "bench-peers: onnxruntime-gpu here, benchmarks/requirements-peers.txt left out"; \
 	else $(BIN)/python -m pip install -q -r benchmarks/requirements-peers.txt -c constraints.txt; fi
-	$(BIN)/python -m benchmarks.peers $(PEERS_ARGS)
+	exec $(BIN)/python -m benchmarks.peers $(PEERS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kit tests benchmarks
 
 site: $(STAMP)
-	$(BIN)/kit site
+	exec $(BIN)/kit site
 
 rebuild-state: $(STAMP)
-	$(BIN)/kit rebuild-state
+	exec $(BIN)/kit rebuild-state
 
 lab: $(STAMP)  # --allow-root as root, --no-browser without a display: see kit/cli/lab.py
-	$(BIN)/python -m kit.cli.lab --ip $(LAB_IP) --port $(LAB_PORT)
+	exec $(BIN)/python -m kit.cli.lab --ip $(LAB_IP) --port $(LAB_PORT)
 
 # refused while a batch holds outputs/ (its lock file stays); without the venv no batch can run
 clean-outputs:
-	@if [ -x $(BIN)/kit ]; then $(BIN)/kit clean-outputs; \
+	@if [ -x $(BIN)/kit ]; then exec $(BIN)/kit clean-outputs; \
 	else find outputs -mindepth 1 ! -name .gitkeep -exec rm -rf {} +; fi

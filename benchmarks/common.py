@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmarks: env-var knobs and interleaved timing rounds.
+"""Helpers shared by the benchmarks: env-var knobs, interleaved timing rounds and the bare-loop peer
+arm (`LoopArm`, the base of benchmarks/peer_arms.py's and peer_gpu_arms.py's peers).
 
 Importing it fixes glibc malloc's thresholds as every study does (kit.measure.memory.steady_allocator), so
 a benchmark's figures do not depend on what ran before them in its process.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+
+import numpy as np
 
 from kit.measure.memory import steady_allocator
 
@@ -43,6 +46,20 @@ def small_models() -> bool:
     """BENCH_SMALL=1: the zoo's small variants (`run_all --smoke`: each benchmark runs end to end, its
     figures mean nothing)."""
     return os.environ.get("BENCH_SMALL", "0") == "1"
+
+
+class LoopArm:
+    """A peer timed by a bare loop of its own call (what a user's script does)."""
+
+    call = None
+    batch = 1
+
+    def outputs(self) -> list[np.ndarray]:
+        return [np.asarray(o) for o in self.call()]
+
+    def round(self, seconds: float) -> dict:
+        n, elapsed = bare_loop(self.call, seconds)
+        return {"throughput": n * self.batch / elapsed, "calls": n}
 
 
 def strict() -> bool:

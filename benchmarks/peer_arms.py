@@ -23,7 +23,8 @@ import traceback
 
 import numpy as np
 
-from benchmarks.common import bare_loop
+from benchmarks.common import LoopArm
+from benchmarks.peer_gpu_arms import make_gpu_arm
 from kit.backends import BackendConfig, require_backend
 from kit.measure.window import MeasureConfig
 from kit.models import export_model
@@ -49,20 +50,6 @@ class KitArm:
         cfg = MeasureConfig(warmup=0, min_duration_s=seconds, min_count=1)
         m = self.session.measure_window(self.inputs, self.batch, cfg)
         return {"throughput": float(m.throughput), "calls": int(m.latency.count)}
-
-
-class LoopArm:
-    """A peer timed by a bare loop of its own call (what a user's script does)."""
-
-    call = None
-    batch = 1
-
-    def outputs(self) -> list[np.ndarray]:
-        return [np.asarray(o) for o in self.call()]
-
-    def round(self, seconds: float) -> dict:
-        n, elapsed = bare_loop(self.call, seconds)
-        return {"throughput": n * self.batch / elapsed, "calls": n}
 
 
 class OrtArm(LoopArm):
@@ -128,9 +115,7 @@ def make_arm(arm: str, model_name: str, batch: int, plan: dict | None):
     model = export_model(model_name)
     if arm == "kit":
         return KitArm(model, plan, batch)
-    if arm not in CPU_ARMS:  # the GPU peers build on LoopArm, so they are imported here
-        from benchmarks.peer_gpu_arms import make_gpu_arm
-
+    if arm not in CPU_ARMS:
         return make_gpu_arm(arm, model, batch)
     if arm == "ort-fp32":
         return OrtArm(model, batch)

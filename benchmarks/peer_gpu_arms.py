@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.peer_arms import LoopArm
+from benchmarks.common import LoopArm
 
 TORCH_ARMS = ("torch-eager-fp16", "torch-cudagraph-fp16", "torch-compile-ro")
 GRAPH_WARMUP = 3

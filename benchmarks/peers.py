@@ -2,7 +2,8 @@
 what a CPU user would run instead, on the same ONNX export, batch and seeded inputs.
 
 Arms (benchmarks/peer_arms.py), each a separate warm process: the kit's chosen configuration (the
-row's cached quick search decision, made now if absent) through the kit's timed window; plain ONNX
+row's cached quick search decision at that batch, made now if absent, exactly as `kit reproduce`
+makes it and under the key its job reads: `kit_plans`) through the kit's timed window; plain ONNX
 Runtime fp32 (default session options); OpenVINO f32 and bf16 (bf16 only where the CPU has it);
 OpenVINO NNCF int8 for FP8 rows. On an NVIDIA GPU (--hardware cuda, or auto where one is usable) the
 peers are plain PyTorch fp16 host to host (eager channels_last, one CUDA graph, torch.compile
@@ -40,7 +41,7 @@ from kit.hardware.environment import capture, cpu_flags
 from kit.models import export_model, get_entry
 from kit.paths import outputs_dir
 from kit.published import figures as published
-from kit.search import SearchSettings, decide
+from kit.search import SearchSettings, decide, key_hash
 from kit.search.probe import reference_scale
 
 TARGET = 0.95
@@ -144,17 +145,38 @@ def cpu_arms(precision: str) -> tuple[list[str], dict[str, str]]:
     return arms, skipped
 
 
-def kit_plan(model_name: str, precision: str, hardware: str = "cpu") -> dict:
-    """The row's decision as `make reproduce` (quick profile) takes it: searched at the quick batch."""
+def kit_plans(model_name: str, precision: str, hardware: str = "cpu", batches: list[int] | None = None
+              ) -> dict[int, dict]:
+    """The row's decision at each of `batches` (default: the published ones) exactly as a quick
+    `kit reproduce` job makes it, under the key that job carries (kit.batch.profiles.search_params):
+    on a kind that searches each batch (a GPU), one per published batch, smallest first, each after
+    the one before (kit.studies.model_benchmark.searched_each_batch), no near tie settled elsewhere;
+    on others one decision at the quick search batch, a near tie settled at the largest published one."""
     model = export_model(model_name)
     sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
-    decision, reused = decide(model, precision, search_batch(model_name, sizes, "quick"), hardware,
-                              SearchSettings("quick", settle_batch=max(sizes)))
+    wanted = sorted(set(batches or sizes))
+    if not kinds.get(hardware).search_each_batch:
+        at, settle = search_batch(model_name, sizes, "quick"), max(sizes)
+        decision, reused = decide(model, precision, at, hardware, SearchSettings("quick", settle_batch=settle))
+        return dict.fromkeys(wanted, kit_record(decision, reused, at, settle))
+    plans, prior = {}, None
+    for batch in sorted(set(sizes) | set(wanted)):
+        if batch > max(wanted):
+            break
+        decision, reused = decide(model, precision, batch, hardware, SearchSettings("quick"), prior=prior)
+        plans[batch], prior = kit_record(decision, reused, batch, None), decision
+    return {b: plans[b] for b in wanted}
+
+
+def kit_record(decision, reused: bool, at: int, settle: int | None) -> dict:
+    """What the kit's arm runs and what decided it: the batch searched at, the settle batch, the
+    decision's key (the one a reproduce job carries) and its cache file."""
     plan = decision.plan
     return {"plan": {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
                      "options": plan.options, "threads": plan.threads},
             "chosen": decision.chosen, "today": decision.today, "note": plan.precision_note,
-            "searched_s": decision.searched_s, "reused": reused}
+            "searched_s": decision.searched_s, "reused": reused, "decided_at_batch": at, "settle_batch": settle,
+            "key": key_hash(decision.key) if decision.key else None, "cache_file": decision.cache_file}
 
 
 def start(arm: str, model: str, batch: int, plan: dict | None):
@@ -313,7 +335,7 @@ def table(results: list[dict]) -> str:
                 continue
             best, ort = b["peers"][b["best_peer"]], b["peers"].get("ort-fp32")
             lines.append(
-                f"| {r['model']} {r['published']} | {b['batch_size']} | {r['kit']['chosen']} | "
+                f"| {r['model']} {r['published']} | {b['batch_size']} | {(b.get('kit_decision') or r['kit'])['chosen']} | "
                 f"{b['kit']['throughput_median']:.3g} | {b['best_peer']} | {best['throughput_median']:.3g} | "
                 f"{b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} | "
                 + (f"{ort['kit_over_peer']:.2f} {fmt_ci(ort['ci95'])}" if ort else "-")
@@ -339,16 +361,17 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(out), exist_ok=True)
     for model, precision, given in asked:
         started = time.perf_counter()
+        sizes = batches_of(model, precision, args.batches, given)
         try:
-            kit = kit_plan(model, precision, args.hardware)
+            kits = kit_plans(model, precision, args.hardware, sizes)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
             print(f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})", flush=True)
             continue
-        row = {"model": model, "published": precision, "kit": kit, "batches": [],
+        row = {"model": model, "published": precision, "kit": kits[sizes[0]], "batches": [],
                "published_batches": published.ipu_run_settings(model, precision)["batch_sizes"]}
-        for batch in batches_of(model, precision, args.batches, given):
-            b = run_batch(model, precision, batch, kit, args)
-            print_batch(model, precision, kit, b)
+        for batch in sizes:
+            b = {**run_batch(model, precision, batch, kits[batch], args), "kit_decision": kits[batch]}
+            print_batch(model, precision, kits[batch], b)
             row["batches"].append(b)
         row["seconds"] = round(time.perf_counter() - started, 1)
         results.append(row)

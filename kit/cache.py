@@ -4,7 +4,8 @@ An entry is an artifact file plus a JSON sidecar (same stem, `.json`) recording 
 from, its size and its content hash (sha256). The key is a hash of the sources' *content* and the
 settings, so replacing a model at the same path makes a new entry. A damaged entry (unreadable
 JSON, missing, truncated or replaced artifact) is deleted and rebuilt, with a `CacheRebuilt` warning saying why. Artifacts are built
-under a temporary name and renamed into place, so a failed or interrupted build leaves nothing.
+under a temporary name and renamed into place after their metadata (`commit`), so a failed or
+interrupted build leaves nothing at the final name.
 
     path = cached_file(directory, "model-fp16", ".onnx", sources=[onnx_path],
                        settings={"method": "fp16", "ort": "1.31"}, build=convert)
@@ -16,8 +17,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kit import atomic
@@ -113,24 +115,56 @@ def temporary_path(artifact: Path) -> Path:
     return artifact.with_name(f".{artifact.stem}.{os.getpid()}.tmp{artifact.suffix}")
 
 
+_TEMPORARY_PID = re.compile(r"\.(\d+)\.tmp")  # temporary_path's `.<stem>.<pid>.tmp<suffix>`
+
+
+def temporaries_of(directory: Path, pids: Iterable[int]) -> list[Path]:
+    """The temporary files (`temporary_path`, and files named after one) that processes `pids`
+    left under `directory`: a build killed before its own cleanup ran."""
+    pids = set(pids)
+    found = []
+    for path in Path(directory).rglob(".*.tmp*") if Path(directory).is_dir() else ():
+        owners = _TEMPORARY_PID.findall(path.name)
+        if owners and int(owners[-1]) in pids and path.is_file():
+            found.append(path)
+    return found
+
+
 @contextlib.contextmanager
 def building(artifact: Path) -> Iterator[Path]:
-    """Yield a temporary path to build into; renamed to `artifact` on success, removed on failure.
-
-    Files the builder writes beside the temporary one with its name as a prefix (ONNX external
-    data, a pre-processed copy) are removed too.
+    """Yield a temporary path to build into; the builder puts it in place with `commit`, its
+    metadata included, as the block's last step. Whatever is left at the temporary name (a
+    failed or interrupted build, ONNX external data, a pre-processed copy: files beside it with its
+    name as a prefix) is removed on the way out, so nothing is ever at the final name half-made.
     """
     artifact = Path(artifact)
     artifact.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(artifact)
     try:
         yield tmp
-        if not tmp.exists():
+        if not artifact.exists():
             raise KitError(f"building {artifact.name} wrote nothing")
-        tmp.replace(artifact)
     finally:
         for leftover in artifact.parent.glob(f"{tmp.stem}*"):
             leftover.unlink(missing_ok=True)
+
+
+def commit(tmp: Path, artifact: Path, meta: Mapping) -> dict:
+    """Put the file built at `tmp` in place as `artifact` with its metadata (size and content hash
+    read from `tmp`): the metadata first, then the file renamed, so the artifact is never at its
+    final name without it (an interruption between leaves metadata whose file is missing: a
+    damaged entry, discarded and rebuilt by the next read). Returns the metadata."""
+    tmp, artifact = Path(tmp), Path(artifact)
+    if not tmp.exists():
+        raise KitError(f"building {artifact.name} wrote nothing")
+    record = {**meta, "artifact_bytes": tmp.stat().st_size, "artifact_sha256": file_digest(tmp)}
+    atomic.write_text(meta_path(artifact), json.dumps(record, indent=1))
+    try:
+        tmp.replace(artifact)
+    except BaseException:
+        meta_path(artifact).unlink(missing_ok=True)
+        raise
+    return record
 
 
 def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Path],
@@ -145,9 +179,9 @@ def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Pa
         return artifact
     with building(artifact) as tmp:
         extra = build(tmp) or {}
-    write_entry(artifact, {"key": key, "settings": dict(settings), **dict(extra),
-                           "sources": [{"name": Path(s).name, "sha256": file_digest(s)}
-                                       for s in sources if Path(s).is_file()]})
+        commit(tmp, artifact, {"key": key, "settings": dict(settings), **dict(extra),
+                               "sources": [{"name": Path(s).name, "sha256": file_digest(s)}
+                                           for s in sources if Path(s).is_file()]})
     return artifact
 
 

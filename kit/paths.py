@@ -1,9 +1,18 @@
-"""Project paths, all relative to the repository root (override with KIT_ROOT)."""
+"""Project paths, all relative to the repository root (override with KIT_ROOT), and the two
+rules for a name read from a file (a result, the state) that becomes a path: it is a plain name
+(`plain_name`), and what is written under it stays inside its folder (`inside`)."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+from kit.errors import InvalidParameter, MissingResource
+
+# A job, notebook, study, backend or model name as a file or folder name: no separator, no leading dot.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
+PLAIN_RULE = "a plain name (letters, digits and . _ - @ +, not starting with a dot), no folder"
 
 
 def project_root() -> Path:
@@ -45,3 +54,37 @@ def imported_reports_dir(outputs: Path | None = None) -> Path:
 
 def notebooks_dir() -> Path:
     return Path(os.environ.get("KIT_NOTEBOOKS", project_root() / "notebooks"))
+
+
+def plain_name(value: object, what: str) -> str:
+    """`value` when it is a plain name, else InvalidParameter naming it and the rule.
+
+    >>> plain_name("resnet50-torch-fp32_FP16@cuda", "job name")
+    'resnet50-torch-fp32_FP16@cuda'
+    """
+    if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value):
+        raise InvalidParameter(what, value, PLAIN_RULE)
+    return value
+
+
+def inside(folder: Path, relative: str | Path) -> Path:
+    """`folder / relative`, refused (InvalidParameter) when it would lead outside `folder`
+    (an absolute path, `..`, a link out): every write of a batch goes through here.
+
+    >>> inside(Path("/out/runs/1"), "job.json").as_posix()
+    '/out/runs/1/job.json'
+    """
+    path = Path(folder) / relative
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise InvalidParameter("path", str(relative), f"a path inside {folder}")
+    return path
+
+
+def project_notebook(name: str) -> Path:
+    """notebooks/<name>, one of the project's own notebooks; MissingResource (naming the value and
+    the notebooks there) for any other name, a path, or a notebook that is not there."""
+    known = sorted(p.name for p in notebooks_dir().glob("*.ipynb"))
+    if name not in known:
+        raise MissingResource(f"notebook {name!r} is not one of the project's notebooks in "
+                              f"{notebooks_dir()}: {', '.join(known) or '(none)'}")
+    return notebooks_dir() / name

@@ -43,8 +43,8 @@ class HandMutation:
 
 MUTATIONS = [
     HandMutation("scorecard", "best QPS taken as the minimum", "kit/publish/scorecard.py",
-                 'm = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)',
-                 'm = min(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)'),
+                 'm = max(measurements, key=lambda x: x.qps_bytemlperf or 0)',
+                 'm = min(measurements, key=lambda x: x.qps_bytemlperf or 0)'),
     HandMutation("scorecard", "AVG Latency read from the median (p50)", "kit/measure/bytemlperf.py",
                  '"avg_latency_ms": sum(durations) / n', '"avg_latency_ms": durations[n // 2]'),
     HandMutation("scorecard", "P99 from numpy's interpolated p99 instead of ByteMLPerf's sorted[int(0.99 n)]",
@@ -102,14 +102,15 @@ MUTATIONS = [
     HandMutation("roofline", "fraction of the peak instead of the attainable bound", "kit/studies/roofline.py",
                  "fraction = achieved / attainable if", "fraction = achieved / peak_gflops if"),
     HandMutation("scorecard", "the table's measured cell showing the published batch", "kit/publish/card_table.py",
-                 '_sub(r.get("measured_batch") or r.get("batch_size"),', '_sub(r.get("batch_size"),'),
+                 '_sub(r.measured_batch or r.batch_size,', '_sub(r.batch_size,'),
 ]
 
 #: the tests that run the GPU code paths through the doubles, without a GPU (issue 43)
 GPU_TESTS = [
     "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
     "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
-    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py",
+    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py", "tests/test_zoo_capture.py",
+    "tests/test_hf.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
@@ -157,13 +158,23 @@ GPU_MUTATIONS = [
                  'return {"search_key": search_keys(model, published_precision, batches, kind)}',
                  'return {"search_key": search_key(model, published_precision, max(batches), kind)}'),
     HandMutation("capture/copies", "pageable host input buffers (pin_memory dropped)", "kit/backends/torch_cuda.py",
-                 "return [t.pin_memory() for t in tensors]", "return tensors"),
+                 "return [t.pin_memory() for t in host_tensors(arrays, dtype)]", "return host_tensors(arrays, dtype)"),
     HandMutation("capture/copies", "a blocking copy in the graph's copy-in", "kit/backends/torch_cuda.py",
                  "static.copy_(host, non_blocking=True)", "static.copy_(host)"),
     HandMutation("capture/copies", "the graph call returns without synchronising its stream", "kit/backends/torch_cuda.py",
                  "            self.graph.replay()\n        self.stream.synchronize()\n", "            self.graph.replay()\n"),
-    HandMutation("capture/copies", "run()'s graph replayed on stale inputs (new ones never loaded)",
-                 "kit/backends/torch_backend.py", "        self.graphs[shapes].load(host)\n", ""),
+    HandMutation("capture/copies", "a kept graph replayed on stale inputs (new ones never loaded)",
+                 "kit/backends/torch_backend.py",
+                 "            call.load(host_tensors(list(inputs.values()), self.cast_floats))\n", "            pass\n"),
+    HandMutation("capture/copies", "a graph captured again for every timed window (none kept)",
+                 "kit/backends/torch_backend.py", "        call = self.calls.get(key)\n", "        call = None\n"),
+    HandMutation("capture/copies", "pinned outputs allocated again by every eager call",
+                 "kit/backends/torch_cuda.py",
+                 "            for host, out in zip(self.host_outputs, self.forward(on_device), strict=True):\n"
+                 "                host.copy_(out, non_blocking=True)\n        self.stream.synchronize()  # the copies out are asynchronous: the call ends when they land\n"
+                 "        return self.host_outputs\n",
+                 "            outputs = [o.to('cpu', non_blocking=True) for o in self.forward(on_device)]\n"
+                 "        self.stream.synchronize()\n        return outputs\n"),
     HandMutation("ORT GPU", "IO binding outputs left on the GPU (never copied back to the host)",
                  "kit/backends/onnxruntime_backend.py",
                  "binding.bind_output(name)\n", 'binding.bind_output(name, "cuda", self.device_id)\n'),
@@ -197,6 +208,27 @@ GPU_MUTATIONS = [
                  "kept=keeper.take(batch, here.backend, here.backend_config()))", "kept=None)"),
     HandMutation("time", "a kept torch.compile session closed by the runoff that borrowed it", "kit/search/runoff.py",
                  "if id(s) not in borrowed:", "if True:"),
+    HandMutation("time", "probes without their compile seconds", "kit/search/measuring.py",
+                 '        p.compile_s = session.description.get("compile_s")\n', ""),
+    HandMutation("time", "torch.compile with dynamo's automatic dynamic shapes", "kit/backends/torch_backend.py",
+                 "torch.compile(eager, mode=mode, dynamic=False)", "torch.compile(eager, mode=mode)"),
+    HandMutation("time", "a GPU's torch eager candidates measured in every quick search", "kit/search/candidates.py",
+                 "fallback_for=eager_fallback_for(p, o))", 'fallback_for="")'),
+    HandMutation("per-batch search", "the peers' kit arm decides once at the quick batch on a GPU", "benchmarks/peers.py",
+                 "    if not kinds.get(hardware).search_each_batch:", "    if True:"),
+    HandMutation("per-batch search", "a decision settled at another batch reused as this job's", "kit/search/row.py",
+                 "cache.load_decision(key, settings.depth, settle_batch=settings.settle_batch)",
+                 "cache.load_decision(key, settings.depth)"),
+    HandMutation("masks", "BERT-family handed its 2D mask (transformers builds one, reading it back)",
+                 "kit/models/hf.py", "attention_mask = additive_mask(attention_mask, self.model.dtype)",
+                 "attention_mask = attention_mask"),
+    HandMutation("masks", "CLIP's text towers handed no causal mask (transformers builds one)", "kit/models/hf.py",
+                 "        return additive_mask(self.allowed[:, :, :n, :n], dtype)", "        return None"),
+    HandMutation("masks", "the same additive mask by Where (ByteMLPerf's Cast-Sub-Mul chain lost)", "kit/models/hf.py",
+                 "return (1 - mask.to(dtype)) * torch.finfo(dtype).min",
+                 "return torch.where(mask.to(torch.bool), 0.0, torch.finfo(dtype).min).to(dtype)"),
+    HandMutation("capture/copies", "a capture failure traced into the double (self-hiding frames named)",
+                 "kit/backends/torch_cuda.py", 'and not frame.f_globals.get("__tracebackhide__")', "and True"),
 ]
 
 

@@ -81,8 +81,10 @@ def test_kit_imports_inside_functions_are_only_for_heavy_libraries():
     assert not hidden, "kit imports inside functions (move them to the top of the module):\n" + "\n".join(hidden)
 
 
-def test_no_import_cycles_between_kit_modules():
-    graph = grimp.build_graph("kit")
+@pytest.mark.parametrize("package", ["kit", "benchmarks"])
+def test_no_import_cycles_between_modules(package):
+    """kit/'s floors, and benchmarks/ (peer_arms <-> peer_gpu_arms was one, through a function's import)."""
+    graph = grimp.build_graph(package)
     cycles = []
     for module in sorted(graph.modules):
         for imported_module in graph.find_modules_directly_imported_by(module):

@@ -31,6 +31,22 @@ def test_how_many_at_once_follows_the_cores_and_the_largest_export_s_memory():
     assert prepare.parallel_exports([], cores=16, available=120 * GB) == 0
 
 
+def test_the_plan_counts_the_memory_a_cgroup_v1_limit_leaves(tmp_path, monkeypatch):
+    """Issue 51: under a 3 GB `docker run -m` on a cgroup v1 host two exports ran at once on the
+    host's 24 GB and the kernel killed them; the container's limit leaves room for one."""
+    from kit.measure import memory
+
+    (tmp_path / "meminfo").write_text("MemTotal: 25000000 kB\nMemAvailable: 24000000 kB\n")
+    (tmp_path / "self").write_text("4:memory:/docker/abc\n0::/\n")
+    (tmp_path / "cg" / "memory").mkdir(parents=True)
+    (tmp_path / "cg" / "memory" / "memory.limit_in_bytes").write_text(f"{3 * 1024**3}\n")
+    (tmp_path / "cg" / "memory" / "memory.usage_in_bytes").write_text(f"{1500 * 1024**2}\n")
+    monkeypatch.setattr(memory, "MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(memory, "CGROUP", tmp_path / "cg")
+    monkeypatch.setattr(memory, "SELF_CGROUP", tmp_path / "self")
+    assert prepare.parallel_exports([RESNET, RESNET], cores=2) == 1  # 0.8 x (3.2 - 1.6 GB) / 1.0 GB
+
+
 def test_the_missing_exports_are_each_job_s_model_once(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "empty"))
     jobs = jobs_for("quick", "cpu")
@@ -97,20 +113,34 @@ def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached
 
 
 def test_an_interrupt_kills_the_exports_and_reaches_the_batch(tmp_path, monkeypatch):
+    """...and leaves nothing behind (issue 51): no export at its final name, no temporary file in
+    the cache, no `kit-export-*` folder in $TMPDIR."""
+    import tempfile
+
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.setattr(local, "parallel_exports", lambda requests: 2)
     killed = []
 
     def interrupted(proc, deadline, should_stop):
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "tmp").glob("kit-export-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)  # interrupted once the export is under way
+        assert list((tmp_path / "tmp").glob("kit-export-*")), "no export started"
         raise KeyboardInterrupt
 
     monkeypatch.setattr(local, "_wait", interrupted)
-    monkeypatch.setattr(local, "_kill", lambda proc: killed.append(proc.pid) or local.kill_tree(proc.pid))
+    kill = local._kill
+    monkeypatch.setattr(local, "_kill", lambda proc: killed.append(proc.pid) or kill(proc))
     task = local.Task(Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}), tmp_path, tmp_path, "")
     with pytest.raises(KeyboardInterrupt):
         local.prepare_exports([task])
     assert len(killed) == 1
     assert not ExportRequest("swin-large-torch-fp32").cached()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] == []
 
 
 def test_the_batch_records_what_was_made_before_its_jobs(outputs, monkeypatch):
@@ -172,3 +202,44 @@ def test_each_study_exports_what_it_says_it_will_load(study, monkeypatch):
     with pytest.raises(Stop):
         module.execute(cfg, RunResult.new(ResultKind.MODEL_BENCHMARK, study, {}, {}))
     assert loaded == cfg.exports()
+
+
+def test_a_cache_entry_discarded_while_preparing_is_said_on_the_console(tmp_path, monkeypatch, capsys):
+    """Issue 51: the prepare child's stderr is not the console; its CacheRebuilt warning was lost."""
+    import warnings
+
+    from kit.cache import discard
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    prepare.relay_cache_notes()
+    (tmp_path / "m-abc.onnx").write_bytes(b"half")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        discard(tmp_path / "m-abc.onnx", "has no metadata file")
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == {"note": "cache entry m-abc.onnx has no metadata file; rebuilding it"}
+    made = json.dumps({"model": "resnet50-torch-fp32", "seconds": 1.0, "error": None})
+    assert local.export_records(f"{printed}{made}\nnoise\n") == [json.loads(made)]
+    assert capsys.readouterr().err == "warning: cache entry m-abc.onnx has no metadata file; rebuilding it\n"
+
+
+def test_what_a_killed_export_left_is_removed(tmp_path, monkeypatch):
+    """Issue 51: an export killed mid-way left its `kit-export-*` folder in $TMPDIR and its
+    temporary file in the cache; the batch removes what the processes it killed left."""
+    import tempfile
+
+    from kit.models.export_child import remove_leftovers
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    cache = tmp_path / "cache"
+    for folder in ("tmp/kit-export-4242-x1", "tmp/kit-export-777-x2", "cache/models"):
+        (tmp_path / folder).mkdir(parents=True)
+    dead = [cache / "models" / ".resnet-abc.4242.tmp.onnx", cache / "conversions" / ".r-fp16.4243.tmp.onnx.data"]
+    kept = [cache / "models" / ".resnet-abc.777.tmp.onnx", cache / "models" / "resnet-abc.onnx"]
+    for path in dead + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    removed = remove_leftovers([4242, 4243], cache)
+    assert sorted(removed) == sorted([tmp_path / "tmp" / "kit-export-4242-x1", *dead])
+    assert not any(p.exists() for p in removed) and all(p.exists() for p in kept)
+    assert (tmp_path / "tmp" / "kit-export-777-x2").is_dir()

@@ -6,6 +6,7 @@ Tiny notebooks made here (no model), run through the real runner and the real `k
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -394,3 +395,51 @@ def test_make_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs):
     proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and not (outputs / "runs").exists()
+
+
+def test_every_write_of_the_batch_stays_in_its_run_folder(tmp_path):
+    """Issue 51: a job name became paths unchecked, and save_record applied it twice (the results'
+    folder, then the name again): `.record` went one traversal further than the results."""
+    from kit.batch.executor import Task
+    from kit.batch.jobs import JobRecord
+    from kit.batch.state import save_record
+
+    with pytest.raises(InvalidParameter, match=r"invalid job name='\.\./x': a plain name"):
+        Job("../x", "ok.ipynb")
+    with pytest.raises(InvalidParameter, match="invalid notebook='../evil.ipynb'"):
+        Job("x", "../evil.ipynb")
+    job = Job("x", "ok.ipynb")
+    job.name = "../../x"  # changed after it was checked: the path helper refuses it still
+    run_dir = tmp_path / "outputs" / "runs" / "r1"
+    with pytest.raises(InvalidParameter, match="a path inside"):
+        Task(job, run_dir, tmp_path / "outputs", "").path(".json")
+    record = JobRecord("x", "ok.ipynb", "ok", "r1", 1.0, "", "runs/r1/x.ipynb", "runs/r1/x.html",
+                       "runs/r1/x.json")
+    save_record(tmp_path / "outputs", record)
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == [
+        "outputs/runs/r1/x.record"]
+    for name in ("../../escaped", "/tmp/escaped"):
+        with pytest.raises(InvalidParameter, match="job name"):
+            save_record(tmp_path / "outputs", JobRecord(name, "ok.ipynb", "ok", "r1", 1.0, "", "", "",
+                                                        f"runs/r1/{name}.json"))
+    assert len([p for p in tmp_path.rglob("*") if p.is_file()]) == 1
+
+
+@pytest.mark.parametrize("jobs, problem", [
+    ({"../../escaped": {}}, "job name '../../escaped' is not a plain name"),
+    ({"x": {"name": "x", "notebook": "ok.ipynb", "status": "ok", "run_id": "r", "fingerprint": "",
+            "html": "../../x.html", "results": "runs/r/x.json"}}, "has html '../../x.html', not a file under runs/"),
+])
+def test_a_state_naming_paths_outside_outputs_is_corrupt(outputs, jobs, problem):
+    save_state(outputs, {"jobs": jobs, "runs": []})
+    with pytest.raises(CorruptState, match=re.escape(problem)):
+        read_state(outputs)
+
+
+def test_a_job_whose_notebook_is_gone_is_named_before_anything_runs(outputs, tiny, monkeypatch, capsys):
+    """A missing notebook was a raw FileNotFoundError (its fingerprint read it unchecked)."""
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb"), Job("gone", "gone.ipynb")])
+    code, _, err = reproduce(capsys)
+    assert code == 2 and err.startswith("error: notebook 'gone.ipynb' is not one of the project's notebooks in ")
+    assert "broken.ipynb, ok.ipynb" in err and len(err.strip().splitlines()) == 1
+    assert not list((outputs / "runs").glob("*/*.json"))  # nothing ran

@@ -14,6 +14,7 @@ from kit.measure.window import BatchMeasurement
 from kit.publish.scorecard import bytemlperf_rows
 from kit.published import figures as published
 from kit.results import RunResult
+from kit.results.windows import Measurement
 from tests.c600_runs import c600_result, calls_of, measured
 
 
@@ -119,14 +120,19 @@ def test_every_profile_measures_every_published_batch_size(profile):
 
 
 def test_the_batch_a_measurement_stands_for():
-    from kit.publish.comparability import measured_batch
+    def measured_batch(d):
+        return Measurement.from_dict(d).measured_batch
 
     assert measured_batch({"batch_size": 1, "extra": {"pack_batch_size": 40}}) == 40  # pack mode: the pack's
     assert measured_batch({"batch_size": 8, "extra": None}) == 8 and measured_batch({"batch_size": 8}) == 8
 
 
 def test_each_way_a_measurement_differs_from_the_published_run():
-    from kit.publish.comparability import PublishedRun, measurement_differences
+    from kit.publish.comparability import PublishedRun
+    from kit.publish.comparability import measurement_differences as typed
+
+    def measurement_differences(d, run):
+        return typed(Measurement.from_dict(d), run)
 
     padded = PublishedRun(32, 4, "fp16", "1.4.0", pack=False)
     assert measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []

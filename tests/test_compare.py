@@ -74,3 +74,20 @@ def test_noise_and_interval_are_stated_in_every_verdict():
     assert v is Verdict.NOT_COMPARABLE and "0.009-0.011x" in reason and reason.endswith("CPU steal 9% > 5%")
     v, reason, _ = verdict("QPS", 1000, 950, "c600", C600)
     assert v is Verdict.REPRODUCED and "no interval" in reason
+
+
+def test_a_scorecard_row_reads_back_from_its_record_and_from_json():
+    import json
+
+    import pandas as pd
+
+    from kit.publish.compare import Comparison, Reason, ReasonCode, Verdict
+
+    row = Comparison("bytemlperf_c600", "QPS", "m", "FP16", "32", "samples/s", 100.0, "C600", None, "",
+                     Verdict.NOT_MEASURED, Reason("batch 32 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN),
+                     reason_code=ReasonCode.BATCH_NOT_RUN, differences=("a",), difference_codes=("batch",))
+    record = pd.DataFrame([row.to_dict()]).to_dict("records")[0]  # NaN for the missing numbers
+    assert Comparison.from_dict(record) == row == Comparison.from_dict(json.loads(json.dumps(row.to_dict())))
+    older = Comparison.from_dict({"study": "c2_qwant", "verdict": "failed", "reason": "timed out", "measured": None})
+    assert older.verdict == Verdict.FAILED and older.reason_code == "" and older.emulated is False
+    assert Comparison.of(row) is row

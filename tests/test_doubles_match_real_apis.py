@@ -124,7 +124,8 @@ def test_the_onnxruntime_double_session_is_constructed_as_the_real_one():
 
 def test_what_the_cuda_double_replaces_in_torch_cuda_is_called_as_the_real_one(monkeypatch):
     real = {name: getattr(torch.cuda, name) for name in
-            ("is_available", "synchronize", "Stream", "stream", "current_stream", "CUDAGraph", "graph", "empty_cache")}
+            ("is_available", "synchronize", "Stream", "stream", "current_stream", "CUDAGraph", "graph", "empty_cache",
+             "is_current_stream_capturing")}
     cuda = cuda_double.install(monkeypatch)
     try:
         problems = {name: found for name, fn in real.items()
@@ -132,3 +133,36 @@ def test_what_the_cuda_double_replaces_in_torch_cuda_is_called_as_the_real_one(m
     finally:
         cuda_double.uninstall(cuda)
     assert not problems, problems
+
+
+def documented_signature(fn) -> inspect.Signature:
+    """A builtin's signature from the first line of its docstring ('tensor(data, *, dtype=None) -> Tensor');
+    a keyword-only parameter the line gives no default (as_tensor's device) defaults to None, as in
+    torch's argument parser."""
+    line = fn.__doc__.strip().splitlines()[0].split(" -> ")[0]
+    params = line[line.index("(") + 1:line.rindex(")")].split(", ")
+    made = []
+    for text in params:
+        if text == "*":
+            continue
+        kind = KEYWORD_ONLY if "*" in params and params.index(text) > params.index("*") else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        name, _, default = text.partition("=")
+        if not default and kind == KEYWORD_ONLY:
+            default = "None"
+        made.append(inspect.Parameter(name.split(":")[0].strip(), kind,
+                                      default=inspect.Parameter.empty if not default else default.strip()))
+    return inspect.Signature(made)
+
+
+@pytest.mark.parametrize("name", ["tensor", "as_tensor"])
+def test_what_the_cuda_double_replaces_in_torch_is_called_as_the_real_one(name, monkeypatch):
+    """torch.tensor and torch.as_tensor are builtins: their documented signatures stand for them."""
+    real = getattr(torch, name)
+    cuda = cuda_double.install(monkeypatch)
+    try:
+        double = getattr(torch, name)
+    finally:
+        cuda_double.uninstall(cuda)
+    stand_in = lambda: None  # noqa: E731 - a callable to hang the documented signature on
+    stand_in.__signature__ = documented_signature(real)
+    assert call_mismatches(double, stand_in) == []

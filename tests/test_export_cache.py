@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -16,7 +17,7 @@ from kit.measure.memory import InsufficientMemory
 from kit.models import MODELS, export_model
 from kit.models import build as export_module
 from kit.models.export import cached_export
-from kit.models.export_child import child_failure, run_child
+from kit.models.export_child import child_environment, child_failure, run_child
 from kit.models.spec import WeightsInfo
 
 RESNET = "resnet50-torch-fp32"
@@ -67,6 +68,34 @@ def test_failed_export_leaves_no_temporary_file(tmp_path, monkeypatch):
     monkeypatch.setattr(export_module, "verify", failing_verify)
     with pytest.raises(CorruptModel, match="simulated"):
         export_model(RESNET, small=True, cache=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_interrupted_after_its_file_is_written_leaves_nothing_at_its_final_name(tmp_path, monkeypatch):
+    """Issue 51: the file was renamed into place before its FLOPs were counted and its metadata
+    written; a Ctrl-C meanwhile left it at its final name without metadata."""
+    def interrupted(path, inputs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_module, "flops_or_none", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        export_model(RESNET, small=True, cache=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sigterm_mid_build_leaves_no_temporary_file(tmp_path):
+    """How the batch stops an export child: SIGTERM, after which its `finally` blocks still run."""
+    script = ("import os, signal, sys, time\n"
+              "from kit.cache import building\n"
+              "from kit.models.export_child import exit_on_sigterm\n"
+              "exit_on_sigterm()\n"
+              f"with building({str(tmp_path / 'm.onnx')!r}) as tmp:\n"
+              "    tmp.write_bytes(b'half an export')\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    time.sleep(30)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=child_environment({}))
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,6 +1,8 @@
 """Issue 27 #4: the scorecard read at a glance. Short reasons from the verdicts the kit really gives,
 grouped per verdict with what a user can do, and one sentence per study."""
 
+from pathlib import Path
+
 from kit.hardware.parts import MeasuredOn
 from kit.publish import glance, scorecard
 from kit.publish.comparability import PublishedRun, measurement_differences
@@ -42,7 +44,7 @@ def test_a_figure_from_the_published_part_measured_another_way_names_each_differ
 def test_every_reason_of_a_scorecard_without_results_has_its_short_form():
     card = scorecard.build([]).to_dict("records")
     shorts = {glance.short_reason(r) for r in card}
-    known = {s for _, s, _ in glance.REASONS}
+    known = {s for s, _ in glance.SHORT.values()}
     assert shorts <= known, shorts - known
     assert {"not run", "a training or price claim, outside an inference kit"} <= shorts
 
@@ -71,3 +73,35 @@ def test_one_sentence_per_study_with_its_counts_and_where_it_was_measured():
     page = glance.overview_html(card)
     assert page.index("<h2>At a glance</h2>") < page.index("<b>ByteMLPerf&#x27;s C600 table (seed 001)</b>: ")
     assert "<b>124 not measured</b>: " in page and f"All {len(card)} published figures" in page
+
+
+CODED = ("reason_code", "differences", "difference_codes", "measured_name", "measured_class", "emulated")
+
+
+def test_rows_carry_their_reason_code_and_where_they_were_measured_and_glance_reads_those():
+    card = scorecard.build([]).to_dict("records")
+    assert all(r["reason_code"] for r in card)
+    assert {r["reason_code"] for r in card} <= {"not_selected", "not_run", "claim"}
+    row = {**card[0], "reason": "a sentence glance must not read", "reason_code": "no_dataset"}
+    assert glance.short_reason(row) == "no dataset"  # the code, not the sentence
+    gpu = {**_row(MeasuredOn("cpu", "AMD EPYC")), "reason_code": "other_hardware", "measured_class": "gpu",
+           "measured_name": "NVIDIA H100", "emulated": False}
+    assert glance.short_reason(gpu) == "measured on a GPU, not the C600" and glance.measured_device(gpu) == "NVIDIA H100 (GPU)"
+
+
+def test_a_row_measured_another_way_is_said_from_its_difference_codes():
+    row = {**_row(MeasuredOn("ipu", "C600", "c600"), differences=["x"]), "reason_code": "measured_another_way",
+           "differences": ["batch 4, published at batch 40", "fp8 skip list not found"],
+           "difference_codes": ["batch", "session"]}
+    assert glance.short_reason(row) == "on the C600, but another batch size, fp8 skip list not found"
+
+
+def test_a_row_an_older_kit_wrote_without_codes_reads_the_same(tmp_path, monkeypatch):
+    """The summary JSON of an older kit holds rows without codes: glance reads their sentences."""
+    monkeypatch.setenv("KIT_OUTPUTS", str(tmp_path))
+    v1 = Path(__file__).parent / "data" / "results_v1"
+    card = scorecard.build(sorted(v1.glob("*.json"))).to_dict("records")
+    for row in card:
+        older = {k: v for k, v in row.items() if k not in CODED}
+        for said in (glance.short_reason, glance.measured_device, glance.measured_class, glance.emulated):
+            assert said(row) == said(older), (said.__name__, row["reason"])

@@ -149,3 +149,15 @@ def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_do
     with_double.setenv("KIT_IPU_PYTHON", "/nonexistent/python3.8")
     ipu_mod._AVAILABILITY.clear()
     assert "PopRT not installed" in ipu_unavailable()
+
+
+def test_the_worker_sees_its_container_s_cgroup_v1_or_v2_limit(tmp_path):
+    """Issue 51: the PopRT worker read only cgroup v2, as the kit did."""
+    (tmp_path / "meminfo").write_text("MemTotal: 25000000 kB\nMemAvailable: 24000000 kB\n")
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("3000000000\n")
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text("1000000000\n")
+    assert step_memory.available_memory_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 2_000_000_000
+    (tmp_path / "memory.max").write_text("1500000000\n")
+    (tmp_path / "memory.current").write_text("1000000000\n")
+    assert step_memory.available_memory_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 500_000_000

@@ -59,6 +59,50 @@ def test_available_is_capped_by_a_cgroup_limit(tmp_path, fake_memory):
     assert available_bytes(meminfo, cgroup) == 8_000_000 * 1024
 
 
+def fake_cgroups(tmp_path, self_cgroup: str, files: dict[str, str]):
+    """A cgroup filesystem root with `files` (relative path -> content) and a /proc/self/cgroup."""
+    root = tmp_path / "sys-fs-cgroup"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (tmp_path / "self-cgroup").write_text(self_cgroup)
+    return root, tmp_path / "self-cgroup"
+
+
+V1_DOCKER = "12:pids:/docker/abc\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n0::/\n"
+
+
+def test_a_cgroup_v1_limit_is_seen_as_docker_run_m_gives_it(tmp_path, fake_memory, monkeypatch):
+    """Issue 51: under `docker run -m 3g` on a cgroup v1 host the kit counted the host's 24 GB."""
+    meminfo = fake_memory(24_000_000)
+    # without a cgroup namespace the recorded path is the host's; the mount is the container's own
+    root, self_cgroup = fake_cgroups(tmp_path, V1_DOCKER, {
+        "memory/memory.limit_in_bytes": f"{3 * GB:.0f}\n",
+        "memory/memory.usage_in_bytes": f"{int(0.9 * GB)}\n",
+        "memory/memory.stat": f"cache 500\ntotal_inactive_file {int(0.4 * GB)}\n"})
+    assert available_bytes(meminfo, root, self_cgroup) == int(2.5 * GB)  # 3 - (0.9 - 0.4 reclaimable)
+    assert memory.memory_limit_bytes(meminfo, root, self_cgroup) == 3 * GB
+    monkeypatch.setattr(memory, "CGROUP", root)
+    monkeypatch.setattr(memory, "SELF_CGROUP", self_cgroup)
+    assert "likely out of memory: peak 3.2 GB of 3.0 GB" in memory.oom_message("killed", 3.2)
+    with pytest.raises(InsufficientMemory, match="2.5 GB available"):
+        check_memory("export-torch", 1 * GB, "exporting swin")
+
+
+def test_v1_and_v2_limits_at_every_level_above_the_process_count(tmp_path, fake_memory):
+    meminfo = fake_memory(24_000_000)
+    root, self_cgroup = fake_cgroups(tmp_path, "0::/user.slice/job\n", {
+        "user.slice/memory.max": f"{4 * GB:.0f}\n", "user.slice/memory.current": f"{1 * GB:.0f}\n",
+        "user.slice/job/memory.max": "max\n", "user.slice/job/memory.current": "0\n"})
+    assert available_bytes(meminfo, root, self_cgroup) == 3 * GB
+    assert memory.memory_limit_bytes(meminfo, root, self_cgroup) == 4 * GB
+    root, self_cgroup = fake_cgroups(tmp_path / "v1", "5:memory,cpu:/a/b\n", {
+        "memory/a/memory.limit_in_bytes": f"{2 * GB:.0f}\n", "memory/a/memory.usage_in_bytes": "0\n",
+        "memory/a/b/memory.limit_in_bytes": "9223372036854771712\n", "memory/a/b/memory.usage_in_bytes": "0\n"})
+    assert available_bytes(meminfo, root, self_cgroup) == 2 * GB
+    assert memory.cgroup_limits(root, self_cgroup)[0].where == root / "memory/a/b/memory.limit_in_bytes"
+
+
 def test_check_memory_fails_before_the_step_with_the_figures(fake_memory):
     fake_memory(2_000_000)  # ~2 GB available
     need = estimate_need("int8-static", 1 * GB)

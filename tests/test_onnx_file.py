@@ -39,6 +39,17 @@ def test_dynamic_dims_besides_batch_must_be_given(tmp_path):
         load_onnx_file(path, input_shapes={"nope": (1,)})
 
 
+def test_input_shapes_that_contradict_a_fixed_dimension_name_the_input_the_index_and_both_values(tmp_path):
+    """Issue 51: only the rank was checked; a contradicted fixed dimension was a raw ONNX Runtime error."""
+    path = relu_model(tmp_path, ["batch", 3, "length"])
+    with pytest.raises(InvalidParameter, match=r"input x: dim 1 is 3 in the file, not 4") as caught:
+        load_onnx_file(path, input_shapes={"x": (1, 4, 11)})
+    assert "(?, 3, ?)" in str(caught.value)
+    with pytest.raises(InvalidParameter, match=r"input ids: dim 1 is 7 in the file, not 8"):
+        load_onnx_file(path, input_shapes={"x": (1, 3, 11), "ids": (1, 8)})
+    assert load_onnx_file(path, input_shapes={"x": (1, 3, 11), "ids": (1, 7)}).inputs[1].shape == (1, 7)
+
+
 def test_fixed_first_dim_is_not_batched(tmp_path):
     model = load_onnx_file(relu_model(tmp_path, [100, 77]))
     assert model.inputs[0].batched is False and model.inputs[0].shape_for(8) == (100, 77)

@@ -4,9 +4,13 @@ themselves are `make bench-peers`, never a unit test)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from benchmarks import peers
+from kit.batch.profiles import search_params
+from kit.search import cache
 from kit.search.decision import Decision
 
 
@@ -133,19 +137,47 @@ def test_auto_hardware_is_cuda_only_where_a_cuda_backend_loads(monkeypatch):
     assert peers.resolve_hardware("auto") == "cpu"
 
 
-def test_the_kit_arm_takes_the_rows_gpu_decision(monkeypatch):
-    seen = {}
-
-    def decide(model, precision, batch, hardware, settings):
-        seen.update(hardware=hardware, batch=batch)
-        plan = {"backend": "torch", "precision": "fp16", "device": "cuda", "options": {"cuda_graph": True},
+def stored_decisions(model: str, precision: str, batches: list[int], kind: str, settle: int | None
+                     ) -> dict[int, str]:
+    """A cached quick decision at each batch, each choosing another plan, under the keys a quick
+    `kit reproduce` job of the row carries, made as it makes them (`settle`: where a near tie was
+    settled); returns the label chosen at each."""
+    chosen = {}
+    for b in batches:
+        key = cache.decision_key(model, precision, b, kind)
+        plan = {"backend": "torch", "precision": "fp16", "device": kind, "options": {"cuda_graph": True, "b": b},
                 "threads": None, "precision_note": "n"}
-        return Decision.from_dict({"plan": plan, "chosen": "torch fp16 cuda-graph (cuda)", "today": "t"}), False
+        chosen[b] = f"torch fp16 cuda-graph b{b} ({kind})"
+        cache.store_decision(Decision.from_dict({"plan": plan, "chosen": chosen[b], "today": "t", "key": key,
+                                                 "depth": "quick", "cache_file": cache.decision_path(key).name,
+                                                 "settings": {"settle_batch": settle}}))
+    return chosen
 
-    monkeypatch.setattr(peers, "decide", decide)
-    monkeypatch.setattr(peers, "export_model", lambda name: None)
-    kit = peers.kit_plan("resnet50-torch-fp32", "FP16", "cuda")
-    assert seen["hardware"] == "cuda" and kit["plan"]["options"] == {"cuda_graph": True}
+
+def test_the_kit_arm_takes_the_decision_reproduce_makes_at_each_batch_on_a_gpu(outputs, monkeypatch):
+    """A GPU decides at every published batch (no near tie settled at another): the kit's arm at
+    batch 32 runs the batch-32 decision, read under the key the reproduce job carries."""
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr(peers, "export_model", lambda name: SimpleNamespace(name=name, small=False))
+    chosen = stored_decisions("resnet50-torch-fp32", "FP16", [4, 32], "cuda", None)
+    kits = peers.kit_plans("resnet50-torch-fp32", "FP16", "cuda", [4, 32])
+    job = search_params("resnet50-torch-fp32", "FP16", [4, 32], "quick", "cuda")
+    assert [kits[b]["key"] for b in (4, 32)] == job["search_key"].split(",")
+    assert all(k["reused"] for k in kits.values())  # nothing searched again: reproduce's decisions
+    assert {b: k["chosen"] for b, k in kits.items()} == chosen
+    assert kits[32]["plan"]["options"] == {"cuda_graph": True, "b": 32}
+    assert (kits[32]["decided_at_batch"], kits[32]["settle_batch"]) == (32, None)
+    assert peers.kit_plans("resnet50-torch-fp32", "FP16", "cuda", [32])[32]["chosen"] == chosen[32]
+
+
+def test_on_a_cpu_the_kit_arm_takes_the_one_decision_at_the_quick_batch(outputs, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    monkeypatch.setattr(peers, "export_model", lambda name: SimpleNamespace(name=name, small=False))
+    job = search_params("resnet50-torch-fp32", "FP16", [4, 32], "quick", "cpu")
+    chosen = stored_decisions("resnet50-torch-fp32", "FP16", [job["search_batch"]], "cpu", 32)
+    kits = peers.kit_plans("resnet50-torch-fp32", "FP16", "cpu", [4, 32])
+    assert kits[4] == kits[32] and kits[32]["key"] == job["search_key"] and kits[32]["reused"]
+    assert kits[32]["chosen"] == chosen[job["search_batch"]] and kits[32]["settle_batch"] == 32
 
 
 @pytest.fixture
@@ -227,3 +259,16 @@ def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):
     assert "GPU NVIDIA H200, every arm timed host to host" in peers_section(tmp_path)
     peers.write(str(tmp_path / PEERS_FILE), argparse.Namespace(hardware="cpu", rounds=2, seconds=1.0), ["avx512f"], [])
     assert "CPU x, flags avx512f" in peers_section(tmp_path)
+
+
+def test_the_index_names_each_batchs_own_choice_on_a_gpu():
+    from kit.publish.peers_table import peer_rows
+
+    loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "torch-compile-ro")}
+    batches = [{**peers.summarise(b, {"kit": [2.0, 2.1, 2.0], "torch-compile-ro": [2.0, 2.0, 2.1]}, loaded, {}, {},
+                                  [1.0]), "kit_decision": {"chosen": f"choice at {b}"}} for b in (4, 32)]
+    rows = peer_rows({"rows": [{"model": "resnet50", "published": "FP16", "kit": {"chosen": "choice at 4"},
+                                "batches": batches}]})
+    assert [r["kit_choice"] for r in rows] == ["choice at 4", "choice at 32"]
+    assert "| choice at 32 |" in peers.table([{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"},
+                                               "batches": batches}])

@@ -11,6 +11,7 @@ from kit.batch.executor import Task
 from kit.batch.jobs import Job
 from kit.hardware import environment, source
 from kit.publish.report.provenance import source_line
+from kit.results.sections import Environment
 
 
 def git(cwd, *args):
@@ -95,10 +96,10 @@ def test_the_model_export_is_hashed(small):
 def test_the_report_shows_one_line_commit_dirty_and_rerun():
     env = {"kit": {"commit": "a" * 40, "dirty": True, "diff_sha256": "b" * 64},
            "distributions": {"numpy": "2"}, "job": {"rerun": "kit rerun outputs/runs/r/x.json"}}
-    line = source_line(env)
+    line = source_line(Environment.from_dict(env))
     assert line.startswith("kit aaaaaaaaaaaa (dirty, local changes sha256 bbbbbbbbbbbb)")
     assert "re-run: kit rerun outputs/runs/r/x.json" in line
-    assert "not recorded" in source_line({})  # an older result still reads
+    assert "not recorded" in source_line(Environment.from_dict({}))  # an older result still reads
     from kit.publish.report.provenance import provenance
     from kit.results import RunResult
 

@@ -45,13 +45,14 @@ def test_gpu_placement_shows_the_cpu_share(result):
     import copy
 
     from kit.publish.report.provenance import gpu_placement
+    from kit.results.sections import Session
 
     placement = {"kernels_by_provider": {"CUDAExecutionProvider": 38, "CPUExecutionProvider": 2}, "kernels": 40,
                  "cpu_share": 0.05, "method": "ORT profile of one warm-up run"}
-    line = gpu_placement({"placement": placement})
+    line = gpu_placement(Session.from_dict({"placement": placement}))
     assert line == ("2 of 40 kernels on the CPU (5.0%); part of the graph runs on the host CPU: the GPU figures "
                     "include that CPU work (CPU 2, CUDA 38; ORT profile of one warm-up run)")
-    assert gpu_placement({}) == ""  # a CPU session has no placement
+    assert gpu_placement(Session()) == ""  # a CPU session has no placement
     gpu = copy.deepcopy(result)
     gpu.backend["session"]["placement"] = placement
     assert "<th style='text-align:left'>GPU placement</th><td style='text-align:left'>2 of 40 kernels" in provenance(gpu)

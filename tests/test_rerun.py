@@ -5,9 +5,12 @@ commit, packages and hardware first, stops on a downgraded package naming both v
 import importlib.metadata
 import json
 
+import pytest
+
 from kit.batch import Job, run_jobs
 from kit.cli.main import main
 from kit.cli.rerun import drift, recorded_job
+from kit.paths import notebooks_dir
 from kit.results import RunResult
 
 SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
@@ -61,3 +64,55 @@ def test_a_result_without_a_batch_job_cannot_be_rerun(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{")
     assert main(["rerun", str(tmp_path / "bad.json")]) == 2
     assert "bad.json: not a result JSON (JSONDecodeError" in capsys.readouterr().err
+
+
+def recorded(tmp_path, **job):
+    """A result that records the batch job `job` (name, notebook...), as a result file could say."""
+    job = {"name": "published_results", "notebook": "published_results.ipynb", "parameters": {},
+           "timeout_s": 300, **job}
+    return RunResult.new("published_results", "x", {}, {"job": job}).write(tmp_path / "given" / "x.json")
+
+
+def written_outside(tmp_path, outputs):
+    """Every file under tmp_path but outside outputs/ and the given result's folder."""
+    return [p for p in tmp_path.rglob("*") if p.is_file() and outputs not in p.parents
+            and p.parent != tmp_path / "given"]
+
+
+@pytest.mark.parametrize("name", ["../../../../escaped", "/tmp/escaped", "a/b", "..", ""])
+def test_a_recorded_job_name_that_is_not_a_plain_name_is_refused(outputs, tmp_path, capsys, name):
+    """Issue 51: a result whose job name was `../../../../<folder>/escaped` re-ran and wrote
+    escaped.json, .html, .ipynb and bytemlperf/ outside outputs/."""
+    path = recorded(tmp_path, name=name)
+    assert main(["rerun", str(path), "--allow-drift"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: its recorded job cannot be re-run: invalid job name={name!r}: a plain name" in err
+    assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
+
+
+@pytest.mark.parametrize("notebook", ["../../x/evil.ipynb", "/tmp/evil.ipynb", "gone.ipynb"])
+def test_only_the_project_s_own_notebooks_are_re_run(outputs, tmp_path, capsys, notebook):
+    """Issue 51: `--allow-drift` executed a notebook from any path a result named, and a missing
+    one was a raw FileNotFoundError."""
+    path = recorded(tmp_path, notebook=notebook)
+    assert main(["rerun", str(path), "--allow-drift"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: its recorded job cannot be re-run: notebook {notebook!r} is not "
+                          "one of the project's notebooks in ") and "model_benchmark.ipynb" in err
+    assert len(err.splitlines()) == 1 and not (outputs / "runs").exists()
+
+
+def test_the_drift_list_names_the_notebook(outputs, tmp_path):
+    path = recorded(tmp_path, notebook_sha256="0" * 64)
+    [line] = [d for d in drift(*recorded_job(path)) if d.startswith("notebook")]
+    assert line.startswith(f"notebook {notebooks_dir() / 'published_results.ipynb'}: sha256 000000000000 "
+                           "in the result, ")
+
+
+def test_a_recorded_folder_to_write_in_outside_outputs_is_refused(outputs, tmp_path, capsys):
+    """The server study writes its LoadGen logs where `output_dir` says: a re-run keeps it in outputs/."""
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": str(tmp_path / "elsewhere")})
+    assert main(["rerun", str(path), "--allow-drift"]) == 2
+    assert f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}" in capsys.readouterr().err
+    assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []

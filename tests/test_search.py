@@ -262,7 +262,8 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     fields = {"backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None, "native": True,
               "why": ""}
     stopped = {**fields, "label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
-               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "numerics": {"numerics_ok": True}}
+               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "compile_s": 0.25,
+               "numerics": {"numerics_ok": True}}
     failed = {**fields, "label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
     int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
@@ -272,6 +273,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
     by = {p.label: p for p in probes}
     assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
         "in the FP16 row's search (f.json, t): stopped early")
+    assert (by["openvino fp32 (cpu)"].load_s, by["openvino fp32 (cpu)"].compile_s) == (0.5, 0.25)  # its figures too
     assert by["torch fp32 (cpu)"].status == "pending"  # failed there: measured again here
     assert by["openvino int8 (cpu)"].status == "pending"  # 8 bits: never shared
     assert by["onnxruntime int8 (cpu)"].status == "pending" and by["onnxruntime int8 (cpu)"].today
@@ -322,9 +324,25 @@ def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkey
         "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
     assert not reused and forced.created_at >= first.created_at
     assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
+    settled_elsewhere = replace(TINY, settle_batch=8)  # made another way: searched again
+    assert not row.decide(searchable, "FP16", 1, "cpu", settled_elsewhere, candidates=cands)[1]
+    assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
     assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
     monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
     assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
+
+
+def test_a_decision_made_with_another_settle_batch_is_not_reused(searchable):
+    """A GPU decides each batch on its own (no settle batch), a CPU's quick search settles a near tie
+    at the largest published batch: a decision made one way (e.g. by an older peer bench) is not
+    the one a job of the other asks for, though the key is the same."""
+    key = cache.decision_key(searchable.name, "FP16", 4, "cuda", small=True)
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "settings": {"settle_batch": 32}}))
+    assert cache.load_decision(key, "quick", settle_batch=None) is None
+    assert cache.load_decision(key, "quick", settle_batch=32) is not None
+    assert cache.load_decision(key, "quick") is not None  # a sibling row's probes: whatever settled it
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))  # an older file: no settings
+    assert cache.load_decision(key, "quick", settle_batch=None) is not None
 
 
 def test_a_quick_decision_does_not_serve_a_full_search(searchable):
@@ -976,7 +994,39 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
     assert Decision.from_dict(loaded.to_dict()) == loaded
 
 
+def test_a_probe_an_older_kit_wrote_without_compile_s_reads_back_as_none(outputs, monkeypatch):
+    import json
+
+    monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
+    key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
+    probe = {k: v for k, v in _measured("torch fp16 compile", 2.0, 1.9, 2.1).to_dict().items() if k != "compile_s"}
+    cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
+    cache.decision_path(key).write_text(json.dumps({"chosen": None, "plan": {}, "probes": [probe], "key": key}))
+    loaded = cache.load_decision(key, "quick", load_now=0.0)
+    assert loaded.probes[0].compile_s is None and loaded.probes[0].throughput == 2.0
+    assert loaded.to_dict()["probes"][0]["compile_s"] is None  # written back with the field
+
+
 # ---------------------------------------------------------------- a GPU decides at each published batch
+
+
+def test_a_gpus_torch_eager_candidates_are_measured_only_where_a_cuda_graph_fails(monkeypatch):
+    from kit.search import candidates
+
+    monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
+    cands = [c for c in row_candidates("torch", "cuda") if c.backend == "torch"]
+    graph16, graph_bf16 = "torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)"
+    assert {c.label: c.fallback_for for c in cands if c.fallback_for} == {
+        "torch fp32 (cuda)": graph16, "torch fp16 (cuda)": graph16, "torch bf16 (cuda)": graph_bf16}
+    probes, _ = planning.row_probes(cands, PrecisionChoice("onnxruntime", "fp16", "cuda", "m"), "FP16", "quick")
+    by = {p.label: p for p in probes}
+    assert {label for label, p in by.items() if p.status == "fallback"} == {
+        "torch fp32 (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)"}
+    by[graph16].status, by[graph_bf16].status = "failed", "measured"  # a model a capture refuses in fp16
+    assert measuring.settle_fallback(by["torch fp16 (cuda)"], probes)
+    assert not measuring.settle_fallback(by["torch bf16 (cuda)"], probes)
+    today = planning.row_probes(cands, PrecisionChoice("torch", "fp16", "cuda", "m"), "FP16", "quick")[0]
+    assert next(p for p in today if p.label == "torch fp16 (cuda)").status == "pending"  # today's: always measured
 
 def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
     from kit.batch.profiles import jobs_for, search_key

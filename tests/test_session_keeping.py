@@ -107,6 +107,8 @@ def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
     with SessionKeeper() as keeper:
         decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         assert decision.chosen == COMPILED.label
+        compile_s = {p.label: p.compile_s for p in decision.probes}
+        assert compile_s == {EAGER.label: None, COMPILED.label: 1.5}  # every probe says what compiling took
         assert loads(compiled=True) == 1
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         assert not kept.closed

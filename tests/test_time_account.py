@@ -201,14 +201,15 @@ def test_the_timing_detail_names_the_limit_the_window_ran_under_when_stretched_f
 
 def test_the_index_cell_adds_what_the_study_did_not_cover_and_survives_odd_accounts():
     from kit.publish.site import time_split
+    from kit.results.tables import TimeAccount
 
     account = {"total_s": 60.0, "other_s": 2.0, "phases": [{"phase": "export", "seconds": 8.0},
                                                            {"phase": "timing", "seconds": 50.0}]}
-    assert time_split({"tables": {"time_account": account}}, 70.0) == \
+    assert time_split(TimeAccount.from_dict(account), 70.0) == \
         "export 8 · timing 50 · other 2 · outside the study 10"
-    assert time_split({"tables": {"time_account": {"total_s": 12.0, "other_s": 12.0, "phases": []}}}, 20.0) == \
+    assert time_split(TimeAccount.from_dict({"total_s": 12.0, "other_s": 12.0, "phases": []}), 20.0) == \
         "study 12 · outside the study 8"  # a study that marks no phase (the server scenario)
-    assert time_split({"tables": {"time_account": {**account, "other_s": None}}}) == "export 8 · timing 50 · other 0"
+    assert time_split(TimeAccount.from_dict({**account, "other_s": None})) == "export 8 · timing 50 · other 0"
     newer = {**account, "phases": [*account["phases"], {"phase": "upload", "seconds": 3.0}]}
-    assert "upload 3" in time_split({"tables": {"time_account": newer}})
-    assert time_split({}) == "—" and time_split({"tables": {"time_account": "junk"}}) == "—"
+    assert "upload 3" in time_split(TimeAccount.from_dict(newer))
+    assert time_split(TimeAccount.from_dict(None)) == "—" and time_split(TimeAccount.from_dict("junk")) == "—"

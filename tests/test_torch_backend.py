@@ -163,9 +163,15 @@ def test_gpu_call_is_host_to_host(small, monkeypatch):
         converted = []
         real = session.device_outputs
         monkeypatch.setattr(session, "device_outputs", lambda tensors: converted.append(1) or real(tensors))
-        m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2))
+        cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
+        m = session.measure(small.make_inputs(2), 2, cfg)
         assert m.extra["timing"].startswith("host-to-host") and "own CUDA stream" in m.extra["clients"]
-        assert len(converted) == double.syncs == m.latency.count >= 6  # one run and one stream sync per call
+        # one run and one stream sync per call, and one per client where its call is made (its
+        # outputs' shapes for the pinned buffers it keeps)
+        assert len(converted) == double.syncs == m.latency.count + 2 >= 8
+        converted.clear()
+        syncs, m = double.syncs, session.measure(small.make_inputs(2), 2, cfg)  # the calls are kept: none made
+        assert len(converted) == double.syncs - syncs == m.latency.count >= 6
         out = session.bind(small.make_inputs(2))()
         assert out[0].shape == (2, 10) and out[0].is_floating_point()
         resident = session.measure_device_resident(small.make_inputs(2), 2,
@@ -208,3 +214,20 @@ def test_a_session_is_timed_at_its_own_thread_count_after_another_load(small):
         assert torch.get_num_threads() == 1 == one.description["threads"]
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_compile_past_dynamos_recompile_limit_says_it_runs_eager(small, monkeypatch):
+    """Static compiles (one per batch and precision) of one model class in one process reach
+    dynamo's recompile limit; past it dynamo runs eager silently, so the session must say eager."""
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None:
+                        real_compile(module, backend="eager", dynamic=dynamic))  # dynamo's guards, no inductor
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    torch._dynamo.reset()
+    try:
+        first = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 1).description
+        second = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 2).description
+    finally:
+        torch._dynamo.reset()
+    assert first["mode"].startswith("torch.compile")
+    assert second["mode"] == "eager" and "fell back to eager" in second["notes"][-1]

@@ -46,7 +46,7 @@ def test_a_graph_session_replays_its_capture_on_the_inputs_copied_in(small, gpu)
         assert NumericDiff.between(eager, out).max_abs <= 1e-3  # what eager fp16 gives on these inputs
         assert NumericDiff.between(reference(small, inputs), out).max_abs <= 0.1
     assert np.abs(out_a[0] - out_b[0]).max() > 1e-3  # the replay computed on b, not on a stale a
-    graph = next(iter(session.graphs.values()))
+    graph, = session.calls.values()  # one graph, client 0's, for these shapes
     assert all(h.is_pinned() and h.dtype == torch.float16 for h in graph.host_inputs)
     assert all(h.is_pinned() for h in graph.host_outputs)
 
@@ -56,10 +56,62 @@ def test_each_client_captures_its_own_graph_on_its_own_stream(small, gpu):
     session = get_backend("torch").load(small, cfg, 2)
     captured = gpu.captures
     m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
-    assert gpu.captures == captured + 2 and m.threads == 2 and m.mode == "clients"
+    assert gpu.captures == captured + 1 and m.threads == 2 and m.mode == "clients"  # client 0's was captured at load
     assert m.extra["timing"].startswith("host-to-host") and "each its own CUDA stream" in m.extra["clients"]
-    calls = [session.bind(small.make_inputs(2)) for _ in range(2)]
+    calls = session.bind_clients(small.make_inputs(2), 2)
     assert calls[0].stream is not calls[1].stream and calls[0].host_inputs[0] is not calls[1].host_inputs[0]
+
+
+def count_pinned(monkeypatch) -> list:
+    """Every pinned allocation (pin_memory) from now on, counted on top of the double's own."""
+    made, pin = [], torch.Tensor.pin_memory
+
+    def counting(self, device=None):
+        made.append(tuple(self.shape))
+        return pin(self, device)
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", counting)
+    return made
+
+
+@pytest.mark.parametrize("options", [{"cuda_graph": True}, {}], ids=["graph", "eager"])
+def test_windows_reuse_each_clients_call_its_graph_and_pinned_buffers(small, gpu, monkeypatch, options):
+    """One call per (shapes, client) for the session's life: the second and third windows capture
+    nothing and allocate no pinned memory, and still compute on the inputs they are given."""
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={**options, "clients": 2}), 2)
+    cfg = MeasureConfig(warmup=1, min_duration_s=0, min_count=3)
+    session.measure_window(small.make_inputs(2, seed=1), 2, cfg)
+    captured, pinned = gpu.captures, count_pinned(monkeypatch)
+    for seed in (2, 3):
+        session.measure_window(small.make_inputs(2, seed=seed), 2, cfg)
+    assert gpu.captures == captured and pinned == []
+    assert len(session.calls) == 2  # client 0 and client 1, one input shape
+    b = small.make_inputs(2, seed=3)
+    eager = [torch_backend.to_numpy(t) for t in session.device_outputs(session.to_tensors(b))]
+    last = [o.float().numpy() for o in session.calls[next(iter(session.calls))].host_outputs]
+    assert NumericDiff.between(eager, last).max_abs <= 1e-3  # the last window ran on seed 3's inputs
+    session.measure_window(small.make_inputs(4), 4, cfg)  # another shape: its own calls, made once
+    assert len(session.calls) == 4 and pinned != []
+    session.close()
+    assert session.calls == {}  # the graphs and pinned buffers go with the session
+
+
+def test_run_returns_its_own_arrays_not_the_kept_graphs_buffers(small, gpu):
+    """fp32 outputs are not cast on the way out: run() copies them, or the next replay overwrites them."""
+    a, b = small.make_inputs(2, seed=1), small.make_inputs(2, seed=2)
+    session = get_backend("torch").load(small, BackendConfig("fp32", "cuda", options={"cuda_graph": True}), 2)
+    out_a = session.run(a)
+    kept = [o.copy() for o in out_a]
+    session.run(b)
+    assert all(np.array_equal(x, y) for x, y in zip(out_a, kept, strict=True))
+
+
+def test_the_eager_call_writes_into_pinned_outputs_made_once(small, gpu, monkeypatch):
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    call = session.bind(small.make_inputs(2))
+    pinned = count_pinned(monkeypatch)
+    first, second = call(), call()
+    assert pinned == [] and all(a is b and a.is_pinned() for a, b in zip(first, second, strict=True))
 
 
 def test_the_eager_gpu_call_is_host_to_host_on_its_stream(small, gpu):
@@ -85,7 +137,7 @@ def test_a_cnn_on_a_gpu_has_16bit_channels_last_weights(small, gpu):
 
 def test_each_eager_client_runs_on_its_own_stream(small, gpu):
     session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
-    calls = [session.bind(small.make_inputs(2)) for _ in range(2)]
+    calls = session.bind_clients(small.make_inputs(2), 2)
     assert all(isinstance(c, StreamCall) for c in calls)
     assert calls[0].stream is not calls[1].stream
     assert torch.cuda.current_stream() not in (calls[0].stream, calls[1].stream)  # not the device's shared one
@@ -111,7 +163,7 @@ def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, mo
 
     real = torch_backend.TorchSession.device_outputs
 
-    def syncing(self, tensors):  # e.g. DeBERTa's torch.tensor(min(...)) reads a value back in forward
+    def syncing(self, tensors):  # a forward that reads a device value back (tests/test_zoo_capture.py: each rule)
         tensors[0].sum().item()
         return real(self, tensors)
 
@@ -129,10 +181,31 @@ def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
 
 
 def test_compile_records_its_seconds(small, monkeypatch):
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None: module)  # inductor's time is not the point
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: module)  # inductor's time is not the point
     d = get_backend("torch").load(small, BackendConfig(options={"compile": True, "compile_mode": "max-autotune"}),
                                   1).description
     assert d["mode"].endswith("mode=max-autotune)") and d["compile_s"] >= 0
+
+
+def test_compile_is_static_and_caches_its_kernels_under_the_kits_cache(small, gpu, monkeypatch, tmp_path):
+    """Each batch compiles static shapes (no symbolic batch on the second one), inductor's and
+    Triton's caches under outputs/cache/ keyed by torch and the device, unless already set."""
+    import os
+
+    asked = []
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: asked.append(dynamic) or module)
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        monkeypatch.setenv(var, "restored after the test")
+        monkeypatch.delenv(var)
+    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 2).description
+    base = tmp_path / "torch-compile" / f"{torch.__version__}-NVIDIA_H200"
+    assert asked == [False] and d["compile_caches"] == {"TORCHINDUCTOR_CACHE_DIR": str(base / "inductor"),
+                                                       "TRITON_CACHE_DIR": str(base / "triton")}
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(base / "inductor")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/theirs")
+    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 4).description
+    assert d["compile_caches"]["TRITON_CACHE_DIR"] == "/theirs" and asked == [False, False]
 
 
 # ---------------------------------------------------------------- the double refuses what CUDA refuses
@@ -230,7 +303,8 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
     assert result.status == "ok", result.errors
     m, = result.measurements
     assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
-    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures >= 3  # run()'s graph and one per client
+    # run()'s graph is client 0's, kept for every window; client 1 captures its own once
+    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures == 2
     row, = result.tables["roofline"]
     assert row["peak_precision"] == "fp16" and row["peak_gflops"] == 989_500.0 and row["bandwidth_gbs"] == 4800.0
     assert bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"

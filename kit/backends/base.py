@@ -104,16 +104,20 @@ class InProcessSession(Session):
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         return self.bind(inputs)
 
+    def bind_clients(self, inputs: dict[str, np.ndarray], clients: int) -> list[Callable[[], object]]:
+        """Each client's own call (a GPU session keeps them across windows: kit.backends.torch_backend)."""
+        return [self.bind(inputs) for _ in range(clients)]
+
     def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
         cfg = self.with_clients(cfg)
-        return self.labelled(measure([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg))
+        return self.labelled(measure(self.bind_clients(inputs, cfg.clients), batch_size, cfg))
 
     def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
                        sampler=None) -> BatchMeasurement:
         """The timed window (kit.measure.window.timed_window), every client with its own call: an
         IO binding is not safe to share between threads."""
         cfg = self.with_clients(cfg)
-        return self.labelled(timed_window([self.bind(inputs) for _ in range(cfg.clients)], batch_size, cfg, sampler))
+        return self.labelled(timed_window(self.bind_clients(inputs, cfg.clients), batch_size, cfg, sampler))
 
     def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
                                 cfg: MeasureConfig) -> BatchMeasurement:

@@ -32,12 +32,13 @@ from kit.backends.base import (
     InProcessSession,
     clients_option,
 )
+from kit.backends.compile_cache import compile_caches
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
-from kit.backends.torch_cuda import GraphCall, StreamCall, pinned_host_inputs
+from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, host_tensors, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import cuda_device
-from kit.hardware.environment import cpu_flags, usable_cores
+from kit.hardware.environment import cpu_flags, cpu_model, usable_cores
 from kit.models import MODELS
 from kit.models.spec import ExportedModel
 
@@ -65,7 +66,9 @@ class TorchSession(InProcessSession):
         # CPU autocast can overflow on some models; the first run finds out (check_autocast)
         self.autocast_checked = precision not in AUTOCAST
         self.cuda_graph = False  # GPU: the host-to-host call captured in one CUDA graph
-        self.graphs: dict[tuple, GraphCall] = {}  # run()'s captured call per input shapes
+        # GPU: one call per (input shapes, client, captured?), kept for the session's life: every
+        # timed window and run() replay the graph captured before them, into the same pinned buffers
+        self.calls: dict[tuple, GraphCall | StreamCall] = {}
 
     def to_tensors(self, inputs: dict[str, np.ndarray]) -> list:
         import torch
@@ -104,8 +107,8 @@ class TorchSession(InProcessSession):
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.autocast_checked:
             return self.check_autocast(inputs)
-        if self.on_gpu and self.cuda_graph:  # the numerics see what the timed call runs
-            return [to_numpy(t) for t in self.graph_for(inputs)()]
+        if self.on_gpu and self.cuda_graph:  # the numerics see what the timed call runs (a copy: the
+            return [to_numpy(t).copy() for t in self.client_call(inputs, 0)()]  # buffers are the next call's)
         return [to_numpy(t) for t in flatten_outputs(self.forward(self.to_tensors(inputs)))]
 
     def device_outputs(self, tensors: list) -> list:
@@ -113,14 +116,18 @@ class TorchSession(InProcessSession):
 
         return [t for t in flatten_outputs(self.forward(tensors)) if isinstance(t, torch.Tensor)]
 
-    def graph_for(self, inputs: dict[str, np.ndarray]) -> GraphCall:
-        """run()'s captured call for these input shapes, with `inputs` copied into its buffers."""
-        host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
-        shapes = tuple(tuple(h.shape) for h in host)
-        if shapes not in self.graphs:
-            self.graphs[shapes] = GraphCall(self.device_outputs, host, self.device)
-        self.graphs[shapes].load(host)
-        return self.graphs[shapes]
+    def client_call(self, inputs: dict[str, np.ndarray], client: int) -> GraphCall | StreamCall:
+        """Client `client`'s host-to-host call for these input shapes, made (and, with cuda_graph,
+        captured) the first time, then kept: later ones copy `inputs` into its pinned buffers."""
+        key = (tuple(np.shape(v) for v in inputs.values()), client, self.cuda_graph)
+        call = self.calls.get(key)
+        if call is None:
+            host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
+            call = self.calls[key] = (GraphCall if self.cuda_graph else StreamCall)(self.device_outputs, host,
+                                                                                   self.device)
+        else:
+            call.load(host_tensors(list(inputs.values()), self.cast_floats))
+        return call
 
     def check_autocast(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The first autocast forward; on a 16-bit overflow error, switch to 16-bit weights and run
@@ -147,8 +154,18 @@ class TorchSession(InProcessSession):
             tensors = self.to_tensors(inputs)
             forward = self.forward
             return lambda: forward(tensors)
-        host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
-        return (GraphCall if self.cuda_graph else StreamCall)(self.device_outputs, host, self.device)
+        return self.client_call(inputs, 0)
+
+    def bind_clients(self, inputs: dict[str, np.ndarray], clients: int) -> list[Callable[[], object]]:
+        """On a GPU each client's own kept call (its stream, buffers and graph); else as `bind`."""
+        if not self.on_gpu:
+            return super().bind_clients(inputs, clients)
+        self.bind(inputs)  # the thread count and the autocast check, as bind does
+        return [self.client_call(inputs, i) for i in range(clients)]
+
+    def close(self) -> None:
+        """Drop the kept calls: their graphs, streams and pinned buffers go with them."""
+        self.calls.clear()
 
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """Inputs on the GPU once, outputs left there; the call still waits for the GPU."""
@@ -245,8 +262,8 @@ def capture_graph(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
         session.run(inputs)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise BackendUnavailable(f"CUDA graph capture failed ({first}): the model does something a capture "
-                                 "refuses (a synchronising op, host memory); run it without cuda_graph") from exc
+        raise BackendUnavailable(f"CUDA graph capture failed ({first}) at {culprit(exc)}: the model does something "
+                                 "a capture refuses (a synchronising op, host memory); run it without cuda_graph") from exc
     session.description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
 
 
@@ -322,15 +339,21 @@ def quantize_linear(module) -> tuple[object, int]:
 
 
 def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: str | None) -> None:
-    """torch.compile the module (inductor, weights frozen) and compile now, not in the timed loop;
-    on failure keep eager and record why."""
+    """torch.compile the module (inductor, weights frozen) for these static shapes (`dynamic=False`:
+    a session serves one batch size, and dynamo would otherwise compile the second batch a process
+    sees with a symbolic batch dimension) and compile now, not in the timed loop, its kernels
+    cached under the kit's cache (kit.backends.compile_cache); on failure keep eager and record why."""
     import torch
 
     eager = session.module
+    gpu = session.description.get("cuda_device") or {}
+    session.description["compile_caches"] = compile_caches(torch.__version__, gpu.get("name") or cpu_model())
     started = time.perf_counter()
     try:
-        session.module = torch.compile(eager, mode=mode)
-        with torch._inductor.config.patch(freezing=True):
+        session.module = torch.compile(eager, mode=mode, dynamic=False)
+        # past dynamo's recompile limit a compiled module runs eager without a word: say so instead
+        with (torch._inductor.config.patch(freezing=True),
+              torch._dynamo.config.patch(fail_on_recompile_limit_hit=True)):
             session.run(inputs)
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
         session.module = eager

@@ -33,7 +33,7 @@ from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared
 from kit.errors import BackendUnavailable
 from kit.hardware.reuse import reuse_identity
-from kit.paths import notebooks_dir, outputs_dir, project_root
+from kit.paths import inside, outputs_dir, project_root
 
 TOPIC = "kit-batch"
 
@@ -145,7 +145,7 @@ class DaskExecutor:
     def _submit(self, task: Task, resource: str | None):
         job = task.job
         key = f"kit-{task.run_dir.name}-{job.name}"
-        source = (notebooks_dir() / job.notebook).read_bytes()
+        source = task.notebook_path().read_bytes()
         task.started = time.perf_counter()
         return self.client.submit(run_on_worker, key, job.name, job.notebook, source, job.parameters,
                                   job.timeout_s, self.digest, self._stop.name, task.provenance(), key=key,
@@ -164,7 +164,7 @@ class DaskExecutor:
             outcome = Outcome("failed", f"{type(exc).__name__}: {exc}"[:300], seconds)
         else:
             for rel, data in payload["files"].items():
-                atomic.write_bytes(_inside(task.run_dir, rel), data)
+                atomic.write_bytes(inside(task.run_dir, rel), data)
             outcome = Outcome(**payload["outcome"])
         try:
             starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
@@ -202,9 +202,3 @@ class DaskExecutor:
         if self._own_client:
             self.client.close()
 
-
-def _inside(folder: Path, rel: str) -> Path:
-    path = (folder / rel).resolve()
-    if not path.is_relative_to(folder.resolve()):
-        raise ValueError(f"a worker returned a file outside its run folder: {rel!r}")
-    return path

@@ -11,7 +11,7 @@ from kit.batch.jobs import Job
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared
 from kit.hardware.source import file_sha256
-from kit.paths import notebooks_dir, project_root
+from kit.paths import inside, notebooks_dir, project_notebook, project_root
 
 KERNEL = "ipu-repro"
 
@@ -28,7 +28,11 @@ class Task:
     command: str = ""  # the command line that started the batch (`kit reproduce ...`)
 
     def path(self, suffix: str) -> Path:
-        return self.run_dir / f"{self.job.name}{suffix}"
+        return inside(self.run_dir, f"{self.job.name}{suffix}")
+
+    def notebook_path(self) -> Path:
+        """The job's notebook: one of the project's (notebooks/), else MissingResource naming it."""
+        return project_notebook(self.job.notebook)
 
     def provenance(self) -> dict:
         """What the result records about the job that made it: enough for `kit rerun` to run it
@@ -38,7 +42,7 @@ class Task:
             shown = result.relative_to(project_root()).as_posix()
         except ValueError:
             shown = str(result)
-        source = notebooks_dir() / self.job.notebook
+        source = inside(notebooks_dir(), self.job.notebook)
         return {"name": self.job.name, "notebook": self.job.notebook,
                 "notebook_sha256": file_sha256(source) if source.is_file() else None,
                 "parameters": {k: v for k, v in self.job.parameters.items() if k != "results_path"},
@@ -49,7 +53,7 @@ class Task:
     def spec(self) -> dict:
         """What kit.batch.worker needs to execute the notebook into run_dir."""
         params = {**self.job.parameters, "results_path": str(self.path(".json"))}
-        return {"input": str(notebooks_dir() / self.job.notebook), "output": str(self.path(".ipynb")),
+        return {"input": str(self.notebook_path()), "output": str(self.path(".ipynb")),
                 "html": str(self.path(".html")), "parameters": params, "kernel": KERNEL,
                 "cwd": str(project_root()), "job": self.provenance()}
 

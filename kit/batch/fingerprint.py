@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from kit.batch.jobs import Job
-from kit.paths import imported_reports_dir, notebooks_dir, project_root
+from kit.paths import imported_reports_dir, project_notebook, project_root
 
 
 def kit_digest() -> str:
@@ -23,7 +23,7 @@ def kit_digest() -> str:
 def inputs_fingerprint(job: Job, extra: str = "", *, digest: str | None = None) -> str:
     """Hash of everything a notebook's output depends on: notebook, parameters, kit, data."""
     h = hashlib.sha256()
-    h.update((notebooks_dir() / job.notebook).read_bytes())
+    h.update(project_notebook(job.notebook).read_bytes())  # a missing one: named, before anything runs
     params = {k: v for k, v in job.parameters.items() if k != "results_path"}  # differs per run
     h.update(json.dumps(params, sort_keys=True).encode())
     h.update(extra.encode())

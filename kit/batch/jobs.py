@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import DEVICES, KINDS, kind_of
+from kit.paths import plain_name
 
 # ok: ran and the kit reported no error; error: ran, the kit reported errors; failed: a cell raised
 # or no results were written; timeout: killed at the job's time limit; killed: the notebook's kernel
@@ -25,6 +26,12 @@ class Job:
     parameters: dict = field(default_factory=dict)
     timeout_s: int = 600
     after_all: bool = False  # runs once the others are done (the scorecard)
+
+    def __post_init__(self) -> None:
+        # both become paths: outputs/runs/<id>/<name>.json, notebooks/<notebook>
+        plain_name(self.name, "job name")
+        if not plain_name(self.notebook, "notebook").endswith(".ipynb"):
+            raise InvalidParameter("notebook", self.notebook, "a notebook file name ending in .ipynb")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepa
 from kit.batch.proctree import kill_tree
 from kit.batch.worker import EXIT_KILLED
 from kit.measure.memory import oom_message
+from kit.models.export_child import remove_leftovers
 
 POLL_S = 0.05
 
@@ -91,12 +92,13 @@ def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], boo
 def _kill(proc: subprocess.Popen) -> None:
     if proc.returncode is not None:  # already reaped: its pid may belong to another process now
         return
-    kill_tree(proc.pid)
+    pids = kill_tree(proc.pid)
     try:
         os.waitpid(proc.pid, 0)
     except ChildProcessError:  # already reaped
         pass
     proc.returncode = -signal.SIGKILL
+    remove_leftovers(pids)  # an export killed mid-way: its temporary files and folder
 
 
 PREPARE_LIMIT_S = 1800.0  # the exports side by side; past it, the jobs export what is left
@@ -121,15 +123,25 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
             ended = _wait(proc, started + PREPARE_LIMIT_S, None)
         except BaseException:
             _kill(proc)
+            log.seek(0)
+            export_records(log.read().decode(errors="replace"))  # its notes, even when interrupted
             raise
         if ended is None:
             _kill(proc)
         log.seek(0)
-        records = [json.loads(line) for line in log.read().decode(errors="replace").splitlines()
-                   if line.startswith("{")]
+        records = export_records(log.read().decode(errors="replace"))
     done = prepared(records, workers, time.perf_counter() - started)
     print(done.summary() or "no export made side by side", file=sys.stderr, flush=True)
     return done
+
+
+def export_records(output: str) -> list[dict]:
+    """The export records among the JSON lines the prepare child printed; its notes (a cache entry
+    it discarded) are printed on this console as warnings."""
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    for note in (r["note"] for r in lines if "note" in r):
+        print(f"warning: {note}", file=sys.stderr, flush=True)
+    return [r for r in lines if "model" in r]
 
 
 class LocalExecutor:

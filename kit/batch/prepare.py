@@ -10,7 +10,8 @@ thread (tracing) and partly many (its ONNX Runtime check): on this 2-core EPYC, 
 BERT and RoBERTa took 62.9 s one after another and 39.0 s two at a time. An export that fails here
 is left to its job, which exports again and reports why.
 
-Run as `python -m kit.batch.prepare REQUESTS_JSON WORKERS`; it prints one JSON line per export.
+Run as `python -m kit.batch.prepare REQUESTS_JSON WORKERS`; it prints one JSON line per export,
+and one per cache entry it discarded (`note`, which the batch prints on its console).
 """
 
 from __future__ import annotations
@@ -19,16 +20,19 @@ import json
 import math
 import sys
 import time
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from kit.batch.worker import watch_parent
+from kit.cache import CacheRebuilt
 from kit.errors import KitError
 from kit.hardware.environment import usable_cores
 from kit.measure.memory import available_bytes
 from kit.models import MODELS
+from kit.models.export_child import exit_on_sigterm
 from kit.models.requests import ExportRequest
 from kit.studies import STUDIES
 
@@ -112,8 +116,24 @@ def prepared(records: list[dict], parallel: int, seconds: float) -> Prepared:
                     tuple(f"{r['model']} ({r['error']})" for r in records if r["error"]), parallel, round(seconds, 1))
 
 
+def relay_cache_notes() -> None:
+    """A cache entry discarded here (kit.cache.CacheRebuilt) is printed as a JSON line
+    {'note': ...}: this process's stderr is not the console, the batch prints it there."""
+    show = warnings.showwarning
+
+    def relay(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, CacheRebuilt):
+            print(json.dumps({"note": str(message)}) + "\n", end="", flush=True)  # one write: threads
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = relay
+
+
 def main(argv: list[str]) -> int:
     watch_parent()
+    exit_on_sigterm()
+    relay_cache_notes()
     requests = [ExportRequest(**r) for r in json.loads(argv[0])]
     export_all(requests, int(argv[1]))
     return 0

@@ -25,9 +25,10 @@ def tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
-    """Run the registered endings of the processes under `pid`, SIGTERM every process and process
-    group under it, then SIGKILL what is left."""
+def kill_tree(pid: int, grace_s: float = GRACE_S) -> list[int]:
+    """Run the registered endings of the processes under `pid` (kit.endings), SIGTERM every process
+    and process group under it, then SIGKILL what is left; returns the pids it found (whose leftovers
+    the caller may then clean up)."""
     procs = tree(pid)
     run_endings(p.pid for p in procs)
     own_group = os.getpgid(0)
@@ -43,6 +44,7 @@ def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
     # processes started meanwhile in the same groups are caught by killpg
     _signal_all(alive, groups, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=grace_s)
+    return [proc.pid for proc in procs]
 
 
 def _signal_all(procs: list[psutil.Process], groups: set[int], sig: int) -> None:

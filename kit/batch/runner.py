@@ -30,7 +30,7 @@ from kit.batch.lock import outputs_lock
 from kit.batch.outcome import Outcome, result_status
 from kit.batch.prepare import Prepared
 from kit.batch.state import RUN_FILE, read_state, save_record, save_state
-from kit.paths import outputs_dir
+from kit.paths import inside, outputs_dir
 from kit.results import version_problem
 
 
@@ -83,7 +83,7 @@ class Batch:
 
     def save(self) -> None:
         save_state(self.out, self.state)
-        atomic.write_text(self.run_dir / RUN_FILE, json.dumps(self.run, indent=1))
+        atomic.write_text(inside(self.run_dir, RUN_FILE), json.dumps(self.run, indent=1))
 
     def tasks(self, jobs: list[Job], force: bool) -> list[Task]:
         """Tasks for the jobs that cannot be reused; reused ones are recorded at once."""

@@ -17,6 +17,7 @@ from kit import atomic
 from kit.batch.jobs import STATUSES, JobRecord
 from kit.batch.outcome import result_status
 from kit.errors import KitError
+from kit.paths import PLAIN_NAME, PLAIN_RULE, inside, plain_name
 
 STATE_FILE = "state.json"
 # Beside each run's results, not named *.json: readers of results take every JSON in a run folder.
@@ -50,6 +51,8 @@ def state_problem(data: object) -> str | None:
         if not isinstance(data[key], kind):
             return f"{key!r} is {type(data[key]).__name__}, expected {kind.__name__}"
     for name, record in data["jobs"].items():
+        if not PLAIN_NAME.fullmatch(name):
+            return f"job name {name!r} is not {PLAIN_RULE}"
         if not isinstance(record, dict):
             return f"job {name!r} is not an object"
         missing = [k for k in _REQUIRED_RECORD_KEYS if k not in record]
@@ -57,10 +60,18 @@ def state_problem(data: object) -> str | None:
             return f"job {name!r} lacks {', '.join(missing)}"
         if record["status"] not in STATUSES:
             return f"job {name!r} has unknown status {record['status']!r}"
+        if outside := [k for k in ("html", "results") if not _under_runs(record[k])]:
+            return f"job {name!r} has {outside[0]} {record[outside[0]]!r}, not a file under runs/"
     for i, run in enumerate(data["runs"]):
         if not isinstance(run, dict) or not isinstance(run.get("run_id"), str) or not isinstance(run.get("jobs"), list):
             return f"run #{i} lacks run_id or jobs"
     return None
+
+
+def _under_runs(relative: object) -> bool:
+    """Whether a record's path is runs/<run id>/<file>, relative to outputs/."""
+    parts = relative.split("/") if isinstance(relative, str) else []
+    return len(parts) == 3 and parts[0] == "runs" and all(PLAIN_NAME.fullmatch(p) for p in parts[1:])
 
 
 def read_state(out: Path) -> dict:
@@ -83,9 +94,11 @@ def save_state(out: Path, state: dict) -> None:
 
 
 def save_record(out: Path, record: JobRecord) -> None:
-    """The record beside its results, so the state can be rebuilt from outputs/runs/."""
-    run_dir = out / Path(record.results).parent
-    atomic.write_text(run_dir / f"{record.name}{RECORD_SUFFIX}", json.dumps(record.to_dict(), indent=1))
+    """The record beside its results (runs/<id>/<job>.record), so the state can be rebuilt from
+    outputs/runs/; the job's name is applied once, inside its run's folder."""
+    path = inside(out / "runs" / plain_name(record.run_id, "run id"),
+                  f"{plain_name(record.name, 'job name')}{RECORD_SUFFIX}")
+    atomic.write_text(path, json.dumps(record.to_dict(), indent=1))
 
 
 def rebuild_state(out: Path) -> tuple[dict, Path | None]:

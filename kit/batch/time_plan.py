@@ -126,6 +126,42 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
                     note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows")
 
 
+#: What a cold quick run pays on a kind besides its windows and probes, read from one run's time
+#: accounts (issue 50: an H200, 16 cores, torch 2.11, CLIP 94 s a row): a torch.compile about 30 s,
+#: another candidate's load about 3 s, a notebook about 16 s outside its study, an export about 5 s;
+#: a warm rerun (decisions, exports and inductor's kernels cached) compiles the chosen candidate of
+#: each searched batch again from the kernel cache, about a fifth. Guesses, printed as such.
+GUESSES = {"cuda": {"compile_s": 30.0, "load_s": 3.0, "notebook_s": 16.0, "export_s": 5.0, "cached_compile": 0.2}}
+
+
+def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
+    """(cold, warm) seconds a run of `floors` will take on `kind`, guessed from GUESSES; None where
+    the kind has none.
+
+    >>> estimate([JobFloor("r", "m", 2, 2.0, 10.0, 2, 20, 20.0, 2)], "cuda")
+    (157.0, 30.0)
+    """
+    g = GUESSES.get(kind)
+    if g is None:
+        return None
+    exports = len({f.model for f in floors if f.model}) * g["export_s"]
+    cold = sum(f.window_floor_s + f.probe_s + f.compiles * g["compile_s"] + (f.probes - f.compiles) * g["load_s"]
+               + g["notebook_s"] for f in floors) + exports
+    warm = sum(f.window_floor_s + g["notebook_s"] + (f.searches * g["compile_s"] * g["cached_compile"]
+                                                     if f.compiles else 0.0) for f in floors)
+    return cold, warm
+
+
+def estimate_text(floors: list[JobFloor], kind: str) -> str:
+    guess = estimate(floors, kind)
+    if guess is None:
+        return ""
+    cold, warm = guess
+    return (f"ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an H200, "
+            f"kit.batch.time_plan.GUESSES): a cold run about {cold / 60:.1f} min, a warm rerun (search decisions, "
+            f"exports and compiled kernels cached) about {warm / 60:.1f} min.")
+
+
 FLOORS = {"model_benchmark.ipynb": model_floor, "c2_study.ipynb": c2_floor, "server_scenario.ipynb": server_floor}
 
 
@@ -165,4 +201,5 @@ def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports:
         f"{f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "
         "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), warm-up calls, the "
         "reference outputs, the accuracy check, the roofline's bandwidth measurement. A window whose "
-        f"interval is still wide at its limit goes on to {HARD_LIMIT}x that until it has 3 rounds."])
+        f"interval is still wide at its limit goes on to {HARD_LIMIT}x that until it has 3 rounds.",
+        *([estimate_text(floors, kind)] if estimate_text(floors, kind) else [])])

@@ -66,9 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def reproduce(args: argparse.Namespace) -> int:
+    force = parse_force(args.force)  # checked in plan mode too: PLAN=1 FORCE=2 is a usage error
     if getattr(args, "plan", "0") == "1":
         return show_plan(args)
-    force = parse_force(args.force)
     blob_cache_gb()  # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)

@@ -19,9 +19,12 @@ from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
 from kit.errors import KitError, MissingResource
 from kit.hardware.drift import current, differences
-from kit.paths import notebooks_dir, outputs_dir
+from kit.paths import inside, outputs_dir, plain_name, project_notebook
 from kit.publish.compare_runs import compare_runs
 from kit.results import RunResult
+
+# Recorded parameters that name a folder the job writes in: a re-run writes only under outputs/.
+WRITTEN_IN = ("output_dir",)
 
 
 class EnvironmentDrift(KitError):
@@ -61,14 +64,23 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
     if not job.get("notebook") or "parameters" not in job:
         raise KitError(f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}); "
                        "only a result written by `kit reproduce` can be re-run")
-    # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
-    return result, Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600))), job
+    try:  # both become paths: what the job writes, and the notebook it runs
+        plain_name(job.get("name"), "job name")
+        project_notebook(job["notebook"])
+        for key in WRITTEN_IN:
+            if job["parameters"].get(key):
+                inside(outputs_dir(), str(job["parameters"][key]))
+        # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
+        again = Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600)))
+    except (KitError, TypeError, ValueError) as exc:
+        raise KitError(f"{path}: its recorded job cannot be re-run: {exc}") from None
+    return result, again, job
 
 
 def drift(result: RunResult, job: Job, recorded: dict) -> list[str]:
     """Every difference between the environment `result` recorded and this one, the notebook too."""
     return differences({**result.environment, "notebook_sha256": recorded.get("notebook_sha256")},
-                       current(notebooks_dir() / job.notebook))
+                       current(project_notebook(job.notebook)))
 
 
 def rerun(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ def current(notebook: Path | None = None) -> dict:
            "published_data": published_data_hashes()}
     if notebook is not None:
         now["notebook_sha256"] = file_sha256(notebook) if notebook.is_file() else None
+        now["notebook"] = str(notebook)
     return now
 
 
@@ -49,7 +50,7 @@ def differences(recorded: dict, now: dict) -> list[str]:
             out.append(f"hardware {what}: {old!r} in the result, {new!r} here")
     out += _files("published data", recorded.get("published_data"), now["published_data"])
     if "notebook_sha256" in now and recorded.get("notebook_sha256") != now["notebook_sha256"]:
-        out.append(f"notebook: sha256 {str(recorded.get('notebook_sha256'))[:12]} in the result, "
+        out.append(f"notebook {now.get('notebook', '')}: sha256 {str(recorded.get('notebook_sha256'))[:12]} in the result, "
                    f"{str(now['notebook_sha256'])[:12]} here")
     return out
 

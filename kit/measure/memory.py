@@ -5,7 +5,9 @@ resident set size (RSS) of this process (VmHWM) and of the largest child it wait
 (getrusage ru_maxrss). `check_memory(step, model_bytes)` compares a step's expected
 need (model size x the step's measured ratio + a fixed base, table `STEP_COSTS`) with the memory
 available and raises `InsufficientMemory` ("needs about N GB, M GB available") before the
-kernel's out-of-memory killer gets there.
+kernel's out-of-memory killer gets there. The memory available and the limit are what this
+process may use: MemAvailable and MemTotal capped by every cgroup limit over it, v2 or v1
+(`cgroup_limits`: `docker run -m` on either kind of host, a systemd slice).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from kit.errors import KitError, UnknownNameError
 
 GB = 1e9
 MEMINFO = Path("/proc/meminfo")
-CGROUP = Path("/sys/fs/cgroup")
+CGROUP = Path("/sys/fs/cgroup")  # where the cgroup filesystem is mounted (v2, or v1's controllers)
+SELF_CGROUP = Path("/proc/self/cgroup")  # this process's cgroup in each hierarchy
 SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"  # "1": skip the pre-flight check (the step may then be killed)
 
 
@@ -136,26 +139,103 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return fields
 
 
-def cgroup_available_bytes(root: Path = CGROUP) -> int | None:
-    """Room left under a cgroup v2 memory limit (containers), or None without a limit."""
+@dataclass(frozen=True)
+class CgroupLimit:
+    """One cgroup memory limit over this process: its limit and what is charged to it that the
+    kernel cannot reclaim (usage less the inactive page cache)."""
+
+    limit_bytes: int
+    used_bytes: int
+    where: Path  # the file that sets it
+
+    @property
+    def room_bytes(self) -> int:
+        return max(self.limit_bytes - self.used_bytes, 0)
+
+
+# (limit file, usage file, the memory.stat fields of reclaimable page cache, first found used)
+_V2 = ("memory.max", "memory.current", ("inactive_file",))
+_V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes", ("total_inactive_file", "inactive_file"))
+
+
+def own_cgroups(self_cgroup: Path = SELF_CGROUP) -> dict[str, str]:
+    """This process's cgroup paths: {'v2': '/a/b'} from the `0::` line and {'v1': ...} from the
+    memory controller's line of /proc/self/cgroup; {} where it cannot be read."""
     try:
-        limit = (root / "memory.max").read_text().strip()
-        used = int((root / "memory.current").read_text().strip())
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        return {}
+    found = {}
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and not controllers:
+            found["v2"] = path
+        elif "memory" in controllers.split(","):
+            found["v1"] = path
+    return found
+
+
+def cgroup_limits(root: Path = CGROUP, self_cgroup: Path = SELF_CGROUP) -> list[CgroupLimit]:
+    """Every memory limit over this process, cgroup v2 (`memory.max`) and v1
+    (`memory/memory.limit_in_bytes`), at its own cgroup and each one above it.
+
+    `root` is where the cgroup filesystem is mounted. Inside a container the process's recorded
+    path may not exist under the container's mount (v1 without a cgroup namespace): the mount's
+    top folder is then the container's own cgroup, and is read too.
+    """
+    paths = own_cgroups(self_cgroup)
+    v2 = [_limit(d, *_V2) for m in (root, root / "unified") for d in _levels(m, paths.get("v2", "/"))]
+    v1 = [_limit(d, *_V1) for d in _levels(root / "memory", paths.get("v1", "/"))]
+    return [limit for limit in v2 + v1 if limit is not None]
+
+
+def _levels(mount: Path, path: str) -> list[Path]:
+    """The folders of cgroup `path` and of every cgroup above it under `mount`, those present."""
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    folders = [mount.joinpath(*parts[:n]) for n in range(len(parts), -1, -1)]
+    return [f for f in folders if f.is_dir()]
+
+
+def _limit(folder: Path, limit_file: str, usage_file: str, reclaimable: tuple[str, ...]) -> CgroupLimit | None:
+    try:
+        limit = (folder / limit_file).read_text().strip()
+        used = int((folder / usage_file).read_text().strip())
     except (OSError, ValueError):
         return None
-    return None if limit == "max" else max(int(limit) - used, 0)
+    if not limit.isdigit():  # "max": no limit at this level
+        return None
+    return CgroupLimit(int(limit), max(used - _stat_field(folder / "memory.stat", reclaimable), 0),
+                       folder / limit_file)
 
 
-def available_bytes(meminfo: Path | None = None, cgroup: Path | None = None) -> int:
-    """Memory a new allocation can get without swapping: MemAvailable, capped by a cgroup limit."""
-    meminfo, cgroup = meminfo or MEMINFO, cgroup or CGROUP
+def _stat_field(stat: Path, names: tuple[str, ...]) -> int:
+    """The first of `names` in a cgroup's memory.stat, in bytes; 0 where absent."""
+    try:
+        fields = dict(line.split()[:2] for line in stat.read_text().splitlines() if len(line.split()) >= 2)
+    except OSError:
+        return 0
+    return next((int(fields[n]) for n in names if fields.get(n, "").isdigit()), 0)
+
+
+def cgroup_available_bytes(root: Path = CGROUP, self_cgroup: Path = SELF_CGROUP) -> int | None:
+    """Room left under the tightest cgroup memory limit (v2 or v1), or None without a limit."""
+    limits = cgroup_limits(root, self_cgroup)
+    return min(limit.room_bytes for limit in limits) if limits else None
+
+
+def available_bytes(meminfo: Path | None = None, cgroup: Path | None = None,
+                    self_cgroup: Path | None = None) -> int:
+    """Memory a new allocation can get without swapping or being killed: MemAvailable, capped by
+    the room left under every cgroup limit over this process (v2 or v1: a container's `-m`)."""
+    meminfo, cgroup, self_cgroup = meminfo or MEMINFO, cgroup or CGROUP, self_cgroup or SELF_CGROUP
     try:
         available = parse_meminfo(meminfo.read_text())["MemAvailable"]
     except (OSError, KeyError):
         import psutil
 
         available = int(psutil.virtual_memory().available)
-    limit = cgroup_available_bytes(cgroup)
+    limit = cgroup_available_bytes(cgroup, self_cgroup)
     return available if limit is None else min(available, limit)
 
 
@@ -217,19 +297,14 @@ def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | No
 NEAR_LIMIT = 0.5
 
 
-def memory_limit_bytes(meminfo: Path | None = None, cgroup: Path | None = None) -> int | None:
-    """What this machine or container can hold: MemTotal, capped by a cgroup v2 limit."""
-    meminfo, cgroup = meminfo or MEMINFO, cgroup or CGROUP
-    limits = []
+def memory_limit_bytes(meminfo: Path | None = None, cgroup: Path | None = None,
+                       self_cgroup: Path | None = None) -> int | None:
+    """What this process may hold: MemTotal, capped by every cgroup limit over it (v2 or v1)."""
+    meminfo, cgroup, self_cgroup = meminfo or MEMINFO, cgroup or CGROUP, self_cgroup or SELF_CGROUP
+    limits = [limit.limit_bytes for limit in cgroup_limits(cgroup, self_cgroup)]
     try:
         limits.append(parse_meminfo(meminfo.read_text())["MemTotal"])
     except (OSError, KeyError):
-        pass
-    try:
-        text = (cgroup / "memory.max").read_text().strip()
-        if text != "max":
-            limits.append(int(text))
-    except (OSError, ValueError):
         pass
     return min(limits) if limits else None
 

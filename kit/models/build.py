@@ -17,7 +17,7 @@ from unittest import mock
 
 import numpy as np
 
-from kit.cache import building, write_entry
+from kit.cache import building, commit
 from kit.errors import CorruptModel
 from kit.measure.memory import check_memory, release_freed_memory
 from kit.models.flops import flops_split
@@ -67,15 +67,15 @@ def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | N
         del model  # the framework's copy of the weights is not needed to check the file
         release_freed_memory()
         verification = verify(tmp, feeds, reference, exporter.reference)
-    verification["export_seconds"] = round(export_s, 2)
-    release_freed_memory()
-    exported = ExportedModel(
-        name=entry.name, onnx_path=onnx_path, inputs=inputs, outputs=entry.outputs,
-        weights=weights, params=params, opset=opset, small=small,
-        verification=verification, framework=entry.framework, task=entry.task,
-    )
-    exported.flops_per_sample, exported.flops_shared_per_call = flops_or_none(onnx_path, inputs)
-    return write_entry(onnx_path, exported.to_dict())
+        verification["export_seconds"] = round(export_s, 2)
+        release_freed_memory()
+        exported = ExportedModel(
+            name=entry.name, onnx_path=onnx_path, inputs=inputs, outputs=entry.outputs,
+            weights=weights, params=params, opset=opset, small=small,
+            verification=verification, framework=entry.framework, task=entry.task,
+        )
+        exported.flops_per_sample, exported.flops_shared_per_call = flops_or_none(tmp, inputs)
+        return commit(tmp, onnx_path, exported.to_dict())
 
 
 def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.ndarray],

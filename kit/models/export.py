@@ -13,7 +13,7 @@ from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo
 from kit.models.zoo import MODELS
 from kit.paths import cache_dir
 
-EXPORT_FORMAT_VERSION = 3  # bump when the export code changes what it writes
+EXPORT_FORMAT_VERSION = 4  # bump when the export code changes what it writes (4: additive masks, kit.models.hf)
 #: The ONNX opset a zoo model is exported at unless its backend asks for another
 #: (kit.backends.base.Backend.export_opset); part of the export cache key.
 DEFAULT_OPSET = 17

@@ -11,28 +11,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kit import errors
-from kit.cache import write_entry
+from kit.cache import temporaries_of, write_entry
 from kit.measure.memory import GB, InsufficientMemory, oom_message, own_peak_rss_bytes
 from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
 from kit.models.zoo import MODELS
+from kit.paths import cache_dir
 
 STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
+TEMP_PREFIX = "kit-export-"  # + the pid of the process that made it: $TMPDIR/kit-export-<pid>-*
 
 
 def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
                      small: bool, seed: int, opset: int, onnx_path: Path,
                      env: Mapping[str, str] = ()) -> dict:
     """Export `entry` in a child process; its metadata, or the child's error raised here."""
-    with tempfile.TemporaryDirectory(prefix="kit-export-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         result = Path(tmp) / "result.json"
         job = {"model": entry.name, "weights": weights.to_dict(), "small": small, "seed": seed,
                "opset": opset, "onnx_path": str(onnx_path), "result": str(result),
@@ -86,6 +89,26 @@ def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, int
     return proc.returncode, usage.ru_maxrss * 1024
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (how the batch stops a process tree) raises SystemExit(143) here, so every
+    `finally` runs: no temporary file or folder is left behind, nothing half-made at a final name."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def remove_leftovers(pids: Iterable[int], cache: Path | None = None) -> list[Path]:
+    """Delete what processes `pids`, killed before their own cleanup ran, left behind: their
+    `kit-export-<pid>-*` folders in the temporary directory and their temporary files in the
+    cache; returns what was deleted."""
+    pids = list(pids)
+    folders = [d for pid in pids for d in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}{pid}-*")]
+    files = temporaries_of(cache or cache_dir(), pids)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    for file in files:
+        file.unlink(missing_ok=True)
+    return folders + files
+
+
 ERROR_TYPES = {cls.__name__: cls for cls in (errors.CorruptModel, errors.MissingResource,
                                              errors.BackendUnavailable, errors.KitError,
                                              InsufficientMemory)}
@@ -99,6 +122,7 @@ def error_from(kind: str, message: str, what: str) -> errors.KitError:
 
 
 def main(argv: list[str]) -> int:
+    exit_on_sigterm()
     job = json.loads(argv[0])
     result = Path(job["result"])
     try:

@@ -2,6 +2,13 @@
 
 Configs are written out (no hub access); the wrapped transformers model keeps its own parameter
 names, so `from_pretrained(<local dir>)` loads the public checkpoints of each architecture.
+
+The wrappers hand BERT, ALBERT, RoBERTa and the CLIP text towers a ready 4D additive mask, made on
+the model's device from the 2D mask (or from a causal buffer), which transformers takes as it is:
+its own mask code would read the mask back on the host (`padding_mask.all()`, a sync every call)
+or build constants from host memory, both refused inside a CUDA graph capture. The chain
+Unsqueeze -> Cast -> Sub -> Mul is the one ByteMLPerf's exports hold and its IPU pass
+`insert_attention_mask` rewrites.
 """
 
 from __future__ import annotations
@@ -56,15 +63,32 @@ def _hf_model(class_name: str, config_class: str, config: dict, weights_dir: Pat
     return cls(cfg).eval()
 
 
-class QuestionAnswering(nn.Module):
-    """(input_ids, attention_mask, token_type_ids) -> (start_logits, end_logits)."""
+def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A [B, L] (or [1, 1, L, L]) 1/0 mask as the [B, 1, 1, L] additive one attention adds: 0 where
+    attended, dtype's minimum where not, as transformers' eager masks hold.
 
-    def __init__(self, model: nn.Module, use_token_types: bool):
+    >>> additive_mask(torch.tensor([[1, 0]]), torch.float16).tolist()
+    [[[[-0.0, -65504.0]]]]
+    """
+    if mask.dim() == 2:
+        mask = mask[:, None, None, :]
+    return (1 - mask.to(dtype)) * torch.finfo(dtype).min
+
+
+class QuestionAnswering(nn.Module):
+    """(input_ids, attention_mask, token_type_ids) -> (start_logits, end_logits).
+
+    `mask_4d`: hand the model a ready additive mask (BERT, ALBERT, RoBERTa); DeBERTa takes its 2D
+    mask as it is (it builds a boolean mask on the device and also scales its embeddings by it)."""
+
+    def __init__(self, model: nn.Module, use_token_types: bool, mask_4d: bool = True):
         super().__init__()
-        self.model, self.use_token_types = model, use_token_types
+        self.model, self.use_token_types, self.mask_4d = model, use_token_types, mask_4d
 
     def forward(self, input_ids, attention_mask, token_type_ids):
         types = token_type_ids if self.use_token_types else token_type_ids * 0
+        if self.mask_4d:
+            attention_mask = additive_mask(attention_mask, self.model.dtype)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=types)
         return out.start_logits, out.end_logits
 
@@ -77,7 +101,8 @@ def build_qa(arch: str, small: bool = False, weights_dir: Path | None = None, se
         config["embedding_size"] = 16
     model = _hf_model(f"{cap}ForQuestionAnswering", f"{cap}Config", config, weights_dir, seed)
     # DeBERTa-base ignores token types (type_vocab_size 0); the input stays in the graph anyway.
-    return QuestionAnswering(model, use_token_types=model.config.type_vocab_size > 0).eval()
+    return QuestionAnswering(model, use_token_types=model.config.type_vocab_size > 0,
+                             mask_4d=arch != "deberta").eval()
 
 
 class ImageClassifier(nn.Module):
@@ -95,15 +120,31 @@ def build_swin(small: bool = False, weights_dir: Path | None = None, seed: int =
                                      weights_dir, seed)).eval()
 
 
+class CausalMask(nn.Module):
+    """CLIP's causal text mask: a registered boolean buffer (not a weight; `.half()` leaves it as it
+    is) sliced to the sequence and made additive in the weights' dtype on the device each call."""
+
+    def __init__(self, length: int):
+        super().__init__()
+        self.register_buffer("allowed", torch.ones(length, length, dtype=torch.bool).tril()[None, None],
+                             persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        n = input_ids.shape[-1]
+        return additive_mask(self.allowed[:, :, :n, :n], dtype)
+
+
 class TextEncoder(nn.Module):
     """int32 input_ids -> (last_hidden_state, pooler_output), as the SD clip-text-encoder.onnx."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
+        self.causal = CausalMask(model.config.max_position_embeddings)
 
     def forward(self, input_ids):
-        out = self.model(input_ids=input_ids.long())
+        mask = self.causal(input_ids, self.model.dtype)
+        out = self.model(input_ids=input_ids.long(), attention_mask=mask)
         return out.last_hidden_state, out.pooler_output
 
 
@@ -135,9 +176,11 @@ class DualEncoderScores(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
+        self.causal = CausalMask(model.config.text_config.max_position_embeddings)
 
     def forward(self, image, text):
-        out = self.model(input_ids=text, pixel_values=image)
+        mask = self.causal(text, self.model.dtype)
+        out = self.model(input_ids=text, pixel_values=image, attention_mask=mask)
         return out.logits_per_image.softmax(dim=-1)
 
 

@@ -95,12 +95,24 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
         given = tuple(int(x) for x in given)
         if len(given) != len(dims):
             raise InvalidParameter(f"input_shapes[{value.name!r}]", given, f"a shape of rank {len(dims)}")
+        check_fixed_dims(value.name, dims, given)
         shape = given
     else:
         shape = tuple(1 if batched and i == 0 else d for i, d in enumerate(dims))
     dtype = ONNX_DTYPES[elem]
     high = 2 if dtype.startswith("int") else 1.0  # ids 0/1: valid for any vocabulary or mask
     return InputSpec(value.name, shape, dtype, batched=batched, high=high)
+
+
+def check_fixed_dims(name: str, dims: list[int], given: tuple[int, ...]) -> None:
+    """Refuse a given shape that contradicts a dimension the file fixes (ONNX Runtime would fail
+    later, naming neither the input nor the value given)."""
+    wrong = [f"dim {i} is {d} in the file, not {g}" for i, (d, g) in enumerate(zip(dims, given, strict=True))
+             if d >= 0 and g != d]
+    if wrong:
+        raise InvalidParameter(f"input_shapes[{name!r}]", given,
+                               f"input {name}: {'; '.join(wrong)}; give the file's size at every fixed "
+                               f"dimension: ({', '.join('?' if d < 0 else str(d) for d in dims)})")
 
 
 def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:

@@ -27,8 +27,10 @@ from pathlib import Path
 from kit import atomic
 from kit.errors import MissingResource
 from kit.hardware import kinds
+from kit.paths import inside, plain_name
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
+from kit.results.sections import BackendInfo
 
 FOLDER = "bytemlperf"
 RUNTIME_NAMES = {"ipu": "poprt"}
@@ -55,14 +57,14 @@ def backend_name(result: RunResult) -> str:
     """`<KIND>-<part>-<runtime>`: what ByteMLPerf's `Backend` names (the hardware) and the runtime
     the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`, `GPU-NVIDIA-H100-onnxruntime-tensorrt`
     (ONNX Runtime's CUDA or TensorRT provider named), `IPU-C600-poprt`."""
-    backend = result.backend or {}
-    info = backend.get("device_info") or {}
-    kind = str(result.parameters.get("hardware") or info.get("kind") or "cpu")
-    device = info.get("name") or (result.environment.get("cpu") or {}).get("model") or ""
-    runtime = str(backend.get("name") or result.parameters.get("backend") or "unknown")
+    sections = result.sections
+    backend = sections.backend or BackendInfo()
+    kind = str(result.parameters.get("hardware") or backend.device_info.kind or "cpu")
+    device = backend.device_info.name or sections.environment.cpu.model or ""
+    runtime = str(backend.name or result.parameters.get("backend") or "unknown")
     runtime = RUNTIME_NAMES.get(runtime, runtime)
-    if runtime == "onnxruntime" and backend.get("device") in ("cuda", "tensorrt"):
-        runtime += f"-{backend['device']}"
+    if runtime == "onnxruntime" and backend.device in ("cuda", "tensorrt"):
+        runtime += f"-{backend.device}"
     if EMULATED in str(device):  # never to be read as an IPU's figures
         runtime = f"emulated-{runtime}"
     return f"{export_name(kind)}-{part_name(str(device))}-{runtime}"
@@ -82,14 +84,14 @@ def performance(result: RunResult) -> list[dict]:
     """One entry per measured batch size: BS, QPS (an integer, as ByteMLPerf writes it), AVG and
     P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps; a figure not measured is left out."""
     out = []
-    for m in result.measurements:
-        figures = m.get("bytemlperf") or {}
-        entry: dict = {"BS": int(m["batch_size"])}
-        if _finite(figures.get("qps")):
-            entry["QPS"] = int(figures["qps"])
+    for m in result.sections.measurements:
+        figures = m.bytemlperf
+        entry: dict = {"BS": int(m.batch_size)}
+        if _finite(figures.qps):
+            entry["QPS"] = int(figures.qps)
         for key, name in (("avg_latency_ms", "AVG Latency"), ("p99_latency_ms", "P99 Latency")):
-            if _finite(figures.get(key)):
-                entry[name] = round(float(figures[key]), 2)
+            if _finite(value := figures.figure(key)):
+                entry[name] = round(float(value), 2)
         if len(entry) > 1:
             out.append(entry)
     return out
@@ -99,16 +101,17 @@ def accuracy(result: RunResult, png: str) -> dict:
     """Data Percent and the dataset's metric where measured (real weights), the five diffs
     (rounded to 5 decimals) and the PNG's name where the numerics were checked."""
     out: dict = {}
-    for a in result.accuracy:
-        if a.get("status") == "measured" and _finite(a.get("value")) and a.get("metric") not in DIFFS:
-            if _finite(a.get("data_percent")):
-                out["Data Percent"] = a["data_percent"]
-            out[str(a["metric"])] = a["value"]
+    sections = result.sections
+    for a in sections.accuracy:
+        if a.status == "measured" and _finite(a.value) and a.metric not in DIFFS:
+            if _finite(a.data_percent):
+                out["Data Percent"] = a.data_percent
+            out[str(a.metric)] = a.value
             break
-    if result.numerics:
-        first = result.numerics[0]
-        out.update({name: round(float(first[key]), 5) for name, key in DIFFS.items() if _finite(first.get(key))})
-        if first.get("histograms"):
+    if sections.numerics:
+        first = sections.numerics[0]
+        out.update({name: round(float(first.diff(key)), 5) for name, key in DIFFS.items() if _finite(first.diff(key))})
+        if first.histograms:
             out["Diff Dist"] = png
     return out
 
@@ -121,14 +124,21 @@ def dataset_name(model: str) -> str | None:
     return name.upper() if name and name.lower() != "nan" else None
 
 
+def model_name(result: RunResult) -> str:
+    """The model a result measured: its zoo name, or a user's own ONNX file's name without folder."""
+    model = str(result.parameters.get("model") or result.name)
+    return Path(model).stem if model.endswith(".onnx") else model
+
+
 def report(result: RunResult) -> tuple[dict, str, str]:
     """(the report, its Backend, its precision) for a model benchmark result."""
-    model = str(result.parameters.get("model") or result.name)
-    backend = result.backend or {}
-    precision = str(backend.get("precision") or result.parameters.get("precision") or "fp32").lower()
+    model = model_name(result)
+    sections = result.sections
+    backend = sections.backend or BackendInfo()
+    precision = str(backend.precision or result.parameters.get("precision") or "fp32").lower()
     png = f"{model}-to-{precision}.png"
     out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
-    host = (result.environment.get("cpu") or {}).get("model")
+    host = sections.environment.cpu.model
     if host:
         out["Host Info"] = host
     if dataset := dataset_name(model):
@@ -136,13 +146,13 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     if _finite(result.parameters.get("replicas")):
         out["Instance Count"] = int(result.parameters["replicas"])
     compile_info: dict = {}
-    seconds = (backend.get("session") or {}).get("compile_seconds")
+    seconds = backend.session.compile_seconds
     if _finite(seconds):
         compile_info["Compile Duration"] = round(float(seconds), 5)
     compile_info["Compile Precision"] = precision.upper()
-    placement = (backend.get("session") or {}).get("placement") or {}
-    if placement.get("kernels") and _finite(placement.get("cpu_share")):  # a GPU session's profiled warm-up
-        compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement["cpu_share"])), 2)
+    placement = backend.session.placement
+    if placement.kernels and _finite(placement.cpu_share):  # a GPU session's profiled warm-up
+        compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement.cpu_share)), 2)
     out["Graph Compile"] = compile_info
     if acc := accuracy(result, png):
         out["Accuracy"] = acc
@@ -164,12 +174,15 @@ def export(result: RunResult, result_path: str | Path) -> Path | None:
     if result.kind != ResultKind.MODEL_BENCHMARK or not result.measurements:
         return None
     body, backend, precision = report(result)
-    model = str(result.parameters.get("model") or result.name)
-    folder = Path(result_path).parent / FOLDER / backend / model
+    model = model_name(result)
+    # every name read from the result that becomes a path is a plain one, and stays in the folder
+    folder = inside(Path(result_path).parent / FOLDER,
+                    f"{plain_name(backend, 'ByteMLPerf backend')}/{plain_name(model, 'model')}")
     folder.mkdir(parents=True, exist_ok=True)
-    if result.numerics and result.numerics[0].get("histograms"):
-        draw_diff_distribution(result.numerics[0]["histograms"], folder / body["Accuracy"]["Diff Dist"])
-    path = folder / f"result-{precision}.json"
+    numerics = result.sections.numerics
+    if numerics and numerics[0].histograms:
+        draw_diff_distribution(numerics[0].histograms, inside(folder, body["Accuracy"]["Diff Dist"]))
+    path = inside(folder, f"result-{plain_name(precision, 'precision')}.json")
     atomic.write_text(path, json.dumps(body, indent=4))
     return path
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 
 from kit.publish import glance
+from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
 
 CARD_STYLE = """
@@ -28,7 +30,7 @@ NUMERIC = {"published", "measured", "ratio"}
 SHORT = 60  # a reason this long or shorter is shown as it is
 
 
-def scorecard_table(card: list[dict], links: dict[str, str] | None = None, interactive: bool = True) -> str:
+def scorecard_table(card: list[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
     """Every scorecard row: the published figure with its batch and part beside the measured one
     with its batch and hardware, the ratio, the verdict and the short reason (the full one on
     click or hover); each row links to its model's report where `links` (job name -> href) has it.
@@ -39,13 +41,13 @@ def scorecard_table(card: list[dict], links: dict[str, str] | None = None, inter
     titles = [(t, k in NUMERIC) for k, t in COLUMNS] + [(f"{b}: its own ByteMLPerf report", True) for b in vendors]
     head = "".join(f"<th data-col='{i}' data-type='{'num' if num else 'text'}'>{html.escape(t)}</th>"
                    for i, (t, num) in enumerate(titles))
-    body = "".join(_row(r, links or {}, vendors) for r in card)
+    body = "".join(_row(Comparison.of(r), r, links or {}, vendors) for r in card)
     ident = " id='scorecard'" if interactive else ""
     table = (f"<div class='wide'><table{ident} class='card'><thead><tr>{head}</tr></thead>"
              f"<tbody>{body}</tbody></table></div>")
     if not interactive:
         return f"<style>{CARD_STYLE}</style>{table}"
-    verdicts = sorted({str(r.get("verdict")) for r in card})
+    verdicts = sorted({str(r.verdict) for r in glance.rows_of(card)})
     options = "".join(f"<option>{html.escape(v)}</option>" for v in verdicts)
     return (f"<h2 id='scorecard-table'>Scorecard</h2><div class='filters'><input id='filter' type='search' size='30' "
             f"placeholder='filter rows (model, figure, reason...)'> <select id='verdict-filter'>"
@@ -53,13 +55,14 @@ def scorecard_table(card: list[dict], links: dict[str, str] | None = None, inter
             + table)
 
 
-def report_href(row: dict, links: dict[str, str]) -> str | None:
+def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
     """The href of the report behind a row: the job whose result it read, else its model's job."""
-    if row.get("run"):
-        return links.get(str(row["run"]).removesuffix(".json"))
-    study = row.get("study")
-    job = ("c2_study" if study == "c2_qwant" else f"{row.get('model')}_{row.get('precision')}"
-           if str(study).startswith("bytemlperf") else None)
+    row = Comparison.of(row)
+    if row.run:
+        return links.get(row.run.removesuffix(".json"))
+    study = row.study
+    job = ("c2_study" if study == "c2_qwant" else f"{row.model}_{row.precision}"
+           if study.startswith("bytemlperf") else None)
     if job is None:
         return None
     return links.get(job) or next((h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None)
@@ -75,52 +78,54 @@ def _sub(batch, where: str) -> str:
     return f"<br><span class='sub'>{html.escape(text)}</span>"
 
 
-def imported_backends(card: list[dict]) -> list[str]:
+def imported_backends(card: list[glance.Row]) -> list[str]:
     """The vendors whose ByteMLPerf reports `kit import-bytemlperf` brought in: the scorecard sets
     '<Backend> published' and '<Backend> source' beside its rows (imported_reports.with_columns)."""
-    return sorted({k.removesuffix(" published") for r in card for k in r
+    return sorted({k.removesuffix(" published") for r in card if isinstance(r, Mapping) for k in r
                    if k.endswith(" published") and f"{k.removesuffix(' published')} source" in r})
 
 
-def imported_cell(r: dict, backend: str) -> str:
+def imported_cell(r: Mapping, backend: str, unit: str) -> str:
     """A vendor's own figure for the row, its report file (backend/model/file) under it, the full
-    path on hover; '—' where the vendor published none."""
+    path on hover; '—' where the vendor published none. The vendors' columns are the record's
+    (kit.publish.imported_reports.with_columns), not a Comparison's fields."""
     value, source = r.get(f"{backend} published"), str(r.get(f"{backend} source") or "")
     if glance.missing(value):
         return "<td>—</td>"
-    unit = str(r.get("unit") or "")
     return (f"<td{_num(value)} title='{html.escape(source)}'>{html.escape(f'{readable(value, 6)} {unit}'.strip())}"
             f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>")
 
 
-def _row(r: dict, links: dict[str, str], vendors: list[str] = ()) -> str:
-    unit = str(r.get("unit") or "")
-    pub = readable(r.get("published"), 6)
+def _row(r: Comparison, record: Mapping, links: dict[str, str], vendors: list[str] = ()) -> str:
+    unit = r.unit
+    pub = readable(r.published, 6)
     published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
-                 f"{_sub(r.get('batch_size'), glance.published_part(r))}")
+                 f"{_sub(r.batch_size, glance.published_part(r))}")
     measured, title = "—", ""
-    if not glance.missing(r.get("measured")):
-        measured = html.escape(measured_text(r)) + _sub(r.get("measured_batch") or r.get("batch_size"),
+    if r.measured is not None:
+        measured = html.escape(measured_text(r)) + _sub(r.measured_batch or r.batch_size,
                                                         glance.measured_device(r))
-        if not glance.missing(r.get("measured_all_calls")):
-            title = f" title='over every call: {readable(r['measured_all_calls'], 4)} {html.escape(unit)}'"
-    verdict = html.escape(str(r.get("verdict")))
+        if r.measured_all_calls is not None:
+            title = f" title='over every call: {readable(r.measured_all_calls, 4)} {html.escape(unit)}'"
+    verdict = html.escape(str(r.verdict))
     href = report_href(r, links)
-    label = html.escape(f"{r.get('model') or ''} {r.get('precision') or ''}".strip() or "—")
+    label = html.escape(f"{r.model} {r.precision}".strip() or "—")
     model = f"<a href='{html.escape(href)}'>{label}</a>" if href else label
-    return (f"<tr data-verdict='{verdict}'><td>{html.escape(str(r.get('figure')))}</td><td>{model}</td>"
-            f"<td{_num(r.get('published'))}>{published}</td>"
-            f"<td{_num(None if measured == '—' else r.get('measured'))}{title}>{measured}</td>"
-            f"<td{_num(r.get('ratio'))}>{html.escape(readable(r.get('ratio'), 3) or '—')}</td>"
+    vendor_cells = "".join(imported_cell(record, b, unit) for b in vendors) if isinstance(record, Mapping) else ""
+    return (f"<tr data-verdict='{verdict}'><td>{html.escape(r.figure)}</td><td>{model}</td>"
+            f"<td{_num(r.published)}>{published}</td>"
+            f"<td{_num(None if measured == '—' else r.measured)}{title}>{measured}</td>"
+            f"<td{_num(r.ratio)}>{html.escape(readable(r.ratio, 3) or '—')}</td>"
             f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}</td>"
-            f"{''.join(imported_cell(r, b) for b in vendors)}</tr>")
+            f"{vendor_cells}</tr>")
 
 
-def reason_cell(r: dict) -> str:
+def reason_cell(r: glance.Row) -> str:
     """The reason once: itself where it is short, else its short form with the full reason on
     hover (title) and on click (details)."""
+    r = Comparison.of(r)
     short = glance.short_reason(r) + glance.flags(r)
-    reason = str(r.get("reason") or "")
+    reason = r.reason
     if len(reason) <= SHORT:
         return html.escape(reason or short)
     return (f"<details><summary title='{html.escape(reason)}'>{html.escape(short)}</summary>"

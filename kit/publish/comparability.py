@@ -4,10 +4,14 @@ Each difference is a reason the verdict is "not comparable" rather than "reprodu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kit.publish.compare import DifferenceCode, Reason
 from kit.published import figures as published
 from kit.results import RunResult
+from kit.results.sections import Session
+from kit.results.windows import Measurement
 
 
 @dataclass(frozen=True)
@@ -28,46 +32,46 @@ class PublishedRun:
                    published.poprt_version(model, precision), "pack_config" in model_settings)
 
 
-def measured_batch(m: dict) -> int:
-    """The batch size a measurement stands for: a pack-mode run's pack batch, else its calls'."""
-    return (m.get("extra") or {}).get("pack_batch_size") or m["batch_size"]
-
-
-def differences(res: RunResult, measurement: dict | None, run: PublishedRun) -> list[str]:
+def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[str]:
     """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same way)."""
-    session = (res.backend or {}).get("session") or {}
+    sections = res.sections
+    session = sections.session
     reasons = session_differences(session)
-    precision = (res.backend or {}).get("precision")
+    precision = sections.backend.precision if sections.backend else None
     if precision and precision != run.precision:
-        reasons.append(f"precision {precision}, published {run.precision}")
-    version = session.get("poprt_version")
+        reasons.append(Reason(f"precision {precision}, published {run.precision}", DifferenceCode.PRECISION))
+    version = session.poprt_version
     if version and run.poprt_version[:1].isdigit() and version != run.poprt_version:
-        reasons.append(f"PopRT {version}, published with PopRT {run.poprt_version}")
+        reasons.append(Reason(f"PopRT {version}, published with PopRT {run.poprt_version}", DifferenceCode.POPRT))
     if measurement is not None:
         reasons += measurement_differences(measurement, run)
     return reasons
 
 
-def session_differences(session: dict) -> list[str]:
-    """What the session itself says keeps it from ByteMLPerf's recipe (passes, settings)."""
-    if session.get("comparable") is not False:
+def session_differences(session: Session | Mapping) -> list[str]:
+    """What the session itself says keeps it from ByteMLPerf's recipe (passes, settings); `session`
+    a result's record or the description a backend wrote."""
+    if isinstance(session, Mapping):
+        session = Session.from_dict(session)
+    if session.comparable is not False:
         return []
-    missing = session.get("missing_passes") or []
-    said = list(session.get("not_comparable") or [])
-    if missing:
-        said.insert(0, f"ByteMLPerf's {', '.join(missing)} not applied")
-    return said or ["the session's settings are not ByteMLPerf's (see its notes)"]
+    said = [Reason(text, DifferenceCode.SESSION) for text in session.not_comparable]
+    if session.missing_passes:
+        said.insert(0, Reason(f"ByteMLPerf's {', '.join(session.missing_passes)} not applied", DifferenceCode.PASSES))
+    return said or [Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
 
 
-def measurement_differences(m: dict, run: PublishedRun) -> list[str]:
+def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[str]:
+    """The ways measurement `m` (a record, or a measurement dict as a run wrote it) was not run as `run`."""
+    m = Measurement.of(m)
     reasons = []
-    batch = measured_batch(m)
+    batch = m.measured_batch
     if run.batch is not None and batch != run.batch:
-        reasons.append(f"batch {batch}, published at batch {run.batch}")
-    pack = m.get("mode") == "pack"
+        reasons.append(Reason(f"batch {batch}, published at batch {run.batch}", DifferenceCode.BATCH))
+    pack = m.mode == "pack"
     if run.pack and not pack:
-        reasons.append("padded batches, published in pack mode")
-    clients = m["threads"] if m.get("mode") == "clients" else 1
+        reasons.append(Reason("padded batches, published in pack mode", DifferenceCode.PADDED))
+    clients = m.threads if m.mode == "clients" else 1
     if not pack and clients != run.clients:
-        reasons.append(f"{clients} client(s), published with {run.clients}")
+        reasons.append(Reason(f"{clients} client(s), published with {run.clients}", DifferenceCode.CLIENTS))
     return reasons

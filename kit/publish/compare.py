@@ -9,7 +9,8 @@ noisy window says so in its reason.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 
 from kit.hardware.parts import MeasuredOn
@@ -31,6 +32,68 @@ class Verdict(StrEnum):
     NOT_COMPARABLE = "not comparable"  # other hardware (or the IPU path emulated): ratio shown
     NOT_MEASURED = "not measured"  # no measured value: the reason says why
     FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
+
+
+class ReasonCode(StrEnum):
+    """Why a scorecard row has its verdict, as a code beside its sentence: kit.publish.glance says
+    it in a few words and groups by it, never parsing the sentence."""
+
+    WITHIN_TOLERANCE = "within_tolerance"
+    OUTSIDE_TOLERANCE = "outside_tolerance"
+    OTHER_HARDWARE = "other_hardware"  # measured, not on the published part
+    MEASURED_ANOTHER_WAY = "measured_another_way"  # on the published part, not the published way
+    RANDOM_WEIGHTS = "random_weights"
+    OWN_INPUTS = "own_inputs"
+    NOT_SELECTED = "not_selected"
+    NOT_RUN = "not_run"
+    NO_DATASET = "no_dataset"
+    NO_ACCURACY_DATASET = "no_accuracy_dataset"
+    NO_REFERENCE = "no_reference"
+    CLAIM = "claim"
+    BATCH_NOT_RUN = "batch_not_run"
+    BATCH_FAILED = "batch_failed"
+    BEFORE_TRIMMED = "before_trimmed"
+    POWER_UNAVAILABLE = "power_unavailable"
+    TIMED_OUT = "timed_out"
+    UNREADABLE = "unreadable"
+    FAILED = "failed"
+    OTHER = "other"  # said by the reason's first clause
+
+
+class DifferenceCode(StrEnum):
+    """One way a figure on the published part was not measured the published way (kit.publish.comparability)."""
+
+    BATCH = "batch"
+    PADDED = "padded"
+    CLIENTS = "clients"
+    PRECISION = "precision"
+    POPRT = "poprt"
+    PASSES = "passes"
+    SESSION = "session"  # the session's own reason, said by its first clause
+
+
+class Reason(str):
+    """A reason sentence with its code: it compares, prints and joins as the sentence.
+
+    >>> r = Reason("batch 4 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN)
+    >>> r == "batch 4 not run (measured: 1)", r.code
+    (True, <ReasonCode.BATCH_NOT_RUN: 'batch_not_run'>)
+    """
+
+    code: str
+
+    def __new__(cls, text: str, code: ReasonCode | DifferenceCode) -> Reason:
+        made = super().__new__(cls, text)
+        made.code = code
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # copied (dataclasses.asdict) and pickled with its code
+        return str(self), self.code
+
+
+def code_of(reason: str, default: ReasonCode | DifferenceCode = ReasonCode.OTHER) -> str:
+    """The code a reason was made with (`default` for a plain sentence)."""
+    return reason.code if isinstance(reason, Reason) else default
 
 
 @dataclass
@@ -58,9 +121,49 @@ class Comparison:
     measured_all_calls: float | None = None  # the same figure over every call (ByteMLPerf's trims)
     indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
     measured_batch: str = ""  # the batch size of the measured figure ('' where none was measured)
+    reason_code: str = ""  # a ReasonCode ('' in a row an older kit wrote)
+    differences: tuple[str, ...] = ()  # where measured another way: each way, as the reason says it,
+    difference_codes: tuple[str, ...] = ()  # and its DifferenceCode
+    measured_name: str = ""  # where the figure was measured: the device's name,
+    measured_class: str = ""  # its class (cpu, gpu, ipu, unknown)
+    emulated: bool = False  # and whether it was an IPU path through the PopRT test double
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": str(self.verdict)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Comparison:
+        """A row read back: a scorecard DataFrame's record (NaN for a missing number) or a summary
+        JSON's; a field an older kit did not write takes its default; other columns (an imported
+        vendor's figures) are left out."""
+        values = {f.name: _read(d.get(f.name), f.type) for f in fields(cls) if f.name in d}
+        values = {k: v for k, v in values.items() if v is not None or k in OPTIONAL_NUMBERS}
+        verdict = str(values.pop("verdict", Verdict.NOT_MEASURED))
+        return cls(**{**ROW_DEFAULTS, **values, "verdict": Verdict(verdict) if verdict in VERDICTS else verdict})
+
+    @classmethod
+    def of(cls, row: Comparison | Mapping) -> Comparison:
+        """`row` as a Comparison (a row read back from a record, or already one)."""
+        return row if isinstance(row, Comparison) else cls.from_dict(row)
+
+
+VERDICTS = {str(v) for v in Verdict}
+OPTIONAL_NUMBERS = {"published", "measured", "ratio", "measured_low", "measured_high", "measured_all_calls"}
+ROW_DEFAULTS = {"study": "", "figure": "", "model": "", "precision": "", "batch_size": "", "unit": "",
+                "published": None, "published_hardware": "", "measured": None, "measured_hardware": "", "reason": ""}
+
+
+def _read(value: object, kind: str) -> object:
+    """One field of a row read back: NaN and None are missing (None); text as text; a list as a tuple."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if "tuple" in kind:
+        return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+    if kind.startswith("bool"):
+        return bool(value)
+    if kind.startswith("str"):
+        return str(value)
+    return value
 
 
 def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,

@@ -40,6 +40,8 @@ from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval
 from kit.paths import outputs_dir
 from kit.results import ResultKind, RunResult, UnsupportedVersion
+from kit.results.sections import Environment, KitSource
+from kit.results.windows import Measurement
 
 ALPHA = 0.05
 Z95 = 1.959964
@@ -142,32 +144,31 @@ def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
     for _, r in sorted(results, key=lambda pr: pr[1].created_at):  # the latest result of a name wins
         label = r.name if r.kind != ResultKind.C2_STUDY else "c2_study"
         precision = r.parameters.get("published_precision") or r.parameters.get("precision") or ""
-        for m in r.measurements:
-            batch = m["batch_size"] * (m["threads"] if m.get("mode") == "replicas" else 1)
+        for m in r.sections.measurements:
+            batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
             per_round = _round_series(m)
-            noise = m.get("noise") or {}
-            noisy = "noisy: " + "; ".join(noise.get("reasons", [])) if noise.get("noisy") else ""
+            noisy = "noisy: " + "; ".join(m.noise.reasons) if m.noise and m.noise.noisy else ""
             for figure, (key, unit, higher) in FIGURES.items():
-                value = m.get(key) if key in m else m["latency"].get(key)
+                value = m.figure(key)
                 if value is None or not math.isfinite(value):
                     continue
-                iv = Interval.from_dict((m.get("intervals") or {}).get(key))
+                iv = Interval.from_dict(m.interval(key))
                 out[f"{label} [{precision}] batch {batch}: {figure}"] = Figure(
                     value, iv, per_round[key], unit, higher, noisy)
     return out
 
 
-def _round_series(m: dict) -> dict[str, list[float]]:
+def _round_series(m: Measurement) -> dict[str, list[float]]:
     """Per round: throughput (samples/s), mean and p99 latency (ms); QPS uses the throughput's."""
-    calls = [[(int(s), int(e)) for s, e in t] for t in m.get("calls") or []]
+    calls = m.call_times()
     if not calls or not any(calls):
         return {k: [] for k in ("qps_bytemlperf", "throughput", "mean_ms", "p99_ms")}
-    groups, _ = round_groups(calls, m.get("rounds"))
+    groups, _ = round_groups(calls, m.round_ends)
     thr, mean, p99 = [], [], []
     for g in groups:
         rate = sum(len(t) / ((t[-1][1] - t[0][0]) / 1e9) for t in g if t and t[-1][1] > t[0][0])
         lat = np.array([(e - s) / 1e6 for t in g for s, e in t])
-        thr.append(rate * m["batch_size"])
+        thr.append(rate * m.batch_size)
         mean.append(float(lat.mean()) if lat.size else math.nan)
         p99.append(float(np.percentile(lat, 99)) if lat.size else math.nan)
     return {"qps_bytemlperf": thr, "throughput": thr, "mean_ms": mean, "p99_ms": p99}
@@ -318,22 +319,17 @@ ENV_KEYS = ("host", "os", "python", "gpus", "ipu_present")
 
 def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path, RunResult]]) -> list[tuple[str, str, str]]:
     """(what, in A, in B) for every environment or backend setting that differs."""
-    ea, eb = _first(a).environment, _first(b).environment
-    diffs = []
-    for key in ENV_KEYS:
-        if ea.get(key) != eb.get(key):
-            diffs.append((key, str(ea.get(key)), str(eb.get(key))))
-    ca, cb = ea.get("cpu") or {}, eb.get("cpu") or {}
-    for key in ("model", "cores"):
-        if ca.get(key) != cb.get(key):
-            diffs.append((f"cpu {key}", str(ca.get(key)), str(cb.get(key))))
+    ea, eb = _first(a).sections.environment, _first(b).sections.environment
+    diffs = [(key, str(ea.fact(key)), str(eb.fact(key))) for key in ENV_KEYS if ea.fact(key) != eb.fact(key)]
+    diffs += [(f"cpu {key}", str(x), str(y)) for key, x, y in (("model", ea.cpu.model, eb.cpu.model),
+                                                               ("cores", ea.cpu.cores, eb.cpu.cores)) if x != y]
     if _kit(ea) != _kit(eb):
         diffs.append(("kit", _kit(ea), _kit(eb)))
-    both = bool(ea.get("distributions")) and bool(eb.get("distributions"))  # older results lack them
+    both = bool(ea.distributions) and bool(eb.distributions)  # older results lack them
     for group in ("packages", "threads") + (("distributions",) if both else ()):
-        ga, gb = ea.get(group) or {}, eb.get(group) or {}
-        for key in sorted(set(ga) | set(gb)):
-            if ga.get(key) != gb.get(key) and not (group == "distributions" and key in (ea.get("packages") or {})):
+        ga, gb = getattr(ea, group), getattr(eb, group)
+        for key in sorted(set(ga) | set(gb)):  # distribution names: data, not the schema's keys
+            if ga.get(key) != gb.get(key) and not (group == "distributions" and key in ea.packages):
                 diffs.append((f"{group}: {key}", str(ga.get(key, "—")), str(gb.get(key, "—"))))
     sa, sb = _sessions(a), _sessions(b)
     for name in sorted(set(sa) & set(sb)):
@@ -346,12 +342,12 @@ def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path,
     return diffs
 
 
-def _kit(env: dict) -> str:
+def _kit(env: Environment) -> str:
     """The kit a result ran: commit and whether the tree had local changes (with their hash)."""
-    kit = env.get("kit") or {}
-    if not kit.get("commit"):
-        return f"version {kit['version']}" if kit.get("version") else "not recorded"
-    return kit["commit"][:12] + (f" + local changes {str(kit.get('diff_sha256'))[:12]}" if kit.get("dirty") else "")
+    kit = env.kit or KitSource()
+    if not kit.commit:
+        return f"version {kit.version}" if kit.version else "not recorded"
+    return kit.commit[:12] + (f" + local changes {str(kit.diff_sha256)[:12]}" if kit.dirty else "")
 
 
 def _first(results):
@@ -359,14 +355,12 @@ def _first(results):
 
 
 def _sessions(results) -> dict[str, dict]:
-    return {r.name: {k: v for k, v in ((r.backend or {}).get("session") or {}).items()
-                     if isinstance(v, str | int | float | bool)}
-            for _, r in results if r.backend}
+    return {r.name: r.sections.session.scalars() for _, r in results if r.sections.backend}
 
 
 def _noisy_share(results) -> str:
-    ms = [m for _, r in results for m in r.measurements if m.get("noise")]
-    return f"{sum(bool(m['noise'].get('noisy')) for m in ms)} of {len(ms)}" if ms else "not sampled"
+    noises = [m.noise for _, r in results for m in r.sections.measurements if m.noise]
+    return f"{sum(n.noisy for n in noises)} of {len(noises)}" if noises else "not sampled"
 
 
 def _value(f: Figure) -> str:

@@ -1,9 +1,9 @@
 """The scorecard read at a glance: a short reason for each row (the long one stays for the detail),
 the reasons grouped per verdict with what a user can do about them, and one sentence per study.
 
-Works on scorecard rows as dicts (kit.publish.compare.Comparison.to_dict(), or the summary job's
-JSON), so the index and the summary notebook say the same thing. Nothing here changes a figure or
-a verdict: only how they are said.
+Works on scorecard rows (kit.publish.compare.Comparison, read back from a DataFrame's records or
+the summary job's JSON by `Comparison.of`), so the index and the summary notebook say the same
+thing. Nothing here changes a figure or a verdict: only how they are said.
 """
 
 from __future__ import annotations
@@ -12,6 +12,11 @@ import html
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
+
+from kit.publish.compare import Comparison, DifferenceCode, ReasonCode
+
+Row = Comparison | Mapping  # a scorecard row: a Comparison, or a record of one (DataFrame, summary JSON)
 
 #: The studies of the scorecard, in the order they are told: (study, how a sentence names it).
 STUDIES = (("bytemlperf_c600", "ByteMLPerf's C600 table (seed 001)"),
@@ -24,34 +29,59 @@ OTHER_STUDIES = "The seeds' training and price claims"
 VERDICT_WORDS = (("reproduced", "reproduced"), ("differs", "differ"), ("not comparable", "not comparable"),
                  ("not measured", "not measured"), ("failed", "failed"))
 
-#: (a reason's start, the short reason, what a user can do: '' where nothing can be done here)
-REASONS = (
-    (r"random weights", "random weights", "real weights: kit fetch-weights MODEL"),
-    (r"only a numeric check on the kit's own", "a numeric check on the kit's own inputs only",
-     "real weights: kit fetch-weights MODEL"),
-    (r"not selected", "not selected in this batch", "make reproduce without ONLY"),
-    (r"not run|C2 study not run", "not run", "make reproduce"),
-    (r"no dataset", "no dataset", "kit fetch-data NAME, see docs/datasets.md"),
-    (r"no published accuracy dataset", "no published accuracy dataset for this model", ""),
-    (r"no reference session", "no fp32 reference session", ""),
-    (r"training / price claim", "a training or price claim, outside an inference kit", ""),
-    (r"batch \d+ not run", "the published batch size was not run", "make reproduce FORCE=1"),
-    (r"batch \d+ failed", "the published batch size failed", "see the model report"),
-    (r"measured before ByteMLPerf's trimmed", "a result older than ByteMLPerf's trimmed latency",
-     "make reproduce FORCE=1"),
-    (r"power unavailable", "power unavailable", "a power sensor, see docs/power.md"),
-    (r"timed out", "the job timed out", "see the batch index"),
-    (r"unreadable result", "an unreadable result file", "make reproduce FORCE=1"),
-    (r"failed", "the run failed", "see the model report"),
+#: A reason's code -> (the short reason, what a user can do: '' where nothing can be done here)
+SHORT = {
+    ReasonCode.RANDOM_WEIGHTS: ("random weights", "real weights: kit fetch-weights MODEL"),
+    ReasonCode.OWN_INPUTS: ("a numeric check on the kit's own inputs only", "real weights: kit fetch-weights MODEL"),
+    ReasonCode.NOT_SELECTED: ("not selected in this batch", "make reproduce without ONLY"),
+    ReasonCode.NOT_RUN: ("not run", "make reproduce"),
+    ReasonCode.NO_DATASET: ("no dataset", "kit fetch-data NAME, see docs/datasets.md"),
+    ReasonCode.NO_ACCURACY_DATASET: ("no published accuracy dataset for this model", ""),
+    ReasonCode.NO_REFERENCE: ("no fp32 reference session", ""),
+    ReasonCode.CLAIM: ("a training or price claim, outside an inference kit", ""),
+    ReasonCode.BATCH_NOT_RUN: ("the published batch size was not run", "make reproduce FORCE=1"),
+    ReasonCode.BATCH_FAILED: ("the published batch size failed", "see the model report"),
+    ReasonCode.BEFORE_TRIMMED: ("a result older than ByteMLPerf's trimmed latency", "make reproduce FORCE=1"),
+    ReasonCode.POWER_UNAVAILABLE: ("power unavailable", "a power sensor, see docs/power.md"),
+    ReasonCode.TIMED_OUT: ("the job timed out", "see the batch index"),
+    ReasonCode.UNREADABLE: ("an unreadable result file", "make reproduce FORCE=1"),
+    ReasonCode.FAILED: ("the run failed", "see the model report"),
+}
+
+#: Text a result holds without a code (an accuracy check's status, a C2 table's reason) and the
+#: reason of a row an older kit wrote: (its start, its code). The only place a sentence is read.
+TEXT_CODES = (
+    (r"random weights", ReasonCode.RANDOM_WEIGHTS),
+    (r"only a numeric check on the kit's own", ReasonCode.OWN_INPUTS),
+    (r"not selected", ReasonCode.NOT_SELECTED),
+    (r"not run|C2 study not run", ReasonCode.NOT_RUN),
+    (r"no dataset", ReasonCode.NO_DATASET),
+    (r"no published accuracy dataset", ReasonCode.NO_ACCURACY_DATASET),
+    (r"no reference session", ReasonCode.NO_REFERENCE),
+    (r"training / price claim", ReasonCode.CLAIM),
+    (r"batch \d+ not run", ReasonCode.BATCH_NOT_RUN),
+    (r"batch \d+ failed", ReasonCode.BATCH_FAILED),
+    (r"measured before ByteMLPerf's trimmed", ReasonCode.BEFORE_TRIMMED),
+    (r"power unavailable", ReasonCode.POWER_UNAVAILABLE),
+    (r"timed out", ReasonCode.TIMED_OUT),
+    (r"unreadable result", ReasonCode.UNREADABLE),
+    (r"failed", ReasonCode.FAILED),
 )
 
-#: A difference from ByteMLPerf's way of running on the published part (kit.publish.comparability).
-DIFFERENCES = ((r"batch \d+, published at batch", "another batch size"),
-               (r"padded batches, published in pack mode", "padded, published in pack mode"),
-               (r"\d+ client\(s\), published with", "another number of clients"),
-               (r"precision \S+, published", "another precision"),
-               (r"PopRT \S+, published with PopRT", "another PopRT version"),
-               (r"ByteMLPerf's .* not applied", "ByteMLPerf's passes not all applied"))
+#: A difference from ByteMLPerf's way of running on the published part, by its code.
+DIFFERENCE_WORDS = {DifferenceCode.BATCH: "another batch size", DifferenceCode.PADDED: "padded, published in pack mode",
+                    DifferenceCode.CLIENTS: "another number of clients", DifferenceCode.PRECISION: "another precision",
+                    DifferenceCode.POPRT: "another PopRT version",
+                    DifferenceCode.PASSES: "ByteMLPerf's passes not all applied"}
+
+#: The same, read from a difference's text: a session's own reason (the backend writes no code)
+#: and the reason of a row an older kit wrote.
+DIFFERENCES = ((r"batch \d+, published at batch", DifferenceCode.BATCH),
+               (r"padded batches, published in pack mode", DifferenceCode.PADDED),
+               (r"\d+ client\(s\), published with", DifferenceCode.CLIENTS),
+               (r"precision \S+, published", DifferenceCode.PRECISION),
+               (r"PopRT \S+, published with PopRT", DifferenceCode.POPRT),
+               (r"ByteMLPerf's .* not applied", DifferenceCode.PASSES))
 
 CLASS_WORDS = {"cpu": "a CPU", "gpu": "a GPU", "ipu": "an IPU", "unknown": "unknown hardware"}
 
@@ -61,56 +91,98 @@ def missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def published_part(row: dict) -> str:
+def text_code(text: str) -> ReasonCode:
+    """The code of a reason the result holds as text only (see TEXT_CODES); OTHER where none fits."""
+    return next((code for pattern, code in TEXT_CODES if re.match(pattern, text)), ReasonCode.OTHER)
+
+
+def published_part(row: Row) -> str:
     """'Graphcore C600 (1 IPU, Mk2 ipu21)' -> 'C600'."""
-    return str(row.get("published_hardware") or "?").split(" (")[0].removeprefix("Graphcore ")
+    return (Comparison.of(row).published_hardware or "?").split(" (")[0].removeprefix("Graphcore ")
 
 
-def measured_class(row: dict) -> str:
-    """The measured hardware's class (cpu, gpu, ipu, unknown), from the row's measured_hardware."""
-    found = re.search(r"\((cpu|gpu|ipu|unknown)[;)]", str(row.get("measured_hardware") or ""))
+def measured_class(row: Row) -> str:
+    """The measured hardware's class (cpu, gpu, ipu, unknown)."""
+    row = Comparison.of(row)
+    if row.measured_class:
+        return row.measured_class
+    found = re.search(r"\((cpu|gpu|ipu|unknown)[;)]", row.measured_hardware)  # a row an older kit wrote
     return found.group(1) if found else "unknown"
 
 
-def emulated(row: dict) -> bool:
-    return "[not run on an IPU" in str(row.get("measured_hardware") or "")
+def emulated(row: Row) -> bool:
+    row = Comparison.of(row)
+    if row.measured_class:
+        return row.emulated
+    return "[not run on an IPU" in row.measured_hardware  # a row an older kit wrote
 
 
-def measured_device(row: dict) -> str:
+def measured_device(row: Row) -> str:
     """'AMD EPYC (CPU)', or 'the PopRT test double' for an IPU path that did not run on an IPU."""
+    row = Comparison.of(row)
     if emulated(row):
         return "the PopRT test double (not an IPU)"
-    name = re.sub(r"\((R|TM|tm)\)", "", str(row.get("measured_hardware") or "").split(" (")[0]).strip()
+    label = row.measured_name or row.measured_hardware
+    name = re.sub(r"\((R|TM|tm)\)", "", label.split(" (")[0]).strip()  # trademarks and clocks off the name
     name = name.split(" CPU @")[0].split(" @ ")[0]
     return f"{name} ({measured_class(row).upper()})" if name else CLASS_WORDS["unknown"]
 
 
-def short_reason(row: dict) -> str:
+def reason_code(row: Row) -> str:
+    """The row's ReasonCode (read from its reason only in a row an older kit wrote)."""
+    row = Comparison.of(row)
+    if row.reason_code:
+        return row.reason_code
+    if str(row.verdict) == "not comparable":
+        return (ReasonCode.OTHER_HARDWARE if row.reason.startswith("measured on ")
+                else ReasonCode.MEASURED_ANOTHER_WAY)
+    return text_code(row.reason)
+
+
+def short_reason(row: Row) -> str:
     """The row's reason in a few words, the same for every row of its kind (it groups them)."""
-    verdict, reason = str(row.get("verdict")), str(row.get("reason") or "")
+    row = Comparison.of(row)
+    verdict = str(row.verdict)
     if verdict in ("reproduced", "differs"):
         return "within tolerance" if verdict == "reproduced" else "outside tolerance"
+    code = reason_code(row)
     if verdict == "not comparable":
-        if reason.startswith("measured on "):
+        if code == ReasonCode.OTHER_HARDWARE:
             where = "the PopRT test double" if emulated(row) else CLASS_WORDS[measured_class(row)]
             return f"measured on {where}, not the {published_part(row)}"
-        return f"on the {published_part(row)}, but " + ", ".join(differences(reason))
-    for pattern, short, _ in REASONS:
-        if re.match(pattern, reason):
-            return short
-    return first_clause(reason) or verdict
+        return f"on the {published_part(row)}, but " + ", ".join(differences(row))
+    if code in SHORT:
+        return SHORT[code][0]
+    return first_clause(row.reason) or verdict
 
 
-def differences(reason: str) -> list[str]:
-    """The short names of the ways a figure was not measured as published, in the reason's order."""
+def differences(row: Row) -> list[str]:
+    """The short names of the ways a figure was not measured as published, in the reason's order:
+    from the row's codes; a session's own reasons (and an older row's) from their text."""
     out = []
-    for clause in reason.split("; "):
-        if clause.startswith("ratio ") or clause.startswith("noisy"):
-            break
-        short = next((s for p, s in DIFFERENCES if re.match(p, clause)), first_clause(clause))
+    for code, text in _coded_differences(Comparison.of(row)):
+        if code == DifferenceCode.SESSION:
+            code = _difference_code(text)
+        short = DIFFERENCE_WORDS.get(code) or first_clause(text)
         if short not in out:
             out.append(short)
     return out or ["measured another way"]
+
+
+def _coded_differences(row: Comparison) -> list[tuple[str, str]]:
+    """(code, sentence) of each difference; an older row's split from its reason, coded SESSION (read by text)."""
+    if row.reason_code:
+        return list(zip(row.difference_codes, row.differences, strict=False))
+    clauses = []
+    for clause in row.reason.split("; "):
+        if clause.startswith("ratio ") or clause.startswith("noisy"):
+            break
+        clauses.append((DifferenceCode.SESSION, clause))
+    return clauses
+
+
+def _difference_code(clause: str) -> str:
+    return next((code for pattern, code in DIFFERENCES if re.match(pattern, clause)), DifferenceCode.SESSION)
 
 
 def first_clause(text: str, limit: int = 60) -> str:
@@ -121,45 +193,51 @@ def first_clause(text: str, limit: int = 60) -> str:
 
 def action(short: str) -> str:
     """What a user can do about a short reason ('' where nothing can be done here)."""
-    return next((a for _, s, a in REASONS if s == short), "")
+    return next((a for s, a in SHORT.values() if s == short), "")
 
 
-def flags(row: dict) -> str:
+def flags(row: Row) -> str:
     """' (noisy window)' / ' (indicative)' where the row's figure carries such a flag."""
-    out = " (noisy window)" if row.get("noisy") else ""
-    return out + (" (indicative power)" if row.get("indicative") else "")
+    row = Comparison.of(row)
+    return (" (noisy window)" if row.noisy else "") + (" (indicative power)" if row.indicative else "")
 
 
-def grouped(card: list[dict]) -> dict[str, list[tuple[str, int]]]:
+def rows_of(card: list[Row]) -> list[Comparison]:
+    """The rows of a scorecard as Comparisons (records of a DataFrame or a summary JSON, or rows)."""
+    return [Comparison.of(r) for r in card]
+
+
+def grouped(card: list[Row]) -> dict[str, list[tuple[str, int]]]:
     """Per verdict (every verdict, in order), its short reasons with how many rows each, most first."""
-    counts = Counter((str(r.get("verdict")), short_reason(r)) for r in card)
+    counts = Counter((str(r.verdict), short_reason(r)) for r in rows_of(card))
     return {v: sorted(((s, n) for (verdict, s), n in counts.items() if verdict == v), key=lambda sn: -sn[1])
             for v, _ in VERDICT_WORDS}
 
 
-def count_text(card: list[dict]) -> str:
+def count_text(card: list[Row]) -> str:
     """'0 reproduced, 0 differ, 15 not comparable, 109 not measured' (failed only where some did)."""
-    counts = Counter(str(r.get("verdict")) for r in card)
-    return ", ".join(f"{counts.get(v, 0)} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts.get(v))
+    counts = Counter(str(r.verdict) for r in rows_of(card))
+    return ", ".join(f"{counts[v]} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts[v])
 
 
-def study_sentence(title: str, rows: list[dict]) -> str:
+def study_sentence(title: str, rows: list[Row]) -> str:
     """One sentence: the study, where it was published, its counts and where it was measured here."""
-    parts = sorted({str(r.get("published_hardware") or "?").split(" (")[0] for r in rows})
-    devices = sorted({measured_device(r) for r in rows if not missing(r.get("measured"))})
+    rows = rows_of(rows)
+    parts = sorted({(r.published_hardware or "?").split(" (")[0] for r in rows})
+    devices = sorted({measured_device(r) for r in rows if not missing(r.measured)})
     where = f"measured here on {', '.join(devices)}" if devices else "none measured here"
     return f"{title}: {len(rows)} figures published on {', '.join(parts)}: {count_text(rows)}; {where}."
 
 
-def study_sentences(card: list[dict]) -> list[str]:
-    known = {s for s, _ in STUDIES}
+def study_sentences(card: list[Row]) -> list[str]:
+    card, known = rows_of(card), {s for s, _ in STUDIES}
     out = [study_sentence(title, rows) for study, title in STUDIES
-           if (rows := [r for r in card if r.get("study") == study])]
-    others = [r for r in card if r.get("study") not in known]
+           if (rows := [r for r in card if r.study == study])]
+    others = [r for r in card if r.study not in known]
     return out + ([study_sentence(OTHER_STUDIES, others)] if others else [])
 
 
-def reason_lines(card: list[dict]) -> list[str]:
+def reason_lines(card: list[Row]) -> list[str]:
     """'42 not comparable: measured on a CPU, not the C600', one line per verdict with its reasons
     grouped and what to do ('12 random weights (real weights: kit fetch-weights MODEL)')."""
     lines = []
@@ -173,10 +251,11 @@ def reason_lines(card: list[dict]) -> list[str]:
     return lines
 
 
-def overview_html(card: list[dict], full_table: str = "") -> str:
+def overview_html(card: list[Row], full_table: str = "") -> str:
     """The top of a page: one sentence per study, then the counts with their reasons grouped."""
     if not card:
         return "<p class='glance'>No scorecard in this batch: the summary job did not run.</p>"
+    card = rows_of(card)
     studies = "".join(f"<li>{_bold_count(s)}</li>" for s in study_sentences(card))
     reasons = "".join(f"<li>{_bold_count(line)}</li>" for line in reason_lines(card))
     link = f" (<a href='{html.escape(full_table)}'>the scorecard report</a>)" if full_table else ""

@@ -13,6 +13,7 @@ import math
 
 from kit.publish import glance
 from kit.publish.card_table import CARD_STYLE
+from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
 
 STYLE_EXTRA = CARD_STYLE + """
@@ -33,14 +34,13 @@ def _finite(x) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
-def headline_chart(card: list[dict], width: int = 1100) -> str:
+def headline_chart(card: list[glance.Row], width: int = 1100) -> str:
     """Inline SVG: one line per published row, the published IPU figure and the figure measured
     here (with its 95 % interval) on a shared log axis; the hardware named in the legend and per row."""
-    rows = [r for r in card if (r.get("study"), r.get("figure")) in HEADLINE]
+    rows = [r for r in glance.rows_of(card) if (r.study, r.figure) in HEADLINE]
     if not rows:
         return "<p>Headline chart: — (no scorecard in this batch: the summary job did not run)</p>"
-    values = [v for r in rows for v in (r.get("published"), r.get("measured"), r.get("measured_low"),
-                                        r.get("measured_high")) if _finite(v)]
+    values = [v for r in rows for v in (r.published, r.measured, r.measured_low, r.measured_high) if _finite(v)]
     lo, hi = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
     hi = max(hi, lo + 1)
     left, right, top, step = 300, 260, 56, 22
@@ -56,39 +56,43 @@ def headline_chart(card: list[dict], width: int = 1100) -> str:
         gx = x(10**d)
         parts.append(f"<line class='grid' x1='{gx:.1f}' y1='{top - 8}' x2='{gx:.1f}' y2='{height - 30}'/>"
                      f"<text x='{gx:.1f}' y='{height - 14}' text-anchor='middle'>1e{d}</text>")
-    pub_hw = sorted({r.get("published_hardware", "") for r in rows})
+    pub_hw = sorted({r.published_hardware for r in rows})
     parts.append(f"<circle class='pub' cx='{left}' cy='14' r='5'/><text x='{left + 9}' y='18'>published: "
                   f"{html.escape('; '.join(pub_hw))}</text>"
                   f"<rect class='meas' x='{left - 5}' y='25' width='10' height='10'/>"
                   f"<text x='{left + 9}' y='34'>measured here, with its 95 % interval (hardware at the right)</text>")
     for i, r in enumerate(rows):
-        y = top + step * i + 8
-        label = f"{r.get('model')} {r.get('precision')}" + (f" bs {r['batch_size']}" if r.get("study") == "c2_qwant" else "")
-        unit = r.get("unit", "")
-        parts.append(f"<g class='row' data-model='{html.escape(str(r.get('model')))}'>"
-                     f"<text x='{left - 8}' y='{y + 4}' text-anchor='end'>{html.escape(label)} ({html.escape(unit)})</text>"
-                     f"<line class='axis' x1='{left}' y1='{y}' x2='{left + plot_w}' y2='{y}' stroke-dasharray='2,3'/>")
-        if _finite(r.get("published")):
-            parts.append(f"<circle class='pub' cx='{x(r['published']):.1f}' cy='{y}' r='5'>"
-                         f"<title>published {readable(r['published'], 6)} {html.escape(unit)}</title></circle>")
-        if _finite(r.get("measured")):
-            if _finite(r.get("measured_low")) and _finite(r.get("measured_high")):
-                parts.append(f"<line class='bar' x1='{x(r['measured_low']):.1f}' y1='{y}' "
-                             f"x2='{x(r['measured_high']):.1f}' y2='{y}'/>")
-            mx = x(r["measured"])
-            parts.append(f"<rect class='meas' x='{mx - 4:.1f}' y='{y - 4}' width='8' height='8'>"
-                         f"<title>measured {html.escape(measured_text(r))} {html.escape(unit)}</title></rect>")
-            hw = (r.get("measured_hardware") or "").split(" (")[0]
-            parts.append(f"<text x='{left + plot_w + 8}' y='{y + 4}'>{html.escape(hw[:40])}</text>")
-        else:
-            parts.append(f"<text class='none' x='{left + plot_w + 8}' y='{y + 4}'>— "
-                         f"{html.escape(glance.short_reason(r)[:44])}</text>")
-        parts.append("</g>")
+        parts += _chart_row(r, top + step * i + 8, left, plot_w, x)
     parts.append("</svg>")
     return ("<h2>Published IPU figures against the figures measured here</h2>"
             "<p>Log scale. Circles: the published figure on the hardware in the legend; squares with bars: "
             "the figure measured here with its 95 % interval, on the hardware named at the right.</p>"
             + "<div class='wide'>" + "".join(parts) + "</div>")
+
+
+def _chart_row(r: Comparison, y: int, left: int, plot_w: int, x) -> list[str]:
+    """One published row of the headline chart: its label, the published point, the measured one with
+    its interval and hardware (or why there is none)."""
+    label = f"{r.model} {r.precision}" + (f" bs {r.batch_size}" if r.study == "c2_qwant" else "")
+    parts = [f"<g class='row' data-model='{html.escape(str(r.model))}'>"
+             f"<text x='{left - 8}' y='{y + 4}' text-anchor='end'>{html.escape(label)} ({html.escape(r.unit)})</text>"
+             f"<line class='axis' x1='{left}' y1='{y}' x2='{left + plot_w}' y2='{y}' stroke-dasharray='2,3'/>"]
+    if _finite(r.published):
+        parts.append(f"<circle class='pub' cx='{x(r.published):.1f}' cy='{y}' r='5'>"
+                     f"<title>published {readable(r.published, 6)} {html.escape(r.unit)}</title></circle>")
+    if _finite(r.measured):
+        if _finite(r.measured_low) and _finite(r.measured_high):
+            parts.append(f"<line class='bar' x1='{x(r.measured_low):.1f}' y1='{y}' "
+                         f"x2='{x(r.measured_high):.1f}' y2='{y}'/>")
+        mx = x(r.measured)
+        parts.append(f"<rect class='meas' x='{mx - 4:.1f}' y='{y - 4}' width='8' height='8'>"
+                     f"<title>measured {html.escape(measured_text(r))} {html.escape(r.unit)}</title></rect>")
+        hw = r.measured_hardware.split(" (")[0]
+        parts.append(f"<text x='{left + plot_w + 8}' y='{y + 4}'>{html.escape(hw[:40])}</text>")
+    else:
+        parts.append(f"<text class='none' x='{left + plot_w + 8}' y='{y + 4}'>— "
+                     f"{html.escape(glance.short_reason(r)[:44])}</text>")
+    return [*parts, "</g>"]
 
 
 SCRIPT = r"""

@@ -29,7 +29,7 @@ def peer_rows(data: dict) -> list[dict]:
     for r in data.get("rows", []):
         for b in r.get("batches", []):
             row = {"row": f"{r['model']} {r['published']}", "batch": b["batch_size"],
-                   "kit_choice": (r.get("kit") or {}).get("chosen", "")}
+                   "kit_choice": (b.get("kit_decision") or r.get("kit") or {}).get("chosen", "")}  # a GPU's per batch
             if "error" in b:
                 rows.append({**row, "error": b["error"]})
                 continue

@@ -17,12 +17,24 @@ from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
 from kit.paths import outputs_dir
 from kit.publish import glance
-from kit.publish.comparability import PublishedRun, differences, measured_batch
-from kit.publish.compare import ACCURACY_METRICS, Comparison, Verdict, tolerance_statement, verdict
+from kit.publish.comparability import PublishedRun, differences
+from kit.publish.compare import (
+    ACCURACY_METRICS,
+    Comparison,
+    DifferenceCode,
+    Reason,
+    ReasonCode,
+    Verdict,
+    code_of,
+    tolerance_statement,
+    verdict,
+)
 from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
+from kit.results.tables import C2Row
+from kit.results.windows import Measurement
 
 
 @dataclass(frozen=True)
@@ -68,31 +80,37 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
     out: dict[str, RunOutcome] = {}
     for p, res in results:
         if res.status != "ok":
-            out[p.stem] = RunOutcome(Verdict.FAILED, "failed: " + ("; ".join(res.errors)[:300] or "status error"))
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason("failed: " + ("; ".join(res.errors)[:300] or "status error"),
+                                                            ReasonCode.FAILED))
     for p, problem in problems.items():
         record = jobs.get(p.stem, {})
         if problem != "no result file":
-            out[p.stem] = RunOutcome(Verdict.FAILED, problem)
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(problem, ReasonCode.UNREADABLE))
         elif record.get("status") == "timeout":
-            out[p.stem] = RunOutcome(Verdict.FAILED, f"timed out: {record.get('message') or 'job timeout'}")
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"timed out: {record.get('message') or 'job timeout'}",
+                                                            ReasonCode.TIMED_OUT))
         else:
             why = record.get("message") or "the job failed or timed out; see the batch index"
-            out[p.stem] = RunOutcome(Verdict.FAILED, f"failed: no result file {p.name} ({why})")
+            out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"failed: no result file {p.name} ({why})",
+                                                            ReasonCode.FAILED))
     return out
 
 
 def measured_on(result: RunResult) -> MeasuredOn:
     """Where a result's figures were measured, from its backend block."""
-    return MeasuredOn.from_backend(result.backend, result.environment.get("cpu", {}).get("model", "?"))
+    sections = result.sections
+    return MeasuredOn.from_backend(sections.backend.raw if sections.backend else None,
+                                   sections.environment.cpu.model or "?")
 
 
 def measured_hardware(result: RunResult) -> str:
     """The device's name and class, the backend and precision, and '[not run on an IPU]' where due."""
-    on = measured_on(result)
-    what = f"; {result.backend.get('name')} {result.backend.get('precision')}" if result.backend else ""
-    if result.backend and result.backend.get("options", {}).get("compile"):
+    on, sections = measured_on(result), result.sections
+    backend = sections.backend
+    what = f"; {backend.name} {backend.precision}" if backend else ""
+    if backend and backend.compiled:
         what += " compiled"
-    if result.tables.get("search_decision"):
+    if sections.tables.search_decision:
         what += ", chosen by search"
     tail = " [not run on an IPU]" if on.emulated else ""
     return f"{on.name} ({on.hardware_class}{what}){tail}"
@@ -117,22 +135,41 @@ def _row(study, figure, model, precision, batch, unit, pub, published_study, mea
         reason = outcome.reason
     indicative = indicative if meas is not None else ""
     interval, noisy = figure_interval(res, figure, measured_at or batch, meas)
-    v, why, ratio = verdict(figure, pub, meas, published.study_part(published_study), on, reason,
+    part = published.study_part(published_study)
+    v, why, ratio = verdict(figure, pub, meas, part, on, reason,
                             interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
                             differences=differences)
     if res is None and outcome is not None:
         v = outcome.verdict
+    code = row_code(v, reason, on, part)
+    ways = list(differences or []) if code == ReasonCode.MEASURED_ANOTHER_WAY else []
     return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
                       published.study_hardware(published_study), meas,
-                      measured_hardware(res) if res else "", v, why, ratio, source,
+                      measured_hardware(res) if res else "", v, str(why), ratio, source,
                       path.name if path else "", interval.low if interval else None,
                       interval.high if interval else None, noisy, measured_all_calls=all_calls,
-                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""))
+                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""),
+                      reason_code=str(code), differences=tuple(str(d) for d in ways),
+                      difference_codes=tuple(str(code_of(d, DifferenceCode.SESSION)) for d in ways),
+                      measured_name=on.name if on else "", measured_class=on.hardware_class if on else "",
+                      emulated=bool(on and on.emulated))
 
 
-NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, "not selected: no job for this row in this batch "
-                                                "(left out by the profile or by ONLY)")
-NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, "not run: no result for this row under outputs/runs/")
+def row_code(v: Verdict, reason: str, on: MeasuredOn | None, part: str | None) -> ReasonCode:
+    """Why a row has its verdict: from the verdict and where it was measured, else the code its
+    missing reason was made with (a reason the result holds as text only: read by glance.text_code)."""
+    if v in (Verdict.REPRODUCED, Verdict.DIFFERS):
+        return ReasonCode.WITHIN_TOLERANCE if v == Verdict.REPRODUCED else ReasonCode.OUTSIDE_TOLERANCE
+    if v == Verdict.NOT_COMPARABLE:
+        same = on is not None and on.same_part(part)
+        return ReasonCode.MEASURED_ANOTHER_WAY if same else ReasonCode.OTHER_HARDWARE
+    return ReasonCode(code_of(reason, glance.text_code(str(reason or ""))))
+
+
+NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, Reason("not selected: no job for this row in this batch "
+                                                       "(left out by the profile or by ONLY)", ReasonCode.NOT_SELECTED))
+NOT_RUN = RunOutcome(Verdict.NOT_MEASURED, Reason("not run: no result for this row under outputs/runs/",
+                                                  ReasonCode.NOT_RUN))
 
 
 def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None,
@@ -162,7 +199,7 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         qps, reason, m = headline_qps(res, batch)
         rows.append(_row(pub_study, "QPS", r.model, r.precision, batch, "samples/s", r.qps, pub_study,
                          qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch),
-                         measured_at=measured_batch(m) if m else None))
+                         measured_at=m.measured_batch if m else None))
         value, reason = metric_value(res, r.metric)
         rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
                          r.metric_value, pub_study, value, res, path, reason, src, outcome))
@@ -194,52 +231,59 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
     return rows
 
 
-def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, dict | None]:
+def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, Measurement | None]:
     """The headline QPS at its published batch; where that batch was not run, the best QPS measured
     at another one (its batch then makes the verdict "not comparable", with the ratio shown)."""
     qps, reason, m = figure_at_batch(res, batch, "QPS")
-    if m is None and res is not None and res.measurements and not reason.startswith(f"batch {batch} failed"):
-        m = max(res.measurements, key=lambda x: x["qps_bytemlperf"] or 0)
-        return m["qps_bytemlperf"], "", m
+    measurements = res.sections.measurements if res is not None else ()
+    if m is None and measurements and not reason.startswith(f"batch {batch} failed"):
+        m = max(measurements, key=lambda x: x.qps_bytemlperf or 0)
+        return m.qps_bytemlperf, "", m
     return qps, reason, m
 
 
-def figure_at_batch(res: RunResult | None, batch: int | None, figure: str) -> tuple[float | None, str, dict | None]:
+def figure_at_batch(res: RunResult | None, batch: int | None, figure: str
+                    ) -> tuple[float | None, str, Measurement | None]:
     """(ByteMLPerf's `figure` at `batch`, why there is none, the measurement) of a result."""
     if res is None:
         return None, "", None
-    m = next((m for m in res.measurements if measured_batch(m) == batch), None)
+    m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
         failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
-        return None, (f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}" if failed
-                      else f"batch {batch} not run (measured: {batches_text(res)})"), None
+        return None, (Reason(f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}", ReasonCode.BATCH_FAILED)
+                      if failed else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
+                                            ReasonCode.BATCH_NOT_RUN)), None
     if figure == "QPS":
-        return m["qps_bytemlperf"], "", m
-    value = (m.get("bytemlperf") or {}).get(BYTEMLPERF_VALUE[figure][0])
-    return value, "" if value is not None else "measured before ByteMLPerf's trimmed latency was kept", m
+        return m.qps_bytemlperf, "", m
+    value = m.bytemlperf.figure(BYTEMLPERF_VALUE[figure][0])
+    before = Reason("measured before ByteMLPerf's trimmed latency was kept", ReasonCode.BEFORE_TRIMMED)
+    return value, "" if value is not None else before, m
 
 
 def batches_text(res: RunResult) -> str:
-    return ", ".join(str(measured_batch(m)) for m in res.measurements) or "no batch"
+    return ", ".join(str(m.measured_batch) for m in res.sections.measurements) or "no batch"
 
 
-def all_calls(m: dict | None, figure: str) -> float | None:
+def all_calls(m: Measurement | None, figure: str) -> float | None:
     """The figure over every timed call (ByteMLPerf's trims its calls), shown beside it."""
     if m is None:
         return None
     key = BYTEMLPERF_VALUE[figure][1]
-    return m.get(key) if key in m else (m.get("latency") or {}).get(key)
+    return m.throughput if key == "throughput" else getattr(m.latency, key)
 
 
-def differences_of(res: RunResult | None, m: dict | None, model: str, precision: str, batch: int | None) -> list[str]:
+def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
+                   batch: int | None) -> list[str]:
     return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
 
 
-RANDOM_DIFF = ("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
-               "drifts from the fp32 CPU run on untrained activations, whose scale and spread differ from "
-               "the trained model's, so it is not compared with the published diff")
-OWN_INPUTS = ("only a numeric check on the kit's own random inputs, not ByteMLPerf's fake_dataset run "
-              "with real weights; not counted")
+RANDOM_DIFF = Reason("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
+                     "drifts from the fp32 CPU run on untrained activations, whose scale and spread differ from "
+                     "the trained model's, so it is not compared with the published diff", ReasonCode.RANDOM_WEIGHTS)
+OWN_INPUTS = Reason("only a numeric check on the kit's own random inputs, not ByteMLPerf's fake_dataset run "
+                    "with real weights; not counted", ReasonCode.OWN_INPUTS)
+RANDOM_WEIGHTS = Reason("random weights", ReasonCode.RANDOM_WEIGHTS)
+NO_DATASET = Reason("no dataset", ReasonCode.NO_DATASET)
 
 
 def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]:
@@ -248,15 +292,16 @@ def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]
     if res is None:
         return None, ""
     if metric in ACCURACY_METRICS or metric == "Mean Diff":
-        for a in res.accuracy:
-            if a.get("metric") == metric and a.get("status") == "measured" and a.get("value") is not None:
-                return a["value"], ""
-        statuses = [a.get("status") or "no status recorded" for a in res.accuracy if a.get("metric") == metric]
-        if (res.model or {}).get("weights", {}).get("source") == "random":
-            return None, RANDOM_DIFF if metric == "Mean Diff" else "random weights"
+        sections = res.sections
+        checks = [a for a in sections.accuracy if a.metric == metric]
+        if measured := next((a for a in checks if a.measured), None):
+            return measured.value, ""
+        statuses = [a.status or "no status recorded" for a in checks]
+        if sections.model and sections.model.random_weights:
+            return None, RANDOM_DIFF if metric == "Mean Diff" else RANDOM_WEIGHTS
         if statuses:
             return None, statuses[0].removeprefix("not measured: ")
-        return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else "no dataset"
+        return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else NO_DATASET
     return None, "not computed"
 
 
@@ -264,20 +309,19 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
     hit = _latest_ok(results, ResultKind.C2_STUDY)
     path, res = hit if hit else (None, None)
     outcome = None if res else (state or (NOT_SELECTED if selected is not None and "c2_study" not in selected
-                                          else RunOutcome(Verdict.NOT_MEASURED, "C2 study not run")))
-    table = {row["batch_size"]: row for row in (res.tables.get("c2", []) if res else [])}
+                                          else RunOutcome(Verdict.NOT_MEASURED,
+                                                          Reason("C2 study not run", ReasonCode.NOT_RUN))))
+    table = {row.batch_size: row for row in (res.sections.tables.c2 if res else ())}
     pub_study = "c2_qwant"
     rows = []
     for batch, pub in published.c2_tables().iterrows():
-        m = table.get(int(batch), {})
+        m = table.get(int(batch)) or C2Row(batch_size=int(batch))
         for figure, key, unit in (("Latency", "latency_ms", "ms/batch"),
                                   ("Throughput", "throughput", "images/s"),
                                   ("Energy efficiency", "efficiency", "images/s/W")):
-            value = m.get(key)
-            reason = m.get(f"{key}_reason", "")
             rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
-                             float(pub[figure]), pub_study, value, res, path, reason, "seed 003 tables 1-3",
-                             outcome, indicative=m.get(f"{key}_indicative") or ""))
+                             float(pub[figure]), pub_study, m.figure(key), res, path, m.reason_for(key),
+                             "seed 003 tables 1-3", outcome, indicative=m.indicative_for(key)))
     return rows
 
 
@@ -286,7 +330,7 @@ def claim_rows() -> list[Comparison]:
     claims = f[f["table"] == "claims"]
     return [Comparison(r.study, r.metric, r.model, "", "", r.unit, r.number, r.hardware, None, "",
                        Verdict.NOT_MEASURED, "training / price claim, outside an inference kit", None,
-                       r.source) for r in claims.itertuples()]
+                       r.source, reason_code=str(ReasonCode.CLAIM)) for r in claims.itertuples()]
 
 
 def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFrame:
@@ -343,22 +387,23 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
     imported = [c for c in card.columns if c.endswith((" published", " source"))]
     out = card[DISPLAY_COLUMNS + imported].copy()
     out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
-    rows = card.to_dict("records")
+    rows = [Comparison.from_dict(r) for r in card.to_dict("records")]
     out["measured"] = [measured_text(r) for r in rows]
-    out["ratio"] = [readable(r.get("ratio"), 3)
-                    or f"— ({'not measured' if pd.isna(r.get('measured')) else 'no published figure'})" for r in rows]
+    out["ratio"] = [readable(r.ratio, 3) or f"— ({'not measured' if r.measured is None else 'no published figure'})"
+                    for r in rows]
     return out.reset_index(drop=True)
 
 
-def measured_text(row: dict) -> str:
+def measured_text(row: Comparison | dict) -> str:
     """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'; ' (indicative)' after a power
     figure its sensor did not resolve."""
-    value = row.get("measured")
-    if value is None or pd.isna(value):
-        return f"— ({row.get('reason') or 'not measured'})"
-    low, high = row.get("measured_low"), row.get("measured_high")
-    tail = " (indicative)" if row.get("indicative") else ""
-    if low is None or high is None or pd.isna(low) or pd.isna(high):
+    row = Comparison.of(row)
+    value = row.measured
+    if value is None:
+        return f"— ({row.reason or 'not measured'})"
+    low, high = row.measured_low, row.measured_high
+    tail = " (indicative)" if row.indicative else ""
+    if low is None or high is None:
         return readable(value, 4) + tail
     return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}{tail}"
 

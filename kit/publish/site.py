@@ -19,7 +19,8 @@ from kit.publish import glance
 from kit.publish.card_table import scorecard_table
 from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart
 from kit.publish.peers_table import peers_section
-from kit.results import version_problem
+from kit.results import RunResult, Sections, version_problem
+from kit.results.tables import TimeAccount
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
@@ -48,7 +49,10 @@ def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
     summary = next((r for r in records if r["name"] == "summary"), None)
     if not summary or not (out / summary["results"]).exists():
         return []
-    return json.loads((out / summary["results"]).read_text()).get("tables", {}).get("scorecard", [])
+    try:
+        return [dict(row) for row in RunResult.read(out / summary["results"]).sections.tables.rows("scorecard")]
+    except KitError:  # a summary this kit cannot read: its report says so
+        return []
 
 
 def comparisons(out: Path) -> str:
@@ -59,30 +63,28 @@ def comparisons(out: Path) -> str:
     return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
 
 
-def stored_result(out: Path, record: dict) -> dict:
-    """The job's result JSON as a dict; {} where it is gone or unreadable."""
+def stored_sections(out: Path, record: dict) -> Sections | None:
+    """The job's result read back as records; None where it is gone or this kit cannot read it."""
     try:
-        data = json.loads((out / record["results"]).read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return RunResult.read(out / record["results"]).sections
+    except (OSError, ValueError, KeyError, TypeError, KitError):
+        return None
 
 
-def peak_memory(data: dict) -> str:
+def peak_memory(sections: Sections | None) -> str:
     """The job's peak resident memory from its result (`resources`), e.g. '1.8 GB', or '—'."""
-    peak = (data.get("resources") or {}).get("peak_rss_bytes") if isinstance(data.get("resources"), dict) else None
-    return f"{peak / 1e9:.1f} GB" if isinstance(peak, int | float) and peak else "—"
+    peak = sections.resources.peak_rss_bytes if sections else None
+    return f"{peak / 1e9:.1f} GB" if peak else "—"
 
 
-def time_split(data: dict, job_seconds: float | None = None) -> str:
+def time_split(account: TimeAccount, job_seconds: float | None = None) -> str:
     """Where the job's seconds went, by phase (kit.measure.time_account), e.g. 'export 12 · search 38
     · timing 130 · other 2 · outside the study 9' (the notebook's kernel, imports, writing and
     rendering: the job's seconds less the study's); '—' for a result that kept no account."""
     try:
-        account = (data.get("tables") or {}).get("time_account") or {}
-        split = by_phase(account) or ({"study": account["total_s"]} if account.get("total_s") else {})
-        if split and isinstance(job_seconds, int | float) and job_seconds > account["total_s"]:
-            split["outside the study"] = job_seconds - account["total_s"]
+        split = by_phase(account.raw) or ({"study": account.total_s} if account.total_s else {})
+        if split and isinstance(job_seconds, int | float) and job_seconds > account.total_s:
+            split["outside the study"] = job_seconds - account.total_s
         return " · ".join(f"{name} {seconds:.0f}" for name, seconds in split.items()) or "—"
     except (KeyError, TypeError, AttributeError, ValueError):
         return "—"
@@ -132,9 +134,10 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
         reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
         moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
         status = _shown_status(out, r)
-        stored = stored_result(out, r)
+        stored = stored_sections(out, r)
+        account = stored.tables.time_account if stored else TimeAccount()
         rows.append(f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(time_split(stored, r['duration_s']))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
+                    f"{_cell(r['duration_s'])}{_cell(time_split(account, r['duration_s']))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
                     f"{_cell(r.get('message', ''))}</tr>")
     try:
         state = read_state(out)

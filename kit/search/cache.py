@@ -28,7 +28,8 @@ from kit.hardware.environment import (
 from kit.paths import cache_dir
 from kit.search.decision import Decision
 
-SEARCH_VERSION = 16  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search)
+SEARCH_VERSION = 17  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
+#: 17: a GPU's torch eager candidates only as fallbacks of the CUDA-graph ones)
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
 SOFTWARE = ("torch", "onnxruntime", "onnxruntime-gpu", *TENSORRT_DISTRIBUTIONS, "onnx", "onnxconverter-common",
@@ -73,16 +74,23 @@ def contended(load_average: float, cores: int) -> bool:
     return load_average > cores
 
 
+ANY = object()  # load_decision's settle_batch: whatever settled the stored decision's near ties
+
+
 def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
-                  load_now: float | None = None) -> Decision | None:
+                  load_now: float | None = None, settle_batch: int | None | object = ANY) -> Decision | None:
     """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
-    for another key, or searched on a contended machine that is quiet now: then it is searched again)."""
+    for another key, made with another `settle_batch` than asked (a GPU decides each batch on its
+    own, a CPU settles a near tie at the largest batch: one made the other way is not this job's),
+    or searched on a contended machine that is quiet now: then it is searched again)."""
     path = decision_path(key, directory)
     try:
         stored = Decision.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError, TypeError, AttributeError):  # unreadable, or not a decision's fields
         return None
     if stored.key != key or DEPTH_RANK.get(stored.depth, -1) < DEPTH_RANK[depth]:
+        return None
+    if settle_batch is not ANY and stored.settings.get("settle_batch", settle_batch) != settle_batch:
         return None
     cores = usable_cores()
     now = os.getloadavg()[0] if load_now is None else load_now

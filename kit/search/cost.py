@@ -1,13 +1,16 @@
 """What a row's search cost: its time, and how much of it went to loading candidates (exporting,
 converting, quantising and compiling them), which a cold search pays once and the cache keeps.
 
->>> def probe(label, load_s, shared_from=""):
+>>> def probe(label, load_s, shared_from="", compile_s=None):
 ...     return {"label": label, "backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None,
-...             "native": True, "why": "", "load_s": load_s, "shared_from": shared_from}
+...             "native": True, "why": "", "load_s": load_s, "shared_from": shared_from, "compile_s": compile_s}
 >>> search_cost(Decision.from_dict({"searched_s": 71.8, "probes": [
 ...     probe("openvino int8 (cpu)", 54.0), probe("onnxruntime int8 (cpu)", 8.4),
 ...     probe("openvino bf16 (cpu)", 5.3, "the FP16 row's search")]}))
 'searched in 71.8 s: 62.4 s of it loading 2 candidates (the longest: openvino int8 (cpu), 54 s); 1 probe taken from the sibling row'
+>>> search_cost(Decision.from_dict({"searched_s": 40.0, "probes": [probe("torch fp16 compile (cuda)", 35.0, compile_s=33.5),
+...     probe("torch fp16 (cuda)", 2.0)]}))
+'searched in 40 s: 37 s of it loading 2 candidates (the longest: torch fp16 compile (cuda), 35 s), 33.5 s of that compiling 1'
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def search_cost(decision: Decision) -> str:
         longest = max(own, key=lambda p: p.load_s)
         text += (f": {sum(p.load_s for p in own):.3g} s of it loading {len(own)} candidate"
                  f"{'s' if len(own) != 1 else ''} (the longest: {longest.label}, {longest.load_s:.3g} s)")
+        compiled = [p.compile_s for p in own if p.compile_s is not None]
+        if compiled:
+            text += f", {sum(compiled):.3g} s of that compiling {len(compiled)}"
     if shared:
         text += f"; {shared} probe{'s' if shared != 1 else ''} taken from the sibling row"
     return text

@@ -128,6 +128,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         with Stopwatch() as load:
             session = require_backend(p.backend).load(model, p.backend_config(), batch)
         p.load_s = round(load.seconds, 2)
+        p.compile_s = session.description.get("compile_s")
         notes = session.description.get("notes") or []
         if p.options.get("compile") and any("fell back to eager" in n for n in notes):
             p.status, p.reason = "failed", next(n for n in notes if "fell back" in n)

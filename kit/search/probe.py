@@ -46,6 +46,7 @@ class Probe:
     high: float | None = None
     calls: int = 0
     load_s: float | None = None
+    compile_s: float | None = None  # of load_s, compiling (torch.compile); None where nothing was compiled
     first_call: float | None = None  # samples/s of the first call (numerics or reference outputs), untimed window
     numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs
 

@@ -51,7 +51,7 @@ def decide(model: ExportedModel, published: str, batch_size: int, kind: str, set
     there for the row's measurement (kit.search.keeping)."""
     key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
                              seed=seed)
-    stored = None if settings.force else cache.load_decision(key, settings.depth)
+    stored = None if settings.force else cache.load_decision(key, settings.depth, settle_batch=settings.settle_batch)
     if stored is not None:
         return stored, True
     decision = search_row(model, published, batch_size, kind, settings, candidates=candidates, seed=seed,

@@ -20,7 +20,7 @@ from kit.search.gate import bits
 from kit.search.probe import Probe
 
 SIBLING = {"FP16": "FP8", "FP8": "FP16"}
-COPIED = ("throughput", "low", "high", "calls", "load_s", "first_call", "numerics")
+COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
 
 
 def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind: str, depth: str, probe: dict,

@@ -8,6 +8,8 @@ from kit.measure.intervals import figure_interval
 from kit.measure.stats import Interval
 from kit.published import figures as published
 from kit.results import RunResult
+from kit.results.tables import C2_FIGURES, C2Row
+from kit.results.windows import Measurement
 
 
 def plot_batches(result: RunResult):
@@ -16,14 +18,13 @@ def plot_batches(result: RunResult):
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    ms = sorted(result.measurements, key=lambda m: m["batch_size"])
+    ms = sorted(result.sections.measurements, key=lambda m: m.batch_size)
     if ms:
-        bs = [m["batch_size"] for m in ms]
+        bs = [m.batch_size for m in ms]
         for ax, key, fmt, label in ((a, "bytemlperf_avg_latency_ms", "o-", "mean, measured here"),
                                     (a, "bytemlperf_p99_latency_ms", "s--", "p99, measured here"),
                                     (b, "qps_bytemlperf", "o-", "measured here")):
-            values = [m["qps_bytemlperf"] if key == "qps_bytemlperf"
-                      else (m.get("bytemlperf") or {}).get(key.removeprefix("bytemlperf_"), float("nan")) for m in ms]
+            values = [_plotted(m, key) for m in ms]
             ax.errorbar(bs, values, yerr=_error_bars(ms, key, values), fmt=fmt, capsize=3, label=label)
     pub = published_per_batch(result)
     if not pub.empty:
@@ -39,11 +40,17 @@ def plot_batches(result: RunResult):
     return fig
 
 
-def _error_bars(ms: list[dict], key: str, values: list[float]) -> list[list[float]]:
+def _plotted(m: Measurement, key: str) -> float:
+    """The figure `key` of a measurement (NaN where it was not recorded)."""
+    value = m.qps_bytemlperf if key == "qps_bytemlperf" else m.bytemlperf.figure(key.removeprefix("bytemlperf_"))
+    return float("nan") if value is None else value
+
+
+def _error_bars(ms: list[Measurement], key: str, values: list[float]) -> list[list[float]]:
     low, high = [], []
     for m, v in zip(ms, values, strict=True):
-        iv = (m.get("intervals") or {}).get(key) or {}
-        lo, hi = iv.get("low"), iv.get("high")
+        iv = Interval.from_dict(m.interval(key))
+        lo, hi = (iv.low, iv.high) if iv else (None, None)
         low.append(v - lo if lo is not None and v is not None else 0.0)
         high.append(hi - v if hi is not None and v is not None else 0.0)
     return [low, high]
@@ -61,35 +68,35 @@ def published_per_batch(result: RunResult) -> pd.DataFrame:
 
 def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     """Tables 1-3 in the paper's layout, measured beside published."""
-    pub = pd.DataFrame(result.tables.get("published", [])).set_index("Batch size")
-    meas = pd.DataFrame(result.tables.get("c2", []))
-    if meas.empty:
+    tables = result.sections.tables
+    pub = pd.DataFrame(list(tables.published)).set_index("Batch size")
+    rows = {r.batch_size: r for r in tables.c2}
+    if not rows:
         return {}
+    meas = pd.DataFrame([{"batch_size": b, **{k: r.figure(k) for k in C2_FIGURES}} for b, r in rows.items()])
     meas = meas.set_index("batch_size")
     out = {}
     for title, col, key in (("Table 1. Latency (ms per batch)", "Latency", "latency_ms"),
                             ("Table 2. Throughput (images/s)", "Throughput", "throughput"),
                             ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
-        t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, meas.get(f"{key}_reason"))
-                                   + _flag(meas.get(f"{key}_indicative"), b)
+        t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, rows.get(b), key) + _flag(rows.get(b), key)
                                    for b, v in t["Measured here"].items()]
         t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
         out[title] = t.rename_axis("Batch size")
     return out
 
 
-def _flag(flags, batch: int) -> str:
+def _flag(row: C2Row | None, key: str) -> str:
     """' (indicative only: ...)' for a batch whose power window its sensor did not resolve."""
-    flag = flags.get(batch) if flags is not None and batch in flags else None
-    return f" ({flag})" if isinstance(flag, str) and flag else ""
+    flag = row.indicative_for(key) if row else ""
+    return f" ({flag})" if flag else ""
 
 
-def _c2_text(result: RunResult, figure: str, batch: int, value, reasons) -> str:
+def _c2_text(result: RunResult, figure: str, batch: int, value, row: C2Row | None, key: str) -> str:
     """'value ± half-width', or '— (why)' where the figure was not measured."""
     if value is None or pd.isna(value):
-        reason = reasons.get(batch) if reasons is not None and batch in reasons else None
-        return f"— ({reason if isinstance(reason, str) and reason else 'batch not run'})"
+        return f"— ({(row.reason_for(key) if row else '') or 'batch not run'})"
     iv, _ = figure_interval(result, figure, batch, float(value))
     if iv is None or not iv.available:
         return f"{value:.4g} (no interval)"

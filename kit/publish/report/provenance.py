@@ -12,6 +12,8 @@ from kit.publish.report.tables import scorecard_rows
 from kit.publish.scorecard import readable
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
+from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
+from kit.results.tables import C2Row
 
 METHODS = {
     "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until the "
@@ -33,31 +35,23 @@ METHODS = {
 
 def provenance(result: RunResult) -> str:
     """An HTML block: what ran where, with which software, weights and method."""
-    env = result.environment
-    b = result.backend or {}
-    m = result.model or {}
+    sections = result.sections
+    env, b, m = sections.environment, sections.backend or BackendInfo(), sections.model or ModelInfo()
     items = {
         "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
         "Source": source_line(env),
-        "Hardware": f"{env.get('cpu', {}).get('model')} ({env.get('cpu', {}).get('cores')} cores)"
-                    + (f"; GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
-                    + ("; IPU present" if env.get("ipu_present") else "; no IPU on this machine"),
-        "Backend": f"{b.get('name')} precision {b.get('precision')} on {b.get('device')}"
-                   + (f" ({(b.get('device_info') or {}).get('name')})" if b else ""),
-        "Session": ", ".join(f"{k}={v}" for k, v in (b.get("session") or {}).items()),
-        "GPU placement": gpu_placement(b.get("session") or {}),
-        "Model": f"{m.get('name')} ({m.get('params') or '?'} parameters, "
-                 f"{(m.get('flops_per_sample') or 0) / 1e9:.2f} GFLOP/sample"
-                 + (f" + {m['flops_shared_per_call'] / 1e9:.2f} GFLOP per call whatever its batch"
-                    if m.get("flops_shared_per_call") else "") + ") from "
-                 f"{m.get('onnx_file') or Path(m.get('onnx_path') or '?').name}"
-                 + (f" at ONNX opset {m['opset']}" if m.get("opset") else ""),
-        "Weights": (m.get("weights") or {}).get("label", ""),
-        "Software": ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items()),
-        "Allocator": env.get("allocator", ""),
+        "Hardware": hardware_line(env),
+        "Backend": f"{b.name} precision {b.precision} on {b.device}"
+                   + (f" ({b.device_info.name})" if sections.backend else ""),
+        "Session": ", ".join(f"{k}={v}" for k, v in b.session.items.items()),
+        "GPU placement": gpu_placement(b.session),
+        "Model": model_line(m),
+        "Weights": m.weights.label,
+        "Software": ", ".join(f"{k} {v}" for k, v in env.packages.items()),
+        "Allocator": env.allocator,
         "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
-        "Peak used for '% of peak'": ((b.get("device_info") or {}).get("peak") or {}).get("method", ""),
+        "Peak used for '% of peak'": b.device_info.peak.method,
         "Roofline": roofline_method(result),
         "GPU paths": gpu_paths_statement(),
         "Measured at": result.created_at,
@@ -71,47 +65,60 @@ def provenance(result: RunResult) -> str:
             f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>")
 
 
-def source_line(env: dict) -> str:
+def hardware_line(env: Environment) -> str:
+    """'Intel Xeon (2 cores); no IPU on this machine', with the GPUs where there are any."""
+    return (f"{env.cpu.model} ({env.cpu.cores} cores)" + (f"; GPUs: {', '.join(env.gpus)}" if env.gpus else "")
+            + ("; IPU present" if env.ipu_present else "; no IPU on this machine"))
+
+
+def model_line(m: ModelInfo) -> str:
+    """The model's name, size, FLOPs and the ONNX file it ran from."""
+    shared = (f" + {m.flops_shared_per_call / 1e9:.2f} GFLOP per call whatever its batch"
+              if m.flops_shared_per_call else "")
+    return (f"{m.name} ({m.params or '?'} parameters, {(m.flops_per_sample or 0) / 1e9:.2f} GFLOP/sample{shared})"
+            f" from {m.onnx_file or Path(m.onnx_path or '?').name}" + (f" at ONNX opset {m.opset}" if m.opset else ""))
+
+
+def source_line(env: Environment) -> str:
     """One line: the kit's commit, dirty or not, and the command that re-runs the result; the
     detail (every distribution, file hashes, the job's parameters) stays in the result JSON."""
-    kit = env.get("kit")
-    if not kit:
+    kit = env.kit
+    if kit is None:
         return "kit commit not recorded (a result from before provenance was complete)"
-    if kit.get("commit"):
-        state = (f"dirty, local changes sha256 {str(kit.get('diff_sha256'))[:12]}" if kit.get("dirty")
-                 else "clean")
-        where = f"kit {kit['commit'][:12]} ({state})"
+    if kit.commit:
+        state = f"dirty, local changes sha256 {str(kit.diff_sha256)[:12]}" if kit.dirty else "clean"
+        where = f"kit {kit.commit[:12]} ({state})"
     else:
-        where = f"kit {kit.get('version') or '?'} (installed, no git commit)"
-    rerun = (env.get("job") or {}).get("rerun")
-    n = len(env.get("distributions") or {})
+        where = f"kit {kit.version or '?'} (installed, no git commit)"
+    rerun = env.rerun
+    n = len(env.distributions)
     return (f"{where}; re-run: {rerun}" if rerun else f"{where}; re-run: not a batch job, no command") \
         + f"; {n} installed distributions listed in the JSON"
 
 
-def gpu_placement(session: dict) -> str:
+def gpu_placement(session: Session) -> str:
     """Where the kernels of a GPU session ran, from its profiled warm-up ('' off the GPU): any CPU
     share is said, since the GPU figure then includes work on the host CPU."""
-    placement = session.get("placement") or {}
-    counts = placement.get("kernels_by_provider") or {}
-    if not placement.get("kernels"):
+    placement = session.placement
+    if not placement.kernels:
         return ""
-    on_cpu = counts.get("CPUExecutionProvider", 0)
-    by = ", ".join(f"{name.removesuffix('ExecutionProvider')} {n}" for name, n in sorted(counts.items()))
+    on_cpu = placement.on_cpu
+    by = ", ".join(f"{name.removesuffix('ExecutionProvider')} {n}"
+                   for name, n in sorted(placement.kernels_by_provider.items()))
     flag = ("; part of the graph runs on the host CPU: the GPU figures include that CPU work" if on_cpu
             else "; every kernel on the GPU")
-    return (f"{on_cpu} of {placement['kernels']} kernels on the CPU ({placement['cpu_share']:.1%}){flag} "
-            f"({by}; {placement.get('method', '')})")
+    return (f"{on_cpu} of {placement.kernels} kernels on the CPU ({placement.cpu_share:.1%}){flag} "
+            f"({by}; {placement.method})")
 
 
 def roofline_method(result: RunResult) -> str:
-    rows = result.tables.get("roofline") or []
+    rows = result.sections.tables.roofline
     if not rows:
         return ""
     r = rows[0]
-    return (f"bytes per sample: {r['bytes_method']} ({r['unresolved_tensors']} tensors without static shapes "
+    return (f"bytes per sample: {r.bytes_method} ({r.unresolved_tensors} tensors without static shapes "
             f"not counted), weights at the run's precision shared by the batch; bandwidth "
-            f"{r['bandwidth_gbs']} GB/s, {r['bandwidth_method']}; a figure below 25 % of its bound is flagged")
+            f"{r.bandwidth_gbs} GB/s, {r.bandwidth_method}; a figure below 25 % of its bound is flagged")
 
 
 def error_banner(result: RunResult) -> str:
@@ -126,51 +133,57 @@ def interpretation(result: RunResult) -> str:
     """One or two sentences saying what the run shows: the verdict sentence a report opens with."""
     if result.status != "ok":
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
-    card = scorecard_rows(result)
-    hw = (result.backend or {}).get("device_info", {}).get("name", "this machine")
-    weights = (result.model or {}).get("weights", {})
+    card, sections = scorecard_rows(result), result.sections
+    hw = (sections.backend.device_info.name if sections.backend else None) or "this machine"
     parts = []
     if result.kind == ResultKind.C2_STUDY:
-        rows = result.tables.get("c2", [])
-        if rows:
-            best = max(rows, key=lambda r: r["throughput"])
-            pub = published.c2_tables()
-            parts.append(f"On {hw}, the C2 protocol peaked at {best['throughput']:.1f} images/s "
-                         f"(batch {best['batch_size']}), against {pub['Throughput'].max():.2f} images/s "
-                         "published for the C2 card; lowest latency "
-                         f"{min(r['latency_ms'] for r in rows):.2f} ms per batch against "
-                         f"{pub['Latency'].min():.2f} ms.")
-            first = rows[0]
-            short = [str(r["batch_size"]) for r in rows if r.get("efficiency_indicative")]
-            flag = (f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
-                    "resolves)" if short else "")
-            parts.append(f"Energy efficiency: measured by {first['power_sensor']}{flag}." if first.get("power_sensor")
-                         else f"Energy efficiency not measured: {first.get('efficiency_reason', 'no sensor')}.")
+        parts += c2_sentences(sections.tables.c2, hw)
     else:
         parts.append(model_sentence(result, card.to_dict("records") if not card.empty else [], hw))
-    if weights.get("source") == "random":
+    if sections.model and sections.model.random_weights:
         parts.append("Weights are random (real ones: kit fetch-weights): accuracy is not measured, and "
                      "since numeric diffs do depend on the weights, the diff is not compared with the "
                      "published Mean Diff; timings do not depend on the weights' values.")
     return "<p>" + " ".join(parts) + "</p>"
 
 
-def model_sentence(result: RunResult, rows: list[dict], hw: str) -> str:
+def c2_sentences(rows: tuple[C2Row, ...], hw: str) -> list[str]:
+    """The C2 protocol's best throughput and lowest latency beside the published ones, and how its
+    energy efficiency was measured (or why not)."""
+    if not rows:
+        return []
+    best = max(rows, key=lambda r: r.throughput or 0)
+    pub = published.c2_tables()
+    first = rows[0]
+    short = [str(r.batch_size) for r in rows if r.indicative_for("efficiency")]
+    flag = (f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
+            "resolves)" if short else "")
+    return [f"On {hw}, the C2 protocol peaked at {best.throughput:.1f} images/s "
+            f"(batch {best.batch_size}), against {pub['Throughput'].max():.2f} images/s "
+            "published for the C2 card; lowest latency "
+            f"{min(r.latency_ms for r in rows):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
+            f"Energy efficiency: measured by {first.power_sensor}{flag}." if first.power_sensor
+            else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}."]
+
+
+def model_sentence(result: RunResult, rows: list[glance.Row], hw: str) -> str:
     """The headline QPS at its published batch beside the published one, with the verdict and its
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
-    qps = next((r for r in rows if r["figure"] == "QPS" and r["study"] == "bytemlperf_c600"), None)
-    if qps is not None and not glance.missing(qps["measured"]):
-        at = f" at batch {qps['batch_size']}" if qps["batch_size"] else ""
-        return (f"On {html.escape(hw)}, {model} reached {readable(qps['measured'], 4)} samples/s{at}, against "
-                f"{readable(qps['published'], 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
-                f"{at}: <b>{html.escape(str(qps['verdict']))}</b> ({html.escape(glance.short_reason(qps))}). "
+    rows = glance.rows_of(rows)
+    qps = next((r for r in rows if r.figure == "QPS" and r.study == "bytemlperf_c600"), None)
+    if qps is not None and qps.measured is not None:
+        at = f" at batch {qps.batch_size}" if qps.batch_size else ""
+        return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "
+                f"{readable(qps.published, 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
+                f"{at}: <b>{html.escape(str(qps.verdict))}</b> ({html.escape(glance.short_reason(qps))}). "
                 f"Its {len(rows)} published figures: {glance.count_text(rows)}.")
-    if not result.measurements:
+    measurements = result.sections.measurements
+    if not measurements:
         return f"On {html.escape(hw)}, {model} timed no batch size."
-    best = max(result.measurements, key=lambda m: m["qps_bytemlperf"] or 0)
-    why = (f"the published headline (batch {qps['batch_size']}) has no measured figure "
+    best = max(measurements, key=lambda m: m.qps_bytemlperf or 0)
+    why = (f"the published headline (batch {qps.batch_size}) has no measured figure "
            f"({html.escape(glance.short_reason(qps))})" if qps is not None
            else "there is no published IPU figure for this model, so nothing is compared (not comparable)")
-    return (f"On {html.escape(hw)}, {model} reached {best['qps_bytemlperf']:.1f} samples/s (batch "
-            f"{best['batch_size']}); {why}.")
+    return (f"On {html.escape(hw)}, {model} reached {best.qps_bytemlperf:.1f} samples/s (batch "
+            f"{best.batch_size}); {why}.")

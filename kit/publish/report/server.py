@@ -18,23 +18,24 @@ def server_best(result: RunResult) -> pd.DataFrame:
     """Per policy: LoadGen's highest passing QPS beside the simulator's prediction."""
     cols = ["policy", "loadgen_best_qps", "loadgen_p99_ms", "loadgen_result", "loadgen_reasons",
             "sim_best_qps", "prediction_error_pct", "capacity_qps"]
-    best = server_tables(result).get("best", pd.DataFrame())
+    best = pd.DataFrame(list(result.sections.tables.rows("best")))
     return best[cols] if not best.empty else pd.DataFrame(columns=cols)
 
 
 def server_c2_prediction(result: RunResult) -> pd.DataFrame:
     """What the C2 card would sustain (a PREDICTION), or the note saying why it was skipped."""
-    tables = server_tables(result)
-    return tables.get("c2_prediction", pd.DataFrame({"note": [n for n in result.notes if "C2" in n]}))
+    if result.sections.tables.has("c2_prediction"):
+        return pd.DataFrame(list(result.sections.tables.rows("c2_prediction")))
+    return pd.DataFrame({"note": [n for n in result.notes if "C2" in n]})
 
 
 def plot_server(result: RunResult):
     """p99 latency against offered load: LoadGen probes and the simulated curve per policy."""
     import matplotlib.pyplot as plt
 
-    tables = server_tables(result)
+    tables = result.sections.tables
     fig, ax = plt.subplots(figsize=(7, 4))
-    probes, curve = tables.get("probes", pd.DataFrame()), tables.get("simulated_curve", pd.DataFrame())
+    probes, curve = (pd.DataFrame(list(tables.rows(name))) for name in ("probes", "simulated_curve"))
     for i, (policy, rows) in enumerate(probes.groupby("policy", sort=False) if not probes.empty else []):
         sim = curve[curve.policy == policy]
         ax.plot(sim.offered_qps, sim.sim_p99_ms, "--", color=f"C{i}", label=f"{policy} simulated")

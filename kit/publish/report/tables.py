@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -11,95 +12,96 @@ from kit.measure.stats import Interval
 from kit.measure.time_account import by_phase
 from kit.publish import scorecard
 from kit.results import ResultKind, RunResult
+from kit.results.sections import ModelInfo
+from kit.results.tables import RooflineRow
+from kit.results.windows import Measurement, Noise, Power, WindowPrecision
 
 
 def bytemlperf_table(result: RunResult) -> pd.DataFrame:
     """ByteMLPerf's columns (BS, QPS, AVG and P99 latency over the calls its benchmark keeps) beside
     the mean, p50, p90 and p99 of every call and the kit's own QPS, each as value ± half-width of its
     95 % interval; the precision reached and the window's noise."""
-    rows = [{"BS": m["batch_size"], "QPS": with_interval(m, "qps_bytemlperf", m["qps_bytemlperf"]),
-             "AVG Latency (ms)": with_interval(m, "bytemlperf_avg_latency_ms", bytemlperf(m, "avg_latency_ms")),
-             "P99 Latency (ms)": with_interval(m, "bytemlperf_p99_latency_ms", bytemlperf(m, "p99_latency_ms")),
-             "ByteMLPerf keeps": (m.get("bytemlperf") or {}).get("kept", "— (not recorded)"),
-             "mean, all calls (ms)": with_interval(m, "mean_ms", m["latency"]["mean_ms"]),
-             "p99, all calls (ms)": with_interval(m, "p99_ms", m["latency"]["p99_ms"]),
-             "p50 (ms)": with_interval(m, "p50_ms", m["latency"]["p50_ms"]),
-             "p90 (ms)": with_interval(m, "p90_ms", m["latency"]["p90_ms"]),
-             "samples/s (all calls / wall)": with_interval(m, "throughput", m["throughput"]),
-             "calls": m["latency"]["count"], "threads": threads_text(m),
-             "precision (95 % CI)": precision_text(m.get("precision")), "noise": noise_text(m.get("noise")),
-             **compute_columns(result, m), **power_columns(m.get("power"))}
-            for m in result.measurements]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([bytemlperf_row(result, m) for m in result.sections.measurements])
 
 
-def threads_text(m: dict) -> int | str:
+def bytemlperf_row(result: RunResult, m: Measurement) -> dict:
+    figures, latency = m.bytemlperf, m.latency
+    return {"BS": m.batch_size, "QPS": with_interval(m, "qps_bytemlperf", m.qps_bytemlperf),
+            "AVG Latency (ms)": with_interval(m, "bytemlperf_avg_latency_ms", figures.avg_latency_ms),
+            "P99 Latency (ms)": with_interval(m, "bytemlperf_p99_latency_ms", figures.p99_latency_ms),
+            "ByteMLPerf keeps": figures.kept or "— (not recorded)",
+            "mean, all calls (ms)": with_interval(m, "mean_ms", latency.mean_ms),
+            "p99, all calls (ms)": with_interval(m, "p99_ms", latency.p99_ms),
+            "p50 (ms)": with_interval(m, "p50_ms", latency.p50_ms),
+            "p90 (ms)": with_interval(m, "p90_ms", latency.p90_ms),
+            "samples/s (all calls / wall)": with_interval(m, "throughput", m.throughput),
+            "calls": latency.count, "threads": threads_text(m),
+            "precision (95 % CI)": precision_text(m.precision), "noise": noise_text(m.noise),
+            **compute_columns(result, m), **power_columns(m.power)}
+
+
+def threads_text(m: Measurement | Mapping) -> int | str:
     """The measurement's thread count, with how its clients ran where a session said so (a searched
     `clients` option on a GPU: '2 (2 clients: threads, each its own CUDA stream)')."""
-    clients = (m.get("extra") or {}).get("clients")
-    return f"{m['threads']} ({clients})" if clients else m["threads"]
+    m = Measurement.of(m)
+    return f"{m.threads} ({m.clients})" if m.clients else m.threads
 
 
-def bytemlperf(m: dict, figure: str) -> float | None:
-    """One of ByteMLPerf's figures of a measurement (None in a result made before they were kept)."""
-    return (m.get("bytemlperf") or {}).get(figure)
-
-
-def with_interval(m: dict, name: str, value: float | None, spec: str = ".4g") -> str:
+def with_interval(m: Measurement, name: str, value: float | None, spec: str = ".4g") -> str:
     """'value ± half-width' of the measurement's interval `name`; '— (why)' without a value."""
 
     if value is None or pd.isna(value):
         return "— (not measured)"
-    iv = Interval.from_dict((m.get("intervals") or {}).get(name))
+    iv = Interval.from_dict(m.interval(name))
     if iv is None or not iv.available:
         why = iv.reason if iv is not None else "not recorded"
         return f"{format(value, spec)} (no interval: {why})"
     return Interval(value, iv.low, iv.high).text(spec)
 
 
-def precision_text(precision: dict | None) -> str:
+def precision_text(p: WindowPrecision) -> str:
     """'±3.1 % (target 5 %: met; 7 rounds; target reached)' or why there is none."""
-    p = precision or {}
-    if p.get("reached") is None:
+    if p.reached is None:
         return "— (fewer than 2 rounds)"
-    target = (f"target {p['target_ci']:.0%}: {'met' if p.get('met') else 'missed'}" if p.get("target_ci")
-              else "no target")
-    return f"±{p['reached']:.1%} ({target}; {p.get('rounds')} rounds; {p.get('stopped_by') or '?'})"
+    target = f"target {p.target_ci:.0%}: {'met' if p.met else 'missed'}" if p.target_ci else "no target"
+    return f"±{p.reached:.1%} ({target}; {p.rounds} rounds; {p.stopped_by or '?'})"
 
 
-def noise_text(noise: dict | None) -> str:
-    if not noise:
+def noise_text(noise: Noise | None) -> str:
+    if noise is None:
         return "— (not sampled)"
-    if noise.get("noisy"):
-        return "noisy: " + "; ".join(noise.get("reasons", []))
-    return (f"quiet (steal {noise.get('steal_share', 0):.0%}, other load {noise.get('other_load', 0):.0%})"
-            if "steal_share" in noise else "quiet (/proc/stat unreadable)")
+    if noise.noisy:
+        return "noisy: " + "; ".join(noise.reasons)
+    return (f"quiet (steal {noise.steal_share or 0:.0%}, other load {noise.other_load or 0:.0%})"
+            if noise.steal_share is not None else "quiet (/proc/stat unreadable)")
 
 
-def compute_columns(result: RunResult, m: dict) -> dict:
+def compute_columns(result: RunResult, m: Measurement | Mapping) -> dict:
     """Achieved GFLOP/s (FLOPs counted from the ONNX graph) and the fraction of the device's peak."""
-    flops = (result.model or {}).get("flops_per_sample")
-    peak = ((result.backend or {}).get("device_info") or {}).get("peak") or {}
-    if not flops or not m.get("throughput"):
+    m, sections = Measurement.of(m), result.sections
+    model = sections.model or ModelInfo()
+    flops = model.flops_per_sample
+    peak = sections.backend.device_info.peak.gflops if sections.backend else None
+    if not flops or not m.throughput:
         why = "— (no FLOP count)" if not flops else "— (no throughput)"
         return {"GFLOP/s": why, "% of peak": why}
-    flops += ((result.model or {}).get("flops_shared_per_call") or 0.0) / m["batch_size"]
-    achieved = flops * m["throughput"] / 1e9
-    share = 100 * achieved / peak["gflops"] if peak.get("gflops") else None
+    flops += (model.flops_shared_per_call or 0.0) / m.batch_size
+    achieved = flops * m.throughput / 1e9
+    share = 100 * achieved / peak if peak else None
     return {"GFLOP/s": round(achieved, 1),
             "% of peak": "— (no peak for this device)" if share is None else round(share, 1)}
 
 
-def power_columns(power: dict | None) -> dict:
+def power_columns(power: Power | None) -> dict:
     """Mean power and efficiency with the method that produced them (or why there are none)."""
-    if not power or power.get("method") != "measured":
-        reason = (power or {}).get("reason") or "not sampled"
+    if power is None or not power.measured:
+        reason = (power.reason if power else None) or "not sampled"
         return {"power (W)": f"— ({reason})", "samples/s/W": f"— ({reason})",
                 "power method": f"unavailable: {reason}"}
-    flag = indicative(power)
+    flag = indicative(power.raw)
     short = f" ({flag})" if flag else ""
-    return {"power (W)": round(power["mean_w"], 2), "samples/s/W": round(power["samples_per_s_per_w"], 3),
-            "power method": f"measured: {power.get('sensor')}{short}"}
+    return {"power (W)": round(power.mean_w, 2), "samples/s/W": round(power.samples_per_s_per_w, 3),
+            "power method": f"measured: {power.sensor}{short}"}
 
 
 def numerics_table(result: RunResult) -> pd.DataFrame:
@@ -113,20 +115,15 @@ def search_table(result: RunResult) -> pd.DataFrame:
     lost (or that it was chosen); empty when the run was not searched."""
     cols = ["candidate", "status", "samples/s", "95% interval", "x today's mapping", "rel. error",
             "tolerance", "load (s)", "reason"]
-    probes = result.tables.get("search") or []
-    today = next((p["throughput"] for p in probes if p.get("today") and p.get("throughput")), None)
-    rows = []
-    for p in probes:
-        num = p.get("numerics") or {}
-        thr = p.get("throughput")
-        rows.append({"candidate": p["label"] + (" [today's mapping]" if p.get("today") else ""),
-                     "status": p["status"], "samples/s": None if thr is None else round(thr, 3),
-                     "95% interval": "" if p.get("low") is None else
-                     f"{p['low']:.3g}-{'unbounded' if p.get('high') is None else format(p['high'], '.3g')}",
-                     "x today's mapping": None if thr is None or not today else round(thr / today, 3),
-                     "rel. error": None if num.get("relative_error") is None else float(f"{num['relative_error']:.3g}"),
-                     "tolerance": num.get("tolerance"), "load (s)": p.get("load_s"),
-                     "reason": p.get("reason") or p.get("why", "")})
+    probes = result.sections.tables.search
+    today = next((p.throughput for p in probes if p.today and p.throughput), None)
+    rows = [{"candidate": p.label + (" [today's mapping]" if p.today else ""),
+             "status": p.status, "samples/s": None if p.throughput is None else round(p.throughput, 3),
+             "95% interval": "" if p.low is None else
+             f"{p.low:.3g}-{'unbounded' if p.high is None else format(p.high, '.3g')}",
+             "x today's mapping": None if p.throughput is None or not today else round(p.throughput / today, 3),
+             "rel. error": None if p.relative_error is None else float(f"{p.relative_error:.3g}"),
+             "tolerance": p.tolerance, "load (s)": p.load_s, "reason": p.reason} for p in probes]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -137,16 +134,16 @@ def roofline_table(result: RunResult) -> pd.DataFrame:
     cols = ["batch_size", "precision", "GFLOP/sample", "MB/sample (est.)", "FLOP/byte", "ridge FLOP/byte",
             "bound", "attainable", "achieved", "fraction of bound", "flag", "matrix-op time share",
             "matrix ops: fraction of peak", "why below the peak", "peak", "bandwidth (GB/s)"]
-    rows = [{"batch_size": r["batch_size"], "precision": r["precision"],
-             "GFLOP/sample": round(r["flops_per_sample"] / 1e9, 3),
-             "MB/sample (est.)": round(r["bytes_per_sample"] / 1e6, 2),
-             "FLOP/byte": round(r["intensity_flop_per_byte"], 1), "ridge FLOP/byte": round(r["ridge_flop_per_byte"], 1),
-             "bound": r["bound"], "attainable": round(r["attainable_gflops"], 1),
-             "achieved": round(r["achieved_gflops"], 1), "fraction of bound": round(r["fraction_of_bound"], 3),
-             "flag": roofline_flag(r), "matrix-op time share": _rounded(r.get("matrix_time_share")),
-             "matrix ops: fraction of peak": _rounded(r.get("matrix_fraction_of_peak")),
-             "why below the peak": r.get("below_peak_reason", ""), "peak": f"{r['peak_gflops']:g} {r['peak_unit']}",
-             "bandwidth (GB/s)": r["bandwidth_gbs"]} for r in result.tables.get("roofline") or []]
+    rows = [{"batch_size": r.batch_size, "precision": r.precision,
+             "GFLOP/sample": round(r.flops_per_sample / 1e9, 3),
+             "MB/sample (est.)": round(r.bytes_per_sample / 1e6, 2),
+             "FLOP/byte": round(r.intensity_flop_per_byte, 1), "ridge FLOP/byte": round(r.ridge_flop_per_byte, 1),
+             "bound": r.bound, "attainable": round(r.attainable_gflops, 1),
+             "achieved": round(r.achieved_gflops, 1), "fraction of bound": round(r.fraction_of_bound, 3),
+             "flag": roofline_flag(r), "matrix-op time share": _rounded(r.matrix_time_share),
+             "matrix ops: fraction of peak": _rounded(r.matrix_fraction_of_peak),
+             "why below the peak": r.below_peak_reason, "peak": f"{r.peak_gflops:g} {r.peak_unit}",
+             "bandwidth (GB/s)": r.bandwidth_gbs} for r in result.sections.tables.roofline]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -154,50 +151,51 @@ def _rounded(value: float | None) -> float | str:
     return "—" if value is None else round(value, 3)
 
 
-def roofline_flag(row: dict) -> str:
-    if row.get("above_bound"):
+def roofline_flag(row: RooflineRow) -> str:
+    if row.above_bound:
         return "ABOVE THE BOUND: FLOP count or peak wrong"
-    return "far below" if row["far_below"] else ""
+    return "far below" if row.far_below else ""
 
 
 def peaks_table(result: RunResult) -> pd.DataFrame:
     """The device's nominal peak at every precision (int8 in GOPS), with method and source."""
     cols = ["precision", "peak", "unit", "native", "method", "source"]
-    return pd.DataFrame([{"peak": p["gflops"], **{c: p.get(c) for c in cols if c != "peak"}}
-                         for p in result.tables.get("peaks") or []], columns=cols)
+    return pd.DataFrame([{"precision": p.precision, "peak": p.gflops, "unit": p.unit, "native": p.native,
+                          "method": p.method, "source": p.source} for p in result.sections.tables.peaks],
+                        columns=cols)
 
 
 def accuracy_table(result: RunResult) -> pd.DataFrame:
     """The published accuracy (or numeric) metric: value and status, or why it is not measured."""
     cols = ["metric", "value", "status", "dataset", "data_percent"]
-    return pd.DataFrame([{c: a.get(c) for c in cols} for a in result.accuracy], columns=cols)
+    return pd.DataFrame([{c: getattr(a, c) for c in cols} for a in result.sections.accuracy], columns=cols)
 
 
 def power_table(result: RunResult) -> pd.DataFrame:
     """Mean power and efficiency per batch size, with the sensor or the reason there is none.
 
     With replicas the batch is the paper's: micro batch x replicas."""
-    return pd.DataFrame([{"batch_size": m["batch_size"] * (m["threads"] if m["mode"] == "replicas" else 1),
-                          **power_columns(m.get("power"))} for m in result.measurements])
+    return pd.DataFrame([{"batch_size": m.batch_size * (m.threads if m.mode == "replicas" else 1),
+                          **power_columns(m.power)} for m in result.sections.measurements])
 
 
 def time_table(result: RunResult) -> pd.DataFrame:
     """Where the run's time went: each phase's seconds and share of the run, what it did, then the
     seconds no phase covered and the total; empty for a result that kept no account."""
-    account = result.tables.get("time_account") or {}
-    total = account.get("total_s") or 0.0
+    account = result.sections.tables.time_account
+    total = account.total_s
     cols = ["phase", "batch_size", "seconds", "share", "detail"]
-    if not account.get("phases"):
+    if not account.phases:
         return pd.DataFrame(columns=cols)
 
     def row(phase: str, batch, seconds: float, detail: str) -> dict:
         share = f"{100 * seconds / total:.0f} %" if total else None
         return {"phase": phase, "batch_size": batch, "seconds": round(seconds, 1), "share": share, "detail": detail}
 
-    rows = [row(p["phase"], p.get("batch_size"), p["seconds"], p.get("detail", "")) for p in account["phases"]]
-    rows += [row("other", None, account.get("other_s") or 0.0,
+    rows = [row(p.phase, p.batch_size, p.seconds, p.detail) for p in account.phases]
+    rows += [row("other", None, account.other_s,
                  "between the phases (the backend's and the power sensor's setup, describing the model)"),
-             row("total", None, total, " · ".join(f"{k} {v:.1f} s" for k, v in by_phase(account).items()))]
+             row("total", None, total, " · ".join(f"{k} {v:.1f} s" for k, v in by_phase(account.raw).items()))]
     return pd.DataFrame(rows, columns=cols).astype({"batch_size": "Int64"})
 
 

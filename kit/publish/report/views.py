@@ -28,6 +28,7 @@ from kit.publish.report.tables import (
     time_table,
 )
 from kit.results import ResultKind, RunResult
+from kit.results.sections import BackendInfo
 
 POWER_COLUMNS = ["power (W)", "samples/s/W", "power method"]
 NONE = "—"
@@ -66,10 +67,10 @@ def opening(result: RunResult) -> str:
 
 def power_unavailable(result: RunResult) -> str | None:
     """'power unavailable: <why>' when no timed window had its power measured (None when one had)."""
-    powers = [m.get("power") or {} for m in result.measurements]
-    if any(p.get("method") == "measured" for p in powers):
+    powers = [m.power for m in result.sections.measurements]
+    if any(p and p.measured for p in powers):
         return None
-    reasons = list(dict.fromkeys(p.get("reason") or "not sampled" for p in powers)) or ["nothing was timed"]
+    reasons = list(dict.fromkeys((p.reason if p else None) or "not sampled" for p in powers)) or ["nothing was timed"]
     return "power unavailable: " + "; ".join(reasons)
 
 
@@ -95,8 +96,8 @@ def numerics_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 
 def search_view(result: RunResult) -> pd.DataFrame | Sentence:
-    b = result.backend or {}
-    chosen = f"{b.get('name')} {b.get('precision')} on {b.get('device')}"
+    b = result.sections.backend or BackendInfo()
+    chosen = f"{b.name} {b.precision} on {b.device}"
     why = ("Not searched: this run used the configuration its parameters name" if not result.parameters.get("search")
            else "The search left no candidate table (a decision reused from an older kit)")
     return view(search_table(result), f"{why} ({chosen}).")

@@ -42,8 +42,13 @@ def reset_vm_hwm(clear_refs="/proc/self/clear_refs"):
         return False
 
 
+# The container's own cgroup: (limit, usage) files of cgroup v2 and of v1's memory controller.
+CGROUP_FILES = (("memory.max", "memory.current"),
+                (os.path.join("memory", "memory.limit_in_bytes"), os.path.join("memory", "memory.usage_in_bytes")))
+
+
 def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
-    """MemAvailable, capped by a cgroup v2 limit (the PopRT container's); None where unreadable."""
+    """MemAvailable, capped by the PopRT container's cgroup limit (v2 or v1); None where unreadable."""
     available = None
     try:
         with open(meminfo) as f:
@@ -52,15 +57,16 @@ def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
                     available = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
-    try:
-        with open(os.path.join(cgroup, "memory.max")) as f:
-            limit = f.read().strip()
-        with open(os.path.join(cgroup, "memory.current")) as f:
-            used = int(f.read().strip())
-        if limit != "max" and available is not None:
+    for limit_file, usage_file in CGROUP_FILES:
+        try:
+            with open(os.path.join(cgroup, limit_file)) as f:
+                limit = f.read().strip()
+            with open(os.path.join(cgroup, usage_file)) as f:
+                used = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and available is not None:
             available = min(available, max(int(limit) - used, 0))
-    except (OSError, ValueError):
-        pass
     return available
 
 

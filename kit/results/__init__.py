@@ -1,4 +1,9 @@
-"""Versioned JSON results: one file per run, the only thing reports and the scorecard read."""
+"""Versioned JSON results: one file per run, the only thing reports and the scorecard read.
+
+A run fills a `RunResult`'s sections as dicts and writes it; a reader gets each section back as a
+typed record (`RunResult.sections`: kit.results.sections, .windows, .tables), after the one upgrade
+of an older schema version (kit.results.schema). Imports only kit.atomic and kit.errors.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,11 @@ from pathlib import Path
 
 from kit import atomic
 from kit.errors import KitError
+from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
+from kit.results.sections import Sections
 
-# 1 still: `environment` gained `kit`, `distributions`, `published_data` and `job`, `model` its
-# `onnx_sha256`, `numerics` their `histograms`; all additive, so readers of older results (which
-# lack them) need no change and read both.
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "ResultKind", "RunResult", "Sections", "UnsupportedVersion", "version_problem"]
 
-
-class UnsupportedVersion(KitError):
-    """A result JSON of a schema_version this kit does not read (written by another kit)."""
 
 
 class ResultKind(StrEnum):
@@ -77,10 +78,22 @@ class RunResult:
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
             raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
-        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        fields = {k: v for k, v in upgrade(d).items() if k in cls.__dataclass_fields__}
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])
         return cls(**fields)
+
+    @property
+    def sections(self) -> Sections:
+        """The sections as typed records, read from the dicts the run wrote (publishing's view).
+
+        >>> r = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "AMD EPYC"}})
+        >>> r.sections.environment.cpu.model, r.sections.backend
+        ('AMD EPYC', None)
+        """
+        return Sections(model=self.model, backend=self.backend, environment=self.environment,
+                                   measurements=self.measurements, numerics=self.numerics, accuracy=self.accuracy,
+                                   tables=self.tables, resources=self.resources)
 
     def write(self, path: Path) -> Path:
         """Atomically (kit.atomic), readable by all (0644) as the HTML beside it."""
@@ -101,14 +114,6 @@ class RunResult:
             return cls.from_dict(data)
         except KitError as exc:
             raise type(exc)(f"{path}: {exc}") from None
-
-
-def version_problem(data: dict) -> str | None:
-    """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
-    version = data.get("schema_version")
-    if version == SCHEMA_VERSION:
-        return None
-    return f"result schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
 
 
 def _finite(value):

@@ -1,0 +1,139 @@
+"""What benchmarks/gpu_check.py checks and how it says what came out: each check, its outcome, the
+host's facts, and the summary text (one line a check, a line a peer batch under it).
+
+>>> c = Check("reproduce-warm", "reproduce-warm", ["kit"], Path("/tmp/o"), 30.0, "every job ok in <= 180 s")
+>>> print(summary_text([Outcome(c, "skipped", "budget: 10 s left, it needs >= 30 s")], None, 60, 50, [], 1))
+... # doctest: +NORMALIZE_WHITESPACE
+gpu_check: exit 1 (0 met, 0 not met, 1 skipped; 50 of 60 s used)
+reproduce-warm: skipped (budget: 10 s left, it needs >= 30 s) [target: every job ok in <= 180 s]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from benchmarks.gpu_check_runner import Completed
+
+PEER_TARGET = 0.95
+
+
+@dataclass(frozen=True)
+class Check:
+    """One subprocess to run: `kind` is peers, reproduce-cold or reproduce-warm; `outputs` its
+    KIT_OUTPUTS; `min_s` the seconds it needs to start; `result` the peers' JSON."""
+
+    name: str
+    kind: str
+    argv: list[str]
+    outputs: Path
+    min_s: float
+    target: str
+    result: Path | None = None
+    target_s: float = math.inf
+
+    @property
+    def full_log(self) -> Path:
+        return self.outputs.parent / "logs" / (self.name.replace(" ", "-").replace(":", "-") + ".txt")
+
+
+@dataclass
+class Outcome:
+    """A check's verdict (met, MISSED, cut short, failed, skipped) and why; a peer check's batches."""
+
+    check: Check
+    verdict: str
+    why: str
+    seconds: float | None = None
+    completed: bool = False
+    lines: list[str] = field(default_factory=list)
+    peer_rows: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"name": self.check.name, "kind": self.check.kind, "target": self.check.target,
+                "verdict": self.verdict, "why": self.why, "seconds": self.seconds, "lines": self.lines,
+                "command": self.check.argv}
+
+
+@dataclass(frozen=True)
+class Facts:
+    card: str
+    driver: str | None
+    cuda_driver: str | None
+    torch: str
+    torch_cuda: str | None
+    cudnn: int | None
+    python: str
+    cores: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        return (f"card: {self.card}; driver {self.driver} (CUDA {self.cuda_driver}); torch {self.torch} "
+                f"(CUDA {self.torch_cuda}, cuDNN {self.cudnn}); Python {self.python}; {self.cores} cores")
+
+
+def peer_outcome(check: Check, done: Completed) -> Outcome:
+    """met where the peers wrote the row and every batch reached the target; a line a batch."""
+    try:
+        rows = json.loads(check.result.read_text())["rows"] if check.result else []
+    except (OSError, ValueError, KeyError):
+        rows = []
+    if not rows:
+        return Outcome(check, "failed", f"exit {done.returncode}, no row measured (the kit's search or an arm "
+                                        "failed: see log)", seconds=done.seconds, completed=True)
+    batches = [b for r in rows for b in r["batches"]]
+    lines = [batch_line(r, b) for r in rows for b in r["batches"]]
+    met = bool(batches) and all(b.get("met") and "error" not in b for b in batches)
+    return Outcome(check, "met" if met else "MISSED", f"{len(batches)} batch(es), {done.seconds:.0f} s",
+                   seconds=done.seconds, completed=True, lines=lines, peer_rows=rows)
+
+
+SLOWEST = 5
+
+
+def job_lines(outputs: Path) -> list[str]:
+    """From a reproduce's outputs/state.json: how many jobs ended ok, the slowest and any not ok."""
+    try:
+        jobs = list(json.loads((outputs / "state.json").read_text())["jobs"].values())
+    except (OSError, ValueError, KeyError, AttributeError):
+        return ["no outputs/state.json: no job finished"]
+    ok = [j for j in jobs if j.get("status") == "ok"]
+    slowest = sorted(jobs, key=lambda j: -(j.get("duration_s") or 0))[:SLOWEST]
+    lines = [f"{len(ok)} of {len(jobs)} jobs ok; slowest: " + ", ".join(
+        f"{j.get('name')} {j.get('duration_s') or 0:.0f} s" for j in slowest)]
+    return lines + [f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})" for j in jobs
+                    if j.get("status") != "ok"]
+
+
+def batch_line(row: dict, b: dict) -> str:
+    if "error" in b:
+        return f"b{b['batch_size']}: {b['error']}"
+    best = b["peers"][b["best_peer"]]
+    ci = b.get("kit_over_best_ci95") or [None, None]
+    interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "[no CI]"
+    chosen = (b.get("kit_decision") or row.get("kit") or {}).get("chosen")
+    return (f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({chosen}) ÷ best "
+            f"peer {b['best_peer']} {best['throughput_median']:.4g}/s = {b['kit_over_best']:.2f} {interval} "
+            f"(target >= {PEER_TARGET}: {'met' if b['met'] else 'MISSED'})")
+
+
+def summary_text(outcomes: list[Outcome], facts: Facts | None, budget_s: float, used_s: float,
+                 missing: list[str], code: int, hardware: str = "cuda") -> str:
+    counts = {v: sum(o.verdict == v for o in outcomes) for v in ("met", "skipped")}
+    failing = len(outcomes) - counts["met"] - counts["skipped"]
+    lines = [f"gpu_check: exit {code} ({counts['met']} met, {failing} not met, {counts['skipped']} skipped; "
+             f"{used_s:.0f} of {budget_s:g} s used)"]
+    if hardware != "cuda":
+        lines.append(f"DRY RUN on {hardware} (--hardware {hardware}): the checks as on a GPU, their figures "
+                     "say nothing about one")
+    lines += [f"missing: {m}" for m in missing]
+    if facts is not None:
+        lines.append(facts.line())
+    for o in outcomes:
+        lines.append(f"{o.check.name}: {o.verdict} ({o.why}) [target: {o.check.target}]")
+        lines += [f"    {line}" for line in o.lines]
+    return "\n".join(lines) + "\n"

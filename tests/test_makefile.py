@@ -1,0 +1,57 @@
+"""The Makefile as a supervisor meets it: a signal to make reaches the kit command it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+FAKE = """#!/bin/sh
+echo $$ > "$KIT_TEST_PIDFILE"
+exec sleep 60
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("target", ["reproduce", "rerun", "site", "rebuild-state", "clean-outputs"])
+def test_a_sigterm_to_make_reaches_kit(tmp_path, target):
+    """Issue 51: `kill <pid of make>` left `kit reproduce` running as an orphan holding outputs/
+    (make signals its child, the `sh -c` that ran kit, and kit was not that child)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("kit", "python"):
+        (bin_dir / name).write_text(FAKE)
+        (bin_dir / name).chmod(0o755)
+    pidfile = tmp_path / "kit.pid"
+    env = {**os.environ, "KIT_TEST_PIDFILE": str(pidfile), "KIT_OUTPUTS": str(tmp_path / "outputs")}
+    make = subprocess.Popen(["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", target,
+                             f"BIN={bin_dir}", "RESULT=x.json"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert make.poll() is None and time.monotonic() < deadline, "make ended before kit started"
+        time.sleep(0.05)
+    kit = int(pidfile.read_text())
+    try:
+        make.send_signal(signal.SIGTERM)
+        make.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while alive(kit) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(kit), f"kit (pid {kit}) runs on after make {target} was stopped"
+    finally:
+        if alive(kit):
+            os.kill(kit, signal.SIGKILL)

@@ -1,0 +1,122 @@
+"""Results read back: a schema-1 result written by an earlier kit (tests/data/results_v1, written
+before the typed records) opens, is upgraded in one place, reads as typed sections, compares and
+re-publishes."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kit.errors import KitError
+from kit.results import SCHEMA_VERSION, RunResult, UnsupportedVersion, version_problem
+from kit.results.schema import upgrade
+from kit.results.sections import BackendInfo, Environment, Sections
+
+V1 = Path(__file__).parent / "data" / "results_v1"
+MODEL, C2 = V1 / "resnet50-torch-fp32_FP16.json", V1 / "c2_study.json"
+
+
+def test_the_fixtures_are_schema_1_and_open_at_the_current_version():
+    for path in (MODEL, C2):
+        assert json.loads(path.read_text())["schema_version"] == 1
+        result = RunResult.read(path)
+        assert result.schema_version == SCHEMA_VERSION == 2 and result.status == "ok"
+
+
+def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
+    data = {"schema_version": 1, "environment": {"cpu": {}}, "model": {"name": "m"}, "numerics": [{"mean_abs": 0.1}]}
+    up = upgrade(data)
+    assert up["schema_version"] == 2 and data["schema_version"] == 1 and "kit" not in data["environment"]
+    assert up["environment"]["kit"] is None and up["environment"]["distributions"] == {}
+    assert up["model"]["onnx_sha256"] is None and up["numerics"][0]["histograms"] is None
+    assert upgrade(up) is up  # version 2: nothing to do
+
+
+@pytest.mark.parametrize("version", [0, 3, 99, None, "1", True])
+def test_a_version_this_kit_does_not_read_is_named(version):
+    assert "is not supported (this kit reads 1 to 2)" in version_problem({"schema_version": version})
+    with pytest.raises(KitError):
+        RunResult.from_dict({"schema_version": version, "kind": "model_benchmark", "name": "x",
+                             "parameters": {}, "environment": {}})
+    with pytest.raises(UnsupportedVersion):
+        upgrade({"schema_version": version})
+
+
+def test_a_schema_1_model_benchmark_reads_as_typed_sections():
+    s = RunResult.read(MODEL).sections
+    assert isinstance(s, Sections) and isinstance(s.backend, BackendInfo) and isinstance(s.environment, Environment)
+    assert (s.backend.name, s.backend.precision, s.backend.device) == ("onnxruntime", "fp32", "cpu")
+    assert s.backend.device_info.peak.gflops == pytest.approx(332.8) and s.backend.session.items["threads"] == 2
+    assert s.model.weights.source == "random" and s.model.random_weights and s.model.opset == 17
+    assert s.environment.kit.commit.startswith("e6be931") and s.environment.cpu.cores == 2
+    assert [m.batch_size for m in s.measurements] == [1, 32] and [m.measured_batch for m in s.measurements] == [1, 32]
+    raw = json.loads(MODEL.read_text())["measurements"][1]
+    m = s.measurements[1]  # the stored figures, never recomputed
+    assert (m.qps_bytemlperf, m.throughput, m.latency.mean_ms) == (raw["qps_bytemlperf"], raw["throughput"],
+                                                                     raw["latency"]["mean_ms"])
+    assert m.bytemlperf.p99_latency_ms == raw["bytemlperf"]["p99_latency_ms"] and m.power.method == "unavailable"
+    assert m.interval("throughput")["low"] == raw["intervals"]["throughput"]["low"] and m.interval("nothing") is None
+    assert s.accuracy[0].metric == "Top-1" and not s.accuracy[0].measured
+    assert s.tables.roofline[0].bound == "memory" and s.tables.c2 == () and s.tables.search_decision is None
+
+
+def test_a_schema_1_c2_study_reads_its_table():
+    rows = RunResult.read(C2).sections.tables.c2
+    assert [r.batch_size for r in rows] == [2, 4] and all(r.throughput > 0 for r in rows)
+    assert all(r.efficiency is None and r.reasons["efficiency"].startswith("power unavailable") for r in rows)
+
+
+def test_a_result_without_a_backend_or_model_reads_as_none():
+    s = RunResult.new("model_benchmark", "failed", {}, {}).sections
+    assert s.backend is None and s.model is None and s.measurements == () and s.session.comparable is None
+    assert s.environment.kit is None and s.environment.gpus is None
+
+
+def test_a_schema_1_result_is_written_back_at_version_2_and_reads_the_same(tmp_path):
+    result = RunResult.read(MODEL)
+    again = RunResult.read(result.write(tmp_path / "r.json"))
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 2
+    assert again.sections.measurements == result.sections.measurements and again.measurements == result.measurements
+    assert again.sections.environment == result.sections.environment and again.sections.backend == result.sections.backend
+
+
+def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):
+    from kit.publish import bytemlperf_export, report, scorecard
+    from kit.publish.compare_runs import compare_runs
+
+    monkeypatch.setenv("KIT_OUTPUTS", str(tmp_path))
+    text, page = compare_runs(MODEL, MODEL, tmp_path / "compare.html")
+    assert "resnet50-torch-fp32" in text and page.exists() and "left out" not in text
+    card = scorecard.build([MODEL, C2])
+    headline = card[(card.study == "bytemlperf_c600") & (card.model == "resnet50-torch-fp32")
+                    & (card.precision == "FP16") & (card.figure == "QPS")].iloc[0]
+    raw = json.loads(MODEL.read_text())["measurements"][1]
+    assert headline.measured == raw["qps_bytemlperf"] and headline.verdict == "not comparable"
+    result = RunResult.read(MODEL)
+    assert "kit e6be931d3dfe (clean)" in report.provenance(result)
+    assert not report.bytemlperf_table(result).empty
+    path = bytemlperf_export.export(result, tmp_path / "r.json")
+    assert json.loads(path.read_text())["Performance"][1]["BS"] == 32
+    from kit.publish.site import result_problem, stored_sections
+
+    assert result_problem(MODEL) is None  # the index shows it, not as unreadable
+    assert stored_sections(V1, {"results": MODEL.name}).tables.time_account.phases
+
+
+def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_every_reader():
+    from kit.publish import scorecard
+
+    result = RunResult.read(MODEL)
+    result.tables["roofline"] = [{"no_batch_size": 1}]  # not a roofline row this kit reads
+    s = result.sections
+    assert s.measurements[0].batch_size == 1 and s.tables.time_account.total_s > 0  # the rest reads
+    with pytest.raises(TypeError):
+        _ = s.tables.roofline
+    rows = scorecard.bytemlperf_rows([(MODEL, result)])
+    assert any(r.measured is not None for r in rows)
+
+
+def test_the_sections_follow_the_dicts_a_notebook_changes():
+    result = RunResult.read(MODEL)
+    result.backend["session"]["placement"] = {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
+    assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
