@@ -23,6 +23,7 @@ from benchmarks.common import (
     load_note,
     ratio_text,
     ratio_verdict,
+    small_models,
     strict,
 )
 from kit.backends import BackendConfig, get_backend
@@ -60,7 +61,7 @@ def time_round_robin(sessions: dict, inputs: dict, batch_size: int, rounds: int,
 
 
 def bench_model(name: str, batch_size: int, rounds: int, seconds: float, flags: dict) -> list[dict]:
-    model = export_model(name)
+    model = export_model(name, small=small_models())
     entry = get_entry(name)
     candidates = candidate_configs(entry.framework, include_compile=flags["compile"], include_slow=flags["slow"])
     sessions = load_all(model, candidates, batch_size)

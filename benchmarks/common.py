@@ -42,6 +42,12 @@ def bare_loop(call: Callable[[], object], seconds: float) -> tuple[int, float]:
             return n, elapsed
 
 
+def small_models() -> bool:
+    """BENCH_SMALL=1: the zoo's small variants (`run_all --smoke`: each benchmark runs end to end, its
+    figures mean nothing)."""
+    return os.environ.get("BENCH_SMALL", "0") == "1"
+
+
 class LoopArm:
     """A peer timed by a bare loop of its own call (what a user's script does)."""
 

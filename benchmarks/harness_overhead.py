@@ -20,6 +20,7 @@ from benchmarks.common import (
     load_note,
     ratio_text,
     ratio_verdict,
+    small_models,
     strict,
 )
 from kit.backends import BackendConfig, require_backend
@@ -55,7 +56,7 @@ def compare(session, inputs: dict, batch_size: int, rounds: int, seconds: float)
 
 def main() -> int:
     rounds, seconds = env_int("BENCH_ROUNDS", 8), env_float("BENCH_SECONDS", 2.0)
-    model = export_model("resnet50-torch-fp32")
+    model = export_model("resnet50-torch-fp32", small=small_models())
     backend = require_backend("onnxruntime")
     missed = False
     print(f"resnet50 fp32, onnxruntime CPU; {rounds} alternating rounds of {seconds:g} s per side "

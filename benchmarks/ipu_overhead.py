@@ -27,15 +27,16 @@ ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "poprt_double"
 
 
-def image_model(path: Path) -> Path:
-    """[1, 3, 224, 224] -> global average pool -> [1, 1000] logits: the I/O of an ImageNet model."""
+def image_model(path: Path, opset: int) -> Path:
+    """[1, 3, 224, 224] -> global average pool -> [1, 1000] logits: the I/O of an ImageNet model, at
+    `opset` (the IPU backend's export opset: PopRT's Converter cannot bring opset 17 down to 11)."""
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, 1000)).astype(np.float32), "W")
     graph = helper.make_graph(
         [helper.make_node("ReduceMean", ["input"], ["pooled"], axes=[2, 3], keepdims=0),
          helper.make_node("MatMul", ["pooled", "W"], ["logits"])], "image",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 224, 224])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1000])], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.save(model, str(path))
     return path
@@ -56,14 +57,14 @@ def per_call_s(call, n: int) -> float:
 
 
 def main() -> int:
-    from kit.backends import BackendConfig
+    from kit.backends import BackendConfig, export_opset
     from kit.backends.ipu import IpuBackend
     from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 
     rounds, calls = env_int("BENCH_IPU_ROUNDS", 7), env_int("BENCH_IPU_CALLS", 200)
     with tempfile.TemporaryDirectory() as tmp:
         use_double(tmp)
-        model = ExportedModel("image-1x3x224x224", image_model(Path(tmp) / "m.onnx"),
+        model = ExportedModel("image-1x3x224x224", image_model(Path(tmp) / "m.onnx", export_opset("ipu")),
                               (InputSpec("input", (1, 3, 224, 224), "float32"),), ("logits",),
                               WeightsInfo("random", "seed 0"))
         session = IpuBackend().load(model, BackendConfig("fp32", "ipu", options={"cache_dir": tmp}), 1)

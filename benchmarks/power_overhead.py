@@ -24,7 +24,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import ratio_text, ratio_verdict, strict
+from benchmarks.common import ratio_text, ratio_verdict, small_models, strict
 from kit.backends import BackendConfig, require_backend
 from kit.measure.power import (
     PowerSampler,
@@ -88,7 +88,7 @@ def one_run(session, inputs, cfg: MeasureConfig, sampler: PowerSampler | None) -
 def main() -> int:
     rounds = int(os.environ.get("POWER_BENCH_ROUNDS", "5"))
     seconds = float(os.environ.get("POWER_BENCH_SECONDS", "2"))
-    model = export_model("resnet50-torch-fp32")
+    model = export_model("resnet50-torch-fp32", small=small_models())
     session = require_backend("onnxruntime").load(model, BackendConfig(), BATCH)
     inputs = make_inputs(model.inputs, BATCH)
     session.measure(inputs, BATCH, MeasureConfig(warmup=5, min_duration_s=0, min_count=1))

@@ -23,7 +23,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from benchmarks.common import env_float, env_int, load_note, strict
+from benchmarks.common import env_float, env_int, load_note, small_models, strict
 from kit.backends import BackendConfig, require_backend
 from kit.batch.profiles import QUICK_SEARCH_BATCH
 from kit.hardware.environment import capture, cpu_peak_gflops
@@ -82,7 +82,7 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
 
 def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, seconds: float) -> dict:
     batch = QUICK_SEARCH_BATCH.get(name, 1)
-    model = export_model(name)
+    model = export_model(name, small=small_models())
     decision, reused = decide(model, published, batch, "cpu", SearchSettings(depth, force=force))
     today = today_plan(model, published, "cpu")
     today_cfg = {"backend": today.backend, "precision": today.precision, "device": today.device,

@@ -27,7 +27,7 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     ipu_mod._AVAILABILITY.clear()
     session = IpuBackend().load(bert, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1)
     d = session.description
-    # from get_model_inputs(): the PackRunner's get_execute_inputs() describe one call's sample (dim 0 is 1)
+    # what was compiled, not the PackRunner's get_execute_inputs() (one call's sample, dim 0 is 1)
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
     assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
@@ -56,15 +56,18 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
     session.close()
 
 
-@pytest.mark.parametrize("spelling", ["execute_async", "executeAsync"])
-def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch, tmp_path, bert, spelling):
+@pytest.mark.parametrize("version, calls", [("1.2.0", "get_model_outputs"), ("1.4.0", "get_execute_outputs")])
+def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch, tmp_path, bert, version, calls):
     """Issue 29: 160 lengths (mean 186.6 against the population's 177.1) sent as padded rows plus
-    position_ids; now pack batch x 100 lengths, unpadded, no position_ids, as benchmark_pack. Both
-    async spellings (PopRT 1.1/1.2 executeAsync, 1.3+ execute_async) run the packed batch."""
+    position_ids; now pack batch x 100 lengths, unpadded, no position_ids, as benchmark_pack. Issue 52:
+    each PopRT release by its documented calls (1.1 / 1.2: executeAsync, the Runner's get_model_outputs;
+    1.3 and later: execute_async, get_execute_outputs, no get_model_*), the version recorded."""
     use_double(monkeypatch)
-    monkeypatch.setenv("KIT_POPRT_DOUBLE_ASYNC", spelling)
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_VERSION", version)
     ipu_mod._AVAILABILITY.clear()
     session = IpuBackend().load(bert, BackendConfig("fp16", "ipu", options={"cache_dir": str(tmp_path)}), 1)
+    assert session.description["poprt_version"].startswith(version) and session.description["compiled_batch_size"] == 40
+    assert calls in session.description["pack_output_buffers"]
     inputs = bert.make_inputs(2, seed=3)
     inputs["attention_mask.1"][1, 100:] = 0
     out = session.run(inputs)
@@ -75,6 +78,36 @@ def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch,
     assert lengths["mean"] == pytest.approx(lengths["population_mean"], rel=0.01)
     assert lengths["position_ids"].startswith("not sent")
     session.close()
+
+
+def test_one_samples_output_buffers_by_each_releases_documented_calls():
+    """Issue 52: ByteMLPerf sizes a sample's buffers as the model's outputs with dim 0 set to 1, which
+    leaves one value of a 1-D output of batch x n values; and get_model_outputs is a Runner's only in
+    PopRT 1.1 / 1.2 (from 1.3 get_execute_outputs describes one execute call, one sample)."""
+    from kit.backends.ipu.poprt_worker.packing import sample_output_specs
+
+    class Info:
+        def __init__(self, name, shape):
+            self.name, self.shape = name, shape
+
+        def numpy_data_type(self):
+            return np.float32
+
+    class Runner12:
+        def get_model_outputs(self):
+            return [Info("logits", [40, 384, 2]), Info("flat", [40 * 384]), Info("pooled", [40])]
+
+    class Runner14:
+        def get_execute_outputs(self):
+            return [Info("logits", [1, 384, 2]), Info("flat", [384])]
+
+    specs, how = sample_output_specs(Runner12(), (1, 2), 40)
+    assert [s[:2] for s in specs] == [("logits", [1, 384, 2]), ("flat", [384]), ("pooled", [1])]
+    assert "get_model_outputs" in how
+    specs, how = sample_output_specs(Runner14(), (1, 4), 40)
+    assert [s[:2] for s in specs] == [("logits", [1, 384, 2]), ("flat", [384])] and "get_execute_outputs" in how
+    with pytest.raises(ValueError, match=r"\[7\] does not split into 40 samples"):
+        sample_output_specs(type("R", (), {"get_model_outputs": lambda self: [Info("odd", [7])]})(), (1, 2), 40)
 
 
 def test_pack_lengths_are_the_populations_and_stratified():

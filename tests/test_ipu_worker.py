@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import signal
 import subprocess
@@ -144,7 +145,47 @@ def test_ctrl_c_during_a_request_kills_the_worker_where_it_runs(behind_docker_ex
     assert wait_gone(pid)
 
 
+KERNEL_STAND_IN = """
+import json, sys
+from kit.backends.ipu.worker_process import IpuWorker
+worker = IpuWorker()
+print(worker.probe()["pid"], flush=True)
+worker.request(json.loads(sys.argv[1]), 300)
+"""
+
+
+def test_the_batchs_kill_of_a_job_ends_its_worker_behind_docker_exec(tmp_path, monkeypatch):
+    """Issue 52: a job's time limit or Ctrl-C kills the job's process tree (kit.batch.proctree); the
+    kernel dies of SIGTERM before any finalizer of its session runs, and killing the `docker exec`
+    client does not reach the worker, which kept the IPU from the next job. The kill of the tree runs
+    the ending the worker's client registered (before any signal), so the worker goes and the next
+    one attaches."""
+    from kit.batch.proctree import kill_tree
+
+    monkeypatch.setenv("KIT_ENDINGS_DIR", str(tmp_path / "endings"))
+    env = {**double_env(), "KIT_IPU_PYTHON": f"{sys.executable} {FAKE_DOCKER_EXEC} {sys.executable}",
+           "KIT_POPRT_DOUBLE_ATTACH_S": "60", "KIT_ENDINGS_DIR": str(tmp_path / "endings"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), double_env()["PYTHONPATH"]])}
+    kernel = subprocess.Popen([sys.executable, "-c", KERNEL_STAND_IN, json.dumps(load_job(tmp_path))],
+                              stdout=subprocess.PIPE, env=env, start_new_session=True)
+    pid = int(kernel.stdout.readline())
+    try:
+        time.sleep(0.5)  # the load request is under way: the worker is attaching
+        kill_tree(kernel.pid)
+        kernel.wait(10)
+        assert wait_gone(pid), "the worker outlived its job's kill: it would keep /dev/ipu0"
+        worker = IpuWorker(double_env())
+        try:
+            assert worker.request(load_job(tmp_path / "next"), 60)["env"]["test_double"]  # the IPU is free
+        finally:
+            worker.close()
+    finally:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def load_job(tmp_path, **kw) -> dict:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     job = {"op": "load", "onnx_path": str(tiny_model(tmp_path / "tiny.onnx")), "precision": "fp32",
            "batch_size": 2, "inputs": TINY_INPUTS, "converter_options": {}, "compiler_options": {},
            "cache_dir": str(tmp_path / "popef"), "pack": None, "pack_inputs": None}

@@ -127,6 +127,19 @@ def test_unregistered_pass_is_refused(poprt):
         poprt.converter.Converter(used_passes=["deberta_pack"])
 
 
+def test_skip_passes_is_a_str_as_documented(poprt):
+    """Issue 52: PopRT documents `skip_passes (str)` beside `used_passes (List[str])`; the kit passed a
+    list, which a real Converter would refuse."""
+    converter = poprt.converter.Converter(skip_passes="eliminate_nop_cast, replace_div_with_mul")
+    assert converter.skipped == ["eliminate_nop_cast", "replace_div_with_mul"]
+    with pytest.raises(TypeError, match=r"skip_passes must be str .* got list \['eliminate_nop_cast'\]"):
+        poprt.converter.Converter(skip_passes=["eliminate_nop_cast"])
+    with pytest.raises(TypeError, match="used_passes must be List"):
+        poprt.converter.Converter(used_passes="remove_input_cast")
+    with pytest.raises(KeyError, match="'deberta_pack' is not registered"):
+        poprt.converter.Converter(skip_passes="deberta_pack")
+
+
 def test_fp8_is_refused_on_ipu2(poprt, tmp_path, monkeypatch):
     compiled(poprt, tmp_path, "fp8")  # a C600 compiles fp8
     monkeypatch.setenv("KIT_POPRT_DOUBLE_IPU_VERSION", "ipu2")
@@ -230,13 +243,37 @@ def test_available_memory_proportion_range_is_inclusive(poprt):
         opts.available_memory_proportion = 1.5
 
 
-def test_one_async_spelling_per_emulated_poprt(runner, monkeypatch):
+def test_each_emulated_release_offers_only_its_documented_calls(runner, monkeypatch):
+    """Issue 52: 1.3 and later: execute_async, no Runner.get_model_inputs (documented only on a
+    LightRunner); 1.1 / 1.2: executeAsync and get_model_inputs / get_model_outputs."""
     feeds, outputs = feeds_for(runner)
     runner.execute_async(feeds, outputs).wait()
-    assert not hasattr(runner, "executeAsync")  # PopRT 1.3 and later
-    monkeypatch.setenv("KIT_POPRT_DOUBLE_ASYNC", "executeAsync")
+    assert not hasattr(runner, "executeAsync") and not hasattr(runner, "get_model_inputs")
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_VERSION", "1.2.0")
     runner.executeAsync(feeds, outputs).wait()
-    assert not hasattr(runner, "execute_async")  # PopRT 1.1 / 1.2
+    assert not hasattr(runner, "execute_async")
+    assert [i.shape for i in runner.get_model_inputs()] == [[2, 4], [2, 3]]
+
+
+def test_no_runner_says_which_ipu_it_attached_the_config_names_it(poprt, tmp_path, monkeypatch):
+    """Issue 52: `Runner.device_id` is in no PopRT doc; from 1.3 a RuntimeConfig names the device
+    (replica_to_device) that DeviceManager.get_specific_device(id) attached; 1.1 / 1.2 have neither."""
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "2")
+    exe = compiled(poprt, tmp_path)
+    manager = poprt.runtime.DeviceManager()
+    first = manager.get_specific_device(0)
+    with pytest.raises(RuntimeError, match="in use"):
+        manager.get_specific_device(0)
+    config = poprt.runtime.RuntimeConfig()
+    config.replica_to_device = poprt.runtime.ReplicaIdToDevice()
+    config.replica_to_device[0] = manager.get_specific_device(1)
+    runner = poprt.runtime.Runner(exe, config)
+    assert not hasattr(runner, "device_id")
+    with pytest.raises(AttributeError):
+        poprt.runtime.PackRunnerConfig().replica_to_device = poprt.runtime.ReplicaIdToDevice()
+    del runner, config, first
+    monkeypatch.setenv("KIT_POPRT_DOUBLE_VERSION", "1.2.0")
+    assert not hasattr(manager, "get_specific_device") and not hasattr(poprt.runtime.RuntimeConfig(), "replica_to_device")
 
 
 def test_a_graph_that_cannot_go_down_to_convert_version_is_refused(poprt, tmp_path):

@@ -121,6 +121,25 @@ def test_every_job_builds_a_valid_config_on_the_hardware_it_was_given(kind):
     assert len(names) == len(set(names)) == len(published.headline_rows()) + 4
 
 
+def test_an_ipu_jobs_limit_grows_by_a_load_timeout_per_compilation_still_to_do(tmp_path, monkeypatch):
+    """Issue 52: the job limit (900 s quick) included PopRT's compilation, minutes per batch size: a first
+    run on a C600 could time out mid-compile. Each uncached PopEF adds one load timeout; a cached one none."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    monkeypatch.setenv("KIT_IPU_LOAD_TIMEOUT_S", "1000")
+
+    def limit(name: str, kind: str = "ipu") -> int:
+        return next(j for j in jobs_for("quick", kind) if j.name == name).timeout_s
+
+    assert limit("resnet50-torch-fp32_FP16") == 900 + 2 * 1000  # batches 4 and 32
+    assert limit("bert-torch-fp32_FP16") == 900 + 1000  # packed: one compilation, at the pack batch
+    assert limit("resnet50-torch-fp32_FP16", "cpu") == 900
+    (tmp_path / "popef").mkdir()
+    (tmp_path / "popef" / "resnet50-torch-fp32-0123456789ab-fp16-bs4-feedfacefeedface.popef").write_bytes(b"")
+    assert limit("resnet50-torch-fp32_FP16") == 900 + 1000
+    (tmp_path / "popef" / "resnet50-torch-fp32-0123456789ab-fp8-bs32-feedfacefeedface.popef").write_bytes(b"")
+    assert limit("resnet50-torch-fp32_FP16") == 900 + 1000  # another precision's PopEF is not this row's
+
+
 def test_jobs_for_rejects_unknown_profiles_and_hardware():
     with pytest.raises(InvalidParameter, match="profile='huge'"):
         jobs_for("huge")

@@ -1,7 +1,9 @@
 """Stop a notebook's whole process tree: the papermill child, its kernel and what they started.
 
 A Jupyter kernel runs in a session (process group) of its own, so killing the child's group
-alone leaves the kernel running; every process group in the tree is signalled.
+alone leaves the kernel running; every process group in the tree is signalled. What a process of
+the tree started where no signal reaches it (a PopRT worker behind `docker exec`) is ended first, by
+the command its client registered (kit.endings).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 import signal
 
 import psutil
+
+from kit.endings import GRACE_S, run_endings
 
 
 def tree(pid: int) -> list[psutil.Process]:
@@ -21,10 +25,12 @@ def tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def kill_tree(pid: int, grace_s: float = 3.0) -> list[int]:
-    """SIGTERM every process and process group under `pid`, then SIGKILL what is left; returns
-    the pids it found (whose leftovers the caller may then clean up)."""
+def kill_tree(pid: int, grace_s: float = GRACE_S) -> list[int]:
+    """Run the registered endings of the processes under `pid` (kit.endings), SIGTERM every process
+    and process group under it, then SIGKILL what is left; returns the pids it found (whose leftovers
+    the caller may then clean up)."""
     procs = tree(pid)
+    run_endings(p.pid for p in procs)
     own_group = os.getpgid(0)
     groups = set()
     for proc in procs:

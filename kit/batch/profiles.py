@@ -7,11 +7,16 @@ job's parameters: no later step works it out again.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from kit.backends.ipu.settings import plan_for
+from kit.backends.ipu.worker_process import request_timeout_s
 from kit.batch import Job
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
 from kit.measure.bytemlperf import BYTEMLPERF_TRIM
 from kit.models import get_entry
+from kit.paths import cache_dir
 from kit.published import figures as published
 from kit.search import decision_key, key_hash
 from kit.search.precision_map import PrecisionChoice, map_precision
@@ -47,6 +52,7 @@ SERVER = {"quick": {"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "m
           "full": {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
                    "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
                    "fixed_batch_duration_s": 10.0}}
+JOB_LIMIT_S = {"quick": 900, "full": 3600}  # a model job's time limit, before any compilation it still has to do
 SERVER_MODEL = "resnet50-torch-fp32"
 C2_MODEL = "resnext101-c2"
 
@@ -106,6 +112,40 @@ def fp16_first(rows: list) -> list:
     return sorted(rows, key=lambda r: (first_seen[r.model], r.precision != "FP16"))
 
 
+def compiled_batches(model: str, precision: str, batches: list[int]) -> list[int]:
+    """The batch sizes an IPU row's job compiles: its pack batch where it runs packed (as the
+    backend loads it), else each of its batch sizes."""
+    plan = plan_for(model, precision)
+    if plan and plan.pack and not plan.missing_passes:
+        return [int(plan.pack["batch_size"])]
+    return sorted(set(batches))
+
+
+def uncached_compilations(model: str, precision: str, batches: list[int], popef_dir: Path | None = None) -> list[int]:
+    """Those of `compiled_batches` with no PopEF of this model, precision and batch size in the PopEF
+    cache (named `<model>-<export key>-<precision>-bs<batch>-<key>.popef` by the worker). A PopEF for
+    another PopRT version or other options counts as cached: that compilation then has the job's own
+    limit, and the worker's load timeout, to finish in."""
+    folder = popef_dir or cache_dir() / "popef"
+    return [b for b in compiled_batches(model, precision, batches)
+            if not any(folder.glob(f"{model}-{'?' * 12}-{precision}-bs{b}-*.popef"))]
+
+
+def model_job_limit_s(profile: str, params: dict, published_settings: bool) -> int:
+    """A model job's time limit: the profile's, plus, where the row runs its published settings (the
+    IPU, whose PopRT compiles each batch size for minutes before anything is timed), one load timeout
+    (KIT_IPU_LOAD_TIMEOUT_S) per compilation still to do, so that a first run is not cut mid-compile.
+
+    >>> model_job_limit_s("quick", {}, False)
+    900
+    """
+    base = JOB_LIMIT_S[profile]
+    if not published_settings:
+        return base
+    todo = uncached_compilations(params["model"], params["precision"], params["batch_sizes"])
+    return base + int(len(todo) * request_timeout_s("load"))
+
+
 def model_jobs(profile: str, kind: str, research: bool = False, search: bool = True) -> list[Job]:
     jobs = []
     for row in fp16_first(list(published.headline_rows().itertuples())):
@@ -122,7 +162,7 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
             params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}),
                           **search_params(row.model, row.precision, batches, profile, kind))
         jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
-                        timeout_s=900 if profile == "quick" else 3600))
+                        timeout_s=model_job_limit_s(profile, params, published_settings)))
     return jobs
 
 

@@ -260,6 +260,29 @@ def run_rounds(calls: list[Call], cfg: MeasureConfig) -> RoundController:
     return control
 
 
+def marks_from_times(calls: list[CallTimes], cfg: MeasureConfig) -> list[list[int]]:
+    """The rounds the timing loop would have closed over calls timed elsewhere (the PopRT worker):
+    RoundController's rule replayed call by call in order of their ends, so that no round is kept in
+    which a thread made no call, and a round of few calls waits LONG_ROUND round lengths.
+
+    >>> one = [(i * 100_000_000, (i + 1) * 100_000_000) for i in range(9)]  # 0.1 s calls
+    >>> marks_from_times([one], MeasureConfig(min_duration_s=0, round_s=0.25))
+    [[3], [6], [9]]
+    >>> marks_from_times([one, one[:1]], MeasureConfig(min_duration_s=0, round_s=0.05))  # thread 2 idles after 1 call
+    [[2, 1]]
+    """
+    control = RoundController(cfg, len(calls))
+    starts = [thread[0][0] for thread in calls if thread]
+    if not starts:
+        return []
+    control.begin(min(starts))
+    for end, index, call in sorted((c[1], i, c) for i, thread in enumerate(calls) for c in thread):
+        control.times[index].append(call)
+        if end >= control.round_end:
+            control._close_round(end)
+    return control.marks
+
+
 @dataclass
 class BatchMeasurement:
     """Everything measured at one batch size; raw call times kept so any statistic can be redone.

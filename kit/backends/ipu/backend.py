@@ -34,7 +34,7 @@ from kit.hardware import parts
 from kit.measure.memory import GB, SKIP_CHECK_ENV, conversion_budget
 from kit.measure.power.ipu import enable_ipu_monitoring, summary_from_worker
 from kit.measure.power.summary import PowerSummary
-from kit.measure.window import BatchMeasurement, MeasureConfig
+from kit.measure.window import BatchMeasurement, MeasureConfig, marks_from_times
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -47,7 +47,7 @@ CONVERT_VERSION = 11
 #: How an IPU window stopped, for the report: kit.measure.window's target-interval rule needs the
 #: kit's statistics, which the Python 3.8 worker cannot import, so its clients stop on the minimums.
 IPU_STOP = ("minimum duration and count (or the maximum duration) in the PopRT worker, which does not "
-            "apply the target interval; rounds cut from its call times afterwards")
+            "apply the target interval; rounds cut from its call times afterwards by the timing loop's rule")
 _AVAILABILITY: dict[tuple[str, ...], str | None] = {}
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # sessions holding an IPU in this process
 
@@ -125,7 +125,7 @@ class IpuSession(Session):
         else:
             m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
         m = BatchMeasurement(m.batch_size, m.mode, m.threads, m.calls, extra=m.extra,
-                             rounds=rounds_from_times(m.calls, cfg.round_length_s),
+                             rounds=marks_from_times(m.calls, cfg),
                              precision={"target_ci": cfg.target_ci, "stopped_by": IPU_STOP})
         emulated = self.description.get("emulated", False)
         m.extra.update(backend="ipu", emulated=emulated, poprt_version=self.description.get("poprt_version"),
@@ -155,17 +155,6 @@ class IpuSession(Session):
     def close(self) -> None:
         _LIVE.discard(self)
         self.worker.close()
-
-
-def rounds_from_times(calls: list, round_s: float) -> list[list[int]]:
-    """Rounds of `round_s` cut from call times: at each round's end, how many calls of each thread
-    had ended (kit.measure.intervals' marks); the last round ends with the last call."""
-    first = min(t[0][0] for t in calls if t)
-    last = max(t[-1][1] for t in calls if t)
-    step = max(int(round_s * 1e9), 1)
-    marks = [[sum(1 for _, end in thread if end <= edge) for thread in calls]
-             for edge in range(first + step, last, step)]
-    return [m for m in marks if sum(m)] + [[len(thread) for thread in calls]]
 
 
 class IpuBackend(Backend):
@@ -264,7 +253,7 @@ class IpuBackend(Backend):
         emulated = bool(env.get("test_double", False))
         device = device_info_from(env, config.precision)
         d = {"backend": self.name, "runtime": "PopRT", "precision": config.precision,
-             "batch_size": batch_size, "compiled_batch_size": int(info["inputs"][0]["shape"][0]) if pack else batch_size,
+             "batch_size": batch_size, "compiled_batch_size": int(info.get("compiled_batch_size", batch_size)),
              "poprt_version": env.get("poprt_version"), "worker_python": env.get("python"),
              "interpreter": " ".join(interpreter()), "device": env.get("device"), "part": device["part"],
              "device_name": device["name"], "popef": Path(info.get("popef", "")).name,
@@ -297,6 +286,7 @@ class IpuBackend(Backend):
                                   f"runs the padded model at batch {batch_size} instead (packing without the "
                                   "pass would mix samples' attention)")
         if pack:
+            d["pack_output_buffers"] = info.get("pack_output_calls")
             d["pack_mode"] = (f"PackRunner (first_fit, max_valid_num {pack['max_valid_num']}, timeout "
                               f"{pack['timeout_microseconds']} us) on unpadded samples, as ByteMLPerf")
         if emulated:

@@ -114,7 +114,7 @@ PASS_CHECKS = {
 }
 
 
-BY_DIFFERENCE = "the graph converted with the pass against the same conversion with it in skip_passes"
+BY_DIFFERENCE = "the graph converted with the pass against the same conversion with it left out of used_passes"
 
 
 def evidence_passes(passes: Iterable[str]) -> list[str]:

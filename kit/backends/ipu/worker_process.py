@@ -16,6 +16,7 @@ import time
 import weakref
 from pathlib import Path
 
+from kit import endings
 from kit.backends.ipu.poprt_worker.wire import read_message, write_message
 from kit.errors import BackendUnavailable, KitError
 from kit.measure.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, oom_message, parse_meminfo
@@ -25,7 +26,7 @@ UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SD
 PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
 STDERR_LINES = 40
 WATCH_S = 0.5  # how often the worker's peak RSS is read while it converts and compiles
-KILL_TIMEOUT_S = 30  # for `docker exec <container> python3 -c "os.kill(...)"`
+CLOSE_WAIT_S = 1.0  # for the worker to go once its pipes close: well inside the batch's grace (endings.GRACE_S)
 MEMORY_ERROR = "StepWontFit: "  # the worker's reply for a step its known need does not fit
 
 
@@ -78,12 +79,15 @@ class IpuWorker:
         self._finalizer = weakref.finalize(self, _stop_process, self.proc, self._ending)
 
     def probe(self) -> dict:
-        """The worker's versions and device; its pid is kept to end it where it runs when that is not
-        the client's own process (`docker exec`)."""
+        """The worker's versions and device. Where the worker is not the client's own process (`docker
+        exec`), the command that ends it where it runs is kept, and registered under the client's pid
+        (kit.endings), so that the batch's kill of the job's process tree (a time limit, Ctrl-C) runs it
+        even when this process dies first."""
         env = self.request({"op": "probe"}, request_timeout_s())
         pid = env.get("pid")
         if isinstance(pid, int) and pid != self.proc.pid:
             self._ending["kill"] = [*self._interpreter, "-c", f"import os, signal; os.kill({pid}, signal.SIGKILL)"]
+            endings.register(self.proc.pid, self._ending["kill"])
         return env
 
     def _read_stderr(self) -> None:
@@ -197,8 +201,8 @@ def was_killed(code: int | None, docker: bool) -> bool:
 
 
 def _stop_process(proc: subprocess.Popen, ending: dict) -> None:
-    """Close the pipes and give the worker 5 s to go (none when `ending["now"]`), then kill it where
-    it runs (`ending["kill"]`) and the client."""
+    """Close the pipes and give the worker CLOSE_WAIT_S to go (none when `ending["now"]`), then kill it
+    where it runs (`ending["kill"]`) and the client; its registered ending is no longer needed."""
     for stream in (proc.stdin, proc.stdout):
         try:
             stream.close()
@@ -206,14 +210,16 @@ def _stop_process(proc: subprocess.Popen, ending: dict) -> None:
             pass
     if not ending.get("now"):
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=CLOSE_WAIT_S)
+            endings.forget(proc.pid)
             return
         except subprocess.TimeoutExpired:
             pass
     if ending.get("kill"):
         try:
-            subprocess.run(ending["kill"], capture_output=True, timeout=KILL_TIMEOUT_S)
+            subprocess.run(ending["kill"], capture_output=True, timeout=endings.ENDING_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
             pass
+    endings.forget(proc.pid)
     proc.kill()
     proc.wait()

@@ -65,6 +65,21 @@ def parse_fp8_params(text):
         raise ValueError(f"fp8_params scales must be integers, got {text!r}") from None
 
 
+def skip_pass_names(skip_passes):
+    """PopRT documents `skip_passes (str)` (1.0.2-1.5.0; CLI `--skip_passes SKIP_PASSES`), names
+    comma-separated as `--passes` takes them; a list is not what it takes.
+
+    >>> skip_pass_names("eliminate_nop_cast, replace_div_with_mul")
+    ['eliminate_nop_cast', 'replace_div_with_mul']
+    """
+    if skip_passes is None:
+        return []
+    if not isinstance(skip_passes, str):
+        raise TypeError(f"skip_passes must be str (pass names, comma-separated), got "
+                        f"{type(skip_passes).__name__} {skip_passes!r}")
+    return [name.strip() for name in skip_passes.split(",") if name.strip()]
+
+
 class Converter:
     """Convert a general ONNX model to an "IPU-friendly" one (here: fixed shapes, precision)."""
 
@@ -88,8 +103,10 @@ class Converter:
             raise TypeError(f"convert_version must be int, got {opts['convert_version']!r}")
         if opts["precision"] == "fp8":
             self.fp8 = parse_fp8_params(opts["fp8_params"])
-        unknown_passes = [p for p in [*(opts["used_passes"] or []), *(opts["skip_passes"] or [])]
-                          if p not in BUILTIN_PASSES]
+        self.skipped = skip_pass_names(opts["skip_passes"])
+        if not isinstance(opts["used_passes"], (list, tuple)) or not all(isinstance(p, str) for p in opts["used_passes"]):
+            raise TypeError(f"used_passes must be List[str], got {opts['used_passes']!r}")
+        unknown_passes = [p for p in [*opts["used_passes"], *self.skipped] if p not in BUILTIN_PASSES]
         if unknown_passes:
             raise KeyError(f"pass {unknown_passes[0]!r} is not registered (register custom passes with "
                            "poprt.passes.register before converting)")
@@ -124,7 +141,7 @@ class Converter:
     def _run_passes(self, model):
         """PopRT's default passes the double emulates, unless skipped, then the used passes it
         emulates; a used pass it does not emulate changes nothing (as one that finds no pattern)."""
-        skip = set(self.options["skip_passes"] or [])
+        skip = set(self.skipped)
         for name, rewrite in passes.DEFAULT_PASSES.items():
             if name not in skip:
                 rewrite(model)

@@ -23,10 +23,41 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
 
 
 _ASYNC_NAMES = ("execute_async", "executeAsync")
+_MODEL_IO_NAMES = ("get_model_inputs", "get_model_outputs")
 
 
 def _env_seconds(name, default):
     return float(os.environ.get(name, default))
+
+
+def _release():
+    """(major, minor) of the PopRT emulated: KIT_POPRT_DOUBLE_VERSION, default 1.4.0."""
+    major, minor = os.environ.get("KIT_POPRT_DOUBLE_VERSION", "1.4.0").split(".")[:2]
+    return int(major), int(minor)
+
+
+def _absent(owner, name):
+    raise AttributeError(f"'poprt._runtime.{owner}' object has no attribute '{name}' "
+                         f"(PopRT {'.'.join(map(str, _release()))} as documented)")
+
+
+class Device:
+    """An IPU DeviceManager attached (held until this object goes); no id attribute is documented."""
+
+    def __init__(self, index, lock):
+        self._index, self._lock = index, lock
+
+    def ipu_version(self):
+        return DeviceManager().ipu_hardware_version()
+
+
+class ReplicaIdToDevice(dict):
+    """Replica id -> Device (PopRT 1.3 and later: RuntimeConfig.replica_to_device)."""
+
+    def __setitem__(self, replica, device):
+        if not isinstance(replica, int) or not isinstance(device, Device):
+            raise TypeError(f"ReplicaIdToDevice: int -> Device, got {replica!r} -> {type(device).__name__}")
+        super().__setitem__(replica, device)
 
 
 class RuntimeConfig:
@@ -34,14 +65,26 @@ class RuntimeConfig:
 
     _FIELDS = {"timeout_ns": 10_000_000, "batching_dim": -1, "validate_io_params": True,
                "check_package_hash": True, "ring_buffer_size_multiplier": 2,
-               "flush_on_waiting_outputs": False, "thread_safe": True}
+               "flush_on_waiting_outputs": False, "thread_safe": True, "replica_to_device": ReplicaIdToDevice()}
 
     def __init__(self):
         for name, default in self._FIELDS.items():
-            object.__setattr__(self, name, default)
+            object.__setattr__(self, name, type(default)() if isinstance(default, dict) else default)
+
+    def _has(self, name):
+        """replica_to_device: RuntimeConfig's in PopRT 1.3 and later (C++ replicaIdToDevice); no
+        PackRunnerConfig has it."""
+        if name == "replica_to_device":
+            return type(self) is RuntimeConfig and _release() >= (1, 3)
+        return name in self._FIELDS
+
+    def __getattribute__(self, name):
+        if name == "replica_to_device" and not object.__getattribute__(self, "_has")(name):
+            _absent(type(self).__name__, name)
+        return object.__getattribute__(self, name)
 
     def __setattr__(self, name, value):
-        if name not in self._FIELDS:
+        if not self._has(name):
             raise AttributeError(f"'poprt._runtime.{type(self).__name__}' object has no attribute '{name}'")
         if name == "timeout_ns":
             if isinstance(value, datetime.timedelta):
@@ -110,6 +153,23 @@ class DeviceManager:
 
     def get_num_devices(self):
         return int(os.environ.get("KIT_POPRT_DOUBLE_NUM_DEVICES", "1"))
+
+    def __getattribute__(self, name):
+        if name == "get_specific_device" and _release() < (1, 3):
+            _absent("DeviceManager", name)
+        return object.__getattribute__(self, name)
+
+    def get_specific_device(self, device_id):
+        """Attach IPU `device_id` (PopRT 1.3 and later), or raise as PopRT does when it is busy."""
+        if not isinstance(device_id, int) or not 0 <= device_id < self.get_num_devices():
+            raise RuntimeError(f"get_specific_device(): no device {device_id!r}")
+        handle = open(os.path.join(_state_dir(), f"ipu{device_id}.lock"), "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise RuntimeError(f"Failed to attach to device {device_id}: it is in use by another process") from None
+        return Device(device_id, handle)
 
 
 def _state_dir():
@@ -181,7 +241,8 @@ class Runner:
             raise RuntimeError(f"the PopEF was compiled for {exe.options['ipu_version']}, the device is {version}")
         self.config = config or RuntimeConfig()
         self.options = exe.options
-        self.device_id, self._device_lock_file = _attach()
+        named = self.config.replica_to_device.get(0) if self.config._has("replica_to_device") else None
+        self._device = named or Device(*_attach())  # the IPU the config names, else the first free one
         time.sleep(_env_seconds("KIT_POPRT_DOUBLE_ATTACH_S", "0.5"))  # attach + load the PopEF
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(os.environ.get("KIT_POPRT_DOUBLE_THREADS", "1"))
@@ -198,10 +259,6 @@ class Runner:
         self.pipelined = exe.options.get("num_io_tiles", 0) > 0 or exe.options.get("batches_per_step", 1) > 1
         self._pack = _Packer(self, self.config) if isinstance(self.config, PackRunnerConfig) else None
 
-    def __del__(self):
-        handle = getattr(self, "_device_lock_file", None)
-        if handle is not None:
-            handle.close()
 
     def _output_shape(self, out):
         if all(isinstance(d, int) for d in out.shape):
@@ -218,22 +275,34 @@ class Runner:
         return self._per_call(self._output_infos)
 
     def get_model_inputs(self):
-        """The compiled model's inputs (the name ByteMLPerf reads)."""
+        """The compiled model's inputs: documented on a Runner in PopRT 1.1 / 1.2 only."""
         return list(self._inputs)
 
     def get_model_outputs(self):
         return list(self._output_infos)
 
     def _per_call(self, infos):
+        """A PackRunner's execute call takes one sample: one row of each compiled input and output (a
+        1-D one's share of values)."""
         if self._pack is None:
             return list(infos)
-        return [TensorInfo(i.name, [1, *i.shape[1:]], i.numpy_data_type()) for i in infos]
+        rows = self._inputs_by_name()[self.config.dynamic_input_name].shape[0]
+        return [TensorInfo(i.name, [1, *i.shape[1:]] if len(i.shape) > 1 else [i.shape[0] // rows],
+                           i.numpy_data_type()) for i in infos]
+
+    def _inputs_by_name(self):
+        return {i.name: i for i in self._inputs}
 
     def __getattribute__(self, name):
-        """One async spelling per emulated PopRT: execute_async (1.3 and later, the default) or
-        executeAsync (1.1 / 1.2), chosen by KIT_POPRT_DOUBLE_ASYNC."""
-        if name in _ASYNC_NAMES and name != os.environ.get("KIT_POPRT_DOUBLE_ASYNC", "execute_async"):
-            raise AttributeError(f"'poprt._runtime.Runner' object has no attribute '{name}'")
+        """One async spelling per emulated PopRT: execute_async (1.3 and later) or executeAsync (1.1 /
+        1.2; KIT_POPRT_DOUBLE_ASYNC overrides); get_model_inputs / get_model_outputs in 1.1 / 1.2 only."""
+        if name in _ASYNC_NAMES:
+            spelled = os.environ.get("KIT_POPRT_DOUBLE_ASYNC") or (
+                "execute_async" if _release() >= (1, 3) else "executeAsync")
+            if name != spelled:
+                _absent("Runner", name)
+        if name in _MODEL_IO_NAMES and _release() >= (1, 3):
+            _absent("Runner", name)
         return object.__getattribute__(self, name)
 
     def execute(self, input, output):  # noqa: A002 - PopRT's parameter names
@@ -332,7 +401,7 @@ class _Packer:
     not fire reads the mask as 1/0 and mixes the samples (or overflows), as on such an IPU."""
 
     def __init__(self, runner, config):
-        infos = {i.name: i for i in runner.get_model_inputs()}
+        infos = {i.name: i for i in runner._inputs}
         if config.timeout_microseconds <= 0 or config.max_valid_num <= 0:
             raise RuntimeError("PackRunnerConfig: timeout_microseconds and max_valid_num must be > 0")
         if config.dynamic_input_name not in infos:
@@ -382,7 +451,7 @@ class _Packer:
                 raise RuntimeError(f"execute(): pack input {name!r} has {len(flat)} values for a sample of "
                                    f"valid length {length} (padding removal covers {self.config.dynamic_group})")
             sample[name] = flat
-        for info in self.runner.get_model_outputs():
+        for info in self.runner._output_infos:
             if info.name not in outputs or outputs[info.name].size * self.rows != int(np.prod(info.shape)):
                 raise RuntimeError(f"execute(): pack output {info.name!r} must hold one row of {info.shape}")
         return sample

@@ -138,15 +138,15 @@ def prepared_model(job, kwargs):
 
 def without_each_pass(job, kwargs, passes):
     """Per pass: the op types of the graph converted with everything else the same but that pass
-    left out of used_passes and put in skip_passes. Against the real conversion, the difference is
-    that pass's alone; PopRT's other passes (layer_norm_pattern, eliminate_nop_cast...) change the
-    same counts between the graph before conversion and after, so that comparison cannot tell."""
+    left out of used_passes (a ByteMLPerf pass runs only when named there; `skip_passes`, a str in
+    PopRT's docs, is left as the job gave it). Against the real conversion, the difference is that
+    pass's alone; PopRT's other passes (layer_norm_pattern, eliminate_nop_cast...) change the same
+    counts between the graph before conversion and after, so that comparison cannot tell."""
     from poprt.converter import Converter
 
     out = {}
     for name in passes:
-        alone = dict(kwargs, used_passes=[p for p in kwargs.get("used_passes") or [] if p != name],
-                     skip_passes=list(kwargs.get("skip_passes") or []) + [name])
+        alone = dict(kwargs, used_passes=[p for p in kwargs.get("used_passes") or [] if p != name])
         out[name] = op_types(Converter(**alone).convert(prepared_model(job, alone)))
     return out
 

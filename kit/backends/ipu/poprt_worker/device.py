@@ -2,12 +2,15 @@
 
 import os
 import platform
+import re
 
 import numpy as np
 
-WORKER_VERSION = 4
+WORKER_VERSION = 5
 FP8_OPS = ("Conv", "MatMul", "Gemm")
 FP8_IPU_VERSIONS = ("ipu21",)
+OLDEST_RELEASE = (1, 1)  # runtime.Runner (1.0.2 documents no Python runtime); 1.1 to 1.5 are documented
+NAMED_DEVICE_RELEASE = (1, 3)  # DeviceManager.get_specific_device and RuntimeConfig's replica-to-device map
 TEST_DOUBLE_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
 
 
@@ -48,13 +51,43 @@ def board_description():
     return " ".join(str(first[k]) for k in ("board type", "board variant") if k in first) or None
 
 
-def attached_device(runner, device):
-    """The id of the IPU the Runner attached: the machine's only one, else the id the Runner gives
-    (`device_id`); None where several IPUs leave it unknown (power then says so, never sums boards)."""
-    if int(device.get("num_devices", 0)) == 1:
-        return 0
-    found = getattr(runner, "device_id", None)
-    return int(found) if found is not None else None
+def poprt_release(version):
+    """(major, minor) of the PopRT that runs, whose documented calls the worker then makes.
+
+    >>> poprt_release("1.4.0+kit.test.double")
+    (1, 4)
+    """
+    found = re.match(r"(\d+)\.(\d+)", str(version))
+    release = (int(found.group(1)), int(found.group(2))) if found else None
+    if release is None or release < OLDEST_RELEASE:
+        raise HardwareError(f"PopRT {version!r}: the worker follows the documented Python API of PopRT 1.1 to 1.5 "
+                            "(runtime.Runner); run one of those")
+    return release
+
+
+def name_device(runtime, config, device, release):
+    """(id, device) of the IPU the Runner will attach, chosen through documented API: the machine's
+    only IPU; else, from PopRT 1.3 on, the first `DeviceManager.get_specific_device(id)` that attaches,
+    set as replica 0's device in the RuntimeConfig (`replica_to_device`), so that the power read is
+    that card's. (None, None) where the config cannot name one (a PackRunnerConfig, PopRT 1.1 / 1.2):
+    on a machine of several IPUs power then says it cannot tell which board is this run's."""
+    count = int(device.get("num_devices", 0))
+    if count == 1:
+        return 0, None
+    if release < NAMED_DEVICE_RELEASE or isinstance(config, runtime.PackRunnerConfig):
+        return None, None
+    manager, errors = runtime.DeviceManager(), []
+    for device_id in range(count):
+        try:
+            chosen = manager.get_specific_device(device_id)
+        except Exception as exc:  # noqa: BLE001 - busy: another process holds it
+            errors.append(f"{device_id}: {exc}")
+            continue
+        replicas = runtime.ReplicaIdToDevice()
+        replicas[0] = chosen
+        config.replica_to_device = replicas
+        return device_id, chosen
+    raise HardwareError("no free IPU among {}: get_specific_device failed for each ({})".format(count, "; ".join(errors)))
 
 
 def check_hardware(device, precision):

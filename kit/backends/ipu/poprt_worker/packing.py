@@ -1,5 +1,5 @@
-"""Pack mode's helpers: PopRT's two async spellings, the outputs as ByteMLPerf sizes them, and the
-sample lengths of ByteMLPerf's benchmark_pack."""
+"""Pack mode's helpers: PopRT's two async spellings, one sample's output buffers from the calls each
+PopRT release documents, and the sample lengths of ByteMLPerf's benchmark_pack."""
 
 import numpy as np
 
@@ -13,17 +13,35 @@ def execute_async(runner, feeds, outputs):
     raise AttributeError("this PopRT Runner has neither execute_async nor executeAsync")
 
 
-def model_inputs(runner):
-    """The compiled model's inputs as ByteMLPerf reads them (get_model_inputs): a PackRunner's
-    get_execute_inputs describes one call's sample, not the compiled batch; else the newer name."""
-    method = getattr(runner, "get_model_inputs", None) or runner.get_execute_inputs
-    return method()
+MODEL_IO_UNTIL = (1, 3)  # Runner.get_model_inputs / get_model_outputs: PopRT 1.1 and 1.2's examples
+MODEL_IO_CALLS = "Runner.get_model_outputs (PopRT 1.1 / 1.2: the compiled batch), one sample's share"
+EXECUTE_IO_CALLS = ("Runner.get_execute_outputs (PopRT 1.3 and later: one execute call's, one sample; "
+                    "get_model_inputs is documented only on LightRunner, where it lists the weights too)")
 
 
-def model_outputs(runner):
-    """The model's outputs as ByteMLPerf sizes pack buffers (get_model_outputs), else the newer name."""
-    method = getattr(runner, "get_model_outputs", None) or runner.get_execute_outputs
-    return method()
+def sample_output_specs(runner, release, batch):
+    """[(name, shape, dtype)] of one sample's output buffers for a PackRunner and how they were read,
+    by the calls PopRT documents for `release`."""
+    if release < MODEL_IO_UNTIL:
+        specs = [(o.name, sample_share(o.shape, batch), o.numpy_data_type()) for o in runner.get_model_outputs()]
+        return specs, MODEL_IO_CALLS
+    return [(o.name, list(o.shape), o.numpy_data_type()) for o in runner.get_execute_outputs()], EXECUTE_IO_CALLS
+
+
+def sample_share(shape, batch):
+    """One sample's share of an output of the compiled batch: dim 0 of `batch` becomes 1, and a 1-D
+    output of batch x n values gives n values (setting its dim 0 to 1 would leave one value).
+
+    >>> sample_share([20, 384, 2], 20), sample_share([20 * 384], 20), sample_share([20], 20)
+    ([1, 384, 2], [384], [1])
+    """
+    shape = [int(d) for d in shape]
+    size = int(np.prod(shape)) if shape else 1
+    if not shape or size % batch:
+        raise ValueError(f"a pack output of shape {shape} does not split into {batch} samples")
+    if len(shape) > 1 and shape[0] == batch:
+        return [1] + shape[1:]
+    return [size // batch]
 
 
 def length_pmf(avg, sd, top):

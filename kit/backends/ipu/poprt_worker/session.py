@@ -6,14 +6,13 @@ import time
 import numpy as np
 
 from . import convert
-from .device import FP8_OPS, attached_device, check_hardware, environment
+from .device import FP8_OPS, check_hardware, environment, name_device, poprt_release
 from .packing import (
     execute_async,
-    model_inputs,
-    model_outputs,
     pack_fill,
     pack_lengths,
     population_mean,
+    sample_output_specs,
 )
 from .timing import time_clients
 
@@ -45,6 +44,10 @@ class RunnerHost:
         self.runner = None
         self.job = None
         self.pack = None
+        self.release = None  # (major, minor) of the PopRT that runs: which documented calls to make
+        self.device = None  # the IPU named in the runtime config, kept while its Runner lives
+        self.compiled_shapes = None  # the converter's input_shape: what was compiled
+        self.sample_specs = None  # pack mode: one sample's output buffers
 
     def probe(self, _msg):
         if self.env is None:
@@ -58,17 +61,24 @@ class RunnerHost:
             raise RuntimeError("this worker already holds a Runner; start a new worker per session")
         env = self.probe(job)
         check_hardware(env["device"], job["precision"])
+        self.release = poprt_release(env["poprt_version"])
         path, seconds, cached, kwargs, wanted, memory = convert.compile_popef(job, env)
         self.job, self.pack = job, job.get("pack") if job.get("pack_inputs") is not None else None
+        self.compiled_shapes = kwargs["input_shape"]
         started = time.perf_counter()
-        self.runner = runtime.Runner(path, runtime_config(self.pack))
+        config = runtime_config(self.pack)
+        device_id, self.device = name_device(runtime, config, env["device"], self.release)
+        self.runner = runtime.Runner(path, config)
         attach = time.perf_counter() - started
         info = {"popef": path, "compile_seconds": seconds, "popef_cached": cached,
                 "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
-                "inputs": describe(model_inputs(self.runner)),
-                "outputs": describe(model_outputs(self.runner)), "env": env,
-                "pack": self.pack is not None, "memory": memory,
-                "device_id": attached_device(self.runner, env["device"]), "graph": convert.read_graph_record(path)}
+                "inputs": describe(self.runner.get_execute_inputs()),
+                "outputs": describe(self.runner.get_execute_outputs()), "env": env,
+                "compiled_batch_size": int(job["batch_size"]), "pack": self.pack is not None, "memory": memory,
+                "device_id": device_id, "graph": convert.read_graph_record(path)}
+        if self.pack:
+            self.sample_specs, info["pack_output_calls"] = sample_output_specs(
+                self.runner, self.release, int(job["batch_size"]))
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
         return info
@@ -102,7 +112,7 @@ class RunnerHost:
         return calls
 
     def close(self, _msg):
-        self.runner = None
+        self.runner = self.device = None
         return None
 
     def _require_runner(self):
@@ -134,13 +144,8 @@ class RunnerHost:
         return feeds
 
     def sample_outputs(self):
-        """One sample's output buffers, sized as ByteMLPerf does: the model's outputs with dim 0 = 1."""
-        outs = {}
-        for o in model_outputs(self.runner):
-            shape = list(o.shape)
-            shape[0] = 1
-            outs[o.name] = np.zeros(shape, dtype=o.numpy_data_type())
-        return outs
+        """One sample's output buffers (sample_output_specs: by the calls this PopRT documents)."""
+        return {name: np.zeros(shape, dtype=dtype) for name, shape, dtype in self.sample_specs}
 
     def run_packed(self, inputs, isolate=False):
         """A padded batch, sent sample by sample: asynchronously, so that they pack together, or
@@ -161,7 +166,7 @@ class RunnerHost:
             if future is not None:
                 future.wait()
             results.append(outs)
-        return [np.concatenate([r[o.name] for r in results]) for o in model_outputs(self.runner)]
+        return [np.concatenate([r[name] for r in results]) for name, _, _ in self.sample_specs]
 
     def time_packed(self, msg):
         """ByteMLPerf's benchmark_pack: int(pack batch x 3.5) clients send single samples drawn from
@@ -171,7 +176,7 @@ class RunnerHost:
         benchmark_pack; an input that cannot hold 1 gets its lowest valid value: pack_fill);
         warm-up outside the window."""
         bench = self.pack["benchmark"]
-        seq = int(self.runner_input(self.pack["mask_name"]).shape[-1])
+        seq = int(self.compiled_shapes[self.pack["mask_name"]][-1])
         top = min(int(bench["max_valid_seq"]), seq)
         rng = np.random.RandomState(int(msg.get("seed", 0)))
         count = max(int(msg.get("pack_samples") or 0), PACK_SAMPLES_PER_ROW * int(self.pack["batch_size"]))
@@ -197,9 +202,6 @@ class RunnerHost:
                                "draw": "stratified over the population's quantiles, shuffled",
                                "position_ids": "not sent (as benchmark_pack)"}
         return out
-
-    def runner_input(self, name):
-        return next(i for i in model_inputs(self.runner) if i.name == name)
 
 
 def describe(infos):
