@@ -10,6 +10,7 @@ import pytest
 from kit.batch import Job, run_jobs
 from kit.cli.main import main
 from kit.cli.rerun import drift, recorded_job
+from kit.errors import KitError
 from kit.paths import notebooks_dir
 from kit.results import RunResult
 
@@ -116,3 +117,21 @@ def test_a_recorded_folder_to_write_in_outside_outputs_is_refused(outputs, tmp_p
     assert main(["rerun", str(path), "--allow-drift"]) == 2
     assert f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}" in capsys.readouterr().err
     assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
+
+
+@pytest.mark.parametrize("relative", ["notebooks/escaped", "kit"])
+def test_a_recorded_relative_folder_is_read_from_the_job_s_working_folder(outputs, tmp_path, relative):
+    """The job runs in the project root (Task.spec's cwd) and opens `output_dir` from there: a
+    relative one that is inside outputs/ only when read from outputs/ is refused too."""
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": relative})
+    with pytest.raises(KitError, match="its recorded job cannot be re-run: invalid path="):
+        recorded_job(path)
+
+
+def test_a_recorded_relative_folder_under_outputs_is_kept(outputs, tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(notebooks_dir()))
+    monkeypatch.setenv("KIT_ROOT", str(tmp_path))  # outputs/ is <root>/outputs
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": "outputs/loadgen"})
+    assert recorded_job(path)[1].parameters["output_dir"] == "outputs/loadgen"
