@@ -11,6 +11,7 @@ from kit.batch import Job, run_jobs
 from kit.cli.main import main
 from kit.cli.rerun import drift, recorded_job
 from kit.errors import KitError
+from kit.hardware.drift import differences
 from kit.paths import notebooks_dir
 from kit.results import RunResult
 
@@ -135,3 +136,20 @@ def test_a_recorded_relative_folder_under_outputs_is_kept(outputs, tmp_path, mon
     path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
                     parameters={"output_dir": "outputs/loadgen"})
     assert recorded_job(path)[1].parameters["output_dir"] == "outputs/loadgen"
+
+
+def test_a_schema_1_result_without_distributions_says_they_were_not_recorded(tmp_path):
+    """The upgrade to version 2 fills a missing `distributions` and `published_data` with {}: the
+    drift list then said every installed package was 'not installed in the result' and every
+    published file 'added', where the result simply did not record them."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "model_benchmark", "name": "x", "status": "ok",
+                                "created_at": "2026-01-01T00:00:00", "parameters": {}, "environment": {}}))
+    recorded = RunResult.read(path).environment
+    now = {"kit": {"commit": "a" * 40}, "distributions": {"numpy": "2.0", "torch": "2.13"}, "cpu": {"model": "x"},
+           "gpus": [], "ipu_present": False,
+           "published_data": {"reports.csv": "f" * 64}}
+    lines = differences(recorded, now)
+    assert "packages: the installed distributions were not recorded in the result" in lines
+    assert "published data: its hashes were not recorded in the result" in lines
+    assert not [line for line in lines if line.startswith(("package numpy", "published data reports.csv"))]
