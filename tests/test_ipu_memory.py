@@ -161,3 +161,19 @@ def test_the_worker_sees_its_container_s_cgroup_v1_or_v2_limit(tmp_path):
     (tmp_path / "memory.max").write_text("1500000000\n")
     (tmp_path / "memory.current").write_text("1000000000\n")
     assert step_memory.available_memory_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 500_000_000
+
+
+def test_the_worker_does_not_count_reclaimable_page_cache_as_used(tmp_path):
+    """A cgroup's usage counts the page cache of the files the worker read (the ONNX, a PopEF);
+    the kernel reclaims its inactive part before it kills, as kit.measure.memory counts it: the
+    worker's check refused a step that fits (StepWontFit) where the cache filled the limit."""
+    (tmp_path / "meminfo").write_text("MemTotal: 25000000 kB\nMemAvailable: 24000000 kB\n")
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("3000000000\n")
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text("2500000000\n")
+    (tmp_path / "memory" / "memory.stat").write_text("cache 2000000000\ntotal_inactive_file 1500000000\n")
+    assert step_memory.available_memory_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 2_000_000_000
+    (tmp_path / "memory.max").write_text("3000000000\n")
+    (tmp_path / "memory.current").write_text("2500000000\n")
+    (tmp_path / "memory.stat").write_text("anon 500000000\ninactive_file 1000000000\n")
+    assert step_memory.available_memory_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 1_500_000_000

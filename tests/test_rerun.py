@@ -10,6 +10,8 @@ import pytest
 from kit.batch import Job, run_jobs
 from kit.cli.main import main
 from kit.cli.rerun import drift, recorded_job
+from kit.errors import KitError
+from kit.hardware.drift import differences
 from kit.paths import notebooks_dir
 from kit.results import RunResult
 
@@ -116,3 +118,38 @@ def test_a_recorded_folder_to_write_in_outside_outputs_is_refused(outputs, tmp_p
     assert main(["rerun", str(path), "--allow-drift"]) == 2
     assert f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}" in capsys.readouterr().err
     assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
+
+
+@pytest.mark.parametrize("relative", ["notebooks/escaped", "kit"])
+def test_a_recorded_relative_folder_is_read_from_the_job_s_working_folder(outputs, tmp_path, relative):
+    """The job runs in the project root (Task.spec's cwd) and opens `output_dir` from there: a
+    relative one that is inside outputs/ only when read from outputs/ is refused too."""
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": relative})
+    with pytest.raises(KitError, match="its recorded job cannot be re-run: invalid path="):
+        recorded_job(path)
+
+
+def test_a_recorded_relative_folder_under_outputs_is_kept(outputs, tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(notebooks_dir()))
+    monkeypatch.setenv("KIT_ROOT", str(tmp_path))  # outputs/ is <root>/outputs
+    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
+                    parameters={"output_dir": "outputs/loadgen"})
+    assert recorded_job(path)[1].parameters["output_dir"] == "outputs/loadgen"
+
+
+def test_a_schema_1_result_without_distributions_says_they_were_not_recorded(tmp_path):
+    """The upgrade to version 2 fills a missing `distributions` and `published_data` with {}: the
+    drift list then said every installed package was 'not installed in the result' and every
+    published file 'added', where the result simply did not record them."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "model_benchmark", "name": "x", "status": "ok",
+                                "created_at": "2026-01-01T00:00:00", "parameters": {}, "environment": {}}))
+    recorded = RunResult.read(path).environment
+    now = {"kit": {"commit": "a" * 40}, "distributions": {"numpy": "2.0", "torch": "2.13"}, "cpu": {"model": "x"},
+           "gpus": [], "ipu_present": False,
+           "published_data": {"reports.csv": "f" * 64}}
+    lines = differences(recorded, now)
+    assert "packages: the installed distributions were not recorded in the result" in lines
+    assert "published data: its hashes were not recorded in the result" in lines
+    assert not [line for line in lines if line.startswith(("package numpy", "published data reports.csv"))]

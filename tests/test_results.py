@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kit.errors import KitError
+from kit.publish.scorecard import measured_hardware
 from kit.results import SCHEMA_VERSION, RunResult, UnsupportedVersion, version_problem
 from kit.results.schema import upgrade
 from kit.results.sections import BackendInfo, Environment, Sections
@@ -120,3 +121,15 @@ def test_the_sections_follow_the_dicts_a_notebook_changes():
     result = RunResult.read(MODEL)
     result.backend["session"]["placement"] = {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
     assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
+
+
+def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
+    """torch.compile failing at load (past dynamo's recompile limit) keeps the eager module and says
+    so in the session's notes; the compile option alone labelled the scorecard row 'compiled'."""
+    backend = {"name": "torch", "precision": "fp16", "device": "cuda", "options": {"compile": True},
+               "session": {"notes": ["torch.compile failed (recompile limit); fell back to eager"]}}
+    result = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "x"}})
+    result.backend = backend
+    assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(result)
+    result.backend = {**backend, "session": {"notes": [], "compile_s": 12.0}}
+    assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(result)

@@ -19,7 +19,7 @@ from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
 from kit.errors import KitError, MissingResource
 from kit.hardware.drift import current, differences
-from kit.paths import inside, outputs_dir, plain_name, project_notebook
+from kit.paths import inside, outputs_dir, plain_name, project_notebook, project_root
 from kit.publish.compare_runs import compare_runs
 from kit.results import RunResult
 
@@ -68,8 +68,8 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
         plain_name(job.get("name"), "job name")
         project_notebook(job["notebook"])
         for key in WRITTEN_IN:
-            if job["parameters"].get(key):
-                inside(outputs_dir(), str(job["parameters"][key]))
+            if job["parameters"].get(key):  # relative: to the job's working folder, the project root
+                inside(outputs_dir(), project_root() / str(job["parameters"][key]))
         # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
         again = Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600)))
     except (KitError, TypeError, ValueError) as exc:

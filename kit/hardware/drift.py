@@ -56,7 +56,7 @@ def differences(recorded: dict, now: dict) -> list[str]:
 
 
 def _packages(old: dict | None, new: dict) -> list[str]:
-    if old is None:
+    if not old:  # None, or {} as kit.results.schema fills a version-1 result that did not record them
         return ["packages: the installed distributions were not recorded in the result"]
     out = []
     for name in sorted(set(old) | set(new)):
@@ -67,7 +67,7 @@ def _packages(old: dict | None, new: dict) -> list[str]:
 
 
 def _files(what: str, old: dict | None, new: dict) -> list[str]:
-    if old is None:
+    if not old:  # None, or {} as kit.results.schema fills a version-1 result
         return [f"{what}: its hashes were not recorded in the result"]
     return [f"{what} {name}: {'changed' if old.get(name) and new.get(name) else 'added' if new.get(name) else 'removed'}"
             for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]

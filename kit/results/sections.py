@@ -161,7 +161,11 @@ class BackendInfo:
 
     @property
     def compiled(self) -> bool:
-        return bool(self.options.get("compile"))
+        """Run compiled: the compile option, unless the session fell back to eager (a compile that
+        failed, e.g. past dynamo's recompile limit, says so in its notes, as the search reads it)."""
+        notes = self.session.items.get("notes") or []
+        fell_back = isinstance(notes, list | tuple) and any("fell back to eager" in str(n) for n in notes)
+        return bool(self.options.get("compile")) and not fell_back
 
 
 # --- the environment ----------------------------------------------------------------------------

@@ -42,9 +42,25 @@ def reset_vm_hwm(clear_refs="/proc/self/clear_refs"):
         return False
 
 
-# The container's own cgroup: (limit, usage) files of cgroup v2 and of v1's memory controller.
-CGROUP_FILES = (("memory.max", "memory.current"),
-                (os.path.join("memory", "memory.limit_in_bytes"), os.path.join("memory", "memory.usage_in_bytes")))
+# The container's own cgroup: (limit, usage, memory.stat, its reclaimable page-cache fields) of
+# cgroup v2 and of v1's memory controller, as kit.measure.memory reads them.
+CGROUP_FILES = (("memory.max", "memory.current", "memory.stat", ("inactive_file",)),
+                (os.path.join("memory", "memory.limit_in_bytes"), os.path.join("memory", "memory.usage_in_bytes"),
+                 os.path.join("memory", "memory.stat"), ("total_inactive_file", "inactive_file")))
+
+
+def reclaimable_bytes(stat, names):
+    """The first of `names` in a cgroup's memory.stat (page cache the kernel reclaims before it
+    kills), in bytes; 0 where absent."""
+    try:
+        with open(stat) as f:
+            fields = dict(line.split()[:2] for line in f if len(line.split()) >= 2)
+    except OSError:
+        return 0
+    for name in names:
+        if fields.get(name, "").isdigit():
+            return int(fields[name])
+    return 0
 
 
 def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
@@ -57,7 +73,7 @@ def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
                     available = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
-    for limit_file, usage_file in CGROUP_FILES:
+    for limit_file, usage_file, stat_file, reclaimable in CGROUP_FILES:
         try:
             with open(os.path.join(cgroup, limit_file)) as f:
                 limit = f.read().strip()
@@ -65,6 +81,7 @@ def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
                 used = int(f.read().strip())
         except (OSError, ValueError):
             continue
+        used = max(used - reclaimable_bytes(os.path.join(cgroup, stat_file), reclaimable), 0)
         if limit.isdigit() and available is not None:
             available = min(available, max(int(limit) - used, 0))
     return available
