@@ -26,6 +26,7 @@ import argparse
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import sys
 import time
@@ -34,6 +35,9 @@ from pathlib import Path
 
 from benchmarks.gpu_check_report import Check, Facts, Outcome, job_lines, peer_outcome, summary_text
 from benchmarks.gpu_check_runner import Completed, Runner, run_process
+from kit.hardware.environment import gpu_facts
+from kit.models import get_entry
+from kit.published import figures as published
 
 EXIT_MET, EXIT_NOT_MET, EXIT_MISSING = 0, 1, 2
 COLD_TARGET_S, WARM_TARGET_S = 600.0, 180.0
@@ -66,9 +70,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def torch_rows() -> list[str]:
     """Every published row whose zoo model is built in PyTorch, the two most telling first."""
-    from kit.models import get_entry
-    from kit.published import figures as published
-
     rows = [f"{r.model}:{r.precision}" for r in published.headline_rows().itertuples()
             if get_entry(r.model).framework == "torch"]
     return [r for r in FIRST_ROWS if r in rows] + [r for r in rows if r not in FIRST_ROWS]
@@ -120,11 +121,7 @@ def missing(hardware: str = "cuda") -> list[str]:
 
 def host_facts() -> Facts:
     """The card, its driver and the versions that ran (read here, in this process)."""
-    import platform
-
     import torch
-
-    from kit.hardware.environment import gpu_facts
 
     gpu = gpu_facts()
     card = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"

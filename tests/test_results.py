@@ -5,6 +5,7 @@ re-publishes."""
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from kit.errors import KitError
@@ -133,3 +134,20 @@ def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
     assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(result)
     result.backend = {**backend, "session": {"notes": [], "compile_s": 12.0}}
     assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(result)
+
+
+def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():
+    """A missing total is no zero: the index says nothing of it and the report leaves it blank."""
+    from kit.publish.report.tables import time_table
+    from kit.publish.site import time_split
+    from kit.results.tables import TimeAccount
+
+    raw = {"phases": [{"phase": "timing", "seconds": 4.0}]}
+    account = TimeAccount.from_dict(raw)
+    assert account.total_s is None and account.other_s is None
+    assert time_split(account, 10.0) == "—"
+    result = RunResult(kind="model_benchmark", name="x", parameters={}, environment={},
+                       tables={"time_account": raw})
+    rows = time_table(result).set_index("phase")
+    assert rows.loc["timing", "seconds"] == 4.0
+    assert pd.isna(rows.loc["total", "seconds"]) and pd.isna(rows.loc["other", "seconds"])

@@ -134,15 +134,15 @@ class TimeAccount:
     """Where a run's time went (`kit.measure.time_account.TimeAccount.to_dict()`); `raw` as written,
     for kit.measure.time_account.by_phase."""
 
-    total_s: float = 0.0
-    other_s: float = 0.0
+    total_s: float | None = None  # None: not recorded (a missing total is no zero)
+    other_s: float | None = None
     phases: tuple[PhaseRow, ...] = ()
     raw: Json = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: object) -> TimeAccount:
         d = _map(d)
-        return cls(total_s=d.get("total_s") or 0.0, other_s=d.get("other_s") or 0.0,
+        return cls(total_s=d.get("total_s"), other_s=d.get("other_s"),
                    phases=tuple(PhaseRow.from_dict(p) for p in _rows(d.get("phases"))), raw=d)
 
 

@@ -188,7 +188,9 @@ def time_table(result: RunResult) -> pd.DataFrame:
     if not account.phases:
         return pd.DataFrame(columns=cols)
 
-    def row(phase: str, batch, seconds: float, detail: str) -> dict:
+    def row(phase: str, batch, seconds: float | None, detail: str) -> dict:
+        if seconds is None:  # not recorded: shown as missing, never as 0 s
+            return {"phase": phase, "batch_size": batch, "seconds": None, "share": None, "detail": detail}
         share = f"{100 * seconds / total:.0f} %" if total else None
         return {"phase": phase, "batch_size": batch, "seconds": round(seconds, 1), "share": share, "detail": detail}
 
