@@ -159,13 +159,17 @@ def kit_plans(model_name: str, precision: str, hardware: str = "cpu", batches: l
         at, settle = search_batch(model_name, sizes, "quick"), max(sizes)
         decision, reused = decide(model, precision, at, hardware, SearchSettings("quick", settle_batch=settle))
         return dict.fromkeys(wanted, kit_record(decision, reused, at, settle))
-    plans, prior = {}, None
-    for batch in sorted(set(sizes) | set(wanted)):
+    made, prior = {}, None
+    for batch in sorted(sizes):  # reproduce's chain: the published batches only
         if batch > max(wanted):
             break
-        decision, reused = decide(model, precision, batch, hardware, SearchSettings("quick"), prior=prior)
-        plans[batch], prior = kit_record(decision, reused, batch, None), decision
-    return {b: plans[b] for b in wanted}
+        made[batch] = decide(model, precision, batch, hardware, SearchSettings("quick"), prior=prior)
+        prior = made[batch][0]
+    for batch in sorted(set(wanted) - set(sizes)):  # an extra batch follows the published one below it
+        below = [b for b in sizes if b < batch]
+        made[batch] = decide(model, precision, batch, hardware, SearchSettings("quick"),
+                             prior=made[max(below)][0] if below else None)
+    return {b: kit_record(*made[b], b, None) for b in wanted}
 
 
 def kit_record(decision, reused: bool, at: int, settle: int | None) -> dict:

@@ -272,3 +272,22 @@ def test_the_index_names_each_batchs_own_choice_on_a_gpu():
     assert [r["kit_choice"] for r in rows] == ["choice at 4", "choice at 32"]
     assert "| choice at 32 |" in peers.table([{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"},
                                                "batches": batches}])
+
+
+def test_on_a_gpu_an_extra_batch_never_enters_reproduces_chain_of_published_batches(monkeypatch):
+    """A batch given with --batches that no job measures is decided after the published batch
+    below it; the published batches keep the chain kit reproduce makes (4, then 32 after 4)."""
+    asked = []
+
+    def fake_decide(model, precision, batch, hardware, settings, prior=None):
+        asked.append((batch, prior.batch if prior else None))
+        plan = SimpleNamespace(backend="torch", precision="fp16", device="cuda", options={}, threads=None,
+                               precision_note="")
+        return SimpleNamespace(batch=batch, plan=plan, chosen=f"b{batch}", today="", searched_s=0.0, key=None,
+                               cache_file=None), False
+
+    monkeypatch.setattr(peers, "export_model", lambda name: SimpleNamespace(name=name, small=False))
+    monkeypatch.setattr(peers, "decide", fake_decide)
+    kits = peers.kit_plans("resnet50-torch-fp32", "FP16", "cuda", [4, 8, 32])
+    assert sorted(asked) == [(4, None), (8, 4), (32, 4)]
+    assert {b: k["chosen"] for b, k in kits.items()} == {4: "b4", 8: "b8", 32: "b32"}
