@@ -1,3 +1,4 @@
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -78,3 +79,18 @@ def fake_backend():
 # PopRT double (a fake `poprt` and `gcipuinfo` that must not be imported unasked) are not collected.
 collect_ignore = ["poprt_double"]
 collect_ignore_glob = ["[!t]*.py"]
+
+
+@pytest.fixture
+def poprt(monkeypatch):
+    """The PopRT test double imported fresh (fast settings), and forgotten afterwards."""
+    from tests.ipu_helpers import DOUBLE, FAST_DOUBLE  # onnx at its top: only where asked for
+
+    for key, value in FAST_DOUBLE.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.syspath_prepend(str(DOUBLE))
+    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
+        monkeypatch.delitem(sys.modules, name)
+    yield importlib.import_module("poprt")
+    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
+        del sys.modules[name]

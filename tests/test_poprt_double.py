@@ -3,8 +3,6 @@ the documented API), and accepts the documented flow."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 import time
 
@@ -12,20 +10,7 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.ipu_helpers import DOUBLE, FAST_DOUBLE, tiny_model
-
-
-@pytest.fixture
-def poprt(monkeypatch):
-    for key, value in FAST_DOUBLE.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.syspath_prepend(str(DOUBLE))
-    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
-        monkeypatch.delitem(sys.modules, name)
-    module = importlib.import_module("poprt")
-    yield module
-    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
-        del sys.modules[name]
+from tests.ipu_helpers import FAST_DOUBLE, tiny_model
 
 
 @pytest.fixture

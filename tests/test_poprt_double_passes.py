@@ -4,9 +4,6 @@ and on nothing else, so a kit export that loses the pattern shows as a pass that
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 import numpy as np
 import onnx
 import pytest
@@ -17,23 +14,12 @@ from kit.backends.ipu import IpuBackend
 from kit.backends.ipu import backend as ipu_mod
 from kit.backends.ipu.graph import check_passes, not_comparable_reasons
 from kit.backends.ipu.poprt_worker.convert import INPUT_CAST, op_types
-from tests.ipu_helpers import DOUBLE, FAST_DOUBLE, use_double
+from tests.ipu_helpers import use_double
 from tests.onnx_graphs import where_mask_export
 
 FLOAT_MIN = float(np.finfo(np.float32).min)
 B, S, D = 2, 6, 4
 
-
-@pytest.fixture
-def poprt(monkeypatch):
-    for key, value in FAST_DOUBLE.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.syspath_prepend(str(DOUBLE))
-    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
-        monkeypatch.delitem(sys.modules, name)
-    yield importlib.import_module("poprt")
-    for name in [m for m in sys.modules if m == "poprt" or m.startswith("poprt.")]:
-        del sys.modules[name]
 
 
 def _const(name: str, value) -> onnx.NodeProto:
