@@ -11,7 +11,6 @@ import pytest
 from kit.backends import export_opset
 from kit.backends.ipu import IpuBackend
 from kit.models import DEFAULT_OPSET, export_model, model_names
-from tests.test_poprt_double import poprt  # noqa: F401 - fixture
 
 RTOL = 1e-4  # fp32 both ways; only the int64 -> int32 input cast and shape fixing differ
 
