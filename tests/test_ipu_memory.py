@@ -4,6 +4,8 @@ steps ("needs about N GB, M GB available"), never guessed before a first measure
 
 from __future__ import annotations
 
+import mmap
+
 import pytest
 
 from kit.backends import step_peaks
@@ -117,9 +119,10 @@ def test_a_store_of_another_format_is_ignored_not_an_error(tmp_path):
 def test_worker_step_memory_resets_the_peak_and_refuses_a_known_need_above_available(monkeypatch):
     memory = step_memory.StepMemory({"ipu-compile": {"bytes": 1e18, "source": "test"}})
     with memory.step("ipu-convert"):
-        held = b"x" * (50 * 10**6)
+        held = mmap.mmap(-1, 50 * 10**6)  # its own mapping: closing it surely returns the pages
+        held.write(b"x" * len(held))
     assert memory.steps["ipu-convert"]["peak_rss_bytes"] >= 50e6
-    del held
+    held.close()
     with memory.step("ipu-convert-again"):
         pass
     if memory.reset_everywhere:  # clear_refs lowered the high-water mark to the current RSS
@@ -132,6 +135,18 @@ def test_worker_step_memory_resets_the_peak_and_refuses_a_known_need_above_avail
     with unreset.step("x"):
         pass
     assert "could not reset" in unreset.to_dict()["method"]
+
+
+def test_a_reset_the_kernel_takes_but_ignores_is_not_believed(tmp_path):
+    """CI's sandbox took the write to clear_refs and kept the old peak: both steps read the
+    process's lifetime peak, and the method claimed a per-step reset."""
+    clear_refs, status = tmp_path / "clear_refs", tmp_path / "status"
+    clear_refs.write_text("")
+    status.write_text("VmHWM:\t 1069000 kB\nVmRSS:\t  500000 kB\n")
+    assert step_memory.reset_vm_hwm(str(clear_refs), str(status)) is False
+    status.write_text("VmHWM:\t  500100 kB\nVmRSS:\t  500000 kB\n")
+    assert step_memory.reset_vm_hwm(str(clear_refs), str(status)) is True
+    assert step_memory.reset_vm_hwm(str(tmp_path / "no" / "clear_refs"), str(status)) is False
 
 
 def test_memory_bench_measures_the_poprt_step_where_the_backend_is_there(with_double, tmp_path):  # noqa: F811

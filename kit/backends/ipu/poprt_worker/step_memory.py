@@ -32,14 +32,20 @@ def vm_hwm_bytes(status="/proc/self/status"):
     return status_bytes("VmHWM", status)
 
 
-def reset_vm_hwm(clear_refs="/proc/self/clear_refs"):
-    """Reset VmHWM to the current RSS (Linux 4.0 and later); False where that is not allowed."""
+def reset_vm_hwm(clear_refs="/proc/self/clear_refs", status="/proc/self/status"):
+    """Reset VmHWM to the current RSS (Linux 4.0 and later). False where that is not allowed, or
+    where the write is taken but the peak stays above the current RSS (some sandboxed kernels)."""
     try:
         with open(clear_refs, "w") as f:
             f.write("5")
-        return True
     except OSError:
         return False
+    peak, now = status_bytes("VmHWM", status), status_bytes("VmRSS", status)
+    return peak is None or now is None or peak - now <= RESET_SLACK_BYTES
+
+
+# What RSS may fall between the reset and the read of the status that checks it.
+RESET_SLACK_BYTES = 4 * 2**20
 
 
 # The container's own cgroup: (limit, usage, memory.stat, its reclaimable page-cache fields) of
