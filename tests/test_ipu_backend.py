@@ -315,13 +315,14 @@ def test_power_window_is_read_in_the_worker_over_the_timed_calls(with_double, tm
     with_double.setenv("KIT_GCIPUINFO_DOUBLE_W", "120.0")
     model = tiny_exported(tmp_path)
     session = IpuBackend().load(model, config(tmp_path, "fp32"), 2)
-    m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=3, min_duration_s=0.2,
-                                                                      min_count=5, clients=2), power=True)
+    m = session.measure_window(model.make_inputs(2), 2, MeasureConfig(warmup=3, min_duration_s=0.3,
+                                                                      min_count=5, clients=2), power=True,
+                               hz=200.0)  # 3 readings at 20 Hz in 0.2 s were not sure on a loaded machine
     p = m.power
     assert p["method"] == "measured" and p["mean_w"] == pytest.approx(120.0) and p["sampler"] == "gcipuinfo"
     assert p["n_samples"] >= 3 and "GCDA_MONITOR='1'" in p["notes"][0]
     first, last = min(t[0][0] for t in m.calls), max(t[-1][1] for t in m.calls)
-    assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 0.01
+    assert p["window_start_ns"] == first and p["duration_s"] <= (last - first) / 1e9 + 0.05
     assert p["samples_processed"] == m.samples  # warm-up calls are not in the window
     session.close()
 
