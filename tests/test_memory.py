@@ -184,3 +184,18 @@ def test_steady_allocator_stops_every_call_from_faulting_its_activations_in_agai
     steady, note = faults("steady")
     assert default > 20 * 10 * 1000 / 4  # at least a quarter of the 10 x 4 MiB pages, every call
     assert steady < 1000 and "mmap threshold 32 MiB and trim threshold 64 MiB fixed" in note
+
+
+def test_a_child_s_peak_is_its_own_not_the_parent_s_it_was_spawned_from(monkeypatch):
+    """CI: an export child killed at 0.2 GB read 'peak 1.7 GB', the test process's RSS that wait4's
+    ru_maxrss counts at the spawn; on a 0.3 GB machine that said 'likely out of memory' for a
+    parent's size."""
+    monkeypatch.setattr(memory, "own_peak_rss_bytes", lambda: int(1.7 * GB))
+    assert memory.child_peak(int(2.5 * GB), int(1.0 * GB)) == memory.Peak(2.5, 2.5)  # above: the child's
+    peak = memory.child_peak(int(1.7 * GB), int(0.2 * GB))
+    assert peak == memory.Peak(0.2, 1.7)
+    assert "likely out of memory: peak at least 0.2 GB of 0.3 GB" in memory.oom_message("killed", peak, 0.3)
+    assert "peak at most 1.7 GB of 24.0 GB: far from the memory limit" in memory.oom_message("killed", peak, 24.0)
+    unsure = memory.oom_message("killed", memory.child_peak(int(1.7 * GB), int(0.05 * GB)), 2.0)
+    assert "perhaps out of memory: peak between 0.1 and 1.7 GB of 2.0 GB" in unsure
+    assert "likely" not in memory.oom_message("killed", memory.child_peak(int(1.7 * GB)), 2.0)

@@ -22,7 +22,7 @@ from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
 from kit.batch.proctree import kill_tree
 from kit.batch.worker import EXIT_KILLED
-from kit.measure.memory import oom_message
+from kit.measure.memory import Peak, child_peak, oom_message, vm_hwm_bytes
 from kit.models.export_child import remove_leftovers
 
 POLL_S = 0.05
@@ -52,13 +52,13 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
             if ended == "stop":
                 return Outcome("interrupted", "stopped by the batch", seconds, socket.gethostname())
             return Outcome("timeout", f"timed out after {timeout_s} s", seconds, socket.gethostname())
-        code, peak_kb = ended
+        code, peak = ended
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
-    return _outcome(code, peak_kb, lines, seconds)
+    return _outcome(code, peak, lines, seconds)
 
 
-def _outcome(code: int, peak_kb: int, lines: list[str], seconds: float) -> Outcome:
+def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome:
     host = socket.gethostname()
     if code == 0:
         return Outcome("ok", "", seconds, host)
@@ -66,19 +66,21 @@ def _outcome(code: int, peak_kb: int, lines: list[str], seconds: float) -> Outco
         return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds, host)
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
-        return Outcome("killed", oom_message(how, peak_kb * 1024 / 1e9), seconds, host)
+        return Outcome("killed", oom_message(how, peak), seconds, host)
     return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host)
 
 
 def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):
-    """(exit code, peak RSS in kB of the child and its reaped children), None at the deadline,
-    or "stop" when should_stop() said so."""
+    """(exit code, peak RSS of the child or its reaped children), None at the deadline, or "stop"
+    when should_stop() said so."""
     next_ask = time.perf_counter() + 1.0
+    seen = 0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss
+            return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
+        seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
         now = time.perf_counter()
         if now >= deadline:
             return None

@@ -19,7 +19,7 @@ from pathlib import Path
 from kit.batch.proctree import kill_tree, tree
 from kit.batch.render import notebook_to_html
 from kit.hardware.source import JOB_ENV
-from kit.measure.memory import oom_message
+from kit.measure.memory import Peak, child_peak, oom_message
 
 EXIT_FAILED = 1
 EXIT_KILLED = 3
@@ -29,10 +29,10 @@ EXIT_KILLED = 3
 sys.modules.setdefault("rfc3987_syntax", None)
 
 
-def children_peak_gb() -> float:
-    """Peak resident memory of the largest finished child (the kernel), in GB."""
+def children_peak() -> Peak:
+    """Peak resident memory of the largest finished child (the kernel)."""
     kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return kb * 1024 / 1e9 if sys.platform != "darwin" else kb / 1e9
+    return child_peak(kb * 1024 if sys.platform != "darwin" else kb)
 
 
 def watch_parent(interval_s: float = 1.0) -> None:
@@ -67,7 +67,7 @@ def main(spec_json: str) -> int:
         print(f"{exc.ename}: {exc.evalue}".splitlines()[0][:300])
         code = EXIT_FAILED
     except DeadKernelError:
-        print(oom_message("killed: the notebook's kernel died", children_peak_gb()))
+        print(oom_message("killed: the notebook's kernel died", children_peak()))
         code = EXIT_KILLED
     if Path(spec["output"]).exists():
         notebook_to_html(Path(spec["output"]), Path(spec["html"]))

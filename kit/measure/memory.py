@@ -309,16 +309,55 @@ def memory_limit_bytes(meminfo: Path | None = None, cgroup: Path | None = None,
     return min(limits) if limits else None
 
 
-def oom_message(how: str, peak_gb: float | None, limit_gb: float | None = None) -> str:
+@dataclass(frozen=True)
+class Peak:
+    """A process's peak RSS in GB: exact (`low_gb == high_gb`), or a range where wait4's figure may
+    be its parent's (a spawned child's ru_maxrss counts its parent's RSS at the spawn)."""
+
+    low_gb: float | None
+    high_gb: float | None
+
+    @classmethod
+    def exact(cls, gb: float | None) -> Peak:
+        return cls(gb, gb)
+
+
+def child_peak(ru_maxrss_bytes: int, seen_bytes: int | None = None) -> Peak:
+    """A waited-for child's own peak: ru_maxrss where it is above this process's own peak (then it
+    can only be the child's); otherwise at most that, and at least the child's VmHWM last seen."""
+    if ru_maxrss_bytes > own_peak_rss_bytes():
+        return Peak.exact(ru_maxrss_bytes / GB)
+    return Peak(seen_bytes / GB if seen_bytes else None, ru_maxrss_bytes / GB)
+
+
+def vm_hwm_bytes(pid: int) -> int | None:
+    """A running process's peak RSS since it started its program; None once it is gone."""
+    try:
+        return parse_meminfo(Path(f"/proc/{pid}/status").read_text())["VmHWM"]
+    except (OSError, KeyError):
+        return None
+
+
+def oom_message(how: str, peak: Peak | float | None, limit_gb: float | None = None) -> str:
     """'<how> (likely out of memory: peak X GB of Y GB)' when the peak came near the memory limit
-    (`limit_gb`, default this machine's); otherwise the peak, and that it was not memory."""
+    (`limit_gb`, default this machine's); otherwise the peak, and that it was not memory. Where
+    only a range of the peak is known, the bound that decides is named ('at least', 'at most')."""
     if limit_gb is None:
         limit = memory_limit_bytes()
         limit_gb = limit / GB if limit else None
-    if peak_gb is None:
+    peak = peak if isinstance(peak, Peak) else Peak.exact(peak)
+    low, high = peak.low_gb, peak.high_gb
+    if low is None and high is None:
         return f"{how} (peak memory unknown: out of memory, or stopped by another process; see `dmesg`)"
     of = f" of {limit_gb:.1f} GB" if limit_gb else ""
-    if not limit_gb or peak_gb >= NEAR_LIMIT * limit_gb:
-        return f"{how} (likely out of memory: peak {peak_gb:.1f} GB{of})"
-    return (f"{how} (peak {peak_gb:.1f} GB{of}: far from the memory limit, so not out of memory; "
-            f"stopped by another process, a user or a watchdog?)")
+    near = NEAR_LIMIT * limit_gb if limit_gb else 0.0
+    at_least = "" if low == high else "at least "
+    if low is not None and (not limit_gb or low >= near):
+        return f"{how} (likely out of memory: peak {at_least}{low:.1f} GB{of})"
+    at_most = "" if low == high else "at most "
+    if high is not None and high < near:
+        return (f"{how} (peak {at_most}{high:.1f} GB{of}: far from the memory limit, so not out of memory; "
+                f"stopped by another process, a user or a watchdog?)")
+    span = f"at least {low:.1f} GB" if high is None else f"between {low or 0:.1f} and {high:.1f} GB"
+    return (f"{how} (perhaps out of memory: peak {span}{of}; the child's own peak is not known more "
+            f"closely; see `dmesg`)")

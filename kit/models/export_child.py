@@ -1,8 +1,8 @@
 """Run one export in a child process: the framework and its copies of the weights die with it.
 
 The parent passes the job as JSON on the command line and reads the export's metadata (or the
-error) back from a JSON file. The child's peak RSS (from wait4) is recorded in the metadata's
-`verification` and is named in the error when the kernel kills the child.
+error) back from a JSON file. The child records its own peak RSS (VmHWM) in the metadata's
+`verification`; when the kernel kills it, the error names the peak read from outside (`run_child`).
 
     python -m kit.models.export_child '{"model": ..., "result": ...}'
 """
@@ -16,17 +16,26 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kit import errors
 from kit.cache import temporaries_of, write_entry
-from kit.measure.memory import GB, InsufficientMemory, oom_message, own_peak_rss_bytes
+from kit.measure.memory import (
+    InsufficientMemory,
+    Peak,
+    child_peak,
+    oom_message,
+    own_peak_rss_bytes,
+    vm_hwm_bytes,
+)
 from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
 from kit.models.zoo import MODELS
 from kit.paths import cache_dir
 
+PEAK_POLL_S = 0.02  # how often a running export's VmHWM is read (an export takes seconds)
 STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
 TEMP_PREFIX = "kit-export-"  # + the pid of the process that made it: $TMPDIR/kit-export-<pid>-*
 
@@ -54,11 +63,11 @@ def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path
     raise child_failure(what, status, peak, tail)
 
 
-def child_failure(what: str, status: int, peak: int, tail: str) -> errors.KitError:
+def child_failure(what: str, status: int, peak: Peak, tail: str) -> errors.KitError:
     """The error for a child that died without a word: killed (out of memory when its peak came
     near the limit) or crashed."""
     if status == -signal.SIGKILL:
-        return errors.KitError(oom_message(f"{what} was killed", peak / GB))
+        return errors.KitError(oom_message(f"{what} was killed", peak))
     if status < 0:
         return errors.KitError(f"{what} was killed by {signal.Signals(-status).name}; its output "
                                f"ends:\n{tail}")
@@ -73,20 +82,27 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **dict(extra)}
 
 
-def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, int]:
-    """(exit status, negative for a signal; the child's peak RSS in bytes).
+def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, Peak]:
+    """(exit status, negative for a signal; the child's own peak RSS).
 
-    The peak is wait4's ru_maxrss, which also counts this process's RSS when it forked.
+    wait4's ru_maxrss also counts this process's RSS at the spawn, so the child's VmHWM is read
+    while it runs too (`child_peak` decides which one holds).
     """
     proc = subprocess.Popen(argv, env=dict(env), stdout=stderr, stderr=stderr)
+    seen = 0
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
+            time.sleep(PEAK_POLL_S)
     except BaseException:  # Ctrl-C: the child goes too
         proc.kill()
         proc.wait()
         raise
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss * 1024
+    return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
 
 
 def exit_on_sigterm() -> None:
