@@ -100,3 +100,13 @@ def test_floors_contract_is_kept():
     lint = str(Path(sys.executable).parent / "lint-imports")
     done = subprocess.run([lint, "--no-cache"], capture_output=True, text=True, cwd=KIT.parent)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_every_cli_verb_lives_in_kit_cli():
+    """The `kit` command's verbs are the top floor's (kit/cli/), never a lower floor's module."""
+    from kit.cli.main import COMMAND_MODULES
+
+    assert all(name.startswith("kit.cli.") for name in COMMAND_MODULES), COMMAND_MODULES
+    elsewhere = sorted(str(p.relative_to(KIT.parent)) for p in KIT.rglob("*.py")
+                       if p.parent.name != "cli" and "add_parser(" in p.read_text())
+    assert not elsewhere, f"kit commands outside kit/cli/: {elsewhere}"

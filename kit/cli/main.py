@@ -30,10 +30,10 @@ COMMAND_MODULES = [
     "kit.cli.models",  # kit models, kit export, kit fetch-weights
     "kit.cli.datasets",  # kit fetch-data, kit datasets
     "kit.cli.reproduce",  # kit reproduce, kit site, kit rebuild-state
-    "kit.publish.compare_runs",  # kit compare RUN_A RUN_B
+    "kit.cli.compare",  # kit compare RUN_A RUN_B
     "kit.cli.rerun",  # kit rerun RESULT.json
     "kit.cli.import_bytemlperf",  # kit import-bytemlperf DIR
-    "kit.publish.bytemlperf_export",  # kit export-bytemlperf RESULT.json...
+    "kit.cli.export_bytemlperf",  # kit export-bytemlperf RESULT.json...
 ]
 
 

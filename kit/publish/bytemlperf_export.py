@@ -17,7 +17,6 @@ ByteMLPerf). `Backend` names the hardware part and the runtime: `CPU-AMD-EPYC-on
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import math
@@ -194,20 +193,6 @@ def export_file(result_path: str | Path) -> Path | None:
         raise MissingResource(f"{result_path}: no such result file; give result JSON files "
                               "(outputs/runs/<run_id>/<job>.json)")
     return export(RunResult.read(Path(result_path)), result_path)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export-bytemlperf", help="write ByteMLPerf reports of model benchmark results "
-                                                 "(every run already does; for older results)")
-    p.add_argument("results", type=Path, nargs="+", help="result JSON files (outputs/runs/<run_id>/<job>.json)")
-    p.set_defaults(func=_main)
-
-
-def _main(args: argparse.Namespace) -> int:
-    for path in args.results:
-        written = export_file(path)
-        print(f"{path}: {written or 'not a model benchmark with measurements: nothing to export'}")
-    return 0
 
 
 def draw_diff_distribution(histograms: dict, path: Path) -> Path:

@@ -1,6 +1,6 @@
-"""`kit compare RUN_A RUN_B`: two runs' figures side by side, with intervals, the ratio, whether
-the difference is significant (Mann-Whitney U over rounds, Holm-corrected over the figures), and
-the environment differences.
+"""Two runs' figures side by side (`kit compare RUN_A RUN_B`, kit.cli.compare), with intervals,
+the ratio, whether the difference is significant (Mann-Whitney U over rounds, Holm-corrected over
+the figures), and the environment differences.
 
 A run is a result folder (outputs/runs/<run_id>/, or one copied from another machine) or a single
 result JSON. Reads only result JSON files. Writes an HTML page under outputs/compare/.
@@ -25,7 +25,6 @@ like drift between two runs: the summary says so when every figure moved the sam
 
 from __future__ import annotations
 
-import argparse
 import html
 import math
 from dataclasses import dataclass, field
@@ -480,17 +479,3 @@ def _slug(path: Path) -> str:
     p = Path(path).resolve()
     return (p.name if p.is_dir() else f"{p.parent.name}-{p.stem}") or "run"
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two runs' figures: intervals, ratio, significance, environment")
-    p.add_argument("run_a", type=Path, help="result folder (outputs/runs/<run_id>/) or result .json")
-    p.add_argument("run_b", type=Path, help="result folder or result .json to compare with RUN_A")
-    p.add_argument("--out", type=Path, default=None, help="HTML page to write (default outputs/compare/...)")
-    p.set_defaults(func=_main)
-
-
-def _main(args: argparse.Namespace) -> int:
-    text, page = compare_runs(args.run_a, args.run_b, args.out)
-    print(text)
-    print(f"\nHTML: {page}")
-    return 0
