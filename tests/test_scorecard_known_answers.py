@@ -14,7 +14,7 @@ from scipy.stats import t as student_t
 from kit.measure.intervals import figure_interval
 from kit.measure.window import BatchMeasurement
 from kit.publish.compare import Verdict
-from kit.publish.scorecard import bytemlperf_rows, c2_rows
+from kit.publish.scorecard import MeasuredFigure, PublishedFigure, _row, bytemlperf_rows, c2_rows
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.studies.c2 import c2_row
@@ -467,28 +467,28 @@ def test_accuracy_is_judged_by_its_own_rule_not_the_ten_percent_one():
     assert card[("bytemlperf_c600", "Top-1")].verdict == Verdict.DIFFERS
 
 
-def test_a_figure_not_measured_keeps_no_power_flag():
-    from kit.publish.scorecard import _row
+C2_EFFICIENCY = PublishedFigure(study="c2_qwant", figure="Energy efficiency", model="resnext101-c2",
+                                precision="FP16 (mixed)", batch=4, unit="images/s/W", value=10.0,
+                                published_study="c2_qwant", source="seed 003")
 
-    r = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
-             "c2_qwant", None, None, None, "power unavailable: no sensor", "seed 003",
-             indicative="indicative only: a 2 s window")
+
+def test_a_figure_not_measured_keeps_no_power_flag():
+    r = _row(C2_EFFICIENCY, MeasuredFigure(value=None, result=None, path=None, reason="power unavailable: no sensor",
+                                           indicative="indicative only: a 2 s window"))
     assert r.indicative == "" and r.noisy == "" and r.reason == "power unavailable: no sensor"
-    m = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
-             "c2_qwant", 9.0, None, None, "", "seed 003", indicative="indicative only: a 2 s window")
+    m = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=None, path=None, reason="",
+                                           indicative="indicative only: a 2 s window"))
     assert m.indicative == "indicative only: a 2 s window" and m.noisy == ""  # the window's own noise: none
     assert m.reason.endswith("; indicative only: a 2 s window") and m.measured_batch == "4"
 
 
 def test_a_noisy_window_and_a_power_flag_are_both_named():
-    from kit.publish.scorecard import _row
-
     m = BatchMeasurement(2, "replicas", 2, [calls_of([2.0, 3.0] * 10)] * 2).to_dict()
     m["noise"] = {"noisy": True, "reasons": ["CPU steal 9% > 5%"]}
     result = _result_of()
     result.measurements = [m]
-    r = _row("c2_qwant", "Energy efficiency", "resnext101-c2", "FP16 (mixed)", 4, "images/s/W", 10.0,
-             "c2_qwant", 9.0, result, Path("c2.json"), "", "seed 003", indicative="indicative only: a 2 s window")
+    r = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=result, path=Path("c2.json"), reason="",
+                                           indicative="indicative only: a 2 s window"))
     assert r.noisy == "noisy: CPU steal 9% > 5%" and r.indicative == "indicative only: a 2 s window"
     assert r.reason.endswith("; noisy: CPU steal 9% > 5%; indicative only: a 2 s window")
     assert r.run == "c2.json"

@@ -34,7 +34,7 @@ class Job:
             raise InvalidParameter("notebook", self.notebook, "a notebook file name ending in .ipynb")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class JobRecord:
     """One job's outcome as kept in outputs/state.json and shown in the index."""
 

@@ -112,10 +112,11 @@ class Batch:
         if status == "ok":
             status, message, hardware = result_status(task.path(".json"))
         rel = lambda p: p.relative_to(self.out).as_posix()  # noqa: E731
-        record = JobRecord(task.job.name, task.job.notebook, status, self.run_id,
-                           round(outcome.seconds, 1), task.fingerprint, rel(task.path(".ipynb")),
-                           rel(task.path(".html")), rel(task.path(".json")), message, False, hardware,
-                           outcome.host, outcome.worker, outcome.attempts, outcome.note)
+        record = JobRecord(name=task.job.name, notebook=task.job.notebook, status=status, run_id=self.run_id,
+                           duration_s=round(outcome.seconds, 1), fingerprint=task.fingerprint,
+                           notebook_out=rel(task.path(".ipynb")), html=rel(task.path(".html")),
+                           results=rel(task.path(".json")), message=message, reused=False, hardware=hardware,
+                           host=outcome.host, worker=outcome.worker, attempts=outcome.attempts, note=outcome.note)
         self.add(record)
         return record
 

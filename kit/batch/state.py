@@ -178,6 +178,7 @@ def _record_from_results(name: str, run_dir: Path, out: Path) -> dict:
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         pass
     rel = lambda p: p.relative_to(out).as_posix()  # noqa: E731
-    return JobRecord(name, notebook, status, run_dir.name, 0.0, "", rel(notebook_out),
-                     rel(run_dir / f"{name}.html"), rel(run_dir / f"{name}.json"), message,
-                     hardware=hardware, note="rebuilt from its result JSON").to_dict()
+    return JobRecord(name=name, notebook=notebook, status=status, run_id=run_dir.name, duration_s=0.0,
+                     fingerprint="", notebook_out=rel(notebook_out), html=rel(run_dir / f"{name}.html"),
+                     results=rel(run_dir / f"{name}.json"), message=message, hardware=hardware,
+                     note="rebuilt from its result JSON").to_dict()

@@ -96,7 +96,7 @@ def code_of(reason: str, default: ReasonCode | DifferenceCode = ReasonCode.OTHER
     return reason.code if isinstance(reason, Reason) else default
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Comparison:
     """One row of the scorecard."""
 

@@ -122,37 +122,72 @@ def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tup
     return max(hits, key=lambda pr: pr[1].created_at) if hits else None
 
 
-def _row(study, figure, model, precision, batch, unit, pub, published_study, meas, res, path, reason,
-         source, outcome: RunOutcome | None = None, differences: list[str] | None = None,
-         all_calls: float | None = None, indicative: str = "", measured_at: int | None = None):
-    """One scorecard row. `differences`: how the figure was not measured the published way
-    (kit.publish.comparability); `all_calls`: the figure over every call, beside ByteMLPerf's;
-    `measured_at`: the batch size the measured figure comes from, where it is not `batch`;
-    `indicative` ('indicative only: ...') flags a power figure whose window its sensor does not
-    resolve, in the row's reason and its own column."""
+@dataclass(frozen=True, kw_only=True)
+class PublishedFigure:
+    """A published figure a scorecard row judges: the row (its `study` column, figure, model,
+    precision, batch, unit), the value, the study it was published in (its hardware and part) and
+    where in it (`source`)."""
+
+    study: str
+    figure: str
+    model: str
+    precision: str
+    batch: int | str | None
+    unit: str
+    value: float | None
+    published_study: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredFigure:
+    """The measured twin of a published figure: its value from `result` (read from `path`), why
+    there is none (`reason`; `outcome`: what became of a job with no usable result), how it was
+    not measured the published way (`differences`, kit.publish.comparability), the figure over
+    every call beside ByteMLPerf's (`all_calls`), the batch it comes from where not the published
+    one (`measured_at`), and `indicative` ('indicative only: ...') for a power figure whose window
+    its sensor does not resolve."""
+
+    value: float | None
+    result: RunResult | None
+    path: Path | None
+    reason: str
+    outcome: RunOutcome | None = None
+    differences: tuple[str, ...] = ()
+    all_calls: float | None = None
+    indicative: str = ""
+    measured_at: int | None = None
+
+
+def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
+    """One scorecard row: the published figure beside its measured twin, judged; the indicative
+    flag goes into the row's reason and its own column."""
+    res, value, outcome = meas.result, meas.value, meas.outcome
     on = measured_on(res) if res else None
-    if res is None and outcome is not None:
-        reason = outcome.reason
-    indicative = indicative if meas is not None else ""
-    interval, noisy = figure_interval(res, figure, measured_at or batch, meas)
-    part = published.study_part(published_study)
-    v, why, ratio = verdict(figure, pub, meas, part, on, reason,
+    reason = outcome.reason if res is None and outcome is not None else meas.reason
+    indicative = meas.indicative if value is not None else ""
+    interval, noisy = figure_interval(res, pub.figure, meas.measured_at or pub.batch, value)
+    part = published.study_part(pub.published_study)
+    v, why, ratio = verdict(pub.figure, pub.value, value, part, on, reason,
                             interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
-                            differences=differences)
+                            differences=list(meas.differences))
     if res is None and outcome is not None:
         v = outcome.verdict
     code = row_code(v, reason, on, part)
-    ways = list(differences or []) if code == ReasonCode.MEASURED_ANOTHER_WAY else []
-    return Comparison(study, figure, model, precision, str(batch or ""), unit, pub,
-                      published.study_hardware(published_study), meas,
-                      measured_hardware(res) if res else "", v, str(why), ratio, source,
-                      path.name if path else "", interval.low if interval else None,
-                      interval.high if interval else None, noisy, measured_all_calls=all_calls,
-                      indicative=indicative, measured_batch=str(measured_at or (batch if meas is not None else "") or ""),
-                      reason_code=str(code), differences=tuple(str(d) for d in ways),
-                      difference_codes=tuple(str(code_of(d, DifferenceCode.SESSION)) for d in ways),
-                      measured_name=on.name if on else "", measured_class=on.hardware_class if on else "",
-                      emulated=bool(on and on.emulated))
+    ways = meas.differences if code == ReasonCode.MEASURED_ANOTHER_WAY else ()
+    return Comparison(
+        study=pub.study, figure=pub.figure, model=pub.model, precision=pub.precision,
+        batch_size=str(pub.batch or ""), unit=pub.unit, published=pub.value,
+        published_hardware=published.study_hardware(pub.published_study), measured=value,
+        measured_hardware=measured_hardware(res) if res else "", verdict=v, reason=str(why), ratio=ratio,
+        source=pub.source, run=meas.path.name if meas.path else "",
+        measured_low=interval.low if interval else None, measured_high=interval.high if interval else None,
+        noisy=noisy, measured_all_calls=meas.all_calls, indicative=indicative,
+        measured_batch=str(meas.measured_at or (pub.batch if value is not None else "") or ""),
+        reason_code=str(code), differences=tuple(str(d) for d in ways),
+        difference_codes=tuple(str(code_of(d, DifferenceCode.SESSION)) for d in ways),
+        measured_name=on.name if on else "", measured_class=on.hardware_class if on else "",
+        emulated=bool(on and on.emulated))
 
 
 def row_code(v: Verdict, reason: str, on: MeasuredOn | None, part: str | None) -> ReasonCode:
@@ -197,12 +232,17 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         outcome = None if res else row_outcome(r.model, r.precision, states, selected)
         batch = published.headline_batch(r.model, r.precision, r.qps)
         qps, reason, m = headline_qps(res, batch)
-        rows.append(_row(pub_study, "QPS", r.model, r.precision, batch, "samples/s", r.qps, pub_study,
-                         qps, res, path, reason, src, outcome, differences_of(res, m, r.model, r.precision, batch),
-                         measured_at=m.measured_batch if m else None))
+        rows.append(_row(
+            PublishedFigure(study=pub_study, figure="QPS", model=r.model, precision=r.precision, batch=batch,
+                            unit="samples/s", value=r.qps, published_study=pub_study, source=src),
+            MeasuredFigure(value=qps, result=res, path=path, reason=reason, outcome=outcome,
+                           differences=differences_of(res, m, r.model, r.precision, batch),
+                           measured_at=m.measured_batch if m else None)))
         value, reason = metric_value(res, r.metric)
-        rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
-                         r.metric_value, pub_study, value, res, path, reason, src, outcome))
+        rows.append(_row(
+            PublishedFigure(study=pub_study, figure=r.metric, model=r.model, precision=r.precision, batch="",
+                            unit=r.metric_unit, value=r.metric_value, published_study=pub_study, source=src),
+            MeasuredFigure(value=value, result=res, path=path, reason=reason, outcome=outcome)))
         if pub_study == "bytemlperf_c600":
             rows += per_batch_rows(r.model, r.precision, res, path, pub_study, outcome)
     return rows
@@ -225,9 +265,13 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
         name, unit = PER_BATCH[f["metric"]]
         batch = int(f["batch"])
         value, reason, m = figure_at_batch(res, batch, name)
-        rows.append(_row("bytemlperf_reports", name, model, precision, batch, unit, f["number"],
-                         pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome,
-                         differences_of(res, m, model, precision, batch), all_calls(m, name)))
+        rows.append(_row(
+            PublishedFigure(study="bytemlperf_reports", figure=name, model=model, precision=precision, batch=batch,
+                            unit=unit, value=f["number"], published_study=pub_study,
+                            source="ByteMLPerf report JSON"),
+            MeasuredFigure(value=value, result=res, path=path, reason=reason, outcome=outcome,
+                           differences=differences_of(res, m, model, precision, batch),
+                           all_calls=all_calls(m, name))))
     return rows
 
 
@@ -273,8 +317,8 @@ def all_calls(m: Measurement | None, figure: str) -> float | None:
 
 
 def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
-                   batch: int | None) -> list[str]:
-    return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
+                   batch: int | None) -> tuple[str, ...]:
+    return tuple(differences(res, m, PublishedRun.of(model, precision, batch))) if res is not None else ()
 
 
 RANDOM_DIFF = Reason("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
@@ -319,18 +363,23 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
         for figure, key, unit in (("Latency", "latency_ms", "ms/batch"),
                                   ("Throughput", "throughput", "images/s"),
                                   ("Energy efficiency", "efficiency", "images/s/W")):
-            rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
-                             float(pub[figure]), pub_study, m.figure(key), res, path, m.reason_for(key),
-                             "seed 003 tables 1-3", outcome, indicative=m.indicative_for(key)))
+            rows.append(_row(
+                PublishedFigure(study="c2_qwant", figure=figure, model="resnext101-c2", precision="FP16 (mixed)",
+                                batch=batch, unit=unit, value=float(pub[figure]), published_study=pub_study,
+                                source="seed 003 tables 1-3"),
+                MeasuredFigure(value=m.figure(key), result=res, path=path, reason=m.reason_for(key),
+                               outcome=outcome, indicative=m.indicative_for(key))))
     return rows
 
 
 def claim_rows() -> list[Comparison]:
     f = published.figures()
     claims = f[f["table"] == "claims"]
-    return [Comparison(r.study, r.metric, r.model, "", "", r.unit, r.number, r.hardware, None, "",
-                       Verdict.NOT_MEASURED, "training / price claim, outside an inference kit", None,
-                       r.source, reason_code=str(ReasonCode.CLAIM)) for r in claims.itertuples()]
+    return [Comparison(study=r.study, figure=r.metric, model=r.model, precision="", batch_size="", unit=r.unit,
+                       published=r.number, published_hardware=r.hardware, measured=None, measured_hardware="",
+                       verdict=Verdict.NOT_MEASURED, reason="training / price claim, outside an inference kit",
+                       ratio=None, source=r.source, reason_code=str(ReasonCode.CLAIM))
+            for r in claims.itertuples()]
 
 
 def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFrame:
