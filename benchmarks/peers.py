@@ -150,8 +150,9 @@ def kit_plans(model_name: str, precision: str, hardware: str = "cpu", batches: l
     """The row's decision at each of `batches` (default: the published ones) exactly as a quick
     `kit reproduce` job makes it, under the key that job carries (kit.batch.profiles.search_params):
     on a kind that searches each batch (a GPU), one per published batch, smallest first, each after
-    the one before (kit.studies.model_benchmark.searched_each_batch), no near tie settled elsewhere;
-    on others one decision at the quick search batch, a near tie settled at the largest published one."""
+    the one before (kit.studies.model_benchmark.BatchPlanner.searched_each_batch), no near tie
+    settled elsewhere; on others one decision at the quick search batch, a near tie settled at the
+    largest published one."""
     model = export_model(model_name)
     sizes = published.ipu_run_settings(model_name, precision)["batch_sizes"] or [1]
     wanted = sorted(set(batches or sizes))

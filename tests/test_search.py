@@ -13,6 +13,7 @@ from kit.errors import InvalidParameter
 from kit.hardware import onnxruntime_probe
 from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
+from kit.search.context import SearchContext
 from kit.search.cost import search_cost
 from kit.search.decision import Decision, Plan
 from kit.search.gate import numerics_gate, precision_gate
@@ -590,16 +591,18 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     scout = BatchMeasurement(1, "single", 1, [[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
     measuring.record_timing(ref, scout)
-    measuring.settle_reference(None, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)], {}, 1, mcfg)  # no load
+    no_load = SearchContext(model=None, inputs={}, batch=1, window=mcfg)
+    measuring.settle_reference(no_load, ref, scout, [ref, _measured("fast", 100.0, 95.0, 105.0)])
     assert ref.status == "lost" and ref.reason.startswith("stopped early") and ref.calls == 2
     close = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
     measuring.record_timing(close, scout)
     inputs = searchable.make_inputs(1)
-    measuring.settle_reference(searchable, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)], inputs, 1, mcfg)
+    ctx = SearchContext(model=searchable, inputs=inputs, batch=1, window=mcfg)
+    measuring.settle_reference(ctx, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)])
     assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
-    monkeypatch.setattr(measuring, "settle_reference", lambda model, p, *a: settled.append((p.label, p.calls)))
+    monkeypatch.setattr(measuring, "settle_reference", lambda ctx, p, *a: settled.append((p.label, p.calls)))
     cands = [RowCandidate("onnxruntime", "fp32"),
              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
     for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
@@ -608,7 +611,8 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
         for p in probes:
             p.status = "pending"
         settings = row.SearchSettings("quick", probe_s=0.4, min_count=3)  # scout: 0.1 s
-        measuring.measure_all(searchable, probes, inputs, 1, settings, quiet=True)
+        measuring.measure_all(SearchContext(model=searchable, inputs=inputs, batch=1,
+                                            window=settings.measure_config()), probes, quiet=True)
         assert [label for label, _ in settled] == (["onnxruntime fp32 (cpu)"] if scouted else [])
         assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
 
@@ -638,8 +642,9 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
     monkeypatch.setattr(measuring, "require_backend", lambda name: Backend())
     p = _measured("sleepy", 0.0, 0.0, 0.0)
     p.status = "pending"
-    measuring.probe_one(searchable, p, {}, 4, row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
-                  ref_out, 1.0, 0)
+    ctx = SearchContext(model=searchable, inputs={}, batch=4,
+                        window=row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config())
+    measuring.probe_one(ctx, p, measuring.Reference(ref_out, 1.0, 0))
     assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
 
 
@@ -654,8 +659,8 @@ def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searcha
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(measuring, "require_backend", unloadable)
-    measuring.settle_reference(searchable, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)], {}, 1,
-                         row.SearchSettings("quick").measure_config())
+    ctx = SearchContext(model=searchable, inputs={}, batch=1, window=row.SearchSettings("quick").measure_config())
+    measuring.settle_reference(ctx, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)])
     assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
     assert "its scout: 100 samples/s over 1 call" in ref.reason
 
@@ -769,11 +774,16 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
         return type("M", (), {"throughput": 1.0 if is_leader else pending[key]})()
 
     monkeypatch.setattr(runoff, "time_session", per_round)
-    d = runoff.duel(None, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1), {}, 1,
-                    row.SearchSettings("quick").measure_config())
+    ctx = SearchContext(model=None, inputs={}, batch=1, window=row.SearchSettings("quick").measure_config())
+    d = runoff.duel(ctx, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1))
     assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(challenger_over_leader[:rounds], abs=1e-4)
     assert (d["median"] > 1.0) == wins
     assert {cfg.min_count for cfg in timings} == {1} and d["seconds"] >= 0
+
+
+def _pair_context(model) -> SearchContext:
+    """The search at batch 1 of a runoff test's model (its inputs record their batch size)."""
+    return SearchContext(model=model, inputs={"batch": 1}, batch=1, window=row.SearchSettings("quick").measure_config())
 
 
 class _PairModel:
@@ -836,8 +846,7 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
     loads = _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): b1_ratio,
                                          ("ort fp32", 12): 1.0, ("ov fp32", 12): 1.2})
     probes = _pair(1.0 * thr, 0.99 * thr)
-    verdict = runoff.run(_PairModel(), probes, {"batch": 1}, 1, row.SearchSettings("quick").measure_config(),
-                         within=runoff.window(contended=False), settle_batch=12)
+    verdict = runoff.run(_pair_context(_PairModel()), probes, within=runoff.window(contended=False), settle_batch=12)
     assert verdict["winner"] == winner
     assert (loads[-2:] == [12, 12]) == settled and any(d.get("batch") == 12 for d in verdict["duels"]) == settled
     if settled:
@@ -875,8 +884,7 @@ def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(mo
             return super().make_inputs(batch, seed)
 
     _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): [1.1, 0.97]})
-    verdict = runoff.run(TooBig(), _pair(), {"batch": 1}, 1, row.SearchSettings("quick").measure_config(),
-                         within=runoff.window(contended=False), settle_batch=12)
+    verdict = runoff.run(_pair_context(TooBig()), _pair(), within=runoff.window(contended=False), settle_batch=12)
     tie, failed = verdict["duels"]
     assert verdict["winner"] == "ov fp32" and tie["median"] == pytest.approx(1.035)
     assert failed == {"leader": "ort fp32", "challenger": "ov fp32", "batch": 12, "error": "MemoryError: batch 12"}
@@ -921,7 +929,7 @@ def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_today
     TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
     seen = []
     monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: ["TensorrtExecutionProvider"])
-    monkeypatch.setattr(row, "measure_all", lambda model, probes, *a, **k: seen.extend(
+    monkeypatch.setattr(row, "measure_all", lambda ctx, probes, *a, **k: seen.extend(
         (p.label, p.device, p.status, p.today) for p in probes))
     monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
     decision = row.search_row(small, "FP8", 1, "cuda", TINY)

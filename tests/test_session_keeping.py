@@ -15,6 +15,7 @@ from kit.backends import BACKENDS, BackendConfig, require_backend
 from kit.backends.base import Backend, Session
 from kit.search import row
 from kit.search.candidates import RowCandidate
+from kit.search.context import SearchContext
 from kit.search.keeping import SessionKeeper, costly_to_reload
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -176,7 +177,8 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
         kept = TwinBackend().load(twin, leader.backend_config(), 1)
         leader.status, leader.throughput = "measured", 1.0
         assert keeper.offer(1, leader, kept, None)
-        d = runoff.duel(twin, leader, challenger, inputs, 1, TINY.measure_config(), keeper=keeper)
+        ctx = SearchContext(model=twin, inputs=inputs, batch=1, window=TINY.measure_config(), keeper=keeper)
+        d = runoff.duel(ctx, leader, challenger)
         assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
         assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed
         assert all(s.closed for s in TwinBackend.sessions if s is not kept)

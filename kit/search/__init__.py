@@ -11,9 +11,9 @@ from kit.search.cache import decision_key, key_hash, load_decision
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.cost import search_cost
 from kit.search.decision import Decision, Plan
-from kit.search.keeping import SessionKeeper
+from kit.search.keeping import KEEPS_NOTHING, SessionKeeper
 from kit.search.planning import SearchSettings
 from kit.search.row import decide, search_row
 
-__all__ = ["Decision", "Plan", "RowCandidate", "SearchSettings", "SessionKeeper", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
+__all__ = ["KEEPS_NOTHING", "Decision", "Plan", "RowCandidate", "SearchSettings", "SessionKeeper", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
            "search_cost", "search_row"]

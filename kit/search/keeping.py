@@ -98,6 +98,18 @@ class SessionKeeper:
             _close(kept.session)
 
 
+class KeepsNothing(SessionKeeper):
+    """The keeper of a search no measurement follows (a search on its own, `kit reproduce --plan`'s
+    estimates, the peers benchmark): it keeps no session, so each closes where its probe ends."""
+
+    def offer(self, batch: int, probe: Probe, session, leader: Probe | None) -> bool:
+        return False
+
+
+#: Holds nothing, ever: one for every search that has no keeper of its own.
+KEEPS_NOTHING = KeepsNothing()
+
+
 def _close(session) -> None:
     try:
         session.close()

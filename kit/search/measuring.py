@@ -7,16 +7,14 @@ far (today's mapping is always timed in full).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kit.backends import BackendConfig, require_backend
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
-from kit.models.spec import ExportedModel
 from kit.search.candidates import RowCandidate
+from kit.search.context import SearchContext
 from kit.search.gate import bits, numerics_gate
-from kit.search.keeping import SessionKeeper
-from kit.search.planning import SearchSettings
 from kit.search.probe import (
     FAILED,
     Probe,
@@ -41,13 +39,26 @@ SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 ONE_CALL_SPREAD = 0.25
 
 
-def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int,
-                settings: SearchSettings, quiet: bool = False, keeper: SessionKeeper | None = None) -> None:
+@dataclass(frozen=True)
+class Reference:
+    """The fp32 reference's outputs each candidate's are compared with, their scale and how many
+    of them are not finite."""
+
+    outputs: list
+    scale: float
+    nonfinite: int
+
+    @classmethod
+    def of(cls, outputs: list) -> Reference:
+        return cls(outputs, reference_scale(outputs), nonfinite(outputs))
+
+
+def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) -> None:
     """The fp32 reference outputs first (ORT fp32, when a candidate, scouted on the same session),
     then each pending candidate: load, numerics gate, timed window, close (or, while it leads and
-    loading it again would compile it again, kept open by `keeper` for the row's measurement); last,
-    the reference's probe in full where its scout did not clearly lose."""
-    mcfg = settings.measure_config()
+    loading it again would compile it again, kept open by the context's keeper for the row's
+    measurement); last, the reference's probe in full where its scout did not clearly lose."""
+    model, inputs, batch, mcfg = ctx.model, ctx.inputs, ctx.batch, ctx.window
     min_scout = 1 if quiet else 2
     ref_session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
     try:
@@ -66,23 +77,21 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         ref_session.close()
         del ref_session
         release()
-    scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
+    reference = Reference.of(ref_out)
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
         if p.status == "pending":
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
+            probe_one(ctx, p, reference, leader=leader_of(probes), min_scout=min_scout)
     for p in probes:
         if p.status == "fallback" and settle_fallback(p, probes):
-            probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
+            probe_one(ctx, p, reference, leader=leader_of(probes), min_scout=min_scout)
     if ref_probe is not None and not ref_probe.today:
-        settle_reference(model, ref_probe, ref_scout, probes, inputs, batch, mcfg)
-    if keeper is not None:
-        keeper.keep_only(batch, getattr(leader_of(probes), "label", None))
+        settle_reference(ctx, ref_probe, ref_scout, probes)
+    ctx.keeper.keep_only(batch, getattr(leader_of(probes), "label", None))
 
 
-def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, probes: list[Probe],
-                     inputs: dict, batch: int, mcfg: MeasureConfig) -> None:
+def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement, probes: list[Probe]) -> None:
     """The reference's scout against the fastest other candidate: stopped early where it clearly
     lost, else the rest of its probe timed on a fresh session of it (after one warm-up call)."""
     leader = leader_of([q for q in probes if q is not ref])
@@ -90,9 +99,9 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
         return
     session = None
     try:
-        session = require_backend(ref.backend).load(model, ref.backend_config(), batch)
-        rest = replace(rest_config(mcfg, scout), warmup=1)
-        record_timing(ref, scout, time_session(session, inputs, batch, rest))
+        session = require_backend(ref.backend).load(ctx.model, ref.backend_config(), ctx.batch)
+        rest = replace(rest_config(ctx.window, scout), warmup=1)
+        record_timing(ref, scout, time_session(session, ctx.inputs, ctx.batch, rest))
     except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
         ref.status = "failed"
         ref.reason = (f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
@@ -120,9 +129,12 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
     return False
 
 
-def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: MeasureConfig,
-              ref_out: list, scale: float, ref_bad: int, leader: Probe | None = None, min_scout: int = 2,
-              keeper: SessionKeeper | None = None) -> None:
+def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Probe | None = None,
+              min_scout: int = 2) -> None:
+    """`p` loaded, gated on its numerics against `reference` and timed (a scout first where a
+    `leader` is ahead, stopped early where it clearly loses); its session closed or, where it leads
+    and would be compiled again to load, kept by the context's keeper."""
+    model, inputs, batch, mcfg = ctx.model, ctx.inputs, ctx.batch, ctx.window
     session = None
     try:
         with Stopwatch() as load:
@@ -136,8 +148,9 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         with Stopwatch() as first:
             out = session.run(inputs)
         p.first_call = batch / first.seconds
-        diff = NumericDiff.between(ref_out, out)
-        verdict = numerics_gate(p.precision, diff.mean_abs, scale, max(0, nonfinite(out) - ref_bad))
+        diff = NumericDiff.between(reference.outputs, out)
+        verdict = numerics_gate(p.precision, diff.mean_abs, reference.scale,
+                                max(0, nonfinite(out) - reference.nonfinite))
         p.numerics = {**numerics_record(diff), **verdict.to_dict()}
         if not verdict.ok:
             p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
@@ -152,7 +165,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
         p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     finally:
-        if session is not None and not (keeper is not None and keeper.offer(batch, p, session, leader)):
+        if session is not None and not ctx.keeper.offer(batch, p, session, leader):
             session.close()
         del session
         release()

@@ -28,9 +28,10 @@ from kit.models.spec import ExportedModel
 from kit.search import cache, runoff, sharing
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
+from kit.search.context import SearchContext
 from kit.search.decision import Decision
 from kit.search.gate import row_bits
-from kit.search.keeping import SessionKeeper
+from kit.search.keeping import KEEPS_NOTHING, SessionKeeper
 from kit.search.measuring import measure_all
 from kit.search.planning import (
     SearchSettings,
@@ -43,12 +44,12 @@ from kit.search.precision_map import PrecisionChoice, map_precision
 
 def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
            *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None,
-           prior: Decision | None = None, keeper: SessionKeeper | None = None) -> tuple[Decision, bool]:
+           prior: Decision | None = None, keeper: SessionKeeper = KEEPS_NOTHING) -> tuple[Decision, bool]:
     """The row's decision: from the cache when one fits (returned with True), else searched now and
     stored (False). `prior`: the row's decision at a smaller batch just before, whose failed
     candidates are not probed again (kit.search.planning.skip_failed_before). `keeper`: where the
     chosen candidate would be compiled again to load it (torch.compile), its session stays open
-    there for the row's measurement (kit.search.keeping)."""
+    there for the row's measurement (kit.search.keeping); the search holds it in its context."""
     key = cache.decision_key(model.name, published, batch_size, kind, weights=weights, small=model.small,
                              seed=seed)
     stored = None if settings.force else cache.load_decision(key, settings.depth, settle_batch=settings.settle_batch)
@@ -69,7 +70,7 @@ def today_plan(model: ExportedModel, published: str, kind: str, gpu_providers: l
 
 def search_row(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
                *, candidates: list[RowCandidate] | None = None, seed: int = 0, weights: str = "random",
-               prior: Decision | None = None, keeper: SessionKeeper | None = None) -> Decision:
+               prior: Decision | None = None, keeper: SessionKeeper = KEEPS_NOTHING) -> Decision:
     """Measure every candidate for the row (or take its figures from the sibling row's search,
     kit.search.sharing) and choose; returns the decision (not cached)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
@@ -86,15 +87,14 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         model, published, batch_size, kind, settings.depth, settings.measure_config().to_dict(), weights=weights,
         seed=seed)
     shared = sharing.borrow(probes, sibling) if sibling else 0
-    inputs = model.make_inputs(batch_size, seed=seed)
-    measure_all(model, probes, inputs, batch_size, settings, quiet=not machine["noisy"], keeper=keeper)
-    verdict = runoff.run(model, probes, inputs, batch_size, settings.measure_config(),
-                         within=runoff.window(contended=machine["noisy"]), settle_batch=settings.settle_batch, seed=seed,
-                         keeper=keeper)
+    ctx = SearchContext(model=model, inputs=model.make_inputs(batch_size, seed=seed), batch=batch_size,
+                        window=settings.measure_config(), keeper=keeper)
+    measure_all(ctx, probes, quiet=not machine["noisy"])
+    verdict = runoff.run(ctx, probes, within=runoff.window(contended=machine["noisy"]),
+                         settle_batch=settings.settle_batch, seed=seed)
     load = (load_before + os.getloadavg()[0]) / 2  # the 1-minute load average, start and end
     chosen = choose(probes, published, today, verdict)
-    if keeper is not None:
-        keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
+    keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
     return replace(
         chosen, runoff=verdict,
         model=model.name, published=published.upper(), batch_size=batch_size, kind=kind,

@@ -46,7 +46,7 @@ from scipy.stats import t as student_t
 from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
-from kit.search.keeping import SessionKeeper
+from kit.search.context import SearchContext
 from kit.search.probe import Probe, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
@@ -96,18 +96,18 @@ def undecided(ratios: list[float]) -> bool:
     return bool(half - ahead > -math.log(1 - TIE_TOLERANCE))
 
 
-def duel(model: ExportedModel, leader: Probe, challenger: Probe, inputs: dict, batch: int,
-         mcfg: MeasureConfig, settles_ties: bool = False, keeper: SessionKeeper | None = None) -> dict:
+def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: bool = False) -> dict:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
     {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
     'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
-    here (a larger batch settles it). A session `keeper` holds at this batch is lent, not loaded again."""
+    here (a larger batch settles it). A session the context's keeper holds at this batch is lent,
+    not loaded again."""
     def go_on(ratios: list[float], seconds: float) -> bool:
         return len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios)) and extend(ratios, seconds))
 
-    cfg = MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s / 2, min_count=1)
-    return timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=True,
-                        lent=keeper.lend if keeper is not None else None)
+    cfg = MeasureConfig(warmup=0, min_duration_s=ctx.window.min_duration_s / 2, min_count=1)
+    return timed_rounds(ctx.model, (leader, challenger), ctx.inputs, ctx.batch, cfg, go_on, warm_up=True,
+                        lent=ctx.keeper.lend)
 
 
 def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
@@ -177,9 +177,8 @@ def extend(ratios: list[float], seconds: float) -> bool:
     return len(ratios) < MAX_RUNOFF_ROUNDS and seconds < EXTEND_WITHIN_S and undecided(ratios)
 
 
-def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcfg: MeasureConfig,
-        within: float = RUNOFF_WITHIN, settle_batch: int | None = None, seed: int = 0,
-        keeper: SessionKeeper | None = None) -> dict | None:
+def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHIN, settle_batch: int | None = None,
+        seed: int = 0) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
     there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
     settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
@@ -187,15 +186,15 @@ def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcf
     leader, rivals = challengers(probes, within)
     if not rivals:
         return None
-    duels, notes = [], []
+    batch, duels, notes = ctx.batch, [], []
     for rival in rivals:
         cost = settle_cost(leader, rival, settle_batch) if settle_batch and settle_batch > batch else None
         affordable = cost is not None and cost <= SETTLE_WITHIN_S
-        d = duel(model, leader, rival, inputs, batch, mcfg, settles_ties=affordable, keeper=keeper)
+        d = duel(ctx, leader, rival, settles_ties=affordable)
         duels.append(d)
         if cost is not None and "error" not in d and near_tie(d["ratios"]):
             if affordable:
-                settled = settle(model, leader, rival, settle_batch, seed)
+                settled = settle(ctx.model, leader, rival, settle_batch, seed)
                 duels.append(settled)
                 d = settled if "error" not in settled else d
             else:

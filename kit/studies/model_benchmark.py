@@ -25,7 +25,15 @@ from kit.models import ExportedModel, load_model
 from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.results import ResultKind, RunResult
-from kit.search import Decision, SearchSettings, SessionKeeper, decide, key_hash, search_cost
+from kit.search import (
+    KEEPS_NOTHING,
+    Decision,
+    SearchSettings,
+    SessionKeeper,
+    decide,
+    key_hash,
+    search_cost,
+)
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -124,7 +132,8 @@ def execute(cfg: Config, result: RunResult) -> None:
     sessions: dict[int, dict] = {}
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
-        rounds = progress.rounds(planned_batches(cfg, model, result, keeper), f"{model.name}: batch sizes",
+        planner = BatchPlanner(cfg=cfg, model=model, result=result, keeper=keeper)
+        rounds = progress.rounds(planner.planned_batches(), f"{model.name}: batch sizes",
                                  unit="batch size", total=len(cfg.batch_sizes))
         for i, (batch, here) in enumerate(rounds):
             if not per_batch:
@@ -164,79 +173,97 @@ def backend_block(cfg: Config) -> dict:
     return {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
 
 
-def planned_batches(cfg: Config, model: ExportedModel, result: RunResult,
-                    keeper: SessionKeeper | None = None) -> Iterator[tuple[int, Config]]:
-    """Each batch size with the config it runs, in the order they are measured. Where the kind
-    searches each batch (a GPU), each is searched just before it is measured, smallest first, so
-    the session its search kept (kit.search.keeping) is timed at once and no compiled model waits
-    on the device while the next batch is searched; elsewhere the one plan (searched, or the job's
-    own) is decided first and the batches run in the job's order."""
-    kind = kinds.get(cfg.hardware)
-    if cfg.search and kind.search_each_batch and not kind.published_settings:
-        yield from searched_each_batch(cfg, model, result, keeper)
-        return
-    per_batch = batch_configs(cfg, model, result, keeper)
-    if keeper is not None:
-        keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
-    yield from ((b, per_batch[b]) for b in cfg.batch_sizes)
+@dataclass(frozen=True, kw_only=True)
+class BatchPlanner:
+    """A job's batch sizes, each with the config it runs: its config, model and result, and the
+    keeper its searches hold a searched torch.compile session in for the measurement to take
+    (kit.search.keeping)."""
+
+    cfg: Config
+    model: ExportedModel
+    result: RunResult
+    keeper: SessionKeeper = KEEPS_NOTHING
+
+    def planned_batches(self) -> Iterator[tuple[int, Config]]:
+        """Each batch size with the config it runs, in the order they are measured. Where the kind
+        searches each batch (a GPU), each is searched just before it is measured, smallest first, so
+        the session its search kept (kit.search.keeping) is timed at once and no compiled model waits
+        on the device while the next batch is searched; elsewhere the one plan (searched, or the job's
+        own) is decided first and the batches run in the job's order."""
+        cfg, kind = self.cfg, kinds.get(self.cfg.hardware)
+        if cfg.search and kind.search_each_batch and not kind.published_settings:
+            yield from self.searched_each_batch()
+            return
+        per_batch = self.batch_configs()
+        self.keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
+        yield from ((b, per_batch[b]) for b in cfg.batch_sizes)
+
+    def batch_configs(self) -> dict[int, Config]:
+        """The config each batch size runs where the kind does not search each batch: the plan
+        searched at one batch for all, else the job's own."""
+        cfg, model = self.cfg, self.model
+        if not cfg.search:
+            one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
+            return dict.fromkeys(cfg.batch_sizes, one)
+        if kinds.get(cfg.hardware).published_settings:
+            self.result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its "
+                                     "published settings.")
+            return dict.fromkeys(cfg.batch_sizes, cfg)
+        batch = cfg.search_batch or max(cfg.batch_sizes)
+        return dict.fromkeys(cfg.batch_sizes, self.timed_search(batch, cfg.search_key)[0])
+
+    def timed_search(self, batch: int, expected_key: str = "", prior: Decision | None = None
+                     ) -> tuple[Config, Decision | None]:
+        """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
+        with timed_phase("search", batch) as phase:
+            plan, decision = self.searched_config(batch, expected_key, prior)
+            phase.detail = ("not completed" if decision is None
+                            else "decision reused from the cache" if self.result.tables["search_decision"]["reused"]
+                            else search_cost(decision))
+        return plan, decision
+
+    def searched_each_batch(self) -> Iterator[tuple[int, Config]]:
+        """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
+        at the next), yielded as it is made; the last batch's probe table is the result's `search`,
+        every decision's summary in `search_by_batch`."""
+        cfg, result = self.cfg, self.result
+        keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
+        prior, summaries = None, []
+        result.tables["search_by_batch"] = summaries
+        for batch in sorted(cfg.batch_sizes):
+            here, decision = self.timed_search(batch, keys.get(batch, ""), prior)
+            prior = decision or prior
+            if decision is not None:
+                summaries.append(result.tables["search_decision"])
+            yield batch, here
+
+    def searched_config(self, batch: int, expected_key: str = "", prior: Decision | None = None
+                        ) -> tuple[Config, Decision | None]:
+        """The config with the row's plan searched at `batch` (cached per row, batch and hardware) in
+        place of the mapping's, and the decision (None where the search did not complete); the
+        search's probe table goes into the result."""
+        cfg, result = self.cfg, self.result
+        try:
+            decision, reused = decide(self.model, cfg.published_precision, batch, cfg.hardware,
+                                      cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior,
+                                      keeper=self.keeper)
+        except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
+            result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept.")
+            return cfg, None
+        record_decision(result, decision, reused, batch, expected_key)
+        if decision.fallback:  # the search measured nothing: its guess never replaces the job's plan
+            result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
+                                f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
+            return cfg, decision
+        plan = decision.plan
+        return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
+                       options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
+                       precision_note=plan.precision_note), decision
 
 
-def batch_configs(cfg: Config, model: ExportedModel, result: RunResult,
-                  keeper: SessionKeeper | None = None) -> dict[int, Config]:
-    """The config each batch size runs where the kind does not search each batch: the plan
-    searched at one batch for all, else the job's own; `keeper` holds the searched session that
-    would be compiled again to load (kit.search.keeping)."""
-    if not cfg.search:
-        one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
-        return dict.fromkeys(cfg.batch_sizes, one)
-    if kinds.get(cfg.hardware).published_settings:
-        result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its published "
-                            "settings.")
-        return dict.fromkeys(cfg.batch_sizes, cfg)
-    batch = cfg.search_batch or max(cfg.batch_sizes)
-    return dict.fromkeys(cfg.batch_sizes, timed_search(cfg, model, result, batch, cfg.search_key, keeper=keeper)[0])
-
-
-def timed_search(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
-                 prior: Decision | None = None, keeper: SessionKeeper | None = None) -> tuple[Config, Decision | None]:
-    """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
-    with timed_phase("search", batch) as phase:
-        plan, decision = searched_config(cfg, model, result, batch, expected_key, prior, keeper)
-        phase.detail = ("not completed" if decision is None
-                        else "decision reused from the cache" if result.tables["search_decision"]["reused"]
-                        else search_cost(decision))
-    return plan, decision
-
-
-def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
-                        keeper: SessionKeeper | None = None) -> Iterator[tuple[int, Config]]:
-    """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
-    at the next), yielded as it is made; the last batch's probe table is the result's `search`,
-    every decision's summary in `search_by_batch`."""
-    keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
-    prior, summaries = None, []
-    result.tables["search_by_batch"] = summaries
-    for batch in sorted(cfg.batch_sizes):
-        here, decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
-        prior = decision or prior
-        if decision is not None:
-            summaries.append(result.tables["search_decision"])
-        yield batch, here
-
-
-def searched_config(cfg: Config, model: ExportedModel, result: RunResult, batch: int, expected_key: str = "",
-                    prior: Decision | None = None, keeper: SessionKeeper | None = None
-                    ) -> tuple[Config, Decision | None]:
-    """The config with the row's plan searched at `batch` (cached per row, batch and hardware) in
-    place of the mapping's, and the decision (None where the search did not complete); the
-    search's probe table goes into the result."""
-    try:
-        decision, reused = decide(model, cfg.published_precision, batch, cfg.hardware,
-                                  cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior,
-                                  keeper=keeper)
-    except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
-        result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept.")
-        return cfg, None
+def record_decision(result: RunResult, decision: Decision, reused: bool, batch: int, expected_key: str) -> None:
+    """The search's probe table, its summary and a note of it in the result; a note too where its
+    key is not the one the batch planned."""
     if expected_key and decision.key and key_hash(decision.key) != expected_key:
         result.notes.append(f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
                             f"batch's {expected_key} (hardware or software changed since the batch was planned).")
@@ -245,14 +272,6 @@ def searched_config(cfg: Config, model: ExportedModel, result: RunResult, batch:
     result.notes.append(f"Per-row search ({decision.depth}, batch {batch}): "
                         f"{'decision reused from the cache' if reused else 'searched now'} "
                         f"({decision.cache_file}; {search_cost(decision)}); chosen {decision.chosen}.")
-    if decision.fallback:  # the search measured nothing: its guess never replaces the job's plan
-        result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
-                            f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
-        return cfg, decision
-    plan = decision.plan
-    return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
-                   options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
-                   precision_note=plan.precision_note), decision
 
 
 def mark_decided_at(result: RunResult, batch: int) -> None:
