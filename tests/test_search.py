@@ -137,7 +137,8 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
 
 
 def _measured(label, thr, low, high, today=False, precision="fp32", native=True):
-    return Probe(label, "onnxruntime", precision, "cpu", {}, None, native, "", today=today, status="measured",
+    return Probe(label=label, backend="onnxruntime", precision=precision, device="cpu", options={},
+                 threads=None, native=native, why="", today=today, status="measured",
                  throughput=thr, low=low, high=high, calls=5)
 
 
@@ -369,7 +370,8 @@ def test_settings_are_validated():
 
 def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
     key = cache.decision_key(model, published, batch, "cpu", small=small)
-    probe = Probe("fake int8 (cpu)", "fake", "int8", "cpu", {}, None, True, "", status="chosen", throughput=9.0,
+    probe = Probe(label="fake int8 (cpu)", backend="fake", precision="int8", device="cpu",
+                  options={}, threads=None, native=True, why="", status="chosen", throughput=9.0,
                   low=8.0, high=10.0, calls=5, load_s=1.25)
     decision = {"key": key, "depth": "full", "searched_s": 3.5, "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
                 "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
@@ -728,7 +730,8 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
     assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
             "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
     assert wording.unmeasured([]) == "none runs on this hardware"
-    no_vnni = Probe("ort int8", "onnxruntime", "int8", "cpu", {}, None, False, "", status="not probed")
+    no_vnni = Probe(label="ort int8", backend="onnxruntime", precision="int8", device="cpu",
+                    options={}, threads=None, native=False, why="", status="not probed")
     assert wording.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
 
 
@@ -1087,7 +1090,8 @@ def test_what_failed_numerics_before_is_skipped_and_todays_mapping_is_always_mea
     candidate that failed the numerics gate at the smaller batch is not probed again; today's
     mapping is measured at every batch, even where it failed before."""
     def probe(label, status="pending", reason="", today=False):
-        return Probe(label, "torch", "fp16", "cuda", {}, None, True, "", today=today, status=status, reason=reason)
+        return Probe(label=label, backend="torch", precision="fp16", device="cuda", options={},
+                     threads=None, native=True, why="", today=today, status=status, reason=reason)
 
     prior = Decision("b", "t", Plan("torch", "fp16", "cuda"), batch_size=1,
                      probes=[probe("a", "failed numerics", "max_abs 3.1 over the bound"),

@@ -99,7 +99,8 @@ def loads(compiled: bool) -> int:
 
 def test_only_a_compiled_candidate_is_costly_to_reload():
     def probe(options):
-        return Probe("p", "torch", "fp16", "cuda", options, None, True, "")
+        return Probe(label="p", backend="torch", precision="fp16", device="cuda", options=options,
+                     threads=None, native=True, why="")
     assert costly_to_reload(probe({"compile": True, "compile_mode": "reduce-overhead"}))
     assert not costly_to_reload(probe({"cuda_graph": True})) and not costly_to_reload(probe({}))
 
@@ -196,8 +197,9 @@ class Closable:
 
 def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
     def probe(label, throughput, options=None, status="measured"):
-        return Probe(label, "torch", "fp16", "cuda", {"compile": True} if options is None else options, None, True,
-                     "", status=status, throughput=throughput)
+        return Probe(label=label, backend="torch", precision="fp16", device="cuda",
+                     options={"compile": True} if options is None else options, threads=None,
+                     native=True, why="", status=status, throughput=throughput)
 
     keeper, first, second = SessionKeeper(), Closable(), Closable()
     eager = probe("eager", 100.0, options={})
@@ -217,8 +219,9 @@ def test_one_session_is_kept_at_a_time_across_batches():
     """On a GPU every published batch is searched before any is measured: the last search's
     compiled session is kept, never one per batch on the device at once."""
     def probe(label):
-        return Probe(label, "torch", "fp16", "cuda", {"compile": True}, None, True, "", status="measured",
-                     throughput=100.0)
+        return Probe(label=label, backend="torch", precision="fp16", device="cuda",
+                     options={"compile": True}, threads=None, native=True, why="",
+                     status="measured", throughput=100.0)
 
     keeper, at_4, at_32 = SessionKeeper(), Closable(), Closable()
     assert keeper.offer(4, probe("c"), at_4, None) and keeper.offer(32, probe("c"), at_32, None)
@@ -234,8 +237,9 @@ def test_a_failing_close_still_forgets_the_session():
             raise RuntimeError("driver error")
 
     keeper = SessionKeeper()
-    keeper.offer(4, Probe("c", "torch", "fp16", "cuda", {"compile": True}, None, True, "", status="measured",
-                           throughput=1.0), Failing(), None)
+    keeper.offer(4, Probe(label="c", backend="torch", precision="fp16", device="cuda",
+                          options={"compile": True}, threads=None, native=True, why="",
+                          status="measured", throughput=1.0), Failing(), None)
     with pytest.raises(RuntimeError, match="driver error"):
         keeper.close()
     keeper.close()  # nothing left to close twice

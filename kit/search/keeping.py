@@ -99,8 +99,8 @@ class SessionKeeper:
 
 
 class KeepsNothing(SessionKeeper):
-    """The keeper of a search no measurement follows (a search on its own, `kit reproduce --plan`'s
-    estimates, the peers benchmark): it keeps no session, so each closes where its probe ends."""
+    """The keeper of a search no measurement follows (`decide` called on its own, as the search and
+    peers benchmarks do): it keeps no session, so each closes where its probe ends."""
 
     def offer(self, batch: int, probe: Probe, session, leader: Probe | None) -> bool:
         return False

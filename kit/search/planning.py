@@ -56,8 +56,10 @@ class SearchSettings:
 
 
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
-    return Probe(c.label, c.backend, c.precision, c.device, dict(c.options), c.threads, c.native, c.why,
-                 today=c.matches(today.backend, today.precision, today.device), fallback_for=c.fallback_for)
+    return Probe(label=c.label, backend=c.backend, precision=c.precision, device=c.device,
+                 options=dict(c.options), threads=c.threads, native=c.native, why=c.why,
+                 today=c.matches(today.backend, today.precision, today.device),
+                 fallback_for=c.fallback_for)
 
 
 def row_probes(candidates: list[RowCandidate], today: PrecisionChoice, published: str,

@@ -24,7 +24,7 @@ STATUSES = ("chosen", "lost", "not eligible", "failed numerics", "failed", "not 
 FAILED = ("failed numerics", "failed", "not probed")  # what makes a quick search measure a fallback
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Probe:
     """What the search learnt about one candidate; `status` is one of STATUSES, `reason` says why."""
 
