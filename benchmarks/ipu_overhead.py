@@ -64,9 +64,10 @@ def main() -> int:
     rounds, calls = env_int("BENCH_IPU_ROUNDS", 7), env_int("BENCH_IPU_CALLS", 200)
     with tempfile.TemporaryDirectory() as tmp:
         use_double(tmp)
-        model = ExportedModel("image-1x3x224x224", image_model(Path(tmp) / "m.onnx", export_opset("ipu")),
-                              (InputSpec("input", (1, 3, 224, 224), "float32"),), ("logits",),
-                              WeightsInfo("random", "seed 0"))
+        model = ExportedModel(name="image-1x3x224x224",
+                              onnx_path=image_model(Path(tmp) / "m.onnx", export_opset("ipu")),
+                              inputs=(InputSpec("input", (1, 3, 224, 224), "float32"),),
+                              outputs=("logits",), weights=WeightsInfo("random", "seed 0"))
         session = IpuBackend().load(model, BackendConfig("fp32", "ipu", options={"cache_dir": tmp}), 1)
         inputs = model.make_inputs(1, seed=0)
         runtime = importlib.import_module("poprt.runtime")

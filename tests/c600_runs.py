@@ -33,4 +33,5 @@ def measured(batch: int, clients: int, qps: float, n: int = 60) -> BatchMeasurem
     """`clients` threads of `n` equal calls giving `qps` samples/s in all."""
     per_call_ms = clients * batch / qps * 1000
     threads = [calls_of([per_call_ms] * n) for _ in range(clients)]
-    return BatchMeasurement(batch, "clients" if clients > 1 else "single", clients, threads)
+    return BatchMeasurement(batch_size=batch, mode="clients" if clients > 1 else "single",
+                            threads=clients, calls=threads)

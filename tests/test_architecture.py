@@ -110,3 +110,31 @@ def test_every_cli_verb_lives_in_kit_cli():
     elsewhere = sorted(str(p.relative_to(KIT.parent)) for p in KIT.rglob("*.py")
                        if p.parent.name != "cli" and "add_parser(" in p.read_text())
     assert not elsewhere, f"kit commands outside kit/cli/: {elsewhere}"
+
+
+#: A record of more than this many fields takes at most KEPT_POSITIONAL of them (its identity) by position.
+FEW_FIELDS, KEPT_POSITIONAL = 5, 3
+
+
+def positional_fields(cls: ast.ClassDef) -> tuple[int, int] | None:
+    """(fields, fields that may be given by position) of a dataclass, or None for another class."""
+    decorator = next((d for d in cls.decorator_list if "dataclass" in ast.unparse(d)), None)
+    if decorator is None:
+        return None
+    names = [ast.unparse(b.target) for b in cls.body if isinstance(b, ast.AnnAssign)
+             and "ClassVar" not in ast.unparse(b.annotation)]
+    fields = [n for n in names if n != "_"]  # `_: KW_ONLY` marks where keyword-only fields start
+    if "kw_only=True" in ast.unparse(decorator):
+        return len(fields), 0
+    return len(fields), names.index("_") if "_" in names else len(fields)
+
+
+def test_records_with_more_than_a_few_fields_are_built_by_keyword():
+    """issue 53: `Comparison(study, figure, ...)` with 16 positional arguments read as a puzzle."""
+    loose = []
+    for mod, tree in modules().items():
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            counts = positional_fields(cls)
+            if counts and counts[0] > FEW_FIELDS and counts[1] > KEPT_POSITIONAL:
+                loose.append(f"{mod}.{cls.name}: {counts[1]} of {counts[0]} fields by position")
+    assert not loose, "make these @dataclass(kw_only=True) (or `_: KW_ONLY` after the first few):\n" + "\n".join(loose)

@@ -100,10 +100,12 @@ def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached
     request that fails (weights that are not there), two at a time."""
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(local, "parallel_exports", lambda requests: 2)
-    tasks = [local.Task(Job("r", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32"}), tmp_path, tmp_path, ""),
-             local.Task(Job("b", "model_benchmark.ipynb", {"model": "bert-torch-fp32",
-                                                             "weights": str(tmp_path / "no-weights")}),
-                        tmp_path, tmp_path, "")]
+    tasks = [local.Task(job=Job("r", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32"}),
+                        run_dir=tmp_path, out=tmp_path, fingerprint=""),
+             local.Task(job=Job("b", "model_benchmark.ipynb",
+                                {"model": "bert-torch-fp32",
+                                 "weights": str(tmp_path / "no-weights")}),
+                        run_dir=tmp_path, out=tmp_path, fingerprint="")]
     done = local.prepare_exports(tasks)
     assert done.made == ("resnet50-torch-fp32",) and done.parallel == 2
     assert 1.0 < done.seconds < local.PREPARE_LIMIT_S  # the child's wall time: an export takes seconds here
@@ -134,7 +136,8 @@ def test_an_interrupt_kills_the_exports_and_reaches_the_batch(tmp_path, monkeypa
     monkeypatch.setattr(local, "_wait", interrupted)
     kill = local._kill
     monkeypatch.setattr(local, "_kill", lambda proc: killed.append(proc.pid) or kill(proc))
-    task = local.Task(Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}), tmp_path, tmp_path, "")
+    task = local.Task(job=Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}),
+                      run_dir=tmp_path, out=tmp_path, fingerprint="")
     with pytest.raises(KeyboardInterrupt):
         local.prepare_exports([task])
     assert len(killed) == 1

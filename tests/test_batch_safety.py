@@ -269,9 +269,11 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     from kit.search import cache
     from kit.search.decision import Decision, Plan
 
-    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {}).write(tmp_path / "r.json")
+    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", parameters={}, environment={}).write(
+        tmp_path / "r.json")
     key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
-    decision = cache.store_decision(Decision(None, None, Plan("onnxruntime", "fp32", "cpu"), key=key),
+    decision = cache.store_decision(Decision(chosen=None, today=None,
+                                             plan=Plan("onnxruntime", "fp32", "cpu"), key=key),
                                     tmp_path / "search")
     for path in (result, decision):
         assert path.stat().st_mode & 0o777 == 0o644, path
@@ -412,7 +414,7 @@ def test_every_write_of_the_batch_stays_in_its_run_folder(tmp_path):
     job.name = "../../x"  # changed after it was checked: the path helper refuses it still
     run_dir = tmp_path / "outputs" / "runs" / "r1"
     with pytest.raises(InvalidParameter, match="a path inside"):
-        Task(job, run_dir, tmp_path / "outputs", "").path(".json")
+        Task(job=job, run_dir=run_dir, out=tmp_path / "outputs", fingerprint="").path(".json")
     record = JobRecord(name="x", notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0, fingerprint="",
                        notebook_out="runs/r1/x.ipynb", html="runs/r1/x.html", results="runs/r1/x.json")
     save_record(tmp_path / "outputs", record)

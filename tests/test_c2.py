@@ -117,7 +117,7 @@ def test_c2_efficiency_carries_the_indicative_flag():
     assert short["efficiency_indicative"] == ("indicative only: a 2.0 s power window, shorter than the sensor "
                                               "(nvml) resolves")
     assert long["efficiency_indicative"] == ""
-    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result = RunResult(ResultKind.C2_STUDY, "c2", parameters={}, environment={})
     result.tables["c2"] = rows
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     card = c2_rows([(Path("c2.json"), result)])

@@ -84,21 +84,23 @@ def test_trimmed_latency_is_bytemlperfs_definition():
     slow_ends = [50.0] * 20  # warm-up-like slow calls at both ends: ByteMLPerf drops them
     middle = [float(10 + (i % 7)) for i in range(60)]  # 10..16 ms, unequal
     thread = calls_of(slow_ends + middle + slow_ends)
-    m = BatchMeasurement(8, "single", 1, [thread])
+    m = BatchMeasurement(batch_size=8, mode="single", threads=1, calls=[thread])
     kept = sorted(middle)
     assert m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 60)
     assert m.bytemlperf["p99_latency_ms"] == kept[int(0.99 * 60)]
     assert m.bytemlperf["qps"] == pytest.approx(8 * 60 / (sum(middle) / 1000))
     assert m.latency.mean_ms == pytest.approx((sum(middle) + 40 * 50) / 100)  # all calls, kept beside
     assert m.latency.p99_ms > 16  # the slow ends count in the all-calls figures
-    short = BatchMeasurement(8, "single", 1, [calls_of(middle[:40])])  # 40 calls: ByteMLPerf trims nothing
+    # 40 calls: ByteMLPerf trims nothing
+    short = BatchMeasurement(batch_size=8, mode="single", threads=1, calls=[calls_of(middle[:40])])
     assert short.bytemlperf["avg_latency_ms"] == pytest.approx(sum(middle[:40]) / 40)
     assert "no trim" in short.bytemlperf["kept"]
 
 
 def test_pack_mode_keeps_the_middle_sixty_percent_and_has_intervals():
     durations = [30.0] * 20 + [float(5 + i % 3) for i in range(60)] + [30.0] * 20
-    m = BatchMeasurement(1, "pack", 2, [calls_of(durations), calls_of(durations, 10**9)],
+    m = BatchMeasurement(batch_size=1, mode="pack", threads=2,
+                         calls=[calls_of(durations), calls_of(durations, 10**9)],
                          extra={"bytemlperf_keep_fraction": 0.6, "pack_batch_size": 40})
     kept = sorted([float(5 + i % 3) for i in range(60)] * 2)
     assert m.bytemlperf["kept_calls"] == 120 and m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 120)

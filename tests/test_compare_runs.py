@@ -40,13 +40,16 @@ def _measurement(rng, mean_ms: float, rounds: int = 8, per_round: int = 20) -> d
             calls.append((t, t + d))
             t += d + 1000
         marks.append([len(calls)])
-    return BatchMeasurement(4, "single", 1, [calls], rounds=marks).to_dict()
+    return BatchMeasurement(batch_size=4, mode="single", threads=1, calls=[calls],
+                            rounds=marks).to_dict()
 
 
 def _run(folder, rng, mean_ms: float, cpu: str = "Test CPU", ort: str = "1.20.0"):
     folder.mkdir(parents=True)
-    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32", {"published_precision": "FP16"},
-                  {"host": "h", "cpu": {"model": cpu, "cores": 2}, "packages": {"onnxruntime": ort}})
+    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32",
+                  parameters={"published_precision": "FP16"},
+                  environment={"host": "h", "cpu": {"model": cpu, "cores": 2},
+                               "packages": {"onnxruntime": ort}})
     r.measurements = [_measurement(rng, mean_ms)]
     r.write(folder / "resnet50.json")
     (folder / "notes.json").write_text(json.dumps({"not": "a result"}))  # ignored
@@ -95,12 +98,15 @@ def test_command_line_and_bad_input(tmp_path, capsys):
 def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
     from kit.measure.stats import Interval
     def fig(v, hw):
-        return Figure(v, Interval(v, v - hw, v + hw), [], "samples/s", True)
+        return Figure(value=v, interval=Interval(v, v - hw, v + hw), rounds=[], unit="samples/s",
+                      higher_is_better=True)
 
-    inside = Row("x", fig(100, 3), fig(104, 4))  # |4| <= hypot(3, 4) = 5
-    outside = Row("y", fig(100, 3), fig(106, 4))
+    inside = Row(key="x", a=fig(100, 3), b=fig(104, 4))  # |4| <= hypot(3, 4) = 5
+    outside = Row(key="y", a=fig(100, 3), b=fig(106, 4))
     assert inside.within_intervals is True and outside.within_intervals is False
-    assert Row("z", Figure(1.0, None, [], "", True), fig(1, 0.1)).within_intervals is None
+    assert Row(key="z",
+               a=Figure(value=1.0, interval=None, rounds=[], unit="", higher_is_better=True),
+               b=fig(1, 0.1)).within_intervals is None
     assert "1 of 2 (50%)" in summary_line([inside, outside])
 
 
@@ -115,8 +121,11 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
         for i in range(200):
             a = 100.0 * math.exp(rng.normal(0, 0.01))
             b = 100.0 * math.exp(rng.normal(0, 0.01) + rng.normal(0, drift_sd))
-            out.append(Row(f"m{i} batch 1: throughput", Figure(a, Interval(a, a * 0.98, a * 1.02), [], "", True),
-                           Figure(b, Interval(b, b * 0.98, b * 1.02), [], "", True)))
+            out.append(Row(key=f"m{i} batch 1: throughput", a=Figure(
+                value=a, interval=Interval(a, a * 0.98, a * 1.02), rounds=[], unit="",
+                higher_is_better=True),
+                           b=Figure(value=b, interval=Interval(b, b * 0.98, b * 1.02), rounds=[],
+                                  unit="", higher_is_better=True)))
         return out
 
     drifting = rows(0.10)
@@ -138,8 +147,8 @@ def test_holm_adjustment():
 def _runs_of_models(folder, rng, means_ms: dict[str, float]):
     folder.mkdir(parents=True)
     for model, mean_ms in means_ms.items():
-        r = RunResult(ResultKind.MODEL_BENCHMARK, model, {"published_precision": "FP16"},
-                      {"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r = RunResult(ResultKind.MODEL_BENCHMARK, model, parameters={"published_precision": "FP16"},
+                      environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
         r.measurements = [_measurement(rng, mean_ms)]
         r.write(folder / f"{model}.json")
     return folder
@@ -176,8 +185,8 @@ def _runs_with_rounds(tmp_path, name: str, means_ms: dict[str, float], rounds: i
     folder = tmp_path / name
     folder.mkdir(parents=True)
     for model, mean_ms in means_ms.items():
-        r = RunResult(ResultKind.MODEL_BENCHMARK, model, {"published_precision": "FP16"},
-                      {"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r = RunResult(ResultKind.MODEL_BENCHMARK, model, parameters={"published_precision": "FP16"},
+                      environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
         r.measurements = [_measurement(rng, mean_ms, rounds=rounds, per_round=6)]
         r.write(folder / f"{model}.json")
     return folder
@@ -266,9 +275,11 @@ def test_a_ratio_interval_that_excludes_1_is_not_called_intervals_that_do_not_ov
     from kit.measure.stats import Interval
 
     def fig(v, lo, hi):
-        return Figure(v, Interval(v, lo, hi), [v] * 5, "samples/s", True)
+        return Figure(value=v, interval=Interval(v, lo, hi), rounds=[v] * 5, unit="samples/s",
+                      higher_is_better=True)
 
-    row = Row("m batch 32: throughput", fig(109.9, 104.7, 115.1), fig(118.7, 113.1, 124.3), 118.7 / 109.9)
+    row = Row(key="m batch 32: throughput", a=fig(109.9, 104.7, 115.1), b=fig(118.7, 113.1, 124.3),
+              ratio=118.7 / 109.9)
     row.p_value, row.p_holm, row.p_floor = 0.3, 0.3, 0.3
     verdict, finding = judge(row, 0.05, None)
     assert verdict == APART and "although the two figures' own 95 % intervals overlap" in finding

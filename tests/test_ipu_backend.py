@@ -51,9 +51,9 @@ def small_export():
 
 
 def tiny_exported(tmp_path, name="tiny") -> ExportedModel:
-    return ExportedModel(name, tiny_model(tmp_path / "tiny.onnx"),
-                         tuple(InputSpec.from_dict(s) for s in TINY_INPUTS), ("y", "z"),
-                         WeightsInfo("random", "seed 0"))
+    return ExportedModel(name=name, onnx_path=tiny_model(tmp_path / "tiny.onnx"),
+                         inputs=tuple(InputSpec.from_dict(s) for s in TINY_INPUTS),
+                         outputs=("y", "z"), weights=WeightsInfo("random", "seed 0"))
 
 
 def config(tmp_path, precision="fp16", **options) -> BackendConfig:

@@ -53,7 +53,9 @@ def test_a_small_model_measured_first_never_blocks_a_larger_one(with_double, tmp
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2500])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2000])], [w],
                       opset=IpuBackend.export_opset)
-    wide = ExportedModel("wide", path, (InputSpec("x", (1, 2500), "float32"),), ("y",), WeightsInfo("random", "seed 0"))
+    wide = ExportedModel(name="wide", onnx_path=path,
+                         inputs=(InputSpec("x", (1, 2500), "float32"),), outputs=("y",),
+                         weights=WeightsInfo("random", "seed 0"))
     session = IpuBackend().load(wide, config(tmp_path, "fp32"), 2)
     session.close()
     assert "no measurement of this model" in session.description["memory"]["steps"]["ipu-convert"]["check"]

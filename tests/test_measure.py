@@ -46,7 +46,8 @@ def test_bytemlperf_qps_trims_twenty_calls_each_end():
 
 
 def test_round_trip_keeps_raw_samples():
-    m = BatchMeasurement(8, "single", 1, [[(0, 2_000_000), (2_000_000, 5_000_000)]])
+    m = BatchMeasurement(batch_size=8, mode="single", threads=1,
+                         calls=[[(0, 2_000_000), (2_000_000, 5_000_000)]])
     again = BatchMeasurement.from_dict(m.to_dict())
     assert again.latency == m.latency
     assert again.throughput == pytest.approx(16 / 0.005)
@@ -124,7 +125,8 @@ def test_round_trip_keeps_intervals_and_results_without_rounds_get_blocks():
     m = measure([lambda: time.sleep(0.001)], 2, MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3))
     again = BatchMeasurement.from_dict(m.to_dict())
     assert again.intervals == m.intervals and again.precision == m.precision
-    bare = BatchMeasurement(2, "single", 1, m.calls)  # e.g. from an out-of-process backend
+    # e.g. from an out-of-process backend
+    bare = BatchMeasurement(batch_size=2, mode="single", threads=1, calls=m.calls)
     assert bare.intervals["throughput"].available
     assert "blocks of consecutive calls" in bare.intervals["throughput"].method
 

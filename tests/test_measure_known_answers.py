@@ -19,7 +19,8 @@ MS = 1_000_000
 
 def two_threads() -> BatchMeasurement:
     """Thread A: 50 calls of 2 ms from t = 0; thread B: 50 calls of 4 ms from t = 10 ms."""
-    return BatchMeasurement(3, "clients", 2, [calls_of([2.0] * 50), calls_of([4.0] * 50, 10 * MS)])
+    return BatchMeasurement(batch_size=3, mode="clients", threads=2,
+                            calls=[calls_of([2.0] * 50), calls_of([4.0] * 50, 10 * MS)])
 
 
 def test_a_measurements_summary_over_every_call():
@@ -39,13 +40,15 @@ def test_a_measurements_bytemlperf_figures_over_the_kept_calls():
 
 
 def test_pack_mode_keeps_its_fraction_through_the_measurement():
-    m = BatchMeasurement(1, "pack", 1, [calls_of([float(k) for k in range(1, 11)])],
+    m = BatchMeasurement(batch_size=1, mode="pack", threads=1,
+                         calls=[calls_of([float(k) for k in range(1, 11)])],
                          extra={"bytemlperf_keep_fraction": 0.6})
     assert m.bytemlperf["kept_calls"] == 6 and m.qps_bytemlperf == pytest.approx(6 / 0.033)  # calls 3..8 ms
 
 
 def test_the_precision_reached_is_the_throughputs_interval():
-    m = BatchMeasurement(1, "single", 1, [calls_of([1.0] * 9 + [3.0] * 9)], precision={"target_ci": 0.05})
+    m = BatchMeasurement(batch_size=1, mode="single", threads=1,
+                         calls=[calls_of([1.0] * 9 + [3.0] * 9)], precision={"target_ci": 0.05})
     rel = m.intervals["throughput"].rel_half_width
     assert rel > 0.05 and m.precision == {"target_ci": 0.05, "reached": rel, "rounds": 6, "met": False,
                                           "stopped_by": ""}
@@ -180,7 +183,8 @@ def test_a_measurements_latency_intervals_are_woodruffs_over_its_rounds():
     from kit.measure.intervals import ROUNDS
     from kit.measure.stats import quantile_interval
 
-    m = BatchMeasurement(2, "single", 1, [calls_of([float(k) for k in range(1, 31)])], rounds=[[10], [20]])
+    m = BatchMeasurement(batch_size=2, mode="single", threads=1,
+                         calls=[calls_of([float(k) for k in range(1, 31)])], rounds=[[10], [20]])
     rounds = [[float(k) for k in range(1, 11)], [float(k) for k in range(11, 21)], [float(k) for k in range(21, 31)]]
     for name, q, estimate in (("p50_ms", 0.5, 15.5), ("p90_ms", 0.9, 27.1), ("p99_ms", 0.99, 29.71),
                               ("p99_bytemlperf_ms", 0.99, 30.0)):
@@ -195,7 +199,8 @@ def test_a_measurements_latency_intervals_are_woodruffs_over_its_rounds():
 
 
 def test_the_efficiency_interval_is_the_throughputs_relative_one():
-    m = BatchMeasurement(2, "single", 1, [calls_of([1.0] * 9 + [3.0] * 9)])
+    m = BatchMeasurement(batch_size=2, mode="single", threads=1,
+                         calls=[calls_of([1.0] * 9 + [3.0] * 9)])
     m.power = {"method": "measured", "samples_per_s_per_w": 5.0}
     from kit.measure.intervals import measurement_intervals
 
@@ -226,7 +231,7 @@ def test_the_throughputs_interval_sums_unequal_clients_per_round():
     """Client A: 3 calls of 1 ms, then 3 of 2 ms; client B: 3 + 3 calls of 2 ms; rounds after 3 calls
     each. Round rates: 3/0.003 + 3/0.006 = 1,500 calls/s over 6 ms, then 500 + 500 = 1,000 over 6 ms."""
     a, b = calls_of([1.0] * 3 + [2.0] * 3), calls_of([2.0] * 6)
-    m = BatchMeasurement(1, "clients", 2, [a, b], rounds=[[3, 3]])
+    m = BatchMeasurement(batch_size=1, mode="clients", threads=2, calls=[a, b], rounds=[[3, 3]])
     r = (1500 * 0.006 + 1000 * 0.006) / 0.012  # 1,250
     d = [1500 * 0.006 - r * 0.006, 1000 * 0.006 - r * 0.006]
     half = 12.706204736174698 * math.sqrt((d[0] ** 2 + d[1] ** 2) / 1 / 2) / 0.006
@@ -234,7 +239,8 @@ def test_the_throughputs_interval_sums_unequal_clients_per_round():
 
 
 def test_a_measurement_of_one_round_says_why_it_has_no_interval():
-    m = BatchMeasurement(1, "single", 1, [calls_of([1.0, 2.0, 3.0, 4.0, 5.0])])  # 5 calls: one block
+    m = BatchMeasurement(batch_size=1, mode="single", threads=1,
+                         calls=[calls_of([1.0, 2.0, 3.0, 4.0, 5.0])])  # 5 calls: one block
     why = "1 round(s): an interval needs at least 2"
     for name in ("mean_ms", "p50_ms", "p99_ms", "bytemlperf_avg_latency_ms"):
         assert not m.intervals[name].available and m.intervals[name].reason == why, name
@@ -242,7 +248,7 @@ def test_a_measurement_of_one_round_says_why_it_has_no_interval():
 
 
 def test_calls_that_take_no_time_have_no_throughput():
-    m = BatchMeasurement(2, "single", 1, [[(5, 5), (5, 5), (5, 5)]])
+    m = BatchMeasurement(batch_size=2, mode="single", threads=1, calls=[[(5, 5), (5, 5), (5, 5)]])
     assert m.wall_time_s == 0.0 and math.isnan(m.throughput) and math.isnan(m.qps_bytemlperf)
 
 
@@ -262,7 +268,8 @@ def test_bytemlperf_intervals_in_pack_mode_are_over_the_kept_middle():
     from kit.measure.intervals import BLOCKS
     from kit.measure.stats import quantile_interval
 
-    m = BatchMeasurement(1, "pack", 1, [calls_of([float(k) for k in range(1, 11)])],
+    m = BatchMeasurement(batch_size=1, mode="pack", threads=1,
+                         calls=[calls_of([float(k) for k in range(1, 11)])],
                          extra={"bytemlperf_keep_fraction": 0.6})
     avg, p99 = m.intervals["bytemlperf_avg_latency_ms"], m.intervals["bytemlperf_p99_latency_ms"]
     t1 = 12.706204736174698

@@ -68,8 +68,10 @@ def matmul_model(tmp_path) -> ExportedModel:
     model.ir_version = 10
     path = tmp_path / "mm.onnx"
     onnx.save(model, str(path))
-    return ExportedModel("mm", path, (InputSpec("x", (1, 64), "float32", low=-1, high=1),), ("y",),
-                         WeightsInfo("random", "seed 0"), task="question-answering")
+    return ExportedModel(name="mm", onnx_path=path,
+                         inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
+                         outputs=("y",), weights=WeightsInfo("random", "seed 0"),
+                         task="question-answering")
 
 
 def test_int8_dynamic_for_matmul_models(tmp_path, monkeypatch):

@@ -26,8 +26,10 @@ def write_matmul(path, width: int, seed: int) -> ExportedModel:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     onnx.save(model, str(path))
-    return ExportedModel("mm", path, (InputSpec("x", (1, 64), "float32", low=-1, high=1),), ("y",),
-                         WeightsInfo("random", "seed 0"), task="question-answering")
+    return ExportedModel(name="mm", onnx_path=path,
+                         inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
+                         outputs=("y",), weights=WeightsInfo("random", "seed 0"),
+                         task="question-answering")
 
 
 @pytest.fixture
@@ -77,8 +79,9 @@ def test_corrupt_conversion_metadata_is_rebuilt_with_a_note(tmp_path, cache):
 def test_a_failed_conversion_leaves_no_temporary_file(tmp_path, cache):
     path = tmp_path / "broken.onnx"
     path.write_bytes(b"\x08\x07 this is not a protobuf model")
-    model = ExportedModel("broken", path, (InputSpec("x", (1, 64), "float32"),), ("y",),
-                          WeightsInfo("random", "seed 0"), task="question-answering")
+    model = ExportedModel(name="broken", onnx_path=path,
+                          inputs=(InputSpec("x", (1, 64), "float32"),), outputs=("y",),
+                          weights=WeightsInfo("random", "seed 0"), task="question-answering")
     with pytest.raises(CorruptModel, match="broken.onnx to fp16"):
         convert_for_ort(model, "fp16")
     assert not cache.exists() or list(cache.iterdir()) == []

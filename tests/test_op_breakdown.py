@@ -36,7 +36,7 @@ def test_a_real_torch_profile_names_the_matrix_operators():
 
 
 def test_the_reason_goes_on_a_compute_bound_row_below_55_percent_only():
-    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", {}, {})
+    result = RunResult(ResultKind.MODEL_BENCHMARK, "m", parameters={}, environment={})
     found = op_breakdown.breakdown({"aten::mm": 1.0, "aten::add": 1.0}, 1e9, 10.0, calls=1)
     result.tables["op_breakdown"] = {"batch_size": 4, **found}
     result.tables["roofline"] = [{"batch_size": 4, "bound": "compute", "fraction_of_bound": 0.3},

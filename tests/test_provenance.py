@@ -77,7 +77,8 @@ def test_capture_lists_every_distribution_and_hashes_the_published_data():
 def test_a_batch_job_tells_the_kernel_its_command_parameters_and_notebook(tmp_path, monkeypatch):
     job = Job("resnet50", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32", "batch_sizes": [4]}, 120)
     run_dir = tmp_path / "outputs" / "runs" / "r1"
-    task = Task(job, run_dir, tmp_path / "outputs", "f", command="kit reproduce --profile quick --only resnet50")
+    task = Task(job=job, run_dir=run_dir, out=tmp_path / "outputs", fingerprint="f",
+                command="kit reproduce --profile quick --only resnet50")
     spec = task.spec()
     recorded = spec["job"]
     assert recorded["parameters"] == job.parameters and recorded["timeout_s"] == 120

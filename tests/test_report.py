@@ -115,7 +115,8 @@ def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
     from kit.publish.report import server_interpretation
     from kit.results import ResultKind, RunResult
 
-    result = RunResult(ResultKind.SERVER_SCENARIO, "server_scenario", {"latency_bound_ms": 100.0}, {})
+    result = RunResult(ResultKind.SERVER_SCENARIO, "server_scenario",
+                       parameters={"latency_bound_ms": 100.0}, environment={})
     result.status = "ok"
     row = {"policy": "B=4, T=20 ms", "loadgen_best_qps": 5.15, "loadgen_p99_ms": 82.8, "loadgen_result": "INVALID",
            "loadgen_reasons": "", "sim_best_qps": None, "prediction_error_pct": None, "capacity_qps": 27.5}

@@ -77,8 +77,9 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
     peak = {"gflops": 1e-3, "unit": "GFLOP/s"}  # 1 MFLOP/s
     calls_per_s = 1e6 / (shared + 4 * per_sample) * 0.5  # half the peak at batch 4
     m = {"batch_size": 4, "throughput": 4 * calls_per_s}
-    model = ExportedModel("prompts", path, specs, ("y",), WeightsInfo("random", "test"),
-                          flops_per_sample=per_sample, flops_shared_per_call=shared)
+    model = ExportedModel(name="prompts", onnx_path=path, inputs=specs, outputs=("y",),
+                          weights=WeightsInfo("random", "test"), flops_per_sample=per_sample,
+                          flops_shared_per_call=shared)
     assert model.flops_per_call(4) == shared + 4 * per_sample
     row, = roofline.figure_rows(model, "fp32", peak, [m])
     assert row["fraction_of_bound"] == pytest.approx(0.5) and not row["above_bound"]
@@ -101,8 +102,11 @@ def test_a_gpu_figure_is_placed_against_the_peak_of_the_arithmetic_that_ran(smal
     precision = "fp16" if math == "fp16" else "fp32"
     cfg = Config(model=small.name, backend="torch", precision=precision, device="cuda", small=True)
     fp32_peak = {"gflops": 67_000.0, "method": "H200 SXM dense fp32 peak"}  # what device_info gave before the run
-    result = RunResult("model_benchmark", "x", {}, {}, model=small.describe(),
-                       backend={"name": "torch", "device_info": {"kind": "gpu", "name": "NVIDIA H200", "peak": fp32_peak},
+    result = RunResult("model_benchmark", "x", parameters={}, environment={},
+                       model=small.describe(),
+                       backend={"name": "torch",
+                                "device_info": {"kind": "gpu", "name": "NVIDIA H200",
+                                                "peak": fp32_peak},
                                 "session": {"math": math}},
                        measurements=[{"batch_size": 4, "throughput": 0.3 * tflops * 1e12 / small.flops_per_sample}])
     add_roofline(result, small, cfg)
@@ -119,8 +123,10 @@ def test_a_gpu_without_a_tabled_peak_says_so_and_shows_no_share(small, outputs):
     from kit.studies.model_benchmark import Config, add_roofline
 
     cfg = Config(model=small.name, backend="torch", precision="bf16", device="cuda", small=True)
-    result = RunResult("model_benchmark", "x", {}, {}, model=small.describe(),
-                       backend={"name": "torch", "device_info": {"name": "Tesla T4", "peak": {"gflops": 8100.0}},
+    result = RunResult("model_benchmark", "x", parameters={}, environment={},
+                       model=small.describe(),
+                       backend={"name": "torch",
+                                "device_info": {"name": "Tesla T4", "peak": {"gflops": 8100.0}},
                                 "session": {"math": "bf16"}},
                        measurements=[{"batch_size": 4, "throughput": 100.0}])
     add_roofline(result, small, cfg)

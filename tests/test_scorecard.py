@@ -11,7 +11,8 @@ from kit.results import ResultKind, RunResult
 
 
 def _result(name, precision="FP16", **fields):
-    r = RunResult(ResultKind.MODEL_BENCHMARK, name, {"model": name, "published_precision": precision}, {})
+    r = RunResult(ResultKind.MODEL_BENCHMARK, name,
+                  parameters={"model": name, "published_precision": precision}, environment={})
     for k, v in fields.items():
         setattr(r, k, v)
     return r

@@ -42,8 +42,9 @@ def two_round_half_width(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 def c600_run(created_at: str = "2026-11-20T10:00:00+00:00", b32=B32_THREAD) -> RunResult:
-    b32 = BatchMeasurement(32, "clients", 4, [calls_of(b32)] * 4, rounds=[[50] * 4])
-    b4 = BatchMeasurement(4, "clients", 4, [calls_of(B4_THREAD)] * 4)
+    b32 = BatchMeasurement(batch_size=32, mode="clients", threads=4, calls=[calls_of(b32)] * 4,
+                           rounds=[[50] * 4])
+    b4 = BatchMeasurement(batch_size=4, mode="clients", threads=4, calls=[calls_of(B4_THREAD)] * 4)
     result = c600_result(MODEL, PRECISION, [b4, b32])
     result.accuracy = [{"metric": "Top-1", "value": 0.7620, "status": "measured"}]
     result.created_at = created_at
@@ -149,7 +150,8 @@ def test_the_same_run_through_the_poprt_double_is_not_comparable():
 
 def c2_measurement(micro: int, call_ms: float, watts: float | None) -> BatchMeasurement:
     """Two replicas, 10 back-to-back calls of `call_ms` each; a constant-power sensor."""
-    m = BatchMeasurement(micro, "replicas", 2, [calls_of([call_ms] * 10)] * 2)
+    m = BatchMeasurement(batch_size=micro, mode="replicas", threads=2,
+                         calls=[calls_of([call_ms] * 10)] * 2)
     if watts is None:
         m.power = {"method": "unavailable", "reason": "no sensor"}
     else:
@@ -179,7 +181,8 @@ def test_c2_latency_is_the_mean_call_not_the_wall_rate():
     """Calls of 1 ms and 3 ms alternating, the replicas 1 ms apart: latency = mean call = 2 ms,
     throughput = batch / latency = 4 / 0.002 = 2,000, not the wall rate (40 calls x 2 / 21 ms)."""
     durations = [1.0, 3.0] * 5
-    m = BatchMeasurement(2, "replicas", 2, [calls_of(durations), calls_of(durations, 1_000_000)])
+    m = BatchMeasurement(batch_size=2, mode="replicas", threads=2,
+                         calls=[calls_of(durations), calls_of(durations, 1_000_000)])
     m.power = {"method": "measured", "mean_w": 100.0, "sensor": "const", "sampler": "test"}
     row = c2_row(4, 2, m)
     assert row["latency_ms"] == pytest.approx(2.0) and row["throughput"] == pytest.approx(2000.0)
@@ -201,7 +204,7 @@ def test_c2_without_power_says_why():
 
 def c2_result(batches: dict[int, tuple[float, float]]) -> RunResult:
     """A C2 study on a Mk1 C2 card: {card batch: (call ms, watts)}, two replicas."""
-    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result = RunResult(ResultKind.C2_STUDY, "c2", parameters={}, environment={})
     result.backend = {"name": "ipu", "precision": "fp16", "device": "ipu",
                       "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"},
                       "session": {"emulated": False}}
@@ -240,9 +243,9 @@ def test_c2_intervals_from_blocks_of_unequal_calls():
     Throughput = 4 / latency (its interval through 1/x); efficiency = throughput / 120 W, its
     interval the throughput's relative one."""
     durations = [2.0] * 3 + [2.5] * 3 + [3.0] * 4
-    m = BatchMeasurement(2, "replicas", 2, [calls_of(durations)] * 2)
+    m = BatchMeasurement(batch_size=2, mode="replicas", threads=2, calls=[calls_of(durations)] * 2)
     m.power = {"method": "measured", "mean_w": 120.0, "sensor": "const", "sampler": "test", "window_resolved": True}
-    result = RunResult(ResultKind.C2_STUDY, "c2", {}, {})
+    result = RunResult(ResultKind.C2_STUDY, "c2", parameters={}, environment={})
     result.backend = {"name": "ipu", "precision": "fp16", "device": "ipu", "session": {"emulated": False},
                       "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"}}
     result.measurements = [m.to_dict()]
@@ -428,15 +431,18 @@ def _result_of(*measurements: BatchMeasurement) -> RunResult:
 def test_a_pack_runs_figures_stand_at_its_pack_batch():
     """Pack mode: calls of 8 packed rows stand for a pack batch of 20 samples (ByteMLPerf's batch)."""
     threads = [calls_of([2.0 + (i % 3) for i in range(60)])]
-    m = BatchMeasurement(8, "single", 1, threads, extra={"pack_batch_size": 20, "bytemlperf_keep_fraction": 0.6})
+    m = BatchMeasurement(batch_size=8, mode="single", threads=1, calls=threads,
+                         extra={"pack_batch_size": 20, "bytemlperf_keep_fraction": 0.6})
     result = _result_of(m)
     assert figure_interval(result, "QPS", 20)[0] is not None
     assert figure_interval(result, "QPS", 8) == (None, "")
 
 
 def test_bytemlperf_figures_never_come_from_a_replicas_run_and_c2_figures_stand_at_the_card_batch():
-    replicas = BatchMeasurement(2, "replicas", 2, [calls_of([2.0, 3.0] * 10)] * 2)
-    single = BatchMeasurement(4, "single", 1, [calls_of([2.0, 3.0] * 10)])
+    replicas = BatchMeasurement(batch_size=2, mode="replicas", threads=2,
+                                calls=[calls_of([2.0, 3.0] * 10)] * 2)
+    single = BatchMeasurement(batch_size=4, mode="single", threads=1,
+                              calls=[calls_of([2.0, 3.0] * 10)])
     assert figure_interval(_result_of(replicas), "QPS", 2) == (None, "")
     assert figure_interval(_result_of(replicas), "Latency", 4)[0] is not None  # 2 per replica x 2 replicas
     assert figure_interval(_result_of(single), "Latency", 4)[0] is not None  # one IPU: the call's batch
@@ -483,7 +489,8 @@ def test_a_figure_not_measured_keeps_no_power_flag():
 
 
 def test_a_noisy_window_and_a_power_flag_are_both_named():
-    m = BatchMeasurement(2, "replicas", 2, [calls_of([2.0, 3.0] * 10)] * 2).to_dict()
+    m = BatchMeasurement(batch_size=2, mode="replicas", threads=2,
+                         calls=[calls_of([2.0, 3.0] * 10)] * 2).to_dict()
     m["noise"] = {"noisy": True, "reasons": ["CPU steal 9% > 5%"]}
     result = _result_of()
     result.measurements = [m]

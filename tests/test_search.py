@@ -313,10 +313,14 @@ def test_search_cost_counts_only_the_rows_own_loads():
         p.load_s = load_s
     probes[2].shared_from = "the FP16 row's search"
     plan = Plan("onnxruntime", "fp32", "cpu")
-    assert search_cost(Decision("a", "a", plan, searched_s=60.0, probes=probes)) == (
+    def decision(**k):
+        return Decision(chosen="a", today="a", plan=plan, probes=probes, **k)
+
+    assert search_cost(decision(searched_s=60.0)) == (
         "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken from the sibling row")
-    assert search_cost(Decision("a", "a", plan, searched_s=5.0, probes=probes[3:])) == "searched in 5 s"
-    assert search_cost(Decision("a", "a", plan, probes=probes)) == "the search's time was not recorded"
+    assert search_cost(Decision(chosen="a", today="a", plan=plan, searched_s=5.0,
+                                probes=probes[3:])) == "searched in 5 s"
+    assert search_cost(decision()) == "the search's time was not recorded"
 
 
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
@@ -487,10 +491,13 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
     from kit.measure.window import BatchMeasurement
     from kit.search.probe import throughput_interval
 
-    steady = BatchMeasurement(2, "single", 1, [[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
+    steady = BatchMeasurement(
+        batch_size=2, mode="single", threads=1,
+        calls=[[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
     thr, low, high = throughput_interval(steady)
     assert low < thr < high
-    spiky = BatchMeasurement(2, "single", 1, [[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]])
+    spiky = BatchMeasurement(batch_size=2, mode="single", threads=1,
+                             calls=[[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]])
     thr, low, high = throughput_interval(spiky)
     assert high is None and 0 < low < thr
     a = _measured("a", 10.0, 9.0, 11.0)
@@ -590,7 +597,9 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     from kit.measure.window import BatchMeasurement
 
     mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=4).measure_config()
-    scout = BatchMeasurement(1, "single", 1, [[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
+    scout = BatchMeasurement(
+        batch_size=1, mode="single", threads=1,
+        calls=[[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
     measuring.record_timing(ref, scout)
     no_load = SearchContext(model=None, inputs={}, batch=1, window=mcfg)
@@ -653,7 +662,8 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
 def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searchable, monkeypatch):
     from kit.measure.window import BatchMeasurement
 
-    scout = BatchMeasurement(1, "single", 1, [[(0, 10_000_000)]])  # one call: 100 samples/s
+    # one call: 100 samples/s
+    scout = BatchMeasurement(batch_size=1, mode="single", threads=1, calls=[[(0, 10_000_000)]])
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
     measuring.record_timing(ref, scout)
 
@@ -674,14 +684,17 @@ def test_a_scout_that_goes_on_counts_towards_the_probe():
     from kit.search.probe import throughput_interval
 
     mcfg = MeasureConfig(warmup=0, min_duration_s=1.0, min_count=3)
-    scout = BatchMeasurement(4, "single", 1, [[(0, 200_000_000), (200_000_000, 400_000_000)]])
+    scout = BatchMeasurement(batch_size=4, mode="single", threads=1,
+                             calls=[[(0, 200_000_000), (200_000_000, 400_000_000)]])
     rest = measuring.rest_config(mcfg, scout)
     assert rest.min_count == 1 and rest.min_duration_s == pytest.approx(0.6) and rest.warmup == 0
     assert measuring.rest_config(mcfg, None) is mcfg
-    long_scout = BatchMeasurement(4, "single", 1, [[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
-                                                    (4_000_000_000, 6_000_000_000)]])
+    long_scout = BatchMeasurement(batch_size=4, mode="single", threads=1,
+                                  calls=[[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
+                                          (4_000_000_000, 6_000_000_000)]])
     assert measuring.rest_config(mcfg, long_scout).min_duration_s == 0.0 and measuring.rest_config(mcfg, long_scout).min_count == 1
-    tail = BatchMeasurement(4, "single", 1, [[(500_000_000, 750_000_000)]])  # one call of 0.25 s
+    tail = BatchMeasurement(batch_size=4, mode="single", threads=1,
+                            calls=[[(500_000_000, 750_000_000)]])  # one call of 0.25 s
     thr, low, high = throughput_interval(scout, tail)
     assert thr == pytest.approx(12 / 0.65)  # 12 samples over the windows' 0.65 s, not the gap between them
     assert low < thr < high
@@ -1064,8 +1077,9 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
     def decide(model, published, batch, kind, settings, *, prior=None, **k):
         asked.append((batch, kind, prior and prior.batch_size, settings.settle_batch))
         precision = {1: "fp32", 2: "fp16"}[batch]
-        return Decision(f"fake {precision} (cuda)", "fake fp16 (cuda)", Plan("fake", precision, "cuda",
-                        precision_note=f"searched at {batch}"), batch_size=batch,
+        plan = Plan("fake", precision, "cuda", precision_note=f"searched at {batch}")
+        return Decision(chosen=f"fake {precision} (cuda)", today="fake fp16 (cuda)", plan=plan,
+                        batch_size=batch,
                         key=cache.decision_key(small.name, published, batch, kind, small=True)), False
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
@@ -1093,7 +1107,7 @@ def test_what_failed_numerics_before_is_skipped_and_todays_mapping_is_always_mea
         return Probe(label=label, backend="torch", precision="fp16", device="cuda", options={},
                      threads=None, native=True, why="", today=today, status=status, reason=reason)
 
-    prior = Decision("b", "t", Plan("torch", "fp16", "cuda"), batch_size=1,
+    prior = Decision(chosen="b", today="t", plan=Plan("torch", "fp16", "cuda"), batch_size=1,
                      probes=[probe("a", "failed numerics", "max_abs 3.1 over the bound"),
                              probe("t", "failed", "out of memory", today=True), probe("b", "chosen")])
     probes = [probe("a"), probe("t", today=True), probe("b")]

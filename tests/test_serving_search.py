@@ -8,7 +8,7 @@ def threshold_run(limit, calls=None):
     def run(qps):
         if calls is not None:
             calls.append(qps)
-        return Probe(qps, p99_ms=qps, passed=qps <= limit)
+        return Probe(qps=qps, p99_ms=qps, passed=qps <= limit)
 
     return run
 

@@ -13,8 +13,10 @@ def test_table_sizes_cover_every_policy():
 def test_rows_compare_loadgen_with_the_simulation():
     policy = BatchPolicy(1, 0.0)
     service = ServiceModel({1: 10.0}, resample=False)
-    probes = [Probe(50.0, 30.0, True, False, ["Early stopping satisfied: NO"], {"result": "INVALID"}),
-              Probe(90.0, 400.0, False, False, ["Performance constraints satisfied: NO"], {"result": "INVALID"})]
+    probes = [Probe(qps=50.0, p99_ms=30.0, passed=True, valid=False,
+                    reasons=["Early stopping satisfied: NO"], extra={"result": "INVALID"}),
+              Probe(qps=90.0, p99_ms=400.0, passed=False, valid=False,
+                    reasons=["Performance constraints satisfied: NO"], extra={"result": "INVALID"})]
     search = SearchResult(50.0, probes[0], probes, "probe budget")
     rows = compare_rows(policy, search, service, sim_queries=5000, seed=0)
     assert [r["offered_qps"] for r in rows] == [50.0, 90.0]

@@ -302,7 +302,8 @@ def test_bytemlperfs_p99_interval_keeps_its_reason():
     """Two calls (one block): no interval, and the reason quantile_interval gives travels with it."""
     from kit.measure.window import BatchMeasurement
 
-    m = BatchMeasurement(4, "single", 1, [[(i * MS, (i + 1) * MS) for i in range(2)]])
+    m = BatchMeasurement(batch_size=4, mode="single", threads=1,
+                         calls=[[(i * MS, (i + 1) * MS) for i in range(2)]])
     p99 = m.intervals["bytemlperf_p99_latency_ms"]
     expected = quantile_interval([[1.0, 1.0]], 0.99, estimate=1.0).reason
     assert p99.low is None and expected and p99.reason == expected

@@ -16,8 +16,8 @@ from tests.test_compare_runs import _measurement
 
 
 def _result(path, schema_version=1):
-    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32", {"published_precision": "FP16"},
-                  {"host": "h"})
+    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32",
+                  parameters={"published_precision": "FP16"}, environment={"host": "h"})
     r.measurements = [_measurement(np.random.default_rng(0), 10.0)]
     r.schema_version = schema_version
     r.write(path)

@@ -16,7 +16,7 @@ from kit.paths import inside, notebooks_dir, project_notebook, project_root
 KERNEL = "ipu-repro"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Task:
     """One job to execute in this batch: its outputs go to run_dir/<job.name>.{ipynb,html,json}."""
 

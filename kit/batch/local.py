@@ -50,8 +50,10 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
         if ended is None or ended == "stop":
             _kill(proc)
             if ended == "stop":
-                return Outcome("interrupted", "stopped by the batch", seconds, socket.gethostname())
-            return Outcome("timeout", f"timed out after {timeout_s} s", seconds, socket.gethostname())
+                return Outcome("interrupted", "stopped by the batch", seconds,
+                               host=socket.gethostname())
+            return Outcome("timeout", f"timed out after {timeout_s} s", seconds,
+                           host=socket.gethostname())
         code, peak = ended
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
@@ -61,13 +63,14 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
 def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome:
     host = socket.gethostname()
     if code == 0:
-        return Outcome("ok", "", seconds, host)
+        return Outcome("ok", "", seconds, host=host)
     if code == EXIT_KILLED:
-        return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds, host)
+        return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds,
+                       host=host)
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
-        return Outcome("killed", oom_message(how, peak), seconds, host)
-    return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host)
+        return Outcome("killed", oom_message(how, peak), seconds, host=host)
+    return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host=host)
 
 
 def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 
@@ -14,6 +14,7 @@ class Outcome:
     status: str  # "ok" (the process finished cleanly), "failed", "timeout", "killed", "interrupted"
     message: str
     seconds: float
+    _: KW_ONLY
     host: str = ""
     worker: str = ""
     attempts: int = 1

@@ -98,7 +98,8 @@ class Batch:
             if not force and reusable(previous, fingerprint, self.out):
                 self.add(JobRecord.from_dict({**previous, "reused": True}), saved=True)
             else:
-                tasks.append(Task(job, self.run_dir, self.out, fingerprint, command=self.command))
+                tasks.append(Task(job=job, run_dir=self.run_dir, out=self.out,
+                                  fingerprint=fingerprint, command=self.command))
         return tasks
 
     def prepared(self, done: Prepared) -> None:

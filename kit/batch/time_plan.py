@@ -37,7 +37,7 @@ from kit.studies.server import table_sizes
 from kit.studies.serving.batcher import BatchPolicy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobFloor:
     """One job's timed windows and search probes."""
 
@@ -94,7 +94,8 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
     floor, limit = windows(len(p["batch_sizes"]), p["min_duration_s"], p["max_duration_s"], kind,
                            power=p.get("stretch_for_power", True))
     if not p.get("search"):
-        return JobFloor(job.name, p["model"], len(p["batch_sizes"]), floor, limit, note="no search")
+        return JobFloor(job=job.name, model=p["model"], windows=len(p["batch_sizes"]),
+                        window_floor_s=floor, window_limit_s=limit, note="no search")
     own = search_probes(p["model"], p["published_precision"], kind, p["search_depth"])
     probes = compiles = 0
     for batch in search_batches(p):
@@ -103,15 +104,17 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
         probes, compiles = probes + len(new), compiles + sum(own[label].compiles for label in new)
         before.update(own)
     probe_s = PROBE_DEFAULTS[p["search_depth"]][0]
-    return JobFloor(job.name, p["model"], len(p["batch_sizes"]), floor, limit, len(search_batches(p)), probes,
-                    probes * probe_s, compiles)
+    return JobFloor(job=job.name, model=p["model"], windows=len(p["batch_sizes"]),
+                    window_floor_s=floor, window_limit_s=limit, searches=len(search_batches(p)),
+                    probes=probes, probe_s=probes * probe_s, compiles=compiles)
 
 
 def c2_floor(job: Job, kind: str, measured: dict) -> JobFloor:
     p = job.parameters
     batches = len(c2.Config.batch_sizes)
     floor, limit = windows(batches, p["min_duration_s"], p["max_duration_s"], kind)
-    return JobFloor(job.name, C2_MODEL, batches, floor, limit)
+    return JobFloor(job=job.name, model=C2_MODEL, windows=batches, window_floor_s=floor,
+                    window_limit_s=limit)
 
 
 def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
@@ -121,9 +124,10 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
     sizes = len(table_sizes([BatchPolicy(int(b), float(t)) for b, t in p["policies"]]))
     floor, limit = windows(len(p["policies"]), p["min_duration_s"], p["max_duration_s"], kind, power=False)
     table = sizes * p["fixed_batch_duration_s"]
-    return JobFloor(job.name, p["model"], len(p["policies"]) + sizes, floor + table,
-                    limit * p["max_probes"] + table,
-                    note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows")
+    return JobFloor(
+        job=job.name, model=p["model"], windows=len(p["policies"]) + sizes,
+        window_floor_s=floor + table, window_limit_s=limit * p["max_probes"] + table,
+        note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows")
 
 
 #: What a cold quick run pays on a kind besides its windows and probes, read from one run's time
@@ -138,7 +142,8 @@ def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
     """(cold, warm) seconds a run of `floors` will take on `kind`, guessed from GUESSES; None where
     the kind has none.
 
-    >>> estimate([JobFloor("r", "m", 2, 2.0, 10.0, 2, 20, 20.0, 2)], "cuda")
+    >>> estimate([JobFloor(job="r", model="m", windows=2, window_floor_s=2.0, window_limit_s=10.0,
+    ...                    searches=2, probes=20, probe_s=20.0, compiles=2)], "cuda")
     (157.0, 30.0)
     """
     g = GUESSES.get(kind)
@@ -172,7 +177,8 @@ def plan_profile(profile: str, hardware: str = "auto", *, only: set[str] | None 
     kind = kinds.resolve(hardware)
     jobs = [j for j in jobs_for(profile, kind, search=search) if only is None or j.name in only]
     measured: dict[tuple[str, int], set[str]] = {}
-    return [FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(j.name) for j in jobs]
+    return [FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(job=j.name)
+            for j in jobs]
 
 
 def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports: int = 0) -> str:

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, replace
 from pathlib import Path
 
 from kit import atomic
@@ -49,6 +49,7 @@ class Unpinned(KitError):
 class Source:
     url: str
     filename: str
+    _: KW_ONLY
     size: int | None = None
     sha256: str | None = None
     md5: str | None = None

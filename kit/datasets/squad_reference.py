@@ -35,7 +35,7 @@ class Example:
     words: list[str]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Feature:
     example: int
     tokens: list[str]
@@ -139,8 +139,10 @@ def build_features(examples: list[Example], vocab: ModelVocabulary, max_seq_leng
             segments.append(1)
             ids = vocab.convert_tokens_to_ids(tokens)
             pad = max_seq_length - len(ids)
-            features.append(Feature(index, tokens, to_word, best, ids + [0] * pad,
-                                    [1] * len(ids) + [0] * pad, segments + [0] * pad))
+            features.append(Feature(example=index, tokens=tokens, token_to_word=to_word,
+                                    max_context=best, input_ids=ids + [0] * pad,
+                                    input_mask=[1] * len(ids) + [0] * pad,
+                                    segment_ids=segments + [0] * pad))
     return features
 
 

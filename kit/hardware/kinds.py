@@ -26,7 +26,7 @@ from kit.hardware.environment import cpu_model, cpu_peak_gflops, usable_cores
 from kit.registry import Registry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HardwareKind:
     """A kind of hardware: the data that differs by kind, and the hooks each kind overrides."""
 
@@ -101,11 +101,13 @@ class Ipu(HardwareKind):
 
 
 REGISTRY: Registry[HardwareKind] = Registry("hardware kind")
-CPU = REGISTRY.register("cpu", Cpu("cpu", ("cpu",), "cpu", "CPU", preference=0,
-                                   profiles_ops=True))
-CUDA = REGISTRY.register(cuda.KIND, Cuda(cuda.KIND, ("cuda", "tensorrt"), "gpu", "GPU", preference=1,
+CPU = REGISTRY.register("cpu", Cpu(name="cpu", devices=("cpu",), hardware_class="cpu",
+                                   export_name="CPU", preference=0, profiles_ops=True))
+CUDA = REGISTRY.register(cuda.KIND, Cuda(name=cuda.KIND, devices=("cuda", "tensorrt"),
+                                         hardware_class="gpu", export_name="GPU", preference=1,
                                          search_each_batch=True))
-IPU = REGISTRY.register("ipu", Ipu("ipu", ("ipu",), "ipu", "IPU", preference=2, published_settings=True,
+IPU = REGISTRY.register("ipu", Ipu(name="ipu", devices=("ipu",), hardware_class="ipu",
+                                   export_name="IPU", preference=2, published_settings=True,
                                    session_per_device=True))
 
 KINDS = tuple(REGISTRY)

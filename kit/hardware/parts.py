@@ -10,7 +10,7 @@ from kit.errors import InvalidParameter
 from kit.hardware.kinds import IPU, hardware_class
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Part:
     """An exact Graphcore part: figures reproduce only on the same part."""
 
@@ -29,16 +29,18 @@ class Part:
 PART_ENV = "KIT_IPU_PART"
 
 PARTS = {p.key: p for p in (
-    Part("gc2", "Graphcore GC2 (Mk1) IPU, C2 card", "",
-         "PopRT cannot target Mk1; the C2 paper used PopART from SDK 1.0", ("C2",),
-         {"fp32": 31.1e3, "fp16": 124.5e3}),
-    Part("c600", "Graphcore C600 (Mk2, ipu21)", "ipu21", board_words=("C600",),
+    Part(key="gc2", name="Graphcore GC2 (Mk1) IPU, C2 card", ipu_version="",
+         note="PopRT cannot target Mk1; the C2 paper used PopART from SDK 1.0", board_words=("C2",),
+         peaks_gflops={"fp32": 31.1e3, "fp16": 124.5e3}),
+    Part(key="c600", name="Graphcore C600 (Mk2, ipu21)", ipu_version="ipu21", board_words=("C600",),
          peaks_gflops={"fp32": 70e3, "fp16": 280e3, "fp8": 560e3}),
-    Part("m2000", "Graphcore GC200 (Mk2, ipu2) in an IPU-M2000", "ipu2", board_words=("M2000",),
-         peaks_gflops={"fp32": 62.5e3, "fp16": 250e3}),
-    Part("bow", "Graphcore Bow IPU (Mk2, ipu2) in a Bow-2000", "ipu2",
-         "a GC200 die stacked with a power-delivery wafer (wafer-on-wafer), clocked 1.85 GHz instead of 1.33",
-         board_words=("Bow",), peaks_gflops={"fp32": 87.5e3, "fp16": 350e3}),
+    Part(key="m2000", name="Graphcore GC200 (Mk2, ipu2) in an IPU-M2000", ipu_version="ipu2",
+         board_words=("M2000",), peaks_gflops={"fp32": 62.5e3, "fp16": 250e3}),
+    Part(
+        key="bow", name="Graphcore Bow IPU (Mk2, ipu2) in a Bow-2000", ipu_version="ipu2",
+        note="a GC200 die stacked with a power-delivery wafer (wafer-on-wafer), clocked 1.85 GHz "
+             "instead of 1.33",
+        board_words=("Bow",), peaks_gflops={"fp32": 87.5e3, "fp16": 350e3}),
 )}
 
 

@@ -82,11 +82,12 @@ def measurement_intervals(m) -> dict[str, Interval]:
     latency = [[(e - s) / 1e6 for t in g for s, e in t] for g in groups]
     mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
                           method=f"ratio estimator over {how} (latency sum / calls), t interval")
-    out["mean_ms"] = Interval(m.latency.mean_ms, mean.low, mean.high, mean.level, mean.method, mean.rounds,
-                              mean.reason)
+    out["mean_ms"] = Interval(m.latency.mean_ms, mean.low, mean.high, level=mean.level,
+                              method=mean.method, rounds=mean.rounds, reason=mean.reason)
     for name, q in LATENCY_QUANTILES.items():
         iv = quantile_interval(latency, q, estimate=getattr(m.latency, name))
-        out[name] = Interval(iv.value, iv.low, iv.high, iv.level, f"{iv.method} over {how}", iv.rounds, iv.reason)
+        out[name] = Interval(iv.value, iv.low, iv.high, level=iv.level,
+                             method=f"{iv.method} over {how}", rounds=iv.rounds, reason=iv.reason)
     out.update(bytemlperf_intervals(m))
     power = m.power or {}
     if power.get("method") == "measured" and power.get("samples_per_s_per_w"):
@@ -107,11 +108,13 @@ def bytemlperf_intervals(m) -> dict[str, Interval]:
     mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
                           method=f"ratio estimator over {how} of the calls ByteMLPerf keeps, t interval")
     p99 = quantile_interval(latency, 0.99, estimate=figures["p99_latency_ms"])
-    return {"bytemlperf_avg_latency_ms": Interval(figures["avg_latency_ms"], mean.low, mean.high, mean.level,
-                                                  mean.method, mean.rounds, mean.reason),
-            "bytemlperf_p99_latency_ms": Interval(p99.value, p99.low, p99.high, p99.level,
-                                                  f"{p99.method} over {how} of the calls ByteMLPerf keeps",
-                                                  p99.rounds, p99.reason)}
+    return {"bytemlperf_avg_latency_ms": Interval(figures["avg_latency_ms"], mean.low, mean.high,
+                                                  level=mean.level, method=mean.method,
+                                                  rounds=mean.rounds, reason=mean.reason),
+            "bytemlperf_p99_latency_ms": Interval(
+                p99.value, p99.low, p99.high, level=p99.level,
+                method=f"{p99.method} over {how} of the calls ByteMLPerf keeps", rounds=p99.rounds,
+                reason=p99.reason)}
 
 
 def kept_marks(marks: list[list[int]] | None, ranges: list[tuple[int, int]]) -> list[list[int]] | None:

@@ -55,7 +55,7 @@ def histograms(ref: np.ndarray, got: np.ndarray) -> dict:
             "candidate": _histogram(got)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NumericDiff:
     """Absolute and relative differences over all outputs, computed as ByteMLPerf does; the
     NaN and Inf counts (in either output, before they are set to 0) show what that rule hid."""
@@ -93,8 +93,10 @@ class NumericDiff:
         diff = np.abs(ref - got)
         with np.errstate(over="ignore"):
             rel = np.abs(np.nan_to_num(diff / np.where(ref == 0, 1.0, ref)))
-        return cls(float(diff.mean()), float(diff.std()), float(diff.max()), float(rel.mean()),
-                   float(rel.max()), nan, inf, int(ref.size), reference_name, histograms(ref, got))
+        return cls(mean_abs=float(diff.mean()), std_abs=float(diff.std()),
+                   max_abs=float(diff.max()), mean_rel=float(rel.mean()), max_rel=float(rel.max()),
+                   nan_count=nan, inf_count=inf, elements=int(ref.size), reference=reference_name,
+                   histograms=histograms(ref, got))
 
     def to_dict(self) -> dict:
         return asdict(self)

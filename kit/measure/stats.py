@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
@@ -29,7 +29,7 @@ from scipy.stats import t as student_t
 LEVEL = 0.95
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LatencyStats:
     """Per-call latency summary in milliseconds.
 
@@ -52,7 +52,8 @@ class LatencyStats:
         ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
         if ms.size == 0:
             nan = math.nan
-            return cls(0, nan, nan, nan, nan, nan, nan, nan, nan)
+            return cls(count=0, mean_ms=nan, std_ms=nan, min_ms=nan, p50_ms=nan, p90_ms=nan,
+                       p99_ms=nan, max_ms=nan, p99_bytemlperf_ms=nan)
         ordered = np.sort(ms)
         p50, p90, p99 = np.percentile(ms, [50, 90, 99])
         return cls(
@@ -87,6 +88,7 @@ class Interval:
     value: float
     low: float | None = None
     high: float | None = None
+    _: KW_ONLY
     level: float = LEVEL
     method: str = ""
     rounds: int = 0
@@ -112,7 +114,8 @@ class Interval:
         if not self.available:
             return Interval(self.value * factor, method=self.method, rounds=self.rounds, reason=self.reason)
         lo, hi = sorted((self.low * factor, self.high * factor))
-        return Interval(self.value * factor, lo, hi, self.level, self.method, self.rounds)
+        return Interval(self.value * factor, lo, hi, level=self.level, method=self.method,
+                        rounds=self.rounds)
 
     def reciprocal(self, numerator: float = 1.0) -> Interval:
         """The interval of `numerator / value` (e.g. throughput = batch / latency)."""
@@ -120,8 +123,8 @@ class Interval:
         if not self.available or self.low <= 0:
             return Interval(value, method=self.method, rounds=self.rounds,
                             reason=self.reason or "interval reaches zero")
-        return Interval(value, numerator / self.high, numerator / self.low, self.level,
-                        self.method + " (through 1/x)", self.rounds)
+        return Interval(value, numerator / self.high, numerator / self.low, level=self.level,
+                        method=self.method + " (through 1/x)", rounds=self.rounds)
 
     def contains(self, x: float) -> bool:
         return self.available and self.low <= x <= self.high
@@ -168,7 +171,8 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
     resid = a - value * b
     se = math.sqrt(float((resid**2).sum()) / (k - 1) / k) / (total_b / k)
     half = student_t.ppf(0.5 + level / 2, k - 1) * se
-    return Interval(value, float(value - half), float(value + half), level, method, k)
+    return Interval(value, float(value - half), float(value + half), level=level, method=method,
+                    rounds=k)
 
 
 def quantile_interval(rounds_ms: Sequence[Sequence[float]], q: float, estimate: float | None = None,
@@ -196,7 +200,7 @@ def quantile_interval(rounds_ms: Sequence[Sequence[float]], q: float, estimate: 
     ordered = np.sort(values)
     lo = _order_stat(ordered, q - spread, floor=True)
     hi = _order_stat(ordered, q + spread, floor=False)
-    return Interval(est, min(lo, est), max(hi, est), level, method, k)
+    return Interval(est, min(lo, est), max(hi, est), level=level, method=method, rounds=k)
 
 
 def _order_stat(ordered: np.ndarray, p: float, floor: bool) -> float:
@@ -207,7 +211,7 @@ def _order_stat(ordered: np.ndarray, p: float, floor: bool) -> float:
     return float(ordered[min(max(idx, 0), n - 1)])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MannWhitney:
     """Two-sided Mann-Whitney U test: U of the first sample, z and the p-value."""
 
@@ -234,8 +238,9 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> MannWhitney:
     if a.size == 0 or b.size == 0:
         raise ValueError(f"both samples need values (got {a.size} and {b.size})")
     if np.unique(np.concatenate([a, b])).size == 1:  # every value tied: nothing to rank
-        return MannWhitney(a.size * b.size / 2, 0.0, 1.0, a.size, b.size)
+        return MannWhitney(u=a.size * b.size / 2, z=0.0, p_value=1.0, n1=a.size, n2=b.size)
     test = mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
     z = float(norm.isf(test.pvalue / 2)) if test.pvalue < 1 else 0.0
-    return MannWhitney(float(test.statistic), math.copysign(z, test.statistic - a.size * b.size / 2),
-                       float(test.pvalue), a.size, b.size)
+    return MannWhitney(u=float(test.statistic),
+                       z=math.copysign(z, test.statistic - a.size * b.size / 2),
+                       p_value=float(test.pvalue), n1=a.size, n2=b.size)

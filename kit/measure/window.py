@@ -23,7 +23,7 @@ from kit.measure.stats import LatencyStats, ratio_interval
 Call = Callable[[], object]
 CallTimes = list[tuple[int, int]]  # (start_ns, end_ns) of each call, perf_counter_ns clock
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MeasureConfig:
     """How long and how often to call; validated on creation.
 
@@ -283,7 +283,7 @@ def marks_from_times(calls: list[CallTimes], cfg: MeasureConfig) -> list[list[in
     return control.marks
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BatchMeasurement:
     """Everything measured at one batch size; raw call times kept so any statistic can be redone.
 
@@ -348,8 +348,9 @@ class BatchMeasurement:
     def from_dict(cls, d: dict) -> BatchMeasurement:
         calls = [[(int(s), int(e)) for s, e in thread] for thread in d["calls"]]
         given = {k: v for k, v in (d.get("precision") or {}).items() if k in ("target_ci", "stopped_by", "limit_s")}
-        return cls(d["batch_size"], d["mode"], d["threads"], calls, d.get("power"), d.get("extra", {}),
-                   d.get("rounds"), given, d.get("noise"))
+        return cls(batch_size=d["batch_size"], mode=d["mode"], threads=d["threads"], calls=calls,
+                   power=d.get("power"), extra=d.get("extra", {}), rounds=d.get("rounds"),
+                   precision=given, noise=d.get("noise"))
 
 
 def bytemlperf_qps(calls: list[CallTimes], batch_size: int) -> float:
@@ -369,7 +370,8 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
     """
     mode = "clients" if cfg.clients > 1 else "replicas" if cfg.replicas > 1 else "single"
     control = run_rounds(calls, cfg)
-    return BatchMeasurement(batch_size, mode, len(calls), control.times, rounds=control.marks,
+    return BatchMeasurement(batch_size=batch_size, mode=mode, threads=len(calls),
+                            calls=control.times, rounds=control.marks,
                             precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by,
                                        "limit_s": cfg.max_duration_s})
 

@@ -27,7 +27,7 @@ from kit.registry import Registry
 FP32_BYTES = 4  # an fp32 ONNX file is ~4 bytes per parameter: the memory check's size estimate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exporter:
     """What the export pipeline needs to know about one framework.
 
@@ -203,8 +203,8 @@ def count_torch_params(model) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
-EXPORTERS.register("torch", Exporter(export_torch, run_torch, count_torch_params, torch_versions,
-                                     "torch fp32 eager"))
+EXPORTERS.register("torch", Exporter(export=export_torch, run=run_torch, params=count_torch_params,
+                                     versions=torch_versions, reference="torch fp32 eager"))
 
 
 # --- tensorflow / keras ----------------------------------------------------------------------
@@ -293,7 +293,8 @@ def count_keras_params(model) -> int:
 
 
 EXPORTERS.register("tensorflow", Exporter(
-    export_keras, run_keras, count_keras_params, tf_versions, "keras (tensorflow) fp32",
+    export=export_keras, run=run_keras, params=count_keras_params, versions=tf_versions,
+    reference="keras (tensorflow) fp32",
     # oneDNN's TensorFlow kernels hold caches through the conversion: RoFormer's export peaked at 3.60 GB
     # with them and 3.32 GB without (3 x file + 2 GB = 3.49); the graph written is the same
     child_env={"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",

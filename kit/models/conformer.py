@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConformerConfig:
     channels: int = 3
     mel_bins: int = 64

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoFormerConfig:
     vocab_size: int = 50000  # junnyu/roformer_chinese_base / ZhuiyiTechnology RoFormer-base
     hidden: int = 768

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ class InputSpec:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    _: KW_ONLY
     batched: bool = True
     low: float = 0.0
     high: float = 1.0
@@ -108,7 +109,7 @@ class WeightsInfo:
         return cls(d["source"], d["detail"])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelEntry:
     """A zoo entry: how to build the model and what its inputs look like.
 
@@ -133,7 +134,7 @@ class ModelEntry:
         return self.small_inputs if small and self.small_inputs else self.inputs
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExportedModel:
     """An ONNX file ready for any backend, with what is known about it."""
 

@@ -58,7 +58,7 @@ APART, CANNOT_TELL, COMMON = "intervals apart", "cannot tell", "moved with every
 VERDICTS = (DIFFERS, APART, IN_DRIFT, COMMON, SAME, CANNOT_TELL)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Figure:
     """One figure of one run: value, interval, per-round values (for the test) and its window's noise."""
 
@@ -74,7 +74,7 @@ class Figure:
         return [v for v in self.rounds if math.isfinite(v)]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Row:
     key: str
     a: Figure
@@ -153,7 +153,8 @@ def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
                     continue
                 iv = Interval.from_dict(m.interval(key))
                 out[f"{label} [{precision}] batch {batch}: {figure}"] = Figure(
-                    value, iv, per_round[key], unit, higher, noisy)
+                    value=value, interval=iv, rounds=per_round[key], unit=unit,
+                    higher_is_better=higher, noisy=noisy)
     return out
 
 
@@ -178,7 +179,7 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
     rows = []
     for key in [k for k in a if k in b]:
         fa, fb = a[key], b[key]
-        row = Row(key, fa, fb, fb.value / fa.value if fa.value else None)
+        row = Row(key=key, a=fa, b=fb, ratio=fb.value / fa.value if fa.value else None)
         xa, xb = fa.finite_rounds, fb.finite_rounds
         twin = SAME_ROUNDS.get(key.rsplit(": ", 1)[-1])
         if twin:

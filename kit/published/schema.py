@@ -39,7 +39,7 @@ def _positive_int(text: str) -> bool:
     return text.isdigit() and int(text) > 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Schema:
     """Columns in order; which must be filled; which hold positive integers when filled; the
     column groups no two rows may share (a figure's identity: a duplicate would be averaged, or

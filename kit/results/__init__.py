@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -44,6 +44,7 @@ class RunResult:
 
     kind: ResultKind | str
     name: str
+    _: KW_ONLY
     parameters: dict
     environment: dict
     status: str = "ok"  # "ok" or "error"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -42,6 +42,7 @@ class RowCandidate:
     backend: str
     precision: str
     device: str = "cpu"
+    _: KW_ONLY
     options: dict = field(default_factory=dict)
     threads: int | None = None
     native: bool = True  # False: the device only emulates this precision (conversions around fp32)

@@ -22,7 +22,7 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         for p in probes:
             p.status = p.status if p.status != "pending" else "not probed"
         label = today_probe.label if today_probe else None
-        return Decision(label, label, fallback=True, probes=list(probes), plan=Plan(
+        return Decision(chosen=label, today=label, fallback=True, probes=list(probes), plan=Plan(
             today.backend, today.precision, today.device,
             precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
     best = max(measured, key=lambda p: p.throughput)
@@ -44,9 +44,9 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
                             "mapping's throughput: today's mapping kept")
         p.reason += runoff_text(verdict, p)
     ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
-    return Decision(best.label, today_probe.label if today_probe else None,
-                    Plan(**best.plan(), precision_note=note(best, today_probe, today, published, ratio, measured,
-                                                            probes, ratio_batch)),
+    return Decision(chosen=best.label, today=today_probe.label if today_probe else None,
+                    plan=Plan(**best.plan(), precision_note=note(
+                        best, today_probe, today, published, ratio, measured, probes, ratio_batch)),
                     ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
                     separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
                     probes=list(probes))

@@ -13,7 +13,7 @@ JSON through `to_dict`/`from_dict`) and what a result's `search` and `search_dec
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields
 
 from kit.search.probe import Probe
 
@@ -30,6 +30,7 @@ class Plan:
     backend: str
     precision: str
     device: str
+    _: KW_ONLY
     options: dict = field(default_factory=dict)
     threads: int | None = None
     precision_note: str = ""
@@ -42,7 +43,7 @@ class Plan:
         return cls(**{"backend": "", "precision": "", "device": "", **_known(cls, d)})
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Decision:
     """What a row's search chose and why. `fallback`: it measured no candidate and `plan` is today's
     mapping (a job never takes it over its own plan); `ratio_batch`: the batch where a near tie was

@@ -8,7 +8,7 @@ which probes will not be measured, with why (the precision-class gate, the searc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from kit.errors import InvalidParameter
 from kit.measure.memory import GB, conversion_budget, estimate_need
@@ -33,6 +33,7 @@ class SearchSettings:
     search batch is settled there where it fits, kit.search.runoff)."""
 
     depth: str = "quick"
+    _: KW_ONLY
     probe_s: float | None = None
     min_count: int | None = None
     warmup: int = 0

@@ -68,7 +68,7 @@ class StudyConfig:
         return []
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RunsOnBackend(StudyConfig):
     """The fields of a study that runs a model on a backend: the precision plan.
 

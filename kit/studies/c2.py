@@ -32,7 +32,7 @@ from kit.studies.base import RunsOnBackend, closing_all, run_study
 C2_MODEL = "resnext101-c2"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config(RunsOnBackend):
     batch_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
     replicas: int = 2

@@ -43,7 +43,7 @@ PUBLISHED_PRECISIONS = ("FP16", "FP8")
 REFERENCE = ("onnxruntime", "fp32", "cpu")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config(RunsOnBackend):
     """The model notebook's parameters, validated."""
 

@@ -72,7 +72,8 @@ def loadgen_probe(runner: LoadGenRunner, base: LoadGenConfig, policy: BatchPolic
         s = runner.run(cfg, policy, log_root / _slug(policy) / f"qps-{qps:.3f}")
         passed = s.valid if criterion == "valid" else (
             s.meets_bound(cfg.latency_bound_ms) and s.constraints.get("Performance constraints satisfied", True))
-        return Probe(qps, s.p99_ms, bool(passed), s.valid, s.reasons, _probe_extra(s))
+        return Probe(qps=qps, p99_ms=s.p99_ms, passed=bool(passed), valid=s.valid,
+                     reasons=s.reasons, extra=_probe_extra(s))
 
     return run
 
@@ -149,7 +150,7 @@ def c2_prediction(card_latency_ms: dict[int, float], policies: Sequence[BatchPol
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config(RunsOnBackend):
     """The server notebook's parameters, validated."""
 

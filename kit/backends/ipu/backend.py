@@ -123,9 +123,11 @@ class IpuSession(Session):
             if out.get("pack_fill"):  # inputs benchmark_pack's ones would index out of range
                 m.extra["pack_fill"] = out["pack_fill"]
         else:
-            m = BatchMeasurement(batch_size, "clients" if len(calls) > 1 else "single", len(calls), calls)
-        m = BatchMeasurement(m.batch_size, m.mode, m.threads, m.calls, extra=m.extra,
-                             rounds=marks_from_times(m.calls, cfg),
+            m = BatchMeasurement(batch_size=batch_size,
+                                 mode="clients" if len(calls) > 1 else "single", threads=len(calls),
+                                 calls=calls)
+        m = BatchMeasurement(batch_size=m.batch_size, mode=m.mode, threads=m.threads, calls=m.calls,
+                             extra=m.extra, rounds=marks_from_times(m.calls, cfg),
                              precision={"target_ci": cfg.target_ci, "stopped_by": IPU_STOP})
         emulated = self.description.get("emulated", False)
         m.extra.update(backend="ipu", emulated=emulated, poprt_version=self.description.get("poprt_version"),

@@ -76,7 +76,8 @@ def pack_measurement(calls: list, pack: dict) -> BatchMeasurement:
     """Single-sample calls of the pack runner; QPS as ByteMLPerf's benchmark_pack (middle 60 % of
     each thread's calls over their window)."""
     keep = float(pack["benchmark"]["count_percent"])
-    m = BatchMeasurement(1, "pack", len(calls), calls, extra={"bytemlperf_keep_fraction": keep})
+    m = BatchMeasurement(batch_size=1, mode="pack", threads=len(calls), calls=calls,
+                         extra={"bytemlperf_keep_fraction": keep})
     m.extra.update(pack_batch_size=pack["batch_size"], samples_per_call=1,
                    qps_method=f"ByteMLPerf benchmark_pack: samples in the middle {keep:.0%} of each "
                               "client's calls / their window")

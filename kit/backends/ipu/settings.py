@@ -16,7 +16,7 @@ from kit.errors import UnknownNameError
 from kit.published import figures as published
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IpuRunPlan:
     """What the kit runs for one model at one precision, following ByteMLPerf."""
 
@@ -124,8 +124,10 @@ def plan_for(model: str, precision: str) -> IpuRunPlan | None:
     compiler, compiler_notes = compiler_options(settings, defaults)
     pack = pack_settings(model, settings, defaults)
     batch_sizes = (pack["batch_size"],) if pack else tuple(int(b) for b in settings.get("batch_sizes", []))
-    return IpuRunPlan(model, precision, int(settings.get("clients", 1)), batch_sizes, converter, compiler,
-                      pack, missing, tuple(notes + compiler_notes), raw["source"], settings)
+    return IpuRunPlan(model=model, precision=precision, clients=int(settings.get("clients", 1)),
+                      batch_sizes=batch_sizes, converter_options=converter,
+                      compiler_options=compiler, pack=pack, missing_passes=missing,
+                      notes=tuple(notes + compiler_notes), source=raw["source"], settings=settings)
 
 
 def require_plan(model: str, precision: str) -> IpuRunPlan:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 
 from kit.errors import InvalidParameter
 from kit.measure.power.base import Series
@@ -40,6 +40,7 @@ class PowerSummary:
     method: str
     sensor: str
     sampler: str
+    _: KW_ONLY
     reason: str | None = None
     hz_requested: float | None = None
     hz_achieved: float | None = None

@@ -34,7 +34,7 @@ def _lg():
     return mlperf_loadgen
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoadGenConfig:
     """One LoadGen test: scenario, mode, load and the run's minimum length.
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from kit.errors import InvalidParameter
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Probe:
     """One run at an offered rate: its p99, whether it passed, and LoadGen's own verdict."""
 

@@ -51,7 +51,7 @@ class ServiceModel:
         return servers * b / self.median(b)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SimResult:
     """Simulated latencies (ms) at one offered rate."""
 
@@ -96,8 +96,9 @@ def simulate(table: LatencyTable | ServiceModel, policy: BatchPolicy, qps: float
         heapq.heappush(free, done)
     span = max(free) - arrivals[0]
     p50, p90, p99 = np.percentile(latencies, [50, 90, 99]) * 1e3
-    return SimResult(qps, float(p50), float(p90), float(p99), float(latencies.mean() * 1e3),
-                     float(queries / span), queries / batches)
+    return SimResult(offered_qps=qps, p50_ms=float(p50), p90_ms=float(p90), p99_ms=float(p99),
+                     mean_ms=float(latencies.mean() * 1e3), completed_qps=float(queries / span),
+                     mean_batch=queries / batches)
 
 
 def _service_draws(model: ServiceModel, max_batch: int, batches: int, rng: np.random.Generator):
@@ -133,7 +134,7 @@ def predict_max_qps(table: LatencyTable | ServiceModel, policy: BatchPolicy, bou
 
     def run(qps: float) -> Probe:
         r = simulate(model, policy, qps, queries=queries, servers=servers, seed=seed)
-        return Probe(qps, r.p99_ms, r.p99_ms <= bound_ms, extra=r.to_dict())
+        return Probe(qps=qps, p99_ms=r.p99_ms, passed=r.p99_ms <= bound_ms, extra=r.to_dict())
 
     return find_max_qps(run, start_qps=0.5 * capacity, upper_qps=capacity, rel_tol=rel_tol,
                         max_probes=40, min_qps=capacity * 1e-4)

@@ -18,7 +18,7 @@ _THROUGHPUT_KEYS = ("Completed samples per second", "Samples per second", "QPS w
                     "QPS w/ loadgen overhead")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoadGenSummary:
     """One LoadGen run as its summary log states it (latencies in ms)."""
 
