@@ -112,7 +112,7 @@ def test_every_cli_verb_lives_in_kit_cli():
     assert not elsewhere, f"kit commands outside kit/cli/: {elsewhere}"
 
 
-#: A record of more than this many fields takes at most KEPT_POSITIONAL of them (its identity) by position.
+#: A record of more than FEW_FIELDS fields takes at most KEPT_POSITIONAL (its identity) by position.
 FEW_FIELDS, KEPT_POSITIONAL = 5, 3
 
 
@@ -137,4 +137,5 @@ def test_records_with_more_than_a_few_fields_are_built_by_keyword():
             counts = positional_fields(cls)
             if counts and counts[0] > FEW_FIELDS and counts[1] > KEPT_POSITIONAL:
                 loose.append(f"{mod}.{cls.name}: {counts[1]} of {counts[0]} fields by position")
-    assert not loose, "make these @dataclass(kw_only=True) (or `_: KW_ONLY` after the first few):\n" + "\n".join(loose)
+    assert not loose, ("make these @dataclass(kw_only=True) (or `_: KW_ONLY` after the first few):\n"
+                       + "\n".join(loose))
