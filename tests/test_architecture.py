@@ -137,5 +137,5 @@ def test_records_with_more_than_a_few_fields_are_built_by_keyword():
             counts = positional_fields(cls)
             if counts and counts[0] > FEW_FIELDS and counts[1] > KEPT_POSITIONAL:
                 loose.append(f"{mod}.{cls.name}: {counts[1]} of {counts[0]} fields by position")
-    assert not loose, ("make these @dataclass(kw_only=True) (or `_: KW_ONLY` after the first few):\n"
-                       + "\n".join(loose))
+    fix = "make these @dataclass(kw_only=True), or `_: KW_ONLY` after the first few fields:"
+    assert not loose, "\n".join([fix, *loose])
