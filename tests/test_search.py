@@ -532,6 +532,11 @@ def test_openvino_candidates_follow_the_cpu_flags_on_every_framework():
     assert {p for p, _, _ in ov({"avx2"})} == {"fp32", "int8"}  # no silent f32 called bf16
 
 
+def _at_batch_1(window) -> SearchContext:
+    """A search at batch 1 whose sessions are the test's own (no model, no inputs)."""
+    return SearchContext(model=None, inputs={}, batch=1, window=window)
+
+
 class _SleepySession:
     """A session whose every call takes `call_s` (the kit's own timed window times it)."""
 
@@ -550,13 +555,14 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     leader = _measured("leader", 1000.0, 990.0, 1010.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
     slow.status, slow.throughput = "pending", None
-    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.02), {}, 1, mcfg)
+    stopped, scout = measuring.scout_window(_at_batch_1(mcfg), slow, leader, _SleepySession(0.02))
     assert stopped and scout.latency.count == slow.calls
     assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
-    assert not measuring.scout_window(close, _measured("leader", 30.0, 28.0, 32.0), _SleepySession(0.02), {}, 1, mcfg)[0]
+    close_leader = _measured("leader", 30.0, 28.0, 32.0)
+    assert not measuring.scout_window(_at_batch_1(mcfg), close, close_leader, _SleepySession(0.02))[0]
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
     original = measuring.record_timing
@@ -566,7 +572,7 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
         p.high = None  # a short interval whose mean call time could be zero: never stopped
 
     monkeypatch.setattr(measuring, "record_timing", no_upper_end)
-    assert not measuring.scout_window(unbounded, leader, _SleepySession(0.02), {}, 1, mcfg)[0]
+    assert not measuring.scout_window(_at_batch_1(mcfg), unbounded, leader, _SleepySession(0.02))[0]
 
 
 def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
@@ -575,7 +581,8 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=3).measure_config()  # scout: 0.05 s
     leader = _measured("leader", 100.0, 95.0, 105.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
-    stopped, scout = measuring.scout_window(slow, leader, _SleepySession(0.1), {}, 1, mcfg, min_count=1)
+    stopped, scout = measuring.scout_window(_at_batch_1(mcfg), slow, leader, _SleepySession(0.1),
+                                            min_count=1)
     assert stopped and scout.latency.count == slow.calls == 1
     assert "over 1 call (the first call: nan), the faster taken as up to 25% slow" in slow.reason
     assert slow.status == "lost"
@@ -586,7 +593,8 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
         one.calls, one.first_call = 1, first
         assert measuring.stop_early(one, leader) is stops  # one slow call alone never stops it
     contended = _measured("contended", 0.0, 0.0, 0.0)
-    measuring.scout_window(contended, leader, _SleepySession(0.1), {}, 1, mcfg)  # min_count 2 by default
+    # min_count 2 by default
+    measuring.scout_window(_at_batch_1(mcfg), contended, leader, _SleepySession(0.1))
     assert contended.calls == 2
 
 

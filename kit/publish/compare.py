@@ -167,8 +167,9 @@ def _read(value: object, kind: str) -> object:
 
 
 def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,
-            measured_on: MeasuredOn | None, missing_reason: str = "", interval: Interval | None = None,
-            noisy: str = "", differences: list[str] | None = None) -> tuple[Verdict, str, float | None]:
+            measured_on: MeasuredOn | None, missing_reason: str = "", *,
+            interval: Interval | None = None, noisy: str = "", differences: list[str] | None = None
+            ) -> tuple[Verdict, str, float | None]:
     """(verdict, reason, ratio) for one figure.
 
     `published_part` is the exact part the figure came from (a kit.hardware.parts.PARTS key such as

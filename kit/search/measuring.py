@@ -157,7 +157,7 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
             return
         scout = None
         if leader is not None and not p.today:
-            stopped, scout = scout_window(p, leader, session, inputs, batch, mcfg, min_scout)
+            stopped, scout = scout_window(ctx, p, leader, session, min_count=min_scout)
             if stopped:
                 return
         rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
@@ -183,12 +183,12 @@ def rest_config(mcfg: MeasureConfig, scout: BatchMeasurement | None) -> MeasureC
                          min_count=max(1, mcfg.min_count - scout.latency.count))
 
 
-def scout_window(p: Probe, leader: Probe, session, inputs: dict, batch: int, mcfg: MeasureConfig,
-                 min_count: int = 2) -> tuple[bool, BatchMeasurement]:
+def scout_window(ctx: SearchContext, p: Probe, leader: Probe, session, *, min_count: int = 2
+                 ) -> tuple[bool, BatchMeasurement]:
     """Time a short scout window (at least `min_count` calls): (True, it) with `p` marked lost and
     its figures when it clearly loses to the leader so far; (False, it) otherwise, its calls then
     part of the probe."""
-    scout = time_session(session, inputs, batch, scout_config(mcfg, min_count))
+    scout = time_session(session, ctx.inputs, ctx.batch, scout_config(ctx.window, min_count))
     record_timing(p, scout)
     return stop_early(p, leader), scout
 

@@ -111,7 +111,7 @@ def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: 
 
 
 def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
-                 go_on: Callable[[list[float], float], bool], warm_up: bool,
+                 go_on: Callable[[list[float], float], bool], *, warm_up: bool,
                  lent: Callable[[int, Probe], object] | None = None) -> dict:
     """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then alternating
     rounds while go_on(ratios so far, seconds since the first load); both closed however it ends,

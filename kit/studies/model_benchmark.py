@@ -339,7 +339,7 @@ def explain_below_peak(result: RunResult) -> None:
 
 
 def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
-                      result: RunResult, sampler, with_accuracy: bool = False,
+                      result: RunResult, sampler, *, with_accuracy: bool = False,
                       note: Callable[[str], None] = lambda _: None, kept=None) -> None:
     """Load (or take `kept`, the search's own session of this very configuration), check numerics,
     time, and where asked profile and check accuracy, at one batch size."""
