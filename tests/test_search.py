@@ -562,7 +562,8 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
     close_leader = _measured("leader", 30.0, 28.0, 32.0)
-    stopped, _ = measuring.scout_window(_at_batch_1(mcfg), close, close_leader, _SleepySession(0.02))
+    session = _SleepySession(0.02)
+    stopped, _ = measuring.scout_window(_at_batch_1(mcfg), close, close_leader, session)
     assert not stopped
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
