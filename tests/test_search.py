@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from kit.errors import InvalidParameter
+from kit.errors import InvalidParameter, UnknownValueError
 from kit.hardware import onnxruntime_probe
 from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
@@ -44,9 +44,9 @@ def test_precision_gate_admits_the_published_class_and_every_higher_precision(pr
 
 
 def test_precision_gate_rejects_unknown_names():
-    with pytest.raises(InvalidParameter, match="FP4"):
+    with pytest.raises(UnknownValueError, match="published precision 'FP4'; known: FP16, FP32, FP8"):
         precision_gate("fp32", "FP4")
-    with pytest.raises(InvalidParameter, match="int4"):
+    with pytest.raises(UnknownValueError, match="run precision 'int4'; known: bf16, fp16, fp32, fp8, int8"):
         precision_gate("int4", "FP8")
 
 

@@ -28,6 +28,7 @@ from kit import atomic
 from kit.errors import MissingResource
 from kit.hardware import kinds
 from kit.paths import inside, plain_name
+from kit.precision import RunPrecision
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.results.sections import BackendInfo
@@ -135,7 +136,7 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     model = model_name(result)
     sections = result.sections
     backend = sections.backend or BackendInfo()
-    precision = str(backend.precision or result.parameters.get("precision") or "fp32").lower()
+    precision = RunPrecision.parse(backend.precision or result.parameters.get("precision") or RunPrecision.FP32)
     png = f"{model}-to-{precision}.png"
     out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
     host = sections.environment.cpu.model
@@ -149,7 +150,7 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     seconds = backend.session.compile_seconds
     if _finite(seconds):
         compile_info["Compile Duration"] = round(float(seconds), 5)
-    compile_info["Compile Precision"] = precision.upper()
+    compile_info["Compile Precision"] = precision.report_name
     placement = backend.session.placement
     if placement.kernels and _finite(placement.cpu_share):  # a GPU session's profiled warm-up
         compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement.cpu_share)), 2)

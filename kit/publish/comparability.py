@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kit.precision import PublishedPrecision, RunPrecision
 from kit.publish.compare import DifferenceCode, Reason
 from kit.published import figures as published
 from kit.results import RunResult
@@ -20,7 +21,7 @@ class PublishedRun:
 
     batch: int | None
     clients: int
-    precision: str
+    precision: RunPrecision
     poprt_version: str
     pack: bool
 
@@ -28,7 +29,7 @@ class PublishedRun:
     def of(cls, model: str, precision: str, batch: int | None) -> PublishedRun:
         settings = published.ipu_run_settings(model, precision)
         model_settings = published.ipu_model_settings(model).get("settings") or {}
-        return cls(batch, settings["clients"], precision.lower(),  # FP16 -> fp16, FP8 -> fp8
+        return cls(batch, settings["clients"], PublishedPrecision.parse(precision).as_run,
                    published.poprt_version(model, precision), "pack_config" in model_settings)
 
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from kit.errors import KitError
+from kit.precision import report_spelling
 
 REQUIRED = {"Model": str, "Backend": str, "Performance": list}
 #: Where a field is present it has this type ("number": int or float, never bool).
@@ -92,8 +93,8 @@ def precision_of(path: Path, report: dict) -> str:
     `Graph Compile`'s `Compile Precision`, upper case; '' when neither says."""
     match = NAME.match(path.name)
     if match and match["precision"]:
-        return match["precision"].upper()
-    return str((report.get("Graph Compile") or {}).get("Compile Precision", "")).upper()
+        return report_spelling(match["precision"])
+    return report_spelling((report.get("Graph Compile") or {}).get("Compile Precision", ""))
 
 
 def flatten(report: dict) -> list[dict]:

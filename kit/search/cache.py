@@ -26,6 +26,7 @@ from kit.hardware.environment import (
     usable_cores,
 )
 from kit.paths import cache_dir
+from kit.precision import PublishedPrecision
 from kit.search.decision import Decision
 
 SEARCH_VERSION = 17  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
@@ -53,7 +54,7 @@ def software_versions() -> dict:
 
 def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
                  small: bool = False, seed: int = 0) -> dict:
-    return {"model": model, "weights": weights, "small": small, "seed": seed, "published": published.upper(),
+    return {"model": model, "weights": weights, "small": small, "seed": seed, "published": PublishedPrecision.parse(published),
             "batch_size": int(batch_size), "hardware": hardware_fingerprint(kind),
             "software": software_versions()}
 

@@ -25,6 +25,7 @@ from kit.hardware import kinds
 from kit.hardware.environment import usable_cores
 from kit.measure.noise import idle_sample
 from kit.models.spec import ExportedModel
+from kit.precision import PublishedPrecision
 from kit.search import cache, runoff, sharing
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
@@ -97,7 +98,7 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
     return replace(
         chosen, runoff=verdict,
-        model=model.name, published=published.upper(), batch_size=batch_size, kind=kind,
+        model=model.name, published=PublishedPrecision.parse(published), batch_size=batch_size, kind=kind,
         depth=settings.depth, settings={**asdict(settings), "probe": settings.measure_config().to_dict()},
         native_16bit=list(native16), searched_s=round(time.perf_counter() - started, 1),
         shared_probes=shared, shared_from=sibling.cache_file if sibling else None,

@@ -7,19 +7,20 @@ Only from a decision searched on a quiet machine into a search starting on a qui
 taken minutes apart are compared as probes taken seconds apart are), never today's mapping (every
 decision measures its own yardstick), and never a candidate that failed there (measured again).
 
->>> SIBLING["FP8"]
-'FP16'
+>>> SIBLING[PublishedPrecision.FP8]
+<PublishedPrecision.FP16: 'FP16'>
 """
 
 from __future__ import annotations
 
 from kit.models.spec import ExportedModel
+from kit.precision import PublishedPrecision
 from kit.search import cache
 from kit.search.decision import Decision
 from kit.search.gate import bits
 from kit.search.probe import Probe
 
-SIBLING = {"FP16": "FP8", "FP8": "FP16"}
+SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8, PublishedPrecision.FP8: PublishedPrecision.FP16}
 COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
 
 
@@ -27,7 +28,7 @@ def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind
                      *, weights: str = "random", seed: int = 0) -> Decision | None:
     """The sibling row's cached decision at the same batch and probe settings (a deeper search's
     serves too), searched on a quiet machine; None where there is none."""
-    other = SIBLING.get(published.upper())
+    other = SIBLING.get(PublishedPrecision.parse(published))
     if other is None:
         return None
     key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)

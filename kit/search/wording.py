@@ -5,7 +5,8 @@ the side-by-side duels said about each probe.
 
 from __future__ import annotations
 
-from kit.search.gate import bits, row_bits
+from kit.precision import PublishedPrecision
+from kit.search.gate import bits
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
 
@@ -44,19 +45,20 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
             f" at batch {ratio_batch}, where a near tie at the search's batch was settled" if ratio_batch else "")
     elif best is today_probe:
         head += " (today's mapping)"
-    want = row_bits(published)
+    published = PublishedPrecision.parse(published)
+    want = published.bits
     if bits(best.precision) > want:
         same = [p for p in measured if bits(p.precision) == want]
         top = max(same, key=lambda p: p.throughput) if same else None
-        why = (f"; {best.precision} stands in for {published.upper()}: "
+        why = (f"; {best.precision} stands in for {published}: "
                + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
-                  f"{best.throughput / top.throughput:.2f}x the best {published.upper()}-class candidate, {top.label})"
-                  if top else f"no {published.upper()}-class candidate was measured here ("
+                  f"{best.throughput / top.throughput:.2f}x the best {published}-class candidate, {top.label})"
+                  if top else f"no {published}-class candidate was measured here ("
                   + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
     elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
-        why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
+        why = f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
     return head[0].upper() + head[1:] + why
 
 

@@ -24,6 +24,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
+from kit.precision import PublishedPrecision
 from kit.results import ResultKind, RunResult
 from kit.search import Decision, SearchSettings, SessionKeeper, decide, key_hash, search_cost
 from kit.studies import op_breakdown
@@ -31,7 +32,7 @@ from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
 from kit.studies.roofline import figure_rows, gpu_roof
 
-PUBLISHED_PRECISIONS = ("FP16", "FP8")
+PUBLISHED_PRECISIONS = (PublishedPrecision.FP16, PublishedPrecision.FP8)
 REFERENCE = ("onnxruntime", "fp32", "cpu")
 
 
