@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from kit.publish import glance
 from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
+from kit.published.studies import BYTEMLPERF_STUDIES, PublishedStudy
 
 CARD_STYLE = """
 .wide{overflow-x:auto;max-width:100%}
@@ -28,6 +29,7 @@ COLUMNS = [("figure", "Figure"), ("model", "Model, precision"), ("published", "P
            ("verdict", "Verdict"), ("reason", "Reason (click for the detail)")]
 NUMERIC = {"published", "measured", "ratio"}
 SHORT = 60  # a reason this long or shorter is shown as it is
+OTHER = "other"  # study_table's group of the rows of no study in glance.STUDIES (the claims)
 
 
 def scorecard_table(card: list[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
@@ -61,8 +63,8 @@ def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
     if row.run:
         return links.get(row.run.removesuffix(".json"))
     study = row.study
-    job = ("c2_study" if study == "c2_qwant" else f"{row.model}_{row.precision}"
-           if study.startswith("bytemlperf") else None)
+    job = ("c2_study" if study == PublishedStudy.C2_QWANT else f"{row.model}_{row.precision}"
+           if study in BYTEMLPERF_STUDIES else None)
     if job is None:
         return None
     return links.get(job) or next((h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None)
@@ -132,11 +134,14 @@ def reason_cell(r: glance.Row) -> str:
             f"<span class='sub'>{html.escape(reason)}</span></details>")
 
 
-def study_table(card, study: str, links: dict[str, str] | None = None) -> str:
-    """The rows of one study of a scorecard DataFrame as a table (`study` 'other': every row of no
+def study_table(card, study: PublishedStudy | str, links: dict[str, str] | None = None) -> str:
+    """The rows of one study of a scorecard DataFrame as a table (`study` OTHER: every row of no
     study in glance.STUDIES, i.e. the claims); a sentence when it has none."""
-    known = [s for s, _ in glance.STUDIES]
-    rows = card[~card.study.isin(known)] if study == "other" else card[card.study == study]
+    if study == OTHER:
+        rows = card[~card.study.isin([s for s, _ in glance.STUDIES])]
+    else:
+        wanted = PublishedStudy.parse(study)
+        rows = card[card.study == wanted]
     if rows.empty:
         return "<p>No figure of this study in the scorecard.</p>"
     return scorecard_table(rows.to_dict("records"), links, interactive=False)

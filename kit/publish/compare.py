@@ -129,7 +129,7 @@ class Comparison:
     emulated: bool = False  # and whether it was an IPU path through the PopRT test double
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "verdict": str(self.verdict)}
+        return {**asdict(self), "study": str(self.study), "verdict": str(self.verdict)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Comparison:

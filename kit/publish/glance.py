@@ -15,14 +15,15 @@ from collections import Counter
 from collections.abc import Mapping
 
 from kit.publish.compare import Comparison, DifferenceCode, ReasonCode
+from kit.published.studies import PublishedStudy
 
 Row = Comparison | Mapping  # a scorecard row: a Comparison, or a record of one (DataFrame, summary JSON)
 
 #: The studies of the scorecard, in the order they are told: (study, how a sentence names it).
-STUDIES = (("bytemlperf_c600", "ByteMLPerf's C600 table (seed 001)"),
-           ("bytemlperf_reports", "The per-batch figures of ByteMLPerf's report JSONs"),
-           ("c2_qwant", "Qwant's C2 study (tables 1-3)"),
-           ("bytemlperf_c600_older", "The older ByteMLPerf table (seed 000)"))
+STUDIES = ((PublishedStudy.BYTEMLPERF_C600, "ByteMLPerf's C600 table (seed 001)"),
+           (PublishedStudy.BYTEMLPERF_REPORTS, "The per-batch figures of ByteMLPerf's report JSONs"),
+           (PublishedStudy.C2_QWANT, "Qwant's C2 study (tables 1-3)"),
+           (PublishedStudy.BYTEMLPERF_C600_OLDER, "The older ByteMLPerf table (seed 000)"))
 OTHER_STUDIES = "The seeds' training and price claims"
 
 #: Verdicts in the order they are counted, as a sentence says them.

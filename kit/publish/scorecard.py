@@ -32,6 +32,7 @@ from kit.publish.compare import (
 from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
+from kit.published.studies import PublishedStudy
 from kit.results import ResultKind, RunResult
 from kit.results.tables import C2Row
 from kit.results.windows import Measurement
@@ -185,12 +186,17 @@ def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None
     return NOT_RUN
 
 
+#: where each ByteMLPerf seed table's headline rows come from, as a row's source says it
+SEED_SOURCES = {PublishedStudy.BYTEMLPERF_C600: "seed 001 README table",
+                PublishedStudy.BYTEMLPERF_C600_OLDER: "seed 000 older table"}
+
+
 def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, selected: set[str] | None = None,
-                    pub_study: str = "bytemlperf_c600") -> list[Comparison]:
+                    pub_study: PublishedStudy = PublishedStudy.BYTEMLPERF_C600) -> list[Comparison]:
     """The headline rows (QPS + metric) of a seed table and, for seed 001, the per-batch report
     figures. `states` and `selected` say what became of rows without a usable result."""
     rows = []
-    src = {"bytemlperf_c600": "seed 001 README table", "bytemlperf_c600_older": "seed 000 older table"}[pub_study]
+    src = SEED_SOURCES[PublishedStudy.parse(pub_study)]
     for _, r in published.headline_rows(pub_study).iterrows():
         hit = _latest_ok(results, ResultKind.MODEL_BENCHMARK, model=r.model, published_precision=r.precision)
         path, res = hit if hit else (None, None)
@@ -203,7 +209,7 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         value, reason = metric_value(res, r.metric)
         rows.append(_row(pub_study, r.metric, r.model, r.precision, "", r.metric_unit,
                          r.metric_value, pub_study, value, res, path, reason, src, outcome))
-        if pub_study == "bytemlperf_c600":
+        if pub_study == PublishedStudy.BYTEMLPERF_C600:
             rows += per_batch_rows(r.model, r.precision, res, path, pub_study, outcome)
     return rows
 
@@ -225,7 +231,7 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
         name, unit = PER_BATCH[f["metric"]]
         batch = int(f["batch"])
         value, reason, m = figure_at_batch(res, batch, name)
-        rows.append(_row("bytemlperf_reports", name, model, precision, batch, unit, f["number"],
+        rows.append(_row(PublishedStudy.BYTEMLPERF_REPORTS, name, model, precision, batch, unit, f["number"],
                          pub_study, value, res, path, reason, "ByteMLPerf report JSON", outcome,
                          differences_of(res, m, model, precision, batch), all_calls(m, name)))
     return rows
@@ -312,14 +318,14 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
                                           else RunOutcome(Verdict.NOT_MEASURED,
                                                           Reason("C2 study not run", ReasonCode.NOT_RUN))))
     table = {row.batch_size: row for row in (res.sections.tables.c2 if res else ())}
-    pub_study = "c2_qwant"
+    pub_study = PublishedStudy.C2_QWANT
     rows = []
     for batch, pub in published.c2_tables().iterrows():
         m = table.get(int(batch)) or C2Row(batch_size=int(batch))
         for figure, key, unit in (("Latency", "latency_ms", "ms/batch"),
                                   ("Throughput", "throughput", "images/s"),
                                   ("Energy efficiency", "efficiency", "images/s/W")):
-            rows.append(_row("c2_qwant", figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
+            rows.append(_row(PublishedStudy.C2_QWANT, figure, "resnext101-c2", "FP16 (mixed)", batch, unit,
                              float(pub[figure]), pub_study, m.figure(key), res, path, m.reason_for(key),
                              "seed 003 tables 1-3", outcome, indicative=m.indicative_for(key)))
     return rows
@@ -341,7 +347,7 @@ def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFram
     states = outcomes(paths, results, problems)
     chosen = {p.stem for p in paths} if selected or (selected is None and paths) else None
     rows = (bytemlperf_rows(results, states, chosen) + bytemlperf_rows(results, states, chosen,
-                                                                        "bytemlperf_c600_older")
+                                                                        PublishedStudy.BYTEMLPERF_C600_OLDER)
             + c2_rows(results, states.get("c2_study"), chosen) + claim_rows())
     # reports imported by `kit import-bytemlperf`: further published columns, never a verdict
     return with_columns(pd.DataFrame([r.to_dict() for r in rows]), imported_figures())

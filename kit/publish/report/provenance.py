@@ -11,6 +11,7 @@ from kit.publish.compare import tolerance_statement
 from kit.publish.report.tables import scorecard_rows
 from kit.publish.scorecard import readable
 from kit.published import figures as published
+from kit.published.studies import PublishedStudy
 from kit.results import ResultKind, RunResult
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
 from kit.results.tables import C2Row
@@ -171,7 +172,7 @@ def model_sentence(result: RunResult, rows: list[glance.Row], hw: str) -> str:
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
     rows = glance.rows_of(rows)
-    qps = next((r for r in rows if r.figure == "QPS" and r.study == "bytemlperf_c600"), None)
+    qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600), None)
     if qps is not None and qps.measured is not None:
         at = f" at batch {qps.batch_size}" if qps.batch_size else ""
         return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "
