@@ -21,6 +21,7 @@ from kit.batch.executor import Task
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
 from kit.batch.proctree import kill_tree
+from kit.batch.status import JobStatus
 from kit.batch.worker import EXIT_KILLED
 from kit.measure.memory import Peak, child_peak, oom_message, vm_hwm_bytes
 from kit.models.export_child import remove_leftovers
@@ -50,8 +51,8 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
         if ended is None or ended == "stop":
             _kill(proc)
             if ended == "stop":
-                return Outcome("interrupted", "stopped by the batch", seconds, socket.gethostname())
-            return Outcome("timeout", f"timed out after {timeout_s} s", seconds, socket.gethostname())
+                return Outcome(JobStatus.INTERRUPTED, "stopped by the batch", seconds, socket.gethostname())
+            return Outcome(JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds, socket.gethostname())
         code, peak = ended
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
@@ -61,13 +62,13 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
 def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome:
     host = socket.gethostname()
     if code == 0:
-        return Outcome("ok", "", seconds, host)
+        return Outcome(JobStatus.OK, "", seconds, host)
     if code == EXIT_KILLED:
-        return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds, host)
+        return Outcome(JobStatus.KILLED, lines[-1] if lines else oom_message("killed", None), seconds, host)
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
-        return Outcome("killed", oom_message(how, peak), seconds, host)
-    return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host)
+        return Outcome(JobStatus.KILLED, oom_message(how, peak), seconds, host)
+    return Outcome(JobStatus.FAILED, lines[-1] if lines else f"exit code {code}", seconds, host)
 
 
 def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):

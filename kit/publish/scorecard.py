@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from kit.batch import STATE_FILE
+from kit.batch.status import JobStatus
 from kit.errors import KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
@@ -33,7 +34,7 @@ from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
 from kit.published.studies import PublishedStudy
-from kit.results import ResultKind, RunResult
+from kit.results import ResultKind, ResultStatus, RunResult
 from kit.results.tables import C2Row
 from kit.results.windows import Measurement
 
@@ -80,14 +81,14 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
     jobs = _batch_jobs() if jobs is None else jobs
     out: dict[str, RunOutcome] = {}
     for p, res in results:
-        if res.status != "ok":
+        if res.status != ResultStatus.OK:
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason("failed: " + ("; ".join(res.errors)[:300] or "status error"),
                                                             ReasonCode.FAILED))
     for p, problem in problems.items():
         record = jobs.get(p.stem, {})
         if problem != "no result file":
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason(problem, ReasonCode.UNREADABLE))
-        elif record.get("status") == "timeout":
+        elif record.get("status") == JobStatus.TIMEOUT:
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"timed out: {record.get('message') or 'job timeout'}",
                                                             ReasonCode.TIMED_OUT))
         else:
@@ -118,7 +119,7 @@ def measured_hardware(result: RunResult) -> str:
 
 
 def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tuple[Path, RunResult] | None:
-    hits = [(p, r) for p, r in results if r.kind == kind and r.status == "ok"
+    hits = [(p, r) for p, r in results if r.kind == kind and r.status == ResultStatus.OK
             and all(r.parameters.get(k) == v for k, v in match.items())]
     return max(hits, key=lambda pr: pr[1].created_at) if hits else None
 

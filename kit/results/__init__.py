@@ -15,11 +15,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from kit import atomic
-from kit.errors import KitError
+from kit.errors import KitError, parse_member
 from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
 from kit.results.sections import Sections
 
-__all__ = ["SCHEMA_VERSION", "ResultKind", "RunResult", "Sections", "UnsupportedVersion", "version_problem"]
+__all__ = ["SCHEMA_VERSION", "ResultKind", "ResultStatus", "RunResult", "Sections", "UnsupportedVersion",
+           "version_problem"]
 
 
 
@@ -31,6 +32,18 @@ class ResultKind(StrEnum):
     SERVER_SCENARIO = "server_scenario"
     PUBLISHED_RESULTS = "published_results"
     SUMMARY = "summary"
+
+
+class ResultStatus(StrEnum):
+    """Whether a run finished without an error; the value is what the JSON holds."""
+
+    OK = "ok"
+    ERROR = "error"
+
+    @classmethod
+    def parse(cls, value: str) -> ResultStatus:
+        """The member `value` names; else UnknownValueError (a KitError) naming the allowed ones."""
+        return parse_member(cls, value, "result status")
 
 
 @dataclass
@@ -46,7 +59,7 @@ class RunResult:
     name: str
     parameters: dict
     environment: dict
-    status: str = "ok"  # "ok" or "error"
+    status: ResultStatus = ResultStatus.OK
     errors: list[str] = field(default_factory=list)
     model: dict | None = None
     backend: dict | None = None
@@ -60,13 +73,16 @@ class RunResult:
     created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        self.status = ResultStatus.parse(self.status)
+
     @classmethod
     def new(cls, kind: ResultKind | str, name: str, parameters: dict, environment: dict) -> RunResult:
         """A fresh result with the environment it runs in (`kit.hardware.environment.capture()`)."""
         return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=environment)
 
     def fail(self, error: BaseException | str) -> None:
-        self.status = "error"
+        self.status = ResultStatus.ERROR
         self.errors.append(error if isinstance(error, str) else f"{type(error).__name__}: {error}")
 
     def to_dict(self) -> dict:

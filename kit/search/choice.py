@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kit.search.decision import Decision, Plan
 from kit.search.precision_map import PrecisionChoice
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 from kit.search.wording import note, runoff_text
 
 
@@ -16,11 +16,11 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
     overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
-    measured = [p for p in probes if p.status == "measured"]
+    measured = [p for p in probes if p.status == ProbeStatus.MEASURED]
     today_probe = next((p for p in probes if p.today), None)
     if not measured:
         for p in probes:
-            p.status = p.status if p.status != "pending" else "not probed"
+            p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
         label = today_probe.label if today_probe else None
         return Decision(label, label, fallback=True, probes=list(probes), plan=Plan(
             today.backend, today.precision, today.device,
@@ -29,11 +29,11 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
         best = next(p for p in measured if p.label == verdict["winner"])
-    elif today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+    elif today_probe is not None and today_probe.status == ProbeStatus.MEASURED and best is not today_probe \
             and not clearly_faster(best, today_probe):
         best, kept_for_noise = today_probe, True
     for p in measured:
-        p.status = "chosen" if p is best else "lost"
+        p.status = ProbeStatus.CHOSEN if p is best else ProbeStatus.LOST
         taken = f"taken by {p.shared_from}" if p.shared_from else ""
         if p is best:
             p.reason = f"probe {taken}" if taken else p.reason
@@ -80,7 +80,7 @@ def separated(a: Probe, b: Probe) -> bool:
 
 
 def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
-    if today is None or today.status not in ("chosen", "lost") or not today.throughput:
+    if today is None or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not today.throughput:
         return None, [None, None]
     if best is today:
         return 1.0, [1.0, 1.0]

@@ -20,6 +20,7 @@ from kit.search.planning import SearchSettings
 from kit.search.probe import (
     FAILED,
     Probe,
+    ProbeStatus,
     Stopwatch,
     nonfinite,
     numerics_record,
@@ -53,7 +54,7 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     try:
         with Stopwatch() as first:
             ref_out = ref_session.run(inputs)
-        ref_probe = next((p for p in probes if p.status == "pending" and p.plan() == REFERENCE.plan()), None)
+        ref_probe = next((p for p in probes if p.status == ProbeStatus.PENDING and p.plan() == REFERENCE.plan()), None)
         if ref_probe is not None:
             ref_probe.first_call = batch / first.seconds
             ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
@@ -70,10 +71,10 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
-        if p.status == "pending":
+        if p.status == ProbeStatus.PENDING:
             probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
     for p in probes:
-        if p.status == "fallback" and settle_fallback(p, probes):
+        if p.status == ProbeStatus.FALLBACK and settle_fallback(p, probes):
             probe_one(model, p, inputs, batch, mcfg, ref_out, scale, ref_bad, leader_of(probes), min_scout, keeper)
     if ref_probe is not None and not ref_probe.today:
         settle_reference(model, ref_probe, ref_scout, probes, inputs, batch, mcfg)
@@ -94,7 +95,7 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
         rest = replace(rest_config(mcfg, scout), warmup=1)
         record_timing(ref, scout, time_session(session, inputs, batch, rest))
     except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
-        ref.status = "failed"
+        ref.status = ProbeStatus.FAILED
         ref.reason = (f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
                       f"{ref.throughput:.3g} samples/s over {ref.calls} call(s)")
     finally:
@@ -105,7 +106,7 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
-    return max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
+    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.throughput, default=None)
 
 
 def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
@@ -113,9 +114,9 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
     candidate it stands in for failed or was not measured; otherwise marked not probed, with why."""
     first = next((q for q in probes if q.label == p.fallback_for), None)
     if first is None or first.status in FAILED:
-        p.status = "pending"
+        p.status = ProbeStatus.PENDING
         return True
-    p.status, p.reason = "not probed", (f"measured only where {p.fallback_for} fails (it passed the numerics "
+    p.status, p.reason = ProbeStatus.NOT_PROBED, (f"measured only where {p.fallback_for} fails (it passed the numerics "
                                         "gate); a full search measures it")
     return False
 
@@ -131,7 +132,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         p.compile_s = session.description.get("compile_s")
         notes = session.description.get("notes") or []
         if p.options.get("compile") and any("fell back to eager" in n for n in notes):
-            p.status, p.reason = "failed", next(n for n in notes if "fell back" in n)
+            p.status, p.reason = ProbeStatus.FAILED, next(n for n in notes if "fell back" in n)
             return
         with Stopwatch() as first:
             out = session.run(inputs)
@@ -140,7 +141,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         verdict = numerics_gate(p.precision, diff.mean_abs, scale, max(0, nonfinite(out) - ref_bad))
         p.numerics = {**numerics_record(diff), **verdict.to_dict()}
         if not verdict.ok:
-            p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
+            p.status, p.reason = ProbeStatus.FAILED_NUMERICS, verdict.reason + " (not timed)"
             return
         scout = None
         if leader is not None and not p.today:
@@ -150,7 +151,7 @@ def probe_one(model: ExportedModel, p: Probe, inputs: dict, batch: int, mcfg: Me
         rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
         record_timing(p, *([scout] if scout is not None else []), rest)
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
-        p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        p.status, p.reason = ProbeStatus.FAILED, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     finally:
         if session is not None and not (keeper is not None and keeper.offer(batch, p, session, leader)):
             session.close()
@@ -197,7 +198,7 @@ def stop_early(p: Probe, leader: Probe) -> bool:
         return False
     calls = (f"{p.calls} calls" if p.calls > 1 else
              f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to {ONE_CALL_SPREAD:.0%} slow")
-    p.status = "lost"
+    p.status = ProbeStatus.LOST
     p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
                 f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
     return True
@@ -206,4 +207,4 @@ def stop_early(p: Probe, leader: Probe) -> bool:
 def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
     p.throughput, p.low, p.high = throughput_interval(*windows)
     p.calls = sum(m.latency.count for m in windows)
-    p.status = "measured"
+    p.status = ProbeStatus.MEASURED

@@ -47,7 +47,7 @@ from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.keeping import SessionKeeper
-from kit.search.probe import Probe, release, time_session
+from kit.search.probe import Probe, ProbeStatus, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
 MAX_RUNOFF_ROUNDS = 8  # an undecided duel goes on up to this many rounds
@@ -73,7 +73,7 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
     window) not settled by the probes already (its interval wholly below the leader's)."""
-    measured = sorted((p for p in probes if p.status == "measured"), key=lambda p: -p.throughput)
+    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.throughput)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]

@@ -18,7 +18,7 @@ from kit.precision import PublishedPrecision
 from kit.search import cache
 from kit.search.decision import Decision
 from kit.search.gate import bits
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 
 SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8, PublishedPrecision.FP8: PublishedPrecision.FP16}
 COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
@@ -51,16 +51,16 @@ def borrow(probes: list[Probe], sibling: Decision) -> int:
     taken = 0
     for p in probes:
         q = theirs.get(p.label)
-        if p.status != "pending" or not shareable(p) or q is None:
+        if p.status != ProbeStatus.PENDING or not shareable(p) or q is None:
             continue
-        if q.status not in ("chosen", "lost") or not q.throughput:
+        if q.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not q.throughput:
             continue
         for name in COPIED:
             setattr(p, name, getattr(q, name))
         p.shared_from = q.shared_from or source  # where it was measured, if the sibling took it too
         if q.reason.startswith("stopped early"):
-            p.status, p.reason = "lost", f"in {p.shared_from}: {q.reason}"
+            p.status, p.reason = ProbeStatus.LOST, f"in {p.shared_from}: {q.reason}"
         else:
-            p.status = "measured"
+            p.status = ProbeStatus.MEASURED
         taken += 1
     return taken

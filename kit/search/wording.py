@@ -8,7 +8,7 @@ from __future__ import annotations
 from kit.precision import PublishedPrecision
 from kit.search.gate import bits
 from kit.search.precision_map import PrecisionChoice
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 
 
 def runoff_text(verdict: dict | None, p: Probe) -> str:
@@ -67,7 +67,7 @@ def unmeasured(same_class: list[Probe]) -> str:
     every one is an emulated 16-bit type left to a full search (kit.search.planning.plan_probes)."""
     if not same_class:
         return "none runs on this hardware"
-    if all(p.status == "not probed" and not p.native and bits(p.precision) == 16 for p in same_class):
+    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16 for p in same_class):
         return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
                 f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")
     return ", ".join(f"{p.label}: {p.status}" for p in same_class)

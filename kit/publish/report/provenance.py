@@ -12,7 +12,7 @@ from kit.publish.report.tables import scorecard_rows
 from kit.publish.scorecard import readable
 from kit.published import figures as published
 from kit.published.studies import PublishedStudy
-from kit.results import ResultKind, RunResult
+from kit.results import ResultKind, ResultStatus, RunResult
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
 from kit.results.tables import C2Row
 
@@ -123,7 +123,7 @@ def roofline_method(result: RunResult) -> str:
 
 
 def error_banner(result: RunResult) -> str:
-    if result.status == "ok" and not result.errors:
+    if result.status == ResultStatus.OK and not result.errors:
         return ""
     lines = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
     return f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}</ul></div>"
@@ -132,7 +132,7 @@ def error_banner(result: RunResult) -> str:
 
 def interpretation(result: RunResult) -> str:
     """One or two sentences saying what the run shows: the verdict sentence a report opens with."""
-    if result.status != "ok":
+    if result.status != ResultStatus.OK:
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
     card, sections = scorecard_rows(result), result.sections
     hw = (sections.backend.device_info.name if sections.backend else None) or "this machine"
