@@ -104,7 +104,7 @@ def accuracy(result: RunResult, png: str) -> dict:
     out: dict = {}
     sections = result.sections
     for a in sections.accuracy:
-        if a.status == "measured" and _finite(a.value) and a.metric not in DIFFS:
+        if a.measured and _finite(a.value) and a.metric not in DIFFS:
             if _finite(a.data_percent):
                 out["Data Percent"] = a.data_percent
             out[str(a.metric)] = a.value
