@@ -106,6 +106,6 @@ class Criteo(Dataset):
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        correct = np.concatenate([criteo_correct(out[0][: b.valid], b.labels) for b, out in results])
+        correct = np.concatenate([criteo_correct(out[0][: b.valid], b.known_labels()) for b, out in results])
         return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
                 "samples": int(correct.size), "correct": int(correct.sum())}

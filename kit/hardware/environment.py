@@ -11,6 +11,7 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import TypeGuard
 
 from kit.errors import BackendUnavailable
 from kit.hardware import cuda
@@ -265,11 +266,11 @@ def torch_build_cuda(package: str = "torch") -> str | None:
         return None
     try:
         tree = ast.parse((Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text())
-        return ast.literal_eval(next(node.value for node in tree.body if _assigns(node, "cuda")))
+        return ast.literal_eval(next(node.value for node in tree.body if _assigns(node, "cuda") and node.value is not None))
     except (OSError, SyntaxError, StopIteration, TypeError, ValueError):
         return "unknown"
 
 
-def _assigns(node: ast.stmt, name: str) -> bool:
+def _assigns(node: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)

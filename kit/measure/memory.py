@@ -32,6 +32,9 @@ SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"  # "1": skip the pre-flight check (the 
 class InsufficientMemory(KitError, MemoryError):
     """A step needs more memory than the machine has available now."""
 
+    need_bytes: float = 0.0
+    available_bytes: float = 0.0
+
     @classmethod
     def for_step(cls, what: str, need_bytes: float, available_bytes: float, detail: str = "",
                  ) -> InsufficientMemory:

@@ -42,7 +42,7 @@ TEMP_PREFIX = "kit-export-"  # + the pid of the process that made it: $TMPDIR/ki
 
 def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
                      small: bool, seed: int, opset: int, onnx_path: Path,
-                     env: Mapping[str, str] = ()) -> dict:
+                     env: Mapping[str, str] | None = None) -> dict:
     """Export `entry` in a child process; its metadata, or the child's error raised here."""
     with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         result = Path(tmp) / "result.json"
@@ -51,7 +51,7 @@ def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path
                "weights_path": None if weights_path is None else str(weights_path)}
         with open(Path(tmp) / "stderr.txt", "w+") as stderr:
             status, peak = run_child([sys.executable, "-m", "kit.models.export_child", json.dumps(job)],
-                                     child_environment(env), stderr)
+                                     child_environment(env or {}), stderr)
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:]
         outcome = json.loads(result.read_text()) if result.exists() else None

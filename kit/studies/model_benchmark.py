@@ -121,7 +121,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
     sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
     per_batch: dict[int, Config] = {}
-    sessions: dict[int, dict] = {}
+    sessions: dict[int, dict | None] = {}
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         rounds = progress.rounds(planned_batches(cfg, model, result, keeper), f"{model.name}: batch sizes",
@@ -214,7 +214,8 @@ def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
     at the next), yielded as it is made; the last batch's probe table is the result's `search`,
     every decision's summary in `search_by_batch`."""
     keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
-    prior, summaries = None, []
+    prior = None
+    summaries: list[dict] = []
     result.tables["search_by_batch"] = summaries
     for batch in sorted(cfg.batch_sizes):
         here, decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
@@ -341,6 +342,7 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 " (the search's torch.compile session: not compiled again)" if kept is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
+        assert result.backend is not None  # backend_block(), before the batches
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
@@ -397,7 +399,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
         try:
             times = op_breakdown.profile_torch_session(session, inputs, calls)
             result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
-                times, model.flops_per_call(batch), peak["gflops"], calls)}
+                times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls)}
         except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
             result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 

@@ -138,8 +138,9 @@ class NvmlSampler(PowerSampler):
         nvml = self._nvml
         try:
             if self.instant:
-                milliwatts = [self._instant_mw(h) for h in self.handles]
-                if None in milliwatts:
+                instant = [self._instant_mw(h) for h in self.handles]
+                milliwatts = [mw for mw in instant if mw is not None]
+                if len(milliwatts) < len(instant):
                     raise SensorError("NVML instantaneous power field became unreadable")
             else:
                 milliwatts = [nvml.nvmlDeviceGetPowerUsage(h) for h in self.handles]
