@@ -19,8 +19,9 @@ independent samples. Every interval is built from *rounds* (consecutive blocks o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
@@ -139,7 +140,7 @@ class Interval:
         return {**asdict(self), "half_width": self.half_width, "rel_half_width": self.rel_half_width}
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> Interval | None:
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Interval | None:
         if not d or d.get("value") is None:
             return None
         return cls(**{k: d[k] for k in ("value", "low", "high", "level", "method", "rounds", "reason")
