@@ -333,7 +333,7 @@ def child_peak(ru_maxrss_bytes: int, seen_bytes: int | None = None) -> Peak:
     return Peak(seen_bytes / GB if seen_bytes else None, ru_maxrss_bytes / GB)
 
 
-def vm_hwm_bytes(pid: int) -> int | None:
+def running_peak_rss_bytes(pid: int) -> int | None:
     """A running process's peak RSS since it started its program; None once it is gone."""
     try:
         return parse_meminfo(Path(f"/proc/{pid}/status").read_text())["VmHWM"]

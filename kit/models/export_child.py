@@ -28,7 +28,7 @@ from kit.measure.memory import (
     child_peak,
     oom_message,
     own_peak_rss_bytes,
-    vm_hwm_bytes,
+    running_peak_rss_bytes,
 )
 from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
@@ -95,7 +95,7 @@ def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, Pea
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
+            seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
             time.sleep(PEAK_POLL_S)
     except BaseException:  # Ctrl-C: the child goes too
         proc.kill()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, reference_outputs, require_backend
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
@@ -67,6 +67,7 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         del ref_session
         release()
     scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
+    reference_outputs.remember(model, batch, inputs, ref_out)  # the row's measurement checks against them
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):

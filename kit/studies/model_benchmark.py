@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import BackendConfig, export_opset, require_backend
+from kit.backends import BackendConfig, export_opset, reference_outputs, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -332,21 +332,25 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
                            "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
             sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
-            ref_session = None
+            ref_session, ref_out = None, None
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
-                sessions.append(ref_session)
+                ref_out = None if same else reference_outputs.recall(model, batch, inputs)
+                if same or ref_out is None or (with_accuracy and cfg.accuracy):
+                    ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                    sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
-                " (the search's torch.compile session: not compiled again)" if kept is not None else "")
+                " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
+                "; the reference's outputs taken from the search's call on the same inputs"
+                if ref_out is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
-                check_numerics(model, sessions[0], ref_session, inputs, batch, result)
+                check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
         mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
@@ -371,11 +375,15 @@ def kept_note(batch: int, session) -> str:
             "and then ran; not compiled again.")
 
 
-def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult) -> None:
+def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult,
+                   ref_out: list | None = None) -> None:
+    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran the
+    reference on these inputs, else `ref_session`'s call."""
     own = "fp32" if model.precision == "fp32" else f"{model.precision}: the file's own graph, no fp32 exists"
     name = (f"onnxruntime {own} CPU (this run is the reference)" if ref_session is session
-            else f"onnxruntime {own} CPU")
-    diff = NumericDiff.between(ref_session.run(inputs), session.run(inputs), name)
+            else f"onnxruntime {own} CPU" + (" (its outputs from the search's call on the same inputs)"
+                                             if ref_out is not None else ""))
+    diff = NumericDiff.between(ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name)
     result.numerics.append({"batch_size": batch, **diff.to_dict()})
 
 
