@@ -77,7 +77,7 @@ class Criteo(Dataset):
     roles = {"categorical": "new_categorical_placeholder:0", "numeric": "new_numeric_placeholder:0"}
     layout = f"{FILE} (Criteo Kaggle, 40 comma-separated columns, no header)"
 
-    def __init__(self, root=None, input_names=None, *, hash_fn=tf_hash_bucket_fast):
+    def __init__(self, root=None, input_names=None, *, hash_fn=tf_hash_bucket_fast) -> None:
         super().__init__(root, input_names)
         self.hash_fn = hash_fn
         self._data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None

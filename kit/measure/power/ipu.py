@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import MutableMapping
 from typing import Any
 
-from kit.measure.power.base import PowerSampler, Reading, SensorError, Series
+from kit.measure.power.base import PowerSampler, Reading, SamplerOptions, SensorError, Series
 from kit.measure.power.summary import PowerSummary
 
 POWER_KEY = "total board power"
@@ -96,9 +96,9 @@ class GcIpuInfoSampler(PowerSampler):
 
     name = "gcipuinfo"
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
-        self.info = None
+        self.info: Any = None  # gcipuinfo's handle, once opened
 
     @property
     def sensor(self) -> str:
@@ -151,7 +151,7 @@ class GcCliSampler(PowerSampler):
 
     name = "gc-cli"
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
         self.tool: str | None = None
 
