@@ -342,8 +342,9 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
                 " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
-                "; the reference's outputs taken from the search's call on the same inputs"
-                if ref_out is not None else "")
+                (" (for the accuracy check; its outputs for the numerics check taken from the search's call on "
+                 "the same inputs)" if ref_session is not None else "; the reference's outputs taken from the "
+                 "search's call on the same inputs") if ref_out is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
