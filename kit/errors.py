@@ -29,7 +29,7 @@ class UnknownValueError(UnknownNameError, ValueError):
     the enum's own lookup raises, so a reader that skips unreadable files still skips it."""
 
 
-def parse_member(kind: type[Member], value: object, what: str) -> Member:
+def parse_member(kind: type[Member], value: str, what: str) -> Member:
     """The member of the StrEnum `kind` whose value is `value`, else UnknownValueError naming `what`,
     the bad value and the allowed ones (`RunPrecision.parse("fp4")`: "unknown run precision 'fp4';
     known: bf16, fp16, fp32, fp8, int8")."""

@@ -153,6 +153,15 @@ def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():
     assert pd.isna(rows.loc["total", "seconds"]) and pd.isna(rows.loc["other", "seconds"])
 
 
+def test_a_peak_written_as_a_float_reads_as_whole_bytes():
+    """Resources.peak_rss_bytes is an int (mypy, strict on kit/results/): 1.5e9 reads as 1500000000."""
+    from kit.results.sections import Resources
+
+    assert Resources.from_dict({"peak_rss_bytes": 1.5e9}).peak_rss_bytes == 1_500_000_000
+    assert Resources.from_dict({"peak_rss_bytes": float("nan")}).peak_rss_bytes is None
+    assert Resources.from_dict({"peak_rss_bytes": True}).peak_rss_bytes is None
+
+
 def test_a_result_status_reads_as_its_enum_and_writes_the_same_string(tmp_path):
     result = RunResult.new("model_benchmark", "m", {}, {})
     assert result.status is ResultStatus.OK

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from kit.backends import reference_outputs
 from kit.errors import InvalidParameter, UnknownValueError
 from kit.hardware import onnxruntime_probe
 from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
@@ -197,6 +198,8 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert by["onnxruntime fp16 (cpu)"].numerics["numerics_ok"]
     assert decision.chosen in by and by[decision.chosen].status == "chosen"
     assert decision.ratio_vs_today >= 1.0
+    # the reference's outputs are left for the row's measurement (issue 50)
+    assert reference_outputs.recall(searchable, 2, searchable.make_inputs(2, seed=0)) is not None
     again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert reused and again.chosen == decision.chosen and again.created_at == decision.created_at
 

@@ -23,7 +23,7 @@ from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepa
 from kit.batch.proctree import kill_tree
 from kit.batch.status import JobStatus
 from kit.batch.worker import EXIT_KILLED
-from kit.measure.memory import Peak, child_peak, oom_message, vm_hwm_bytes
+from kit.measure.memory import Peak, child_peak, oom_message, running_peak_rss_bytes
 from kit.models.export_child import remove_leftovers
 
 POLL_S = 0.05
@@ -81,7 +81,7 @@ def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], boo
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
-        seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
+        seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
         now = time.perf_counter()
         if now >= deadline:
             return None

@@ -19,6 +19,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kit import atomic
 from kit.batch.executor import Executor, Task
@@ -73,8 +74,8 @@ class Batch:
         self.run_id, self.run_dir = new_run_dir(out)
         self.records: dict[str, JobRecord] = {}
         self.digest = kit_digest()
-        self.run = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
-                    "status": BatchRunStatus.RUNNING}
+        self.run: dict[str, Any] = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
+                                    "status": BatchRunStatus.RUNNING}
         for stale in state["runs"]:  # this batch holds the lock: no other one is running
             if stale.get("status") == BatchRunStatus.RUNNING:
                 stale["status"] = BatchRunStatus.ABORTED

@@ -22,7 +22,9 @@ import datetime as dt
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from kit import atomic
 from kit.errors import MissingResource
@@ -77,7 +79,7 @@ def export_name(kind: str) -> str:
     return known.export_name if known else kind.upper()
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -111,7 +113,7 @@ def accuracy(result: RunResult, png: str) -> dict:
             break
     if sections.numerics:
         first = sections.numerics[0]
-        out.update({name: round(float(first.diff(key)), 5) for name, key in DIFFS.items() if _finite(first.diff(key))})
+        out.update({name: round(float(d), 5) for name, key in DIFFS.items() if _finite(d := first.diff(key))})
         if first.histograms:
             out["Diff Dist"] = png
     return out
@@ -211,7 +213,7 @@ def _main(args: argparse.Namespace) -> int:
     return 0
 
 
-def draw_diff_distribution(histograms: dict, path: Path) -> Path:
+def draw_diff_distribution(histograms: Mapping[str, Any], path: Path) -> Path:
     """ByteMLPerf's diff-distribution figure (draw_all_diff: three log-scale histograms side by
     side, the difference, the CPU reference and the backend's output), drawn from the counts the
     result recorded. Drawn on a Figure of its own, never through pyplot, so a notebook's own plots

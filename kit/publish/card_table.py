@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kit.publish import glance
 from kit.publish.compare import Comparison
@@ -32,7 +32,7 @@ SHORT = 60  # a reason this long or shorter is shown as it is
 OTHER = "other"  # study_table's group of the rows of no study in glance.STUDIES (the claims)
 
 
-def scorecard_table(card: list[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
+def scorecard_table(card: Sequence[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
     """Every scorecard row: the published figure with its batch and part beside the measured one
     with its batch and hardware, the ratio, the verdict and the short reason (the full one on
     click or hover); each row links to its model's report where `links` (job name -> href) has it.
@@ -80,7 +80,7 @@ def _sub(batch, where: str) -> str:
     return f"<br><span class='sub'>{html.escape(text)}</span>"
 
 
-def imported_backends(card: list[glance.Row]) -> list[str]:
+def imported_backends(card: Sequence[glance.Row]) -> list[str]:
     """The vendors whose ByteMLPerf reports `kit import-bytemlperf` brought in: the scorecard sets
     '<Backend> published' and '<Backend> source' beside its rows (imported_reports.with_columns)."""
     return sorted({k.removesuffix(" published") for r in card if isinstance(r, Mapping) for k in r
@@ -98,7 +98,7 @@ def imported_cell(r: Mapping, backend: str, unit: str) -> str:
             f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>")
 
 
-def _row(r: Comparison, record: Mapping, links: dict[str, str], vendors: list[str] = ()) -> str:
+def _row(r: Comparison, record: glance.Row, links: dict[str, str], vendors: Sequence[str] = ()) -> str:
     unit = r.unit
     pub = readable(r.published, 6)
     published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
+from typing import TypeGuard
 
 from kit.publish import glance
 from kit.publish.card_table import CARD_STYLE
@@ -31,11 +33,11 @@ STYLE_EXTRA = CARD_STYLE + """
 HEADLINE = ((PublishedStudy.BYTEMLPERF_C600, "QPS"), (PublishedStudy.C2_QWANT, "Throughput"))
 
 
-def _finite(x) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
-def headline_chart(card: list[glance.Row], width: int = 1100) -> str:
+def headline_chart(card: Sequence[glance.Row], width: int = 1100) -> str:
     """Inline SVG: one line per published row, the published IPU figure and the figure measured
     here (with its 95 % interval) on a shared log axis; the hardware named in the legend and per row."""
     rows = [r for r in glance.rows_of(card) if (r.study, r.figure) in HEADLINE]

@@ -180,7 +180,7 @@ def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None
     of hardware names its jobs `<job>@<kind>`: the first such state found stands for the row."""
     job = f"{model}_{precision}"
     names = [n for n in (states or {}) if n == job or n.startswith(f"{job}@")]
-    if names:
+    if states and names:
         return states[names[0]]
     if selected is not None and not any(n == job or n.startswith(f"{job}@") for n in selected):
         return NOT_SELECTED
@@ -281,7 +281,7 @@ def all_calls(m: Measurement | None, figure: str) -> float | None:
 
 def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
                    batch: int | None) -> list[str]:
-    return differences(res, m, PublishedRun.of(model, precision, batch)) if res is not None else []
+    return list(differences(res, m, PublishedRun.of(model, precision, batch))) if res is not None else []
 
 
 RANDOM_DIFF = Reason("random weights: a Mean Diff from random weights says how far this backend's arithmetic "

@@ -84,8 +84,11 @@ def time_split(account: TimeAccount, job_seconds: float | None = None) -> str:
     rendering: the job's seconds less the study's); '—' for a result that kept no account."""
     try:
         split = by_phase(account.raw) or ({"study": account.total_s} if account.total_s else {})
-        if split and isinstance(job_seconds, int | float) and job_seconds > account.total_s:
-            split["outside the study"] = job_seconds - account.total_s
+        if split and isinstance(job_seconds, int | float):
+            if account.total_s is None:  # a missing total is no zero: nothing said
+                return "—"
+            if job_seconds > account.total_s:
+                split["outside the study"] = job_seconds - account.total_s
         return " · ".join(f"{name} {seconds:.0f}" for name, seconds in split.items()) or "—"
     except (KeyError, TypeError, AttributeError, ValueError):
         return "—"

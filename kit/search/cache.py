@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from kit import atomic
+from kit.errors import KitError
 from kit.hardware import kinds
 from kit.hardware.environment import (
     TENSORRT_DISTRIBUTIONS,
@@ -102,5 +103,7 @@ def load_decision(key: dict, depth: str = "quick", directory: Path | None = None
 
 def store_decision(decision: Decision, directory: Path | None = None) -> Path:
     """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
+    if decision.key is None:
+        raise KitError(f"search decision for {decision.model!r} has no cache key: not stored")
     path = decision_path(decision.key, directory)
     return atomic.write_text(path, json.dumps(decision.to_dict(), indent=1, default=str))

@@ -25,7 +25,7 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         return Decision(label, label, fallback=True, probes=list(probes), plan=Plan(
             today.backend, today.precision, today.device,
             precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
-    best = max(measured, key=lambda p: p.throughput)
+    best = max(measured, key=lambda p: p.rate)
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
         best = next(p for p in measured if p.label == verdict["winner"])
@@ -38,8 +38,8 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         if p is best:
             p.reason = f"probe {taken}" if taken else p.reason
         else:
-            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
-            if kept_for_noise and p.throughput > best.throughput:
+            p.reason = f"{p.rate / best.rate:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
+            if kept_for_noise and p.rate > best.rate:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
                             "mapping's throughput: today's mapping kept")
         p.reason += runoff_text(verdict, p)
@@ -68,14 +68,14 @@ def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[
 def clearly_faster(a: Probe, b: Probe) -> bool:
     """Whether a's whole interval lies above b's throughput (no interval: the point estimates)."""
     if a.low is None or a.low != a.low:
-        return a.throughput > b.throughput
-    return a.low > b.throughput
+        return a.rate > b.rate
+    return a.low > b.rate
 
 
 def separated(a: Probe, b: Probe) -> bool:
     """Whether a's throughput interval lies wholly above b's (no interval: the point estimates)."""
     if a.low is None or a.low != a.low:
-        return a.throughput > b.throughput
+        return a.rate > b.rate
     return b.high is not None and a.low > b.high  # no upper bound on b: not separated
 
 
@@ -86,4 +86,4 @@ def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
         return 1.0, [1.0, 1.0]
     lo = best.low / today.high if best.low and today.high else None
     hi = best.high / today.low if best.high and today.low else None
-    return best.throughput / today.throughput, [lo, hi]
+    return best.rate / today.rate, [lo, hi]

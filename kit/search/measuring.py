@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, reference_outputs, require_backend
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
@@ -68,6 +68,7 @@ def measure_all(model: ExportedModel, probes: list[Probe], inputs: dict, batch: 
         del ref_session
         release()
     scale, ref_bad = reference_scale(ref_out), nonfinite(ref_out)
+    reference_outputs.remember(model, batch, inputs, ref_out)  # the row's measurement checks against them
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
@@ -106,7 +107,7 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
-    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.throughput, default=None)
+    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate, default=None)
 
 
 def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
@@ -186,14 +187,14 @@ def best_case(p: Probe) -> float:
     (numerics) call, whichever ran faster (one slow call alone never stops a candidate); none (inf)
     without an interval."""
     if p.calls == 1:
-        return max(p.throughput, p.first_call or 0.0) * (1 + ONE_CALL_SPREAD)
+        return max(p.rate, p.first_call or 0.0) * (1 + ONE_CALL_SPREAD)
     return p.high if p.high is not None and p.high == p.high else math.inf
 
 
 def stop_early(p: Probe, leader: Probe) -> bool:
     """Whether the scouted `p` clearly loses to `leader` (then marked lost, with its figures)."""
     top = best_case(p)
-    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
+    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.rate
     if top >= STOP_BELOW * yardstick:
         return False
     calls = (f"{p.calls} calls" if p.calls > 1 else

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from kit.backends import BackendConfig
-from kit.errors import parse_member
+from kit.errors import KitError, parse_member
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 
@@ -81,6 +81,13 @@ class Probe:
     @property
     def measured(self) -> bool:
         return self.throughput is not None
+
+    @property
+    def rate(self) -> float:
+        """`throughput` of a measured probe (samples/s), where a ranking or a ratio needs one."""
+        if self.throughput is None:
+            raise KitError(f"{self.label}: not measured, no throughput to rank or compare")
+        return self.throughput
 
     def plan(self) -> dict:
         return {"backend": self.backend, "precision": self.precision, "device": self.device,

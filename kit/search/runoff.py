@@ -40,6 +40,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from scipy.stats import t as student_t
 
@@ -73,12 +74,12 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
     window) not settled by the probes already (its interval wholly below the leader's)."""
-    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.throughput)
+    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.rate)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
     quiet = within >= QUIET_WITHIN
-    close = [p for p in measured[1:] if p.throughput >= within * leader.throughput and not (quiet and below(p, leader))]
+    close = [p for p in measured[1:] if p.rate >= within * leader.rate and not (quiet and below(p, leader))]
     close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
     return leader, close[:MAX_DUELS]
 
@@ -117,7 +118,9 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
     rounds while go_on(ratios so far, seconds since the first load); both closed however it ends,
     except a session `lent(batch, probe)` gave (its owner closes it)."""
     out = {"leader": pair[0].label, "challenger": pair[1].label}
-    sessions, ratios, started, borrowed = [], [], time.perf_counter(), set()
+    sessions: list[Any] = []
+    ratios: list[float] = []
+    started, borrowed = time.perf_counter(), set()
     try:
         for p in pair:
             session = lent(batch, p) if lent is not None else None
@@ -152,7 +155,7 @@ def near_tie(ratios: list[float]) -> bool:
 def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
     """Seconds one round at `batch` is predicted to take with both loads: from each probe's throughput
     at the search batch and its load time (none recorded, as for a probe taken from a sibling row: 0)."""
-    return sum((p.load_s or 0.0) + batch / p.throughput for p in (leader, challenger))
+    return sum((p.load_s or 0.0) + batch / p.rate for p in (leader, challenger))
 
 
 def settle(model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0) -> dict:
@@ -185,7 +188,7 @@ def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcf
     settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
     with 'batch'), else the record says why not ('settle')."""
     leader, rivals = challengers(probes, within)
-    if not rivals:
+    if not rivals or leader is None:
         return None
     duels, notes = [], []
     for rival in rivals:
@@ -195,6 +198,7 @@ def run(model: ExportedModel, probes: list[Probe], inputs: dict, batch: int, mcf
         duels.append(d)
         if cost is not None and "error" not in d and near_tie(d["ratios"]):
             if affordable:
+                assert settle_batch is not None  # a cost is priced at a settle batch only
                 settled = settle(model, leader, rival, settle_batch, seed)
                 duels.append(settled)
                 d = settled if "error" not in settled else d

@@ -40,7 +40,7 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
             + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
                     "probed at this depth, or failed)"))
-    if ratio is not None and best is not today_probe:
+    if ratio is not None and today_probe is not None and best is not today_probe:
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})" + (
             f" at batch {ratio_batch}, where a near tie at the search's batch was settled" if ratio_batch else "")
     elif best is today_probe:
@@ -49,10 +49,10 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
     want = published.bits
     if bits(best.precision) > want:
         same = [p for p in measured if bits(p.precision) == want]
-        top = max(same, key=lambda p: p.throughput) if same else None
+        top = max(same, key=lambda p: p.rate) if same else None
         why = (f"; {best.precision} stands in for {published}: "
                + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
-                  f"{best.throughput / top.throughput:.2f}x the best {published}-class candidate, {top.label})"
+                  f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
                   if top else f"no {published}-class candidate was measured here ("
                   + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
     elif best.precision == today.precision and best.backend == today.backend:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import BackendConfig, export_opset, require_backend
+from kit.backends import BackendConfig, export_opset, reference_outputs, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -122,7 +122,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
     sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
     per_batch: dict[int, Config] = {}
-    sessions: dict[int, dict] = {}
+    sessions: dict[int, dict | None] = {}
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         rounds = progress.rounds(planned_batches(cfg, model, result, keeper), f"{model.name}: batch sizes",
@@ -215,7 +215,8 @@ def searched_each_batch(cfg: Config, model: ExportedModel, result: RunResult,
     at the next), yielded as it is made; the last batch's probe table is the result's `search`,
     every decision's summary in `search_by_batch`."""
     keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
-    prior, summaries = None, []
+    prior = None
+    summaries: list[dict] = []
     result.tables["search_by_batch"] = summaries
     for batch in sorted(cfg.batch_sizes):
         here, decision = timed_search(cfg, model, result, batch, keys.get(batch, ""), prior, keeper)
@@ -332,20 +333,26 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
                            "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
             sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
-            ref_session = None
+            ref_session, ref_out = None, None
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
-                sessions.append(ref_session)
+                ref_out = None if same else reference_outputs.recall(model, batch, inputs)
+                if same or ref_out is None or (with_accuracy and cfg.accuracy):
+                    ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                    sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
-                " (the search's torch.compile session: not compiled again)" if kept is not None else "")
+                " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
+                (" (for the accuracy check; its outputs for the numerics check taken from the search's call on "
+                 "the same inputs)" if ref_session is not None else "; the reference's outputs taken from the "
+                 "search's call on the same inputs") if ref_out is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
+        assert result.backend is not None  # backend_block(), before the batches
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
-                check_numerics(model, sessions[0], ref_session, inputs, batch, result)
+                check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
         mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
@@ -370,11 +377,15 @@ def kept_note(batch: int, session) -> str:
             "and then ran; not compiled again.")
 
 
-def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult) -> None:
+def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult,
+                   ref_out: list | None = None) -> None:
+    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran the
+    reference on these inputs, else `ref_session`'s call."""
     own = "fp32" if model.precision == "fp32" else f"{model.precision}: the file's own graph, no fp32 exists"
     name = (f"onnxruntime {own} CPU (this run is the reference)" if ref_session is session
-            else f"onnxruntime {own} CPU")
-    diff = NumericDiff.between(ref_session.run(inputs), session.run(inputs), name)
+            else f"onnxruntime {own} CPU" + (" (its outputs from the search's call on the same inputs)"
+                                             if ref_out is not None else ""))
+    diff = NumericDiff.between(ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name)
     result.numerics.append({"batch_size": batch, **diff.to_dict()})
 
 
@@ -398,7 +409,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
         try:
             times = op_breakdown.profile_torch_session(session, inputs, calls)
             result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
-                times, model.flops_per_call(batch), peak["gflops"], calls)}
+                times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls)}
         except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
             result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from kit.hardware.gpu_verified import gpu_paths_statement
@@ -162,16 +164,16 @@ def c2_sentences(rows: tuple[C2Row, ...], hw: str) -> list[str]:
     return [f"On {hw}, the C2 protocol peaked at {best.throughput:.1f} images/s "
             f"(batch {best.batch_size}), against {pub['Throughput'].max():.2f} images/s "
             "published for the C2 card; lowest latency "
-            f"{min(r.latency_ms for r in rows):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
+            f"{min((r.latency_ms for r in rows if r.latency_ms is not None), default=math.nan):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
             f"Energy efficiency: measured by {first.power_sensor}{flag}." if first.power_sensor
             else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}."]
 
 
-def model_sentence(result: RunResult, rows: list[glance.Row], hw: str) -> str:
+def model_sentence(result: RunResult, given: Sequence[glance.Row], hw: str) -> str:
     """The headline QPS at its published batch beside the published one, with the verdict and its
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
-    rows = glance.rows_of(rows)
+    rows = glance.rows_of(given)
     qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600), None)
     if qps is not None and qps.measured is not None:
         at = f" at batch {qps.batch_size}" if qps.batch_size else ""
