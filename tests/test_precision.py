@@ -7,6 +7,7 @@ import pytest
 from kit.errors import UnknownNameError, UnknownValueError
 from kit.precision import PublishedPrecision, RunPrecision, report_spelling
 from kit.publish.comparability import PublishedRun
+from kit.search import cache
 from kit.search.gate import bits, row_bits
 from kit.search.precision_map import map_precision
 
@@ -56,3 +57,10 @@ def test_comparability_compares_a_run_with_the_published_row_in_run_terms():
 def test_report_spelling_is_upper_case_and_keeps_what_the_kit_does_not_run():
     assert RunPrecision.BF16.report_name == "BF16"
     assert report_spelling(" int8/bf16") == "INT8/BF16"
+
+
+def test_the_search_cache_key_holds_the_published_string_as_before():
+    key = cache.decision_key("resnet50-torch-fp32", "fp16", 32, "cpu")
+    assert key["published"] is PublishedPrecision.FP16
+    assert json.dumps(key, sort_keys=True) == json.dumps({**key, "published": "FP16"}, sort_keys=True)
+    assert cache.key_hash(key) == cache.key_hash({**key, "published": "FP16"})
