@@ -32,7 +32,8 @@ def batch_seconds(only: str | None, out: Path, executor=None) -> tuple[float, li
     started = time.perf_counter()
     records = run_jobs(jobs, force=True, out=out, context="quick|cpu", executor=executor)
     seconds = time.perf_counter() - started
-    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records if r.status != JobStatus.OK]
+    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records
+                     if r.status != JobStatus.OK]
 
 
 def main() -> int:

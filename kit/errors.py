@@ -30,9 +30,9 @@ class UnknownValueError(UnknownNameError, ValueError):
 
 
 def parse_member(kind: type[Member], value: str, what: str) -> Member:
-    """The member of the StrEnum `kind` whose value is `value`, else UnknownValueError naming `what`,
-    the bad value and the allowed ones (`RunPrecision.parse("fp4")`: "unknown run precision 'fp4';
-    known: bf16, fp16, fp32, fp8, int8")."""
+    """The member of the StrEnum `kind` whose value is `value`, else UnknownValueError naming
+    `what`, the bad value and the allowed ones (`RunPrecision.parse("fp4")`: "unknown run
+    precision 'fp4'; known: bf16, fp16, fp32, fp8, int8")."""
     try:
         return kind(value)
     except ValueError:

@@ -24,7 +24,8 @@ from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES
 
 # PublishedStudy: a cell names a study by it (the scorecard's tables, the seed tables)
-__all__ = ["PublishedStudy", "build_scorecard", "record", "report_links", "results_path", "run_study", "save", "show"]
+__all__ = ["PublishedStudy", "build_scorecard", "record", "report_links", "results_path", "run_study",
+           "save", "show"]
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
 pd.set_option("display.max_colwidth", 300)

@@ -1,10 +1,10 @@
 """The kit's two precision vocabularies, each one enum: what a published row states
 (`PublishedPrecision`, upper case: "FP16") and what the kit runs at (`RunPrecision`, lower case:
 "fp16"). Members are strings (StrEnum): they equal, hash and serialise as the values results,
-caches and the published CSVs hold. The only case changes of a precision live here: a published
-precision's `parse` reads either case (a command line's "fp16" row), `as_run` maps a published precision to the run precision of its own type (what the
-IPU runs a row at; what the search runs it at elsewhere is kit.search.precision_map's), and
-`report_spelling` writes ByteMLPerf's report spelling.
+caches and the published CSVs hold. The only case changes of a precision live here: a
+published precision's `parse` reads either case (a command line's "fp16" row), `as_run` maps it
+to the run precision of its own type (what the IPU runs a row at; what a row runs at elsewhere is
+kit.search.precision_map's), and `report_spelling` writes ByteMLPerf's report spelling.
 
 >>> PublishedPrecision.parse("fp8").as_run
 <RunPrecision.FP8: 'fp8'>
@@ -69,8 +69,8 @@ class PublishedPrecision(StrEnum):
 
 
 #: bits of each run precision (a published one has its run twin's)
-RUN_BITS: dict[RunPrecision, int] = {RunPrecision.FP32: 32, RunPrecision.BF16: 16, RunPrecision.FP16: 16,
-                                     RunPrecision.INT8: 8, RunPrecision.FP8: 8}
+RUN_BITS: dict[RunPrecision, int] = {RunPrecision.FP32: 32, RunPrecision.BF16: 16,
+                                     RunPrecision.FP16: 16, RunPrecision.INT8: 8, RunPrecision.FP8: 8}
 #: the one mapping between the two vocabularies: each published precision's run twin
 AS_RUN: dict[PublishedPrecision, RunPrecision] = {PublishedPrecision.FP32: RunPrecision.FP32,
                                                   PublishedPrecision.FP16: RunPrecision.FP16,

@@ -17,7 +17,7 @@ from kit.models.export import DEFAULT_OPSET
 from kit.models.spec import ExportedModel
 from kit.precision import RunPrecision
 
-PRECISIONS = tuple(RunPrecision)  # what a backend config may ask for (each backend: its `precisions`)
+PRECISIONS = tuple(RunPrecision)  # what a backend config may ask for (a backend: its `precisions`)
 
 
 @dataclass(frozen=True)

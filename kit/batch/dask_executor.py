@@ -52,7 +52,8 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
     if mine != digest:
         message = (f"host {host} runs a different kit/ (digest {mine}, this batch's is {digest}); "
                    f"update its checkout")
-        return {"outcome": asdict(Outcome(JobStatus.FAILED, message, 0.0, host, worker_name)), "files": {}}
+        return {"outcome": asdict(Outcome(JobStatus.FAILED, message, 0.0, host, worker_name)),
+                "files": {}}
     stop = Event(stop_event)
     with tempfile.TemporaryDirectory(prefix=f"kit-{name}-") as tmp:
         source_path = Path(tmp) / "input" / notebook

@@ -51,8 +51,10 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
         if ended is None or ended == "stop":
             _kill(proc)
             if ended == "stop":
-                return Outcome(JobStatus.INTERRUPTED, "stopped by the batch", seconds, socket.gethostname())
-            return Outcome(JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds, socket.gethostname())
+                return Outcome(JobStatus.INTERRUPTED, "stopped by the batch", seconds,
+                               socket.gethostname())
+            return Outcome(JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds,
+                           socket.gethostname())
         code, peak = ended
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
@@ -64,7 +66,8 @@ def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome
     if code == 0:
         return Outcome(JobStatus.OK, "", seconds, host)
     if code == EXIT_KILLED:
-        return Outcome(JobStatus.KILLED, lines[-1] if lines else oom_message("killed", None), seconds, host)
+        return Outcome(JobStatus.KILLED, lines[-1] if lines else oom_message("killed", None), seconds,
+                       host)
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
         return Outcome(JobStatus.KILLED, oom_message(how, peak), seconds, host)

@@ -35,7 +35,8 @@ def result_status(results: Path) -> tuple[JobStatus, str, str]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return JobStatus.FAILED, f"results JSON {results.name} is not JSON: {exc}", ""
     errors = data.get("errors") or []
-    status = JobStatus.OK if data.get("status") == ResultStatus.OK and not errors else JobStatus.ERROR
+    ok = data.get("status") == ResultStatus.OK and not errors
+    status = JobStatus.OK if ok else JobStatus.ERROR
     return status, "; ".join(errors)[:300], hardware_label(data)
 
 

@@ -122,9 +122,11 @@ def rebuild_state(out: Path) -> tuple[dict, Path | None]:
             state["jobs"][record["name"]] = record
         finished = dt.datetime.fromtimestamp(max(p.stat().st_mtime for p in run_dir.iterdir()))
         run = {"run_id": run_dir.name, "jobs": [r["name"] for r in records],
-               "finished_at": finished.isoformat(timespec="seconds"), "status": BatchRunStatus.REBUILT}
+               "finished_at": finished.isoformat(timespec="seconds"),
+               "status": BatchRunStatus.REBUILT}
         saved = _saved_run(run_dir / RUN_FILE)
-        if saved and saved.get("status") == BatchRunStatus.COMPLETE:  # its list includes the jobs it reused
+        # a complete run's list includes the jobs it reused
+        if saved and saved.get("status") == BatchRunStatus.COMPLETE:
             run["jobs"] = [n for n in saved["jobs"] if n in state["jobs"]]
         state["runs"].append(run)
     save_state(out, state)

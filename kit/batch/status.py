@@ -20,7 +20,7 @@ class JobStatus(StrEnum):
     ERROR = "error"  # ran, the kit reported errors
     FAILED = "failed"  # a cell raised, or no readable results were written
     TIMEOUT = "timeout"  # killed at the job's time limit
-    KILLED = "killed"  # its kernel or process died (most often out of memory; or every Dask worker that ran it)
+    KILLED = "killed"  # its process died (mostly out of memory), or every Dask worker that ran it
     INTERRUPTED = "interrupted"  # the batch was stopped while it ran (Ctrl-C, SIGTERM)
 
     @classmethod

@@ -138,7 +138,8 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     model = model_name(result)
     sections = result.sections
     backend = sections.backend or BackendInfo()
-    precision = RunPrecision.parse(backend.precision or result.parameters.get("precision") or RunPrecision.FP32)
+    precision = RunPrecision.parse(backend.precision or result.parameters.get("precision")
+                                   or RunPrecision.FP32)
     png = f"{model}-to-{precision}.png"
     out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
     host = sections.environment.cpu.model

@@ -76,7 +76,8 @@ def headline_chart(card: Sequence[glance.Row], width: int = 1100) -> str:
 def _chart_row(r: Comparison, y: int, left: int, plot_w: int, x) -> list[str]:
     """One published row of the headline chart: its label, the published point, the measured one with
     its interval and hardware (or why there is none)."""
-    label = f"{r.model} {r.precision}" + (f" bs {r.batch_size}" if r.study == PublishedStudy.C2_QWANT else "")
+    per_batch = r.study == PublishedStudy.C2_QWANT
+    label = f"{r.model} {r.precision}" + (f" bs {r.batch_size}" if per_batch else "")
     parts = [f"<g class='row' data-model='{html.escape(str(r.model))}'>"
              f"<text x='{left - 8}' y='{y + 4}' text-anchor='end'>{html.escape(label)} ({html.escape(r.unit)})</text>"
              f"<line class='axis' x1='{left}' y1='{y}' x2='{left + plot_w}' y2='{y}' stroke-dasharray='2,3'/>"]

@@ -17,7 +17,8 @@ from kit.published.schema import read_published_csv
 from kit.published.studies import PublishedStudy
 
 SEED_TABLES = {
-    PublishedStudy.BYTEMLPERF_C600: "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
+    PublishedStudy.BYTEMLPERF_C600:
+        "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
     PublishedStudy.BYTEMLPERF_C600_OLDER: "seed 000: Byte MLPerf IPU page (older table)",
 }
 C2_TABLES = {"Table 1": "Latency", "Table 2": "Throughput", "Table 3": "Energy efficiency"}
@@ -68,7 +69,8 @@ def seed_table(study: PublishedStudy | str) -> pd.DataFrame:
 
 def c2_tables() -> pd.DataFrame:
     """The C2 study's tables 1-3 side by side: batch size, latency, throughput, efficiency."""
-    rows = figures()[(figures()["study"] == PublishedStudy.C2_QWANT) & figures()["table"].isin(list(C2_TABLES))]
+    f = figures()
+    rows = f[(f["study"] == PublishedStudy.C2_QWANT) & f["table"].isin(list(C2_TABLES))]
     wide = rows.pivot(index="batch_size", columns="metric", values="number")
     wide.index = wide.index.astype(int)
     return wide.sort_index().rename_axis("Batch size")[list(C2_TABLES.values())]
@@ -134,7 +136,8 @@ def pack_mode_models() -> tuple[str, ...]:
 
 def c2_setup() -> pd.DataFrame:
     f = figures()
-    return f[(f["study"] == PublishedStudy.C2_QWANT) & (f["table"] == "setup")][["metric", "printed", "unit", "note"]]
+    setup = f[(f["study"] == PublishedStudy.C2_QWANT) & (f["table"] == "setup")]
+    return setup[["metric", "printed", "unit", "note"]]
 
 
 def headline_rows(study: PublishedStudy | str = PublishedStudy.BYTEMLPERF_C600) -> pd.DataFrame:

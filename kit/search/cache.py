@@ -55,7 +55,8 @@ def software_versions() -> dict:
 
 def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
                  small: bool = False, seed: int = 0) -> dict:
-    return {"model": model, "weights": weights, "small": small, "seed": seed, "published": PublishedPrecision.parse(published),
+    return {"model": model, "weights": weights, "small": small, "seed": seed,
+            "published": PublishedPrecision.parse(published),
             "batch_size": int(batch_size), "hardware": hardware_fingerprint(kind),
             "software": software_versions()}
 

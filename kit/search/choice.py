@@ -80,7 +80,8 @@ def separated(a: Probe, b: Probe) -> bool:
 
 
 def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
-    if today is None or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not today.throughput:
+    if today is None or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) \
+            or not today.throughput:
         return None, [None, None]
     if best is today:
         return 1.0, [1.0, 1.0]

@@ -41,10 +41,11 @@ def row_bits(published: str) -> int:
 def precision_gate(precision: str, published: str) -> str | None:
     """None when `precision` may stand in for the `published` row (its class or a higher precision),
     else why not."""
-    have, want = bits(precision), row_bits(published)
+    row = PublishedPrecision.parse(published)
+    have, want = bits(precision), row.bits
     if have >= want:
         return None
-    return (f"{precision} ({have}-bit) is below the row's {PublishedPrecision.parse(published)} class: a row runs at its "
+    return (f"{precision} ({have}-bit) is below the row's {row} class: a row runs at its "
             f"published precision class or higher")
 
 

@@ -107,7 +107,8 @@ def settle_reference(model: ExportedModel, ref: Probe, scout: BatchMeasurement, 
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
-    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate, default=None)
+    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate,
+               default=None)
 
 
 def settle_fallback(p: Probe, probes: list[Probe]) -> bool:

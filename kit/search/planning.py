@@ -99,7 +99,7 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
         elif p.today:
             p.status = ProbeStatus.PENDING
         elif depth == "quick" and c.fallback_for:
-            p.status = ProbeStatus.FALLBACK  # settled once the candidate it stands in for is measured
+            p.status = ProbeStatus.FALLBACK  # settled once the one it stands in for is measured
         elif depth == "quick" and c.depth == "full":
             p.status, p.reason = ProbeStatus.NOT_PROBED, f"full search only ({c.full_only_why or FULL_ONLY_WHY})"
         elif depth == "quick" and bits(p.precision) == 16 and not p.native:
@@ -125,7 +125,8 @@ def skip_failed_before(probes: list[Probe], prior: Decision | None) -> None:
     mapping is always measured."""
     if prior is None:
         return
-    failed = {q.label: q for q in prior.probes if q.status in (ProbeStatus.FAILED, ProbeStatus.FAILED_NUMERICS)}
+    failed = {q.label: q for q in prior.probes
+              if q.status in (ProbeStatus.FAILED, ProbeStatus.FAILED_NUMERICS)}
     for p in probes:
         q = failed.get(p.label)
         if p.status == ProbeStatus.PENDING and not p.today and q is not None:

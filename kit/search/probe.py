@@ -24,7 +24,7 @@ from kit.measure.window import BatchMeasurement, MeasureConfig
 
 
 class ProbeStatus(StrEnum):
-    """Where a candidate stands in a row's search; the value is what the cache and the result hold."""
+    """Where a candidate stands in a row's search; the value is what the cache and results hold."""
 
     PENDING = "pending"  # to be measured
     FALLBACK = "fallback"  # measured only where the candidate it stands in for fails
@@ -43,8 +43,8 @@ class ProbeStatus(StrEnum):
 
 
 #: where a finished search leaves each probe
-STATUSES = (ProbeStatus.CHOSEN, ProbeStatus.LOST, ProbeStatus.NOT_ELIGIBLE, ProbeStatus.FAILED_NUMERICS,
-            ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
+STATUSES = (ProbeStatus.CHOSEN, ProbeStatus.LOST, ProbeStatus.NOT_ELIGIBLE,
+            ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
 #: what makes a quick search measure a fallback
 FAILED = (ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
 

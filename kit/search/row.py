@@ -98,7 +98,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
     return replace(
         chosen, runoff=verdict,
-        model=model.name, published=PublishedPrecision.parse(published), batch_size=batch_size, kind=kind,
+        model=model.name, published=PublishedPrecision.parse(published), batch_size=batch_size,
+        kind=kind,
         depth=settings.depth, settings={**asdict(settings), "probe": settings.measure_config().to_dict()},
         native_16bit=list(native16), searched_s=round(time.perf_counter() - started, 1),
         shared_probes=shared, shared_from=sibling.cache_file if sibling else None,

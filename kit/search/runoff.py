@@ -74,7 +74,8 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
     window) not settled by the probes already (its interval wholly below the leader's)."""
-    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.rate)
+    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED),
+                      key=lambda p: -p.rate)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]

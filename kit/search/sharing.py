@@ -20,7 +20,8 @@ from kit.search.decision import Decision
 from kit.search.gate import bits
 from kit.search.probe import Probe, ProbeStatus
 
-SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8, PublishedPrecision.FP8: PublishedPrecision.FP16}
+SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8,
+           PublishedPrecision.FP8: PublishedPrecision.FP16}
 COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
 
 

@@ -67,7 +67,8 @@ def unmeasured(same_class: list[Probe]) -> str:
     every one is an emulated 16-bit type left to a full search (kit.search.planning.plan_probes)."""
     if not same_class:
         return "none runs on this hardware"
-    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16 for p in same_class):
+    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
+           for p in same_class):
         return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
                 f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")
     return ", ".join(f"{p.label}: {p.status}" for p in same_class)

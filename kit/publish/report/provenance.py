@@ -174,7 +174,8 @@ def model_sentence(result: RunResult, given: Sequence[glance.Row], hw: str) -> s
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
     rows = glance.rows_of(given)
-    qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600), None)
+    qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600),
+               None)
     if qps is not None and qps.measured is not None:
         at = f" at batch {qps.batch_size}" if qps.batch_size else ""
         return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "
