@@ -2,8 +2,8 @@
 stands (`BatchRunStatus`: state.json's `runs[].status`). Members are strings (StrEnum): they equal
 and serialise as the values state.json and the per-job records hold.
 
->>> JobStatus.parse("timeout").succeeded
-False
+>>> JobStatus.parse("timeout") == "timeout"
+True
 """
 
 from __future__ import annotations
@@ -27,10 +27,6 @@ class JobStatus(StrEnum):
     def parse(cls, value: str) -> JobStatus:
         """The member `value` names; else UnknownValueError naming the allowed ones."""
         return parse_member(cls, value, "job status")
-
-    @property
-    def succeeded(self) -> bool:
-        return self == JobStatus.OK
 
 
 class BatchRunStatus(StrEnum):
