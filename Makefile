@@ -57,9 +57,12 @@ rerun: $(STAMP)
 	$(if $(RESULT),,$(error RESULT=outputs/runs/<run_id>/<job>.json is required))
 	exec $(BIN)/kit rerun "$(RESULT)" $(if $(filter 1,$(ALLOW_DRIFT)),--allow-drift)
 
-# The floors of kit/ (.importlinter, docs/architecture.md) are checked before the tests.
+# Before the tests: the floors of kit/ (.importlinter, docs/architecture.md), ruff, and mypy on kit/
+# (strict on the typed records; [tool.mypy] in pyproject.toml).
 test: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check kit tests benchmarks
+	$(BIN)/mypy
 	exec $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Mutation testing of the code that computes figures (tests/mutate.py; not part of `make test`):

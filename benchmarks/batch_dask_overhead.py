@@ -26,12 +26,14 @@ def batch_seconds(only: str | None, out: Path, executor=None) -> tuple[float, li
     from kit.batch import run_jobs
     from kit.batch.profiles import jobs_for
     from kit.batch.selection import select
+    from kit.batch.status import JobStatus
 
     jobs = select(jobs_for("quick", "cpu"), only)
     started = time.perf_counter()
     records = run_jobs(jobs, force=True, out=out, context="quick|cpu", executor=executor)
     seconds = time.perf_counter() - started
-    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records if r.status != "ok"]
+    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records
+                     if r.status != JobStatus.OK]
 
 
 def main() -> int:

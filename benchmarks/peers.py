@@ -40,6 +40,7 @@ from kit.hardware import kinds
 from kit.hardware.environment import capture, cpu_flags
 from kit.models import export_model, get_entry
 from kit.paths import outputs_dir
+from kit.precision import PublishedPrecision
 from kit.published import figures as published
 from kit.search import SearchSettings, decide, key_hash
 from kit.search.probe import reference_scale
@@ -138,7 +139,8 @@ def arms_for(precision: str, keep: str, hardware: str = "cpu", framework: str = 
 
 
 def cpu_arms(precision: str) -> tuple[list[str], dict[str, str]]:
-    arms, skipped = list(PEERS) + (["ov-int8"] if precision.upper() == "FP8" else []), {}
+    fp8 = PublishedPrecision.parse(precision) is PublishedPrecision.FP8
+    arms, skipped = list(PEERS) + (["ov-int8"] if fp8 else []), {}
     if not set(cpu_flags()) & set(BF16_FLAGS):
         arms.remove("ov-bf16")
         skipped["ov-bf16"] = "this CPU has neither avx512_bf16 nor AMX: OpenVINO would run f32"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
+from typing import TypeVar
+
+Member = TypeVar("Member", bound=StrEnum)
 
 
 class KitError(Exception):
@@ -18,6 +22,21 @@ class UnknownNameError(KitError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
+
+
+class UnknownValueError(UnknownNameError, ValueError):
+    """A value (read from a file, or given) that is none of an enum's members; a ValueError too, as
+    the enum's own lookup raises, so a reader that skips unreadable files still skips it."""
+
+
+def parse_member(kind: type[Member], value: str, what: str) -> Member:
+    """The member of the StrEnum `kind` whose value is `value`, else UnknownValueError naming
+    `what`, the bad value and the allowed ones (`RunPrecision.parse("fp4")`: "unknown run
+    precision 'fp4'; known: bf16, fp16, fp32, fp8, int8")."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise UnknownValueError(what, str(value), [m.value for m in kind]) from None
 
 
 class InvalidParameter(KitError, ValueError):

@@ -19,8 +19,13 @@ from kit.paths import notebooks_dir, outputs_dir
 from kit.publish import scorecard
 from kit.publish.bytemlperf_export import export as export_bytemlperf
 from kit.publish.report import opening, provenance
+from kit.published.studies import PublishedStudy
 from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES
+
+# PublishedStudy: a cell names a study by it (the scorecard's tables, the seed tables)
+__all__ = ["PublishedStudy", "build_scorecard", "record", "report_links", "results_path", "run_study",
+           "save", "show"]
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
 pd.set_option("display.max_colwidth", 300)

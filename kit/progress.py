@@ -18,7 +18,7 @@ import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -93,7 +93,7 @@ def step(label: str, tick_s: float = TICK_S) -> Iterator[None]:
         bar.close()
 
 
-class Rounds:
+class Rounds(Generic[T]):
     """A bar over rounds: iterate it; `note(text)` says what the current round is doing.
 
     The bar is written only when a round starts or ends and when `note` is called, so a timed

@@ -415,16 +415,17 @@ def test_every_write_of_the_batch_stays_in_its_run_folder(tmp_path):
     run_dir = tmp_path / "outputs" / "runs" / "r1"
     with pytest.raises(InvalidParameter, match="a path inside"):
         Task(job=job, run_dir=run_dir, out=tmp_path / "outputs", fingerprint="").path(".json")
-    record = JobRecord(name="x", notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0, fingerprint="",
-                       notebook_out="runs/r1/x.ipynb", html="runs/r1/x.html", results="runs/r1/x.json")
+    record = JobRecord(name="x", notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0,
+                       fingerprint="", notebook_out="runs/r1/x.ipynb", html="runs/r1/x.html",
+                       results="runs/r1/x.json")
     save_record(tmp_path / "outputs", record)
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == [
         "outputs/runs/r1/x.record"]
     for name in ("../../escaped", "/tmp/escaped"):
         with pytest.raises(InvalidParameter, match="job name"):
             save_record(tmp_path / "outputs", JobRecord(
-                name=name, notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0, fingerprint="",
-                notebook_out="", html="", results=f"runs/r1/{name}.json"))
+                name=name, notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0,
+                fingerprint="", notebook_out="", html="", results=f"runs/r1/{name}.json"))
     assert len([p for p in tmp_path.rglob("*") if p.is_file()]) == 1
 
 

@@ -20,6 +20,12 @@ def test_same_part_within_ten_percent_is_reproduced():
     assert verdict("Latency", 1.36, 1.50, "c600", C600)[0] is Verdict.DIFFERS
 
 
+def test_a_figure_without_its_published_value_is_not_comparable():
+    """mypy (make test) found the tolerance checks fed None: a TypeError on the published part."""
+    v, reason, ratio = verdict("QPS", None, 950, "c600", C600)
+    assert (v, ratio) == (Verdict.NOT_COMPARABLE, None) and "no published figure" in reason
+
+
 def test_accuracy_rule_is_ninety_nine_percent():
     assert verdict("Top-1", 0.76963, 0.7620, "c600", C600)[0] is Verdict.REPRODUCED
     assert verdict("Top-1", 0.76963, 0.7600, "c600", C600)[0] is Verdict.DIFFERS
@@ -83,9 +89,9 @@ def test_a_scorecard_row_reads_back_from_its_record_and_from_json():
 
     from kit.publish.compare import Comparison, Reason, ReasonCode, Verdict
 
-    row = Comparison(study="bytemlperf_c600", figure="QPS", model="m", precision="FP16", batch_size="32",
-                     unit="samples/s", published=100.0, published_hardware="C600", measured=None,
-                     measured_hardware="", verdict=Verdict.NOT_MEASURED,
+    row = Comparison(study="bytemlperf_c600", figure="QPS", model="m", precision="FP16",
+                     batch_size="32", unit="samples/s", published=100.0, published_hardware="C600",
+                     measured=None, measured_hardware="", verdict=Verdict.NOT_MEASURED,
                      reason=Reason("batch 32 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN),
                      reason_code=ReasonCode.BATCH_NOT_RUN, differences=("a",), difference_codes=("batch",))
     record = pd.DataFrame([row.to_dict()]).to_dict("records")[0]  # NaN for the missing numbers

@@ -68,7 +68,7 @@ def test_unsupported_precision_says_what_to_use(small, precision, hint):
 
 
 def test_unknown_precision_names_allowed():
-    with pytest.raises(InvalidParameter, match="one of fp32, fp16, bf16, int8, fp8"):
+    with pytest.raises(InvalidParameter, match="one of fp32, bf16, fp16, int8, fp8"):
         BackendConfig(precision="fp64")
 
 

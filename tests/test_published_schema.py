@@ -165,3 +165,18 @@ def test_kit_reproduce_names_a_duplicated_report_row_in_one_line(tmp_path, monke
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {published / 'bytemlperf_ipu_reports.csv'}: line {line + 1}: duplicates line {line}")
     assert "\n" not in err
+
+
+def test_a_study_no_enum_names_is_an_error_naming_the_allowed_ones(tmp_path):
+    line = _line_of("figures.csv", study="c2_qwant", metric="Latency", batch_size="2")
+    path = _copy_with(tmp_path, "figures.csv", lambda ls: _set(ls, line, "study", "c2_qwnat"))
+    with pytest.raises(PublishedDataError, match=rf"line {line}, column 'study': 'c2_qwnat' is not one of "
+                                                 r"bytemlperf_c600, bytemlperf_c600_older, .*c2_qwant"):
+        read_published_csv(path)
+
+
+def test_a_report_precision_in_run_spelling_is_an_error(tmp_path):
+    name = "bytemlperf_ipu_reports.csv"
+    path = _copy_with(tmp_path, name, lambda ls: _set(ls, 2, "precision", "fp16", name))
+    with pytest.raises(PublishedDataError, match=r"line 2, column 'precision': 'fp16' is not one of FP32, FP16, FP8"):
+        read_published_csv(path)

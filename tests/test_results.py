@@ -10,7 +10,7 @@ import pytest
 
 from kit.errors import KitError
 from kit.publish.scorecard import measured_hardware
-from kit.results import SCHEMA_VERSION, RunResult, UnsupportedVersion, version_problem
+from kit.results import SCHEMA_VERSION, ResultStatus, RunResult, UnsupportedVersion, version_problem
 from kit.results.schema import upgrade
 from kit.results.sections import BackendInfo, Environment, Sections
 
@@ -151,3 +151,27 @@ def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():
     rows = time_table(result).set_index("phase")
     assert rows.loc["timing", "seconds"] == 4.0
     assert pd.isna(rows.loc["total", "seconds"]) and pd.isna(rows.loc["other", "seconds"])
+
+
+def test_a_peak_written_as_a_float_reads_as_whole_bytes():
+    """Resources.peak_rss_bytes is an int (mypy, strict on kit/results/): 1.5e9 reads as 1500000000."""
+    from kit.results.sections import Resources
+
+    assert Resources.from_dict({"peak_rss_bytes": 1.5e9}).peak_rss_bytes == 1_500_000_000
+    assert Resources.from_dict({"peak_rss_bytes": float("nan")}).peak_rss_bytes is None
+    assert Resources.from_dict({"peak_rss_bytes": True}).peak_rss_bytes is None
+
+
+def test_a_result_status_reads_as_its_enum_and_writes_the_same_string(tmp_path):
+    result = RunResult.new("model_benchmark", "m", {}, {})
+    assert result.status is ResultStatus.OK
+    result.fail("broken")
+    path = result.write(tmp_path / "m.json")
+    assert json.loads(path.read_text())["status"] == "error"
+    assert RunResult.read(path).status is ResultStatus.ERROR
+
+
+def test_an_unknown_result_status_is_named_with_the_allowed_ones(tmp_path):
+    data = RunResult.new("model_benchmark", "m", {}, {}).to_dict() | {"status": "fine"}
+    with pytest.raises(KitError, match="unknown result status 'fine'; known: error, ok"):
+        RunResult.from_dict(json.loads(json.dumps(data)))

@@ -479,7 +479,8 @@ C2_EFFICIENCY = PublishedFigure(study="c2_qwant", figure="Energy efficiency", mo
 
 
 def test_a_figure_not_measured_keeps_no_power_flag():
-    r = _row(C2_EFFICIENCY, MeasuredFigure(value=None, result=None, path=None, reason="power unavailable: no sensor",
+    r = _row(C2_EFFICIENCY, MeasuredFigure(value=None, result=None, path=None,
+                                           reason="power unavailable: no sensor",
                                            indicative="indicative only: a 2 s window"))
     assert r.indicative == "" and r.noisy == "" and r.reason == "power unavailable: no sensor"
     m = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=None, path=None, reason="",
@@ -494,8 +495,8 @@ def test_a_noisy_window_and_a_power_flag_are_both_named():
     m["noise"] = {"noisy": True, "reasons": ["CPU steal 9% > 5%"]}
     result = _result_of()
     result.measurements = [m]
-    r = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=result, path=Path("c2.json"), reason="",
-                                           indicative="indicative only: a 2 s window"))
+    r = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=result, path=Path("c2.json"),
+                                           reason="", indicative="indicative only: a 2 s window"))
     assert r.noisy == "noisy: CPU steal 9% > 5%" and r.indicative == "indicative only: a 2 s window"
     assert r.reason.endswith("; noisy: CPU steal 9% > 5%; indicative only: a 2 s window")
     assert r.run == "c2.json"

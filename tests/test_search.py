@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from kit.errors import InvalidParameter
+from kit.backends import reference_outputs
+from kit.errors import InvalidParameter, UnknownValueError
 from kit.hardware import onnxruntime_probe
 from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
@@ -45,9 +46,9 @@ def test_precision_gate_admits_the_published_class_and_every_higher_precision(pr
 
 
 def test_precision_gate_rejects_unknown_names():
-    with pytest.raises(InvalidParameter, match="FP4"):
+    with pytest.raises(UnknownValueError, match="published precision 'FP4'; known: FP16, FP32, FP8"):
         precision_gate("fp32", "FP4")
-    with pytest.raises(InvalidParameter, match="int4"):
+    with pytest.raises(UnknownValueError, match="run precision 'int4'; known: bf16, fp16, fp32, fp8, int8"):
         precision_gate("int4", "FP8")
 
 
@@ -199,6 +200,8 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert by["onnxruntime fp16 (cpu)"].numerics["numerics_ok"]
     assert decision.chosen in by and by[decision.chosen].status == "chosen"
     assert decision.ratio_vs_today >= 1.0
+    # the reference's outputs are left for the row's measurement (issue 50)
+    assert reference_outputs.recall(searchable, 2, searchable.make_inputs(2, seed=0)) is not None
     again, reused = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=CANDIDATES)
     assert reused and again.chosen == decision.chosen and again.created_at == decision.created_at
 
@@ -623,7 +626,8 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
-    monkeypatch.setattr(measuring, "settle_reference", lambda ctx, p, *a: settled.append((p.label, p.calls)))
+    monkeypatch.setattr(measuring, "settle_reference",
+                        lambda ctx, p, *a: settled.append((p.label, p.calls)))
     cands = [RowCandidate("onnxruntime", "fp32"),
              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
     for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
@@ -664,7 +668,8 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
     p = _measured("sleepy", 0.0, 0.0, 0.0)
     p.status = "pending"
     ctx = SearchContext(model=searchable, inputs={}, batch=4,
-                        window=row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config())
+                        window=row.SearchSettings("quick", probe_s=0.05,
+                                                  min_count=2).measure_config())
     measuring.probe_one(ctx, p, measuring.Reference(ref_out, 1.0, 0))
     assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
 
@@ -681,7 +686,8 @@ def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searcha
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(measuring, "require_backend", unloadable)
-    ctx = SearchContext(model=searchable, inputs={}, batch=1, window=row.SearchSettings("quick").measure_config())
+    ctx = SearchContext(model=searchable, inputs={}, batch=1,
+                        window=row.SearchSettings("quick").measure_config())
     measuring.settle_reference(ctx, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)])
     assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
     assert "its scout: 100 samples/s over 1 call" in ref.reason
@@ -800,7 +806,7 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
         return type("M", (), {"throughput": 1.0 if is_leader else pending[key]})()
 
     monkeypatch.setattr(runoff, "time_session", per_round)
-    ctx = SearchContext(model=None, inputs={}, batch=1, window=row.SearchSettings("quick").measure_config())
+    ctx = _at_batch_1(row.SearchSettings("quick").measure_config())
     d = runoff.duel(ctx, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1))
     assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(challenger_over_leader[:rounds], abs=1e-4)
     assert (d["median"] > 1.0) == wins
@@ -809,7 +815,8 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
 
 def _pair_context(model) -> SearchContext:
     """The search at batch 1 of a runoff test's model (its inputs record their batch size)."""
-    return SearchContext(model=model, inputs={"batch": 1}, batch=1, window=row.SearchSettings("quick").measure_config())
+    return SearchContext(model=model, inputs={"batch": 1}, batch=1,
+                         window=row.SearchSettings("quick").measure_config())
 
 
 class _PairModel:
@@ -872,7 +879,8 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
     loads = _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): b1_ratio,
                                          ("ort fp32", 12): 1.0, ("ov fp32", 12): 1.2})
     probes = _pair(1.0 * thr, 0.99 * thr)
-    verdict = runoff.run(_pair_context(_PairModel()), probes, within=runoff.window(contended=False), settle_batch=12)
+    verdict = runoff.run(_pair_context(_PairModel()), probes, within=runoff.window(contended=False),
+                         settle_batch=12)
     assert verdict["winner"] == winner
     assert (loads[-2:] == [12, 12]) == settled and any(d.get("batch") == 12 for d in verdict["duels"]) == settled
     if settled:
@@ -910,7 +918,8 @@ def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(mo
             return super().make_inputs(batch, seed)
 
     _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): [1.1, 0.97]})
-    verdict = runoff.run(_pair_context(TooBig()), _pair(), within=runoff.window(contended=False), settle_batch=12)
+    verdict = runoff.run(_pair_context(TooBig()), _pair(), within=runoff.window(contended=False),
+                         settle_batch=12)
     tie, failed = verdict["duels"]
     assert verdict["winner"] == "ov fp32" and tie["median"] == pytest.approx(1.035)
     assert failed == {"leader": "ort fp32", "challenger": "ov fp32", "batch": 12, "error": "MemoryError: batch 12"}

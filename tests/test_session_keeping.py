@@ -178,7 +178,8 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
         kept = TwinBackend().load(twin, leader.backend_config(), 1)
         leader.status, leader.throughput = "measured", 1.0
         assert keeper.offer(1, leader, kept, None)
-        ctx = SearchContext(model=twin, inputs=inputs, batch=1, window=TINY.measure_config(), keeper=keeper)
+        ctx = SearchContext(model=twin, inputs=inputs, batch=1, window=TINY.measure_config(),
+                            keeper=keeper)
         d = runoff.duel(ctx, leader, challenger)
         assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
         assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed

@@ -15,8 +15,9 @@ from kit.hardware.kinds import device_kind
 from kit.measure.window import BatchMeasurement, MeasureConfig, measure, timed_window
 from kit.models.export import DEFAULT_OPSET
 from kit.models.spec import ExportedModel
+from kit.precision import RunPrecision
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+PRECISIONS = tuple(RunPrecision)  # what a backend config may ask for (a backend: its `precisions`)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ class OrtSession(InProcessSession):
     clients_how = "threads, each its own IO binding"
 
     @property
-    def on_gpu(self) -> bool:
+    def on_gpu(self) -> bool:  # type: ignore[override]  # Session.on_gpu, a plain attribute elsewhere
         return self.device != "cpu"
 
     def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0,
@@ -241,7 +242,8 @@ class OnnxRuntimeBackend(InProcessBackend):
                 raise BackendUnavailable(f"{config.device} warm-up run of {path.name} at batch {batch_size} "
                                          f"failed: {exc}") from exc
             finally:
-                profile_dir.cleanup()
+                if profile_dir is not None:
+                    profile_dir.cleanup()
             check_same_providers(config.device, description["providers"], session.get_providers(),
                                  "during the warm-up run")
             description["cpu_node_share"] = description["placement"]["cpu_share"]
@@ -410,7 +412,7 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
     """Per-provider options; config.options['provider_options'] overrides them by provider name."""
     ordinal = device_id(config)
     int8 = config.precision == "int8"
-    options = {
+    options: dict[str, dict[str, Any]] = {
         "CUDAExecutionProvider": {"device_id": ordinal,
                                   **({"enable_cuda_graph": "1"} if config.options.get("cuda_graph") else {})},
         "TensorrtExecutionProvider": {

@@ -134,7 +134,7 @@ class OpenVinoBackend(InProcessBackend):
         if reason:
             raise BackendUnavailable(reason)
         perf_hint = hint(config)
-        preset = nncf_preset(config) if config.precision == "int8" else None
+        preset = nncf_preset(config) if config.precision == "int8" else ""
         import openvino as ov
 
         core = ov.Core()

@@ -38,7 +38,7 @@ from kit.backends.base import (
 from kit.backends.onnx_conversion import convert_for_ort
 from kit.backends.onnxruntime_backend import device_id
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.hardware.cuda import cuda_device
+from kit.hardware.cuda import CudaDevice, cuda_device
 from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, distribution_version
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
@@ -169,7 +169,7 @@ class TensorRtBackend(InProcessBackend):
         return session
 
 
-def gpu_device(config: BackendConfig) -> tuple[str, object]:
+def gpu_device(config: BackendConfig) -> tuple[str, CudaDevice]:
     gpu = cuda_device(device_id(config))
     return f"cuda:{gpu.index}", gpu
 

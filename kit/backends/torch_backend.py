@@ -37,7 +37,7 @@ from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.onnxruntime_backend import device_id
 from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, host_tensors, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
-from kit.hardware.cuda import cuda_device
+from kit.hardware.cuda import CudaDevice, cuda_device
 from kit.hardware.environment import cpu_flags, cpu_model, usable_cores
 from kit.models import MODELS
 from kit.models.spec import ExportedModel
@@ -50,7 +50,7 @@ class TorchSession(InProcessSession):
     """One framework model on one device; `forward` is what both run() and the timed call do."""
 
     @property
-    def clients_how(self) -> str:
+    def clients_how(self) -> str:  # type: ignore[override]  # Session.clients_how, a plain attribute elsewhere
         return "threads, each its own CUDA stream" if self.on_gpu else "threads sharing one session"
 
     def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict,
@@ -286,7 +286,7 @@ def check_cuda_graph(config: BackendConfig) -> None:
                                "captures its own CUDA graphs)")
 
 
-def torch_device(config: BackendConfig) -> tuple[str, object]:
+def torch_device(config: BackendConfig) -> tuple[str, CudaDevice | None]:
     """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in `options['device_id']` (default 0)."""
     if config.device == "cpu":
         return "cpu", None

@@ -31,6 +31,7 @@ from kit.batch.jobs import hardware_resource
 from kit.batch.local import run_notebook
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared
+from kit.batch.status import JobStatus
 from kit.errors import BackendUnavailable
 from kit.hardware.reuse import reuse_identity
 from kit.paths import inside, outputs_dir, project_root
@@ -51,7 +52,7 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
     if mine != digest:
         message = (f"host {host} runs a different kit/ (digest {mine}, this batch's is {digest}); "
                    f"update its checkout")
-        failed = Outcome("failed", message, 0.0, host=host, worker=worker_name)
+        failed = Outcome(JobStatus.FAILED, message, 0.0, host=host, worker=worker_name)
         return {"outcome": asdict(failed), "files": {}}
     stop = Event(stop_event)
     with tempfile.TemporaryDirectory(prefix=f"kit-{name}-") as tmp:
@@ -121,7 +122,7 @@ class DaskExecutor:
             resource = hardware_resource(task.job)
             problem = cannot_run(resource, offers, workers, no_kit)
             if problem:
-                yield task, Outcome("failed", problem, 0.0)
+                yield task, Outcome(JobStatus.FAILED, problem, 0.0)
                 continue
             self._futures[self._submit(task, resource)] = task
         while self._futures:
@@ -141,7 +142,7 @@ class DaskExecutor:
             if why:
                 self._futures.pop(future)
                 future.cancel()
-                yield task, Outcome("failed", why, time.perf_counter() - (task.started or time.perf_counter()))
+                yield task, Outcome(JobStatus.FAILED, why, time.perf_counter() - (task.started or time.perf_counter()))
 
     def _submit(self, task: Task, resource: str | None):
         job = task.job
@@ -160,9 +161,9 @@ class DaskExecutor:
         try:
             payload = future.result()
         except KilledWorker as exc:
-            outcome = Outcome("killed", f"every worker that ran it died (Dask KilledWorker: {exc})", seconds)
+            outcome = Outcome(JobStatus.KILLED, f"every worker that ran it died (Dask KilledWorker: {exc})", seconds)
         except Exception as exc:  # noqa: BLE001 - any task error becomes this job's failure
-            outcome = Outcome("failed", f"{type(exc).__name__}: {exc}"[:300], seconds)
+            outcome = Outcome(JobStatus.FAILED, f"{type(exc).__name__}: {exc}"[:300], seconds)
         else:
             for rel, data in payload["files"].items():
                 atomic.write_bytes(inside(task.run_dir, rel), data)

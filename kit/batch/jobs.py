@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from kit.batch.status import JobStatus
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import DEVICES, KINDS, kind_of
 from kit.paths import plain_name
 
-# ok: ran and the kit reported no error; error: ran, the kit reported errors; failed: a cell raised
-# or no results were written; timeout: killed at the job's time limit; killed: the notebook's kernel
-# or process died (most often out of memory); interrupted: the batch was stopped (Ctrl-C, SIGTERM).
-STATUSES = ("ok", "error", "failed", "timeout", "killed", "interrupted")
+STATUSES = tuple(JobStatus)  # what state.json may hold (kit.batch.status says what each means)
 
 # Notebooks that time nothing: they need no hardware of their own.
 UNTIMED_NOTEBOOKS = frozenset({"published_results.ipynb", "summary.ipynb"})
@@ -40,7 +38,7 @@ class JobRecord:
 
     name: str
     notebook: str
-    status: str
+    status: JobStatus
     run_id: str
     duration_s: float
     fingerprint: str
@@ -55,8 +53,11 @@ class JobRecord:
     attempts: int = 1  # >1 when a lost worker's job was run again elsewhere
     note: str = ""  # what happened on the way (lost workers)
 
+    def __post_init__(self) -> None:
+        self.status = JobStatus.parse(self.status)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "status": str(self.status)}
 
     @classmethod
     def from_dict(cls, data: dict) -> JobRecord:

@@ -21,8 +21,9 @@ from kit.batch.executor import Task
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
 from kit.batch.proctree import kill_tree
+from kit.batch.status import JobStatus
 from kit.batch.worker import EXIT_KILLED
-from kit.measure.memory import Peak, child_peak, oom_message, vm_hwm_bytes
+from kit.measure.memory import Peak, child_peak, oom_message, running_peak_rss_bytes
 from kit.models.export_child import remove_leftovers
 
 POLL_S = 0.05
@@ -50,9 +51,9 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
         if ended is None or ended == "stop":
             _kill(proc)
             if ended == "stop":
-                return Outcome("interrupted", "stopped by the batch", seconds,
+                return Outcome(JobStatus.INTERRUPTED, "stopped by the batch", seconds,
                                host=socket.gethostname())
-            return Outcome("timeout", f"timed out after {timeout_s} s", seconds,
+            return Outcome(JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds,
                            host=socket.gethostname())
         code, peak = ended
         log.seek(0)
@@ -63,14 +64,15 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
 def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome:
     host = socket.gethostname()
     if code == 0:
-        return Outcome("ok", "", seconds, host=host)
+        return Outcome(JobStatus.OK, "", seconds, host=host)
     if code == EXIT_KILLED:
-        return Outcome("killed", lines[-1] if lines else oom_message("killed", None), seconds,
+        return Outcome(JobStatus.KILLED, lines[-1] if lines else oom_message("killed", None), seconds,
                        host=host)
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
-        return Outcome("killed", oom_message(how, peak), seconds, host=host)
-    return Outcome("failed", lines[-1] if lines else f"exit code {code}", seconds, host=host)
+        return Outcome(JobStatus.KILLED, oom_message(how, peak), seconds, host=host)
+    return Outcome(JobStatus.FAILED, lines[-1] if lines else f"exit code {code}", seconds,
+                   host=host)
 
 
 def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):
@@ -83,7 +85,7 @@ def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], boo
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
-        seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
+        seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
         now = time.perf_counter()
         if now >= deadline:
             return None

@@ -6,12 +6,15 @@ import json
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
+from kit.batch.status import JobStatus
+from kit.results import ResultStatus
+
 
 @dataclass
 class Outcome:
     """How an executor's run of one notebook ended (before its results JSON is read)."""
 
-    status: str  # "ok" (the process finished cleanly), "failed", "timeout", "killed", "interrupted"
+    status: JobStatus  # OK: the process finished cleanly (its result not read yet)
     message: str
     seconds: float
     _: KW_ONLY
@@ -20,17 +23,21 @@ class Outcome:
     attempts: int = 1
     note: str = ""
 
+    def __post_init__(self) -> None:
+        self.status = JobStatus.parse(self.status)
 
-def result_status(results: Path) -> tuple[str, str, str]:
+
+def result_status(results: Path) -> tuple[JobStatus, str, str]:
     """(status, message, hardware) from the notebook's results JSON."""
     if not results.exists():
-        return "failed", "notebook wrote no results JSON", ""
+        return JobStatus.FAILED, "notebook wrote no results JSON", ""
     try:
         data = json.loads(results.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return "failed", f"results JSON {results.name} is not JSON: {exc}", ""
+        return JobStatus.FAILED, f"results JSON {results.name} is not JSON: {exc}", ""
     errors = data.get("errors") or []
-    status = "ok" if data.get("status") == "ok" and not errors else "error"
+    ok = data.get("status") == ResultStatus.OK and not errors
+    status = JobStatus.OK if ok else JobStatus.ERROR
     return status, "; ".join(errors)[:300], hardware_label(data)
 
 

@@ -17,6 +17,7 @@ from kit.hardware import kinds as hw
 from kit.measure.bytemlperf import BYTEMLPERF_TRIM
 from kit.models import get_entry
 from kit.paths import cache_dir
+from kit.precision import PublishedPrecision
 from kit.published import figures as published
 from kit.search import decision_key, key_hash
 from kit.search.precision_map import PrecisionChoice, map_precision
@@ -109,7 +110,7 @@ def fp16_first(rows: list) -> list:
     first_seen: dict[str, int] = {}
     for r in rows:
         first_seen.setdefault(r.model, len(first_seen))
-    return sorted(rows, key=lambda r: (first_seen[r.model], r.precision != "FP16"))
+    return sorted(rows, key=lambda r: (first_seen[r.model], r.precision != PublishedPrecision.FP16))
 
 
 def compiled_batches(model: str, precision: str, batches: list[int]) -> list[int]:
@@ -177,8 +178,8 @@ def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False, se
     # The C2 paper ran mixed fp16: the same mapping as the FP16 rows.
     c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
           "target_ci": TIMING[profile]["target_ci"], "max_duration_s": 6.0 if quick else 180.0,
-          **plan_params(row_plan(C2_MODEL, "FP16", kind), kind)}
-    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, "FP16", kind), kind), **SERVER[profile]}
+          **plan_params(row_plan(C2_MODEL, PublishedPrecision.FP16, kind), kind)}
+    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, PublishedPrecision.FP16, kind), kind), **SERVER[profile]}
     return ([Job("published_results", "published_results.ipynb", {}, 300)]
             + model_jobs(profile, kind, research, search)
             + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),

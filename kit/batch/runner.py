@@ -19,6 +19,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kit import atomic
 from kit.batch.executor import Executor, Task
@@ -30,6 +31,7 @@ from kit.batch.lock import outputs_lock
 from kit.batch.outcome import Outcome, result_status
 from kit.batch.prepare import Prepared
 from kit.batch.state import RUN_FILE, read_state, save_record, save_state
+from kit.batch.status import BatchRunStatus, JobStatus
 from kit.paths import inside, outputs_dir
 from kit.results import version_problem
 
@@ -49,7 +51,7 @@ def new_run_dir(out: Path) -> tuple[str, Path]:
 
 def reusable(previous: dict | None, fingerprint: str, out: Path) -> bool:
     return bool(previous and previous["fingerprint"] and previous["fingerprint"] == fingerprint
-                and previous["status"] == "ok"
+                and previous["status"] == JobStatus.OK
                 and (out / previous["html"]).exists() and readable(out / previous["results"]))
 
 
@@ -72,11 +74,11 @@ class Batch:
         self.run_id, self.run_dir = new_run_dir(out)
         self.records: dict[str, JobRecord] = {}
         self.digest = kit_digest()
-        self.run = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
-                    "status": "running"}
+        self.run: dict[str, Any] = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
+                                    "status": BatchRunStatus.RUNNING}
         for stale in state["runs"]:  # this batch holds the lock: no other one is running
-            if stale.get("status") == "running":
-                stale["status"] = "aborted"
+            if stale.get("status") == BatchRunStatus.RUNNING:
+                stale["status"] = BatchRunStatus.ABORTED
                 stale["note"] = "its end was never recorded (killed, or its disk was full)"
         state["runs"].append(self.run)
         self.save()
@@ -110,14 +112,15 @@ class Batch:
 
     def finish(self, task: Task, outcome: Outcome) -> JobRecord:
         status, message, hardware = outcome.status, outcome.message, ""
-        if status == "ok":
+        if status == JobStatus.OK:
             status, message, hardware = result_status(task.path(".json"))
         rel = lambda p: p.relative_to(self.out).as_posix()  # noqa: E731
-        record = JobRecord(name=task.job.name, notebook=task.job.notebook, status=status, run_id=self.run_id,
-                           duration_s=round(outcome.seconds, 1), fingerprint=task.fingerprint,
-                           notebook_out=rel(task.path(".ipynb")), html=rel(task.path(".html")),
-                           results=rel(task.path(".json")), message=message, reused=False, hardware=hardware,
-                           host=outcome.host, worker=outcome.worker, attempts=outcome.attempts, note=outcome.note)
+        record = JobRecord(name=task.job.name, notebook=task.job.notebook, status=status,
+                           run_id=self.run_id, duration_s=round(outcome.seconds, 1),
+                           fingerprint=task.fingerprint, notebook_out=rel(task.path(".ipynb")),
+                           html=rel(task.path(".html")), results=rel(task.path(".json")),
+                           message=message, reused=False, hardware=hardware, host=outcome.host,
+                           worker=outcome.worker, attempts=outcome.attempts, note=outcome.note)
         self.add(record)
         return record
 
@@ -137,10 +140,10 @@ class Batch:
         for task in tasks:
             seconds = time.perf_counter() - task.started if task.started else 0.0
             how = signal.Signals(signum).name + (" (Ctrl-C)" if signum == signal.SIGINT else "")
-            self.finish(task, Outcome("interrupted", f"batch stopped by {how}; the next run re-runs it",
+            self.finish(task, Outcome(JobStatus.INTERRUPTED, f"batch stopped by {how}; the next run re-runs it",
                                       seconds))
 
-    def close(self, status: str) -> None:
+    def close(self, status: BatchRunStatus) -> None:
         self.run.update(status=status, finished_at=_now())
         self.save()
 
@@ -177,17 +180,17 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
                     in_flight = runner.in_flight()
                     runner.stop()
                     batch.interrupted(in_flight, stop.signum)
-                batch.close("interrupted")
+                batch.close(BatchRunStatus.INTERRUPTED)
                 stop.records = _in_order(jobs, batch.records)
                 raise
             except BaseException:
                 with contextlib.suppress(OSError):  # a full disk: the first error is the one to report
-                    batch.close("aborted")
+                    batch.close(BatchRunStatus.ABORTED)
                 raise
             finally:
                 for _, runner in phases:
                     runner.close()
-        batch.close("complete")
+        batch.close(BatchRunStatus.COMPLETE)
     return _in_order(jobs, batch.records)
 
 

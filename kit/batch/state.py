@@ -16,6 +16,7 @@ from pathlib import Path
 from kit import atomic
 from kit.batch.jobs import STATUSES, JobRecord
 from kit.batch.outcome import result_status
+from kit.batch.status import BatchRunStatus
 from kit.errors import KitError
 from kit.paths import PLAIN_NAME, PLAIN_RULE, inside, plain_name
 
@@ -121,9 +122,11 @@ def rebuild_state(out: Path) -> tuple[dict, Path | None]:
             state["jobs"][record["name"]] = record
         finished = dt.datetime.fromtimestamp(max(p.stat().st_mtime for p in run_dir.iterdir()))
         run = {"run_id": run_dir.name, "jobs": [r["name"] for r in records],
-               "finished_at": finished.isoformat(timespec="seconds"), "status": "rebuilt"}
+               "finished_at": finished.isoformat(timespec="seconds"),
+               "status": BatchRunStatus.REBUILT}
         saved = _saved_run(run_dir / RUN_FILE)
-        if saved and saved.get("status") == "complete":  # its list includes the jobs it reused
+        # a complete run's list includes the jobs it reused
+        if saved and saved.get("status") == BatchRunStatus.COMPLETE:
             run["jobs"] = [n for n in saved["jobs"] if n in state["jobs"]]
         state["runs"].append(run)
     save_state(out, state)
@@ -178,7 +181,8 @@ def _record_from_results(name: str, run_dir: Path, out: Path) -> dict:
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         pass
     rel = lambda p: p.relative_to(out).as_posix()  # noqa: E731
-    return JobRecord(name=name, notebook=notebook, status=status, run_id=run_dir.name, duration_s=0.0,
-                     fingerprint="", notebook_out=rel(notebook_out), html=rel(run_dir / f"{name}.html"),
-                     results=rel(run_dir / f"{name}.json"), message=message, hardware=hardware,
+    return JobRecord(name=name, notebook=notebook, status=status, run_id=run_dir.name,
+                     duration_s=0.0, fingerprint="", notebook_out=rel(notebook_out),
+                     html=rel(run_dir / f"{name}.html"), results=rel(run_dir / f"{name}.json"),
+                     message=message, hardware=hardware,
                      note="rebuilt from its result JSON").to_dict()

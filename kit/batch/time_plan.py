@@ -31,6 +31,7 @@ from kit.models import get_entry
 from kit.search.candidates import row_candidates, tensorrt_python
 from kit.search.planning import PROBE_DEFAULTS, row_probes
 from kit.search.precision_map import map_precision
+from kit.search.probe import ProbeStatus
 from kit.search.sharing import shareable
 from kit.studies import c2
 from kit.studies.server import table_sizes
@@ -79,7 +80,7 @@ def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
     probes, _ = row_probes(row_candidates(framework, kind, providers=providers), today, published, depth)
     return {p.label: PlannedProbe(bool(p.options.get("compile")), shareable(p))
-            for p in probes if p.status == "pending"}
+            for p in probes if p.status == ProbeStatus.PENDING}
 
 
 def search_batches(p: dict) -> list[int]:

@@ -18,7 +18,7 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +32,7 @@ KERNEL = "ipu-repro"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def has_display(env: dict | None = None, platform: str = sys.platform) -> bool:
+def has_display(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> bool:
     """Whether a browser can open here: macOS/Windows always, Linux with X11 or Wayland, never
     inside an SSH session (the browser would open on the remote host, if at all)."""
     env = os.environ if env is None else env

@@ -23,6 +23,7 @@ from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
+from kit.batch.status import JobStatus
 from kit.batch.time_plan import plan_profile, plan_text
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
@@ -83,11 +84,11 @@ def reproduce(args: argparse.Namespace) -> int:
                            progress=bar, executor=executor, command=command_line(args, hardware))
     except BatchInterrupted as stop:
         bar.close()
-        kept = sum(r.status == "ok" for r in stop.records)
+        kept = sum(r.status == JobStatus.OK for r in stop.records)
         resume = ("`make reproduce` again resumes" if not force else
                   "`make reproduce` resumes with the decisions searched so far (each job reads its row's "
                   "decision itself); FORCE=1 again would search every row again")
-        running = ("the running one recorded as interrupted" if any(r.status == "interrupted" for r in stop.records)
+        running = ("the running one recorded as interrupted" if any(r.status == JobStatus.INTERRUPTED for r in stop.records)
                    else "no notebook was running")
         print(f"{stop}: {kept} notebooks ok kept (outputs/runs), {running}; "
               f"{resume} (state: {outputs_dir() / 'state.json'})")
@@ -125,7 +126,7 @@ def command_line(args: argparse.Namespace, hardware: str) -> str:
 
 
 def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
-    failed = [r for r in records if r.status != "ok"]
+    failed = [r for r in records if r.status != JobStatus.OK]
     for r in failed:
         print(f"  {r.name}: {r.status}: {r.message}")
     print(f"index: {index}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
+from kit.batch.status import JobStatus
 from kit.errors import KitError, MissingResource
 from kit.hardware.drift import current, differences
 from kit.paths import inside, outputs_dir, plain_name, project_notebook, project_root
@@ -104,4 +105,4 @@ def rerun(args: argparse.Namespace) -> int:
     else:
         print(text)
         print(f"\nHTML: {page}")
-    return 0 if record.status == "ok" else 1
+    return 0 if record.status == JobStatus.OK else 1

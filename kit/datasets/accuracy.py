@@ -137,7 +137,7 @@ def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None =
                 return _result(model_name, ev, "not measured: no reference session (Mean Diff "
                                "compares with the fp32 CPU run)", data_percent, weights,
                                metric=dataset.metric)
-            scored = dataset.evaluate(run, batch_size, data_percent,
+            scored = dataset.evaluate(run, batch_size, data_percent,  # type: ignore[call-arg]  # FakeDataset's
                                       reference=_run_fn(reference_session, model))
         else:
             scored = dataset.evaluate(run, batch_size, data_percent)

@@ -39,6 +39,12 @@ class Batch:
     size: int
     meta: dict = field(default_factory=dict)
 
+    def known_labels(self) -> np.ndarray:
+        """`labels`, for a dataset that scores against them (a KitError where the batch has none)."""
+        if self.labels is None:
+            raise KitError("this batch has no labels to score against")
+        return self.labels
+
 
 def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
                        shuffle_seed: int | None = None) -> list[np.ndarray]:

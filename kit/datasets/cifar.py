@@ -93,7 +93,7 @@ def clip_image(image: np.ndarray, size: int = 224) -> np.ndarray:
     img = img.resize((max(size, round(w * ratio)), max(size, round(h * ratio))), Image.Resampling.BICUBIC)
     w, h = img.size
     left, top = (w - size) // 2, (h - size) // 2
-    arr = np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
+    arr: np.ndarray = np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
     arr = (arr - np.asarray(CLIP_MEAN, np.float32)) / np.asarray(CLIP_STD, np.float32)
     return arr.transpose(2, 0, 1)
 
@@ -152,6 +152,6 @@ class Cifar100(Dataset):
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        correct = np.concatenate([top1_correct(out[0][: b.valid], b.labels) for b, out in results])
+        correct = np.concatenate([top1_correct(out[0][: b.valid], b.known_labels()) for b, out in results])
         return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
                 "samples": int(correct.size), "correct": int(correct.sum())}

@@ -77,7 +77,7 @@ class Criteo(Dataset):
     roles = {"categorical": "new_categorical_placeholder:0", "numeric": "new_numeric_placeholder:0"}
     layout = f"{FILE} (Criteo Kaggle, 40 comma-separated columns, no header)"
 
-    def __init__(self, root=None, input_names=None, *, hash_fn=tf_hash_bucket_fast):
+    def __init__(self, root=None, input_names=None, *, hash_fn=tf_hash_bucket_fast) -> None:
         super().__init__(root, input_names)
         self.hash_fn = hash_fn
         self._data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -106,6 +106,6 @@ class Criteo(Dataset):
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        correct = np.concatenate([criteo_correct(out[0][: b.valid], b.labels) for b, out in results])
+        correct = np.concatenate([criteo_correct(out[0][: b.valid], b.known_labels()) for b, out in results])
         return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
                 "samples": int(correct.size), "correct": int(correct.sum())}

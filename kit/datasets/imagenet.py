@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def torchvision_center_crop(arr: np.ndarray, crop: int) -> np.ndarray:
 
 def preprocess_torch(img, crop: int = 224, resize: int = 256) -> np.ndarray:
     """[3, crop, crop] float32: resize, zero-padding centre crop, to_tensor, normalise."""
-    arr = np.asarray(torchvision_resize(img, resize), dtype=np.uint8)
+    arr: np.ndarray = np.asarray(torchvision_resize(img, resize), dtype=np.uint8)
     arr = torchvision_center_crop(arr, crop).astype(np.float32) / 255.0
     arr = (arr - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)
     return arr.transpose(2, 0, 1).astype(np.float32)
@@ -196,7 +197,7 @@ class ImageNet(Dataset):
             raise InvalidParameter("protocol", protocol, f"one of {PROTOCOLS}")
         if isinstance(crop, bool) or not isinstance(crop, int) or crop <= 0:
             raise InvalidParameter("crop", crop, "a positive integer")
-        self.options = dict(protocol=protocol, crop=crop)
+        self.options: dict[str, Any] = dict(protocol=protocol, crop=crop)
         self._items: list[tuple[Path, int]] | None = None
 
     @classmethod
@@ -227,7 +228,7 @@ class ImageNet(Dataset):
             yield Batch(self.named({"image": images}), labels, len(idx), batch_size, {"images": idx})
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        flat = np.concatenate([top1_plus_one(out[0][: b.valid], b.labels) for b, out in results])
+        flat = np.concatenate([top1_plus_one(out[0][: b.valid], b.known_labels()) for b, out in results])
         return {"metric": self.metric, "value": round(float(flat.mean()), 5), "unit": "fraction (0-1)",
                 "samples": int(flat.size), "correct": int(flat.sum()), "decoder": DECODER_NOTE,
                 "protocol": f"ByteMLPerf open_imagenet, {self.options['protocol']} preprocessing, "

@@ -42,7 +42,7 @@ def preprocess(encoded: bytes, size: int = 224) -> np.ndarray:
     img = Image.open(io.BytesIO(encoded)).convert("RGB")
     scale = (size * 256 // 224) / min(img.size)
     img = img.resize((max(size, round(img.width * scale)), max(size, round(img.height * scale))),
-                     Image.BILINEAR)
+                     Image.Resampling.BILINEAR)
     left, top = (img.width - size) // 2, (img.height - size) // 2
     arr = np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
     return ((arr - MEAN) / STD).transpose(2, 0, 1)

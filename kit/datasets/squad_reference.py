@@ -157,7 +157,8 @@ def basic_tokens(text: str) -> list[str]:
 
 
 def _without_spaces(text: str) -> tuple[str, dict[int, int]]:
-    chars, positions = [], {}
+    chars: list[str] = []
+    positions: dict[int, int] = {}
     for i, ch in enumerate(text):
         if ch != " ":
             positions[len(chars)] = i
@@ -186,7 +187,7 @@ def final_text(predicted: str, original: str) -> str:
     return original[first: last + 1]
 
 
-def _best_indexes(logits: Sequence[float], n: int) -> list[int]:
+def _best_indexes(logits: Sequence[float] | np.ndarray, n: int) -> list[int]:
     return [i for i, _ in sorted(enumerate(logits), key=lambda x: x[1], reverse=True)[:n]]
 
 

@@ -41,7 +41,7 @@ def bert_wordpiece(vocab_file: Path, lowercase: bool = True):
     """The BERT uncased/cased tokenizer from a vocab.txt: [CLS] A [SEP] B [SEP], type ids 0/1."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    vocab = {}
+    vocab: dict[str, int] = {}
     for i, line in enumerate(Path(vocab_file).read_text(encoding="utf-8").splitlines()):
         vocab.setdefault(line.rstrip("\n"), i)
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))

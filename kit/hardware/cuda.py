@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
@@ -91,7 +92,7 @@ def parse_smi_rows(text: str) -> tuple[GpuRow, ...]:
     return tuple(rows)
 
 
-def visible_gpus(rows: tuple[GpuRow, ...] | None = None, env: dict | None = None) -> list[GpuRow]:
+def visible_gpus(rows: tuple[GpuRow, ...] | None = None, env: Mapping[str, str] | None = None) -> list[GpuRow]:
     """The boards this process's CUDA sees, in CUDA ordinal order, honouring CUDA_VISIBLE_DEVICES.
 
     Entries are ordinals or GPU-UUID prefixes; CUDA stops at the first entry it cannot match, and
@@ -166,7 +167,7 @@ def _torch_cuda_device(device_id: int) -> CudaDevice | None:
         raise BackendUnavailable(f"CUDA device {device_id} unavailable: torch sees {count} CUDA device(s) "
                                  f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
     p = torch.cuda.get_device_properties(device_id)
-    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"  # type: ignore[attr-defined]  # not in torch's stubs
     return CudaDevice(device_id, bus, p.name, str(getattr(p, "uuid", "") or ""),
                       source="torch.cuda.get_device_properties")
 

@@ -138,7 +138,7 @@ def files_missing(name: str) -> bool:
     """Whether distribution `name` is installed but some of its Python files are gone (the other
     ORT build's uninstall deleted the shared `onnxruntime/` files)."""
     dist = importlib.metadata.distribution(name)
-    return any(f.suffix == ".py" and not Path(dist.locate_file(f)).exists() for f in dist.files or ())
+    return any(f.suffix == ".py" and not Path(str(dist.locate_file(f))).exists() for f in dist.files or ())
 
 
 def installed(name: str) -> bool:

@@ -55,7 +55,7 @@ def peak_for(name: str, precision: str) -> dict | None:
     gpu = match_gpu(name)
     wanted = TABLE_PRECISION.get(precision)
     row = next((r for r in peak_table() if r.gpu == gpu and r.precision == wanted), None)
-    if row is None:
+    if row is None or wanted is None:
         return None
     tf32 = next((r.tflops_dense for r in peak_table() if r.gpu == gpu and r.precision == "tf32"), None)
     note = (f"; TF32 tensor cores ({tf32:g} TFLOPS) may run fp32 models faster than this"

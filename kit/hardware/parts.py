@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import IPU, hardware_class
@@ -89,7 +91,7 @@ class MeasuredOn:
         return f"{self.name} ({self.hardware_class}){tail}"
 
     @classmethod
-    def from_backend(cls, backend: dict | None, fallback_name: str = "?") -> MeasuredOn:
+    def from_backend(cls, backend: Mapping[str, Any] | None, fallback_name: str = "?") -> MeasuredOn:
         """From a result's `backend` block (its device_info and session description)."""
         backend = backend or {}
         info = backend.get("device_info") or {}

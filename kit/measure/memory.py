@@ -32,6 +32,9 @@ SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"  # "1": skip the pre-flight check (the 
 class InsufficientMemory(KitError, MemoryError):
     """A step needs more memory than the machine has available now."""
 
+    need_bytes: float = 0.0
+    available_bytes: float = 0.0
+
     @classmethod
     def for_step(cls, what: str, need_bytes: float, available_bytes: float, detail: str = "",
                  ) -> InsufficientMemory:
@@ -330,7 +333,7 @@ def child_peak(ru_maxrss_bytes: int, seen_bytes: int | None = None) -> Peak:
     return Peak(seen_bytes / GB if seen_bytes else None, ru_maxrss_bytes / GB)
 
 
-def vm_hwm_bytes(pid: int) -> int | None:
+def running_peak_rss_bytes(pid: int) -> int | None:
     """A running process's peak RSS since it started its program; None once it is gone."""
     try:
         return parse_meminfo(Path(f"/proc/{pid}/status").read_text())["VmHWM"]

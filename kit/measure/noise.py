@@ -120,6 +120,7 @@ class NoiseMonitor:
     def summary(self) -> dict:
         """Steal, other processes' load and frequency over the window, with the noisy flag and why."""
         out: dict = {"cpus": len(self.cpus), "thresholds": dict(THRESHOLDS), "loadavg_1m": _loadavg()}
+        assert self._first is not None and self._last is not None, "summary() after the window's `with`"
         (t0, own0, stat0), (t1, own1, stat1) = self._first, self._last
         if stat0 and stat1 and stat1[2] > stat0[2]:
             elapsed = max(t1 - t0, 1e-9)

@@ -19,8 +19,9 @@ independent samples. Every interval is built from *rounds* (consecutive blocks o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
@@ -100,18 +101,19 @@ class Interval:
 
     @property
     def half_width(self) -> float | None:
-        return (self.high - self.low) / 2 if self.available else None
+        return (self.high - self.low) / 2 if self.low is not None and self.high is not None else None
 
     @property
     def rel_half_width(self) -> float | None:
         """Half-width over the value (0.05 = ±5 %)."""
-        if not self.available or not self.value:
+        half = self.half_width
+        if half is None or not self.value:
             return None
-        return self.half_width / abs(self.value)
+        return half / abs(self.value)
 
     def scaled(self, factor: float) -> Interval:
         """The same interval for `value * factor` (a unit change or a batch multiple)."""
-        if not self.available:
+        if self.low is None or self.high is None:
             return Interval(self.value * factor, method=self.method, rounds=self.rounds, reason=self.reason)
         lo, hi = sorted((self.low * factor, self.high * factor))
         return Interval(self.value * factor, lo, hi, level=self.level, method=self.method,
@@ -120,19 +122,19 @@ class Interval:
     def reciprocal(self, numerator: float = 1.0) -> Interval:
         """The interval of `numerator / value` (e.g. throughput = batch / latency)."""
         value = numerator / self.value if self.value else math.nan
-        if not self.available or self.low <= 0:
+        if self.low is None or self.high is None or self.low <= 0:
             return Interval(value, method=self.method, rounds=self.rounds,
                             reason=self.reason or "interval reaches zero")
         return Interval(value, numerator / self.high, numerator / self.low, level=self.level,
                         method=self.method + " (through 1/x)", rounds=self.rounds)
 
     def contains(self, x: float) -> bool:
-        return self.available and self.low <= x <= self.high
+        return self.low is not None and self.high is not None and self.low <= x <= self.high
 
     def text(self, spec: str = ".4g") -> str:
         """'value ± half-width' (asymmetric intervals show the larger side), or just the value;
         numbers of 1000 and more with thousands separators, never in exponent form."""
-        if not self.available:
+        if self.low is None or self.high is None:
             return _number(self.value, spec)
         half = max(self.high - self.value, self.value - self.low)
         return f"{_number(self.value, spec)} ± {_number(half, spec)}"
@@ -141,7 +143,7 @@ class Interval:
         return {**asdict(self), "half_width": self.half_width, "rel_half_width": self.rel_half_width}
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> Interval | None:
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Interval | None:
         if not d or d.get("value") is None:
             return None
         return cls(**{k: d[k] for k in ("value", "low", "high", "level", "method", "rounds", "reason")

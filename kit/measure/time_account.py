@@ -20,11 +20,11 @@ study fails. Outside an account, `phase` times nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kit.errors import InvalidParameter
 
@@ -107,7 +107,7 @@ def phase(name: str, batch_size: int | None = None, detail: str = "") -> Iterato
         yield record
 
 
-def by_phase(account: dict) -> dict[str, float]:
+def by_phase(account: Mapping[str, Any]) -> dict[str, float]:
     """A stored account's seconds summed by phase, in PHASES order, with 'other' last; {} for none.
 
     >>> by_phase({"total_s": 5, "other_s": 1, "phases": [{"phase": "timing", "seconds": 3},

@@ -166,6 +166,7 @@ class RoundController:
             rate += (e - s) / (span / 1e9) if span > 0 else 0.0
             first = thread[s][0] if first is None else min(first, thread[s][0])
             last = thread[e - 1][1] if last is None else max(last, thread[e - 1][1])
+        assert first is not None and last is not None  # every thread timed a call this round
         self.marks.append(ends)
         self.round_rates.append((rate, (last - first) / 1e9))
         self.round_end = now + self.round_ns
@@ -376,7 +377,7 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
                                        "limit_s": cfg.max_duration_s})
 
 
-def power_resolved(cfg: MeasureConfig, sampler: PowerSampler) -> MeasureConfig:
+def power_resolved(cfg: MeasureConfig, sampler: PowerSampler | type[PowerSampler]) -> MeasureConfig:
     """`cfg`, its minimum duration raised to the shortest window `sampler` resolves (NVML: 10 s),
     so that a power figure is never taken over a window its sensor cannot resolve, whatever the
     profile asked; `cfg` itself where it is already long enough (or the sensor states no minimum).

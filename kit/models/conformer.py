@@ -116,6 +116,8 @@ def sinusoids(length: int, d: int) -> torch.Tensor:
 
 
 class ConformerEncoder(nn.Module):
+    pe: torch.Tensor  # a buffer
+
     def __init__(self, cfg: ConformerConfig = ConformerConfig(), max_frames: int = 512):
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)

@@ -4,6 +4,7 @@ built in a child process for full-size models (`kit.models.build` does the build
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kit import progress
 from kit.cache import content_key, entry_problem, read_entry, write_entry
@@ -44,7 +45,7 @@ def cached_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | 
     meta = read_entry(onnx_path)
     if meta is None:
         isolate = (not small if isolate is None else isolate) and is_registered(entry)
-        args = dict(small=small, seed=seed, opset=opset, onnx_path=onnx_path)
+        args: dict[str, Any] = dict(small=small, seed=seed, opset=opset, onnx_path=onnx_path)
         with progress.step(f"exporting {entry.name} to ONNX ({entry.framework}), cached after this"):
             meta = (export_in_child(entry, weights, weights_path, **args) if isolate
                     else build_export(entry, weights, weights_path, **args))

@@ -28,7 +28,7 @@ from kit.measure.memory import (
     child_peak,
     oom_message,
     own_peak_rss_bytes,
-    vm_hwm_bytes,
+    running_peak_rss_bytes,
 )
 from kit.models.build import build_export
 from kit.models.spec import ModelEntry, WeightsInfo
@@ -42,7 +42,7 @@ TEMP_PREFIX = "kit-export-"  # + the pid of the process that made it: $TMPDIR/ki
 
 def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
                      small: bool, seed: int, opset: int, onnx_path: Path,
-                     env: Mapping[str, str] = ()) -> dict:
+                     env: Mapping[str, str] | None = None) -> dict:
     """Export `entry` in a child process; its metadata, or the child's error raised here."""
     with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         result = Path(tmp) / "result.json"
@@ -51,7 +51,7 @@ def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path
                "weights_path": None if weights_path is None else str(weights_path)}
         with open(Path(tmp) / "stderr.txt", "w+") as stderr:
             status, peak = run_child([sys.executable, "-m", "kit.models.export_child", json.dumps(job)],
-                                     child_environment(env), stderr)
+                                     child_environment(env or {}), stderr)
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:]
         outcome = json.loads(result.read_text()) if result.exists() else None
@@ -95,7 +95,7 @@ def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, Pea
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            seen = max(seen, vm_hwm_bytes(proc.pid) or 0)
+            seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
             time.sleep(PEAK_POLL_S)
     except BaseException:  # Ctrl-C: the child goes too
         proc.kill()

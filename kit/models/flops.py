@@ -55,7 +55,7 @@ def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_s
     if unresolved:
         raise ValueError(f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
                          f"static shapes, e.g. {', '.join(unresolved[:3])}")
-    return float(sum(flops for _, flops in counted))
+    return float(sum(flops for _, flops in counted if flops is not None))
 
 
 FLOAT_TYPES = (1, 10, 11, 16)  # FLOAT, FLOAT16, DOUBLE, BFLOAT16

@@ -14,6 +14,7 @@ Unsqueeze -> Cast -> Sub -> Mul is the one ByteMLPerf's exports hold and its IPU
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -124,6 +125,8 @@ class CausalMask(nn.Module):
     """CLIP's causal text mask: a registered boolean buffer (not a weight; `.half()` leaves it as it
     is) sliced to the sequence and made additive in the weights' dtype on the device each call."""
 
+    allowed: torch.Tensor  # the buffer
+
     def __init__(self, length: int):
         super().__init__()
         self.register_buffer("allowed", torch.ones(length, length, dtype=torch.bool).tril()[None, None],
@@ -140,7 +143,8 @@ class TextEncoder(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
-        self.causal = CausalMask(model.config.max_position_embeddings)
+        config: Any = model.config  # the Hugging Face model's
+        self.causal = CausalMask(config.max_position_embeddings)
 
     def forward(self, input_ids):
         mask = self.causal(input_ids, self.model.dtype)
@@ -155,7 +159,7 @@ def build_clip_text(small: bool = False, weights_dir: Path | None = None, seed: 
 
 # videobert-onnx-fp32 scores a batch of images against 100 fixed CIFAR-100 class prompts: a CLIP
 # dual encoder; the ViT-B/32 sizes are those of openai/clip-vit-base-patch32.
-CLIP_B32 = dict(
+CLIP_B32: dict[str, Any] = dict(
     text_config=dict(vocab_size=49408, hidden_size=512, intermediate_size=2048, num_hidden_layers=12,
                      num_attention_heads=8, max_position_embeddings=77, hidden_act="quick_gelu",
                      bos_token_id=49406, eos_token_id=49407, pad_token_id=1),
@@ -176,7 +180,8 @@ class DualEncoderScores(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
-        self.causal = CausalMask(model.config.text_config.max_position_embeddings)
+        config: Any = model.config  # the Hugging Face model's
+        self.causal = CausalMask(config.text_config.max_position_embeddings)
 
     def forward(self, image, text):
         mask = self.causal(text, self.model.dtype)

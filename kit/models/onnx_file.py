@@ -75,7 +75,7 @@ def graph_precision(proto) -> str:
             elem = value.type.tensor_type.elem_type
             if elem in FLOAT_PRECISIONS:
                 counts[FLOAT_PRECISIONS[elem]] = counts.get(FLOAT_PRECISIONS[elem], 0) + 1
-    return max(counts, key=counts.get) if counts else "fp32"
+    return max(counts, key=lambda p: counts[p]) if counts else "fp32"
 
 
 def _fixed_batch(specs: list[InputSpec]) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class ModelEntry:
     task: str
     inputs: tuple[InputSpec, ...]
     outputs: tuple[str, ...]
-    build: Callable[..., object]
+    build: Callable[..., Any]
     description: str = ""
     dataset: str = ""
     metric: str = ""
@@ -172,7 +173,7 @@ class ExportedModel:
     def check_batch_size(self, batch_size: object) -> int:
         """`batch_size` if this model can run at it; a fixed-batch model at another size is an
         InvalidParameter naming both sizes (a scaled figure from a smaller call would be wrong)."""
-        validate_batch_size(batch_size)
+        batch_size = validate_batch_size(batch_size)
         if self.fixed_batch_size is not None and batch_size != self.fixed_batch_size:
             batched = [f"{s.name} {list(s.shape_for(self.fixed_batch_size))}" for s in self.inputs if s.batched]
             raise InvalidParameter(

@@ -21,12 +21,15 @@ import datetime as dt
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from kit import atomic
 from kit.errors import MissingResource
 from kit.hardware import kinds
 from kit.paths import inside, plain_name
+from kit.precision import RunPrecision
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.results.sections import BackendInfo
@@ -75,7 +78,7 @@ def export_name(kind: str) -> str:
     return known.export_name if known else kind.upper()
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -102,14 +105,14 @@ def accuracy(result: RunResult, png: str) -> dict:
     out: dict = {}
     sections = result.sections
     for a in sections.accuracy:
-        if a.status == "measured" and _finite(a.value) and a.metric not in DIFFS:
+        if a.measured and _finite(a.value) and a.metric not in DIFFS:
             if _finite(a.data_percent):
                 out["Data Percent"] = a.data_percent
             out[str(a.metric)] = a.value
             break
     if sections.numerics:
         first = sections.numerics[0]
-        out.update({name: round(float(first.diff(key)), 5) for name, key in DIFFS.items() if _finite(first.diff(key))})
+        out.update({name: round(float(d), 5) for name, key in DIFFS.items() if _finite(d := first.diff(key))})
         if first.histograms:
             out["Diff Dist"] = png
     return out
@@ -134,7 +137,8 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     model = model_name(result)
     sections = result.sections
     backend = sections.backend or BackendInfo()
-    precision = str(backend.precision or result.parameters.get("precision") or "fp32").lower()
+    precision = RunPrecision.parse(backend.precision or result.parameters.get("precision")
+                                   or RunPrecision.FP32)
     png = f"{model}-to-{precision}.png"
     out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
     host = sections.environment.cpu.model
@@ -148,7 +152,7 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     seconds = backend.session.compile_seconds
     if _finite(seconds):
         compile_info["Compile Duration"] = round(float(seconds), 5)
-    compile_info["Compile Precision"] = precision.upper()
+    compile_info["Compile Precision"] = precision.report_name
     placement = backend.session.placement
     if placement.kernels and _finite(placement.cpu_share):  # a GPU session's profiled warm-up
         compile_info["Subgraph Coverage"] = round(100 * (1 - float(placement.cpu_share)), 2)
@@ -195,7 +199,7 @@ def export_file(result_path: str | Path) -> Path | None:
     return export(RunResult.read(Path(result_path)), result_path)
 
 
-def draw_diff_distribution(histograms: dict, path: Path) -> Path:
+def draw_diff_distribution(histograms: Mapping[str, Any], path: Path) -> Path:
     """ByteMLPerf's diff-distribution figure (draw_all_diff: three log-scale histograms side by
     side, the difference, the CPU reference and the backend's output), drawn from the counts the
     result recorded. Drawn on a Figure of its own, never through pyplot, so a notebook's own plots

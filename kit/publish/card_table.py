@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kit.publish import glance
 from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
+from kit.published.studies import BYTEMLPERF_STUDIES, PublishedStudy
 
 CARD_STYLE = """
 .wide{overflow-x:auto;max-width:100%}
@@ -28,9 +29,10 @@ COLUMNS = [("figure", "Figure"), ("model", "Model, precision"), ("published", "P
            ("verdict", "Verdict"), ("reason", "Reason (click for the detail)")]
 NUMERIC = {"published", "measured", "ratio"}
 SHORT = 60  # a reason this long or shorter is shown as it is
+OTHER = "other"  # study_table's group of the rows of no study in glance.STUDIES (the claims)
 
 
-def scorecard_table(card: list[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
+def scorecard_table(card: Sequence[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
     """Every scorecard row: the published figure with its batch and part beside the measured one
     with its batch and hardware, the ratio, the verdict and the short reason (the full one on
     click or hover); each row links to its model's report where `links` (job name -> href) has it.
@@ -61,8 +63,8 @@ def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
     if row.run:
         return links.get(row.run.removesuffix(".json"))
     study = row.study
-    job = ("c2_study" if study == "c2_qwant" else f"{row.model}_{row.precision}"
-           if study.startswith("bytemlperf") else None)
+    job = ("c2_study" if study == PublishedStudy.C2_QWANT else f"{row.model}_{row.precision}"
+           if study in BYTEMLPERF_STUDIES else None)
     if job is None:
         return None
     return links.get(job) or next((h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None)
@@ -78,7 +80,7 @@ def _sub(batch, where: str) -> str:
     return f"<br><span class='sub'>{html.escape(text)}</span>"
 
 
-def imported_backends(card: list[glance.Row]) -> list[str]:
+def imported_backends(card: Sequence[glance.Row]) -> list[str]:
     """The vendors whose ByteMLPerf reports `kit import-bytemlperf` brought in: the scorecard sets
     '<Backend> published' and '<Backend> source' beside its rows (imported_reports.with_columns)."""
     return sorted({k.removesuffix(" published") for r in card if isinstance(r, Mapping) for k in r
@@ -96,7 +98,7 @@ def imported_cell(r: Mapping, backend: str, unit: str) -> str:
             f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>")
 
 
-def _row(r: Comparison, record: Mapping, links: dict[str, str], vendors: list[str] = ()) -> str:
+def _row(r: Comparison, record: glance.Row, links: dict[str, str], vendors: Sequence[str] = ()) -> str:
     unit = r.unit
     pub = readable(r.published, 6)
     published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
@@ -132,11 +134,14 @@ def reason_cell(r: glance.Row) -> str:
             f"<span class='sub'>{html.escape(reason)}</span></details>")
 
 
-def study_table(card, study: str, links: dict[str, str] | None = None) -> str:
-    """The rows of one study of a scorecard DataFrame as a table (`study` 'other': every row of no
+def study_table(card, study: PublishedStudy | str, links: dict[str, str] | None = None) -> str:
+    """The rows of one study of a scorecard DataFrame as a table (`study` OTHER: every row of no
     study in glance.STUDIES, i.e. the claims); a sentence when it has none."""
-    known = [s for s, _ in glance.STUDIES]
-    rows = card[~card.study.isin(known)] if study == "other" else card[card.study == study]
+    if study == OTHER:
+        rows = card[~card.study.isin([s for s, _ in glance.STUDIES])]
+    else:
+        wanted = PublishedStudy.parse(study)
+        rows = card[card.study == wanted]
     if rows.empty:
         return "<p>No figure of this study in the scorecard.</p>"
     return scorecard_table(rows.to_dict("records"), links, interactive=False)

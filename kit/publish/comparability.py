@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kit.precision import PublishedPrecision, RunPrecision
 from kit.publish.compare import DifferenceCode, Reason
 from kit.published import figures as published
 from kit.results import RunResult
@@ -20,7 +21,7 @@ class PublishedRun:
 
     batch: int | None
     clients: int
-    precision: str
+    precision: RunPrecision
     poprt_version: str
     pack: bool
 
@@ -28,11 +29,11 @@ class PublishedRun:
     def of(cls, model: str, precision: str, batch: int | None) -> PublishedRun:
         settings = published.ipu_run_settings(model, precision)
         model_settings = published.ipu_model_settings(model).get("settings") or {}
-        return cls(batch, settings["clients"], precision.lower(),  # FP16 -> fp16, FP8 -> fp8
+        return cls(batch, settings["clients"], PublishedPrecision.parse(precision).as_run,
                    published.poprt_version(model, precision), "pack_config" in model_settings)
 
 
-def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[str]:
+def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[Reason]:
     """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same way)."""
     sections = res.sections
     session = sections.session
@@ -48,7 +49,7 @@ def differences(res: RunResult, measurement: Measurement | None, run: PublishedR
     return reasons
 
 
-def session_differences(session: Session | Mapping) -> list[str]:
+def session_differences(session: Session | Mapping) -> list[Reason]:
     """What the session itself says keeps it from ByteMLPerf's recipe (passes, settings); `session`
     a result's record or the description a backend wrote."""
     if isinstance(session, Mapping):
@@ -61,10 +62,10 @@ def session_differences(session: Session | Mapping) -> list[str]:
     return said or [Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
 
 
-def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[str]:
+def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[Reason]:
     """The ways measurement `m` (a record, or a measurement dict as a run wrote it) was not run as `run`."""
     m = Measurement.of(m)
-    reasons = []
+    reasons: list[Reason] = []
     batch = m.measured_batch
     if run.batch is not None and batch != run.batch:
         reasons.append(Reason(f"batch {batch}, published at batch {run.batch}", DifferenceCode.BATCH))

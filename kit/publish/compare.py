@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
+from typing import Any
 
 from kit.hardware.parts import MeasuredOn
 from kit.measure.stats import Interval
@@ -87,7 +88,7 @@ class Reason(str):
         made.code = code
         return made
 
-    def __getnewargs__(self) -> tuple[str, str]:  # copied (dataclasses.asdict) and pickled with its code
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copied (dataclasses.asdict) and pickled with its code
         return str(self), self.code
 
 
@@ -129,14 +130,14 @@ class Comparison:
     emulated: bool = False  # and whether it was an IPU path through the PopRT test double
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "verdict": str(self.verdict)}
+        return {**asdict(self), "study": str(self.study), "verdict": str(self.verdict)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Comparison:
         """A row read back: a scorecard DataFrame's record (NaN for a missing number) or a summary
         JSON's; a field an older kit did not write takes its default; other columns (an imported
         vendor's figures) are left out."""
-        values = {f.name: _read(d.get(f.name), f.type) for f in fields(cls) if f.name in d}
+        values: dict[str, Any] = {f.name: _read(d.get(f.name), str(f.type)) for f in fields(cls) if f.name in d}
         values = {k: v for k, v in values.items() if v is not None or k in OPTIONAL_NUMBERS}
         verdict = str(values.pop("verdict", Verdict.NOT_MEASURED))
         return cls(**{**ROW_DEFAULTS, **values, "verdict": Verdict(verdict) if verdict in VERDICTS else verdict})
@@ -185,7 +186,7 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
     ratio = measured / published if published else None
     tail = f"; {noisy}" if noisy else ""
     shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
-    if ratio is not None and interval is not None and interval.available:
+    if published and interval is not None and interval.low is not None and interval.high is not None:  # a ratio
         shown += f" (95 % CI {interval.low / published:.3g}-{interval.high / published:.3g}x)"
     if measured_on is None or not measured_on.same_part(published_part):
         where = measured_on.label if measured_on else "unknown hardware"
@@ -193,6 +194,8 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
                 f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}{tail}", ratio)
     if differences:
         return Verdict.NOT_COMPARABLE, f"{'; '.join(differences)}; ratio {shown}{tail}", ratio
+    if published is None:  # nothing to reproduce (the tolerance checks below need a figure)
+        return Verdict.NOT_COMPARABLE, f"no published figure; measured {measured:.4g}{tail}", None
     if interval is not None and interval.available and metric not in ACCURACY_METRICS | DIFF_METRICS:
         ok, rule = interval_within_tolerance(published, interval)
     else:
@@ -208,6 +211,7 @@ def interval_within_tolerance(published: float, interval: Interval) -> tuple[boo
     Written as differences, not ratios, so that a figure exactly 10 % away counts as within
     (110 / 100 - 1 is 0.10000000000000009 in floating point)."""
     lo, hi = interval.low, interval.high
+    assert lo is not None and hi is not None, "an interval with both bounds (Interval.available)"
     ok = max(lo - published, published - hi) <= THROUGHPUT_TOLERANCE * abs(published)
     where = "within" if ok else "outside"
     return ok, (f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "

@@ -96,11 +96,12 @@ class Row:
 
     def log_ratio_and_variance(self) -> tuple[float, float] | None:
         """ln(B/A) and its within-run variance (each side's relative half-width / 1.96, squared)."""
-        ia, ib = self.a.interval, self.b.interval
-        if not (ia and ib and ia.available and ib.available and self.a.value > 0 and self.b.value > 0):
+        ha = self.a.interval.half_width if self.a.interval else None  # None: no interval
+        hb = self.b.interval.half_width if self.b.interval else None
+        if ha is None or hb is None or not (self.a.value > 0 and self.b.value > 0):
             return None
-        va = (ia.half_width / Z95 / self.a.value) ** 2
-        vb = (ib.half_width / Z95 / self.b.value) ** 2
+        va = (ha / Z95 / self.a.value) ** 2
+        vb = (hb / Z95 / self.b.value) ** 2
         return math.log(self.b.value / self.a.value), va + vb
 
     def within(self, drift_sd: float) -> bool | None:
@@ -191,7 +192,7 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
         row.notes = [f"{side}: {f.noisy}" for side, f in (("A", fa), ("B", fb)) if f.noisy]
         rows.append(row)
     tested = [r for r in rows if r.p_value is not None]
-    for row, adjusted in zip(tested, holm([r.p_value for r in tested]), strict=True):
+    for row, adjusted in zip(tested, holm([r.p_value for r in tested if r.p_value is not None]), strict=True):
         row.p_holm = adjusted
     _set_p_floors(tested)
     drift = between_run_noise(rows)
@@ -262,6 +263,7 @@ def judge(row: Row, alpha: float, drift: float | None) -> tuple[str, str]:
     """(verdict, finding). Different when significant after Holm and outside the drift; when the
     rank test is not significant, what the intervals can say: apart, or the smallest difference
     they could show. "No significant difference" only where the test could have found one."""
+    assert row.p_holm is not None, "judged after Holm's adjustment"
     p = f"Holm-adjusted p = {row.p_holm:.2g}"
     apart = row.within(drift or 0.0) is False
     if row.p_holm < alpha:
@@ -292,7 +294,11 @@ def _apart_words(row: Row, drift: float | None) -> str:
     """What the intervals say: the ratio's 95 % interval excludes 1, and whether the two figures'
     own intervals are apart too (they can overlap while the ratio's excludes 1)."""
     ia, ib = row.a.interval, row.b.interval
-    own = ("the two figures' 95 % intervals do not overlap either" if ia.high < ib.low or ib.high < ia.low
+    a_lo, a_hi = (ia.low, ia.high) if ia else (None, None)
+    b_lo, b_hi = (ib.low, ib.high) if ib else (None, None)
+    apart = (a_lo is not None and a_hi is not None and b_lo is not None and b_hi is not None
+             and (a_hi < b_lo or b_hi < a_lo))
+    own = ("the two figures' 95 % intervals do not overlap either" if apart
            else "although the two figures' own 95 % intervals overlap")
     return f"the 95 % interval of B/A excludes 1{_ratio_interval(row, drift)}, {own}"
 
@@ -383,8 +389,7 @@ def between_run_noise(rows: list[Row]) -> float | None:
     """The run-to-run drift's standard deviation on the log scale (0.05 ~ 5 %), beyond what the
     within-run intervals explain: median(ln(B/A)^2) / median(chi2_1) - median(within variance),
     over the throughput figures (robust: a few real changes do not inflate it). None under 3 figures."""
-    pairs = [r.log_ratio_and_variance() for r in rows if r.key.endswith(DRIFT_FIGURES)]
-    pairs = [p for p in pairs if p is not None]
+    pairs = [p for r in rows if r.key.endswith(DRIFT_FIGURES) and (p := r.log_ratio_and_variance()) is not None]
     if len(pairs) < 3:
         return None
     total = float(np.median([r * r for r, _ in pairs])) / CHI2_1_MEDIAN

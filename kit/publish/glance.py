@@ -12,17 +12,18 @@ import html
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kit.publish.compare import Comparison, DifferenceCode, ReasonCode
+from kit.published.studies import PublishedStudy
 
 Row = Comparison | Mapping  # a scorecard row: a Comparison, or a record of one (DataFrame, summary JSON)
 
 #: The studies of the scorecard, in the order they are told: (study, how a sentence names it).
-STUDIES = (("bytemlperf_c600", "ByteMLPerf's C600 table (seed 001)"),
-           ("bytemlperf_reports", "The per-batch figures of ByteMLPerf's report JSONs"),
-           ("c2_qwant", "Qwant's C2 study (tables 1-3)"),
-           ("bytemlperf_c600_older", "The older ByteMLPerf table (seed 000)"))
+STUDIES = ((PublishedStudy.BYTEMLPERF_C600, "ByteMLPerf's C600 table (seed 001)"),
+           (PublishedStudy.BYTEMLPERF_REPORTS, "The per-batch figures of ByteMLPerf's report JSONs"),
+           (PublishedStudy.C2_QWANT, "Qwant's C2 study (tables 1-3)"),
+           (PublishedStudy.BYTEMLPERF_C600_OLDER, "The older ByteMLPerf table (seed 000)"))
 OTHER_STUDIES = "The seeds' training and price claims"
 
 #: Verdicts in the order they are counted, as a sentence says them.
@@ -30,7 +31,7 @@ VERDICT_WORDS = (("reproduced", "reproduced"), ("differs", "differ"), ("not comp
                  ("not measured", "not measured"), ("failed", "failed"))
 
 #: A reason's code -> (the short reason, what a user can do: '' where nothing can be done here)
-SHORT = {
+SHORT: dict[str, tuple[str, str]] = {
     ReasonCode.RANDOM_WEIGHTS: ("random weights", "real weights: kit fetch-weights MODEL"),
     ReasonCode.OWN_INPUTS: ("a numeric check on the kit's own inputs only", "real weights: kit fetch-weights MODEL"),
     ReasonCode.NOT_SELECTED: ("not selected in this batch", "make reproduce without ONLY"),
@@ -69,7 +70,7 @@ TEXT_CODES = (
 )
 
 #: A difference from ByteMLPerf's way of running on the published part, by its code.
-DIFFERENCE_WORDS = {DifferenceCode.BATCH: "another batch size", DifferenceCode.PADDED: "padded, published in pack mode",
+DIFFERENCE_WORDS: dict[str, str] = {DifferenceCode.BATCH: "another batch size", DifferenceCode.PADDED: "padded, published in pack mode",
                     DifferenceCode.CLIENTS: "another number of clients", DifferenceCode.PRECISION: "another precision",
                     DifferenceCode.POPRT: "another PopRT version",
                     DifferenceCode.PASSES: "ByteMLPerf's passes not all applied"}
@@ -173,7 +174,7 @@ def _coded_differences(row: Comparison) -> list[tuple[str, str]]:
     """(code, sentence) of each difference; an older row's split from its reason, coded SESSION (read by text)."""
     if row.reason_code:
         return list(zip(row.difference_codes, row.differences, strict=False))
-    clauses = []
+    clauses: list[tuple[str, str]] = []
     for clause in row.reason.split("; "):
         if clause.startswith("ratio ") or clause.startswith("noisy"):
             break
@@ -202,42 +203,42 @@ def flags(row: Row) -> str:
     return (" (noisy window)" if row.noisy else "") + (" (indicative power)" if row.indicative else "")
 
 
-def rows_of(card: list[Row]) -> list[Comparison]:
+def rows_of(card: Sequence[Row]) -> list[Comparison]:
     """The rows of a scorecard as Comparisons (records of a DataFrame or a summary JSON, or rows)."""
     return [Comparison.of(r) for r in card]
 
 
-def grouped(card: list[Row]) -> dict[str, list[tuple[str, int]]]:
+def grouped(card: Sequence[Row]) -> dict[str, list[tuple[str, int]]]:
     """Per verdict (every verdict, in order), its short reasons with how many rows each, most first."""
     counts = Counter((str(r.verdict), short_reason(r)) for r in rows_of(card))
     return {v: sorted(((s, n) for (verdict, s), n in counts.items() if verdict == v), key=lambda sn: -sn[1])
             for v, _ in VERDICT_WORDS}
 
 
-def count_text(card: list[Row]) -> str:
+def count_text(card: Sequence[Row]) -> str:
     """'0 reproduced, 0 differ, 15 not comparable, 109 not measured' (failed only where some did)."""
     counts = Counter(str(r.verdict) for r in rows_of(card))
     return ", ".join(f"{counts[v]} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts[v])
 
 
-def study_sentence(title: str, rows: list[Row]) -> str:
+def study_sentence(title: str, given: Sequence[Row]) -> str:
     """One sentence: the study, where it was published, its counts and where it was measured here."""
-    rows = rows_of(rows)
+    rows = rows_of(given)
     parts = sorted({(r.published_hardware or "?").split(" (")[0] for r in rows})
     devices = sorted({measured_device(r) for r in rows if not missing(r.measured)})
     where = f"measured here on {', '.join(devices)}" if devices else "none measured here"
     return f"{title}: {len(rows)} figures published on {', '.join(parts)}: {count_text(rows)}; {where}."
 
 
-def study_sentences(card: list[Row]) -> list[str]:
-    card, known = rows_of(card), {s for s, _ in STUDIES}
+def study_sentences(given: Sequence[Row]) -> list[str]:
+    card, known = rows_of(given), {s for s, _ in STUDIES}
     out = [study_sentence(title, rows) for study, title in STUDIES
            if (rows := [r for r in card if r.study == study])]
     others = [r for r in card if r.study not in known]
     return out + ([study_sentence(OTHER_STUDIES, others)] if others else [])
 
 
-def reason_lines(card: list[Row]) -> list[str]:
+def reason_lines(card: Sequence[Row]) -> list[str]:
     """'42 not comparable: measured on a CPU, not the C600', one line per verdict with its reasons
     grouped and what to do ('12 random weights (real weights: kit fetch-weights MODEL)')."""
     lines = []
@@ -251,11 +252,11 @@ def reason_lines(card: list[Row]) -> list[str]:
     return lines
 
 
-def overview_html(card: list[Row], full_table: str = "") -> str:
+def overview_html(given: Sequence[Row], full_table: str = "") -> str:
     """The top of a page: one sentence per study, then the counts with their reasons grouped."""
-    if not card:
+    if not given:
         return "<p class='glance'>No scorecard in this batch: the summary job did not run.</p>"
-    card = rows_of(card)
+    card = rows_of(given)
     studies = "".join(f"<li>{_bold_count(s)}</li>" for s in study_sentences(card))
     reasons = "".join(f"<li>{_bold_count(line)}</li>" for line in reason_lines(card))
     link = f" (<a href='{html.escape(full_table)}'>the scorecard report</a>)" if full_table else ""

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
+from typing import TypeGuard
 
 from kit.publish import glance
 from kit.publish.card_table import CARD_STYLE
 from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
+from kit.published.studies import PublishedStudy
 
 STYLE_EXTRA = CARD_STYLE + """
 .chart text{font-size:11px;fill:#222}.chart .axis{stroke:#999}.chart .grid{stroke:#eee}
@@ -27,14 +30,14 @@ STYLE_EXTRA = CARD_STYLE + """
 @media (max-width:600px){body{margin:.7em}h1{font-size:1.4em}}"""
 
 # published rows shown in the headline chart: (study, figure)
-HEADLINE = (("bytemlperf_c600", "QPS"), ("c2_qwant", "Throughput"))
+HEADLINE = ((PublishedStudy.BYTEMLPERF_C600, "QPS"), (PublishedStudy.C2_QWANT, "Throughput"))
 
 
-def _finite(x) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
-def headline_chart(card: list[glance.Row], width: int = 1100) -> str:
+def headline_chart(card: Sequence[glance.Row], width: int = 1100) -> str:
     """Inline SVG: one line per published row, the published IPU figure and the figure measured
     here (with its 95 % interval) on a shared log axis; the hardware named in the legend and per row."""
     rows = [r for r in glance.rows_of(card) if (r.study, r.figure) in HEADLINE]
@@ -73,7 +76,8 @@ def headline_chart(card: list[glance.Row], width: int = 1100) -> str:
 def _chart_row(r: Comparison, y: int, left: int, plot_w: int, x) -> list[str]:
     """One published row of the headline chart: its label, the published point, the measured one with
     its interval and hardware (or why there is none)."""
-    label = f"{r.model} {r.precision}" + (f" bs {r.batch_size}" if r.study == "c2_qwant" else "")
+    per_batch = r.study == PublishedStudy.C2_QWANT
+    label = f"{r.model} {r.precision}" + (f" bs {r.batch_size}" if per_batch else "")
     parts = [f"<g class='row' data-model='{html.escape(str(r.model))}'>"
              f"<text x='{left - 8}' y='{y + 4}' text-anchor='end'>{html.escape(label)} ({html.escape(r.unit)})</text>"
              f"<line class='axis' x1='{left}' y1='{y}' x2='{left + plot_w}' y2='{y}' stroke-dasharray='2,3'/>"]

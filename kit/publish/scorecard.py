@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from kit.batch import STATE_FILE
+from kit.batch.status import JobStatus
 from kit.errors import KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
@@ -32,7 +33,8 @@ from kit.publish.compare import (
 from kit.publish.imported_reports import figures as imported_figures
 from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
+from kit.published.studies import PublishedStudy
+from kit.results import ResultKind, ResultStatus, RunResult
 from kit.results.tables import C2Row
 from kit.results.windows import Measurement
 
@@ -79,14 +81,14 @@ def outcomes(paths: list[Path], results: list[tuple[Path, RunResult]], problems:
     jobs = _batch_jobs() if jobs is None else jobs
     out: dict[str, RunOutcome] = {}
     for p, res in results:
-        if res.status != "ok":
+        if res.status != ResultStatus.OK:
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason("failed: " + ("; ".join(res.errors)[:300] or "status error"),
                                                             ReasonCode.FAILED))
     for p, problem in problems.items():
         record = jobs.get(p.stem, {})
         if problem != "no result file":
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason(problem, ReasonCode.UNREADABLE))
-        elif record.get("status") == "timeout":
+        elif record.get("status") == JobStatus.TIMEOUT:
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason(f"timed out: {record.get('message') or 'job timeout'}",
                                                             ReasonCode.TIMED_OUT))
         else:
@@ -117,7 +119,7 @@ def measured_hardware(result: RunResult) -> str:
 
 
 def _latest_ok(results: list[tuple[Path, RunResult]], kind: str, **match) -> tuple[Path, RunResult] | None:
-    hits = [(p, r) for p, r in results if r.kind == kind and r.status == "ok"
+    hits = [(p, r) for p, r in results if r.kind == kind and r.status == ResultStatus.OK
             and all(r.parameters.get(k) == v for k, v in match.items())]
     return max(hits, key=lambda pr: pr[1].created_at) if hits else None
 
@@ -179,9 +181,10 @@ def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
         study=pub.study, figure=pub.figure, model=pub.model, precision=pub.precision,
         batch_size=str(pub.batch or ""), unit=pub.unit, published=pub.value,
         published_hardware=published.study_hardware(pub.published_study), measured=value,
-        measured_hardware=measured_hardware(res) if res else "", verdict=v, reason=str(why), ratio=ratio,
-        source=pub.source, run=meas.path.name if meas.path else "",
-        measured_low=interval.low if interval else None, measured_high=interval.high if interval else None,
+        measured_hardware=measured_hardware(res) if res else "", verdict=v, reason=str(why),
+        ratio=ratio, source=pub.source, run=meas.path.name if meas.path else "",
+        measured_low=interval.low if interval else None,
+        measured_high=interval.high if interval else None,
         noisy=noisy, measured_all_calls=meas.all_calls, indicative=indicative,
         measured_batch=str(meas.measured_at or (pub.batch if value is not None else "") or ""),
         reason_code=str(code), differences=tuple(str(d) for d in ways),
@@ -213,19 +216,24 @@ def row_outcome(model: str, precision: str, states: dict[str, RunOutcome] | None
     of hardware names its jobs `<job>@<kind>`: the first such state found stands for the row."""
     job = f"{model}_{precision}"
     names = [n for n in (states or {}) if n == job or n.startswith(f"{job}@")]
-    if names:
+    if states and names:
         return states[names[0]]
     if selected is not None and not any(n == job or n.startswith(f"{job}@") for n in selected):
         return NOT_SELECTED
     return NOT_RUN
 
 
+#: where each ByteMLPerf seed table's headline rows come from, as a row's source says it
+SEED_SOURCES = {PublishedStudy.BYTEMLPERF_C600: "seed 001 README table",
+                PublishedStudy.BYTEMLPERF_C600_OLDER: "seed 000 older table"}
+
+
 def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, selected: set[str] | None = None,
-                    pub_study: str = "bytemlperf_c600") -> list[Comparison]:
+                    pub_study: PublishedStudy = PublishedStudy.BYTEMLPERF_C600) -> list[Comparison]:
     """The headline rows (QPS + metric) of a seed table and, for seed 001, the per-batch report
     figures. `states` and `selected` say what became of rows without a usable result."""
     rows = []
-    src = {"bytemlperf_c600": "seed 001 README table", "bytemlperf_c600_older": "seed 000 older table"}[pub_study]
+    src = SEED_SOURCES[PublishedStudy.parse(pub_study)]
     for _, r in published.headline_rows(pub_study).iterrows():
         hit = _latest_ok(results, ResultKind.MODEL_BENCHMARK, model=r.model, published_precision=r.precision)
         path, res = hit if hit else (None, None)
@@ -233,17 +241,19 @@ def bytemlperf_rows(results, states: dict[str, RunOutcome] | None = None, select
         batch = published.headline_batch(r.model, r.precision, r.qps)
         qps, reason, m = headline_qps(res, batch)
         rows.append(_row(
-            PublishedFigure(study=pub_study, figure="QPS", model=r.model, precision=r.precision, batch=batch,
-                            unit="samples/s", value=r.qps, published_study=pub_study, source=src),
+            PublishedFigure(study=pub_study, figure="QPS", model=r.model, precision=r.precision,
+                            batch=batch, unit="samples/s", value=r.qps, published_study=pub_study,
+                            source=src),
             MeasuredFigure(value=qps, result=res, path=path, reason=reason, outcome=outcome,
                            differences=differences_of(res, m, r.model, r.precision, batch),
                            measured_at=m.measured_batch if m else None)))
         value, reason = metric_value(res, r.metric)
         rows.append(_row(
-            PublishedFigure(study=pub_study, figure=r.metric, model=r.model, precision=r.precision, batch="",
-                            unit=r.metric_unit, value=r.metric_value, published_study=pub_study, source=src),
+            PublishedFigure(study=pub_study, figure=r.metric, model=r.model, precision=r.precision,
+                            batch="", unit=r.metric_unit, value=r.metric_value,
+                            published_study=pub_study, source=src),
             MeasuredFigure(value=value, result=res, path=path, reason=reason, outcome=outcome)))
-        if pub_study == "bytemlperf_c600":
+        if pub_study == PublishedStudy.BYTEMLPERF_C600:
             rows += per_batch_rows(r.model, r.precision, res, path, pub_study, outcome)
     return rows
 
@@ -266,9 +276,9 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
         batch = int(f["batch"])
         value, reason, m = figure_at_batch(res, batch, name)
         rows.append(_row(
-            PublishedFigure(study="bytemlperf_reports", figure=name, model=model, precision=precision, batch=batch,
-                            unit=unit, value=f["number"], published_study=pub_study,
-                            source="ByteMLPerf report JSON"),
+            PublishedFigure(study=PublishedStudy.BYTEMLPERF_REPORTS, figure=name, model=model,
+                            precision=precision, batch=batch, unit=unit, value=f["number"],
+                            published_study=pub_study, source="ByteMLPerf report JSON"),
             MeasuredFigure(value=value, result=res, path=path, reason=reason, outcome=outcome,
                            differences=differences_of(res, m, model, precision, batch),
                            all_calls=all_calls(m, name))))
@@ -318,7 +328,9 @@ def all_calls(m: Measurement | None, figure: str) -> float | None:
 
 def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
                    batch: int | None) -> tuple[str, ...]:
-    return tuple(differences(res, m, PublishedRun.of(model, precision, batch))) if res is not None else ()
+    if res is None:
+        return ()
+    return tuple(differences(res, m, PublishedRun.of(model, precision, batch)))
 
 
 RANDOM_DIFF = Reason("random weights: a Mean Diff from random weights says how far this backend's arithmetic "
@@ -356,7 +368,7 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
                                           else RunOutcome(Verdict.NOT_MEASURED,
                                                           Reason("C2 study not run", ReasonCode.NOT_RUN))))
     table = {row.batch_size: row for row in (res.sections.tables.c2 if res else ())}
-    pub_study = "c2_qwant"
+    pub_study = PublishedStudy.C2_QWANT
     rows = []
     for batch, pub in published.c2_tables().iterrows():
         m = table.get(int(batch)) or C2Row(batch_size=int(batch))
@@ -364,8 +376,9 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
                                   ("Throughput", "throughput", "images/s"),
                                   ("Energy efficiency", "efficiency", "images/s/W")):
             rows.append(_row(
-                PublishedFigure(study="c2_qwant", figure=figure, model="resnext101-c2", precision="FP16 (mixed)",
-                                batch=batch, unit=unit, value=float(pub[figure]), published_study=pub_study,
+                PublishedFigure(study=PublishedStudy.C2_QWANT, figure=figure, model="resnext101-c2",
+                                precision="FP16 (mixed)", batch=batch, unit=unit,
+                                value=float(pub[figure]), published_study=pub_study,
                                 source="seed 003 tables 1-3"),
                 MeasuredFigure(value=m.figure(key), result=res, path=path, reason=m.reason_for(key),
                                outcome=outcome, indicative=m.indicative_for(key))))
@@ -375,10 +388,11 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
 def claim_rows() -> list[Comparison]:
     f = published.figures()
     claims = f[f["table"] == "claims"]
-    return [Comparison(study=r.study, figure=r.metric, model=r.model, precision="", batch_size="", unit=r.unit,
-                       published=r.number, published_hardware=r.hardware, measured=None, measured_hardware="",
-                       verdict=Verdict.NOT_MEASURED, reason="training / price claim, outside an inference kit",
-                       ratio=None, source=r.source, reason_code=str(ReasonCode.CLAIM))
+    return [Comparison(study=r.study, figure=r.metric, model=r.model, precision="", batch_size="",
+                       unit=r.unit, published=r.number, published_hardware=r.hardware,
+                       measured=None, measured_hardware="", verdict=Verdict.NOT_MEASURED,
+                       reason="training / price claim, outside an inference kit", ratio=None,
+                       source=r.source, reason_code=str(ReasonCode.CLAIM))
             for r in claims.itertuples()]
 
 
@@ -390,7 +404,7 @@ def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFram
     states = outcomes(paths, results, problems)
     chosen = {p.stem for p in paths} if selected or (selected is None and paths) else None
     rows = (bytemlperf_rows(results, states, chosen) + bytemlperf_rows(results, states, chosen,
-                                                                        "bytemlperf_c600_older")
+                                                                        PublishedStudy.BYTEMLPERF_C600_OLDER)
             + c2_rows(results, states.get("c2_study"), chosen) + claim_rows())
     # reports imported by `kit import-bytemlperf`: further published columns, never a verdict
     return with_columns(pd.DataFrame([r.to_dict() for r in rows]), imported_figures())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kit import atomic
 from kit.batch.state import read_state
+from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import KitError
 from kit.hardware.gpu_verified import gpu_paths_statement
 from kit.measure.time_account import by_phase
@@ -83,8 +84,11 @@ def time_split(account: TimeAccount, job_seconds: float | None = None) -> str:
     rendering: the job's seconds less the study's); '—' for a result that kept no account."""
     try:
         split = by_phase(account.raw) or ({"study": account.total_s} if account.total_s else {})
-        if split and isinstance(job_seconds, int | float) and job_seconds > account.total_s:
-            split["outside the study"] = job_seconds - account.total_s
+        if split and isinstance(job_seconds, int | float):
+            if account.total_s is None:  # a missing total is no zero: nothing said
+                return "—"
+            if job_seconds > account.total_s:
+                split["outside the study"] = job_seconds - account.total_s
         return " · ".join(f"{name} {seconds:.0f}" for name, seconds in split.items()) or "—"
     except (KeyError, TypeError, AttributeError, ValueError):
         return "—"
@@ -95,7 +99,7 @@ def _shown_status(out: Path, record: dict) -> str:
     (deleted by hand, or by a clean under an older kit) or whose result this kit cannot read: an
     ok with nothing usable behind it misleads."""
     gone = [what for what, key in (("report", "html"), ("results", "results")) if not (out / record[key]).exists()]
-    if record["status"] != "ok":
+    if record["status"] != JobStatus.OK:
         return record["status"]
     if gone:
         return f"missing: its {' and '.join(gone)} are not in {out.name}/ (run it again)"
@@ -118,7 +122,7 @@ def result_problem(path: Path) -> str | None:
 def unreadable(out: Path, records: list[dict]) -> list[str]:
     """'<results path>: <why>' for each ok record whose result JSON this kit cannot read."""
     return [f"{out / r['results']}: {problem}" for r in records
-            if r["status"] == "ok" and (out / r["results"]).exists()
+            if r["status"] == JobStatus.OK and (out / r["results"]).exists()
             and (problem := result_problem(out / r["results"]))]
 
 
@@ -178,6 +182,6 @@ def rebuild_index(out: Path | None = None) -> Path:
 def latest_records(out: Path) -> list[dict]:
     """The records of the latest finished batch in state.json (every job's latest if none)."""
     state = read_state(out)
-    finished = [r for r in state["runs"] if r.get("status", "complete") in ("complete", "rebuilt") and r["jobs"]]
+    finished = [r for r in state["runs"] if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS and r["jobs"]]
     names = finished[-1]["jobs"] if finished else list(state["jobs"])
     return [state["jobs"][n] for n in names if n in state["jobs"]]

@@ -16,12 +16,13 @@ import re
 from pathlib import Path
 
 from kit.errors import KitError
+from kit.precision import report_spelling
 
-REQUIRED = {"Model": str, "Backend": str, "Performance": list}
+REQUIRED: dict[str, type | str] = {"Model": str, "Backend": str, "Performance": list}
 #: Where a field is present it has this type ("number": int or float, never bool).
-TYPES = {"Host Info": str, "Dataset": str, "Instance Count": "number", "Device Count": "number",
+TYPES: dict[str, type | str] = {"Host Info": str, "Dataset": str, "Instance Count": "number", "Device Count": "number",
          "Graph Compile": dict, "Accuracy": dict, "Version": str, "Execution Date": str}
-PERFORMANCE = {"BS": int, "QPS": "number", "AVG Latency": "number", "P99 Latency": "number"}
+PERFORMANCE: dict[str, type | str] = {"BS": int, "QPS": "number", "AVG Latency": "number", "P99 Latency": "number"}
 #: Other spellings vendors write, read under ByteMLPerf's own names.
 ALIASES = {"AVG_Latency": "AVG Latency", "P99_Latency": "P99 Latency"}
 NAME = re.compile(r"^result(?:-(?P<precision>[A-Za-z0-9_]+))?\.json$")
@@ -38,7 +39,7 @@ class ReportError(KitError, ValueError):
 
 
 def _is(value: object, kind: type | str) -> bool:
-    if kind == "number":
+    if isinstance(kind, str):  # "number"
         return isinstance(value, int | float) and not isinstance(value, bool)
     return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
 
@@ -92,8 +93,8 @@ def precision_of(path: Path, report: dict) -> str:
     `Graph Compile`'s `Compile Precision`, upper case; '' when neither says."""
     match = NAME.match(path.name)
     if match and match["precision"]:
-        return match["precision"].upper()
-    return str((report.get("Graph Compile") or {}).get("Compile Precision", "")).upper()
+        return report_spelling(match["precision"])
+    return report_spelling((report.get("Graph Compile") or {}).get("Compile Precision", ""))
 
 
 def flatten(report: dict) -> list[dict]:
@@ -121,7 +122,8 @@ def key_types(report: dict) -> dict[str, str]:
             return "boolean"
         if isinstance(value, int | float):
             return "number"
-        return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+        names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+        return names.get(type(value), type(value).__name__)
 
     out: dict[str, str] = {}
     for key, value in report.items():

@@ -1,6 +1,6 @@
 """The published figures (data/published/*.csv) as DataFrames, and an audit of their consistency.
 
->>> table = seed_table("bytemlperf_c600"); len(table)
+>>> table = seed_table(PublishedStudy.BYTEMLPERF_C600); len(table)
 14
 """
 
@@ -14,10 +14,12 @@ import pandas as pd
 from kit.errors import UnknownNameError
 from kit.paths import published_dir
 from kit.published.schema import read_published_csv
+from kit.published.studies import PublishedStudy
 
 SEED_TABLES = {
-    "bytemlperf_c600": "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
-    "bytemlperf_c600_older": "seed 000: Byte MLPerf IPU page (older table)",
+    PublishedStudy.BYTEMLPERF_C600:
+        "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
+    PublishedStudy.BYTEMLPERF_C600_OLDER: "seed 000: Byte MLPerf IPU page (older table)",
 }
 C2_TABLES = {"Table 1": "Latency", "Table 2": "Throughput", "Table 3": "Energy efficiency"}
 
@@ -50,7 +52,7 @@ def model_specs() -> pd.DataFrame:
     return _read("bytemlperf_model_specs.csv")
 
 
-def seed_table(study: str) -> pd.DataFrame:
+def seed_table(study: PublishedStudy | str) -> pd.DataFrame:
     """A ByteMLPerf table with the seed's own columns and printed values."""
     if study not in SEED_TABLES:
         raise UnknownNameError("seed table", study, SEED_TABLES)
@@ -67,7 +69,8 @@ def seed_table(study: str) -> pd.DataFrame:
 
 def c2_tables() -> pd.DataFrame:
     """The C2 study's tables 1-3 side by side: batch size, latency, throughput, efficiency."""
-    rows = figures()[(figures()["study"] == "c2_qwant") & figures()["table"].isin(list(C2_TABLES))]
+    f = figures()
+    rows = f[(f["study"] == PublishedStudy.C2_QWANT) & f["table"].isin(list(C2_TABLES))]
     wide = rows.pivot(index="batch_size", columns="metric", values="number")
     wide.index = wide.index.astype(int)
     return wide.sort_index().rename_axis("Batch size")[list(C2_TABLES.values())]
@@ -80,16 +83,17 @@ def c2_latency_ms() -> dict[int, float]:
 
 def c2_latency_source() -> str:
     f = figures()
-    row = f[(f["study"] == "c2_qwant") & (f["table"] == "Table 1")].iloc[0]
+    row = f[(f["study"] == PublishedStudy.C2_QWANT) & (f["table"] == "Table 1")].iloc[0]
     return f"{row['source']}, Table 1: {row['metric']}, {row['unit']}"
 
 
 def c2_setup_value(metric: str) -> float:
     """A number of the C2 paper's setup (e.g. 'IPUs used', 'Card power')."""
     f = figures()
-    rows = f[(f["study"] == "c2_qwant") & (f["table"] == "setup") & (f["metric"] == metric)]
+    setup = f[(f["study"] == PublishedStudy.C2_QWANT) & (f["table"] == "setup")]
+    rows = setup[setup["metric"] == metric]
     if rows.empty:
-        raise UnknownNameError("C2 setup figure", metric, f[(f["study"] == "c2_qwant") & (f["table"] == "setup")]["metric"])
+        raise UnknownNameError("C2 setup figure", metric, setup["metric"])
     return float(rows.iloc[0]["number"])
 
 
@@ -98,7 +102,7 @@ def c2_ipus() -> int:
     return int(c2_setup_value("IPUs used"))
 
 
-def study_hardware(study: str) -> str:
+def study_hardware(study: PublishedStudy | str) -> str:
     """The hardware a published study ran on, as its source names it."""
     f = figures()
     rows = f[f["study"] == study]
@@ -107,7 +111,7 @@ def study_hardware(study: str) -> str:
     return rows.iloc[0]["hardware"]
 
 
-def study_part(study: str) -> str | None:
+def study_part(study: PublishedStudy | str) -> str | None:
     """The exact Graphcore part (a kit.hardware.parts.PARTS key) a study's figures came from."""
     return part_named_in(study_hardware(study))
 
@@ -132,11 +136,12 @@ def pack_mode_models() -> tuple[str, ...]:
 
 def c2_setup() -> pd.DataFrame:
     f = figures()
-    return f[(f["study"] == "c2_qwant") & (f["table"] == "setup")][["metric", "printed", "unit", "note"]]
+    setup = f[(f["study"] == PublishedStudy.C2_QWANT) & (f["table"] == "setup")]
+    return setup[["metric", "printed", "unit", "note"]]
 
 
-def headline_rows(study: str = "bytemlperf_c600") -> pd.DataFrame:
-    """The rows of a ByteMLPerf seed table (seed 001's 14 by default; "bytemlperf_c600_older" for
+def headline_rows(study: PublishedStudy | str = PublishedStudy.BYTEMLPERF_C600) -> pd.DataFrame:
+    """The rows of a ByteMLPerf seed table (seed 001's 14 by default; BYTEMLPERF_C600_OLDER for
     seed 000's 6) as numbers: model, precision, qps, metric, metric_value, dataset."""
     if study not in SEED_TABLES:
         raise UnknownNameError("seed table", study, SEED_TABLES)

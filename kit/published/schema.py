@@ -2,7 +2,8 @@
 
 A malformed file is an error naming the file, the line (as an editor counts it: the header is
 line 1) and the column, never a silent change: a row with an extra or a missing field, an empty
-required cell, a non-numeric number, a non-positive QPS, latency or throughput.
+required cell, a non-numeric number, a non-positive QPS, latency or throughput, a study or a
+precision that is none of its enum's members (kit.published.studies, kit.precision).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import csv
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
 
 from kit.errors import KitError
+from kit.precision import PublishedPrecision
+from kit.published.studies import PublishedStudy
 
 
 class PublishedDataError(KitError):
@@ -52,6 +56,7 @@ class Schema:
     unique: tuple[tuple[str, ...], ...] = ()
     text_units: frozenset[str] = frozenset()
     positive_metrics: frozenset[str] = frozenset()
+    members: tuple[tuple[str, type[StrEnum]], ...] = ()  # (column, the enum its filled cells name)
     row_checks: tuple[Callable[[dict], tuple[str, str] | None], ...] = field(default=())
 
 
@@ -63,6 +68,7 @@ FIGURES = Schema(
     unique=(("figure_id",), ("study", "table", "model", "precision", "batch_size", "metric")),
     text_units=frozenset({"date", "rule", "tool", "version", "string"}),
     positive_metrics=frozenset({"QPS", "Latency", "Throughput", "Energy efficiency"}),
+    members=(("study", PublishedStudy),),
 )
 REPORTS = Schema(
     columns=("model", "precision", "batch_size", "metric", "value", "unit", "source_path"),
@@ -71,6 +77,7 @@ REPORTS = Schema(
     text_units=frozenset({"git commit", "json", "note", "png filename", "string", "version"}),
     positive_metrics=frozenset({"Performance/QPS", "Performance/AVG Latency", "Performance/P99 Latency",
                                 "README table/QPS (headline)"}),
+    members=(("precision", PublishedPrecision),),
 )
 MODEL_SPECS = Schema(
     columns=("model", "has_ipu_report", "framework", "framework_version", "model_format", "model_path",
@@ -116,6 +123,10 @@ def check_rows(path: Path, schema: Schema, header: list[str], rows: list[tuple[i
         for column in schema.positive_ints:
             if row[column] and not _positive_int(row[column]):
                 raise PublishedDataError(path, line, column, f"{row[column]!r} is not a positive whole number")
+        for column, kind in schema.members:
+            if row[column] and row[column] not in {m.value for m in kind}:
+                raise PublishedDataError(path, line, column, f"{row[column]!r} is not one of "
+                                         f"{', '.join(m.value for m in kind)}")
         for columns in schema.unique:
             key = (columns, tuple(row[c] for c in columns))
             first = seen.setdefault(key, line)

@@ -13,13 +13,15 @@ import math
 from dataclasses import KW_ONLY, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from kit import atomic
-from kit.errors import KitError
+from kit.errors import KitError, parse_member
 from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
 from kit.results.sections import Sections
 
-__all__ = ["SCHEMA_VERSION", "ResultKind", "RunResult", "Sections", "UnsupportedVersion", "version_problem"]
+__all__ = ["SCHEMA_VERSION", "ResultKind", "ResultStatus", "RunResult", "Sections", "UnsupportedVersion",
+           "version_problem"]
 
 
 
@@ -31,6 +33,18 @@ class ResultKind(StrEnum):
     SERVER_SCENARIO = "server_scenario"
     PUBLISHED_RESULTS = "published_results"
     SUMMARY = "summary"
+
+
+class ResultStatus(StrEnum):
+    """Whether a run finished without an error; the value is what the JSON holds."""
+
+    OK = "ok"
+    ERROR = "error"
+
+    @classmethod
+    def parse(cls, value: str) -> ResultStatus:
+        """The member `value` names; else UnknownValueError (a KitError) naming the allowed ones."""
+        return parse_member(cls, value, "result status")
 
 
 @dataclass
@@ -45,36 +59,39 @@ class RunResult:
     kind: ResultKind | str
     name: str
     _: KW_ONLY
-    parameters: dict
-    environment: dict
-    status: str = "ok"  # "ok" or "error"
+    parameters: dict[str, Any]
+    environment: dict[str, Any]
+    status: ResultStatus = ResultStatus.OK
     errors: list[str] = field(default_factory=list)
-    model: dict | None = None
-    backend: dict | None = None
-    measurements: list[dict] = field(default_factory=list)  # BatchMeasurement.to_dict()
-    numerics: list[dict] = field(default_factory=list)
-    accuracy: list[dict] = field(default_factory=list)
-    figures: list[dict] = field(default_factory=list)
-    tables: dict = field(default_factory=dict)
+    model: dict[str, Any] | None = None
+    backend: dict[str, Any] | None = None
+    measurements: list[dict[str, Any]] = field(default_factory=list)  # BatchMeasurement.to_dict()
+    numerics: list[dict[str, Any]] = field(default_factory=list)
+    accuracy: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    resources: dict = field(default_factory=dict)  # peak memory: kit.measure.memory.resources()
+    resources: dict[str, Any] = field(default_factory=dict)  # peak memory: kit.measure.memory.resources()
     created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        self.status = ResultStatus.parse(self.status)
+
     @classmethod
-    def new(cls, kind: ResultKind | str, name: str, parameters: dict, environment: dict) -> RunResult:
+    def new(cls, kind: ResultKind | str, name: str, parameters: dict[str, Any], environment: dict[str, Any]) -> RunResult:
         """A fresh result with the environment it runs in (`kit.hardware.environment.capture()`)."""
         return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=environment)
 
     def fail(self, error: BaseException | str) -> None:
-        self.status = "error"
+        self.status = ResultStatus.ERROR
         self.errors.append(error if isinstance(error, str) else f"{type(error).__name__}: {error}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
-    def from_dict(cls, d: dict) -> RunResult:
+    def from_dict(cls, d: dict[str, Any]) -> RunResult:
         if not isinstance(d, dict):
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
@@ -117,7 +134,7 @@ class RunResult:
             raise type(exc)(f"{path}: {exc}") from None
 
 
-def _finite(value):
+def _finite(value: object) -> object:
     """JSON has no NaN: write None instead."""
     if isinstance(value, float) and not math.isfinite(value):
         return None

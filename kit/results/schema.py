@@ -12,6 +12,8 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 from kit.errors import KitError
 
 SCHEMA_VERSION = 2
@@ -22,7 +24,7 @@ class UnsupportedVersion(KitError):
     """A result JSON of a schema_version this kit does not read (written by another kit)."""
 
 
-def version_problem(data: dict) -> str | None:
+def version_problem(data: dict[str, Any]) -> str | None:
     """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
     version = data.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and OLDEST <= version <= SCHEMA_VERSION:
@@ -30,7 +32,7 @@ def version_problem(data: dict) -> str | None:
     return f"result schema_version {version!r} is not supported (this kit reads {OLDEST} to {SCHEMA_VERSION})"
 
 
-def upgrade(data: dict) -> dict:
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """`data` (a result JSON of a version this kit reads) at SCHEMA_VERSION; the input is left as it was."""
     if problem := version_problem(data):
         raise UnsupportedVersion(problem)
@@ -39,7 +41,7 @@ def upgrade(data: dict) -> dict:
     return data
 
 
-def update_to_2(data: dict) -> dict:
+def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
     """Version 1 -> 2: the keys version 1 added over time, present in every section."""
     out = dict(data, schema_version=2)
     env = dict(data.get("environment") or {})

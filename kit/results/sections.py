@@ -15,6 +15,7 @@ record holds the figure the run stored.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -243,7 +244,9 @@ class Resources:
     @classmethod
     def from_dict(cls, d: object) -> Resources:
         peak = _map(d).get("peak_rss_bytes")
-        return cls(peak_rss_bytes=peak if isinstance(peak, int | float) and not isinstance(peak, bool) else None)
+        if isinstance(peak, float) and math.isfinite(peak):
+            peak = round(peak)  # bytes: a count, whole even where JSON wrote it as a float
+        return cls(peak_rss_bytes=peak if isinstance(peak, int) and not isinstance(peak, bool) else None)
 
 
 class Sections:

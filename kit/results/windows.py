@@ -148,7 +148,8 @@ class Measurement:
         """A figure by its JSON name: 'qps_bytemlperf', 'throughput' or a latency ('mean_ms', 'p99_ms', ...)."""
         if name in ("qps_bytemlperf", "throughput"):
             return self.qps_bytemlperf if name == "qps_bytemlperf" else self.throughput
-        return getattr(self.latency, name)
+        value: float | None = getattr(self.latency, name)
+        return value
 
     def call_times(self) -> list[list[tuple[int, int]]]:
         """Each thread's (start, end) in ns of every timed call, as stored (read only when asked for)."""

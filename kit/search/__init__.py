@@ -15,5 +15,6 @@ from kit.search.keeping import KEEPS_NOTHING, SessionKeeper
 from kit.search.planning import SearchSettings
 from kit.search.row import decide, search_row
 
-__all__ = ["KEEPS_NOTHING", "Decision", "Plan", "RowCandidate", "SearchSettings", "SessionKeeper", "decide", "decision_key", "key_hash", "load_decision", "row_candidates",
-           "search_cost", "search_row"]
+__all__ = ["KEEPS_NOTHING", "Decision", "Plan", "RowCandidate", "SearchSettings", "SessionKeeper",
+           "decide", "decision_key", "key_hash", "load_decision", "row_candidates", "search_cost",
+           "search_row"]

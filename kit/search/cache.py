@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from kit import atomic
+from kit.errors import KitError
 from kit.hardware import kinds
 from kit.hardware.environment import (
     TENSORRT_DISTRIBUTIONS,
@@ -26,6 +27,7 @@ from kit.hardware.environment import (
     usable_cores,
 )
 from kit.paths import cache_dir
+from kit.precision import PublishedPrecision
 from kit.search.decision import Decision
 
 SEARCH_VERSION = 17  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
@@ -53,7 +55,8 @@ def software_versions() -> dict:
 
 def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
                  small: bool = False, seed: int = 0) -> dict:
-    return {"model": model, "weights": weights, "small": small, "seed": seed, "published": published.upper(),
+    return {"model": model, "weights": weights, "small": small, "seed": seed,
+            "published": PublishedPrecision.parse(published),
             "batch_size": int(batch_size), "hardware": hardware_fingerprint(kind),
             "software": software_versions()}
 
@@ -101,5 +104,7 @@ def load_decision(key: dict, depth: str = "quick", directory: Path | None = None
 
 def store_decision(decision: Decision, directory: Path | None = None) -> Path:
     """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
+    if decision.key is None:
+        raise KitError(f"search decision for {decision.model!r} has no cache key: not stored")
     path = decision_path(decision.key, directory)
     return atomic.write_text(path, json.dumps(decision.to_dict(), indent=1, default=str))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, asdict, dataclass, field
+from typing import Any
 
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -185,7 +186,7 @@ def openvino_candidates(bf16: bool, fp16: bool, vnni: bool, transformer: bool = 
 #: for convolutional models, set by the backend), the whole host-to-host call in one CUDA graph, two
 #: clients (each its own stream: one client's copies overlap the other's kernels), and torch.compile;
 #: a GPU call is milliseconds, so compilation (about 20 s on an H200) fits a quick search
-TORCH_CUDA = (
+TORCH_CUDA: tuple[tuple[str, dict[str, Any], str, str], ...] = (
     ("fp32", {}, "quick", "torch CUDA fp32 eager (TF32 tensor cores where cuDNN picks them)"),
     ("fp16", {}, "quick", "fp16 weights (model.half()), eager, pinned fp16 host buffers"),
     ("bf16", {}, "quick", "bf16 weights, eager, pinned bf16 host buffers"),
@@ -201,7 +202,7 @@ TORCH_CUDA = (
      "inductor fp16 reduce-overhead with 2 clients"),
 )
 #: ONNX Runtime's CUDA provider: IO binding per call, and the provider's CUDA graph option
-ORT_CUDA = (
+ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (
     ("fp32", "cuda", {}, "quick", "CUDA fp32, IO binding"),
     ("fp16", "cuda", {}, "quick", "CUDA fp16 (tensor cores), IO binding"),
     ("fp16", "cuda", {"cuda_graph": True}, "quick", "CUDA fp16, the provider's CUDA graph (enable_cuda_graph)"),

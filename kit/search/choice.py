@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kit.search.decision import Decision, Plan
 from kit.search.precision_map import PrecisionChoice
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 from kit.search.wording import note, runoff_text
 
 
@@ -16,30 +16,30 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
     overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
-    measured = [p for p in probes if p.status == "measured"]
+    measured = [p for p in probes if p.status == ProbeStatus.MEASURED]
     today_probe = next((p for p in probes if p.today), None)
     if not measured:
         for p in probes:
-            p.status = p.status if p.status != "pending" else "not probed"
+            p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
         label = today_probe.label if today_probe else None
         return Decision(chosen=label, today=label, fallback=True, probes=list(probes), plan=Plan(
             today.backend, today.precision, today.device,
             precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
-    best = max(measured, key=lambda p: p.throughput)
+    best = max(measured, key=lambda p: p.rate)
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
         best = next(p for p in measured if p.label == verdict["winner"])
-    elif today_probe is not None and today_probe.status == "measured" and best is not today_probe \
+    elif today_probe is not None and today_probe.status == ProbeStatus.MEASURED and best is not today_probe \
             and not clearly_faster(best, today_probe):
         best, kept_for_noise = today_probe, True
     for p in measured:
-        p.status = "chosen" if p is best else "lost"
+        p.status = ProbeStatus.CHOSEN if p is best else ProbeStatus.LOST
         taken = f"taken by {p.shared_from}" if p.shared_from else ""
         if p is best:
             p.reason = f"probe {taken}" if taken else p.reason
         else:
-            p.reason = f"{p.throughput / best.throughput:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
-            if kept_for_noise and p.throughput > best.throughput:
+            p.reason = f"{p.rate / best.rate:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
+            if kept_for_noise and p.rate > best.rate:
                 p.reason = ("faster by its point estimate, but its interval reaches below today's "
                             "mapping's throughput: today's mapping kept")
         p.reason += runoff_text(verdict, p)
@@ -68,22 +68,23 @@ def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[
 def clearly_faster(a: Probe, b: Probe) -> bool:
     """Whether a's whole interval lies above b's throughput (no interval: the point estimates)."""
     if a.low is None or a.low != a.low:
-        return a.throughput > b.throughput
-    return a.low > b.throughput
+        return a.rate > b.rate
+    return a.low > b.rate
 
 
 def separated(a: Probe, b: Probe) -> bool:
     """Whether a's throughput interval lies wholly above b's (no interval: the point estimates)."""
     if a.low is None or a.low != a.low:
-        return a.throughput > b.throughput
+        return a.rate > b.rate
     return b.high is not None and a.low > b.high  # no upper bound on b: not separated
 
 
 def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
-    if today is None or today.status not in ("chosen", "lost") or not today.throughput:
+    if today is None or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) \
+            or not today.throughput:
         return None, [None, None]
     if best is today:
         return 1.0, [1.0, 1.0]
     lo = best.low / today.high if best.low and today.high else None
     hi = best.high / today.low if best.high and today.low else None
-    return best.throughput / today.throughput, [lo, hi]
+    return best.rate / today.rate, [lo, hi]

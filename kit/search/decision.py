@@ -14,11 +14,12 @@ JSON through `to_dict`/`from_dict`) and what a result's `search` and `search_dec
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields
+from typing import Any
 
 from kit.search.probe import Probe
 
 
-def _known(cls, d: dict) -> dict:
+def _known(cls: type[Any], d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
 
@@ -31,15 +32,15 @@ class Plan:
     precision: str
     device: str
     _: KW_ONLY
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     threads: int | None = None
     precision_note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> Plan:
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
         return cls(**{"backend": "", "precision": "", "device": "", **_known(cls, d)})
 
 
@@ -55,39 +56,39 @@ class Decision:
     plan: Plan
     fallback: bool = False
     ratio_vs_today: float | None = None
-    ratio_interval: list = field(default_factory=lambda: [None, None])
+    ratio_interval: list[float | None] = field(default_factory=lambda: [None, None])
     ratio_batch: int | None = None
     separated: bool = False
     probes: list[Probe] = field(default_factory=list)
-    runoff: dict | None = None
+    runoff: dict[str, Any] | None = None
     model: str = ""
     published: str = ""
     batch_size: int = 0
     kind: str = ""
     depth: str = "quick"
-    settings: dict = field(default_factory=dict)  # SearchSettings' fields and the probe's MeasureConfig
+    settings: dict[str, Any] = field(default_factory=dict)  # SearchSettings' fields and the probe's MeasureConfig
     native_16bit: list[str] = field(default_factory=list)
     searched_s: float | None = None
     shared_probes: int = 0
     shared_from: str | None = None  # the sibling row's cache file its shared probes came from
-    machine_at_start: dict = field(default_factory=dict)  # kit.measure.noise.idle_sample's verdict
+    machine_at_start: dict[str, Any] = field(default_factory=dict)  # kit.measure.noise.idle_sample's verdict
     load_average: float | None = None
     cores: int | None = None
     contended: bool = False
     created_at: str = ""
-    key: dict | None = None
+    key: dict[str, Any] | None = None
     cache_file: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**self.summary(), "probes": [p.to_dict() for p in self.probes]}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """Everything but the probe table (a result's `search_decision` table)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "probes"}
         return {**out, "plan": self.plan.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> Decision:
+    def from_dict(cls, d: dict[str, Any]) -> Decision:
         known = _known(cls, d)
         return cls(**{"chosen": None, "today": None, **known, "plan": Plan.from_dict(d.get("plan") or {}),
                       "probes": [Probe.from_dict(p) for p in d.get("probes") or []]})

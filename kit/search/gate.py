@@ -19,12 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kit.errors import InvalidParameter
+from kit.precision import PublishedPrecision, RunPrecision
 
-#: bits of each execution precision
-PRECISION_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "fp8": 8}
-#: bits of each published precision
-ROW_BITS = {"FP32": 32, "FP16": 16, "FP8": 8}
 #: relative mean |diff| allowed against the fp32 reference, per precision class (bits). bf16 keeps
 #: 8 significant bits (relative step 2^-8 = 0.4 %); through a deep network the mean error of a
 #: sound 16-bit run stays near 1 %, so 5 % catches a broken conversion without rejecting bf16.
@@ -33,24 +29,23 @@ REL_TOLERANCE = {32: 1e-3, 16: 0.05, 8: 0.25}
 
 
 def bits(precision: str) -> int:
-    if precision not in PRECISION_BITS:
-        raise InvalidParameter("precision", precision, f"one of {', '.join(PRECISION_BITS)}")
-    return PRECISION_BITS[precision]
+    """The bits of a run precision ("fp16": 16); UnknownValueError for one the kit does not run."""
+    return RunPrecision.parse(precision).bits
 
 
 def row_bits(published: str) -> int:
-    if published.upper() not in ROW_BITS:
-        raise InvalidParameter("published precision", published, f"one of {', '.join(ROW_BITS)}")
-    return ROW_BITS[published.upper()]
+    """The bits of a published row's precision ("FP8": 8, in either case)."""
+    return PublishedPrecision.parse(published).bits
 
 
 def precision_gate(precision: str, published: str) -> str | None:
     """None when `precision` may stand in for the `published` row (its class or a higher precision),
     else why not."""
-    have, want = bits(precision), row_bits(published)
+    row = PublishedPrecision.parse(published)
+    have, want = bits(precision), row.bits
     if have >= want:
         return None
-    return (f"{precision} ({have}-bit) is below the row's {published.upper()} class: a row runs at its "
+    return (f"{precision} ({have}-bit) is below the row's {row} class: a row runs at its "
             f"published precision class or higher")
 
 

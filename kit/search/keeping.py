@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kit.backends import BackendConfig
-from kit.search.probe import Probe, release
+from kit.search.probe import Probe, ProbeStatus, release
 
 
 def costly_to_reload(probe: Probe) -> bool:
@@ -51,7 +51,7 @@ class SessionKeeper:
     def offer(self, batch: int, probe: Probe, session, leader: Probe | None) -> bool:
         """Keep `session` (True: the caller must not close it) where `probe` was measured, is costly
         to reload and beats `leader`, the fastest before it; the session kept before is closed."""
-        if probe.status != "measured" or not costly_to_reload(probe):
+        if probe.status != ProbeStatus.MEASURED or not costly_to_reload(probe):
             return False
         if leader is not None and leader is not probe and (probe.throughput or 0.0) <= (leader.throughput or 0.0):
             return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from kit.backends import BackendConfig, require_backend
+from kit.backends import BackendConfig, reference_outputs, require_backend
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.search.candidates import RowCandidate
@@ -18,6 +18,7 @@ from kit.search.gate import bits, numerics_gate
 from kit.search.probe import (
     FAILED,
     Probe,
+    ProbeStatus,
     Stopwatch,
     nonfinite,
     numerics_record,
@@ -64,7 +65,7 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
     try:
         with Stopwatch() as first:
             ref_out = ref_session.run(inputs)
-        ref_probe = next((p for p in probes if p.status == "pending" and p.plan() == REFERENCE.plan()), None)
+        ref_probe = next((p for p in probes if p.status == ProbeStatus.PENDING and p.plan() == REFERENCE.plan()), None)
         if ref_probe is not None:
             ref_probe.first_call = batch / first.seconds
             ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
@@ -78,20 +79,22 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
         del ref_session
         release()
     reference = Reference.of(ref_out)
+    reference_outputs.remember(model, batch, inputs, ref_out)  # the row's measurement checks against them
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
-        if p.status == "pending":
+        if p.status == ProbeStatus.PENDING:
             probe_one(ctx, p, reference, leader=leader_of(probes), min_scout=min_scout)
     for p in probes:
-        if p.status == "fallback" and settle_fallback(p, probes):
+        if p.status == ProbeStatus.FALLBACK and settle_fallback(p, probes):
             probe_one(ctx, p, reference, leader=leader_of(probes), min_scout=min_scout)
     if ref_probe is not None and not ref_probe.today:
         settle_reference(ctx, ref_probe, ref_scout, probes)
     ctx.keeper.keep_only(batch, getattr(leader_of(probes), "label", None))
 
 
-def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement, probes: list[Probe]) -> None:
+def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement,
+                     probes: list[Probe]) -> None:
     """The reference's scout against the fastest other candidate: stopped early where it clearly
     lost, else the rest of its probe timed on a fresh session of it (after one warm-up call)."""
     leader = leader_of([q for q in probes if q is not ref])
@@ -103,7 +106,7 @@ def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement, pr
         rest = replace(rest_config(ctx.window, scout), warmup=1)
         record_timing(ref, scout, time_session(session, ctx.inputs, ctx.batch, rest))
     except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
-        ref.status = "failed"
+        ref.status = ProbeStatus.FAILED
         ref.reason = (f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
                       f"{ref.throughput:.3g} samples/s over {ref.calls} call(s)")
     finally:
@@ -114,7 +117,8 @@ def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement, pr
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
-    return max((q for q in probes if q.status == "measured"), key=lambda q: q.throughput, default=None)
+    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate,
+               default=None)
 
 
 def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
@@ -122,9 +126,9 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
     candidate it stands in for failed or was not measured; otherwise marked not probed, with why."""
     first = next((q for q in probes if q.label == p.fallback_for), None)
     if first is None or first.status in FAILED:
-        p.status = "pending"
+        p.status = ProbeStatus.PENDING
         return True
-    p.status, p.reason = "not probed", (f"measured only where {p.fallback_for} fails (it passed the numerics "
+    p.status, p.reason = ProbeStatus.NOT_PROBED, (f"measured only where {p.fallback_for} fails (it passed the numerics "
                                         "gate); a full search measures it")
     return False
 
@@ -143,7 +147,7 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
         p.compile_s = session.description.get("compile_s")
         notes = session.description.get("notes") or []
         if p.options.get("compile") and any("fell back to eager" in n for n in notes):
-            p.status, p.reason = "failed", next(n for n in notes if "fell back" in n)
+            p.status, p.reason = ProbeStatus.FAILED, next(n for n in notes if "fell back" in n)
             return
         with Stopwatch() as first:
             out = session.run(inputs)
@@ -153,7 +157,7 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
                                 max(0, nonfinite(out) - reference.nonfinite))
         p.numerics = {**numerics_record(diff), **verdict.to_dict()}
         if not verdict.ok:
-            p.status, p.reason = "failed numerics", verdict.reason + " (not timed)"
+            p.status, p.reason = ProbeStatus.FAILED_NUMERICS, verdict.reason + " (not timed)"
             return
         scout = None
         if leader is not None and not p.today:
@@ -163,7 +167,7 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
         rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
         record_timing(p, *([scout] if scout is not None else []), rest)
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
-        p.status, p.reason = "failed", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        p.status, p.reason = ProbeStatus.FAILED, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     finally:
         if session is not None and not ctx.keeper.offer(batch, p, session, leader):
             session.close()
@@ -198,19 +202,19 @@ def best_case(p: Probe) -> float:
     (numerics) call, whichever ran faster (one slow call alone never stops a candidate); none (inf)
     without an interval."""
     if p.calls == 1:
-        return max(p.throughput, p.first_call or 0.0) * (1 + ONE_CALL_SPREAD)
+        return max(p.rate, p.first_call or 0.0) * (1 + ONE_CALL_SPREAD)
     return p.high if p.high is not None and p.high == p.high else math.inf
 
 
 def stop_early(p: Probe, leader: Probe) -> bool:
     """Whether the scouted `p` clearly loses to `leader` (then marked lost, with its figures)."""
     top = best_case(p)
-    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.throughput
+    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.rate
     if top >= STOP_BELOW * yardstick:
         return False
     calls = (f"{p.calls} calls" if p.calls > 1 else
              f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to {ONE_CALL_SPREAD:.0%} slow")
-    p.status = "lost"
+    p.status = ProbeStatus.LOST
     p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
                 f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
     return True
@@ -219,4 +223,4 @@ def stop_early(p: Probe, leader: Probe) -> bool:
 def record_timing(p: Probe, *windows: BatchMeasurement) -> None:
     p.throughput, p.low, p.high = throughput_interval(*windows)
     p.calls = sum(m.latency.count for m in windows)
-    p.status = "measured"
+    p.status = ProbeStatus.MEASURED

@@ -18,7 +18,7 @@ from kit.search.candidates import DEPTHS, RowCandidate, native_16bit
 from kit.search.decision import Decision
 from kit.search.gate import bits, precision_gate
 from kit.search.precision_map import PrecisionChoice
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 
 PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
 FULL_ONLY_WHY = "torch.compile / extra settings take minutes here"
@@ -85,10 +85,10 @@ def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
     size = Path(model.onnx_path).stat().st_size
     budget = conversion_budget(size)
     for p in probes:
-        if p.status == "pending" and p.options.get("quantization") == "static-qdq":
+        if p.status == ProbeStatus.PENDING and p.options.get("quantization") == "static-qdq":
             need = estimate_need("int8-static", size)
             if need > budget:
-                p.status, p.reason = "not probed", (f"static int8 calibration needs about {need / GB:.1f} GB, "
+                p.status, p.reason = ProbeStatus.NOT_PROBED, (f"static int8 calibration needs about {need / GB:.1f} GB, "
                                                     f"over the {budget / GB:.1f} GB conversion budget")
 
 
@@ -98,17 +98,17 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
     for p, c in zip(probes, candidates, strict=True):
         reason = precision_gate(p.precision, published)
         if reason:
-            p.status, p.reason = "not eligible", reason
+            p.status, p.reason = ProbeStatus.NOT_ELIGIBLE, reason
         elif p.today:
-            p.status = "pending"
+            p.status = ProbeStatus.PENDING
         elif depth == "quick" and c.fallback_for:
-            p.status = "fallback"  # settled once the candidate it stands in for is measured
+            p.status = ProbeStatus.FALLBACK  # settled once the one it stands in for is measured
         elif depth == "quick" and c.depth == "full":
-            p.status, p.reason = "not probed", f"full search only ({c.full_only_why or FULL_ONLY_WHY})"
+            p.status, p.reason = ProbeStatus.NOT_PROBED, f"full search only ({c.full_only_why or FULL_ONLY_WHY})"
         elif depth == "quick" and bits(p.precision) == 16 and not p.native:
-            p.status, p.reason = "not probed", emulated_why(p.precision, native16)
+            p.status, p.reason = ProbeStatus.NOT_PROBED, emulated_why(p.precision, native16)
         else:
-            p.status = "pending"
+            p.status = ProbeStatus.PENDING
 
 
 def emulated_why(precision: str, native16: tuple[str, ...]) -> str:
@@ -128,9 +128,10 @@ def skip_failed_before(probes: list[Probe], prior: Decision | None) -> None:
     mapping is always measured."""
     if prior is None:
         return
-    failed = {q.label: q for q in prior.probes if q.status in ("failed", "failed numerics")}
+    failed = {q.label: q for q in prior.probes
+              if q.status in (ProbeStatus.FAILED, ProbeStatus.FAILED_NUMERICS)}
     for p in probes:
         q = failed.get(p.label)
-        if p.status == "pending" and not p.today and q is not None:
-            p.status, p.reason = "not probed", f"{q.status} at batch {prior.batch_size}: {q.reason}"
+        if p.status == ProbeStatus.PENDING and not p.today and q is not None:
+            p.status, p.reason = ProbeStatus.NOT_PROBED, f"{q.status} at batch {prior.batch_size}: {q.reason}"
 

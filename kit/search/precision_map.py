@@ -6,7 +6,7 @@ bf16 CPU path) or fp16 on a GPU; FP8 rows -> int8 on a CPU (VNNI) and, on a GPU,
 TensorRT (the kit has no fp8 execution path yet, even on GPUs that have fp8 units).
 
 >>> map_precision("FP8", "cpu").precision
-'int8'
+<RunPrecision.INT8: 'int8'>
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import NamedTuple
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
 from kit.hardware.environment import cpu_flags
+from kit.precision import PublishedPrecision as Pub
+from kit.precision import RunPrecision as Run
 
-PUBLISHED = ("FP32", "FP16", "FP8")
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -29,68 +30,65 @@ class PrecisionChoice(NamedTuple):
     """Where a published row runs here: backend, precision, device, and the reason in words."""
 
     backend: str
-    precision: str
+    precision: Run
     device: str
     note: str
 
 
-def map_precision(published: str, hardware: str, *, framework: str = "torch",
+def map_precision(published: str | Pub, hardware: str, *, framework: str = "torch",
                   flags: Iterable[str] | None = None, gpu_providers: Iterable[str] = ()) -> PrecisionChoice:
     """The backend/precision/device for a published precision on `hardware` ('cpu', 'cuda', 'ipu').
 
     `framework` is the zoo entry's ('torch' models can use the torch backend), `flags` the CPU
     flags (default: this machine's), `gpu_providers` the ONNX Runtime providers present.
     """
-    published = published.upper()
-    if published not in PUBLISHED:
-        raise InvalidParameter("published precision", published, f"one of {', '.join(PUBLISHED)}")
     kind = hw.get(hardware).name
-    return MAPPINGS[kind](published, framework, frozenset(cpu_flags() if flags is None else flags),
+    return MAPPINGS[kind](Pub.parse(published), framework, frozenset(cpu_flags() if flags is None else flags),
                           set(gpu_providers))
 
 
-def _map_ipu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
-    return PrecisionChoice("ipu", published.lower(), "ipu", f"{published} as published (PopRT on the IPU)")
+def _map_ipu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+    return PrecisionChoice("ipu", published.as_run, "ipu", f"{published} as published (PopRT on the IPU)")
 
 
-def _map_cpu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
-    if published == "FP32":
-        return PrecisionChoice("onnxruntime", "fp32", "cpu", "FP32 as published")
-    if published == "FP8":
+def _map_cpu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+    if published is Pub.FP32:
+        return PrecisionChoice("onnxruntime", Run.FP32, "cpu", "FP32 as published")
+    if published is Pub.FP8:
         vnni = "with VNNI int8 dot products" if flags & set(INT8_FLAGS) else "without VNNI (slower int8)"
-        return PrecisionChoice("onnxruntime", "int8", "cpu",
+        return PrecisionChoice("onnxruntime", Run.INT8, "cpu",
                                f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic")
     if flags & set(FP16_FLAGS) and framework == "torch":
-        return PrecisionChoice("torch", "fp16", "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast")
+        return PrecisionChoice("torch", Run.FP16, "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast")
     if flags & set(BF16_FLAGS):
         if framework == "torch":
-            return PrecisionChoice("torch", "bf16", "cpu",
+            return PrecisionChoice("torch", Run.BF16, "cpu",
                                    "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
                                    "channels_last for CNNs); fp16 here would be emulated")
-        return PrecisionChoice("onnxruntime", "fp16", "cpu",
+        return PrecisionChoice("onnxruntime", Run.FP16, "cpu",
                                f"IPU FP16 -> fp16 via ONNX Runtime: a {framework} model cannot use the torch "
                                "bf16 path and ORT has no bf16 CPU kernels; fp16 is converted, not native, here")
-    return PrecisionChoice("onnxruntime", "fp32", "cpu",
+    return PrecisionChoice("onnxruntime", Run.FP32, "cpu",
                            "IPU FP16 -> fp32: this CPU has no native 16-bit arithmetic, so fp32 is its "
                            "fastest type")
 
 
-def _map_gpu(published: str, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+def _map_gpu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
     backend = "torch" if framework == "torch" else "onnxruntime"
-    if published == "FP32":
-        return PrecisionChoice(backend, "fp32", "cuda", "FP32 as published")
-    if published == "FP16":
-        return PrecisionChoice(backend, "fp16", "cuda", "IPU FP16 -> fp16 on the GPU")
+    if published is Pub.FP32:
+        return PrecisionChoice(backend, Run.FP32, "cuda", "FP32 as published")
+    if published is Pub.FP16:
+        return PrecisionChoice(backend, Run.FP16, "cuda", "IPU FP16 -> fp16 on the GPU")
     if "TensorrtExecutionProvider" in providers:
-        return PrecisionChoice("onnxruntime", "int8", "tensorrt",
+        return PrecisionChoice("onnxruntime", Run.INT8, "tensorrt",
                                "IPU FP8 -> int8 through TensorRT (the kit has no fp8 path yet)")
-    return PrecisionChoice(backend, "fp16", "cuda",
+    return PrecisionChoice(backend, Run.FP16, "cuda",
                            "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit")
 
 
 #: What each published precision runs at, by hardware kind (kit.hardware.kinds): (published,
 #: framework, CPU flags, ONNX Runtime providers) -> the choice.
-MAPPINGS: dict[str, Callable[[str, str, frozenset[str], set[str]], PrecisionChoice]] = {
+MAPPINGS: dict[str, Callable[[Pub, str, frozenset[str], set[str]], PrecisionChoice]] = {
     hw.CPU.name: _map_cpu, hw.CUDA.name: _map_gpu, hw.IPU.name: _map_ipu}
 
 
@@ -100,8 +98,8 @@ def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = 
     hardware = hardware or hw.best_present()
     if hw.get(hardware).published_settings:
         return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
-    fp16 = map_precision("FP16", hardware, framework=framework, flags=flags)
-    fp8 = map_precision("FP8", hardware, framework=framework, flags=flags)
+    fp16 = map_precision(Pub.FP16, hardware, framework=framework, flags=flags)
+    fp8 = map_precision(Pub.FP8, hardware, framework=framework, flags=flags)
     return (f"Precision mapping: the published IPU FP16 rows run here as {fp16.precision} "
             f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
             f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "

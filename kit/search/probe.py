@@ -12,16 +12,41 @@ import gc
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 import numpy as np
 from scipy.stats import t as student_t
 
 from kit.backends import BackendConfig
+from kit.errors import KitError, parse_member
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
 
-STATUSES = ("chosen", "lost", "not eligible", "failed numerics", "failed", "not probed")
-FAILED = ("failed numerics", "failed", "not probed")  # what makes a quick search measure a fallback
+
+class ProbeStatus(StrEnum):
+    """Where a candidate stands in a row's search; the value is what the cache and results hold."""
+
+    PENDING = "pending"  # to be measured
+    FALLBACK = "fallback"  # measured only where the candidate it stands in for fails
+    MEASURED = "measured"  # timed, not yet compared
+    CHOSEN = "chosen"
+    LOST = "lost"
+    NOT_ELIGIBLE = "not eligible"
+    NOT_PROBED = "not probed"
+    FAILED = "failed"
+    FAILED_NUMERICS = "failed numerics"
+
+    @classmethod
+    def parse(cls, value: str) -> ProbeStatus:
+        """The member `value` names; else UnknownValueError naming the allowed ones."""
+        return parse_member(cls, value, "probe status")
+
+
+#: where a finished search leaves each probe
+STATUSES = (ProbeStatus.CHOSEN, ProbeStatus.LOST, ProbeStatus.NOT_ELIGIBLE,
+            ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
+#: what makes a quick search measure a fallback
+FAILED = (ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
 
 
 @dataclass(kw_only=True)
@@ -39,7 +64,7 @@ class Probe:
     today: bool = False  # the published-precision mapping's own configuration
     fallback_for: str = ""  # quick: measured only where the candidate of this label fails
     shared_from: str = ""  # the sibling row's search whose figures these are (kit.search.sharing)
-    status: str = "not probed"
+    status: ProbeStatus = ProbeStatus.NOT_PROBED
     reason: str = ""
     throughput: float | None = None  # samples/s
     low: float | None = None  # 95 % interval of the throughput
@@ -50,9 +75,19 @@ class Probe:
     first_call: float | None = None  # samples/s of the first call (numerics or reference outputs), untimed window
     numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs
 
+    def __post_init__(self) -> None:
+        self.status = ProbeStatus.parse(self.status)
+
     @property
     def measured(self) -> bool:
         return self.throughput is not None
+
+    @property
+    def rate(self) -> float:
+        """`throughput` of a measured probe (samples/s), where a ranking or a ratio needs one."""
+        if self.throughput is None:
+            raise KitError(f"{self.label}: not measured, no throughput to rank or compare")
+        return self.throughput
 
     def plan(self) -> dict:
         return {"backend": self.backend, "precision": self.precision, "device": self.device,
@@ -62,7 +97,7 @@ class Probe:
         return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "status": str(self.status)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Probe:

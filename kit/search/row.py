@@ -25,6 +25,7 @@ from kit.hardware import kinds
 from kit.hardware.environment import usable_cores
 from kit.measure.noise import idle_sample
 from kit.models.spec import ExportedModel
+from kit.precision import PublishedPrecision
 from kit.search import cache, runoff, sharing
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
@@ -44,7 +45,8 @@ from kit.search.precision_map import PrecisionChoice, map_precision
 
 def decide(model: ExportedModel, published: str, batch_size: int, kind: str, settings: SearchSettings,
            *, weights: str = "random", seed: int = 0, candidates: list[RowCandidate] | None = None,
-           prior: Decision | None = None, keeper: SessionKeeper = KEEPS_NOTHING) -> tuple[Decision, bool]:
+           prior: Decision | None = None, keeper: SessionKeeper = KEEPS_NOTHING
+           ) -> tuple[Decision, bool]:
     """The row's decision: from the cache when one fits (returned with True), else searched now and
     stored (False). `prior`: the row's decision at a smaller batch just before, whose failed
     candidates are not probed again (kit.search.planning.skip_failed_before). `keeper`: where the
@@ -87,8 +89,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
         model, published, batch_size, kind, settings.depth, settings.measure_config().to_dict(), weights=weights,
         seed=seed)
     shared = sharing.borrow(probes, sibling) if sibling else 0
-    ctx = SearchContext(model=model, inputs=model.make_inputs(batch_size, seed=seed), batch=batch_size,
-                        window=settings.measure_config(), keeper=keeper)
+    ctx = SearchContext(model=model, inputs=model.make_inputs(batch_size, seed=seed),
+                        batch=batch_size, window=settings.measure_config(), keeper=keeper)
     measure_all(ctx, probes, quiet=not machine["noisy"])
     verdict = runoff.run(ctx, probes, within=runoff.window(contended=machine["noisy"]),
                          settle_batch=settings.settle_batch, seed=seed)
@@ -97,7 +99,8 @@ def search_row(model: ExportedModel, published: str, batch_size: int, kind: str,
     keeper.keep_only(batch_size, None if chosen.fallback else chosen.chosen)
     return replace(
         chosen, runoff=verdict,
-        model=model.name, published=published.upper(), batch_size=batch_size, kind=kind,
+        model=model.name, published=PublishedPrecision.parse(published), batch_size=batch_size,
+        kind=kind,
         depth=settings.depth, settings={**asdict(settings), "probe": settings.measure_config().to_dict()},
         native_16bit=list(native16), searched_s=round(time.perf_counter() - started, 1),
         shared_probes=shared, shared_from=sibling.cache_file if sibling else None,

@@ -40,6 +40,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from scipy.stats import t as student_t
 
@@ -47,7 +48,7 @@ from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.context import SearchContext
-from kit.search.probe import Probe, release, time_session
+from kit.search.probe import Probe, ProbeStatus, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
 MAX_RUNOFF_ROUNDS = 8  # an undecided duel goes on up to this many rounds
@@ -73,12 +74,13 @@ def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Pro
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
     window) not settled by the probes already (its interval wholly below the leader's)."""
-    measured = sorted((p for p in probes if p.status == "measured"), key=lambda p: -p.throughput)
+    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED),
+                      key=lambda p: -p.rate)
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
     quiet = within >= QUIET_WITHIN
-    close = [p for p in measured[1:] if p.throughput >= within * leader.throughput and not (quiet and below(p, leader))]
+    close = [p for p in measured[1:] if p.rate >= within * leader.rate and not (quiet and below(p, leader))]
     close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
     return leader, close[:MAX_DUELS]
 
@@ -96,7 +98,8 @@ def undecided(ratios: list[float]) -> bool:
     return bool(half - ahead > -math.log(1 - TIE_TOLERANCE))
 
 
-def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: bool = False) -> dict:
+def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *,
+         settles_ties: bool = False) -> dict:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
     {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
     'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
@@ -106,8 +109,8 @@ def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: 
         return len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios)) and extend(ratios, seconds))
 
     cfg = MeasureConfig(warmup=0, min_duration_s=ctx.window.min_duration_s / 2, min_count=1)
-    return timed_rounds(ctx.model, (leader, challenger), ctx.inputs, ctx.batch, cfg, go_on, warm_up=True,
-                        lent=ctx.keeper.lend)
+    return timed_rounds(ctx.model, (leader, challenger), ctx.inputs, ctx.batch, cfg, go_on,
+                        warm_up=True, lent=ctx.keeper.lend)
 
 
 def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
@@ -117,7 +120,9 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
     rounds while go_on(ratios so far, seconds since the first load); both closed however it ends,
     except a session `lent(batch, probe)` gave (its owner closes it)."""
     out = {"leader": pair[0].label, "challenger": pair[1].label}
-    sessions, ratios, started, borrowed = [], [], time.perf_counter(), set()
+    sessions: list[Any] = []
+    ratios: list[float] = []
+    started, borrowed = time.perf_counter(), set()
     try:
         for p in pair:
             session = lent(batch, p) if lent is not None else None
@@ -152,7 +157,7 @@ def near_tie(ratios: list[float]) -> bool:
 def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
     """Seconds one round at `batch` is predicted to take with both loads: from each probe's throughput
     at the search batch and its load time (none recorded, as for a probe taken from a sibling row: 0)."""
-    return sum((p.load_s or 0.0) + batch / p.throughput for p in (leader, challenger))
+    return sum((p.load_s or 0.0) + batch / p.rate for p in (leader, challenger))
 
 
 def settle(model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0) -> dict:
@@ -177,14 +182,14 @@ def extend(ratios: list[float], seconds: float) -> bool:
     return len(ratios) < MAX_RUNOFF_ROUNDS and seconds < EXTEND_WITHIN_S and undecided(ratios)
 
 
-def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHIN, settle_batch: int | None = None,
-        seed: int = 0) -> dict | None:
+def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHIN,
+        settle_batch: int | None = None, seed: int = 0) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
     there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
     settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
     with 'batch'), else the record says why not ('settle')."""
     leader, rivals = challengers(probes, within)
-    if not rivals:
+    if not rivals or leader is None:
         return None
     batch, duels, notes = ctx.batch, [], []
     for rival in rivals:
@@ -194,6 +199,7 @@ def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHI
         duels.append(d)
         if cost is not None and "error" not in d and near_tie(d["ratios"]):
             if affordable:
+                assert settle_batch is not None  # a cost is priced at a settle batch only
                 settled = settle(ctx.model, leader, rival, settle_batch, seed)
                 duels.append(settled)
                 d = settled if "error" not in settled else d

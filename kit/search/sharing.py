@@ -7,19 +7,21 @@ Only from a decision searched on a quiet machine into a search starting on a qui
 taken minutes apart are compared as probes taken seconds apart are), never today's mapping (every
 decision measures its own yardstick), and never a candidate that failed there (measured again).
 
->>> SIBLING["FP8"]
-'FP16'
+>>> SIBLING[PublishedPrecision.FP8]
+<PublishedPrecision.FP16: 'FP16'>
 """
 
 from __future__ import annotations
 
 from kit.models.spec import ExportedModel
+from kit.precision import PublishedPrecision
 from kit.search import cache
 from kit.search.decision import Decision
 from kit.search.gate import bits
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 
-SIBLING = {"FP16": "FP8", "FP8": "FP16"}
+SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8,
+           PublishedPrecision.FP8: PublishedPrecision.FP16}
 COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
 
 
@@ -27,7 +29,7 @@ def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind
                      *, weights: str = "random", seed: int = 0) -> Decision | None:
     """The sibling row's cached decision at the same batch and probe settings (a deeper search's
     serves too), searched on a quiet machine; None where there is none."""
-    other = SIBLING.get(published.upper())
+    other = SIBLING.get(PublishedPrecision.parse(published))
     if other is None:
         return None
     key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)
@@ -50,16 +52,16 @@ def borrow(probes: list[Probe], sibling: Decision) -> int:
     taken = 0
     for p in probes:
         q = theirs.get(p.label)
-        if p.status != "pending" or not shareable(p) or q is None:
+        if p.status != ProbeStatus.PENDING or not shareable(p) or q is None:
             continue
-        if q.status not in ("chosen", "lost") or not q.throughput:
+        if q.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not q.throughput:
             continue
         for name in COPIED:
             setattr(p, name, getattr(q, name))
         p.shared_from = q.shared_from or source  # where it was measured, if the sibling took it too
         if q.reason.startswith("stopped early"):
-            p.status, p.reason = "lost", f"in {p.shared_from}: {q.reason}"
+            p.status, p.reason = ProbeStatus.LOST, f"in {p.shared_from}: {q.reason}"
         else:
-            p.status = "measured"
+            p.status = ProbeStatus.MEASURED
         taken += 1
     return taken

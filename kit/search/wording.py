@@ -5,9 +5,10 @@ the side-by-side duels said about each probe.
 
 from __future__ import annotations
 
-from kit.search.gate import bits, row_bits
+from kit.precision import PublishedPrecision
+from kit.search.gate import bits
 from kit.search.precision_map import PrecisionChoice
-from kit.search.probe import Probe
+from kit.search.probe import Probe, ProbeStatus
 
 
 def runoff_text(verdict: dict | None, p: Probe) -> str:
@@ -39,24 +40,25 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
             + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
                else "the only candidate measured within numerics tolerance (the others: not eligible, not "
                     "probed at this depth, or failed)"))
-    if ratio is not None and best is not today_probe:
+    if ratio is not None and today_probe is not None and best is not today_probe:
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})" + (
             f" at batch {ratio_batch}, where a near tie at the search's batch was settled" if ratio_batch else "")
     elif best is today_probe:
         head += " (today's mapping)"
-    want = row_bits(published)
+    published = PublishedPrecision.parse(published)
+    want = published.bits
     if bits(best.precision) > want:
         same = [p for p in measured if bits(p.precision) == want]
-        top = max(same, key=lambda p: p.throughput) if same else None
-        why = (f"; {best.precision} stands in for {published.upper()}: "
+        top = max(same, key=lambda p: p.rate) if same else None
+        why = (f"; {best.precision} stands in for {published}: "
                + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
-                  f"{best.throughput / top.throughput:.2f}x the best {published.upper()}-class candidate, {top.label})"
-                  if top else f"no {published.upper()}-class candidate was measured here ("
+                  f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
+                  if top else f"no {published}-class candidate was measured here ("
                   + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
     elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
-        why = f"; IPU {published.upper()} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
+        why = f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
     return head[0].upper() + head[1:] + why
 
 
@@ -65,7 +67,8 @@ def unmeasured(same_class: list[Probe]) -> str:
     every one is an emulated 16-bit type left to a full search (kit.search.planning.plan_probes)."""
     if not same_class:
         return "none runs on this hardware"
-    if all(p.status == "not probed" and not p.native and bits(p.precision) == 16 for p in same_class):
+    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
+           for p in same_class):
         return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
                 f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")
     return ", ".join(f"{p.label}: {p.status}" for p in same_class)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from kit.registry import Registry
 from kit.studies import c2, model_benchmark, server
@@ -24,7 +25,7 @@ class Study:
     module: ModuleType
 
     @property
-    def config(self) -> type:
+    def config(self) -> type[Any]:
         return self.module.Config
 
     def run(self, config):

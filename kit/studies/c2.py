@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import cycle
+from typing import Any
 
 from kit import progress
 from kit.backends import BackendConfig, export_opset, require_backend
@@ -146,7 +147,7 @@ def c2_row(batch: int, micro: int, m: BatchMeasurement) -> dict:
     latency_ms = m.latency.mean_ms  # each replica's call handles one micro batch, in parallel
     throughput = batch / (latency_ms / 1000.0)
     power = m.power or {}
-    row = {"batch_size": batch, "micro_batch": micro, "latency_ms": latency_ms,
+    row: dict[str, Any] = {"batch_size": batch, "micro_batch": micro, "latency_ms": latency_ms,
            "latency_p99_ms": m.latency.p99_ms, "throughput": throughput,
            "throughput_wall": m.throughput, "efficiency": None}
     if power.get("method") == "measured" and power.get("mean_w"):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import BackendConfig, export_opset, require_backend
+from kit.backends import BackendConfig, export_opset, reference_outputs, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -24,6 +24,7 @@ from kit.measure.window import MeasureConfig, time_limit, timed_window
 from kit.models import ExportedModel, load_model
 from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
+from kit.precision import PublishedPrecision
 from kit.results import ResultKind, RunResult
 from kit.search import (
     KEEPS_NOTHING,
@@ -39,7 +40,7 @@ from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
 from kit.studies.roofline import figure_rows, gpu_roof
 
-PUBLISHED_PRECISIONS = ("FP16", "FP8")
+PUBLISHED_PRECISIONS = (PublishedPrecision.FP16, PublishedPrecision.FP8)
 REFERENCE = ("onnxruntime", "fp32", "cpu")
 
 
@@ -129,7 +130,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
     sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
     per_batch: dict[int, Config] = {}
-    sessions: dict[int, dict] = {}
+    sessions: dict[int, dict | None] = {}
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         planner = BatchPlanner(cfg=cfg, model=model, result=result, keeper=keeper)
@@ -185,17 +186,19 @@ class BatchPlanner:
     keeper: SessionKeeper = KEEPS_NOTHING
 
     def planned_batches(self) -> Iterator[tuple[int, Config]]:
-        """Each batch size with the config it runs, in the order they are measured. Where the kind
-        searches each batch (a GPU), each is searched just before it is measured, smallest first, so
-        the session its search kept (kit.search.keeping) is timed at once and no compiled model waits
-        on the device while the next batch is searched; elsewhere the one plan (searched, or the job's
-        own) is decided first and the batches run in the job's order."""
+        """Each batch size with the config it runs, in the order they are measured. Where the
+        kind searches each batch (a GPU), each is searched just before it is measured, smallest
+        first, so the session its search kept (kit.search.keeping) is timed at once and no
+        compiled model waits on the device while the next batch is searched; elsewhere the one
+        plan (searched, or the job's own) is decided first and the batches run in the job's
+        order."""
         cfg, kind = self.cfg, kinds.get(self.cfg.hardware)
         if cfg.search and kind.search_each_batch and not kind.published_settings:
             yield from self.searched_each_batch()
             return
         per_batch = self.batch_configs()
-        self.keeper.keep_batches(cfg.batch_sizes)  # a CPU's search batch may be none of the measured ones
+        # a CPU's search batch may be none of the measured ones
+        self.keeper.keep_batches(cfg.batch_sizes)
         yield from ((b, per_batch[b]) for b in cfg.batch_sizes)
 
     def batch_configs(self) -> dict[int, Config]:
@@ -203,11 +206,12 @@ class BatchPlanner:
         searched at one batch for all, else the job's own."""
         cfg, model = self.cfg, self.model
         if not cfg.search:
-            one = graph_precision_config(cfg, model) if model.precision != "fp32" and cfg.precision == "fp32" else cfg
+            graph_own = model.precision != "fp32" and cfg.precision == "fp32"
+            one = graph_precision_config(cfg, model) if graph_own else cfg
             return dict.fromkeys(cfg.batch_sizes, one)
         if kinds.get(cfg.hardware).published_settings:
-            self.result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, which runs its "
-                                     "published settings.")
+            self.result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, "
+                                     "which runs its published settings.")
             return dict.fromkeys(cfg.batch_sizes, cfg)
         batch = cfg.search_batch or max(cfg.batch_sizes)
         return dict.fromkeys(cfg.batch_sizes, self.timed_search(batch, cfg.search_key)[0])
@@ -217,18 +221,21 @@ class BatchPlanner:
         """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
         with timed_phase("search", batch) as phase:
             plan, decision = self.searched_config(batch, expected_key, prior)
+            reused = decision is not None and self.result.tables["search_decision"]["reused"]
             phase.detail = ("not completed" if decision is None
-                            else "decision reused from the cache" if self.result.tables["search_decision"]["reused"]
+                            else "decision reused from the cache" if reused
                             else search_cost(decision))
         return plan, decision
 
     def searched_each_batch(self) -> Iterator[tuple[int, Config]]:
-        """Each batch size's own decision, smallest first (a candidate that failed at one is not probed
-        at the next), yielded as it is made; the last batch's probe table is the result's `search`,
-        every decision's summary in `search_by_batch`."""
+        """Each batch size's own decision, smallest first (a candidate that failed at one is not
+        probed at the next), yielded as it is made; the last batch's probe table is the result's
+        `search`, every decision's summary in `search_by_batch`."""
         cfg, result = self.cfg, self.result
-        keys = dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False)) if cfg.search_key else {}
-        prior, summaries = None, []
+        keys = (dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False))
+                if cfg.search_key else {})
+        prior: Decision | None = None
+        summaries: list[dict] = []
         result.tables["search_by_batch"] = summaries
         for batch in sorted(cfg.batch_sizes):
             here, decision = self.timed_search(batch, keys.get(batch, ""), prior)
@@ -239,21 +246,24 @@ class BatchPlanner:
 
     def searched_config(self, batch: int, expected_key: str = "", prior: Decision | None = None
                         ) -> tuple[Config, Decision | None]:
-        """The config with the row's plan searched at `batch` (cached per row, batch and hardware) in
-        place of the mapping's, and the decision (None where the search did not complete); the
+        """The config with the row's plan searched at `batch` (cached per row, batch and hardware)
+        in place of the mapping's, and the decision (None where the search did not complete); the
         search's probe table goes into the result."""
         cfg, result = self.cfg, self.result
         try:
             decision, reused = decide(self.model, cfg.published_precision, batch, cfg.hardware,
-                                      cfg.search_settings(), weights=cfg.weights, seed=cfg.seed, prior=prior,
-                                      keeper=self.keeper)
+                                      cfg.search_settings(), weights=cfg.weights, seed=cfg.seed,
+                                      prior=prior, keeper=self.keeper)
         except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
-            result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept.")
+            result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's "
+                                "mapping kept.")
             return cfg, None
         record_decision(result, decision, reused, batch, expected_key)
-        if decision.fallback:  # the search measured nothing: its guess never replaces the job's plan
-            result.notes.append(f"Per-row search measured no candidate: the job's own plan ({cfg.backend} "
-                                f"{cfg.precision} on {cfg.device}) is used, not the search's fallback.")
+        # the search measured nothing: its guess never replaces the job's plan
+        if decision.fallback:
+            result.notes.append(f"Per-row search measured no candidate: the job's own plan "
+                                f"({cfg.backend} {cfg.precision} on {cfg.device}) is used, not the "
+                                "search's fallback.")
             return cfg, decision
         plan = decision.plan
         return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
@@ -261,7 +271,8 @@ class BatchPlanner:
                        precision_note=plan.precision_note), decision
 
 
-def record_decision(result: RunResult, decision: Decision, reused: bool, batch: int, expected_key: str) -> None:
+def record_decision(result: RunResult, decision: Decision, reused: bool, batch: int,
+                    expected_key: str) -> None:
     """The search's probe table, its summary and a note of it in the result; a note too where its
     key is not the one the batch planned."""
     if expected_key and decision.key and key_hash(decision.key) != expected_key:
@@ -350,20 +361,26 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
                            "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
             sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
-            ref_session = None
+            ref_session, ref_out = None, None
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
-                sessions.append(ref_session)
+                ref_out = None if same else reference_outputs.recall(model, batch, inputs)
+                if same or ref_out is None or (with_accuracy and cfg.accuracy):
+                    ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                    sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
                 " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
-                " (the search's torch.compile session: not compiled again)" if kept is not None else "")
+                " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
+                (" (for the accuracy check; its outputs for the numerics check taken from the search's call on "
+                 "the same inputs)" if ref_session is not None else "; the reference's outputs taken from the "
+                 "search's call on the same inputs") if ref_out is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
+        assert result.backend is not None  # backend_block(), before the batches
         result.backend["session"] = sessions[0].description
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
-                check_numerics(model, sessions[0], ref_session, inputs, batch, result)
+                check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
         mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
@@ -388,11 +405,15 @@ def kept_note(batch: int, session) -> str:
             "and then ran; not compiled again.")
 
 
-def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult) -> None:
+def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult,
+                   ref_out: list | None = None) -> None:
+    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran the
+    reference on these inputs, else `ref_session`'s call."""
     own = "fp32" if model.precision == "fp32" else f"{model.precision}: the file's own graph, no fp32 exists"
     name = (f"onnxruntime {own} CPU (this run is the reference)" if ref_session is session
-            else f"onnxruntime {own} CPU")
-    diff = NumericDiff.between(ref_session.run(inputs), session.run(inputs), name)
+            else f"onnxruntime {own} CPU" + (" (its outputs from the search's call on the same inputs)"
+                                             if ref_out is not None else ""))
+    diff = NumericDiff.between(ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name)
     result.numerics.append({"batch_size": batch, **diff.to_dict()})
 
 
@@ -416,7 +437,7 @@ def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, sessi
         try:
             times = op_breakdown.profile_torch_session(session, inputs, calls)
             result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
-                times, model.flops_per_call(batch), peak["gflops"], calls)}
+                times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls)}
         except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
             result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 

@@ -105,11 +105,11 @@ def stream_benchmark(elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPE
     bounds = np.linspace(0, elements, threads + 1, dtype=int)
     slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
     kernels = {"copy": (lambda s: np.copyto(c[s], a[s]), 16), "add": (lambda s: np.add(a[s], b[s], out=c[s]), 24)}
-    best = {}
-    for name, (kernel, per_element) in kernels.items():
+    best: dict[str, float] = {}
+    for name, (run, per_element) in kernels.items():
         rates = []
         for _ in range(repeats):
-            workers = [threading.Thread(target=kernel, args=(s,)) for s in slices]
+            workers = [threading.Thread(target=run, args=(s,)) for s in slices]
             t0 = time.perf_counter()
             for w in workers:
                 w.start()
@@ -117,7 +117,7 @@ def stream_benchmark(elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPE
                 w.join()
             rates.append(per_element * elements / (time.perf_counter() - t0) / 1e9)
         best[name] = max(rates)
-    kernel = max(best, key=best.get)
+    kernel = max(best, key=lambda k: best[k])
     return {"gbs": round(best[kernel], 2), "kernels_gbs": {k: round(v, 2) for k, v in best.items()},
             "method": f"measured: STREAM-like numpy {kernel} kernel ({'16' if kernel == 'copy' else '24'} B "
                       f"counted per element; write-allocate traffic not counted), {elements * 8 >> 20} MiB "

@@ -401,7 +401,7 @@ def device_info_from(env: dict, precision: str) -> dict:
     gflops = part.peaks_gflops.get(precision) if part else None
     if emulated:
         info.update(peak=None, note=EMULATED_NOTE)
-    elif gflops:
+    elif gflops and part:
         info["peak"] = {"gflops": gflops, "precision": precision,
                         "method": f"Graphcore's published peak for one {part.name}"}
     elif part is None:

@@ -132,7 +132,7 @@ def check_passes(passes: Iterable[str], after: dict[str, int] | None,
         check = PASS_CHECKS.get(name)
         if check is None:
             out[name] = {"applied": "not checked", "evidence": "the kit has no check for this pass"}
-        elif after is None or name not in (without or {}):
+        elif after is None or without is None or name not in without:
             out[name] = {"applied": "not checked", "evidence": "the worker reported no conversion without the pass",
                          "effect": check.effect}
         else:

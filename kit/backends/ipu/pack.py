@@ -17,7 +17,7 @@ from kit.models.spec import ExportedModel
 class PackedSession(Protocol):
     """What the pack check needs of an IpuSession in pack mode."""
 
-    pack: dict
+    pack: dict | None
     description: dict
     isolate: bool
 
@@ -36,6 +36,7 @@ def check_packing(session: PackedSession, model: ExportedModel, precision: str, 
     row attend to each other and the two differ: the row is then not comparable and run() keeps
     sending samples one per pack. Recorded as description["pack_check"]."""
     pack = session.pack
+    assert pack, "an IpuSession in pack mode"
     mask = pack["mask_name"]
     n = min(PACK_CHECK_SAMPLES, int(pack["batch_size"]))
     inputs = model.make_inputs(n, seed=seed)

@@ -14,7 +14,9 @@ import subprocess
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kit import endings
 from kit.backends.ipu.poprt_worker.wire import read_message, write_message
@@ -34,7 +36,7 @@ class IpuWorkerError(KitError):
     """The PopRT worker failed (compile, load, run, timeout or died); the message says why."""
 
 
-def interpreter(env: dict[str, str] | None = None) -> list[str]:
+def interpreter(env: Mapping[str, str] | None = None) -> list[str]:
     return shlex.split((os.environ if env is None else env).get("KIT_IPU_PYTHON", "python3"))
 
 
@@ -45,7 +47,7 @@ def request_timeout_s(kind: str = "run") -> float:
     return float(os.environ.get(name, default))
 
 
-def worker_command(env: dict[str, str] | None = None) -> list[str]:
+def worker_command(env: Mapping[str, str] | None = None) -> list[str]:
     """The worker's argv; through `docker exec` the variables in PASS_ENV are passed with -e (an
     exec'd process does not inherit the caller's environment) and stdin is kept open (-i)."""
     env = os.environ if env is None else env
@@ -91,10 +93,11 @@ class IpuWorker:
         return env
 
     def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None  # opened with PIPE
         for line in iter(self.proc.stderr.readline, b""):
             self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
-    def request(self, msg: dict, timeout_s: float) -> object:
+    def request(self, msg: dict, timeout_s: float) -> Any:  # the worker's reply, as its op defines it
         """Send one request and wait for its reply (IpuWorkerError on failure, death or timeout)."""
         with self._lock:
             if self._poll() is not None:
@@ -133,15 +136,17 @@ class IpuWorker:
         """Whether a reply came within `timeout_s`. While the worker converts and compiles
         (`watch_memory`), its peak RSS is read twice a second, so that a worker the kernel kills can
         be reported with the peak it had reached; never during timed requests."""
+        stdout = self.proc.stdout
+        assert stdout is not None  # opened with PIPE
         if not watch_memory:
-            return bool(select.select([self.proc.stdout], [], [], timeout_s)[0])
+            return bool(select.select([stdout], [], [], timeout_s)[0])
         deadline = time.monotonic() + timeout_s
         while True:
             self._read_peak()
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            if select.select([self.proc.stdout], [], [], min(left, WATCH_S))[0]:
+            if select.select([stdout], [], [], min(left, WATCH_S))[0]:
                 return True
 
     def _read_peak(self) -> None:
@@ -205,7 +210,8 @@ def _stop_process(proc: subprocess.Popen, ending: dict) -> None:
     where it runs (`ending["kill"]`) and the client; its registered ending is no longer needed."""
     for stream in (proc.stdin, proc.stdout):
         try:
-            stream.close()
+            if stream is not None:
+                stream.close()
         except OSError:
             pass
     if not ending.get("now"):

@@ -46,7 +46,7 @@ class KindSensors:
     """A hardware kind's power sensors, best first, and what must be set before any reads."""
 
     samplers: tuple[str, ...]
-    prepare: Callable[[], None] = nothing_to_prepare
+    prepare: Callable[[], object] = nothing_to_prepare
 
 
 #: Each hardware kind's sensors, by the kind's name (kit.hardware.kinds).

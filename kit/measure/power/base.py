@@ -103,6 +103,7 @@ class UnavailableSampler(PowerSampler):
     """
 
     name = "unavailable"
+    switched_off = False  # True where power=False asked for none (not a missing sensor)
 
     def __init__(self, reasons: list[str] | None = None, options: SamplerOptions | None = None):
         super().__init__(options)

@@ -16,8 +16,9 @@ import re
 import shutil
 import subprocess
 from collections.abc import MutableMapping
+from typing import Any
 
-from kit.measure.power.base import PowerSampler, Reading, SensorError, Series
+from kit.measure.power.base import PowerSampler, Reading, SamplerOptions, SensorError, Series
 from kit.measure.power.summary import PowerSummary
 
 POWER_KEY = "total board power"
@@ -95,9 +96,9 @@ class GcIpuInfoSampler(PowerSampler):
 
     name = "gcipuinfo"
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
-        self.info = None
+        self.info: Any = None  # gcipuinfo's handle, once opened
 
     @property
     def sensor(self) -> str:
@@ -150,7 +151,7 @@ class GcCliSampler(PowerSampler):
 
     name = "gc-cli"
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
         self.tool: str | None = None
 
@@ -211,7 +212,7 @@ def _parse_gc_info(text: str) -> dict:
 
 def ipu_entries(devices: object) -> list[dict]:
     """gcipuinfo.getDevices() entries as plain dicts (the SDK returns pybind11 maps, not dicts)."""
-    return [dict(d) for d in devices]  # type: ignore[union-attr]
+    return [dict(d) for d in devices]  # type: ignore[attr-defined]
 
 
 def parse_gc_monitor(text: str) -> list[dict]:
@@ -256,11 +257,11 @@ GC_MONITOR_EXAMPLE = """\
 def worker_reading_devices(source: str, payload: object) -> list[dict]:
     """One raw reading from the PopRT worker's sampler as attribute dicts."""
     if source == "gcipuinfo":
-        return ipu_entries(payload)  # type: ignore[arg-type]
+        return ipu_entries(payload)
     if source == "gc-monitor":
         return parse_gc_monitor(str(payload))
     if source == "gc-info":
-        return [{**_parse_gc_info(text), "id": str(device)} for device, text in payload]  # type: ignore[union-attr]
+        return [{**_parse_gc_info(text), "id": str(device)} for device, text in payload]  # type: ignore[attr-defined]
     raise SensorError(f"unknown IPU power source {source!r}")
 
 
@@ -283,7 +284,7 @@ def summary_from_worker(raw: dict | None, window_start_ns: int, devices: tuple[i
         series.append((t_ns - window_start_ns) / 1e9, Reading(watts=watts))
     ipus = f"IPU {', '.join(map(str, devices))}" if devices else "every IPU"
     sensor = f"{source} {POWER_KEY} in the PopRT worker ({ipus}, one value per board)"
-    common = {"hz_requested": raw.get("hz_requested"), "read_errors": len(errors),
+    common: dict[str, Any] = {"hz_requested": raw.get("hz_requested"), "read_errors": len(errors),
               "window_start_ns": window_start_ns, "notes": notes}
     if len(series) < 2:
         last = f": {errors[-1]}" if errors else ""

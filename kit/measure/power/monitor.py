@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from kit.errors import InvalidParameter, KitError
 from kit.measure.power.base import PowerSampler, SensorError, Series
@@ -89,6 +90,7 @@ class PowerMonitor:
                 next_t = now + period
 
     def _sample(self) -> None:
+        assert self.start_ns is not None  # sampled only inside the window
         t = (time.perf_counter_ns() - self.start_ns) / 1e9
         try:
             reading = self.sampler.read()
@@ -99,9 +101,9 @@ class PowerMonitor:
 
     def summary(self, samples_processed: int | None = None, throughput: float | None = None) -> PowerSummary:
         """The window's PowerSummary; efficiency columns filled when `samples_processed` is given."""
-        if self.stop_ns is None:
+        if self.stop_ns is None or self.start_ns is None:
             raise KitError("PowerMonitor.summary() needs the window closed (leave the `with` block)")
-        common = {"hz_requested": self.hz, "read_errors": len(self.errors),
+        common: dict[str, Any] = {"hz_requested": self.hz, "read_errors": len(self.errors),
                   "monitor_cpu_s": self.thread_cpu_s,
                   "window_start_ns": self.start_ns, "notes": list(self.sampler.notes)}
         name, sensor = self.sampler.name, self.sampler.sensor

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import importlib
 import time
+from typing import Any
 
 from kit.errors import KitError
 from kit.hardware import cuda
-from kit.measure.power.base import PowerSampler, Reading, SensorError
+from kit.measure.power.base import PowerSampler, Reading, SamplerOptions, SensorError
 
 #: A power figure needs at least this long a window: 1 s averaging and ~100 ms counter updates
 #: give +-10-20 % error over 1-2 s windows.
@@ -37,14 +38,14 @@ class NvmlSampler(PowerSampler):
     name = "nvml"
     min_window_s = MIN_WINDOW_S
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
         self.handles: list = []
         self.indices: tuple[int, ...] = ()
         self.boards: list[str] = []  # what each handle is, in words (PCI bus id or NVML index)
         self.instant = False
         self._energy_start_mj: list[int] | None = None
-        self._nvml = None
+        self._nvml: Any = None  # the pynvml module, once opened
         self._opened_at: float | None = None
 
     @property
@@ -138,8 +139,9 @@ class NvmlSampler(PowerSampler):
         nvml = self._nvml
         try:
             if self.instant:
-                milliwatts = [self._instant_mw(h) for h in self.handles]
-                if None in milliwatts:
+                instant = [self._instant_mw(h) for h in self.handles]
+                milliwatts = [mw for mw in instant if mw is not None]
+                if len(milliwatts) < len(instant):
                     raise SensorError("NVML instantaneous power field became unreadable")
             else:
                 milliwatts = [nvml.nvmlDeviceGetPowerUsage(h) for h in self.handles]

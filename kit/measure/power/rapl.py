@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.measure.power.base import PowerSampler, Reading, SensorError
+from kit.measure.power.base import PowerSampler, Reading, SamplerOptions, SensorError
 
 ZONE_DIR = re.compile(r"^[a-z]+-rapl(:\d+)+$")  # zones (intel-rapl:0) and subzones (intel-rapl:0:2)
 
@@ -64,7 +64,7 @@ class RaplSampler(PowerSampler):
     name = "rapl"
     has_energy_counter = True
 
-    def __init__(self, options=None):
+    def __init__(self, options: SamplerOptions | None = None) -> None:
         super().__init__(options)
         self.zones: list[Zone] = []
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, asdict, dataclass, field
+from typing import Any
 
 from kit.errors import InvalidParameter
 from kit.measure.power.base import Series
@@ -12,7 +14,7 @@ COUNTER = "energy counter difference (last - first reading)"
 INTEGRAL = "trapezoidal integral of power samples"
 
 
-def indicative(power: dict | None) -> str:
+def indicative(power: Mapping[str, Any] | None) -> str:
     """'' for a power figure its sensor resolves (or none at all), else why the figure (and every
     efficiency computed from it) is indicative only. Goes wherever the figure goes.
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from kit.hardware.gpu_verified import gpu_paths_statement
@@ -11,7 +13,8 @@ from kit.publish.compare import tolerance_statement
 from kit.publish.report.tables import scorecard_rows
 from kit.publish.scorecard import readable
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
+from kit.published.studies import PublishedStudy
+from kit.results import ResultKind, ResultStatus, RunResult
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
 from kit.results.tables import C2Row
 
@@ -122,7 +125,7 @@ def roofline_method(result: RunResult) -> str:
 
 
 def error_banner(result: RunResult) -> str:
-    if result.status == "ok" and not result.errors:
+    if result.status == ResultStatus.OK and not result.errors:
         return ""
     lines = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
     return f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}</ul></div>"
@@ -131,7 +134,7 @@ def error_banner(result: RunResult) -> str:
 
 def interpretation(result: RunResult) -> str:
     """One or two sentences saying what the run shows: the verdict sentence a report opens with."""
-    if result.status != "ok":
+    if result.status != ResultStatus.OK:
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
     card, sections = scorecard_rows(result), result.sections
     hw = (sections.backend.device_info.name if sections.backend else None) or "this machine"
@@ -161,17 +164,18 @@ def c2_sentences(rows: tuple[C2Row, ...], hw: str) -> list[str]:
     return [f"On {hw}, the C2 protocol peaked at {best.throughput:.1f} images/s "
             f"(batch {best.batch_size}), against {pub['Throughput'].max():.2f} images/s "
             "published for the C2 card; lowest latency "
-            f"{min(r.latency_ms for r in rows):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
+            f"{min((r.latency_ms for r in rows if r.latency_ms is not None), default=math.nan):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
             f"Energy efficiency: measured by {first.power_sensor}{flag}." if first.power_sensor
             else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}."]
 
 
-def model_sentence(result: RunResult, rows: list[glance.Row], hw: str) -> str:
+def model_sentence(result: RunResult, given: Sequence[glance.Row], hw: str) -> str:
     """The headline QPS at its published batch beside the published one, with the verdict and its
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
-    rows = glance.rows_of(rows)
-    qps = next((r for r in rows if r.figure == "QPS" and r.study == "bytemlperf_c600"), None)
+    rows = glance.rows_of(given)
+    qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600),
+               None)
     if qps is not None and qps.measured is not None:
         at = f" at batch {qps.batch_size}" if qps.batch_size else ""
         return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "

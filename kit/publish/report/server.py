@@ -6,7 +6,7 @@ import html
 
 import pandas as pd
 
-from kit.results import RunResult
+from kit.results import ResultStatus, RunResult
 
 
 def server_tables(result: RunResult) -> dict[str, pd.DataFrame]:
@@ -53,7 +53,7 @@ def plot_server(result: RunResult):
 
 def server_interpretation(result: RunResult) -> str:
     """The best policy in one sentence, or why none kept p99 under the bound."""
-    if result.status != "ok":
+    if result.status != ResultStatus.OK:
         return f"<p>This run did not complete: {html.escape('; '.join(result.errors))}</p>"
     best = server_best(result).dropna(subset=["loadgen_best_qps"])
     bound = result.parameters.get("latency_bound_ms")

@@ -100,7 +100,7 @@ def power_columns(power: Power | None) -> dict:
                 "power method": f"unavailable: {reason}"}
     flag = indicative(power.raw)
     short = f" ({flag})" if flag else ""
-    return {"power (W)": round(power.mean_w, 2), "samples/s/W": round(power.samples_per_s_per_w, 3),
+    return {"power (W)": _rounded(power.mean_w, 2), "samples/s/W": _rounded(power.samples_per_s_per_w, 3),
             "power method": f"measured: {power.sensor}{short}"}
 
 
@@ -135,11 +135,11 @@ def roofline_table(result: RunResult) -> pd.DataFrame:
             "bound", "attainable", "achieved", "fraction of bound", "flag", "matrix-op time share",
             "matrix ops: fraction of peak", "why below the peak", "peak", "bandwidth (GB/s)"]
     rows = [{"batch_size": r.batch_size, "precision": r.precision,
-             "GFLOP/sample": round(r.flops_per_sample / 1e9, 3),
-             "MB/sample (est.)": round(r.bytes_per_sample / 1e6, 2),
-             "FLOP/byte": round(r.intensity_flop_per_byte, 1), "ridge FLOP/byte": round(r.ridge_flop_per_byte, 1),
-             "bound": r.bound, "attainable": round(r.attainable_gflops, 1),
-             "achieved": round(r.achieved_gflops, 1), "fraction of bound": round(r.fraction_of_bound, 3),
+             "GFLOP/sample": _rounded(r.flops_per_sample, 3, per=1e9),
+             "MB/sample (est.)": _rounded(r.bytes_per_sample, 2, per=1e6),
+             "FLOP/byte": _rounded(r.intensity_flop_per_byte, 1), "ridge FLOP/byte": _rounded(r.ridge_flop_per_byte, 1),
+             "bound": r.bound, "attainable": _rounded(r.attainable_gflops, 1),
+             "achieved": _rounded(r.achieved_gflops, 1), "fraction of bound": _rounded(r.fraction_of_bound, 3),
              "flag": roofline_flag(r), "matrix-op time share": _rounded(r.matrix_time_share),
              "matrix ops: fraction of peak": _rounded(r.matrix_fraction_of_peak),
              "why below the peak": r.below_peak_reason, "peak": f"{r.peak_gflops:g} {r.peak_unit}",
@@ -147,8 +147,9 @@ def roofline_table(result: RunResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def _rounded(value: float | None) -> float | str:
-    return "—" if value is None else round(value, 3)
+def _rounded(value: float | None, digits: int = 3, per: float = 1.0) -> float | str:
+    """`value / per` rounded to `digits`; a dash where the result did not record it."""
+    return "—" if value is None else round(value / per, digits)
 
 
 def roofline_flag(row: RooflineRow) -> str:

@@ -27,7 +27,7 @@ from kit.publish.report.tables import (
     search_table,
     time_table,
 )
-from kit.results import ResultKind, RunResult
+from kit.results import ResultKind, ResultStatus, RunResult
 from kit.results.sections import BackendInfo
 
 POWER_COLUMNS = ["power (W)", "samples/s/W", "power method"]
@@ -57,7 +57,7 @@ def view(table: pd.DataFrame, empty: str) -> pd.DataFrame | Sentence:
 
 def opening(result: RunResult) -> str:
     """The first thing a report says (HTML): what failed, or its verdict sentence."""
-    if result.status != "ok":
+    if result.status != ResultStatus.OK:
         return error_banner(result)
     sentence = (server_interpretation(result) if result.kind == ResultKind.SERVER_SCENARIO
                 else interpretation(result))

@@ -73,6 +73,7 @@ def find_max_qps(run: Callable[[float], Probe], *, start_qps: float, upper_qps: 
 def _next_rate(lo: float | None, hi: float | None, floor: float, upper: float | None,
                rel_tol: float, growth: float) -> tuple[float | None, str]:
     if lo is None:  # nothing passed yet: step down
+        assert hi is not None  # a rate failed
         q = hi / growth
         return (q, "") if q >= floor else (None, "none passed")
     if hi is None:  # nothing failed yet: step up

@@ -1,0 +1,64 @@
+"""Issue 50: the fp32 reference's outputs computed once per model, batch and inputs: the row's
+measurement takes what the search's numerics gate computed instead of loading and running ONNX
+Runtime fp32 again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kit.backends import BackendConfig, reference_outputs, require_backend
+from kit.studies import model_benchmark
+
+RUN = dict(small=True, backend="onnxruntime", precision="fp16", device="cpu", batch_sizes=[1], search=False,
+           check_numerics=True, accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2)
+
+
+@pytest.fixture
+def reference_loads(small, outputs, monkeypatch):
+    """The precisions ONNX Runtime loads in the run, in order."""
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
+    backend = type(require_backend("onnxruntime"))
+    load, loads = backend.load, []
+
+    def counted(self, model, cfg, batch, *a, **k):
+        loads.append(cfg.precision)
+        return load(self, model, cfg, batch, *a, **k)
+
+    monkeypatch.setattr(backend, "load", counted)
+    reference_outputs.forget()
+    yield loads
+    reference_outputs.forget()
+
+
+def fp32_outputs(model, inputs):
+    session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), 1)
+    try:
+        return session.run(inputs)
+    finally:
+        session.close()
+
+
+def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_inputs(small, reference_loads):
+    fresh = model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"] and "from the search" not in fresh.numerics[0]["reference"]
+
+    inputs = small.make_inputs(1, seed=0)
+    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))  # what the search leaves
+    reference_loads.clear()
+    reused = model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16"]  # no second fp32 session
+    assert "from the search's call on the same inputs" in reused.numerics[0]["reference"]
+    assert reused.numerics[0]["mean_abs"] == pytest.approx(fresh.numerics[0]["mean_abs"], rel=1e-6)
+    assert reused.numerics[0]["max_abs"] == pytest.approx(fresh.numerics[0]["max_abs"], rel=1e-6)
+
+
+def test_other_inputs_or_another_batch_are_never_taken(small, reference_loads):
+    inputs = small.make_inputs(1, seed=0)
+    other = {name: np.ascontiguousarray(a + 1) for name, a in inputs.items()}
+    reference_outputs.remember(small, 1, other, fp32_outputs(small, other))
+    reference_outputs.remember(small, 2, inputs, fp32_outputs(small, inputs))
+    assert reference_outputs.recall(small, 1, inputs) is None
+    reference_loads.clear()
+    model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"]
