@@ -1,4 +1,4 @@
-"""The `kit` command line. Each command lives in the module that owns the concept.
+"""The `kit` command line. Each command lives in a module of its own in kit/cli/.
 
 A command module exposes `register(subparsers)`, adding its parser with `func` set to a function
 taking the parsed args and returning an exit code.
