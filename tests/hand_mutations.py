@@ -128,7 +128,7 @@ GPU_MUTATIONS = [
                  'session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")',
                  "pass"),
     HandMutation("clients", "the clients option ignored (one client always)", "kit/backends/torch_backend.py",
-                 "session.clients = clients_option(config)", "session.clients = None"),
+                 "session.clients = options.clients", "session.clients = None"),
     HandMutation("clients", "eager clients share the device's current stream", "kit/backends/torch_cuda.py",
                  "self.forward, self.host_inputs, self.device = forward, host_inputs, device\n"
                  "        self.stream = torch.cuda.Stream(device)",

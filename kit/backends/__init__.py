@@ -14,6 +14,7 @@ from kit.backends.base import Backend, BackendConfig, Session
 from kit.backends.ipu.backend import IpuBackend
 from kit.backends.onnxruntime_backend import OnnxRuntimeBackend
 from kit.backends.openvino_backend import OpenVinoBackend
+from kit.backends.options import BackendOptions
 from kit.backends.tensorrt_backend import TensorRtBackend
 from kit.backends.torch_backend import TorchBackend
 from kit.errors import BackendUnavailable
@@ -26,12 +27,22 @@ BACKENDS.register("openvino", OpenVinoBackend)
 BACKENDS.register("ipu", IpuBackend)
 BACKENDS.register("tensorrt", TensorRtBackend)
 
-__all__ = ["Backend", "BackendConfig", "Session", "BACKENDS", "export_opset", "get_backend", "require_backend"]
+__all__ = ["Backend", "BackendConfig", "BackendOptions", "Session", "BACKENDS", "export_opset", "get_backend",
+           "options_for", "require_backend"]
 
 
 def export_opset(name: str) -> int:
     """The ONNX opset backend `name` wants the zoo's models exported at."""
     return BACKENDS.get(name).export_opset
+
+
+def options_for(name: str, value: BackendOptions | dict | None) -> BackendOptions:
+    """Backend `name`'s options record from a run's options dict, checked (kit.backends.options).
+
+    >>> options_for("torch", {"cuda_graph": True}).cuda_graph
+    True
+    """
+    return BACKENDS.get(name).options_type.of(value)
 
 
 def get_backend(name: str) -> Backend:

@@ -6,9 +6,11 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 
+from kit.backends.options import BackendOptions
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.kinds import device_kind
@@ -17,12 +19,15 @@ from kit.models.export import DEFAULT_OPSET
 from kit.models.spec import ExportedModel
 from kit.precision import RunPrecision
 
+Opts = TypeVar("Opts", bound=BackendOptions)
+
 PRECISIONS = tuple(RunPrecision)  # what a backend config may ask for (a backend: its `precisions`)
 
 
 @dataclass(frozen=True)
 class BackendConfig:
-    """How to load a model: precision, device ('cpu', 'cuda', 'ipu'), threads and extras."""
+    """How to load a model: precision, device ('cpu', 'cuda', 'ipu'), threads and the backend's
+    options (the plain dict a result records; `options_as` reads it as the backend's record)."""
 
     precision: str = "fp32"
     device: str = "cpu"
@@ -32,6 +37,8 @@ class BackendConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", device_kind(self.device, self.kind))
+        if isinstance(self.options, BackendOptions):  # kept as the plain dict a result records
+            object.__setattr__(self, "options", self.options.to_dict())
         if self.precision not in PRECISIONS:
             raise InvalidParameter("precision", self.precision, f"one of {', '.join(PRECISIONS)}")
         if self.threads is not None and self.threads < 1:
@@ -39,6 +46,21 @@ class BackendConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def options_as(self, kind: type[Opts]) -> Opts:
+        """The options as the backend's record (kit.backends.options), checked.
+
+        >>> from kit.backends.options import TorchOptions
+        >>> BackendConfig(options={"compile": True}).options_as(TorchOptions).compile
+        True
+        """
+        return kind.of(self.options)
+
+    @property
+    def device_id(self) -> int | None:
+        """The CUDA ordinal the options name (None: not given, ordinal 0), read where the backend is
+        not known yet: a GPU's peak and its power sensor. The backends check it (GpuOptions)."""
+        return self.options.get("device_id")
 
 
 class Session(ABC):
@@ -73,15 +95,6 @@ class Session(ABC):
 HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
 DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
                    "with published host-to-host rows")
-
-
-def clients_option(config: BackendConfig) -> int | None:
-    """config.options['clients'] (a searched option on a GPU: clients overlap copies with compute),
-    checked; None where the timing config decides."""
-    value = config.options.get("clients")
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise InvalidParameter("clients", value, "an integer >= 1 (concurrent clients of one session)")
-    return value
 
 
 class InProcessSession(Session):
@@ -133,6 +146,8 @@ class Backend(ABC):
 
     name: str = ""
     precisions: tuple[str, ...] = ("fp32",)
+    #: the record of this backend's options (kit.backends.options); the base takes none
+    options_type: type[BackendOptions] = BackendOptions
     #: the ONNX opset the zoo's models are exported at for this backend (a result's model names it)
     export_opset: int = DEFAULT_OPSET
 

@@ -36,9 +36,9 @@ from kit.backends.base import (
     BackendConfig,
     InProcessBackend,
     InProcessSession,
-    clients_option,
 )
 from kit.backends.onnx_conversion import conversion_label, convert_for_ort
+from kit.backends.options import OnnxRuntimeOptions
 from kit.errors import BackendUnavailable, CorruptModel, InvalidParameter, KitError
 from kit.hardware.cuda import cuda_device
 from kit.hardware.environment import (
@@ -62,7 +62,6 @@ UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
 CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
              "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
 ONE_GRAPH = "1 with cuda_graph (ORT captures one graph per session, bound to one set of buffers)"
-GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
 class OrtGraphCall:
@@ -192,6 +191,7 @@ class OrtSession(InProcessSession):
 class OnnxRuntimeBackend(InProcessBackend):
     name = "onnxruntime"
     precisions = ("fp32", "fp16", "int8")
+    options_type = OnnxRuntimeOptions
 
     module = "onnxruntime"
     label = "ONNX Runtime"
@@ -227,8 +227,8 @@ class OnnxRuntimeBackend(InProcessBackend):
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
         loaded = OrtSession(session, description, config.device, gpu.index if gpu else 0,
-                            cuda_graph=bool(config.options.get("cuda_graph")))
-        loaded.clients = clients_option(config)
+                            cuda_graph=bool(ort_options(config).cuda_graph))
+        loaded.clients = ort_options(config).clients
         if gpu is not None:
             description["cuda_device"] = gpu.to_dict()
             description["timing"] = HOST_TO_HOST
@@ -256,7 +256,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             "backend": self.name, "device": config.device, "providers": session.get_providers(),
             "precision": config.precision, "threads": opts.intra_op_num_threads,
             "graph_optimization": graph_optimization(config), "io_binding": True,
-            "cuda_graph": bool(config.options.get("cuda_graph")),
+            "cuda_graph": bool(ort_options(config).cuda_graph),
             "model_file": path.name, "ort_version": ort.__version__,
         }
         if config.device != "cpu":
@@ -302,19 +302,23 @@ def ort_gpu_math(config: BackendConfig) -> str:
 
 def check_cuda_graph(config: BackendConfig) -> None:
     """The cuda_graph option: the CUDA provider's, one captured graph per session (one client)."""
-    if not config.options.get("cuda_graph"):
+    options = ort_options(config)
+    if not options.cuda_graph:
         return
     if config.device != "cuda":
         raise InvalidParameter("cuda_graph", True, "only on device cuda (the CUDA provider's enable_cuda_graph)")
-    if (clients_option(config) or 1) > 1:
-        raise InvalidParameter("clients", clients_option(config), ONE_GRAPH)
+    if (options.clients or 1) > 1:
+        raise InvalidParameter("clients", options.clients, ONE_GRAPH)
+
+
+def ort_options(config: BackendConfig) -> OnnxRuntimeOptions:
+    """The config's options as ONNX Runtime's record, checked (kit.backends.options)."""
+    return config.options_as(OnnxRuntimeOptions)
 
 
 def device_id(config: BackendConfig) -> int:
-    value = config.options.get("device_id", 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidParameter("device_id", value, "a CUDA ordinal >= 0 (after CUDA_VISIBLE_DEVICES)")
-    return value
+    """The CUDA ordinal the options name (default 0), checked (kit.backends.options.DEVICE_ID)."""
+    return ort_options(config).ordinal
 
 
 def create_session(ort, path: Path, opts, providers: list, device: str):
@@ -393,28 +397,26 @@ def trt_cache_dir(options: dict, gpu_name: str) -> Path:
 
 
 def quantization(config: BackendConfig) -> str | None:
-    """config.options['quantization'] ('static-qdq' or 'dynamic'; int8 only), or None: the graph decides."""
-    asked = config.options.get("quantization")
+    """The option quantization ('static-qdq' or 'dynamic'; int8 only), or None: the graph decides."""
+    asked = ort_options(config).quantization
     if asked is not None and config.precision != "int8":
         raise InvalidParameter("quantization", asked, "only with precision int8 (it picks the int8 method)")
     return asked
 
 
 def graph_optimization(config: BackendConfig) -> str:
-    """config.options['graph_optimization'] (default ORT_ENABLE_ALL), checked."""
-    level = config.options.get("graph_optimization", "ORT_ENABLE_ALL")
-    if level not in GRAPH_OPTIMIZATION:
-        raise InvalidParameter("graph_optimization", level, f"one of {', '.join(GRAPH_OPTIMIZATION)}")
-    return level
+    """The option graph_optimization (default ORT_ENABLE_ALL), checked where the options are read."""
+    return ort_options(config).graph_level
 
 
 def provider_options(config: BackendConfig) -> dict[str, dict]:
-    """Per-provider options; config.options['provider_options'] overrides them by provider name."""
-    ordinal = device_id(config)
+    """Per-provider options; the option provider_options overrides them by provider name."""
+    given = ort_options(config)
+    ordinal = given.ordinal
     int8 = config.precision == "int8"
     options: dict[str, dict[str, Any]] = {
         "CUDAExecutionProvider": {"device_id": ordinal,
-                                  **({"enable_cuda_graph": "1"} if config.options.get("cuda_graph") else {})},
+                                  **({"enable_cuda_graph": "1"} if given.cuda_graph else {})},
         "TensorrtExecutionProvider": {
             "device_id": ordinal,
             # fp16 lets TensorRT pick half kernels where a layer is not quantized; int8 models
@@ -424,7 +426,7 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
             "trt_engine_cache_enable": True,
         },
     }
-    for name, extra in config.options.get("provider_options", {}).items():
+    for name, extra in (given.provider_options or {}).items():
         options.setdefault(name, {}).update(extra)
     trt = options["TensorrtExecutionProvider"]
     if "trt_engine_cache_path" not in trt:

@@ -28,14 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from kit.backends.base import HOST_TO_HOST, BackendConfig, InProcessBackend, InProcessSession
+from kit.backends.options import OpenVinoOptions
 from kit.cache import cached_file, prune_oldest
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.environment import cpu_flags, usable_cores
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
-HINTS = ("LATENCY", "THROUGHPUT")
-NNCF_PRESETS = ("default", "transformer")  # the option `nncf`: NNCF's defaults, or ModelType.TRANSFORMER
 OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
 #: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
@@ -54,18 +53,13 @@ def ov_precision(precision: str) -> str:
 
 
 def hint(config: BackendConfig) -> str:
-    value = str(config.options.get("hint", "LATENCY")).upper()
-    if value not in HINTS:
-        raise InvalidParameter("hint", value, f"one of {', '.join(HINTS)}")
-    return value
+    """The option hint (default LATENCY), checked where the options are read."""
+    return config.options_as(OpenVinoOptions).hint_mode
 
 
 def nncf_preset(config: BackendConfig) -> str:
-    value = str(config.options.get("nncf", "default")).lower()
-    if value not in NNCF_PRESETS:
-        raise InvalidParameter("nncf", value, "default (NNCF's own settings) or transformer "
-                                              "(nncf.ModelType.TRANSFORMER)")
-    return value
+    """The option nncf (default: NNCF's own settings), checked where the options are read."""
+    return config.options_as(OpenVinoOptions).nncf_preset
 
 
 def not_native(precision: str, flags: frozenset[str]) -> str | None:
@@ -119,6 +113,7 @@ def _tensor(value: np.ndarray):
 
 class OpenVinoBackend(InProcessBackend):
     name = "openvino"
+    options_type = OpenVinoOptions
     precisions = ("fp32", "bf16", "fp16", "int8")
     module = "openvino"
     label = "OpenVINO"
@@ -213,7 +208,7 @@ def check_ran_as_asked(description: dict, precision: str) -> None:
 
 
 def quantized_ir(core, model: ExportedModel, preset: str = "default") -> tuple[Path, dict]:
-    """The NNCF int8 IR of the export with `preset` (NNCF_PRESETS; cached by content; calibrated at
+    """The NNCF int8 IR of the export with `preset` (kit.backends.options.NNCF_PRESETS; cached by content; calibrated at
     batch 1, or the model's fixed batch, and reshaped to each run's batch at load): (xml path,
     conversion record)."""
     try:

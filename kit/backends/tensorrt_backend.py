@@ -33,10 +33,9 @@ from kit.backends.base import (
     BackendConfig,
     InProcessBackend,
     InProcessSession,
-    clients_option,
 )
 from kit.backends.onnx_conversion import convert_for_ort
-from kit.backends.onnxruntime_backend import device_id
+from kit.backends.options import TensorRtOptions
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import CudaDevice, cuda_device
 from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, distribution_version
@@ -131,6 +130,7 @@ class TrtSession(InProcessSession):
 
 class TensorRtBackend(InProcessBackend):
     name = "tensorrt"
+    options_type = TensorRtOptions
     precisions = ("fp32", "fp16", "int8")
 
     module = "tensorrt"
@@ -164,13 +164,13 @@ class TensorRtBackend(InProcessBackend):
                        "cuda_device": gpu.to_dict(), "timing": HOST_TO_HOST, "api": "TensorRT Python API "
                        "(Builder, OnnxParser, build_serialized_network, execute_async_v3)"}
         session = TrtSession(engine, device, description)
-        session.clients = clients_option(config)
+        session.clients = config.options_as(TensorRtOptions).clients
         session.run(inputs)  # warm-up: the first context and its buffers, before any window
         return session
 
 
 def gpu_device(config: BackendConfig) -> tuple[str, CudaDevice]:
-    gpu = cuda_device(device_id(config))
+    gpu = cuda_device(config.options_as(TensorRtOptions).ordinal)
     return f"cuda:{gpu.index}", gpu
 
 

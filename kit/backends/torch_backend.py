@@ -4,9 +4,9 @@ Precisions: fp32; bf16 and fp16 through autocast on the CPU (on a CPU without av
 fp16 is emulated by conversions and runs slower than fp32: allowed, and the description says so)
 and through 16-bit weights on a GPU (`model.half()`, as ByteMLPerf: autocast would re-cast the
 weights every call); int8 through torch.ao dynamic quantization of the Linear layers (CPU only;
-convolutions stay fp32). CNNs run channels_last. `config.options`: compile=True (inductor with
+convolutions stay fp32). CNNs run channels_last. Its options (`TorchOptions`): compile=True (inductor with
 freezing; falls back to eager with a recorded note if compilation fails), compile_mode
-(torch.compile mode), device_id (the CUDA ordinal, after CUDA_VISIBLE_DEVICES).
+(torch.compile mode), cuda_graph, clients, device_id (the CUDA ordinal, after CUDA_VISIBLE_DEVICES).
 
 On a GPU the timed call is host to host: inputs copied in, run, outputs copied back, as ByteMLPerf
 and PopRT time; `measure_device_resident` gives the figure without the copies, labelled.
@@ -30,11 +30,10 @@ from kit.backends.base import (
     BackendConfig,
     InProcessBackend,
     InProcessSession,
-    clients_option,
 )
 from kit.backends.compile_cache import compile_caches
 from kit.backends.onnx_conversion import is_convolutional
-from kit.backends.onnxruntime_backend import device_id
+from kit.backends.options import TorchOptions
 from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, host_tensors, pinned_host_inputs
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import CudaDevice, cuda_device
@@ -185,6 +184,7 @@ class TorchSession(InProcessSession):
 
 class TorchBackend(InProcessBackend):
     name = "torch"
+    options_type = TorchOptions
     precisions = ("fp32", "bf16", "fp16", "int8")
 
     module = "torch"
@@ -201,7 +201,7 @@ class TorchBackend(InProcessBackend):
 
         self.check_precision(config.precision)
         check_device(config.device, config.precision)
-        check_cuda_graph(config)
+        options = check_cuda_graph(config)
         device, gpu = torch_device(config)
         module = build_module(model)
         torch.set_num_threads(config.threads or usable_cores())
@@ -227,16 +227,16 @@ class TorchBackend(InProcessBackend):
             description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST,
                                math=gpu_math(config.precision, cnn))
         session = TorchSession(module, device, config.precision, cnn, description, on_gpu=gpu is not None)
-        session.clients = clients_option(config)
+        session.clients = options.clients
         if gpu is not None:
             if config.precision in AUTOCAST:
                 session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
             session.run(model.make_inputs(batch_size))  # warm-up: cuDNN and the allocator, before any window
-        if config.options.get("compile"):
+        if options.compile:
             if not session.autocast_checked:  # eager, so compiled and eager runs pick the same 16-bit path
                 session.check_autocast(model.make_inputs(batch_size))
-            compile_session(session, model.make_inputs(batch_size), config.options.get("compile_mode"))
-        if config.options.get("cuda_graph"):
+            compile_session(session, model.make_inputs(batch_size), options.compile_mode)
+        if options.cuda_graph:
             capture_graph(session, model.make_inputs(batch_size))
         return session
 
@@ -278,20 +278,21 @@ def gpu_math(precision: str, cnn: bool) -> str:
     return "tf32" if allowed else "fp32"
 
 
-def check_cuda_graph(config: BackendConfig) -> None:
-    if config.options.get("cuda_graph") and config.device != "cuda":
+def check_cuda_graph(config: BackendConfig) -> TorchOptions:
+    """The config's options as torch's record (checked there: not cuda_graph with compile), and
+    cuda_graph only on a GPU."""
+    options = config.options_as(TorchOptions)
+    if options.cuda_graph and config.device != "cuda":
         raise InvalidParameter("cuda_graph", True, "only on device cuda (a CUDA graph captures GPU work)")
-    if config.options.get("cuda_graph") and config.options.get("compile"):
-        raise InvalidParameter("cuda_graph", True, "not with compile (torch.compile's reduce-overhead mode "
-                               "captures its own CUDA graphs)")
+    return options
 
 
 def torch_device(config: BackendConfig) -> tuple[str, CudaDevice | None]:
-    """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in `options['device_id']` (default 0)."""
+    """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in the option device_id (default 0)."""
     if config.device == "cpu":
         return "cpu", None
 
-    gpu = cuda_device(device_id(config))
+    gpu = cuda_device(config.options_as(TorchOptions).ordinal)
     return f"cuda:{gpu.index}", gpu
 
 

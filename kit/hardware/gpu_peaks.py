@@ -85,7 +85,7 @@ def bandwidth_for(name: str) -> dict | None:
 
 def gpu_device_info(config) -> dict:
     """device_info for a CUDA device: the run's GPU (CUDA_VISIBLE_DEVICES honoured) and its peak."""
-    ordinal = config.options.get("device_id", 0)
+    ordinal = config.device_id or 0
     try:
         gpu = cuda_device(ordinal)
     except KitError as exc:

@@ -10,7 +10,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import BackendConfig, export_opset, reference_outputs, require_backend
+from kit.backends import (
+    BackendConfig,
+    export_opset,
+    options_for,
+    reference_outputs,
+    require_backend,
+)
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -89,6 +95,7 @@ class Config(RunsOnBackend):
                                    f"one of {', '.join(PUBLISHED_PRECISIONS)}")
         validate_data_percent(self.data_percent)
         self.backend_config()  # validates threads
+        options_for(self.backend, self.options)  # validates the backend's options (kit.backends.options)
         self.measure_config()  # validates timing parameters
         if self.search:
             self.search_settings()
@@ -128,7 +135,7 @@ def execute(cfg: Config, result: RunResult) -> None:
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
     result.model = model.describe()
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
-    sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.options.get("device_id"))
+    sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.backend_config().device_id)
     per_batch: dict[int, Config] = {}
     sessions: dict[int, dict | None] = {}
     notes_at = len(result.notes)

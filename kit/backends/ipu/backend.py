@@ -29,6 +29,7 @@ from kit.backends.ipu.pack import check_packing, pack_measurement
 from kit.backends.ipu.settings import IpuRunPlan, plan_for
 from kit.backends.ipu.verdict import NOT_COMPARABLE, mark_not_comparable
 from kit.backends.ipu.worker_process import UNAVAILABLE, IpuWorker, interpreter, request_timeout_s
+from kit.backends.options import IpuOptions
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware import parts
 from kit.measure.memory import GB, SKIP_CHECK_ENV, conversion_budget
@@ -161,6 +162,7 @@ class IpuSession(Session):
 
 class IpuBackend(Backend):
     name = "ipu"
+    options_type = IpuOptions
     precisions = ("fp32", "fp16", "fp8")
     export_opset = CONVERT_VERSION
 
@@ -196,7 +198,8 @@ class IpuBackend(Backend):
         """Check the hardware, compile (PopEF cached on disk), start the Runner once."""
         self.check_precision(config.precision)
         self.require()
-        plan = plan_for(model.name, config.precision) if config.options.get("bytemlperf_settings", True) else None
+        options = config.options_as(IpuOptions)
+        plan = plan_for(model.name, config.precision) if options.published_settings else None
         pack = plan.pack if plan and plan.pack and not plan.missing_passes else None
         compiled_batch = pack["batch_size"] if pack else batch_size
 
@@ -220,7 +223,7 @@ class IpuBackend(Backend):
         if description["memory"].get("over_budget"):
             description.setdefault("notes", []).append(description["memory"]["verdict"])
         session = IpuSession(worker, batch_size, description, pack)
-        if pack and config.options.get("pack_check", True):
+        if pack and options.check_packing:
             try:
                 check_packing(session, model, config.precision)
             except BaseException:
@@ -230,9 +233,9 @@ class IpuBackend(Backend):
 
     def job(self, model: ExportedModel, config: BackendConfig, batch_size: int, plan: IpuRunPlan | None,
             pack: dict | None) -> dict:
-        opts = config.options
-        converter = dict(plan.converter_options if plan else {}) | opts.get("converter_options", {})
-        compiler = dict(plan.compiler_options if plan else {}) | opts.get("compiler_options", {})
+        opts = config.options_as(IpuOptions)
+        converter = dict(plan.converter_options if plan else {}) | dict(opts.converter_options or {})
+        compiler = dict(plan.compiler_options if plan else {}) | dict(opts.compiler_options or {})
         if config.precision == "fp8" and converter.get("fp8_skip_op_names"):
             resolved = resolve_fp8_skips(converter["fp8_skip_op_names"], graph_node_names(str(model.onnx_path)),
                                          model.name)
@@ -247,7 +250,7 @@ class IpuBackend(Backend):
                 "converter_options": converter, "compiler_options": compiler, "pack": pack,
                 "evidence_passes": evidence_passes(converter.get("used_passes", [])),
                 "pack_inputs": pack_inputs,
-                "cache_dir": str(Path(opts.get("cache_dir", cache_dir() / "popef")).resolve())}
+                "cache_dir": str(Path(cache_dir() / "popef" if opts.cache_dir is None else opts.cache_dir).resolve())}
 
     def describe(self, model: ExportedModel, config: BackendConfig, batch_size: int, info: dict,
                  plan: IpuRunPlan | None, pack: dict | None) -> dict:
