@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from kit.backends.base import Backend, BackendConfig, Session
+from kit.backends.options import TorchOptions
 from kit.models.spec import ExportedModel
 
 CALL_S = 0.002
@@ -37,6 +38,7 @@ class FakeSession(Session):
 class FakeBackend(Backend):
     name = "fake"
     precisions = ("fp32", "fp16", "bf16", "int8")
+    options_type = TorchOptions  # takes torch's options: a stand-in for a compiled torch run too
     sessions: list[FakeSession] = []
     log: list = []
 

@@ -18,7 +18,8 @@ from kit.errors import InvalidParameter, UnknownValueError
 WRITTEN = {
     "torch": [{}, {"compile": True}, {"cuda_graph": True}, {"cuda_graph": True, "clients": 2},
               {"compile": True, "compile_mode": "reduce-overhead"},
-              {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, {"device_id": 1, "compile": False}],
+              {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, {"device_id": 1, "compile": False},
+              {"compile_mode": None}],
     "onnxruntime": [{"cuda_graph": True}, {"clients": 2}, {"quantization": "dynamic"},
                     {"graph_optimization": "ORT_ENABLE_EXTENDED"}, {"device_id": 0},
                     {"provider_options": {"CUDAExecutionProvider": {"use_tf32": 0}}}],

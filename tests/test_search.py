@@ -826,6 +826,9 @@ class _PairModel:
         return {"batch": batch}
 
 
+PAIR_LABELS = {1: "ort fp32", 2: "ov fp32"}  # _pair's probes by their threads
+
+
 def _pair_backends(monkeypatch, speeds):
     """Sessions whose throughput is speeds[(label, batch)]; returns the batches each load asked for."""
     loads = []
@@ -843,7 +846,7 @@ def _pair_backends(monkeypatch, speeds):
     class Backend:
         def load(self, model, config, batch):
             loads.append(batch)
-            return Session(config.options["label"], batch)
+            return Session(PAIR_LABELS[config.threads], batch)
 
     monkeypatch.setattr(runoff, "require_backend", lambda name: Backend())
     calls = itertools.count()
@@ -860,8 +863,8 @@ def _pair_backends(monkeypatch, speeds):
 def _pair(leader_thr=1.0, challenger_thr=0.99, load_s=1.0):
     pair = [_measured("ort fp32", leader_thr, leader_thr * 0.99, leader_thr * 1.01, today=True),
             _measured("ov fp32", challenger_thr, challenger_thr * 0.99, challenger_thr * 1.01)]
-    for p in pair:
-        p.options, p.load_s = {"label": p.label}, load_s
+    for p in pair:  # the threads tell the stand-in backend which of the two it loads
+        p.threads, p.load_s = next(t for t, label in PAIR_LABELS.items() if label == p.label), load_s
     return pair
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from kit.backends import BACKENDS, BackendConfig, require_backend
 from kit.backends.base import Backend, Session
+from kit.backends.options import TorchOptions
 from kit.search import row
 from kit.search.candidates import RowCandidate
 from kit.search.context import SearchContext
@@ -57,6 +58,7 @@ class TwinSession(Session):
 
 class TwinBackend(Backend):
     name = "twin"
+    options_type = TorchOptions  # a torch.compile stand-in
     precisions = ("fp32",)
     sessions: list[TwinSession] = []
     log: list = []

@@ -85,13 +85,23 @@ class BackendOptions:
         return cls.from_dict(value)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options dict a run writes: the options given, in the order given."""
+        """The options dict a run writes: the options given (None too), in the order given."""
         names = [*self.given, *(n for n in self.names() if n not in self.given)]
-        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        return {n: getattr(self, n) for n in names if n in self.given or getattr(self, n) is not None}
 
     def label_parts(self) -> list[str]:
         """What a search's probe label says of these options (kit.search.candidates)."""
         return []
+
+    @property
+    def compiles(self) -> bool:
+        """torch.compile is asked for (minutes to load; a search keeps such a session)."""
+        return False
+
+    @property
+    def static_int8(self) -> bool:
+        """Static int8 is asked for (its calibration needs memory: kit.search.planning)."""
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +145,10 @@ class OnnxRuntimeOptions(GpuOptions):
         _mapping("provider_options", self.provider_options)
 
     @property
+    def static_int8(self) -> bool:
+        return self.quantization == "static-qdq"
+
+    @property
     def graph_level(self) -> str:
         return self.graph_optimization or GRAPH_OPTIMIZATION[0]
 
@@ -163,6 +177,10 @@ class TorchOptions(GpuOptions):
         if self.cuda_graph and self.compile:
             raise InvalidParameter("cuda_graph", True, "not with compile (torch.compile's reduce-overhead mode "
                                    "captures its own CUDA graphs)")
+
+    @property
+    def compiles(self) -> bool:
+        return bool(self.compile)
 
     def label_parts(self) -> list[str]:
         compiled = ["compile" + (f"={self.compile_mode}" if self.compile_mode else "")] if self.compile else []

@@ -79,7 +79,7 @@ def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str
     framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
     probes, _ = row_probes(row_candidates(framework, kind, providers=providers), today, published, depth)
-    return {p.label: PlannedProbe(bool(p.options.get("compile")), shareable(p))
+    return {p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
             for p in probes if p.status == ProbeStatus.PENDING}
 
 

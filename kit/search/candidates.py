@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
+from kit.backends import Placement
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.environment import cpu_flags, usable_cores
@@ -38,7 +39,8 @@ OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 @dataclass(frozen=True)
 class RowCandidate:
-    """One configuration: backend, precision, device, backend options and threads, with why."""
+    """One configuration: what runs where (backend, precision, device, the backend's options as the
+    plain dict the probes and the cache hold, threads: `placement`), with why."""
 
     backend: str
     precision: str
@@ -53,30 +55,17 @@ class RowCandidate:
     full_only_why: str = ""  # why a 'full' candidate waits for a full search, where it is not the usual cost
 
     @property
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement), its options checked as the backend's record."""
+        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
+
+    @property
     def label(self) -> str:
-        extra = []
-        if self.options.get("compile"):
-            extra.append("compile" + (f"={self.options['compile_mode']}" if self.options.get("compile_mode") else ""))
-        if self.options.get("cuda_graph"):
-            extra.append("cuda-graph")
-        if self.options.get("clients"):
-            extra.append(f"clients={self.options['clients']}")
-        if self.options.get("quantization"):
-            extra.append(self.options["quantization"])
-        if self.options.get("nncf"):
-            extra.append(f"nncf={self.options['nncf']}")
-        if self.options.get("hint"):
-            extra.append(f"hint={self.options['hint']}")
-        if self.options.get("graph_optimization"):
-            extra.append(f"graph={self.options['graph_optimization'].removeprefix('ORT_ENABLE_')}")
-        if self.threads:
-            extra.append(f"threads={self.threads}")
-        return " ".join([self.backend, self.precision, *extra]) + f" ({self.device})"
+        return self.placement.label
 
     def plan(self) -> dict:
         """The model_benchmark parameters that run this configuration."""
-        return {"backend": self.backend, "precision": self.precision, "device": self.device,
-                "options": dict(self.options), "threads": self.threads}
+        return self.placement.plan()
 
     def matches(self, backend: str, precision: str, device: str, options: dict | None = None,
                 threads: int | None = None) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, asdict, dataclass, field, fields
 from typing import Any
 
+from kit.backends import Placement
 from kit.search.probe import Probe
 
 
@@ -35,6 +36,11 @@ class Plan:
     options: dict[str, Any] = field(default_factory=dict)
     threads: int | None = None
     precision_note: str = ""
+
+    @property
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement), its options read as the backend's record."""
+        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

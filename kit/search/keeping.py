@@ -25,7 +25,7 @@ from kit.search.probe import Probe, ProbeStatus, release
 
 def costly_to_reload(probe: Probe) -> bool:
     """Whether loading `probe`'s configuration again means compiling it again (torch.compile)."""
-    return bool(probe.options.get("compile"))
+    return probe.placement.options.compiles
 
 
 @dataclass

@@ -146,7 +146,7 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
         p.load_s = round(load.seconds, 2)
         p.compile_s = session.description.get("compile_s")
         notes = session.description.get("notes") or []
-        if p.options.get("compile") and any("fell back to eager" in n for n in notes):
+        if p.placement.options.compiles and any("fell back to eager" in n for n in notes):
             p.status, p.reason = ProbeStatus.FAILED, next(n for n in notes if "fell back" in n)
             return
         with Stopwatch() as first:

@@ -85,7 +85,7 @@ def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
     size = Path(model.onnx_path).stat().st_size
     budget = conversion_budget(size)
     for p in probes:
-        if p.status == ProbeStatus.PENDING and p.options.get("quantization") == "static-qdq":
+        if p.status == ProbeStatus.PENDING and p.placement.options.static_int8:
             need = estimate_need("int8-static", size)
             if need > budget:
                 p.status, p.reason = ProbeStatus.NOT_PROBED, (f"static int8 calibration needs about {need / GB:.1f} GB, "

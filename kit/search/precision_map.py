@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kit.backends import Placement
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
 from kit.hardware.environment import cpu_flags
@@ -33,6 +34,11 @@ class PrecisionChoice(NamedTuple):
     precision: Run
     device: str
     note: str
+
+    @property
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement): the backend's default options and threads."""
+        return Placement.of(self.backend, self.precision, self.device)
 
 
 def map_precision(published: str | Pub, hardware: str, *, framework: str = "torch",
@@ -117,8 +123,13 @@ class Candidate:
     why: str = ""
 
     @property
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement), its options checked as the backend's record."""
+        return Placement.of(self.backend, self.precision, self.device, self.options)
+
+    @property
     def label(self) -> str:
-        extra = "+compile" if self.options.get("compile") else ""
+        extra = "+compile" if self.placement.options.compiles else ""
         return f"{self.backend} {self.precision}{extra} ({self.device})"
 
 

@@ -17,7 +17,7 @@ from enum import StrEnum
 import numpy as np
 from scipy.stats import t as student_t
 
-from kit.backends import BackendConfig
+from kit.backends import BackendConfig, Placement
 from kit.errors import KitError, parse_member
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
@@ -89,12 +89,16 @@ class Probe:
             raise KitError(f"{self.label}: not measured, no throughput to rank or compare")
         return self.throughput
 
+    @property
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement), its options read as the backend's record."""
+        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
+
     def plan(self) -> dict:
-        return {"backend": self.backend, "precision": self.precision, "device": self.device,
-                "options": dict(self.options), "threads": self.threads}
+        return self.placement.plan()
 
     def backend_config(self) -> BackendConfig:
-        return BackendConfig(self.precision, self.device, self.threads, dict(self.options))
+        return self.placement.backend_config()
 
     def to_dict(self) -> dict:
         return {**asdict(self), "status": str(self.status)}

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from kit.backends import Placement
 from kit.backends.base import BackendConfig
 from kit.errors import InvalidParameter, KitError
 from kit.hardware.environment import capture
@@ -86,6 +87,10 @@ class RunsOnBackend(StudyConfig):
         super().__post_init__()
         object.__setattr__(self, "hardware", device_kind(self.device, self.hardware))
         BackendConfig(self.precision, self.device, kind=self.hardware)
+
+    def placement(self) -> Placement:
+        """What runs where (kit.backends.placement); a study with threads or options adds them."""
+        return Placement.of(self.backend, self.precision, self.device)
 
     def note(self) -> str:
         return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "

@@ -10,13 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kit import progress
-from kit.backends import (
-    BackendConfig,
-    export_opset,
-    options_for,
-    reference_outputs,
-    require_backend,
-)
+from kit.backends import BackendConfig, Placement, export_opset, reference_outputs, require_backend
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -94,8 +88,7 @@ class Config(RunsOnBackend):
             raise InvalidParameter("published_precision", self.published_precision,
                                    f"one of {', '.join(PUBLISHED_PRECISIONS)}")
         validate_data_percent(self.data_percent)
-        self.backend_config()  # validates threads
-        options_for(self.backend, self.options)  # validates the backend's options (kit.backends.options)
+        self.backend_config()  # validates threads and the backend's options (kit.backends.options)
         self.measure_config()  # validates timing parameters
         if self.search:
             self.search_settings()
@@ -106,8 +99,11 @@ class Config(RunsOnBackend):
                              target_ci=self.target_ci, stretch_for_power=self.stretch_for_power,
                              max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
 
+    def placement(self) -> Placement:
+        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
+
     def backend_config(self) -> BackendConfig:
-        return BackendConfig(self.precision, self.device, self.threads, dict(self.options), kind=self.hardware)
+        return self.placement().backend_config(kind=self.hardware)
 
     def exports(self) -> list[ExportRequest]:
         if self.model.endswith(".onnx"):  # the user's own file: nothing to export
