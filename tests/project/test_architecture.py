@@ -12,7 +12,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-KIT = Path(__file__).resolve().parents[1] / "kit"
+KIT = Path(__file__).resolve().parents[2] / "kit"
 #: Libraries heavy enough (or optional enough) to import only when used.
 HEAVY = {"torch", "tensorflow", "tf2onnx", "transformers", "openvino", "nncf", "poprt", "dask", "distributed",
          "keras", "onnxruntime", "papermill", "nbconvert", "matplotlib", "IPython", "mlperf_loadgen",
