@@ -26,7 +26,7 @@ from benchmarks.common import (
     small_models,
     strict,
 )
-from kit.backends import BackendConfig, get_backend
+from kit.backends import get_backend
 from kit.errors import KitError
 from kit.hardware.environment import capture, cpu_peak_gflops
 from kit.measure.numerics import NumericDiff
@@ -45,7 +45,7 @@ def load_all(model, candidates: list[Candidate], batch_size: int) -> dict:
     for c in candidates:
         try:
             sessions[c.label] = (c, get_backend(c.backend).load(
-                model, BackendConfig(precision=c.precision, device=c.device, options=c.options), batch_size))
+                model, c.placement.backend_config(), batch_size))
         except KitError as exc:
             print(f"  {c.label}: skipped ({exc})")
     return sessions

@@ -25,7 +25,7 @@ import numpy as np
 
 from benchmarks.common import LoopArm
 from benchmarks.peer_gpu_arms import make_gpu_arm
-from kit.backends import BackendConfig, require_backend
+from kit.backends import Placement, require_backend
 from kit.measure.window import MeasureConfig
 from kit.models import export_model
 
@@ -38,8 +38,7 @@ class KitArm:
         self.inputs = model.make_inputs(batch)
         self.batch = batch
         self.session = require_backend(plan["backend"]).load(
-            model, BackendConfig(plan["precision"], plan["device"], plan.get("threads"),
-                                 dict(plan.get("options") or {})), batch)
+            model, Placement.from_plan(plan).backend_config(), batch)
         self.description = {"how": "the kit's chosen configuration, the kit's timed window",
                             **self.session.description}
 

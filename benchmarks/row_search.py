@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import env_float, env_int, load_note, small_models, strict
-from kit.backends import BackendConfig, require_backend
+from kit.backends import Placement, require_backend
 from kit.batch.profiles import QUICK_SEARCH_BATCH
 from kit.hardware.environment import capture, cpu_peak_gflops
 from kit.measure.window import MeasureConfig
@@ -51,9 +51,7 @@ def rows_to_run() -> list[tuple[str, str]]:
 
 
 def load(model, plan: dict, batch: int):
-    return require_backend(plan["backend"]).load(
-        model, BackendConfig(plan["precision"], plan["device"], plan.get("threads"), dict(plan.get("options") or {})),
-        batch)
+    return require_backend(plan["backend"]).load(model, Placement.from_plan(plan).backend_config(), batch)
 
 
 def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, seconds: float) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from kit import progress
-from kit.backends import BackendConfig, export_opset, require_backend
+from kit.backends import BackendConfig, Placement, export_opset, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
 from kit.measure.window import MeasureConfig
@@ -192,8 +192,11 @@ class Config(RunsOnBackend):
             return []
         return [ExportRequest(self.model, self.small, opset=export_opset(self.backend))]
 
+    def placement(self) -> Placement:
+        return Placement.of(self.backend, self.precision, self.device, threads=self.threads)
+
     def backend_config(self) -> BackendConfig:
-        return BackendConfig(precision=self.precision, device=self.device, threads=self.threads, kind=self.hardware)
+        return self.placement().backend_config(kind=self.hardware)
 
     def loadgen_config(self) -> LoadGenConfig:
         return LoadGenConfig(latency_bound_ms=self.latency_bound_ms, min_duration_s=self.min_duration_s,
