@@ -20,7 +20,6 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from kit.backends import Placement
-from kit.backends.base import BackendConfig
 from kit.errors import InvalidParameter, KitError
 from kit.hardware.environment import capture
 from kit.hardware.kinds import device_kind
@@ -86,7 +85,7 @@ class RunsOnBackend(StudyConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "hardware", device_kind(self.device, self.hardware))
-        BackendConfig(self.precision, self.device, kind=self.hardware)
+        self.placement().backend_config(kind=self.hardware)  # the backend, its options and threads
 
     def placement(self) -> Placement:
         """What runs where (kit.backends.placement); a study with threads or options adds them."""
