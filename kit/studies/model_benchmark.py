@@ -26,6 +26,7 @@ from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.precision import PublishedPrecision
 from kit.results import ResultKind, RunResult
+from kit.results.reasons import ReasonCode
 from kit.search import (
     KEEPS_NOTHING,
     Decision,
@@ -457,5 +458,6 @@ def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batc
                                  model.weights, batch_size=batch, model=model,
                                  reference_session=ref_session)
     except KitError as exc:
-        return {"model": model.name, "status": f"not measured: {exc}", "value": None}
+        return {"model": model.name, "status": f"not measured: {exc}", "value": None,
+                "reason_code": str(ReasonCode.OTHER)}
 
