@@ -107,10 +107,10 @@ MUTATIONS = [
 
 #: the tests that run the GPU code paths through the doubles, without a GPU (issue 43)
 GPU_TESTS = [
-    "tests/test_torch_cuda.py", "tests/test_tensorrt_backend.py", "tests/test_onnxruntime_backend.py",
-    "tests/test_peers_benchmark.py", "tests/test_search.py", "tests/test_roofline.py", "tests/test_cuda_device.py",
-    "tests/test_kinds.py", "tests/test_time_plan.py", "tests/test_session_keeping.py", "tests/test_zoo_capture.py",
-    "tests/test_hf.py",
+    "tests/backends/test_torch_cuda.py", "tests/backends/test_tensorrt_backend.py", "tests/backends/test_onnxruntime_backend.py",
+    "tests/project/test_peers_benchmark.py", "tests/search/test_search.py", "tests/studies/test_roofline.py", "tests/hardware/test_cuda_device.py",
+    "tests/hardware/test_kinds.py", "tests/batch/test_time_plan.py", "tests/search/test_session_keeping.py", "tests/models/test_zoo_capture.py",
+    "tests/models/test_hf.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS

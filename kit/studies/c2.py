@@ -38,7 +38,7 @@ C2_MODEL = "resnext101-c2"
 class Config(RunsOnBackend):
     batch_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
     replicas: int = 2
-    min_duration_s: float = 2.0  # the notebook's defaults (tests/test_parameters.py): Run All in about 1 min
+    min_duration_s: float = 2.0  # the notebook's defaults (tests/studies/test_parameters.py): Run All in about 1 min
     min_count: int = 5
     warmup: int = 2
     target_ci: float = 0.02  # stop once the 95 % half-width is this narrow (0: no target)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kit import progress
 from kit.backends import BackendConfig, export_opset, reference_outputs, require_backend
@@ -363,18 +364,24 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                            "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
             sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
             ref_session, ref_out = None, None
+            accuracy_here = with_accuracy and cfg.accuracy
             if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
                 ref_out = None if same else reference_outputs.recall(model, batch, inputs)
-                if same or ref_out is None or (with_accuracy and cfg.accuracy):
-                    ref_session = sessions[0] if same else reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                if same:
+                    ref_session = sessions[0]
+                elif ref_out is None and cfg.check_numerics:
+                    ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                    sessions.append(ref_session)
+                elif accuracy_here:  # loaded when the accuracy check first calls it, after the timed windows
+                    ref_session = LazySession(lambda: reference.load(model, BackendConfig("fp32", "cpu"), batch))
                     sessions.append(ref_session)
             phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
-                " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0]) else "") + (
+                " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0])
+                and not isinstance(ref_session, LazySession) else "") + (
                 " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
-                (" (for the accuracy check; its outputs for the numerics check taken from the search's call on "
-                 "the same inputs)" if ref_session is not None else "; the reference's outputs taken from the "
-                 "search's call on the same inputs") if ref_out is not None else "")
+                "; the reference's outputs taken from the search's call on the same inputs"
+                if ref_out is not None else "")
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
@@ -382,6 +389,9 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
                 check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
+        if ref_session is not None and ref_session is not sessions[0] and not accuracy_here:
+            sessions.remove(ref_session)  # no reference session stays open while the windows run
+            ref_session.close()
         mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
@@ -397,6 +407,23 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                     timed_phase("accuracy", batch) as phase:
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
                 phase.detail = str(result.accuracy[-1].get("status") or "")
+
+
+class LazySession:
+    """A session loaded at its first call (`load()`), closed with the others if it was."""
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+        self.session: Any = None
+
+    def run(self, inputs: dict) -> list:
+        if self.session is None:
+            self.session = self._load()
+        return self.session.run(inputs)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
 
 
 def kept_note(batch: int, session) -> str:

@@ -33,7 +33,7 @@ from kit.studies.serving.search import Probe, SearchResult, find_max_qps
 from kit.studies.serving.simulate import ServiceModel, predict_max_qps, simulate
 from kit.studies.serving.summary import LoadGenSummary
 
-DEFAULT_POLICIES = ((1, 0.0), (4, 20.0))  # the notebook's (tests/test_parameters.py checks they agree)
+DEFAULT_POLICIES = ((1, 0.0), (4, 20.0))  # the notebook's (tests/studies/test_parameters.py checks they agree)
 C2_POLICIES = ((1, 0.0), (2, 2.0), (4, 5.0), (6, 10.0))
 PREDICTION_LABEL = "PREDICTION: simulated from the published C2 latency table, not measured"
 CRITERIA = ("bound", "valid")

@@ -1,5 +1,5 @@
 """Every registered backend and dataset adapter, in the style of timm's registry tests.
-(Every zoo entry is covered in tests/test_models.py; every study in tests/test_studies.py.)"""
+(Every zoo entry is covered in tests/models/test_models.py; every study in tests/studies/test_studies.py.)"""
 
 import pytest
 

@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup
 
 from kit.notebook import build_scorecard
 from kit.publish.site import write_index
-from tests.test_scorecard_known_answers import MODEL, PRECISION, c600_run
+from tests.publish.test_scorecard_known_answers import MODEL, PRECISION, c600_run
 
 NUMBER = re.compile(r"^-?[\d,]*\.?\d+(?:e[-+]?\d+)?")
 

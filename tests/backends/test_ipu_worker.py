@@ -90,7 +90,7 @@ def test_docker_exec_passes_gcda_monitor_and_keeps_stdin():
     assert plain == ["/opt/sdk/python3.8", SOURCE, "--serve"]  # a child process inherits the env
 
 
-FAKE_DOCKER_EXEC = Path(__file__).with_name("fake_docker_exec.py")
+FAKE_DOCKER_EXEC = Path(__file__).parents[1] / "fake_docker_exec.py"
 
 
 def gone(pid: int) -> bool:
@@ -165,7 +165,7 @@ def test_the_batchs_kill_of_a_job_ends_its_worker_behind_docker_exec(tmp_path, m
     monkeypatch.setenv("KIT_ENDINGS_DIR", str(tmp_path / "endings"))
     env = {**double_env(), "KIT_IPU_PYTHON": f"{sys.executable} {FAKE_DOCKER_EXEC} {sys.executable}",
            "KIT_POPRT_DOUBLE_ATTACH_S": "60", "KIT_ENDINGS_DIR": str(tmp_path / "endings"),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), double_env()["PYTHONPATH"]])}
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), double_env()["PYTHONPATH"]])}
     kernel = subprocess.Popen([sys.executable, "-c", KERNEL_STAND_IN, json.dumps(load_job(tmp_path))],
                               stdout=subprocess.PIPE, env=env, start_new_session=True)
     pid = int(kernel.stdout.readline())

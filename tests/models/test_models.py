@@ -12,7 +12,7 @@ import pytest
 from kit.errors import UnknownNameError
 from kit.models import export_model, get_entry, model_names
 
-PUBLISHED = Path(__file__).parent / "data" / "published_inputs.csv"
+PUBLISHED = Path(__file__).parents[1] / "data" / "published_inputs.csv"
 NOT_IN_BYTEMLPERF = {"resnext101-c2"}  # the Qwant C2 study's model, not a ByteMLPerf row
 ONNX_DTYPES = {1: "float32", 7: "int64", 6: "int32", 9: "bool"}
 

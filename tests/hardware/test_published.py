@@ -106,7 +106,7 @@ def test_data_readme_states_the_row_counts_of_figures_csv():
 
     import pandas as pd
 
-    root = Path(__file__).resolve().parents[1] / "data" / "published"
+    root = Path(__file__).resolve().parents[2] / "data" / "published"
     text = (root / "README.md").read_text()
     stated = {m[0]: int(m[1]) for m in re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M)}
     counts = pd.read_csv(root / "figures.csv").groupby("study").size().to_dict()

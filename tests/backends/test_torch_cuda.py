@@ -163,7 +163,7 @@ def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, mo
 
     real = torch_backend.TorchSession.device_outputs
 
-    def syncing(self, tensors):  # a forward that reads a device value back (tests/test_zoo_capture.py: each rule)
+    def syncing(self, tensors):  # a forward that reads a device value back (tests/models/test_zoo_capture.py: each rule)
         tensors[0].sum().item()
         return real(self, tensors)
 

@@ -62,3 +62,34 @@ def test_other_inputs_or_another_batch_are_never_taken(small, reference_loads):
     reference_loads.clear()
     model_benchmark.run(dict(model=small.name, **RUN))
     assert reference_loads == ["fp16", "fp32"]
+
+
+def test_no_reference_session_is_open_while_the_windows_run(small, reference_loads, monkeypatch):
+    """The reference the numerics check loaded is closed before the timed windows; where the
+    accuracy check needs one, it is loaded when that check first calls it, after them."""
+    events: list[str] = []
+    backend = type(require_backend("onnxruntime"))
+    counted = backend.load
+
+    def watched(self, model, cfg, batch, *a, **k):
+        session = counted(self, model, cfg, batch, *a, **k)
+        close = session.close
+
+        def closing():
+            events.append(f"close {cfg.precision}")
+            close()
+
+        session.close = closing
+        return session
+
+    monkeypatch.setattr(backend, "load", watched)
+    timed = model_benchmark.timed_sessions
+    monkeypatch.setattr(model_benchmark, "timed_sessions", lambda *a, **k: events.append("timing") or timed(*a, **k))
+    model_benchmark.run(dict(model=small.name, **RUN))
+    assert events.index("close fp32") < events.index("timing")
+
+    inputs = small.make_inputs(1, seed=0)
+    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))
+    reference_loads.clear()
+    model_benchmark.run(dict(model=small.name, **{**RUN, "accuracy": True}))
+    assert reference_loads == ["fp16"]  # no ImageNet here: the accuracy check never called the reference

@@ -9,7 +9,7 @@ import pytest
 
 from kit.published.schema import SCHEMAS, PublishedDataError, read_published_csv
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "published"
+DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

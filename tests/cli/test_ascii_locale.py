@@ -9,7 +9,7 @@ import numpy as np
 
 from kit.cli.main import ascii_look_alike  # noqa: F401  (registers the "kit-ascii" handler)
 from tests.conftest import ROOT
-from tests.test_compare_runs import _run
+from tests.publish.test_compare_runs import _run
 
 
 def ascii_env(tmp_path) -> dict:

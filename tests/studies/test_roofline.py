@@ -86,7 +86,7 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
                                                                                       monkeypatch):
     """VideoBERT encodes its 100 prompts once per call: counting them per sample put batch 4 at 153 %
     of the bf16 peak. Spread over the call's samples, the figure falls under the bound."""
-    from tests.test_flops import prompts_model
+    from tests.models.test_flops import prompts_model
 
     monkeypatch.setattr(roofline, "memory_bandwidth", lambda: {"gbs": 10.0, "method": "test"})
     path, specs = prompts_model(tmp_path)

@@ -14,7 +14,7 @@ from kit.results import SCHEMA_VERSION, ResultStatus, RunResult, UnsupportedVers
 from kit.results.schema import upgrade
 from kit.results.sections import BackendInfo, Environment, Sections
 
-V1 = Path(__file__).parent / "data" / "results_v1"
+V1 = Path(__file__).parents[1] / "data" / "results_v1"
 MODEL, C2 = V1 / "resnet50-torch-fp32_FP16.json", V1 / "c2_study.json"
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.cli.test_notebooks import CASES
 from tests.conftest import ROOT
-from tests.test_notebooks import CASES
 
 KERNEL = "ipu-repro"
 CELL_TIMEOUT_S = 240

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tests import cuda_double
-from tests.test_onnxruntime_backend import FakeBinding, FakeGpuSession, FakeOrtValue
+from tests.backends.test_onnxruntime_backend import FakeBinding, FakeGpuSession, FakeOrtValue
 
 POSITIONAL_ONLY = inspect.Parameter.POSITIONAL_ONLY
 KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY

@@ -14,7 +14,7 @@ from kit.measure.power import SENSORS
 from kit.search.candidates import ROW_CANDIDATES
 from kit.search.precision_map import MAPPINGS
 
-KIT = Path(__file__).resolve().parents[1] / "kit"
+KIT = Path(__file__).resolve().parents[2] / "kit"
 KINDS_MODULE = KIT / "hardware" / "kinds.py"
 #: Names a kind is held in (a variable `kind`, `cfg.hardware`, `info.get("kind")`, `kinds` ...).
 KIND_WORDS = ("kind", "hardware")

@@ -16,7 +16,7 @@ import pytest
 
 from kit.hardware import gpu_install
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LISTED = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1b2c)\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-3d4e)\n"
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that "
              "the latest NVIDIA driver is installed and running.\n")

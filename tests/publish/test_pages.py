@@ -1,5 +1,5 @@
 """Issue 27 #4, a report read at a glance, checked on the pages of a real tiny batch without a
-browser (tests/test_browser.py renders the same pages in Chromium): the index opens with one
+browser (tests/project/test_browser.py renders the same pages in Chromium): the index opens with one
 sentence per study and the counts with their reasons grouped; the scorecard gives each reason
 once and links every row it can to its model's report; the model report opens with its verdict
 sentence, says why power is unavailable once, and has no NaN, None or empty table."""

@@ -11,7 +11,7 @@ import pytest
 from kit.errors import InvalidParameter
 from kit.measure.time_account import TimeAccount, by_phase
 from kit.studies import model_benchmark
-from tests.test_studies import FAST_MODEL, indexed
+from tests.studies.test_studies import FAST_MODEL, indexed
 
 LOAD_S = 0.3  # a compile this slow is the compile phase's, never the timing's
 

@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks.run_all import BENCHMARKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench_env(tmp_path: Path) -> dict:

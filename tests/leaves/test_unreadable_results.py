@@ -12,7 +12,7 @@ from kit.batch.state import read_state
 from kit.cli.main import main as kit_main
 from kit.results import ResultKind, RunResult
 from tests.batch_notebooks import make_ok_notebook
-from tests.test_compare_runs import _measurement
+from tests.publish.test_compare_runs import _measurement
 
 
 def _result(path, schema_version=1):

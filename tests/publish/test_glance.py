@@ -101,7 +101,7 @@ def test_a_row_measured_another_way_is_said_from_its_difference_codes():
 def test_a_row_an_older_kit_wrote_without_codes_reads_the_same(tmp_path, monkeypatch):
     """The summary JSON of an older kit holds rows without codes: glance reads their sentences."""
     monkeypatch.setenv("KIT_OUTPUTS", str(tmp_path))
-    v1 = Path(__file__).parent / "data" / "results_v1"
+    v1 = Path(__file__).parents[1] / "data" / "results_v1"
     card = scorecard.build(sorted(v1.glob("*.json"))).to_dict("records")
     for row in card:
         older = {k: v for k, v in row.items() if k not in CODED}

@@ -198,7 +198,7 @@ def test_nvml_is_unavailable_without_a_driver():
     assert not sampler.available and sampler.reason.startswith("nvml: NVML unavailable")
 
 
-# NVML: tests/test_nvml.py (a fake NVML with several boards and shuffled indices)
+# NVML: tests/measure/test_nvml.py (a fake NVML with several boards and shuffled indices)
 
 
 # ---------------------------------------------------------------- gcipuinfo test double

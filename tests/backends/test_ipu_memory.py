@@ -13,7 +13,7 @@ from kit.backends.ipu import IpuBackend
 from kit.backends.ipu import backend as ipu_mod
 from kit.backends.ipu.poprt_worker import step_memory
 from kit.measure.memory import InsufficientMemory
-from tests.test_ipu_backend import config, tiny_exported, with_double  # noqa: F401 - fixture
+from tests.backends.test_ipu_backend import config, tiny_exported, with_double  # noqa: F401 - fixture
 
 STEPS = ("ipu-convert", "ipu-compile")
 
