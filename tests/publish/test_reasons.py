@@ -47,7 +47,7 @@ def test_an_accuracy_checks_code_reaches_the_row_and_the_glance_not_its_sentence
 
 
 def test_a_c2_tables_code_reaches_the_row_not_its_sentence(tmp_path):
-    from tests.test_scorecard_known_answers import c2_measurement
+    from tests.publish.test_scorecard_known_answers import c2_measurement
 
     table = c2_row(4, 2, c2_measurement(2, 5.0, None))
     assert table["efficiency_reason_code"] == "power_unavailable"  # made with the sentence
