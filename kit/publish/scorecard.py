@@ -302,10 +302,10 @@ def figure_at_batch(res: RunResult | None, batch: int | None, figure: str
         return None, NO_REASON, None
     m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
-        failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
-        return None, (Reason(f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}", ReasonCode.BATCH_FAILED)
-                      if failed else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
-                                            ReasonCode.BATCH_NOT_RUN)), None
+        failed = res.sections.tables.failed_batches.get(batch) if batch is not None else None
+        return None, (Reason(f"batch {batch} failed: {failed.strip()}", ReasonCode.BATCH_FAILED)
+                      if failed is not None else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
+                                                        ReasonCode.BATCH_NOT_RUN)), None
     if figure == "QPS":
         return m.qps_bytemlperf, NO_REASON, m
     value = m.bytemlperf.figure(BYTEMLPERF_VALUE[figure][0])

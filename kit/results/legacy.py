@@ -54,6 +54,13 @@ def difference_from_text(clause: str) -> DifferenceCode:
     return next((code for pattern, code in DIFFERENCES if re.match(pattern, clause)), DifferenceCode.SESSION)
 
 
+def failed_batches(errors: object) -> list[dict[str, object]]:
+    """An older model benchmark's failed batches, from its errors ("batch 4: <error>")."""
+    said = errors if isinstance(errors, list) else []
+    found = (re.match(r"batch (\d+):(.*)", str(e), re.DOTALL) for e in said)
+    return [{"batch_size": int(m.group(1)), "error": m.group(2).strip()} for m in found if m]
+
+
 def accuracy_code(status: object) -> str | None:
     """An older accuracy check's code, from its status (None where it was measured)."""
     if status == "measured":

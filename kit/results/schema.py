@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.errors import KitError
-from kit.results.legacy import accuracy_code, code_from_text
+from kit.results.legacy import accuracy_code, code_from_text, failed_batches
 from kit.results.reasons import DifferenceCode
 from kit.results.tables import C2_FIGURES
 
@@ -65,13 +65,17 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
 
 def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
     """Version 2 -> 3: the code beside each reason, read from the sentence an older kit wrote
-    (kit.results.legacy); an IPU session's own reasons are coded SESSION (said by their sentence)."""
+    (kit.results.legacy); an IPU session's own reasons are coded SESSION (said by their sentence);
+    a model benchmark's failed batches, read from its errors, as the table version 3 writes."""
     out = dict(data, schema_version=3)
     out["accuracy"] = [{**a, "reason_code": accuracy_code(a.get("status"))} if isinstance(a, dict) else a
                        for a in data.get("accuracy") or []]
     tables = data.get("tables")
     if isinstance(tables, dict) and isinstance(tables.get("c2"), list):
         out["tables"] = {**tables, "c2": [_coded_c2_row(r) if isinstance(r, dict) else r for r in tables["c2"]]}
+    failed = failed_batches(data.get("errors")) if data.get("kind") == "model_benchmark" else []
+    if failed and isinstance(tables, dict) and "failed_batches" not in tables:
+        out["tables"] = {**out.get("tables", tables), "failed_batches": failed}
     backend = data.get("backend")
     session = backend.get("session") if isinstance(backend, dict) else None
     if isinstance(backend, dict) and isinstance(session, dict) and isinstance(session.get("not_comparable"), list):

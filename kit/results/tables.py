@@ -191,6 +191,14 @@ class Tables:
         return decision if isinstance(decision, Mapping) and decision else None
 
     @cached_property
+    def failed_batches(self) -> dict[int, str]:
+        """Batch size -> the error it failed with (a model benchmark's batch that raised), the first each."""
+        out: dict[int, str] = {}
+        for row in _rows(self._d.get("failed_batches")):
+            out.setdefault(int(row["batch_size"]), str(row.get("error") or ""))
+        return out
+
+    @cached_property
     def time_account(self) -> TimeAccount:
         return TimeAccount.from_dict(self._d.get("time_account"))
 

@@ -150,6 +150,7 @@ def execute(cfg: Config, result: RunResult) -> None:
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
+                result.tables.setdefault("failed_batches", []).append({"batch_size": batch, "error": str(exc)})
             sessions[batch] = result.backend.get("session")
     cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
     result.notes[notes_at:notes_at] = [f"Precision: {cfg.note()}."] + [

@@ -29,9 +29,9 @@ def _model_run(accuracy: dict, session: dict | None = None) -> RunResult:
     return run
 
 
-def _row(rows, figure: str, study: str = "bytemlperf_c600"):
+def _row(rows, figure: str, study: str = "bytemlperf_c600", batch: str | None = None):
     return next(r for r in rows if r.model == MODEL and r.precision == PRECISION and r.figure == figure
-                and r.study == study)
+                and r.study == study and batch in (None, r.batch_size))
 
 
 def _written(run: RunResult, tmp_path: Path) -> RunResult:
@@ -85,6 +85,16 @@ def test_a_result_written_today_is_never_parsed_an_older_one_is_upgraded_once():
     assert s.accuracy[0].reason == Reason(LYING.removeprefix("not measured: "), ReasonCode.OTHER)
     assert s.tables.c2[0].reason_of("efficiency").code == ReasonCode.OTHER
     assert s.session.differences == (Reason("x", DifferenceCode.SESSION),)
+
+
+def test_a_failed_batch_is_read_from_the_table_the_run_wrote_never_from_its_errors():
+    run = c600_result(MODEL, PRECISION, [measured(4, 4, 7000.0)])
+    run.errors = ["batch 32: a sentence only an older kit's result is read for"]
+    rows = bytemlperf_rows([(Path("r.json"), run)])
+    assert _row(rows, "AVG Latency", "bytemlperf_reports", "32").reason_code == "batch_not_run"
+    run.tables["failed_batches"] = [{"batch_size": 32, "error": "out of memory"}]
+    row = _row(bytemlperf_rows([(Path("r.json"), run)]), "AVG Latency", "bytemlperf_reports", "32")
+    assert row.reason_code == "batch_failed" and "batch 32 failed: out of memory" in row.reason
 
 
 def test_an_older_row_is_coded_in_one_place_and_a_coded_row_is_left_alone():

@@ -363,11 +363,12 @@ def test_per_batch_rows_carry_the_runs_differences_from_the_published_setup():
 
 
 def _failed_batch_run(errors: list[str]) -> RunResult:
+    """A run an older kit wrote: its failed batches in its errors only (the upgrade reads them)."""
     from tests.c600_runs import measured
 
     run = c600_result(MODEL, PRECISION, [measured(4, 4, 7000.0)])
     run.errors = errors
-    return run
+    return RunResult.from_dict({**run.to_dict(), "schema_version": 2})
 
 
 def test_a_failed_batch_says_why_in_its_own_words():
