@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -58,6 +57,7 @@ DIFFERENCE_WORDS: dict[str, str] = {DifferenceCode.BATCH: "another batch size", 
                     DifferenceCode.POPRT: "another PopRT version",
                     DifferenceCode.PASSES: "ByteMLPerf's passes not all applied"}
 
+TRADEMARKS = ("(R)", "(TM)", "(tm)")
 CLASS_WORDS = {"cpu": "a CPU", "gpu": "a GPU", "ipu": "an IPU", "unknown": "unknown hardware"}
 
 
@@ -91,8 +91,10 @@ def measured_device(row: Row) -> str:
     if row.emulated:
         return "the PopRT test double (not an IPU)"
     label = row.measured_name
-    name = re.sub(r"\((R|TM|tm)\)", "", label.split(" (")[0]).strip()  # trademarks and clocks off the name
-    name = name.split(" CPU @")[0].split(" @ ")[0]
+    name = label.split(" (")[0]
+    for mark in TRADEMARKS:  # trademarks and clocks off the name
+        name = name.replace(mark, "")
+    name = name.strip().split(" CPU @")[0].split(" @ ")[0]
     return f"{name} ({measured_class(row).upper()})" if name else CLASS_WORDS["unknown"]
 
 
@@ -131,8 +133,10 @@ def differences(row: Row) -> list[str]:
 
 
 def first_clause(text: str, limit: int = 60) -> str:
-    """The text up to its first ':', ';' or ' (', at most `limit` characters."""
-    cut = re.split(r":|;| \(", text, maxsplit=1)[0].strip()
+    """The text up to its first ':', ';' or ' (', at most `limit` characters (how a sentence
+    without a short name is said, never read)."""
+    ends = [i for i in (text.find(":"), text.find(";"), text.find(" (")) if i >= 0]
+    cut = text[: min(ends, default=len(text))].strip()
     return cut if len(cut) <= limit else cut[: limit - 1].rstrip() + "…"
 
 

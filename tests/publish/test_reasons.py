@@ -107,7 +107,9 @@ def test_an_older_row_is_coded_in_one_place_and_a_coded_row_is_left_alone():
 
 
 def test_the_glance_and_the_scorecard_read_no_sentence():
+    assert "\nimport re\n" not in inspect.getsource(glance)  # not one regular expression
     for module in (glance, scorecard):
         source = inspect.getsource(module)
         assert "re.match" not in source and "re.search" not in source and "text_code" not in source
         assert "TEXT_CODES" not in source and "DIFFERENCES" not in source
+        assert 'startswith(f"batch' not in source  # a failed batch is a table, not an error's prefix
