@@ -23,6 +23,7 @@ from kit.models import get_entry
 from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 from kit.paths import datasets_dir, weights_dir
 from kit.registry import Registry
+from kit.results.reasons import ReasonCode
 
 MEASURED = "measured"
 RANDOM = "not meaningful: random weights"
@@ -76,10 +77,11 @@ def align_inputs(inputs: dict[str, np.ndarray], specs: tuple[InputSpec, ...]) ->
 
 
 def _result(model_name: str, ev: ModelEval | None, status: str, data_percent: float,
-            weights: WeightsInfo | None, **extra) -> dict:
+            weights: WeightsInfo | None, code: ReasonCode | None, **extra) -> dict:
+    """An AccuracyResult dict; `code` says why it was not measured (None where it was)."""
     return {"model": model_name, "dataset": ev.dataset if ev else None,
             "metric": extra.pop("metric", None), "value": extra.pop("value", None),
-            "status": status, "data_percent": data_percent,
+            "status": status, "reason_code": None if code is None else str(code), "data_percent": data_percent,
             "weights": weights.to_dict() if weights else None, "details": extra}
 
 
@@ -122,30 +124,32 @@ def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None =
         raise InvalidParameter("weights", None, "the WeightsInfo of the weights the session runs")
     if model_name not in MODEL_EVALS:
         return _result(model_name, None, "not measured: no published accuracy dataset for this model",
-                       data_percent, weights)
+                       data_percent, weights, ReasonCode.NO_ACCURACY_DATASET)
     ev = MODEL_EVALS.get(model_name)
     dataset = build_dataset(model_name, dataset_dir, tokenizer_dir, model)
     problem = dataset.missing(dataset.root)
     if problem:
         return _result(model_name, ev, f"not measured: no dataset ({problem} in {dataset.root}; "
                        f"expected {dataset.layout}; see docs/datasets.md or `kit fetch-data "
-                       f"{dataset.name}`)", data_percent, weights, metric=dataset.metric)
+                       f"{dataset.name}`)", data_percent, weights, ReasonCode.NO_DATASET,
+                       metric=dataset.metric)
     run = _run_fn(session, model)
     try:
         if ev.dataset == "fake_dataset":
             if reference_session is None:
                 return _result(model_name, ev, "not measured: no reference session (Mean Diff "
                                "compares with the fp32 CPU run)", data_percent, weights,
-                               metric=dataset.metric)
+                               ReasonCode.NO_REFERENCE, metric=dataset.metric)
             scored = dataset.evaluate(run, batch_size, data_percent,  # type: ignore[call-arg]  # FakeDataset's
                                       reference=_run_fn(reference_session, model))
         else:
             scored = dataset.evaluate(run, batch_size, data_percent)
     except NotComparable as exc:
-        return _result(model_name, ev, str(exc), data_percent, weights, metric=dataset.metric)
-    except MissingResource as exc:  # the tokenizer, class names or similar
-        return _result(model_name, ev, f"not measured: {exc}", data_percent, weights,
+        return _result(model_name, ev, str(exc), data_percent, weights, ReasonCode.OTHER,
                        metric=dataset.metric)
-    status = RANDOM if weights.is_random else MEASURED
-    return _result(model_name, ev, status, data_percent, weights, batch_size=batch_size,
+    except MissingResource as exc:  # the tokenizer, class names or similar
+        return _result(model_name, ev, f"not measured: {exc}", data_percent, weights, ReasonCode.OTHER,
+                       metric=dataset.metric)
+    status, code = (RANDOM, ReasonCode.RANDOM_WEIGHTS) if weights.is_random else (MEASURED, None)
+    return _result(model_name, ev, status, data_percent, weights, code, batch_size=batch_size,
                    dataset_dir=str(dataset.root), **scored)

@@ -56,7 +56,7 @@ def session_differences(session: Session | Mapping) -> list[Reason]:
         session = Session.from_dict(session)
     if session.comparable is not False:
         return []
-    said = [Reason(text, DifferenceCode.SESSION) for text in session.not_comparable]
+    said = list(session.differences)
     if session.missing_passes:
         said.insert(0, Reason(f"ByteMLPerf's {', '.join(session.missing_passes)} not applied", DifferenceCode.PASSES))
     return said or [Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]

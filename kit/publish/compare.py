@@ -16,6 +16,9 @@ from typing import Any
 
 from kit.hardware.parts import MeasuredOn
 from kit.measure.stats import Interval
+from kit.results.reasons import DifferenceCode, Reason, ReasonCode
+
+__all__ = ["Comparison", "DifferenceCode", "Reason", "ReasonCode", "Verdict", "verdict"]
 
 # Tolerances, stated in every scorecard.
 THROUGHPUT_TOLERANCE = 0.10  # |measured / published - 1| for QPS, latency, efficiency
@@ -33,68 +36,6 @@ class Verdict(StrEnum):
     NOT_COMPARABLE = "not comparable"  # other hardware (or the IPU path emulated): ratio shown
     NOT_MEASURED = "not measured"  # no measured value: the reason says why
     FAILED = "failed"  # the run behind the figure failed, timed out or left an unreadable result
-
-
-class ReasonCode(StrEnum):
-    """Why a scorecard row has its verdict, as a code beside its sentence: kit.publish.glance says
-    it in a few words and groups by it, never parsing the sentence."""
-
-    WITHIN_TOLERANCE = "within_tolerance"
-    OUTSIDE_TOLERANCE = "outside_tolerance"
-    OTHER_HARDWARE = "other_hardware"  # measured, not on the published part
-    MEASURED_ANOTHER_WAY = "measured_another_way"  # on the published part, not the published way
-    RANDOM_WEIGHTS = "random_weights"
-    OWN_INPUTS = "own_inputs"
-    NOT_SELECTED = "not_selected"
-    NOT_RUN = "not_run"
-    NO_DATASET = "no_dataset"
-    NO_ACCURACY_DATASET = "no_accuracy_dataset"
-    NO_REFERENCE = "no_reference"
-    CLAIM = "claim"
-    BATCH_NOT_RUN = "batch_not_run"
-    BATCH_FAILED = "batch_failed"
-    BEFORE_TRIMMED = "before_trimmed"
-    POWER_UNAVAILABLE = "power_unavailable"
-    TIMED_OUT = "timed_out"
-    UNREADABLE = "unreadable"
-    FAILED = "failed"
-    OTHER = "other"  # said by the reason's first clause
-
-
-class DifferenceCode(StrEnum):
-    """One way a figure on the published part was not measured the published way (kit.publish.comparability)."""
-
-    BATCH = "batch"
-    PADDED = "padded"
-    CLIENTS = "clients"
-    PRECISION = "precision"
-    POPRT = "poprt"
-    PASSES = "passes"
-    SESSION = "session"  # the session's own reason, said by its first clause
-
-
-class Reason(str):
-    """A reason sentence with its code: it compares, prints and joins as the sentence.
-
-    >>> r = Reason("batch 4 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN)
-    >>> r == "batch 4 not run (measured: 1)", r.code
-    (True, <ReasonCode.BATCH_NOT_RUN: 'batch_not_run'>)
-    """
-
-    code: str
-
-    def __new__(cls, text: str, code: ReasonCode | DifferenceCode) -> Reason:
-        made = super().__new__(cls, text)
-        made.code = code
-        return made
-
-    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copied (dataclasses.asdict) and pickled with its code
-        return str(self), self.code
-
-
-def code_of(reason: str, default: ReasonCode | DifferenceCode = ReasonCode.OTHER) -> str:
-    """The code a reason was made with (`default` for a plain sentence)."""
-    return reason.code if isinstance(reason, Reason) else default
 
 
 @dataclass(kw_only=True)

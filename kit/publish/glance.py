@@ -3,17 +3,19 @@ the reasons grouped per verdict with what a user can do about them, and one sent
 
 Works on scorecard rows (kit.publish.compare.Comparison, read back from a DataFrame's records or
 the summary job's JSON by `Comparison.of`), so the index and the summary notebook say the same
-thing. Nothing here changes a figure or a verdict: only how they are said.
+thing. Nothing here changes a figure or a verdict: only how they are said. A row is said and
+grouped by its codes (ReasonCode, DifferenceCode) and where it was measured, never by its
+sentence; a row an older kit wrote without them gets them first, in kit.publish.legacy_rows.
 """
 
 from __future__ import annotations
 
 import html
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from kit.publish import legacy_rows
 from kit.publish.compare import Comparison, DifferenceCode, ReasonCode
 from kit.published.studies import PublishedStudy
 
@@ -49,41 +51,13 @@ SHORT: dict[str, tuple[str, str]] = {
     ReasonCode.FAILED: ("the run failed", "see the model report"),
 }
 
-#: Text a result holds without a code (an accuracy check's status, a C2 table's reason) and the
-#: reason of a row an older kit wrote: (its start, its code). The only place a sentence is read.
-TEXT_CODES = (
-    (r"random weights", ReasonCode.RANDOM_WEIGHTS),
-    (r"only a numeric check on the kit's own", ReasonCode.OWN_INPUTS),
-    (r"not selected", ReasonCode.NOT_SELECTED),
-    (r"not run|C2 study not run", ReasonCode.NOT_RUN),
-    (r"no dataset", ReasonCode.NO_DATASET),
-    (r"no published accuracy dataset", ReasonCode.NO_ACCURACY_DATASET),
-    (r"no reference session", ReasonCode.NO_REFERENCE),
-    (r"training / price claim", ReasonCode.CLAIM),
-    (r"batch \d+ not run", ReasonCode.BATCH_NOT_RUN),
-    (r"batch \d+ failed", ReasonCode.BATCH_FAILED),
-    (r"measured before ByteMLPerf's trimmed", ReasonCode.BEFORE_TRIMMED),
-    (r"power unavailable", ReasonCode.POWER_UNAVAILABLE),
-    (r"timed out", ReasonCode.TIMED_OUT),
-    (r"unreadable result", ReasonCode.UNREADABLE),
-    (r"failed", ReasonCode.FAILED),
-)
-
 #: A difference from ByteMLPerf's way of running on the published part, by its code.
 DIFFERENCE_WORDS: dict[str, str] = {DifferenceCode.BATCH: "another batch size", DifferenceCode.PADDED: "padded, published in pack mode",
                     DifferenceCode.CLIENTS: "another number of clients", DifferenceCode.PRECISION: "another precision",
                     DifferenceCode.POPRT: "another PopRT version",
                     DifferenceCode.PASSES: "ByteMLPerf's passes not all applied"}
 
-#: The same, read from a difference's text: a session's own reason (the backend writes no code)
-#: and the reason of a row an older kit wrote.
-DIFFERENCES = ((r"batch \d+, published at batch", DifferenceCode.BATCH),
-               (r"padded batches, published in pack mode", DifferenceCode.PADDED),
-               (r"\d+ client\(s\), published with", DifferenceCode.CLIENTS),
-               (r"precision \S+, published", DifferenceCode.PRECISION),
-               (r"PopRT \S+, published with PopRT", DifferenceCode.POPRT),
-               (r"ByteMLPerf's .* not applied", DifferenceCode.PASSES))
-
+TRADEMARKS = ("(R)", "(TM)", "(tm)")
 CLASS_WORDS = {"cpu": "a CPU", "gpu": "a GPU", "ipu": "an IPU", "unknown": "unknown hardware"}
 
 
@@ -92,9 +66,9 @@ def missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def text_code(text: str) -> ReasonCode:
-    """The code of a reason the result holds as text only (see TEXT_CODES); OTHER where none fits."""
-    return next((code for pattern, code in TEXT_CODES if re.match(pattern, text)), ReasonCode.OTHER)
+def coded(row: Row) -> Comparison:
+    """`row` as a Comparison with its codes (an older kit's row given them by kit.publish.legacy_rows)."""
+    return legacy_rows.coded(Comparison.of(row))
 
 
 def published_part(row: Row) -> str:
@@ -104,45 +78,34 @@ def published_part(row: Row) -> str:
 
 def measured_class(row: Row) -> str:
     """The measured hardware's class (cpu, gpu, ipu, unknown)."""
-    row = Comparison.of(row)
-    if row.measured_class:
-        return row.measured_class
-    found = re.search(r"\((cpu|gpu|ipu|unknown)[;)]", row.measured_hardware)  # a row an older kit wrote
-    return found.group(1) if found else "unknown"
+    return coded(row).measured_class or "unknown"
 
 
 def emulated(row: Row) -> bool:
-    row = Comparison.of(row)
-    if row.measured_class:
-        return row.emulated
-    return "[not run on an IPU" in row.measured_hardware  # a row an older kit wrote
+    return coded(row).emulated
 
 
 def measured_device(row: Row) -> str:
     """'AMD EPYC (CPU)', or 'the PopRT test double' for an IPU path that did not run on an IPU."""
-    row = Comparison.of(row)
-    if emulated(row):
+    row = coded(row)
+    if row.emulated:
         return "the PopRT test double (not an IPU)"
-    label = row.measured_name or row.measured_hardware
-    name = re.sub(r"\((R|TM|tm)\)", "", label.split(" (")[0]).strip()  # trademarks and clocks off the name
-    name = name.split(" CPU @")[0].split(" @ ")[0]
+    label = row.measured_name
+    name = label.split(" (")[0]
+    for mark in TRADEMARKS:  # trademarks and clocks off the name
+        name = name.replace(mark, "")
+    name = name.strip().split(" CPU @")[0].split(" @ ")[0]
     return f"{name} ({measured_class(row).upper()})" if name else CLASS_WORDS["unknown"]
 
 
 def reason_code(row: Row) -> str:
-    """The row's ReasonCode (read from its reason only in a row an older kit wrote)."""
-    row = Comparison.of(row)
-    if row.reason_code:
-        return row.reason_code
-    if str(row.verdict) == "not comparable":
-        return (ReasonCode.OTHER_HARDWARE if row.reason.startswith("measured on ")
-                else ReasonCode.MEASURED_ANOTHER_WAY)
-    return text_code(row.reason)
+    """The row's ReasonCode."""
+    return coded(row).reason_code
 
 
 def short_reason(row: Row) -> str:
     """The row's reason in a few words, the same for every row of its kind (it groups them)."""
-    row = Comparison.of(row)
+    row = coded(row)
     verdict = str(row.verdict)
     if verdict in ("reproduced", "differs"):
         return "within tolerance" if verdict == "reproduced" else "outside tolerance"
@@ -158,37 +121,22 @@ def short_reason(row: Row) -> str:
 
 
 def differences(row: Row) -> list[str]:
-    """The short names of the ways a figure was not measured as published, in the reason's order:
-    from the row's codes; a session's own reasons (and an older row's) from their text."""
+    """The short names of the ways a figure was not measured as published, in the reason's order,
+    by their codes (a code without a short name, such as a session's own reason, by its first clause)."""
     out = []
-    for code, text in _coded_differences(Comparison.of(row)):
-        if code == DifferenceCode.SESSION:
-            code = _difference_code(text)
+    row = coded(row)
+    for code, text in zip(row.difference_codes, row.differences, strict=False):
         short = DIFFERENCE_WORDS.get(code) or first_clause(text)
         if short not in out:
             out.append(short)
     return out or ["measured another way"]
 
 
-def _coded_differences(row: Comparison) -> list[tuple[str, str]]:
-    """(code, sentence) of each difference; an older row's split from its reason, coded SESSION (read by text)."""
-    if row.reason_code:
-        return list(zip(row.difference_codes, row.differences, strict=False))
-    clauses: list[tuple[str, str]] = []
-    for clause in row.reason.split("; "):
-        if clause.startswith("ratio ") or clause.startswith("noisy"):
-            break
-        clauses.append((DifferenceCode.SESSION, clause))
-    return clauses
-
-
-def _difference_code(clause: str) -> str:
-    return next((code for pattern, code in DIFFERENCES if re.match(pattern, clause)), DifferenceCode.SESSION)
-
-
 def first_clause(text: str, limit: int = 60) -> str:
-    """The text up to its first ':', ';' or ' (', at most `limit` characters."""
-    cut = re.split(r":|;| \(", text, maxsplit=1)[0].strip()
+    """The text up to its first ':', ';' or ' (', at most `limit` characters (how a sentence
+    without a short name is said, never read)."""
+    ends = [i for i in (text.find(":"), text.find(";"), text.find(" (")) if i >= 0]
+    cut = text[: min(ends, default=len(text))].strip()
     return cut if len(cut) <= limit else cut[: limit - 1].rstrip() + "…"
 
 
@@ -199,13 +147,13 @@ def action(short: str) -> str:
 
 def flags(row: Row) -> str:
     """' (noisy window)' / ' (indicative)' where the row's figure carries such a flag."""
-    row = Comparison.of(row)
+    row = coded(row)
     return (" (noisy window)" if row.noisy else "") + (" (indicative power)" if row.indicative else "")
 
 
 def rows_of(card: Sequence[Row]) -> list[Comparison]:
     """The rows of a scorecard as Comparisons (records of a DataFrame or a summary JSON, or rows)."""
-    return [Comparison.of(r) for r in card]
+    return [coded(r) for r in card]
 
 
 def grouped(card: Sequence[Row]) -> dict[str, list[tuple[str, int]]]:

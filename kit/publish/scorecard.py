@@ -22,11 +22,9 @@ from kit.publish.comparability import PublishedRun, differences
 from kit.publish.compare import (
     ACCURACY_METRICS,
     Comparison,
-    DifferenceCode,
     Reason,
     ReasonCode,
     Verdict,
-    code_of,
     tolerance_statement,
     verdict,
 )
@@ -35,6 +33,7 @@ from kit.publish.imported_reports import with_columns
 from kit.published import figures as published
 from kit.published.studies import PublishedStudy
 from kit.results import ResultKind, ResultStatus, RunResult
+from kit.results.reasons import NO_REASON
 from kit.results.tables import C2Row
 from kit.results.windows import Measurement
 
@@ -45,7 +44,7 @@ class RunOutcome:
     timed out, unreadable result (named), not selected, or not run."""
 
     verdict: Verdict
-    reason: str
+    reason: Reason
 
 
 def read_results(paths: list[Path]) -> tuple[list[tuple[Path, RunResult]], dict[Path, str]]:
@@ -153,9 +152,9 @@ class MeasuredFigure:
     value: float | None
     result: RunResult | None
     path: Path | None
-    reason: str
+    reason: Reason
     outcome: RunOutcome | None = None
-    differences: tuple[str, ...] = ()
+    differences: tuple[Reason, ...] = ()
     all_calls: float | None = None
     indicative: str = ""
     measured_at: int | None = None
@@ -170,9 +169,9 @@ def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
     indicative = meas.indicative if value is not None else ""
     interval, noisy = figure_interval(res, pub.figure, meas.measured_at or pub.batch, value)
     part = published.study_part(pub.published_study)
-    v, why, ratio = verdict(pub.figure, pub.value, value, part, on, reason,
+    v, why, ratio = verdict(pub.figure, pub.value, value, part, on, reason.text,
                             interval=interval, noisy="; ".join(x for x in (noisy, indicative) if x),
-                            differences=list(meas.differences))
+                            differences=[d.text for d in meas.differences])
     if res is None and outcome is not None:
         v = outcome.verdict
     code = row_code(v, reason, on, part)
@@ -187,21 +186,21 @@ def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
         measured_high=interval.high if interval else None,
         noisy=noisy, measured_all_calls=meas.all_calls, indicative=indicative,
         measured_batch=str(meas.measured_at or (pub.batch if value is not None else "") or ""),
-        reason_code=str(code), differences=tuple(str(d) for d in ways),
-        difference_codes=tuple(str(code_of(d, DifferenceCode.SESSION)) for d in ways),
+        reason_code=str(code), differences=tuple(d.text for d in ways),
+        difference_codes=tuple(str(d.code) for d in ways),
         measured_name=on.name if on else "", measured_class=on.hardware_class if on else "",
         emulated=bool(on and on.emulated))
 
 
-def row_code(v: Verdict, reason: str, on: MeasuredOn | None, part: str | None) -> ReasonCode:
+def row_code(v: Verdict, reason: Reason, on: MeasuredOn | None, part: str | None) -> ReasonCode:
     """Why a row has its verdict: from the verdict and where it was measured, else the code its
-    missing reason was made with (a reason the result holds as text only: read by glance.text_code)."""
+    missing reason was made with."""
     if v in (Verdict.REPRODUCED, Verdict.DIFFERS):
         return ReasonCode.WITHIN_TOLERANCE if v == Verdict.REPRODUCED else ReasonCode.OUTSIDE_TOLERANCE
     if v == Verdict.NOT_COMPARABLE:
         same = on is not None and on.same_part(part)
         return ReasonCode.MEASURED_ANOTHER_WAY if same else ReasonCode.OTHER_HARDWARE
-    return ReasonCode(code_of(reason, glance.text_code(str(reason or ""))))
+    return ReasonCode(reason.code)
 
 
 NOT_SELECTED = RunOutcome(Verdict.NOT_MEASURED, Reason("not selected: no job for this row in this batch "
@@ -285,33 +284,33 @@ def per_batch_rows(model, precision, res, path, pub_study, outcome: RunOutcome |
     return rows
 
 
-def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, str, Measurement | None]:
+def headline_qps(res: RunResult | None, batch: int | None) -> tuple[float | None, Reason, Measurement | None]:
     """The headline QPS at its published batch; where that batch was not run, the best QPS measured
     at another one (its batch then makes the verdict "not comparable", with the ratio shown)."""
     qps, reason, m = figure_at_batch(res, batch, "QPS")
     measurements = res.sections.measurements if res is not None else ()
-    if m is None and measurements and not reason.startswith(f"batch {batch} failed"):
+    if m is None and measurements and reason.code != ReasonCode.BATCH_FAILED:
         m = max(measurements, key=lambda x: x.qps_bytemlperf or 0)
-        return m.qps_bytemlperf, "", m
+        return m.qps_bytemlperf, NO_REASON, m
     return qps, reason, m
 
 
 def figure_at_batch(res: RunResult | None, batch: int | None, figure: str
-                    ) -> tuple[float | None, str, Measurement | None]:
+                    ) -> tuple[float | None, Reason, Measurement | None]:
     """(ByteMLPerf's `figure` at `batch`, why there is none, the measurement) of a result."""
     if res is None:
-        return None, "", None
+        return None, NO_REASON, None
     m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
-        failed = [e for e in res.errors if e.startswith(f"batch {batch}:")]
-        return None, (Reason(f"batch {batch} failed: {failed[0].split(':', 1)[1].strip()}", ReasonCode.BATCH_FAILED)
-                      if failed else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
-                                            ReasonCode.BATCH_NOT_RUN)), None
+        failed = res.sections.tables.failed_batches.get(batch) if batch is not None else None
+        return None, (Reason(f"batch {batch} failed: {failed.strip()}", ReasonCode.BATCH_FAILED)
+                      if failed is not None else Reason(f"batch {batch} not run (measured: {batches_text(res)})",
+                                                        ReasonCode.BATCH_NOT_RUN)), None
     if figure == "QPS":
-        return m.qps_bytemlperf, "", m
+        return m.qps_bytemlperf, NO_REASON, m
     value = m.bytemlperf.figure(BYTEMLPERF_VALUE[figure][0])
     before = Reason("measured before ByteMLPerf's trimmed latency was kept", ReasonCode.BEFORE_TRIMMED)
-    return value, "" if value is not None else before, m
+    return value, NO_REASON if value is not None else before, m
 
 
 def batches_text(res: RunResult) -> str:
@@ -327,7 +326,7 @@ def all_calls(m: Measurement | None, figure: str) -> float | None:
 
 
 def differences_of(res: RunResult | None, m: Measurement | None, model: str, precision: str,
-                   batch: int | None) -> tuple[str, ...]:
+                   batch: int | None) -> tuple[Reason, ...]:
     if res is None:
         return ()
     return tuple(differences(res, m, PublishedRun.of(model, precision, batch)))
@@ -342,23 +341,22 @@ RANDOM_WEIGHTS = Reason("random weights", ReasonCode.RANDOM_WEIGHTS)
 NO_DATASET = Reason("no dataset", ReasonCode.NO_DATASET)
 
 
-def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, str]:
+def metric_value(res: RunResult | None, metric: str) -> tuple[float | None, Reason]:
     """The measured accuracy or Mean Diff, or why there is none. Both count only when measured
     with real weights on the published dataset (status "measured")."""
     if res is None:
-        return None, ""
+        return None, NO_REASON
     if metric in ACCURACY_METRICS or metric == "Mean Diff":
         sections = res.sections
         checks = [a for a in sections.accuracy if a.metric == metric]
         if measured := next((a for a in checks if a.measured), None):
-            return measured.value, ""
-        statuses = [a.status or "no status recorded" for a in checks]
+            return measured.value, NO_REASON
         if sections.model and sections.model.random_weights:
             return None, RANDOM_DIFF if metric == "Mean Diff" else RANDOM_WEIGHTS
-        if statuses:
-            return None, statuses[0].removeprefix("not measured: ")
+        if checks:
+            return None, checks[0].reason
         return None, OWN_INPUTS if metric == "Mean Diff" and res.numerics else NO_DATASET
-    return None, "not computed"
+    return None, Reason("not computed")
 
 
 def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None = None) -> list[Comparison]:
@@ -380,7 +378,7 @@ def c2_rows(results, state: RunOutcome | None = None, selected: set[str] | None 
                                 precision="FP16 (mixed)", batch=batch, unit=unit,
                                 value=float(pub[figure]), published_study=pub_study,
                                 source="seed 003 tables 1-3"),
-                MeasuredFigure(value=m.figure(key), result=res, path=path, reason=m.reason_for(key),
+                MeasuredFigure(value=m.figure(key), result=res, path=path, reason=m.reason_of(key),
                                outcome=outcome, indicative=m.indicative_for(key))))
     return rows
 

@@ -2,7 +2,9 @@
 
 A run fills a `RunResult`'s sections as dicts and writes it; a reader gets each section back as a
 typed record (`RunResult.sections`: kit.results.sections, .windows, .tables), after the one upgrade
-of an older schema version (kit.results.schema). Imports only kit.atomic and kit.errors.
+of an older schema version (kit.results.schema, reading an older kit's sentences as codes in
+kit.results.legacy). A reason is a code beside its sentence (kit.results.reasons). Imports only
+kit.atomic and kit.errors.
 """
 
 from __future__ import annotations

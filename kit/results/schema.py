@@ -3,8 +3,11 @@
 Version 1 grew by additions only: `environment` gained `kit`, `distributions`, `published_data` and
 `job`, `model` its `onnx_sha256`, `numerics` their `histograms`. Version 2 is version 1 with every
 one of those keys present (None or empty where the run did not record it), so a reader of a
-version-2 result never asks whether a key exists. A reader upgrades on load (as asv's
-`update_to_2`); nothing else branches on the version.
+version-2 result never asks whether a key exists. Version 3 writes a code beside each reason
+(kit.results.reasons): an accuracy check's `reason_code`, a C2 row's `<figure>_reason_code`, an
+IPU session's `not_comparable_codes`; an older file's are read from its sentences here, once
+(kit.results.legacy). A reader upgrades on load (as asv's `update_to_2`); nothing else branches
+on the version.
 
 >>> upgrade({"schema_version": 1, "environment": {}, "numerics": [{}]})["environment"]["kit"] is None
 True
@@ -15,8 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from kit.errors import KitError
+from kit.results.legacy import accuracy_code, code_from_text, failed_batches
+from kit.results.reasons import DifferenceCode
+from kit.results.tables import C2_FIGURES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 OLDEST = 1  # the oldest schema_version this kit reads (upgrading it)
 
 
@@ -38,6 +44,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         raise UnsupportedVersion(problem)
     if data["schema_version"] < 2:
         data = update_to_2(data)
+    if data["schema_version"] < 3:
+        data = update_to_3(data)
     return data
 
 
@@ -53,3 +61,30 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
     out["numerics"] = [{"histograms": None, **n} if isinstance(n, dict) else n
                        for n in data.get("numerics") or []]
     return out
+
+
+def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3: the code beside each reason, read from the sentence an older kit wrote
+    (kit.results.legacy); an IPU session's own reasons are coded SESSION (said by their sentence);
+    a model benchmark's failed batches, read from its errors, as the table version 3 writes."""
+    out = dict(data, schema_version=3)
+    out["accuracy"] = [{**a, "reason_code": accuracy_code(a.get("status"))} if isinstance(a, dict) else a
+                       for a in data.get("accuracy") or []]
+    tables = data.get("tables")
+    if isinstance(tables, dict) and isinstance(tables.get("c2"), list):
+        out["tables"] = {**tables, "c2": [_coded_c2_row(r) if isinstance(r, dict) else r for r in tables["c2"]]}
+    failed = failed_batches(data.get("errors")) if data.get("kind") == "model_benchmark" else []
+    if failed and isinstance(tables, dict) and "failed_batches" not in tables:
+        out["tables"] = {**out.get("tables", tables), "failed_batches": failed}
+    backend = data.get("backend")
+    session = backend.get("session") if isinstance(backend, dict) else None
+    if isinstance(backend, dict) and isinstance(session, dict) and isinstance(session.get("not_comparable"), list):
+        codes = [str(DifferenceCode.SESSION)] * len(session["not_comparable"])
+        out["backend"] = {**backend, "session": {**session, "not_comparable_codes": codes}}
+    return out
+
+
+def _coded_c2_row(row: dict[str, Any]) -> dict[str, Any]:
+    codes = {f"{k}_reason_code": str(code_from_text(str(row[f"{k}_reason"])))
+             for k in C2_FIGURES if row.get(f"{k}_reason")}
+    return {**row, **codes}

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from kit.results.reasons import DifferenceCode, Reason, difference_code
 from kit.results.tables import Tables
 from kit.results.values import Json, _map, _rows, _strings
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
@@ -123,6 +124,7 @@ class Session:
     comparable: bool | None = None
     missing_passes: tuple[str, ...] = ()
     not_comparable: tuple[str, ...] = ()
+    not_comparable_codes: tuple[str, ...] = ()  # each reason's DifferenceCode, in the same order
     poprt_version: str | None = None
     compile_seconds: float | None = None
     placement: Placement = field(default_factory=Placement)
@@ -132,9 +134,17 @@ class Session:
     def from_dict(cls, d: object) -> Session:
         d = _map(d)
         return cls(comparable=d.get("comparable"), missing_passes=_strings(d.get("missing_passes")),
-                   not_comparable=_strings(d.get("not_comparable")), poprt_version=d.get("poprt_version"),
+                   not_comparable=_strings(d.get("not_comparable")),
+                   not_comparable_codes=_strings(d.get("not_comparable_codes")), poprt_version=d.get("poprt_version"),
                    compile_seconds=d.get("compile_seconds"), placement=Placement.from_dict(d.get("placement")),
                    items=d)
+
+    @property
+    def differences(self) -> tuple[Reason, ...]:
+        """Each reason the session gave for not being ByteMLPerf's recipe, with its code (SESSION,
+        said by its sentence, where a description has fewer codes than reasons)."""
+        codes = self.not_comparable_codes + (DifferenceCode.SESSION,) * len(self.not_comparable)
+        return tuple(Reason(text, difference_code(code)) for text, code in zip(self.not_comparable, codes, strict=False))
 
     def scalars(self) -> dict[str, str | int | float | bool]:
         """The settings that are one value each (what two runs' sessions are compared by)."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from kit.results.reasons import Reason, reason_code
 from kit.results.values import Json, _map, _rows
 
 C2_FIGURES = ("latency_ms", "throughput", "efficiency")
@@ -20,6 +21,7 @@ class C2Row:
     throughput: float | None = None
     efficiency: float | None = None
     reasons: Json = field(default_factory=dict)  # figure key -> why it was not measured
+    reason_codes: Json = field(default_factory=dict)  # figure key -> that reason's ReasonCode
     indicative: Json = field(default_factory=dict)  # figure key -> why it is indicative only
     power_sensor: str | None = None
 
@@ -28,6 +30,7 @@ class C2Row:
         return cls(batch_size=d["batch_size"], latency_ms=d.get("latency_ms"), throughput=d.get("throughput"),
                    efficiency=d.get("efficiency"), power_sensor=d.get("power_sensor"),
                    reasons={k: d[f"{k}_reason"] for k in C2_FIGURES if d.get(f"{k}_reason")},
+                   reason_codes={k: d[f"{k}_reason_code"] for k in C2_FIGURES if d.get(f"{k}_reason_code")},
                    indicative={k: d[f"{k}_indicative"] for k in C2_FIGURES if d.get(f"{k}_indicative")})
 
     def figure(self, key: str) -> float | None:
@@ -37,6 +40,11 @@ class C2Row:
     def reason_for(self, key: str) -> str:
         """Why figure `key` was not measured ('' where it was, or no reason was written)."""
         return str(self.reasons.get(key) or "")
+
+    def reason_of(self, key: str) -> Reason:
+        """Why figure `key` was not measured, with the code the study wrote beside it (OTHER where
+        it wrote none: a reason said by its sentence)."""
+        return Reason(self.reason_for(key), reason_code(self.reason_codes.get(key)))
 
     def indicative_for(self, key: str) -> str:
         """Why figure `key` is indicative only ('' where its power window was resolved)."""
@@ -181,6 +189,14 @@ class Tables:
         """The search decision's summary (kit.search.decision), where the run was searched."""
         decision = self._d.get("search_decision")
         return decision if isinstance(decision, Mapping) and decision else None
+
+    @cached_property
+    def failed_batches(self) -> dict[int, str]:
+        """Batch size -> the error it failed with (a model benchmark's batch that raised), the first each."""
+        out: dict[int, str] = {}
+        for row in _rows(self._d.get("failed_batches")):
+            out.setdefault(int(row["batch_size"]), str(row.get("error") or ""))
+        return out
 
     @cached_property
     def time_account(self) -> TimeAccount:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kit.results.reasons import Reason, reason_code
 from kit.results.values import Json, _map, _strings
 
 
@@ -173,13 +174,20 @@ class AccuracyCheck:
     metric: str | None = None
     value: float | None = None
     status: str | None = None  # "measured", or "not measured: <why>"
+    code: str | None = None  # why not measured, a ReasonCode (None where measured)
     dataset: str | None = None
     data_percent: float | None = None
 
     @classmethod
     def from_dict(cls, d: Json) -> AccuracyCheck:
         return cls(metric=d.get("metric"), value=d.get("value"), status=d.get("status"), dataset=d.get("dataset"),
-                   data_percent=d.get("data_percent"))
+                   data_percent=d.get("data_percent"), code=d.get("reason_code"))
+
+    @property
+    def reason(self) -> Reason:
+        """Why it was not measured: the status without its "not measured: ", with its code."""
+        text = (self.status or "no status recorded").removeprefix("not measured: ")
+        return Reason(text, reason_code(self.code))
 
     @property
     def measured(self) -> bool:

@@ -28,6 +28,7 @@ from kit.models import load_model
 from kit.models.requests import ExportRequest
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
+from kit.results.reasons import ReasonCode
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 C2_MODEL = "resnext101-c2"
@@ -157,4 +158,5 @@ def c2_row(batch: int, micro: int, m: BatchMeasurement) -> dict:
         row["efficiency_indicative"] = indicative(power)  # '' where the sensor resolves the window
     else:
         row["efficiency_reason"] = f"power unavailable: {power.get('reason', 'not sampled')}"
+        row["efficiency_reason_code"] = str(ReasonCode.POWER_UNAVAILABLE)
     return row

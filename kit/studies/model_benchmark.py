@@ -27,6 +27,7 @@ from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.precision import PublishedPrecision
 from kit.results import ResultKind, RunResult
+from kit.results.reasons import ReasonCode
 from kit.search import (
     KEEPS_NOTHING,
     Decision,
@@ -152,6 +153,7 @@ def execute(cfg: Config, result: RunResult) -> None:
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
+                result.tables.setdefault("failed_batches", []).append({"batch_size": batch, "error": str(exc)})
             sessions[batch] = result.backend.get("session")
     cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
     result.notes[notes_at:notes_at] = [f"Precision: {cfg.note()}."] + [
@@ -487,5 +489,6 @@ def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batc
                                  model.weights, batch_size=batch, model=model,
                                  reference_session=ref_session)
     except KitError as exc:
-        return {"model": model.name, "status": f"not measured: {exc}", "value": None}
+        return {"model": model.name, "status": f"not measured: {exc}", "value": None,
+                "reason_code": str(ReasonCode.OTHER)}
 

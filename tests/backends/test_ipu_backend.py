@@ -183,6 +183,15 @@ def test_an_fp8_skip_name_of_no_node_is_an_error_naming_it(with_double, tmp_path
     assert not (tmp_path / "popef").exists()  # refused before anything was converted
 
 
+def test_a_precision_bytemlperf_never_ran_is_coded_where_the_session_says_so(with_double, tmp_path, small_export):
+    """The session writes each reason's code beside it (issue 53): the scorecard never reads the sentence."""
+    session = IpuBackend().load(small_export("resnet50-torch-fp32"), config(tmp_path, "fp32"), 4)
+    d = session.description
+    session.close()
+    assert d["not_comparable"][0].startswith("ByteMLPerf runs resnet50-torch-fp32 at ")
+    assert d["not_comparable_codes"][0] == "plan_precision"
+
+
 def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparable(with_double, tmp_path,
                                                                                    small_export):
     """Issue 29: insert_attention_mask was passed to PopRT and nothing checked it fired. Issue 52: the
@@ -201,8 +210,10 @@ def test_a_pass_that_does_not_fire_on_the_kits_graph_makes_the_row_not_comparabl
     from kit.publish.comparability import session_differences
 
     reasons = session_differences(d)
-    assert any(r.startswith("ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in r for r in reasons)
-    assert "the session's settings are not ByteMLPerf's (see its notes)" not in reasons
+    assert any(r.text.startswith("ByteMLPerf's pass 'insert_attention_mask'") and "did not fire" in r.text
+               and r.code == "pass_not_fired" for r in reasons)  # the code the backend wrote beside it
+    assert "the session's settings are not ByteMLPerf's (see its notes)" not in [r.text for r in reasons]
+    assert len(d["not_comparable_codes"]) == len(d["not_comparable"])
 
 
 # ---------------------------------------------------------------- the double's failure modes

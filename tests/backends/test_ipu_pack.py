@@ -221,3 +221,4 @@ def test_packed_outputs_that_overflow_are_not_samples_kept_apart():
     check = check_packing(session, Model(), "fp32")
     assert check["samples_kept_apart"] is False and session.isolate
     assert session.description["comparable"] is False
+    assert session.description["not_comparable_codes"] == ["packed_attention"]

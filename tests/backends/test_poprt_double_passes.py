@@ -211,3 +211,4 @@ def test_an_export_that_loses_the_mask_chain_stays_not_comparable_with_the_reaso
                for n in d["notes"])
     # without the AttentionMask the packed samples mix, so run() keeps sending them one per pack
     assert d["pack_check"]["samples_kept_apart"] is False and session.isolate
+    assert {"pass_not_fired", "packed_attention"} <= set(d["not_comparable_codes"])

@@ -484,6 +484,7 @@ def test_evaluate_accuracy_status(tmp_path):
                                 weights=LOCAL)
     assert missing["value"] is None and missing["status"].startswith("not measured: no dataset (")
     assert str(tmp_path / "none") in missing["status"] and "val_map.txt" in missing["status"]
+    assert missing["reason_code"] == "no_dataset"  # the code made with the status, never read from it
     for i, color in enumerate(COLORS):
         write_jpeg(tmp_path / "img" / f"{i}.jpg", color, size=(40, 40))
     (tmp_path / "img" / "val_map.txt").write_text("0.jpg 0\n1.jpg 1\n2.jpg 0\n")
@@ -491,12 +492,15 @@ def test_evaluate_accuracy_status(tmp_path):
     rand = evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=1)
     assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(2 / 3, abs=1e-5)
     assert session.calls == 3 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
+    assert rand["reason_code"] == "random_weights"
     real = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "img",
                              data_percent=34, weights=LOCAL)
     # seed-7 shuffle of 3 images puts image 2 (blue, labelled 0: a miss) first
     assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 0.0
+    assert real["reason_code"] is None
     other = evaluate_accuracy("resnext101-c2", FakeSession(channel_model), weights=LOCAL)
     assert other["status"].startswith("not measured: no published accuracy")
+    assert other["reason_code"] == "no_accuracy_dataset"
     with pytest.raises(InvalidParameter):
         evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img")  # weights must be stated
 
@@ -513,6 +517,7 @@ def test_evaluate_accuracy_squad_with_vocab_dir_and_missing_tokenizer(tmp_path):
     none = evaluate_accuracy("bert-torch-fp32", session, tmp_path, weights=LOCAL,
                              tokenizer_dir=tmp_path / "no-tokenizer")
     assert none["status"].startswith("not measured: no tokenizer in") and none["value"] is None
+    assert none["reason_code"] == "other"  # said by its sentence
 
 
 def test_evaluate_accuracy_mean_diff_needs_reference():
@@ -524,7 +529,7 @@ def test_evaluate_accuracy_mean_diff_needs_reference():
         weights = RANDOM
 
     none = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1)
-    assert none["status"].startswith("not measured: no reference session")
+    assert none["status"].startswith("not measured: no reference session") and none["reason_code"] == "no_reference"
     out = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1,
                             reference_session=ref, batch_size=2)
     assert out["metric"] == "Mean Diff" and out["value"] == pytest.approx(0.25)

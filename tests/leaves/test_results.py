@@ -22,21 +22,21 @@ def test_the_fixtures_are_schema_1_and_open_at_the_current_version():
     for path in (MODEL, C2):
         assert json.loads(path.read_text())["schema_version"] == 1
         result = RunResult.read(path)
-        assert result.schema_version == SCHEMA_VERSION == 2 and result.status == "ok"
+        assert result.schema_version == SCHEMA_VERSION == 3 and result.status == "ok"
 
 
 def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
     data = {"schema_version": 1, "environment": {"cpu": {}}, "model": {"name": "m"}, "numerics": [{"mean_abs": 0.1}]}
     up = upgrade(data)
-    assert up["schema_version"] == 2 and data["schema_version"] == 1 and "kit" not in data["environment"]
+    assert up["schema_version"] == 3 and data["schema_version"] == 1 and "kit" not in data["environment"]
     assert up["environment"]["kit"] is None and up["environment"]["distributions"] == {}
     assert up["model"]["onnx_sha256"] is None and up["numerics"][0]["histograms"] is None
-    assert upgrade(up) is up  # version 2: nothing to do
+    assert upgrade(up) is up  # version 3: nothing to do
 
 
-@pytest.mark.parametrize("version", [0, 3, 99, None, "1", True])
+@pytest.mark.parametrize("version", [0, 4, 99, None, "1", True])
 def test_a_version_this_kit_does_not_read_is_named(version):
-    assert "is not supported (this kit reads 1 to 2)" in version_problem({"schema_version": version})
+    assert "is not supported (this kit reads 1 to 3)" in version_problem({"schema_version": version})
     with pytest.raises(KitError):
         RunResult.from_dict({"schema_version": version, "kind": "model_benchmark", "name": "x",
                              "parameters": {}, "environment": {}})
@@ -74,10 +74,10 @@ def test_a_result_without_a_backend_or_model_reads_as_none():
     assert s.environment.kit is None and s.environment.gpus is None
 
 
-def test_a_schema_1_result_is_written_back_at_version_2_and_reads_the_same(tmp_path):
+def test_a_schema_1_result_is_written_back_at_version_3_and_reads_the_same(tmp_path):
     result = RunResult.read(MODEL)
     again = RunResult.read(result.write(tmp_path / "r.json"))
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 2
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 3
     assert again.sections.measurements == result.sections.measurements and again.measurements == result.measurements
     assert again.sections.environment == result.sections.environment and again.sections.backend == result.sections.backend
 

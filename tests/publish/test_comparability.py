@@ -14,6 +14,7 @@ from kit.measure.window import BatchMeasurement
 from kit.publish.scorecard import bytemlperf_rows
 from kit.published import figures as published
 from kit.results import RunResult
+from kit.results.reasons import DifferenceCode, Reason
 from kit.results.windows import Measurement
 from tests.c600_runs import c600_result, calls_of, measured
 
@@ -134,7 +135,7 @@ def test_each_way_a_measurement_differs_from_the_published_run():
     from kit.publish.comparability import measurement_differences as typed
 
     def measurement_differences(d, run):
-        return typed(Measurement.from_dict(d), run)
+        return [r.text for r in typed(Measurement.from_dict(d), run)]
 
     padded = PublishedRun(32, 4, "fp16", "1.4.0", pack=False)
     assert measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []
@@ -155,13 +156,16 @@ def test_the_sessions_own_reasons_come_after_the_passes_it_missed():
     from kit.publish.comparability import session_differences
 
     assert session_differences({"comparable": True, "not_comparable": ["x"]}) == []
-    assert session_differences({"comparable": False, "missing_passes": ["deberta_pack", "insert_attention_mask"],
-                                "not_comparable": ["padded batches, published in pack mode"]}) == [
+    said = session_differences({"comparable": False, "missing_passes": ["deberta_pack", "insert_attention_mask"],
+                                "not_comparable": ["padded batches, published in pack mode"]})
+    assert [r.text for r in said] == [
         "ByteMLPerf's deberta_pack, insert_attention_mask not applied", "padded batches, published in pack mode"]
-    assert session_differences({"comparable": False, "not_comparable": ["fp8 skip list not found"]}) == [
-        "fp8 skip list not found"]
+    assert [r.code for r in said] == ["passes", "session"]  # a reason written without a code: SESSION
+    assert session_differences({"comparable": False, "not_comparable": ["packed samples attend"],
+                                "not_comparable_codes": ["packed_attention"]}) == [
+        Reason("packed samples attend", DifferenceCode.PACKED_ATTENTION)]  # the code the session wrote
     assert session_differences({"comparable": False}) == [
-        "the session's settings are not ByteMLPerf's (see its notes)"]
+        Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
 
 
 def test_the_published_run_of_a_row():

@@ -35,7 +35,7 @@ def test_a_figure_from_other_hardware_says_which_in_a_few_words():
 
 def test_a_figure_from_the_published_part_measured_another_way_names_each_difference():
     run = PublishedRun(batch=40, clients=4, precision="fp16", poprt_version="1.3.0", pack=True)
-    found = measurement_differences({"batch_size": 4, "mode": "clients", "threads": 1}, run)
+    found = [d.text for d in measurement_differences({"batch_size": 4, "mode": "clients", "threads": 1}, run)]
     found.append("PopRT 1.4.0, published with PopRT 1.3.0")
     row = _row(MeasuredOn("ipu", "C600", "c600"), differences=found)
     assert row["verdict"] == "not comparable"
@@ -54,7 +54,7 @@ def test_every_reason_of_a_scorecard_without_results_has_its_short_form():
 def test_the_reasons_are_grouped_per_verdict_with_what_to_do():
     cpu = MeasuredOn("cpu", "AMD EPYC")
     card = ([_row(cpu)] * 42 + [_row(None, measured=None, reason="random weights", figure="Top-1")] * 12
-            + [_row(None, measured=None, reason=scorecard.NOT_SELECTED.reason)] * 3)
+            + [_row(None, measured=None, reason=scorecard.NOT_SELECTED.reason.text)] * 3)
     lines = glance.reason_lines(card)
     assert lines == ["0 reproduced", "0 differ", "42 not comparable: 42 measured on a CPU, not the C600",
                      "15 not measured: 12 random weights (real weights: kit fetch-weights MODEL); "

@@ -13,7 +13,7 @@ from scipy.stats import t as student_t
 
 from kit.measure.intervals import figure_interval
 from kit.measure.window import BatchMeasurement
-from kit.publish.compare import Verdict
+from kit.publish.compare import Reason, ReasonCode, Verdict
 from kit.publish.scorecard import MeasuredFigure, PublishedFigure, _row, bytemlperf_rows, c2_rows
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
@@ -306,9 +306,9 @@ def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
     assert {r.verdict for r in c2_rows([(Path("c2.json"), no_table)])} == {Verdict.NOT_MEASURED}
     # no C2 result: not run, not selected, or what became of its job
     assert {r.reason for r in c2_rows([])} == {"C2 study not run"}
-    assert {r.reason for r in c2_rows([], selected={"other"})} == {NOT_SELECTED.reason}
+    assert {r.reason for r in c2_rows([], selected={"other"})} == {NOT_SELECTED.reason.text}
     assert {r.reason for r in c2_rows([], selected={"c2_study"})} == {"C2 study not run"}
-    failed = RunOutcome(Verdict.FAILED, "failed: boom")
+    failed = RunOutcome(Verdict.FAILED, Reason("failed: boom", ReasonCode.FAILED))
     assert {(r.verdict, r.reason) for r in c2_rows([], failed, selected={"other"})} == {(Verdict.FAILED, "failed: boom")}
 
 
@@ -363,11 +363,12 @@ def test_per_batch_rows_carry_the_runs_differences_from_the_published_setup():
 
 
 def _failed_batch_run(errors: list[str]) -> RunResult:
+    """A run an older kit wrote: its failed batches in its errors only (the upgrade reads them)."""
     from tests.c600_runs import measured
 
     run = c600_result(MODEL, PRECISION, [measured(4, 4, 7000.0)])
     run.errors = errors
-    return run
+    return RunResult.from_dict({**run.to_dict(), "schema_version": 2})
 
 
 def test_a_failed_batch_says_why_in_its_own_words():
@@ -414,10 +415,11 @@ def test_an_accuracy_entry_without_a_status_says_so():
 
     run = c600_run()
     run.accuracy = [{"metric": "Top-1", "value": None}]
-    assert metric_value(run, "Top-1") == (None, "no status recorded")
-    run.accuracy = [{"metric": "Top-1", "value": 0.5, "status": "not measured: no dataset under data/"}]
-    assert metric_value(run, "Top-1") == (None, "no dataset under data/")
-    assert metric_value(None, "Top-1") == (None, "")
+    assert metric_value(run, "Top-1") == (None, Reason("no status recorded", ReasonCode.OTHER))
+    run.accuracy = [{"metric": "Top-1", "value": 0.5, "status": "not measured: no dataset under data/",
+                     "reason_code": "no_dataset"}]
+    assert metric_value(run, "Top-1") == (None, Reason("no dataset under data/", ReasonCode.NO_DATASET))
+    assert metric_value(None, "Top-1") == (None, Reason(""))
 
 
 # --- which measurement an interval comes from ------------------------------------------------------
@@ -480,10 +482,11 @@ C2_EFFICIENCY = PublishedFigure(study="c2_qwant", figure="Energy efficiency", mo
 
 def test_a_figure_not_measured_keeps_no_power_flag():
     r = _row(C2_EFFICIENCY, MeasuredFigure(value=None, result=None, path=None,
-                                           reason="power unavailable: no sensor",
+                                           reason=Reason("power unavailable: no sensor",
+                                                         ReasonCode.POWER_UNAVAILABLE),
                                            indicative="indicative only: a 2 s window"))
     assert r.indicative == "" and r.noisy == "" and r.reason == "power unavailable: no sensor"
-    m = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=None, path=None, reason="",
+    m = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=None, path=None, reason=Reason(""),
                                            indicative="indicative only: a 2 s window"))
     assert m.indicative == "indicative only: a 2 s window" and m.noisy == ""  # the window's own noise: none
     assert m.reason.endswith("; indicative only: a 2 s window") and m.measured_batch == "4"
@@ -496,7 +499,7 @@ def test_a_noisy_window_and_a_power_flag_are_both_named():
     result = _result_of()
     result.measurements = [m]
     r = _row(C2_EFFICIENCY, MeasuredFigure(value=9.0, result=result, path=Path("c2.json"),
-                                           reason="", indicative="indicative only: a 2 s window"))
+                                           reason=Reason(""), indicative="indicative only: a 2 s window"))
     assert r.noisy == "noisy: CPU steal 9% > 5%" and r.indicative == "indicative only: a 2 s window"
     assert r.reason.endswith("; noisy: CPU steal 9% > 5%; indicative only: a 2 s window")
     assert r.run == "c2.json"
@@ -508,15 +511,15 @@ def test_why_an_accuracy_or_diff_figure_is_missing():
     run = c600_run()
     run.accuracy, run.numerics = [], []
     run.model = {"weights": {"source": "random"}}
-    assert metric_value(run, "Top-1") == (None, "random weights")
+    assert metric_value(run, "Top-1") == (None, Reason("random weights", ReasonCode.RANDOM_WEIGHTS))
     assert metric_value(run, "Mean Diff") == (None, RANDOM_DIFF)
     run.model = {"weights": {"source": "data/weights/resnet50"}}
-    assert metric_value(run, "Top-1") == (None, "no dataset")
-    assert metric_value(run, "Mean Diff") == (None, "no dataset")  # no numeric check either
+    assert metric_value(run, "Top-1") == (None, Reason("no dataset", ReasonCode.NO_DATASET))
+    assert metric_value(run, "Mean Diff") == (None, Reason("no dataset", ReasonCode.NO_DATASET))  # nor numerics
     run.numerics = [{"batch_size": 4, "mean_abs": 0.01}]
     assert metric_value(run, "Mean Diff") == (None, OWN_INPUTS)
-    assert metric_value(run, "Top-1") == (None, "no dataset")  # a numeric check is no accuracy
-    assert metric_value(run, "QPS") == (None, "not computed")
+    assert metric_value(run, "Top-1") == (None, Reason("no dataset", ReasonCode.NO_DATASET))  # no accuracy
+    assert metric_value(run, "QPS") == (None, Reason("not computed", ReasonCode.OTHER))
 
 
 def test_where_the_headline_batch_was_not_run_the_best_qps_stands_in_not_comparable():

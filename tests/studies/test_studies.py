@@ -77,6 +77,8 @@ def test_a_failing_batch_is_recorded_and_its_sessions_closed(outputs, fake_backe
     result = model_benchmark.run(FAST_MODEL)
     assert result.status == "error"
     assert result.errors == ["batch 1: the device went away", "batch 2: the device went away"]
+    assert result.tables["failed_batches"] == [{"batch_size": 1, "error": "the device went away"},
+                                               {"batch_size": 2, "error": "the device went away"}]
     assert fake_backend.sessions and all(s.closed for s in fake_backend.sessions)
 
 

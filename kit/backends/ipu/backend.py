@@ -22,7 +22,7 @@ from kit.backends.ipu.graph import (
     evidence_passes,
     graph_node_names,
     keeps_samples_apart,
-    not_comparable_reasons,
+    pass_differences,
     resolve_fp8_skips,
 )
 from kit.backends.ipu.pack import check_packing, pack_measurement
@@ -38,6 +38,7 @@ from kit.measure.power.summary import PowerSummary
 from kit.measure.window import BatchMeasurement, MeasureConfig, marks_from_times
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
+from kit.results.reasons import DifferenceCode
 
 EMULATED_NOTE = "not run on an IPU: PopRT test double over ONNX Runtime"
 EMULATED_LABEL = "[not run on an IPU]"
@@ -282,7 +283,7 @@ class IpuBackend(Backend):
             d["notes"] = [n for n in plan.notes if not n.startswith(NOT_COMPARABLE)]
             for note in plan.notes:
                 if note.startswith(NOT_COMPARABLE):
-                    mark_not_comparable(d, note)
+                    mark_not_comparable(d, note, DifferenceCode.PLAN_PRECISION)  # plan_for's only one
             if plan.missing_passes:
                 d["missing_passes"] = list(plan.missing_passes)
             self.check_settings(d, plan, info)
@@ -314,8 +315,8 @@ class IpuBackend(Backend):
                               graph.get("op_types_without"))
         if passes:
             d["passes"] = passes
-            for reason in not_comparable_reasons(passes):
-                mark_not_comparable(d, reason)
+            for reason in pass_differences(passes):
+                mark_not_comparable(d, reason.text, DifferenceCode(reason.code))
 
 
 class ConversionMemory:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kit.backends.ipu.poprt_worker.convert import INPUT_CAST
 from kit.errors import InvalidParameter
+from kit.results.reasons import DifferenceCode, Reason
 
 
 def module_path(node_name: str) -> str:
@@ -143,9 +144,16 @@ def check_passes(passes: Iterable[str], after: dict[str, int] | None,
 
 def not_comparable_reasons(passes: dict) -> list[str]:
     """A note per pass that did not fire (or could not be checked) on the kit's graph."""
-    return [f"not comparable: ByteMLPerf's pass {name!r} ({r.get('effect', '?')}) did not fire on the kit's "
-            f"export (looked for {r['evidence']})" if r["applied"] == "no" else
-            f"not comparable: ByteMLPerf's pass {name!r} could not be checked ({r['evidence']})"
+    return [r.text for r in pass_differences(passes)]
+
+
+def pass_differences(passes: dict) -> list[Reason]:
+    """The same notes, each with its code (a pass that did not fire, or one not checked)."""
+    return [Reason(f"not comparable: ByteMLPerf's pass {name!r} ({r.get('effect', '?')}) did not fire on "
+                   f"the kit's export (looked for {r['evidence']})", DifferenceCode.PASS_NOT_FIRED)
+            if r["applied"] == "no" else
+            Reason(f"not comparable: ByteMLPerf's pass {name!r} could not be checked ({r['evidence']})",
+                   DifferenceCode.PASS_UNCHECKED)
             for name, r in passes.items() if r["applied"] != "yes"]
 
 

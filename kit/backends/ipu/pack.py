@@ -12,6 +12,7 @@ from kit.backends.ipu.verdict import mark_not_comparable
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement
 from kit.models.spec import ExportedModel
+from kit.results.reasons import DifferenceCode
 
 
 class PackedSession(Protocol):
@@ -69,7 +70,8 @@ def check_packing(session: PackedSession, model: ExportedModel, precision: str, 
         mark_not_comparable(
             d, f"packed samples attend to each other (outputs differ by up to {diff.max_abs:.3g} "
             f"from each sample run alone, tolerance {tolerance:.3g}); run() sends samples one per pack, so "
-            "its outputs are right, but the timed pack mode computes mixed attention")
+            "its outputs are right, but the timed pack mode computes mixed attention",
+            DifferenceCode.PACKED_ATTENTION)
     return check
 
 

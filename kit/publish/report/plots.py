@@ -8,6 +8,7 @@ from kit.measure.intervals import figure_interval
 from kit.measure.stats import Interval
 from kit.published import figures as published
 from kit.results import RunResult
+from kit.results.reasons import ReasonCode
 from kit.results.tables import C2_FIGURES, C2Row
 from kit.results.windows import Measurement
 
@@ -66,6 +67,18 @@ def published_per_batch(result: RunResult) -> pd.DataFrame:
     return table[(table["model"] == model) & (table["precision"] == precision)].sort_values("batch")
 
 
+#: Tables 1-3 of the C2 study: title -> (the published column, the figure's key in a C2 row).
+C2_TABLES = {"Table 1. Latency (ms per batch)": ("Latency", "latency_ms"),
+             "Table 2. Throughput (images/s)": ("Throughput", "throughput"),
+             "Table 3. Energy efficiency (images/s/W)": ("Energy efficiency", "efficiency")}
+
+
+def power_unavailable_batches(result: RunResult, key: str) -> set[int]:
+    """The batch sizes whose figure `key` is missing for want of power (by the code the study wrote)."""
+    return {r.batch_size for r in result.sections.tables.c2
+            if r.figure(key) is None and r.reason_of(key).code == ReasonCode.POWER_UNAVAILABLE}
+
+
 def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     """Tables 1-3 in the paper's layout, measured beside published."""
     tables = result.sections.tables
@@ -76,9 +89,7 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     meas = pd.DataFrame([{"batch_size": b, **{k: r.figure(k) for k in C2_FIGURES}} for b, r in rows.items()])
     meas = meas.set_index("batch_size")
     out = {}
-    for title, col, key in (("Table 1. Latency (ms per batch)", "Latency", "latency_ms"),
-                            ("Table 2. Throughput (images/s)", "Throughput", "throughput"),
-                            ("Table 3. Energy efficiency (images/s/W)", "Energy efficiency", "efficiency")):
+    for title, (col, key) in C2_TABLES.items():
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
         t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, rows.get(b), key) + _flag(rows.get(b), key)
                                    for b, v in t["Measured here"].items()]

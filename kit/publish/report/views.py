@@ -13,7 +13,7 @@ import pandas as pd
 
 from kit.publish import glance
 from kit.publish.card_table import scorecard_table
-from kit.publish.report.plots import c2_tables
+from kit.publish.report.plots import C2_TABLES, c2_tables, power_unavailable_batches
 from kit.publish.report.provenance import error_banner, interpretation
 from kit.publish.report.server import server_interpretation
 from kit.publish.report.tables import (
@@ -135,8 +135,7 @@ def c2_views(result: RunResult) -> list:
     out: list = []
     for title, table in c2_tables(result).items():
         shown = table.round(3)
-        column = shown["Measured ± 95 % CI"].astype(str)
-        power = column.str.startswith("— (power unavailable")
+        power = shown.index.isin(power_unavailable_batches(result, C2_TABLES[title][1]))
         shown.loc[power, "Measured ± 95 % CI"] = NONE
         out += [Sentence(title, f"<h4>{html.escape(title)}</h4>"), view(shown, "No batch size ran.")]
         if power.any():
