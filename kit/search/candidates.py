@@ -67,11 +67,6 @@ class RowCandidate:
         """The model_benchmark parameters that run this configuration."""
         return self.placement.plan()
 
-    def matches(self, backend: str, precision: str, device: str, options: dict | None = None,
-                threads: int | None = None) -> bool:
-        return (self.backend, self.precision, self.device, self.options, self.threads) == (
-            backend, precision, device, dict(options or {}), threads)
-
     def to_dict(self) -> dict:
         return {**asdict(self), "label": self.label}
 

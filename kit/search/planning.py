@@ -57,10 +57,9 @@ class SearchSettings:
 
 
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
-    return Probe(label=c.label, backend=c.backend, precision=c.precision, device=c.device,
-                 options=dict(c.options), threads=c.threads, native=c.native, why=c.why,
-                 today=c.matches(today.backend, today.precision, today.device),
-                 fallback_for=c.fallback_for)
+    placement = c.placement
+    return Probe(label=placement.label, **placement.plan(), native=c.native, why=c.why,
+                 today=placement == today.placement, fallback_for=c.fallback_for)
 
 
 def row_probes(candidates: list[RowCandidate], today: PrecisionChoice, published: str,
@@ -69,7 +68,7 @@ def row_probes(candidates: list[RowCandidate], today: PrecisionChoice, published
     `plan_probes`, and the native 16-bit types: what a row's search measures, and what
     `kit reproduce --plan` counts."""
     candidates = list(candidates)
-    if not any(c.matches(today.backend, today.precision, today.device) for c in candidates):
+    if not any(c.placement == today.placement for c in candidates):
         candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
     native16 = native_16bit(candidates)
     probes = [to_probe(c, today) for c in candidates]
