@@ -120,15 +120,21 @@ def interrupt_a_running_job(client, outputs, marks):
     jobs = [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
             Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})]
 
+    batch_over = threading.Event()
+
     def interrupt_once_started() -> None:
         deadline = time.monotonic() + 120
-        while not marks.exists() and time.monotonic() < deadline:
+        while not marks.exists() and time.monotonic() < deadline and not batch_over.is_set():
             time.sleep(0.2)
-        os.kill(os.getpid(), signal.SIGINT)
+        if not batch_over.is_set():  # a SIGINT after the batch would stop pytest's worker, not the batch
+            os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=interrupt_once_started, daemon=True).start()
-    with pytest.raises(BatchInterrupted) as caught:
-        run_jobs(jobs, out=outputs, executor=DaskExecutor(client))
+    try:
+        with pytest.raises(BatchInterrupted) as caught:
+            run_jobs(jobs, out=outputs, executor=DaskExecutor(client))
+    finally:
+        batch_over.set()
     kernels = [int(pid) for pid in marks.read_text().split()] if marks.exists() else []
     deadline = time.monotonic() + 15
     while any(psutil.pid_exists(pid) for pid in kernels) and time.monotonic() < deadline:
