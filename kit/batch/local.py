@@ -85,12 +85,12 @@ def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], boo
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
-        seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
         now = time.perf_counter()
         if now >= deadline:
             return None
-        if should_stop and now >= next_ask:
-            if should_stop():
+        if now >= next_ask:  # once a second: the job's timed windows run beside this loop
+            seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
+            if should_stop and should_stop():
                 return "stop"
             next_ask = now + 1.0
         time.sleep(min(POLL_S, deadline - now))
