@@ -44,14 +44,18 @@ def load_all(model, candidates: list[Candidate], batch_size: int) -> dict:
     sessions = {}
     for c in candidates:
         try:
-            sessions[c.label] = (c, get_backend(c.backend).load(
-                model, c.placement.backend_config(), batch_size))
+            sessions[c.label] = (
+                c,
+                get_backend(c.backend).load(model, c.placement.backend_config(), batch_size),
+            )
         except KitError as exc:
             print(f"  {c.label}: skipped ({exc})")
     return sessions
 
 
-def time_round_robin(sessions: dict, inputs: dict, batch_size: int, rounds: int, seconds: float) -> dict:
+def time_round_robin(
+    sessions: dict, inputs: dict, batch_size: int, rounds: int, seconds: float
+) -> dict:
     cfg = MeasureConfig(warmup=1, min_duration_s=seconds, min_count=2)
     per = {label: [] for label in sessions}
     for _ in range(rounds):
@@ -63,10 +67,14 @@ def time_round_robin(sessions: dict, inputs: dict, batch_size: int, rounds: int,
 def bench_model(name: str, batch_size: int, rounds: int, seconds: float, flags: dict) -> list[dict]:
     model = export_model(name, small=small_models())
     entry = get_entry(name)
-    candidates = candidate_configs(entry.framework, include_compile=flags["compile"], include_slow=flags["slow"])
+    candidates = candidate_configs(
+        entry.framework, include_compile=flags["compile"], include_slow=flags["slow"]
+    )
     sessions = load_all(model, candidates, batch_size)
     inputs = model.make_inputs(batch_size)
-    by_key = {(c.backend, c.precision, bool(c.options)): label for label, (c, _) in sessions.items()}
+    by_key = {
+        (c.backend, c.precision, bool(c.options)): label for label, (c, _) in sessions.items()
+    }
     ref_label = by_key.get((*REFERENCE, False))
     reference = sessions[ref_label][1].run(inputs) if ref_label else None
     per_round = time_round_robin(sessions, inputs, batch_size, rounds, seconds)
@@ -80,17 +88,30 @@ def bench_model(name: str, batch_size: int, rounds: int, seconds: float, flags: 
     return rows
 
 
-def row(model, c: Candidate, session, speed: dict, label: str, reference, inputs: dict, by_key: dict) -> dict:
+def row(
+    model, c: Candidate, session, speed: dict, label: str, reference, inputs: dict, by_key: dict
+) -> dict:
     thr = speed[label]
-    ratio = {k: thr / speed[by_key[(*ref, False)]] if (*ref, False) in by_key else None
-             for k, ref in (("vs_torch_fp32", BASELINE), ("vs_ort_fp32", REFERENCE))}
+    ratio = {
+        k: thr / speed[by_key[(*ref, False)]] if (*ref, False) in by_key else None
+        for k, ref in (("vs_torch_fp32", BASELINE), ("vs_ort_fp32", REFERENCE))
+    }
     gflops = model.flops_per_sample * thr / 1e9 if model.flops_per_sample else None
     peak = cpu_peak_gflops(c.precision)
     diff = NumericDiff.between(reference, session.run(inputs)) if reference is not None else None
-    return {"model": model.name, "config": label, "backend": c.backend, "precision": c.precision,
-            "throughput": thr, **ratio, "gflops": gflops,
-            "peak_fraction": gflops / peak["gflops"] if gflops else None, "peak": peak,
-            "diff": diff.to_dict() if diff else None, "description": session.description}
+    return {
+        "model": model.name,
+        "config": label,
+        "backend": c.backend,
+        "precision": c.precision,
+        "throughput": thr,
+        **ratio,
+        "gflops": gflops,
+        "peak_fraction": gflops / peak["gflops"] if gflops else None,
+        "peak": peak,
+        "diff": diff.to_dict() if diff else None,
+        "description": session.description,
+    }
 
 
 def fmt(v, spec: str) -> str:
@@ -98,14 +119,18 @@ def fmt(v, spec: str) -> str:
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"  {'configuration':<34}{'samples/s':>10}{'x torch32':>10}{'x ort32':>9}{'GFLOP/s':>9}"
-          f"{'% peak':>8}{'max|diff|':>11}{'mean|diff|':>11}")
+    print(
+        f"  {'configuration':<34}{'samples/s':>10}{'x torch32':>10}{'x ort32':>9}{'GFLOP/s':>9}"
+        f"{'% peak':>8}{'max|diff|':>11}{'mean|diff|':>11}"
+    )
     for r in sorted(rows, key=lambda r: -r["throughput"]):
         d = r["diff"] or {}
         pct = r["peak_fraction"] * 100 if r["peak_fraction"] is not None else None
-        print(f"  {r['config']:<34}{r['throughput']:>10.2f}{fmt(r['vs_torch_fp32'], '.2f'):>10}"
-              f"{fmt(r['vs_ort_fp32'], '.2f'):>9}{fmt(r['gflops'], '.1f'):>9}{fmt(pct, '.1f'):>8}"
-              f"{fmt(d.get('max_abs'), '.2e'):>11}{fmt(d.get('mean_abs'), '.2e'):>11}")
+        print(
+            f"  {r['config']:<34}{r['throughput']:>10.2f}{fmt(r['vs_torch_fp32'], '.2f'):>10}"
+            f"{fmt(r['vs_ort_fp32'], '.2f'):>9}{fmt(r['gflops'], '.1f'):>9}{fmt(pct, '.1f'):>8}"
+            f"{fmt(d.get('max_abs'), '.2e'):>11}{fmt(d.get('mean_abs'), '.2e'):>11}"
+        )
 
 
 def best_reduced(rows: list[dict]) -> dict | None:
@@ -115,28 +140,47 @@ def best_reduced(rows: list[dict]) -> dict | None:
 
 def main() -> int:
     models = env_list("BENCH_MODELS", "resnet50-torch-fp32")
-    batch, rounds, seconds = env_int("BENCH_BATCH", 8), env_int("BENCH_ROUNDS", 3), env_float("BENCH_SECONDS", 2.0)
+    batch, rounds, seconds = (
+        env_int("BENCH_BATCH", 8),
+        env_int("BENCH_ROUNDS", 3),
+        env_float("BENCH_SECONDS", 2.0),
+    )
     flags = {"compile": env_int("BENCH_COMPILE", 0) == 1, "slow": env_int("BENCH_SLOW", 0) == 1}
     all_rows, missed = [], False
     for name in models:
-        print(f"{name}: batch {batch}, {rounds} round-robin rounds of {seconds:g} s per configuration "
-              f"({load_note()})")
+        print(
+            f"{name}: batch {batch}, {rounds} round-robin rounds of {seconds:g} s per "
+            f"configuration ({load_note()})"
+        )
         rows = bench_model(name, batch, rounds, seconds, flags)
         print_rows(rows)
         best = best_reduced(rows)
         if best:
             d = best["diff"] or {}
             iv, verdict = ratio_verdict(best["rounds"], best["ort_fp32_rounds"], TARGET)
-            print(f"  best 16/8-bit: {best['config']} vs ORT fp32 = {ratio_text(iv, verdict, TARGET)} "
-                  f"(round-robin rounds paired; max|diff| {fmt(d.get('max_abs'), '.2e')}, "
-                  f"mean|diff| {fmt(d.get('mean_abs'), '.2e')})"
-                  + ("" if name.startswith("resnet50") else " [target applies to resnet50 only]"))
+            print(
+                f"  best 16/8-bit: {best['config']} vs ORT fp32 = "
+                f"{ratio_text(iv, verdict, TARGET)} (round-robin rounds paired; max|diff| "
+                f"{fmt(d.get('max_abs'), '.2e')}, mean|diff| {fmt(d.get('mean_abs'), '.2e')})"
+                + ("" if name.startswith("resnet50") else " [target applies to resnet50 only]")
+            )
             missed |= name.startswith("resnet50") and verdict == "MISSED"
         all_rows += rows
     out = outputs_dir() / "bench" / "backend_speedups.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"environment": capture(), "batch_size": batch, "rounds": rounds,
-                               "seconds": seconds, "rows": all_rows}, indent=1, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "environment": capture(),
+                "batch_size": batch,
+                "rounds": rounds,
+                "seconds": seconds,
+                "rows": all_rows,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     print(f"  written {out} ({load_note()} at the end)")
     return 1 if missed and strict() else 0
 

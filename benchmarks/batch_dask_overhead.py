@@ -32,8 +32,9 @@ def batch_seconds(only: str | None, out: Path, executor=None) -> tuple[float, li
     started = time.perf_counter()
     records = run_jobs(jobs, force=True, out=out, context="quick|cpu", executor=executor)
     seconds = time.perf_counter() - started
-    return seconds, [f"{r.name}={r.status} ({r.message})" for r in records
-                     if r.status != JobStatus.OK]
+    return seconds, [
+        f"{r.name}={r.status} ({r.message})" for r in records if r.status != JobStatus.OK
+    ]
 
 
 def main() -> int:
@@ -48,9 +49,18 @@ def main() -> int:
     os.environ.setdefault("KIT_CACHE", str(outputs_dir() / "cache"))
     times: dict[str, list[float]] = {"embedded": [], "dask": []}
     environ = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp, \
-            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, resources={"cpu": 1},
-                         dashboard_address=None, silence_logs=40) as cluster, Client(cluster) as client:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp,
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            resources={"cpu": 1},
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         os.environ.clear()  # the nanny set OMP_NUM_THREADS=1 (and more) here too: undo it
         os.environ.update(environ)
         for i in range(rounds):
@@ -59,13 +69,18 @@ def main() -> int:
                 executor = DaskExecutor(client) if path == "dask" else None
                 seconds, bad = batch_seconds(only, Path(tmp) / f"{path}-{i}", executor)
                 times[path].append(seconds)
-                print(f"round {i + 1} {path:>8}: {seconds:6.1f} s{'  not ok: ' + ', '.join(bad) if bad else ''}",
-                      flush=True)
+                print(
+                    f"round {i + 1} {path:>8}: {seconds:6.1f} "
+                    f"s{'  not ok: ' + ', '.join(bad) if bad else ''}",
+                    flush=True,
+                )
     ratios = [d / e for d, e in zip(times["dask"], times["embedded"], strict=True)]
     ratio = sum(times["dask"]) / sum(times["embedded"])
-    print(f"batch {only or 'all (quick)'}: dask/embedded wall time {ratio:.3f} over {rounds} rounds "
-          f"(per round {', '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f}); "
-          f"target <= {TARGET}; {load_note()}")
+    print(
+        f"batch {only or 'all (quick)'}: dask/embedded wall time {ratio:.3f} over {rounds} rounds "
+        f"(per round {', '.join(f'{r:.3f}' for r in ratios)}; median "
+        f"{statistics.median(ratios):.3f}); target <= {TARGET}; {load_note()}"
+    )
     return 1 if strict() and ratio > TARGET else 0
 
 

@@ -1,8 +1,9 @@
 """Helpers shared by the benchmarks: env-var knobs, interleaved timing rounds and the bare-loop peer
 arm (`LoopArm`, the base of benchmarks/peer_arms.py's and peer_gpu_arms.py's peers).
 
-Importing it fixes glibc malloc's thresholds as every study does (kit.measure.memory.steady_allocator), so
-a benchmark's figures do not depend on what ran before them in its process.
+Importing it fixes glibc malloc's thresholds as every study does
+(kit.measure.memory.steady_allocator), so a benchmark's figures do not depend on what ran before
+them in its process.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def bare_loop(call: Callable[[], object], seconds: float) -> tuple[int, float]:
 
 
 def small_models() -> bool:
-    """BENCH_SMALL=1: the zoo's small variants (`run_all --smoke`: each benchmark runs end to end, its
-    figures mean nothing)."""
+    """BENCH_SMALL=1: the zoo's small variants (`run_all --smoke`: each benchmark runs end to end,
+    its figures mean nothing)."""
     return os.environ.get("BENCH_SMALL", "0") == "1"
 
 
@@ -72,12 +73,17 @@ def load_note() -> str:
     return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
 
 
-def ratio_verdict(numerators: list[float], denominators: list[float], target: float) -> tuple[object, str]:
+def ratio_verdict(
+    numerators: list[float], denominators: list[float], target: float
+) -> tuple[object, str]:
     """(interval of sum(numerators) / sum(denominators), verdict) from paired rounds: 'met' when the
-    whole 95 % interval is at or above `target`, 'missed' when it is all below, else 'inconclusive'."""
+    whole 95 % interval is at or above `target`, 'missed' when it is all below, else
+    'inconclusive'."""
     from kit.measure.stats import ratio_interval
 
-    iv = ratio_interval(numerators, denominators, method="paired rounds, ratio estimator, t interval")
+    iv = ratio_interval(
+        numerators, denominators, method="paired rounds, ratio estimator, t interval"
+    )
     if not iv.available:
         return iv, f"inconclusive ({iv.reason})"
     return iv, "met" if iv.low >= target else "MISSED" if iv.high < target else "inconclusive"

@@ -36,12 +36,15 @@ class Check:
 
     @property
     def full_log(self) -> Path:
-        return self.outputs.parent / "logs" / (self.name.replace(" ", "-").replace(":", "-") + ".txt")
+        return (
+            self.outputs.parent / "logs" / (self.name.replace(" ", "-").replace(":", "-") + ".txt")
+        )
 
 
 @dataclass
 class Outcome:
-    """A check's verdict (met, MISSED, cut short, failed, skipped) and why; a peer check's batches."""
+    """A check's verdict (met, MISSED, cut short, failed, skipped) and why; a peer check's
+    batches."""
 
     check: Check
     verdict: str
@@ -52,9 +55,16 @@ class Outcome:
     peer_rows: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"name": self.check.name, "kind": self.check.kind, "target": self.check.target,
-                "verdict": self.verdict, "why": self.why, "seconds": self.seconds, "lines": self.lines,
-                "command": self.check.argv}
+        return {
+            "name": self.check.name,
+            "kind": self.check.kind,
+            "target": self.check.target,
+            "verdict": self.verdict,
+            "why": self.why,
+            "seconds": self.seconds,
+            "lines": self.lines,
+            "command": self.check.argv,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,8 +82,11 @@ class Facts:
         return asdict(self)
 
     def line(self) -> str:
-        return (f"card: {self.card}; driver {self.driver} (CUDA {self.cuda_driver}); torch {self.torch} "
-                f"(CUDA {self.torch_cuda}, cuDNN {self.cudnn}); Python {self.python}; {self.cores} cores")
+        return (
+            f"card: {self.card}; driver {self.driver} (CUDA {self.cuda_driver}); torch "
+            f"{self.torch} (CUDA {self.torch_cuda}, cuDNN {self.cudnn}); Python {self.python}; "
+            f"{self.cores} cores"
+        )
 
 
 def peer_outcome(check: Check, done: Completed) -> Outcome:
@@ -83,13 +96,25 @@ def peer_outcome(check: Check, done: Completed) -> Outcome:
     except (OSError, ValueError, KeyError):
         rows = []
     if not rows:
-        return Outcome(check, "failed", f"exit {done.returncode}, no row measured (the kit's search or an arm "
-                                        "failed: see log)", seconds=done.seconds, completed=True)
+        return Outcome(
+            check,
+            "failed",
+            f"exit {done.returncode}, no row measured (the kit's search or an arm failed: see log)",
+            seconds=done.seconds,
+            completed=True,
+        )
     batches = [b for r in rows for b in r["batches"]]
     lines = [batch_line(r, b) for r in rows for b in r["batches"]]
     met = bool(batches) and all(b.get("met") and "error" not in b for b in batches)
-    return Outcome(check, "met" if met else "MISSED", f"{len(batches)} batch(es), {done.seconds:.0f} s",
-                   seconds=done.seconds, completed=True, lines=lines, peer_rows=rows)
+    return Outcome(
+        check,
+        "met" if met else "MISSED",
+        f"{len(batches)} batch(es), {done.seconds:.0f} s",
+        seconds=done.seconds,
+        completed=True,
+        lines=lines,
+        peer_rows=rows,
+    )
 
 
 SLOWEST = 5
@@ -103,10 +128,15 @@ def job_lines(outputs: Path) -> list[str]:
         return ["no outputs/state.json: no job finished"]
     ok = [j for j in jobs if j.get("status") == "ok"]
     slowest = sorted(jobs, key=lambda j: -(j.get("duration_s") or 0))[:SLOWEST]
-    lines = [f"{len(ok)} of {len(jobs)} jobs ok; slowest: " + ", ".join(
-        f"{j.get('name')} {j.get('duration_s') or 0:.0f} s" for j in slowest)]
-    return lines + [f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})" for j in jobs
-                    if j.get("status") != "ok"]
+    lines = [
+        f"{len(ok)} of {len(jobs)} jobs ok; slowest: "
+        + ", ".join(f"{j.get('name')} {j.get('duration_s') or 0:.0f} s" for j in slowest)
+    ]
+    return lines + [
+        f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})"
+        for j in jobs
+        if j.get("status") != "ok"
+    ]
 
 
 def batch_line(row: dict, b: dict) -> str:
@@ -116,20 +146,33 @@ def batch_line(row: dict, b: dict) -> str:
     ci = b.get("kit_over_best_ci95") or [None, None]
     interval = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "[no CI]"
     chosen = (b.get("kit_decision") or row.get("kit") or {}).get("chosen")
-    return (f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({chosen}) ÷ best "
-            f"peer {b['best_peer']} {best['throughput_median']:.4g}/s = {b['kit_over_best']:.2f} {interval} "
-            f"(target >= {PEER_TARGET}: {'met' if b['met'] else 'MISSED'})")
+    return (
+        f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({chosen}) ÷ best "
+        f"peer {b['best_peer']} {best['throughput_median']:.4g}/s = {b['kit_over_best']:.2f} "
+        f"{interval} (target >= {PEER_TARGET}: {'met' if b['met'] else 'MISSED'})"
+    )
 
 
-def summary_text(outcomes: list[Outcome], facts: Facts | None, budget_s: float, used_s: float,
-                 missing: list[str], code: int, hardware: str = "cuda") -> str:
+def summary_text(
+    outcomes: list[Outcome],
+    facts: Facts | None,
+    budget_s: float,
+    used_s: float,
+    missing: list[str],
+    code: int,
+    hardware: str = "cuda",
+) -> str:
     counts = {v: sum(o.verdict == v for o in outcomes) for v in ("met", "skipped")}
     failing = len(outcomes) - counts["met"] - counts["skipped"]
-    lines = [f"gpu_check: exit {code} ({counts['met']} met, {failing} not met, {counts['skipped']} skipped; "
-             f"{used_s:.0f} of {budget_s:g} s used)"]
+    lines = [
+        f"gpu_check: exit {code} ({counts['met']} met, {failing} not met, {counts['skipped']} "
+        f"skipped; {used_s:.0f} of {budget_s:g} s used)"
+    ]
     if hardware != "cuda":
-        lines.append(f"DRY RUN on {hardware} (--hardware {hardware}): the checks as on a GPU, their figures "
-                     "say nothing about one")
+        lines.append(
+            f"DRY RUN on {hardware} (--hardware {hardware}): the checks as on a GPU, their figures "
+            "say nothing about one"
+        )
     lines += [f"missing: {m}" for m in missing]
     if facts is not None:
         lines.append(facts.line())

@@ -1,7 +1,8 @@
 """How benchmarks/gpu_check.py runs one check: a subprocess in its own process group, bounded by the
 seconds left, its whole output in a file beside the log and the tail of it appended to the log.
 
-A `Runner` is any callable `(argv, env, limit_s, log, full) -> Completed`; the tests pass a fake one.
+A `Runner` is any callable `(argv, env, limit_s, log, full) -> Completed`; the tests pass a fake
+one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def run_process(argv: list[str], env: dict, limit_s: float, log: Path, full: Pat
         path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(full, "w") as sink:
-        proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             returncode, timed_out = wait(proc, limit_s), False
         except subprocess.TimeoutExpired:
@@ -70,5 +73,7 @@ def stop(proc: subprocess.Popen) -> int:
 def append_tail(log: Path, argv: list[str], full: Path, seconds: float) -> None:
     lines = full.read_text(errors="replace").splitlines() if full.exists() else []
     with open(log, "a") as f:
-        f.write(f"\n$ {' '.join(argv)}   ({seconds:.0f} s; last {TAIL_LINES} of {len(lines)} lines)\n")
+        f.write(
+            f"\n$ {' '.join(argv)}   ({seconds:.0f} s; last {TAIL_LINES} of {len(lines)} lines)\n"
+        )
         f.write("\n".join(lines[-TAIL_LINES:]) + "\n")

@@ -5,7 +5,8 @@ in alternating rounds (kit first in even rounds, bare first in odd ones) so drif
 The kit's call uses IO binding (inputs staged once); the bare loop calls `session.run` as a
 user would, and a second bare loop calls the kit's own bound call, which isolates the timing
 loop's cost from IO binding's gain. Each ratio comes with its 95 % interval over the paired rounds:
-met (all of it >= target), missed (all below) or inconclusive. Knobs: BENCH_ROUNDS (default 8), BENCH_SECONDS per side per round (default 2).
+met (all of it >= target), missed (all below) or inconclusive. Knobs: BENCH_ROUNDS (default 8),
+BENCH_SECONDS per side per round (default 2).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ BATCH_SIZES = (1, 8)
 
 
 def compare(session, inputs: dict, batch_size: int, rounds: int, seconds: float) -> dict:
-    """Median throughputs of the kit's measure(), a bare session.run loop and a bare bound-call loop."""
+    """Median throughputs of the kit's measure(), a bare session.run loop and a bare bound-call
+    loop."""
     ort_session, names = session.session, session.output_names
     cfg = MeasureConfig(warmup=2, min_duration_s=seconds, min_count=3)
     bound = session.bind(inputs)
@@ -59,17 +61,21 @@ def main() -> int:
     model = export_model("resnet50-torch-fp32", small=small_models())
     backend = require_backend("onnxruntime")
     missed = False
-    print(f"resnet50 fp32, onnxruntime CPU; {rounds} alternating rounds of {seconds:g} s per side "
-          f"({load_note()})")
+    print(
+        f"resnet50 fp32, onnxruntime CPU; {rounds} alternating rounds of {seconds:g} s per side "
+        f"({load_note()})"
+    )
     for bs in BATCH_SIZES:
         session = backend.load(model, BackendConfig(), bs)
         r = compare(session, model.make_inputs(bs), bs, rounds, seconds)
         missed |= r["ratio_bare"][1] == "MISSED"
-        print(f"  bs {bs}: kit {r['kit']:.2f} samples/s, bare session.run {r['bare']:.2f}, bare loop over "
-              f"the kit's bound call {r['bare_bound']:.2f} (medians of rounds)\n"
-              f"    kit/bare session.run {ratio_text(*r['ratio_bare'], TARGET)}\n"
-              f"    kit/bare bound call  {ratio_text(*r['ratio_bare_bound'], TARGET)}"
-              f"  [threads {session.description['threads']}]")
+        print(
+            f"  bs {bs}: kit {r['kit']:.2f} samples/s, bare session.run {r['bare']:.2f}, bare loop "
+            f"over the kit's bound call {r['bare_bound']:.2f} (medians of rounds)\n"
+            f"    kit/bare session.run {ratio_text(*r['ratio_bare'], TARGET)}\n"
+            f"    kit/bare bound call  {ratio_text(*r['ratio_bare_bound'], TARGET)}"
+            f"  [threads {session.description['threads']}]"
+        )
     return 1 if missed and strict() else 0
 
 

@@ -30,12 +30,19 @@ DOUBLE = ROOT / "tests" / "poprt_double"
 def image_model(path: Path, opset: int) -> Path:
     """[1, 3, 224, 224] -> global average pool -> [1, 1000] logits: the I/O of an ImageNet model, at
     `opset` (the IPU backend's export opset: PopRT's Converter cannot bring opset 17 down to 11)."""
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, 1000)).astype(np.float32), "W")
+    w = numpy_helper.from_array(
+        np.random.default_rng(0).standard_normal((3, 1000)).astype(np.float32), "W"
+    )
     graph = helper.make_graph(
-        [helper.make_node("ReduceMean", ["input"], ["pooled"], axes=[2, 3], keepdims=0),
-         helper.make_node("MatMul", ["pooled", "W"], ["logits"])], "image",
+        [
+            helper.make_node("ReduceMean", ["input"], ["pooled"], axes=[2, 3], keepdims=0),
+            helper.make_node("MatMul", ["pooled", "W"], ["logits"]),
+        ],
+        "image",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 224, 224])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1000])], [w])
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1000])],
+        [w],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.save(model, str(path))
@@ -43,9 +50,17 @@ def image_model(path: Path, opset: int) -> Path:
 
 
 def use_double(state: str) -> None:
-    os.environ.update({"KIT_IPU_PYTHON": sys.executable, "KIT_POPRT_DOUBLE_STATE": state,
-                       "KIT_POPRT_DOUBLE_NUM_DEVICES": "2", "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
-                       "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    os.environ.update(
+        {
+            "KIT_IPU_PYTHON": sys.executable,
+            "KIT_POPRT_DOUBLE_STATE": state,
+            "KIT_POPRT_DOUBLE_NUM_DEVICES": "2",
+            "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
+            "PYTHONPATH": os.pathsep.join(
+                [str(DOUBLE), str(ROOT), os.environ.get("PYTHONPATH", "")]
+            ),
+        }
+    )
     sys.path.insert(0, str(DOUBLE))
 
 
@@ -64,14 +79,21 @@ def main() -> int:
     rounds, calls = env_int("BENCH_IPU_ROUNDS", 7), env_int("BENCH_IPU_CALLS", 200)
     with tempfile.TemporaryDirectory() as tmp:
         use_double(tmp)
-        model = ExportedModel(name="image-1x3x224x224",
-                              onnx_path=image_model(Path(tmp) / "m.onnx", export_opset("ipu")),
-                              inputs=(InputSpec("input", (1, 3, 224, 224), "float32"),),
-                              outputs=("logits",), weights=WeightsInfo("random", "seed 0"))
-        session = IpuBackend().load(model, BackendConfig("fp32", "ipu", options={"cache_dir": tmp}), 1)
+        model = ExportedModel(
+            name="image-1x3x224x224",
+            onnx_path=image_model(Path(tmp) / "m.onnx", export_opset("ipu")),
+            inputs=(InputSpec("input", (1, 3, 224, 224), "float32"),),
+            outputs=("logits",),
+            weights=WeightsInfo("random", "seed 0"),
+        )
+        session = IpuBackend().load(
+            model, BackendConfig("fp32", "ipu", options={"cache_dir": tmp}), 1
+        )
         inputs = model.make_inputs(1, seed=0)
         runtime = importlib.import_module("poprt.runtime")
-        runner = runtime.Runner(str(Path(tmp) / session.description["popef"]), runtime.RuntimeConfig())
+        runner = runtime.Runner(
+            str(Path(tmp) / session.description["popef"]), runtime.RuntimeConfig()
+        )
         feeds = {"input": inputs["input"]}
         outs = {"logits": np.zeros((1, 1000), np.float32)}
         diffs, kit_ms, bare_ms = [], [], []
@@ -83,12 +105,17 @@ def main() -> int:
             diffs.append((kit - bare) * 1e3)
         session.close()
     overhead = statistics.median(diffs)
-    print(f"IpuSession.run {statistics.median(kit_ms):.3f} ms/call, double's bare execute "
-          f"{statistics.median(bare_ms):.3f} ms/call: host-side overhead {overhead:.3f} ms/call "
-          f"(median of {rounds} rounds x {calls} calls; range {min(diffs):.3f}-{max(diffs):.3f}); "
-          f"target <= {TARGET_MS} ms. {load_note()}")
+    print(
+        f"IpuSession.run {statistics.median(kit_ms):.3f} ms/call, double's bare execute "
+        f"{statistics.median(bare_ms):.3f} ms/call: host-side overhead {overhead:.3f} ms/call "
+        f"(median of {rounds} rounds x {calls} calls; range {min(diffs):.3f}-{max(diffs):.3f}); "
+        f"target <= {TARGET_MS} ms. {load_note()}"
+    )
     if overhead > TARGET_MS:
-        print(f"MISSED: {overhead:.3f} ms > {TARGET_MS} ms" + ("" if strict() else " (noise? BENCH_STRICT=1 fails)"))
+        print(
+            f"MISSED: {overhead:.3f} ms > {TARGET_MS} ms"
+            + ("" if strict() else " (noise? BENCH_STRICT=1 fails)")
+        )
         return 1 if strict() else 0
     return 0
 

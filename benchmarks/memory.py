@@ -10,8 +10,8 @@ BENCH_STRICT=1 makes a missed target a failing exit status. Timings are noisy on
 
 Where the IPU backend is available (PopRT, or its test double: rows then say "[not run on an IPU]"),
 each model's PopRT conversion + compilation is measured too, at the first published IPU batch size
-and fp16: its peak is the larger of the two steps' peaks in the PopRT worker (kit.backends.ipu.backend).
-Elsewhere the bench says why that step is not measured.
+and fp16: its peak is the larger of the two steps' peaks in the PopRT worker
+(kit.backends.ipu.backend). Elsewhere the bench says why that step is not measured.
 """
 
 from __future__ import annotations
@@ -40,9 +40,21 @@ def target_bytes(model_bytes: float) -> float:
 def run_step(step: str, model: str, cache: Path, small: bool) -> dict:
     """Run one step in a child process; its JSON line (peak, file size) plus the wall time."""
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.memory", "--step", step, model, str(cache),
-                           "1" if small else "0"], capture_output=True, text=True,
-                          env={**os.environ, "KIT_CACHE": str(cache)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.memory",
+            "--step",
+            step,
+            model,
+            str(cache),
+            "1" if small else "0",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KIT_CACHE": str(cache)},
+    )
     wall = time.perf_counter() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -56,7 +68,9 @@ def child(step: str, model: str, small: bool) -> None:
     from kit.measure.memory import own_peak_rss_bytes
     from kit.models import export_model
 
-    exported = export_model(model, small=small, opset=export_opset("ipu" if step == "ipu" else "onnxruntime"))
+    exported = export_model(
+        model, small=small, opset=export_opset("ipu" if step == "ipu" else "onnxruntime")
+    )
     peak = own_peak_rss_bytes()
     if step == "export":
         peak = max(peak, exported.verification.get("export_peak_rss_bytes") or 0)
@@ -70,26 +84,42 @@ def child(step: str, model: str, small: bool) -> None:
         before = own_peak_rss_bytes()  # loading the cached export's metadata: next to nothing
         path = convert_for_ort(exported, step)
         peak = max(before, own_peak_rss_bytes())
-    print(json.dumps({"peak_bytes": peak, "model_bytes": exported.onnx_path.stat().st_size,
-                      "output_bytes": Path(path).stat().st_size}))
+    print(
+        json.dumps(
+            {
+                "peak_bytes": peak,
+                "model_bytes": exported.onnx_path.stat().st_size,
+                "output_bytes": Path(path).stat().st_size,
+            }
+        )
+    )
 
 
 def ipu_step(exported) -> dict:
     """PopRT conversion + compilation in the worker, at fp16 and the first published batch size; no
-    pack check (it runs the packed model, minutes a sample on the double's CPU, and is no conversion)."""
+    pack check (it runs the packed model, minutes a sample on the double's CPU, and is no
+    conversion)."""
     from kit.backends import BackendConfig, require_backend
     from kit.published import figures as published
 
     batch = (published.ipu_run_settings(exported.name, "FP16")["batch_sizes"] or [1])[0]
     with tempfile.TemporaryDirectory(prefix="kit-bench-popef-") as popef:
-        session = require_backend("ipu").load(exported, BackendConfig("fp16", "ipu", options={"cache_dir": popef, "pack_check": False}),
-                                              batch)
+        session = require_backend("ipu").load(
+            exported,
+            BackendConfig("fp16", "ipu", options={"cache_dir": popef, "pack_check": False}),
+            batch,
+        )
         memory, emulated = session.description["memory"], session.description.get("emulated", False)
         session.close()
     steps = memory.get("steps") or {}
-    return {"peak_bytes": max((f.get("peak_rss_bytes") or 0) for f in steps.values()) if steps else 0,
-            "model_bytes": exported.onnx_path.stat().st_size, "note": "[not run on an IPU]" if emulated else "",
-            "detail": ", ".join(f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items())}
+    return {
+        "peak_bytes": max((f.get("peak_rss_bytes") or 0) for f in steps.values()) if steps else 0,
+        "model_bytes": exported.onnx_path.stat().st_size,
+        "note": "[not run on an IPU]" if emulated else "",
+        "detail": ", ".join(
+            f"{s} {(f.get('peak_rss_bytes') or 0) / GB:.2f} GB" for s, f in steps.items()
+        ),
+    }
 
 
 def ipu_unavailable() -> str | None:
@@ -122,8 +152,11 @@ def format_row(row: dict) -> str:
     peak, size = row["peak_bytes"], row["model_bytes"]
     verdict = "ok" if within_target(row) else "OVER"
     extra = " ".join(x for x in (row.get("detail"), row.get("note")) if x)
-    return (f"{head}{peak / GB:>7.2f} GB {row['wall_s']:>7.0f} s {size / 1e6:>9.1f} MB "
-            f"{peak / size:>8.1f}x {peak / target_bytes(size):>8.2f}  {verdict}{f'  ({extra})' if extra else ''}")
+    return (
+        f"{head}{peak / GB:>7.2f} GB {row['wall_s']:>7.0f} s {size / 1e6:>9.1f} MB "
+        f"{peak / size:>8.1f}x {peak / target_bytes(size):>8.2f}  "
+        f"{verdict}{f'  ({extra})' if extra else ''}"
+    )
 
 
 def within_target(row: dict) -> bool:
@@ -136,11 +169,16 @@ def main() -> int:
     models = env_list("BENCH_MEMORY_MODELS", ",".join(model_names()))
     small = os.environ.get("BENCH_MEMORY_SMALL", "0") == "1"
     print(f"peak RSS per step, each in a fresh process, one at a time ({load_note()})")
-    print(f"  {'model':<28}{'step':<7}{'peak':>10} {'wall':>9} {'onnx file':>12} {'peak/file':>9} "
-          f"{'peak/target':>11}  (target: 3 x file + 2 GB, at most {CEILING / GB:.0f} GB)")
+    print(
+        f"  {'model':<28}{'step':<7}{'peak':>10} {'wall':>9} {'onnx file':>12} {'peak/file':>9} "
+        f"{'peak/target':>11}  (target: 3 x file + 2 GB, at most {CEILING / GB:.0f} GB)"
+    )
     rows = measure(models, small)
     missed = [r for r in rows if "error" in r or not within_target(r)]
-    print(f"verdict: {'ok' if not missed else f'{len(missed)} of {len(rows)} steps over target or failed'}")
+    print(
+        "verdict: "
+        f"{'ok' if not missed else f'{len(missed)} of {len(rows)} steps over target or failed'}"
+    )
     return 1 if missed and strict() else 0
 
 

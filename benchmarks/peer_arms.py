@@ -38,9 +38,12 @@ class KitArm:
         self.inputs = model.make_inputs(batch)
         self.batch = batch
         self.session = require_backend(plan["backend"]).load(
-            model, Placement.from_plan(plan).backend_config(), batch)
-        self.description = {"how": "the kit's chosen configuration, the kit's timed window",
-                            **self.session.description}
+            model, Placement.from_plan(plan).backend_config(), batch
+        )
+        self.description = {
+            "how": "the kit's chosen configuration, the kit's timed window",
+            **self.session.description,
+        }
 
     def outputs(self) -> list[np.ndarray]:
         return self.session.run(self.inputs)
@@ -59,10 +62,13 @@ class OrtArm(LoopArm):
         session = ort.InferenceSession(str(model.onnx_path), providers=["CPUExecutionProvider"])
         self.call = lambda: session.run(None, inputs)
         opts = session.get_session_options()
-        self.description = {"how": "plain ONNX Runtime: default session options, session.run per call",
-                            "onnxruntime": ort.__version__, "precision": "fp32",
-                            "intra_op_threads": opts.intra_op_num_threads,
-                            "graph_optimization": str(opts.graph_optimization_level)}
+        self.description = {
+            "how": "plain ONNX Runtime: default session options, session.run per call",
+            "onnxruntime": ort.__version__,
+            "precision": "fp32",
+            "intra_op_threads": opts.intra_op_num_threads,
+            "graph_optimization": str(opts.graph_optimization_level),
+        }
 
 
 class OvArm(LoopArm):
@@ -86,11 +92,16 @@ class OvArm(LoopArm):
             return [result[o] for o in outs]
 
         self.call = call
-        self.description = {"how": f"plain OpenVINO: static shapes, INFERENCE_PRECISION_HINT {hint}, default "
-                                   f"performance hint, infer per call", "openvino": ov.__version__,
-                            "precision": precision, "inference_precision": prop(compiled, "INFERENCE_PRECISION_HINT"),
-                            "performance_hint": prop(compiled, "PERFORMANCE_HINT"),
-                            "threads": prop(compiled, "INFERENCE_NUM_THREADS"), **extra}
+        self.description = {
+            "how": f"plain OpenVINO: static shapes, INFERENCE_PRECISION_HINT {hint}, default "
+            f"performance hint, infer per call",
+            "openvino": ov.__version__,
+            "precision": precision,
+            "inference_precision": prop(compiled, "INFERENCE_PRECISION_HINT"),
+            "performance_hint": prop(compiled, "PERFORMANCE_HINT"),
+            "threads": prop(compiled, "INFERENCE_NUM_THREADS"),
+            **extra,
+        }
 
 
 def prop(compiled, name: str) -> str:
@@ -107,7 +118,10 @@ def quantize(model, ov_model):
     ov_model.reshape({k: list(v.shape) for k, v in model.make_inputs(1).items()})
     data = [model.make_inputs(1, seed=100 + s) for s in range(PEER_CALIBRATION)]
     q = nncf.quantize(ov_model, nncf.Dataset(data), subset_size=PEER_CALIBRATION)
-    return q, {"nncf": nncf.__version__, "calibration": f"{PEER_CALIBRATION} seeded samples, batch 1"}
+    return q, {
+        "nncf": nncf.__version__,
+        "calibration": f"{PEER_CALIBRATION} seeded samples, batch 1",
+    }
 
 
 def make_arm(arm: str, model_name: str, batch: int, plan: dict | None):
@@ -140,11 +154,22 @@ def serve(conn, arm: str, model_name: str, batch: int, plan: dict | None) -> Non
         started = time.perf_counter()
         a = make_arm(arm, model_name, batch, plan)
         a.outputs()  # warm-up
-        conn.send({"ok": True, "description": a.description, "load_s": round(time.perf_counter() - started, 1),
-                   "peak_rss_mb": peak_rss_mb()})
+        conn.send(
+            {
+                "ok": True,
+                "description": a.description,
+                "load_s": round(time.perf_counter() - started, 1),
+                "peak_rss_mb": peak_rss_mb(),
+            }
+        )
     except Exception as exc:  # noqa: BLE001 - a peer that cannot load is reported, never a crash
-        conn.send({"ok": False, "reason": f"{type(exc).__name__}: {str(exc).strip()[:300]}",
-                   "trace": traceback.format_exc(limit=3)})
+        conn.send(
+            {
+                "ok": False,
+                "reason": f"{type(exc).__name__}: {str(exc).strip()[:300]}",
+                "trace": traceback.format_exc(limit=3),
+            }
+        )
         conn.close()
         return
     while True:
@@ -153,7 +178,9 @@ def serve(conn, arm: str, model_name: str, batch: int, plan: dict | None) -> Non
             break
         try:
             if cmd[0] == "outputs":
-                conn.send({"ok": True, "outputs": [np.asarray(o, dtype=np.float32) for o in a.outputs()]})
+                conn.send(
+                    {"ok": True, "outputs": [np.asarray(o, dtype=np.float32) for o in a.outputs()]}
+                )
             else:
                 conn.send({"ok": True, **a.round(cmd[1]), "peak_rss_mb": peak_rss_mb()})
         except Exception as exc:  # noqa: BLE001

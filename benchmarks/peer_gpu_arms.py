@@ -1,18 +1,18 @@
-"""The GPU peers of `make bench-peers` (benchmarks/peers.py): what a GPU user runs instead of the kit,
-written with the plain libraries (not the kit's backends), every call host to host as the kit's is
-(inputs from pinned host memory, outputs back in host memory, the call over when they are there).
+"""The GPU peers of `make bench-peers` (benchmarks/peers.py): what a GPU user runs instead of the
+kit, written with the plain libraries (not the kit's backends), every call host to host as the kit's
+is (inputs from pinned host memory, outputs back in host memory, the call over when they are there).
 
-- `torch-eager-fp16`: the zoo's PyTorch model with fp16 weights (`model.half()`), channels_last for a
-  convolutional model, inference_mode; per call a non-blocking copy in from a pinned fp16 buffer, the
-  model, a non-blocking copy out into a pinned buffer, the stream synchronised.
+- `torch-eager-fp16`: the zoo's PyTorch model with fp16 weights (`model.half()`), channels_last for
+  a convolutional model, inference_mode; per call a non-blocking copy in from a pinned fp16 buffer,
+  the model, a non-blocking copy out into a pinned buffer, the stream synchronised.
 - `torch-cudagraph-fp16`: the same call captured once in one CUDA graph (copies in, model, copies
   out), replayed and synchronised per call.
 - `torch-compile-ro`: `torch.compile(mode="reduce-overhead")` (inductor, CUDA graphs) of the fp16
   model, called as the eager arm.
 - `ort-trt-fp16`: plain ONNX Runtime with TensorRT's provider, fp16, its engine cache; `session.run`
   with host arrays per call (where the provider is installed).
-- `trt-fp16`: TensorRT's own Python API, fp16 engine from the ONNX export, `execute_async_v3` between
-  pinned copies (where `tensorrt` is importable).
+- `trt-fp16`: TensorRT's own Python API, fp16 engine from the ONNX export, `execute_async_v3`
+  between pinned copies (where `tensorrt` is importable).
 
 `device` is 'cuda' on a GPU; the tests pass 'cpu' with tests/cuda_double.py standing for torch.cuda.
 """
@@ -28,7 +28,8 @@ GRAPH_WARMUP = 3
 
 
 def torch_fp16_model(model, device: str):
-    """The zoo's torch model (the export's weights), fp16 weights on the device, channels_last for a CNN."""
+    """The zoo's torch model (the export's weights), fp16 weights on the device, channels_last for a
+    CNN."""
     import torch
 
     from kit.backends.onnx_conversion import is_convolutional
@@ -59,8 +60,11 @@ class TorchGpuArm(LoopArm):
         outputs = self.warm_up()
         self.host_out = [torch.empty(o.shape, dtype=o.dtype).pin_memory() for o in outputs]
         self.call = self.capture() if how == "torch-cudagraph-fp16" else self.eager
-        self.description = {"how": f"plain PyTorch {torch.__version__}, {how}: fp16 weights, pinned fp16 host "
-                                   "buffers, host to host, stream synchronised per call", "precision": "fp16"}
+        self.description = {
+            "how": f"plain PyTorch {torch.__version__}, {how}: fp16 weights, pinned fp16 host "
+            "buffers, host to host, stream synchronised per call",
+            "precision": "fp16",
+        }
 
     def forward(self) -> list:
         import torch
@@ -68,7 +72,9 @@ class TorchGpuArm(LoopArm):
         from kit.backends.torch_backend import flatten_outputs
 
         with torch.inference_mode():
-            return [t for t in flatten_outputs(self.module(*self.dev_in)) if isinstance(t, torch.Tensor)]
+            return [
+                t for t in flatten_outputs(self.module(*self.dev_in)) if isinstance(t, torch.Tensor)
+            ]
 
     def copy_in(self) -> None:
         for d, h in zip(self.dev_in, self.host_in, strict=True):
@@ -122,15 +128,26 @@ class OrtTrtArm(LoopArm):
         from kit.paths import cache_dir
 
         self.batch, inputs = batch, model.make_inputs(batch)
-        options = {"trt_fp16_enable": True, "trt_engine_cache_enable": True,
-                   "trt_engine_cache_path": str(cache_dir() / "tensorrt" / "peer-ort")}
-        session = ort.InferenceSession(str(model.onnx_path), providers=[("TensorrtExecutionProvider", options),
-                                                                        "CUDAExecutionProvider"])
+        options = {
+            "trt_fp16_enable": True,
+            "trt_engine_cache_enable": True,
+            "trt_engine_cache_path": str(cache_dir() / "tensorrt" / "peer-ort"),
+        }
+        session = ort.InferenceSession(
+            str(model.onnx_path),
+            providers=[("TensorrtExecutionProvider", options), "CUDAExecutionProvider"],
+        )
         if session.get_providers()[0] != "TensorrtExecutionProvider":
-            raise RuntimeError(f"ONNX Runtime fell back to {session.get_providers()}: not a TensorRT peer")
+            raise RuntimeError(
+                f"ONNX Runtime fell back to {session.get_providers()}: not a TensorRT peer"
+            )
         self.call = lambda: session.run(None, inputs)
-        self.description = {"how": "plain ONNX Runtime, TensorRT provider fp16 with its engine cache, session.run "
-                                   "with host arrays per call", "onnxruntime": ort.__version__, "precision": "fp16"}
+        self.description = {
+            "how": "plain ONNX Runtime, TensorRT provider fp16 with its engine cache, session.run "
+            "with host arrays per call",
+            "onnxruntime": ort.__version__,
+            "precision": "fp16",
+        }
 
 
 class TrtArm(LoopArm):
@@ -155,23 +172,33 @@ class TrtArm(LoopArm):
         for name, value in inputs.items():
             profile.set_shape(name, value.shape, value.shape, value.shape)
         config.add_optimization_profile(profile)
-        engine = trt.Runtime(logger).deserialize_cuda_engine(builder.build_serialized_network(network, config))
+        engine = trt.Runtime(logger).deserialize_cuda_engine(
+            builder.build_serialized_network(network, config)
+        )
         context, self.stream = engine.create_execution_context(), torch.cuda.Stream(device)
-        self.host_in = [torch.from_numpy(np.ascontiguousarray(v)).pin_memory() for v in inputs.values()]
+        self.host_in = [
+            torch.from_numpy(np.ascontiguousarray(v)).pin_memory() for v in inputs.values()
+        ]
         self.dev_in = [torch.empty_like(h, device=device) for h in self.host_in]
         for name, d in zip(inputs, self.dev_in, strict=True):
             context.set_input_shape(name, tuple(d.shape))
             context.set_tensor_address(name, d.data_ptr())
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
         outs = [n for n in names if n not in inputs]
-        self.dev_out = [torch.empty(tuple(context.get_tensor_shape(n)), device=device) for n in outs]
+        self.dev_out = [
+            torch.empty(tuple(context.get_tensor_shape(n)), device=device) for n in outs
+        ]
         self.host_out = [torch.empty(d.shape).pin_memory() for d in self.dev_out]
         for name, d in zip(outs, self.dev_out, strict=True):
             context.set_tensor_address(name, d.data_ptr())
         self.context = context
-        self.description = {"how": "plain TensorRT Python API: fp16 engine (" + (
-            "FP16 flag" if typing == "weak" else "strongly typed, from the fp16 ONNX graph") +
-            "), execute_async_v3 between pinned copies", "tensorrt": trt.__version__, "precision": "fp16"}
+        self.description = {
+            "how": "plain TensorRT Python API: fp16 engine ("
+            + ("FP16 flag" if typing == "weak" else "strongly typed, from the fp16 ONNX graph")
+            + "), execute_async_v3 between pinned copies",
+            "tensorrt": trt.__version__,
+            "precision": "fp16",
+        }
 
     def call(self) -> list:
         import torch

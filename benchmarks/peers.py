@@ -8,10 +8,11 @@ Runtime fp32 (default session options); OpenVINO f32 and bf16 (bf16 only where t
 OpenVINO NNCF int8 for FP8 rows. On an NVIDIA GPU (--hardware cuda, or auto where one is usable) the
 peers are plain PyTorch fp16 host to host (eager channels_last, one CUDA graph, torch.compile
 reduce-overhead) and, where installed, ONNX Runtime's TensorRT provider and TensorRT itself
-(benchmarks/peer_gpu_arms.py); the kit's arm is the row's GPU decision. Rounds are interleaved (every arm once per round, the order
-rotated each round); per round the ratio kit ÷ peer; the figure is the median of those ratios with
-a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method). Target: kit ÷ best peer >= 0.95
-(median) on every row; the best peer is the one with the highest median throughput.
+(benchmarks/peer_gpu_arms.py); the kit's arm is the row's GPU decision. Rounds are interleaved
+(every arm once per round, the order rotated each round); per round the ratio kit ÷ peer; the figure
+is the median of those ratios with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method).
+Target: kit ÷ best peer >= 0.95 (median) on every row; the best peer is the one with the highest
+median throughput.
 
     python -m benchmarks.peers --rows resnet50-torch-fp32:FP16,bert-torch-fp32:FP8 --rounds 6 --seconds 5
     python -m benchmarks.peers --rows all --batches published      # every row, every published batch
@@ -52,23 +53,38 @@ HARDWARE = ("auto", "cpu", "cuda")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", default=os.environ.get("PEERS_ROWS", "all"),
-                   help="model:PRECISION,... or 'all' (every published row); model:PRECISION@1/8 sets the "
-                        "row's batch sizes (where a published one takes minutes per call here)")
-    p.add_argument("--batches", default=os.environ.get("PEERS_BATCHES", "published"),
-                   help="'published' (every published batch size), 'max', 'min', or sizes like 4,32")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--rows",
+        default=os.environ.get("PEERS_ROWS", "all"),
+        help="model:PRECISION,... or 'all' (every published row); model:PRECISION@1/8 sets the "
+        "row's batch sizes (where a published one takes minutes per call here)",
+    )
+    p.add_argument(
+        "--batches",
+        default=os.environ.get("PEERS_BATCHES", "published"),
+        help="'published' (every published batch size), 'max', 'min', or sizes like 4,32",
+    )
     p.add_argument("--rounds", type=int, default=int(os.environ.get("PEERS_ROUNDS", 6)))
     p.add_argument("--seconds", type=float, default=float(os.environ.get("PEERS_SECONDS", 5.0)))
-    p.add_argument("--arms", default=os.environ.get("PEERS_ARMS", ""), help="peer arms to keep (default all)")
-    p.add_argument("--hardware", default=os.environ.get("PEERS_HARDWARE", "auto"), choices=HARDWARE,
-                   help="cpu, cuda, or auto (cuda where a CUDA backend loads, else cpu)")
+    p.add_argument(
+        "--arms", default=os.environ.get("PEERS_ARMS", ""), help="peer arms to keep (default all)"
+    )
+    p.add_argument(
+        "--hardware",
+        default=os.environ.get("PEERS_HARDWARE", "auto"),
+        choices=HARDWARE,
+        help="cpu, cuda, or auto (cuda where a CUDA backend loads, else cpu)",
+    )
     p.add_argument("--out", default=str(outputs_dir() / "bench" / "peers.json"))
     return p.parse_args(argv)
 
 
 def rows(spec: str) -> list[tuple[str, str, list[int] | None]]:
-    """(model, PRECISION, batch sizes or None) per row; 'model:PRECISION@1/8' gives the row's batches."""
+    """(model, PRECISION, batch sizes or None) per row; 'model:PRECISION@1/8' gives the row's
+    batches."""
     if spec == "all":
         return [(r.model, r.precision, None) for r in published.headline_rows().itertuples()]
     known = {f"{r.model}:{r.precision}" for r in published.headline_rows().itertuples()}
@@ -76,8 +92,11 @@ def rows(spec: str) -> list[tuple[str, str, list[int] | None]]:
     for item in (i.strip() for i in spec.split(",") if i.strip()):
         row, _, sizes = item.partition("@")
         if row not in known:
-            raise InvalidParameter("--rows", item, f"'all' or model:PRECISION[@b1/b2] of a published row: "
-                                                   f"{', '.join(sorted(known))}")
+            raise InvalidParameter(
+                "--rows",
+                item,
+                f"'all' or model:PRECISION[@b1/b2] of a published row: {', '.join(sorted(known))}",
+            )
         if sizes and not all(b.isdigit() and int(b) > 0 for b in sizes.split("/")):
             raise InvalidParameter("--rows", item, "batch sizes as positive integers, e.g. @1/8")
         model, precision = row.split(":")
@@ -97,7 +116,8 @@ def batches_of(model: str, precision: str, spec: str, given: list[int] | None = 
 
 
 def resolve_hardware(asked: str) -> str:
-    """'cpu' or 'cuda'; auto: cuda where a CUDA backend loads (an IPU's rows run its published settings)."""
+    """'cpu' or 'cuda'; auto: cuda where a CUDA backend loads (an IPU's rows run its published
+    settings)."""
     return ("cuda" if "cuda" in kinds.present() else "cpu") if asked == "auto" else asked
 
 
@@ -113,11 +133,15 @@ def gpu_arms(framework: str) -> tuple[list[str], dict[str, str]]:
         if framework == "torch":
             arms.append(arm)
         else:
-            skipped[arm] = f"a {framework} model: the plain PyTorch peers need a zoo model built in torch"
+            skipped[arm] = (
+                f"a {framework} model: the plain PyTorch peers need a zoo model built in torch"
+            )
     if "TensorrtExecutionProvider" in ort.get_available_providers():
         arms.append("ort-trt-fp16")
     else:
-        skipped["ort-trt-fp16"] = "ONNX Runtime here has no TensorrtExecutionProvider (onnxruntime-gpu + TensorRT)"
+        skipped["ort-trt-fp16"] = (
+            "ONNX Runtime here has no TensorrtExecutionProvider (onnxruntime-gpu + TensorRT)"
+        )
     if importlib.util.find_spec("tensorrt") is not None:
         arms.append("trt-fp16")
     else:
@@ -125,7 +149,9 @@ def gpu_arms(framework: str) -> tuple[list[str], dict[str, str]]:
     return arms, skipped
 
 
-def arms_for(precision: str, keep: str, hardware: str = "cpu", framework: str = "torch") -> tuple[list[str], dict[str, str]]:
+def arms_for(
+    precision: str, keep: str, hardware: str = "cpu", framework: str = "torch"
+) -> tuple[list[str], dict[str, str]]:
     """The peer arms of a row, and those left out with the reason."""
     if hardware == kinds.CUDA.name:
         arms, skipped = gpu_arms(framework)
@@ -147,8 +173,9 @@ def cpu_arms(precision: str) -> tuple[list[str], dict[str, str]]:
     return arms, skipped
 
 
-def kit_plans(model_name: str, precision: str, hardware: str = "cpu", batches: list[int] | None = None
-              ) -> dict[int, dict]:
+def kit_plans(
+    model_name: str, precision: str, hardware: str = "cpu", batches: list[int] | None = None
+) -> dict[int, dict]:
     """The row's decision at each of `batches` (default: the published ones) exactly as a quick
     `kit reproduce` job makes it, under the key that job carries (kit.batch.profiles.search_params):
     on a kind that searches each batch (a GPU), one per published batch, smallest first, each after
@@ -160,18 +187,29 @@ def kit_plans(model_name: str, precision: str, hardware: str = "cpu", batches: l
     wanted = sorted(set(batches or sizes))
     if not kinds.get(hardware).search_each_batch:
         at, settle = search_batch(model_name, sizes, "quick"), max(sizes)
-        decision, reused = decide(model, precision, at, hardware, SearchSettings("quick", settle_batch=settle))
+        decision, reused = decide(
+            model, precision, at, hardware, SearchSettings("quick", settle_batch=settle)
+        )
         return dict.fromkeys(wanted, kit_record(decision, reused, at, settle))
     made, prior = {}, None
     for batch in sorted(sizes):  # reproduce's chain: the published batches only
         if batch > max(wanted):
             break
-        made[batch] = decide(model, precision, batch, hardware, SearchSettings("quick"), prior=prior)
+        made[batch] = decide(
+            model, precision, batch, hardware, SearchSettings("quick"), prior=prior
+        )
         prior = made[batch][0]
-    for batch in sorted(set(wanted) - set(sizes)):  # an extra batch follows the published one below it
+    for batch in sorted(set(wanted) - set(sizes)):
+        # an extra batch follows the published one below it
         below = [b for b in sizes if b < batch]
-        made[batch] = decide(model, precision, batch, hardware, SearchSettings("quick"),
-                             prior=made[max(below)][0] if below else None)
+        made[batch] = decide(
+            model,
+            precision,
+            batch,
+            hardware,
+            SearchSettings("quick"),
+            prior=made[max(below)][0] if below else None,
+        )
     return {b: kit_record(*made[b], b, None) for b in wanted}
 
 
@@ -179,11 +217,24 @@ def kit_record(decision, reused: bool, at: int, settle: int | None) -> dict:
     """What the kit's arm runs and what decided it: the batch searched at, the settle batch, the
     decision's key (the one a reproduce job carries) and its cache file."""
     plan = decision.plan
-    return {"plan": {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
-                     "options": plan.options, "threads": plan.threads},
-            "chosen": decision.chosen, "today": decision.today, "note": plan.precision_note,
-            "searched_s": decision.searched_s, "reused": reused, "decided_at_batch": at, "settle_batch": settle,
-            "key": key_hash(decision.key) if decision.key else None, "cache_file": decision.cache_file}
+    return {
+        "plan": {
+            "backend": plan.backend,
+            "precision": plan.precision,
+            "device": plan.device,
+            "options": plan.options,
+            "threads": plan.threads,
+        },
+        "chosen": decision.chosen,
+        "today": decision.today,
+        "note": plan.precision_note,
+        "searched_s": decision.searched_s,
+        "reused": reused,
+        "decided_at_batch": at,
+        "settle_batch": settle,
+        "key": key_hash(decision.key) if decision.key else None,
+        "cache_file": decision.cache_file,
+    }
 
 
 def start(arm: str, model: str, batch: int, plan: dict | None):
@@ -201,7 +252,10 @@ def ask(conn, *cmd):
         conn.send(cmd)
         return conn.recv()
     except (EOFError, OSError) as exc:
-        return {"ok": False, "reason": f"the worker process died ({type(exc).__name__}; killed for memory?)"}
+        return {
+            "ok": False,
+            "reason": f"the worker process died ({type(exc).__name__}; killed for memory?)",
+        }
 
 
 def first_reply(proc, conn) -> dict:
@@ -210,8 +264,11 @@ def first_reply(proc, conn) -> dict:
         return conn.recv()
     except (EOFError, OSError):
         proc.join(5)
-        return {"ok": False, "reason": f"the worker process died while loading (exit code {proc.exitcode}; "
-                                       "-9: killed, e.g. for memory)"}
+        return {
+            "ok": False,
+            "reason": f"the worker process died while loading (exit code {proc.exitcode}; "
+            "-9: killed, e.g. for memory)",
+        }
 
 
 def bootstrap_median(ratios: list[float]) -> tuple[float, float | None, float | None]:
@@ -220,14 +277,24 @@ def bootstrap_median(ratios: list[float]) -> tuple[float, float | None, float | 
     med = statistics.median(ratios)
     if len(ratios) < 3 or len(set(ratios)) < 2:
         return med, None, None
-    res = bootstrap((np.asarray(ratios),), np.median, n_resamples=9999, confidence_level=0.95,
-                    method="percentile", random_state=0)
+    res = bootstrap(
+        (np.asarray(ratios),),
+        np.median,
+        n_resamples=9999,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=0,
+    )
     return med, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def relative_error(out: list, ref: list) -> float:
-    diff = np.concatenate([np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).ravel()
-                           for a, b in zip(out, ref, strict=True)])
+    diff = np.concatenate(
+        [
+            np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).ravel()
+            for a, b in zip(out, ref, strict=True)
+        ]
+    )
     return float(diff[np.isfinite(diff)].mean() / reference_scale(ref))
 
 
@@ -245,15 +312,18 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                 skipped[arm] = reply["reason"]
                 proc.join(5)
         if "kit" not in workers:
-            return {"batch_size": batch, "error": f"the kit's arm did not load: {skipped.get('kit')}",
-                    "skipped": skipped}
+            return {
+                "batch_size": batch,
+                "error": f"the kit's arm did not load: {skipped.get('kit')}",
+                "skipped": skipped,
+            }
         numerics = numerics_of(workers, model, batch)
         per = {arm: [] for arm in workers}
         rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}
         order = list(workers)
         loads = []
         for r in range(args.rounds):
-            rotated = order[r % len(order):] + order[:r % len(order)]
+            rotated = order[r % len(order) :] + order[: r % len(order)]
             for arm in rotated:
                 reply = ask(workers[arm][1], "round", args.seconds)
                 per[arm].append(reply["throughput"] if reply["ok"] else float("nan"))
@@ -275,7 +345,9 @@ def numerics_of(workers: dict, model: str = "", batch: int = 1) -> dict:
     """Each arm's relative error against ONNX Runtime fp32 on the CPU: the ort-fp32 arm's outputs,
     or (a GPU run has no such arm) computed here."""
     outs = {arm: ask(conn, "outputs") for arm, (_, conn) in workers.items()}
-    ref = outs.get("ort-fp32") or ({"ok": True, "outputs": reference_outputs(model, batch)} if model else None)
+    ref = outs.get("ort-fp32") or (
+        {"ok": True, "outputs": reference_outputs(model, batch)} if model else None
+    )
     if not ref or not ref["ok"]:
         return {}
     return {arm: relative_error(o["outputs"], ref["outputs"]) for arm, o in outs.items() if o["ok"]}
@@ -289,7 +361,9 @@ def reference_outputs(model_name: str, batch: int) -> list:
     return session.run(None, model.make_inputs(batch))
 
 
-def summarise(batch: int, per: dict, loaded: dict, skipped: dict, numerics: dict, loads: list) -> dict:
+def summarise(
+    batch: int, per: dict, loaded: dict, skipped: dict, numerics: dict, loads: list
+) -> dict:
     kit = per["kit"]
     peers = {}
     for arm, thr in per.items():
@@ -297,17 +371,33 @@ def summarise(batch: int, per: dict, loaded: dict, skipped: dict, numerics: dict
             continue
         ratios = [k / p for k, p in zip(kit, thr, strict=True) if p > 0 and k == k and p == p]
         med, low, high = bootstrap_median(ratios) if ratios else (float("nan"), None, None)
-        peers[arm] = {"throughput_median": statistics.median(thr), "throughputs": thr, "kit_over_peer": med,
-                      "ci95": [low, high], "ratios": ratios, "relative_error": numerics.get(arm),
-                      "description": loaded[arm]["description"], "load_s": loaded[arm]["load_s"]}
+        peers[arm] = {
+            "throughput_median": statistics.median(thr),
+            "throughputs": thr,
+            "kit_over_peer": med,
+            "ci95": [low, high],
+            "ratios": ratios,
+            "relative_error": numerics.get(arm),
+            "description": loaded[arm]["description"],
+            "load_s": loaded[arm]["load_s"],
+        }
     best = max(peers, key=lambda a: peers[a]["throughput_median"]) if peers else None
-    return {"batch_size": batch, "kit": {"throughput_median": statistics.median(kit), "throughputs": kit,
-                                         "relative_error": numerics.get("kit"),
-                                         "description": loaded["kit"]["description"]},
-            "peers": peers, "best_peer": best, "kit_over_best": peers[best]["kit_over_peer"] if best else None,
-            "kit_over_best_ci95": peers[best]["ci95"] if best else None,
-            "met": bool(best and peers[best]["kit_over_peer"] >= TARGET), "skipped": skipped,
-            "load_average": {"min": min(loads), "max": max(loads)}}
+    return {
+        "batch_size": batch,
+        "kit": {
+            "throughput_median": statistics.median(kit),
+            "throughputs": kit,
+            "relative_error": numerics.get("kit"),
+            "description": loaded["kit"]["description"],
+        },
+        "peers": peers,
+        "best_peer": best,
+        "kit_over_best": peers[best]["kit_over_peer"] if best else None,
+        "kit_over_best_ci95": peers[best]["ci95"] if best else None,
+        "met": bool(best and peers[best]["kit_over_peer"] >= TARGET),
+        "skipped": skipped,
+        "load_average": {"min": min(loads), "max": max(loads)},
+    }
 
 
 def fmt_ci(ci) -> str:
@@ -319,34 +409,50 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
         print(f"  {model} {precision} b{b['batch_size']}: {b['error']}", flush=True)
         return
     err = b["kit"]["relative_error"]
-    print(f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} {b['kit']['throughput_median']:.3g}/s "
-          f"(rel. error {'-' if err is None else f'{err:.2g}'}, peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); "
-          f"best peer {b['best_peer']}: kit ÷ best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} "
-          f"(target >= {TARGET}: {'met' if b['met'] else 'MISSED'}; load {b['load_average']['min']:.1f}-"
-          f"{b['load_average']['max']:.1f})", flush=True)
+    print(
+        f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} "
+        f"{b['kit']['throughput_median']:.3g}/s (rel. error {'-' if err is None else f'{err:.2g}'}"
+        f", peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); best peer {b['best_peer']}: kit ÷ "
+        f"best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} (target >= {TARGET}: "
+        f"{'met' if b['met'] else 'MISSED'}; load {b['load_average']['min']:.1f}-"
+        f"{b['load_average']['max']:.1f})",
+        flush=True,
+    )
     for arm, p in b["peers"].items():
         err = p["relative_error"]
-        print(f"      vs {arm:8s} {p['throughput_median']:9.3g}/s  kit ÷ peer {p['kit_over_peer']:.2f} "
-              f"{fmt_ci(p['ci95'])}  rel. error {'-' if err is None else f'{err:.2g}'}", flush=True)
+        print(
+            f"      vs {arm:8s} {p['throughput_median']:9.3g}/s  kit ÷ peer "
+            f"{p['kit_over_peer']:.2f} {fmt_ci(p['ci95'])}  rel. error "
+            f"{'-' if err is None else f'{err:.2g}'}",
+            flush=True,
+        )
     for arm, why in b["skipped"].items():
         print(f"      {arm}: skipped ({why})", flush=True)
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| row | batch | kit's choice | kit /s | best peer | peer /s | kit ÷ best peer [95 % CI] | "
-             "kit ÷ ORT fp32 [95 % CI] | met |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| row | batch | kit's choice | kit /s | best peer | peer /s | kit ÷ best peer [95 % CI] | "
+        "kit ÷ ORT fp32 [95 % CI] | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         for b in r["batches"]:
             if "error" in b:
-                lines.append(f"| {r['model']} {r['published']} | {b['batch_size']} | {b['error']} |||||||")
+                lines.append(
+                    f"| {r['model']} {r['published']} | {b['batch_size']} | {b['error']} |||||||"
+                )
                 continue
             best, ort = b["peers"][b["best_peer"]], b["peers"].get("ort-fp32")
             lines.append(
-                f"| {r['model']} {r['published']} | {b['batch_size']} | {(b.get('kit_decision') or r['kit'])['chosen']} | "
-                f"{b['kit']['throughput_median']:.3g} | {b['best_peer']} | {best['throughput_median']:.3g} | "
-                f"{b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} | "
+                f"| {r['model']} {r['published']} | {b['batch_size']} | "
+                f"{(b.get('kit_decision') or r['kit'])['chosen']} | "
+                f"{b['kit']['throughput_median']:.3g} | {b['best_peer']} | "
+                f"{best['throughput_median']:.3g} | {b['kit_over_best']:.2f} "
+                f"{fmt_ci(b['kit_over_best_ci95'])} | "
                 + (f"{ort['kit_over_peer']:.2f} {fmt_ci(ort['ci95'])}" if ort else "-")
-                + f" | {'yes' if b['met'] else 'NO'} |")
+                + f" | {'yes' if b['met'] else 'NO'} |"
+            )
     return "\n".join(lines)
 
 
@@ -354,10 +460,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     args.hardware = resolve_hardware(args.hardware)
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
-    peers = "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU" if args.hardware == kinds.CUDA.name else \
-        "plain ORT fp32 / OpenVINO"
-    print(f"peers: kit vs {peers}, {args.rounds} interleaved rounds of {args.seconds:g} s; "
-          f"CPU flags {' '.join(flags)} ({load_note()})", flush=True)
+    peers = (
+        "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU"
+        if args.hardware == kinds.CUDA.name
+        else "plain ORT fp32 / OpenVINO"
+    )
+    print(
+        f"peers: kit vs {peers}, {args.rounds} interleaved rounds of {args.seconds:g} s; "
+        f"CPU flags {' '.join(flags)} ({load_note()})",
+        flush=True,
+    )
     try:
         asked = rows(args.rows)
     except InvalidParameter as exc:
@@ -372,17 +484,29 @@ def main(argv: list[str] | None = None) -> int:
         try:
             kits = kit_plans(model, precision, args.hardware, sizes)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
-            print(f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})", flush=True)
+            print(
+                f"  {model} {precision}: the kit's search failed ({type(exc).__name__}: {exc})",
+                flush=True,
+            )
             continue
-        row = {"model": model, "published": precision, "kit": kits[sizes[0]], "batches": [],
-               "published_batches": published.ipu_run_settings(model, precision)["batch_sizes"]}
+        row = {
+            "model": model,
+            "published": precision,
+            "kit": kits[sizes[0]],
+            "batches": [],
+            "published_batches": published.ipu_run_settings(model, precision)["batch_sizes"],
+        }
         for batch in sizes:
-            b = {**run_batch(model, precision, batch, kits[batch], args), "kit_decision": kits[batch]}
+            b = {
+                **run_batch(model, precision, batch, kits[batch], args),
+                "kit_decision": kits[batch],
+            }
             print_batch(model, precision, kits[batch], b)
             row["batches"].append(b)
         row["seconds"] = round(time.perf_counter() - started, 1)
         results.append(row)
-        write(out, args, flags, results)  # after every row: an interrupted run keeps what it measured
+        # after every row: an interrupted run keeps what it measured
+        write(out, args, flags, results)
     print(table(results))
     print(f"  written {out} ({load_note()} at the end)")
     missed = any(not b.get("met") for r in results for b in r["batches"])
@@ -392,14 +516,29 @@ def main(argv: list[str] | None = None) -> int:
 def write(out: str, args, flags: list[str], results: list[dict]) -> None:
     with open(out, "w") as f:
         env = capture()
-        ran_on = (f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
-                  if args.hardware == kinds.CUDA.name else None)  # None: the CPU and its flags
-        json.dump({"environment": env, "hardware": args.hardware, "ran_on": ran_on, "cpu_flags": flags,
-                   "rounds": args.rounds,
-                   "seconds": args.seconds,
-                   "method": "separate warm processes per arm, interleaved rotated rounds, per-round kit ÷ peer, "
-                             "median with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile, 9999 resamples)",
-                   "target": TARGET, "rows": results}, f, indent=1, default=str)
+        ran_on = (
+            f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
+            if args.hardware == kinds.CUDA.name
+            else None
+        )  # None: the CPU and its flags
+        json.dump(
+            {
+                "environment": env,
+                "hardware": args.hardware,
+                "ran_on": ran_on,
+                "cpu_flags": flags,
+                "rounds": args.rounds,
+                "seconds": args.seconds,
+                "method": "separate warm processes per arm, interleaved rotated rounds, per-round "
+                "kit ÷ peer, median with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile, "
+                "9999 resamples)",
+                "target": TARGET,
+                "rows": results,
+            },
+            f,
+            indent=1,
+            default=str,
+        )
 
 
 if __name__ == "__main__":

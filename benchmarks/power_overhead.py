@@ -73,16 +73,19 @@ def samplers(tmp: Path) -> dict[str, PowerSampler | None]:
         "off-again (A/A)": None,
         "auto": select_sampler("auto"),
         f"constant@{HZ:g}Hz": ConstantSensor(),
-        f"rapl-fake-tree@{HZ:g}Hz": make_sampler("rapl", SamplerOptions(powercap_root=fake_powercap(tmp))),
+        f"rapl-fake-tree@{HZ:g}Hz": make_sampler(
+            "rapl", SamplerOptions(powercap_root=fake_powercap(tmp))
+        ),
     }
 
 
-def one_run(session, inputs, cfg: MeasureConfig, sampler: PowerSampler | None) -> tuple[BatchMeasurement, dict | None]:
+def one_run(
+    session, inputs, cfg: MeasureConfig, sampler: PowerSampler | None
+) -> tuple[BatchMeasurement, dict | None]:
     if sampler is None:
         return session.measure(inputs, BATCH, cfg), None
     m = timed_window([session.bind(inputs)], BATCH, cfg, sampler, hz=HZ)
     return m, m.power
-
 
 
 def main() -> int:
@@ -99,7 +102,7 @@ def main() -> int:
         runs: dict[str, list[BatchMeasurement]] = {n: [] for n in names}
         last: dict[str, dict | None] = {}
         for r in range(rounds):
-            order = names[r % len(names):] + names[: r % len(names)]  # rotate: no fixed position
+            order = names[r % len(names) :] + names[: r % len(names)]  # rotate: no fixed position
             for name in order:
                 m, last[name] = one_run(session, inputs, cfg, conditions[name])
                 runs[name].append(m)
@@ -110,13 +113,19 @@ def median_call_throughput(runs: list[BatchMeasurement]) -> float:
     return BATCH / statistics.median((e - s) / 1e9 for m in runs for s, e in m.calls[0])
 
 
-def report(runs: dict[str, list[BatchMeasurement]], last: dict[str, dict | None], rounds: int,
-           seconds: float) -> int:
+def report(
+    runs: dict[str, list[BatchMeasurement]],
+    last: dict[str, dict | None],
+    rounds: int,
+    seconds: float,
+) -> int:
     base = statistics.median(m.throughput for m in runs["off"])
     base_call = median_call_throughput(runs["off"])
     print(f"resnet50-torch-fp32 ORT CPU batch {BATCH}, {rounds} interleaved rounds x {seconds:g} s")
-    print(f"{'condition':<24}{'img/s (median':>14}{'ratio':>8}{'img/s (median':>15}{'ratio':>8}"
-          "  power method / rate")
+    print(
+        f"{'condition':<24}{'img/s (median':>14}{'ratio':>8}{'img/s (median':>15}{'ratio':>8}"
+        "  power method / rate"
+    )
     print(f"{'':<24}{'of rounds)':>14}{'':>8}{'call time)':>15}")
     slow, costly = [], []
     cores = session_threads(runs)
@@ -131,24 +140,40 @@ def report(runs: dict[str, list[BatchMeasurement]], last: dict[str, dict | None]
                 costly.append(name)
         if p is not None and p["method"] == "unavailable":
             info += f"; reason: {p['reason']}"
-        print(f"{name:<24}{tput:>14.2f}{tput / base:>8.4f}{call:>15.2f}{call / base_call:>8.4f}  {info}")
+        print(
+            f"{name:<24}{tput:>14.2f}{tput / base:>8.4f}{call:>15.2f}{call / base_call:>8.4f}  "
+            f"{info}"
+        )
         if name != "off" and call / base_call < TARGET:
             slow.append(name)
     # "auto" starts no thread here (no sensor), so it measures the same thing as "off" too
-    no_thread = [n for n in ("off-again (A/A)", "auto") if n in runs and not (last.get(n) or {}).get("hz_achieved")]
+    no_thread = [
+        n
+        for n in ("off-again (A/A)", "auto")
+        if n in runs and not (last.get(n) or {}).get("hz_achieved")
+    ]
     noise = max(abs(1 - median_call_throughput(runs[n]) / base_call) for n in no_thread)
-    print(f"noise floor (conditions without a sampling thread vs off, median call time): {noise:.2%}")
+    print(
+        f"noise floor (conditions without a sampling thread vs off, median call time): {noise:.2%}"
+    )
     print(f"throughput ratio >= {TARGET}: {'ok' if not slow else 'below for ' + ', '.join(slow)}")
     for name in (n for n in runs if n != "off"):  # each condition's rounds paired with "off"'s
-        iv, verdict = ratio_verdict([m.throughput for m in runs[name]], [m.throughput for m in runs["off"]], TARGET)
+        iv, verdict = ratio_verdict(
+            [m.throughput for m in runs[name]], [m.throughput for m in runs["off"]], TARGET
+        )
         print(f"  {name} / off (rounds paired): {ratio_text(iv, verdict, TARGET)}")
-    print(f"thread CPU share <= {1 - TARGET:.0%}: {'ok' if not costly else 'above for ' + ', '.join(costly)}")
+    print(
+        f"thread CPU share <= {1 - TARGET:.0%}: "
+        f"{'ok' if not costly else 'above for ' + ', '.join(costly)}"
+    )
     if costly:
         print("verdict: FAIL (the sampling thread itself costs more than the margin)")
         return 1 if strict() else 0
     if slow and (any(n in slow for n in no_thread) or noise > (1 - TARGET) / 2):
-        print("verdict: INCONCLUSIVE on throughput: the noise of this machine is as large as the "
-              "2% margin; the thread's measured CPU share is within it")
+        print(
+            "verdict: INCONCLUSIVE on throughput: the noise of this machine is as large as the "
+            "2% margin; the thread's measured CPU share is within it"
+        )
         return 0
     print(f"verdict: {'FAIL' if slow else 'ok'}")
     return 1 if slow and strict() else 0

@@ -35,8 +35,10 @@ from kit.search.row import today_plan
 from kit.studies import op_breakdown
 from kit.studies.roofline import bytes_per_sample, graph_traffic, memory_bandwidth, position
 
-DEFAULT_ROWS = ("roformer-tf-fp32:FP16,bert-torch-fp32:FP16,bert-torch-fp32:FP8,resnet50-torch-fp32:FP16,"
-                "resnet50-torch-fp32:FP8,widedeep-tf-fp32:FP16")
+DEFAULT_ROWS = (
+    "roformer-tf-fp32:FP16,bert-torch-fp32:FP16,bert-torch-fp32:FP8,resnet50-torch-fp32:FP16,"
+    "resnet50-torch-fp32:FP8,widedeep-tf-fp32:FP16"
+)
 BERT_FAMILY = ("albert-torch-fp32", "bert-torch-fp32", "roberta-torch-fp32", "deberta-torch-fp32")
 ROFORMER_TARGET, PEAK_TARGET = 1.15, 0.55
 
@@ -51,7 +53,9 @@ def rows_to_run() -> list[tuple[str, str]]:
 
 
 def load(model, plan: dict, batch: int):
-    return require_backend(plan["backend"]).load(model, Placement.from_plan(plan).backend_config(), batch)
+    return require_backend(plan["backend"]).load(
+        model, Placement.from_plan(plan).backend_config(), batch
+    )
 
 
 def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, seconds: float) -> dict:
@@ -65,12 +69,13 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
     per = {"best": [], "today": [], "breakdown": None}
     try:
         for r in range(rounds):
-            for side in (sides if r % 2 == 0 else sides[::-1]):
+            for side in sides if r % 2 == 0 else sides[::-1]:
                 per[side].append(sessions[side].measure_window(inputs, batch, cfg).throughput)
         if best["backend"] == "torch" and best["device"] == "cpu" and model.flops_per_sample:
             times = op_breakdown.profile_torch_session(sessions["best"], inputs)
-            per["breakdown"] = op_breakdown.breakdown(times, model.flops_per_call(batch),
-                                                      cpu_peak_gflops(best["precision"])["gflops"])
+            per["breakdown"] = op_breakdown.breakdown(
+                times, model.flops_per_call(batch), cpu_peak_gflops(best["precision"])["gflops"]
+            )
     finally:
         for s in sessions.values():
             s.close()
@@ -78,63 +83,109 @@ def head_to_head(model, best: dict, today: dict, batch: int, rounds: int, second
     return per
 
 
-def bench_row(name: str, published: str, depth: str, force: bool, rounds: int, seconds: float) -> dict:
+def bench_row(
+    name: str, published: str, depth: str, force: bool, rounds: int, seconds: float
+) -> dict:
     batch = QUICK_SEARCH_BATCH.get(name, 1)
     model = export_model(name, small=small_models())
     decision, reused = decide(model, published, batch, "cpu", SearchSettings(depth, force=force))
     today = today_plan(model, published, "cpu")
-    today_cfg = {"backend": today.backend, "precision": today.precision, "device": today.device,
-                 "options": {}, "threads": None}
+    today_cfg = {
+        "backend": today.backend,
+        "precision": today.precision,
+        "device": today.device,
+        "options": {},
+        "threads": None,
+    }
     best = {k: getattr(decision.plan, k) for k in today_cfg}
     per = head_to_head(model, best, today_cfg, batch, rounds, seconds)
     # the same configuration on both sides is 1.0 by definition; its rounds only measure the noise
-    ratios = [1.0] if best == today_cfg else sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
+    ratios = (
+        [1.0]
+        if best == today_cfg
+        else sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
+    )
     thr = statistics.median(per["best"])
     per["today"] = per["today"] or per["best"]
     peak = cpu_peak_gflops(best["precision"])
     traffic = graph_traffic(model.onnx_path, model.inputs)
-    roof = position(model.flops_per_sample_at(batch), bytes_per_sample(traffic, best["precision"], batch),
-                    peak_gflops=peak["gflops"], bandwidth_gbs=memory_bandwidth()["gbs"], samples_per_s=thr)
-    return {"model": name, "published": published, "batch_size": batch, "chosen": decision.chosen,
-            "today": decision.today, "decision_reused": reused, "searched_s": decision.searched_s,
-            "search_ratio": decision.ratio_vs_today, "ratio": statistics.median(ratios),
-            "ratio_low": ratios[0], "ratio_high": ratios[-1], "throughput": thr,
-            "today_throughput": statistics.median(per["today"]), "peak": peak,
-            "fraction_of_peak": roof["achieved_gflops"] / peak["gflops"], "roofline": roof,
-            "probes": [p.to_dict() for p in decision.probes], "breakdown": per["breakdown"]}
+    roof = position(
+        model.flops_per_sample_at(batch),
+        bytes_per_sample(traffic, best["precision"], batch),
+        peak_gflops=peak["gflops"],
+        bandwidth_gbs=memory_bandwidth()["gbs"],
+        samples_per_s=thr,
+    )
+    return {
+        "model": name,
+        "published": published,
+        "batch_size": batch,
+        "chosen": decision.chosen,
+        "today": decision.today,
+        "decision_reused": reused,
+        "searched_s": decision.searched_s,
+        "search_ratio": decision.ratio_vs_today,
+        "ratio": statistics.median(ratios),
+        "ratio_low": ratios[0],
+        "ratio_high": ratios[-1],
+        "throughput": thr,
+        "today_throughput": statistics.median(per["today"]),
+        "peak": peak,
+        "fraction_of_peak": roof["achieved_gflops"] / peak["gflops"],
+        "roofline": roof,
+        "probes": [p.to_dict() for p in decision.probes],
+        "breakdown": per["breakdown"],
+    }
 
 
 def verdicts(r: dict) -> list[str]:
     """Each target this row has, met or missed, in words."""
     out = [f"ratio >= 1.0 within the rounds: {'met' if r['ratio_high'] >= 1.0 else 'MISSED'}"]
     if r["model"].startswith("roformer") and r["published"] == "FP16":
-        out.append(f"roformer >= {ROFORMER_TARGET}x: {'met' if r['ratio'] >= ROFORMER_TARGET else 'MISSED'}")
+        out.append(
+            f"roformer >= {ROFORMER_TARGET}x: "
+            f"{'met' if r['ratio'] >= ROFORMER_TARGET else 'MISSED'}"
+        )
     if r["model"] in BERT_FAMILY and r["published"] == "FP16":
         roof, frac = r["roofline"], r["fraction_of_peak"]
         if frac >= PEAK_TARGET:
             out.append(f">= {PEAK_TARGET:.0%} of the bf16 peak: met ({frac:.0%})")
-        elif roof["bound"] == "memory" or roof["attainable_gflops"] < PEAK_TARGET * r["peak"]["gflops"]:
-            out.append(f">= {PEAK_TARGET:.0%} of peak: not reachable, {roof['bound']} bound (intensity "
-                       f"{roof['intensity_flop_per_byte']:.0f} FLOP/B, ridge {roof['ridge_flop_per_byte']:.0f}; "
-                       f"attainable {roof['attainable_gflops']:.0f} GFLOP/s); achieved {frac:.0%}")
+        elif (
+            roof["bound"] == "memory"
+            or roof["attainable_gflops"] < PEAK_TARGET * r["peak"]["gflops"]
+        ):
+            out.append(
+                f">= {PEAK_TARGET:.0%} of peak: not reachable, {roof['bound']} bound (intensity "
+                f"{roof['intensity_flop_per_byte']:.0f} FLOP/B, ridge "
+                f"{roof['ridge_flop_per_byte']:.0f}; attainable {roof['attainable_gflops']:.0f} "
+                f"GFLOP/s); achieved {frac:.0%}"
+            )
         elif r.get("breakdown"):
-            out.append(f">= {PEAK_TARGET:.0%} of peak: not reached ({frac:.0%}), compute bound; why, from the "
-                       f"operator breakdown: {op_breakdown.reason(r['breakdown'])}")
+            out.append(
+                f">= {PEAK_TARGET:.0%} of peak: not reached ({frac:.0%}), compute bound; why, from "
+                f"the operator breakdown: {op_breakdown.reason(r['breakdown'])}"
+            )
         else:
-            out.append(f">= {PEAK_TARGET:.0%} of peak: MISSED ({frac:.0%}; the roofline puts it compute bound, "
-                       f"so bandwidth does not explain the gap; {load_note()})")
+            out.append(
+                f">= {PEAK_TARGET:.0%} of peak: MISSED ({frac:.0%}; the roofline puts it compute "
+                f"bound, so bandwidth does not explain the gap; {load_note()})"
+            )
     return out
 
 
 def print_row(r: dict) -> None:
     p, roof = r["peak"], r["roofline"]
     how = "cached" if r["decision_reused"] else f"searched in {r['searched_s']} s"
-    print(f"  {r['model']} {r['published']} batch {r['batch_size']}: chosen {r['chosen']} vs today's "
-          f"{r['today']}: {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] "
-          f"({r['throughput']:.3g} vs {r['today_throughput']:.3g} samples/s; decision {how})")
-    print(f"    {roof['achieved_gflops']:.0f} {p['unit']} = {r['fraction_of_peak']:.0%} of the {p['precision']} "
-          f"peak ({p['gflops']:g}); {roof['bound']} bound, {roof['fraction_of_bound']:.0%} of it"
-          f"{' (FLAG: far below)' if roof['far_below'] else ''}")
+    print(
+        f"  {r['model']} {r['published']} batch {r['batch_size']}: chosen {r['chosen']} vs today's "
+        f"{r['today']}: {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] "
+        f"({r['throughput']:.3g} vs {r['today_throughput']:.3g} samples/s; decision {how})"
+    )
+    print(
+        f"    {roof['achieved_gflops']:.0f} {p['unit']} = {r['fraction_of_peak']:.0%} of the "
+        f"{p['precision']} peak ({p['gflops']:g}); {roof['bound']} bound, "
+        f"{roof['fraction_of_bound']:.0%} of it{' (FLAG: far below)' if roof['far_below'] else ''}"
+    )
     for v in verdicts(r):
         print(f"    {v}")
 
@@ -143,16 +194,21 @@ def main() -> int:
     depth = os.environ.get("BENCH_SEARCH_DEPTH", "full")
     force = env_int("BENCH_FORCE", 0) == 1
     rounds, seconds = env_int("BENCH_ROUNDS", 4), env_float("BENCH_SECONDS", 2.0)
-    print(f"per-row search ({depth}) vs today's mapping, {rounds} alternating rounds of {seconds:g} s "
-          f"({load_note()})")
+    print(
+        f"per-row search ({depth}) vs today's mapping, {rounds} alternating rounds of {seconds:g} "
+        f"s ({load_note()})"
+    )
     results, missed = [], False
     for name, published in rows_to_run():
         try:
             r = bench_row(name, published, depth, force, rounds, seconds)
         except Exception as exc:  # noqa: BLE001 - one row failing never stops the others
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            print(f"  {name} {published}: FAILED ({type(exc).__name__}: {exc}; at {Path(where.filename).name}:"
-                  f"{where.lineno})", flush=True)
+            print(
+                f"  {name} {published}: FAILED ({type(exc).__name__}: {exc}; at "
+                f"{Path(where.filename).name}:{where.lineno})",
+                flush=True,
+            )
             missed = True
             continue
         print_row(r)
@@ -161,8 +217,20 @@ def main() -> int:
         sys.stdout.flush()
     out = outputs_dir() / "bench" / "row_search.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"environment": capture(), "depth": depth, "rounds": rounds, "seconds": seconds,
-                               "bandwidth": memory_bandwidth(), "rows": results}, indent=1, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "environment": capture(),
+                "depth": depth,
+                "rounds": rounds,
+                "seconds": seconds,
+                "bandwidth": memory_bandwidth(),
+                "rows": results,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     print(f"  written {out} ({load_note()} at the end)")
     return 1 if missed and strict() else 0
 

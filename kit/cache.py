@@ -3,9 +3,9 @@
 An entry is an artifact file plus a JSON sidecar (same stem, `.json`) recording what it was made
 from, its size and its content hash (sha256). The key is a hash of the sources' *content* and the
 settings, so replacing a model at the same path makes a new entry. A damaged entry (unreadable
-JSON, missing, truncated or replaced artifact) is deleted and rebuilt, with a `CacheRebuilt` warning saying why. Artifacts are built
-under a temporary name and renamed into place after their metadata (`commit`), so a failed or
-interrupted build leaves nothing at the final name.
+JSON, missing, truncated or replaced artifact) is deleted and rebuilt, with a `CacheRebuilt` warning
+saying why. Artifacts are built under a temporary name and renamed into place after their metadata
+(`commit`), so a failed or interrupted build leaves nothing at the final name.
 
     path = cached_file(directory, "model-fp16", ".onnx", sources=[onnx_path],
                        settings={"method": "fp16", "ort": "1.31"}, build=convert)
@@ -51,7 +51,9 @@ def content_key(sources: Sequence[Path] = (), settings: Mapping | Sequence = ())
         source = Path(source)
         files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
         for f in files:
-            h.update(f"{f.relative_to(source) if source.is_dir() else ''}:{file_digest(f)}|".encode())
+            h.update(
+                f"{f.relative_to(source) if source.is_dir() else ''}:{file_digest(f)}|".encode()
+            )
     h.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return h.hexdigest()[:KEY_LENGTH]
 
@@ -63,13 +65,16 @@ def meta_path(artifact: Path) -> Path:
 def discard(artifact: Path, reason: str) -> None:
     """Delete a damaged entry and say so."""
     artifact = Path(artifact)
-    warnings.warn(CacheRebuilt(f"cache entry {artifact.name} {reason}; rebuilding it"), stacklevel=3)
+    warnings.warn(
+        CacheRebuilt(f"cache entry {artifact.name} {reason}; rebuilding it"), stacklevel=3
+    )
     artifact.unlink(missing_ok=True)
     meta_path(artifact).unlink(missing_ok=True)
 
 
 def entry_problem(artifact: Path) -> tuple[dict | None, str | None]:
-    """(metadata, None) for an intact entry, (None, reason) for a damaged one, (None, None) if absent."""
+    """(metadata, None) for an intact entry, (None, reason) for a damaged one, (None, None) if
+    absent."""
     artifact, meta_file = Path(artifact), meta_path(artifact)
     if not artifact.exists() and not meta_file.exists():
         return None, None
@@ -87,7 +92,11 @@ def entry_problem(artifact: Path) -> tuple[dict | None, str | None]:
         return None, f"is {size} bytes where {recorded} were written (truncated or replaced)"
     digest = meta.get("artifact_sha256")
     if digest is not None and file_digest(artifact) != digest:
-        return None, f"has content sha256 {file_digest(artifact)[:12]}... where {digest[:12]}... was written (replaced)"
+        return (
+            None,
+            f"has content sha256 {file_digest(artifact)[:12]}... where {digest[:12]}... was "
+            "written (replaced)",
+        )
     return meta, None
 
 
@@ -104,7 +113,11 @@ def read_entry(artifact: Path) -> dict | None:
 def write_entry(artifact: Path, meta: Mapping) -> dict:
     """Record an artifact that is now in place (its size and content hash are checked on every
     later read)."""
-    record = {**meta, "artifact_bytes": Path(artifact).stat().st_size, "artifact_sha256": file_digest(artifact)}
+    record = {
+        **meta,
+        "artifact_bytes": Path(artifact).stat().st_size,
+        "artifact_sha256": file_digest(artifact),
+    }
     atomic.write_text(meta_path(artifact), json.dumps(record, indent=1))
     return record
 
@@ -167,8 +180,15 @@ def commit(tmp: Path, artifact: Path, meta: Mapping) -> dict:
     return record
 
 
-def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Path],
-                settings: Mapping, build: Callable[[Path], Mapping | None]) -> Path:
+def cached_file(
+    directory: Path,
+    stem: str,
+    suffix: str,
+    *,
+    sources: Sequence[Path],
+    settings: Mapping,
+    build: Callable[[Path], Mapping | None],
+) -> Path:
     """The file `build(tmp_path)` makes from `sources` with `settings`, built once per content key.
 
     `build` writes the artifact at the path it is given and may return extra metadata to record.
@@ -179,9 +199,20 @@ def cached_file(directory: Path, stem: str, suffix: str, *, sources: Sequence[Pa
         return artifact
     with building(artifact) as tmp:
         extra = build(tmp) or {}
-        commit(tmp, artifact, {"key": key, "settings": dict(settings), **dict(extra),
-                               "sources": [{"name": Path(s).name, "sha256": file_digest(s)}
-                                           for s in sources if Path(s).is_file()]})
+        commit(
+            tmp,
+            artifact,
+            {
+                "key": key,
+                "settings": dict(settings),
+                **dict(extra),
+                "sources": [
+                    {"name": Path(s).name, "sha256": file_digest(s)}
+                    for s in sources
+                    if Path(s).is_file()
+                ],
+            },
+        )
     return artifact
 
 
@@ -197,7 +228,7 @@ def prune_oldest(directory: Path, pattern: str, cap_bytes: int, keep: int = 1) -
     files.sort()  # oldest first
     total = sum(size for _, size, _ in files)
     deleted = []
-    for _, size, path in files[:max(0, len(files) - keep)]:
+    for _, size, path in files[: max(0, len(files) - keep)]:
         if total <= cap_bytes:
             break
         with contextlib.suppress(FileNotFoundError):

@@ -1,8 +1,8 @@
-"""How to end what a killed client leaves running: a worker that `docker exec` started in a container
-outlives its killed client (the exec'd process is the container's, not the client's child), and
-would keep the IPU from the next job. Whoever starts such a worker registers, under its client's
-pid, the command that ends it; whoever kills a process tree (kit.batch.proctree, at a job's time
-limit or on Ctrl-C) runs the registered commands of the tree's processes first.
+"""How to end what a killed client leaves running: a worker that `docker exec` started in a
+container outlives its killed client (the exec'd process is the container's, not the client's
+child), and would keep the IPU from the next job. Whoever starts such a worker registers, under its
+client's pid, the command that ends it; whoever kills a process tree (kit.batch.proctree, at a job's
+time limit or on Ctrl-C) runs the registered commands of the tree's processes first.
 
 One JSON file per client in `endings_dir()` (KIT_ENDINGS_DIR, default a per-user folder in the
 temporary directory): {"pid", "started" (the client's start time, so that a reused pid never runs
@@ -24,7 +24,8 @@ from kit.atomic import write_text
 
 ENV = "KIT_ENDINGS_DIR"
 GRACE_S = 3.0  # the batch's SIGTERM -> SIGKILL grace; a worker's own ending waits less than this
-ENDING_TIMEOUT_S = 10.0  # one registered command (`docker exec <container> python3 -c "os.kill(...)"`)
+# one registered command (`docker exec <container> python3 -c "os.kill(...)"`)
+ENDING_TIMEOUT_S = 10.0
 
 
 def endings_dir() -> Path:
@@ -43,7 +44,9 @@ def register(client_pid: int, argv: list[str]) -> Path:
     """
     started = psutil.Process(client_pid).create_time()
     _prune()
-    return write_text(_file(client_pid), json.dumps({"pid": client_pid, "started": started, "argv": list(argv)}))
+    return write_text(
+        _file(client_pid), json.dumps({"pid": client_pid, "started": started, "argv": list(argv)})
+    )
 
 
 def _prune() -> None:

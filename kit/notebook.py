@@ -24,8 +24,16 @@ from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES
 
 # PublishedStudy: a cell names a study by it (the scorecard's tables, the seed tables)
-__all__ = ["PublishedStudy", "build_scorecard", "record", "report_links", "results_path", "run_study",
-           "save", "show"]
+__all__ = [
+    "PublishedStudy",
+    "build_scorecard",
+    "record",
+    "report_links",
+    "results_path",
+    "run_study",
+    "save",
+    "show",
+]
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
 pd.set_option("display.max_colwidth", 300)
@@ -66,7 +74,8 @@ def save(result: RunResult, given: str, notebook: str) -> Path:
 
 
 def show(result: RunResult) -> None:
-    """Display what the run shows first (its verdict sentence, or its errors), then its provenance."""
+    """Display what the run shows first (its verdict sentence, or its errors), then its
+    provenance."""
     from IPython.display import HTML, display
 
     display(HTML(opening(result) + provenance(result)))
@@ -109,8 +118,9 @@ def _export(result: RunResult, path: Path) -> Path | None:
         return None
 
 
-def record(kind: ResultKind | str, given_path: str, parameters: dict | None = None,
-           **tables: Any) -> RunResult:
+def record(
+    kind: ResultKind | str, given_path: str, parameters: dict | None = None, **tables: Any
+) -> RunResult:
     """A result for a notebook that measures nothing (published tables, the scorecard), saved to
     `given_path` (or outputs/interactive/)."""
     name = str(ResultKind(kind))
@@ -125,7 +135,8 @@ def record(kind: ResultKind | str, given_path: str, parameters: dict | None = No
 def report_links(result_files: list[str], given_path: str = "") -> dict[str, str]:
     """Job name (a result file's stem) -> the href of its HTML report, relative to the folder of
     the summary's own report (beside `given_path`; in JupyterLab, the notebook's folder), for the
-    reports that exist. With several results of one job (every run under outputs/), the latest run's."""
+    reports that exist. With several results of one job (every run under outputs/), the latest
+    run's."""
     here = Path(given_path).parent if given_path else notebooks_dir()
     links = {}
     for path in scorecard.result_paths(list(result_files)):
@@ -139,6 +150,11 @@ def build_scorecard(result_files: list[str], given_path: str = "") -> pd.DataFra
     """The scorecard of `result_files` (default: every result under outputs/runs/), saved as the
     summary notebook's result JSON."""
     card = scorecard.build(scorecard.result_paths(list(result_files)))
-    record(ResultKind.SUMMARY, given_path, {"result_files": list(result_files)},
-           counts=scorecard.summary_counts(card), scorecard=card.to_dict("records"))
+    record(
+        ResultKind.SUMMARY,
+        given_path,
+        {"result_files": list(result_files)},
+        counts=scorecard.summary_counts(card),
+        scorecard=card.to_dict("records"),
+    )
     return card

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from kit.errors import InvalidParameter, MissingResource
 
-# A job, notebook, study, backend or model name as a file or folder name: no separator, no leading dot.
+# A job, notebook, study, backend or model name as a file or folder name: no separator, no leading
+# dot.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
 PLAIN_RULE = "a plain name (letters, digits and . _ - @ +, not starting with a dot), no folder"
 
@@ -48,7 +49,8 @@ def datasets_dir() -> Path:
 
 
 def imported_reports_dir(outputs: Path | None = None) -> Path:
-    """Where `kit import-bytemlperf` keeps other vendors' ByteMLPerf reports (the scorecard reads them)."""
+    """Where `kit import-bytemlperf` keeps other vendors' ByteMLPerf reports (the scorecard reads
+    them)."""
     return (outputs or outputs_dir()) / "imported" / "bytemlperf"
 
 
@@ -85,6 +87,8 @@ def project_notebook(name: str) -> Path:
     the notebooks there) for any other name, a path, or a notebook that is not there."""
     known = sorted(p.name for p in notebooks_dir().glob("*.ipynb"))
     if name not in known:
-        raise MissingResource(f"notebook {name!r} is not one of the project's notebooks in "
-                              f"{notebooks_dir()}: {', '.join(known) or '(none)'}")
+        raise MissingResource(
+            f"notebook {name!r} is not one of the project's notebooks in "
+            f"{notebooks_dir()}: {', '.join(known) or '(none)'}"
+        )
     return notebooks_dir() / name

@@ -69,12 +69,19 @@ class PublishedPrecision(StrEnum):
 
 
 #: bits of each run precision (a published one has its run twin's)
-RUN_BITS: dict[RunPrecision, int] = {RunPrecision.FP32: 32, RunPrecision.BF16: 16,
-                                     RunPrecision.FP16: 16, RunPrecision.INT8: 8, RunPrecision.FP8: 8}
+RUN_BITS: dict[RunPrecision, int] = {
+    RunPrecision.FP32: 32,
+    RunPrecision.BF16: 16,
+    RunPrecision.FP16: 16,
+    RunPrecision.INT8: 8,
+    RunPrecision.FP8: 8,
+}
 #: the one mapping between the two vocabularies: each published precision's run twin
-AS_RUN: dict[PublishedPrecision, RunPrecision] = {PublishedPrecision.FP32: RunPrecision.FP32,
-                                                  PublishedPrecision.FP16: RunPrecision.FP16,
-                                                  PublishedPrecision.FP8: RunPrecision.FP8}
+AS_RUN: dict[PublishedPrecision, RunPrecision] = {
+    PublishedPrecision.FP32: RunPrecision.FP32,
+    PublishedPrecision.FP16: RunPrecision.FP16,
+    PublishedPrecision.FP8: RunPrecision.FP8,
+}
 
 
 def report_spelling(precision: str) -> str:

@@ -100,7 +100,9 @@ class Rounds(Generic[T]):
     window inside a round runs with no progress code at all.
     """
 
-    def __init__(self, items: Iterable[T], label: str, unit: str = "round", total: int | None = None):
+    def __init__(
+        self, items: Iterable[T], label: str, unit: str = "round", total: int | None = None
+    ):
         self.items = items
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]

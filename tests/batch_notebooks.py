@@ -13,7 +13,8 @@ import json, os, socket
 from pathlib import Path
 _out = Path(results_path) if results_path else Path("interactive.json")
 _out.parent.mkdir(parents=True, exist_ok=True)
-_out.write_text(json.dumps({"schema_version": 1, "status": "ok", "errors": [], "host": socket.gethostname(),
+_out.write_text(json.dumps({"schema_version": 1, "status": "ok", "errors": [], "host": \
+socket.gethostname(),
                             "pid": os.getpid(), "device": device,
                             "omp_threads": os.environ.get("OMP_NUM_THREADS")}))
 """
@@ -22,7 +23,11 @@ _out.write_text(json.dumps({"schema_version": 1, "status": "ok", "errors": [], "
 def make_notebook(path: Path, source: str, parameters: str = "") -> Path:
     """A notebook with a parameters cell (results_path, device, and `parameters`) and one cell."""
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "ipu-repro", "display_name": "ipu-repro", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "ipu-repro",
+        "display_name": "ipu-repro",
+        "language": "python",
+    }
     params = new_code_cell("results_path = ''\ndevice = 'cpu'\n" + parameters)
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, new_code_cell(source)]

@@ -10,18 +10,38 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--host-resolver-rules=MAP * ~NOTFOUND"]  # nothing can resolve, so nothing can leave
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]  # nothing can resolve, so nothing can leave
 # Chromium's own service calls (made whatever the page is); a page's request is anything else.
-BROWSER_SERVICE_HOSTS = ("clients2.google.com", "update.googleapis.com", "accounts.google.com",
-                         "clientservices.googleapis.com", "redirector.gvt1.com", "safebrowsing.googleapis.com")
-REMOTE_REF = re.compile(r"""(?:src|href)\s*=\s*["']https?://|url\(\s*["']?https?://|@import\s+["']?https?://""",
-                        re.IGNORECASE)
+BROWSER_SERVICE_HOSTS = (
+    "clients2.google.com",
+    "update.googleapis.com",
+    "accounts.google.com",
+    "clientservices.googleapis.com",
+    "redirector.gvt1.com",
+    "safebrowsing.googleapis.com",
+)
+REMOTE_REF = re.compile(
+    r"""(?:src|href)\s*=\s*["']https?://|url\(\s*["']?https?://|@import\s+["']?https?://""",
+    re.IGNORECASE,
+)
 
 
 def find_chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    return (
+        shutil.which("chromium")
+        or shutil.which("chromium-browser")
+        or shutil.which("google-chrome")
+    )
 
 
 def remote_references(page: str) -> list[str]:
@@ -29,8 +49,13 @@ def remote_references(page: str) -> list[str]:
     return [m.group(0) for m in REMOTE_REF.finditer(page)]
 
 
-def render(page: Path, screenshot: Path | None = None, size: str = "1300,1800",
-           timeout: int = 90, fragment: str = "") -> tuple[str, list[str]]:
+def render(
+    page: Path,
+    screenshot: Path | None = None,
+    size: str = "1300,1800",
+    timeout: int = 90,
+    fragment: str = "",
+) -> tuple[str, list[str]]:
     """(DOM after load, URLs the page requested over the network); optionally a screenshot.
     `fragment` ('sort=4:desc') is added to the address after '#'."""
     exe = find_chromium()
@@ -38,15 +63,22 @@ def render(page: Path, screenshot: Path | None = None, size: str = "1300,1800",
         raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")
     with tempfile.TemporaryDirectory() as profile:
         netlog = Path(profile) / "net.json"
-        base = [exe, *FLAGS, f"--user-data-dir={profile}/p", f"--window-size={size}",
-                f"--log-net-log={netlog}"]
+        base = [
+            exe,
+            *FLAGS,
+            f"--user-data-dir={profile}/p",
+            f"--window-size={size}",
+            f"--log-net-log={netlog}",
+        ]
         url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
-        dom = subprocess.run([*base, "--dump-dom", url], capture_output=True,
-                             text=True, timeout=timeout).stdout
+        dom = subprocess.run(
+            [*base, "--dump-dom", url], capture_output=True, text=True, timeout=timeout
+        ).stdout
         requested = _page_requests(netlog)
         if screenshot is not None:
-            subprocess.run([*base, f"--screenshot={screenshot}", url],
-                           capture_output=True, timeout=timeout)
+            subprocess.run(
+                [*base, f"--screenshot={screenshot}", url], capture_output=True, timeout=timeout
+            )
     return dom, requested
 
 

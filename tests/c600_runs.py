@@ -1,4 +1,5 @@
-"""Hand-made results of runs on a real Graphcore C600 (not the PopRT double), for the scorecard's tests."""
+"""Hand-made results of runs on a real Graphcore C600 (not the PopRT double), for the scorecard's
+tests."""
 
 from __future__ import annotations
 
@@ -17,14 +18,32 @@ def calls_of(durations_ms: list[float], start_ns: int = 0) -> list[tuple[int, in
     return out
 
 
-def c600_result(model: str, precision: str, measurements: list[BatchMeasurement], *, poprt="1.4.0",
-                session: dict | None = None, ipu_precision: str | None = None) -> RunResult:
+def c600_result(
+    model: str,
+    precision: str,
+    measurements: list[BatchMeasurement],
+    *,
+    poprt="1.4.0",
+    session: dict | None = None,
+    ipu_precision: str | None = None,
+) -> RunResult:
     """A result as a real (not emulated) run on a C600 would write it."""
-    result = RunResult.new(ResultKind.MODEL_BENCHMARK, model, {"model": model, "published_precision": precision}, {})
+    result = RunResult.new(
+        ResultKind.MODEL_BENCHMARK, model, {"model": model, "published_precision": precision}, {}
+    )
     ipu_precision = ipu_precision or {"FP16": "fp16", "FP8": "fp8"}[precision]
-    result.backend = {"name": "ipu", "precision": ipu_precision, "device": "ipu",
-                      "device_info": {"kind": "ipu", "name": "Graphcore C600", "part": "c600"},
-                      "session": {"emulated": False, "poprt_version": poprt, "comparable": True, **(session or {})}}
+    result.backend = {
+        "name": "ipu",
+        "precision": ipu_precision,
+        "device": "ipu",
+        "device_info": {"kind": "ipu", "name": "Graphcore C600", "part": "c600"},
+        "session": {
+            "emulated": False,
+            "poprt_version": poprt,
+            "comparable": True,
+            **(session or {}),
+        },
+    }
     result.measurements = [m.to_dict() for m in measurements]
     return result
 
@@ -33,5 +52,9 @@ def measured(batch: int, clients: int, qps: float, n: int = 60) -> BatchMeasurem
     """`clients` threads of `n` equal calls giving `qps` samples/s in all."""
     per_call_ms = clients * batch / qps * 1000
     threads = [calls_of([per_call_ms] * n) for _ in range(clients)]
-    return BatchMeasurement(batch_size=batch, mode="clients" if clients > 1 else "single",
-                            threads=clients, calls=threads)
+    return BatchMeasurement(
+        batch_size=batch,
+        mode="clients" if clients > 1 else "single",
+        threads=clients,
+        calls=threads,
+    )

@@ -39,13 +39,25 @@ def published_site(tmp_path_factory):
     from kit.publish.site import write_index
 
     out = tmp_path_factory.mktemp("site") / "outputs"
-    params = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [4, 32], "warmup": 1,
-              "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
+    params = {
+        "model": "resnet50-torch-fp32",
+        "small": True,
+        "batch_sizes": [4, 32],
+        "warmup": 1,
+        "min_duration_s": 0.05,
+        "min_count": 3,
+        "target_ci": 0.0,
+    }
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KIT_OUTPUTS", str(out))
         mp.setenv("KIT_CACHE", str(ROOT / "outputs" / "cache"))  # exports are shared, keyed
-        records = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", params, 300),
-                            Job("summary", "summary.ipynb", {}, 300, after_all=True)], out=out)
+        records = run_jobs(
+            [
+                Job("resnet50_small", "model_benchmark.ipynb", params, 300),
+                Job("summary", "summary.ipynb", {}, 300, after_all=True),
+            ],
+            out=out,
+        )
         index = write_index([r.to_dict() for r in records], out, profile="test", hardware="cpu")
     return out, index, {r.name: r for r in records}
 
@@ -58,7 +70,8 @@ def shared_or_skip(*parts: str) -> Path:
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.modules.setdefault("rfc3987_syntax", None)  # as kit.batch.worker does: 1.4 s of grammar compiling
+# as kit.batch.worker does: 1.4 s of grammar compiling
+sys.modules.setdefault("rfc3987_syntax", None)
 
 
 @pytest.fixture
@@ -78,8 +91,10 @@ def fake_backend():
 # `--doctest-modules` (pyproject's addopts) is for kit/'s docstrings: tests/ helper modules and the
 # PopRT double (a fake `poprt` and `gcipuinfo` that must not be imported unasked) are not collected.
 # (A glob here would match the test folders' files too: fnmatch's * crosses '/'.)
-collect_ignore = ["poprt_double", *(p.name for p in Path(__file__).parent.glob("*.py")
-                                    if not p.name.startswith("test_"))]
+collect_ignore = [
+    "poprt_double",
+    *(p.name for p in Path(__file__).parent.glob("*.py") if not p.name.startswith("test_")),
+]
 
 
 @pytest.fixture

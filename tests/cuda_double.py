@@ -13,8 +13,10 @@ the capture rules of the real library (CUDA's stream capture as torch.cuda.graph
 - a tensor made from Python data (`torch.tensor`, `torch.as_tensor`) is host memory: made on the
   device (`device=`) it is a copy from pageable memory and raises; on the host it may enter a device
   op only as a 0-dim scalar (CUDA reads those on the host at launch), and never as an index;
-- pinned allocation and the allocator's own changes (`pin_memory`, `empty_cache`) raise in a capture;
-- `torch.cuda.is_current_stream_capturing()` says whether a capture is under way, as transformers asks.
+- pinned allocation and the allocator's own changes (`pin_memory`, `empty_cache`) raise in a
+  capture;
+- `torch.cuda.is_current_stream_capturing()` says whether a capture is under way, as transformers
+  asks.
 
 Its frames hide themselves (`__tracebackhide__`), so a refusal is traced to the model's code, as a
 real CUDA error raised inside torch is.
@@ -23,8 +25,9 @@ real CUDA error raised inside torch is.
   old one. A graph replays only once captured, and never inside another capture.
 
 Host and device both live in CPU memory here (the session's device is 'cpu'): the double tags
-host tensors itself (pageable from `torch.from_numpy` and Python data, pinned from `pin_memory`), so a
-device given as `device=` is the GPU's, and `.to(device)` of a host tensor (a no-op here) is not seen.
+host tensors itself (pageable from `torch.from_numpy` and Python data, pinned from `pin_memory`), so
+a device given as `device=` is the GPU's, and `.to(device)` of a host tensor (a no-op here) is not
+seen.
 """
 
 from __future__ import annotations
@@ -43,13 +46,23 @@ from torch.utils._pytree import tree_flatten
 aten = torch.ops.aten
 CAPTURING = "CUDA error: operation not permitted when stream is capturing"
 #: ops that read a device value on the host (the call waits for the GPU)
-SYNC_OPS = {aten._local_scalar_dense.default, aten.item.default, aten.is_nonzero.default, aten.equal.default,
-            aten.nonzero.default}
+SYNC_OPS = {
+    aten._local_scalar_dense.default,
+    aten.item.default,
+    aten.is_nonzero.default,
+    aten.equal.default,
+    aten.nonzero.default,
+}
 COPIES = {aten.copy_.default, aten._to_copy.default}
 HOST_PROPAGATING = {aten._to_copy.default, aten.clone.default, aten.contiguous.default}
-INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
-# a refusal stands for an error raised inside torch: kit.backends.torch_cuda.culprit (which names the
-# frame that caused it) skips this module's frames as it skips torch's
+INDEXING = {
+    aten.index.Tensor,
+    aten.index_put.default,
+    aten.index_put_.default,
+    aten._index_put_impl_.default,
+}
+# a refusal stands for an error raised inside torch: kit.backends.torch_cuda.culprit (which names
+# the frame that caused it) skips this module's frames as it skips torch's
 __tracebackhide__ = True
 
 
@@ -90,8 +103,8 @@ class Tags:
 class FakeCuda:
     pageable: Tags = field(default_factory=Tags)  # storage pointers of pageable host tensors
     pinned: Tags = field(default_factory=Tags)
-    # host tensors made from Python data, and host math on them, by tensor (module buffers made so at
-    # build time swap their memory on `.to()`: a pointer would outlive them)
+    # host tensors made from Python data, and host math on them, by tensor (module buffers made so
+    # at build time swap their memory on `.to()`: a pointer would outlive them)
     data: Tags = field(default_factory=Tags)
     capturing: object = None  # the FakeGraph being captured
     captures: int = 0
@@ -128,8 +141,8 @@ def non_blocking(func, args, kwargs) -> bool:
 
 
 class HostTagger(TorchDispatchMode):
-    """Outside a capture: a tensor cast or cloned on the host from a pageable one is pageable too, one
-    made from Python data is host memory, and each device value read on the host is counted."""
+    """Outside a capture: a tensor cast or cloned on the host from a pageable one is pageable too,
+    one made from Python data is host memory, and each device value read on the host is counted."""
 
     def __init__(self, cuda: FakeCuda):
         super().__init__()
@@ -142,11 +155,16 @@ class HostTagger(TorchDispatchMode):
         tensors = tensors_in(args, kwargs)
         if func in SYNC_OPS and any(not self.cuda.is_host(t) for t in tensors):
             self.cuda.reads += 1
-        if func is aten.lift_fresh.default or (tensors and all(id(t) in self.cuda.data for t in tensors)
-                                               and "device" not in (kwargs or {})):
+        if func is aten.lift_fresh.default or (
+            tensors
+            and all(id(t) in self.cuda.data for t in tensors)
+            and "device" not in (kwargs or {})
+        ):
             for t in tensors_in(out, None):
                 self.cuda.from_data(t)
-        elif func in HOST_PROPAGATING and ptr(args[0]) in self.cuda.pageable and not out.is_pinned():
+        elif (
+            func in HOST_PROPAGATING and ptr(args[0]) in self.cuda.pageable and not out.is_pinned()
+        ):
             self.cuda.tag(out, self.cuda.pageable)
         return out
 
@@ -168,7 +186,9 @@ class CaptureMode(TorchDispatchMode):
         on_device = [t for t in tensors if not self.cuda.is_host(t)]
         if func in SYNC_OPS and on_device:
             raise refuse(f"{func} reads a device value on the host: it waits for the GPU")
-        if func is aten.lift_fresh.default or (tensors and not on_device and "device" not in kwargs):
+        if func is aten.lift_fresh.default or (
+            tensors and not on_device and "device" not in kwargs
+        ):
             return self.on_host(func, args, kwargs)  # host work at capture time, not in the graph
         self.check_index(func, args)
         self.check_host_memory(func, args, kwargs, tensors)
@@ -187,7 +207,9 @@ class CaptureMode(TorchDispatchMode):
             return
         indices = [i for i in args[1] if i is not None]
         if any(self.cuda.is_host(i) for i in indices):
-            raise refuse(f"{func}: a host index into a device tensor is copied from pageable memory")
+            raise refuse(
+                f"{func}: a host index into a device tensor is copied from pageable memory"
+            )
         if any(i.dtype in (torch.bool, torch.uint8) for i in indices):
             raise refuse(f"{func}: a boolean mask index reads its count back (nonzero)")
 
@@ -216,10 +238,12 @@ class FakeGraph:
         with torch.inference_mode():
             for func, args, kwargs, out in self.ops:
                 fresh = func(*args, **kwargs)
-                inputs = {ptr(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+                inputs = {
+                    ptr(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)
+                }
                 for old, new in zip(tree_flatten(out)[0], tree_flatten(fresh)[0], strict=True):
-                    # a tensor the capture made (not a view of, or a write into, an input) is the same
-                    # memory at every replay: the replay's values land in it
+                    # a tensor the capture made (not a view of, or a write into, an input) is the
+                    # same memory at every replay: the replay's values land in it
                     if isinstance(old, torch.Tensor) and ptr(old) not in inputs:
                         old.copy_(new)
 
@@ -239,15 +263,22 @@ class FakeStream:
 
 
 def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
-    """torch.cuda's streams, graphs and pinned memory replaced by the double (tensors stay on the CPU)."""
+    """torch.cuda's streams, graphs and pinned memory replaced by the double (tensors stay on the
+    CPU)."""
     cuda = FakeCuda()
     # classes, not factories: transformers annotates with `torch.cuda.Stream | None` at import
     for cls in (FakeGraph, FakeStream):
         monkeypatch.setattr(cls, "cuda", cuda, raising=False)
     default = FakeStream()
     real_from_numpy, real_cpu, real_numpy, real_tolist, real_item, real_tensor, real_as_tensor = (
-        torch.from_numpy, torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item,
-        torch.tensor, torch.as_tensor)
+        torch.from_numpy,
+        torch.Tensor.cpu,
+        torch.Tensor.numpy,
+        torch.Tensor.tolist,
+        torch.Tensor.item,
+        torch.tensor,
+        torch.as_tensor,
+    )
 
     def from_numpy(array):
         t = real_from_numpy(array)
@@ -271,12 +302,19 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
 
     def refuse_copy_of_data(data, device) -> None:
         if device is not None and not isinstance(data, torch.Tensor):
-            cuda.refuse_in_capture(f"torch.tensor/as_tensor on {device}: a copy from pageable host memory")
+            cuda.refuse_in_capture(
+                f"torch.tensor/as_tensor on {device}: a copy from pageable host memory"
+            )
 
     def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
         refuse_copy_of_data(data, device)
-        return on_device(real_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad,
-                                     pin_memory=pin_memory), data, device)
+        return on_device(
+            real_tensor(
+                data, dtype=dtype, device=device, requires_grad=requires_grad, pin_memory=pin_memory
+            ),
+            data,
+            device,
+        )
 
     def as_tensor(data, *, dtype=None, device=None):
         refuse_copy_of_data(data, device)
@@ -287,6 +325,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
             if not cuda.is_host(self):
                 cuda.refuse_in_capture(what)
             return real(self, *args, **kwargs)
+
         return method
 
     def synchronize(device=None):
@@ -317,18 +356,26 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
 
     for name, value in [("from_numpy", from_numpy), ("tensor", tensor), ("as_tensor", as_tensor)]:
         monkeypatch.setattr(torch, name, value)
-    for name, value in [("pin_memory", pin_memory), ("is_pinned", lambda self, device=None: ptr(self) in cuda.pinned),
-                        ("cpu", waiting(real_cpu, ".cpu() copies to pageable memory and waits")),
-                        ("numpy", waiting(real_numpy, ".numpy() reads the host")),
-                        ("tolist", waiting(real_tolist, ".tolist() waits")),
-                        ("item", waiting(real_item, ".item() waits for the GPU"))]:
+    for name, value in [
+        ("pin_memory", pin_memory),
+        ("is_pinned", lambda self, device=None: ptr(self) in cuda.pinned),
+        ("cpu", waiting(real_cpu, ".cpu() copies to pageable memory and waits")),
+        ("numpy", waiting(real_numpy, ".numpy() reads the host")),
+        ("tolist", waiting(real_tolist, ".tolist() waits")),
+        ("item", waiting(real_item, ".item() waits for the GPU")),
+    ]:
         monkeypatch.setattr(torch.Tensor, name, value)
-    for name, value in [("is_available", lambda: True), ("synchronize", synchronize),
-                        ("Stream", FakeStream),
-                        ("stream", stream), ("current_stream", lambda device=None: getattr(cuda.local, "stream", default)),
-                        ("CUDAGraph", FakeGraph), ("graph", graph),
-                        ("is_current_stream_capturing", lambda: cuda.capturing is not None),
-                        ("empty_cache", lambda: cuda.refuse_in_capture("empty_cache changes the allocator"))]:
+    for name, value in [
+        ("is_available", lambda: True),
+        ("synchronize", synchronize),
+        ("Stream", FakeStream),
+        ("stream", stream),
+        ("current_stream", lambda device=None: getattr(cuda.local, "stream", default)),
+        ("CUDAGraph", FakeGraph),
+        ("graph", graph),
+        ("is_current_stream_capturing", lambda: cuda.capturing is not None),
+        ("empty_cache", lambda: cuda.refuse_in_capture("empty_cache changes the allocator")),
+    ]:
         monkeypatch.setattr(torch.cuda, name, value)
     tagger = HostTagger(cuda)
     tagger.__enter__()

@@ -1,5 +1,5 @@
-"""Stands in for `docker exec -i <container>` in the tests: runs its arguments on the same pipes as a
-process that is neither this client's descendant nor in its session (as an exec'd process belongs
+"""Stands in for `docker exec -i <container>` in the tests: runs its arguments on the same pipes as
+a process that is neither this client's descendant nor in its session (as an exec'd process belongs
 to the container, not to the client), and exits with its exit code (128 + N for a signal N, as
 docker does). Killing this client, or its whole process tree, does not reach that process."""
 

@@ -28,8 +28,10 @@ class FakeHost:
     calls: list[str] = field(default_factory=list)
 
     def smi_rows(self) -> tuple[cuda.GpuRow, ...]:
-        return tuple(cuda.GpuRow(b.nvml_index, b.pci_bus_id, f"GPU-{b.nvml_index:04d}", b.name)
-                     for b in sorted(self.boards, key=lambda b: b.nvml_index))
+        return tuple(
+            cuda.GpuRow(b.nvml_index, b.pci_bus_id, f"GPU-{b.nvml_index:04d}", b.name)
+            for b in sorted(self.boards, key=lambda b: b.nvml_index)
+        )
 
     def board(self, bus: str) -> Board:
         return next(b for b in self.boards if b.pci_bus_id == bus)
@@ -37,14 +39,17 @@ class FakeHost:
 
 #: Four boards whose NVML indices are not in PCI bus order (as on some multi-socket hosts).
 def four_boards() -> list[Board]:
-    return [Board(0, "00000000:81:00.0", "NVIDIA A100-SXM4-80GB", 300_000),
-            Board(1, "00000000:01:00.0", "NVIDIA A100-SXM4-80GB", 100_000),
-            Board(2, "00000000:41:00.0", "NVIDIA A100-SXM4-80GB", 200_000, instant_mw=205_000),
-            Board(3, "00000000:21:00.0", "NVIDIA A100-SXM4-80GB", 150_000)]
+    return [
+        Board(0, "00000000:81:00.0", "NVIDIA A100-SXM4-80GB", 300_000),
+        Board(1, "00000000:01:00.0", "NVIDIA A100-SXM4-80GB", 100_000),
+        Board(2, "00000000:41:00.0", "NVIDIA A100-SXM4-80GB", 200_000, instant_mw=205_000),
+        Board(3, "00000000:21:00.0", "NVIDIA A100-SXM4-80GB", 150_000),
+    ]
 
 
 def install(monkeypatch: pytest.MonkeyPatch, host: FakeHost, *, nvml: bool = True) -> FakeHost:
-    """nvidia-smi lists `host`'s boards, torch sees no CUDA, and (with nvml) pynvml is the double."""
+    """nvidia-smi lists `host`'s boards, torch sees no CUDA, and (with nvml) pynvml is the
+    double."""
     monkeypatch.setattr(cuda, "nvidia_smi_gpus", host.smi_rows)
     monkeypatch.setattr(cuda, "_torch_cuda_device", lambda device_id: None)
     cuda._cuda_device.cache_clear()
@@ -105,7 +110,9 @@ def install_nvml(monkeypatch: pytest.MonkeyPatch, host: FakeHost) -> None:
         value = pynvml.c_nvmlFieldValue_t()
         value.fieldId = ids[0]
         mw = host.board(h[1]).instant_mw
-        value.nvmlReturn = pynvml.NVML_SUCCESS if mw is not None else pynvml.NVML_ERROR_NOT_SUPPORTED
+        value.nvmlReturn = (
+            pynvml.NVML_SUCCESS if mw is not None else pynvml.NVML_ERROR_NOT_SUPPORTED
+        )
         value.value.uiVal = mw or 0
         return [value]
 
@@ -117,9 +124,17 @@ def install_nvml(monkeypatch: pytest.MonkeyPatch, host: FakeHost) -> None:
         need_init()
         return 13000
 
-    for name, fn in [("nvmlInit", init), ("nvmlShutdown", shutdown), ("nvmlDeviceGetCount", count),
-                     ("nvmlDeviceGetHandleByIndex", by_index), ("nvmlDeviceGetHandleByPciBusId", by_bus),
-                     ("nvmlDeviceGetIndex", index), ("nvmlDeviceGetPowerUsage", power),
-                     ("nvmlDeviceGetTotalEnergyConsumption", energy), ("nvmlDeviceGetFieldValues", field_values),
-                     ("nvmlSystemGetDriverVersion", driver), ("nvmlSystemGetCudaDriverVersion", cuda_driver)]:
+    for name, fn in [
+        ("nvmlInit", init),
+        ("nvmlShutdown", shutdown),
+        ("nvmlDeviceGetCount", count),
+        ("nvmlDeviceGetHandleByIndex", by_index),
+        ("nvmlDeviceGetHandleByPciBusId", by_bus),
+        ("nvmlDeviceGetIndex", index),
+        ("nvmlDeviceGetPowerUsage", power),
+        ("nvmlDeviceGetTotalEnergyConsumption", energy),
+        ("nvmlDeviceGetFieldValues", field_values),
+        ("nvmlSystemGetDriverVersion", driver),
+        ("nvmlSystemGetCudaDriverVersion", cuda_driver),
+    ]:
         monkeypatch.setattr(pynvml, name, fn)

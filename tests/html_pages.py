@@ -6,8 +6,26 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-BLOCKS = {"br", "p", "div", "li", "ul", "ol", "tr", "td", "th", "table", "h1", "h2", "h3", "h4", "details",
-          "summary", "title", "body"}
+BLOCKS = {
+    "br",
+    "p",
+    "div",
+    "li",
+    "ul",
+    "ol",
+    "tr",
+    "td",
+    "th",
+    "table",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "details",
+    "summary",
+    "title",
+    "body",
+}
 
 
 class Page(HTMLParser):

@@ -1,4 +1,5 @@
-"""Shared by the IPU tests: a tiny ONNX model and the environment that puts the poprt double on path."""
+"""Shared by the IPU tests: a tiny ONNX model and the environment that puts the poprt double on
+path."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ DOUBLE = Path(__file__).parent / "poprt_double"
 # The double's emulated IPUs for this test process (a C600 has one): its own lock folder, so tests
 # running at the same time elsewhere on the machine never share a device, and tiny delays.
 DOUBLE_STATE = tempfile.mkdtemp(prefix="kit-poprt-double-")
-FAST_DOUBLE = {"KIT_POPRT_DOUBLE_STATE": DOUBLE_STATE, "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
-               "KIT_POPRT_DOUBLE_ATTACH_WAIT_S": "0.1", "KIT_POPRT_DOUBLE_HANG_S": "0.3",
-               # the double's measured memory stays out of the user's outputs/cache
-               "KIT_STEP_PEAKS": os.path.join(DOUBLE_STATE, "step_peaks.json")}
+FAST_DOUBLE = {
+    "KIT_POPRT_DOUBLE_STATE": DOUBLE_STATE,
+    "KIT_POPRT_DOUBLE_ATTACH_S": "0.01",
+    "KIT_POPRT_DOUBLE_ATTACH_WAIT_S": "0.1",
+    "KIT_POPRT_DOUBLE_HANG_S": "0.3",
+    # the double's measured memory stays out of the user's outputs/cache
+    "KIT_STEP_PEAKS": os.path.join(DOUBLE_STATE, "step_peaks.json"),
+}
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
 B = np.array([0.5, -1.0, 0.25], dtype=np.float32)
 
@@ -34,12 +39,18 @@ def tiny_model(path: Path, opset: int = 11) -> Path:
         helper.make_node("Add", ["idsf", "idsf"], ["z"]),
     ]
     graph = helper.make_graph(
-        nodes, "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
-         helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3])],
-        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+        nodes,
+        "tiny",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+            helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 3]),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3]),
+        ],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.checker.check_model(model)
@@ -59,7 +70,9 @@ TINY_INPUTS = [
 
 def double_env(with_double: bool = True) -> dict:
     env = dict(os.environ)
-    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "poprt_double" not in p]
+    parts = [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "poprt_double" not in p
+    ]
     env["PYTHONPATH"] = os.pathsep.join(([str(DOUBLE)] if with_double else []) + parts)
     env["KIT_IPU_PYTHON"] = sys.executable
     for key, value in FAST_DOUBLE.items():
@@ -70,5 +83,7 @@ def double_env(with_double: bool = True) -> dict:
 def use_double(monkeypatch, with_double: bool = True) -> None:
     """Point the kit's IPU backend at the poprt double (fast delays) for one test."""
     for key, value in double_env(with_double).items():
-        if key in ("PYTHONPATH", "KIT_IPU_PYTHON", "KIT_STEP_PEAKS") or key.startswith("KIT_POPRT_DOUBLE"):
+        if key in ("PYTHONPATH", "KIT_IPU_PYTHON", "KIT_STEP_PEAKS") or key.startswith(
+            "KIT_POPRT_DOUBLE"
+        ):
             monkeypatch.setenv(key, value)

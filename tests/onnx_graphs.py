@@ -33,15 +33,20 @@ def mask_chain(path: Path, source: str) -> tuple[str, float, float]:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     ops, tensor = [], source
-    while (nexts := [n for n in consumers.get(tensor, []) if n.op_type in CHAIN_OPS]) and len(ops) < 8:
+    while (nexts := [n for n in consumers.get(tensor, []) if n.op_type in CHAIN_OPS]) and len(
+        ops
+    ) < 8:
         ops.append(nexts[0])
         tensor = nexts[0].output[0]
     sub = [n for n in ops if n.op_type == "Sub"]
     mul = [n for n in ops if n.op_type == "Mul"]
     if not (sub and mul):
         return "-".join(n.op_type for n in ops), float("nan"), float("nan")
-    return ("-".join(n.op_type for n in ops), constant(graph, sub[0].input[0]),
-            constant(graph, next(i for i in mul[0].input if i != sub[0].output[0])))
+    return (
+        "-".join(n.op_type for n in ops),
+        constant(graph, sub[0].input[0]),
+        constant(graph, next(i for i in mul[0].input if i != sub[0].output[0])),
+    )
 
 
 CHAIN_OPS = {"Unsqueeze", "Reshape", "Slice", "Cast", "Sub", "Mul"}
@@ -64,9 +69,16 @@ def where_mask_export(model, tmp_path: Path):
     mul = next(n for n in nodes if n.op_type == "Mul" and sub.output[0] in n.input)
     scale = next(i for i in mul.input if i != sub.output[0])
     at = nodes.index(sub)
-    new = [helper.make_node("Constant", [], ["where_zero"], value=numpy_helper.from_array(np.float32(0.0), "where_zero")),
-           helper.make_node("Equal", [sub.input[1], "where_zero"], ["where_pad"]),
-           helper.make_node("Where", ["where_pad", scale, "where_zero"], list(mul.output))]
+    new = [
+        helper.make_node(
+            "Constant",
+            [],
+            ["where_zero"],
+            value=numpy_helper.from_array(np.float32(0.0), "where_zero"),
+        ),
+        helper.make_node("Equal", [sub.input[1], "where_zero"], ["where_pad"]),
+        helper.make_node("Where", ["where_pad", scale, "where_zero"], list(mul.output)),
+    ]
     for node in (sub, mul):
         graph.graph.node.remove(node)
     for i, node in enumerate(new):

@@ -85,7 +85,10 @@ class Network:
 
 class OnnxParser:
     def __init__(self, network: Network, logger: Logger):
-        need(isinstance(network, Network) and isinstance(logger, Logger), "OnnxParser(network, logger)")
+        need(
+            isinstance(network, Network) and isinstance(logger, Logger),
+            "OnnxParser(network, logger)",
+        )
         self.network, self.errors = network, []
 
     def parse_from_file(self, path: str) -> bool:
@@ -94,7 +97,9 @@ class OnnxParser:
         try:
             proto = onnx.load(path)
         except Exception as exc:  # noqa: BLE001
-            self.errors.append(f"ModelImporter: failed to parse ONNX model {path} ({type(exc).__name__})")
+            self.errors.append(
+                f"ModelImporter: failed to parse ONNX model {path} ({type(exc).__name__})"
+            )
             return False
         return self.parse(proto.SerializeToString())
 
@@ -110,9 +115,13 @@ class OnnxParser:
             return False
         initialisers = {i.name for i in proto.graph.initializer}
         self.network.onnx = model
-        self.network.inputs = {i.name: [d.dim_value if d.HasField("dim_value") else -1
-                                        for d in i.type.tensor_type.shape.dim]
-                               for i in proto.graph.input if i.name not in initialisers}
+        self.network.inputs = {
+            i.name: [
+                d.dim_value if d.HasField("dim_value") else -1 for d in i.type.tensor_type.shape.dim
+            ]
+            for i in proto.graph.input
+            if i.name not in initialisers
+        }
         return True
 
     @property
@@ -128,7 +137,10 @@ class Profile:
         self.shapes: dict[str, tuple] = {}
 
     def set_shape(self, name: str, low, opt, high) -> None:
-        need(all(len(s) == len(low) for s in (opt, high)), "set_shape(name, min, opt, max) of one rank")
+        need(
+            all(len(s) == len(low) for s in (opt, high)),
+            "set_shape(name, min, opt, max) of one rank",
+        )
         self.shapes[name] = (tuple(low), tuple(opt), tuple(high))
 
 
@@ -137,11 +149,17 @@ class BuilderConfig:
         self.flags, self.pools, self.profiles = set(), {}, []
 
     def set_flag(self, flag: BuilderFlag) -> None:
-        need(isinstance(flag, BuilderFlag | BuilderFlag11), f"set_flag takes a BuilderFlag, not {flag!r}")
+        need(
+            isinstance(flag, BuilderFlag | BuilderFlag11),
+            f"set_flag takes a BuilderFlag, not {flag!r}",
+        )
         self.flags.add(flag.name)
 
     def set_memory_pool_limit(self, pool: MemoryPoolType, size: int) -> None:
-        need(isinstance(pool, MemoryPoolType) and isinstance(size, int), "set_memory_pool_limit(MemoryPoolType, int)")
+        need(
+            isinstance(pool, MemoryPoolType) and isinstance(size, int),
+            "set_memory_pool_limit(MemoryPoolType, int)",
+        )
         self.pools[pool.name] = size
 
     def add_optimization_profile(self, profile: Profile) -> int:
@@ -172,18 +190,26 @@ class Builder:
         dynamic = [n for n, dims in network.inputs.items() if -1 in dims]
         shapes = config.profiles[0].shapes if config.profiles else {}
         if any(n not in shapes for n in dynamic) or (dynamic and not config.profiles):
-            self.logger.errors.append("Network has dynamic or shape inputs, but no optimization profile has been defined")
+            self.logger.errors.append(
+                "Network has dynamic or shape inputs, but no optimization profile has been defined"
+            )
             return None
         Builder.builds += 1
-        meta = {"flags": sorted(config.flags), "profile": {k: v[1] for k, v in shapes.items()},
-                "weight_types": weight_types(network.onnx)}
+        meta = {
+            "flags": sorted(config.flags),
+            "profile": {k: v[1] for k, v in shapes.items()},
+            "weight_types": weight_types(network.onnx),
+        }
         return MAGIC + json.dumps(meta).encode() + b"\n" + network.onnx
 
 
 def weight_types(model: bytes) -> list[str]:
-    """The numpy names of the graph's floating-point weight types (what a strongly typed engine runs)."""
+    """The numpy names of the graph's floating-point weight types (what a strongly typed engine
+    runs)."""
     proto = onnx.load_model_from_string(model)
-    found = {np.dtype(NP[i.data_type]).name for i in proto.graph.initializer if i.data_type in (1, 10)}
+    found = {
+        np.dtype(NP[i.data_type]).name for i in proto.graph.initializer if i.data_type in (1, 10)
+    }
     return sorted(found)
 
 
@@ -194,7 +220,10 @@ class Engine:
         self.in_names = [i.name for i in self.session.get_inputs()]
         self.out_names = [o.name for o in self.session.get_outputs()]
         proto = onnx.load_model_from_string(model)
-        self.types = {v.name: NP[v.type.tensor_type.elem_type] for v in [*proto.graph.input, *proto.graph.output]}
+        self.types = {
+            v.name: NP[v.type.tensor_type.elem_type]
+            for v in [*proto.graph.input, *proto.graph.output]
+        }
 
     @property
     def num_io_tensors(self) -> int:
@@ -221,7 +250,9 @@ class Context:
         need(name in self.engine.in_names, f"set_input_shape: {name} is not an input")
         profile = self.engine.meta["profile"]
         if name in profile and tuple(shape) != tuple(profile[name]):
-            raise RuntimeError(f"set_input_shape: {tuple(shape)} is outside the profile {profile[name]}")
+            raise RuntimeError(
+                f"set_input_shape: {tuple(shape)} is outside the profile {profile[name]}"
+            )
         self.shapes[name] = tuple(shape)
         return True
 
@@ -239,11 +270,20 @@ class Context:
 
     def execute_async_v3(self, stream_handle: int) -> bool:
         need(isinstance(stream_handle, int), "execute_async_v3(stream handle as an int)")
-        missing = [n for n in [*self.engine.in_names, *self.engine.out_names] if n not in self.addresses]
+        missing = [
+            n for n in [*self.engine.in_names, *self.engine.out_names] if n not in self.addresses
+        ]
         if missing or any(n not in self.shapes for n in self.engine.in_names):
-            raise RuntimeError(f"execute_async_v3: tensor addresses or input shapes not set: {missing}")
-        feeds = {n: at(self.addresses[n], self.shapes[n], self.engine.types[n]).copy() for n in self.engine.in_names}
-        for name, value in zip(self.engine.out_names, self.engine.session.run(None, feeds), strict=True):
+            raise RuntimeError(
+                f"execute_async_v3: tensor addresses or input shapes not set: {missing}"
+            )
+        feeds = {
+            n: at(self.addresses[n], self.shapes[n], self.engine.types[n]).copy()
+            for n in self.engine.in_names
+        }
+        for name, value in zip(
+            self.engine.out_names, self.engine.session.run(None, feeds), strict=True
+        ):
             at(self.addresses[name], value.shape, self.engine.types[name])[...] = value
         self.executions += 1
         return True
@@ -265,14 +305,15 @@ class Runtime:
         data = bytes(data)
         if not data.startswith(MAGIC):
             return None
-        meta, model = data[len(MAGIC):].split(b"\n", 1)
+        meta, model = data[len(MAGIC) :].split(b"\n", 1)
         return Engine(json.loads(meta), model)
 
 
 def module(version: str = "10.13.0.35") -> types.ModuleType:
     trt = types.ModuleType("tensorrt")
     trt.__version__ = version
-    trt.__spec__ = importlib.machinery.ModuleSpec("tensorrt", None)  # torch._dynamo looks modules up by spec
+    # torch._dynamo looks modules up by spec
+    trt.__spec__ = importlib.machinery.ModuleSpec("tensorrt", None)
     for obj in (Logger, Builder, OnnxParser, Runtime, MemoryPoolType, TensorIOMode, DataType):
         setattr(trt, obj.__name__, obj)
     trt.BuilderFlag = BuilderFlag if int(version.split(".")[0]) < 11 else BuilderFlag11

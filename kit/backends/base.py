@@ -77,24 +77,32 @@ class Session(ABC):
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """Return a zero-argument call that runs the model on `inputs` (inputs staged once)."""
 
-    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+    def measure(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig
+    ) -> BatchMeasurement:
         """Time this session; clients share it. Out-of-process backends override this."""
         call = self.bind(inputs)
         return measure([call] * cfg.clients, batch_size, cfg)
 
-    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
-                       sampler=None) -> BatchMeasurement:
-        """The timed window (kit.measure.window.timed_window): warm-up outside, power over exactly the
-        timed calls; clients share this session. Out-of-process backends override this."""
+    def measure_window(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig, sampler=None
+    ) -> BatchMeasurement:
+        """The timed window (kit.measure.window.timed_window): warm-up outside, power over exactly
+        the timed calls; clients share this session. Out-of-process backends override this."""
         return timed_window([self.bind(inputs)] * cfg.clients, batch_size, cfg, sampler)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release device resources."""
 
 
-HOST_TO_HOST = "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT time)"
-DEVICE_RESIDENT = ("device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
-                   "with published host-to-host rows")
+HOST_TO_HOST = (
+    "host-to-host: inputs copied in, run, outputs copied out per call (as ByteMLPerf and PopRT "
+    "time)"
+)
+DEVICE_RESIDENT = (
+    "device-resident: inputs staged on the GPU once, outputs left on the GPU; not comparable "
+    "with published host-to-host rows"
+)
 
 
 class InProcessSession(Session):
@@ -118,26 +126,37 @@ class InProcessSession(Session):
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         return self.bind(inputs)
 
-    def bind_clients(self, inputs: dict[str, np.ndarray], clients: int) -> list[Callable[[], object]]:
-        """Each client's own call (a GPU session keeps them across windows: kit.backends.torch_backend)."""
+    def bind_clients(
+        self, inputs: dict[str, np.ndarray], clients: int
+    ) -> list[Callable[[], object]]:
+        """Each client's own call (a GPU session keeps them across windows:
+        kit.backends.torch_backend)."""
         return [self.bind(inputs) for _ in range(clients)]
 
-    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+    def measure(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig
+    ) -> BatchMeasurement:
         cfg = self.with_clients(cfg)
         return self.labelled(measure(self.bind_clients(inputs, cfg.clients), batch_size, cfg))
 
-    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
-                       sampler=None) -> BatchMeasurement:
+    def measure_window(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig, sampler=None
+    ) -> BatchMeasurement:
         """The timed window (kit.measure.window.timed_window), every client with its own call: an
         IO binding is not safe to share between threads."""
         cfg = self.with_clients(cfg)
-        return self.labelled(timed_window(self.bind_clients(inputs, cfg.clients), batch_size, cfg, sampler))
+        return self.labelled(
+            timed_window(self.bind_clients(inputs, cfg.clients), batch_size, cfg, sampler)
+        )
 
-    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
-                                cfg: MeasureConfig) -> BatchMeasurement:
+    def measure_device_resident(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig
+    ) -> BatchMeasurement:
         """The device-resident figure, labelled; report it beside, never instead of, `measure`."""
         cfg = self.with_clients(cfg)
-        m = measure([self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg)
+        m = measure(
+            [self.bind_device_resident(inputs) for _ in range(cfg.clients)], batch_size, cfg
+        )
         return self.labelled(m, DEVICE_RESIDENT if self.on_gpu else HOST_TO_HOST)
 
 

@@ -24,7 +24,9 @@ from kit.paths import cache_dir
 CACHES = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 
 
-def compile_caches(torch_version: str, device: str, env: MutableMapping[str, str] | None = None) -> dict[str, str]:
+def compile_caches(
+    torch_version: str, device: str, env: MutableMapping[str, str] | None = None
+) -> dict[str, str]:
     """Set each cache's variable in `env` (this process's environment) where it is not set, before
     the first compile reads it; returns the folders in use."""
     env = os.environ if env is None else env
@@ -33,4 +35,3 @@ def compile_caches(torch_version: str, device: str, env: MutableMapping[str, str
     for var, sub in CACHES.items():
         env.setdefault(var, str(base / sub))
     return {var: env[var] for var in CACHES}
-

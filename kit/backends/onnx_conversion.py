@@ -52,7 +52,9 @@ def quantization_method(model: ExportedModel, asked: str | None = None) -> str:
     graph (a CNN) and 'dynamic' otherwise (transformers, Swin included, whatever their task)."""
     if asked is not None:
         if asked not in QUANTIZATION_METHODS:
-            raise InvalidParameter("quantization", asked, f"one of {', '.join(QUANTIZATION_METHODS)}")
+            raise InvalidParameter(
+                "quantization", asked, f"one of {', '.join(QUANTIZATION_METHODS)}"
+            )
         return asked
     counts = op_counts(Path(model.onnx_path))
     if counts is None:  # no readable graph yet: the task name decides
@@ -62,7 +64,8 @@ def quantization_method(model: ExportedModel, asked: str | None = None) -> str:
 
 
 def op_counts(path: Path) -> dict[str, int] | None:
-    """How many nodes of each op type the graph has (cached per file, size and modification time)."""
+    """How many nodes of each op type the graph has (cached per file, size and modification
+    time)."""
     try:
         st = path.stat()
     except OSError:
@@ -81,66 +84,110 @@ def _op_counts(path: str, size: int, mtime_ns: int) -> dict[str, int] | None:
     return dict(collections.Counter(node.op_type for node in graph.node))
 
 
-def conversion_label(model: ExportedModel, precision: str, symmetric: bool = False,
-                     quantization: str | None = None) -> str:
+def conversion_label(
+    model: ExportedModel, precision: str, symmetric: bool = False, quantization: str | None = None
+) -> str:
     """What the conversion does, in words, for the session description."""
     if precision == "int8" and symmetric:
-        return (f"onnxruntime static QDQ int8, signed symmetric activations and weights (S8S8, as TensorRT "
-                f"takes them; per-channel weights, MinMax calibration on {CALIBRATION_BATCHES} seeded inputs)")
+        return (
+            "onnxruntime static QDQ int8, signed symmetric activations and weights (S8S8, as "
+            f"TensorRT takes them; per-channel weights, MinMax calibration on {CALIBRATION_BATCHES}"
+            " seeded inputs)"
+        )
     if precision == "fp16":
-        return ("onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
-                "fp16 are kept in fp32)")
+        return (
+            "onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
+            "fp16 are kept in fp32)"
+        )
     if quantization_method(model, quantization) == "static-qdq":
-        return (f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
-                f"{CALIBRATION_BATCHES} seeded inputs)")
+        return (
+            f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
+            f"{CALIBRATION_BATCHES} seeded inputs)"
+        )
     return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
 
 
-def convert_for_ort(model: ExportedModel, precision: str, directory: Path | None = None,
-                    symmetric: bool = False, quantization: str | None = None) -> Path:
+def convert_for_ort(
+    model: ExportedModel,
+    precision: str,
+    directory: Path | None = None,
+    symmetric: bool = False,
+    quantization: str | None = None,
+) -> Path:
     """The ONNX file for `precision` ('fp16' or 'int8'), converted once and cached.
 
     `symmetric=True` (int8 for TensorRT): static QDQ with signed symmetric activations, any model.
     `quantization` ('static-qdq' or 'dynamic') overrides the int8 method the graph suggests.
     """
     if precision not in ORT_PRECISIONS:
-        raise InvalidParameter("precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}")
+        raise InvalidParameter(
+            "precision", precision, f"convert_for_ort makes {', '.join(ORT_PRECISIONS)}"
+        )
     source = Path(model.onnx_path)
     if not source.is_file():
         raise MissingResource(f"cannot convert {source}: no such file")
-    method = ("fp16" if precision == "fp16" else "static-qdq-s8s8" if symmetric
-              else quantization_method(model, quantization))
+    method = (
+        "fp16"
+        if precision == "fp16"
+        else "static-qdq-s8s8"
+        if symmetric
+        else quantization_method(model, quantization)
+    )
 
     def build(out: Path) -> dict:
-        check_memory(MEMORY_STEPS[method], source.stat().st_size,
-                     f"converting {source.name} to {precision} ({method})")
+        check_memory(
+            MEMORY_STEPS[method],
+            source.stat().st_size,
+            f"converting {source.name} to {precision} ({method})",
+        )
         try:
-            with progress.step(f"converting {model.name} to {precision} ({method}), cached after this"):
+            with progress.step(
+                f"converting {model.name} to {precision} ({method}), cached after this"
+            ):
                 blocked = CONVERTERS.get(method)(model, out)
         except KitError:
             raise
-        except Exception as exc:  # noqa: BLE001 - converters raise many types; report which file failed
-            raise CorruptModel(f"cannot convert {source.name} to {precision} ({method}): {exc}") from exc
+        except Exception as exc:  # noqa: BLE001
+            # converters raise many types; report which file failed
+            raise CorruptModel(
+                f"cannot convert {source.name} to {precision} ({method}): {exc}"
+            ) from exc
         return {"method": method, "source": str(source), "kept_fp32": blocked or []}
 
-    return cached_file(conversion_dir(source, directory), f"{source.stem}-{method}", ".onnx",
-                       sources=[source], settings=conversion_settings(model, method), build=build)
+    return cached_file(
+        conversion_dir(source, directory),
+        f"{source.stem}-{method}",
+        ".onnx",
+        sources=[source],
+        settings=conversion_settings(model, method),
+        build=build,
+    )
 
 
-MEMORY_STEPS = {"fp16": "fp16", "dynamic": "int8-dynamic", "static-qdq": "int8-static",
-                "static-qdq-s8s8": "int8-static"}
+MEMORY_STEPS = {
+    "fp16": "fp16",
+    "dynamic": "int8-dynamic",
+    "static-qdq": "int8-static",
+    "static-qdq-s8s8": "int8-static",
+}
 
 
 def conversion_settings(model: ExportedModel, method: str) -> dict:
     """Everything besides the source's content that the converted file depends on."""
-    settings = {"method": method, "onnxruntime": onnxruntime_version(), "version": CONVERSION_VERSION}
+    settings = {
+        "method": method,
+        "onnxruntime": onnxruntime_version(),
+        "version": CONVERSION_VERSION,
+    }
     if method == "fp16":
         from onnxconverter_common import __version__ as converter_version
 
         settings["onnxconverter-common"] = converter_version
     if method.startswith("static-qdq"):
-        settings["calibration"] = {"batches": CALIBRATION_BATCHES,
-                                   "inputs": [i.to_dict() for i in model.inputs]}
+        settings["calibration"] = {
+            "batches": CALIBRATION_BATCHES,
+            "inputs": [i.to_dict() for i in model.inputs],
+        }
     return settings
 
 
@@ -171,11 +218,19 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
     blocked: list[str] = []
     for _ in range(FP16_REPAIR_ATTEMPTS):
         source = onnx.load(str(model.onnx_path))
-        float_casts = [n.name for n in source.graph.node if n.op_type == "Cast" and n.name
-                       and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)]
-        with warnings.catch_warnings():  # one line per tiny weight clamped to fp16's range: hundreds
+        float_casts = [
+            n.name
+            for n in source.graph.node
+            if n.op_type == "Cast"
+            and n.name
+            and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)
+        ]
+        with warnings.catch_warnings():
+            # one line per tiny weight clamped to fp16's range: hundreds
             warnings.filterwarnings("ignore", message="the float32 number", category=UserWarning)
-            converted = float16.convert_float_to_float16(source, keep_io_types=True, node_block_list=blocked)
+            converted = float16.convert_float_to_float16(
+                source, keep_io_types=True, node_block_list=blocked
+            )
         onnx.save(converted, str(out))
         del converted, source  # the check below loads the file; one copy of the model at a time
         try:
@@ -186,9 +241,13 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
             if node is None or node.group(1) in blocked:
                 raise
             named = node.group(1)
-            blocked += [c for c in float_casts if c not in blocked] if named in float_casts else [named]
-    raise CorruptModel(f"fp16 conversion of {model.name} still fails after keeping {len(blocked)} nodes "
-                       f"in fp32 (first: {', '.join(blocked[:5])})")
+            blocked += (
+                [c for c in float_casts if c not in blocked] if named in float_casts else [named]
+            )
+    raise CorruptModel(
+        f"fp16 conversion of {model.name} still fails after keeping {len(blocked)} nodes "
+        f"in fp32 (first: {', '.join(blocked[:5])})"
+    )
 
 
 def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
@@ -204,17 +263,32 @@ def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> 
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = out.with_suffix(".pre.onnx")
-    signed = {"activation_type": QuantType.QInt8,
-              "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True,
-                                "CalibStridedMinMax": 1}} if symmetric else {
-              "activation_type": QuantType.QUInt8, "extra_options": {"CalibStridedMinMax": 1}}
+    signed = (
+        {
+            "activation_type": QuantType.QInt8,
+            "extra_options": {
+                "ActivationSymmetric": True,
+                "WeightSymmetric": True,
+                "CalibStridedMinMax": 1,
+            },
+        }
+        if symmetric
+        else {"activation_type": QuantType.QUInt8, "extra_options": {"CalibStridedMinMax": 1}}
+    )
     try:
         quant_pre_process(str(model.onnx_path), str(prepared), skip_symbolic_shape=True)
         release_freed_memory()  # pre-processing's sessions and copies are gone; return their pages
         with calibration_without_arena():
-            quantize_static(str(prepared), str(out), SeededReader(model), quant_format=QuantFormat.QDQ,
-                            weight_type=QuantType.QInt8, per_channel=True,
-                            calibrate_method=CalibrationMethod.MinMax, **signed)
+            quantize_static(
+                str(prepared),
+                str(out),
+                SeededReader(model),
+                quant_format=QuantFormat.QDQ,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                calibrate_method=CalibrationMethod.MinMax,
+                **signed,
+            )
     finally:
         prepared.unlink(missing_ok=True)
 
@@ -235,8 +309,9 @@ def calibration_without_arena() -> Iterator[None]:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
-        self.infer_session = ort.InferenceSession(self.augmented_model_path, sess_options=options,
-                                                  providers=self.execution_providers)
+        self.infer_session = ort.InferenceSession(
+            self.augmented_model_path, sess_options=options, providers=self.execution_providers
+        )
 
     with mock.patch.object(CalibraterBase, "create_inference_session", create_inference_session):
         yield
@@ -272,4 +347,6 @@ CONVERTERS: Registry[Callable[[ExportedModel, Path], list[str] | None]] = Regist
 CONVERTERS.register("fp16", to_fp16)
 CONVERTERS.register("dynamic", to_int8_dynamic)
 CONVERTERS.register("static-qdq", to_int8_static)
-CONVERTERS.register("static-qdq-s8s8", lambda model, out: to_int8_static(model, out, symmetric=True))
+CONVERTERS.register(
+    "static-qdq-s8s8", lambda model, out: to_int8_static(model, out, symmetric=True)
+)

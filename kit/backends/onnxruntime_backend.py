@@ -5,10 +5,10 @@ provider in the list (TensorRT -> CUDA -> CPU) with only a warning when one fail
 `load` checks `session.get_providers()[0]` and raises BackendUnavailable otherwise. ORT's Python
 session also retries a failed `run()` on the fallback providers (EPFail): the kit creates GPU
 sessions with that fallback disabled (`enable_fallback=0`, then `disable_fallback()`), re-reads the
-providers after the warm-up and after every timed window, and a provider lost mid-run is an error. The share of
-nodes placed on the CPU is read from ORT's own profile of one warm-up run (each executed kernel
-names its provider); the warm-up also builds TensorRT engines and runs cuDNN's algorithm search
-before any timed or power window.
+providers after the warm-up and after every timed window, and a provider lost mid-run is an error.
+The share of nodes placed on the CPU is read from ORT's own profile of one warm-up run (each
+executed kernel names its provider); the warm-up also builds TensorRT engines and runs cuDNN's
+algorithm search before any timed or power window.
 
 Timing is host to host (inputs copied in, run, outputs copied out), as ByteMLPerf's GPU backend
 and PopRT on the IPU time; `measure_device_resident` gives the figure with inputs and outputs left
@@ -52,15 +52,21 @@ from kit.measure.window import BatchMeasurement, MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
-PROVIDERS = {"cpu": ["CPUExecutionProvider"],
-             "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
-             "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]}
-UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
-    "bf16": "ONNX Runtime has no bf16 conversion path for CPU kernels; use backend 'torch' for bf16",
-    "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see kit.search.precision_map)",
+PROVIDERS = {
+    "cpu": ["CPUExecutionProvider"],
+    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
 }
-CUDA_INT8 = ("the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
-             "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)")
+UNSUPPORTED = {  # precision -> why ORT cannot run it, and what to use instead
+    "bf16": "ONNX Runtime has no bf16 conversion path for CPU kernels; use backend 'torch' for "
+    "bf16",
+    "fp8": "ONNX Runtime CPU has no fp8 kernels; the FP8 rows map to int8 on CPU (see "
+    "kit.search.precision_map)",
+}
+CUDA_INT8 = (
+    "the plain CUDA provider has no int8 kernels for a QDQ model: it would run fp32 kernels "
+    "and report them as int8; use device 'tensorrt' (TensorRT int8 from a symmetric QDQ model)"
+)
 ONE_GRAPH = "1 with cuda_graph (ORT captures one graph per session, bound to one set of buffers)"
 
 
@@ -69,7 +75,9 @@ class OrtGraphCall:
     outputs (ORT replays its captured graph on exactly those); a call copies the host inputs in,
     runs and copies the outputs out."""
 
-    def __init__(self, session, inputs: dict[str, np.ndarray], output_names: list[str], device_id: int):
+    def __init__(
+        self, session, inputs: dict[str, np.ndarray], output_names: list[str], device_id: int
+    ):
         import onnxruntime as ort
 
         self.session, self.binding = session, session.io_binding()
@@ -81,7 +89,8 @@ class OrtGraphCall:
             self.binding.bind_output(name, "cuda", device_id)
         session.run_with_iobinding(self.binding)
         self.outputs = self.binding.get_outputs()
-        for name, value in zip(output_names, self.outputs, strict=True):  # ... then they stay where they are
+        for name, value in zip(output_names, self.outputs, strict=True):
+            # ... then they stay where they are
             self.binding.bind_ortvalue_output(name, value)
 
     def load(self, inputs: dict[str, np.ndarray]) -> None:
@@ -98,18 +107,26 @@ class OrtSession(InProcessSession):
     clients_how = "threads, each its own IO binding"
 
     @property
-    def on_gpu(self) -> bool:  # type: ignore[override]  # Session.on_gpu, a plain attribute elsewhere
+    # Session.on_gpu, a plain attribute elsewhere
+    def on_gpu(self) -> bool:  # type: ignore[override]
         return self.device != "cpu"
 
-    def __init__(self, session, description: dict, device: str = "cpu", device_id: int = 0,
-                 cuda_graph: bool = False):
+    def __init__(
+        self,
+        session,
+        description: dict,
+        device: str = "cpu",
+        device_id: int = 0,
+        cuda_graph: bool = False,
+    ):
         self.session = session
         self.description = description
         self.device = device
         self.device_id = device_id
         self.output_names = [o.name for o in session.get_outputs()]
         self.cuda_graph = cuda_graph
-        self.graph: OrtGraphCall | None = None  # one per session: ORT captures one graph per session
+        # one per session: ORT captures one graph per session
+        self.graph: OrtGraphCall | None = None
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         if self.cuda_graph:
@@ -128,15 +145,19 @@ class OrtSession(InProcessSession):
         self.graph.load(inputs)
         return self.graph
 
-    def measure(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig) -> BatchMeasurement:
+    def measure(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig
+    ) -> BatchMeasurement:
         return self.checked(super().measure, inputs, batch_size, cfg)
 
-    def measure_window(self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig,
-                       sampler=None) -> BatchMeasurement:
+    def measure_window(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig, sampler=None
+    ) -> BatchMeasurement:
         return self.checked(super().measure_window, inputs, batch_size, cfg, sampler)
 
-    def measure_device_resident(self, inputs: dict[str, np.ndarray], batch_size: int,
-                                cfg: MeasureConfig) -> BatchMeasurement:
+    def measure_device_resident(
+        self, inputs: dict[str, np.ndarray], batch_size: int, cfg: MeasureConfig
+    ) -> BatchMeasurement:
         return self.checked(super().measure_device_resident, inputs, batch_size, cfg)
 
     def checked(self, timed: Callable[..., BatchMeasurement], *args) -> BatchMeasurement:
@@ -148,10 +169,16 @@ class OrtSession(InProcessSession):
         try:
             m = timed(*args)
         except EPFail as exc:
-            raise BackendUnavailable(f"{self.device.upper()} provider failed mid-run (ORT's fallback is "
-                                     f"disabled: nothing was timed on another provider): {exc}") from exc
-        check_same_providers(self.device, self.description["providers"], self.session.get_providers(),
-                             "during the timed calls")
+            raise BackendUnavailable(
+                f"{self.device.upper()} provider failed mid-run (ORT's fallback is "
+                f"disabled: nothing was timed on another provider): {exc}"
+            ) from exc
+        check_same_providers(
+            self.device,
+            self.description["providers"],
+            self.session.get_providers(),
+            "during the timed calls",
+        )
         return m
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
@@ -176,13 +203,16 @@ class OrtSession(InProcessSession):
             return self.bind(inputs)
         binding = self.session.io_binding()
         for name, value in inputs.items():
-            staged = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value), "cuda", self.device_id)
+            staged = ort.OrtValue.ortvalue_from_numpy(
+                np.ascontiguousarray(value), "cuda", self.device_id
+            )
             binding.bind_ortvalue_input(name, staged)
         for name in self.output_names:
             binding.bind_output(name, "cuda", self.device_id)
         run_bound = self.session.run_with_iobinding
 
-        def call() -> None:  # run_with_iobinding synchronises the provider's stream before returning
+        # run_with_iobinding synchronises the provider's stream before returning
+        def call() -> None:
             run_bound(binding)
 
         return call
@@ -215,7 +245,9 @@ class OnnxRuntimeBackend(InProcessBackend):
             preload_gpu_libraries(ort)
         path = self.prepare_model(model, config)
         opts = ort.SessionOptions()
-        opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, graph_optimization(config))
+        opts.graph_optimization_level = getattr(
+            ort.GraphOptimizationLevel, graph_optimization(config)
+        )
         opts.intra_op_num_threads = config.threads or usable_cores()
         opts.inter_op_num_threads = 1
         profile_dir = None
@@ -226,8 +258,13 @@ class OnnxRuntimeBackend(InProcessBackend):
         session = create_session(ort, path, opts, providers, config.device)
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
-        loaded = OrtSession(session, description, config.device, gpu.index if gpu else 0,
-                            cuda_graph=bool(ort_options(config).cuda_graph))
+        loaded = OrtSession(
+            session,
+            description,
+            config.device,
+            gpu.index if gpu else 0,
+            cuda_graph=bool(ort_options(config).cuda_graph),
+        )
         loaded.clients = ort_options(config).clients
         if gpu is not None:
             description["cuda_device"] = gpu.to_dict()
@@ -238,52 +275,75 @@ class OnnxRuntimeBackend(InProcessBackend):
             try:
                 loaded.run(model.make_inputs(batch_size))  # engine build / cuDNN search happen here
                 description["placement"] = placement_from_profile(Path(session.end_profiling()))
-            except Exception as exc:  # noqa: BLE001 - ORT raises its own types (out of memory, TensorRT build)
-                raise BackendUnavailable(f"{config.device} warm-up run of {path.name} at batch {batch_size} "
-                                         f"failed: {exc}") from exc
+            except Exception as exc:  # noqa: BLE001
+                # ORT raises its own types (out of memory, TensorRT build)
+                raise BackendUnavailable(
+                    f"{config.device} warm-up run of {path.name} at batch {batch_size} "
+                    f"failed: {exc}"
+                ) from exc
             finally:
                 if profile_dir is not None:
                     profile_dir.cleanup()
-            check_same_providers(config.device, description["providers"], session.get_providers(),
-                                 "during the warm-up run")
+            check_same_providers(
+                config.device,
+                description["providers"],
+                session.get_providers(),
+                "during the warm-up run",
+            )
             description["cpu_node_share"] = description["placement"]["cpu_share"]
         return loaded
 
-    def describe(self, model: ExportedModel, config: BackendConfig, session, path: Path, opts) -> dict:
+    def describe(
+        self, model: ExportedModel, config: BackendConfig, session, path: Path, opts
+    ) -> dict:
         import onnxruntime as ort
 
         description = {
-            "backend": self.name, "device": config.device, "providers": session.get_providers(),
-            "precision": config.precision, "threads": opts.intra_op_num_threads,
-            "graph_optimization": graph_optimization(config), "io_binding": True,
+            "backend": self.name,
+            "device": config.device,
+            "providers": session.get_providers(),
+            "precision": config.precision,
+            "threads": opts.intra_op_num_threads,
+            "graph_optimization": graph_optimization(config),
+            "io_binding": True,
             "cuda_graph": bool(ort_options(config).cuda_graph),
-            "model_file": path.name, "ort_version": ort.__version__,
+            "model_file": path.name,
+            "ort_version": ort.__version__,
         }
         if config.device != "cpu":
             description["math"] = ort_gpu_math(config)
         if config.precision not in ("fp32", model.precision):
-            description["conversion"] = conversion_label(model, config.precision,
-                                                         symmetric=config.device == "tensorrt",
-                                                         quantization=quantization(config))
+            description["conversion"] = conversion_label(
+                model,
+                config.precision,
+                symmetric=config.device == "tensorrt",
+                quantization=quantization(config),
+            )
         return description
 
     def providers(self, config: BackendConfig, available: list[str]) -> list:
         """Provider list for the device, with options; BackendUnavailable where it is absent."""
         device = config.device
         if device not in PROVIDERS:
-            raise BackendUnavailable(f"onnxruntime has no device {device!r}; use one of {list(PROVIDERS)}")
+            raise BackendUnavailable(
+                f"onnxruntime has no device {device!r}; use one of {list(PROVIDERS)}"
+            )
         wanted = PROVIDERS[device][0]
         if wanted not in available:
             raise BackendUnavailable(
-                f"{device.upper()} backend unavailable: ONNX Runtime here has {', '.join(available)} "
-                f"(needs {wanted}: install onnxruntime-gpu on a machine with an NVIDIA GPU)")
+                f"{device.upper()} backend unavailable: ONNX Runtime here has "
+                f"{', '.join(available)} (needs {wanted}: install onnxruntime-gpu on a machine "
+                "with an NVIDIA GPU)"
+            )
         options = provider_options(config)
         return [(p, options[p]) if p in options else p for p in PROVIDERS[device]]
 
     def prepare_model(self, model: ExportedModel, config: BackendConfig) -> Path:
-        """The ONNX file to load at this precision (fp32, or the graph's own: the file itself). int8 for TensorRT is
-        static QDQ with signed symmetric activations and weights, whatever the model."""
-        if config.precision in ("fp32", model.precision):  # a file already at this precision runs as it is
+        """The ONNX file to load at this precision (fp32, or the graph's own: the file itself). int8
+        for TensorRT is static QDQ with signed symmetric activations and weights, whatever the
+        model."""
+        if config.precision in ("fp32", model.precision):
+            # a file already at this precision runs as it is
             return model.onnx_path
 
         if config.device == "tensorrt" and config.precision == "int8":
@@ -292,8 +352,9 @@ class OnnxRuntimeBackend(InProcessBackend):
 
 
 def ort_gpu_math(config: BackendConfig) -> str:
-    """The arithmetic a GPU session does (the roofline's peak): fp32 runs on TF32 tensor cores unless
-    turned off (the CUDA provider's use_tf32 defaults to on; TensorRT allows TF32 by default)."""
+    """The arithmetic a GPU session does (the roofline's peak): fp32 runs on TF32 tensor cores
+    unless turned off (the CUDA provider's use_tf32 defaults to on; TensorRT allows TF32 by
+    default)."""
     if config.precision != "fp32":
         return config.precision
     tf32 = provider_options(config)["CUDAExecutionProvider"].get("use_tf32", 1)
@@ -306,7 +367,9 @@ def check_cuda_graph(config: BackendConfig) -> None:
     if not options.cuda_graph:
         return
     if config.device != "cuda":
-        raise InvalidParameter("cuda_graph", True, "only on device cuda (the CUDA provider's enable_cuda_graph)")
+        raise InvalidParameter(
+            "cuda_graph", True, "only on device cuda (the CUDA provider's enable_cuda_graph)"
+        )
     if (options.clients or 1) > 1:
         raise InvalidParameter("clients", options.clients, ONE_GRAPH)
 
@@ -327,14 +390,18 @@ def create_session(ort, path: Path, opts, providers: list, device: str):
     gpu = device != "cpu"
     try:
         if gpu:
-            session = ort.InferenceSession(str(path), sess_options=opts, providers=providers, enable_fallback=0)
+            session = ort.InferenceSession(
+                str(path), sess_options=opts, providers=providers, enable_fallback=0
+            )
         else:
             session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
         if gpu:
-            raise BackendUnavailable(f"{device.upper()} backend unavailable: ONNX Runtime cannot create a "
-                                     f"{PROVIDERS[device][0]} session for {path.name} (fallback disabled): "
-                                     f"{exc}") from exc
+            raise BackendUnavailable(
+                f"{device.upper()} backend unavailable: ONNX Runtime cannot create a "
+                f"{PROVIDERS[device][0]} session for {path.name} (fallback disabled): "
+                f"{exc}"
+            ) from exc
         raise CorruptModel(f"ONNX Runtime cannot load {path.name}: {exc}") from exc
     if gpu and callable(getattr(session, "disable_fallback", None)):
         session.disable_fallback()
@@ -345,8 +412,10 @@ def check_same_providers(device: str, before: list[str], now: list[str], when: s
     """BackendUnavailable when the session's providers changed (ORT's run-time fallback)."""
     if list(now) != list(before):
         raise BackendUnavailable(
-            f"{device.upper()} provider fell back {when}: ONNX Runtime switched from {', '.join(before)} to "
-            f"{', '.join(now) or 'nothing'}; refusing to report a fallback run as this device")
+            f"{device.upper()} provider fell back {when}: ONNX Runtime switched from "
+            f"{', '.join(before)} to {', '.join(now) or 'nothing'}; refusing to report a fallback "
+            "run as this device"
+        )
 
 
 def check_first_provider(device: str, placed: list[str]) -> None:
@@ -354,9 +423,11 @@ def check_first_provider(device: str, placed: list[str]) -> None:
     wanted = PROVIDERS[device][0]
     if not placed or placed[0] != wanted:
         raise BackendUnavailable(
-            f"{device.upper()} backend unavailable: ONNX Runtime could not start {wanted} and fell back to "
-            f"{', '.join(placed) or 'nothing'} (see ORT's warning above: CUDA, cuDNN or TensorRT libraries "
-            "missing or mismatched?); refusing to report a fallback run as this device")
+            f"{device.upper()} backend unavailable: ONNX Runtime could not start {wanted} and fell "
+            f"back to {', '.join(placed) or 'nothing'} (see ORT's warning above: CUDA, cuDNN or "
+            "TensorRT libraries missing or mismatched?); refusing to report a fallback run as this "
+            "device"
+        )
 
 
 def placement_from_profile(profile: Path) -> dict:
@@ -372,15 +443,22 @@ def placement_from_profile(profile: Path) -> dict:
     providers: dict[str, str] = {}
     for event in events:
         args = event.get("args") or {}
-        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time") and "provider" in args:
+        if (
+            event.get("cat") == "Node"
+            and event.get("name", "").endswith("_kernel_time")
+            and "provider" in args
+        ):
             providers[event["name"]] = args["provider"]
     counts: dict[str, int] = {}
     for provider in providers.values():
         counts[provider] = counts.get(provider, 0) + 1
     total = sum(counts.values())
-    return {"kernels_by_provider": counts, "kernels": total,
-            "cpu_share": counts.get("CPUExecutionProvider", 0) / total if total else None,
-            "method": "ORT profile of one warm-up run (enable_profiling; args.provider of each kernel)"}
+    return {
+        "kernels_by_provider": counts,
+        "kernels": total,
+        "cpu_share": counts.get("CPUExecutionProvider", 0) / total if total else None,
+        "method": "ORT profile of one warm-up run (enable_profiling; args.provider of each kernel)",
+    }
 
 
 def tensorrt_version() -> str | None:
@@ -389,23 +467,42 @@ def tensorrt_version() -> str | None:
 
 
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:
-    """Engines are valid for one TensorRT version, option set and GPU model: the folder says which."""
-    keyed = {k: v for k, v in sorted(options.items()) if k not in ("trt_engine_cache_path", "device_id")}
-    text = json.dumps({"trt": tensorrt_version(), "ort": onnxruntime_version(), "gpu": gpu_name,
-                       "options": keyed}, sort_keys=True, default=str)
-    return cache_dir() / "tensorrt" / f"trt-{tensorrt_version() or 'unknown'}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+    """Engines are valid for one TensorRT version, option set and GPU model: the folder says
+    which."""
+    keyed = {
+        k: v for k, v in sorted(options.items()) if k not in ("trt_engine_cache_path", "device_id")
+    }
+    text = json.dumps(
+        {
+            "trt": tensorrt_version(),
+            "ort": onnxruntime_version(),
+            "gpu": gpu_name,
+            "options": keyed,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return (
+        cache_dir()
+        / "tensorrt"
+        / f"trt-{tensorrt_version() or 'unknown'}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+    )
 
 
 def quantization(config: BackendConfig) -> str | None:
-    """The option quantization ('static-qdq' or 'dynamic'; int8 only), or None: the graph decides."""
+    """The option quantization ('static-qdq' or 'dynamic'; int8 only), or None: the graph
+    decides."""
     asked = ort_options(config).quantization
     if asked is not None and config.precision != "int8":
-        raise InvalidParameter("quantization", asked, "only with precision int8 (it picks the int8 method)")
+        raise InvalidParameter(
+            "quantization", asked, "only with precision int8 (it picks the int8 method)"
+        )
     return asked
 
 
 def graph_optimization(config: BackendConfig) -> str:
-    """The option graph_optimization (default ORT_ENABLE_ALL), checked where the options are read."""
+    """The option graph_optimization (default ORT_ENABLE_ALL), checked where the options are
+    read."""
     return ort_options(config).graph_level
 
 
@@ -415,8 +512,10 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
     ordinal = given.ordinal
     int8 = config.precision == "int8"
     options: dict[str, dict[str, Any]] = {
-        "CUDAExecutionProvider": {"device_id": ordinal,
-                                  **({"enable_cuda_graph": "1"} if given.cuda_graph else {})},
+        "CUDAExecutionProvider": {
+            "device_id": ordinal,
+            **({"enable_cuda_graph": "1"} if given.cuda_graph else {}),
+        },
         "TensorrtExecutionProvider": {
             "device_id": ordinal,
             # fp16 lets TensorRT pick half kernels where a layer is not quantized; int8 models
@@ -442,4 +541,3 @@ def _gpu_name(config: BackendConfig) -> str:
         return cuda_device(device_id(config)).name
     except KitError:
         return "unknown GPU"
-

@@ -38,17 +38,21 @@ from kit.paths import cache_dir
 OV_PRECISION = {"fp32": "f32", "bf16": "bf16", "fp16": "f16", "int8": "f32"}
 #: the CPU flags that make each 16-bit inference precision native to OpenVINO's CPU plugin
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
-#: OpenVINO's compiled-model cache is kept under this size (the least recently written blobs go first):
-#: a quick `make reproduce` wrote 12 GB of blobs (Swin-L's at bf16 about 1-2 GB each) that only a
-#: later run at the same shapes reads. KIT_OPENVINO_CACHE_GB changes it; 0 turns the cache off.
+#: OpenVINO's compiled-model cache is kept under this size (the least recently written blobs go
+#: first): a quick `make reproduce` wrote 12 GB of blobs (Swin-L's at bf16 about 1-2 GB each) that
+#: only a later run at the same shapes reads. KIT_OPENVINO_CACHE_GB changes it; 0 turns the cache
+#: off.
 CACHE_GB = 4.0
-CALIBRATION_SAMPLES = 8  # seeded samples NNCF calibrates int8 on (at least 2 batches): minutes on 2 cores beyond
+# seeded samples NNCF calibrates int8 on (at least 2 batches): minutes on 2 cores beyond
+CALIBRATION_SAMPLES = 8
 FP8 = "OpenVINO's CPU plugin has no fp8 kernels; the FP8 rows run int8 (NNCF) on a CPU"
 
 
 def ov_precision(precision: str) -> str:
     if precision not in OV_PRECISION:
-        raise InvalidParameter("precision", precision, f"openvino supports {', '.join(OV_PRECISION)} ({FP8})")
+        raise InvalidParameter(
+            "precision", precision, f"openvino supports {', '.join(OV_PRECISION)} ({FP8})"
+        )
     return OV_PRECISION[precision]
 
 
@@ -66,8 +70,10 @@ def not_native(precision: str, flags: frozenset[str]) -> str | None:
     """Why OpenVINO would not run `precision` natively on a CPU with `flags` (None: it would)."""
     need = NATIVE_FLAGS.get(precision)
     if need and not flags & set(need):
-        return (f"OpenVINO {precision} needs {' or '.join(need)} on the CPU; this CPU has neither "
-                f"(OpenVINO would run f32 and call it {precision})")
+        return (
+            f"OpenVINO {precision} needs {' or '.join(need)} on the CPU; this CPU has neither "
+            f"(OpenVINO would run f32 and call it {precision})"
+        )
     return None
 
 
@@ -92,7 +98,8 @@ class OvSession(InProcessSession):
         return [np.array(result[out]) for out in self.compiled.outputs]
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
-        """A host-to-host call with its own infer request, inputs staged once (as ORT's IO binding)."""
+        """A host-to-host call with its own infer request, inputs staged once (as ORT's IO
+        binding)."""
         request = self.compiled.create_infer_request()
         staged = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
         for name, value in staged.items():
@@ -124,7 +131,9 @@ class OpenVinoBackend(InProcessBackend):
     def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> OvSession:
         self.check_precision(config.precision)
         if config.device != "cpu":
-            raise BackendUnavailable(f"the kit runs OpenVINO on the CPU only (asked: {config.device})")
+            raise BackendUnavailable(
+                f"the kit runs OpenVINO on the CPU only (asked: {config.device})"
+            )
         reason = not_native(config.precision, frozenset(cpu_flags()))
         if reason:
             raise BackendUnavailable(reason)
@@ -146,22 +155,30 @@ class OpenVinoBackend(InProcessBackend):
         else:
             ov_model = core.read_model(str(source))
         ov_model.reshape(shapes)
-        properties = {"INFERENCE_PRECISION_HINT": ov_precision(config.precision), "PERFORMANCE_HINT": perf_hint,
-                      "INFERENCE_NUM_THREADS": int(config.threads or usable_cores())}
+        properties = {
+            "INFERENCE_PRECISION_HINT": ov_precision(config.precision),
+            "PERFORMANCE_HINT": perf_hint,
+            "INFERENCE_NUM_THREADS": int(config.threads or usable_cores()),
+        }
         try:
             compiled = core.compile_model(ov_model, "CPU", properties)
         except RuntimeError as exc:
-            raise BackendUnavailable(f"OpenVINO could not compile {source.name} at batch {batch_size}: "
-                                     f"{str(exc).strip().splitlines()[0][:200]}") from exc
+            raise BackendUnavailable(
+                f"OpenVINO could not compile {source.name} at batch {batch_size}: "
+                f"{str(exc).strip().splitlines()[0][:200]}"
+            ) from exc
         if cap_gb > 0:
             prune_oldest(blob_dir, "*.blob", int(cap_gb * 1e9))
-        description = describe(compiled, config, perf_hint, source, shapes, blob_dir if cap_gb > 0 else None, int8)
+        description = describe(
+            compiled, config, perf_hint, source, shapes, blob_dir if cap_gb > 0 else None, int8
+        )
         check_ran_as_asked(description, config.precision)
         return OvSession(compiled, description)
 
 
 def blob_cache_gb() -> float:
-    """The compiled-model cache's size limit in GB (KIT_OPENVINO_CACHE_GB, else CACHE_GB; 0: no cache)."""
+    """The compiled-model cache's size limit in GB (KIT_OPENVINO_CACHE_GB, else CACHE_GB; 0: no
+    cache)."""
     raw = os.environ.get("KIT_OPENVINO_CACHE_GB", "")
     if not raw:
         return CACHE_GB
@@ -170,28 +187,51 @@ def blob_cache_gb() -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value < float("inf"):
-        raise InvalidParameter("KIT_OPENVINO_CACHE_GB", raw, "a size in GB, >= 0 (0: no compiled-model cache)")
+        raise InvalidParameter(
+            "KIT_OPENVINO_CACHE_GB", raw, "a size in GB, >= 0 (0: no compiled-model cache)"
+        )
     return value
 
 
-def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shapes: dict, blob_dir: Path | None,
-             int8: dict | None) -> dict:
-    """What ran: versions, the hints asked for and the precision and streams the compiled model has."""
+def describe(
+    compiled,
+    config: BackendConfig,
+    perf_hint: str,
+    source: Path,
+    shapes: dict,
+    blob_dir: Path | None,
+    int8: dict | None,
+) -> dict:
+    """What ran: versions, the hints asked for and the precision and streams the compiled model
+    has."""
     read = {}
-    for prop in ("INFERENCE_PRECISION_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS",
-                 "OPTIMAL_NUMBER_OF_INFER_REQUESTS"):
+    for prop in (
+        "INFERENCE_PRECISION_HINT",
+        "NUM_STREAMS",
+        "INFERENCE_NUM_THREADS",
+        "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    ):
         try:
             value = compiled.get_property(prop)
             read[prop] = value.to_string() if hasattr(value, "to_string") else str(value)
         except RuntimeError:
             read[prop] = "unreadable"
-    out = {"backend": "openvino", "device": "cpu", "precision": config.precision, **{
-        f"{k}_version": v for k, v in versions().items() if k == "openvino" or int8},
-        "performance_hint": perf_hint, "inference_precision_hint": ov_precision(config.precision),
-        "inference_precision": read["INFERENCE_PRECISION_HINT"], "num_streams": read["NUM_STREAMS"],
-        "threads": read["INFERENCE_NUM_THREADS"], "optimal_infer_requests": read["OPTIMAL_NUMBER_OF_INFER_REQUESTS"],
-        "static_shapes": shapes, "model_file": source.name,
-        "compiled_cache": str(blob_dir) if blob_dir else "off (KIT_OPENVINO_CACHE_GB=0)", "timing": HOST_TO_HOST}
+    out = {
+        "backend": "openvino",
+        "device": "cpu",
+        "precision": config.precision,
+        **{f"{k}_version": v for k, v in versions().items() if k == "openvino" or int8},
+        "performance_hint": perf_hint,
+        "inference_precision_hint": ov_precision(config.precision),
+        "inference_precision": read["INFERENCE_PRECISION_HINT"],
+        "num_streams": read["NUM_STREAMS"],
+        "threads": read["INFERENCE_NUM_THREADS"],
+        "optimal_infer_requests": read["OPTIMAL_NUMBER_OF_INFER_REQUESTS"],
+        "static_shapes": shapes,
+        "model_file": source.name,
+        "compiled_cache": str(blob_dir) if blob_dir else "off (KIT_OPENVINO_CACHE_GB=0)",
+        "timing": HOST_TO_HOST,
+    }
     if int8:
         out["conversion"] = int8
     return out
@@ -201,26 +241,36 @@ def check_ran_as_asked(description: dict, precision: str) -> None:
     """OpenVINO lowers a 16-bit hint to f32 silently where the CPU lacks it: refuse that session."""
     ran = description["inference_precision"].lower()
     want = ov_precision(precision)
-    aliases = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16"), "f16": ("f16", "float16")}[want]
+    aliases = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16"), "f16": ("f16", "float16")}[
+        want
+    ]
     if not any(a in ran for a in aliases):
-        raise BackendUnavailable(f"OpenVINO compiled at {ran} where {want} was asked for ({precision} is not "
-                                 f"native here)")
+        raise BackendUnavailable(
+            f"OpenVINO compiled at {ran} where {want} was asked for ({precision} is not "
+            f"native here)"
+        )
 
 
 def quantized_ir(core, model: ExportedModel, preset: str = "default") -> tuple[Path, dict]:
-    """The NNCF int8 IR of the export with `preset` (kit.backends.options.NNCF_PRESETS; cached by content; calibrated at
-    batch 1, or the model's fixed batch, and reshaped to each run's batch at load): (xml path,
-    conversion record)."""
+    """The NNCF int8 IR of the export with `preset` (kit.backends.options.NNCF_PRESETS; cached by
+    content; calibrated at batch 1, or the model's fixed batch, and reshaped to each run's batch at
+    load): (xml path, conversion record)."""
     try:
         import nncf
     except ImportError as exc:
-        raise BackendUnavailable(f"OpenVINO int8 needs nncf, which is not installed ({exc})") from exc
+        raise BackendUnavailable(
+            f"OpenVINO int8 needs nncf, which is not installed ({exc})"
+        ) from exc
     calib_batch = model.fixed_batch_size or 1
     batches = max(2, -(-CALIBRATION_SAMPLES // calib_batch))
-    record = {"method": "nncf post-training quantisation (8-bit weights and activations, MinMax and fast "
-                        "bias correction" + (", SmoothQuant" if preset == "transformer" else "") + ")",
-              "model_type": preset, "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
-                                                   f"seeds 0..{batches - 1})", **versions()}
+    record = {
+        "method": "nncf post-training quantisation (8-bit weights and activations, MinMax and fast "
+        "bias correction" + (", SmoothQuant" if preset == "transformer" else "") + ")",
+        "model_type": preset,
+        "calibration": f"{batches} seeded batches of {calib_batch} (model.make_inputs, "
+        f"seeds 0..{batches - 1})",
+        **versions(),
+    }
     shapes = {k: list(v.shape) for k, v in model.make_inputs(calib_batch).items()}
     stem = Path(model.onnx_path).stem
 
@@ -233,21 +283,31 @@ def quantized_ir(core, model: ExportedModel, preset: str = "default") -> tuple[P
         extra = {"model_type": nncf.ModelType.TRANSFORMER} if preset == "transformer" else {}
         quantized = nncf.quantize(ov_model, nncf.Dataset(data), subset_size=batches, **extra)
         ov.save_model(quantized, str(tmp), compress_to_fp16=False)
-        final_bin = directory / f"{artifact_stem(tmp)}.bin"  # where read_model looks for the xml's weights
+        # where read_model looks for the xml's weights
+        final_bin = directory / f"{artifact_stem(tmp)}.bin"
         os.replace(tmp.with_suffix(".bin"), final_bin)
         return {"weights_file": final_bin.name, "weights_bytes": final_bin.stat().st_size}
 
     directory = Path(model.onnx_path).parent
     try:
-        xml = cached_file(directory, f"{stem}-ov-int8", ".xml", sources=[Path(model.onnx_path)],
-                          settings={**record, "shapes": shapes}, build=build)
+        xml = cached_file(
+            directory,
+            f"{stem}-ov-int8",
+            ".xml",
+            sources=[Path(model.onnx_path)],
+            settings={**record, "shapes": shapes},
+            build=build,
+        )
     except (RuntimeError, ValueError) as exc:  # NNCF and OpenVINO raise their own errors as these
-        raise BackendUnavailable(f"NNCF int8 quantisation of {stem} failed: "
-                                 f"{str(exc).strip().splitlines()[0][:200]}") from exc
+        raise BackendUnavailable(
+            f"NNCF int8 quantisation of {stem} failed: {str(exc).strip().splitlines()[0][:200]}"
+        ) from exc
     weights = xml.with_suffix(".bin")
     if not weights.exists():
         xml.unlink(missing_ok=True)
-        raise BackendUnavailable(f"the cached int8 IR {xml.name} has lost its weights file; it is rebuilt next time")
+        raise BackendUnavailable(
+            f"the cached int8 IR {xml.name} has lost its weights file; it is rebuilt next time"
+        )
     return xml, {**record, "file": xml.name}
 
 

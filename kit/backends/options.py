@@ -26,7 +26,12 @@ from kit.errors import InvalidParameter, UnknownValueError
 Opts = TypeVar("Opts", bound="BackendOptions")
 
 #: ONNX Runtime's graph optimisation levels (the option `graph_optimization`)
-GRAPH_OPTIMIZATION = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
+GRAPH_OPTIMIZATION = (
+    "ORT_ENABLE_ALL",
+    "ORT_ENABLE_EXTENDED",
+    "ORT_ENABLE_BASIC",
+    "ORT_DISABLE_ALL",
+)
 #: ONNX Runtime's int8 methods (the option `quantization`; int8 only)
 QUANTIZATION = ("static-qdq", "dynamic")
 #: OpenVINO's performance hints (the option `hint`, any case)
@@ -43,7 +48,9 @@ def _flag(name: str, value: object) -> None:
 
 
 def _count(name: str, value: object, least: int, allowed: str) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+    if value is not None and (
+        not isinstance(value, int) or isinstance(value, bool) or value < least
+    ):
         raise InvalidParameter(name, value, allowed)
 
 
@@ -87,7 +94,9 @@ class BackendOptions:
     def to_dict(self) -> dict[str, Any]:
         """The options dict a run writes: the options given (None too), in the order given."""
         names = [*self.given, *(n for n in self.names() if n not in self.given)]
-        return {n: getattr(self, n) for n in names if n in self.given or getattr(self, n) is not None}
+        return {
+            n: getattr(self, n) for n in names if n in self.given or getattr(self, n) is not None
+        }
 
     def label_parts(self) -> list[str]:
         """What a search's probe label says of these options (kit.search.candidates)."""
@@ -138,10 +147,18 @@ class OnnxRuntimeOptions(GpuOptions):
         super().__post_init__()
         _flag("cuda_graph", self.cuda_graph)
         if self.quantization is not None and self.quantization not in QUANTIZATION:
-            raise InvalidParameter("quantization", self.quantization, f"one of {', '.join(QUANTIZATION)}")
-        if self.graph_optimization is not None and self.graph_optimization not in GRAPH_OPTIMIZATION:
-            raise InvalidParameter("graph_optimization", self.graph_optimization,
-                                   f"one of {', '.join(GRAPH_OPTIMIZATION)}")
+            raise InvalidParameter(
+                "quantization", self.quantization, f"one of {', '.join(QUANTIZATION)}"
+            )
+        if (
+            self.graph_optimization is not None
+            and self.graph_optimization not in GRAPH_OPTIMIZATION
+        ):
+            raise InvalidParameter(
+                "graph_optimization",
+                self.graph_optimization,
+                f"one of {', '.join(GRAPH_OPTIMIZATION)}",
+            )
         _mapping("provider_options", self.provider_options)
 
     @property
@@ -153,10 +170,16 @@ class OnnxRuntimeOptions(GpuOptions):
         return self.graph_optimization or GRAPH_OPTIMIZATION[0]
 
     def label_parts(self) -> list[str]:
-        return [*(["cuda-graph"] if self.cuda_graph else []), *super().label_parts(),
-                *([self.quantization] if self.quantization else []),
-                *([f"graph={self.graph_optimization.removeprefix('ORT_ENABLE_')}"]
-                  if self.graph_optimization else [])]
+        return [
+            *(["cuda-graph"] if self.cuda_graph else []),
+            *super().label_parts(),
+            *([self.quantization] if self.quantization else []),
+            *(
+                [f"graph={self.graph_optimization.removeprefix('ORT_ENABLE_')}"]
+                if self.graph_optimization
+                else []
+            ),
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,17 +196,27 @@ class TorchOptions(GpuOptions):
         _flag("compile", self.compile)
         _flag("cuda_graph", self.cuda_graph)
         if self.compile_mode is not None and not isinstance(self.compile_mode, str):
-            raise InvalidParameter("compile_mode", self.compile_mode, "a torch.compile mode (a string)")
+            raise InvalidParameter(
+                "compile_mode", self.compile_mode, "a torch.compile mode (a string)"
+            )
         if self.cuda_graph and self.compile:
-            raise InvalidParameter("cuda_graph", True, "not with compile (torch.compile's reduce-overhead mode "
-                                   "captures its own CUDA graphs)")
+            raise InvalidParameter(
+                "cuda_graph",
+                True,
+                "not with compile (torch.compile's reduce-overhead mode "
+                "captures its own CUDA graphs)",
+            )
 
     @property
     def compiles(self) -> bool:
         return bool(self.compile)
 
     def label_parts(self) -> list[str]:
-        compiled = ["compile" + (f"={self.compile_mode}" if self.compile_mode else "")] if self.compile else []
+        compiled = (
+            ["compile" + (f"={self.compile_mode}" if self.compile_mode else "")]
+            if self.compile
+            else []
+        )
         return [*compiled, *(["cuda-graph"] if self.cuda_graph else []), *super().label_parts()]
 
 
@@ -206,8 +239,11 @@ class OpenVinoOptions(BackendOptions):
         if self.hint is not None and str(self.hint).upper() not in HINTS:
             raise InvalidParameter("hint", str(self.hint).upper(), f"one of {', '.join(HINTS)}")
         if self.nncf is not None and str(self.nncf).lower() not in NNCF_PRESETS:
-            raise InvalidParameter("nncf", str(self.nncf).lower(), "default (NNCF's own settings) or "
-                                   "transformer (nncf.ModelType.TRANSFORMER)")
+            raise InvalidParameter(
+                "nncf",
+                str(self.nncf).lower(),
+                "default (NNCF's own settings) or transformer (nncf.ModelType.TRANSFORMER)",
+            )
 
     @property
     def hint_mode(self) -> str:
@@ -218,7 +254,10 @@ class OpenVinoOptions(BackendOptions):
         return str(self.nncf or NNCF_PRESETS[0]).lower()
 
     def label_parts(self) -> list[str]:
-        return [*([f"nncf={self.nncf}"] if self.nncf else []), *([f"hint={self.hint}"] if self.hint else [])]
+        return [
+            *([f"nncf={self.nncf}"] if self.nncf else []),
+            *([f"hint={self.hint}"] if self.hint else []),
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,27 +38,47 @@ class Placement:
         object.__setattr__(self, "options", options_for(self.backend, self.options))
 
     @classmethod
-    def of(cls, backend: str, precision: str, device: str = "cpu",
-           options: BackendOptions | Mapping[str, Any] | None = None, threads: int | None = None) -> Placement:
+    def of(
+        cls,
+        backend: str,
+        precision: str,
+        device: str = "cpu",
+        options: BackendOptions | Mapping[str, Any] | None = None,
+        threads: int | None = None,
+    ) -> Placement:
         """The record from the plain fields a parameter set or a JSON holds (options as a dict)."""
-        return cls(backend, precision, device, threads=threads, options=options_for(backend, options))
+        return cls(
+            backend, precision, device, threads=threads, options=options_for(backend, options)
+        )
 
     @classmethod
     def from_plan(cls, d: Mapping[str, Any]) -> Placement:
         """The record from model_benchmark parameters (`plan()`'s dict)."""
-        return cls.of(d["backend"], d["precision"], d.get("device", "cpu"), d.get("options"), d.get("threads"))
+        return cls.of(
+            d["backend"], d["precision"], d.get("device", "cpu"), d.get("options"), d.get("threads")
+        )
 
     @property
     def label(self) -> str:
         """How a search names it: 'onnxruntime int8 dynamic threads=3 (cpu)'."""
-        extra = [*self.options.label_parts(), *([f"threads={self.threads}"] if self.threads else [])]
+        extra = [
+            *self.options.label_parts(),
+            *([f"threads={self.threads}"] if self.threads else []),
+        ]
         return " ".join([self.backend, self.precision, *extra]) + f" ({self.device})"
 
     def plan(self) -> dict[str, Any]:
         """The model_benchmark parameters that run it."""
-        return {"backend": self.backend, "precision": self.precision, "device": self.device,
-                "options": self.options.to_dict(), "threads": self.threads}
+        return {
+            "backend": self.backend,
+            "precision": self.precision,
+            "device": self.device,
+            "options": self.options.to_dict(),
+            "threads": self.threads,
+        }
 
     def backend_config(self, kind: str = "") -> BackendConfig:
         """How the backend loads it (`kind`: the hardware kind the batch resolved)."""
-        return BackendConfig(self.precision, self.device, self.threads, self.options.to_dict(), kind=kind)
+        return BackendConfig(
+            self.precision, self.device, self.threads, self.options.to_dict(), kind=kind
+        )

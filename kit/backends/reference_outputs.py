@@ -36,11 +36,18 @@ def _key(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> tup
         stat = model.onnx_path.stat()
     except OSError:
         return None
-    return str(model.onnx_path.resolve()), stat.st_size, stat.st_mtime_ns, batch, inputs_digest(inputs)
+    return (
+        str(model.onnx_path.resolve()),
+        stat.st_size,
+        stat.st_mtime_ns,
+        batch,
+        inputs_digest(inputs),
+    )
 
 
-def remember(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray],
-             outputs: list[np.ndarray]) -> None:
+def remember(
+    model: ExportedModel, batch: int, inputs: dict[str, np.ndarray], outputs: list[np.ndarray]
+) -> None:
     """Keep the reference's `outputs` for these inputs (the oldest entry goes beyond KEPT)."""
     key = _key(model, batch, inputs)
     if key is None:
@@ -51,7 +58,9 @@ def remember(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray],
         _OUTPUTS.popitem(last=False)
 
 
-def recall(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+def recall(
+    model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]
+) -> list[np.ndarray] | None:
     """The reference's outputs for exactly these inputs of this export, where already computed."""
     key = _key(model, batch, inputs)
     return None if key is None else _OUTPUTS.get(key)

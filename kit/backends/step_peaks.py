@@ -1,13 +1,14 @@
 """Peak memory measured on this host for steps whose cost no table here can give: the IPU (PopRT)
 conversion and compilation, which need the Poplar SDK.
 
-`kit.measure.memory.STEP_COSTS` holds ratios measured by `make bench` for the steps this kit runs anywhere.
-PopRT's steps only run on an IPU host, so their first run there is measured (the worker's VmHWM per
-step, and its RSS before the step) and recorded in `cache/memory/step_peaks.json`; later runs on that
-host check each step's expected addition against the memory available before it starts. A worker
-killed during a load is recorded too, at the last peak read (a lower bound), so the next run of that
-model is checked instead of killed again. A step with no comparable measurement is not checked, and
-the result says so: a guessed ratio could refuse a run that fits or pass one that does not.
+`kit.measure.memory.STEP_COSTS` holds ratios measured by `make bench` for the steps this kit runs
+anywhere. PopRT's steps only run on an IPU host, so their first run there is measured (the worker's
+VmHWM per step, and its RSS before the step) and recorded in `cache/memory/step_peaks.json`; later
+runs on that host check each step's expected addition against the memory available before it starts.
+A worker killed during a load is recorded too, at the last peak read (a lower bound), so the next
+run of that model is checked instead of killed again. A step with no comparable measurement is not
+checked, and the result says so: a guessed ratio could refuse a run that fits or pass one that does
+not.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def record(step: str, observation: Observation, path: Path | None = None) -> Non
     with FileLock(str(path) + ".lock"):
         store = load(path)
         store[step] = [*store.get(step, []), observation][-KEEP:]
-        write_text(path, json.dumps({k: [o.__dict__ for o in v] for k, v in store.items()}, indent=1))
+        write_text(
+            path, json.dumps({k: [o.__dict__ for o in v] for k, v in store.items()}, indent=1)
+        )
 
 
 def need(step: str, model: str, model_bytes: float, path: Path | None = None) -> dict | None:
@@ -81,14 +84,19 @@ def need(step: str, model: str, model_bytes: float, path: Path | None = None) ->
     rows = [o for o in rows if o.added_bytes > 0]
     if same:
         worst = max(same, key=lambda o: o.added_bytes)
-        return {"bytes": float(worst.added_bytes),
-                "source": f"what this step added for {model} before on this host: "
-                          f"{worst.added_bytes / GB:.2f} GB, {worst.context}"}
+        return {
+            "bytes": float(worst.added_bytes),
+            "source": f"what this step added for {model} before on this host: "
+            f"{worst.added_bytes / GB:.2f} GB, {worst.context}",
+        }
     comparable = [o for o in rows if o.model_bytes >= model_bytes / 2]
     if not comparable:
         return None
     worst = max(comparable, key=lambda o: o.added_bytes / o.model_bytes)
     ratio = worst.added_bytes / worst.model_bytes
-    return {"bytes": ratio * model_bytes,
-            "source": f"{ratio:.1f} x the ONNX file, the highest ratio measured on this host for a model "
-                      f"at least half this size ({worst.model}: +{worst.added_bytes / GB:.2f} GB, {worst.context})"}
+    return {
+        "bytes": ratio * model_bytes,
+        "source": f"{ratio:.1f} x the ONNX file, the highest ratio measured on this host for a "
+        f"model at least half this size ({worst.model}: +{worst.added_bytes / GB:.2f} GB, "
+        f"{worst.context})",
+    }

@@ -3,7 +3,8 @@
 The engine: `trt.Builder` → a network filled by `trt.OnnxParser` from the row's ONNX file → a
 builder config (one optimization profile at the batch's shapes) → `build_serialized_network`, cached
 on disk per TensorRT version, GPU, precision, shapes and ONNX file (engines are valid for exactly
-those) → `Runtime.deserialize_cuda_engine` → an execution context per client, each with its own buffers.
+those) → `Runtime.deserialize_cuda_engine` → an execution context per client, each with its own
+buffers.
 
 Where the precision comes from depends on TensorRT's typing (`typing_of`). TensorRT 10 is weakly
 typed: the fp32 export with the FP16 flag (int8: the symmetric QDQ model with INT8 and FP16), and
@@ -42,13 +43,16 @@ from kit.hardware.environment import TENSORRT_DISTRIBUTIONS, distribution_versio
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
-WORKSPACE_BYTES = 4 << 30  # the builder's scratch memory limit (TensorRT's tactics that need more are skipped)
+# the builder's scratch memory limit (TensorRT's tactics that need more are skipped)
+WORKSPACE_BYTES = 4 << 30
 WEAK, STRONG = "weak", "strong"
 #: Weak typing's precision flags; int8: fp16 where a layer is not quantized.
 FLAGS = {"fp32": (), "fp16": ("FP16",), "int8": ("INT8", "FP16")}
 #: The arithmetic each precision runs (TensorRT allows TF32 for fp32 layers by default).
-MATH = {WEAK: {"fp32": "tf32", "fp16": "fp16", "int8": "int8"},
-        STRONG: {"fp32": "tf32", "fp16": "fp16", "int8": "int8 (quantized layers; tf32 elsewhere)"}}
+MATH = {
+    WEAK: {"fp32": "tf32", "fp16": "fp16", "int8": "int8"},
+    STRONG: {"fp32": "tf32", "fp16": "fp16", "int8": "int8 (quantized layers; tf32 elsewhere)"},
+}
 
 
 def typing_of(trt) -> str:
@@ -77,14 +81,22 @@ class TrtCall:
         self.context = engine.create_execution_context()
         self.stream = torch.cuda.Stream(device)
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-        self.host_in = [torch.from_numpy(np.ascontiguousarray(v)).pin_memory() for v in inputs.values()]
+        self.host_in = [
+            torch.from_numpy(np.ascontiguousarray(v)).pin_memory() for v in inputs.values()
+        ]
         self.dev_in = [torch.empty_like(h, device=device) for h in self.host_in]
         for name, buffer in zip(inputs, self.dev_in, strict=True):
             self.context.set_input_shape(name, tuple(buffer.shape))
             self.context.set_tensor_address(name, buffer.data_ptr())
         outputs = [n for n in names if n not in inputs]
-        self.dev_out = [torch.empty(tuple(self.context.get_tensor_shape(n)), device=device,
-                                    dtype=torch_dtype(engine.get_tensor_dtype(n))) for n in outputs]
+        self.dev_out = [
+            torch.empty(
+                tuple(self.context.get_tensor_shape(n)),
+                device=device,
+                dtype=torch_dtype(engine.get_tensor_dtype(n)),
+            )
+            for n in outputs
+        ]
         self.host_out = [torch.empty(d.shape, dtype=d.dtype).pin_memory() for d in self.dev_out]
         for name, buffer in zip(outputs, self.dev_out, strict=True):
             self.context.set_tensor_address(name, buffer.data_ptr())
@@ -102,7 +114,9 @@ class TrtCall:
             for device, host in zip(self.dev_in, self.host_in, strict=True):
                 device.copy_(host, non_blocking=True)
             if not self.context.execute_async_v3(self.stream.cuda_stream):
-                raise BackendUnavailable("TensorRT execute_async_v3 failed (see TensorRT's log above)")
+                raise BackendUnavailable(
+                    "TensorRT execute_async_v3 failed (see TensorRT's log above)"
+                )
             for host, device in zip(self.host_out, self.dev_out, strict=True):
                 host.copy_(device, non_blocking=True)
         self.stream.synchronize()
@@ -122,7 +136,9 @@ class TrtSession(InProcessSession):
         if shapes not in self.calls:
             self.calls[shapes] = TrtCall(self.engine, inputs, self.device)
         self.calls[shapes].load(inputs)
-        return [t.float().numpy() if t.is_floating_point() else t.numpy() for t in self.calls[shapes]()]
+        return [
+            t.float().numpy() if t.is_floating_point() else t.numpy() for t in self.calls[shapes]()
+        ]
 
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         return TrtCall(self.engine, inputs, self.device)
@@ -149,20 +165,35 @@ class TensorRtBackend(InProcessBackend):
         logger = trt.Logger(trt.Logger.WARNING)
         path = engine_path(onnx, config.precision, inputs, gpu.name, trt.__version__)
         cached = path.exists()
-        serialized = path.read_bytes() if cached else build_engine(trt, logger, onnx, config.precision, inputs)
+        serialized = (
+            path.read_bytes()
+            if cached
+            else build_engine(trt, logger, onnx, config.precision, inputs)
+        )
         if not cached:
             atomic.write_bytes(path, bytes(serialized))
         engine = trt.Runtime(logger).deserialize_cuda_engine(serialized)
         if engine is None:
-            raise BackendUnavailable(f"TensorRT could not deserialize the engine {path.name} (a stale cache? "
-                                     "delete it to rebuild)")
-        description = {"backend": self.name, "device": config.device, "precision": config.precision,
-                       "tensorrt_version": trt.__version__, "typing": typing,
-                       "builder_flags": list(FLAGS[config.precision]) if typing == WEAK else [],
-                       "math": MATH[typing][config.precision],
-                       "model_file": Path(onnx).name, "engine_cache": str(path), "engine_reused": cached,
-                       "cuda_device": gpu.to_dict(), "timing": HOST_TO_HOST, "api": "TensorRT Python API "
-                       "(Builder, OnnxParser, build_serialized_network, execute_async_v3)"}
+            raise BackendUnavailable(
+                f"TensorRT could not deserialize the engine {path.name} (a stale cache? "
+                "delete it to rebuild)"
+            )
+        description = {
+            "backend": self.name,
+            "device": config.device,
+            "precision": config.precision,
+            "tensorrt_version": trt.__version__,
+            "typing": typing,
+            "builder_flags": list(FLAGS[config.precision]) if typing == WEAK else [],
+            "math": MATH[typing][config.precision],
+            "model_file": Path(onnx).name,
+            "engine_cache": str(path),
+            "engine_reused": cached,
+            "cuda_device": gpu.to_dict(),
+            "timing": HOST_TO_HOST,
+            "api": "TensorRT Python API "
+            "(Builder, OnnxParser, build_serialized_network, execute_async_v3)",
+        }
         session = TrtSession(engine, device, description)
         session.clients = config.options_as(TensorRtOptions).clients
         session.run(inputs)  # warm-up: the first context and its buffers, before any window
@@ -177,7 +208,8 @@ def gpu_device(config: BackendConfig) -> tuple[str, CudaDevice]:
 def build_engine(trt, logger, onnx: Path, precision: str, inputs: dict[str, np.ndarray]):
     """The serialized engine for these input shapes, or BackendUnavailable saying why not."""
     builder = trt.Builder(logger)
-    network = builder.create_network(0)  # explicit batch (TensorRT 10's only mode); 11: strongly typed
+    # explicit batch (TensorRT 10's only mode); 11: strongly typed
+    network = builder.create_network(0)
     parser = trt.OnnxParser(network, logger)
     if not parser.parse_from_file(str(onnx)):
         errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
@@ -193,26 +225,52 @@ def build_engine(trt, logger, onnx: Path, precision: str, inputs: dict[str, np.n
     config.add_optimization_profile(profile)
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
-        raise BackendUnavailable(f"TensorRT could not build an engine for {Path(onnx).name} at {precision} "
-                                 "(see TensorRT's log above)")
+        raise BackendUnavailable(
+            f"TensorRT could not build an engine for {Path(onnx).name} at {precision} "
+            "(see TensorRT's log above)"
+        )
     return serialized
 
 
-def engine_path(onnx: Path, precision: str, inputs: dict[str, np.ndarray], gpu_name: str, version: str) -> Path:
-    """Where the engine is cached: one per TensorRT version, GPU, precision, input shapes and ONNX file."""
+def engine_path(
+    onnx: Path, precision: str, inputs: dict[str, np.ndarray], gpu_name: str, version: str
+) -> Path:
+    """Where the engine is cached: one per TensorRT version, GPU, precision, input shapes and ONNX
+    file."""
     st = Path(onnx).stat()
-    key = json.dumps({"trt": version, "installed": distribution_version(*TENSORRT_DISTRIBUTIONS), "gpu": gpu_name,
-                      "precision": precision, "shapes": {k: list(v.shape) for k, v in inputs.items()},
-                      "onnx": [str(Path(onnx).resolve()), st.st_size, st.st_mtime_ns]}, sort_keys=True)
-    return cache_dir() / "tensorrt" / "engines" / f"{Path(onnx).stem}-{hashlib.sha1(key.encode()).hexdigest()[:12]}.engine"
+    key = json.dumps(
+        {
+            "trt": version,
+            "installed": distribution_version(*TENSORRT_DISTRIBUTIONS),
+            "gpu": gpu_name,
+            "precision": precision,
+            "shapes": {k: list(v.shape) for k, v in inputs.items()},
+            "onnx": [str(Path(onnx).resolve()), st.st_size, st.st_mtime_ns],
+        },
+        sort_keys=True,
+    )
+    return (
+        cache_dir()
+        / "tensorrt"
+        / "engines"
+        / f"{Path(onnx).stem}-{hashlib.sha1(key.encode()).hexdigest()[:12]}.engine"
+    )
 
 
 def torch_dtype(trt_dtype):
-    """The torch dtype of a TensorRT tensor type (by name: FLOAT, HALF, INT8, INT32, INT64, BOOL)."""
+    """The torch dtype of a TensorRT tensor type (by name: FLOAT, HALF, INT8, INT32, INT64,
+    BOOL)."""
     import torch
 
-    names = {"FLOAT": torch.float32, "HALF": torch.float16, "BF16": torch.bfloat16, "INT8": torch.int8,
-             "INT32": torch.int32, "INT64": torch.int64, "BOOL": torch.bool}
+    names = {
+        "FLOAT": torch.float32,
+        "HALF": torch.float16,
+        "BF16": torch.bfloat16,
+        "INT8": torch.int8,
+        "INT32": torch.int32,
+        "INT64": torch.int64,
+        "BOOL": torch.bool,
+    }
     name = getattr(trt_dtype, "name", str(trt_dtype)).rsplit(".", 1)[-1]
     if name not in names:
         raise BackendUnavailable(f"TensorRT output type {name} has no torch buffer here")

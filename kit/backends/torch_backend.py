@@ -4,9 +4,10 @@ Precisions: fp32; bf16 and fp16 through autocast on the CPU (on a CPU without av
 fp16 is emulated by conversions and runs slower than fp32: allowed, and the description says so)
 and through 16-bit weights on a GPU (`model.half()`, as ByteMLPerf: autocast would re-cast the
 weights every call); int8 through torch.ao dynamic quantization of the Linear layers (CPU only;
-convolutions stay fp32). CNNs run channels_last. Its options (`TorchOptions`): compile=True (inductor with
-freezing; falls back to eager with a recorded note if compilation fails), compile_mode
-(torch.compile mode), cuda_graph, clients, device_id (the CUDA ordinal, after CUDA_VISIBLE_DEVICES).
+convolutions stay fp32). CNNs run channels_last. Its options (`TorchOptions`): compile=True
+(inductor with freezing; falls back to eager with a recorded note if compilation fails),
+compile_mode (torch.compile mode), cuda_graph, clients, device_id (the CUDA ordinal, after
+CUDA_VISIBLE_DEVICES).
 
 On a GPU the timed call is host to host: inputs copied in, run, outputs copied back, as ByteMLPerf
 and PopRT time; `measure_device_resident` gives the figure without the copies, labelled.
@@ -49,11 +50,19 @@ class TorchSession(InProcessSession):
     """One framework model on one device; `forward` is what both run() and the timed call do."""
 
     @property
-    def clients_how(self) -> str:  # type: ignore[override]  # Session.clients_how, a plain attribute elsewhere
+    # Session.clients_how, a plain attribute elsewhere
+    def clients_how(self) -> str:  # type: ignore[override]
         return "threads, each its own CUDA stream" if self.on_gpu else "threads sharing one session"
 
-    def __init__(self, module, device: str, precision: str, channels_last: bool, description: dict,
-                 on_gpu: bool = False):
+    def __init__(
+        self,
+        module,
+        device: str,
+        precision: str,
+        channels_last: bool,
+        description: dict,
+        on_gpu: bool = False,
+    ):
         self.module = module
         self.device = device  # 'cpu' or 'cuda:N'
         self.device_type = device.split(":")[0]
@@ -72,7 +81,9 @@ class TorchSession(InProcessSession):
     def to_tensors(self, inputs: dict[str, np.ndarray]) -> list:
         import torch
 
-        tensors = [torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for v in inputs.values()]
+        tensors = [
+            torch.from_numpy(np.ascontiguousarray(v)).to(self.device) for v in inputs.values()
+        ]
         if self.cast_floats is not None:
             tensors = [t.to(self.cast_floats) if t.is_floating_point() else t for t in tensors]
         return tensors
@@ -96,18 +107,25 @@ class TorchSession(InProcessSession):
         import torch
 
         if self.channels_last:
-            tensors = [t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
-                       for t in tensors]
-        autocast = (torch.autocast(self.device_type, dtype=getattr(torch, AUTOCAST[self.precision]))
-                    if self.precision in AUTOCAST and self.cast_floats is None else contextlib.nullcontext())
+            tensors = [
+                t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+                for t in tensors
+            ]
+        autocast = (
+            torch.autocast(self.device_type, dtype=getattr(torch, AUTOCAST[self.precision]))
+            if self.precision in AUTOCAST and self.cast_floats is None
+            else contextlib.nullcontext()
+        )
         with torch.inference_mode(), autocast:
             return self.module(*tensors)
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.autocast_checked:
             return self.check_autocast(inputs)
-        if self.on_gpu and self.cuda_graph:  # the numerics see what the timed call runs (a copy: the
-            return [to_numpy(t).copy() for t in self.client_call(inputs, 0)()]  # buffers are the next call's)
+        if self.on_gpu and self.cuda_graph:
+            # the numerics see what the timed call runs (a copy: the
+            # buffers are the next call's)
+            return [to_numpy(t).copy() for t in self.client_call(inputs, 0)()]
         return [to_numpy(t) for t in flatten_outputs(self.forward(self.to_tensors(inputs)))]
 
     def device_outputs(self, tensors: list) -> list:
@@ -122,8 +140,9 @@ class TorchSession(InProcessSession):
         call = self.calls.get(key)
         if call is None:
             host = pinned_host_inputs(list(inputs.values()), self.cast_floats)
-            call = self.calls[key] = (GraphCall if self.cuda_graph else StreamCall)(self.device_outputs, host,
-                                                                                   self.device)
+            call = self.calls[key] = (GraphCall if self.cuda_graph else StreamCall)(
+                self.device_outputs, host, self.device
+            )
         else:
             call.load(host_tensors(list(inputs.values()), self.cast_floats))
         return call
@@ -143,7 +162,8 @@ class TorchSession(InProcessSession):
     def bind(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
         """On the CPU: the forward. On a GPU: host to host on this client's own stream, captured in
         a CUDA graph with the cuda_graph option (kit.backends.torch_cuda). The session's own thread
-        count first: torch's is per process, and a later load (a search's next candidate) sets its own."""
+        count first: torch's is per process, and a later load (a search's next candidate) sets its
+        own."""
         import torch
 
         torch.set_num_threads(self.description["threads"])
@@ -155,7 +175,9 @@ class TorchSession(InProcessSession):
             return lambda: forward(tensors)
         return self.client_call(inputs, 0)
 
-    def bind_clients(self, inputs: dict[str, np.ndarray], clients: int) -> list[Callable[[], object]]:
+    def bind_clients(
+        self, inputs: dict[str, np.ndarray], clients: int
+    ) -> list[Callable[[], object]]:
         """On a GPU each client's own kept call (its stream, buffers and graph); else as `bind`."""
         if not self.on_gpu:
             return super().bind_clients(inputs, clients)
@@ -192,8 +214,12 @@ class TorchBackend(InProcessBackend):
 
     def check_precision(self, precision: str) -> None:
         if precision == "fp8":
-            raise InvalidParameter("precision", precision, "the torch backend has no fp8 path; the FP8 rows "
-                                   "map to int8 on CPU (see kit.search.precision_map)")
+            raise InvalidParameter(
+                "precision",
+                precision,
+                "the torch backend has no fp8 path; the FP8 rows "
+                "map to int8 on CPU (see kit.search.precision_map)",
+            )
         super().check_precision(precision)
 
     def load(self, model: ExportedModel, config: BackendConfig, batch_size: int) -> TorchSession:
@@ -209,31 +235,57 @@ class TorchBackend(InProcessBackend):
         notes: list[str] = []
         if config.precision == "int8":
             module, quantized = quantize_linear(module)
-            notes.append(f"dynamic int8 (torch.ao, deprecated upstream): {quantized} Linear layers quantized; "
-                         "other layers stay fp32")
-        if config.precision == "fp16" and config.device == "cpu" and "avx512_fp16" not in cpu_flags():
-            notes.append("fp16 on a CPU without avx512_fp16: emulated by conversions, expect slower than fp32")
+            notes.append(
+                f"dynamic int8 (torch.ao, deprecated upstream): {quantized} Linear layers "
+                "quantized; other layers stay fp32"
+            )
+        if (
+            config.precision == "fp16"
+            and config.device == "cpu"
+            and "avx512_fp16" not in cpu_flags()
+        ):
+            notes.append(
+                "fp16 on a CPU without avx512_fp16: emulated by conversions, expect slower than "
+                "fp32"
+            )
         module = module.to(device)
         if cnn:
             module = module.to(memory_format=torch.channels_last)
         description = {
-            "backend": self.name, "device": config.device, "precision": config.precision,
-            "mode": "eager", "inference_mode": True, "channels_last": cnn,
-            "autocast": AUTOCAST.get(config.precision), "threads": torch.get_num_threads(),
-            "torch_version": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"), "model_source": f"kit.models zoo entry {model.name}",
+            "backend": self.name,
+            "device": config.device,
+            "precision": config.precision,
+            "mode": "eager",
+            "inference_mode": True,
+            "channels_last": cnn,
+            "autocast": AUTOCAST.get(config.precision),
+            "threads": torch.get_num_threads(),
+            "torch_version": torch.__version__,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+            "model_source": f"kit.models zoo entry {model.name}",
             "notes": notes,
         }
         if gpu is not None:
-            description.update(cuda_device=gpu.to_dict(), torch_cuda=torch.version.cuda, timing=HOST_TO_HOST,
-                               math=gpu_math(config.precision, cnn))
-        session = TorchSession(module, device, config.precision, cnn, description, on_gpu=gpu is not None)
+            description.update(
+                cuda_device=gpu.to_dict(),
+                torch_cuda=torch.version.cuda,
+                timing=HOST_TO_HOST,
+                math=gpu_math(config.precision, cnn),
+            )
+        session = TorchSession(
+            module, device, config.precision, cnn, description, on_gpu=gpu is not None
+        )
         session.clients = options.clients
         if gpu is not None:
             if config.precision in AUTOCAST:
-                session.use_16bit_weights("16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)")
-            session.run(model.make_inputs(batch_size))  # warm-up: cuDNN and the allocator, before any window
+                session.use_16bit_weights(
+                    "16-bit on a GPU as ByteMLPerf runs it (model.half(), not autocast)"
+                )
+            # warm-up: cuDNN and the allocator, before any window
+            session.run(model.make_inputs(batch_size))
         if options.compile:
-            if not session.autocast_checked:  # eager, so compiled and eager runs pick the same 16-bit path
+            if not session.autocast_checked:
+                # eager, so compiled and eager runs pick the same 16-bit path
                 session.check_autocast(model.make_inputs(batch_size))
             compile_session(session, model.make_inputs(batch_size), options.compile_mode)
         if options.cuda_graph:
@@ -247,29 +299,41 @@ def check_device(device: str, precision: str) -> None:
     if device not in DEVICES:
         raise InvalidParameter("device", device, f"the torch backend runs on {', '.join(DEVICES)}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise BackendUnavailable(f"CUDA backend unavailable: torch {torch.__version__} here sees no CUDA "
-                                 "device (needs a CUDA build of torch and an NVIDIA GPU)")
+        raise BackendUnavailable(
+            f"CUDA backend unavailable: torch {torch.__version__} here sees no CUDA "
+            "device (needs a CUDA build of torch and an NVIDIA GPU)"
+        )
     if device == "cuda" and precision == "int8":
-        raise InvalidParameter("precision", precision, "torch int8 (dynamic quantization) is CPU-only; "
-                               "use onnxruntime with the tensorrt device for int8 on a GPU")
+        raise InvalidParameter(
+            "precision",
+            precision,
+            "torch int8 (dynamic quantization) is CPU-only; "
+            "use onnxruntime with the tensorrt device for int8 on a GPU",
+        )
 
 
 def capture_graph(session: TorchSession, inputs: dict[str, np.ndarray]) -> None:
     """Capture the host-to-host call now, not in a timed window; a model a capture refuses (it
-    synchronises inside its forward, e.g. `.item()` on a tensor) is BackendUnavailable, saying why."""
+    synchronises inside its forward, e.g. `.item()` on a tensor) is BackendUnavailable, saying
+    why."""
     session.cuda_graph = True
     try:
         session.run(inputs)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise BackendUnavailable(f"CUDA graph capture failed ({first}) at {culprit(exc)}: the model does something "
-                                 "a capture refuses (a synchronising op, host memory); run it without cuda_graph") from exc
-    session.description["mode"] += "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
+        raise BackendUnavailable(
+            f"CUDA graph capture failed ({first}) at {culprit(exc)}: the model does something "
+            "a capture refuses (a synchronising op, host memory); run it without cuda_graph"
+        ) from exc
+    session.description["mode"] += (
+        "; host-to-host call captured in one CUDA graph (pinned buffers, replayed per call)"
+    )
 
 
 def gpu_math(precision: str, cnn: bool) -> str:
     """The arithmetic a CUDA run does (the roofline's peak): 16-bit weights on tensor cores; fp32 on
-    TF32 tensor cores where torch allows it (cuDNN convolutions by default, matmuls only if enabled)."""
+    TF32 tensor cores where torch allows it (cuDNN convolutions by default, matmuls only if
+    enabled)."""
     import torch
 
     if precision != "fp32":
@@ -283,12 +347,15 @@ def check_cuda_graph(config: BackendConfig) -> TorchOptions:
     cuda_graph only on a GPU."""
     options = config.options_as(TorchOptions)
     if options.cuda_graph and config.device != "cuda":
-        raise InvalidParameter("cuda_graph", True, "only on device cuda (a CUDA graph captures GPU work)")
+        raise InvalidParameter(
+            "cuda_graph", True, "only on device cuda (a CUDA graph captures GPU work)"
+        )
     return options
 
 
 def torch_device(config: BackendConfig) -> tuple[str, CudaDevice | None]:
-    """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in the option device_id (default 0)."""
+    """'cpu', or 'cuda:N' with its CudaDevice for the ordinal in the option device_id (default
+    0)."""
     if config.device == "cpu":
         return "cpu", None
 
@@ -302,12 +369,20 @@ def build_module(model: ExportedModel):
     BERT, random initialisation or weights read from disk, takes 1-2 s on a 2-core EPYC, copying it
     0.1-0.4 s)."""
     if model.framework == "onnx" or model.name not in MODELS:
-        raise InvalidParameter("model", model.name, "the torch backend needs a zoo model built in PyTorch; "
-                               "run ONNX files with backend onnxruntime")
+        raise InvalidParameter(
+            "model",
+            model.name,
+            "the torch backend needs a zoo model built in PyTorch; "
+            "run ONNX files with backend onnxruntime",
+        )
     entry = MODELS.get(model.name)
     if entry.framework != "torch":
-        raise InvalidParameter("backend", "torch", f"{model.name} is a {entry.framework} model, not PyTorch; "
-                               "use backend onnxruntime for it")
+        raise InvalidParameter(
+            "backend",
+            "torch",
+            f"{model.name} is a {entry.framework} model, not PyTorch; "
+            "use backend onnxruntime for it",
+        )
     weights_dir = str(model.weights.directory or "")
     return copy.deepcopy(built_module(model.name, model.small, weights_dir, weights_seed(model)))
 
@@ -315,14 +390,19 @@ def build_module(model: ExportedModel):
 @functools.lru_cache(maxsize=1)  # one model per process at a time: a job benchmarks one
 def built_module(name: str, small: bool, weights_dir: str, seed: int):
     """The zoo entry `name` built once (fp32, on the CPU, eval mode); callers take copies."""
-    return MODELS.get(name).build(small=small, weights_dir=Path(weights_dir) if weights_dir else None,
-                                  seed=seed).eval()
+    return (
+        MODELS.get(name)
+        .build(small=small, weights_dir=Path(weights_dir) if weights_dir else None, seed=seed)
+        .eval()
+    )
 
 
 def weights_seed(model: ExportedModel) -> int:
     """The seed a random-weights export was built with ('seed 3' -> 3)."""
     detail = model.weights.detail
-    return int(detail.split()[-1]) if model.weights.is_random and detail.split()[-1].isdigit() else 0
+    return (
+        int(detail.split()[-1]) if model.weights.is_random and detail.split()[-1].isdigit() else 0
+    )
 
 
 def quantize_linear(module) -> tuple[object, int]:
@@ -332,10 +412,16 @@ def quantize_linear(module) -> tuple[object, int]:
 
     count = sum(isinstance(m, torch.nn.Linear) for m in module.modules())
     if count == 0:
-        raise InvalidParameter("precision", "int8", "torch dynamic int8 quantizes Linear layers and this "
-                               "model has none; use onnxruntime int8 (static QDQ) instead")
+        raise InvalidParameter(
+            "precision",
+            "int8",
+            "torch dynamic int8 quantizes Linear layers and this "
+            "model has none; use onnxruntime int8 (static QDQ) instead",
+        )
     with warnings.catch_warnings():  # torch.ao's quantized-tensor deprecation notice, once per load
-        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated", category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message=".*quantize_per_tensor.*deprecated", category=UserWarning
+        )
         return quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8), count
 
 
@@ -343,18 +429,23 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     """torch.compile the module (inductor, weights frozen) for these static shapes (`dynamic=False`:
     a session serves one batch size, and dynamo would otherwise compile the second batch a process
     sees with a symbolic batch dimension) and compile now, not in the timed loop, its kernels
-    cached under the kit's cache (kit.backends.compile_cache); on failure keep eager and record why."""
+    cached under the kit's cache (kit.backends.compile_cache); on failure keep eager and record
+    why."""
     import torch
 
     eager = session.module
     gpu = session.description.get("cuda_device") or {}
-    session.description["compile_caches"] = compile_caches(torch.__version__, gpu.get("name") or cpu_model())
+    session.description["compile_caches"] = compile_caches(
+        torch.__version__, gpu.get("name") or cpu_model()
+    )
     started = time.perf_counter()
     try:
         session.module = torch.compile(eager, mode=mode, dynamic=False)
         # past dynamo's recompile limit a compiled module runs eager without a word: say so instead
-        with (torch._inductor.config.patch(freezing=True),
-              torch._dynamo.config.patch(fail_on_recompile_limit_hit=True)):
+        with (
+            torch._inductor.config.patch(freezing=True),
+            torch._dynamo.config.patch(fail_on_recompile_limit_hit=True),
+        ):
             session.run(inputs)
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
         session.module = eager

@@ -1,9 +1,9 @@
 """PyTorch's host-to-host call on a CUDA GPU, in the two forms GPU users run it.
 
 - `StreamCall` (eager or torch.compile): pinned host inputs in the model's input dtype (fp16
-  weights take fp16 inputs: no cast kernel per call), non-blocking copies in, the model, non-blocking
-  copies out into pinned output buffers allocated once (at construction, by one warm-up call), then
-  this client's own CUDA stream is synchronised (clients overlap each other).
+  weights take fp16 inputs: no cast kernel per call), non-blocking copies in, the model,
+  non-blocking copies out into pinned output buffers allocated once (at construction, by one warm-up
+  call), then this client's own CUDA stream is synchronised (clients overlap each other).
 - `GraphCall`: the same steps captured once in one CUDA graph (`torch.cuda.graph`): the copies in,
   the model and the copies out into pinned output buffers; a call replays the graph on this
   client's stream and synchronises it. A replay reuses the captured buffers, so new inputs are
@@ -23,7 +23,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-CAPTURE_WARMUP = 3  # eager calls on the side stream before capture (cuDNN's algorithm search, the allocator)
+# eager calls on the side stream before capture (cuDNN's algorithm search, the allocator)
+CAPTURE_WARMUP = 3
 
 
 def host_tensors(arrays: list, dtype) -> list:
@@ -39,7 +40,8 @@ def host_tensors(arrays: list, dtype) -> list:
 
 
 def pinned_host_inputs(arrays: list, dtype) -> list:
-    """`host_tensors` in pinned memory (what a non-blocking copy in needs), made once per call object."""
+    """`host_tensors` in pinned memory (what a non-blocking copy in needs), made once per call
+    object."""
     return [t.pin_memory() for t in host_tensors(arrays, dtype)]
 
 
@@ -51,7 +53,8 @@ def load_pinned(pinned: list, host_inputs: list) -> None:
 
 
 class StreamCall:
-    """Eager (or compiled) host to host on this client's own stream, into pinned outputs made once."""
+    """Eager (or compiled) host to host on this client's own stream, into pinned outputs made
+    once."""
 
     def __init__(self, forward: Callable[[list], list], host_inputs: list, device: str):
         import torch
@@ -78,7 +81,8 @@ class StreamCall:
 
 
 class GraphCall:
-    """The host-to-host call captured in one CUDA graph, replayed per call on this client's stream."""
+    """The host-to-host call captured in one CUDA graph, replayed per call on this client's
+    stream."""
 
     def __init__(self, forward: Callable[[list], list], host_inputs: list, device: str):
         import torch
@@ -96,7 +100,8 @@ class GraphCall:
                 host.copy_(out, non_blocking=True)
 
     def warm_up(self, forward: Callable[[list], list]) -> list:
-        """Eager calls on the side stream, as torch asks before a capture; returns the last outputs."""
+        """Eager calls on the side stream, as torch asks before a capture; returns the last
+        outputs."""
         import torch
 
         self.stream.wait_stream(torch.cuda.current_stream(self.device))
@@ -133,7 +138,10 @@ def culprit(exc: BaseException) -> str:
     torch_dir = str(Path(torch.__file__).parent)
     for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
         code = frame.f_code
-        if not code.co_filename.startswith(torch_dir) and not frame.f_globals.get("__tracebackhide__") \
-                and not frame.f_locals.get("__tracebackhide__"):
+        if (
+            not code.co_filename.startswith(torch_dir)
+            and not frame.f_globals.get("__tracebackhide__")
+            and not frame.f_locals.get("__tracebackhide__")
+        ):
             return f"{code.co_filename}:{line} {code.co_name}"
     return "no frame outside torch"

@@ -23,13 +23,17 @@ def check_scheduler(address: str, timeout_s: float) -> dict:
     except BackendUnavailable:
         raise
     except TimeoutError:
-        raise BackendUnavailable(f"{address!r} accepted a connection but sent no Dask handshake within "
-                                 f"{timeout_s + 2:.0f} s: it is not a Dask scheduler, or one that is stuck; "
-                                 f"check the address and port, or {START_IT}") from None
+        raise BackendUnavailable(
+            f"{address!r} accepted a connection but sent no Dask handshake within "
+            f"{timeout_s + 2:.0f} s: it is not a Dask scheduler, or one that is stuck; "
+            f"check the address and port, or {START_IT}"
+        ) from None
     if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
         kind = identity.get("type") if isinstance(identity, dict) else type(identity).__name__
-        raise BackendUnavailable(f"{address!r} answers as a {kind!r}, not a Dask scheduler; give the "
-                                 f"scheduler's address (tcp://HOST:8786), or {START_IT}")
+        raise BackendUnavailable(
+            f"{address!r} answers as a {kind!r}, not a Dask scheduler; give the "
+            f"scheduler's address (tcp://HOST:8786), or {START_IT}"
+        )
     return identity
 
 
@@ -39,8 +43,10 @@ async def _identity(address: str, timeout_s: float) -> object:
     try:
         comm = await connect(address, timeout=timeout_s)
     except (OSError, ValueError, TypeError) as exc:  # refused, unreachable, malformed address
-        raise BackendUnavailable(f"cannot reach the Dask scheduler at {address!r} "
-                                 f"({type(exc).__name__}: {exc}); {START_IT}") from None
+        raise BackendUnavailable(
+            f"cannot reach the Dask scheduler at {address!r} "
+            f"({type(exc).__name__}: {exc}); {START_IT}"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - anything the handshake decoder raises
         raise _not_dask(address, exc) from None
     try:
@@ -54,7 +60,12 @@ async def _identity(address: str, timeout_s: float) -> object:
 
 def _not_dask(address: str, exc: Exception) -> BackendUnavailable:
     # another protocol's bytes read as a Dask frame header give an absurd length (MemoryError)
-    why = ("its reply is not Dask's protocol" if isinstance(exc, MemoryError)
-           else f"{type(exc).__name__}: {str(exc)[:120]}")
-    return BackendUnavailable(f"{address!r} answered, but not as a Dask scheduler ({why}); give the "
-                              f"scheduler's address (tcp://HOST:8786), or {START_IT}")
+    why = (
+        "its reply is not Dask's protocol"
+        if isinstance(exc, MemoryError)
+        else f"{type(exc).__name__}: {str(exc)[:120]}"
+    )
+    return BackendUnavailable(
+        f"{address!r} answered, but not as a Dask scheduler ({why}); give the "
+        f"scheduler's address (tcp://HOST:8786), or {START_IT}"
+    )

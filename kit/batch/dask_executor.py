@@ -39,8 +39,17 @@ from kit.paths import inside, outputs_dir, project_root
 TOPIC = "kit-batch"
 
 
-def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters: dict,
-                  timeout_s: float, digest: str, stop_event: str, job: dict | None = None) -> dict:
+def run_on_worker(
+    key: str,
+    name: str,
+    notebook: str,
+    source: bytes,
+    parameters: dict,
+    timeout_s: float,
+    digest: str,
+    stop_event: str,
+    job: dict | None = None,
+) -> dict:
     """The Dask task: execute one notebook on this worker; returns the outcome and the files."""
     from distributed import Event, get_worker
 
@@ -50,8 +59,10 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
     worker.log_event(TOPIC, {"key": key, "event": "started", "name": worker_name, "host": host})
     mine = kit_digest()
     if mine != digest:
-        message = (f"host {host} runs a different kit/ (digest {mine}, this batch's is {digest}); "
-                   f"update its checkout")
+        message = (
+            f"host {host} runs a different kit/ (digest {mine}, this batch's is {digest}); "
+            f"update its checkout"
+        )
         failed = Outcome(JobStatus.FAILED, message, 0.0, host=host, worker=worker_name)
         return {"outcome": asdict(failed), "files": {}}
     stop = Event(stop_event)
@@ -61,11 +72,21 @@ def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters:
         source_path.write_bytes(source)
         run = Path(tmp) / "run"
         run.mkdir()
-        spec = {"input": str(source_path), "output": str(run / f"{name}.ipynb"),
-                "html": str(run / f"{name}.html"), "kernel": KERNEL, "cwd": str(project_root()),
-                "parameters": {**parameters, "results_path": str(run / f"{name}.json")}, "job": job}
-        outcome = run_notebook(spec, timeout_s, outputs_dir(), should_stop=stop.is_set, env=notebook_env())
-        files = {p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        spec = {
+            "input": str(source_path),
+            "output": str(run / f"{name}.ipynb"),
+            "html": str(run / f"{name}.html"),
+            "kernel": KERNEL,
+            "cwd": str(project_root()),
+            "parameters": {**parameters, "results_path": str(run / f"{name}.json")},
+            "job": job,
+        }
+        outcome = run_notebook(
+            spec, timeout_s, outputs_dir(), should_stop=stop.is_set, env=notebook_env()
+        )
+        files = {
+            p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("*") if p.is_file()
+        }
     outcome.worker = worker_name
     return {"outcome": asdict(outcome), "files": files}
 
@@ -83,8 +104,14 @@ def notebook_env() -> dict:
 class DaskExecutor:
     """Submits every task at once; yields them as they finish, files written into run_dir."""
 
-    def __init__(self, scheduler: str | object, *, connect_timeout_s: float = 10.0,
-                 lost_after_s: float = 60.0, poll_s: float = 0.2):
+    def __init__(
+        self,
+        scheduler: str | object,
+        *,
+        connect_timeout_s: float = 10.0,
+        lost_after_s: float = 60.0,
+        poll_s: float = 0.2,
+    ):
         from distributed import Client, Event
 
         if isinstance(scheduler, Client):
@@ -94,8 +121,10 @@ class DaskExecutor:
             try:
                 self.client = Client(scheduler, timeout=connect_timeout_s)
             except Exception as exc:  # noqa: BLE001 - every scheduler error is named, none is raw
-                raise BackendUnavailable(f"cannot connect to the Dask scheduler at {scheduler!r} "
-                                         f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
+                raise BackendUnavailable(
+                    f"cannot connect to the Dask scheduler at {scheduler!r} "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}"
+                ) from None
             self._own_client = True
         self.digest = kit_digest()
         self.poll_s = poll_s
@@ -113,11 +142,15 @@ class DaskExecutor:
             workers = set(self.client.scheduler_info()["workers"])
             offers, no_kit = self.offered(), workers_without_kit(self.client)
         except Exception as exc:  # noqa: BLE001 - a scheduler gone since connecting: named, not raw
-            raise BackendUnavailable(f"lost the Dask scheduler at {self.client.scheduler.address} "
-                                     f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}") from None
+            raise BackendUnavailable(
+                f"lost the Dask scheduler at {self.client.scheduler.address} "
+                f"({type(exc).__name__}: {str(exc)[:200]}); {START_IT}"
+            ) from None
         if not workers:
-            raise BackendUnavailable(f"the Dask scheduler at {self.client.scheduler.address} has no "
-                                     f"workers; start them with `dask worker` (docs/cluster.md)")
+            raise BackendUnavailable(
+                f"the Dask scheduler at {self.client.scheduler.address} has no "
+                f"workers; start them with `dask worker` (docs/cluster.md)"
+            )
         for task in tasks:
             resource = hardware_resource(task.job)
             problem = cannot_run(resource, offers, workers, no_kit)
@@ -136,23 +169,43 @@ class DaskExecutor:
 
     def _given_up(self) -> Iterator[tuple[Task, Outcome]]:
         """The waiting jobs whose hardware no worker has offered for a while, failed with why."""
-        given_up = self._liveness.given_up([hardware_resource(t.job) for t in self._futures.values()])
+        given_up = self._liveness.given_up(
+            [hardware_resource(t.job) for t in self._futures.values()]
+        )
         for future, task in list(self._futures.items()):
             why = given_up.get(hardware_resource(task.job))
             if why:
                 self._futures.pop(future)
                 future.cancel()
-                yield task, Outcome(JobStatus.FAILED, why, time.perf_counter() - (task.started or time.perf_counter()))
+                yield (
+                    task,
+                    Outcome(
+                        JobStatus.FAILED,
+                        why,
+                        time.perf_counter() - (task.started or time.perf_counter()),
+                    ),
+                )
 
     def _submit(self, task: Task, resource: str | None):
         job = task.job
         key = f"kit-{task.run_dir.name}-{job.name}"
         source = task.notebook_path().read_bytes()
         task.started = time.perf_counter()
-        return self.client.submit(run_on_worker, key, job.name, job.notebook, source, job.parameters,
-                                  job.timeout_s, self.digest, self._stop.name, task.provenance(), key=key,
-                                  pure=False,
-                                  resources={resource: 1} if resource else None)
+        return self.client.submit(
+            run_on_worker,
+            key,
+            job.name,
+            job.notebook,
+            source,
+            job.parameters,
+            job.timeout_s,
+            self.digest,
+            self._stop.name,
+            task.provenance(),
+            key=key,
+            pure=False,
+            resources={resource: 1} if resource else None,
+        )
 
     def _collect(self, future, task: Task) -> Outcome:
         from distributed import KilledWorker
@@ -161,7 +214,11 @@ class DaskExecutor:
         try:
             payload = future.result()
         except KilledWorker as exc:
-            outcome = Outcome(JobStatus.KILLED, f"every worker that ran it died (Dask KilledWorker: {exc})", seconds)
+            outcome = Outcome(
+                JobStatus.KILLED,
+                f"every worker that ran it died (Dask KilledWorker: {exc})",
+                seconds,
+            )
         except Exception as exc:  # noqa: BLE001 - any task error becomes this job's failure
             outcome = Outcome(JobStatus.FAILED, f"{type(exc).__name__}: {exc}"[:300], seconds)
         else:
@@ -170,11 +227,14 @@ class DaskExecutor:
             outcome = Outcome(**payload["outcome"])
         try:
             starts = [m for _, m in self.client.get_events(TOPIC) if m.get("key") == future.key]
-        except Exception:  # noqa: BLE001 - the scheduler is gone: the outcome stands without its attempts
+        except Exception:  # noqa: BLE001
+            # the scheduler is gone: the outcome stands without its attempts
             starts = []
         outcome.attempts = max(1, len(starts))
         if len(starts) > 1:
-            path = " -> ".join(f"{s['name']} ({s.get('worker', '?')}) on {s['host']}" for s in starts)
+            path = " -> ".join(
+                f"{s['name']} ({s.get('worker', '?')}) on {s['host']}" for s in starts
+            )
             outcome.note = f"worker lost mid-job; re-run from the start ({path})"
         if starts and not outcome.worker:
             outcome.worker, outcome.host = starts[-1]["name"], starts[-1]["host"]
@@ -188,7 +248,11 @@ class DaskExecutor:
         """The distinct parts of `kind` among the workers offering it, with what else their figures
         depend on (kit.hardware.reuse.reuse_identity: cores, CPU flags, thread settings)."""
         workers = sorted(self.offered().get(kind, ()))
-        answers = self.client.run(reuse_identity, kind, workers=workers, on_error="return") if workers else {}
+        answers = (
+            self.client.run(reuse_identity, kind, workers=workers, on_error="return")
+            if workers
+            else {}
+        )
         return sorted({a for a in answers.values() if isinstance(a, str)})
 
     def in_flight(self) -> list[Task]:
@@ -203,4 +267,3 @@ class DaskExecutor:
     def close(self) -> None:
         if self._own_client:
             self.client.close()
-

@@ -29,19 +29,27 @@ def workers_without_kit(client) -> dict[str, str]:
     """Workers that cannot import the kit, each with a one-line message. Asked with a
     standard-library function, which any worker can unpickle."""
     answers = client.run(importlib.util.find_spec, PROBE_MODULE, on_error="return")
-    return {address: (f"worker {address} cannot import the kit ({_why(answer)}); run its `dask worker` "
-                      f"from a checkout of this repository set up with `make install` (docs/cluster.md)")
-            for address, answer in answers.items() if not isinstance(answer, importlib.machinery.ModuleSpec)}
+    return {
+        address: (
+            f"worker {address} cannot import the kit ({_why(answer)}); run its `dask worker` "
+            f"from a checkout of this repository set up with `make install` (docs/cluster.md)"
+        )
+        for address, answer in answers.items()
+        if not isinstance(answer, importlib.machinery.ModuleSpec)
+    }
 
 
-def cannot_run(resource: str | None, offers: dict[str, set[str]], workers: set[str],
-               no_kit: dict[str, str]) -> str | None:
+def cannot_run(
+    resource: str | None, offers: dict[str, set[str]], workers: set[str], no_kit: dict[str, str]
+) -> str | None:
     """Why no worker of the cluster can run a job needing `resource` (None: any worker), or None."""
     able = offers.get(resource, set()) if resource else workers
     if resource and not able:
-        return (f"no worker of this cluster offers {resource!r} (workers offer: "
-                f"{', '.join(sorted(offers)) or 'nothing'}); start one with "
-                f"`dask worker ... --resources {resource}=1`")
+        return (
+            f"no worker of this cluster offers {resource!r} (workers offer: "
+            f"{', '.join(sorted(offers)) or 'nothing'}); start one with "
+            f"`dask worker ... --resources {resource}=1`"
+        )
     if able and able <= set(no_kit):
         return "; ".join(no_kit[w] for w in sorted(able))
     return None
@@ -67,7 +75,9 @@ class Liveness:
             offers, lost = offered(workers), None
         except Exception as exc:  # noqa: BLE001 - a lost scheduler: every waiting job is given up
             workers, offers = {}, {}
-            lost = f"lost the Dask scheduler at {self.client.scheduler.address} ({type(exc).__name__})"
+            lost = (
+                f"lost the Dask scheduler at {self.client.scheduler.address} ({type(exc).__name__})"
+            )
         out = {}
         for resource in set(resources):
             if (resource in offers) if resource else bool(workers):
@@ -78,11 +88,17 @@ class Liveness:
 
     def _message(self, resource: str | None) -> str:
         what = f"worker offering {resource!r}" if resource else "worker"
-        return (f"no {what} was connected to the Dask scheduler at {self.client.scheduler.address} for "
-                f"{self.lost_after_s:.0f} s (its workers died or left; a worker that cannot import the "
-                f"kit dies on its first task: see the worker's log); start one with `dask worker` from "
-                f"a checkout set up with `make install` (docs/cluster.md)")
+        return (
+            f"no {what} was connected to the Dask scheduler at {self.client.scheduler.address} for "
+            f"{self.lost_after_s:.0f} s (its workers died or left; a worker that cannot import the "
+            f"kit dies on its first task: see the worker's log); start one with `dask worker` from "
+            f"a checkout set up with `make install` (docs/cluster.md)"
+        )
 
 
 def _why(answer: object) -> str:
-    return f"{type(answer).__name__}: {answer}" if isinstance(answer, BaseException) else f"no module {PROBE_MODULE}"
+    return (
+        f"{type(answer).__name__}: {answer}"
+        if isinstance(answer, BaseException)
+        else f"no module {PROBE_MODULE}"
+    )

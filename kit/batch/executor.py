@@ -43,19 +43,30 @@ class Task:
         except ValueError:
             shown = str(result)
         source = inside(notebooks_dir(), self.job.notebook)
-        return {"name": self.job.name, "notebook": self.job.notebook,
-                "notebook_sha256": file_sha256(source) if source.is_file() else None,
-                "parameters": {k: v for k, v in self.job.parameters.items() if k != "results_path"},
-                "timeout_s": self.job.timeout_s, "after_all": self.job.after_all,
-                "batch_command": self.command, "result": result.relative_to(self.out).as_posix(),
-                "rerun": f"kit rerun {shown}"}
+        return {
+            "name": self.job.name,
+            "notebook": self.job.notebook,
+            "notebook_sha256": file_sha256(source) if source.is_file() else None,
+            "parameters": {k: v for k, v in self.job.parameters.items() if k != "results_path"},
+            "timeout_s": self.job.timeout_s,
+            "after_all": self.job.after_all,
+            "batch_command": self.command,
+            "result": result.relative_to(self.out).as_posix(),
+            "rerun": f"kit rerun {shown}",
+        }
 
     def spec(self) -> dict:
         """What kit.batch.worker needs to execute the notebook into run_dir."""
         params = {**self.job.parameters, "results_path": str(self.path(".json"))}
-        return {"input": str(self.notebook_path()), "output": str(self.path(".ipynb")),
-                "html": str(self.path(".html")), "parameters": params, "kernel": KERNEL,
-                "cwd": str(project_root()), "job": self.provenance()}
+        return {
+            "input": str(self.notebook_path()),
+            "output": str(self.path(".ipynb")),
+            "html": str(self.path(".html")),
+            "parameters": params,
+            "kernel": KERNEL,
+            "cwd": str(project_root()),
+            "job": self.provenance(),
+        }
 
 
 class Executor(Protocol):

@@ -14,7 +14,9 @@ def kit_digest() -> str:
     """Hash of the kit's code and published data: two hosts with equal digests run the same kit."""
     root = project_root()
     h = hashlib.sha256()
-    for path in sorted((root / "kit").rglob("*.py")) + sorted((root / "data" / "published").glob("*.csv")):
+    for path in sorted((root / "kit").rglob("*.py")) + sorted(
+        (root / "data" / "published").glob("*.csv")
+    ):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -23,7 +25,8 @@ def kit_digest() -> str:
 def inputs_fingerprint(job: Job, extra: str = "", *, digest: str | None = None) -> str:
     """Hash of everything a notebook's output depends on: notebook, parameters, kit, data."""
     h = hashlib.sha256()
-    h.update(project_notebook(job.notebook).read_bytes())  # a missing one: named, before anything runs
+    # a missing one: named, before anything runs
+    h.update(project_notebook(job.notebook).read_bytes())
     params = {k: v for k, v in job.parameters.items() if k != "results_path"}  # differs per run
     h.update(json.dumps(params, sort_keys=True).encode())
     h.update(extra.encode())

@@ -29,7 +29,9 @@ class Job:
         # both become paths: outputs/runs/<id>/<name>.json, notebooks/<notebook>
         plain_name(self.name, "job name")
         if not plain_name(self.notebook, "notebook").endswith(".ipynb"):
-            raise InvalidParameter("notebook", self.notebook, "a notebook file name ending in .ipynb")
+            raise InvalidParameter(
+                "notebook", self.notebook, "a notebook file name ending in .ipynb"
+            )
 
 
 @dataclass(kw_only=True)
@@ -83,4 +85,6 @@ def hardware_resource(job: Job) -> str | None:
     try:
         return kind_of(str(device))
     except InvalidParameter as exc:
-        raise InvalidParameter(f"{job.name} device", device, f"one of {', '.join(DEVICES)}") from exc
+        raise InvalidParameter(
+            f"{job.name} device", device, f"one of {', '.join(DEVICES)}"
+        ) from exc

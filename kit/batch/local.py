@@ -29,8 +29,13 @@ from kit.models.export_child import remove_leftovers
 POLL_S = 0.05
 
 
-def run_notebook(spec: dict, timeout_s: float, outputs: Path,
-                 should_stop: Callable[[], bool] | None = None, env: dict | None = None) -> Outcome:
+def run_notebook(
+    spec: dict,
+    timeout_s: float,
+    outputs: Path,
+    should_stop: Callable[[], bool] | None = None,
+    env: dict | None = None,
+) -> Outcome:
     """Execute one notebook spec in a child process; the Outcome says how it ended.
 
     `should_stop` is asked about once a second; True stops the notebook (status interrupted).
@@ -39,9 +44,13 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
     """
     started = time.perf_counter()
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kit.batch.worker", json.dumps(spec)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kit.batch.worker", json.dumps(spec)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)},
+        )
         try:
             ended = _wait(proc, started + timeout_s, should_stop)
         except BaseException:
@@ -51,10 +60,18 @@ def run_notebook(spec: dict, timeout_s: float, outputs: Path,
         if ended is None or ended == "stop":
             _kill(proc)
             if ended == "stop":
-                return Outcome(JobStatus.INTERRUPTED, "stopped by the batch", seconds,
-                               host=socket.gethostname())
-            return Outcome(JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds,
-                           host=socket.gethostname())
+                return Outcome(
+                    JobStatus.INTERRUPTED,
+                    "stopped by the batch",
+                    seconds,
+                    host=socket.gethostname(),
+                )
+            return Outcome(
+                JobStatus.TIMEOUT,
+                f"timed out after {timeout_s} s",
+                seconds,
+                host=socket.gethostname(),
+            )
         code, peak = ended
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
@@ -66,13 +83,18 @@ def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome
     if code == 0:
         return Outcome(JobStatus.OK, "", seconds, host=host)
     if code == EXIT_KILLED:
-        return Outcome(JobStatus.KILLED, lines[-1] if lines else oom_message("killed", None), seconds,
-                       host=host)
+        return Outcome(
+            JobStatus.KILLED,
+            lines[-1] if lines else oom_message("killed", None),
+            seconds,
+            host=host,
+        )
     if code < 0:  # the child itself died of a signal
         how = f"killed by {signal.Signals(-code).name}"
         return Outcome(JobStatus.KILLED, oom_message(how, peak), seconds, host=host)
-    return Outcome(JobStatus.FAILED, lines[-1] if lines else f"exit code {code}", seconds,
-                   host=host)
+    return Outcome(
+        JobStatus.FAILED, lines[-1] if lines else f"exit code {code}", seconds, host=host
+    )
 
 
 def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):
@@ -119,13 +141,26 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
     workers = parallel_exports(requests)
     if workers < 2:
         return Prepared()
-    print(f"exporting {len(requests)} model(s) to ONNX, {workers} at a time, before the first job "
-          "(cached after this)", file=sys.stderr, flush=True)
+    print(
+        f"exporting {len(requests)} model(s) to ONNX, {workers} at a time, before the first job "
+        "(cached after this)",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.perf_counter()
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kit.batch.prepare",
-                                 json.dumps([r.to_dict() for r in requests]), str(workers)],
-                                stdout=log, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kit.batch.prepare",
+                json.dumps([r.to_dict() for r in requests]),
+                str(workers),
+            ],
+            stdout=log,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             ended = _wait(proc, started + PREPARE_LIMIT_S, None)
         except BaseException:

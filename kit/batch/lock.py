@@ -31,11 +31,17 @@ def outputs_lock(out: Path, command: str = "kit reproduce") -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout:
-        raise OutputsBusy(f"another {_owner(out)} is using {out}/; wait for it to finish "
-                          f"(or stop it) and run again") from None
+        raise OutputsBusy(
+            f"another {_owner(out)} is using {out}/; wait for it to finish "
+            f"(or stop it) and run again"
+        ) from None
     try:
-        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-                 "started": dt.datetime.now().isoformat(timespec="seconds")}
+        owner = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "started": dt.datetime.now().isoformat(timespec="seconds"),
+        }
         atomic.write_text(out / OWNER_FILE, json.dumps(owner))
         yield
     finally:

@@ -48,8 +48,10 @@ def hardware_label(data: dict) -> str:
         return ""
     info = backend.get("device_info") or {}
     cores = info.get("cores")
-    label = (f"{info.get('name', '?')} ({info.get('kind', '?')}{f', {cores} cores' if cores else ''}): "
-             f"{backend.get('name')} {backend.get('precision')}")
+    label = (
+        f"{info.get('name', '?')} ({info.get('kind', '?')}{f', {cores} cores' if cores else ''}): "
+        f"{backend.get('name')} {backend.get('precision')}"
+    )
     if (backend.get("session") or {}).get("emulated"):
         label += " [IPU path emulated: not run on an IPU]"
     return label

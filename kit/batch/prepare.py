@@ -51,13 +51,21 @@ class Prepared:
     def summary(self) -> str:
         if not self.made and not self.failed:
             return ""
-        failed = f"; failed here, left to their jobs: {', '.join(self.failed)}" if self.failed else ""
-        return (f"exported {len(self.made)} model(s) to ONNX side by side before the first job "
-                f"({self.parallel} at a time, {self.seconds:.0f} s){failed}")
+        failed = (
+            f"; failed here, left to their jobs: {', '.join(self.failed)}" if self.failed else ""
+        )
+        return (
+            f"exported {len(self.made)} model(s) to ONNX side by side before the first job "
+            f"({self.parallel} at a time, {self.seconds:.0f} s){failed}"
+        )
 
     def to_dict(self) -> dict:
-        return {"made": list(self.made), "failed": list(self.failed), "parallel": self.parallel,
-                "seconds": self.seconds}
+        return {
+            "made": list(self.made),
+            "failed": list(self.failed),
+            "parallel": self.parallel,
+            "seconds": self.seconds,
+        }
 
 
 def missing_exports(jobs: Iterable) -> list[ExportRequest]:
@@ -77,12 +85,15 @@ def export_requests(jobs: Iterable) -> list[ExportRequest]:
             requests = STUDIES.get(study).config.from_params(job.parameters).exports()
         except (KitError, TypeError, ValueError):
             continue
-        wanted.update(dict.fromkeys(r for r in requests if not r.small and r.model in MODELS.names()))
+        wanted.update(
+            dict.fromkeys(r for r in requests if not r.small and r.model in MODELS.names())
+        )
     return list(wanted)
 
 
-def parallel_exports(requests: list[ExportRequest], cores: int | None = None,
-                     available: float | None = None) -> int:
+def parallel_exports(
+    requests: list[ExportRequest], cores: int | None = None, available: float | None = None
+) -> int:
     """How many of `requests` to export at once: one per core, and as many as fit in MEMORY_SHARE
     of the available memory at the largest one's expected peak; at most one per request."""
     if not requests:
@@ -96,14 +107,22 @@ def parallel_exports(requests: list[ExportRequest], cores: int | None = None,
 def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
     """Each request exported (or found cached), `workers` at a time; one record per request, in
     order: {'model', 'seconds', 'error' (None when it worked)}."""
+
     def one(request: ExportRequest) -> dict:
         started = time.perf_counter()
         try:
             request.export()
             error = None
         except Exception as exc:  # noqa: BLE001 - one failed export never stops the others
-            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
-        record = {"model": request.model, "seconds": round(time.perf_counter() - started, 1), "error": error}
+            error = (
+                f"{type(exc).__name__}: "
+                f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+            )
+        record = {
+            "model": request.model,
+            "seconds": round(time.perf_counter() - started, 1),
+            "error": error,
+        }
         print(json.dumps(record), flush=True)
         return record
 
@@ -112,8 +131,12 @@ def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
 
 
 def prepared(records: list[dict], parallel: int, seconds: float) -> Prepared:
-    return Prepared(tuple(r["model"] for r in records if not r["error"]),
-                    tuple(f"{r['model']} ({r['error']})" for r in records if r["error"]), parallel, round(seconds, 1))
+    return Prepared(
+        tuple(r["model"] for r in records if not r["error"]),
+        tuple(f"{r['model']} ({r['error']})" for r in records if r["error"]),
+        parallel,
+        round(seconds, 1),
+    )
 
 
 def relay_cache_notes() -> None:
@@ -123,7 +146,8 @@ def relay_cache_notes() -> None:
 
     def relay(message, category, filename, lineno, file=None, line=None) -> None:
         if issubclass(category, CacheRebuilt):
-            print(json.dumps({"note": str(message)}) + "\n", end="", flush=True)  # one write: threads
+            # one write: threads
+            print(json.dumps({"note": str(message)}) + "\n", end="", flush=True)
         else:
             show(message, category, filename, lineno, file, line)
 

@@ -27,8 +27,8 @@ def tree(pid: int) -> list[psutil.Process]:
 
 def kill_tree(pid: int, grace_s: float = GRACE_S) -> list[int]:
     """Run the registered endings of the processes under `pid` (kit.endings), SIGTERM every process
-    and process group under it, then SIGKILL what is left; returns the pids it found (whose leftovers
-    the caller may then clean up)."""
+    and process group under it, then SIGKILL what is left; returns the pids it found (whose
+    leftovers the caller may then clean up)."""
     procs = tree(pid)
     run_endings(p.pid for p in procs)
     own_group = os.getpgid(0)

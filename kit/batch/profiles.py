@@ -1,8 +1,8 @@
 """What `make reproduce` runs: the jobs of each profile on one kind of hardware.
 
-The hardware is resolved once (`kit.hardware.kinds.resolve`), and each published row's precision plan
-(backend, precision, device and the reason, from `kit.search.precision_map`) travels whole into the
-job's parameters: no later step works it out again.
+The hardware is resolved once (`kit.hardware.kinds.resolve`), and each published row's precision
+plan (backend, precision, device and the reason, from `kit.search.precision_map`) travels whole into
+the job's parameters: no later step works it out again.
 """
 
 from __future__ import annotations
@@ -26,17 +26,26 @@ PROFILES = ("quick", "full")
 
 # Every profile measures every batch size the published reports give for a row (the figures the
 # scorecard sets side by side). The quick profile searches each row's configuration at a small
-# batch size (below), so the search stays cheap on 2 cores; full searches at the largest published one.
-# Roformer at batch 1 (2.4 s a call at batch 2 on 2 cores, 1.3 s at 1). Videobert stays at its
-# smallest published batch, 4: each call encodes its 100 class prompts whatever the batch, so batch 1
-# costs as much per call (about 3.9 s in ONNX Runtime fp32) for a quarter of the images. Widedeep
-# searches at its published 20000 (a call there takes about 0.3 s): at 1024 ONNX Runtime and OpenVINO
-# f32 swapped places between searches (1.09x either way), while at 20000 OpenVINO ran 1.28x in the
-# peer benchmark and 1.5x in two searches of 4.2-4.4 s.
-QUICK_SEARCH_BATCH = {"resnet50-torch-fp32": 4, "swin-large-torch-fp32": 1, "clip-onnx-fp32": 4,
-                      "conformer-encoder-onnx-fp32": 4, "videobert-onnx-fp32": 4, "roformer-tf-fp32": 1,
-                      "widedeep-tf-fp32": 20000, "albert-torch-fp32": 1, "bert-torch-fp32": 1,
-                      "roberta-torch-fp32": 1, "deberta-torch-fp32": 1}
+# batch size (below), so the search stays cheap on 2 cores; full searches at the largest published
+# one. Roformer at batch 1 (2.4 s a call at batch 2 on 2 cores, 1.3 s at 1). Videobert stays at its
+# smallest published batch, 4: each call encodes its 100 class prompts whatever the batch, so batch
+# 1 costs as much per call (about 3.9 s in ONNX Runtime fp32) for a quarter of the images. Widedeep
+# searches at its published 20000 (a call there takes about 0.3 s): at 1024 ONNX Runtime and
+# OpenVINO f32 swapped places between searches (1.09x either way), while at 20000 OpenVINO ran 1.28x
+# in the peer benchmark and 1.5x in two searches of 4.2-4.4 s.
+QUICK_SEARCH_BATCH = {
+    "resnet50-torch-fp32": 4,
+    "swin-large-torch-fp32": 1,
+    "clip-onnx-fp32": 4,
+    "conformer-encoder-onnx-fp32": 4,
+    "videobert-onnx-fp32": 4,
+    "roformer-tf-fp32": 1,
+    "widedeep-tf-fp32": 20000,
+    "albert-torch-fp32": 1,
+    "bert-torch-fp32": 1,
+    "roberta-torch-fp32": 1,
+    "deberta-torch-fp32": 1,
+}
 # On the IPU every profile keeps the published clients and enough calls for ByteMLPerf's trim.
 IPU_MIN_COUNT = 2 * BYTEMLPERF_TRIM + 3
 # target_ci: the throughput's 95 % half-width to reach (5 % quick, 2 % full); max_duration_s: the
@@ -44,16 +53,44 @@ IPU_MIN_COUNT = 2 * BYTEMLPERF_TRIM + 3
 # profile keeps its short windows where the power sensor needs longer ones (NVML: 10 s, which took
 # 19 windows on a GPU from 1-5 s to 10 s each: kit reproduce --plan), its power labelled indicative;
 # the full profile, and the C2 study whose efficiency is a published figure, lengthen them.
-TIMING = {"quick": {"warmup": 1, "min_duration_s": 1.0, "min_count": 3, "data_percent": 10.0,
-                    "target_ci": 0.05, "max_duration_s": 5.0, "stretch_for_power": False},
-          "full": {"warmup": 5, "min_duration_s": 10.0, "min_count": 100, "data_percent": 100.0,
-                   "target_ci": 0.02, "max_duration_s": 120.0}}
-SERVER = {"quick": {"policies": [[1, 0.0], [4, 20.0]], "min_duration_s": 2.0, "max_duration_s": 8.0,
-                    "max_probes": 3, "fixed_batch_duration_s": 1.0},
-          "full": {"policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]], "min_duration_s": 60.0,
-                   "min_query_count": 500, "max_duration_s": 300.0, "max_probes": 8,
-                   "fixed_batch_duration_s": 10.0}}
-JOB_LIMIT_S = {"quick": 900, "full": 3600}  # a model job's time limit, before any compilation it still has to do
+TIMING = {
+    "quick": {
+        "warmup": 1,
+        "min_duration_s": 1.0,
+        "min_count": 3,
+        "data_percent": 10.0,
+        "target_ci": 0.05,
+        "max_duration_s": 5.0,
+        "stretch_for_power": False,
+    },
+    "full": {
+        "warmup": 5,
+        "min_duration_s": 10.0,
+        "min_count": 100,
+        "data_percent": 100.0,
+        "target_ci": 0.02,
+        "max_duration_s": 120.0,
+    },
+}
+SERVER = {
+    "quick": {
+        "policies": [[1, 0.0], [4, 20.0]],
+        "min_duration_s": 2.0,
+        "max_duration_s": 8.0,
+        "max_probes": 3,
+        "fixed_batch_duration_s": 1.0,
+    },
+    "full": {
+        "policies": [[1, 0.0], [2, 10.0], [4, 20.0], [8, 40.0]],
+        "min_duration_s": 60.0,
+        "min_query_count": 500,
+        "max_duration_s": 300.0,
+        "max_probes": 8,
+        "fixed_batch_duration_s": 10.0,
+    },
+}
+# a model job's time limit, before any compilation it still has to do
+JOB_LIMIT_S = {"quick": 900, "full": 3600}
 SERVER_MODEL = "resnet50-torch-fp32"
 C2_MODEL = "resnext101-c2"
 
@@ -65,14 +102,23 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
     it here (the kind's `ort_providers`), so the FP8 rows can reach int8 through
     TensorRT.
     """
-    return map_precision(published_precision, kind, framework=get_entry(model).framework,
-                         gpu_providers=hw.get(kind).ort_providers())
+    return map_precision(
+        published_precision,
+        kind,
+        framework=get_entry(model).framework,
+        gpu_providers=hw.get(kind).ort_providers(),
+    )
 
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:
     """A job's precision plan and the hardware kind it runs on, settled here once."""
-    return {"hardware": kind, "backend": plan.backend, "precision": plan.precision, "device": plan.device,
-            "precision_note": plan.note}
+    return {
+        "hardware": kind,
+        "backend": plan.backend,
+        "precision": plan.precision,
+        "device": plan.device,
+        "precision_note": plan.note,
+    }
 
 
 def search_key(model: str, published_precision: str, batch: int, kind: str) -> str:
@@ -91,16 +137,23 @@ def search_keys(model: str, published_precision: str, batches: list[int], kind: 
 def search_batch(model: str, batches: list[int], profile: str) -> int:
     """The batch size a row's search measures its candidates at: the largest published one (full),
     a small one (quick)."""
-    return max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
+    return (
+        max(batches) if profile == "full" else min(QUICK_SEARCH_BATCH.get(model, 1), max(batches))
+    )
 
 
-def search_params(model: str, published_precision: str, batches: list[int], profile: str, kind: str) -> dict:
+def search_params(
+    model: str, published_precision: str, batches: list[int], profile: str, kind: str
+) -> dict:
     """Where a row's search measures and the key(s) of its decision(s): at every published batch
     where calls take milliseconds (a GPU), else at one batch (`search_batch`)."""
     if hw.get(kind).search_each_batch:
         return {"search_key": search_keys(model, published_precision, batches, kind)}
     searched = search_batch(model, batches, profile)
-    return {"search_batch": searched, "search_key": search_key(model, published_precision, searched, kind)}
+    return {
+        "search_batch": searched,
+        "search_key": search_key(model, published_precision, searched, kind),
+    }
 
 
 def fp16_first(rows: list) -> list:
@@ -122,20 +175,26 @@ def compiled_batches(model: str, precision: str, batches: list[int]) -> list[int
     return sorted(set(batches))
 
 
-def uncached_compilations(model: str, precision: str, batches: list[int], popef_dir: Path | None = None) -> list[int]:
-    """Those of `compiled_batches` with no PopEF of this model, precision and batch size in the PopEF
-    cache (named `<model>-<export key>-<precision>-bs<batch>-<key>.popef` by the worker). A PopEF for
-    another PopRT version or other options counts as cached: that compilation then has the job's own
-    limit, and the worker's load timeout, to finish in."""
+def uncached_compilations(
+    model: str, precision: str, batches: list[int], popef_dir: Path | None = None
+) -> list[int]:
+    """Those of `compiled_batches` with no PopEF of this model, precision and batch size in the
+    PopEF cache (named `<model>-<export key>-<precision>-bs<batch>-<key>.popef` by the worker). A
+    PopEF for another PopRT version or other options counts as cached: that compilation then has the
+    job's own limit, and the worker's load timeout, to finish in."""
     folder = popef_dir or cache_dir() / "popef"
-    return [b for b in compiled_batches(model, precision, batches)
-            if not any(folder.glob(f"{model}-{'?' * 12}-{precision}-bs{b}-*.popef"))]
+    return [
+        b
+        for b in compiled_batches(model, precision, batches)
+        if not any(folder.glob(f"{model}-{'?' * 12}-{precision}-bs{b}-*.popef"))
+    ]
 
 
 def model_job_limit_s(profile: str, params: dict, published_settings: bool) -> int:
     """A model job's time limit: the profile's, plus, where the row runs its published settings (the
-    IPU, whose PopRT compiles each batch size for minutes before anything is timed), one load timeout
-    (KIT_IPU_LOAD_TIMEOUT_S) per compilation still to do, so that a first run is not cut mid-compile.
+    IPU, whose PopRT compiles each batch size for minutes before anything is timed), one load
+    timeout (KIT_IPU_LOAD_TIMEOUT_S) per compilation still to do, so that a first run is not cut
+    mid-compile.
 
     >>> model_job_limit_s("quick", {}, False)
     900
@@ -154,20 +213,38 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
         batches = settings["batch_sizes"] or [1]
         published_settings = hw.get(kind).published_settings  # the IPU runs its published settings
         clients = settings["clients"] if published_settings else 1
-        params = {"model": row.model, "published_precision": row.precision, "batch_sizes": batches,
-                  "clients": clients, **plan_params(row_plan(row.model, row.precision, kind), kind),
-                  **TIMING[profile]}
+        params = {
+            "model": row.model,
+            "published_precision": row.precision,
+            "batch_sizes": batches,
+            "clients": clients,
+            **plan_params(row_plan(row.model, row.precision, kind), kind),
+            **TIMING[profile],
+        }
         if published_settings:
             params["min_count"] = max(params["min_count"], IPU_MIN_COUNT)
-        if search and not published_settings:  # each job searches its own row once; later runs reuse it
-            params.update(search=True, search_depth=profile, **({"search_force": True} if research else {}),
-                          **search_params(row.model, row.precision, batches, profile, kind))
-        jobs.append(Job(f"{row.model}_{row.precision}", "model_benchmark.ipynb", params,
-                        timeout_s=model_job_limit_s(profile, params, published_settings)))
+        if search and not published_settings:
+            # each job searches its own row once; later runs reuse it
+            params.update(
+                search=True,
+                search_depth=profile,
+                **({"search_force": True} if research else {}),
+                **search_params(row.model, row.precision, batches, profile, kind),
+            )
+        jobs.append(
+            Job(
+                f"{row.model}_{row.precision}",
+                "model_benchmark.ipynb",
+                params,
+                timeout_s=model_job_limit_s(profile, params, published_settings),
+            )
+        )
     return jobs
 
 
-def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False, search: bool = True) -> list[Job]:
+def jobs_for(
+    profile: str, hardware: str = "auto", *, research: bool = False, search: bool = True
+) -> list[Job]:
     """Every job of `profile`, all on the one kind `hardware` resolves to; `research` makes each
     model job search its row again instead of reusing a cached decision; `search=False` runs each
     row at the published-precision mapping alone (what the search costs, or the plain mapping)."""
@@ -176,12 +253,24 @@ def jobs_for(profile: str, hardware: str = "auto", *, research: bool = False, se
     kind = hw.resolve(hardware)
     quick = profile == "quick"
     # The C2 paper ran mixed fp16: the same mapping as the FP16 rows.
-    c2 = {"min_duration_s": 2.0 if quick else 60.0, "min_count": 3 if quick else 50,
-          "target_ci": TIMING[profile]["target_ci"], "max_duration_s": 6.0 if quick else 180.0,
-          **plan_params(row_plan(C2_MODEL, PublishedPrecision.FP16, kind), kind)}
-    server = {"model": SERVER_MODEL, **plan_params(row_plan(SERVER_MODEL, PublishedPrecision.FP16, kind), kind), **SERVER[profile]}
-    return ([Job("published_results", "published_results.ipynb", {}, 300)]
-            + model_jobs(profile, kind, research, search)
-            + [Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
-               Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
-               Job("summary", "summary.ipynb", {}, 300, after_all=True)])
+    c2 = {
+        "min_duration_s": 2.0 if quick else 60.0,
+        "min_count": 3 if quick else 50,
+        "target_ci": TIMING[profile]["target_ci"],
+        "max_duration_s": 6.0 if quick else 180.0,
+        **plan_params(row_plan(C2_MODEL, PublishedPrecision.FP16, kind), kind),
+    }
+    server = {
+        "model": SERVER_MODEL,
+        **plan_params(row_plan(SERVER_MODEL, PublishedPrecision.FP16, kind), kind),
+        **SERVER[profile],
+    }
+    return (
+        [Job("published_results", "published_results.ipynb", {}, 300)]
+        + model_jobs(profile, kind, research, search)
+        + [
+            Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
+            Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
+            Job("summary", "summary.ipynb", {}, 300, after_all=True),
+        ]
+    )

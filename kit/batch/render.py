@@ -7,8 +7,10 @@ from pathlib import Path
 
 from kit import atomic
 
-REMOTE_TAG = re.compile(r"<(script|link)\b[^>]*\b(?:src|href)=[\"']https?://[^\"']*[\"'][^>]*>(?:\s*</script>)?",
-                        re.IGNORECASE)
+REMOTE_TAG = re.compile(
+    r"<(script|link)\b[^>]*\b(?:src|href)=[\"']https?://[^\"']*[\"'][^>]*>(?:\s*</script>)?",
+    re.IGNORECASE,
+)
 
 
 def strip_remote_assets(page: str) -> str:
@@ -20,8 +22,12 @@ def notebook_to_html(notebook: Path, html_path: Path) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
+    exporter = HTMLExporter(
+        template_name="lab",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
     exporter.mathjax_url = ""
     exporter.require_js_url = ""
     nb = nbformat.read(str(notebook), as_version=4)

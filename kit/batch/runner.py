@@ -50,9 +50,14 @@ def new_run_dir(out: Path) -> tuple[str, Path]:
 
 
 def reusable(previous: dict | None, fingerprint: str, out: Path) -> bool:
-    return bool(previous and previous["fingerprint"] and previous["fingerprint"] == fingerprint
-                and previous["status"] == JobStatus.OK
-                and (out / previous["html"]).exists() and readable(out / previous["results"]))
+    return bool(
+        previous
+        and previous["fingerprint"]
+        and previous["fingerprint"] == fingerprint
+        and previous["status"] == JobStatus.OK
+        and (out / previous["html"]).exists()
+        and readable(out / previous["results"])
+    )
 
 
 def readable(result: Path) -> bool:
@@ -68,14 +73,21 @@ def readable(result: Path) -> bool:
 class Batch:
     """One run of the runner: its state, folder and records, saved after every job."""
 
-    def __init__(self, out: Path, state: dict, context: str, progress: Callable | None, command: str = ""):
+    def __init__(
+        self, out: Path, state: dict, context: str, progress: Callable | None, command: str = ""
+    ):
         self.out, self.state, self.context, self.progress = out, state, context, progress
         self.command = command
         self.run_id, self.run_dir = new_run_dir(out)
         self.records: dict[str, JobRecord] = {}
         self.digest = kit_digest()
-        self.run: dict[str, Any] = {"run_id": self.run_id, "jobs": [], "started_at": _now(), "finished_at": "",
-                                    "status": BatchRunStatus.RUNNING}
+        self.run: dict[str, Any] = {
+            "run_id": self.run_id,
+            "jobs": [],
+            "started_at": _now(),
+            "finished_at": "",
+            "status": BatchRunStatus.RUNNING,
+        }
         for stale in state["runs"]:  # this batch holds the lock: no other one is running
             if stale.get("status") == BatchRunStatus.RUNNING:
                 stale["status"] = BatchRunStatus.ABORTED
@@ -94,14 +106,22 @@ class Batch:
             if job.after_all:
                 job.parameters["result_files"] = [r.results for r in self.records.values()]
             job.parameters["results_path"] = f"runs/{self.run_id}/{job.name}.json"
-            fingerprint = inputs_fingerprint(job, self.context + result_hashes(job, self.out),
-                                             digest=self.digest)
+            fingerprint = inputs_fingerprint(
+                job, self.context + result_hashes(job, self.out), digest=self.digest
+            )
             previous = self.state["jobs"].get(job.name)
             if not force and reusable(previous, fingerprint, self.out):
                 self.add(JobRecord.from_dict({**previous, "reused": True}), saved=True)
             else:
-                tasks.append(Task(job=job, run_dir=self.run_dir, out=self.out,
-                                  fingerprint=fingerprint, command=self.command))
+                tasks.append(
+                    Task(
+                        job=job,
+                        run_dir=self.run_dir,
+                        out=self.out,
+                        fingerprint=fingerprint,
+                        command=self.command,
+                    )
+                )
         return tasks
 
     def prepared(self, done: Prepared) -> None:
@@ -115,12 +135,24 @@ class Batch:
         if status == JobStatus.OK:
             status, message, hardware = result_status(task.path(".json"))
         rel = lambda p: p.relative_to(self.out).as_posix()  # noqa: E731
-        record = JobRecord(name=task.job.name, notebook=task.job.notebook, status=status,
-                           run_id=self.run_id, duration_s=round(outcome.seconds, 1),
-                           fingerprint=task.fingerprint, notebook_out=rel(task.path(".ipynb")),
-                           html=rel(task.path(".html")), results=rel(task.path(".json")),
-                           message=message, reused=False, hardware=hardware, host=outcome.host,
-                           worker=outcome.worker, attempts=outcome.attempts, note=outcome.note)
+        record = JobRecord(
+            name=task.job.name,
+            notebook=task.job.notebook,
+            status=status,
+            run_id=self.run_id,
+            duration_s=round(outcome.seconds, 1),
+            fingerprint=task.fingerprint,
+            notebook_out=rel(task.path(".ipynb")),
+            html=rel(task.path(".html")),
+            results=rel(task.path(".json")),
+            message=message,
+            reused=False,
+            hardware=hardware,
+            host=outcome.host,
+            worker=outcome.worker,
+            attempts=outcome.attempts,
+            note=outcome.note,
+        )
         self.add(record)
         return record
 
@@ -140,17 +172,30 @@ class Batch:
         for task in tasks:
             seconds = time.perf_counter() - task.started if task.started else 0.0
             how = signal.Signals(signum).name + (" (Ctrl-C)" if signum == signal.SIGINT else "")
-            self.finish(task, Outcome(JobStatus.INTERRUPTED, f"batch stopped by {how}; the next run re-runs it",
-                                      seconds))
+            self.finish(
+                task,
+                Outcome(
+                    JobStatus.INTERRUPTED,
+                    f"batch stopped by {how}; the next run re-runs it",
+                    seconds,
+                ),
+            )
 
     def close(self, status: BatchRunStatus) -> None:
         self.run.update(status=status, finished_at=_now())
         self.save()
 
 
-def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, context: str = "",
-             progress: Callable[[JobRecord], None] | None = None,
-             executor: Executor | None = None, command: str = "") -> list[JobRecord]:
+def run_jobs(
+    jobs: list[Job],
+    *,
+    force: bool = False,
+    out: Path | None = None,
+    context: str = "",
+    progress: Callable[[JobRecord], None] | None = None,
+    executor: Executor | None = None,
+    command: str = "",
+) -> list[JobRecord]:
     """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
 
     `command` is the command line that started the batch; every result records it beside its job.
@@ -162,8 +207,10 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
     """
     out = out or outputs_dir()
     local = LocalExecutor()
-    phases = [([j for j in jobs if not j.after_all], executor or local),
-              ([j for j in jobs if j.after_all], local)]
+    phases = [
+        ([j for j in jobs if not j.after_all], executor or local),
+        ([j for j in jobs if j.after_all], local),
+    ]
     with outputs_lock(out):
         state = read_state(out)  # before anything is created
         batch = Batch(out, state, context, progress, command)
@@ -184,7 +231,8 @@ def run_jobs(jobs: list[Job], *, force: bool = False, out: Path | None = None, c
                 stop.records = _in_order(jobs, batch.records)
                 raise
             except BaseException:
-                with contextlib.suppress(OSError):  # a full disk: the first error is the one to report
+                with contextlib.suppress(OSError):
+                    # a full disk: the first error is the one to report
                     batch.close(BatchRunStatus.ABORTED)
                 raise
             finally:

@@ -19,12 +19,14 @@ def select(jobs: list[Job], only: str | None) -> list[Job]:
     names = ", ".join(j.name for j in jobs)
     words = [w.strip() for w in only.split(",")]
     if not all(words):
-        raise InvalidParameter("ONLY", only, f"comma-separated parts of job names, no empty word; "
-                                             f"jobs: {names}")
+        raise InvalidParameter(
+            "ONLY", only, f"comma-separated parts of job names, no empty word; jobs: {names}"
+        )
     unmatched = [w for w in words if not any(w in j.name for j in jobs)]
     if unmatched:
-        raise InvalidParameter("ONLY", only, f"{', '.join(map(repr, unmatched))} matches no job; "
-                                             f"jobs: {names}")
+        raise InvalidParameter(
+            "ONLY", only, f"{', '.join(map(repr, unmatched))} matches no job; jobs: {names}"
+        )
     exact = {j.name for j in jobs}
     return [j for j in jobs if any(w == j.name if w in exact else w in j.name for w in words)]
 
@@ -34,5 +36,7 @@ def parse_force(value: str | bool) -> bool:
     if isinstance(value, bool):
         return value
     if value.strip() not in FORCE_VALUES:
-        raise InvalidParameter("FORCE", value, "0 (reuse unchanged notebooks) or 1 (re-run every notebook)")
+        raise InvalidParameter(
+            "FORCE", value, "0 (reuse unchanged notebooks) or 1 (re-run every notebook)"
+        )
     return value.strip() == "1"

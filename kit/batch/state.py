@@ -35,7 +35,8 @@ class CorruptState(KitError):
         super().__init__(
             f"{path} is not a valid batch state ({problem}). Rebuild it from the results under "
             f"{path.parent / 'runs'} with `kit rebuild-state` (or `make rebuild-state`); the "
-            f"corrupt file is moved aside, not deleted.")
+            f"corrupt file is moved aside, not deleted."
+        )
 
 
 def empty_state() -> dict:
@@ -64,7 +65,11 @@ def state_problem(data: object) -> str | None:
         if outside := [k for k in ("html", "results") if not _under_runs(record[k])]:
             return f"job {name!r} has {outside[0]} {record[outside[0]]!r}, not a file under runs/"
     for i, run in enumerate(data["runs"]):
-        if not isinstance(run, dict) or not isinstance(run.get("run_id"), str) or not isinstance(run.get("jobs"), list):
+        if (
+            not isinstance(run, dict)
+            or not isinstance(run.get("run_id"), str)
+            or not isinstance(run.get("jobs"), list)
+        ):
             return f"run #{i} lacks run_id or jobs"
     return None
 
@@ -72,7 +77,9 @@ def state_problem(data: object) -> str | None:
 def _under_runs(relative: object) -> bool:
     """Whether a record's path is runs/<run id>/<file>, relative to outputs/."""
     parts = relative.split("/") if isinstance(relative, str) else []
-    return len(parts) == 3 and parts[0] == "runs" and all(PLAIN_NAME.fullmatch(p) for p in parts[1:])
+    return (
+        len(parts) == 3 and parts[0] == "runs" and all(PLAIN_NAME.fullmatch(p) for p in parts[1:])
+    )
 
 
 def read_state(out: Path) -> dict:
@@ -97,8 +104,10 @@ def save_state(out: Path, state: dict) -> None:
 def save_record(out: Path, record: JobRecord) -> None:
     """The record beside its results (runs/<id>/<job>.record), so the state can be rebuilt from
     outputs/runs/; the job's name is applied once, inside its run's folder."""
-    path = inside(out / "runs" / plain_name(record.run_id, "run id"),
-                  f"{plain_name(record.name, 'job name')}{RECORD_SUFFIX}")
+    path = inside(
+        out / "runs" / plain_name(record.run_id, "run id"),
+        f"{plain_name(record.name, 'job name')}{RECORD_SUFFIX}",
+    )
     atomic.write_text(path, json.dumps(record.to_dict(), indent=1))
 
 
@@ -121,9 +130,12 @@ def rebuild_state(out: Path) -> tuple[dict, Path | None]:
             record.pop("finished_at", None)
             state["jobs"][record["name"]] = record
         finished = dt.datetime.fromtimestamp(max(p.stat().st_mtime for p in run_dir.iterdir()))
-        run = {"run_id": run_dir.name, "jobs": [r["name"] for r in records],
-               "finished_at": finished.isoformat(timespec="seconds"),
-               "status": BatchRunStatus.REBUILT}
+        run = {
+            "run_id": run_dir.name,
+            "jobs": [r["name"] for r in records],
+            "finished_at": finished.isoformat(timespec="seconds"),
+            "status": BatchRunStatus.REBUILT,
+        }
         saved = _saved_run(run_dir / RUN_FILE)
         # a complete run's list includes the jobs it reused
         if saved and saved.get("status") == BatchRunStatus.COMPLETE:
@@ -141,8 +153,11 @@ def _records_of(run_dir: Path, out: Path) -> list[dict]:
     """Every job of one run folder: its saved record, else one read from its result JSON."""
     records = []
     names = {p.name[: -len(RECORD_SUFFIX)] for p in run_dir.glob(f"*{RECORD_SUFFIX}")}
-    names |= {p.stem for p in run_dir.glob("*.json")
-              if not p.name.endswith(RECORD_SUFFIX) and p.name != RUN_FILE}
+    names |= {
+        p.stem
+        for p in run_dir.glob("*.json")
+        if not p.name.endswith(RECORD_SUFFIX) and p.name != RUN_FILE
+    }
     for name in sorted(names):
         saved = run_dir / f"{name}{RECORD_SUFFIX}"
         record = _saved_record(saved) if saved.exists() else None
@@ -167,7 +182,9 @@ def _saved_record(path: Path) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return JobRecord.from_dict(data).to_dict() if isinstance(data, dict) and "name" in data else None
+    return (
+        JobRecord.from_dict(data).to_dict() if isinstance(data, dict) and "name" in data else None
+    )
 
 
 def _record_from_results(name: str, run_dir: Path, out: Path) -> dict:
@@ -181,8 +198,17 @@ def _record_from_results(name: str, run_dir: Path, out: Path) -> dict:
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         pass
     rel = lambda p: p.relative_to(out).as_posix()  # noqa: E731
-    return JobRecord(name=name, notebook=notebook, status=status, run_id=run_dir.name,
-                     duration_s=0.0, fingerprint="", notebook_out=rel(notebook_out),
-                     html=rel(run_dir / f"{name}.html"), results=rel(run_dir / f"{name}.json"),
-                     message=message, hardware=hardware,
-                     note="rebuilt from its result JSON").to_dict()
+    return JobRecord(
+        name=name,
+        notebook=notebook,
+        status=status,
+        run_id=run_dir.name,
+        duration_s=0.0,
+        fingerprint="",
+        notebook_out=rel(notebook_out),
+        html=rel(run_dir / f"{name}.html"),
+        results=rel(run_dir / f"{name}.json"),
+        message=message,
+        hardware=hardware,
+        note="rebuilt from its result JSON",
+    ).to_dict()

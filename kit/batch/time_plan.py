@@ -46,7 +46,8 @@ class JobFloor:
     model: str = ""  # the model it exports (each distinct one once)
     windows: int = 0  # timed windows at the job's own settings
     window_floor_s: float = 0.0  # their minimum durations (raised to the power sensor's window)
-    window_limit_s: float = 0.0  # their time limits (a window whose interval stays wide stops there)
+    # their time limits (a window whose interval stays wide stops there)
+    window_limit_s: float = 0.0
     searches: int = 0  # search batches (a GPU searches at every published batch)
     probes: int = 0  # candidates the searches measure (the sibling row's shared ones left out)
     probe_s: float = 0.0  # their timed seconds if none stops early
@@ -65,7 +66,9 @@ class PlannedProbe:
     shareable: bool  # may take the sibling row's figures (kit.search.sharing)
 
 
-def windows(batches: int, min_s: float, max_s: float, kind: str, power: bool = True) -> tuple[float, float]:
+def windows(
+    batches: int, min_s: float, max_s: float, kind: str, power: bool = True
+) -> tuple[float, float]:
     """(floor, limit) of `batches` timed windows of at least `min_s`, at most `max_s` each; `power`:
     each lengthened as the timed window does for the kind's power sensors (power_resolved)."""
     cfg = MeasureConfig(warmup=0, min_duration_s=min_s, max_duration_s=time_limit(min_s, max_s))
@@ -75,12 +78,18 @@ def windows(batches: int, min_s: float, max_s: float, kind: str, power: bool = T
 
 
 def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str, PlannedProbe]:
-    """The candidates one search of the row measures at `depth`, by label (as kit.search plans them)."""
+    """The candidates one search of the row measures at `depth`, by label (as kit.search plans
+    them)."""
     framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
-    probes, _ = row_probes(row_candidates(framework, kind, providers=providers), today, published, depth)
-    return {p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
-            for p in probes if p.status == ProbeStatus.PENDING}
+    probes, _ = row_probes(
+        row_candidates(framework, kind, providers=providers), today, published, depth
+    )
+    return {
+        p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
+        for p in probes
+        if p.status == ProbeStatus.PENDING
+    }
 
 
 def search_batches(p: dict) -> list[int]:
@@ -92,11 +101,22 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
     """`measured`: the candidates earlier rows of the same model measured at each batch; this row
     takes those it may share (kit.search.sharing) instead of measuring them."""
     p = job.parameters
-    floor, limit = windows(len(p["batch_sizes"]), p["min_duration_s"], p["max_duration_s"], kind,
-                           power=p.get("stretch_for_power", True))
+    floor, limit = windows(
+        len(p["batch_sizes"]),
+        p["min_duration_s"],
+        p["max_duration_s"],
+        kind,
+        power=p.get("stretch_for_power", True),
+    )
     if not p.get("search"):
-        return JobFloor(job=job.name, model=p["model"], windows=len(p["batch_sizes"]),
-                        window_floor_s=floor, window_limit_s=limit, note="no search")
+        return JobFloor(
+            job=job.name,
+            model=p["model"],
+            windows=len(p["batch_sizes"]),
+            window_floor_s=floor,
+            window_limit_s=limit,
+            note="no search",
+        )
     own = search_probes(p["model"], p["published_precision"], kind, p["search_depth"])
     probes = compiles = 0
     for batch in search_batches(p):
@@ -105,17 +125,26 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
         probes, compiles = probes + len(new), compiles + sum(own[label].compiles for label in new)
         before.update(own)
     probe_s = PROBE_DEFAULTS[p["search_depth"]][0]
-    return JobFloor(job=job.name, model=p["model"], windows=len(p["batch_sizes"]),
-                    window_floor_s=floor, window_limit_s=limit, searches=len(search_batches(p)),
-                    probes=probes, probe_s=probes * probe_s, compiles=compiles)
+    return JobFloor(
+        job=job.name,
+        model=p["model"],
+        windows=len(p["batch_sizes"]),
+        window_floor_s=floor,
+        window_limit_s=limit,
+        searches=len(search_batches(p)),
+        probes=probes,
+        probe_s=probes * probe_s,
+        compiles=compiles,
+    )
 
 
 def c2_floor(job: Job, kind: str, measured: dict) -> JobFloor:
     p = job.parameters
     batches = len(c2.Config.batch_sizes)
     floor, limit = windows(batches, p["min_duration_s"], p["max_duration_s"], kind)
-    return JobFloor(job=job.name, model=C2_MODEL, windows=batches, window_floor_s=floor,
-                    window_limit_s=limit)
+    return JobFloor(
+        job=job.name, model=C2_MODEL, windows=batches, window_floor_s=floor, window_limit_s=limit
+    )
 
 
 def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
@@ -123,12 +152,18 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
     table's window at each of its batch sizes."""
     p = job.parameters
     sizes = len(table_sizes([BatchPolicy(int(b), float(t)) for b, t in p["policies"]]))
-    floor, limit = windows(len(p["policies"]), p["min_duration_s"], p["max_duration_s"], kind, power=False)
+    floor, limit = windows(
+        len(p["policies"]), p["min_duration_s"], p["max_duration_s"], kind, power=False
+    )
     table = sizes * p["fixed_batch_duration_s"]
     return JobFloor(
-        job=job.name, model=p["model"], windows=len(p["policies"]) + sizes,
-        window_floor_s=floor + table, window_limit_s=limit * p["max_probes"] + table,
-        note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows")
+        job=job.name,
+        model=p["model"],
+        windows=len(p["policies"]) + sizes,
+        window_floor_s=floor + table,
+        window_limit_s=limit * p["max_probes"] + table,
+        note=f"LoadGen: up to {p['max_probes']} windows a policy; {sizes} fixed-batch windows",
+    )
 
 
 #: What a cold quick run pays on a kind besides its windows and probes, read from one run's time
@@ -136,7 +171,15 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 #: another candidate's load about 3 s, a notebook about 16 s outside its study, an export about 5 s;
 #: a warm rerun (decisions, exports and inductor's kernels cached) compiles the chosen candidate of
 #: each searched batch again from the kernel cache, about a fifth. Guesses, printed as such.
-GUESSES = {"cuda": {"compile_s": 30.0, "load_s": 3.0, "notebook_s": 16.0, "export_s": 5.0, "cached_compile": 0.2}}
+GUESSES = {
+    "cuda": {
+        "compile_s": 30.0,
+        "load_s": 3.0,
+        "notebook_s": 16.0,
+        "export_s": 5.0,
+        "cached_compile": 0.2,
+    }
+}
 
 
 def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
@@ -151,10 +194,23 @@ def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
     if g is None:
         return None
     exports = len({f.model for f in floors if f.model}) * g["export_s"]
-    cold = sum(f.window_floor_s + f.probe_s + f.compiles * g["compile_s"] + (f.probes - f.compiles) * g["load_s"]
-               + g["notebook_s"] for f in floors) + exports
-    warm = sum(f.window_floor_s + g["notebook_s"] + (f.searches * g["compile_s"] * g["cached_compile"]
-                                                     if f.compiles else 0.0) for f in floors)
+    cold = (
+        sum(
+            f.window_floor_s
+            + f.probe_s
+            + f.compiles * g["compile_s"]
+            + (f.probes - f.compiles) * g["load_s"]
+            + g["notebook_s"]
+            for f in floors
+        )
+        + exports
+    )
+    warm = sum(
+        f.window_floor_s
+        + g["notebook_s"]
+        + (f.searches * g["compile_s"] * g["cached_compile"] if f.compiles else 0.0)
+        for f in floors
+    )
     return cold, warm
 
 
@@ -163,50 +219,72 @@ def estimate_text(floors: list[JobFloor], kind: str) -> str:
     if guess is None:
         return ""
     cold, warm = guess
-    return (f"ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an H200, "
-            f"kit.batch.time_plan.GUESSES): a cold run about {cold / 60:.1f} min, a warm rerun (search decisions, "
-            f"exports and compiled kernels cached) about {warm / 60:.1f} min.")
+    return (
+        "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an "
+        f"H200, kit.batch.time_plan.GUESSES): a cold run about {cold / 60:.1f} min, a warm rerun "
+        f"(search decisions, exports and compiled kernels cached) about {warm / 60:.1f} min."
+    )
 
 
-FLOORS = {"model_benchmark.ipynb": model_floor, "c2_study.ipynb": c2_floor, "server_scenario.ipynb": server_floor}
+FLOORS = {
+    "model_benchmark.ipynb": model_floor,
+    "c2_study.ipynb": c2_floor,
+    "server_scenario.ipynb": server_floor,
+}
 
 
-def plan_profile(profile: str, hardware: str = "auto", *, only: set[str] | None = None,
-                 search: bool = True) -> list[JobFloor]:
+def plan_profile(
+    profile: str, hardware: str = "auto", *, only: set[str] | None = None, search: bool = True
+) -> list[JobFloor]:
     """Each job's windows and probes in `profile` on the kind `hardware` resolves to (`only`: those
     jobs; a row shares its sibling's probes only where the sibling is among them)."""
     kind = kinds.resolve(hardware)
     jobs = [j for j in jobs_for(profile, kind, search=search) if only is None or j.name in only]
     measured: dict[tuple[str, int], set[str]] = {}
-    return [FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(job=j.name)
-            for j in jobs]
+    return [
+        FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(job=j.name)
+        for j in jobs
+    ]
 
 
 def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports: int = 0) -> str:
     """The floors as a table, with the totals and what comes on top (`parallel_exports`: how many
     exports this machine makes at once before the first job, kit.batch.prepare)."""
     offered = ", ".join(kinds.get(kind).ort_providers()) or "none"
-    head = (f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
-            f"{'probe s':>7} {'compiles':>8}")
-    rows = [f"{f.job:34} {f.windows:7d} {f.window_floor_s:8.0f} {f.window_limit_s:8.0f} {f.searches:8d} "
-            f"{f.probes:6d} {f.probe_s:7.0f} {f.compiles:8d}" + (f"  ({f.note})" if f.note else "") for f in floors]
+    head = (
+        f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
+        f"{'probe s':>7} {'compiles':>8}"
+    )
+    rows = [
+        f"{f.job:34} {f.windows:7d} {f.window_floor_s:8.0f} {f.window_limit_s:8.0f} "
+        f"{f.searches:8d} {f.probes:6d} {f.probe_s:7.0f} {f.compiles:8d}"
+        + (f"  ({f.note})" if f.note else "")
+        for f in floors
+    ]
     exports = len({f.model for f in floors if f.model})
-    return "\n".join([
-        f"The {profile} profile on {kind}, measured in full (no result reused, no search decision cached):",
-        "  windows: timed windows; floor s: their minimum seconds (no measuring run takes less); limit s: "
-        "their time limits;",
-        "  probes: candidates the searches measure; probe s: their timed seconds if none stops early "
-        "(a clear loser stops after a quarter; a failed one is not timed).",
-        f"  Candidates as this machine offers them: ONNX Runtime GPU providers {offered}; TensorRT's "
-        f"Python API {'installed' if tensorrt_python() else 'not installed'}.",
-        head, *rows,
-        f"{'total':34} {sum(f.windows for f in floors):7d} {sum(f.window_floor_s for f in floors):8.0f} "
-        f"{sum(f.window_limit_s for f in floors):8.0f} {sum(f.searches for f in floors):8d} "
-        f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
-        f"{sum(f.compiles for f in floors):8d}",
-        f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first run; "
-        f"{f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "
-        "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), warm-up calls, the "
-        "reference outputs, the accuracy check, the roofline's bandwidth measurement. A window whose "
-        f"interval is still wide at its limit goes on to {HARD_LIMIT}x that until it has 3 rounds.",
-        *([estimate_text(floors, kind)] if estimate_text(floors, kind) else [])])
+    return "\n".join(
+        [
+            f"The {profile} profile on {kind}, measured in full (no result reused, no search "
+            "decision cached):",
+            "  windows: timed windows; floor s: their minimum seconds (no measuring run takes "
+            "less); limit s: their time limits;",
+            "  probes: candidates the searches measure; probe s: their timed seconds if none stops "
+            "early (a clear loser stops after a quarter; a failed one is not timed).",
+            f"  Candidates as this machine offers them: ONNX Runtime GPU providers {offered}; "
+            f"TensorRT's Python API {'installed' if tensorrt_python() else 'not installed'}.",
+            head,
+            *rows,
+            f"{'total':34} {sum(f.windows for f in floors):7d} "
+            f"{sum(f.window_floor_s for f in floors):8.0f} "
+            f"{sum(f.window_limit_s for f in floors):8.0f} {sum(f.searches for f in floors):8d} "
+            f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
+            f"{sum(f.compiles for f in floors):8d}",
+            f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first "
+            f"run; {f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "
+            "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), "
+            "warm-up calls, the reference outputs, the accuracy check, the roofline's bandwidth "
+            "measurement. A window whose interval is still wide at its limit goes on to "
+            f"{HARD_LIMIT}x that until it has 3 rounds.",
+            *([estimate_text(floors, kind)] if estimate_text(floors, kind) else []),
+        ]
+    )

@@ -60,9 +60,15 @@ def main(spec_json: str) -> int:
         os.environ[JOB_ENV] = json.dumps(spec["job"])
     code = 0
     try:
-        pm.execute_notebook(spec["input"], spec["output"], parameters=spec["parameters"],
-                            kernel_name=spec["kernel"], cwd=spec["cwd"], progress_bar=False,
-                            log_output=False)
+        pm.execute_notebook(
+            spec["input"],
+            spec["output"],
+            parameters=spec["parameters"],
+            kernel_name=spec["kernel"],
+            cwd=spec["cwd"],
+            progress_bar=False,
+            log_output=False,
+        )
     except pm.PapermillExecutionError as exc:
         print(f"{exc.ename}: {exc.evalue}".splitlines()[0][:300])
         code = EXIT_FAILED

@@ -10,13 +10,16 @@ from kit.publish.compare_runs import compare_runs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two runs' figures: intervals, ratio, significance, "
-                                       "environment")
-    p.add_argument("run_a", type=Path,
-                   help="result folder (outputs/runs/<run_id>/) or result .json")
+    p = sub.add_parser(
+        "compare", help="compare two runs' figures: intervals, ratio, significance, environment"
+    )
+    p.add_argument(
+        "run_a", type=Path, help="result folder (outputs/runs/<run_id>/) or result .json"
+    )
     p.add_argument("run_b", type=Path, help="result folder or result .json to compare with RUN_A")
-    p.add_argument("--out", type=Path, default=None,
-                   help="HTML page to write (default outputs/compare/...)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="HTML page to write (default outputs/compare/...)"
+    )
     p.set_defaults(func=_main)
 
 

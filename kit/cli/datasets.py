@@ -15,18 +15,33 @@ def register(subparsers) -> None:
     p.add_argument("--dest", help="target folder (default data/datasets/NAME)")
     p.add_argument("--sha256", help="expected sha256 of the download (pins an unpinned source)")
     p.add_argument("--url", help="a mirror of the published file")
-    p.add_argument("--accept-unpinned", action="store_true",
-                   help="download a file that has no published checksum, unverified (its sha256 is recorded)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                   help=f"seconds to wait for the server on each read (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument(
+        "--accept-unpinned",
+        action="store_true",
+        help="download a file that has no published checksum, unverified (its sha256 is recorded)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds to wait for the server on each read (default {DEFAULT_TIMEOUT_S:g})",
+    )
     p.set_defaults(func=_fetch)
-    q = subparsers.add_parser("datasets", help="list the datasets and whether their files are present")
+    q = subparsers.add_parser(
+        "datasets", help="list the datasets and whether their files are present"
+    )
     q.set_defaults(func=_list)
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    fetch(args.name, args.dest, sha256=args.sha256, url=args.url, timeout=args.timeout,
-          accept_unpinned=args.accept_unpinned)
+    fetch(
+        args.name,
+        args.dest,
+        sha256=args.sha256,
+        url=args.url,
+        timeout=args.timeout,
+        accept_unpinned=args.accept_unpinned,
+    )
     return 0
 
 

@@ -10,11 +10,14 @@ from kit.publish.bytemlperf_export import export_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export-bytemlperf",
-                       help="write ByteMLPerf reports of model benchmark results (every run "
-                            "already does; for older results)")
-    p.add_argument("results", type=Path, nargs="+",
-                   help="result JSON files (outputs/runs/<run_id>/<job>.json)")
+    p = sub.add_parser(
+        "export-bytemlperf",
+        help="write ByteMLPerf reports of model benchmark results (every run "
+        "already does; for older results)",
+    )
+    p.add_argument(
+        "results", type=Path, nargs="+", help="result JSON files (outputs/runs/<run_id>/<job>.json)"
+    )
     p.set_defaults(func=_main)
 
 

@@ -22,12 +22,24 @@ from kit.publish.imported_reports import (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-bytemlperf", help="import ByteMLPerf report folders (any vendor) as further "
-                                                 "published columns of the scorecard")
-    p.add_argument("source", type=Path, help="a ByteMLPerf reports folder (general_perf/reports/ or one "
-                                             "vendor's <Backend>/ folder)")
-    p.add_argument("--into", type=Path, default=None,
-                   help=f"where the reports are kept (default {imported_dir()}, the folder the scorecard reads)")
+    p = sub.add_parser(
+        "import-bytemlperf",
+        help="import ByteMLPerf report folders (any vendor) as further "
+        "published columns of the scorecard",
+    )
+    p.add_argument(
+        "source",
+        type=Path,
+        help="a ByteMLPerf reports folder (general_perf/reports/ or one "
+        "vendor's <Backend>/ folder)",
+    )
+    p.add_argument(
+        "--into",
+        type=Path,
+        default=None,
+        help=f"where the reports are kept (default {imported_dir()}, the folder the scorecard "
+        "reads)",
+    )
     p.set_defaults(func=run)
 
 
@@ -37,17 +49,24 @@ def run(args: argparse.Namespace) -> int:
     found = figures(into)
     found = found[found["source"].isin({str(c) for c in copies})]
     per_backend = Counter(c.parent.parent.name for c in copies)
-    print(f"imported {len(copies)} reports ({', '.join(f'{b} {n}' for b, n in sorted(per_backend.items()))}), "
-          f"{len(found)} figures, into {into}")
+    print(
+        f"imported {len(copies)} reports "
+        f"({', '.join(f'{b} {n}' for b, n in sorted(per_backend.items()))}), {len(found)} figures, "
+        f"into {into}"
+    )
     if "IPU" in per_backend:
         same, problems = check_against_published(found)
-        print(f"IPU: {same} figures equal to data/published/bytemlperf_ipu_reports.csv"
-              + (f"; {len(problems)} differ:" if problems else " (every figure the kit holds)"))
+        print(
+            f"IPU: {same} figures equal to data/published/bytemlperf_ipu_reports.csv"
+            + (f"; {len(problems)} differ:" if problems else " (every figure the kit holds)")
+        )
         for line in problems:
             print(f"  {line}")
     if args.into is not None and Path(args.into).resolve() != imported_dir().resolve():
         print(f"note: the scorecard reads {imported_dir()}; these reports are kept in {into} only")
     else:
-        print("the scorecard shows them beside its rows once the summary runs again: "
-              "`make reproduce ONLY=summary` (or the next `make reproduce`)")
+        print(
+            "the scorecard shows them beside its rows once the summary runs again: "
+            "`make reproduce ONLY=summary` (or the next `make reproduce`)"
+        )
     return 0

@@ -55,7 +55,9 @@ class LabOptions:
 
     def __post_init__(self) -> None:
         if not self.ip:
-            raise InvalidParameter("LAB_IP", self.ip, "an address to bind, e.g. 127.0.0.1 or 0.0.0.0")
+            raise InvalidParameter(
+                "LAB_IP", self.ip, "an address to bind, e.g. 127.0.0.1 or 0.0.0.0"
+            )
         if not 1 <= self.port <= 65535:
             raise InvalidParameter("LAB_PORT", self.port, "a TCP port between 1 and 65535")
 
@@ -63,8 +65,14 @@ class LabOptions:
 def lab_command(opts: LabOptions, bin_dir: Path | None = None) -> list[str]:
     """The `jupyter lab` command line for `opts` (the venv's jupyter, next to this Python)."""
     jupyter = str((bin_dir or Path(sys.executable).parent) / "jupyter")
-    cmd = [jupyter, "lab", f"--ServerApp.root_dir={opts.root_dir}", f"--ip={opts.ip}",
-           f"--port={opts.port}", f"--MappingKernelManager.default_kernel_name={KERNEL}"]
+    cmd = [
+        jupyter,
+        "lab",
+        f"--ServerApp.root_dir={opts.root_dir}",
+        f"--ip={opts.ip}",
+        f"--port={opts.port}",
+        f"--MappingKernelManager.default_kernel_name={KERNEL}",
+    ]
     if opts.uid == 0:
         cmd.append("--allow-root")
     if not opts.browser:
@@ -78,8 +86,11 @@ def tunnel_hint(opts: LabOptions, user: str | None = None, host: str | None = No
     user = user or os.environ.get("USER") or "you"
     host = host or socket.gethostname()
     target = "localhost" if opts.ip in LOOPBACK or opts.ip in ("0.0.0.0", "::") else opts.ip
-    return (f"ssh -N -L {opts.port}:{target}:{opts.port} {user}@{host}\n"
-            f"then open the http://127.0.0.1:{opts.port}/lab?token=... URL printed below in your browser")
+    return (
+        f"ssh -N -L {opts.port}:{target}:{opts.port} {user}@{host}\n"
+        f"then open the http://127.0.0.1:{opts.port}/lab?token=... URL printed below in your "
+        "browser"
+    )
 
 
 def check_port_free(ip: str, port: int) -> None:
@@ -88,22 +99,33 @@ def check_port_free(ip: str, port: int) -> None:
         try:
             s.bind((ip, port))
         except OSError as exc:
-            raise InvalidParameter("LAB_PORT", port, f"a free port on {ip} ({exc.strerror}); "
-                                   "e.g. make lab LAB_PORT=8890") from exc
+            raise InvalidParameter(
+                "LAB_PORT",
+                port,
+                f"a free port on {ip} ({exc.strerror}); e.g. make lab LAB_PORT=8890",
+            ) from exc
 
 
 def jupyter_dirs() -> dict[str, Path]:
-    """Where JupyterLab, its server and the IPython kernel write, by the variable that moves each."""
+    """Where JupyterLab, its server and the IPython kernel write, by the variable that moves
+    each."""
     config, env = Path(jupyter_config_dir()), os.environ
-    return {"JUPYTER_RUNTIME_DIR": Path(jupyter_runtime_dir()),
-            "JUPYTER_DATA_DIR": Path(jupyter_data_dir()),
-            "JUPYTERLAB_SETTINGS_DIR": Path(env.get("JUPYTERLAB_SETTINGS_DIR") or config / "lab" / "user-settings"),
-            "JUPYTERLAB_WORKSPACES_DIR": Path(env.get("JUPYTERLAB_WORKSPACES_DIR") or config / "lab" / "workspaces"),
-            "IPYTHONDIR": Path(env.get("IPYTHONDIR") or Path.home() / ".ipython")}
+    return {
+        "JUPYTER_RUNTIME_DIR": Path(jupyter_runtime_dir()),
+        "JUPYTER_DATA_DIR": Path(jupyter_data_dir()),
+        "JUPYTERLAB_SETTINGS_DIR": Path(
+            env.get("JUPYTERLAB_SETTINGS_DIR") or config / "lab" / "user-settings"
+        ),
+        "JUPYTERLAB_WORKSPACES_DIR": Path(
+            env.get("JUPYTERLAB_WORKSPACES_DIR") or config / "lab" / "workspaces"
+        ),
+        "IPYTHONDIR": Path(env.get("IPYTHONDIR") or Path.home() / ".ipython"),
+    }
 
 
 def writable(path: Path) -> bool:
-    """Whether this user can create `path` (or write in it): its nearest existing folder is writable."""
+    """Whether this user can create `path` (or write in it): its nearest existing folder is
+    writable."""
     while not path.exists():
         if path.parent == path:
             return False
@@ -131,25 +153,38 @@ def jupyter_moves(scratch: Callable[[], Path] | None = None) -> tuple[dict[str, 
     if not blocked:
         return {}, ""
     if chosen := [var for var in blocked if os.environ.get(var)]:
-        raise InvalidParameter(chosen[0], os.environ[chosen[0]], "a folder this user can write (Jupyter writes there)")
+        raise InvalidParameter(
+            chosen[0], os.environ[chosen[0]], "a folder this user can write (Jupyter writes there)"
+        )
     try:
         base = (scratch or scratch_dir)()
     except OSError as exc:
-        raise KitError(f"cannot write {', '.join(map(str, blocked.values()))} nor a temporary folder "
-                       f"({exc.strerror}): set {', '.join(blocked)} to folders you can write") from None
+        raise KitError(
+            f"cannot write {', '.join(map(str, blocked.values()))} nor a temporary folder "
+            f"({exc.strerror}): set {', '.join(blocked)} to folders you can write"
+        ) from None
     home = Path.home()
-    where = (f"HOME ({home})" if all(p.is_relative_to(home) for p in blocked.values())
-             else ", ".join(map(str, blocked.values())))
-    note = (f"make lab: cannot write in {where}: Jupyter writes its files under {base} instead "
-            f"(set {', '.join(blocked)} to choose)")
+    where = (
+        f"HOME ({home})"
+        if all(p.is_relative_to(home) for p in blocked.values())
+        else ", ".join(map(str, blocked.values()))
+    )
+    note = (
+        f"make lab: cannot write in {where}: Jupyter writes its files under {base} instead "
+        f"(set {', '.join(blocked)} to choose)"
+    )
     return {var: str(base / var.lower()) for var in blocked}, note
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit.cli.lab", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kit.cli.lab", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--ip", default=os.environ.get("LAB_IP", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("LAB_PORT", "8888")))
-    parser.add_argument("--print-only", action="store_true", help="print the command, start nothing")
+    parser.add_argument(
+        "--print-only", action="store_true", help="print the command, start nothing"
+    )
     printable_anywhere()  # the folders it names may hold what an ASCII locale cannot print
     args = parser.parse_args(argv)
     try:
@@ -168,9 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     if opts.uid == 0:
         print("make lab: running as root, so JupyterLab starts with --allow-root", flush=True)
     if not opts.browser:
-        print("make lab: no display here (or an SSH session): no browser is opened.\n"
-              "On a remote host, forward the port from your own machine:\n  "
-              + tunnel_hint(opts).replace("\n", "\n  "), flush=True)
+        print(
+            "make lab: no display here (or an SSH session): no browser is opened.\n"
+            "On a remote host, forward the port from your own machine:\n  "
+            + tunnel_hint(opts).replace("\n", "\n  "),
+            flush=True,
+        )
     os.execve(cmd[0], cmd, {**os.environ, **moved})
     return 0  # not reached
 

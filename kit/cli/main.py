@@ -38,9 +38,27 @@ COMMAND_MODULES = [
 
 
 # What the kit prints beyond ASCII, as an ASCII terminal (LANG=C, PYTHONUTF8=0) can show it.
-ASCII_FOR = {"—": "-", "–": "-", "±": "+/-", "×": "x", "÷": "/", "·": ".", "≥": ">=", "≤": "<=", "…": "...",
-             "→": "->", "≈": "~", "µ": "u", "μ": "u", "‘": "'", "’": "'", "“": '"', "”": '"',
-             "®": "(R)", "™": "(TM)"}
+ASCII_FOR = {
+    "—": "-",
+    "–": "-",
+    "±": "+/-",
+    "×": "x",
+    "÷": "/",
+    "·": ".",
+    "≥": ">=",
+    "≤": "<=",
+    "…": "...",
+    "→": "->",
+    "≈": "~",
+    "µ": "u",
+    "μ": "u",
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+    "®": "(R)",
+    "™": "(TM)",
+}
 
 
 def ascii_look_alike(exc: UnicodeError) -> tuple[str | bytes, int]:
@@ -52,7 +70,9 @@ def ascii_look_alike(exc: UnicodeError) -> tuple[str | bytes, int]:
     c = exc.object[exc.start]
     if "\udc80" <= c <= "\udcff":  # surrogateescape: the original byte
         return bytes([ord(c) - 0xDC00]), exc.start + 1
-    return ASCII_FOR.get(c) or unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?", exc.start + 1
+    return ASCII_FOR.get(c) or unicodedata.normalize("NFKD", c).encode(
+        "ascii", "ignore"
+    ).decode() or "?", exc.start + 1
 
 
 codecs.register_error("kit-ascii", ascii_look_alike)
@@ -85,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno not in CANNOT_WRITE:
             raise
         where = exc.filename or "a file under outputs/"
-        print(f"error: cannot write {where}: {exc.strerror}; {CANNOT_WRITE[exc.errno]}", file=sys.stderr)
+        print(
+            f"error: cannot write {where}: {exc.strerror}; {CANNOT_WRITE[exc.errno]}",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:  # Ctrl-C outside a batch (a batch handles its own)
         print("interrupted", file=sys.stderr)

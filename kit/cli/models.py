@@ -13,7 +13,9 @@ from kit.models.weights import fetch_weights
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("models", help="list the model zoo (params, FLOPs/sample, inputs)")
-    p.add_argument("--export", action="store_true", help="export entries not cached yet to fill in figures")
+    p.add_argument(
+        "--export", action="store_true", help="export entries not cached yet to fill in figures"
+    )
     p.add_argument("--small", action="store_true", help="the reduced test-size variants")
     p.set_defaults(func=cmd_models)
 
@@ -25,14 +27,18 @@ def register(subparsers) -> None:
     p.add_argument("--opset", type=int, default=DEFAULT_OPSET)
     p.set_defaults(func=cmd_export)
 
-    p = subparsers.add_parser("fetch-weights", help="download a model's public checkpoint (needs internet)")
+    p = subparsers.add_parser(
+        "fetch-weights", help="download a model's public checkpoint (needs internet)"
+    )
     p.add_argument("model")
     p.set_defaults(func=cmd_fetch_weights)
 
 
 def format_inputs(inputs: tuple[InputSpec, ...]) -> str:
-    return ", ".join(f"{i.name} {'x'.join(map(str, i.shape))} {i.dtype}{'' if i.batched else ' (fixed)'}"
-                     for i in inputs)
+    return ", ".join(
+        f"{i.name} {'x'.join(map(str, i.shape))} {i.dtype}{'' if i.batched else ' (fixed)'}"
+        for i in inputs
+    )
 
 
 def human(value: float | None, unit: str = "") -> str:
@@ -53,13 +59,20 @@ def model_rows(export: bool = False, small: bool = False) -> list[dict]:
         if meta is None and export:
             meta = export_model(name, small=small).to_dict()
         params = meta["params"] if meta else None
-        rows.append({
-            "model": name, "framework": entry.framework, "task": entry.task,
-            "params": human(params) if params else f"~{human(entry.reference_params)} (ref)"
-            if entry.reference_params else "-",
-            "flops_per_sample": human(meta.get("flops_per_sample") if meta else None, "FLOP"),
-            "inputs": format_inputs(entry.inputs_for(small)),
-        })
+        rows.append(
+            {
+                "model": name,
+                "framework": entry.framework,
+                "task": entry.task,
+                "params": human(params)
+                if params
+                else f"~{human(entry.reference_params)} (ref)"
+                if entry.reference_params
+                else "-",
+                "flops_per_sample": human(meta.get("flops_per_sample") if meta else None, "FLOP"),
+                "inputs": format_inputs(entry.inputs_for(small)),
+            }
+        )
     return rows
 
 
@@ -70,13 +83,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     for r in rows:
         print("  ".join(r[k].ljust(w) for k, w in widths.items()) + "  " + r["inputs"])
     if not args.export:
-        print("\n'-' / (ref): not exported yet; `kit models --export` or `kit export MODEL` fills them in")
+        print(
+            "\n'-' / (ref): not exported yet; `kit models --export` or `kit export MODEL` fills "
+            "them in"
+        )
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    m = export_model(args.model, small=args.small, weights=args.weights, seed=args.seed, opset=args.opset)
+    m = export_model(
+        args.model, small=args.small, weights=args.weights, seed=args.seed, opset=args.opset
+    )
     took = time.perf_counter() - started
     v = m.verification
     print(f"model:       {m.name}{' (small)' if m.small else ''}")
@@ -88,8 +106,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"flops/sample:{human(m.flops_per_sample, 'FLOP'):>12}")
     print(f"inputs:      {format_inputs(m.inputs)}")
     print(f"outputs:     {', '.join(m.outputs)}")
-    print(f"verified:    checker {v.get('checker')}, ORT vs {v.get('reference')}: "
-          f"max abs diff {v.get('ort_max_abs_diff', float('nan')):.2e}")
+    print(
+        f"verified:    checker {v.get('checker')}, ORT vs {v.get('reference')}: "
+        f"max abs diff {v.get('ort_max_abs_diff', float('nan')):.2e}"
+    )
     return 0
 
 

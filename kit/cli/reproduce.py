@@ -38,31 +38,63 @@ EXIT_OK, EXIT_NOT_OK = 0, 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("reproduce", help="run every study notebook into outputs/ and write the index")
+    p = sub.add_parser(
+        "reproduce", help="run every study notebook into outputs/ and write the index"
+    )
     p.add_argument("--profile", choices=PROFILES, default="quick")
-    p.add_argument("--hardware", default="auto", metavar="|".join(HARDWARE),
-                   help="kind(s) to measure on, comma-separated (auto: this machine's best; "
-                        "with --scheduler: every kind the workers offer)")
-    p.add_argument("--force", nargs="?", const="1", default="0", metavar="0|1",
-                   help="re-run notebooks even if nothing changed (--force or --force 1)")
-    p.add_argument("--only", default=None,
-                   help="comma-separated words; runs the jobs whose name contains one of them")
-    p.add_argument("--search", choices=("0", "1"), default="1",
-                   help="1: each row at the configuration its per-row search chooses (default); "
-                        "0: each row at the published-precision mapping, no search")
-    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
-                   help="run the jobs on this Dask cluster (default: on this machine, no cluster)")
-    p.add_argument("--plan", nargs="?", const="1", default="0", choices=("0", "1"),
-                   help="1 (or --plan alone): print each job's time floor (windows, search probes, "
-                        "compiles) and run nothing")
+    p.add_argument(
+        "--hardware",
+        default="auto",
+        metavar="|".join(HARDWARE),
+        help="kind(s) to measure on, comma-separated (auto: this machine's best; "
+        "with --scheduler: every kind the workers offer)",
+    )
+    p.add_argument(
+        "--force",
+        nargs="?",
+        const="1",
+        default="0",
+        metavar="0|1",
+        help="re-run notebooks even if nothing changed (--force or --force 1)",
+    )
+    p.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated words; runs the jobs whose name contains one of them",
+    )
+    p.add_argument(
+        "--search",
+        choices=("0", "1"),
+        default="1",
+        help="1: each row at the configuration its per-row search chooses (default); "
+        "0: each row at the published-precision mapping, no search",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:8786",
+        help="run the jobs on this Dask cluster (default: on this machine, no cluster)",
+    )
+    p.add_argument(
+        "--plan",
+        nargs="?",
+        const="1",
+        default="0",
+        choices=("0", "1"),
+        help="1 (or --plan alone): print each job's time floor (windows, search probes, "
+        "compiles) and run nothing",
+    )
     p.set_defaults(func=reproduce)
     s = sub.add_parser("site", help="rebuild outputs/index.html from the results")
     s.set_defaults(func=site)
-    r = sub.add_parser("rebuild-state", help="rebuild outputs/state.json from outputs/runs/ "
-                                             "(the old file is moved aside)")
+    r = sub.add_parser(
+        "rebuild-state",
+        help="rebuild outputs/state.json from outputs/runs/ (the old file is moved aside)",
+    )
     r.set_defaults(func=rebuild)
-    c = sub.add_parser("clean-outputs", help="delete everything under outputs/ (refused while a batch "
-                                             "runs)")
+    c = sub.add_parser(
+        "clean-outputs", help="delete everything under outputs/ (refused while a batch runs)"
+    )
     c.set_defaults(func=clean)
 
 
@@ -70,28 +102,45 @@ def reproduce(args: argparse.Namespace) -> int:
     force = parse_force(args.force)  # checked in plan mode too: PLAN=1 FORCE=2 is a usage error
     if getattr(args, "plan", "0") == "1":
         return show_plan(args)
-    blob_cache_gb()  # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
+    # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
+    blob_cache_gb()
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
     hardware = ",".join(kinds)
     if executor is None and (note := unused_gpu_reason(kinds)):
         print(note)
-    jobs = select(jobs_on(args.profile, kinds, research=force, search=args.search == "1"), args.only)
+    jobs = select(
+        jobs_on(args.profile, kinds, research=force, search=args.search == "1"), args.only
+    )
     started = time.perf_counter()
     bar = Progress(len(jobs))
     try:
-        records = run_jobs(jobs, force=force, context=f"{args.profile}|{hardware}|{parts(kinds, executor)}",
-                           progress=bar, executor=executor, command=command_line(args, hardware))
+        records = run_jobs(
+            jobs,
+            force=force,
+            context=f"{args.profile}|{hardware}|{parts(kinds, executor)}",
+            progress=bar,
+            executor=executor,
+            command=command_line(args, hardware),
+        )
     except BatchInterrupted as stop:
         bar.close()
         kept = sum(r.status == JobStatus.OK for r in stop.records)
-        resume = ("`make reproduce` again resumes" if not force else
-                  "`make reproduce` resumes with the decisions searched so far (each job reads its row's "
-                  "decision itself); FORCE=1 again would search every row again")
-        running = ("the running one recorded as interrupted" if any(r.status == JobStatus.INTERRUPTED for r in stop.records)
-                   else "no notebook was running")
-        print(f"{stop}: {kept} notebooks ok kept (outputs/runs), {running}; "
-              f"{resume} (state: {outputs_dir() / 'state.json'})")
+        resume = (
+            "`make reproduce` again resumes"
+            if not force
+            else "`make reproduce` resumes with the decisions searched so far (each job reads its "
+            "row's decision itself); FORCE=1 again would search every row again"
+        )
+        running = (
+            "the running one recorded as interrupted"
+            if any(r.status == JobStatus.INTERRUPTED for r in stop.records)
+            else "no notebook was running"
+        )
+        print(
+            f"{stop}: {kept} notebooks ok kept (outputs/runs), {running}; "
+            f"{resume} (state: {outputs_dir() / 'state.json'})"
+        )
         return stop.exit_code
     finally:
         bar.close()
@@ -102,10 +151,15 @@ def reproduce(args: argparse.Namespace) -> int:
 def show_plan(args: argparse.Namespace) -> int:
     """`kit reproduce --plan`: the selected jobs' time floors on each kind, nothing run."""
     if args.scheduler:
-        print(f"--plan: planned on this machine's kinds and candidates, not the workers of {args.scheduler}")
+        print(
+            "--plan: planned on this machine's kinds and candidates, not the workers of "
+            f"{args.scheduler}"
+        )
     for kind in hardware_kinds(args.hardware):
         chosen = select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)
-        floors = plan_profile(args.profile, kind, only={j.name for j in chosen}, search=args.search == "1")
+        floors = plan_profile(
+            args.profile, kind, only={j.name for j in chosen}, search=args.search == "1"
+        )
         parallel = 0 if args.scheduler else parallel_exports(export_requests(chosen))
         print(plan_text(floors, args.profile, kind, parallel))
     return EXIT_OK
@@ -132,8 +186,10 @@ def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
     print(f"index: {index}")
     print(f"outputs: {outputs_dir()}")
     if failed:
-        print(f"{len(failed)} of {len(records)} notebooks not ok ({seconds:.0f} s): "
-              f"{', '.join(f'{r.name} ({r.status})' for r in failed)}")
+        print(
+            f"{len(failed)} of {len(records)} notebooks not ok ({seconds:.0f} s): "
+            f"{', '.join(f'{r.name} ({r.status})' for r in failed)}"
+        )
         return EXIT_NOT_OK
     print(f"all {len(records)} notebooks ok ({seconds:.0f} s)")
     return EXIT_OK
@@ -147,8 +203,12 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
         offered = executor.offered()
         kinds = [k for k in PREFERENCE if k in offered]
         if not kinds:
-            raise InvalidParameter("hardware", hardware, "a kind some worker offers; the cluster's "
-                                   "workers declare no ipu, cuda or cpu resource (docs/cluster.md)")
+            raise InvalidParameter(
+                "hardware",
+                hardware,
+                "a kind some worker offers; the cluster's "
+                "workers declare no ipu, cuda or cpu resource (docs/cluster.md)",
+            )
         return kinds
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
 
@@ -158,14 +218,20 @@ def parts(kinds: list[str], executor=None) -> str:
     CPU flags and thread settings, here or on the cluster's workers: part of every job's reuse
     fingerprint, so a result measured on one part (a C600) or with other cores (taskset) is never
     reused on another."""
-    found = {k: executor.hardware_parts(k) if executor is not None else [reuse_identity(k)] for k in kinds}
+    found = {
+        k: executor.hardware_parts(k) if executor is not None else [reuse_identity(k)]
+        for k in kinds
+    }
     return "; ".join(f"{k}={' + '.join(v)}" for k, v in found.items())
 
 
-def jobs_on(profile: str, kinds: list[str], research: bool = False, search: bool = True) -> list[Job]:
+def jobs_on(
+    profile: str, kinds: list[str], research: bool = False, search: bool = True
+) -> list[Job]:
     """The profile's jobs on each kind. With several kinds a job whose parameters differ by kind
     runs once per kind, named `<job>@<kind>`; the others (the ones that time nothing) run once.
-    `research` (FORCE) makes each model job search its row again; `search=False`: no row searches."""
+    `research` (FORCE) makes each model job search its row again; `search=False`: no row
+    searches."""
     if len(kinds) == 1:
         return jobs_for(profile, kinds[0], research=research, search=search)
     per_kind = {kind: jobs_for(profile, kind, research=research, search=search) for kind in kinds}
@@ -175,8 +241,10 @@ def jobs_on(profile: str, kinds: list[str], research: bool = False, search: bool
         if all(v.parameters == job.parameters for v in variants.values()):
             jobs.append(job)
         else:
-            jobs += [Job(f"{v.name}@{kind}", v.notebook, v.parameters, v.timeout_s, v.after_all)
-                     for kind, v in variants.items()]
+            jobs += [
+                Job(f"{v.name}@{kind}", v.notebook, v.parameters, v.timeout_s, v.after_all)
+                for kind, v in variants.items()
+            ]
     return jobs
 
 
@@ -191,8 +259,10 @@ def rebuild(args: argparse.Namespace) -> int:
     out = outputs_dir()
     with outputs_lock(out, command="kit rebuild-state"):
         state, moved = rebuild_state(out)
-    print(f"{out / 'state.json'} rebuilt from {len(state['runs'])} runs under {out / 'runs'} "
-          f"({len(state['jobs'])} jobs)" + (f"; the old file is now {moved}" if moved else ""))
+    print(
+        f"{out / 'state.json'} rebuilt from {len(state['runs'])} runs under {out / 'runs'} "
+        f"({len(state['jobs'])} jobs)" + (f"; the old file is now {moved}" if moved else "")
+    )
     if state["jobs"]:
         print(f"index: {rebuild_index(out)}")
     return EXIT_OK
@@ -204,8 +274,11 @@ def site(args: argparse.Namespace) -> int:
         print(rebuild_index(out))
         problems = unreadable(out, latest_records(out))
     if problems:
-        print(f"error: {len(problems)} ok job(s) have a result this kit cannot read, shown as unreadable in the "
-              f"index: {'; '.join(problems)}; `make reproduce` runs them again", file=sys.stderr)
+        print(
+            f"error: {len(problems)} ok job(s) have a result this kit cannot read, shown as "
+            f"unreadable in the index: {'; '.join(problems)}; `make reproduce` runs them again",
+            file=sys.stderr,
+        )
         return EXIT_NOT_OK
     return EXIT_OK
 
@@ -222,15 +295,18 @@ class Progress:
     def __init__(self, total: int):
         from tqdm import tqdm
 
-        tqdm.monitor_interval = 0  # no monitor thread: a bar that may share a process with timed work
+        # no monitor thread: a bar that may share a process with timed work
+        tqdm.monitor_interval = 0
         self.bar = tqdm(total=total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
 
     def __call__(self, record: JobRecord) -> None:
         tag = "reused" if record.reused else f"{record.duration_s:.0f} s"
         where = f" on {record.worker or record.host}" if record.worker else ""
         note = f" [{record.note}]" if record.note else ""
-        self.bar.write(f"{record.status:>11}  {record.name} ({tag}{where}){note}"
-                       f"{': ' + record.message if record.message else ''}")
+        self.bar.write(
+            f"{record.status:>11}  {record.name} ({tag}{where}){note}"
+            f"{': ' + record.message if record.message else ''}"
+        )
         self.bar.update(1)
 
     def close(self) -> None:

@@ -33,46 +33,65 @@ class EnvironmentDrift(KitError):
 
     def __init__(self, path: Path, found: list[str]):
         lines = "\n".join(f"  - {d}" for d in found)
-        super().__init__(f"{path}: this environment differs from the result's in {len(found)} "
-                         f"{'way' if len(found) == 1 else 'ways'}; not re-run (restore it, or "
-                         f"`kit rerun --allow-drift` to re-run anyway and compare):\n{lines}")
+        super().__init__(
+            f"{path}: this environment differs from the result's in {len(found)} "
+            f"{'way' if len(found) == 1 else 'ways'}; not re-run (restore it, or "
+            f"`kit rerun --allow-drift` to re-run anyway and compare):\n{lines}"
+        )
         self.differences = found
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rerun", help="re-run the job that made a result, with its recorded parameters, "
-                                     "and compare the two")
-    p.add_argument("result", type=Path, help="a result JSON written by `kit reproduce` "
-                                             "(outputs/runs/<run_id>/<job>.json)")
-    p.add_argument("--allow-drift", action="store_true",
-                   help="re-run even where the commit, packages or hardware differ (they are listed)")
+    p = sub.add_parser(
+        "rerun",
+        help="re-run the job that made a result, with its recorded parameters, and compare the two",
+    )
+    p.add_argument(
+        "result",
+        type=Path,
+        help="a result JSON written by `kit reproduce` (outputs/runs/<run_id>/<job>.json)",
+    )
+    p.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="re-run even where the commit, packages or hardware differ (they are listed)",
+    )
     p.set_defaults(func=rerun)
 
 
 def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
     """The result at `path`, the job that made it and the job as recorded."""
     if not path.is_file():
-        raise MissingResource(f"{path}: no such result file; give a result JSON under "
-                              f"{outputs_dir() / 'runs'}/<run_id>/")
+        raise MissingResource(
+            f"{path}: no such result file; give a result JSON under "
+            f"{outputs_dir() / 'runs'}/<run_id>/"
+        )
     try:
         result = RunResult.read(path)
     except KitError as exc:  # names the file and why
         raise KitError(f"{exc}; give one written by `kit reproduce`") from None
     except (OSError, ValueError, TypeError) as exc:
-        raise KitError(f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
-                       "`kit reproduce`") from None
+        raise KitError(
+            f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
+            "`kit reproduce`"
+        ) from None
     job = result.environment.get("job") or {}
     if not job.get("notebook") or "parameters" not in job:
-        raise KitError(f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}); "
-                       "only a result written by `kit reproduce` can be re-run")
+        raise KitError(
+            f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}"
+            "); only a result written by `kit reproduce` can be re-run"
+        )
     try:  # both become paths: what the job writes, and the notebook it runs
         plain_name(job.get("name"), "job name")
         project_notebook(job["notebook"])
         for key in WRITTEN_IN:
-            if job["parameters"].get(key):  # relative: to the job's working folder, the project root
+            if job["parameters"].get(key):
+                # relative: to the job's working folder, the project root
                 inside(outputs_dir(), project_root() / str(job["parameters"][key]))
         # an after_all job (the scorecard) runs as a plain one: its recorded result_files are kept
-        again = Job(job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600)))
+        again = Job(
+            job["name"], job["notebook"], dict(job["parameters"]), int(job.get("timeout_s", 600))
+        )
     except (KitError, TypeError, ValueError) as exc:
         raise KitError(f"{path}: its recorded job cannot be re-run: {exc}") from None
     return result, again, job
@@ -80,8 +99,10 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
 
 def drift(result: RunResult, job: Job, recorded: dict) -> list[str]:
     """Every difference between the environment `result` recorded and this one, the notebook too."""
-    return differences({**result.environment, "notebook_sha256": recorded.get("notebook_sha256")},
-                       current(project_notebook(job.notebook)))
+    return differences(
+        {**result.environment, "notebook_sha256": recorded.get("notebook_sha256")},
+        current(project_notebook(job.notebook)),
+    )
 
 
 def rerun(args: argparse.Namespace) -> int:

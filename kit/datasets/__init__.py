@@ -13,8 +13,16 @@ from kit.datasets.accuracy import MODEL_EVALS, align_inputs, build_dataset, eval
 from kit.datasets.base import Batch, Dataset
 from kit.datasets.registry import DATASETS
 
-__all__ = ["DATASETS", "MODEL_EVALS", "Batch", "Dataset", "align_inputs", "build_dataset",
-           "evaluate_accuracy", "get_dataset"]
+__all__ = [
+    "DATASETS",
+    "MODEL_EVALS",
+    "Batch",
+    "Dataset",
+    "align_inputs",
+    "build_dataset",
+    "evaluate_accuracy",
+    "get_dataset",
+]
 
 
 def get_dataset(name: str, root=None, **options) -> Dataset:

@@ -1,10 +1,10 @@
 """The accuracy check of one model on its published dataset, with an honest status.
 
 Status is "measured" only for real weights on the real data; "not comparable: <step>" when a step
-of ByteMLPerf's evaluation cannot be reproduced for this model (never a verdict then); with random weights the figure is
-still computed (it exercises the whole path) but marked "not meaningful: random weights"; without
-the data (or the model's tokenizer, or a reference run for Mean Diff) nothing is run and the
-status says what is missing and where to put it.
+of ByteMLPerf's evaluation cannot be reproduced for this model (never a verdict then); with random
+weights the figure is still computed (it exercises the whole path) but marked "not meaningful:
+random weights"; without the data (or the model's tokenizer, or a reference run for Mean Diff)
+nothing is run and the status says what is missing and where to put it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ MEASURED = "measured"
 RANDOM = "not meaningful: random weights"
 
 
-
 @dataclass(frozen=True)
 class ModelEval:
     """How one zoo model is evaluated: its dataset, adapter options and input names by role."""
@@ -44,14 +43,28 @@ MODEL_EVALS: Registry[ModelEval] = Registry("model with a published accuracy")
 _TORCH_SQUAD = {"ids": "input_ids.1", "mask": "attention_mask.1", "segment": "token_type_ids.1"}
 for _m in ("albert-torch-fp32", "bert-torch-fp32", "deberta-torch-fp32"):
     MODEL_EVALS.register(_m, ModelEval("squad", {}, _TORCH_SQUAD, tokenizer=True))
-MODEL_EVALS.register("roberta-torch-fp32", ModelEval("squad", {"zero_segments": True}, _TORCH_SQUAD, tokenizer=True))
-MODEL_EVALS.register("bert-tf-fp32", ModelEval(
-    "squad", {"dtype": "int32"},
-    {"ids": "input_ids:0", "mask": "input_mask:0", "segment": "segment_ids:0"}, tokenizer=True))
-MODEL_EVALS.register("resnet50-torch-fp32", ModelEval("imagenet", {"crop": 224}, {"image": "input_1.1"}))
-MODEL_EVALS.register("resnet50-tf-fp32", ModelEval("imagenet", {"protocol": "vgg", "crop": 224},
-                                                   {"image": "input_tensor:0"}))
-MODEL_EVALS.register("swin-large-torch-fp32", ModelEval("imagenet", {"crop": 384}, {"image": "pixel_values.1"}))
+MODEL_EVALS.register(
+    "roberta-torch-fp32", ModelEval("squad", {"zero_segments": True}, _TORCH_SQUAD, tokenizer=True)
+)
+MODEL_EVALS.register(
+    "bert-tf-fp32",
+    ModelEval(
+        "squad",
+        {"dtype": "int32"},
+        {"ids": "input_ids:0", "mask": "input_mask:0", "segment": "segment_ids:0"},
+        tokenizer=True,
+    ),
+)
+MODEL_EVALS.register(
+    "resnet50-torch-fp32", ModelEval("imagenet", {"crop": 224}, {"image": "input_1.1"})
+)
+MODEL_EVALS.register(
+    "resnet50-tf-fp32",
+    ModelEval("imagenet", {"protocol": "vgg", "crop": 224}, {"image": "input_tensor:0"}),
+)
+MODEL_EVALS.register(
+    "swin-large-torch-fp32", ModelEval("imagenet", {"crop": 384}, {"image": "pixel_values.1"})
+)
 MODEL_EVALS.register("widedeep-tf-fp32", ModelEval("criteo"))
 MODEL_EVALS.register("roformer-tf-fp32", ModelEval("cail2019", {}, {}, tokenizer=True))
 MODEL_EVALS.register("videobert-onnx-fp32", ModelEval("cifar100", {}, {}, tokenizer=True))
@@ -63,7 +76,9 @@ def _stem(name: str) -> str:
     return re.sub(r"(:\d+|\.\d+)$", "", name)
 
 
-def align_inputs(inputs: dict[str, np.ndarray], specs: tuple[InputSpec, ...]) -> dict[str, np.ndarray]:
+def align_inputs(
+    inputs: dict[str, np.ndarray], specs: tuple[InputSpec, ...]
+) -> dict[str, np.ndarray]:
     """Rename inputs to the model's own names (ByteMLPerf's `input_ids.1` feeds an ONNX `input_ids`)
     and cast them to its dtypes; names that match neither way are an error."""
     by_stem = {_stem(k): v for k, v in inputs.items()}
@@ -71,22 +86,42 @@ def align_inputs(inputs: dict[str, np.ndarray], specs: tuple[InputSpec, ...]) ->
     for spec in specs:
         value = inputs.get(spec.name, by_stem.get(_stem(spec.name)))
         if value is None:
-            raise InvalidParameter("model input", spec.name, f"one of the dataset's inputs {sorted(inputs)}")
+            raise InvalidParameter(
+                "model input", spec.name, f"one of the dataset's inputs {sorted(inputs)}"
+            )
         out[spec.name] = np.asarray(value).astype(spec.dtype, copy=False)
     return out
 
 
-def _result(model_name: str, ev: ModelEval | None, status: str, data_percent: float,
-            weights: WeightsInfo | None, code: ReasonCode | None, **extra) -> dict:
+def _result(
+    model_name: str,
+    ev: ModelEval | None,
+    status: str,
+    data_percent: float,
+    weights: WeightsInfo | None,
+    code: ReasonCode | None,
+    **extra,
+) -> dict:
     """An AccuracyResult dict; `code` says why it was not measured (None where it was)."""
-    return {"model": model_name, "dataset": ev.dataset if ev else None,
-            "metric": extra.pop("metric", None), "value": extra.pop("value", None),
-            "status": status, "reason_code": None if code is None else str(code), "data_percent": data_percent,
-            "weights": weights.to_dict() if weights else None, "details": extra}
+    return {
+        "model": model_name,
+        "dataset": ev.dataset if ev else None,
+        "metric": extra.pop("metric", None),
+        "value": extra.pop("value", None),
+        "status": status,
+        "reason_code": None if code is None else str(code),
+        "data_percent": data_percent,
+        "weights": weights.to_dict() if weights else None,
+        "details": extra,
+    }
 
 
-def build_dataset(model_name: str, dataset_dir: Path | str | None = None,
-                  tokenizer_dir: Path | str | None = None, model: ExportedModel | None = None) -> Dataset:
+def build_dataset(
+    model_name: str,
+    dataset_dir: Path | str | None = None,
+    tokenizer_dir: Path | str | None = None,
+    model: ExportedModel | None = None,
+) -> Dataset:
     """The adapter for `model_name`, configured as the published run fed it."""
     ev = MODEL_EVALS.get(model_name)
     cls = DATASETS.get(ev.dataset)
@@ -108,10 +143,18 @@ def _run_fn(session, model: ExportedModel | None):
     return lambda inputs: session.run(align_inputs(inputs, model.inputs))
 
 
-def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None = None,
-                      data_percent: float = 100, weights: WeightsInfo | None = None, *,
-                      batch_size: int = 1, model: ExportedModel | None = None,
-                      reference_session=None, tokenizer_dir: Path | str | None = None) -> dict:
+def evaluate_accuracy(
+    model_name: str,
+    session,
+    dataset_dir: Path | str | None = None,
+    data_percent: float = 100,
+    weights: WeightsInfo | None = None,
+    *,
+    batch_size: int = 1,
+    model: ExportedModel | None = None,
+    reference_session=None,
+    tokenizer_dir: Path | str | None = None,
+) -> dict:
     """Run `session` (kit.backends Session) over the model's published dataset.
 
     Returns an AccuracyResult dict: model, dataset, metric, value, status, data_percent, weights,
@@ -123,33 +166,74 @@ def evaluate_accuracy(model_name: str, session, dataset_dir: Path | str | None =
     if weights is None:
         raise InvalidParameter("weights", None, "the WeightsInfo of the weights the session runs")
     if model_name not in MODEL_EVALS:
-        return _result(model_name, None, "not measured: no published accuracy dataset for this model",
-                       data_percent, weights, ReasonCode.NO_ACCURACY_DATASET)
+        return _result(
+            model_name,
+            None,
+            "not measured: no published accuracy dataset for this model",
+            data_percent,
+            weights,
+            ReasonCode.NO_ACCURACY_DATASET,
+        )
     ev = MODEL_EVALS.get(model_name)
     dataset = build_dataset(model_name, dataset_dir, tokenizer_dir, model)
     problem = dataset.missing(dataset.root)
     if problem:
-        return _result(model_name, ev, f"not measured: no dataset ({problem} in {dataset.root}; "
-                       f"expected {dataset.layout}; see docs/datasets.md or `kit fetch-data "
-                       f"{dataset.name}`)", data_percent, weights, ReasonCode.NO_DATASET,
-                       metric=dataset.metric)
+        return _result(
+            model_name,
+            ev,
+            f"not measured: no dataset ({problem} in {dataset.root}; "
+            f"expected {dataset.layout}; see docs/datasets.md or `kit fetch-data "
+            f"{dataset.name}`)",
+            data_percent,
+            weights,
+            ReasonCode.NO_DATASET,
+            metric=dataset.metric,
+        )
     run = _run_fn(session, model)
     try:
         if ev.dataset == "fake_dataset":
             if reference_session is None:
-                return _result(model_name, ev, "not measured: no reference session (Mean Diff "
-                               "compares with the fp32 CPU run)", data_percent, weights,
-                               ReasonCode.NO_REFERENCE, metric=dataset.metric)
-            scored = dataset.evaluate(run, batch_size, data_percent,  # type: ignore[call-arg]  # FakeDataset's
-                                      reference=_run_fn(reference_session, model))
+                return _result(
+                    model_name,
+                    ev,
+                    "not measured: no reference session (Mean Diff compares with the fp32 CPU run)",
+                    data_percent,
+                    weights,
+                    ReasonCode.NO_REFERENCE,
+                    metric=dataset.metric,
+                )
+            # FakeDataset's
+            scored = dataset.evaluate(  # type: ignore[call-arg]
+                run,
+                batch_size,
+                data_percent,
+                reference=_run_fn(reference_session, model),
+            )
         else:
             scored = dataset.evaluate(run, batch_size, data_percent)
     except NotComparable as exc:
-        return _result(model_name, ev, str(exc), data_percent, weights, ReasonCode.OTHER,
-                       metric=dataset.metric)
+        return _result(
+            model_name, ev, str(exc), data_percent, weights, ReasonCode.OTHER, metric=dataset.metric
+        )
     except MissingResource as exc:  # the tokenizer, class names or similar
-        return _result(model_name, ev, f"not measured: {exc}", data_percent, weights, ReasonCode.OTHER,
-                       metric=dataset.metric)
+        return _result(
+            model_name,
+            ev,
+            f"not measured: {exc}",
+            data_percent,
+            weights,
+            ReasonCode.OTHER,
+            metric=dataset.metric,
+        )
     status, code = (RANDOM, ReasonCode.RANDOM_WEIGHTS) if weights.is_random else (MEASURED, None)
-    return _result(model_name, ev, status, data_percent, weights, code, batch_size=batch_size,
-                   dataset_dir=str(dataset.root), **scored)
+    return _result(
+        model_name,
+        ev,
+        status,
+        data_percent,
+        weights,
+        code,
+        batch_size=batch_size,
+        dataset_dir=str(dataset.root),
+        **scored,
+    )

@@ -40,14 +40,16 @@ class Batch:
     meta: dict = field(default_factory=dict)
 
     def known_labels(self) -> np.ndarray:
-        """`labels`, for a dataset that scores against them (a KitError where the batch has none)."""
+        """`labels`, for a dataset that scores against them (a KitError where the batch has
+        none)."""
         if self.labels is None:
             raise KitError("this batch has no labels to score against")
         return self.labels
 
 
-def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
-                       shuffle_seed: int | None = None) -> list[np.ndarray]:
+def bytemlperf_batches(
+    total: int, batch_size: int, data_percent: float, shuffle_seed: int | None = None
+) -> list[np.ndarray]:
     """ByteMLPerf's batches: full batches only, the first int(data_percent% of them), over the
     indices shuffled by Python's `random.seed(shuffle_seed)` when a seed is given."""
     validate_batch_size(batch_size)
@@ -57,11 +59,14 @@ def bytemlperf_batches(total: int, batch_size: int, data_percent: float,
         random.Random(shuffle_seed).shuffle(order)
     count = int(pct / 100 * (total // batch_size))
     if count == 0:
-        raise InvalidParameter("batch_size/data_percent", (batch_size, data_percent),
-                               f"at least one full batch of the {total} samples (ByteMLPerf "
-                               f"evaluates full batches only)")
+        raise InvalidParameter(
+            "batch_size/data_percent",
+            (batch_size, data_percent),
+            f"at least one full batch of the {total} samples (ByteMLPerf "
+            f"evaluates full batches only)",
+        )
     index = np.asarray(order, dtype=np.int64)
-    return [index[i * batch_size:(i + 1) * batch_size] for i in range(count)]
+    return [index[i * batch_size : (i + 1) * batch_size] for i in range(count)]
 
 
 class Dataset(ABC):
@@ -91,7 +96,8 @@ class Dataset(ABC):
         if problem:
             raise MissingResource(
                 f"{self.name}: {problem} in {self.root} (expected layout: {self.layout}; "
-                f"see docs/datasets.md, or run `kit fetch-data {self.name}` on a machine with internet)"
+                f"see docs/datasets.md, or run `kit fetch-data {self.name}` on a machine with "
+                "internet)"
             )
 
     def named(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -113,5 +119,7 @@ class Dataset(ABC):
     def evaluate(self, run: RunFn, batch_size: int, data_percent: float = 100) -> dict:
         """Run every batch through `run` and score the outputs."""
         self.require()
-        return self.score((b, [np.asarray(o) for o in run(b.inputs)])
-                          for b in progress.rounds(self.batches(batch_size, data_percent), "evaluating", "batch"))
+        return self.score(
+            (b, [np.asarray(o) for o in run(b.inputs)])
+            for b in progress.rounds(self.batches(batch_size, data_percent), "evaluating", "batch")
+        )

@@ -44,12 +44,25 @@ def jieba_words(hmm: bool = False) -> Callable[[str], Iterable[str]]:
 
 def _is_punctuation(ch: str) -> bool:
     code = ord(ch)
-    return (33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126
-            or unicodedata.category(ch).startswith("P"))
+    return (
+        33 <= code <= 47
+        or 58 <= code <= 64
+        or 91 <= code <= 96
+        or 123 <= code <= 126
+        or unicodedata.category(ch).startswith("P")
+    )
 
 
-_CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-        (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_CJK = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 
 
 def _is_cjk(ch: str) -> bool:
@@ -67,10 +80,16 @@ def _is_control(ch: str) -> bool:
 class Bert4kerasTokenizer:
     """Encodes text pairs as bert4keras' Tokenizer with a pre-tokeniser."""
 
-    def __init__(self, vocab: dict[str, int], lowercase: bool = True,
-                 pre_tokenize: Callable[[str], Iterable[str]] | None = None):
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        lowercase: bool = True,
+        pre_tokenize: Callable[[str], Iterable[str]] | None = None,
+    ):
         if "[UNK]" not in vocab:
-            raise MissingResource("the CAIL2019 vocabulary has no [UNK] token: not a BERT-style vocab.txt")
+            raise MissingResource(
+                "the CAIL2019 vocabulary has no [UNK] token: not a BERT-style vocab.txt"
+            )
         self.vocab, self.lowercase, self.pre_tokenize = vocab, lowercase, pre_tokenize
         self.unk = vocab["[UNK]"]
 
@@ -119,8 +138,11 @@ class Bert4kerasTokenizer:
         if self.pre_tokenize is None:
             body = self._basic(text)
         else:
-            body = [t for word in self.pre_tokenize(text)
-                    for t in ([word] if word in self.vocab else self._basic(word))]
+            body = [
+                t
+                for word in self.pre_tokenize(text)
+                for t in ([word] if word in self.vocab else self._basic(word))
+            ]
         return ["[CLS]", *body, "[SEP]"]
 
     def encode(self, first: str, second: str, maxlen: int) -> tuple[list[int], list[int]]:

@@ -30,9 +30,15 @@ def _folder(root: Path) -> Path:
 
 
 # What CIFAR's pickles hold (dicts, lists, bytes and numpy arrays); anything else is refused.
-ALLOWED_GLOBALS = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
-                             ("numpy.core.multiarray", "_reconstruct"),
-                             ("numpy._core.multiarray", "_reconstruct")})
+ALLOWED_GLOBALS = frozenset(
+    {
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+    }
+)
 
 
 class _ArraysOnly(pickle.Unpickler):
@@ -41,7 +47,9 @@ class _ArraysOnly(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         if (module, name) not in ALLOWED_GLOBALS:
-            raise pickle.UnpicklingError(f"refers to {module}.{name}, not plain data or a numpy array")
+            raise pickle.UnpicklingError(
+                f"refers to {module}.{name}, not plain data or a numpy array"
+            )
         return super().find_class(module, name)
 
 
@@ -50,9 +58,11 @@ def _unpickle(path: Path) -> dict:
         try:
             return _ArraysOnly(f, encoding="bytes").load()
         except pickle.UnpicklingError as exc:
-            raise KitError(f"{path}: refused: it {exc}, and unpickling it could run code (CIFAR's own "
-                           f"pickles hold only lists and arrays); fetch it again with `kit fetch-data "
-                           f"cifar100` (md5-checked)") from None
+            raise KitError(
+                f"{path}: refused: it {exc}, and unpickling it could run code (CIFAR's own "
+                f"pickles hold only lists and arrays); fetch it again with `kit fetch-data "
+                f"cifar100` (md5-checked)"
+            ) from None
 
 
 def read_test(root: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -69,7 +79,9 @@ def class_names(root: Path) -> list[str]:
     return [n.decode().replace("_", " ") for n in _unpickle(meta)[b"fine_label_names"]]
 
 
-def prompt_ids(names: list[str], tokenizer, prompt: str = "a photo of a {}.", length: int = 77) -> np.ndarray:
+def prompt_ids(
+    names: list[str], tokenizer, prompt: str = "a photo of a {}.", length: int = 77
+) -> np.ndarray:
     """[len(names), length] int64: CLIP's <start> tokens <end>, zero padded, cut at `length`."""
     from tokenizers import Tokenizer
 
@@ -90,10 +102,14 @@ def clip_image(image: np.ndarray, size: int = 224) -> np.ndarray:
     img = Image.fromarray(image)
     w, h = img.size
     ratio = size / min(w, h)
-    img = img.resize((max(size, round(w * ratio)), max(size, round(h * ratio))), Image.Resampling.BICUBIC)
+    img = img.resize(
+        (max(size, round(w * ratio)), max(size, round(h * ratio))), Image.Resampling.BICUBIC
+    )
     w, h = img.size
     left, top = (w - size) // 2, (h - size) // 2
-    arr: np.ndarray = np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
+    arr: np.ndarray = (
+        np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.float32) / 255.0
+    )
     arr = (arr - np.asarray(CLIP_MEAN, np.float32)) / np.asarray(CLIP_STD, np.float32)
     return arr.transpose(2, 0, 1)
 
@@ -104,8 +120,17 @@ class Cifar100(Dataset):
     roles = {"image": "image", "text": "text"}
     layout = "cifar-100-python/{test,meta} pickles, plus text.npy or the CLIP tokenizer directory"
 
-    def __init__(self, root=None, input_names=None, *, tokenizer=None, tokenizer_dir=None,
-                 prompt: str = "a photo of a {}.", image_size: int = 224, text_length: int = 77):
+    def __init__(
+        self,
+        root=None,
+        input_names=None,
+        *,
+        tokenizer=None,
+        tokenizer_dir=None,
+        prompt: str = "a photo of a {}.",
+        image_size: int = 224,
+        text_length: int = 77,
+    ):
         super().__init__(root, input_names)
         self._tokenizer, self.tokenizer_dir = tokenizer, tokenizer_dir
         self.prompt, self.image_size, self.text_length = prompt, image_size, text_length
@@ -134,8 +159,11 @@ class Cifar100(Dataset):
                 tok = self._tokenizer
                 if tok is None:
                     if self.tokenizer_dir is None:
-                        raise InvalidParameter("tokenizer_dir", None,
-                                               f"the CLIP tokenizer directory, or put text.npy in {self.root}")
+                        raise InvalidParameter(
+                            "tokenizer_dir",
+                            None,
+                            f"the CLIP tokenizer directory, or put text.npy in {self.root}",
+                        )
                     tok = load_tokenizer(self.tokenizer_dir)
                 self._text = prompt_ids(class_names(self.root), tok, self.prompt, self.text_length)
         return self._text
@@ -152,6 +180,13 @@ class Cifar100(Dataset):
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        correct = np.concatenate([top1_correct(out[0][: b.valid], b.known_labels()) for b, out in results])
-        return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
-                "samples": int(correct.size), "correct": int(correct.sum())}
+        correct = np.concatenate(
+            [top1_correct(out[0][: b.valid], b.known_labels()) for b, out in results]
+        )
+        return {
+            "metric": self.metric,
+            "value": round(fraction(correct), 5),
+            "unit": "fraction (0-1)",
+            "samples": int(correct.size),
+            "correct": int(correct.sum()),
+        }

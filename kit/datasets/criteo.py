@@ -47,8 +47,11 @@ def read_eval_csv(path: Path) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
             if not row:
                 continue
             if len(row) != 40:
-                raise InvalidParameter(f"{path.name} line {n}", f"{len(row)} columns",
-                                       "40 columns: label, I1-I13, C1-C26 (a labelled eval file)")
+                raise InvalidParameter(
+                    f"{path.name} line {n}",
+                    f"{len(row)} columns",
+                    "40 columns: label, I1-I13, C1-C26 (a labelled eval file)",
+                )
             labels.append(float(row[0] or 0))
             numeric.append([float(v) if v else 0.0 for v in row[1:14]])
             categorical.append(row[14:40])
@@ -62,7 +65,9 @@ def normalise_numeric(raw: np.ndarray) -> np.ndarray:
     return ((raw - lo) / span)[:, NUMERIC_ORDER].astype(np.float32)
 
 
-def categorical_rows(categorical: list[list[str]], hash_fn: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+def categorical_rows(
+    categorical: list[list[str]], hash_fn: Callable[[list[str]], np.ndarray]
+) -> np.ndarray:
     """[n, 26, 2] int64: (position in sorted column order, hash bucket)."""
     n = len(categorical)
     flat = [row[i] for row in categorical for i in CATEGORICAL_ORDER]
@@ -101,11 +106,17 @@ class Criteo(Dataset):
     def batches(self, batch_size: int, data_percent: float = 100) -> Iterator[Batch]:
         labels, numeric, cats = self.data
         for idx in bytemlperf_batches(len(labels), batch_size, data_percent):
-            inputs = {"categorical": cats[idx].reshape(-1, 2),
-                      "numeric": numeric[idx]}
+            inputs = {"categorical": cats[idx].reshape(-1, 2), "numeric": numeric[idx]}
             yield Batch(self.named(inputs), labels[idx], len(idx), batch_size)
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        correct = np.concatenate([criteo_correct(out[0][: b.valid], b.known_labels()) for b, out in results])
-        return {"metric": self.metric, "value": round(fraction(correct), 5), "unit": "fraction (0-1)",
-                "samples": int(correct.size), "correct": int(correct.sum())}
+        correct = np.concatenate(
+            [criteo_correct(out[0][: b.valid], b.known_labels()) for b, out in results]
+        )
+        return {
+            "metric": self.metric,
+            "value": round(fraction(correct), 5),
+            "unit": "fraction (0-1)",
+            "samples": int(correct.size),
+            "correct": int(correct.sum()),
+        }

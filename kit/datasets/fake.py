@@ -57,10 +57,13 @@ class FakeDataset(Dataset):
             yield Batch(inputs, None, batch_size, batch_size, {"seed": i})
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        raise InvalidParameter("reference", None, "a reference run: use evaluate(run, ..., reference=)")
+        raise InvalidParameter(
+            "reference", None, "a reference run: use evaluate(run, ..., reference=)"
+        )
 
-    def evaluate(self, run: RunFn, batch_size: int, data_percent: float = 100,
-                 reference: RunFn | None = None) -> dict:
+    def evaluate(
+        self, run: RunFn, batch_size: int, data_percent: float = 100, reference: RunFn | None = None
+    ) -> dict:
         if reference is None:
             return self.score(())
         n = total = sq = rel_total = 0.0
@@ -70,12 +73,20 @@ class FakeDataset(Dataset):
             d = NumericDiff.between(list(reference(batch.inputs)), list(run(batch.inputs)))
             n += d.elements
             total += d.mean_abs * d.elements
-            sq += (d.std_abs ** 2 + d.mean_abs ** 2) * d.elements
+            sq += (d.std_abs**2 + d.mean_abs**2) * d.elements
             rel_total += d.mean_rel * d.elements
             worst, worst_rel = max(worst, d.max_abs), max(worst_rel, d.max_rel)
             nan, inf, samples = nan + d.nan_count, inf + d.inf_count, samples + batch.valid
         mean = total / n
-        return {"metric": self.metric, "value": mean, "unit": "abs diff vs reference output",
-                "samples": samples, "std_diff": float(np.sqrt(max(0.0, sq / n - mean ** 2))),
-                "max_diff": worst, "mean_rel_diff": rel_total / n, "max_rel_diff": worst_rel,
-                "nan_count": nan, "inf_count": inf}
+        return {
+            "metric": self.metric,
+            "value": mean,
+            "unit": "abs diff vs reference output",
+            "samples": samples,
+            "std_diff": float(np.sqrt(max(0.0, sq / n - mean**2))),
+            "max_diff": worst,
+            "mean_rel_diff": rel_total / n,
+            "max_rel_diff": worst_rel,
+            "nan_count": nan,
+            "inf_count": inf,
+        }

@@ -69,6 +69,7 @@ def read_class_folders(root: Path) -> list[tuple[Path, int]]:
 
 # --- the "torch" protocol: torchvision.transforms.functional on a PIL image ---------------------
 
+
 def torchvision_resize(img, size: int = 256):
     """Shorter side to `size`, longer side int(size * long / short), bilinear (PIL antialiases)."""
     from PIL import Image
@@ -89,7 +90,7 @@ def torchvision_center_crop(arr: np.ndarray, crop: int) -> np.ndarray:
         arr = np.pad(arr, ((pad_h // 2, (pad_h + 1) // 2), (pad_w // 2, (pad_w + 1) // 2), (0, 0)))
         h, w = arr.shape[:2]
     top, left = int(round((h - crop) / 2.0)), int(round((w - crop) / 2.0))
-    return arr[top: top + crop, left: left + crop]
+    return arr[top : top + crop, left : left + crop]
 
 
 def preprocess_torch(img, crop: int = 224, resize: int = 256) -> np.ndarray:
@@ -100,7 +101,8 @@ def preprocess_torch(img, crop: int = 224, resize: int = 256) -> np.ndarray:
     return arr.transpose(2, 0, 1).astype(np.float32)
 
 
-# --- the "vgg" protocol: OpenCV INTER_AREA ---------------------------------------------------------
+# --- the "vgg" protocol: OpenCV INTER_AREA --------------------------------------------------------
+
 
 def area_weights(src: int, dst: int, shrink: bool = True) -> np.ndarray:
     """[dst, src] weights of OpenCV's INTER_AREA when shrinking: each output pixel averages the
@@ -189,7 +191,9 @@ class ImageNet(Dataset):
     name = "imagenet"
     metric = "Top-1"
     roles = {"image": "input_1.1"}
-    layout = "val_map.txt + images (beside it, in val/ or ILSVRC2012_img_val/), or val/<class>/*.JPEG"
+    layout = (
+        "val_map.txt + images (beside it, in val/ or ILSVRC2012_img_val/), or val/<class>/*.JPEG"
+    )
 
     def __init__(self, root=None, input_names=None, *, protocol: str = "torch", crop: int = 224):
         super().__init__(root, input_names)
@@ -225,11 +229,21 @@ class ImageNet(Dataset):
         for idx in bytemlperf_batches(len(self.items), batch_size, data_percent, SHUFFLE_SEED):
             images = np.stack([preprocess(self.items[i][0], **self.options) for i in idx])
             labels = np.asarray([self.items[i][1] for i in idx], dtype=np.int64)
-            yield Batch(self.named({"image": images}), labels, len(idx), batch_size, {"images": idx})
+            yield Batch(
+                self.named({"image": images}), labels, len(idx), batch_size, {"images": idx}
+            )
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
-        flat = np.concatenate([top1_plus_one(out[0][: b.valid], b.known_labels()) for b, out in results])
-        return {"metric": self.metric, "value": round(float(flat.mean()), 5), "unit": "fraction (0-1)",
-                "samples": int(flat.size), "correct": int(flat.sum()), "decoder": DECODER_NOTE,
-                "protocol": f"ByteMLPerf open_imagenet, {self.options['protocol']} preprocessing, "
-                            f"crop {self.options['crop']}"}
+        flat = np.concatenate(
+            [top1_plus_one(out[0][: b.valid], b.known_labels()) for b, out in results]
+        )
+        return {
+            "metric": self.metric,
+            "value": round(float(flat.mean()), 5),
+            "unit": "fraction (0-1)",
+            "samples": int(flat.size),
+            "correct": int(flat.sum()),
+            "decoder": DECODER_NOTE,
+            "protocol": f"ByteMLPerf open_imagenet, {self.options['protocol']} preprocessing, "
+            f"crop {self.options['crop']}",
+        }

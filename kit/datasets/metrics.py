@@ -52,8 +52,11 @@ def squad_f1(prediction: str, golds: Sequence[str]) -> float:
     return max((_f1_one(prediction, g) for g in golds), default=0.0)
 
 
-def squad_scores(golds: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
-                 denominator: int | None = None) -> dict:
+def squad_scores(
+    golds: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    denominator: int | None = None,
+) -> dict:
     """Exact match and F1 in percent (0-100) over the questions in `golds`.
 
     A question without a prediction scores 0. `denominator` overrides the count divided by:
@@ -81,7 +84,9 @@ def criteo_correct(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
     rounded label (so a 0.5/0.5 output rounds to 0/0 and counts as class 0)."""
     probs = np.asarray(probabilities, dtype=np.float64)
     probs = probs.reshape(len(probs), -1)
-    return np.argmax(np.round(probs), axis=1) == np.round(np.asarray(labels, dtype=np.float64)).ravel()
+    return (
+        np.argmax(np.round(probs), axis=1) == np.round(np.asarray(labels, dtype=np.float64)).ravel()
+    )
 
 
 def cail2019_correct(scores: np.ndarray) -> np.ndarray:
@@ -90,10 +95,14 @@ def cail2019_correct(scores: np.ndarray) -> np.ndarray:
     per row ([n] or [n, 1]): ByteMLPerf compares elementwise, so several columns are an error."""
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim > 1 and int(np.prod(s.shape[1:])) != 1:
-        raise InvalidParameter("CAIL2019 scores", f"shape {s.shape}", "one similarity score per row")
+        raise InvalidParameter(
+            "CAIL2019 scores", f"shape {s.shape}", "one similarity score per row"
+        )
     s = s.reshape(len(s))
     if len(s) % 2:
-        raise InvalidParameter("CAIL2019 scores", f"{len(s)} rows", "an even number of rows (pairs)")
+        raise InvalidParameter(
+            "CAIL2019 scores", f"{len(s)} rows", "an even number of rows (pairs)"
+        )
     return s[0::2] > s[1::2]
 
 
@@ -106,8 +115,11 @@ def fraction(correct: Iterable[bool] | np.ndarray) -> float:
 
 
 def validate_data_percent(data_percent: object) -> float:
-    if isinstance(data_percent, bool) or not isinstance(data_percent, int | float) \
-            or not 0 < data_percent <= 100:
+    if (
+        isinstance(data_percent, bool)
+        or not isinstance(data_percent, int | float)
+        or not 0 < data_percent <= 100
+    ):
         raise InvalidParameter("data_percent", data_percent, "a number in (0, 100]")
     return float(data_percent)
 

@@ -39,11 +39,22 @@ FILE = "dev-v1.1.json"
 def read_examples(path: Path) -> list[Example]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return [Example(qa["id"], qa["question"], para["context"], [a["text"] for a in qa["answers"]],
-                        split_words(para["context"]))
-                for article in data["data"] for para in article["paragraphs"] for qa in para["qas"]]
+        return [
+            Example(
+                qa["id"],
+                qa["question"],
+                para["context"],
+                [a["text"] for a in qa["answers"]],
+                split_words(para["context"]),
+            )
+            for article in data["data"]
+            for para in article["paragraphs"]
+            for qa in para["qas"]
+        ]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InvalidParameter("SQuAD file", str(path), f"a SQuAD v1.1 JSON with a 'data' list ({exc!r})") from exc
+        raise InvalidParameter(
+            "SQuAD file", str(path), f"a SQuAD v1.1 JSON with a 'data' list ({exc!r})"
+        ) from exc
 
 
 class Squad(Dataset):
@@ -52,10 +63,21 @@ class Squad(Dataset):
     roles = {"ids": "input_ids.1", "mask": "attention_mask.1", "segment": "token_type_ids.1"}
     layout = f"{FILE} (SQuAD v1.1 dev JSON) and a tokenizer directory for the model"
 
-    def __init__(self, root=None, input_names=None, *, tokenizer=None, tokenizer_dir=None,
-                 max_seq_length: int = 384, doc_stride: int = 128, max_query_length: int = 64,
-                 n_best: int = 20, max_answer_length: int = 30, dtype: str = "int64",
-                 zero_segments: bool = False):
+    def __init__(
+        self,
+        root=None,
+        input_names=None,
+        *,
+        tokenizer=None,
+        tokenizer_dir=None,
+        max_seq_length: int = 384,
+        doc_stride: int = 128,
+        max_query_length: int = 64,
+        n_best: int = 20,
+        max_answer_length: int = 30,
+        dtype: str = "int64",
+        zero_segments: bool = False,
+    ):
         super().__init__(root, input_names)
         self._tokenizer, self.tokenizer_dir = tokenizer, tokenizer_dir
         self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
@@ -80,12 +102,19 @@ class Squad(Dataset):
         if self._built is None:
             self.require()
             examples = read_examples(self.root / FILE)
-            features = build_features(examples, self._vocabulary(), self.max_seq_length,
-                                      self.doc_stride, self.max_query_length)
+            features = build_features(
+                examples,
+                self._vocabulary(),
+                self.max_seq_length,
+                self.doc_stride,
+                self.max_query_length,
+            )
             segments = np.asarray([f.segment_ids for f in features], dtype=self.dtype)
-            arrays = {"ids": np.asarray([f.input_ids for f in features], dtype=self.dtype),
-                      "mask": np.asarray([f.input_mask for f in features], dtype=self.dtype),
-                      "segment": np.zeros_like(segments) if self.zero_segments else segments}
+            arrays = {
+                "ids": np.asarray([f.input_ids for f in features], dtype=self.dtype),
+                "mask": np.asarray([f.input_mask for f in features], dtype=self.dtype),
+                "segment": np.zeros_like(segments) if self.zero_segments else segments,
+            }
             self._built = (examples, features, arrays)
         return self._built
 
@@ -111,8 +140,11 @@ class Squad(Dataset):
             return outputs[0], outputs[1]
         if outputs[0].shape[-1] == 2:  # TF BERT: one [batch, seq, 2] logits tensor
             return outputs[0][..., 0], outputs[0][..., 1]
-        raise InvalidParameter("SQuAD outputs", [o.shape for o in outputs],
-                               "start and end logits [batch, seq], or one [batch, seq, 2]")
+        raise InvalidParameter(
+            "SQuAD outputs",
+            [o.shape for o in outputs],
+            "start and end logits [batch, seq], or one [batch, seq, 2]",
+        )
 
     def predictions(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> tuple[dict, int]:
         """{question id: answer text} for every question ("empty" where no window was
@@ -129,8 +161,10 @@ class Squad(Dataset):
                 e = np.where(padding, 0.0, end[row].astype(np.float64))
                 scored.setdefault(features[f].example, []).append((features[f], s, e))
                 count += 1
-        answers = {ex.qid: best_answer(ex, scored.get(i, []), self.n_best, self.max_answer_length)
-                   for i, ex in enumerate(examples)}
+        answers = {
+            ex.qid: best_answer(ex, scored.get(i, []), self.n_best, self.max_answer_length)
+            for i, ex in enumerate(examples)
+        }
         return answers, count
 
     def score(self, results: Iterable[tuple[Batch, list[np.ndarray]]]) -> dict:
@@ -138,13 +172,18 @@ class Squad(Dataset):
         golds = {ex.qid: ex.answers for ex in self.examples}
         bytemlperf = squad_scores(golds, predictions, denominator=count)
         evaluated = {f.example for f in self.features[:count]}
-        official = squad_scores({self.examples[i].qid: self.examples[i].answers for i in evaluated},
-                                predictions)
+        official = squad_scores(
+            {self.examples[i].qid: self.examples[i].answers for i in evaluated}, predictions
+        )
         return {
-            "metric": self.metric, "value": round(bytemlperf["f1"], 5), "unit": "% (0-100)",
-            "exact_match": round(bytemlperf["exact_match"], 5), "samples": count,
-            "questions": len(evaluated), "f1_official": official["f1"],
+            "metric": self.metric,
+            "value": round(bytemlperf["f1"], 5),
+            "unit": "% (0-100)",
+            "exact_match": round(bytemlperf["exact_match"], 5),
+            "samples": count,
+            "questions": len(evaluated),
+            "f1_official": official["f1"],
             "exact_match_official": official["exact_match"],
             "rule": "ByteMLPerf: sums over all questions divided by evaluated features; "
-                    "*_official divide by the evaluated questions",
+            "*_official divide by the evaluated questions",
         }

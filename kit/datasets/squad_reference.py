@@ -79,7 +79,9 @@ class ModelVocabulary:
         self.tok.no_truncation()
         unk = getattr(self.tok.model, "unk_token", None)
         candidates = [unk, *UNK_TOKENS] if isinstance(unk, str) else list(UNK_TOKENS)
-        self.unk_id = next((i for i in (self.tok.token_to_id(t) for t in candidates) if i is not None), 0)
+        self.unk_id = next(
+            (i for i in (self.tok.token_to_id(t) for t in candidates) if i is not None), 0
+        )
 
     def tokenize(self, text: str) -> list[str]:
         return self.tok.encode(text, add_special_tokens=False).tokens
@@ -103,8 +105,13 @@ def _is_max_context(spans: list[tuple[int, int]], current: int, position: int) -
     return best == current
 
 
-def build_features(examples: list[Example], vocab: ModelVocabulary, max_seq_length: int = 384,
-                   doc_stride: int = 128, max_query_length: int = 64) -> list[Feature]:
+def build_features(
+    examples: list[Example],
+    vocab: ModelVocabulary,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+) -> list[Feature]:
     """Every window of every example, as convert_examples_to_features builds them."""
     features = []
     for index, example in enumerate(examples):
@@ -116,8 +123,11 @@ def build_features(examples: list[Example], vocab: ModelVocabulary, max_seq_leng
                 doc_tokens.append(piece)
         room = max_seq_length - len(query) - 3
         if room <= 0:
-            raise InvalidParameter("max_seq_length", max_seq_length,
-                                   f"room for the {len(query)}-token question of {example.qid!r} and context")
+            raise InvalidParameter(
+                "max_seq_length",
+                max_seq_length,
+                f"room for the {len(query)}-token question of {example.qid!r} and context",
+            )
         spans, start = [], 0
         while start < len(doc_tokens):
             length = min(len(doc_tokens) - start, room)
@@ -139,10 +149,17 @@ def build_features(examples: list[Example], vocab: ModelVocabulary, max_seq_leng
             segments.append(1)
             ids = vocab.convert_tokens_to_ids(tokens)
             pad = max_seq_length - len(ids)
-            features.append(Feature(example=index, tokens=tokens, token_to_word=to_word,
-                                    max_context=best, input_ids=ids + [0] * pad,
-                                    input_mask=[1] * len(ids) + [0] * pad,
-                                    segment_ids=segments + [0] * pad))
+            features.append(
+                Feature(
+                    example=index,
+                    tokens=tokens,
+                    token_to_word=to_word,
+                    max_context=best,
+                    input_ids=ids + [0] * pad,
+                    input_mask=[1] * len(ids) + [0] * pad,
+                    segment_ids=segments + [0] * pad,
+                )
+            )
     return features
 
 
@@ -151,9 +168,12 @@ def basic_tokens(text: str) -> list[str]:
     split on whitespace and punctuation."""
     from tokenizers import normalizers, pre_tokenizers
 
-    norm = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                      strip_accents=True, lowercase=True)
-    return [t for t, _ in pre_tokenizers.BertPreTokenizer().pre_tokenize_str(norm.normalize_str(text))]
+    norm = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=True, lowercase=True
+    )
+    return [
+        t for t, _ in pre_tokenizers.BertPreTokenizer().pre_tokenize_str(norm.normalize_str(text))
+    ]
 
 
 def _without_spaces(text: str) -> tuple[str, dict[int, int]]:
@@ -184,7 +204,7 @@ def final_text(predicted: str, original: str) -> str:
     first, last = orig_map.get(tok_to_chars[start]), orig_map.get(tok_to_chars[end])
     if first is None or last is None:
         return original
-    return original[first: last + 1]
+    return original[first : last + 1]
 
 
 def _best_indexes(logits: Sequence[float] | np.ndarray, n: int) -> list[int]:
@@ -192,14 +212,18 @@ def _best_indexes(logits: Sequence[float] | np.ndarray, n: int) -> list[int]:
 
 
 def answer_text(feature: Feature, example: Example, start: int, end: int) -> str:
-    pieces = " ".join(feature.tokens[start: end + 1]).replace(" ##", "").replace("##", "")
+    pieces = " ".join(feature.tokens[start : end + 1]).replace(" ##", "").replace("##", "")
     predicted = " ".join(pieces.strip().split())
-    words = example.words[feature.token_to_word[start]: feature.token_to_word[end] + 1]
+    words = example.words[feature.token_to_word[start] : feature.token_to_word[end] + 1]
     return final_text(predicted, " ".join(words))
 
 
-def best_answer(example: Example, scored: list[tuple[Feature, np.ndarray, np.ndarray]],
-                n_best: int = 20, max_answer_length: int = 30) -> str:
+def best_answer(
+    example: Example,
+    scored: list[tuple[Feature, np.ndarray, np.ndarray]],
+    n_best: int = 20,
+    max_answer_length: int = 30,
+) -> str:
     """write_predictions' answer for one example from its scored windows."""
     candidates: list[tuple[float, int, int, int]] = []
     for f, (feature, start_logits, end_logits) in enumerate(scored):
@@ -222,4 +246,3 @@ def best_answer(example: Example, scored: list[tuple[Feature, np.ndarray, np.nda
 def batch_padding_mask(masks: np.ndarray) -> np.ndarray:
     """ByteMLPerf zeroes every row's logits wherever *any* row of the batch has mask 0."""
     return (np.asarray(masks) == 0).any(axis=0)
-

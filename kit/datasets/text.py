@@ -1,4 +1,5 @@
-"""Load a model's own tokenizer from a local directory (no downloads), as a `tokenizers.Tokenizer`."""
+"""Load a model's own tokenizer from a local directory (no downloads), as a
+`tokenizers.Tokenizer`."""
 
 from __future__ import annotations
 
@@ -45,13 +46,15 @@ def bert_wordpiece(vocab_file: Path, lowercase: bool = True):
     for i, line in enumerate(Path(vocab_file).read_text(encoding="utf-8").splitlines()):
         vocab.setdefault(line.rstrip("\n"), i)
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=None,
-                                                handle_chinese_chars=True)
+    tok.normalizer = normalizers.BertNormalizer(
+        lowercase=lowercase, strip_accents=None, handle_chinese_chars=True
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
     cls, sep = vocab.get("[CLS]", 101), vocab.get("[SEP]", 102)
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
     )
     return tok

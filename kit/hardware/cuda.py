@@ -23,8 +23,12 @@ def gpu_names() -> tuple[str, ...]:
     if not shutil.which("nvidia-smi"):
         return ()
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ()
     return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
@@ -76,8 +80,12 @@ def nvidia_smi_gpus() -> tuple[GpuRow, ...]:
     if not shutil.which("nvidia-smi"):
         return ()
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid,name",
-                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ()
     return parse_smi_rows(out.stdout) if out.returncode == 0 else ()
@@ -92,7 +100,9 @@ def parse_smi_rows(text: str) -> tuple[GpuRow, ...]:
     return tuple(rows)
 
 
-def visible_gpus(rows: tuple[GpuRow, ...] | None = None, env: Mapping[str, str] | None = None) -> list[GpuRow]:
+def visible_gpus(
+    rows: tuple[GpuRow, ...] | None = None, env: Mapping[str, str] | None = None
+) -> list[GpuRow]:
     """The boards this process's CUDA sees, in CUDA ordinal order, honouring CUDA_VISIBLE_DEVICES.
 
     Entries are ordinals or GPU-UUID prefixes; CUDA stops at the first entry it cannot match, and
@@ -103,17 +113,27 @@ def visible_gpus(rows: tuple[GpuRow, ...] | None = None, env: Mapping[str, str] 
     rows = nvidia_smi_gpus() if rows is None else rows
     env = os.environ if env is None else env
     ordered = sorted(rows, key=lambda r: r.pci_bus_id)
-    if env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST") != "PCI_BUS_ID" and len({r.name for r in rows}) > 1:
-        raise KitError(f"GPUs of different models here ({', '.join(sorted({r.name for r in rows}))}): CUDA's "
-                       "default fastest-first order cannot be read from nvidia-smi; set "
-                       "CUDA_DEVICE_ORDER=PCI_BUS_ID (or install a CUDA build of torch)")
+    if (
+        env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST") != "PCI_BUS_ID"
+        and len({r.name for r in rows}) > 1
+    ):
+        raise KitError(
+            f"GPUs of different models here ({', '.join(sorted({r.name for r in rows}))}): CUDA's "
+            "default fastest-first order cannot be read from nvidia-smi; set "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID (or install a CUDA build of torch)"
+        )
     spec = env.get("CUDA_VISIBLE_DEVICES")
     if spec is None:
         return ordered
     chosen: list[GpuRow] = []
     for entry in (e.strip() for e in spec.split(",")):
-        match = (ordered[int(entry)] if entry.isdigit() and int(entry) < len(ordered) else
-                 next((r for r in ordered if entry.startswith("GPU-") and r.uuid.startswith(entry)), None))
+        match = (
+            ordered[int(entry)]
+            if entry.isdigit() and int(entry) < len(ordered)
+            else next(
+                (r for r in ordered if entry.startswith("GPU-") and r.uuid.startswith(entry)), None
+            )
+        )
         if match is None or match in chosen:
             break
         chosen.append(match)
@@ -147,11 +167,18 @@ def _cuda_device(device_id: int, _env: tuple) -> CudaDevice:
     visible = visible_gpus()
     if device_id >= len(visible):
         shown = os.environ.get("CUDA_VISIBLE_DEVICES")
-        raise BackendUnavailable(f"CUDA device {device_id} unavailable: this process sees {len(visible)} GPU(s)"
-                                 + (f" (CUDA_VISIBLE_DEVICES={shown!r})" if shown is not None else ""))
+        raise BackendUnavailable(
+            f"CUDA device {device_id} unavailable: this process sees {len(visible)} GPU(s)"
+            + (f" (CUDA_VISIBLE_DEVICES={shown!r})" if shown is not None else "")
+        )
     row = visible[device_id]
-    return CudaDevice(device_id, row.pci_bus_id, row.name, row.uuid,
-                      source="nvidia-smi (PCI bus order) through CUDA_VISIBLE_DEVICES")
+    return CudaDevice(
+        device_id,
+        row.pci_bus_id,
+        row.name,
+        row.uuid,
+        source="nvidia-smi (PCI bus order) through CUDA_VISIBLE_DEVICES",
+    )
 
 
 def _torch_cuda_device(device_id: int) -> CudaDevice | None:
@@ -164,12 +191,20 @@ def _torch_cuda_device(device_id: int) -> CudaDevice | None:
         return None
     count = torch.cuda.device_count()
     if device_id >= count:
-        raise BackendUnavailable(f"CUDA device {device_id} unavailable: torch sees {count} CUDA device(s) "
-                                 f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
+        raise BackendUnavailable(
+            f"CUDA device {device_id} unavailable: torch sees {count} CUDA device(s) "
+            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
+        )
     p = torch.cuda.get_device_properties(device_id)
-    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"  # type: ignore[attr-defined]  # not in torch's stubs
-    return CudaDevice(device_id, bus, p.name, str(getattr(p, "uuid", "") or ""),
-                      source="torch.cuda.get_device_properties")
+    # not in torch's stubs
+    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"  # type: ignore[attr-defined]
+    return CudaDevice(
+        device_id,
+        bus,
+        p.name,
+        str(getattr(p, "uuid", "") or ""),
+        source="torch.cuda.get_device_properties",
+    )
 
 
 @functools.cache

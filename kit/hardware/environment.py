@@ -19,15 +19,42 @@ from kit.hardware.cpu import thread_settings
 from kit.hardware.ipu import ipu_present
 from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
-PACKAGES = ("kit", "ipu-repro", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "torch", "tensorflow-cpu",
-            "tf2onnx", "transformers", "openvino", "nncf", "papermill", "nbconvert", "pandas", "mlcommons-loadgen",
-            "poprt", "nvidia-ml-py", "tensorrt", "tensorrt-cu12", "tensorrt-cu13")
+PACKAGES = (
+    "kit",
+    "ipu-repro",
+    "numpy",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "torch",
+    "tensorflow-cpu",
+    "tf2onnx",
+    "transformers",
+    "openvino",
+    "nncf",
+    "papermill",
+    "nbconvert",
+    "pandas",
+    "mlcommons-loadgen",
+    "poprt",
+    "nvidia-ml-py",
+    "tensorrt",
+    "tensorrt-cu12",
+    "tensorrt-cu13",
+)
 #: The distributions that install the `onnxruntime` module: the CPU build or the GPU build.
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu")
 #: Where TensorRT's libraries come from, the library wheels first: ORT's TensorRT provider loads
-#: libnvinfer.so.10 from tensorrt-cu13-libs 10.x even where the `tensorrt` 11.x metapackage is there.
-TENSORRT_DISTRIBUTIONS = ("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt-libs", "tensorrt-cu13",
-                          "tensorrt-cu12", "tensorrt")
+#: libnvinfer.so.10 from tensorrt-cu13-libs 10.x even where the `tensorrt` 11.x metapackage is
+#: there.
+TENSORRT_DISTRIBUTIONS = (
+    "tensorrt-cu13-libs",
+    "tensorrt-cu12-libs",
+    "tensorrt-libs",
+    "tensorrt-cu13",
+    "tensorrt-cu12",
+    "tensorrt",
+)
 
 
 @functools.cache
@@ -63,7 +90,8 @@ def usable_cores() -> int:
 
 def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> float:
     """Two FMA pipes x vector lanes x 2 FLOP. AMD Zen 4 (family 25) splits 512-bit ops into two
-    256-bit halves (32/cycle); Zen 5 (family 26) and Intel server cores have full 512-bit FMA (64)."""
+    256-bit halves (32/cycle); Zen 5 (family 26) and Intel server cores have full 512-bit FMA
+    (64)."""
     if "avx512f" in flags and (vendor != "AuthenticAMD" or family >= 26):
         return 64.0
     if "avx2" in flags or "avx512f" in flags:
@@ -72,8 +100,10 @@ def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> flo
 
 
 PEAK_PRECISIONS = ("fp32", "bf16", "fp16", "int8")
-PEAK_SOURCE = ("nominal: instruction rate from /proc/cpuinfo flags and the CPU family, at the clock in "
-               "cpufreq's cpuinfo_max_freq (else /proc/cpuinfo 'cpu MHz'), times the usable cores")
+PEAK_SOURCE = (
+    "nominal: instruction rate from /proc/cpuinfo flags and the CPU family, at the clock in "
+    "cpufreq's cpuinfo_max_freq (else /proc/cpuinfo 'cpu MHz'), times the usable cores"
+)
 
 
 def precision_rate(precision: str, flags: frozenset[str]) -> tuple[float, bool, str]:
@@ -81,8 +111,8 @@ def precision_rate(precision: str, flags: frozenset[str]) -> tuple[float, bool, 
 
     bf16 dot products (avx512_bf16 VDPBF16PS) do 2 multiply-adds per 32-bit lane; fp16 is native
     only with avx512_fp16 (2 per lane), else converted to fp32; int8 VNNI (VPDPBUSD) does 4 per
-    32-bit lane, counted as 2 operations each (GOPS, not FLOP/s). Where the CPU has AMX tiles for the
-    precision, `amx_rate` gives the peak instead.
+    32-bit lane, counted as 2 operations each (GOPS, not FLOP/s). Where the CPU has AMX tiles for
+    the precision, `amx_rate` gives the peak instead.
     """
     if precision in ("bf16",) and "avx512_bf16" in flags:
         return 2.0, True, "avx512_bf16: 2 bf16 multiply-adds per 32-bit lane"
@@ -97,10 +127,14 @@ def precision_rate(precision: str, flags: frozenset[str]) -> tuple[float, bool, 
 
 # AMX's tile multiply (TMUL) per core and cycle: TDPBSSD multiplies 16x64 int8 by 64x16 (16,384
 # multiply-adds) and TDPBF16PS / TDPFP16PS 16x32 by 32x16 (8,192) every 16 cycles, i.e. 2,048 int8
-# operations and 1,024 bf16 or fp16 FLOP (Intel's Sapphire Rapids figures). Without it the peak of an
-# AMX CPU was the AVX-512 one, and OpenVINO's bf16/int8 runs read 132-185 % of "the peak".
-AMX_OPS_PER_CYCLE = {"bf16": ("amx_bf16", 1024.0), "fp16": ("amx_fp16", 1024.0),
-                     "int8": ("amx_int8", 2048.0), "fp8": ("amx_int8", 2048.0)}
+# operations and 1,024 bf16 or fp16 FLOP (Intel's Sapphire Rapids figures). Without it the peak of
+# an AMX CPU was the AVX-512 one, and OpenVINO's bf16/int8 runs read 132-185 % of "the peak".
+AMX_OPS_PER_CYCLE = {
+    "bf16": ("amx_bf16", 1024.0),
+    "fp16": ("amx_fp16", 1024.0),
+    "int8": ("amx_int8", 2048.0),
+    "fp8": ("amx_int8", 2048.0),
+}
 
 
 def amx_rate(precision: str, flags: frozenset[str]) -> tuple[float, str] | None:
@@ -129,10 +163,15 @@ def cpu_peak_gflops(precision: str = "fp32") -> dict:
         (per_cycle, why), native = amx, True
     peak = per_cycle * ghz * usable_cores()
     unit = "GOPS" if precision in ("int8", "fp8") else "GFLOP/s"
-    return {"gflops": round(peak, 1), "precision": precision, "unit": unit, "native": native,
-            "method": f"{per_cycle:g} {'op' if unit == 'GOPS' else 'FLOP'}/cycle/core ({why}) x {ghz:.2f} GHz "
-                      f"(reported clock; boost can exceed it) x {usable_cores()} cores",
-            "source": PEAK_SOURCE}
+    return {
+        "gflops": round(peak, 1),
+        "precision": precision,
+        "unit": unit,
+        "native": native,
+        "method": f"{per_cycle:g} {'op' if unit == 'GOPS' else 'FLOP'}/cycle/core ({why}) x "
+        f"{ghz:.2f} GHz (reported clock; boost can exceed it) x {usable_cores()} cores",
+        "source": PEAK_SOURCE,
+    }
 
 
 def cpu_peaks() -> list[dict]:
@@ -193,8 +232,11 @@ def capture() -> dict:
         "host": platform.node(),
         "os": platform.platform(),
         "python": platform.python_version(),
-        "cpu": {"model": cpu_model(), "cores": usable_cores(),
-                "peak_fp32": cpu_peak_gflops("fp32")},
+        "cpu": {
+            "model": cpu_model(),
+            "cores": usable_cores(),
+            "peak_fp32": cpu_peak_gflops("fp32"),
+        },
         "gpus": list(cuda.visible_gpu_names()),
         "gpu": gpu_facts(),
         "ipu_present": ipu_present(),
@@ -224,8 +266,10 @@ def onnxruntime_version() -> str:
         try:
             import onnxruntime
         except ImportError:
-            raise BackendUnavailable("ONNX Runtime backend unavailable: neither onnxruntime nor "
-                                     "onnxruntime-gpu is installed") from None
+            raise BackendUnavailable(
+                "ONNX Runtime backend unavailable: neither onnxruntime nor "
+                "onnxruntime-gpu is installed"
+            ) from None
         version = onnxruntime.__version__
     return version
 
@@ -233,16 +277,26 @@ def onnxruntime_version() -> str:
 def gpu_facts() -> dict:
     """The GPU software and the GPUs this process can use (CUDA_VISIBLE_DEVICES honoured):
     driver, CUDA, cuDNN and TensorRT versions, each None where absent, with where it was read."""
-    facts: dict = {"visible": [], "driver": None, "cuda_driver": None, "cuda_runtime_torch": None,
-                   "cudnn_torch": None, "onnxruntime_build": distribution_version(*ORT_DISTRIBUTIONS[::-1]),
-                   "onnxruntime_distribution": next((d for d in ORT_DISTRIBUTIONS[::-1]
-                                                     if distribution_version(d)), None),
-                   "tensorrt": distribution_version(*TENSORRT_DISTRIBUTIONS),
-                   "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    facts: dict = {
+        "visible": [],
+        "driver": None,
+        "cuda_driver": None,
+        "cuda_runtime_torch": None,
+        "cudnn_torch": None,
+        "onnxruntime_build": distribution_version(*ORT_DISTRIBUTIONS[::-1]),
+        "onnxruntime_distribution": next(
+            (d for d in ORT_DISTRIBUTIONS[::-1] if distribution_version(d)), None
+        ),
+        "tensorrt": distribution_version(*TENSORRT_DISTRIBUTIONS),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
     try:
-        facts["visible"] = [{"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}
-                            for i, r in enumerate(cuda.visible_gpus())]
-    except Exception as exc:  # noqa: BLE001 - a mixed host without CUDA_DEVICE_ORDER: say so, keep going
+        facts["visible"] = [
+            {"index": i, "name": r.name, "pci_bus_id": r.pci_bus_id, "uuid": r.uuid}
+            for i, r in enumerate(cuda.visible_gpus())
+        ]
+    except Exception as exc:  # noqa: BLE001
+        # a mixed host without CUDA_DEVICE_ORDER: say so, keep going
         facts["visible_error"] = str(exc)
     facts.update(_nvml_versions())
     facts.update(_torch_cuda_versions())
@@ -259,8 +313,10 @@ def _nvml_versions() -> dict:
     try:
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-        return {"driver": driver.decode() if isinstance(driver, bytes) else str(driver),
-                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}"}
+        return {
+            "driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+        }
     except Exception:  # noqa: BLE001
         return {}
     finally:
@@ -270,13 +326,18 @@ def _nvml_versions() -> dict:
 def _torch_cuda_versions() -> dict:
     """torch's CUDA runtime and cuDNN; a CPU build of torch (its version.py says cuda None) is not
     imported for it (2.6 s of a CPU job that runs OpenVINO on a 2-core EPYC)."""
-    if "torch" not in sys.modules and torch_build_cuda() is None:  # no torch, or a CPU build: both None
+    if "torch" not in sys.modules and torch_build_cuda() is None:
+        # no torch, or a CPU build: both None
         return {}
     try:
         import torch
     except ImportError:
         return {}
-    cudnn = torch.backends.cudnn.version() if torch.version.cuda and torch.backends.cudnn.is_available() else None
+    cudnn = (
+        torch.backends.cudnn.version()
+        if torch.version.cuda and torch.backends.cudnn.is_available()
+        else None
+    )
     return {"cuda_runtime_torch": torch.version.cuda, "cudnn_torch": cudnn}
 
 
@@ -287,12 +348,26 @@ def torch_build_cuda(package: str = "torch") -> str | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     try:
-        tree = ast.parse((Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text())
-        return ast.literal_eval(next(node.value for node in tree.body if _assigns(node, "cuda") and node.value is not None))
+        tree = ast.parse(
+            (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text()
+        )
+        return ast.literal_eval(
+            next(
+                node.value
+                for node in tree.body
+                if _assigns(node, "cuda") and node.value is not None
+            )
+        )
     except (OSError, SyntaxError, StopIteration, TypeError, ValueError):
         return "unknown"
 
 
 def _assigns(node: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, ast.AnnAssign)
+        else []
+    )
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)

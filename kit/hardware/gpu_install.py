@@ -41,15 +41,19 @@ REQUIREMENTS = {"gpu": "requirements-gpu.txt", "cpu": "requirements-cpu.txt"}
 
 
 def lists_a_gpu(returncode: int | None, output: str) -> bool:
-    """Whether `nvidia-smi -L` ran and listed at least one GPU ('GPU 0: NVIDIA A100 ... (UUID: ...)')."""
+    """Whether `nvidia-smi -L` ran and listed at least one GPU ('GPU 0: NVIDIA A100 ...
+    (UUID: ...)')."""
     return returncode == 0 and any(line.strip().startswith("GPU ") for line in output.splitlines())
 
 
 def choose(gpu: str, returncode: int | None, output: str) -> str:
-    """'gpu' or 'cpu' from the GPU variable and what `nvidia-smi -L` said (returncode None: not found)."""
+    """'gpu' or 'cpu' from the GPU variable and what `nvidia-smi -L` said (returncode None: not
+    found)."""
     if gpu not in CHOICES:
-        raise ValueError(f"invalid GPU={gpu!r}: use auto (install the GPU builds when nvidia-smi lists a "
-                         "GPU), 1 (always) or 0 (never)")
+        raise ValueError(
+            f"invalid GPU={gpu!r}: use auto (install the GPU builds when nvidia-smi lists a "
+            "GPU), 1 (always) or 0 (never)"
+        )
     if gpu != "auto":
         return "gpu" if gpu == "1" else "cpu"
     return "gpu" if lists_a_gpu(returncode, output) else "cpu"
@@ -81,9 +85,11 @@ def driver_problem(version: str | None) -> str | None:
     """Why this driver cannot run the pinned CUDA 13 wheels, or None (unknown drivers pass)."""
     if version is None or int(version.split(".")[0]) >= DRIVER_NEEDED:
         return None
-    return (f"NVIDIA driver {version} is older than R{DRIVER_NEEDED}, which the pinned CUDA {CUDA_MAJOR} "
-            f"builds need (torch 2.13.0, onnxruntime-gpu: requirements-gpu.txt); on it torch sees no GPU "
-            "and ONNX Runtime's CUDA provider does not load")
+    return (
+        f"NVIDIA driver {version} is older than R{DRIVER_NEEDED}, which the pinned CUDA "
+        f"{CUDA_MAJOR} builds need (torch 2.13.0, onnxruntime-gpu: requirements-gpu.txt); on it "
+        "torch sees no GPU and ONNX Runtime's CUDA provider does not load"
+    )
 
 
 def check(gpu: str, version: str | None) -> str | None:
@@ -93,36 +99,51 @@ def check(gpu: str, version: str | None) -> str | None:
     listed = nvidia_smi_list() if gpu != "0" else (None, "")
     kind = choose(gpu, *listed)
     if kind == "gpu" and not lists_a_gpu(*listed):
-        return (f"make install stopped: GPU={gpu} asks for the GPU builds (requirements-gpu.txt), but `nvidia-smi -L` "
-                f"lists no GPU here (no NVIDIA driver): they could not run on this host, and tensorrt-cu13-libs is "
-                f"fetched from NVIDIA's index ({NVIDIA_INDEX}), which a plain PyPI mirror does not serve. Choices: "
-                "`make install GPU=0` (the CPU builds), or `make install GPU=1` on the GPU host; "
-                f"{STAMP_KEPT}")
+        return (
+            f"make install stopped: GPU={gpu} asks for the GPU builds (requirements-gpu.txt), but "
+            "`nvidia-smi -L` lists no GPU here (no NVIDIA driver): they could not run on this "
+            f"host, and tensorrt-cu13-libs is fetched from NVIDIA's index ({NVIDIA_INDEX}), which "
+            "a plain PyPI mirror does not serve. Choices: `make install GPU=0` (the CPU builds), "
+            f"or `make install GPU=1` on the GPU host; {STAMP_KEPT}"
+        )
     problem = driver_problem(version) if kind == "gpu" else None
     if problem is None:
         return None
-    return (f"make install stopped: {problem}. Choices: (1) update the NVIDIA driver to R{DRIVER_NEEDED} or "
-            f"newer, then `make install` again; (2) `make install GPU=0`: the CPU builds, the GPU is not "
-            f"measured; (3) `make install GPU=0`, then CUDA 12 builds of torch and onnxruntime-gpu by hand "
-            "(docs/backends.md, NVIDIA GPUs)")
+    return (
+        f"make install stopped: {problem}. Choices: (1) update the NVIDIA driver to "
+        f"R{DRIVER_NEEDED} or newer, then `make install` again; (2) `make install GPU=0`: the CPU "
+        "builds, the GPU is not measured; (3) `make install GPU=0`, then CUDA 12 builds of torch "
+        "and onnxruntime-gpu by hand (docs/backends.md, NVIDIA GPUs)"
+    )
 
 
 def pip_failed(kind: str, log: Path) -> str:
     """The one line `make install` ends with when pip could not install `kind`'s requirements: pip's
     last error, where its full output is, and for the GPU builds the index they need."""
     try:
-        errors = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.startswith("ERROR")]
+        errors = [
+            line.strip()
+            for line in log.read_text(errors="replace").splitlines()
+            if line.startswith("ERROR")
+        ]
     except OSError:
         errors = []
     why = f" ({errors[-1]})" if errors else ""
-    need = (f"; tensorrt-cu13-libs is fetched from NVIDIA's index ({NVIDIA_INDEX}), which a plain PyPI mirror "
-            f"does not serve: let pip reach it (PIP_EXTRA_INDEX_URL={NVIDIA_INDEX} make install GPU=1) or "
-            "`make install GPU=0`" if kind == "gpu" else "")
-    return (f"make install stopped: pip could not install {REQUIREMENTS[kind]}{why}; its output is in {log}{need}; "
-            ".venv/.installed (if any) is left as it was")
+    need = (
+        f"; tensorrt-cu13-libs is fetched from NVIDIA's index ({NVIDIA_INDEX}), which a plain PyPI "
+        f"mirror does not serve: let pip reach it (PIP_EXTRA_INDEX_URL={NVIDIA_INDEX} make install "
+        "GPU=1) or `make install GPU=0`"
+        if kind == "gpu"
+        else ""
+    )
+    return (
+        f"make install stopped: pip could not install {REQUIREMENTS[kind]}{why}; its output is in "
+        f"{log}{need}; .venv/.installed (if any) is left as it was"
+    )
 
 
-# ---------------------------------------------------------------- one ONNX Runtime build (venv's python)
+# ----------------------------------------------------------- one ONNX Runtime build (venv's python)
+
 
 def pinned(kind: str, root: Path = ROOT) -> str:
     """The requirement line of `kind`'s ONNX Runtime build in its requirements file."""
@@ -138,7 +159,9 @@ def files_missing(name: str) -> bool:
     """Whether distribution `name` is installed but some of its Python files are gone (the other
     ORT build's uninstall deleted the shared `onnxruntime/` files)."""
     dist = importlib.metadata.distribution(name)
-    return any(f.suffix == ".py" and not Path(str(dist.locate_file(f))).exists() for f in dist.files or ())
+    return any(
+        f.suffix == ".py" and not Path(str(dist.locate_file(f))).exists() for f in dist.files or ()
+    )
 
 
 def installed(name: str) -> bool:
@@ -156,8 +179,16 @@ def onnxruntime_steps(kind: str, root: Path = ROOT) -> list[list[str]]:
     if installed(other):
         steps.append(["uninstall", "-y", other])
     if steps or not installed(wanted) or files_missing(wanted):
-        steps.append(["install", "--force-reinstall", "--no-deps", pinned(kind, root),
-                      "-c", str(root / "constraints.txt")])
+        steps.append(
+            [
+                "install",
+                "--force-reinstall",
+                "--no-deps",
+                pinned(kind, root),
+                "-c",
+                str(root / "constraints.txt"),
+            ]
+        )
     return steps
 
 
@@ -174,7 +205,10 @@ def main(argv: list[str]) -> int:
     try:
         if args[:1] == ["onnxruntime"]:
             if args[1:] not in (["gpu"], ["cpu"]):
-                raise ValueError(f"invalid build {' '.join(args[1:])!r}: use `onnxruntime gpu` or `onnxruntime cpu`")
+                raise ValueError(
+                    f"invalid build {' '.join(args[1:])!r}: use `onnxruntime gpu` or `onnxruntime "
+                    "cpu`"
+                )
             return fix_onnxruntime(args[1])
         if args[:1] == ["pip-failed"] and len(args) == 3 and args[1] in REQUIREMENTS:
             print(pip_failed(args[1], Path(args[2])), file=sys.stderr)

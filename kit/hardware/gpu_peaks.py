@@ -1,7 +1,7 @@
-"""Nominal GPU peaks per precision and unit, from the table in data/gpu/peaks.csv, and nominal memory
-bandwidths from data/gpu/bandwidth.csv (both with their sources). `peak_for` takes the arithmetic that
-ran ('tf32': fp32 models on tensor cores; 'fp32': the CUDA cores), so a figure is placed against the
-unit that computed it.
+"""Nominal GPU peaks per precision and unit, from the table in data/gpu/peaks.csv, and nominal
+memory bandwidths from data/gpu/bandwidth.csv (both with their sources). `peak_for` takes the
+arithmetic that ran ('tf32': fp32 models on tensor cores; 'fp32': the CUDA cores), so a figure is
+placed against the unit that computed it.
 
 >>> peak_for("NVIDIA A100-SXM4-80GB", "fp16")["gflops"]
 312000.0
@@ -23,9 +23,22 @@ from kit.hardware.cuda import cuda_device, visible_gpu_names
 from kit.paths import data_dir
 
 #: The table row used for each kit precision, and for TF32 (fp32 on tensor cores).
-TABLE_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "int8": "int8", "fp8": "fp8"}
-UNIT = {"fp32": "CUDA cores (fp32, no tensor cores)", "tf32": "tensor cores (TF32)", "fp16": "tensor cores (fp16)",
-        "bf16": "tensor cores (bf16)", "int8": "tensor cores (int8)", "fp8": "tensor cores (fp8)"}
+TABLE_PRECISION = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "int8": "int8",
+    "fp8": "fp8",
+}
+UNIT = {
+    "fp32": "CUDA cores (fp32, no tensor cores)",
+    "tf32": "tensor cores (TF32)",
+    "fp16": "tensor cores (fp16)",
+    "bf16": "tensor cores (bf16)",
+    "int8": "tensor cores (int8)",
+    "fp8": "tensor cores (fp8)",
+}
 
 
 @dataclass(frozen=True)
@@ -40,8 +53,10 @@ class PeakRow:
 @functools.cache
 def peak_table() -> tuple[PeakRow, ...]:
     with open(data_dir() / "gpu" / "peaks.csv", newline="") as f:
-        return tuple(PeakRow(r["pattern"], r["gpu"], r["precision"], float(r["tflops_dense"]), r["source"])
-                     for r in csv.DictReader(f))
+        return tuple(
+            PeakRow(r["pattern"], r["gpu"], r["precision"], float(r["tflops_dense"]), r["source"])
+            for r in csv.DictReader(f)
+        )
 
 
 def match_gpu(name: str) -> str | None:
@@ -57,18 +72,29 @@ def peak_for(name: str, precision: str) -> dict | None:
     row = next((r for r in peak_table() if r.gpu == gpu and r.precision == wanted), None)
     if row is None or wanted is None:
         return None
-    tf32 = next((r.tflops_dense for r in peak_table() if r.gpu == gpu and r.precision == "tf32"), None)
-    note = (f"; TF32 tensor cores ({tf32:g} TFLOPS) may run fp32 models faster than this"
-            if precision == "fp32" and tf32 else "")
-    return {"gflops": row.tflops_dense * 1000, "precision": precision, "unit": UNIT[wanted],
-            "method": f"{row.gpu} dense {row.precision} peak on {UNIT[wanted]}, {row.tflops_dense:g} TFLOPS "
-                      f"({row.source}){note}"}
+    tf32 = next(
+        (r.tflops_dense for r in peak_table() if r.gpu == gpu and r.precision == "tf32"), None
+    )
+    note = (
+        f"; TF32 tensor cores ({tf32:g} TFLOPS) may run fp32 models faster than this"
+        if precision == "fp32" and tf32
+        else ""
+    )
+    return {
+        "gflops": row.tflops_dense * 1000,
+        "precision": precision,
+        "unit": UNIT[wanted],
+        "method": f"{row.gpu} dense {row.precision} peak on {UNIT[wanted]}, {row.tflops_dense:g} "
+        f"TFLOPS ({row.source}){note}",
+    }
 
 
 @functools.cache
 def bandwidth_table() -> tuple[tuple[str, str, float, str], ...]:
     with open(data_dir() / "gpu" / "bandwidth.csv", newline="") as f:
-        return tuple((r["pattern"], r["gpu"], float(r["gbs"]), r["source"]) for r in csv.DictReader(f))
+        return tuple(
+            (r["pattern"], r["gpu"], float(r["gbs"]), r["source"]) for r in csv.DictReader(f)
+        )
 
 
 def bandwidth_for(name: str) -> dict | None:
@@ -80,7 +106,10 @@ def bandwidth_for(name: str) -> dict | None:
     row = next((r for r in bandwidth_table() if re.search(r[0], name, re.IGNORECASE)), None)
     if row is None:
         return None
-    return {"gbs": row[2], "method": f"nominal: {row[1]} memory bandwidth {row[2]:g} GB/s ({row[3]}), not measured"}
+    return {
+        "gbs": row[2],
+        "method": f"nominal: {row[1]} memory bandwidth {row[2]:g} GB/s ({row[3]}), not measured",
+    }
 
 
 def gpu_device_info(config) -> dict:
@@ -89,8 +118,12 @@ def gpu_device_info(config) -> dict:
     try:
         gpu = cuda_device(ordinal)
     except KitError as exc:
-        return {"kind": "gpu", "name": ", ".join(visible_gpu_names()) or "unknown GPU", "peak": None,
-                "note": str(exc)}
+        return {
+            "kind": "gpu",
+            "name": ", ".join(visible_gpu_names()) or "unknown GPU",
+            "peak": None,
+            "note": str(exc),
+        }
     peak = peak_for(gpu.name, config.precision)
     info = {"kind": "gpu", "name": gpu.name, "cuda_device": gpu.to_dict(), "peak": peak}
     if peak is None:

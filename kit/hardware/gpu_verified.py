@@ -30,15 +30,25 @@ class GpuPath:
 @functools.cache
 def gpu_paths() -> tuple[GpuPath, ...]:
     with open(data_dir() / "gpu" / "verified.csv", newline="") as f:
-        return tuple(GpuPath(r["backend"], r["path"], r["run_on_gpu"].strip(), r["evidence"]) for r in csv.DictReader(f))
+        return tuple(
+            GpuPath(r["backend"], r["path"], r["run_on_gpu"].strip(), r["evidence"])
+            for r in csv.DictReader(f)
+        )
 
 
 def gpu_paths_statement() -> str:
-    """One sentence: the GPU paths run on a real GPU, and those checked only through test doubles."""
+    """One sentence: the GPU paths run on a real GPU, and those checked only through test
+    doubles."""
     paths = gpu_paths()
     ran = [p for p in paths if p.run_on_gpu]
     not_run = [p for p in paths if not p.run_on_gpu]
     done = "; ".join(f"{p.label} ({p.run_on_gpu})" for p in ran) or f"none of {len(paths)}"
-    rest = (f"; not run on a GPU (checked only through test doubles enforcing the real APIs): "
-            f"{'; '.join(p.label for p in not_run)}") if not_run else ""
+    rest = (
+        (
+            f"; not run on a GPU (checked only through test doubles enforcing the real APIs): "
+            f"{'; '.join(p.label for p in not_run)}"
+        )
+        if not_run
+        else ""
+    )
     return f"GPU paths of this kit version run on a real GPU: {done}{rest}."

@@ -20,7 +20,9 @@ def ipu_part() -> str:
     if not shutil.which("gc-info"):
         return f"{UNKNOWN_IPU} (no gc-info on PATH)"
     try:
-        out = subprocess.run(["gc-info", "-d", "0", "-i"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["gc-info", "-d", "0", "-i"], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{UNKNOWN_IPU} (gc-info: {type(exc).__name__})"
     found = {}
@@ -28,4 +30,7 @@ def ipu_part() -> str:
         key, _, value = line.strip().partition(":")
         if key.strip().lower() in IPU_FIELDS:
             found[key.strip().lower()] = value.strip()
-    return ", ".join(f"{k}: {found[k]}" for k in IPU_FIELDS if k in found) or f"{UNKNOWN_IPU} (gc-info said none)"
+    return (
+        ", ".join(f"{k}: {found[k]}" for k in IPU_FIELDS if k in found)
+        or f"{UNKNOWN_IPU} (gc-info said none)"
+    )

@@ -36,9 +36,11 @@ class HardwareKind:
     export_name: str  # ByteMLPerf's word for it in a report's backend name
     preference: int  # `auto` picks the present kind with the highest
     published_settings: bool = False  # True: runs each row's published settings, never searched
-    profiles_ops: bool = False  # torch's profiler splits a call by operator (kit.studies.op_breakdown)
+    # torch's profiler splits a call by operator (kit.studies.op_breakdown)
+    profiles_ops: bool = False
     session_per_device: bool = False  # one replica per device: a C2 run uses min(replicas, devices)
-    search_each_batch: bool = False  # calls take milliseconds: the search decides at every published batch
+    # calls take milliseconds: the search decides at every published batch
+    search_each_batch: bool = False
 
     def present(self) -> bool:
         """Whether this kind can run here (a driver alone is not enough)."""
@@ -55,7 +57,8 @@ class HardwareKind:
         return {"gpus": []}
 
     def device_info(self, config) -> dict:
-        """device_info for an in-process backend's `config` (a kit.backends.base.BackendConfig) on it."""
+        """device_info for an in-process backend's `config` (a kit.backends.base.BackendConfig) on
+        it."""
         raise NotImplementedError(f"no in-process backend runs on {self.name}")
 
     def ort_providers(self) -> list[str]:
@@ -71,13 +74,18 @@ class Cpu(HardwareKind):
         return cpu_model()
 
     def device_info(self, config) -> dict:
-        return {"kind": self.hardware_class, "name": cpu_model(), "cores": usable_cores(),
-                "peak": cpu_peak_gflops(config.precision)}
+        return {
+            "kind": self.hardware_class,
+            "name": cpu_model(),
+            "cores": usable_cores(),
+            "peak": cpu_peak_gflops(config.precision),
+        }
 
 
 class Cuda(HardwareKind):
     def present(self) -> bool:
-        return bool(cuda.gpu_names()) and cuda.cuda_backend_loads() is None  # a driver alone is not a backend
+        # a driver alone is not a backend
+        return bool(cuda.gpu_names()) and cuda.cuda_backend_loads() is None
 
     def part(self) -> str:
         return ", ".join(cuda.visible_gpu_names()) or "no GPU visible"
@@ -101,18 +109,45 @@ class Ipu(HardwareKind):
 
 
 REGISTRY: Registry[HardwareKind] = Registry("hardware kind")
-CPU = REGISTRY.register("cpu", Cpu(name="cpu", devices=("cpu",), hardware_class="cpu",
-                                   export_name="CPU", preference=0, profiles_ops=True))
-CUDA = REGISTRY.register(cuda.KIND, Cuda(name=cuda.KIND, devices=("cuda", "tensorrt"),
-                                         hardware_class="gpu", export_name="GPU", preference=1,
-                                         search_each_batch=True))
-IPU = REGISTRY.register("ipu", Ipu(name="ipu", devices=("ipu",), hardware_class="ipu",
-                                   export_name="IPU", preference=2, published_settings=True,
-                                   session_per_device=True))
+CPU = REGISTRY.register(
+    "cpu",
+    Cpu(
+        name="cpu",
+        devices=("cpu",),
+        hardware_class="cpu",
+        export_name="CPU",
+        preference=0,
+        profiles_ops=True,
+    ),
+)
+CUDA = REGISTRY.register(
+    cuda.KIND,
+    Cuda(
+        name=cuda.KIND,
+        devices=("cuda", "tensorrt"),
+        hardware_class="gpu",
+        export_name="GPU",
+        preference=1,
+        search_each_batch=True,
+    ),
+)
+IPU = REGISTRY.register(
+    "ipu",
+    Ipu(
+        name="ipu",
+        devices=("ipu",),
+        hardware_class="ipu",
+        export_name="IPU",
+        preference=2,
+        published_settings=True,
+        session_per_device=True,
+    ),
+)
 
 KINDS = tuple(REGISTRY)
 CHOICES = ("auto", *KINDS)
-PREFERENCE = tuple(sorted(KINDS, key=lambda k: -REGISTRY.get(k).preference))  # what `auto` picks, best first
+# what `auto` picks, best first
+PREFERENCE = tuple(sorted(KINDS, key=lambda k: -REGISTRY.get(k).preference))
 DEVICE_KIND = {d: k for k in KINDS for d in REGISTRY.get(k).devices}
 DEVICES = tuple(DEVICE_KIND)
 #: The class a figure's hardware belongs to, as device_info reports it.
@@ -127,8 +162,11 @@ def get(kind: str) -> HardwareKind:
 
 
 def of_class(hardware_class: str) -> HardwareKind | None:
-    """The kind whose device_info calls itself `hardware_class` ('gpu' -> cuda), None if none does."""
-    return next((REGISTRY.get(k) for k in KINDS if REGISTRY.get(k).hardware_class == hardware_class), None)
+    """The kind whose device_info calls itself `hardware_class` ('gpu' -> cuda), None if none
+    does."""
+    return next(
+        (REGISTRY.get(k) for k in KINDS if REGISTRY.get(k).hardware_class == hardware_class), None
+    )
 
 
 def present() -> list[str]:
@@ -180,4 +218,6 @@ def device_kind(device: str, kind: str = "") -> str:
 
 def hardware_class(kind_or_class: str) -> str:
     """'ipu', 'gpu' or 'cpu' for a kind ('cuda') or a device_info kind ('gpu')."""
-    return KIND_CLASS.get(kind_or_class, kind_or_class if kind_or_class in KIND_CLASS.values() else "other")
+    return KIND_CLASS.get(
+        kind_or_class, kind_or_class if kind_or_class in KIND_CLASS.values() else "other"
+    )

@@ -13,9 +13,11 @@ from pathlib import Path
 #: the libraries it loads; the tensorrt-cu13-libs wheel puts them in site-packages/tensorrt_libs.
 TENSORRT_MAJOR = 10
 TENSORRT_LIBRARIES = ("libnvinfer.so", "libnvinfer_plugin.so", "libnvonnxparser.so")
-BROKEN = ("onnxruntime is broken here: its module has no get_available_providers (one ORT build's "
-          "files removed by uninstalling the other, onnxruntime vs onnxruntime-gpu); `make install` "
-          "repairs it (kit/hardware/gpu_install.py onnxruntime gpu|cpu)")
+BROKEN = (
+    "onnxruntime is broken here: its module has no get_available_providers (one ORT build's "
+    "files removed by uninstalling the other, onnxruntime vs onnxruntime-gpu); `make install` "
+    "repairs it (kit/hardware/gpu_install.py onnxruntime gpu|cpu)"
+)
 
 
 @functools.cache
@@ -37,9 +39,14 @@ def ort_provider_reason(provider: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - ORT raises its own types
         return f"onnxruntime cannot start {provider}: {exc}"
     first = session.get_providers()[0]
-    return None if first == provider else (
-        f"onnxruntime's {provider} did not load (the session runs on {first}: CUDA, cuDNN or TensorRT "
-        "libraries missing?)")
+    return (
+        None
+        if first == provider
+        else (
+            f"onnxruntime's {provider} did not load (the session runs on {first}: CUDA, cuDNN or "
+            "TensorRT libraries missing?)"
+        )
+    )
 
 
 def preload_gpu_libraries(ort) -> None:
@@ -50,7 +57,8 @@ def preload_gpu_libraries(ort) -> None:
     if callable(preload):
         try:
             preload()
-        except Exception:  # noqa: BLE001, S110 - checked afterwards as a provider that does not start
+        except Exception:  # noqa: BLE001, S110
+            # checked afterwards as a provider that does not start
             pass
     preload_tensorrt()
 
@@ -94,9 +102,12 @@ def identity_model_bytes() -> bytes:
     from onnx import TensorProto, helper
 
     tensor = [1]
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "kit_probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, tensor)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, tensor)])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "kit_probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, tensor)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, tensor)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model.SerializeToString()

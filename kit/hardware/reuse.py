@@ -24,8 +24,14 @@ def cpu_flags() -> str:
         text = CPUINFO.read_text()
     except OSError:
         return "unknown"
-    flags = sorted({f for line in text.splitlines() if line.startswith(("flags", "Features"))
-                    for f in line.partition(":")[2].split()})
+    flags = sorted(
+        {
+            f
+            for line in text.splitlines()
+            if line.startswith(("flags", "Features"))
+            for f in line.partition(":")[2].split()
+        }
+    )
     return hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12] if flags else "unknown"
 
 
@@ -42,5 +48,7 @@ def reuse_identity(kind: str) -> str:
     if part.startswith(UNKNOWN_IPU):
         part += f" [never reused: {uuid.uuid4().hex[:12]}]"
     cores = ",".join(map(str, our_cpus()))
-    threads = ",".join(f"{k}={v}" for k, v in sorted(thread_settings().items()) if k != "usable_cores")
+    threads = ",".join(
+        f"{k}={v}" for k, v in sorted(thread_settings().items()) if k != "usable_cores"
+    )
     return f"{part} | cores {cores} | cpu flags {cpu_flags()} | threads {threads or 'default'}"

@@ -29,8 +29,10 @@ DISTRIBUTION = "ipu-repro"
 #: The environment variable through which the batch's worker tells a notebook's kernel its job
 #: (kit.batch.executor.Task.provenance, as JSON).
 JOB_ENV = "KIT_JOB"
-INTERACTIVE = ("not started by `kit reproduce` (an interactive or hand-made run): its parameters are "
-               "the result's own (`parameters`); `kit rerun` needs a batch result")
+INTERACTIVE = (
+    "not started by `kit reproduce` (an interactive or hand-made run): its parameters are "
+    "the result's own (`parameters`); `kit rerun` needs a batch result"
+)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -48,8 +50,12 @@ def file_sha256(path: str | Path) -> str:
 
 def _git(*args: str) -> bytes | None:
     try:
-        done = subprocess.run(["git", "-C", str(KIT_TREE), *args], capture_output=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(KIT_TREE), *args],
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -67,11 +73,20 @@ def kit_source() -> dict:
     version = _distribution_version()
     commit = _git("rev-parse", "HEAD")
     if commit is None:
-        return {"commit": None, "dirty": None, "diff_sha256": None, "untracked": [], "version": version,
-                "how": f"no git work tree at {KIT_TREE}: the installed {DISTRIBUTION} version only"}
+        return {
+            "commit": None,
+            "dirty": None,
+            "diff_sha256": None,
+            "untracked": [],
+            "version": version,
+            "how": f"no git work tree at {KIT_TREE}: the installed {DISTRIBUTION} version only",
+        }
     diff = _git("diff", "HEAD", "--binary") or b""
-    untracked = sorted((_git("ls-files", "--others", "--exclude-standard", "-z") or b"")
-                       .decode(errors="replace").split("\0"))
+    untracked = sorted(
+        (_git("ls-files", "--others", "--exclude-standard", "-z") or b"")
+        .decode(errors="replace")
+        .split("\0")
+    )
     untracked = [name for name in untracked if name]
     h = hashlib.sha256(diff)
     for name in untracked:
@@ -79,9 +94,14 @@ def kit_source() -> dict:
         path = KIT_TREE / name
         h.update(file_sha256(path).encode() if path.is_file() else b"")
     dirty = bool(diff) or bool(untracked)
-    return {"commit": commit.decode().strip(), "dirty": dirty,
-            "diff_sha256": h.hexdigest() if dirty else None, "untracked": untracked, "version": version,
-            "how": f"git at {KIT_TREE}: HEAD, `git diff HEAD --binary` and the untracked files"}
+    return {
+        "commit": commit.decode().strip(),
+        "dirty": dirty,
+        "diff_sha256": h.hexdigest() if dirty else None,
+        "untracked": untracked,
+        "version": version,
+        "how": f"git at {KIT_TREE}: HEAD, `git diff HEAD --binary` and the untracked files",
+    }
 
 
 def _distribution_version() -> str | None:
@@ -103,7 +123,9 @@ def distributions() -> dict[str, str]:
     imported) are not installed distributions: whether a process imported pkg_resources must not
     change the list."""
     found: dict[str, str] = {}
-    for dist in importlib.metadata.distributions(path=[p for p in sys.path if "_vendor" not in Path(p).parts]):
+    for dist in importlib.metadata.distributions(
+        path=[p for p in sys.path if "_vendor" not in Path(p).parts]
+    ):
         name = normalized(dist.metadata["Name"] or "")
         if name and name not in found:
             found[name] = dist.version
@@ -120,7 +142,11 @@ def job() -> dict:
         found = json.loads(raw)
     except json.JSONDecodeError:
         return {"rerun": None, "how": f"{JOB_ENV} is not JSON: {raw[:80]!r}"}
-    return found if isinstance(found, dict) else {"rerun": None, "how": f"{JOB_ENV} is not a JSON object"}
+    return (
+        found
+        if isinstance(found, dict)
+        else {"rerun": None, "how": f"{JOB_ENV} is not a JSON object"}
+    )
 
 
 def published_data_hashes() -> dict[str, str]:
@@ -128,4 +154,8 @@ def published_data_hashes() -> dict[str, str]:
     root = published_dir()
     if not root.is_dir():
         return {}
-    return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): file_sha256(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

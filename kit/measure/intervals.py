@@ -1,8 +1,8 @@
 """95 % intervals of a measurement's figures, from its rounds of calls; and the interval of a
 scorecard figure, looked up in a result.
 
-Rounds come from the timing loop (kit.measure.window.RoundController: blocks of at least `round_s` and
-3 calls per thread). A measurement made elsewhere without rounds (an out-of-process backend, an
+Rounds come from the timing loop (kit.measure.window.RoundController: blocks of at least `round_s`
+and 3 calls per thread). A measurement made elsewhere without rounds (an out-of-process backend, an
 older result) is cut after the fact into up to 10 blocks of consecutive calls per thread, and the
 method says so. Either way no interval treats single calls as independent samples.
 """
@@ -23,7 +23,9 @@ BLOCKS = "blocks of consecutive calls cut after the run"
 LATENCY_QUANTILES = {"p50_ms": 0.50, "p90_ms": 0.90, "p99_ms": 0.99, "p99_bytemlperf_ms": 0.99}
 
 
-def round_groups(calls: list[list[tuple[int, int]]], marks: list[list[int]] | None) -> tuple[list, str]:
+def round_groups(
+    calls: list[list[tuple[int, int]]], marks: list[list[int]] | None
+) -> tuple[list, str]:
     """[[thread's calls of the round] per thread] per round, and which grouping was used.
 
     Calls after the last closed round join it (or form a round when each thread has enough)."""
@@ -36,14 +38,18 @@ def round_groups(calls: list[list[tuple[int, int]]], marks: list[list[int]] | No
             bounds[-1] = [len(t) for t in calls]
         if len(bounds) >= 2:
             starts = [[0] * len(calls)] + bounds[:-1]
-            return [[t[s:e] for t, s, e in zip(calls, a, b, strict=True)]
-                    for a, b in zip(starts, bounds, strict=True)], ROUNDS
+            return [
+                [t[s:e] for t, s, e in zip(calls, a, b, strict=True)]
+                for a, b in zip(starts, bounds, strict=True)
+            ], ROUNDS
     shortest = min((len(t) for t in calls), default=0)
     k = min(MAX_BLOCKS, shortest // MIN_CALLS_PER_BLOCK)
     if k < 2:
         return [calls], BLOCKS
     cuts = [np.linspace(0, len(t), k + 1).astype(int) for t in calls]
-    return [[t[c[i]:c[i + 1]] for t, c in zip(calls, cuts, strict=True)] for i in range(k)], BLOCKS
+    return [
+        [t[c[i] : c[i + 1]] for t, c in zip(calls, cuts, strict=True)] for i in range(k)
+    ], BLOCKS
 
 
 def round_rates(groups: list) -> list[tuple[float, float]]:
@@ -70,30 +76,59 @@ def round_values(calls, marks, batch_size: int) -> dict[str, list[float]]:
 
 
 def measurement_intervals(m) -> dict[str, Interval]:
-    """Intervals of a kit.measure.window.BatchMeasurement's throughput, QPS, latencies and efficiency."""
+    """Intervals of a kit.measure.window.BatchMeasurement's throughput, QPS, latencies and
+    efficiency."""
     groups, how = round_groups(m.calls, m.rounds)
     rates = round_rates(groups)
-    rel = ratio_interval([r * w for r, w in rates], [w for _, w in rates],
-                         method=f"ratio estimator over {how}, t interval").rel_half_width
+    rel = ratio_interval(
+        [r * w for r, w in rates],
+        [w for _, w in rates],
+        method=f"ratio estimator over {how}, t interval",
+    ).rel_half_width
     out = {}
     for name, value in (("throughput", m.throughput), ("qps_bytemlperf", m.qps_bytemlperf)):
-        out[name] = _relative(value, rel, len(groups), f"throughput of {len(groups)} {how}: ratio estimator "
-                                                       "(samples / seconds), t interval; relative width applied")
+        out[name] = _relative(
+            value,
+            rel,
+            len(groups),
+            f"throughput of {len(groups)} {how}: ratio estimator "
+            "(samples / seconds), t interval; relative width applied",
+        )
     latency = [[(e - s) / 1e6 for t in g for s, e in t] for g in groups]
-    mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
-                          method=f"ratio estimator over {how} (latency sum / calls), t interval")
-    out["mean_ms"] = Interval(m.latency.mean_ms, mean.low, mean.high, level=mean.level,
-                              method=mean.method, rounds=mean.rounds, reason=mean.reason)
+    mean = ratio_interval(
+        [sum(x) for x in latency],
+        [len(x) for x in latency],
+        method=f"ratio estimator over {how} (latency sum / calls), t interval",
+    )
+    out["mean_ms"] = Interval(
+        m.latency.mean_ms,
+        mean.low,
+        mean.high,
+        level=mean.level,
+        method=mean.method,
+        rounds=mean.rounds,
+        reason=mean.reason,
+    )
     for name, q in LATENCY_QUANTILES.items():
         iv = quantile_interval(latency, q, estimate=getattr(m.latency, name))
-        out[name] = Interval(iv.value, iv.low, iv.high, level=iv.level,
-                             method=f"{iv.method} over {how}", rounds=iv.rounds, reason=iv.reason)
+        out[name] = Interval(
+            iv.value,
+            iv.low,
+            iv.high,
+            level=iv.level,
+            method=f"{iv.method} over {how}",
+            rounds=iv.rounds,
+            reason=iv.reason,
+        )
     out.update(bytemlperf_intervals(m))
     power = m.power or {}
     if power.get("method") == "measured" and power.get("samples_per_s_per_w"):
         out["samples_per_s_per_w"] = _relative(
-            power["samples_per_s_per_w"], rel, len(groups),
-            "the throughput's relative interval (the power reading's own variation is not included)")
+            power["samples_per_s_per_w"],
+            rel,
+            len(groups),
+            "the throughput's relative interval (the power reading's own variation is not included)",
+        )
     return out
 
 
@@ -105,19 +140,37 @@ def bytemlperf_intervals(m) -> dict[str, Interval]:
     latency = [[(e - s) / 1e6 for t in g for s, e in t] for g in groups]
     latency = [x for x in latency if x]
     figures = m.bytemlperf
-    mean = ratio_interval([sum(x) for x in latency], [len(x) for x in latency],
-                          method=f"ratio estimator over {how} of the calls ByteMLPerf keeps, t interval")
+    mean = ratio_interval(
+        [sum(x) for x in latency],
+        [len(x) for x in latency],
+        method=f"ratio estimator over {how} of the calls ByteMLPerf keeps, t interval",
+    )
     p99 = quantile_interval(latency, 0.99, estimate=figures["p99_latency_ms"])
-    return {"bytemlperf_avg_latency_ms": Interval(figures["avg_latency_ms"], mean.low, mean.high,
-                                                  level=mean.level, method=mean.method,
-                                                  rounds=mean.rounds, reason=mean.reason),
-            "bytemlperf_p99_latency_ms": Interval(
-                p99.value, p99.low, p99.high, level=p99.level,
-                method=f"{p99.method} over {how} of the calls ByteMLPerf keeps", rounds=p99.rounds,
-                reason=p99.reason)}
+    return {
+        "bytemlperf_avg_latency_ms": Interval(
+            figures["avg_latency_ms"],
+            mean.low,
+            mean.high,
+            level=mean.level,
+            method=mean.method,
+            rounds=mean.rounds,
+            reason=mean.reason,
+        ),
+        "bytemlperf_p99_latency_ms": Interval(
+            p99.value,
+            p99.low,
+            p99.high,
+            level=p99.level,
+            method=f"{p99.method} over {how} of the calls ByteMLPerf keeps",
+            rounds=p99.rounds,
+            reason=p99.reason,
+        ),
+    }
 
 
-def kept_marks(marks: list[list[int]] | None, ranges: list[tuple[int, int]]) -> list[list[int]] | None:
+def kept_marks(
+    marks: list[list[int]] | None, ranges: list[tuple[int, int]]
+) -> list[list[int]] | None:
     """Round marks (each thread's end index per round) moved into the kept calls' ranges; a round
     left with no kept call is dropped."""
     if not marks:
@@ -135,28 +188,43 @@ def _relative(value: float, rel: float | None, rounds: int, method: str) -> Inte
     if value is None or not math.isfinite(value):
         return Interval(math.nan, method=method, rounds=rounds, reason="no value")
     if rel is None:
-        return Interval(value, method=method, rounds=rounds,
-                        reason=f"{rounds} round(s): an interval needs at least 2")
+        return Interval(
+            value,
+            method=method,
+            rounds=rounds,
+            reason=f"{rounds} round(s): an interval needs at least 2",
+        )
     return Interval(value, value * (1 - rel), value * (1 + rel), method=method, rounds=rounds)
 
 
 def precision_reached(given: dict, throughput: Interval) -> dict:
-    """The target, the precision reached (throughput's relative half-width) and whether it was met."""
+    """The target, the precision reached (throughput's relative half-width) and whether it was
+    met."""
     target = given.get("target_ci") or 0.0
     reached = throughput.rel_half_width
-    return {"target_ci": target, "reached": reached, "rounds": throughput.rounds,
-            "met": None if not target else (reached is not None and reached <= target),
-            "stopped_by": given.get("stopped_by", ""),
-            **({"limit_s": given["limit_s"]} if "limit_s" in given else {})}  # the time limit it ran under
+    return {
+        "target_ci": target,
+        "reached": reached,
+        "rounds": throughput.rounds,
+        "met": None if not target else (reached is not None and reached <= target),
+        "stopped_by": given.get("stopped_by", ""),
+        # the time limit it ran under
+        **({"limit_s": given["limit_s"]} if "limit_s" in given else {}),
+    }
 
 
 # --- scorecard lookups ---------------------------------------------------------------------------
 
-BYTEMLPERF_FIGURES = {"QPS": "qps_bytemlperf", "AVG Latency": "bytemlperf_avg_latency_ms",
-                      "P99 Latency": "bytemlperf_p99_latency_ms"}
+BYTEMLPERF_FIGURES = {
+    "QPS": "qps_bytemlperf",
+    "AVG Latency": "bytemlperf_avg_latency_ms",
+    "P99 Latency": "bytemlperf_p99_latency_ms",
+}
 
 
-def figure_interval(result, figure: str, batch, value: float | None = None) -> tuple[Interval | None, str]:
+def figure_interval(
+    result, figure: str, batch, value: float | None = None
+) -> tuple[Interval | None, str]:
     """(interval, noise note) of one scorecard figure of `result` (a RunResult) at `batch`;
     `value` is the figure itself where the interval is the throughput's relative one (efficiency).
 
@@ -168,8 +236,13 @@ def figure_interval(result, figure: str, batch, value: float | None = None) -> t
         per_call = d["batch_size"]
         card_batch = per_call * (d["threads"] if d.get("mode") == "replicas" else 1)
         ivs = d.get("intervals") or {}
-        bytemlperf_batch = (d.get("extra") or {}).get("pack_batch_size") or per_call  # pack: the pack's batch
-        if figure in BYTEMLPERF_FIGURES and bytemlperf_batch == batch and d.get("mode") != "replicas":
+        # pack: the pack's batch
+        bytemlperf_batch = (d.get("extra") or {}).get("pack_batch_size") or per_call
+        if (
+            figure in BYTEMLPERF_FIGURES
+            and bytemlperf_batch == batch
+            and d.get("mode") != "replicas"
+        ):
             return Interval.from_dict(ivs.get(BYTEMLPERF_FIGURES[figure])), noise_note(d)
         if figure in ("Latency", "Throughput", "Energy efficiency") and card_batch == batch:
             return _c2_interval(figure, ivs, batch, value), noise_note(d)
@@ -188,8 +261,12 @@ def _c2_interval(figure: str, ivs: dict, batch: int, value: float | None) -> Int
         return throughput
     if value is None or throughput.rel_half_width is None:
         return None
-    return _relative(value, throughput.rel_half_width, throughput.rounds,
-                     "the throughput's relative interval (the power reading's own variation is not included)")
+    return _relative(
+        value,
+        throughput.rel_half_width,
+        throughput.rounds,
+        "the throughput's relative interval (the power reading's own variation is not included)",
+    )
 
 
 def noise_note(measurement: dict) -> str:

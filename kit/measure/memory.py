@@ -26,7 +26,8 @@ GB = 1e9
 MEMINFO = Path("/proc/meminfo")
 CGROUP = Path("/sys/fs/cgroup")  # where the cgroup filesystem is mounted (v2, or v1's controllers)
 SELF_CGROUP = Path("/proc/self/cgroup")  # this process's cgroup in each hierarchy
-SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"  # "1": skip the pre-flight check (the step may then be killed)
+# "1": skip the pre-flight check (the step may then be killed)
+SKIP_CHECK_ENV = "KIT_SKIP_MEMORY_CHECK"
 
 
 class InsufficientMemory(KitError, MemoryError):
@@ -36,11 +37,18 @@ class InsufficientMemory(KitError, MemoryError):
     available_bytes: float = 0.0
 
     @classmethod
-    def for_step(cls, what: str, need_bytes: float, available_bytes: float, detail: str = "",
-                 ) -> InsufficientMemory:
-        error = cls(f"{what} needs about {need_bytes / GB:.1f} GB, {available_bytes / GB:.1f} GB "
-                    f"available{f' ({detail})' if detail else ''}; free memory, or set "
-                    f"{SKIP_CHECK_ENV}=1 to try anyway")
+    def for_step(
+        cls,
+        what: str,
+        need_bytes: float,
+        available_bytes: float,
+        detail: str = "",
+    ) -> InsufficientMemory:
+        error = cls(
+            f"{what} needs about {need_bytes / GB:.1f} GB, {available_bytes / GB:.1f} GB "
+            f"available{f' ({detail})' if detail else ''}; free memory, or set "
+            f"{SKIP_CHECK_ENV}=1 to try anyway"
+        )
         error.need_bytes, error.available_bytes = need_bytes, available_bytes
         return error
 
@@ -108,14 +116,18 @@ def steady_allocator() -> str:
         return "allocator left as it is (not Linux)"
     try:
         libc = ctypes.CDLL("libc.so.6")
-        ok = libc.mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD) and \
-            libc.mallopt(M_TRIM_THRESHOLD, 2 * STEADY_MMAP_THRESHOLD)
+        ok = libc.mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD) and libc.mallopt(
+            M_TRIM_THRESHOLD, 2 * STEADY_MMAP_THRESHOLD
+        )
     except (OSError, AttributeError):
         return "allocator left as it is (not glibc)"
     if not ok:
         return "allocator left as it is (glibc refused mallopt)"
-    return (f"glibc malloc: mmap threshold {STEADY_MMAP_THRESHOLD >> 20} MiB and trim threshold "
-            f"{2 * STEADY_MMAP_THRESHOLD >> 20} MiB fixed before the study (kit.measure.memory.steady_allocator)")
+    return (
+        f"glibc malloc: mmap threshold {STEADY_MMAP_THRESHOLD >> 20} MiB and trim threshold "
+        f"{2 * STEADY_MMAP_THRESHOLD >> 20} MiB fixed before the study "
+        "(kit.measure.memory.steady_allocator)"
+    )
 
 
 def resources() -> dict:
@@ -126,8 +138,8 @@ def resources() -> dict:
         "peak_rss_bytes": max(self_peak, children_peak),
         "peak_rss_self_bytes": self_peak,
         "peak_rss_children_bytes": children_peak,
-        "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the largest "
-                  "child process it waited for",
+        "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the "
+        "largest child process it waited for",
     }
 
 
@@ -188,7 +200,9 @@ def cgroup_limits(root: Path = CGROUP, self_cgroup: Path = SELF_CGROUP) -> list[
     top folder is then the container's own cgroup, and is read too.
     """
     paths = own_cgroups(self_cgroup)
-    v2 = [_limit(d, *_V2) for m in (root, root / "unified") for d in _levels(m, paths.get("v2", "/"))]
+    v2 = [
+        _limit(d, *_V2) for m in (root, root / "unified") for d in _levels(m, paths.get("v2", "/"))
+    ]
     v1 = [_limit(d, *_V1) for d in _levels(root / "memory", paths.get("v1", "/"))]
     return [limit for limit in v2 + v1 if limit is not None]
 
@@ -200,7 +214,9 @@ def _levels(mount: Path, path: str) -> list[Path]:
     return [f for f in folders if f.is_dir()]
 
 
-def _limit(folder: Path, limit_file: str, usage_file: str, reclaimable: tuple[str, ...]) -> CgroupLimit | None:
+def _limit(
+    folder: Path, limit_file: str, usage_file: str, reclaimable: tuple[str, ...]
+) -> CgroupLimit | None:
     try:
         limit = (folder / limit_file).read_text().strip()
         used = int((folder / usage_file).read_text().strip())
@@ -208,14 +224,19 @@ def _limit(folder: Path, limit_file: str, usage_file: str, reclaimable: tuple[st
         return None
     if not limit.isdigit():  # "max": no limit at this level
         return None
-    return CgroupLimit(int(limit), max(used - _stat_field(folder / "memory.stat", reclaimable), 0),
-                       folder / limit_file)
+    return CgroupLimit(
+        int(limit),
+        max(used - _stat_field(folder / "memory.stat", reclaimable), 0),
+        folder / limit_file,
+    )
 
 
 def _stat_field(stat: Path, names: tuple[str, ...]) -> int:
     """The first of `names` in a cgroup's memory.stat, in bytes; 0 where absent."""
     try:
-        fields = dict(line.split()[:2] for line in stat.read_text().splitlines() if len(line.split()) >= 2)
+        fields = dict(
+            line.split()[:2] for line in stat.read_text().splitlines() if len(line.split()) >= 2
+        )
     except OSError:
         return 0
     return next((int(fields[n]) for n in names if fields.get(n, "").isdigit()), 0)
@@ -227,8 +248,9 @@ def cgroup_available_bytes(root: Path = CGROUP, self_cgroup: Path = SELF_CGROUP)
     return min(limit.room_bytes for limit in limits) if limits else None
 
 
-def available_bytes(meminfo: Path | None = None, cgroup: Path | None = None,
-                    self_cgroup: Path | None = None) -> int:
+def available_bytes(
+    meminfo: Path | None = None, cgroup: Path | None = None, self_cgroup: Path | None = None
+) -> int:
     """Memory a new allocation can get without swapping or being killed: MemAvailable, capped by
     the room left under every cgroup limit over this process (v2 or v1: a container's `-m`)."""
     meminfo, cgroup, self_cgroup = meminfo or MEMINFO, cgroup or CGROUP, self_cgroup or SELF_CGROUP
@@ -269,7 +291,8 @@ STEP_COSTS: dict[str, StepCost] = {
 
 
 def conversion_budget(model_bytes: float) -> float:
-    """What an export or conversion may take: 3 x the model's ONNX file + 2 GB (`make bench` checks it)."""
+    """What an export or conversion may take: 3 x the model's ONNX file + 2 GB (`make bench` checks
+    it)."""
     return 3 * model_bytes + 2 * GB
 
 
@@ -280,8 +303,14 @@ def estimate_need(step: str, model_bytes: float) -> float:
     return STEP_COSTS[step].need(model_bytes)
 
 
-def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | None = None,
-                 cgroup: Path | None = None) -> float:
+def check_memory(
+    step: str,
+    model_bytes: float,
+    what: str,
+    *,
+    meminfo: Path | None = None,
+    cgroup: Path | None = None,
+) -> float:
     """Raise InsufficientMemory if `step` will not fit in the memory available; returns the need."""
     need = estimate_need(step, model_bytes)
     if os.environ.get(SKIP_CHECK_ENV) == "1":
@@ -289,9 +318,13 @@ def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | No
     available = available_bytes(meminfo, cgroup)
     if need > available:
         cost = STEP_COSTS[step]
-        raise InsufficientMemory.for_step(what, need, available,
-                                 f"{cost.ratio:g} x the {model_bytes / GB:.2f} GB model + "
-                                 f"{cost.base_bytes / GB:.1f} GB, measured by {cost.source}")
+        raise InsufficientMemory.for_step(
+            what,
+            need,
+            available,
+            f"{cost.ratio:g} x the {model_bytes / GB:.2f} GB model + "
+            f"{cost.base_bytes / GB:.1f} GB, measured by {cost.source}",
+        )
     return need
 
 
@@ -300,8 +333,9 @@ def check_memory(step: str, model_bytes: float, what: str, *, meminfo: Path | No
 NEAR_LIMIT = 0.5
 
 
-def memory_limit_bytes(meminfo: Path | None = None, cgroup: Path | None = None,
-                       self_cgroup: Path | None = None) -> int | None:
+def memory_limit_bytes(
+    meminfo: Path | None = None, cgroup: Path | None = None, self_cgroup: Path | None = None
+) -> int | None:
     """What this process may hold: MemTotal, capped by every cgroup limit over it (v2 or v1)."""
     meminfo, cgroup, self_cgroup = meminfo or MEMINFO, cgroup or CGROUP, self_cgroup or SELF_CGROUP
     limits = [limit.limit_bytes for limit in cgroup_limits(cgroup, self_cgroup)]
@@ -351,7 +385,10 @@ def oom_message(how: str, peak: Peak | float | None, limit_gb: float | None = No
     peak = peak if isinstance(peak, Peak) else Peak.exact(peak)
     low, high = peak.low_gb, peak.high_gb
     if low is None and high is None:
-        return f"{how} (peak memory unknown: out of memory, or stopped by another process; see `dmesg`)"
+        return (
+            f"{how} (peak memory unknown: out of memory, or stopped by another process; see "
+            "`dmesg`)"
+        )
     of = f" of {limit_gb:.1f} GB" if limit_gb else ""
     near = NEAR_LIMIT * limit_gb if limit_gb else 0.0
     at_least = "" if low == high else "at least "
@@ -359,8 +396,12 @@ def oom_message(how: str, peak: Peak | float | None, limit_gb: float | None = No
         return f"{how} (likely out of memory: peak {at_least}{low:.1f} GB{of})"
     at_most = "" if low == high else "at most "
     if high is not None and high < near:
-        return (f"{how} (peak {at_most}{high:.1f} GB{of}: far from the memory limit, so not out of memory; "
-                f"stopped by another process, a user or a watchdog?)")
+        return (
+            f"{how} (peak {at_most}{high:.1f} GB{of}: far from the memory limit, so not out of "
+            f"memory; stopped by another process, a user or a watchdog?)"
+        )
     span = f"at least {low:.1f} GB" if high is None else f"between {low or 0:.1f} and {high:.1f} GB"
-    return (f"{how} (perhaps out of memory: peak {span}{of}; the child's own peak is not known more "
-            f"closely; see `dmesg`)")
+    return (
+        f"{how} (perhaps out of memory: peak {span}{of}; the child's own peak is not known more "
+        f"closely; see `dmesg`)"
+    )

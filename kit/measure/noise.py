@@ -58,7 +58,9 @@ def cpu_mhz(cpus: list[int]) -> tuple[list[float], str]:
     readings = []
     for c in cpus:
         try:
-            readings.append(int((sys_cpu / f"cpu{c}" / "cpufreq" / "scaling_cur_freq").read_text()) / 1000)
+            readings.append(
+                int((sys_cpu / f"cpu{c}" / "cpufreq" / "scaling_cur_freq").read_text()) / 1000
+            )
         except (OSError, ValueError):
             break
     if len(readings) == len(cpus) and readings:
@@ -112,15 +114,24 @@ class NoiseMonitor:
         now = self._reading()
         prev, self._last = self._last, now
         if prev and prev[2] and now[2] and now[2][2] > prev[2][2]:
-            self._peak_steal = max(self._peak_steal, (now[2][1] - prev[2][1]) / (now[2][2] - prev[2][2]))
+            self._peak_steal = max(
+                self._peak_steal, (now[2][1] - prev[2][1]) / (now[2][2] - prev[2][2])
+            )
         mhz, source = cpu_mhz(self.cpus)
         self._mhz += mhz
         self._mhz_source = self._mhz_source or source
 
     def summary(self) -> dict:
-        """Steal, other processes' load and frequency over the window, with the noisy flag and why."""
-        out: dict = {"cpus": len(self.cpus), "thresholds": dict(THRESHOLDS), "loadavg_1m": _loadavg()}
-        assert self._first is not None and self._last is not None, "summary() after the window's `with`"
+        """Steal, other processes' load and frequency over the window, with the noisy flag and
+        why."""
+        out: dict = {
+            "cpus": len(self.cpus),
+            "thresholds": dict(THRESHOLDS),
+            "loadavg_1m": _loadavg(),
+        }
+        assert self._first is not None and self._last is not None, (
+            "summary() after the window's `with`"
+        )
         (t0, own0, stat0), (t1, own1, stat1) = self._first, self._last
         if stat0 and stat1 and stat1[2] > stat0[2]:
             elapsed = max(t1 - t0, 1e-9)
@@ -129,10 +140,16 @@ class NoiseMonitor:
             others_s = (stat1[0] - stat0[0]) / CLK_TCK - (own1 - own0)
             out["other_load"] = max(0.0, others_s / (elapsed * len(self.cpus)))
         else:
-            out["stat_reason"] = "/proc/stat unreadable or the window was shorter than one clock tick"
+            out["stat_reason"] = (
+                "/proc/stat unreadable or the window was shorter than one clock tick"
+            )
         if self._mhz:
-            out["freq_mhz"] = {"min": min(self._mhz), "max": max(self._mhz),
-                               "mean": sum(self._mhz) / len(self._mhz), "source": self._mhz_source}
+            out["freq_mhz"] = {
+                "min": min(self._mhz),
+                "max": max(self._mhz),
+                "mean": sum(self._mhz) / len(self._mhz),
+                "source": self._mhz_source,
+            }
         else:
             out["freq_mhz"] = None
             out["freq_reason"] = "no readable CPU frequency (no cpufreq, no 'cpu MHz')"
@@ -143,7 +160,8 @@ class NoiseMonitor:
 
 def idle_sample(seconds: float = 0.5) -> dict:
     """The noise summary of a pause in which this process does nothing: what the rest of the
-    machine is doing (other processes' load, steal), e.g. before choosing how far to trust probes."""
+    machine is doing (other processes' load, steal), e.g. before choosing how far to trust
+    probes."""
     with NoiseMonitor(period_s=seconds / 4) as monitor:
         time.sleep(seconds)
     return monitor.summary()
@@ -158,11 +176,15 @@ def noisy_reasons(summary: dict) -> list[str]:
     elif summary.get("steal_peak", 0) > th["steal_peak"]:
         reasons.append(f"CPU steal peaked at {summary['steal_peak']:.0%} > {th['steal_peak']:.0%}")
     if summary.get("other_load", 0) > th["other_load"]:
-        reasons.append(f"other processes used {summary['other_load']:.0%} of our CPUs > {th['other_load']:.0%}")
+        reasons.append(
+            f"other processes used {summary['other_load']:.0%} of our CPUs > {th['other_load']:.0%}"
+        )
     freq = summary.get("freq_mhz")
     if freq and freq["max"] > 0 and 1 - freq["min"] / freq["max"] > th["freq_spread"]:
-        reasons.append(f"CPU frequency varied {freq['min']:.0f}-{freq['max']:.0f} MHz "
-                       f"(> {th['freq_spread']:.0%} spread)")
+        reasons.append(
+            f"CPU frequency varied {freq['min']:.0f}-{freq['max']:.0f} MHz "
+            f"(> {th['freq_spread']:.0%} spread)"
+        )
     return reasons
 
 

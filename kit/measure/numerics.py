@@ -28,8 +28,9 @@ def _flatten(outputs: list[np.ndarray], which: str) -> np.ndarray:
     try:
         return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outputs])
     except (TypeError, ValueError) as exc:
-        raise InvalidParameter(f"{which} outputs", [getattr(o, "dtype", type(o)) for o in outputs],
-                               "numeric arrays") from exc
+        raise InvalidParameter(
+            f"{which} outputs", [getattr(o, "dtype", type(o)) for o in outputs], "numeric arrays"
+        ) from exc
 
 
 HISTOGRAM_BINS = 300  # ByteMLPerf's draw_all_diff: min(elements, 300) bins over each array's range
@@ -38,7 +39,8 @@ HISTOGRAM_BINS = 300  # ByteMLPerf's draw_all_diff: min(elements, 300) bins over
 def _histogram(values: np.ndarray) -> dict:
     lo, hi = float(values.min()), float(values.max())
     counts, edges = np.histogram(values, bins=min(values.size, HISTOGRAM_BINS), range=(lo, hi))
-    return {"range": [float(edges[0]), float(edges[-1])], "counts": counts.tolist()}  # numpy widens lo == hi
+    # numpy widens lo == hi
+    return {"range": [float(edges[0]), float(edges[-1])], "counts": counts.tolist()}
 
 
 def histograms(ref: np.ndarray, got: np.ndarray) -> dict:
@@ -51,8 +53,11 @@ def histograms(ref: np.ndarray, got: np.ndarray) -> dict:
     >>> h["diff"], h["reference"]["counts"]
     ({'range': [0.0, 1.0], 'counts': [2, 0, 1]}, [2, 0, 1])
     """
-    return {"diff": _histogram(ref - got), "reference": _histogram(np.where(ref == 0, 1.0, ref)),
-            "candidate": _histogram(got)}
+    return {
+        "diff": _histogram(ref - got),
+        "reference": _histogram(np.where(ref == 0, 1.0, ref)),
+        "candidate": _histogram(got),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,35 +79,56 @@ class NumericDiff:
     histograms: dict | None = None
 
     @classmethod
-    def between(cls, reference: list[np.ndarray], candidate: list[np.ndarray],
-                reference_name: str = "onnxruntime fp32 CPU") -> NumericDiff:
+    def between(
+        cls,
+        reference: list[np.ndarray],
+        candidate: list[np.ndarray],
+        reference_name: str = "onnxruntime fp32 CPU",
+    ) -> NumericDiff:
         if len(reference) != len(candidate):
-            raise InvalidParameter("candidate outputs", f"{len(candidate)} outputs",
-                                   f"as many outputs as the reference ({len(reference)})")
+            raise InvalidParameter(
+                "candidate outputs",
+                f"{len(candidate)} outputs",
+                f"as many outputs as the reference ({len(reference)})",
+            )
         if not reference:
             raise InvalidParameter("reference outputs", "no outputs", "at least one output")
         raw_ref, raw_got = _flatten(reference, "reference"), _flatten(candidate, "candidate")
         if raw_ref.shape != raw_got.shape:
             shapes = [np.shape(c) for c in candidate]
-            raise InvalidParameter("candidate output sizes", f"{raw_got.size} values {shapes}",
-                                   f"the reference's {raw_ref.size} values "
-                                   f"{[np.shape(r) for r in reference]}")
+            raise InvalidParameter(
+                "candidate output sizes",
+                f"{raw_got.size} values {shapes}",
+                f"the reference's {raw_ref.size} values {[np.shape(r) for r in reference]}",
+            )
         nan = int(np.isnan(raw_got).sum() + np.isnan(raw_ref).sum())
         inf = int(np.isinf(raw_got).sum() + np.isinf(raw_ref).sum())
         ref, got = _finite_or_zero(raw_ref), _finite_or_zero(raw_got)
         diff = np.abs(ref - got)
         with np.errstate(over="ignore"):
             rel = np.abs(np.nan_to_num(diff / np.where(ref == 0, 1.0, ref)))
-        return cls(mean_abs=float(diff.mean()), std_abs=float(diff.std()),
-                   max_abs=float(diff.max()), mean_rel=float(rel.mean()), max_rel=float(rel.max()),
-                   nan_count=nan, inf_count=inf, elements=int(ref.size), reference=reference_name,
-                   histograms=histograms(ref, got))
+        return cls(
+            mean_abs=float(diff.mean()),
+            std_abs=float(diff.std()),
+            max_abs=float(diff.max()),
+            mean_rel=float(rel.mean()),
+            max_rel=float(rel.max()),
+            nan_count=nan,
+            inf_count=inf,
+            elements=int(ref.size),
+            reference=reference_name,
+            histograms=histograms(ref, got),
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def bytemlperf(self) -> dict[str, float]:
         """The five figures under ByteMLPerf's names, rounded to its 5 decimals."""
-        return {"Mean Diff": round(self.mean_abs, DECIMALS), "Std Diff": round(self.std_abs, DECIMALS),
-                "Max Diff": round(self.max_abs, DECIMALS), "Max Rel-Diff": round(self.max_rel, DECIMALS),
-                "Mean Rel-Diff": round(self.mean_rel, DECIMALS)}
+        return {
+            "Mean Diff": round(self.mean_abs, DECIMALS),
+            "Std Diff": round(self.std_abs, DECIMALS),
+            "Max Diff": round(self.max_abs, DECIMALS),
+            "Max Rel-Diff": round(self.max_rel, DECIMALS),
+            "Mean Rel-Diff": round(self.mean_rel, DECIMALS),
+        }

@@ -53,8 +53,17 @@ class LatencyStats:
         ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
         if ms.size == 0:
             nan = math.nan
-            return cls(count=0, mean_ms=nan, std_ms=nan, min_ms=nan, p50_ms=nan, p90_ms=nan,
-                       p99_ms=nan, max_ms=nan, p99_bytemlperf_ms=nan)
+            return cls(
+                count=0,
+                mean_ms=nan,
+                std_ms=nan,
+                min_ms=nan,
+                p50_ms=nan,
+                p90_ms=nan,
+                p99_ms=nan,
+                max_ms=nan,
+                p99_bytemlperf_ms=nan,
+            )
         ordered = np.sort(ms)
         p50, p90, p99 = np.percentile(ms, [50, 90, 99])
         return cls(
@@ -101,7 +110,9 @@ class Interval:
 
     @property
     def half_width(self) -> float | None:
-        return (self.high - self.low) / 2 if self.low is not None and self.high is not None else None
+        return (
+            (self.high - self.low) / 2 if self.low is not None and self.high is not None else None
+        )
 
     @property
     def rel_half_width(self) -> float | None:
@@ -114,19 +125,32 @@ class Interval:
     def scaled(self, factor: float) -> Interval:
         """The same interval for `value * factor` (a unit change or a batch multiple)."""
         if self.low is None or self.high is None:
-            return Interval(self.value * factor, method=self.method, rounds=self.rounds, reason=self.reason)
+            return Interval(
+                self.value * factor, method=self.method, rounds=self.rounds, reason=self.reason
+            )
         lo, hi = sorted((self.low * factor, self.high * factor))
-        return Interval(self.value * factor, lo, hi, level=self.level, method=self.method,
-                        rounds=self.rounds)
+        return Interval(
+            self.value * factor, lo, hi, level=self.level, method=self.method, rounds=self.rounds
+        )
 
     def reciprocal(self, numerator: float = 1.0) -> Interval:
         """The interval of `numerator / value` (e.g. throughput = batch / latency)."""
         value = numerator / self.value if self.value else math.nan
         if self.low is None or self.high is None or self.low <= 0:
-            return Interval(value, method=self.method, rounds=self.rounds,
-                            reason=self.reason or "interval reaches zero")
-        return Interval(value, numerator / self.high, numerator / self.low, level=self.level,
-                        method=self.method + " (through 1/x)", rounds=self.rounds)
+            return Interval(
+                value,
+                method=self.method,
+                rounds=self.rounds,
+                reason=self.reason or "interval reaches zero",
+            )
+        return Interval(
+            value,
+            numerator / self.high,
+            numerator / self.low,
+            level=self.level,
+            method=self.method + " (through 1/x)",
+            rounds=self.rounds,
+        )
 
     def contains(self, x: float) -> bool:
         return self.low is not None and self.high is not None and self.low <= x <= self.high
@@ -140,22 +164,35 @@ class Interval:
         return f"{_number(self.value, spec)} ± {_number(half, spec)}"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "half_width": self.half_width, "rel_half_width": self.rel_half_width}
+        return {
+            **asdict(self),
+            "half_width": self.half_width,
+            "rel_half_width": self.rel_half_width,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> Interval | None:
         if not d or d.get("value") is None:
             return None
-        return cls(**{k: d[k] for k in ("value", "low", "high", "level", "method", "rounds", "reason")
-                      if k in d})
+        return cls(
+            **{
+                k: d[k]
+                for k in ("value", "low", "high", "level", "method", "rounds", "reason")
+                if k in d
+            }
+        )
 
 
 def _number(x: float, spec: str) -> str:
     return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else format(x, spec)
 
 
-def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
-                   level: float = LEVEL, method: str = "") -> Interval:
+def ratio_interval(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    level: float = LEVEL,
+    method: str = "",
+) -> Interval:
     """Interval of sum(numerators) / sum(denominators), one pair per round.
 
     Throughput: samples and seconds per round. Mean latency: summed latency and calls per round.
@@ -169,16 +206,23 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
     value = float(a.sum() / total_b) if total_b > 0 else math.nan
     method = method or "ratio estimator over rounds, t interval"
     if k < 2:
-        return Interval(value, method=method, rounds=k, reason=f"{k} round(s): an interval needs at least 2")
+        return Interval(
+            value, method=method, rounds=k, reason=f"{k} round(s): an interval needs at least 2"
+        )
     resid = a - value * b
     se = math.sqrt(float((resid**2).sum()) / (k - 1) / k) / (total_b / k)
     half = student_t.ppf(0.5 + level / 2, k - 1) * se
-    return Interval(value, float(value - half), float(value + half), level=level, method=method,
-                    rounds=k)
+    return Interval(
+        value, float(value - half), float(value + half), level=level, method=method, rounds=k
+    )
 
 
-def quantile_interval(rounds_ms: Sequence[Sequence[float]], q: float, estimate: float | None = None,
-                      level: float = LEVEL) -> Interval:
+def quantile_interval(
+    rounds_ms: Sequence[Sequence[float]],
+    q: float,
+    estimate: float | None = None,
+    level: float = LEVEL,
+) -> Interval:
     """Woodruff interval of the q-quantile (0 < q < 1) of latencies grouped by round.
 
     The share of calls at or below the estimate has a standard error from the rounds (its own
@@ -193,11 +237,15 @@ def quantile_interval(rounds_ms: Sequence[Sequence[float]], q: float, estimate: 
     n, k = values.size, len(groups)
     est = float(np.percentile(values, 100 * q)) if estimate is None else float(estimate)
     if k < 2:
-        return Interval(est, method=method, rounds=k, reason=f"{k} round(s): an interval needs at least 2")
+        return Interval(
+            est, method=method, rounds=k, reason=f"{k} round(s): an interval needs at least 2"
+        )
     below = [float((g <= est).sum()) for g in groups]
     sizes = [float(g.size) for g in groups]
     share = ratio_interval(below, sizes)
-    share_se = max(share.half_width / student_t.ppf(0.5 + level / 2, k - 1), math.sqrt(q * (1 - q) / n))
+    share_se = max(
+        share.half_width / student_t.ppf(0.5 + level / 2, k - 1), math.sqrt(q * (1 - q) / n)
+    )
     spread = student_t.ppf(0.5 + level / 2, k - 1) * share_se
     ordered = np.sort(values)
     lo = _order_stat(ordered, q - spread, floor=True)
@@ -243,6 +291,10 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> MannWhitney:
         return MannWhitney(u=a.size * b.size / 2, z=0.0, p_value=1.0, n1=a.size, n2=b.size)
     test = mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
     z = float(norm.isf(test.pvalue / 2)) if test.pvalue < 1 else 0.0
-    return MannWhitney(u=float(test.statistic),
-                       z=math.copysign(z, test.statistic - a.size * b.size / 2),
-                       p_value=float(test.pvalue), n1=a.size, n2=b.size)
+    return MannWhitney(
+        u=float(test.statistic),
+        z=math.copysign(z, test.statistic - a.size * b.size / 2),
+        p_value=float(test.pvalue),
+        n1=a.size,
+        n2=b.size,
+    )

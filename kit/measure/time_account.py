@@ -32,7 +32,16 @@ if TYPE_CHECKING:
     from kit.measure.window import BatchMeasurement, MeasureConfig
 
 #: The phases a study names, in the order a run meets them; "other" is what no phase covered.
-PHASES = ("export", "search", "compile", "numerics", "timing", "op breakdown", "accuracy", "roofline")
+PHASES = (
+    "export",
+    "search",
+    "compile",
+    "numerics",
+    "timing",
+    "op breakdown",
+    "accuracy",
+    "roofline",
+)
 
 
 @dataclass
@@ -60,26 +69,35 @@ class TimeAccount:
         self.started = self.clock()
 
     @contextmanager
-    def phase(self, name: str, batch_size: int | None = None, detail: str = "") -> Iterator[PhaseTime]:
+    def phase(
+        self, name: str, batch_size: int | None = None, detail: str = ""
+    ) -> Iterator[PhaseTime]:
         """Time the block as phase `name`; the yielded record's `detail` may be filled in inside it.
         A block that raises is still counted (its detail says so)."""
-        record = PhaseTime(name, 0.0, batch_size, detail)  # an unknown name is refused before the block runs
+        # an unknown name is refused before the block runs
+        record = PhaseTime(name, 0.0, batch_size, detail)
         start = self.clock()
         try:
             yield record
         except BaseException:
-            record.detail = f"{record.detail}; stopped by an error" if record.detail else "stopped by an error"
+            record.detail = (
+                f"{record.detail}; stopped by an error" if record.detail else "stopped by an error"
+            )
             raise
         finally:
             record.seconds = self.clock() - start
             self.phases.append(record)
 
     def to_dict(self) -> dict:
-        """The phases (seconds rounded to 0.01), the run's total and the seconds no phase covered."""
+        """The phases (seconds rounded to 0.01), the run's total and the seconds no phase
+        covered."""
         total = self.clock() - self.started
         covered = sum(p.seconds for p in self.phases)
-        return {"total_s": round(total, 2), "other_s": round(max(total - covered, 0.0), 2),
-                "phases": [asdict(p) | {"seconds": round(p.seconds, 2)} for p in self.phases]}
+        return {
+            "total_s": round(total, 2),
+            "other_s": round(max(total - covered, 0.0), 2),
+            "phases": [asdict(p) | {"seconds": round(p.seconds, 2)} for p in self.phases],
+        }
 
 
 _current: ContextVar[TimeAccount | None] = ContextVar("kit_time_account", default=None)
@@ -120,7 +138,8 @@ def by_phase(account: Mapping[str, Any]) -> dict[str, float]:
     for p in account["phases"]:
         sums[p["phase"]] = sums.get(p["phase"], 0.0) + (p.get("seconds") or 0.0)
     known = {name: sums.pop(name) for name in PHASES if name in sums}
-    return known | sums | {"other": account.get("other_s") or 0.0}  # a newer kit's phases after ours
+    # a newer kit's phases after ours
+    return known | sums | {"other": account.get("other_s") or 0.0}
 
 
 def timing_detail(measurement: BatchMeasurement, cfg: MeasureConfig, warmed_by: str = "") -> str:
@@ -130,6 +149,10 @@ def timing_detail(measurement: BatchMeasurement, cfg: MeasureConfig, warmed_by: 
     precision = measurement.precision or {}
     stopped = precision.get("stopped_by") or "minimums met"
     limit = precision.get("limit_s", cfg.max_duration_s)
-    warm = f"{cfg.warmup} warm-up call{'s' if cfg.warmup != 1 else ''}" + (f" after {warmed_by}" if warmed_by else "")
-    return (f"{measurement.wall_time_s:.1f} s timed ({measurement.latency.count} calls, stopped by {stopped}; "
-            f"limit {limit:g} s), {warm}")
+    warm = f"{cfg.warmup} warm-up call{'s' if cfg.warmup != 1 else ''}" + (
+        f" after {warmed_by}" if warmed_by else ""
+    )
+    return (
+        f"{measurement.wall_time_s:.1f} s timed ({measurement.latency.count} calls, stopped by "
+        f"{stopped}; limit {limit:g} s), {warm}"
+    )

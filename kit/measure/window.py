@@ -23,6 +23,7 @@ from kit.measure.stats import LatencyStats, ratio_interval
 Call = Callable[[], object]
 CallTimes = list[tuple[int, int]]  # (start_ns, end_ns) of each call, perf_counter_ns clock
 
+
 @dataclass(frozen=True, kw_only=True)
 class MeasureConfig:
     """How long and how often to call; validated on creation.
@@ -47,7 +48,8 @@ class MeasureConfig:
     min_rounds: int = 5  # rounds needed before the target may stop the window
     round_s: float = 0.0  # 0: min_duration_s / min_rounds (at least MIN_ROUND_S)
     # raise the minimum duration to the shortest window the power sensor resolves (NVML: 10 s);
-    # False: time the window asked for, its power then labelled indicative (kit.measure.power.summary)
+    # False: time the window asked for, its power then labelled indicative
+    # (kit.measure.power.summary)
     stretch_for_power: bool = True
 
     def __post_init__(self) -> None:
@@ -63,12 +65,18 @@ class MeasureConfig:
             raise InvalidParameter("clients/replicas", (self.clients, self.replicas), ">= 1 each")
         if self.clients > 1 and self.replicas > 1:
             raise InvalidParameter(
-                "clients/replicas", (self.clients, self.replicas), "use clients or replicas, not both"
+                "clients/replicas",
+                (self.clients, self.replicas),
+                "use clients or replicas, not both",
             )
         if not 0 <= self.target_ci < 1:
-            raise InvalidParameter("target_ci", self.target_ci, "a fraction in [0, 1), e.g. 0.05 for +-5 %")
+            raise InvalidParameter(
+                "target_ci", self.target_ci, "a fraction in [0, 1), e.g. 0.05 for +-5 %"
+            )
         if self.min_rounds < 2:
-            raise InvalidParameter("min_rounds", self.min_rounds, ">= 2 (an interval needs two rounds)")
+            raise InvalidParameter(
+                "min_rounds", self.min_rounds, ">= 2 (an interval needs two rounds)"
+            )
         if not 0 <= self.round_s < float("inf"):
             raise InvalidParameter("round_s", self.round_s, "a finite number >= 0 (0: automatic)")
 
@@ -96,6 +104,8 @@ def time_limit(min_duration_s: float, max_duration_s: float = 0.0) -> float:
     """
     limit = max_duration_s or max(10 * min_duration_s, 5.0)
     return max(limit, min_duration_s)
+
+
 MIN_CALLS_PER_ROUND = 3
 LONG_ROUND = 3  # a round this many round lengths long closes whatever its count of calls
 MIN_INTERVAL_ROUNDS = 3  # the time limit waits for these (a t interval over 2 rounds is ~13x wide)
@@ -120,7 +130,8 @@ class RoundController:
         self.round_ns = int(cfg.round_length_s * 1e9)
 
     def begin(self, now_ns: int | None = None) -> None:
-        """Start the clock (called once, when every thread is ready; `now_ns`: the first call's start)."""
+        """Start the clock (called once, when every thread is ready; `now_ns`: the first call's
+        start)."""
         self.t_begin = time.perf_counter_ns() if now_ns is None else now_ns
         self.min_end = self.t_begin + int(self.cfg.min_duration_s * 1e9)
         self.max_end = self.t_begin + int(self.cfg.max_duration_s * 1e9)
@@ -143,9 +154,12 @@ class RoundController:
                 self.check_at[0] = 0  # every thread stops at its next call's end
                 return True
             if (t1 >= self.min_end and not self._count_met()) or t1 >= self.round_end:
-                self.check_at[0] = 0  # only the count is missing, or the round lacks calls: next call
+                # only the count is missing, or the round lacks calls: next call
+                self.check_at[0] = 0
             else:
-                pending = [self.round_end, self.max_end] + ([self.min_end] if self.min_end > t1 else [])
+                pending = [self.round_end, self.max_end] + (
+                    [self.min_end] if self.min_end > t1 else []
+                )
                 self.check_at[0] = min(pending)
             return False
 
@@ -157,7 +171,8 @@ class RoundController:
         ends = [len(t) for t in self.times]
         few = any(e - s < MIN_CALLS_PER_ROUND for s, e in zip(start, ends, strict=True))
         if any(e == s for s, e in zip(start, ends, strict=True)) or (
-                few and now - self.round_start() < LONG_ROUND * self.round_ns):
+            few and now - self.round_start() < LONG_ROUND * self.round_ns
+        ):
             return
         rate = 0.0
         first, last = None, None
@@ -194,8 +209,13 @@ class RoundController:
         return "target reached" if rel is not None and rel <= self.cfg.target_ci else ""
 
 
-def time_calls(call: Call, cfg: MeasureConfig, start_barrier: threading.Barrier | None = None,
-               control: RoundController | None = None, index: int = 0) -> CallTimes:
+def time_calls(
+    call: Call,
+    cfg: MeasureConfig,
+    start_barrier: threading.Barrier | None = None,
+    control: RoundController | None = None,
+    index: int = 0,
+) -> CallTimes:
     """Time `call` repeatedly; the loop adds two clock reads, one append and one comparison per
     call. Rounds, the interval and the stop rule live in `control`, consulted only when a round
     ends (or, once only the count is missing, after each call)."""
@@ -299,11 +319,13 @@ class BatchMeasurement:
     latency: LatencyStats = field(init=False)  # over every timed call
     throughput: float = field(init=False)  # samples/s: all samples / (last end - first start)
     qps_bytemlperf: float = field(init=False)  # clients x batch x kept calls / kept window
-    bytemlperf: dict = field(init=False)  # ByteMLPerf's QPS, AVG and P99 latency over the calls it keeps
+    # ByteMLPerf's QPS, AVG and P99 latency over the calls it keeps
+    bytemlperf: dict = field(init=False)
     wall_time_s: float = field(init=False)
     power: dict | None = None  # a PowerSummary.to_dict() from kit.measure.power, when sampled
     extra: dict = field(default_factory=dict)
-    rounds: list[list[int]] | None = None  # per round: each thread's end index (kit.measure.intervals)
+    # per round: each thread's end index (kit.measure.intervals)
+    rounds: list[list[int]] | None = None
     precision: dict = field(default_factory=dict)  # target_ci and why the window stopped
     noise: dict | None = None  # a kit.measure.noise summary of the window, when sampled
     intervals: dict = field(init=False)  # figure name -> kit.measure.stats.Interval
@@ -316,8 +338,9 @@ class BatchMeasurement:
         self.wall_time_s = (last - first) / 1e9
         total = self.batch_size * len(flat)
         self.throughput = total / self.wall_time_s if self.wall_time_s > 0 else float("nan")
-        self.bytemlperf = bytemlperf_figures(self.calls, self.batch_size,
-                                             self.extra.get("bytemlperf_keep_fraction"))
+        self.bytemlperf = bytemlperf_figures(
+            self.calls, self.batch_size, self.extra.get("bytemlperf_keep_fraction")
+        )
         self.qps_bytemlperf = self.bytemlperf["qps"]
         self.intervals = measurement_intervals(self)
         self.precision = precision_reached(self.precision, self.intervals["throughput"])
@@ -348,10 +371,22 @@ class BatchMeasurement:
     @classmethod
     def from_dict(cls, d: dict) -> BatchMeasurement:
         calls = [[(int(s), int(e)) for s, e in thread] for thread in d["calls"]]
-        given = {k: v for k, v in (d.get("precision") or {}).items() if k in ("target_ci", "stopped_by", "limit_s")}
-        return cls(batch_size=d["batch_size"], mode=d["mode"], threads=d["threads"], calls=calls,
-                   power=d.get("power"), extra=d.get("extra", {}), rounds=d.get("rounds"),
-                   precision=given, noise=d.get("noise"))
+        given = {
+            k: v
+            for k, v in (d.get("precision") or {}).items()
+            if k in ("target_ci", "stopped_by", "limit_s")
+        }
+        return cls(
+            batch_size=d["batch_size"],
+            mode=d["mode"],
+            threads=d["threads"],
+            calls=calls,
+            power=d.get("power"),
+            extra=d.get("extra", {}),
+            rounds=d.get("rounds"),
+            precision=given,
+            noise=d.get("noise"),
+        )
 
 
 def bytemlperf_qps(calls: list[CallTimes], batch_size: int) -> float:
@@ -371,10 +406,18 @@ def measure(calls: list[Call], batch_size: int, cfg: MeasureConfig) -> BatchMeas
     """
     mode = "clients" if cfg.clients > 1 else "replicas" if cfg.replicas > 1 else "single"
     control = run_rounds(calls, cfg)
-    return BatchMeasurement(batch_size=batch_size, mode=mode, threads=len(calls),
-                            calls=control.times, rounds=control.marks,
-                            precision={"target_ci": cfg.target_ci, "stopped_by": control.stopped_by,
-                                       "limit_s": cfg.max_duration_s})
+    return BatchMeasurement(
+        batch_size=batch_size,
+        mode=mode,
+        threads=len(calls),
+        calls=control.times,
+        rounds=control.marks,
+        precision={
+            "target_ci": cfg.target_ci,
+            "stopped_by": control.stopped_by,
+            "limit_s": cfg.max_duration_s,
+        },
+    )
 
 
 def power_resolved(cfg: MeasureConfig, sampler: PowerSampler | type[PowerSampler]) -> MeasureConfig:
@@ -394,8 +437,13 @@ def power_resolved(cfg: MeasureConfig, sampler: PowerSampler | type[PowerSampler
     return replace(cfg, min_duration_s=need, max_duration_s=max(cfg.max_duration_s, need))
 
 
-def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
-                 sampler: PowerSampler | None = None, hz: float = 20.0) -> BatchMeasurement:
+def timed_window(
+    calls: list[Call],
+    batch_size: int,
+    cfg: MeasureConfig,
+    sampler: PowerSampler | None = None,
+    hz: float = 20.0,
+) -> BatchMeasurement:
     """The one timed window every study uses: each call warmed up first, outside the window;
     then the timed calls (one thread per call), with `sampler` read over exactly those calls.
 
@@ -415,8 +463,10 @@ def timed_window(calls: list[Call], batch_size: int, cfg: MeasureConfig,
     with NoiseMonitor() as noise, PowerMonitor(sampler, hz=hz) as monitor:
         m = measure(calls, batch_size, replace(resolved, warmup=0))
     if resolved is not cfg:
-        m.extra["power_window"] = (f"minimum duration {cfg.min_duration_s:g} s raised to {resolved.min_duration_s:g} s: "
-                                   f"the power sensor ({sampler.name}) resolves no shorter window")
+        m.extra["power_window"] = (
+            f"minimum duration {cfg.min_duration_s:g} s raised to {resolved.min_duration_s:g} s: "
+            f"the power sensor ({sampler.name}) resolves no shorter window"
+        )
     m.noise = noise.summary()
     m.power = monitor.summary(m.samples, m.throughput).to_dict()
     m.intervals = measurement_intervals(m)  # the efficiency's interval needs the power

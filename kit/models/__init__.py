@@ -18,8 +18,19 @@ from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, m
 from kit.models.weights import resolve_weights
 from kit.models.zoo import MODELS
 
-__all__ = ["DEFAULT_OPSET", "ExportedModel", "InputSpec", "ModelEntry", "WeightsInfo", "MODELS", "get_entry",
-           "model_names", "export_model", "load_model", "make_inputs"]
+__all__ = [
+    "DEFAULT_OPSET",
+    "ExportedModel",
+    "InputSpec",
+    "ModelEntry",
+    "WeightsInfo",
+    "MODELS",
+    "get_entry",
+    "model_names",
+    "export_model",
+    "load_model",
+    "make_inputs",
+]
 
 
 def model_names() -> list[str]:
@@ -30,8 +41,15 @@ def get_entry(name: str) -> ModelEntry:
     return MODELS.get(name)
 
 
-def export_model(name: str, *, small: bool = False, weights: str = "random", seed: int = 0,
-                 opset: int = DEFAULT_OPSET, cache: Path | None = None) -> ExportedModel:
+def export_model(
+    name: str,
+    *,
+    small: bool = False,
+    weights: str = "random",
+    seed: int = 0,
+    opset: int = DEFAULT_OPSET,
+    cache: Path | None = None,
+) -> ExportedModel:
     """Build the zoo entry `name` and export it to ONNX (cached under outputs/cache/models)."""
     entry = MODELS.get(name)
     info, path = resolve_weights(name, weights, seed)
@@ -41,7 +59,8 @@ def export_model(name: str, *, small: bool = False, weights: str = "random", see
 def load_model(model: str, **kwargs) -> ExportedModel:
     """A zoo name, or a path to the user's own .onnx file."""
     if model.endswith(".onnx"):
-        return load_onnx_file(Path(model), **{k: v for k, v in kwargs.items() if k == "input_shapes"})
+        return load_onnx_file(
+            Path(model), **{k: v for k, v in kwargs.items() if k == "input_shapes"}
+        )
     kwargs.pop("input_shapes", None)
     return export_model(model, **kwargs)
-

@@ -48,8 +48,16 @@ class Exporter:
 EXPORTERS: Registry[Exporter] = Registry("exporter framework")
 
 
-def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *, small: bool,
-                 seed: int, opset: int, onnx_path: Path) -> dict:
+def build_export(
+    entry: ModelEntry,
+    weights: WeightsInfo,
+    weights_path: Path | None,
+    *,
+    small: bool,
+    seed: int,
+    opset: int,
+    onnx_path: Path,
+) -> dict:
     """Build the model, check the memory its export needs, export, verify, record; the metadata."""
     exporter = EXPORTERS.get(entry.framework)
     inputs = entry.inputs_for(small)
@@ -70,16 +78,25 @@ def build_export(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | N
         verification["export_seconds"] = round(export_s, 2)
         release_freed_memory()
         exported = ExportedModel(
-            name=entry.name, onnx_path=onnx_path, inputs=inputs, outputs=entry.outputs,
-            weights=weights, params=params, opset=opset, small=small,
-            verification=verification, framework=entry.framework, task=entry.task,
+            name=entry.name,
+            onnx_path=onnx_path,
+            inputs=inputs,
+            outputs=entry.outputs,
+            weights=weights,
+            params=params,
+            opset=opset,
+            small=small,
+            verification=verification,
+            framework=entry.framework,
+            task=entry.task,
         )
         exported.flops_per_sample, exported.flops_shared_per_call = flops_or_none(tmp, inputs)
         return commit(tmp, onnx_path, exported.to_dict())
 
 
-def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.ndarray],
-           reference_name: str) -> dict:
+def verify(
+    onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.ndarray], reference_name: str
+) -> dict:
     """ONNX checker, then ORT vs the framework's outputs on the same seeded inputs (batch 2)."""
     import onnx
     import onnxruntime as ort
@@ -90,14 +107,18 @@ def verify(onnx_path: Path, feeds: dict[str, np.ndarray], reference: list[np.nda
         raise CorruptModel(f"exported ONNX for {onnx_path.name} fails the checker: {exc}") from exc
     options = ort.SessionOptions()
     options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
-    got = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
-    diff = max(float(np.max(np.abs(r.astype(np.float64) - g)))
-               for r, g in zip(reference, got, strict=True))
+    got = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"]).run(
+        None, feeds
+    )
+    diff = max(
+        float(np.max(np.abs(r.astype(np.float64) - g))) for r, g in zip(reference, got, strict=True)
+    )
     return {"checker": "passed", "reference": reference_name, "ort_max_abs_diff": diff}
 
 
 def flops_or_none(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:
-    """(FLOPs per sample, FLOPs shared by each call) from the graph; (None, 0.0) if it cannot say."""
+    """(FLOPs per sample, FLOPs shared by each call) from the graph; (None, 0.0) if it cannot
+    say."""
     try:
         return flops_split(onnx_path, inputs)
     except Exception:  # noqa: BLE001 - a FLOP count must never fail an export
@@ -106,8 +127,10 @@ def flops_or_none(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float
 
 # --- torch ---------------------------------------------------------------------------------
 
-def export_torch(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tuple[str, ...],
-                 opset: int) -> None:
+
+def export_torch(
+    model, path: Path, inputs: tuple[InputSpec, ...], outputs: tuple[str, ...], opset: int
+) -> None:
     """Legacy TorchScript exporter (2-3x faster than dynamo here), batch axis dynamic."""
     import torch
 
@@ -117,16 +140,23 @@ def export_torch(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tupl
     dynamic = {i.name: {0: "batch"} for i in inputs if i.batched}
     dynamic.update({o: {0: "batch"} for o in outputs})
     with torch.inference_mode():
-        torch.onnx.export(model, args, str(path), input_names=[i.name for i in inputs],
-                          output_names=list(outputs), dynamic_axes=dynamic, opset_version=opset,
-                          dynamo=False)
+        torch.onnx.export(
+            model,
+            args,
+            str(path),
+            input_names=[i.name for i in inputs],
+            output_names=list(outputs),
+            dynamic_axes=dynamic,
+            opset_version=opset,
+            dynamo=False,
+        )
     keep_unused_inputs(path, inputs)
     if opset < INTEGER_CLIP_OPSET:
         clip_integers_as_floats(path)
 
 
-#: Clip takes integer tensors from opset 12; torch still exports an integer clamp (DeBERTa's relative
-#: positions) as Clip at opset 11, which no runtime accepts.
+#: Clip takes integer tensors from opset 12; torch still exports an integer clamp (DeBERTa's
+#: relative positions) as Clip at opset 11, which no runtime accepts.
 INTEGER_CLIP_OPSET = 12
 
 
@@ -146,8 +176,13 @@ def clip_integers_as_floats(path: Path) -> int:
         if kind in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
             continue
         at = list(graph.node).index(node)
-        casts = [helper.make_node("Cast", [name], [f"{name}__{node.name}_as_float"], to=TensorProto.FLOAT)
-                 for name in node.input if name]
+        casts = [
+            helper.make_node(
+                "Cast", [name], [f"{name}__{node.name}_as_float"], to=TensorProto.FLOAT
+            )
+            for name in node.input
+            if name
+        ]
         node.input[:] = [f"{name}__{node.name}_as_float" if name else "" for name in node.input]
         back = helper.make_node("Cast", [f"{node.output[0]}__as_float"], [node.output[0]], to=kind)
         node.output[0] = f"{node.output[0]}__as_float"
@@ -171,22 +206,32 @@ def keep_unused_inputs(path: Path, inputs: tuple[InputSpec, ...]) -> None:
         return
     for i in missing:
         dims = ["batch" if i.batched else i.shape[0], *i.shape[1:]]
-        proto.graph.input.append(onnx.helper.make_tensor_value_info(
-            i.name, onnx.helper.np_dtype_to_tensor_dtype(np.dtype(i.dtype)), dims))
+        proto.graph.input.append(
+            onnx.helper.make_tensor_value_info(
+                i.name, onnx.helper.np_dtype_to_tensor_dtype(np.dtype(i.dtype)), dims
+            )
+        )
     onnx.save(proto, str(path))
 
 
-def run_torch(model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]) -> list[np.ndarray]:
+def run_torch(
+    model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]
+) -> list[np.ndarray]:
     import torch
 
     with torch.inference_mode():
         out = model(*[torch.from_numpy(feeds[i.name]) for i in inputs])
-    out = [out] if isinstance(out, torch.Tensor) else list(out.values() if isinstance(out, dict) else out)
+    out = (
+        [out]
+        if isinstance(out, torch.Tensor)
+        else list(out.values() if isinstance(out, dict) else out)
+    )
     return [o.float().numpy() for o in out]
 
 
 def installed_version(*distributions: str) -> str:
-    """Version of the first installed distribution, without importing it (TensorFlow takes seconds)."""
+    """Version of the first installed distribution, without importing it (TensorFlow takes
+    seconds)."""
     for name in distributions:
         try:
             return importlib.metadata.version(name)
@@ -203,18 +248,32 @@ def count_torch_params(model) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
-EXPORTERS.register("torch", Exporter(export=export_torch, run=run_torch, params=count_torch_params,
-                                     versions=torch_versions, reference="torch fp32 eager"))
+EXPORTERS.register(
+    "torch",
+    Exporter(
+        export=export_torch,
+        run=run_torch,
+        params=count_torch_params,
+        versions=torch_versions,
+        reference="torch fp32 eager",
+    ),
+)
 
 
 # --- tensorflow / keras ----------------------------------------------------------------------
 
-TF_DTYPES = {"float32": "float32", "int64": "int64", "int32": "int32", "bool": "bool",
-             "float16": "float16"}
+TF_DTYPES = {
+    "float32": "float32",
+    "int64": "int64",
+    "int32": "int32",
+    "bool": "bool",
+    "float16": "float16",
+}
 
 
-def export_keras(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tuple[str, ...],
-                 opset: int) -> None:
+def export_keras(
+    model, path: Path, inputs: tuple[InputSpec, ...], outputs: tuple[str, ...], opset: int
+) -> None:
     """tf2onnx.convert.from_keras with a None batch dim, then the published input/output names.
 
     `large_model=True` keeps the weights out of the TensorFlow graph tf2onnx optimises (one copy,
@@ -225,12 +284,19 @@ def export_keras(model, path: Path, inputs: tuple[InputSpec, ...], outputs: tupl
     import tensorflow as tf
     import tf2onnx
 
-    signature = [tf.TensorSpec((None, *i.shape[1:]) if i.batched else i.shape, TF_DTYPES[i.dtype],
-                               name=i.name.split(":")[0]) for i in inputs]
+    signature = [
+        tf.TensorSpec(
+            (None, *i.shape[1:]) if i.batched else i.shape,
+            TF_DTYPES[i.dtype],
+            name=i.name.split(":")[0],
+        )
+        for i in inputs
+    ]
     # tf2onnx 1.17's large-model path still calls np.product, which numpy 2 removed
     with mock.patch.object(np, "product", np.prod, create=True):
-        proto, storage = tf2onnx.convert.from_keras(model, input_signature=signature, opset=opset,
-                                                    large_model=True)
+        proto, storage = tf2onnx.convert.from_keras(
+            model, input_signature=signature, opset=opset, large_model=True
+        )
     inline_external_tensors(proto, storage.name_to_tensor_data if storage else {})
     del storage
     gc.collect()  # TensorFlow's frozen graph and tf2onnx's graph sit in reference cycles
@@ -268,7 +334,11 @@ def rename_io(proto, input_names: list[str], output_names: list[str]) -> None:
     """Give graph inputs/outputs the published names (tf2onnx derives its own from TF tensors)."""
     graph = proto.graph
     by_stem = {n.split(":")[0]: n for n in input_names}
-    mapping = {v.name: by_stem[v.name.split(":")[0]] for v in graph.input if v.name.split(":")[0] in by_stem}
+    mapping = {
+        v.name: by_stem[v.name.split(":")[0]]
+        for v in graph.input
+        if v.name.split(":")[0] in by_stem
+    }
     mapping.update({v.name: new for v, new in zip(graph.output, output_names, strict=True)})
     for value in [*graph.input, *graph.output]:
         value.name = mapping.get(value.name, value.name)
@@ -277,26 +347,41 @@ def rename_io(proto, input_names: list[str], output_names: list[str]) -> None:
         node.output[:] = [mapping.get(n, n) for n in node.output]
 
 
-def run_keras(model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]) -> list[np.ndarray]:
+def run_keras(
+    model, feeds: dict[str, np.ndarray], inputs: tuple[InputSpec, ...]
+) -> list[np.ndarray]:
     out = model([feeds[i.name] for i in inputs], training=False)
     out = out if isinstance(out, list | tuple) else [out]
     return [np.asarray(o, dtype=np.float32) for o in out]
 
 
 def tf_versions() -> list[str]:
-    return [f"tensorflow-{installed_version('tensorflow', 'tensorflow-cpu', 'tensorflow-intel')}",
-            f"tf2onnx-{installed_version('tf2onnx')}"]
+    return [
+        f"tensorflow-{installed_version('tensorflow', 'tensorflow-cpu', 'tensorflow-intel')}",
+        f"tf2onnx-{installed_version('tf2onnx')}",
+    ]
 
 
 def count_keras_params(model) -> int:
     return int(model.count_params())
 
 
-EXPORTERS.register("tensorflow", Exporter(
-    export=export_keras, run=run_keras, params=count_keras_params, versions=tf_versions,
-    reference="keras (tensorflow) fp32",
-    # oneDNN's TensorFlow kernels hold caches through the conversion: RoFormer's export peaked at 3.60 GB
-    # with them and 3.32 GB without (3 x file + 2 GB = 3.49); the graph written is the same
-    child_env={"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",
-               "TF_ENABLE_ONEDNN_OPTS": "0"},
-    reference_first=False))
+EXPORTERS.register(
+    "tensorflow",
+    Exporter(
+        export=export_keras,
+        run=run_keras,
+        params=count_keras_params,
+        versions=tf_versions,
+        reference="keras (tensorflow) fp32",
+        # oneDNN's TensorFlow kernels hold caches through the conversion: RoFormer's export peaked
+        # at 3.60 GB with them and 3.32 GB without (3 x file + 2 GB = 3.49); the graph written is
+        # the same
+        child_env={
+            "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "TF_ENABLE_ONEDNN_OPTS": "0",
+        },
+        reference_first=False,
+    ),
+)

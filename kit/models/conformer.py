@@ -34,8 +34,9 @@ class Subsampling4(nn.Module):
     def __init__(self, cfg: ConformerConfig):
         super().__init__()
         d = cfg.d_model
-        self.conv = nn.Sequential(nn.Conv2d(cfg.channels, d, 3, 2, 1), nn.ReLU(),
-                                  nn.Conv2d(d, d, 3, 2, 1), nn.ReLU())
+        self.conv = nn.Sequential(
+            nn.Conv2d(cfg.channels, d, 3, 2, 1), nn.ReLU(), nn.Conv2d(d, d, 3, 2, 1), nn.ReLU()
+        )
         self.out = nn.Linear(d * (cfg.mel_bins // 4), d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -94,9 +95,16 @@ class ConformerBlock(nn.Module):
     def __init__(self, cfg: ConformerConfig):
         super().__init__()
         d = cfg.d_model
-        self.feed_forward_macaron, self.feed_forward = FeedForward(d, cfg.ffn), FeedForward(d, cfg.ffn)
+        self.feed_forward_macaron, self.feed_forward = (
+            FeedForward(d, cfg.ffn),
+            FeedForward(d, cfg.ffn),
+        )
         self.self_attn, self.conv_module = SelfAttention(d, cfg.heads), ConvModule(d, cfg.kernel)
-        self.norm_ff_macaron, self.norm_mha, self.norm_conv = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.norm_ff_macaron, self.norm_mha, self.norm_conv = (
+            nn.LayerNorm(d),
+            nn.LayerNorm(d),
+            nn.LayerNorm(d),
+        )
         self.norm_ff, self.norm_final = nn.LayerNorm(d), nn.LayerNorm(d)
 
     def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:

@@ -40,18 +40,36 @@ STDERR_TAIL = 3000  # characters of the child's stderr quoted in an error
 TEMP_PREFIX = "kit-export-"  # + the pid of the process that made it: $TMPDIR/kit-export-<pid>-*
 
 
-def run_export_child(entry: ModelEntry, weights: WeightsInfo, weights_path: Path | None, *,
-                     small: bool, seed: int, opset: int, onnx_path: Path,
-                     env: Mapping[str, str] | None = None) -> dict:
+def run_export_child(
+    entry: ModelEntry,
+    weights: WeightsInfo,
+    weights_path: Path | None,
+    *,
+    small: bool,
+    seed: int,
+    opset: int,
+    onnx_path: Path,
+    env: Mapping[str, str] | None = None,
+) -> dict:
     """Export `entry` in a child process; its metadata, or the child's error raised here."""
     with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         result = Path(tmp) / "result.json"
-        job = {"model": entry.name, "weights": weights.to_dict(), "small": small, "seed": seed,
-               "opset": opset, "onnx_path": str(onnx_path), "result": str(result),
-               "weights_path": None if weights_path is None else str(weights_path)}
+        job = {
+            "model": entry.name,
+            "weights": weights.to_dict(),
+            "small": small,
+            "seed": seed,
+            "opset": opset,
+            "onnx_path": str(onnx_path),
+            "result": str(result),
+            "weights_path": None if weights_path is None else str(weights_path),
+        }
         with open(Path(tmp) / "stderr.txt", "w+") as stderr:
-            status, peak = run_child([sys.executable, "-m", "kit.models.export_child", json.dumps(job)],
-                                     child_environment(env or {}), stderr)
+            status, peak = run_child(
+                [sys.executable, "-m", "kit.models.export_child", json.dumps(job)],
+                child_environment(env or {}),
+                stderr,
+            )
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:]
         outcome = json.loads(result.read_text()) if result.exists() else None
@@ -69,10 +87,12 @@ def child_failure(what: str, status: int, peak: Peak, tail: str) -> errors.KitEr
     if status == -signal.SIGKILL:
         return errors.KitError(oom_message(f"{what} was killed", peak))
     if status < 0:
-        return errors.KitError(f"{what} was killed by {signal.Signals(-status).name}; its output "
-                               f"ends:\n{tail}")
-    return errors.KitError(f"{what} failed in its child process (exit status {status}); its output "
-                           f"ends:\n{tail}")
+        return errors.KitError(
+            f"{what} was killed by {signal.Signals(-status).name}; its output ends:\n{tail}"
+        )
+    return errors.KitError(
+        f"{what} failed in its child process (exit status {status}); its output ends:\n{tail}"
+    )
 
 
 def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -107,7 +127,8 @@ def run_child(argv: list[str], env: Mapping[str, str], stderr) -> tuple[int, Pea
 
 def exit_on_sigterm() -> None:
     """SIGTERM (how the batch stops a process tree) raises SystemExit(143) here, so every
-    `finally` runs: no temporary file or folder is left behind, nothing half-made at a final name."""
+    `finally` runs: no temporary file or folder is left behind, nothing half-made at a final
+    name."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
@@ -125,9 +146,16 @@ def remove_leftovers(pids: Iterable[int], cache: Path | None = None) -> list[Pat
     return folders + files
 
 
-ERROR_TYPES = {cls.__name__: cls for cls in (errors.CorruptModel, errors.MissingResource,
-                                             errors.BackendUnavailable, errors.KitError,
-                                             InsufficientMemory)}
+ERROR_TYPES = {
+    cls.__name__: cls
+    for cls in (
+        errors.CorruptModel,
+        errors.MissingResource,
+        errors.BackendUnavailable,
+        errors.KitError,
+        InsufficientMemory,
+    )
+}
 
 
 def error_from(kind: str, message: str, what: str) -> errors.KitError:
@@ -142,10 +170,15 @@ def main(argv: list[str]) -> int:
     job = json.loads(argv[0])
     result = Path(job["result"])
     try:
-        meta = build_export(MODELS.get(job["model"]), WeightsInfo.from_dict(job["weights"]),
-                            None if job["weights_path"] is None else Path(job["weights_path"]),
-                            small=job["small"], seed=job["seed"], opset=job["opset"],
-                            onnx_path=Path(job["onnx_path"]))
+        meta = build_export(
+            MODELS.get(job["model"]),
+            WeightsInfo.from_dict(job["weights"]),
+            None if job["weights_path"] is None else Path(job["weights_path"]),
+            small=job["small"],
+            seed=job["seed"],
+            opset=job["opset"],
+            onnx_path=Path(job["onnx_path"]),
+        )
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent, named
         result.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         raise

@@ -38,8 +38,9 @@ def flops_split(onnx_path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float, 
     return per_sample, max(one - per_sample, 0.0)
 
 
-def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int,
-                         source=None) -> float:
+def count_flops_per_call(
+    onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int, source=None
+) -> float:
     """2 x MACs of every Conv, MatMul and Gemm in one call at `batch_size` (`source`: the graph at
     `onnx_path`, already loaded)."""
     import onnx
@@ -47,14 +48,18 @@ def count_flops_per_call(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_s
     model = weightless(source if source is not None else onnx.load(str(onnx_path)))
     fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
     shapes = inferred_shapes(model, symbolic=False)
-    counted = [(n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS]
+    counted = [
+        (n, COUNTERS[n.op_type](n, shapes)) for n in model.graph.node if n.op_type in COUNTERS
+    ]
     if any(flops is None for _, flops in counted):
         shapes.update(measured_shapes(model, counted, shapes, inputs, batch_size))
         counted = [(n, COUNTERS[n.op_type](n, shapes)) for n, _ in counted]
     unresolved = [n.name or n.op_type for n, flops in counted if flops is None]
     if unresolved:
-        raise ValueError(f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
-                         f"static shapes, e.g. {', '.join(unresolved[:3])}")
+        raise ValueError(
+            f"{onnx_path.name}: shape inference left {len(unresolved)} nodes without "
+            f"static shapes, e.g. {', '.join(unresolved[:3])}"
+        )
     return float(sum(flops for _, flops in counted if flops is not None))
 
 
@@ -71,7 +76,11 @@ def weightless(model):
     import onnx
 
     graph = model.graph
-    moved = [t for t in graph.initializer if t.data_type in FLOAT_TYPES and prod(t.dims) > WEIGHTLESS_ABOVE]
+    moved = [
+        t
+        for t in graph.initializer
+        if t.data_type in FLOAT_TYPES and prod(t.dims) > WEIGHTLESS_ABOVE
+    ]
     moved_names = {t.name for t in moved}
     light = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
     light.opset_import.extend(model.opset_import)
@@ -79,8 +88,11 @@ def weightless(model):
     light.graph.name = graph.name
     light.graph.node.extend(graph.node)
     light.graph.input.extend(graph.input)
-    light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                             for t in moved if t.name not in {i.name for i in graph.input})
+    light.graph.input.extend(
+        onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in moved
+        if t.name not in {i.name for i in graph.input}
+    )
     light.graph.output.extend(graph.output)
     light.graph.value_info.extend(graph.value_info)
     light.graph.initializer.extend(t for t in graph.initializer if t.name not in moved_names)
@@ -109,7 +121,11 @@ def inferred_shapes(model, symbolic: bool = True) -> dict[str, tuple[int, ...]]:
             inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
         except Exception:  # noqa: BLE001 - fall back to ONNX's own inference
             pass
-    model = inferred if inferred is not None else onnx.shape_inference.infer_shapes(model, data_prop=True)
+    model = (
+        inferred
+        if inferred is not None
+        else onnx.shape_inference.infer_shapes(model, data_prop=True)
+    )
     shapes = {}
     graph = model.graph
     for value in [*graph.input, *graph.value_info, *graph.output]:
@@ -121,19 +137,28 @@ def inferred_shapes(model, symbolic: bool = True) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def measured_shapes(model, counted, shapes, inputs: tuple[InputSpec, ...], batch_size: int = 1) -> dict:
+def measured_shapes(
+    model, counted, shapes, inputs: tuple[InputSpec, ...], batch_size: int = 1
+) -> dict:
     """Shapes inference left symbolic (Swin's window reshapes), read from one ORT run."""
     import onnx
     import onnxruntime as ort
 
-    wanted = {name for node, flops in counted if flops is None
-              for name in [*node.input[:2], node.output[0]] if name and name not in shapes}
+    wanted = {
+        name
+        for node, flops in counted
+        if flops is None
+        for name in [*node.input[:2], node.output[0]]
+        if name and name not in shapes
+    }
     del model.graph.output[:]
     model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in sorted(wanted))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")  # no second weight copy
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
     feeds = make_inputs(inputs, batch_size)
     for value in model.graph.input:  # weights made inputs by weightless(): zeros of their shape
         if value.name not in feeds:
@@ -182,7 +207,9 @@ def _einsum(node, shapes) -> float | None:
 COUNTERS = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Einsum": _einsum}
 
 
-def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int = 1) -> dict:
+def count_traffic_per_sample(
+    onnx_path: Path, inputs: tuple[InputSpec, ...], batch_size: int = 1
+) -> dict:
     """What one call moves, from the graph at batch size 1 (a documented, unfused estimate).
 
     `weight_elements`: every floating-point initializer (read once per call, so shared by the
@@ -197,9 +224,15 @@ def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...], bat
     fix_input_shapes(model, {i.name: i.shape_for(batch_size) for i in inputs})
     shapes = inferred_shapes(model)
     initializers = {init.name for init in model.graph.initializer}
-    float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
-                   onnx.TensorProto.DOUBLE}
-    weights = sum(prod(init.dims) for init in model.graph.initializer if init.data_type in float_types)
+    float_types = {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+        onnx.TensorProto.DOUBLE,
+    }
+    weights = sum(
+        prod(init.dims) for init in model.graph.initializer if init.data_type in float_types
+    )
     constants = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
     activations, unresolved = 0, set()
     for node in model.graph.node:
@@ -210,6 +243,10 @@ def count_traffic_per_sample(onnx_path: Path, inputs: tuple[InputSpec, ...], bat
                 activations += prod(shapes[name])
             else:
                 unresolved.add(name)
-    return {"weight_elements": int(weights), "activation_elements": int(activations),
-            "unresolved": len(unresolved), "method": "unfused estimate at batch 1: floating-point initializers "
-            "once per call, every node's activation inputs read and outputs written"}
+    return {
+        "weight_elements": int(weights),
+        "activation_elements": int(activations),
+        "unresolved": len(unresolved),
+        "method": "unfused estimate at batch 1: floating-point initializers "
+        "once per call, every node's activation inputs read and outputs written",
+    }

@@ -21,30 +21,91 @@ from torch import nn
 
 # Published architectures (the hub checkpoints' config.json, copied as values).
 QA_CONFIGS: dict[str, dict] = {
-    "bert": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                 intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2),
-    "albert": dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
-                   num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
-                   type_vocab_size=2, hidden_act="gelu_new"),
-    "roberta": dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                    intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
-                    pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5),
-    "deberta": dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                    intermediate_size=3072, max_position_embeddings=512, type_vocab_size=0,
-                    relative_attention=True, max_relative_positions=-1, pos_att_type=["c2p", "p2c"],
-                    position_biased_input=False, layer_norm_eps=1e-7),
+    "bert": dict(
+        vocab_size=30522,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+    ),
+    "albert": dict(
+        vocab_size=30000,
+        embedding_size=128,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        hidden_act="gelu_new",
+    ),
+    "roberta": dict(
+        vocab_size=50265,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        layer_norm_eps=1e-5,
+    ),
+    "deberta": dict(
+        vocab_size=50265,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        type_vocab_size=0,
+        relative_attention=True,
+        max_relative_positions=-1,
+        pos_att_type=["c2p", "p2c"],
+        position_biased_input=False,
+        layer_norm_eps=1e-7,
+    ),
 }
-SMALL_TRANSFORMER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+SMALL_TRANSFORMER = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+)
 
-SWIN_LARGE_384 = dict(image_size=384, patch_size=4, embed_dim=192, depths=[2, 2, 18, 2],
-                      num_heads=[6, 12, 24, 48], window_size=12, num_labels=1000)
-SWIN_SMALL = dict(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2],
-                  window_size=4, num_labels=10)
+SWIN_LARGE_384 = dict(
+    image_size=384,
+    patch_size=4,
+    embed_dim=192,
+    depths=[2, 2, 18, 2],
+    num_heads=[6, 12, 24, 48],
+    window_size=12,
+    num_labels=1000,
+)
+SWIN_SMALL = dict(
+    image_size=64,
+    patch_size=4,
+    embed_dim=16,
+    depths=[1, 1],
+    num_heads=[1, 2],
+    window_size=4,
+    num_labels=10,
+)
 
 # Stable Diffusion v1's text encoder is CLIP ViT-L/14's text tower.
-CLIP_TEXT_L14 = dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
-                     num_attention_heads=12, max_position_embeddings=77, hidden_act="quick_gelu",
-                     projection_dim=768, bos_token_id=49406, eos_token_id=49407, pad_token_id=1)
+CLIP_TEXT_L14 = dict(
+    vocab_size=49408,
+    hidden_size=768,
+    intermediate_size=3072,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    max_position_embeddings=77,
+    hidden_act="quick_gelu",
+    projection_dim=768,
+    bos_token_id=49406,
+    eos_token_id=49407,
+    pad_token_id=1,
+)
 CLIP_TEXT_SMALL = {**CLIP_TEXT_L14, **SMALL_TRANSFORMER}
 
 
@@ -54,7 +115,9 @@ def _transformers_class(name: str):
     return getattr(transformers, name)
 
 
-def _hf_model(class_name: str, config_class: str, config: dict, weights_dir: Path | None, seed: int):
+def _hf_model(
+    class_name: str, config_class: str, config: dict, weights_dir: Path | None, seed: int
+):
     """A transformers model from `config`, or from a local checkpoint directory."""
     cls = _transformers_class(class_name)
     if weights_dir is not None:
@@ -94,7 +157,9 @@ class QuestionAnswering(nn.Module):
         return out.start_logits, out.end_logits
 
 
-def build_qa(arch: str, small: bool = False, weights_dir: Path | None = None, seed: int = 0) -> nn.Module:
+def build_qa(
+    arch: str, small: bool = False, weights_dir: Path | None = None, seed: int = 0
+) -> nn.Module:
     """Base-size extractive QA model of `arch` (bert, albert, roberta, deberta)."""
     cap = arch.capitalize()
     config = {**QA_CONFIGS[arch], **(SMALL_TRANSFORMER if small else {})}
@@ -102,8 +167,9 @@ def build_qa(arch: str, small: bool = False, weights_dir: Path | None = None, se
         config["embedding_size"] = 16
     model = _hf_model(f"{cap}ForQuestionAnswering", f"{cap}Config", config, weights_dir, seed)
     # DeBERTa-base ignores token types (type_vocab_size 0); the input stays in the graph anyway.
-    return QuestionAnswering(model, use_token_types=model.config.type_vocab_size > 0,
-                             mask_4d=arch != "deberta").eval()
+    return QuestionAnswering(
+        model, use_token_types=model.config.type_vocab_size > 0, mask_4d=arch != "deberta"
+    ).eval()
 
 
 class ImageClassifier(nn.Module):
@@ -117,8 +183,9 @@ class ImageClassifier(nn.Module):
 
 def build_swin(small: bool = False, weights_dir: Path | None = None, seed: int = 0) -> nn.Module:
     config = SWIN_SMALL if small else SWIN_LARGE_384
-    return ImageClassifier(_hf_model("SwinForImageClassification", "SwinConfig", config,
-                                     weights_dir, seed)).eval()
+    return ImageClassifier(
+        _hf_model("SwinForImageClassification", "SwinConfig", config, weights_dir, seed)
+    ).eval()
 
 
 class CausalMask(nn.Module):
@@ -129,8 +196,11 @@ class CausalMask(nn.Module):
 
     def __init__(self, length: int):
         super().__init__()
-        self.register_buffer("allowed", torch.ones(length, length, dtype=torch.bool).tril()[None, None],
-                             persistent=False)
+        self.register_buffer(
+            "allowed",
+            torch.ones(length, length, dtype=torch.bool).tril()[None, None],
+            persistent=False,
+        )
 
     def forward(self, input_ids: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         n = input_ids.shape[-1]
@@ -152,24 +222,49 @@ class TextEncoder(nn.Module):
         return out.last_hidden_state, out.pooler_output
 
 
-def build_clip_text(small: bool = False, weights_dir: Path | None = None, seed: int = 0) -> nn.Module:
+def build_clip_text(
+    small: bool = False, weights_dir: Path | None = None, seed: int = 0
+) -> nn.Module:
     config = CLIP_TEXT_SMALL if small else CLIP_TEXT_L14
-    return TextEncoder(_hf_model("CLIPTextModel", "CLIPTextConfig", config, weights_dir, seed)).eval()
+    return TextEncoder(
+        _hf_model("CLIPTextModel", "CLIPTextConfig", config, weights_dir, seed)
+    ).eval()
 
 
 # videobert-onnx-fp32 scores a batch of images against 100 fixed CIFAR-100 class prompts: a CLIP
 # dual encoder; the ViT-B/32 sizes are those of openai/clip-vit-base-patch32.
 CLIP_B32: dict[str, Any] = dict(
-    text_config=dict(vocab_size=49408, hidden_size=512, intermediate_size=2048, num_hidden_layers=12,
-                     num_attention_heads=8, max_position_embeddings=77, hidden_act="quick_gelu",
-                     bos_token_id=49406, eos_token_id=49407, pad_token_id=1),
-    vision_config=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
-                       num_attention_heads=12, image_size=224, patch_size=32, hidden_act="quick_gelu"),
+    text_config=dict(
+        vocab_size=49408,
+        hidden_size=512,
+        intermediate_size=2048,
+        num_hidden_layers=12,
+        num_attention_heads=8,
+        max_position_embeddings=77,
+        hidden_act="quick_gelu",
+        bos_token_id=49406,
+        eos_token_id=49407,
+        pad_token_id=1,
+    ),
+    vision_config=dict(
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        image_size=224,
+        patch_size=32,
+        hidden_act="quick_gelu",
+    ),
     projection_dim=512,
 )
 CLIP_SMALL = dict(
     text_config={**CLIP_B32["text_config"], **SMALL_TRANSFORMER},
-    vision_config={**CLIP_B32["vision_config"], **SMALL_TRANSFORMER, "image_size": 32, "patch_size": 8},
+    vision_config={
+        **CLIP_B32["vision_config"],
+        **SMALL_TRANSFORMER,
+        "image_size": 32,
+        "patch_size": 8,
+    },
     projection_dim=16,
 )
 
@@ -189,6 +284,8 @@ class DualEncoderScores(nn.Module):
         return out.logits_per_image.softmax(dim=-1)
 
 
-def build_dual_encoder(small: bool = False, weights_dir: Path | None = None, seed: int = 0) -> nn.Module:
+def build_dual_encoder(
+    small: bool = False, weights_dir: Path | None = None, seed: int = 0
+) -> nn.Module:
     config = CLIP_SMALL if small else CLIP_B32
     return DualEncoderScores(_hf_model("CLIPModel", "CLIPConfig", config, weights_dir, seed)).eval()

@@ -40,11 +40,14 @@ WIDEDEEP_SMALL = WideDeepConfig(buckets=100, embedding=4, hidden=(16,))
 
 
 def rotary_tables(length: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sinusoidal rotation tables [length, dim], each frequency repeated for its (even, odd) pair."""
+    """Sinusoidal rotation tables [length, dim], each frequency repeated for its (even, odd)
+    pair."""
     inv = 10000.0 ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
     angles = np.arange(length, dtype=np.float64)[:, None] * inv[None, :]
-    return (np.repeat(np.sin(angles), 2, axis=1).astype(np.float32),
-            np.repeat(np.cos(angles), 2, axis=1).astype(np.float32))
+    return (
+        np.repeat(np.sin(angles), 2, axis=1).astype(np.float32),
+        np.repeat(np.cos(angles), 2, axis=1).astype(np.float32),
+    )
 
 
 def _attention_layer_class():
@@ -100,7 +103,8 @@ def gelu_erf(x):
 
 
 def roformer_classifier(cfg: RoFormerConfig):
-    """RoFormer-base encoder + [CLS] similarity score (sigmoid); float32 inputs hold token/segment ids."""
+    """RoFormer-base encoder + [CLS] similarity score (sigmoid); float32 inputs hold token/segment
+    ids."""
     import keras
     from keras import layers, ops
 
@@ -114,8 +118,12 @@ def roformer_classifier(cfg: RoFormerConfig):
     x = layers.LayerNormalization(epsilon=1e-12, name="Embedding-Norm")(x)
     for i in range(cfg.layers):
         name = f"Transformer-{i}"
-        a = attention(cfg.hidden, cfg.heads, cfg.length, name=f"{name}-MultiHeadSelfAttention")(x, mask)
-        x = layers.LayerNormalization(epsilon=1e-12, name=f"{name}-MultiHeadSelfAttention-Norm")(x + a)
+        a = attention(cfg.hidden, cfg.heads, cfg.length, name=f"{name}-MultiHeadSelfAttention")(
+            x, mask
+        )
+        x = layers.LayerNormalization(epsilon=1e-12, name=f"{name}-MultiHeadSelfAttention-Norm")(
+            x + a
+        )
         f = layers.Dense(cfg.ffn, activation=gelu_erf, name=f"{name}-FeedForward-1")(x)
         f = layers.Dense(cfg.hidden, name=f"{name}-FeedForward-2")(f)
         x = layers.LayerNormalization(epsilon=1e-12, name=f"{name}-FeedForward-Norm")(x + f)
@@ -141,8 +149,10 @@ def wide_and_deep(cfg: WideDeepConfig):
     vocab = cfg.fields * cfg.buckets
     wide = ops.sum(layers.Embedding(vocab, 1, name="wide_embedding")(ids), axis=(1, 2, 3))[:, None]
     wide = wide + layers.Dense(1, name="wide_numeric")(num)
-    deep = ops.reshape(layers.Embedding(vocab, cfg.embedding, name="deep_embedding")(ids),
-                       (-1, cfg.fields * 2 * cfg.embedding))
+    deep = ops.reshape(
+        layers.Embedding(vocab, cfg.embedding, name="deep_embedding")(ids),
+        (-1, cfg.fields * 2 * cfg.embedding),
+    )
     deep = ops.concatenate([deep, num], axis=1)
     for i, units in enumerate(cfg.hidden):
         deep = layers.Dense(units, activation="relu", name=f"deep_dense_{i}")(deep)
@@ -166,10 +176,13 @@ def _load_keras_weights(model, weights_dir: Path | None):
 
 def build_roformer(small: bool = False, weights_dir: Path | None = None, seed: int = 0):
     _seeded_keras(seed)
-    return _load_keras_weights(roformer_classifier(ROFORMER_SMALL if small else RoFormerConfig()),
-                               weights_dir)
+    return _load_keras_weights(
+        roformer_classifier(ROFORMER_SMALL if small else RoFormerConfig()), weights_dir
+    )
 
 
 def build_widedeep(small: bool = False, weights_dir: Path | None = None, seed: int = 0):
     _seeded_keras(seed)
-    return _load_keras_weights(wide_and_deep(WIDEDEEP_SMALL if small else WideDeepConfig()), weights_dir)
+    return _load_keras_weights(
+        wide_and_deep(WIDEDEEP_SMALL if small else WideDeepConfig()), weights_dir
+    )

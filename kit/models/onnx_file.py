@@ -20,8 +20,11 @@ ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
 FLOAT_PRECISIONS = {1: "fp32", 10: "fp16", 16: "bf16"}  # ONNX elem_type -> the kit's precision name
 
 
-def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ExportedModel:
-    """Read the inputs and outputs of `path`; `input_shapes` fixes dynamic dims (shape at batch 1)."""
+def load_onnx_file(
+    path: Path | str, input_shapes: dict[str, tuple[int, ...]] | None = None
+) -> ExportedModel:
+    """Read the inputs and outputs of `path`; `input_shapes` fixes dynamic dims (shape at batch
+    1)."""
     import onnx
 
     path = Path(path)
@@ -37,26 +40,41 @@ def load_onnx_file(path: Path | str, input_shapes: dict[str, tuple[int, ...]] | 
     graph_inputs = [v for v in proto.graph.input if v.name not in initializers]
     unknown = set(given) - {v.name for v in graph_inputs}
     if unknown:
-        raise InvalidParameter("input_shapes", sorted(unknown),
-                               f"names of inputs of {path.name}: {[v.name for v in graph_inputs]}")
+        raise InvalidParameter(
+            "input_shapes",
+            sorted(unknown),
+            f"names of inputs of {path.name}: {[v.name for v in graph_inputs]}",
+        )
     specs = [input_spec(v, given.get(v.name)) for v in graph_inputs]
     fixed = None if any(s.batched for s in specs) else _fixed_batch(specs)
     if fixed is not None:
-        specs = [replace(s, shape=(1, *s.shape[1:]), batched=True) if s.shape and s.shape[0] == fixed
-                 else s for s in specs]
+        specs = [
+            replace(s, shape=(1, *s.shape[1:]), batched=True)
+            if s.shape and s.shape[0] == fixed
+            else s
+            for s in specs
+        ]
     missing = [f"{s.name} dim {i}" for s in specs for i, d in enumerate(s.shape) if d < 0]
     if missing:
         raise InvalidParameter(
-            "input_shapes", input_shapes,
+            "input_shapes",
+            input_shapes,
             f"{path.name} has dynamic dimensions besides the batch axis: {', '.join(missing)}; "
-            "give input_shapes={name: shape at batch 1}")
+            "give input_shapes={name: shape at batch 1}",
+        )
     per_sample, shared = _flops(path, tuple(specs))
     return ExportedModel(
-        name=path.stem, onnx_path=path, inputs=tuple(specs),
+        name=path.stem,
+        onnx_path=path,
+        inputs=tuple(specs),
         outputs=tuple(o.name for o in proto.graph.output),
-        weights=WeightsInfo("local", f"user ONNX file {path}"), framework="onnx",
-        dynamic_batch=fixed is None, fixed_batch_size=fixed, flops_per_sample=per_sample,
-        flops_shared_per_call=shared, precision=graph_precision(proto),
+        weights=WeightsInfo("local", f"user ONNX file {path}"),
+        framework="onnx",
+        dynamic_batch=fixed is None,
+        fixed_batch_size=fixed,
+        flops_per_sample=per_sample,
+        flops_shared_per_call=shared,
+        precision=graph_precision(proto),
     )
 
 
@@ -69,7 +87,9 @@ def graph_precision(proto) -> str:
             size = 1
             for d in tensor.dims:
                 size *= d
-            counts[FLOAT_PRECISIONS[tensor.data_type]] = counts.get(FLOAT_PRECISIONS[tensor.data_type], 0) + size
+            counts[FLOAT_PRECISIONS[tensor.data_type]] = (
+                counts.get(FLOAT_PRECISIONS[tensor.data_type], 0) + size
+            )
     if not counts:
         for value in proto.graph.input:
             elem = value.type.tensor_type.elem_type
@@ -89,12 +109,16 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
     elem = value.type.tensor_type.elem_type
     if elem not in ONNX_DTYPES:
         raise InvalidParameter(f"dtype of input {value.name}", elem, f"one of {DTYPES}")
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in value.type.tensor_type.shape.dim]
+    dims = [
+        d.dim_value if d.HasField("dim_value") else -1 for d in value.type.tensor_type.shape.dim
+    ]
     batched = bool(dims) and dims[0] == -1
     if given is not None:
         given = tuple(int(x) for x in given)
         if len(given) != len(dims):
-            raise InvalidParameter(f"input_shapes[{value.name!r}]", given, f"a shape of rank {len(dims)}")
+            raise InvalidParameter(
+                f"input_shapes[{value.name!r}]", given, f"a shape of rank {len(dims)}"
+            )
         check_fixed_dims(value.name, dims, given)
         shape = given
     else:
@@ -107,12 +131,18 @@ def input_spec(value, given: tuple[int, ...] | None) -> InputSpec:
 def check_fixed_dims(name: str, dims: list[int], given: tuple[int, ...]) -> None:
     """Refuse a given shape that contradicts a dimension the file fixes (ONNX Runtime would fail
     later, naming neither the input nor the value given)."""
-    wrong = [f"dim {i} is {d} in the file, not {g}" for i, (d, g) in enumerate(zip(dims, given, strict=True))
-             if d >= 0 and g != d]
+    wrong = [
+        f"dim {i} is {d} in the file, not {g}"
+        for i, (d, g) in enumerate(zip(dims, given, strict=True))
+        if d >= 0 and g != d
+    ]
     if wrong:
-        raise InvalidParameter(f"input_shapes[{name!r}]", given,
-                               f"input {name}: {'; '.join(wrong)}; give the file's size at every fixed "
-                               f"dimension: ({', '.join('?' if d < 0 else str(d) for d in dims)})")
+        raise InvalidParameter(
+            f"input_shapes[{name!r}]",
+            given,
+            f"input {name}: {'; '.join(wrong)}; give the file's size at every fixed "
+            f"dimension: ({', '.join('?' if d < 0 else str(d) for d in dims)})",
+        )
 
 
 def _flops(path: Path, inputs: tuple[InputSpec, ...]) -> tuple[float | None, float]:

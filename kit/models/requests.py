@@ -35,12 +35,19 @@ class ExportRequest:
     def need_bytes(self) -> float:
         """The export's expected peak memory (kit.measure.memory's measured step costs)."""
         entry = MODELS.get(self.model)
-        step = f"export-{entry.framework}" if f"export-{entry.framework}" in STEP_COSTS else "export-torch"
-        return estimate_need(step, BYTES_PER_PARAMETER * (entry.reference_params or UNKNOWN_PARAMETERS))
+        step = (
+            f"export-{entry.framework}"
+            if f"export-{entry.framework}" in STEP_COSTS
+            else "export-torch"
+        )
+        return estimate_need(
+            step, BYTES_PER_PARAMETER * (entry.reference_params or UNKNOWN_PARAMETERS)
+        )
 
     def cached(self) -> bool:
         """Whether the newest cached export of the model has this opset and these weights (read
-        from its metadata, no framework imported; a change of exporter version is the job's to find)."""
+        from its metadata, no framework imported; a change of exporter version is the job's to
+        find)."""
         meta = latest_cached_meta(self.model, self.small)
         if meta is None or meta.get("opset") != self.opset:
             return False
@@ -48,12 +55,16 @@ class ExportRequest:
             info, _ = resolve_weights(self.model, self.weights, self.seed)
         except KitError:
             return False
-        return {k: meta.get("weights", {}).get(k) for k in ("source", "detail")} == {"source": info.source,
-                                                                                      "detail": info.detail}
+        return {k: meta.get("weights", {}).get(k) for k in ("source", "detail")} == {
+            "source": info.source,
+            "detail": info.detail,
+        }
 
     def export(self) -> ExportedModel:
         """The export, from the cache or made now (each full-size one in a child process)."""
-        return export_model(self.model, small=self.small, weights=self.weights, seed=self.seed, opset=self.opset)
+        return export_model(
+            self.model, small=self.small, weights=self.weights, seed=self.seed, opset=self.opset
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)

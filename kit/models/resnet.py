@@ -13,8 +13,15 @@ from torch import nn
 class Bottleneck(nn.Module):
     expansion = 4
 
-    def __init__(self, inplanes: int, planes: int, stride: int, groups: int, base_width: int,
-                 downsample: nn.Module | None):
+    def __init__(
+        self,
+        inplanes: int,
+        planes: int,
+        stride: int,
+        groups: int,
+        base_width: int,
+        downsample: nn.Module | None,
+    ):
         super().__init__()
         width = int(planes * (base_width / 64.0)) * groups
         self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
@@ -40,8 +47,15 @@ class ResNet(nn.Module):
     `softmax=True` appends a softmax, as ByteMLPerf's resnet50 export does (`softmax_tensor`).
     """
 
-    def __init__(self, layers: tuple[int, ...], groups: int = 1, width_per_group: int = 64,
-                 num_classes: int = 1000, base: int = 64, softmax: bool = False):
+    def __init__(
+        self,
+        layers: tuple[int, ...],
+        groups: int = 1,
+        width_per_group: int = 64,
+        num_classes: int = 1000,
+        base: int = 64,
+        softmax: bool = False,
+    ):
         super().__init__()
         self.groups, self.base_width, self.inplanes = groups, width_per_group, base
         self.softmax = softmax
@@ -63,13 +77,19 @@ class ResNet(nn.Module):
         downsample = None
         if stride != 1 or self.inplanes != planes * Bottleneck.expansion:
             downsample = nn.Sequential(
-                nn.Conv2d(self.inplanes, planes * Bottleneck.expansion, 1, stride=stride, bias=False),
+                nn.Conv2d(
+                    self.inplanes, planes * Bottleneck.expansion, 1, stride=stride, bias=False
+                ),
                 nn.BatchNorm2d(planes * Bottleneck.expansion),
             )
-        layers = [Bottleneck(self.inplanes, planes, stride, self.groups, self.base_width, downsample)]
+        layers = [
+            Bottleneck(self.inplanes, planes, stride, self.groups, self.base_width, downsample)
+        ]
         self.inplanes = planes * Bottleneck.expansion
-        layers += [Bottleneck(self.inplanes, planes, 1, self.groups, self.base_width, None)
-                   for _ in range(1, blocks)]
+        layers += [
+            Bottleneck(self.inplanes, planes, 1, self.groups, self.base_width, None)
+            for _ in range(1, blocks)
+        ]
         return nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

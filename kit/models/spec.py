@@ -64,7 +64,9 @@ class InputSpec:
         return cls(**{**d, "shape": tuple(d["shape"])})
 
 
-def make_inputs(inputs: tuple[InputSpec, ...], batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
+def make_inputs(
+    inputs: tuple[InputSpec, ...], batch_size: int, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Seeded valid inputs for every model input at `batch_size`."""
     validate_batch_size(batch_size)
     rng = np.random.default_rng(seed)
@@ -72,7 +74,11 @@ def make_inputs(inputs: tuple[InputSpec, ...], batch_size: int, seed: int = 0) -
 
 
 def validate_batch_size(batch_size: object, maximum: int = 1 << 20) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= maximum:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 1 <= batch_size <= maximum
+    ):
         raise InvalidParameter("batch_size", batch_size, f"a whole number from 1 to {maximum}")
     return batch_size
 
@@ -94,7 +100,11 @@ class WeightsInfo:
         ONNX file. A hub download's detail is "<hub id> (in <directory>)" (kit.models.weights)."""
         if self.source == "hub":
             return Path(self.detail.rpartition(" (in ")[2].removesuffix(")"))
-        return Path(self.detail) if self.source == "local" and not self.detail.startswith("user ONNX file") else None
+        return (
+            Path(self.detail)
+            if self.source == "local" and not self.detail.startswith("user ONNX file")
+            else None
+        )
 
     @property
     def label(self) -> str:
@@ -175,12 +185,18 @@ class ExportedModel:
         InvalidParameter naming both sizes (a scaled figure from a smaller call would be wrong)."""
         batch_size = validate_batch_size(batch_size)
         if self.fixed_batch_size is not None and batch_size != self.fixed_batch_size:
-            batched = [f"{s.name} {list(s.shape_for(self.fixed_batch_size))}" for s in self.inputs if s.batched]
+            batched = [
+                f"{s.name} {list(s.shape_for(self.fixed_batch_size))}"
+                for s in self.inputs
+                if s.batched
+            ]
             raise InvalidParameter(
-                "batch_size", batch_size,
+                "batch_size",
+                batch_size,
                 f"{self.fixed_batch_size} only: {self.onnx_path.name} has a fixed batch dimension "
                 f"({', '.join(batched)}); request batch_sizes=[{self.fixed_batch_size}] or "
-                "re-export the model with a dynamic batch axis")
+                "re-export the model with a dynamic batch axis",
+            )
         return batch_size
 
     def make_inputs(self, batch_size: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -194,7 +210,8 @@ class ExportedModel:
         return d
 
     def describe(self) -> dict:
-        """What a result records about the model: to_dict() plus the file's name, size and SHA-256."""
+        """What a result records about the model: to_dict() plus the file's name, size and
+        SHA-256."""
         d = self.to_dict()
         path = Path(self.onnx_path)
         d["onnx_file"] = path.name

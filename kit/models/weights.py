@@ -12,7 +12,13 @@ from kit.models.spec import WeightsInfo
 from kit.paths import weights_dir
 
 WEIGHT_SOURCES = ("random", "local")
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.pt", "model.keras", "model.weights.h5")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.pt",
+    "model.keras",
+    "model.weights.h5",
+)
 
 
 def resolve_weights(model: str, weights: str, seed: int = 0) -> tuple[WeightsInfo, Path | None]:
@@ -37,14 +43,31 @@ def resolve_weights(model: str, weights: str, seed: int = 0) -> tuple[WeightsInf
     return weights_info_for(directory), directory
 
 
-SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-                     "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+SAFETENSORS_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "U16": 2,
+    "U32": 4,
+    "U64": 8,
+}
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def _corrupt(path: Path, what: str) -> CorruptModel:
-    return CorruptModel(f"weights file {path} is damaged or not what its name says: {what}; "
-                        "replace it (see data/weights/README.md) or use weights='random'")
+    return CorruptModel(
+        f"weights file {path} is damaged or not what its name says: {what}; "
+        "replace it (see data/weights/README.md) or use weights='random'"
+    )
 
 
 def check_safetensors(path: Path) -> dict:
@@ -76,11 +99,17 @@ def check_safetensors(path: Path) -> dict:
         except (KeyError, TypeError, ValueError) as exc:
             raise _corrupt(path, f"tensor {name!r} has a malformed entry {info!r}") from exc
         if not 0 <= start <= end <= data:
-            raise _corrupt(path, f"tensor {name!r} lies at bytes {start}-{end} of a {data}-byte data section "
-                                 "(truncated file?)")
+            raise _corrupt(
+                path,
+                f"tensor {name!r} lies at bytes {start}-{end} of a {data}-byte data section "
+                "(truncated file?)",
+            )
         if end - start != count * width:
-            raise _corrupt(path, f"tensor {name!r} {info['dtype']}{list(info['shape'])} needs "
-                                 f"{count * width} bytes, the file gives it {end - start}")
+            raise _corrupt(
+                path,
+                f"tensor {name!r} {info['dtype']}{list(info['shape'])} needs "
+                f"{count * width} bytes, the file gives it {end - start}",
+            )
     return table
 
 
@@ -116,8 +145,10 @@ def load_torch_state(directory: Path) -> tuple[dict, Path]:
     candidates = [directory / n for n in ("model.safetensors", "model.pt", "pytorch_model.bin")]
     path = next((p for p in candidates if p.exists()), None)
     if path is None:
-        raise MissingResource(f"no PyTorch weights in {directory}: put one of "
-                              f"{', '.join(p.name for p in candidates)} there")
+        raise MissingResource(
+            f"no PyTorch weights in {directory}: put one of "
+            f"{', '.join(p.name for p in candidates)} there"
+        )
     check_weights_file(path)
     try:
         if path.suffix == ".safetensors":
@@ -129,7 +160,9 @@ def load_torch_state(directory: Path) -> tuple[dict, Path]:
 
             state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - safetensors, pickle and zip raise many types
-        raise _corrupt(path, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        raise _corrupt(
+            path, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
     if not isinstance(state, dict):
         raise _corrupt(path, f"holds a {type(state).__name__}, not a state dict of tensors")
     return state, path
@@ -139,14 +172,26 @@ def fit_state_dict(model, state: dict, path: Path) -> None:
     """Load `state` into the torch `model`; missing, unexpected or wrongly-shaped tensors are a
     CorruptModel naming the file, the tensors and both shapes."""
     own = model.state_dict()
-    wrong = [f"{k} {list(v.shape)} (model: {list(own[k].shape)})" for k, v in state.items()
-             if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)]
+    wrong = [
+        f"{k} {list(v.shape)} (model: {list(own[k].shape)})"
+        for k, v in state.items()
+        if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)
+    ]
     missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
     unexpected = [k for k in state if k not in own]
     if wrong or missing or unexpected:
-        parts = [f"{label} {items[:3]}{' ...' if len(items) > 3 else ''}" for label, items in
-                 (("wrong shape", wrong), ("missing", missing), ("unexpected", unexpected)) if items]
-        raise CorruptModel(f"weights file {path} does not fit {type(model).__name__}: {'; '.join(parts)}")
+        parts = [
+            f"{label} {items[:3]}{' ...' if len(items) > 3 else ''}"
+            for label, items in (
+                ("wrong shape", wrong),
+                ("missing", missing),
+                ("unexpected", unexpected),
+            )
+            if items
+        ]
+        raise CorruptModel(
+            f"weights file {path} does not fit {type(model).__name__}: {'; '.join(parts)}"
+        )
     model.load_state_dict(state, strict=False)
 
 
@@ -167,14 +212,17 @@ def fetch_weights(model: str, hub_id: str | None, destination: Path | None = Non
     if hub_id is None:
         raise MissingResource(
             f"{model} has no public checkpoint on the Hugging Face hub; put its weights in "
-            f"{destination} as described in data/weights/README.md")
+            f"{destination} as described in data/weights/README.md"
+        )
     try:
         from huggingface_hub import snapshot_download
 
         snapshot_download(repo_id=hub_id, local_dir=str(destination), allow_patterns=HUB_PATTERNS)
     except Exception as exc:  # noqa: BLE001 - network, offline mode, missing repo: all one answer
         raise MissingResource(
-            f"could not download {hub_id} for {model} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-            "fetch-weights needs internet access to huggingface.co") from exc
+            f"could not download {hub_id} for {model} ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); fetch-weights needs internet access "
+            "to huggingface.co"
+        ) from exc
     (destination / HUB_MARKER).write_text(hub_id + "\n")
     return destination

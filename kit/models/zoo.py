@@ -89,96 +89,194 @@ def image(name: str, size: int) -> InputSpec:
 
 def squad_inputs(vocab: int, token_types: int) -> tuple[InputSpec, ...]:
     """ByteMLPerf's torch SQuAD inputs: int64 [1, 384] ids, an all-ones mask, token types."""
-    return (InputSpec("input_ids.1", (1, 384), "int64", low=0, high=vocab),
-            InputSpec("attention_mask.1", (1, 384), "int64", low=1, high=2),
-            InputSpec("token_type_ids.1", (1, 384), "int64", low=0, high=token_types))
+    return (
+        InputSpec("input_ids.1", (1, 384), "int64", low=0, high=vocab),
+        InputSpec("attention_mask.1", (1, 384), "int64", low=1, high=2),
+        InputSpec("token_type_ids.1", (1, 384), "int64", low=0, high=token_types),
+    )
 
 
-MODELS.register("resnet50-torch-fp32", ModelEntry(
-    name="resnet50-torch-fp32", framework="torch", task="image-classification",
-    inputs=(image("input_1.1", 224),), outputs=("softmax_tensor:0",), build=build_resnet50,
-    description="ResNet-50 v1.5 (torchvision layout), softmax output", dataset="open_imagenet",
-    metric="Top-1", hub_id="timm/resnet50.tv_in1k", reference_params=25.6e6,
-    small_inputs=(image("input_1.1", 32),),
-))
+MODELS.register(
+    "resnet50-torch-fp32",
+    ModelEntry(
+        name="resnet50-torch-fp32",
+        framework="torch",
+        task="image-classification",
+        inputs=(image("input_1.1", 224),),
+        outputs=("softmax_tensor:0",),
+        build=build_resnet50,
+        description="ResNet-50 v1.5 (torchvision layout), softmax output",
+        dataset="open_imagenet",
+        metric="Top-1",
+        hub_id="timm/resnet50.tv_in1k",
+        reference_params=25.6e6,
+        small_inputs=(image("input_1.1", 32),),
+    ),
+)
 
-MODELS.register("resnext101-c2", ModelEntry(
-    name="resnext101-c2", framework="torch", task="image-classification",
-    inputs=(image("input", 224),), outputs=("logits",), build=build_resnext101,
-    description="ResNeXt-101 32x4d (the Qwant C2 study's model, 44M parameters)",
-    dataset="coco_val_subset", metric="", hub_id="timm/resnext101_32x4d.fb_ssl_yfcc100m_ft_in1k",
-    reference_params=44.2e6, small_inputs=(image("input", 32),),
-))
+MODELS.register(
+    "resnext101-c2",
+    ModelEntry(
+        name="resnext101-c2",
+        framework="torch",
+        task="image-classification",
+        inputs=(image("input", 224),),
+        outputs=("logits",),
+        build=build_resnext101,
+        description="ResNeXt-101 32x4d (the Qwant C2 study's model, 44M parameters)",
+        dataset="coco_val_subset",
+        metric="",
+        hub_id="timm/resnext101_32x4d.fb_ssl_yfcc100m_ft_in1k",
+        reference_params=44.2e6,
+        small_inputs=(image("input", 32),),
+    ),
+)
 
-MODELS.register("swin-large-torch-fp32", ModelEntry(
-    name="swin-large-torch-fp32", framework="torch", task="image-classification",
-    inputs=(image("pixel_values.1", 384),), outputs=("logits",), build=build_swin,
-    description="Swin-L patch4 window12 384 (transformers SwinForImageClassification)",
-    dataset="open_imagenet", metric="Top-1", hub_id="microsoft/swin-large-patch4-window12-384",
-    reference_params=197e6, small_inputs=(image("pixel_values.1", 64),),
-))
+MODELS.register(
+    "swin-large-torch-fp32",
+    ModelEntry(
+        name="swin-large-torch-fp32",
+        framework="torch",
+        task="image-classification",
+        inputs=(image("pixel_values.1", 384),),
+        outputs=("logits",),
+        build=build_swin,
+        description="Swin-L patch4 window12 384 (transformers SwinForImageClassification)",
+        dataset="open_imagenet",
+        metric="Top-1",
+        hub_id="microsoft/swin-large-patch4-window12-384",
+        reference_params=197e6,
+        small_inputs=(image("pixel_values.1", 64),),
+    ),
+)
 
-QA = [("bert", 30522, 2, "csarron/bert-base-uncased-squad-v1", 110e6),
-      ("albert", 30000, 2, "twmkn9/albert-base-v2-squad2", 11.1e6),  # albert-base-v2 backbone + QA head
-      ("roberta", 50265, 1, "deepset/roberta-base-squad2", 125e6),
-      ("deberta", 50265, 2, "stevemobs/deberta-base-finetuned-squad1", 139e6)]
+QA = [
+    ("bert", 30522, 2, "csarron/bert-base-uncased-squad-v1", 110e6),
+    # albert-base-v2 backbone + QA head
+    ("albert", 30000, 2, "twmkn9/albert-base-v2-squad2", 11.1e6),
+    ("roberta", 50265, 1, "deepset/roberta-base-squad2", 125e6),
+    ("deberta", 50265, 2, "stevemobs/deberta-base-finetuned-squad1", 139e6),
+]
 for arch, vocab, types, hub, ref in QA:
-    MODELS.register(f"{arch}-torch-fp32", ModelEntry(
-        name=f"{arch}-torch-fp32", framework="torch", task="question-answering",
-        inputs=squad_inputs(vocab, types), outputs=("start_logits", "end_logits"),
-        build=partial(build_qa, arch),
-        description=f"{arch.upper()}-base extractive QA, sequence length 384 (transformers)",
-        dataset="open_squad", metric="F1", hub_id=hub, reference_params=ref,
-    ))
+    MODELS.register(
+        f"{arch}-torch-fp32",
+        ModelEntry(
+            name=f"{arch}-torch-fp32",
+            framework="torch",
+            task="question-answering",
+            inputs=squad_inputs(vocab, types),
+            outputs=("start_logits", "end_logits"),
+            build=partial(build_qa, arch),
+            description=f"{arch.upper()}-base extractive QA, sequence length 384 (transformers)",
+            dataset="open_squad",
+            metric="F1",
+            hub_id=hub,
+            reference_params=ref,
+        ),
+    )
 
-MODELS.register("roformer-tf-fp32", ModelEntry(
-    name="roformer-tf-fp32", framework="tensorflow", task="text-classification",
-    inputs=(InputSpec("input_token:0", (1, 1024), "float32", low=1, high=50000, integer=True),
-            InputSpec("input_segment:0", (1, 1024), "float32", low=0, high=2, integer=True)),
-    outputs=("Identity:0",), build=build_roformer,
-    description="RoFormer-base classifier (Keras, rotary attention), length 1024; float32 inputs hold ids",
-    dataset="open_cail2019", metric="Top-1", reference_params=124e6,
-    small_inputs=(InputSpec("input_token:0", (1, 64), "float32", low=1, high=1000, integer=True),
-                  InputSpec("input_segment:0", (1, 64), "float32", low=0, high=2, integer=True)),
-))
+MODELS.register(
+    "roformer-tf-fp32",
+    ModelEntry(
+        name="roformer-tf-fp32",
+        framework="tensorflow",
+        task="text-classification",
+        inputs=(
+            InputSpec("input_token:0", (1, 1024), "float32", low=1, high=50000, integer=True),
+            InputSpec("input_segment:0", (1, 1024), "float32", low=0, high=2, integer=True),
+        ),
+        outputs=("Identity:0",),
+        build=build_roformer,
+        description="RoFormer-base classifier (Keras, rotary attention), length 1024; float32 "
+        "inputs hold ids",
+        dataset="open_cail2019",
+        metric="Top-1",
+        reference_params=124e6,
+        small_inputs=(
+            InputSpec("input_token:0", (1, 64), "float32", low=1, high=1000, integer=True),
+            InputSpec("input_segment:0", (1, 64), "float32", low=0, high=2, integer=True),
+        ),
+    ),
+)
 
 CRITEO_NUMERIC = InputSpec("new_numeric_placeholder:0", (1, 13), "float32", low=0.0, high=1.0)
-MODELS.register("widedeep-tf-fp32", ModelEntry(
-    name="widedeep-tf-fp32", framework="tensorflow", task="ctr-prediction",
-    inputs=(InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=10000),
-            CRITEO_NUMERIC),
-    outputs=("import/head/predictions/probabilities:0",), build=build_widedeep,
-    description="Wide & Deep CTR model (Keras), Criteo layout: 26 hashed categorical + 13 numeric",
-    dataset="open_criteo_kaggle", metric="Top-1",
-    small_inputs=(InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=100),
-                  CRITEO_NUMERIC),
-))
+MODELS.register(
+    "widedeep-tf-fp32",
+    ModelEntry(
+        name="widedeep-tf-fp32",
+        framework="tensorflow",
+        task="ctr-prediction",
+        inputs=(
+            InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=10000),
+            CRITEO_NUMERIC,
+        ),
+        outputs=("import/head/predictions/probabilities:0",),
+        build=build_widedeep,
+        description="Wide & Deep CTR model (Keras), Criteo layout: 26 hashed categorical + 13 "
+        "numeric",
+        dataset="open_criteo_kaggle",
+        metric="Top-1",
+        small_inputs=(
+            InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=100),
+            CRITEO_NUMERIC,
+        ),
+    ),
+)
 
-MODELS.register("clip-onnx-fp32", ModelEntry(
-    name="clip-onnx-fp32", framework="torch", task="text-encoding",
-    inputs=(InputSpec("input_ids", (1, 77), "int32", low=0, high=49408),),
-    outputs=("last_hidden_state", "pooler_output"), build=build_clip_text,
-    description="CLIP ViT-L/14 text encoder (Stable Diffusion v1's), published as ONNX",
-    dataset="fake_dataset", hub_id="openai/clip-vit-large-patch14", reference_params=123e6,
-))
+MODELS.register(
+    "clip-onnx-fp32",
+    ModelEntry(
+        name="clip-onnx-fp32",
+        framework="torch",
+        task="text-encoding",
+        inputs=(InputSpec("input_ids", (1, 77), "int32", low=0, high=49408),),
+        outputs=("last_hidden_state", "pooler_output"),
+        build=build_clip_text,
+        description="CLIP ViT-L/14 text encoder (Stable Diffusion v1's), published as ONNX",
+        dataset="fake_dataset",
+        hub_id="openai/clip-vit-large-patch14",
+        reference_params=123e6,
+    ),
+)
 
-MODELS.register("conformer-encoder-onnx-fp32", ModelEntry(
-    name="conformer-encoder-onnx-fp32", framework="torch", task="speech-encoding",
-    inputs=(InputSpec("src", (1, 3, 64, 512), "float32", low=-1.0, high=1.0),
-            InputSpec("src_pad_mask", (1, 128), "bool", high=0.1)),
-    outputs=("memory",), build=build_conformer,
-    description="Conformer encoder (12 blocks, d_model 256, 4x conv subsampling), published as ONNX",
-    dataset="fake_dataset",
-))
+MODELS.register(
+    "conformer-encoder-onnx-fp32",
+    ModelEntry(
+        name="conformer-encoder-onnx-fp32",
+        framework="torch",
+        task="speech-encoding",
+        inputs=(
+            InputSpec("src", (1, 3, 64, 512), "float32", low=-1.0, high=1.0),
+            InputSpec("src_pad_mask", (1, 128), "bool", high=0.1),
+        ),
+        outputs=("memory",),
+        build=build_conformer,
+        description="Conformer encoder (12 blocks, d_model 256, 4x conv subsampling), published as "
+        "ONNX",
+        dataset="fake_dataset",
+    ),
+)
 
-MODELS.register("videobert-onnx-fp32", ModelEntry(
-    name="videobert-onnx-fp32", framework="torch", task="zero-shot-classification",
-    inputs=(image("image", 224),
-            InputSpec("text", (100, 77), "int64", batched=False, low=0, high=49408)),
-    outputs=("output",), build=build_videobert,
-    description="Image/text dual encoder (CLIP ViT-B/32 sizes) scoring 100 CIFAR-100 prompts",
-    dataset="open_cifar", metric="Top-1", hub_id="openai/clip-vit-base-patch32",
-    reference_params=151e6, small_inputs=(image("image", 32),
-                                          InputSpec("text", (100, 77), "int64", batched=False,
-                                                    low=0, high=49408)),
-))
+MODELS.register(
+    "videobert-onnx-fp32",
+    ModelEntry(
+        name="videobert-onnx-fp32",
+        framework="torch",
+        task="zero-shot-classification",
+        inputs=(
+            image("image", 224),
+            InputSpec("text", (100, 77), "int64", batched=False, low=0, high=49408),
+        ),
+        outputs=("output",),
+        build=build_videobert,
+        description="Image/text dual encoder (CLIP ViT-B/32 sizes) scoring 100 CIFAR-100 prompts",
+        dataset="open_cifar",
+        metric="Top-1",
+        hub_id="openai/clip-vit-base-patch32",
+        reference_params=151e6,
+        small_inputs=(
+            image("image", 32),
+            InputSpec("text", (100, 77), "int64", batched=False, low=0, high=49408),
+        ),
+    ),
+)

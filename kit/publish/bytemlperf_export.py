@@ -1,8 +1,9 @@
 """A model benchmark's result in ByteMLPerf's own report format, beside the kit's result JSON.
 
-`export(result, result_path)` writes `<result folder>/bytemlperf/<Backend>/<model>/result-<precision>.json`
-and ByteMLPerf's diff-distribution PNG (`<model>-to-<precision>.png`) beside it, so the kit's
-figures sit in the same tree, and read with the same tools, as every vendor's published reports.
+`export(result, result_path)` writes `<result
+folder>/bytemlperf/<Backend>/<model>/result-<precision>.json` and ByteMLPerf's diff-distribution PNG
+(`<model>-to-<precision>.png`) beside it, so the kit's figures sit in the same tree, and read with
+the same tools, as every vendor's published reports.
 
 It reads the result JSON only (publishing never measures: asv's rule): every figure is one the run
 recorded by ByteMLPerf's own definitions (kit.measure.bytemlperf: QPS, AVG and P99 latency over the
@@ -36,8 +37,13 @@ from kit.results.sections import BackendInfo
 
 FOLDER = "bytemlperf"
 RUNTIME_NAMES = {"ipu": "poprt"}
-DIFFS = {"Mean Diff": "mean_abs", "Std Diff": "std_abs", "Max Diff": "max_abs", "Max Rel-Diff": "max_rel",
-         "Mean Rel-Diff": "mean_rel"}
+DIFFS = {
+    "Mean Diff": "mean_abs",
+    "Std Diff": "std_abs",
+    "Max Diff": "max_abs",
+    "Max Rel-Diff": "max_rel",
+    "Mean Rel-Diff": "mean_rel",
+}
 NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
 #: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
 EMULATED = "not run on an IPU"
@@ -57,8 +63,9 @@ def part_name(name: str) -> str:
 
 def backend_name(result: RunResult) -> str:
     """`<KIND>-<part>-<runtime>`: what ByteMLPerf's `Backend` names (the hardware) and the runtime
-    the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`, `GPU-NVIDIA-H100-onnxruntime-tensorrt`
-    (ONNX Runtime's CUDA or TensorRT provider named), `IPU-C600-poprt`."""
+    the kit measured it through, e.g. `CPU-AMD-EPYC-onnxruntime`,
+    `GPU-NVIDIA-H100-onnxruntime-tensorrt` (ONNX Runtime's CUDA or TensorRT provider named),
+    `IPU-C600-poprt`."""
     sections = result.sections
     backend = sections.backend or BackendInfo()
     kind = str(result.parameters.get("hardware") or backend.device_info.kind or "cpu")
@@ -84,7 +91,8 @@ def _finite(value: object) -> TypeGuard[float]:
 
 def performance(result: RunResult) -> list[dict]:
     """One entry per measured batch size: BS, QPS (an integer, as ByteMLPerf writes it), AVG and
-    P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps; a figure not measured is left out."""
+    P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps; a figure not measured is left
+    out."""
     out = []
     for m in result.sections.measurements:
         figures = m.bytemlperf
@@ -112,14 +120,21 @@ def accuracy(result: RunResult, png: str) -> dict:
             break
     if sections.numerics:
         first = sections.numerics[0]
-        out.update({name: round(float(d), 5) for name, key in DIFFS.items() if _finite(d := first.diff(key))})
+        out.update(
+            {
+                name: round(float(d), 5)
+                for name, key in DIFFS.items()
+                if _finite(d := first.diff(key))
+            }
+        )
         if first.histograms:
             out["Diff Dist"] = png
     return out
 
 
 def dataset_name(model: str) -> str | None:
-    """ByteMLPerf's dataset name for `model` (upper case, as its reports write it), if it has one."""
+    """ByteMLPerf's dataset name for `model` (upper case, as its reports write it), if it has
+    one."""
     specs = published.model_specs()
     rows = specs[specs["model"] == model]
     name = str(rows.iloc[0]["dataset_name"]).strip() if not rows.empty else ""
@@ -127,7 +142,8 @@ def dataset_name(model: str) -> str | None:
 
 
 def model_name(result: RunResult) -> str:
-    """The model a result measured: its zoo name, or a user's own ONNX file's name without folder."""
+    """The model a result measured: its zoo name, or a user's own ONNX file's name without
+    folder."""
     model = str(result.parameters.get("model") or result.name)
     return Path(model).stem if model.endswith(".onnx") else model
 
@@ -137,8 +153,9 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     model = model_name(result)
     sections = result.sections
     backend = sections.backend or BackendInfo()
-    precision = RunPrecision.parse(backend.precision or result.parameters.get("precision")
-                                   or RunPrecision.FP32)
+    precision = RunPrecision.parse(
+        backend.precision or result.parameters.get("precision") or RunPrecision.FP32
+    )
     png = f"{model}-to-{precision}.png"
     out: dict = {"Model": model.upper(), "Backend": backend_name(result)}
     host = sections.environment.cpu.model
@@ -173,18 +190,23 @@ def _date(created_at: str) -> str:
 
 def export(result: RunResult, result_path: str | Path) -> Path | None:
     """Write the ByteMLPerf report of a model benchmark (and its PNG) under the result's folder;
-    returns the report's path, or None for a result that is not a model benchmark or measured nothing."""
+    returns the report's path, or None for a result that is not a model benchmark or measured
+    nothing."""
     if result.kind != ResultKind.MODEL_BENCHMARK or not result.measurements:
         return None
     body, backend, precision = report(result)
     model = model_name(result)
     # every name read from the result that becomes a path is a plain one, and stays in the folder
-    folder = inside(Path(result_path).parent / FOLDER,
-                    f"{plain_name(backend, 'ByteMLPerf backend')}/{plain_name(model, 'model')}")
+    folder = inside(
+        Path(result_path).parent / FOLDER,
+        f"{plain_name(backend, 'ByteMLPerf backend')}/{plain_name(model, 'model')}",
+    )
     folder.mkdir(parents=True, exist_ok=True)
     numerics = result.sections.numerics
     if numerics and numerics[0].histograms:
-        draw_diff_distribution(numerics[0].histograms, inside(folder, body["Accuracy"]["Diff Dist"]))
+        draw_diff_distribution(
+            numerics[0].histograms, inside(folder, body["Accuracy"]["Diff Dist"])
+        )
     path = inside(folder, f"result-{plain_name(precision, 'precision')}.json")
     atomic.write_text(path, json.dumps(body, indent=4))
     return path
@@ -194,8 +216,10 @@ def export_file(result_path: str | Path) -> Path | None:
     """`export` of the result JSON at `result_path`; one that is missing or not a result raises a
     KitError naming it."""
     if not Path(result_path).is_file():
-        raise MissingResource(f"{result_path}: no such result file; give result JSON files "
-                              "(outputs/runs/<run_id>/<job>.json)")
+        raise MissingResource(
+            f"{result_path}: no such result file; give result JSON files "
+            "(outputs/runs/<run_id>/<job>.json)"
+        )
     return export(RunResult.read(Path(result_path)), result_path)
 
 
@@ -209,12 +233,17 @@ def draw_diff_distribution(histograms: Mapping[str, Any], path: Path) -> Path:
 
     fig = Figure(figsize=(16, 8))
     axes = fig.subplots(1, 3)
-    for ax, key, label in zip(axes, ("diff", "reference", "candidate"),
-                              ("Diff Distribute", "CPU Result", "Backend Result"), strict=True):
+    for ax, key, label in zip(
+        axes,
+        ("diff", "reference", "candidate"),
+        ("Diff Distribute", "CPU Result", "Backend Result"),
+        strict=True,
+    ):
         h = histograms[key]
         counts = np.asarray(h["counts"], dtype=float)
         edges = np.linspace(h["range"][0], h["range"][1], len(counts) + 1)
-        ax.stairs(counts, edges, fill=True, alpha=0.5)  # hist's bars as one artist: 300 bars drew in 0.7 s
+        # hist's bars as one artist: 300 bars drew in 0.7 s
+        ax.stairs(counts, edges, fill=True, alpha=0.5)
         ax.set_yscale("log")
         ax.set_xlabel(label)
     fig.savefig(path, dpi=100)

@@ -17,22 +17,32 @@ from kit.published.studies import BYTEMLPERF_STUDIES, PublishedStudy
 
 CARD_STYLE = """
 .wide{overflow-x:auto;max-width:100%}
-.wide table.card td,.wide table.card th{vertical-align:top;text-align:left}.wide table.card td.num{text-align:right}
-table.card .sub{color:#666;font-size:85%}table.card summary{cursor:pointer}table.card td.why{max-width:26em}
+.wide table.card td,.wide table.card th{vertical-align:top;text-align:left}.wide table.card \
+td.num{text-align:right}
+table.card .sub{color:#666;font-size:85%}table.card summary{cursor:pointer}table.card \
+td.why{max-width:26em}
 .v-reproduced{color:#070;font-weight:bold}.v-differs{color:#a00;font-weight:bold}
 .v-not-comparable{color:#555}.v-not-measured{color:#999}.v-failed{color:#a00}
 @media (max-width:600px){.wide table.card td,.wide table.card th{padding:3px 4px;font-size:13px}}"""
 
 
-COLUMNS = [("figure", "Figure"), ("model", "Model, precision"), ("published", "Published (batch · part)"),
-           ("measured", "Measured here ± 95 % CI (batch · hardware)"), ("ratio", "Measured / published"),
-           ("verdict", "Verdict"), ("reason", "Reason (click for the detail)")]
+COLUMNS = [
+    ("figure", "Figure"),
+    ("model", "Model, precision"),
+    ("published", "Published (batch · part)"),
+    ("measured", "Measured here ± 95 % CI (batch · hardware)"),
+    ("ratio", "Measured / published"),
+    ("verdict", "Verdict"),
+    ("reason", "Reason (click for the detail)"),
+]
 NUMERIC = {"published", "measured", "ratio"}
 SHORT = 60  # a reason this long or shorter is shown as it is
 OTHER = "other"  # study_table's group of the rows of no study in glance.STUDIES (the claims)
 
 
-def scorecard_table(card: Sequence[glance.Row], links: dict[str, str] | None = None, interactive: bool = True) -> str:
+def scorecard_table(
+    card: Sequence[glance.Row], links: dict[str, str] | None = None, interactive: bool = True
+) -> str:
     """Every scorecard row: the published figure with its batch and part beside the measured one
     with its batch and hardware, the ratio, the verdict and the short reason (the full one on
     click or hover); each row links to its model's report where `links` (job name -> href) has it.
@@ -40,21 +50,29 @@ def scorecard_table(card: Sequence[glance.Row], links: dict[str, str] | None = N
     if not card:
         return "<p>Scorecard table: — (no scorecard in this batch: the summary job did not run)</p>"
     vendors = imported_backends(card)
-    titles = [(t, k in NUMERIC) for k, t in COLUMNS] + [(f"{b}: its own ByteMLPerf report", True) for b in vendors]
-    head = "".join(f"<th data-col='{i}' data-type='{'num' if num else 'text'}'>{html.escape(t)}</th>"
-                   for i, (t, num) in enumerate(titles))
+    titles = [(t, k in NUMERIC) for k, t in COLUMNS] + [
+        (f"{b}: its own ByteMLPerf report", True) for b in vendors
+    ]
+    head = "".join(
+        f"<th data-col='{i}' data-type='{'num' if num else 'text'}'>{html.escape(t)}</th>"
+        for i, (t, num) in enumerate(titles)
+    )
     body = "".join(_row(Comparison.of(r), r, links or {}, vendors) for r in card)
     ident = " id='scorecard'" if interactive else ""
-    table = (f"<div class='wide'><table{ident} class='card'><thead><tr>{head}</tr></thead>"
-             f"<tbody>{body}</tbody></table></div>")
+    table = (
+        f"<div class='wide'><table{ident} class='card'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
     if not interactive:
         return f"<style>{CARD_STYLE}</style>{table}"
     verdicts = sorted({str(r.verdict) for r in glance.rows_of(card)})
     options = "".join(f"<option>{html.escape(v)}</option>" for v in verdicts)
-    return (f"<h2 id='scorecard-table'>Scorecard</h2><div class='filters'><input id='filter' type='search' size='30' "
-            f"placeholder='filter rows (model, figure, reason...)'> <select id='verdict-filter'>"
-            f"<option value=''>every verdict</option>{options}</select> <span id='shown'>{len(card)} rows</span></div>"
-            + table)
+    return (
+        "<h2 id='scorecard-table'>Scorecard</h2><div class='filters'><input id='filter' "
+        "type='search' size='30' placeholder='filter rows (model, figure, reason...)'> <select "
+        f"id='verdict-filter'><option value=''>every verdict</option>{options}</select> <span "
+        f"id='shown'>{len(card)} rows</span></div>" + table
+    )
 
 
 def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
@@ -63,11 +81,18 @@ def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
     if row.run:
         return links.get(row.run.removesuffix(".json"))
     study = row.study
-    job = ("c2_study" if study == PublishedStudy.C2_QWANT else f"{row.model}_{row.precision}"
-           if study in BYTEMLPERF_STUDIES else None)
+    job = (
+        "c2_study"
+        if study == PublishedStudy.C2_QWANT
+        else f"{row.model}_{row.precision}"
+        if study in BYTEMLPERF_STUDIES
+        else None
+    )
     if job is None:
         return None
-    return links.get(job) or next((h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None)
+    return links.get(job) or next(
+        (h for name, h in sorted(links.items()) if name.startswith(f"{job}@")), None
+    )
 
 
 def _num(value) -> str:
@@ -83,8 +108,15 @@ def _sub(batch, where: str) -> str:
 def imported_backends(card: Sequence[glance.Row]) -> list[str]:
     """The vendors whose ByteMLPerf reports `kit import-bytemlperf` brought in: the scorecard sets
     '<Backend> published' and '<Backend> source' beside its rows (imported_reports.with_columns)."""
-    return sorted({k.removesuffix(" published") for r in card if isinstance(r, Mapping) for k in r
-                   if k.endswith(" published") and f"{k.removesuffix(' published')} source" in r})
+    return sorted(
+        {
+            k.removesuffix(" published")
+            for r in card
+            if isinstance(r, Mapping)
+            for k in r
+            if k.endswith(" published") and f"{k.removesuffix(' published')} source" in r
+        }
+    )
 
 
 def imported_cell(r: Mapping, backend: str, unit: str) -> str:
@@ -94,32 +126,48 @@ def imported_cell(r: Mapping, backend: str, unit: str) -> str:
     value, source = r.get(f"{backend} published"), str(r.get(f"{backend} source") or "")
     if glance.missing(value):
         return "<td>—</td>"
-    return (f"<td{_num(value)} title='{html.escape(source)}'>{html.escape(f'{readable(value, 6)} {unit}'.strip())}"
-            f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>")
+    return (
+        f"<td{_num(value)} title='{html.escape(source)}'>"
+        f"{html.escape(f'{readable(value, 6)} {unit}'.strip())}"
+        f"{_sub(None, '/'.join(source.split('/')[-3:]))}</td>"
+    )
 
 
-def _row(r: Comparison, record: glance.Row, links: dict[str, str], vendors: Sequence[str] = ()) -> str:
+def _row(
+    r: Comparison, record: glance.Row, links: dict[str, str], vendors: Sequence[str] = ()
+) -> str:
     unit = r.unit
     pub = readable(r.published, 6)
-    published = (f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
-                 f"{_sub(r.batch_size, glance.published_part(r))}")
+    published = (
+        f"{html.escape(pub + ' ' + unit) if pub else '— (no published figure)'}"
+        f"{_sub(r.batch_size, glance.published_part(r))}"
+    )
     measured, title = "—", ""
     if r.measured is not None:
-        measured = html.escape(measured_text(r)) + _sub(r.measured_batch or r.batch_size,
-                                                        glance.measured_device(r))
+        measured = html.escape(measured_text(r)) + _sub(
+            r.measured_batch or r.batch_size, glance.measured_device(r)
+        )
         if r.measured_all_calls is not None:
-            title = f" title='over every call: {readable(r.measured_all_calls, 4)} {html.escape(unit)}'"
+            title = (
+                f" title='over every call: {readable(r.measured_all_calls, 4)} {html.escape(unit)}'"
+            )
     verdict = html.escape(str(r.verdict))
     href = report_href(r, links)
     label = html.escape(f"{r.model} {r.precision}".strip() or "—")
     model = f"<a href='{html.escape(href)}'>{label}</a>" if href else label
-    vendor_cells = "".join(imported_cell(record, b, unit) for b in vendors) if isinstance(record, Mapping) else ""
-    return (f"<tr data-verdict='{verdict}'><td>{html.escape(r.figure)}</td><td>{model}</td>"
-            f"<td{_num(r.published)}>{published}</td>"
-            f"<td{_num(None if measured == '—' else r.measured)}{title}>{measured}</td>"
-            f"<td{_num(r.ratio)}>{html.escape(readable(r.ratio, 3) or '—')}</td>"
-            f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}</td>"
-            f"{vendor_cells}</tr>")
+    vendor_cells = (
+        "".join(imported_cell(record, b, unit) for b in vendors)
+        if isinstance(record, Mapping)
+        else ""
+    )
+    return (
+        f"<tr data-verdict='{verdict}'><td>{html.escape(r.figure)}</td><td>{model}</td>"
+        f"<td{_num(r.published)}>{published}</td>"
+        f"<td{_num(None if measured == '—' else r.measured)}{title}>{measured}</td>"
+        f"<td{_num(r.ratio)}>{html.escape(readable(r.ratio, 3) or '—')}</td>"
+        f"<td class='v-{verdict.replace(' ', '-')}'>{verdict}</td><td class='why'>{reason_cell(r)}"
+        f"</td>{vendor_cells}</tr>"
+    )
 
 
 def reason_cell(r: glance.Row) -> str:
@@ -130,8 +178,10 @@ def reason_cell(r: glance.Row) -> str:
     reason = r.reason
     if len(reason) <= SHORT:
         return html.escape(reason or short)
-    return (f"<details><summary title='{html.escape(reason)}'>{html.escape(short)}</summary>"
-            f"<span class='sub'>{html.escape(reason)}</span></details>")
+    return (
+        f"<details><summary title='{html.escape(reason)}'>{html.escape(short)}</summary>"
+        f"<span class='sub'>{html.escape(reason)}</span></details>"
+    )
 
 
 def study_table(card, study: PublishedStudy | str, links: dict[str, str] | None = None) -> str:

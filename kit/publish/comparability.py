@@ -1,6 +1,7 @@
 """Whether a figure measured on the published part was measured the published way: the batch size,
 clients, precision, ByteMLPerf's passes and runtime mode (pack or padded), and the PopRT version.
-Each difference is a reason the verdict is "not comparable" rather than "reproduced" or "differs"."""
+Each difference is a reason the verdict is "not comparable" rather than "reproduced" or
+"differs"."""
 
 from __future__ import annotations
 
@@ -29,21 +30,33 @@ class PublishedRun:
     def of(cls, model: str, precision: str, batch: int | None) -> PublishedRun:
         settings = published.ipu_run_settings(model, precision)
         model_settings = published.ipu_model_settings(model).get("settings") or {}
-        return cls(batch, settings["clients"], PublishedPrecision.parse(precision).as_run,
-                   published.poprt_version(model, precision), "pack_config" in model_settings)
+        return cls(
+            batch,
+            settings["clients"],
+            PublishedPrecision.parse(precision).as_run,
+            published.poprt_version(model, precision),
+            "pack_config" in model_settings,
+        )
 
 
 def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[Reason]:
-    """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same way)."""
+    """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same
+    way)."""
     sections = res.sections
     session = sections.session
     reasons = session_differences(session)
     precision = sections.backend.precision if sections.backend else None
     if precision and precision != run.precision:
-        reasons.append(Reason(f"precision {precision}, published {run.precision}", DifferenceCode.PRECISION))
+        reasons.append(
+            Reason(f"precision {precision}, published {run.precision}", DifferenceCode.PRECISION)
+        )
     version = session.poprt_version
     if version and run.poprt_version[:1].isdigit() and version != run.poprt_version:
-        reasons.append(Reason(f"PopRT {version}, published with PopRT {run.poprt_version}", DifferenceCode.POPRT))
+        reasons.append(
+            Reason(
+                f"PopRT {version}, published with PopRT {run.poprt_version}", DifferenceCode.POPRT
+            )
+        )
     if measurement is not None:
         reasons += measurement_differences(measurement, run)
     return reasons
@@ -58,21 +71,36 @@ def session_differences(session: Session | Mapping) -> list[Reason]:
         return []
     said = list(session.differences)
     if session.missing_passes:
-        said.insert(0, Reason(f"ByteMLPerf's {', '.join(session.missing_passes)} not applied", DifferenceCode.PASSES))
-    return said or [Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
+        said.insert(
+            0,
+            Reason(
+                f"ByteMLPerf's {', '.join(session.missing_passes)} not applied",
+                DifferenceCode.PASSES,
+            ),
+        )
+    return said or [
+        Reason(
+            "the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION
+        )
+    ]
 
 
 def measurement_differences(m: Measurement | Mapping, run: PublishedRun) -> list[Reason]:
-    """The ways measurement `m` (a record, or a measurement dict as a run wrote it) was not run as `run`."""
+    """The ways measurement `m` (a record, or a measurement dict as a run wrote it) was not run as
+    `run`."""
     m = Measurement.of(m)
     reasons: list[Reason] = []
     batch = m.measured_batch
     if run.batch is not None and batch != run.batch:
-        reasons.append(Reason(f"batch {batch}, published at batch {run.batch}", DifferenceCode.BATCH))
+        reasons.append(
+            Reason(f"batch {batch}, published at batch {run.batch}", DifferenceCode.BATCH)
+        )
     pack = m.mode == "pack"
     if run.pack and not pack:
         reasons.append(Reason("padded batches, published in pack mode", DifferenceCode.PADDED))
     clients = m.threads if m.mode == "clients" else 1
     if not pack and clients != run.clients:
-        reasons.append(Reason(f"{clients} client(s), published with {run.clients}", DifferenceCode.CLIENTS))
+        reasons.append(
+            Reason(f"{clients} client(s), published with {run.clients}", DifferenceCode.CLIENTS)
+        )
     return reasons

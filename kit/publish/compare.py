@@ -64,7 +64,8 @@ class Comparison:
     indicative: str = ""  # '' unless a power figure's window was shorter than its sensor resolves
     measured_batch: str = ""  # the batch size of the measured figure ('' where none was measured)
     reason_code: str = ""  # a ReasonCode ('' in a row an older kit wrote)
-    differences: tuple[str, ...] = ()  # where measured another way: each way, as the reason says it,
+    # where measured another way: each way, as the reason says it,
+    differences: tuple[str, ...] = ()
     difference_codes: tuple[str, ...] = ()  # and its DifferenceCode
     measured_name: str = ""  # where the figure was measured: the device's name,
     measured_class: str = ""  # its class (cpu, gpu, ipu, unknown)
@@ -78,10 +79,18 @@ class Comparison:
         """A row read back: a scorecard DataFrame's record (NaN for a missing number) or a summary
         JSON's; a field an older kit did not write takes its default; other columns (an imported
         vendor's figures) are left out."""
-        values: dict[str, Any] = {f.name: _read(d.get(f.name), str(f.type)) for f in fields(cls) if f.name in d}
+        values: dict[str, Any] = {
+            f.name: _read(d.get(f.name), str(f.type)) for f in fields(cls) if f.name in d
+        }
         values = {k: v for k, v in values.items() if v is not None or k in OPTIONAL_NUMBERS}
         verdict = str(values.pop("verdict", Verdict.NOT_MEASURED))
-        return cls(**{**ROW_DEFAULTS, **values, "verdict": Verdict(verdict) if verdict in VERDICTS else verdict})
+        return cls(
+            **{
+                **ROW_DEFAULTS,
+                **values,
+                "verdict": Verdict(verdict) if verdict in VERDICTS else verdict,
+            }
+        )
 
     @classmethod
     def of(cls, row: Comparison | Mapping) -> Comparison:
@@ -90,13 +99,32 @@ class Comparison:
 
 
 VERDICTS = {str(v) for v in Verdict}
-OPTIONAL_NUMBERS = {"published", "measured", "ratio", "measured_low", "measured_high", "measured_all_calls"}
-ROW_DEFAULTS = {"study": "", "figure": "", "model": "", "precision": "", "batch_size": "", "unit": "",
-                "published": None, "published_hardware": "", "measured": None, "measured_hardware": "", "reason": ""}
+OPTIONAL_NUMBERS = {
+    "published",
+    "measured",
+    "ratio",
+    "measured_low",
+    "measured_high",
+    "measured_all_calls",
+}
+ROW_DEFAULTS = {
+    "study": "",
+    "figure": "",
+    "model": "",
+    "precision": "",
+    "batch_size": "",
+    "unit": "",
+    "published": None,
+    "published_hardware": "",
+    "measured": None,
+    "measured_hardware": "",
+    "reason": "",
+}
 
 
 def _read(value: object, kind: str) -> object:
-    """One field of a row read back: NaN and None are missing (None); text as text; a list as a tuple."""
+    """One field of a row read back: NaN and None are missing (None); text as text; a list as a
+    tuple."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if "tuple" in kind:
@@ -108,10 +136,18 @@ def _read(value: object, kind: str) -> object:
     return value
 
 
-def verdict(metric: str, published: float | None, measured: float | None, published_part: str | None,
-            measured_on: MeasuredOn | None, missing_reason: str = "", *,
-            interval: Interval | None = None, noisy: str = "", differences: list[str] | None = None
-            ) -> tuple[Verdict, str, float | None]:
+def verdict(
+    metric: str,
+    published: float | None,
+    measured: float | None,
+    published_part: str | None,
+    measured_on: MeasuredOn | None,
+    missing_reason: str = "",
+    *,
+    interval: Interval | None = None,
+    noisy: str = "",
+    differences: list[str] | None = None,
+) -> tuple[Verdict, str, float | None]:
     """(verdict, reason, ratio) for one figure.
 
     `published_part` is the exact part the figure came from (a kit.hardware.parts.PARTS key such as
@@ -127,17 +163,29 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
     ratio = measured / published if published else None
     tail = f"; {noisy}" if noisy else ""
     shown = f"{ratio:.3g}x" if ratio is not None else "n/a"
-    if published and interval is not None and interval.low is not None and interval.high is not None:  # a ratio
+    if (
+        published
+        and interval is not None
+        and interval.low is not None
+        and interval.high is not None
+    ):  # a ratio
         shown += f" (95 % CI {interval.low / published:.3g}-{interval.high / published:.3g}x)"
     if measured_on is None or not measured_on.same_part(published_part):
         where = measured_on.label if measured_on else "unknown hardware"
-        return (Verdict.NOT_COMPARABLE,
-                f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}{tail}", ratio)
+        return (
+            Verdict.NOT_COMPARABLE,
+            f"measured on {where}, published on {published_part or 'unknown'}; ratio {shown}{tail}",
+            ratio,
+        )
     if differences:
         return Verdict.NOT_COMPARABLE, f"{'; '.join(differences)}; ratio {shown}{tail}", ratio
     if published is None:  # nothing to reproduce (the tolerance checks below need a figure)
         return Verdict.NOT_COMPARABLE, f"no published figure; measured {measured:.4g}{tail}", None
-    if interval is not None and interval.available and metric not in ACCURACY_METRICS | DIFF_METRICS:
+    if (
+        interval is not None
+        and interval.available
+        and metric not in ACCURACY_METRICS | DIFF_METRICS
+    ):
         ok, rule = interval_within_tolerance(published, interval)
     else:
         ok, rule = within_tolerance(metric, published, measured)
@@ -148,29 +196,39 @@ def verdict(metric: str, published: float | None, measured: float | None, publis
 
 def interval_within_tolerance(published: float, interval: Interval) -> tuple[bool, str]:
     """Published within THROUGHPUT_TOLERANCE of some point of the measured interval: the interval's
-    distance from the published figure (negative when it holds it) at most the tolerance x published.
-    Written as differences, not ratios, so that a figure exactly 10 % away counts as within
-    (110 / 100 - 1 is 0.10000000000000009 in floating point)."""
+    distance from the published figure (negative when it holds it) at most the tolerance x
+    published. Written as differences, not ratios, so that a figure exactly 10 % away counts as
+    within (110 / 100 - 1 is 0.10000000000000009 in floating point)."""
     lo, hi = interval.low, interval.high
     assert lo is not None and hi is not None, "an interval with both bounds (Interval.available)"
     ok = max(lo - published, published - hi) <= THROUGHPUT_TOLERANCE * abs(published)
     where = "within" if ok else "outside"
-    return ok, (f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
-                f"[{lo:.4g}, {hi:.4g}]")
+    return ok, (
+        f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
+        f"[{lo:.4g}, {hi:.4g}]"
+    )
 
 
 def within_tolerance(metric: str, published: float, measured: float) -> tuple[bool, str]:
     if metric in ACCURACY_METRICS:
-        return measured >= ACCURACY_FRACTION * published, f"accuracy >= {ACCURACY_FRACTION:.0%} of published"
+        return (
+            measured >= ACCURACY_FRACTION * published,
+            f"accuracy >= {ACCURACY_FRACTION:.0%} of published",
+        )
     if metric in DIFF_METRICS:
-        return measured <= (1 + DIFF_TOLERANCE) * published, f"diff <= published x {1 + DIFF_TOLERANCE:g}"
-    ok = abs(measured - published) <= THROUGHPUT_TOLERANCE * abs(published)  # exact at 10 %, as above
+        return measured <= (
+            1 + DIFF_TOLERANCE
+        ) * published, f"diff <= published x {1 + DIFF_TOLERANCE:g}"
+    # exact at 10 %, as above
+    ok = abs(measured - published) <= THROUGHPUT_TOLERANCE * abs(published)
     return ok, f"within {THROUGHPUT_TOLERANCE:.0%} of published"
 
 
 def tolerance_statement() -> str:
-    return (f"Tolerances: throughput, latency and efficiency within {THROUGHPUT_TOLERANCE:.0%} of the "
-            "measured 95 % interval (of the figure itself where no interval exists); "
-            f"accuracy at least {ACCURACY_FRACTION:.0%} of the published value; numeric diffs at most "
-            f"{1 + DIFF_TOLERANCE:g}x the published diff. Figures measured on other hardware are "
-            "'not comparable' and show the ratio measured / published.")
+    return (
+        f"Tolerances: throughput, latency and efficiency within {THROUGHPUT_TOLERANCE:.0%} of the "
+        "measured 95 % interval (of the figure itself where no interval exists); "
+        f"accuracy at least {ACCURACY_FRACTION:.0%} of the published value; numeric diffs at most "
+        f"{1 + DIFF_TOLERANCE:g}x the published diff. Figures measured on other hardware are "
+        "'not comparable' and show the ratio measured / published."
+    )

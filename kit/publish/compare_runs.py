@@ -19,8 +19,9 @@ difference is reported only when both say so; one that is significant within the
 the drift is reported as such. With few rounds (5 a side, a dozen figures) the rank test cannot
 reach alpha after Holm's adjustment whatever the effect: the absence of significance then says
 nothing, so the verdict comes from the intervals ("intervals apart") or is "cannot tell", with the
-smallest difference the intervals could show. A change common to every figure (a uniform 5 % speed-up) looks
-like drift between two runs: the summary says so when every figure moved the same way.
+smallest difference the intervals could show. A change common to every figure (a uniform 5 %
+speed-up) looks like drift between two runs: the summary says so when every figure moved the same
+way.
 """
 
 from __future__ import annotations
@@ -45,13 +46,17 @@ from kit.results.windows import Measurement
 ALPHA = 0.05
 Z95 = 1.959964
 CHI2_1_MEDIAN = 0.454936  # median of a chi-square with one degree of freedom
-DRIFT_FIGURES = ("throughput",)  # one figure per measured window: the others are not independent of it
+# one figure per measured window: the others are not independent of it
+DRIFT_FIGURES = ("throughput",)
 # figure -> (interval key in a measurement, unit, higher is better)
-FIGURES = {"QPS": ("qps_bytemlperf", "samples/s", True),
-           "throughput": ("throughput", "samples/s", True),
-           "mean latency": ("mean_ms", "ms", False),
-           "p99 latency": ("p99_ms", "ms", False)}
-SAME_ROUNDS = {"QPS": "throughput"}  # figure -> the figure whose per-round series it reuses (tested once)
+FIGURES = {
+    "QPS": ("qps_bytemlperf", "samples/s", True),
+    "throughput": ("throughput", "samples/s", True),
+    "mean latency": ("mean_ms", "ms", False),
+    "p99 latency": ("p99_ms", "ms", False),
+}
+# figure -> the figure whose per-round series it reuses (tested once)
+SAME_ROUNDS = {"QPS": "throughput"}
 # verdicts: what a row's finding says, and what the summary counts
 DIFFERS, IN_DRIFT, SAME, UNTESTED = "differs", "inside drift", "no difference", "not tested"
 APART, CANNOT_TELL, COMMON = "intervals apart", "cannot tell", "moved with every figure"
@@ -60,7 +65,8 @@ VERDICTS = (DIFFERS, APART, IN_DRIFT, COMMON, SAME, CANNOT_TELL)
 
 @dataclass(kw_only=True)
 class Figure:
-    """One figure of one run: value, interval, per-round values (for the test) and its window's noise."""
+    """One figure of one run: value, interval, per-round values (for the test) and its window's
+    noise."""
 
     value: float
     interval: Interval | None
@@ -81,8 +87,10 @@ class Row:
     b: Figure
     ratio: float | None = None
     p_value: float | None = None  # two-sided Mann-Whitney U over rounds
-    p_holm: float | None = None  # the same, Holm-adjusted over every tested figure of the comparison
-    p_floor: float | None = None  # the smallest Holm-adjusted p these rounds could give at any effect
+    # the same, Holm-adjusted over every tested figure of the comparison
+    p_holm: float | None = None
+    # the smallest Holm-adjusted p these rounds could give at any effect
+    p_floor: float | None = None
     verdict: str = UNTESTED
     finding: str = ""
     notes: list[str] = field(default_factory=list)
@@ -105,12 +113,13 @@ class Row:
         return math.log(self.b.value / self.a.value), va + vb
 
     def within(self, drift_sd: float) -> bool | None:
-        """Is ln(B/A) inside 1.96 x sqrt(within-run variance + drift_sd^2)? None without intervals."""
+        """Is ln(B/A) inside 1.96 x sqrt(within-run variance + drift_sd^2)? None without
+        intervals."""
         lv = self.log_ratio_and_variance()
         if lv is None:
             return None
         r, v = lv
-        return abs(r) <= Z95 * math.sqrt(v + drift_sd ** 2)
+        return abs(r) <= Z95 * math.sqrt(v + drift_sd**2)
 
 
 def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Path, RunResult]]:
@@ -118,8 +127,10 @@ def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Pat
     cannot read (another schema version) is named in `unsupported` where a list is given."""
     path = Path(path)
     if not path.exists():
-        raise MissingResource(f"run {path} does not exist (give a result folder such as outputs/runs/<run_id>/ "
-                              "or a result .json)")
+        raise MissingResource(
+            f"run {path} does not exist (give a result folder such as outputs/runs/<run_id>/ "
+            "or a result .json)"
+        )
     files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
     out = []
     unsupported = [] if unsupported is None else unsupported
@@ -132,16 +143,21 @@ def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Pat
             continue  # not a result file (a LoadGen log, a summary of another tool...)
     if not any(r.measurements for _, r in out):
         if unsupported:
-            raise KitError(f"run {path} has no result this kit can read: {'; '.join(unsupported[:3])}"
-                           f"{f' (and {len(unsupported) - 3} more)' if len(unsupported) > 3 else ''}")
-        raise InvalidParameter("run", str(path), "a folder or file with result JSON holding measurements")
+            raise KitError(
+                f"run {path} has no result this kit can read: {'; '.join(unsupported[:3])}"
+                f"{f' (and {len(unsupported) - 3} more)' if len(unsupported) > 3 else ''}"
+            )
+        raise InvalidParameter(
+            "run", str(path), "a folder or file with result JSON holding measurements"
+        )
     return out
 
 
 def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
     """'<study/model> [<precision>] batch <b>: <figure>' -> Figure, for every timed measurement."""
     out: dict[str, Figure] = {}
-    for _, r in sorted(results, key=lambda pr: pr[1].created_at):  # the latest result of a name wins
+    for _, r in sorted(results, key=lambda pr: pr[1].created_at):
+        # the latest result of a name wins
         label = r.name if r.kind != ResultKind.C2_STUDY else "c2_study"
         precision = r.parameters.get("published_precision") or r.parameters.get("precision") or ""
         for m in r.sections.measurements:
@@ -154,8 +170,13 @@ def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
                     continue
                 iv = Interval.from_dict(m.interval(key))
                 out[f"{label} [{precision}] batch {batch}: {figure}"] = Figure(
-                    value=value, interval=iv, rounds=per_round[key], unit=unit,
-                    higher_is_better=higher, noisy=noisy)
+                    value=value,
+                    interval=iv,
+                    rounds=per_round[key],
+                    unit=unit,
+                    higher_is_better=higher,
+                    noisy=noisy,
+                )
     return out
 
 
@@ -192,7 +213,9 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
         row.notes = [f"{side}: {f.noisy}" for side, f in (("A", fa), ("B", fb)) if f.noisy]
         rows.append(row)
     tested = [r for r in rows if r.p_value is not None]
-    for row, adjusted in zip(tested, holm([r.p_value for r in tested if r.p_value is not None]), strict=True):
+    for row, adjusted in zip(
+        tested, holm([r.p_value for r in tested if r.p_value is not None]), strict=True
+    ):
         row.p_holm = adjusted
     _set_p_floors(tested)
     drift = between_run_noise(rows)
@@ -219,13 +242,19 @@ def _mark_common_change(rows: list[Row]) -> None:
     better = moved_together(rows)
     if better is None:
         return
-    speed = float(np.median([r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio] or [math.nan]))
+    speed = float(
+        np.median(
+            [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio] or [math.nan]
+        )
+    )
     for row in rows:
         if row.verdict == IN_DRIFT:
             row.verdict = COMMON
-            row.finding = (f"{_direction(row)}, as every tested figure is (median throughput B/A {speed:.3g}): "
-                           "a change of the whole run (machine, load or software) that two runs cannot tell "
-                           "from run-to-run drift; repeat each run")
+            row.finding = (
+                f"{_direction(row)}, as every tested figure is (median throughput B/A "
+                f"{speed:.3g}): a change of the whole run (machine, load or software) that two "
+                "runs cannot tell from run-to-run drift; repeat each run"
+            )
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -245,7 +274,9 @@ def smallest_p(n_a: int, n_b: int) -> float:
     >>> round(smallest_p(5, 5), 4)
     0.0079
     """
-    return float(stats.mannwhitneyu(np.arange(n_b) + n_a, np.arange(n_a), alternative="two-sided").pvalue)
+    return float(
+        stats.mannwhitneyu(np.arange(n_b) + n_a, np.arange(n_a), alternative="two-sided").pvalue
+    )
 
 
 def _set_p_floors(tested: list[Row]) -> None:
@@ -272,16 +303,27 @@ def judge(row: Row, alpha: float, drift: float | None) -> tuple[str, str]:
         return DIFFERS, f"{_direction(row)} ({p})"
     rounds = f"{len(row.a.finite_rounds)} rounds in A, {len(row.b.finite_rounds)} in B"
     blind = row.p_floor is not None and row.p_floor >= alpha
-    test = (f"too few rounds for the rank test ({rounds}: its smallest possible Holm-adjusted p is "
-            f"{row.p_floor:.2g}, alpha {alpha})" if blind else p)
+    test = (
+        f"too few rounds for the rank test ({rounds}: its smallest possible Holm-adjusted p is "
+        f"{row.p_floor:.2g}, alpha {alpha})"
+        if blind
+        else p
+    )
     if apart:
         return APART, f"{_direction(row)}: {_apart_words(row, drift)}; {test}"
     if drift is not None and row.within(0.0) is False:
         return IN_DRIFT, f"outside the runs' intervals but inside the run-to-run drift; {test}"
     detectable = _detectable(row, drift)
     if blind:
-        return CANNOT_TELL, f"cannot tell ({rounds}; the smallest difference this could detect is {detectable})"
-    return SAME, f"no significant difference ({p}; the smallest difference these rounds could detect is {detectable})"
+        return (
+            CANNOT_TELL,
+            f"cannot tell ({rounds}; the smallest difference this could detect is {detectable})",
+        )
+    return (
+        SAME,
+        f"no significant difference ({p}; the smallest difference these rounds could detect is "
+        f"{detectable})",
+    )
 
 
 def _direction(row: Row) -> str:
@@ -296,10 +338,18 @@ def _apart_words(row: Row, drift: float | None) -> str:
     ia, ib = row.a.interval, row.b.interval
     a_lo, a_hi = (ia.low, ia.high) if ia else (None, None)
     b_lo, b_hi = (ib.low, ib.high) if ib else (None, None)
-    apart = (a_lo is not None and a_hi is not None and b_lo is not None and b_hi is not None
-             and (a_hi < b_lo or b_hi < a_lo))
-    own = ("the two figures' 95 % intervals do not overlap either" if apart
-           else "although the two figures' own 95 % intervals overlap")
+    apart = (
+        a_lo is not None
+        and a_hi is not None
+        and b_lo is not None
+        and b_hi is not None
+        and (a_hi < b_lo or b_hi < a_lo)
+    )
+    own = (
+        "the two figures' 95 % intervals do not overlap either"
+        if apart
+        else "although the two figures' own 95 % intervals overlap"
+    )
     return f"the 95 % interval of B/A excludes 1{_ratio_interval(row, drift)}, {own}"
 
 
@@ -309,11 +359,14 @@ def _ratio_interval(row: Row, drift: float | None) -> str:
         return ""
     r, v = lv
     half = Z95 * math.sqrt(v + (drift or 0.0) ** 2)
-    return f" (B/A {math.exp(r):.3g}, 95 % interval {math.exp(r - half):.3g}-{math.exp(r + half):.3g})"
+    return (
+        f" (B/A {math.exp(r):.3g}, 95 % interval {math.exp(r - half):.3g}-{math.exp(r + half):.3g})"
+    )
 
 
 def _detectable(row: Row, drift: float | None) -> str:
-    """The smallest change the intervals (widened by the drift) would show: 1.96 x the ratio's sd."""
+    """The smallest change the intervals (widened by the drift) would show: 1.96 x the ratio's
+    sd."""
     lv = row.log_ratio_and_variance()
     if lv is None:
         return "unknown: a figure has no interval"
@@ -323,12 +376,24 @@ def _detectable(row: Row, drift: float | None) -> str:
 ENV_KEYS = ("host", "os", "python", "gpus", "ipu_present")
 
 
-def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path, RunResult]]) -> list[tuple[str, str, str]]:
+def environment_differences(
+    a: list[tuple[Path, RunResult]], b: list[tuple[Path, RunResult]]
+) -> list[tuple[str, str, str]]:
     """(what, in A, in B) for every environment or backend setting that differs."""
     ea, eb = _first(a).sections.environment, _first(b).sections.environment
-    diffs = [(key, str(ea.fact(key)), str(eb.fact(key))) for key in ENV_KEYS if ea.fact(key) != eb.fact(key)]
-    diffs += [(f"cpu {key}", str(x), str(y)) for key, x, y in (("model", ea.cpu.model, eb.cpu.model),
-                                                               ("cores", ea.cpu.cores, eb.cpu.cores)) if x != y]
+    diffs = [
+        (key, str(ea.fact(key)), str(eb.fact(key)))
+        for key in ENV_KEYS
+        if ea.fact(key) != eb.fact(key)
+    ]
+    diffs += [
+        (f"cpu {key}", str(x), str(y))
+        for key, x, y in (
+            ("model", ea.cpu.model, eb.cpu.model),
+            ("cores", ea.cpu.cores, eb.cpu.cores),
+        )
+        if x != y
+    ]
     if _kit(ea) != _kit(eb):
         diffs.append(("kit", _kit(ea), _kit(eb)))
     both = bool(ea.distributions) and bool(eb.distributions)  # older results lack them
@@ -341,7 +406,13 @@ def environment_differences(a: list[tuple[Path, RunResult]], b: list[tuple[Path,
     for name in sorted(set(sa) & set(sb)):
         for key in sorted(set(sa[name]) | set(sb[name])):
             if sa[name].get(key) != sb[name].get(key):
-                diffs.append((f"{name} session: {key}", str(sa[name].get(key, "—")), str(sb[name].get(key, "—"))))
+                diffs.append(
+                    (
+                        f"{name} session: {key}",
+                        str(sa[name].get(key, "—")),
+                        str(sb[name].get(key, "—")),
+                    )
+                )
     na, nb = _noisy_share(a), _noisy_share(b)
     if na != nb:
         diffs.append(("windows marked noisy", na, nb))
@@ -370,16 +441,24 @@ def _noisy_share(results) -> str:
 
 
 def _value(f: Figure) -> str:
-    return f.interval.text() if f.interval and f.interval.available else f"{f.value:.4g} (no interval)"
+    return (
+        f.interval.text() if f.interval and f.interval.available else f"{f.value:.4g} (no interval)"
+    )
 
 
 def text_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
-    lines = [f"A = {name_a}", f"B = {name_b}", "",
-             f"{'figure':<58} {'A (95 % CI)':>22} {'B (95 % CI)':>22} {'B/A':>7}  finding"]
+    lines = [
+        f"A = {name_a}",
+        f"B = {name_b}",
+        "",
+        f"{'figure':<58} {'A (95 % CI)':>22} {'B (95 % CI)':>22} {'B/A':>7}  finding",
+    ]
     for r in rows:
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "—"
         note = f"  [{'; '.join(r.notes)}]" if r.notes else ""
-        lines.append(f"{r.key:<58} {_value(r.a):>22} {_value(r.b):>22} {ratio:>7}  {r.finding}{note}")
+        lines.append(
+            f"{r.key:<58} {_value(r.a):>22} {_value(r.b):>22} {ratio:>7}  {r.finding}{note}"
+        )
     lines += ["", summary_line(rows), "", "Environment differences:"]
     lines += [f"  {what}: {x} -> {y}" for what, x, y in diffs] or ["  none recorded"]
     return "\n".join(lines)
@@ -388,8 +467,13 @@ def text_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
 def between_run_noise(rows: list[Row]) -> float | None:
     """The run-to-run drift's standard deviation on the log scale (0.05 ~ 5 %), beyond what the
     within-run intervals explain: median(ln(B/A)^2) / median(chi2_1) - median(within variance),
-    over the throughput figures (robust: a few real changes do not inflate it). None under 3 figures."""
-    pairs = [p for r in rows if r.key.endswith(DRIFT_FIGURES) and (p := r.log_ratio_and_variance()) is not None]
+    over the throughput figures (robust: a few real changes do not inflate it). None under 3
+    figures."""
+    pairs = [
+        p
+        for r in rows
+        if r.key.endswith(DRIFT_FIGURES) and (p := r.log_ratio_and_variance()) is not None
+    ]
     if len(pairs) < 3:
         return None
     total = float(np.median([r * r for r, _ in pairs])) / CHI2_1_MEDIAN
@@ -407,20 +491,27 @@ def summary_line(rows: list[Row]) -> str:
     counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     tested = sum(counts.values())
     figures = [r for r in rows if not _twin(r)]
-    line = (f"{len(rows)} shared figures, {tested} tested (Mann-Whitney U over rounds, two-sided, "
-            f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, {counts[APART]} "
-            f"differ by their intervals where the rank test had too few rounds or no significance, "
-            f"{counts[IN_DRIFT]} differ within the runs but inside the run-to-run drift, {counts[COMMON]} moved "
-            f"with every other figure (a change of the whole run), {counts[SAME]} show no "
-            f"significant difference, {counts[CANNOT_TELL]} cannot tell (too few rounds for the rank test and "
-            f"intervals that overlap); run-to-run difference inside the 95 % interval of the difference "
-            f"(sqrt(hw_A^2 + hw_B^2)): {_share([r.within_intervals for r in figures])}")
+    line = (
+        f"{len(rows)} shared figures, {tested} tested (Mann-Whitney U over rounds, two-sided, "
+        f"Holm-adjusted over the {tested}, alpha {ALPHA}): {counts[DIFFERS]} differ, "
+        f"{counts[APART]} differ by their intervals where the rank test had too few rounds or no "
+        f"significance, {counts[IN_DRIFT]} differ within the runs but inside the run-to-run drift, "
+        f"{counts[COMMON]} moved with every other figure (a change of the whole run), "
+        f"{counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} cannot tell (too "
+        "few rounds for the rank test and intervals that overlap); run-to-run difference inside "
+        "the 95 % interval of the difference (sqrt(hw_A^2 + hw_B^2)): "
+        f"{_share([r.within_intervals for r in figures])}"
+    )
     drift = between_run_noise(rows)
     if drift is None:
-        return line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
-    line += (f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
-             f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log scale); "
-             f"inside the intervals widened by it: {_share([r.within(drift) for r in figures])}")
+        return (
+            line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
+        )
+    line += (
+        f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
+        f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log "
+        f"scale); inside the intervals widened by it: {_share([r.within(drift) for r in figures])}"
+    )
     return line + _common_change(rows)
 
 
@@ -434,9 +525,12 @@ def _common_change(rows: list[Row]) -> str:
     speed = [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio]
     if better is None or not speed:
         return ""
-    return (f"; every tested figure is {'better' if better else 'worse'} in B (median throughput B/A "
-            f"{float(np.median(speed)):.3f}): with two runs a change common to all figures cannot be told "
-            f"from run-to-run drift, so the drift estimate holds it too; repeat each run to tell them apart")
+    return (
+        f"; every tested figure is {'better' if better else 'worse'} in B (median throughput B/A "
+        f"{float(np.median(speed)):.3f}): with two runs a change common to all figures cannot be "
+        "told from run-to-run drift, so the drift estimate holds it too; repeat each run to tell "
+        "them apart"
+    )
 
 
 def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
@@ -446,23 +540,37 @@ def html_report(rows: list[Row], diffs, name_a: str, name_b: str) -> str:
         f"<td>{'—' if r.ratio is None else f'{r.ratio:.3f}'}</td>"
         f"<td>{'—' if r.p_value is None else f'{r.p_value:.2g}'}</td>"
         f"<td>{'—' if r.p_holm is None else f'{r.p_holm:.2g}'}</td><td>{esc(r.finding)}</td>"
-        f"<td>{esc('; '.join(r.notes))}</td></tr>" for r in rows)
-    env = "".join(f"<tr><td>{esc(w)}</td><td>{esc(x)}</td><td>{esc(y)}</td></tr>" for w, x, y in diffs) \
+        f"<td>{esc('; '.join(r.notes))}</td></tr>"
+        for r in rows
+    )
+    env = (
+        "".join(
+            f"<tr><td>{esc(w)}</td><td>{esc(x)}</td><td>{esc(y)}</td></tr>" for w, x, y in diffs
+        )
         or "<tr><td colspan=3>none recorded</td></tr>"
+    )
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>kit compare</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}
-th,td{{border:1px solid #ccc;padding:3px 7px;text-align:left}}th{{background:#f0f0f0}}</style></head><body>
+th,td{{border:1px solid #ccc;padding:3px \
+7px;text-align:left}}th{{background:#f0f0f0}}</style></head><body>
 <h1>Run comparison</h1><p>A = <code>{esc(name_a)}</code><br>B = <code>{esc(name_b)}</code></p>
 <p>Each value is shown with its 95 % confidence interval (from rounds of calls); B/A is the ratio;
-the p-value is a two-sided Mann-Whitney U test over the rounds of both runs (scipy.stats.mannwhitneyu:
+the p-value is a two-sided Mann-Whitney U test over the rounds of both runs \
+(scipy.stats.mannwhitneyu:
 exact for small samples without ties, else the normal approximation), one per figure (QPS shares the
 throughput's rounds); Holm's adjustment over all tested figures; a difference is reported when the
-adjusted p is below {ALPHA} and the difference lies outside the intervals widened by the run-to-run drift,
-or when those intervals do not overlap although the rank test cannot say so (with few rounds it cannot
-reach {ALPHA} after Holm's adjustment at any effect). "No significant difference" is said only where the
-test could have found one; otherwise "cannot tell", with the smallest difference the intervals could show.</p>
-<table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Holm p</th><th>Finding</th><th>Noise</th></tr>
-{body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a difference</h2>
+adjusted p is below {ALPHA} and the difference lies outside the intervals widened by the \
+run-to-run drift,
+or when those intervals do not overlap although the rank test cannot say so (with few rounds it \
+cannot
+reach {ALPHA} after Holm's adjustment at any effect). "No significant difference" is said only \
+where the
+test could have found one; otherwise "cannot tell", with the smallest difference the intervals \
+could show.</p>
+<table><tr><th>Figure</th><th>A</th><th>B</th><th>B/A</th><th>p</th><th>Holm \
+p</th><th>Finding</th><th>Noise</th></tr>
+{body}</table><p>{esc(summary_line(rows))}</p><h2>Environment differences that could explain a \
+difference</h2>
 <table><tr><th>What</th><th>A</th><th>B</th></tr>{env}</table></body></html>"""
 
 
@@ -476,12 +584,17 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str
     page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
     left_out = "".join(f"\nleft out, this kit cannot read it: {s}" for s in skipped)
-    atomic.write_text(page, html_report(rows, diffs, name_a, name_b).replace(
-        "</body>", "".join(f"<p>Left out, this kit cannot read it: {html.escape(s)}</p>" for s in skipped) + "</body>"))
+    atomic.write_text(
+        page,
+        html_report(rows, diffs, name_a, name_b).replace(
+            "</body>",
+            "".join(f"<p>Left out, this kit cannot read it: {html.escape(s)}</p>" for s in skipped)
+            + "</body>",
+        ),
+    )
     return text_report(rows, diffs, name_a, name_b) + left_out, page
 
 
 def _slug(path: Path) -> str:
     p = Path(path).resolve()
     return (p.name if p.is_dir() else f"{p.parent.name}-{p.stem}") or "run"
-

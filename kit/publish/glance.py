@@ -19,23 +19,34 @@ from kit.publish import legacy_rows
 from kit.publish.compare import Comparison, DifferenceCode, ReasonCode
 from kit.published.studies import PublishedStudy
 
-Row = Comparison | Mapping  # a scorecard row: a Comparison, or a record of one (DataFrame, summary JSON)
+# a scorecard row: a Comparison, or a record of one (DataFrame, summary JSON)
+Row = Comparison | Mapping
 
 #: The studies of the scorecard, in the order they are told: (study, how a sentence names it).
-STUDIES = ((PublishedStudy.BYTEMLPERF_C600, "ByteMLPerf's C600 table (seed 001)"),
-           (PublishedStudy.BYTEMLPERF_REPORTS, "The per-batch figures of ByteMLPerf's report JSONs"),
-           (PublishedStudy.C2_QWANT, "Qwant's C2 study (tables 1-3)"),
-           (PublishedStudy.BYTEMLPERF_C600_OLDER, "The older ByteMLPerf table (seed 000)"))
+STUDIES = (
+    (PublishedStudy.BYTEMLPERF_C600, "ByteMLPerf's C600 table (seed 001)"),
+    (PublishedStudy.BYTEMLPERF_REPORTS, "The per-batch figures of ByteMLPerf's report JSONs"),
+    (PublishedStudy.C2_QWANT, "Qwant's C2 study (tables 1-3)"),
+    (PublishedStudy.BYTEMLPERF_C600_OLDER, "The older ByteMLPerf table (seed 000)"),
+)
 OTHER_STUDIES = "The seeds' training and price claims"
 
 #: Verdicts in the order they are counted, as a sentence says them.
-VERDICT_WORDS = (("reproduced", "reproduced"), ("differs", "differ"), ("not comparable", "not comparable"),
-                 ("not measured", "not measured"), ("failed", "failed"))
+VERDICT_WORDS = (
+    ("reproduced", "reproduced"),
+    ("differs", "differ"),
+    ("not comparable", "not comparable"),
+    ("not measured", "not measured"),
+    ("failed", "failed"),
+)
 
 #: A reason's code -> (the short reason, what a user can do: '' where nothing can be done here)
 SHORT: dict[str, tuple[str, str]] = {
     ReasonCode.RANDOM_WEIGHTS: ("random weights", "real weights: kit fetch-weights MODEL"),
-    ReasonCode.OWN_INPUTS: ("a numeric check on the kit's own inputs only", "real weights: kit fetch-weights MODEL"),
+    ReasonCode.OWN_INPUTS: (
+        "a numeric check on the kit's own inputs only",
+        "real weights: kit fetch-weights MODEL",
+    ),
     ReasonCode.NOT_SELECTED: ("not selected in this batch", "make reproduce without ONLY"),
     ReasonCode.NOT_RUN: ("not run", "make reproduce"),
     ReasonCode.NO_DATASET: ("no dataset", "kit fetch-data NAME, see docs/datasets.md"),
@@ -44,7 +55,10 @@ SHORT: dict[str, tuple[str, str]] = {
     ReasonCode.CLAIM: ("a training or price claim, outside an inference kit", ""),
     ReasonCode.BATCH_NOT_RUN: ("the published batch size was not run", "make reproduce FORCE=1"),
     ReasonCode.BATCH_FAILED: ("the published batch size failed", "see the model report"),
-    ReasonCode.BEFORE_TRIMMED: ("a result older than ByteMLPerf's trimmed latency", "make reproduce FORCE=1"),
+    ReasonCode.BEFORE_TRIMMED: (
+        "a result older than ByteMLPerf's trimmed latency",
+        "make reproduce FORCE=1",
+    ),
     ReasonCode.POWER_UNAVAILABLE: ("power unavailable", "a power sensor, see docs/power.md"),
     ReasonCode.TIMED_OUT: ("the job timed out", "see the batch index"),
     ReasonCode.UNREADABLE: ("an unreadable result file", "make reproduce FORCE=1"),
@@ -52,10 +66,14 @@ SHORT: dict[str, tuple[str, str]] = {
 }
 
 #: A difference from ByteMLPerf's way of running on the published part, by its code.
-DIFFERENCE_WORDS: dict[str, str] = {DifferenceCode.BATCH: "another batch size", DifferenceCode.PADDED: "padded, published in pack mode",
-                    DifferenceCode.CLIENTS: "another number of clients", DifferenceCode.PRECISION: "another precision",
-                    DifferenceCode.POPRT: "another PopRT version",
-                    DifferenceCode.PASSES: "ByteMLPerf's passes not all applied"}
+DIFFERENCE_WORDS: dict[str, str] = {
+    DifferenceCode.BATCH: "another batch size",
+    DifferenceCode.PADDED: "padded, published in pack mode",
+    DifferenceCode.CLIENTS: "another number of clients",
+    DifferenceCode.PRECISION: "another precision",
+    DifferenceCode.POPRT: "another PopRT version",
+    DifferenceCode.PASSES: "ByteMLPerf's passes not all applied",
+}
 
 TRADEMARKS = ("(R)", "(TM)", "(tm)")
 CLASS_WORDS = {"cpu": "a CPU", "gpu": "a GPU", "ipu": "an IPU", "unknown": "unknown hardware"}
@@ -67,7 +85,8 @@ def missing(value) -> bool:
 
 
 def coded(row: Row) -> Comparison:
-    """`row` as a Comparison with its codes (an older kit's row given them by kit.publish.legacy_rows)."""
+    """`row` as a Comparison with its codes (an older kit's row given them by
+    kit.publish.legacy_rows)."""
     return legacy_rows.coded(Comparison.of(row))
 
 
@@ -122,7 +141,8 @@ def short_reason(row: Row) -> str:
 
 def differences(row: Row) -> list[str]:
     """The short names of the ways a figure was not measured as published, in the reason's order,
-    by their codes (a code without a short name, such as a session's own reason, by its first clause)."""
+    by their codes (a code without a short name, such as a session's own reason, by its first
+    clause)."""
     out = []
     row = coded(row)
     for code, text in zip(row.difference_codes, row.differences, strict=False):
@@ -148,40 +168,58 @@ def action(short: str) -> str:
 def flags(row: Row) -> str:
     """' (noisy window)' / ' (indicative)' where the row's figure carries such a flag."""
     row = coded(row)
-    return (" (noisy window)" if row.noisy else "") + (" (indicative power)" if row.indicative else "")
+    return (" (noisy window)" if row.noisy else "") + (
+        " (indicative power)" if row.indicative else ""
+    )
 
 
 def rows_of(card: Sequence[Row]) -> list[Comparison]:
-    """The rows of a scorecard as Comparisons (records of a DataFrame or a summary JSON, or rows)."""
+    """The rows of a scorecard as Comparisons (records of a DataFrame or a summary JSON, or
+    rows)."""
     return [coded(r) for r in card]
 
 
 def grouped(card: Sequence[Row]) -> dict[str, list[tuple[str, int]]]:
-    """Per verdict (every verdict, in order), its short reasons with how many rows each, most first."""
+    """Per verdict (every verdict, in order), its short reasons with how many rows each, most
+    first."""
     counts = Counter((str(r.verdict), short_reason(r)) for r in rows_of(card))
-    return {v: sorted(((s, n) for (verdict, s), n in counts.items() if verdict == v), key=lambda sn: -sn[1])
-            for v, _ in VERDICT_WORDS}
+    return {
+        v: sorted(
+            ((s, n) for (verdict, s), n in counts.items() if verdict == v), key=lambda sn: -sn[1]
+        )
+        for v, _ in VERDICT_WORDS
+    }
 
 
 def count_text(card: Sequence[Row]) -> str:
-    """'0 reproduced, 0 differ, 15 not comparable, 109 not measured' (failed only where some did)."""
+    """'0 reproduced, 0 differ, 15 not comparable, 109 not measured' (failed only where some
+    did)."""
     counts = Counter(str(r.verdict) for r in rows_of(card))
-    return ", ".join(f"{counts[v]} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts[v])
+    return ", ".join(
+        f"{counts[v]} {word}" for v, word in VERDICT_WORDS if v != "failed" or counts[v]
+    )
 
 
 def study_sentence(title: str, given: Sequence[Row]) -> str:
-    """One sentence: the study, where it was published, its counts and where it was measured here."""
+    """One sentence: the study, where it was published, its counts and where it was measured
+    here."""
     rows = rows_of(given)
     parts = sorted({(r.published_hardware or "?").split(" (")[0] for r in rows})
     devices = sorted({measured_device(r) for r in rows if not missing(r.measured)})
     where = f"measured here on {', '.join(devices)}" if devices else "none measured here"
-    return f"{title}: {len(rows)} figures published on {', '.join(parts)}: {count_text(rows)}; {where}."
+    return (
+        f"{title}: {len(rows)} figures published on {', '.join(parts)}: {count_text(rows)}; "
+        f"{where}."
+    )
 
 
 def study_sentences(given: Sequence[Row]) -> list[str]:
     card, known = rows_of(given), {s for s, _ in STUDIES}
-    out = [study_sentence(title, rows) for study, title in STUDIES
-           if (rows := [r for r in card if r.study == study])]
+    out = [
+        study_sentence(title, rows)
+        for study, title in STUDIES
+        if (rows := [r for r in card if r.study == study])
+    ]
     others = [r for r in card if r.study not in known]
     return out + ([study_sentence(OTHER_STUDIES, others)] if others else [])
 
@@ -196,7 +234,10 @@ def reason_lines(card: Sequence[Row]) -> list[str]:
         if verdict == "failed" and not total:
             continue
         why = "; ".join(f"{n} {s}" + (f" ({action(s)})" if action(s) else "") for s, n in groups)
-        lines.append(f"{total} {words[verdict]}" + (f": {why}" if why and verdict not in ("reproduced", "differs") else ""))
+        lines.append(
+            f"{total} {words[verdict]}"
+            + (f": {why}" if why and verdict not in ("reproduced", "differs") else "")
+        )
     return lines
 
 
@@ -208,8 +249,10 @@ def overview_html(given: Sequence[Row], full_table: str = "") -> str:
     studies = "".join(f"<li>{_bold_count(s)}</li>" for s in study_sentences(card))
     reasons = "".join(f"<li>{_bold_count(line)}</li>" for line in reason_lines(card))
     link = f" (<a href='{html.escape(full_table)}'>the scorecard report</a>)" if full_table else ""
-    return (f"<div class='glance'><h2>At a glance</h2><ul class='studies'>{studies}</ul>"
-            f"<p>All {len(card)} published figures{link}:</p><ul class='reasons'>{reasons}</ul></div>")
+    return (
+        f"<div class='glance'><h2>At a glance</h2><ul class='studies'>{studies}</ul>"
+        f"<p>All {len(card)} published figures{link}:</p><ul class='reasons'>{reasons}</ul></div>"
+    )
 
 
 def _bold_count(line: str) -> str:

@@ -30,8 +30,11 @@ from kit.published.bytemlperf_reports import (
 )
 
 #: The scorecard's names of ByteMLPerf's per-batch figures.
-SCORECARD_FIGURES = {"Performance/QPS": "QPS", "Performance/AVG Latency": "AVG Latency",
-                     "Performance/P99 Latency": "P99 Latency"}
+SCORECARD_FIGURES = {
+    "Performance/QPS": "QPS",
+    "Performance/AVG Latency": "AVG Latency",
+    "Performance/P99 Latency": "P99 Latency",
+}
 #: Rows of data/published/bytemlperf_ipu_reports.csv that are not in the report files themselves.
 NOT_IN_REPORTS = ("README table/", "provenance/")
 
@@ -49,8 +52,11 @@ def import_reports(source: str | Path, into: str | Path | None = None) -> list[P
     copies = []
     for f, report in checked:
         folder = into / report["Backend"] / f.parent.name
-        if not folder.resolve().is_relative_to(into.resolve()):  # read_report refuses such names already
-            raise ReportError(f, "field 'Backend'", f"is {report['Backend']!r}: it would write outside {into}")
+        if not folder.resolve().is_relative_to(into.resolve()):
+            # read_report refuses such names already
+            raise ReportError(
+                f, "field 'Backend'", f"is {report['Backend']!r}: it would write outside {into}"
+            )
         folder.mkdir(parents=True, exist_ok=True)
         copies.append(Path(shutil.copy2(f, folder / f.name)))
         for png in f.parent.glob("*.png"):
@@ -68,13 +74,26 @@ def figures(folder: str | Path | None = None) -> pd.DataFrame:
     rows = []
     for f in report_files(folder):
         report = read_report(f)
-        common = {"backend": report["Backend"], "model": f.parent.name, "precision": precision_of(f, report),
-                  "source": str(f)}
+        common = {
+            "backend": report["Backend"],
+            "model": f.parent.name,
+            "precision": precision_of(f, report),
+            "source": str(f),
+        }
         for row in flatten(report):
             value = row["value"]
-            number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-            rows.append({**common, "batch_size": row["batch_size"], "metric": row["metric"], "value": value,
-                         "number": number})
+            number = (
+                value if isinstance(value, int | float) and not isinstance(value, bool) else None
+            )
+            rows.append(
+                {
+                    **common,
+                    "batch_size": row["batch_size"],
+                    "metric": row["metric"],
+                    "value": value,
+                    "number": number,
+                }
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -99,8 +118,10 @@ def check_against_published(found: pd.DataFrame) -> tuple[int, list[str]]:
     held = published.reports()
     held = held[~held["metric"].str.startswith(NOT_IN_REPORTS) & (held["unit"] != "note")]
     ipu = found[found["backend"] == "IPU"]
-    index = {(r.model, r.precision, r.metric, None if pd.isna(r.batch_size) else int(r.batch_size)): r
-             for r in ipu.itertuples()}
+    index = {
+        (r.model, r.precision, r.metric, None if pd.isna(r.batch_size) else int(r.batch_size)): r
+        for r in ipu.itertuples()
+    }
     same, problems = 0, []
     for r in held.itertuples():
         batch = None if pd.isna(r.batch) else int(r.batch)
@@ -112,9 +133,18 @@ def check_against_published(found: pd.DataFrame) -> tuple[int, list[str]]:
             problems.append(f"{where}: {r.value} in data/published, {hit.value!r} in {hit.source}")
         else:
             same += 1
-    held_keys = {(r.model, r.precision, r.metric, None if pd.isna(r.batch) else int(r.batch)) for r in held.itertuples()}
-    problems += [f"{k[0]} {k[1]} {k[2]}" + (f" batch {k[3]}" if k[3] else "") + f": {r.value!r} in {r.source}, "
-                 "not in data/published" for k, r in index.items() if k not in held_keys]
+    held_keys = {
+        (r.model, r.precision, r.metric, None if pd.isna(r.batch) else int(r.batch))
+        for r in held.itertuples()
+    }
+    problems += [
+        f"{k[0]} {k[1]} {k[2]}"
+        + (f" batch {k[3]}" if k[3] else "")
+        + f": {r.value!r} in {r.source}, "
+        "not in data/published"
+        for k, r in index.items()
+        if k not in held_keys
+    ]
     return same, problems
 
 
@@ -142,8 +172,11 @@ def _lookup(rows: pd.DataFrame, row) -> tuple[float | None, str]:
         batch = int(str(row.batch_size))
     except ValueError:  # a headline row without a batch size
         return None, ""
-    hits = rows[(rows["model"] == row.model) & (rows["metric"].map(SCORECARD_FIGURES) == row.figure)
-                & (pd.to_numeric(rows["batch_size"]) == batch)]
+    hits = rows[
+        (rows["model"] == row.model)
+        & (rows["metric"].map(SCORECARD_FIGURES) == row.figure)
+        & (pd.to_numeric(rows["batch_size"]) == batch)
+    ]
     if hits.empty:
         return None, ""
     same = hits[hits["precision"] == row.precision]

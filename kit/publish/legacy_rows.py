@@ -32,19 +32,30 @@ def coded(row: Comparison) -> Comparison:
     code = _reason_code(row)
     ways = _differences(row.reason) if code == ReasonCode.MEASURED_ANOTHER_WAY else []
     found = re.search(CLASS_IN_LABEL, row.measured_hardware)
-    return replace(row, reason_code=str(code), differences=tuple(ways),
-                   difference_codes=tuple(str(difference_from_text(w)) for w in ways),
-                   measured_name=row.measured_name or row.measured_hardware.split(" (")[0],
-                   measured_class=found.group(1) if found else "",
-                   emulated=EMULATED_IN_LABEL in row.measured_hardware)
+    return replace(
+        row,
+        reason_code=str(code),
+        differences=tuple(ways),
+        difference_codes=tuple(str(difference_from_text(w)) for w in ways),
+        measured_name=row.measured_name or row.measured_hardware.split(" (")[0],
+        measured_class=found.group(1) if found else "",
+        emulated=EMULATED_IN_LABEL in row.measured_hardware,
+    )
 
 
 def _reason_code(row: Comparison) -> ReasonCode:
     if row.verdict in (Verdict.REPRODUCED, Verdict.DIFFERS):
-        return ReasonCode.WITHIN_TOLERANCE if row.verdict == Verdict.REPRODUCED else ReasonCode.OUTSIDE_TOLERANCE
+        return (
+            ReasonCode.WITHIN_TOLERANCE
+            if row.verdict == Verdict.REPRODUCED
+            else ReasonCode.OUTSIDE_TOLERANCE
+        )
     if row.verdict == Verdict.NOT_COMPARABLE:
-        return (ReasonCode.OTHER_HARDWARE if row.reason.startswith("measured on ")
-                else ReasonCode.MEASURED_ANOTHER_WAY)
+        return (
+            ReasonCode.OTHER_HARDWARE
+            if row.reason.startswith("measured on ")
+            else ReasonCode.MEASURED_ANOTHER_WAY
+        )
     return code_from_text(row.reason)
 
 

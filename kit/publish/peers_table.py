@@ -28,43 +28,68 @@ def peer_rows(data: dict) -> list[dict]:
     rows = []
     for r in data.get("rows", []):
         for b in r.get("batches", []):
-            row = {"row": f"{r['model']} {r['published']}", "batch": b["batch_size"],
-                   "kit_choice": (b.get("kit_decision") or r.get("kit") or {}).get("chosen", "")}  # a GPU's per batch
+            row = {
+                "row": f"{r['model']} {r['published']}",
+                "batch": b["batch_size"],
+                # a GPU's per batch
+                "kit_choice": (b.get("kit_decision") or r.get("kit") or {}).get("chosen", ""),
+            }
             if "error" in b:
                 rows.append({**row, "error": b["error"]})
                 continue
             best = b["peers"].get(b.get("best_peer")) or {}
             ort = b["peers"].get("ort-fp32") or {}
-            rows.append({**row, "kit_rate": b["kit"]["throughput_median"], "best_peer": b.get("best_peer") or "",
-                         "peer_rate": best.get("throughput_median"), "kit_over_best": b.get("kit_over_best"),
-                         "kit_over_best_ci95": b.get("kit_over_best_ci95"),
-                         "kit_over_ort": ort.get("kit_over_peer"), "kit_over_ort_ci95": ort.get("ci95"),
-                         "met": bool(b.get("met"))})
+            rows.append(
+                {
+                    **row,
+                    "kit_rate": b["kit"]["throughput_median"],
+                    "best_peer": b.get("best_peer") or "",
+                    "peer_rate": best.get("throughput_median"),
+                    "kit_over_best": b.get("kit_over_best"),
+                    "kit_over_best_ci95": b.get("kit_over_best_ci95"),
+                    "kit_over_ort": ort.get("kit_over_peer"),
+                    "kit_over_ort_ci95": ort.get("ci95"),
+                    "met": bool(b.get("met")),
+                }
+            )
     return rows
 
 
 def _html_row(r: dict, target: float) -> str:
-    head = (f"<td>{html.escape(r['row'])}</td><td>{r['batch']}</td>"
-            f"<td>{html.escape(r['kit_choice'])}</td>")
+    head = (
+        f"<td>{html.escape(r['row'])}</td><td>{r['batch']}</td>"
+        f"<td>{html.escape(r['kit_choice'])}</td>"
+    )
     if "error" in r:
         return f"<tr>{head}<td colspan='6'>{html.escape(r['error'])}</td></tr>"
-    ratio = "—" if r["kit_over_best"] is None else f"{r['kit_over_best']:.2f} {_ci(r['kit_over_best_ci95'])}"
-    ort = "—" if r["kit_over_ort"] is None else f"{r['kit_over_ort']:.2f} {_ci(r['kit_over_ort_ci95'])}"
+    ratio = (
+        "—"
+        if r["kit_over_best"] is None
+        else f"{r['kit_over_best']:.2f} {_ci(r['kit_over_best_ci95'])}"
+    )
+    ort = (
+        "—"
+        if r["kit_over_ort"] is None
+        else f"{r['kit_over_ort']:.2f} {_ci(r['kit_over_ort_ci95'])}"
+    )
     met = "yes" if r["met"] else f"no (below {target:g})"
-    return (f"<tr>{head}<td>{_rate(r['kit_rate'])}</td><td>{html.escape(r['best_peer'])}</td>"
-            f"<td>{_rate(r['peer_rate'])}</td><td>{ratio}</td><td>{ort}</td><td>{met}</td></tr>")
+    return (
+        f"<tr>{head}<td>{_rate(r['kit_rate'])}</td><td>{html.escape(r['best_peer'])}</td>"
+        f"<td>{_rate(r['peer_rate'])}</td><td>{ratio}</td><td>{ort}</td><td>{met}</td></tr>"
+    )
 
 
 def where(data: dict, env: dict, cpu: str | None) -> str:
-    """The hardware the peers ran on, as the benchmark wrote it (a GPU: every arm host to host), else
-    the CPU and its flags."""
+    """The hardware the peers ran on, as the benchmark wrote it (a GPU: every arm host to host),
+    else the CPU and its flags."""
     if data.get("ran_on"):
         return str(data["ran_on"])
     return f"CPU {cpu or 'unknown'}, flags {' '.join(data.get('cpu_flags', [])) or 'none'}"
 
 
 def peers_section(out: Path) -> str:
-    """The index's peer-benchmark section, or '' when `make bench-peers` has not written its JSON."""
+    """The index's peer-benchmark section, or '' when `make bench-peers` has not written its
+    JSON."""
     path = out / PEERS_FILE
     if not path.exists():
         return ""
@@ -72,16 +97,28 @@ def peers_section(out: Path) -> str:
         data = json.loads(path.read_text())
         rows = peer_rows(data)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"<h2>Against what a user would run instead</h2><p>{html.escape(str(path))} unreadable: {html.escape(str(exc))}</p>"
+        return (
+            f"<h2>Against what a user would run instead</h2><p>{html.escape(str(path))} "
+            f"unreadable: {html.escape(str(exc))}</p>"
+        )
     target = data.get("target", 0.95)
     env = data.get("environment") or {}
-    cpu = ((env.get("cpu") or {}).get("model")) if isinstance(env.get("cpu"), dict) else env.get("cpu")
+    cpu = (
+        ((env.get("cpu") or {}).get("model"))
+        if isinstance(env.get("cpu"), dict)
+        else env.get("cpu")
+    )
     met = sum(r.get("met", False) for r in rows)
-    head = ("<tr><th>Row</th><th>Batch</th><th>Kit's choice</th><th>Kit samples/s</th><th>Best peer</th>"
-            "<th>Peer samples/s</th><th>Kit ÷ best peer [95 % CI]</th><th>Kit ÷ ORT fp32 [95 % CI]</th>"
-            f"<th>≥ {target:g}</th></tr>")
-    return (f"<h2>Against what a user would run instead (make bench-peers)</h2>"
-            f"<p>{met} of {len(rows)} row/batch pairs at or above {target:g} x the best peer (median of the "
-            f"per-round ratios). {html.escape(data.get('method', ''))}; {data.get('rounds')} rounds of "
-            f"{data.get('seconds')} s per arm; {html.escape(where(data, env, cpu))}. From <code>{PEERS_FILE.as_posix()}</code>."
-            f"</p><div class='wide'><table id='peers'>{head}{''.join(_html_row(r, target) for r in rows)}</table></div>")
+    head = (
+        "<tr><th>Row</th><th>Batch</th><th>Kit's choice</th><th>Kit samples/s</th><th>Best "
+        "peer</th><th>Peer samples/s</th><th>Kit ÷ best peer [95 % CI]</th><th>Kit ÷ ORT fp32 [95 "
+        f"% CI]</th><th>≥ {target:g}</th></tr>"
+    )
+    return (
+        f"<h2>Against what a user would run instead (make bench-peers)</h2>"
+        f"<p>{met} of {len(rows)} row/batch pairs at or above {target:g} x the best peer (median "
+        f"of the per-round ratios). {html.escape(data.get('method', ''))}; {data.get('rounds')} "
+        f"rounds of {data.get('seconds')} s per arm; {html.escape(where(data, env, cpu))}. From "
+        f"<code>{PEERS_FILE.as_posix()}</code>.</p><div class='wide'><table "
+        f"id='peers'>{head}{''.join(_html_row(r, target) for r in rows)}</table></div>"
+    )

@@ -23,10 +23,14 @@ from kit.publish.peers_table import peers_section
 from kit.results import RunResult, Sections, version_problem
 from kit.results.tables import TimeAccount
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
+STYLE = (
+    """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px \
+8px;text-align:left}
 th{background:#f0f0f0}.ok{color:#070}.error,.failed,.timeout,.killed,.interrupted{color:#a00;font-weight:bold}
-.reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}""" + STYLE_EXTRA
+.reused{color:#666;font-size:90%}code{background:#f6f6f6;padding:1px 3px}"""
+    + STYLE_EXTRA
+)
 
 
 def _cell(value: object) -> str:
@@ -51,7 +55,10 @@ def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
     if not summary or not (out / summary["results"]).exists():
         return []
     try:
-        return [dict(row) for row in RunResult.read(out / summary["results"]).sections.tables.rows("scorecard")]
+        return [
+            dict(row)
+            for row in RunResult.read(out / summary["results"]).sections.tables.rows("scorecard")
+        ]
     except KitError:  # a summary this kit cannot read: its report says so
         return []
 
@@ -60,7 +67,9 @@ def comparisons(out: Path) -> str:
     pages = sorted((out / "compare").glob("*.html")) if (out / "compare").exists() else []
     if not pages:
         return ""
-    items = "".join(f"<li><a href='compare/{html.escape(p.name)}'>{html.escape(p.stem)}</a></li>" for p in pages)
+    items = "".join(
+        f"<li><a href='compare/{html.escape(p.name)}'>{html.escape(p.stem)}</a></li>" for p in pages
+    )
     return f"<h2>Run comparisons (kit compare)</h2><ul>{items}</ul>"
 
 
@@ -79,8 +88,8 @@ def peak_memory(sections: Sections | None) -> str:
 
 
 def time_split(account: TimeAccount, job_seconds: float | None = None) -> str:
-    """Where the job's seconds went, by phase (kit.measure.time_account), e.g. 'export 12 · search 38
-    · timing 130 · other 2 · outside the study 9' (the notebook's kernel, imports, writing and
+    """Where the job's seconds went, by phase (kit.measure.time_account), e.g. 'export 12 · search
+    38 · timing 130 · other 2 · outside the study 9' (the notebook's kernel, imports, writing and
     rendering: the job's seconds less the study's); '—' for a result that kept no account."""
     try:
         split = by_phase(account.raw) or ({"study": account.total_s} if account.total_s else {})
@@ -98,7 +107,11 @@ def _shown_status(out: Path, record: dict) -> str:
     """The record's status, but never 'ok' for a job whose report or results are gone from disk
     (deleted by hand, or by a clean under an older kit) or whose result this kit cannot read: an
     ok with nothing usable behind it misleads."""
-    gone = [what for what, key in (("report", "html"), ("results", "results")) if not (out / record[key]).exists()]
+    gone = [
+        what
+        for what, key in (("report", "html"), ("results", "results"))
+        if not (out / record[key]).exists()
+    ]
     if record["status"] != JobStatus.OK:
         return record["status"]
     if gone:
@@ -109,7 +122,8 @@ def _shown_status(out: Path, record: dict) -> str:
 
 
 def result_problem(path: Path) -> str | None:
-    """Why this kit cannot read the result JSON at `path` (not JSON, another schema_version), or None."""
+    """Why this kit cannot read the result JSON at `path` (not JSON, another schema_version), or
+    None."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -121,35 +135,59 @@ def result_problem(path: Path) -> str | None:
 
 def unreadable(out: Path, records: list[dict]) -> list[str]:
     """'<results path>: <why>' for each ok record whose result JSON this kit cannot read."""
-    return [f"{out / r['results']}: {problem}" for r in records
-            if r["status"] == JobStatus.OK and (out / r["results"]).exists()
-            and (problem := result_problem(out / r["results"]))]
+    return [
+        f"{out / r['results']}: {problem}"
+        for r in records
+        if r["status"] == JobStatus.OK
+        and (out / r["results"]).exists()
+        and (problem := result_problem(out / r["results"]))
+    ]
 
 
-def write_index(records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = "") -> Path:
+def write_index(
+    records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = ""
+) -> Path:
     """Write outputs/index.html atomically; an empty batch never replaces the index."""
     out = out or outputs_dir()
     if not records:
         raise KitError(f"no notebooks to index: {out / 'index.html'} is left as it was")
     rows = []
     for r in records:
-        link = f"<a href='{html.escape(r['html'])}'>{html.escape(r['name'])}</a>" if (out / r["html"]).exists() else html.escape(r["name"])
-        data = f"<a href='{html.escape(r['results'])}'>JSON</a>" if (out / r["results"]).exists() else ""
-        reused = f" <span class='reused'>(reused from run {r['run_id']})</span>" if r.get("reused") else ""
+        link = (
+            f"<a href='{html.escape(r['html'])}'>{html.escape(r['name'])}</a>"
+            if (out / r["html"]).exists()
+            else html.escape(r["name"])
+        )
+        data = (
+            f"<a href='{html.escape(r['results'])}'>JSON</a>"
+            if (out / r["results"]).exists()
+            else ""
+        )
+        reused = (
+            f" <span class='reused'>(reused from run {r['run_id']})</span>"
+            if r.get("reused")
+            else ""
+        )
         moved = f" <span class='reused'>({html.escape(r['note'])})</span>" if r.get("note") else ""
         status = _shown_status(out, r)
         stored = stored_sections(out, r)
         account = stored.tables.time_account if stored else TimeAccount()
-        rows.append(f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
-                    f"{_cell(r['duration_s'])}{_cell(time_split(account, r['duration_s']))}{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}<td>{data}</td>"
-                    f"{_cell(r.get('message', ''))}</tr>")
+        rows.append(
+            f"<tr><td>{link}{reused}</td><td class='{status.split(':')[0]}'>{status}{moved}</td>"
+            f"{_cell(r['duration_s'])}{_cell(time_split(account, r['duration_s']))}"
+            f"{_cell(peak_memory(stored))}{_cell(r.get('hardware', ''))}{_cell(r.get('host', ''))}"
+            f"<td>{data}</td>{_cell(r.get('message', ''))}</tr>"
+        )
     try:
         state = read_state(out)
     except KitError:  # a corrupt state only costs the list of runs here
         state = {"runs": []}
-    runs = "".join(f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
-                   f"{html.escape(x.get('status', 'complete'))}, finished {html.escape(x.get('finished_at') or '-')})</li>"
-                   for x in reversed(state["runs"][-20:]))
+    runs = "".join(
+        f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
+        f"{html.escape(x.get('status', 'complete'))}, finished "
+        f"{html.escape(x.get('finished_at') or '-')})</li>"
+        for x in reversed(state["runs"][-20:])
+    )
     card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -157,15 +195,17 @@ def write_index(records: list[dict], out: Path | None = None, *, profile: str = 
 <h1>ipu-repro: published Graphcore IPU inference results, reproduced here</h1>
 {scorecard_summary(out, records, card)}
 <p>Profile <code>{html.escape(profile)}</code>, hardware <code>{html.escape(hardware)}</code>.
-Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 study; measured figures
+Published figures come from Graphcore's ByteMLPerf C600 table and the Qwant C2 study; measured \
+figures
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so. {html.escape(gpu_paths_statement())}</p>
 {headline_chart(card)}
 {scorecard_table(card, report_links(out, records))}
 {peers_section(out)}
 <h2>Reports</h2>
-<div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Where the seconds went</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
-{''.join(rows)}</table></div>
+<div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Where the seconds \
+went</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>Message</th></tr>
+{"".join(rows)}</table></div>
 <h2>Runs kept</h2><ul>{runs}</ul>
 {comparisons(out)}
 <script>{SCRIPT}</script>
@@ -182,6 +222,10 @@ def rebuild_index(out: Path | None = None) -> Path:
 def latest_records(out: Path) -> list[dict]:
     """The records of the latest finished batch in state.json (every job's latest if none)."""
     state = read_state(out)
-    finished = [r for r in state["runs"] if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS and r["jobs"]]
+    finished = [
+        r
+        for r in state["runs"]
+        if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS and r["jobs"]
+    ]
     names = finished[-1]["jobs"] if finished else list(state["jobs"])
     return [state["jobs"][n] for n in names if n in state["jobs"]]

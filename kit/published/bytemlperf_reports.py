@@ -20,9 +20,22 @@ from kit.precision import report_spelling
 
 REQUIRED: dict[str, type | str] = {"Model": str, "Backend": str, "Performance": list}
 #: Where a field is present it has this type ("number": int or float, never bool).
-TYPES: dict[str, type | str] = {"Host Info": str, "Dataset": str, "Instance Count": "number", "Device Count": "number",
-         "Graph Compile": dict, "Accuracy": dict, "Version": str, "Execution Date": str}
-PERFORMANCE: dict[str, type | str] = {"BS": int, "QPS": "number", "AVG Latency": "number", "P99 Latency": "number"}
+TYPES: dict[str, type | str] = {
+    "Host Info": str,
+    "Dataset": str,
+    "Instance Count": "number",
+    "Device Count": "number",
+    "Graph Compile": dict,
+    "Accuracy": dict,
+    "Version": str,
+    "Execution Date": str,
+}
+PERFORMANCE: dict[str, type | str] = {
+    "BS": int,
+    "QPS": "number",
+    "AVG Latency": "number",
+    "P99 Latency": "number",
+}
 #: Other spellings vendors write, read under ByteMLPerf's own names.
 ALIASES = {"AVG_Latency": "AVG Latency", "P99_Latency": "P99 Latency"}
 NAME = re.compile(r"^result(?:-(?P<precision>[A-Za-z0-9_]+))?\.json$")
@@ -32,9 +45,11 @@ class ReportError(KitError, ValueError):
     """A ByteMLPerf report that is not in ByteMLPerf's format: the file and field are named."""
 
     def __init__(self, path: Path, field: str, problem: str):
-        super().__init__(f"{path}: {field} {problem} (ByteMLPerf's report format: "
-                         f"<Backend>/<model>/result[-<precision>].json with Model, Backend and "
-                         f"Performance [{{BS, QPS, AVG Latency, P99 Latency}}])")
+        super().__init__(
+            f"{path}: {field} {problem} (ByteMLPerf's report format: "
+            f"<Backend>/<model>/result[-<precision>].json with Model, Backend and "
+            f"Performance [{{BS, QPS, AVG Latency, P99 Latency}}])"
+        )
         self.path, self.field = path, field
 
 
@@ -45,16 +60,26 @@ def _is(value: object, kind: type | str) -> bool:
 
 
 def _type_name(kind: type | str) -> str:
-    return kind if isinstance(kind, str) else {str: "a string", list: "a list", dict: "an object",
-                                               int: "an integer"}[kind]
+    return (
+        kind
+        if isinstance(kind, str)
+        else {str: "a string", list: "a list", dict: "an object", int: "an integer"}[kind]
+    )
 
 
 def _check_backend_name(path: Path, backend: str) -> None:
     """`Backend` names the report's folder (`<Backend>/<model>/`), so it must be one plain folder
     name: a third-party report never decides where the kit writes."""
-    if backend in ("", ".", "..") or any(c in backend for c in "/\\\0") or Path(backend).is_absolute():
-        raise ReportError(path, "field 'Backend'", f"is {backend!r}, not a plain folder name "
-                          "(no '/', '\\', '..' or absolute path)")
+    if (
+        backend in ("", ".", "..")
+        or any(c in backend for c in "/\\\0")
+        or Path(backend).is_absolute()
+    ):
+        raise ReportError(
+            path,
+            "field 'Backend'",
+            f"is {backend!r}, not a plain folder name (no '/', '\\', '..' or absolute path)",
+        )
 
 
 def read_report(path: str | Path) -> dict:
@@ -74,7 +99,9 @@ def read_report(path: str | Path) -> dict:
                 raise ReportError(path, f"field {field!r}", "is missing")
             continue
         if not _is(report[field], kind):
-            raise ReportError(path, f"field {field!r}", f"is {report[field]!r}, not {_type_name(kind)}")
+            raise ReportError(
+                path, f"field {field!r}", f"is {report[field]!r}, not {_type_name(kind)}"
+            )
     _check_backend_name(path, report["Backend"])
     for i, entry in enumerate(report["Performance"]):
         if not isinstance(entry, dict):
@@ -84,7 +111,9 @@ def read_report(path: str | Path) -> dict:
             raise ReportError(path, f"Performance[{i}].BS", "is missing")
         for key, kind in PERFORMANCE.items():
             if key in named and not _is(named[key], kind):
-                raise ReportError(path, f"Performance[{i}].{key}", f"is {named[key]!r}, not {_type_name(kind)}")
+                raise ReportError(
+                    path, f"Performance[{i}].{key}", f"is {named[key]!r}, not {_type_name(kind)}"
+                )
     return report
 
 
@@ -99,16 +128,22 @@ def precision_of(path: Path, report: dict) -> str:
 
 def flatten(report: dict) -> list[dict]:
     """One row per figure: {metric ("Group/Key" as in data/published/bytemlperf_ipu_reports.csv),
-    value, batch_size (None outside Performance)}; vendors' aliases read under ByteMLPerf's names."""
+    value, batch_size (None outside Performance)}; vendors' aliases read under ByteMLPerf's
+    names."""
     rows = []
     for key, value in report.items():
         if key == "Performance":
             for entry in value:
                 named = {ALIASES.get(k, k): v for k, v in entry.items()}
-                rows += [{"metric": f"Performance/{k}", "value": v, "batch_size": named["BS"]}
-                         for k, v in named.items() if k != "BS"]
+                rows += [
+                    {"metric": f"Performance/{k}", "value": v, "batch_size": named["BS"]}
+                    for k, v in named.items()
+                    if k != "BS"
+                ]
         elif isinstance(value, dict) and key in ("Graph Compile", "Accuracy"):
-            rows += [{"metric": f"{key}/{k}", "value": v, "batch_size": None} for k, v in value.items()]
+            rows += [
+                {"metric": f"{key}/{k}", "value": v, "batch_size": None} for k, v in value.items()
+            ]
         else:
             rows.append({"metric": key, "value": value, "batch_size": None})
     return rows
@@ -117,6 +152,7 @@ def flatten(report: dict) -> list[dict]:
 def key_types(report: dict) -> dict[str, str]:
     """Every key path of a report with its JSON type ("Performance[]/QPS": "number"): what the
     format test compares between a published report and the kit's."""
+
     def kind(value: object) -> str:
         if isinstance(value, bool):
             return "boolean"
@@ -132,7 +168,9 @@ def key_types(report: dict) -> dict[str, str]:
             out.update({f"{key}/{k}": kind(v) for k, v in value.items()})
         elif key == "Performance":
             for entry in value:
-                out.update({f"Performance[]/{ALIASES.get(k, k)}": kind(v) for k, v in entry.items()})
+                out.update(
+                    {f"Performance[]/{ALIASES.get(k, k)}": kind(v) for k, v in entry.items()}
+                )
     return out
 
 

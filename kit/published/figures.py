@@ -17,8 +17,8 @@ from kit.published.schema import read_published_csv
 from kit.published.studies import PublishedStudy
 
 SEED_TABLES = {
-    PublishedStudy.BYTEMLPERF_C600:
-        "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK 3.3)",
+    PublishedStudy.BYTEMLPERF_C600: "seed 001: ByteMLPerf IPU README (C600, PopRT 1.3/1.4, SDK "
+    "3.3)",
     PublishedStudy.BYTEMLPERF_C600_OLDER: "seed 000: Byte MLPerf IPU page (older table)",
 }
 C2_TABLES = {"Table 1": "Latency", "Table 2": "Throughput", "Table 3": "Energy efficiency"}
@@ -61,9 +61,16 @@ def seed_table(study: PublishedStudy | str) -> pd.DataFrame:
     for (model, precision), group in rows.groupby(["model", "precision"], sort=False):
         qps = group[group["metric"] == "QPS"].iloc[0]
         metric = group[group["metric"] != "QPS"].iloc[0]
-        out.append({"Model name": model, "Precision": precision, "QPS": qps["printed"],
-                    "Dataset": qps["dataset"], "Metric name": metric["metric"],
-                    "Metric value": metric["printed"]})
+        out.append(
+            {
+                "Model name": model,
+                "Precision": precision,
+                "QPS": qps["printed"],
+                "Dataset": qps["dataset"],
+                "Metric name": metric["metric"],
+                "Metric value": metric["printed"],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -116,7 +123,12 @@ def study_part(study: PublishedStudy | str) -> str | None:
     return part_named_in(study_hardware(study))
 
 
-PART_WORDS = (("c600", ("C600", "ipu21")), ("gc2", ("GC2", "C2 card")), ("bow", ("Bow",)), ("m2000", ("M2000",)))
+PART_WORDS = (
+    ("c600", ("C600", "ipu21")),
+    ("gc2", ("GC2", "C2 card")),
+    ("bow", ("Bow",)),
+    ("m2000", ("M2000",)),
+)
 
 
 def part_named_in(text: str) -> str | None:
@@ -148,28 +160,43 @@ def headline_rows(study: PublishedStudy | str = PublishedStudy.BYTEMLPERF_C600) 
     t = figures()[figures()["study"] == study]
     qps = t[t["metric"] == "QPS"].set_index(["model", "precision"])
     met = t[t["metric"] != "QPS"].set_index(["model", "precision"])
-    return pd.DataFrame({
-        "qps": qps["number"], "metric": met["metric"], "metric_value": met["number"],
-        "metric_unit": met["unit"], "dataset": qps["dataset"],
-    }).reset_index()
+    return pd.DataFrame(
+        {
+            "qps": qps["number"],
+            "metric": met["metric"],
+            "metric_value": met["number"],
+            "metric_unit": met["unit"],
+            "dataset": qps["dataset"],
+        }
+    ).reset_index()
 
 
 def ipu_run_settings(model: str, precision: str) -> dict:
     """Batch sizes, clients and QPS per batch of the published IPU run of one row."""
     r = reports()
-    rows = r[(r["model"] == model) & (r["precision"] == precision) & r["metric"].str.startswith("Performance/")]
+    rows = r[
+        (r["model"] == model)
+        & (r["precision"] == precision)
+        & r["metric"].str.startswith("Performance/")
+    ]
     per_batch = rows.pivot(index="batch", columns="metric", values="number")
     spec = model_specs()[model_specs()["model"] == model]
     clients = pd.to_numeric(spec["ipu_clients"], errors="coerce").dropna()
-    return {"batch_sizes": [int(b) for b in per_batch.index],
-            "clients": int(clients.iloc[0]) if len(clients) else 1,
-            "per_batch": per_batch.reset_index().to_dict("records")}
+    return {
+        "batch_sizes": [int(b) for b in per_batch.index],
+        "clients": int(clients.iloc[0]) if len(clients) else 1,
+        "per_batch": per_batch.reset_index().to_dict("records"),
+    }
 
 
 def headline_batch(model: str, precision: str, qps: float) -> int | None:
     """The batch size the headline `qps` of a row was measured at: the report's batch whose QPS is
     nearest to it (resnet50 FP16: 13,499 in the README, 13,542 at batch 32 in the report)."""
-    per_batch = [r for r in ipu_run_settings(model, precision)["per_batch"] if pd.notna(r.get("Performance/QPS"))]
+    per_batch = [
+        r
+        for r in ipu_run_settings(model, precision)["per_batch"]
+        if pd.notna(r.get("Performance/QPS"))
+    ]
     if not per_batch:
         return None
     return int(min(per_batch, key=lambda r: abs(r["Performance/QPS"] / qps - 1))["batch"])
@@ -179,8 +206,11 @@ def poprt_version(model: str, precision: str) -> str:
     """The PopRT version ByteMLPerf's IPU README named when the row's report was published (or what
     the source says instead, e.g. 'latest (docker tag; version not stated)')."""
     r = reports()
-    hit = r[(r["model"] == model) & (r["precision"] == precision)
-            & (r["metric"] == "provenance/PopRT_version_in_IPU_README_at_that_commit")]
+    hit = r[
+        (r["model"] == model)
+        & (r["precision"] == precision)
+        & (r["metric"] == "provenance/PopRT_version_in_IPU_README_at_that_commit")
+    ]
     return str(hit["value"].iloc[0]) if len(hit) else "not stated"
 
 
@@ -188,7 +218,9 @@ def per_batch_table() -> pd.DataFrame:
     """The ByteMLPerf IPU report JSONs' performance figures, one row per model/precision/batch."""
     r = reports()
     perf = r[r["metric"].str.startswith("Performance/")]
-    return perf.pivot_table(index=["model", "precision", "batch"], columns="metric", values="number")
+    return perf.pivot_table(
+        index=["model", "precision", "batch"], columns="metric", values="number"
+    )
 
 
 # --- audit -------------------------------------------------------------------------------------
@@ -202,7 +234,8 @@ def same_at_bytemlperf_precision(a: str, b: str) -> bool:
 
 
 def audit_c2() -> pd.DataFrame:
-    """Throughput = batch / latency, and the card power each row implies (throughput / efficiency)."""
+    """Throughput = batch / latency, and the card power each row implies (throughput /
+    efficiency)."""
     t = c2_tables().reset_index()
     t["Throughput from latency"] = t["Batch size"] / (t["Latency"] / 1000.0)
     t["Throughput gap %"] = 100.0 * (t["Throughput"] / t["Throughput from latency"] - 1.0)
@@ -221,15 +254,26 @@ def audit_readme_vs_reports() -> pd.DataFrame:
         if name == "QPS (headline)":
             perf = scope[scope["metric"] == "Performance/QPS"]
             best = perf.loc[perf["number"].idxmax()]
-            report_value, where = best["value"], f"Performance/QPS at batch {best['batch_size']} (max)"
+            report_value, where = (
+                best["value"],
+                f"Performance/QPS at batch {best['batch_size']} (max)",
+            )
         else:
             match = scope[scope["metric"] == f"Accuracy/{name}"]
             if match.empty:
                 continue
             report_value, where = match.iloc[0]["value"], f"Accuracy/{name}"
-        out.append({"model": row["model"], "precision": row["precision"], "figure": name,
-                    "README": row["value"], "report JSON": report_value, "JSON field": where,
-                    "agree": same_at_bytemlperf_precision(row["value"], report_value)})
+        out.append(
+            {
+                "model": row["model"],
+                "precision": row["precision"],
+                "figure": name,
+                "README": row["value"],
+                "report JSON": report_value,
+                "JSON field": where,
+                "agree": same_at_bytemlperf_precision(row["value"], report_value),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -237,19 +281,30 @@ def audit_qps_formula() -> pd.DataFrame:
     """Published QPS vs clients x batch / AVG latency (ByteMLPerf's QPS is a window rate)."""
     r = reports()
     perf = r[r["metric"].isin(["Performance/QPS", "Performance/AVG Latency"]) & r["batch"].notna()]
-    wide = perf.pivot_table(index=["model", "precision", "batch"], columns="metric", values="number")
+    wide = perf.pivot_table(
+        index=["model", "precision", "batch"], columns="metric", values="number"
+    )
     wide = wide.reset_index()
     spec = model_specs().drop_duplicates("model").set_index("model")["ipu_clients"]
-    wide["clients"] = wide["model"].map(lambda m: int(spec.get(m) or 1) if str(spec.get(m, "")).strip() else 1)
-    wide["QPS from latency"] = wide["clients"] * wide["batch"].astype(float) / (wide["Performance/AVG Latency"] / 1000)
+    wide["clients"] = wide["model"].map(
+        lambda m: int(spec.get(m) or 1) if str(spec.get(m, "")).strip() else 1
+    )
+    wide["QPS from latency"] = (
+        wide["clients"] * wide["batch"].astype(float) / (wide["Performance/AVG Latency"] / 1000)
+    )
     wide["gap %"] = 100 * (wide["Performance/QPS"] / wide["QPS from latency"] - 1)
-    return wide.rename(columns={"Performance/QPS": "QPS", "Performance/AVG Latency": "AVG latency ms"})
+    return wide.rename(
+        columns={"Performance/QPS": "QPS", "Performance/AVG Latency": "AVG latency ms"}
+    )
 
 
 def audit() -> dict[str, pd.DataFrame]:
     """All consistency checks, each a table; see the published_results notebook."""
-    return {"c2": audit_c2(), "readme_vs_reports": audit_readme_vs_reports(),
-            "qps_formula": audit_qps_formula()}
+    return {
+        "c2": audit_c2(),
+        "readme_vs_reports": audit_readme_vs_reports(),
+        "qps_formula": audit_qps_formula(),
+    }
 
 
 def audit_findings() -> list[str]:
@@ -264,23 +319,32 @@ def audit_findings() -> list[str]:
     packed = qps["model"].isin(pack_models)
     worst_q = qps[~packed].loc[qps[~packed]["gap %"].abs().idxmax()]
     return [
-        f"C2 tables: throughput matches batch/latency within {c2['Throughput gap %'].abs().max():.2f} % "
-        f"(largest gap at batch {int(worst['Batch size'])}).",
-        f"C2 tables: the implied card power (throughput / efficiency) ranges {power.min():.0f}-{power.max():.0f} W, "
-        f"below the card's stated {c2_setup_value('Card power'):.0f} W.",
-        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at ByteMLPerf's 5 decimals: "
-        + "; ".join(f"{b.model} {b.precision} {b.figure} {b.README} vs {b['report JSON']}" for _, b in bad.iterrows()) + ".",
-        f"ByteMLPerf: published QPS vs clients x batch / AVG latency differ by up to {worst_q['gap %']:.1f} % "
-        f"({worst_q['model']} {worst_q['precision']} batch {int(worst_q['batch'])}) outside pack mode.",
-        f"ByteMLPerf pack-mode rows ({', '.join(pack_models)}) report {qps[packed]['gap %'].min():.0f}-"
-        f"{qps[packed]['gap %'].max():.0f} % more QPS than that formula: their 'batch' is a pack of "
-        "variable-length sequences, so the formula does not describe them.",
+        "C2 tables: throughput matches batch/latency within "
+        f"{c2['Throughput gap %'].abs().max():.2f} % (largest gap at batch "
+        f"{int(worst['Batch size'])}).",
+        "C2 tables: the implied card power (throughput / efficiency) ranges "
+        f"{power.min():.0f}-{power.max():.0f} W, below the card's stated "
+        f"{c2_setup_value('Card power'):.0f} W.",
+        f"ByteMLPerf: {len(bad)} README cells disagree with their report JSONs at ByteMLPerf's 5 "
+        "decimals: "
+        + "; ".join(
+            f"{b.model} {b.precision} {b.figure} {b.README} vs {b['report JSON']}"
+            for _, b in bad.iterrows()
+        )
+        + ".",
+        "ByteMLPerf: published QPS vs clients x batch / AVG latency differ by up to "
+        f"{worst_q['gap %']:.1f} % ({worst_q['model']} {worst_q['precision']} batch "
+        f"{int(worst_q['batch'])}) outside pack mode.",
+        f"ByteMLPerf pack-mode rows ({', '.join(pack_models)}) report "
+        f"{qps[packed]['gap %'].min():.0f}-{qps[packed]['gap %'].max():.0f} % more QPS than that "
+        "formula: their 'batch' is a pack of variable-length sequences, so the formula does not "
+        "describe them.",
     ]
 
 
 def ipu_model_settings(model: str) -> dict:
-    """ByteMLPerf's IPU settings for `model` (its interact_infos JSON, verbatim), beside the fallbacks
-    ByteMLPerf's IPU code applies (`defaults`) and where both come from.
+    """ByteMLPerf's IPU settings for `model` (its interact_infos JSON, verbatim), beside the
+    fallbacks ByteMLPerf's IPU code applies (`defaults`) and where both come from.
 
     >>> ipu_model_settings("resnet50-torch-fp32")["settings"]["compiler_options"]["num_iotiles"]
     64
@@ -291,6 +355,9 @@ def ipu_model_settings(model: str) -> dict:
     known = sorted(p.stem for p in folder.glob("*-fp32.json"))
     if model not in known:
         raise UnknownNameError("model with ByteMLPerf IPU settings", model, known)
-    return {"model": model, "settings": json.loads((folder / f"{model}.json").read_text()),
-            "defaults": json.loads((folder / "bytemlperf_defaults.json").read_text()),
-            "source": f"bytedance/ByteMLPerf @ a30b4f9, backends/IPU/interact_infos/{model}.json"}
+    return {
+        "model": model,
+        "settings": json.loads((folder / f"{model}.json").read_text()),
+        "defaults": json.loads((folder / "bytemlperf_defaults.json").read_text()),
+        "source": f"bytedance/ByteMLPerf @ a30b4f9, backends/IPU/interact_infos/{model}.json",
+    }

@@ -44,6 +44,10 @@ class PublishedStudy(StrEnum):
 
 
 #: the studies whose rows are ByteMLPerf model rows
-BYTEMLPERF_STUDIES = frozenset({PublishedStudy.BYTEMLPERF_C600,
-                                PublishedStudy.BYTEMLPERF_C600_OLDER,
-                                PublishedStudy.BYTEMLPERF_REPORTS})
+BYTEMLPERF_STUDIES = frozenset(
+    {
+        PublishedStudy.BYTEMLPERF_C600,
+        PublishedStudy.BYTEMLPERF_C600_OLDER,
+        PublishedStudy.BYTEMLPERF_REPORTS,
+    }
+)

@@ -22,9 +22,15 @@ from kit.errors import KitError, parse_member
 from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
 from kit.results.sections import Sections
 
-__all__ = ["SCHEMA_VERSION", "ResultKind", "ResultStatus", "RunResult", "Sections", "UnsupportedVersion",
-           "version_problem"]
-
+__all__ = [
+    "SCHEMA_VERSION",
+    "ResultKind",
+    "ResultStatus",
+    "RunResult",
+    "Sections",
+    "UnsupportedVersion",
+    "version_problem",
+]
 
 
 class ResultKind(StrEnum):
@@ -73,15 +79,24 @@ class RunResult:
     figures: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    resources: dict[str, Any] = field(default_factory=dict)  # peak memory: kit.measure.memory.resources()
-    created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    # peak memory: kit.measure.memory.resources()
+    resources: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(
+        default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    )
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         self.status = ResultStatus.parse(self.status)
 
     @classmethod
-    def new(cls, kind: ResultKind | str, name: str, parameters: dict[str, Any], environment: dict[str, Any]) -> RunResult:
+    def new(
+        cls,
+        kind: ResultKind | str,
+        name: str,
+        parameters: dict[str, Any],
+        environment: dict[str, Any],
+    ) -> RunResult:
         """A fresh result with the environment it runs in (`kit.hardware.environment.capture()`)."""
         return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=environment)
 
@@ -111,9 +126,16 @@ class RunResult:
         >>> r.sections.environment.cpu.model, r.sections.backend
         ('AMD EPYC', None)
         """
-        return Sections(model=self.model, backend=self.backend, environment=self.environment,
-                                   measurements=self.measurements, numerics=self.numerics, accuracy=self.accuracy,
-                                   tables=self.tables, resources=self.resources)
+        return Sections(
+            model=self.model,
+            backend=self.backend,
+            environment=self.environment,
+            measurements=self.measurements,
+            numerics=self.numerics,
+            accuracy=self.accuracy,
+            tables=self.tables,
+            resources=self.resources,
+        )
 
     def write(self, path: Path) -> Path:
         """Atomically (kit.atomic), readable by all (0644) as the HTML beside it."""

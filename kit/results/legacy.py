@@ -36,12 +36,14 @@ TEXT_CODES = (
 )
 
 #: A difference's start -> its code, as an older kit worded each (kit.publish.comparability).
-DIFFERENCES = ((r"batch \d+, published at batch", DifferenceCode.BATCH),
-               (r"padded batches, published in pack mode", DifferenceCode.PADDED),
-               (r"\d+ client\(s\), published with", DifferenceCode.CLIENTS),
-               (r"precision \S+, published", DifferenceCode.PRECISION),
-               (r"PopRT \S+, published with PopRT", DifferenceCode.POPRT),
-               (r"ByteMLPerf's .* not applied", DifferenceCode.PASSES))
+DIFFERENCES = (
+    (r"batch \d+, published at batch", DifferenceCode.BATCH),
+    (r"padded batches, published in pack mode", DifferenceCode.PADDED),
+    (r"\d+ client\(s\), published with", DifferenceCode.CLIENTS),
+    (r"precision \S+, published", DifferenceCode.PRECISION),
+    (r"PopRT \S+, published with PopRT", DifferenceCode.POPRT),
+    (r"ByteMLPerf's .* not applied", DifferenceCode.PASSES),
+)
 
 
 def code_from_text(text: str) -> ReasonCode:
@@ -51,7 +53,9 @@ def code_from_text(text: str) -> ReasonCode:
 
 def difference_from_text(clause: str) -> DifferenceCode:
     """The code of a difference an older kit wrote as a sentence only; SESSION where none fits."""
-    return next((code for pattern, code in DIFFERENCES if re.match(pattern, clause)), DifferenceCode.SESSION)
+    return next(
+        (code for pattern, code in DIFFERENCES if re.match(pattern, clause)), DifferenceCode.SESSION
+    )
 
 
 def failed_batches(errors: object) -> list[dict[str, object]]:

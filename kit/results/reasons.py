@@ -3,8 +3,8 @@
 A code is made where the reason is: the accuracy check (`kit.datasets.accuracy`), the C2 study's
 table (`kit.studies.c2`), the IPU session's description (`kit.backends.ipu.verdict`) and the
 scorecard (`kit.publish.scorecard`). A run writes the code beside the sentence in its result JSON;
-the scorecard carries both to its rows, and the glance (`kit.publish.glance`) says and groups rows by
-the code, never by the sentence. Text an older kit wrote without a code is read once, in
+the scorecard carries both to its rows, and the glance (`kit.publish.glance`) says and groups rows
+by the code, never by the sentence. Text an older kit wrote without a code is read once, in
 `kit.results.schema` (results) and `kit.publish.legacy_rows` (scorecard rows).
 
 >>> r = Reason("batch 4 not run (measured: 1)", ReasonCode.BATCH_NOT_RUN)
@@ -83,6 +83,7 @@ def reason_code(value: object) -> ReasonCode:
 
 
 def difference_code(value: object) -> DifferenceCode:
-    """The DifferenceCode a file holds (SESSION where it holds none, or one this kit does not know)."""
+    """The DifferenceCode a file holds (SESSION where it holds none, or one this kit does not
+    know)."""
     known = DifferenceCode._value2member_map_
     return known.get(str(value or ""), DifferenceCode.SESSION)  # type: ignore[return-value]

@@ -1,4 +1,5 @@
-"""The result JSON's schema versions, and the one place a file of an older one is brought up to date.
+"""The result JSON's schema versions, and the one place a file of an older one is brought up to
+date.
 
 Version 1 grew by additions only: `environment` gained `kit`, `distributions`, `published_data` and
 `job`, `model` its `onnx_sha256`, `numerics` their `histograms`. Version 2 is version 1 with every
@@ -33,13 +34,21 @@ class UnsupportedVersion(KitError):
 def version_problem(data: dict[str, Any]) -> str | None:
     """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
     version = data.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and OLDEST <= version <= SCHEMA_VERSION:
+    if (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and OLDEST <= version <= SCHEMA_VERSION
+    ):
         return None
-    return f"result schema_version {version!r} is not supported (this kit reads {OLDEST} to {SCHEMA_VERSION})"
+    return (
+        f"result schema_version {version!r} is not supported (this kit reads {OLDEST} to "
+        f"{SCHEMA_VERSION})"
+    )
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` (a result JSON of a version this kit reads) at SCHEMA_VERSION; the input is left as it was."""
+    """`data` (a result JSON of a version this kit reads) at SCHEMA_VERSION; the input is left as it
+    was."""
     if problem := version_problem(data):
         raise UnsupportedVersion(problem)
     if data["schema_version"] < 2:
@@ -58,8 +67,9 @@ def update_to_2(data: dict[str, Any]) -> dict[str, Any]:
     out["environment"] = env
     if isinstance(data.get("model"), dict):
         out["model"] = {"onnx_sha256": None, **data["model"]}
-    out["numerics"] = [{"histograms": None, **n} if isinstance(n, dict) else n
-                       for n in data.get("numerics") or []]
+    out["numerics"] = [
+        {"histograms": None, **n} if isinstance(n, dict) else n for n in data.get("numerics") or []
+    ]
     return out
 
 
@@ -68,23 +78,35 @@ def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
     (kit.results.legacy); an IPU session's own reasons are coded SESSION (said by their sentence);
     a model benchmark's failed batches, read from its errors, as the table version 3 writes."""
     out = dict(data, schema_version=3)
-    out["accuracy"] = [{**a, "reason_code": accuracy_code(a.get("status"))} if isinstance(a, dict) else a
-                       for a in data.get("accuracy") or []]
+    out["accuracy"] = [
+        {**a, "reason_code": accuracy_code(a.get("status"))} if isinstance(a, dict) else a
+        for a in data.get("accuracy") or []
+    ]
     tables = data.get("tables")
     if isinstance(tables, dict) and isinstance(tables.get("c2"), list):
-        out["tables"] = {**tables, "c2": [_coded_c2_row(r) if isinstance(r, dict) else r for r in tables["c2"]]}
+        out["tables"] = {
+            **tables,
+            "c2": [_coded_c2_row(r) if isinstance(r, dict) else r for r in tables["c2"]],
+        }
     failed = failed_batches(data.get("errors")) if data.get("kind") == "model_benchmark" else []
     if failed and isinstance(tables, dict) and "failed_batches" not in tables:
         out["tables"] = {**out.get("tables", tables), "failed_batches": failed}
     backend = data.get("backend")
     session = backend.get("session") if isinstance(backend, dict) else None
-    if isinstance(backend, dict) and isinstance(session, dict) and isinstance(session.get("not_comparable"), list):
+    if (
+        isinstance(backend, dict)
+        and isinstance(session, dict)
+        and isinstance(session.get("not_comparable"), list)
+    ):
         codes = [str(DifferenceCode.SESSION)] * len(session["not_comparable"])
         out["backend"] = {**backend, "session": {**session, "not_comparable_codes": codes}}
     return out
 
 
 def _coded_c2_row(row: dict[str, Any]) -> dict[str, Any]:
-    codes = {f"{k}_reason_code": str(code_from_text(str(row[f"{k}_reason"])))
-             for k in C2_FIGURES if row.get(f"{k}_reason")}
+    codes = {
+        f"{k}_reason_code": str(code_from_text(str(row[f"{k}_reason"])))
+        for k in C2_FIGURES
+        if row.get(f"{k}_reason")
+    }
     return {**row, **codes}

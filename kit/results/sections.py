@@ -27,6 +27,7 @@ from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
 # --- the model ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, kw_only=True)
 class Weights:
     """Where the model's weights came from: `source` 'random' or where real ones were read."""
@@ -56,10 +57,16 @@ class ModelInfo:
     @classmethod
     def from_dict(cls, d: object) -> ModelInfo:
         d = _map(d)
-        return cls(name=d.get("name"), params=d.get("params"), flops_per_sample=d.get("flops_per_sample"),
-                   flops_shared_per_call=d.get("flops_shared_per_call"), onnx_file=d.get("onnx_file"),
-                   onnx_path=d.get("onnx_path"), opset=d.get("opset"),
-                   weights=Weights.from_dict(d.get("weights")))
+        return cls(
+            name=d.get("name"),
+            params=d.get("params"),
+            flops_per_sample=d.get("flops_per_sample"),
+            flops_shared_per_call=d.get("flops_shared_per_call"),
+            onnx_file=d.get("onnx_file"),
+            onnx_path=d.get("onnx_path"),
+            opset=d.get("opset"),
+            weights=Weights.from_dict(d.get("weights")),
+        )
 
     @property
     def random_weights(self) -> bool:
@@ -67,6 +74,7 @@ class ModelInfo:
 
 
 # --- the backend --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Peak:
@@ -107,8 +115,12 @@ class Placement:
     @classmethod
     def from_dict(cls, d: object) -> Placement:
         d = _map(d)
-        return cls(kernels=d.get("kernels") or 0, kernels_by_provider=_map(d.get("kernels_by_provider")),
-                   cpu_share=d.get("cpu_share"), method=str(d.get("method") or ""))
+        return cls(
+            kernels=d.get("kernels") or 0,
+            kernels_by_provider=_map(d.get("kernels_by_provider")),
+            cpu_share=d.get("cpu_share"),
+            method=str(d.get("method") or ""),
+        )
 
     @property
     def on_cpu(self) -> int:
@@ -133,18 +145,26 @@ class Session:
     @classmethod
     def from_dict(cls, d: object) -> Session:
         d = _map(d)
-        return cls(comparable=d.get("comparable"), missing_passes=_strings(d.get("missing_passes")),
-                   not_comparable=_strings(d.get("not_comparable")),
-                   not_comparable_codes=_strings(d.get("not_comparable_codes")), poprt_version=d.get("poprt_version"),
-                   compile_seconds=d.get("compile_seconds"), placement=Placement.from_dict(d.get("placement")),
-                   items=d)
+        return cls(
+            comparable=d.get("comparable"),
+            missing_passes=_strings(d.get("missing_passes")),
+            not_comparable=_strings(d.get("not_comparable")),
+            not_comparable_codes=_strings(d.get("not_comparable_codes")),
+            poprt_version=d.get("poprt_version"),
+            compile_seconds=d.get("compile_seconds"),
+            placement=Placement.from_dict(d.get("placement")),
+            items=d,
+        )
 
     @property
     def differences(self) -> tuple[Reason, ...]:
         """Each reason the session gave for not being ByteMLPerf's recipe, with its code (SESSION,
         said by its sentence, where a description has fewer codes than reasons)."""
         codes = self.not_comparable_codes + (DifferenceCode.SESSION,) * len(self.not_comparable)
-        return tuple(Reason(text, difference_code(code)) for text, code in zip(self.not_comparable, codes, strict=False))
+        return tuple(
+            Reason(text, difference_code(code))
+            for text, code in zip(self.not_comparable, codes, strict=False)
+        )
 
     def scalars(self) -> dict[str, str | int | float | bool]:
         """The settings that are one value each (what two runs' sessions are compared by)."""
@@ -161,25 +181,36 @@ class BackendInfo:
     options: Json = field(default_factory=dict)
     device_info: DeviceInfo = field(default_factory=DeviceInfo)
     session: Session = field(default_factory=Session)
-    raw: Json = field(default_factory=dict)  # as written, for kit.hardware.parts.MeasuredOn.from_backend
+    # as written, for kit.hardware.parts.MeasuredOn.from_backend
+    raw: Json = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: object) -> BackendInfo:
         d = _map(d)
-        return cls(name=d.get("name"), precision=d.get("precision"), device=d.get("device"),
-                   options=_map(d.get("options")), device_info=DeviceInfo.from_dict(d.get("device_info")),
-                   session=Session.from_dict(d.get("session")), raw=d)
+        return cls(
+            name=d.get("name"),
+            precision=d.get("precision"),
+            device=d.get("device"),
+            options=_map(d.get("options")),
+            device_info=DeviceInfo.from_dict(d.get("device_info")),
+            session=Session.from_dict(d.get("session")),
+            raw=d,
+        )
 
     @property
     def compiled(self) -> bool:
         """Run compiled: the compile option, unless the session fell back to eager (a compile that
-        failed, e.g. past dynamo's recompile limit, says so in its notes, as the search reads it)."""
+        failed, e.g. past dynamo's recompile limit, says so in its notes, as the search reads
+        it)."""
         notes = self.session.items.get("notes") or []
-        fell_back = isinstance(notes, list | tuple) and any("fell back to eager" in str(n) for n in notes)
+        fell_back = isinstance(notes, list | tuple) and any(
+            "fell back to eager" in str(n) for n in notes
+        )
         return bool(self.options.get("compile")) and not fell_back
 
 
 # --- the environment ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Cpu:
@@ -205,8 +236,12 @@ class KitSource:
     def from_dict(cls, d: object) -> KitSource | None:
         if not isinstance(d, Mapping) or not d:
             return None  # a result from before the kit's commit was recorded
-        return cls(commit=d.get("commit"), dirty=bool(d.get("dirty")), diff_sha256=d.get("diff_sha256"),
-                   version=d.get("version"))
+        return cls(
+            commit=d.get("commit"),
+            dirty=bool(d.get("dirty")),
+            diff_sha256=d.get("diff_sha256"),
+            version=d.get("version"),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,21 +264,36 @@ class Environment:
     @classmethod
     def from_dict(cls, d: object) -> Environment:
         d = _map(d)
-        return cls(host=d.get("host"), os=d.get("os"), python=d.get("python"), cpu=Cpu.from_dict(d.get("cpu")),
-                   gpus=_strings(d["gpus"]) if "gpus" in d else None, ipu_present=d.get("ipu_present"),
-                   packages=_map(d.get("packages")),
-                   threads=_map(d.get("threads")), distributions=_map(d.get("distributions")),
-                   allocator=str(d.get("allocator") or ""), kit=KitSource.from_dict(d.get("kit")),
-                   rerun=_map(d.get("job")).get("rerun"))
+        return cls(
+            host=d.get("host"),
+            os=d.get("os"),
+            python=d.get("python"),
+            cpu=Cpu.from_dict(d.get("cpu")),
+            gpus=_strings(d["gpus"]) if "gpus" in d else None,
+            ipu_present=d.get("ipu_present"),
+            packages=_map(d.get("packages")),
+            threads=_map(d.get("threads")),
+            distributions=_map(d.get("distributions")),
+            allocator=str(d.get("allocator") or ""),
+            kit=KitSource.from_dict(d.get("kit")),
+            rerun=_map(d.get("job")).get("rerun"),
+        )
 
     def fact(self, key: str) -> object:
-        """One of the facts two runs' environments are compared by (host, os, python, gpus, ipu_present)."""
+        """One of the facts two runs' environments are compared by (host, os, python, gpus,
+        ipu_present)."""
         gpus = None if self.gpus is None else list(self.gpus)
-        return {"host": self.host, "os": self.os, "python": self.python, "gpus": gpus,
-                "ipu_present": self.ipu_present}[key]
+        return {
+            "host": self.host,
+            "os": self.os,
+            "python": self.python,
+            "gpus": gpus,
+            "ipu_present": self.ipu_present,
+        }[key]
 
 
 # --- a result's sections together ---------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
@@ -256,21 +306,47 @@ class Resources:
         peak = _map(d).get("peak_rss_bytes")
         if isinstance(peak, float) and math.isfinite(peak):
             peak = round(peak)  # bytes: a count, whole even where JSON wrote it as a float
-        return cls(peak_rss_bytes=peak if isinstance(peak, int) and not isinstance(peak, bool) else None)
+        return cls(
+            peak_rss_bytes=peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+        )
 
 
 class Sections:
     """Every section of one result as records (`RunResult.sections`), each read when first asked
     for; `model` and `backend` are None where the run wrote none (it failed first)."""
 
-    def __init__(self, *, model: object, backend: object, environment: object, measurements: object,
-                 numerics: object = (), accuracy: object, tables: object, resources: object = None) -> None:
-        self._model, self._backend, self._environment, self._resources = model, backend, environment, resources
-        self._measurements, self._numerics, self._accuracy, self._tables = measurements, numerics, accuracy, tables
+    def __init__(
+        self,
+        *,
+        model: object,
+        backend: object,
+        environment: object,
+        measurements: object,
+        numerics: object = (),
+        accuracy: object,
+        tables: object,
+        resources: object = None,
+    ) -> None:
+        self._model, self._backend, self._environment, self._resources = (
+            model,
+            backend,
+            environment,
+            resources,
+        )
+        self._measurements, self._numerics, self._accuracy, self._tables = (
+            measurements,
+            numerics,
+            accuracy,
+            tables,
+        )
 
     @cached_property
     def model(self) -> ModelInfo | None:
-        return ModelInfo.from_dict(self._model) if isinstance(self._model, Mapping) and self._model else None
+        return (
+            ModelInfo.from_dict(self._model)
+            if isinstance(self._model, Mapping) and self._model
+            else None
+        )
 
     @cached_property
     def backend(self) -> BackendInfo | None:

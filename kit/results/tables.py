@@ -27,15 +27,26 @@ class C2Row:
 
     @classmethod
     def from_dict(cls, d: Json) -> C2Row:
-        return cls(batch_size=d["batch_size"], latency_ms=d.get("latency_ms"), throughput=d.get("throughput"),
-                   efficiency=d.get("efficiency"), power_sensor=d.get("power_sensor"),
-                   reasons={k: d[f"{k}_reason"] for k in C2_FIGURES if d.get(f"{k}_reason")},
-                   reason_codes={k: d[f"{k}_reason_code"] for k in C2_FIGURES if d.get(f"{k}_reason_code")},
-                   indicative={k: d[f"{k}_indicative"] for k in C2_FIGURES if d.get(f"{k}_indicative")})
+        return cls(
+            batch_size=d["batch_size"],
+            latency_ms=d.get("latency_ms"),
+            throughput=d.get("throughput"),
+            efficiency=d.get("efficiency"),
+            power_sensor=d.get("power_sensor"),
+            reasons={k: d[f"{k}_reason"] for k in C2_FIGURES if d.get(f"{k}_reason")},
+            reason_codes={
+                k: d[f"{k}_reason_code"] for k in C2_FIGURES if d.get(f"{k}_reason_code")
+            },
+            indicative={k: d[f"{k}_indicative"] for k in C2_FIGURES if d.get(f"{k}_indicative")},
+        )
 
     def figure(self, key: str) -> float | None:
         """A figure by its key ('latency_ms', 'throughput', 'efficiency')."""
-        return {"latency_ms": self.latency_ms, "throughput": self.throughput, "efficiency": self.efficiency}[key]
+        return {
+            "latency_ms": self.latency_ms,
+            "throughput": self.throughput,
+            "efficiency": self.efficiency,
+        }[key]
 
     def reason_for(self, key: str) -> str:
         """Why figure `key` was not measured ('' where it was, or no reason was written)."""
@@ -80,8 +91,13 @@ class RooflineRow:
     @classmethod
     def from_dict(cls, d: Json) -> RooflineRow:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        return cls(**{**known, "above_bound": bool(d.get("above_bound")),
-                      "below_peak_reason": d.get("below_peak_reason") or ""})
+        return cls(
+            **{
+                **known,
+                "above_bound": bool(d.get("above_bound")),
+                "below_peak_reason": d.get("below_peak_reason") or "",
+            }
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,10 +134,18 @@ class SearchProbe:
     @classmethod
     def from_dict(cls, d: Json) -> SearchProbe:
         numerics = _map(d.get("numerics"))
-        return cls(label=d["label"], status=d.get("status"), throughput=d.get("throughput"), low=d.get("low"),
-                   high=d.get("high"), today=bool(d.get("today")), load_s=d.get("load_s"),
-                   relative_error=numerics.get("relative_error"), tolerance=numerics.get("tolerance"),
-                   reason=d.get("reason") or d.get("why", ""))
+        return cls(
+            label=d["label"],
+            status=d.get("status"),
+            throughput=d.get("throughput"),
+            low=d.get("low"),
+            high=d.get("high"),
+            today=bool(d.get("today")),
+            load_s=d.get("load_s"),
+            relative_error=numerics.get("relative_error"),
+            tolerance=numerics.get("tolerance"),
+            reason=d.get("reason") or d.get("why", ""),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,8 +157,12 @@ class PhaseRow:
 
     @classmethod
     def from_dict(cls, d: Json) -> PhaseRow:
-        return cls(phase=d["phase"], seconds=d["seconds"], batch_size=d.get("batch_size"),
-                   detail=d.get("detail", ""))
+        return cls(
+            phase=d["phase"],
+            seconds=d["seconds"],
+            batch_size=d.get("batch_size"),
+            detail=d.get("detail", ""),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,8 +178,12 @@ class TimeAccount:
     @classmethod
     def from_dict(cls, d: object) -> TimeAccount:
         d = _map(d)
-        return cls(total_s=d.get("total_s"), other_s=d.get("other_s"),
-                   phases=tuple(PhaseRow.from_dict(p) for p in _rows(d.get("phases"))), raw=d)
+        return cls(
+            total_s=d.get("total_s"),
+            other_s=d.get("other_s"),
+            phases=tuple(PhaseRow.from_dict(p) for p in _rows(d.get("phases"))),
+            raw=d,
+        )
 
 
 class Tables:
@@ -192,7 +224,8 @@ class Tables:
 
     @cached_property
     def failed_batches(self) -> dict[int, str]:
-        """Batch size -> the error it failed with (a model benchmark's batch that raised), the first each."""
+        """Batch size -> the error it failed with (a model benchmark's batch that raised), the first
+        each."""
         out: dict[int, str] = {}
         for row in _rows(self._d.get("failed_batches")):
             out.setdefault(int(row["batch_size"]), str(row.get("error") or ""))
@@ -203,7 +236,8 @@ class Tables:
         return TimeAccount.from_dict(self._d.get("time_account"))
 
     def has(self, name: str) -> bool:
-        """Whether the run wrote a table `name` (the server study's tables: fixed_batch, probes, ...)."""
+        """Whether the run wrote a table `name` (the server study's tables: fixed_batch,
+        probes, ...)."""
         return name in self._d
 
     def rows(self, name: str) -> tuple[Json, ...]:

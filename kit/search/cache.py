@@ -1,12 +1,13 @@
-"""Search decisions cached once per row and hardware: keyed by the model (name, weights, size, seed),
-the published precision and batch size, the hardware fingerprint and the software versions.
+"""Search decisions cached once per row and hardware: keyed by the model (name, weights, size,
+seed), the published precision and batch size, the hardware fingerprint and the software versions.
 
 A decision is stored with its whole probe table under outputs/cache/search/. A changed key (another
-CPU, a new torch, ONNX Runtime (CPU or GPU build), TensorRT, OpenVINO or NNCF, a new search version) finds no file and searches again; `force`
-searches again whatever is stored. A decision made by a quick search serves quick lookups only; a
-full search's decision serves both. A decision searched on a contended machine (load average above
-the cores) is reused only while the machine is still contended: once it is quiet, the row is
-searched again, so a choice that only contention favoured (fewer threads) does not outlive it.
+CPU, a new torch, ONNX Runtime (CPU or GPU build), TensorRT, OpenVINO or NNCF, a new search version)
+finds no file and searches again; `force` searches again whatever is stored. A decision made by a
+quick search serves quick lookups only; a full search's decision serves both. A decision searched on
+a contended machine (load average above the cores) is reused only while the machine is still
+contended: once it is quiet, the row is searched again, so a choice that only contention favoured
+(fewer threads) does not outlive it.
 """
 
 from __future__ import annotations
@@ -30,13 +31,25 @@ from kit.paths import cache_dir
 from kit.precision import PublishedPrecision
 from kit.search.decision import Decision
 
-SEARCH_VERSION = 17  # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
+# bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
+SEARCH_VERSION = 17
 #: 17: a GPU's torch eager candidates only as fallbacks of the CUDA-graph ones)
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
-SOFTWARE = ("torch", "onnxruntime", "onnxruntime-gpu", *TENSORRT_DISTRIBUTIONS, "onnx", "onnxconverter-common",
-            "numpy", "tensorflow-cpu", "tf2onnx", "transformers",
-            "openvino", "nncf")
+SOFTWARE = (
+    "torch",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    *TENSORRT_DISTRIBUTIONS,
+    "onnx",
+    "onnxconverter-common",
+    "numpy",
+    "tensorflow-cpu",
+    "tf2onnx",
+    "transformers",
+    "openvino",
+    "nncf",
+)
 FLAG_PREFIXES = ("avx", "amx", "fma", "sse4", "f16c")
 DEPTH_RANK = {"quick": 0, "full": 1}
 
@@ -45,20 +58,39 @@ def hardware_fingerprint(kind: str) -> dict:
     """What decides which configuration is fastest: the CPU (model, vector/matrix flags, cores) and
     what the kind itself adds (the GPUs on a CUDA host)."""
     flags = sorted(f for f in cpu_flags() if f.startswith(FLAG_PREFIXES))
-    return {"kind": kind, "cpu": cpu_model(), "cores": usable_cores(), "flags": flags,
-            **kinds.get(kind).key_facts()}
+    return {
+        "kind": kind,
+        "cpu": cpu_model(),
+        "cores": usable_cores(),
+        "flags": flags,
+        **kinds.get(kind).key_facts(),
+    }
 
 
 def software_versions() -> dict:
     return {"search": SEARCH_VERSION, **package_versions(SOFTWARE)}
 
 
-def decision_key(model: str, published: str, batch_size: int, kind: str, *, weights: str = "random",
-                 small: bool = False, seed: int = 0) -> dict:
-    return {"model": model, "weights": weights, "small": small, "seed": seed,
-            "published": PublishedPrecision.parse(published),
-            "batch_size": int(batch_size), "hardware": hardware_fingerprint(kind),
-            "software": software_versions()}
+def decision_key(
+    model: str,
+    published: str,
+    batch_size: int,
+    kind: str,
+    *,
+    weights: str = "random",
+    small: bool = False,
+    seed: int = 0,
+) -> dict:
+    return {
+        "model": model,
+        "weights": weights,
+        "small": small,
+        "seed": seed,
+        "published": PublishedPrecision.parse(published),
+        "batch_size": int(batch_size),
+        "hardware": hardware_fingerprint(kind),
+        "software": software_versions(),
+    }
 
 
 def key_hash(key: dict) -> str:
@@ -80,8 +112,13 @@ def contended(load_average: float, cores: int) -> bool:
 ANY = object()  # load_decision's settle_batch: whatever settled the stored decision's near ties
 
 
-def load_decision(key: dict, depth: str = "quick", directory: Path | None = None,
-                  load_now: float | None = None, settle_batch: int | None | object = ANY) -> Decision | None:
+def load_decision(
+    key: dict,
+    depth: str = "quick",
+    directory: Path | None = None,
+    load_now: float | None = None,
+    settle_batch: int | None | object = ANY,
+) -> Decision | None:
     """The stored decision for `key` made at `depth` or deeper, or None (absent, unreadable, made
     for another key, made with another `settle_batch` than asked (a GPU decides each batch on its
     own, a CPU settles a near tie at the largest batch: one made the other way is not this job's),
@@ -89,11 +126,15 @@ def load_decision(key: dict, depth: str = "quick", directory: Path | None = None
     path = decision_path(key, directory)
     try:
         stored = Decision.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, AttributeError):  # unreadable, or not a decision's fields
+    except (OSError, ValueError, TypeError, AttributeError):
+        # unreadable, or not a decision's fields
         return None
     if stored.key != key or DEPTH_RANK.get(stored.depth, -1) < DEPTH_RANK[depth]:
         return None
-    if settle_batch is not ANY and stored.settings.get("settle_batch", settle_batch) != settle_batch:
+    if (
+        settle_batch is not ANY
+        and stored.settings.get("settle_batch", settle_batch) != settle_batch
+    ):
         return None
     cores = usable_cores()
     now = os.getloadavg()[0] if load_now is None else load_now
@@ -103,7 +144,8 @@ def load_decision(key: dict, depth: str = "quick", directory: Path | None = None
 
 
 def store_decision(decision: Decision, directory: Path | None = None) -> Path:
-    """Write atomically (temporary file, then rename): a concurrent reader sees the old or the new."""
+    """Write atomically (temporary file, then rename): a concurrent reader sees the old or the
+    new."""
     if decision.key is None:
         raise KitError(f"search decision for {decision.model!r} has no cache key: not stored")
     path = decision_path(decision.key, directory)

@@ -3,10 +3,11 @@ and whether its arithmetic is native here.
 
 CPU: ONNX Runtime fp32/fp16/int8 with graph-optimisation and thread settings; OpenVINO f32, the
 native 16-bit inference precisions and NNCF int8 with the LATENCY (and, full, THROUGHPUT) hint;
-PyTorch (zoo models built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU: ONNX Runtime CUDA
-(IO binding, its CUDA graph) and TensorRT, PyTorch CUDA (16-bit weights, CUDA graphs, clients, torch.compile). `depth` says which search first measures a candidate: 'quick' candidates are
-measured by every search, 'full' ones (torch.compile's minutes of compilation; extra thread and
-graph settings) only by a full search.
+PyTorch (zoo models built in torch) fp32/bf16/fp16/int8, eager and torch.compile (inductor). GPU:
+ONNX Runtime CUDA (IO binding, its CUDA graph) and TensorRT, PyTorch CUDA (16-bit weights, CUDA
+graphs, clients, torch.compile). `depth` says which search first measures a candidate: 'quick'
+candidates are measured by every search, 'full' ones (torch.compile's minutes of compilation; extra
+thread and graph settings) only by a full search.
 
 >>> [c.label for c in row_candidates("onnx", "cpu", flags={"avx512_bf16"}, cores=2)][:2]
 ['onnxruntime fp32 (cpu)', 'onnxruntime fp32 graph=EXTENDED (cpu)']
@@ -28,12 +29,16 @@ from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
 DEPTHS = ("quick", "full")
 #: torch eager fp32 in a quick search: the same model's fp32 is timed through ONNX Runtime and
 #: OpenVINO, and eager fp32 was the slowest of the three on every FP16 row measured here (Zen 4)
-TORCH_FP32_QUICK = ("fp32 is timed through ONNX Runtime and OpenVINO on the same model; torch eager fp32 was the "
-                    "slowest of the three on every row measured (a full search measures it)")
-#: torch's dynamic int8 (Linear layers only) in a quick search: NNCF's static int8 of the whole graph
-#: beat it on all three FP8 rows measured here (Zen 4), so it stands in only where that fails
-TORCH_INT8_QUICK = ("dynamic int8 Linear layers (torch.ao); a quick search measures it only where OpenVINO int8 "
-                    "fails: it ran 0.19-0.60x OpenVINO int8 on the three FP8 rows measured here")
+TORCH_FP32_QUICK = (
+    "fp32 is timed through ONNX Runtime and OpenVINO on the same model; torch eager fp32 was the "
+    "slowest of the three on every row measured (a full search measures it)"
+)
+#: torch's dynamic int8 (Linear layers only) in a quick search: NNCF's static int8 of the whole
+#: graph beat it on all three FP8 rows measured here (Zen 4), so it stands in only where that fails
+TORCH_INT8_QUICK = (
+    "dynamic int8 Linear layers (torch.ao); a quick search measures it only where OpenVINO int8 "
+    "fails: it ran 0.19-0.60x OpenVINO int8 on the three FP8 rows measured here"
+)
 OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 
@@ -52,7 +57,8 @@ class RowCandidate:
     depth: str = "quick"
     why: str = ""
     fallback_for: str = ""  # a quick search measures it only where this label's candidate fails
-    full_only_why: str = ""  # why a 'full' candidate waits for a full search, where it is not the usual cost
+    # why a 'full' candidate waits for a full search, where it is not the usual cost
+    full_only_why: str = ""
 
     @property
     def placement(self) -> Placement:
@@ -71,19 +77,34 @@ class RowCandidate:
         return {**asdict(self), "label": self.label}
 
 
-def row_candidates(framework: str, hardware: str = "cpu", *, flags: Iterable[str] | None = None,
-                   providers: Iterable[str] = (), cores: int | None = None,
-                   int8_method: str | None = None) -> list[RowCandidate]:
+def row_candidates(
+    framework: str,
+    hardware: str = "cpu",
+    *,
+    flags: Iterable[str] | None = None,
+    providers: Iterable[str] = (),
+    cores: int | None = None,
+    int8_method: str | None = None,
+) -> list[RowCandidate]:
     """Every configuration worth measuring for a model of `framework` ('torch', 'tensorflow',
     'onnx') on `hardware` ('cpu' or 'cuda'). `int8_method`, the ONNX Runtime int8 method the graph
     suggests ('static-qdq' or 'dynamic'), adds the other method as a full-search candidate, and for
     a transformer ('dynamic') NNCF's transformer preset beside its defaults."""
     if hardware not in ROW_CANDIDATES:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(ROW_CANDIDATES)} (the IPU runs its "
-                               "published settings)")
-    return ROW_CANDIDATES[hardware](CandidateContext(
-        framework, frozenset(cpu_flags() if flags is None else flags), set(providers), cores or usable_cores(),
-        int8_method))
+        raise InvalidParameter(
+            "hardware",
+            hardware,
+            f"one of {', '.join(ROW_CANDIDATES)} (the IPU runs its published settings)",
+        )
+    return ROW_CANDIDATES[hardware](
+        CandidateContext(
+            framework,
+            frozenset(cpu_flags() if flags is None else flags),
+            set(providers),
+            cores or usable_cores(),
+            int8_method,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -103,9 +124,17 @@ def _cpu_row(ctx: CandidateContext) -> list[RowCandidate]:
     if ctx.int8_method in OTHER_INT8_METHOD:
         other = OTHER_INT8_METHOD[ctx.int8_method]
         default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
-        out.insert(out.index(default) + 1, RowCandidate(
-            "onnxruntime", "int8", options={"quantization": other}, native=default.native, depth="full",
-            why=f"{other} int8 instead of the graph's {ctx.int8_method}"))
+        out.insert(
+            out.index(default) + 1,
+            RowCandidate(
+                "onnxruntime",
+                "int8",
+                options={"quantization": other},
+                native=default.native,
+                depth="full",
+                why=f"{other} int8 instead of the graph's {ctx.int8_method}",
+            ),
+        )
     return out
 
 
@@ -113,106 +142,226 @@ def _cuda_row(ctx: CandidateContext) -> list[RowCandidate]:
     return _cuda(ctx.framework, ctx.providers)
 
 
-def _cpu(framework: str, flags: frozenset[str], cores: int, transformer: bool = False) -> list[RowCandidate]:
+def _cpu(
+    framework: str, flags: frozenset[str], cores: int, transformer: bool = False
+) -> list[RowCandidate]:
     vnni = bool(flags & set(INT8_FLAGS))
     bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
     ort = "onnxruntime"
-    out = [RowCandidate(ort, "fp32", why="the fp32 reference; all graph optimisations"),
-           RowCandidate(ort, "fp32", options={"graph_optimization": "ORT_ENABLE_EXTENDED"}, depth="full",
-                        why="without layout optimisations (NCHWc), which can cost on small shapes"),
-           RowCandidate(ort, "fp16", native=False,
-                        why="fp16 ONNX (ONNX Runtime's x86 CPU kernels convert around fp32)"),
-           RowCandidate(ort, "int8", native=vnni, why="VNNI int8" if vnni else "int8 without VNNI")]
+    out = [
+        RowCandidate(ort, "fp32", why="the fp32 reference; all graph optimisations"),
+        RowCandidate(
+            ort,
+            "fp32",
+            options={"graph_optimization": "ORT_ENABLE_EXTENDED"},
+            depth="full",
+            why="without layout optimisations (NCHWc), which can cost on small shapes",
+        ),
+        RowCandidate(
+            ort,
+            "fp16",
+            native=False,
+            why="fp16 ONNX (ONNX Runtime's x86 CPU kernels convert around fp32)",
+        ),
+        RowCandidate(ort, "int8", native=vnni, why="VNNI int8" if vnni else "int8 without VNNI"),
+    ]
     if cores > 1:
-        out += [RowCandidate(ort, p, threads=cores - 1, native=p != "fp16" and (p != "int8" or vnni),
-                             depth="full", why=f"{cores - 1} intra-op threads: leaves a core to the host")
-                for p in ("fp32", "int8")]
+        out += [
+            RowCandidate(
+                ort,
+                p,
+                threads=cores - 1,
+                native=p != "fp16" and (p != "int8" or vnni),
+                depth="full",
+                why=f"{cores - 1} intra-op threads: leaves a core to the host",
+            )
+            for p in ("fp32", "int8")
+        ]
     ov = openvino_candidates(bf16, fp16, vnni, transformer)
     out += ov
     if framework != "torch":
         return out
     ov_int8 = next(c.label for c in ov if c.precision == "int8")
-    out += [RowCandidate("torch", "fp32", depth="full", why="torch eager", full_only_why=TORCH_FP32_QUICK),
-            RowCandidate("torch", "fp32", options={"compile": True}, depth="full",
-                         why="inductor, frozen weights"),
-            RowCandidate("torch", "bf16", native=bf16, why="bf16 autocast" + ("" if bf16 else " (emulated)")),
-            RowCandidate("torch", "bf16", options={"compile": True}, native=bf16, depth="full",
-                         why="inductor bf16, frozen weights"),
-            RowCandidate("torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")),
-            RowCandidate("torch", "int8", native=vnni, fallback_for=ov_int8, why=TORCH_INT8_QUICK)]
+    out += [
+        RowCandidate(
+            "torch", "fp32", depth="full", why="torch eager", full_only_why=TORCH_FP32_QUICK
+        ),
+        RowCandidate(
+            "torch", "fp32", options={"compile": True}, depth="full", why="inductor, frozen weights"
+        ),
+        RowCandidate(
+            "torch", "bf16", native=bf16, why="bf16 autocast" + ("" if bf16 else " (emulated)")
+        ),
+        RowCandidate(
+            "torch",
+            "bf16",
+            options={"compile": True},
+            native=bf16,
+            depth="full",
+            why="inductor bf16, frozen weights",
+        ),
+        RowCandidate(
+            "torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")
+        ),
+        RowCandidate("torch", "int8", native=vnni, fallback_for=ov_int8, why=TORCH_INT8_QUICK),
+    ]
     return out
 
 
-def openvino_candidates(bf16: bool, fp16: bool, vnni: bool, transformer: bool = False) -> list[RowCandidate]:
+def openvino_candidates(
+    bf16: bool, fp16: bool, vnni: bool, transformer: bool = False
+) -> list[RowCandidate]:
     """OpenVINO on the same ONNX export (every framework): f32, the 16-bit inference precisions this
     CPU has natively (OpenVINO would silently run f32 for the others), NNCF int8 with NNCF's
     defaults (and, for a transformer, its transformer preset: in a quick search only where the
     defaults fail); the LATENCY hint in every search, THROUGHPUT (several streams) in a full one."""
     ov = "openvino"
     out = [RowCandidate(ov, "fp32", why="OpenVINO f32, LATENCY hint, static shapes")]
-    out += [RowCandidate(ov, p, why=f"OpenVINO {p} inference precision (native here)")
-            for p, native in (("bf16", bf16), ("fp16", fp16)) if native]
-    int8 = RowCandidate(ov, "int8", native=vnni, why="NNCF post-training int8 (NNCF's defaults) calibrated on the "
-                        "row's inputs" + ("" if vnni else " (no VNNI)"))
+    out += [
+        RowCandidate(ov, p, why=f"OpenVINO {p} inference precision (native here)")
+        for p, native in (("bf16", bf16), ("fp16", fp16))
+        if native
+    ]
+    int8 = RowCandidate(
+        ov,
+        "int8",
+        native=vnni,
+        why="NNCF post-training int8 (NNCF's defaults) calibrated on the "
+        "row's inputs" + ("" if vnni else " (no VNNI)"),
+    )
     out.append(int8)
     if transformer:
-        out.append(RowCandidate(ov, "int8", options={"nncf": "transformer"}, native=vnni, fallback_for=int8.label,
-                                why="NNCF's transformer preset (SmoothQuant, attention kept in higher precision): "
-                                    "closer to fp32, slower"))
+        out.append(
+            RowCandidate(
+                ov,
+                "int8",
+                options={"nncf": "transformer"},
+                native=vnni,
+                fallback_for=int8.label,
+                why="NNCF's transformer preset (SmoothQuant, attention kept in higher precision): "
+                "closer to fp32, slower",
+            )
+        )
     best16 = "fp16" if fp16 else "bf16" if bf16 else None
-    out += [RowCandidate(ov, p, options={"hint": "THROUGHPUT"}, depth="full",
-                         why="THROUGHPUT hint: several streams over the cores")
-            for p in ("fp32", *([best16] if best16 else []))]
+    out += [
+        RowCandidate(
+            ov,
+            p,
+            options={"hint": "THROUGHPUT"},
+            depth="full",
+            why="THROUGHPUT hint: several streams over the cores",
+        )
+        for p in ("fp32", *([best16] if best16 else []))
+    ]
     return out
 
 
-#: the CUDA options a GPU search tries for a torch model: 16-bit weights (model.half(); channels_last
-#: for convolutional models, set by the backend), the whole host-to-host call in one CUDA graph, two
-#: clients (each its own stream: one client's copies overlap the other's kernels), and torch.compile;
-#: a GPU call is milliseconds, so compilation (about 20 s on an H200) fits a quick search
+#: the CUDA options a GPU search tries for a torch model: 16-bit weights (model.half();
+#: channels_last for convolutional models, set by the backend), the whole host-to-host call in one
+#: CUDA graph, two clients (each its own stream: one client's copies overlap the other's kernels),
+#: and torch.compile; a GPU call is milliseconds, so compilation (about 20 s on an H200) fits a
+#: quick search
 TORCH_CUDA: tuple[tuple[str, dict[str, Any], str, str], ...] = (
     ("fp32", {}, "quick", "torch CUDA fp32 eager (TF32 tensor cores where cuDNN picks them)"),
     ("fp16", {}, "quick", "fp16 weights (model.half()), eager, pinned fp16 host buffers"),
     ("bf16", {}, "quick", "bf16 weights, eager, pinned bf16 host buffers"),
-    ("fp16", {"cuda_graph": True}, "quick", "fp16 weights, copies in, model and copies out in one CUDA graph"),
-    ("bf16", {"cuda_graph": True}, "quick", "bf16 weights, copies in, model and copies out in one CUDA graph"),
-    ("fp16", {"cuda_graph": True, "clients": 2}, "quick",
-     "the CUDA graph call with 2 clients, each its own stream (copies overlap compute)"),
-    ("fp16", {"compile": True, "compile_mode": "reduce-overhead"}, "quick",
-     "inductor fp16, reduce-overhead (CUDA graphs), frozen weights; compile seconds recorded"),
-    ("fp16", {"compile": True, "compile_mode": "max-autotune"}, "full",
-     "inductor fp16, max-autotune (autotuned kernels, CUDA graphs): minutes of tuning"),
-    ("fp16", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, "full",
-     "inductor fp16 reduce-overhead with 2 clients"),
+    (
+        "fp16",
+        {"cuda_graph": True},
+        "quick",
+        "fp16 weights, copies in, model and copies out in one CUDA graph",
+    ),
+    (
+        "bf16",
+        {"cuda_graph": True},
+        "quick",
+        "bf16 weights, copies in, model and copies out in one CUDA graph",
+    ),
+    (
+        "fp16",
+        {"cuda_graph": True, "clients": 2},
+        "quick",
+        "the CUDA graph call with 2 clients, each its own stream (copies overlap compute)",
+    ),
+    (
+        "fp16",
+        {"compile": True, "compile_mode": "reduce-overhead"},
+        "quick",
+        "inductor fp16, reduce-overhead (CUDA graphs), frozen weights; compile seconds recorded",
+    ),
+    (
+        "fp16",
+        {"compile": True, "compile_mode": "max-autotune"},
+        "full",
+        "inductor fp16, max-autotune (autotuned kernels, CUDA graphs): minutes of tuning",
+    ),
+    (
+        "fp16",
+        {"compile": True, "compile_mode": "reduce-overhead", "clients": 2},
+        "full",
+        "inductor fp16 reduce-overhead with 2 clients",
+    ),
 )
 #: ONNX Runtime's CUDA provider: IO binding per call, and the provider's CUDA graph option
 ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (
     ("fp32", "cuda", {}, "quick", "CUDA fp32, IO binding"),
     ("fp16", "cuda", {}, "quick", "CUDA fp16 (tensor cores), IO binding"),
-    ("fp16", "cuda", {"cuda_graph": True}, "quick", "CUDA fp16, the provider's CUDA graph (enable_cuda_graph)"),
-    ("fp16", "cuda", {"clients": 2}, "full", "CUDA fp16, 2 clients (threads, each its own IO binding)"),
+    (
+        "fp16",
+        "cuda",
+        {"cuda_graph": True},
+        "quick",
+        "CUDA fp16, the provider's CUDA graph (enable_cuda_graph)",
+    ),
+    (
+        "fp16",
+        "cuda",
+        {"clients": 2},
+        "full",
+        "CUDA fp16, 2 clients (threads, each its own IO binding)",
+    ),
 )
 
 
 def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
     ort = "onnxruntime"
-    out = [RowCandidate(ort, p, device, options=dict(o), depth=depth, why=why) for p, device, o, depth, why in ORT_CUDA]
+    out = [
+        RowCandidate(ort, p, device, options=dict(o), depth=depth, why=why)
+        for p, device, o, depth, why in ORT_CUDA
+    ]
     if "TensorrtExecutionProvider" in providers:
-        out += [RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
-                RowCandidate(ort, "int8", "tensorrt", why="TensorRT int8 (symmetric QDQ), engine cache")]
+        out += [
+            RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
+            RowCandidate(
+                ort, "int8", "tensorrt", why="TensorRT int8 (symmetric QDQ), engine cache"
+            ),
+        ]
     if tensorrt_python():
-        out += [RowCandidate("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)") for p in ("fp16", "int8")]
+        out += [
+            RowCandidate("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)")
+            for p in ("fp16", "int8")
+        ]
     if framework == "torch":
-        out += [RowCandidate("torch", p, "cuda", options=dict(o), depth=depth, why=why,
-                             fallback_for=eager_fallback_for(p, o)) for p, o, depth, why in TORCH_CUDA]
+        out += [
+            RowCandidate(
+                "torch",
+                p,
+                "cuda",
+                options=dict(o),
+                depth=depth,
+                why=why,
+                fallback_for=eager_fallback_for(p, o),
+            )
+            for p, o, depth, why in TORCH_CUDA
+        ]
     return out
 
 
 def eager_fallback_for(precision: str, options: dict) -> str:
-    """A torch eager candidate on a GPU is measured in a quick search only where the 16-bit CUDA-graph
-    candidate it trails fails (a model a capture refuses): on an H200 eager fp16 resnet50 ran 946 and
-    6,850 img/s at batch 4 and 32 against 4,210 and 12,700 in one CUDA graph. fp32 eager stands in for
-    the fp16 graph, bf16 eager for the bf16 one; a full search measures them all."""
+    """A torch eager candidate on a GPU is measured in a quick search only where the 16-bit
+    CUDA-graph candidate it trails fails (a model a capture refuses): on an H200 eager fp16 resnet50
+    ran 946 and 6,850 img/s at batch 4 and 32 against 4,210 and 12,700 in one CUDA graph. fp32 eager
+    stands in for the fp16 graph, bf16 eager for the bf16 one; a full search measures them all."""
     if options:
         return ""
     graph = "bf16" if precision == "bf16" else "fp16"
@@ -222,7 +371,9 @@ def eager_fallback_for(precision: str, options: dict) -> str:
 #: What a row's search measures, by hardware kind (kit.hardware.kinds); a kind absent here (the IPU)
 #: runs its published settings.
 ROW_CANDIDATES: dict[str, Callable[[CandidateContext], list[RowCandidate]]] = {
-    kinds.CPU.name: _cpu_row, kinds.CUDA.name: _cuda_row}
+    kinds.CPU.name: _cpu_row,
+    kinds.CUDA.name: _cuda_row,
+}
 
 
 def tensorrt_python() -> bool:
@@ -232,4 +383,6 @@ def tensorrt_python() -> bool:
 
 def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:
     """The 16-bit precisions these candidates run natively (decides whether fp32 may stand in)."""
-    return tuple(sorted({c.precision for c in candidates if c.precision in ("bf16", "fp16") and c.native}))
+    return tuple(
+        sorted({c.precision for c in candidates if c.precision in ("bf16", "fp16") and c.native})
+    )

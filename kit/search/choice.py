@@ -11,8 +11,9 @@ from kit.search.probe import Probe, ProbeStatus
 from kit.search.wording import note, runoff_text
 
 
-def choose(probes: list[Probe], published: str, today: PrecisionChoice,
-           verdict: dict | None = None) -> Decision:
+def choose(
+    probes: list[Probe], published: str, today: PrecisionChoice, verdict: dict | None = None
+) -> Decision:
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
     overlaps today's mapping's (then today's stays). Every other probe gets its reason."""
@@ -22,15 +23,29 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         for p in probes:
             p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
         label = today_probe.label if today_probe else None
-        return Decision(chosen=label, today=label, fallback=True, probes=list(probes), plan=Plan(
-            today.backend, today.precision, today.device,
-            precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
+        return Decision(
+            chosen=label,
+            today=label,
+            fallback=True,
+            probes=list(probes),
+            plan=Plan(
+                today.backend,
+                today.precision,
+                today.device,
+                precision_note=today.note
+                + " (the per-row search measured no candidate: today's mapping kept)",
+            ),
+        )
     best = max(measured, key=lambda p: p.rate)
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
         best = next(p for p in measured if p.label == verdict["winner"])
-    elif today_probe is not None and today_probe.status == ProbeStatus.MEASURED and best is not today_probe \
-            and not clearly_faster(best, today_probe):
+    elif (
+        today_probe is not None
+        and today_probe.status == ProbeStatus.MEASURED
+        and best is not today_probe
+        and not clearly_faster(best, today_probe)
+    ):
         best, kept_for_noise = today_probe, True
     for p in measured:
         p.status = ProbeStatus.CHOSEN if p is best else ProbeStatus.LOST
@@ -38,26 +53,50 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         if p is best:
             p.reason = f"probe {taken}" if taken else p.reason
         else:
-            p.reason = f"{p.rate / best.rate:.2f}x the chosen's throughput (probe{', ' + taken if taken else ''})"
+            p.reason = (
+                f"{p.rate / best.rate:.2f}x the chosen's throughput "
+                f"(probe{', ' + taken if taken else ''})"
+            )
             if kept_for_noise and p.rate > best.rate:
-                p.reason = ("faster by its point estimate, but its interval reaches below today's "
-                            "mapping's throughput: today's mapping kept")
+                p.reason = (
+                    "faster by its point estimate, but its interval reaches below today's "
+                    "mapping's throughput: today's mapping kept"
+                )
         p.reason += runoff_text(verdict, p)
-    ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
-    return Decision(chosen=best.label, today=today_probe.label if today_probe else None,
-                    plan=Plan(**best.plan(), precision_note=note(
-                        best, today_probe, today, published, ratio, measured, probes, ratio_batch)),
-                    ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
-                    separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
-                    probes=list(probes))
+    ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (
+        *ratio_to(best, today_probe),
+        None,
+    )
+    return Decision(
+        chosen=best.label,
+        today=today_probe.label if today_probe else None,
+        plan=Plan(
+            **best.plan(),
+            precision_note=note(
+                best, today_probe, today, published, ratio, measured, probes, ratio_batch
+            ),
+        ),
+        ratio_vs_today=ratio,
+        ratio_interval=ratio_iv,
+        ratio_batch=ratio_batch,
+        separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
+        probes=list(probes),
+    )
 
 
-def duel_ratio(verdict: dict | None, best: Probe, today: Probe | None) -> tuple[float, list, int | None] | None:
-    """best ÷ today from their side-by-side duel (median, the lowest and highest round, and the batch
-    where a settle measured it, else None), if they fought one: the last, so a near tie settled at the
-    published batch speaks for it."""
+def duel_ratio(
+    verdict: dict | None, best: Probe, today: Probe | None
+) -> tuple[float, list, int | None] | None:
+    """best ÷ today from their side-by-side duel (median, the lowest and highest round, and the
+    batch where a settle measured it, else None), if they fought one: the last, so a near tie
+    settled at the published batch speaks for it."""
     for d in reversed((verdict or {}).get("duels", [])):
-        if today is None or best is today or "error" in d or {d["leader"], d["challenger"]} != {best.label, today.label}:
+        if (
+            today is None
+            or best is today
+            or "error" in d
+            or {d["leader"], d["challenger"]} != {best.label, today.label}
+        ):
             continue
         ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
         median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
@@ -80,8 +119,11 @@ def separated(a: Probe, b: Probe) -> bool:
 
 
 def ratio_to(best: Probe, today: Probe | None) -> tuple[float | None, list]:
-    if today is None or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) \
-            or not today.throughput:
+    if (
+        today is None
+        or today.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST)
+        or not today.throughput
+    ):
         return None, [None, None]
     if best is today:
         return 1.0, [1.0, 1.0]

@@ -29,8 +29,10 @@ def search_cost(decision: Decision) -> str:
     text = f"searched in {total:.3g} s"
     if own:
         longest = max(own, key=lambda p: p.load_s or 0.0)
-        text += (f": {sum(p.load_s or 0.0 for p in own):.3g} s of it loading {len(own)} candidate"
-                 f"{'s' if len(own) != 1 else ''} (the longest: {longest.label}, {longest.load_s:.3g} s)")
+        text += (
+            f": {sum(p.load_s or 0.0 for p in own):.3g} s of it loading {len(own)} candidate"
+            f"{'s' if len(own) != 1 else ''} (the longest: {longest.label}, {longest.load_s:.3g} s)"
+        )
         compiled = [p.compile_s for p in own if p.compile_s is not None]
         if compiled:
             text += f", {sum(compiled):.3g} s of that compiling {len(compiled)}"

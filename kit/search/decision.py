@@ -27,7 +27,8 @@ def _known(cls: type[Any], d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Plan:
-    """The model_benchmark parameters that run the chosen configuration, and the note a report prints."""
+    """The model_benchmark parameters that run the chosen configuration, and the note a report
+    prints."""
 
     backend: str
     precision: str
@@ -72,12 +73,14 @@ class Decision:
     batch_size: int = 0
     kind: str = ""
     depth: str = "quick"
-    settings: dict[str, Any] = field(default_factory=dict)  # SearchSettings' fields and the probe's MeasureConfig
+    # SearchSettings' fields and the probe's MeasureConfig
+    settings: dict[str, Any] = field(default_factory=dict)
     native_16bit: list[str] = field(default_factory=list)
     searched_s: float | None = None
     shared_probes: int = 0
     shared_from: str | None = None  # the sibling row's cache file its shared probes came from
-    machine_at_start: dict[str, Any] = field(default_factory=dict)  # kit.measure.noise.idle_sample's verdict
+    # kit.measure.noise.idle_sample's verdict
+    machine_at_start: dict[str, Any] = field(default_factory=dict)
     load_average: float | None = None
     cores: int | None = None
     contended: bool = False
@@ -96,5 +99,12 @@ class Decision:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
         known = _known(cls, d)
-        return cls(**{"chosen": None, "today": None, **known, "plan": Plan.from_dict(d.get("plan") or {}),
-                      "probes": [Probe.from_dict(p) for p in d.get("probes") or []]})
+        return cls(
+            **{
+                "chosen": None,
+                "today": None,
+                **known,
+                "plan": Plan.from_dict(d.get("plan") or {}),
+                "probes": [Probe.from_dict(p) for p in d.get("probes") or []],
+            }
+        )

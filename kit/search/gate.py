@@ -1,4 +1,5 @@
-"""Which candidates may stand in for a published row: the precision-class gate and the numerics gate.
+"""Which candidates may stand in for a published row: the precision-class gate and the numerics
+gate.
 
 One rule for every row and every hardware: a row runs at its published precision class or at any
 higher precision, and the fastest candidate that passes the numerics gate wins. An FP16 row may run
@@ -45,8 +46,10 @@ def precision_gate(precision: str, published: str) -> str | None:
     have, want = bits(precision), row.bits
     if have >= want:
         return None
-    return (f"{precision} ({have}-bit) is below the row's {row} class: a row runs at its "
-            f"published precision class or higher")
+    return (
+        f"{precision} ({have}-bit) is below the row's {row} class: a row runs at its "
+        f"published precision class or higher"
+    )
 
 
 @dataclass(frozen=True)
@@ -63,22 +66,41 @@ class NumericsVerdict:
         return not self.reason
 
     def to_dict(self) -> dict:
-        return {"relative_error": self.relative_error, "tolerance": self.tolerance,
-                "extra_nonfinite": self.extra_nonfinite, "numerics_ok": self.ok, "numerics_reason": self.reason}
+        return {
+            "relative_error": self.relative_error,
+            "tolerance": self.tolerance,
+            "extra_nonfinite": self.extra_nonfinite,
+            "numerics_ok": self.ok,
+            "numerics_reason": self.reason,
+        }
 
 
-def numerics_gate(precision: str, mean_abs: float, reference_scale: float, extra_nonfinite: int = 0
-                  ) -> NumericsVerdict:
+def numerics_gate(
+    precision: str, mean_abs: float, reference_scale: float, extra_nonfinite: int = 0
+) -> NumericsVerdict:
     """Whether a candidate's mean |diff| against the fp32 reference is within its class's tolerance.
 
     `reference_scale` is the mean |value| of the reference outputs.
     """
     tol = REL_TOLERANCE[bits(precision)]
-    rel = mean_abs / reference_scale if reference_scale > 0 else (0.0 if mean_abs == 0 else float("inf"))
+    rel = (
+        mean_abs / reference_scale
+        if reference_scale > 0
+        else (0.0 if mean_abs == 0 else float("inf"))
+    )
     if extra_nonfinite > 0:
-        return NumericsVerdict(rel, tol, extra_nonfinite,
-                               f"{extra_nonfinite} NaN/Inf values the fp32 reference does not have")
+        return NumericsVerdict(
+            rel,
+            tol,
+            extra_nonfinite,
+            f"{extra_nonfinite} NaN/Inf values the fp32 reference does not have",
+        )
     if not rel <= tol:
-        return NumericsVerdict(rel, tol, 0, f"mean |diff| is {rel:.3g} of the reference's mean |value|, "
-                                            f"above the {tol:g} allowed for {precision}")
+        return NumericsVerdict(
+            rel,
+            tol,
+            0,
+            f"mean |diff| is {rel:.3g} of the reference's mean |value|, "
+            f"above the {tol:g} allowed for {precision}",
+        )
     return NumericsVerdict(rel, tol, 0, "")

@@ -9,9 +9,9 @@ reload theirs from their own caches, so they are not kept.
 One session is kept at a time, besides the candidate being probed: a measured torch.compile
 candidate that was ahead of every candidate measured before it, until the search ends with another
 leader or choice (then it is closed), a later search keeps another, or the measurement takes it (on
-a GPU each published batch is measured right after its own search, kit.studies.model_benchmark). The measurement takes it only where it would load
-exactly that backend and configuration at that batch; whatever is not taken is closed when the
-keeper closes.
+a GPU each published batch is measured right after its own search, kit.studies.model_benchmark). The
+measurement takes it only where it would load exactly that backend and configuration at that batch;
+whatever is not taken is closed when the keeper closes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,11 @@ class SessionKeeper:
         to reload and beats `leader`, the fastest before it; the session kept before is closed."""
         if probe.status != ProbeStatus.MEASURED or not costly_to_reload(probe):
             return False
-        if leader is not None and leader is not probe and (probe.throughput or 0.0) <= (leader.throughput or 0.0):
+        if (
+            leader is not None
+            and leader is not probe
+            and (probe.throughput or 0.0) <= (leader.throughput or 0.0)
+        ):
             return False
         try:
             config = probe.backend_config()
@@ -76,13 +80,18 @@ class SessionKeeper:
             self.close()
 
     def lend(self, batch: int, probe: Probe):
-        """The session kept at `batch` for `probe` (it stays kept: the borrower must not close it), or None."""
+        """The session kept at `batch` for `probe` (it stays kept: the borrower must not close it),
+        or None."""
         kept = self._kept
-        return kept.session if kept is not None and kept.batch == batch and kept.probe.label == probe.label else None
+        return (
+            kept.session
+            if kept is not None and kept.batch == batch and kept.probe.label == probe.label
+            else None
+        )
 
     def take(self, batch: int, backend: str, config: BackendConfig):
-        """The session kept at `batch` where it was loaded by `backend` with exactly `config`, handed
-        over (the caller closes it); else None, and a session kept at `batch` is closed."""
+        """The session kept at `batch` where it was loaded by `backend` with exactly `config`,
+        handed over (the caller closes it); else None, and a session kept at `batch` is closed."""
         kept = self._kept
         if kept is None or kept.batch != batch:
             return None

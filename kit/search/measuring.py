@@ -30,13 +30,14 @@ from kit.search.probe import (
 
 REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
 #: Early stop: a candidate is first timed for SCOUT_SHARE of the probe (at least 2 calls); when even
-#: the upper end of that short interval is below STOP_BELOW x the low end of the leader's interval so
-#: far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end never
-#: stops; today's mapping is always timed in full).
+#: the upper end of that short interval is below STOP_BELOW x the low end of the leader's interval
+#: so far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end
+#: never stops; today's mapping is always timed in full).
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
 #: On a quiet machine a call longer than the scout's share is a scout on its own: one call has no
 #: interval, so its best case is taken as ONE_CALL_SPREAD faster than the faster of it and the
-#: candidate's first (numerics) call, so one slow call alone never stops it; contended, scouts keep 2 calls
+#: candidate's first (numerics) call, so one slow call alone never stops it; contended, scouts keep
+#: 2 calls
 ONE_CALL_SPREAD = 0.25
 
 
@@ -65,11 +66,19 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
     try:
         with Stopwatch() as first:
             ref_out = ref_session.run(inputs)
-        ref_probe = next((p for p in probes if p.status == ProbeStatus.PENDING and p.plan() == REFERENCE.plan()), None)
+        ref_probe = next(
+            (p for p in probes if p.status == ProbeStatus.PENDING and p.plan() == REFERENCE.plan()),
+            None,
+        )
         if ref_probe is not None:
             ref_probe.first_call = batch / first.seconds
-            ref_probe.numerics = {"mean_abs": 0.0, "max_abs": 0.0, "relative_error": 0.0,
-                                  "numerics_ok": True, "numerics_reason": "this is the reference"}
+            ref_probe.numerics = {
+                "mean_abs": 0.0,
+                "max_abs": 0.0,
+                "relative_error": 0.0,
+                "numerics_ok": True,
+                "numerics_reason": "this is the reference",
+            }
             # scouted now (the reference call warmed it up) and settled against the final leader
             ref_cfg = mcfg if ref_probe.today else scout_config(mcfg, min_scout)
             ref_scout = time_session(ref_session, inputs, batch, ref_cfg)
@@ -79,7 +88,8 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
         del ref_session
         release()
     reference = Reference.of(ref_out)
-    reference_outputs.remember(model, batch, inputs, ref_out)  # the row's measurement checks against them
+    # the row's measurement checks against them
+    reference_outputs.remember(model, batch, inputs, ref_out)
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
     for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
@@ -93,8 +103,9 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
     ctx.keeper.keep_only(batch, getattr(leader_of(probes), "label", None))
 
 
-def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement,
-                     probes: list[Probe]) -> None:
+def settle_reference(
+    ctx: SearchContext, ref: Probe, scout: BatchMeasurement, probes: list[Probe]
+) -> None:
     """The reference's scout against the fastest other candidate: stopped early where it clearly
     lost, else the rest of its probe timed on a fresh session of it (after one warm-up call)."""
     leader = leader_of([q for q in probes if q is not ref])
@@ -107,8 +118,10 @@ def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement,
         record_timing(ref, scout, time_session(session, ctx.inputs, ctx.batch, rest))
     except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
         ref.status = ProbeStatus.FAILED
-        ref.reason = (f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
-                      f"{ref.throughput:.3g} samples/s over {ref.calls} call(s)")
+        ref.reason = (
+            f"its full probe failed ({type(exc).__name__}: {str(exc)[:200]}); its scout: "
+            f"{ref.throughput:.3g} samples/s over {ref.calls} call(s)"
+        )
     finally:
         if session is not None:
             session.close()
@@ -117,8 +130,9 @@ def settle_reference(ctx: SearchContext, ref: Probe, scout: BatchMeasurement,
 
 
 def leader_of(probes: list[Probe]) -> Probe | None:
-    return max((q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate,
-               default=None)
+    return max(
+        (q for q in probes if q.status == ProbeStatus.MEASURED), key=lambda q: q.rate, default=None
+    )
 
 
 def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
@@ -128,13 +142,24 @@ def settle_fallback(p: Probe, probes: list[Probe]) -> bool:
     if first is None or first.status in FAILED:
         p.status = ProbeStatus.PENDING
         return True
-    p.status, p.reason = ProbeStatus.NOT_PROBED, (f"measured only where {p.fallback_for} fails (it passed the numerics "
-                                        "gate); a full search measures it")
+    p.status, p.reason = (
+        ProbeStatus.NOT_PROBED,
+        (
+            f"measured only where {p.fallback_for} fails (it passed the numerics "
+            "gate); a full search measures it"
+        ),
+    )
     return False
 
 
-def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Probe | None = None,
-              min_scout: int = 2) -> None:
+def probe_one(
+    ctx: SearchContext,
+    p: Probe,
+    reference: Reference,
+    *,
+    leader: Probe | None = None,
+    min_scout: int = 2,
+) -> None:
     """`p` loaded, gated on its numerics against `reference` and timed (a scout first where a
     `leader` is ahead, stopped early where it clearly loses); its session closed or, where it leads
     and would be compiled again to load, kept by the context's keeper."""
@@ -153,8 +178,12 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
             out = session.run(inputs)
         p.first_call = batch / first.seconds
         diff = NumericDiff.between(reference.outputs, out)
-        verdict = numerics_gate(p.precision, diff.mean_abs, reference.scale,
-                                max(0, nonfinite(out) - reference.nonfinite))
+        verdict = numerics_gate(
+            p.precision,
+            diff.mean_abs,
+            reference.scale,
+            max(0, nonfinite(out) - reference.nonfinite),
+        )
         p.numerics = {**numerics_record(diff), **verdict.to_dict()}
         if not verdict.ok:
             p.status, p.reason = ProbeStatus.FAILED_NUMERICS, verdict.reason + " (not timed)"
@@ -167,7 +196,11 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
         rest = time_session(session, inputs, batch, rest_config(mcfg, scout))
         record_timing(p, *([scout] if scout is not None else []), rest)
     except Exception as exc:  # noqa: BLE001 - one candidate failing never stops the row's search
-        p.status, p.reason = ProbeStatus.FAILED, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        p.status, p.reason = (
+            ProbeStatus.FAILED,
+            f"{type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}",
+        )
     finally:
         if session is not None and not ctx.keeper.offer(batch, p, session, leader):
             session.close()
@@ -176,19 +209,25 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
 
 
 def scout_config(mcfg: MeasureConfig, min_count: int = 2) -> MeasureConfig:
-    return MeasureConfig(warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=min_count)
+    return MeasureConfig(
+        warmup=0, min_duration_s=mcfg.min_duration_s * SCOUT_SHARE, min_count=min_count
+    )
 
 
 def rest_config(mcfg: MeasureConfig, scout: BatchMeasurement | None) -> MeasureConfig:
     """What the probe still times after its scout: the scout's calls count towards its minimums."""
     if scout is None:
         return mcfg
-    return MeasureConfig(warmup=0, min_duration_s=max(0.0, mcfg.min_duration_s - scout.wall_time_s),
-                         min_count=max(1, mcfg.min_count - scout.latency.count))
+    return MeasureConfig(
+        warmup=0,
+        min_duration_s=max(0.0, mcfg.min_duration_s - scout.wall_time_s),
+        min_count=max(1, mcfg.min_count - scout.latency.count),
+    )
 
 
-def scout_window(ctx: SearchContext, p: Probe, leader: Probe, session, *, min_count: int = 2
-                 ) -> tuple[bool, BatchMeasurement]:
+def scout_window(
+    ctx: SearchContext, p: Probe, leader: Probe, session, *, min_count: int = 2
+) -> tuple[bool, BatchMeasurement]:
     """Time a short scout window (at least `min_count` calls): (True, it) with `p` marked lost and
     its figures when it clearly loses to the leader so far; (False, it) otherwise, its calls then
     part of the probe."""
@@ -212,11 +251,17 @@ def stop_early(p: Probe, leader: Probe) -> bool:
     yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.rate
     if top >= STOP_BELOW * yardstick:
         return False
-    calls = (f"{p.calls} calls" if p.calls > 1 else
-             f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to {ONE_CALL_SPREAD:.0%} slow")
+    calls = (
+        f"{p.calls} calls"
+        if p.calls > 1
+        else f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to "
+        f"{ONE_CALL_SPREAD:.0%} slow"
+    )
     p.status = ProbeStatus.LOST
-    p.reason = (f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
-                f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})")
+    p.reason = (
+        f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
+        f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})"
+    )
     return True
 
 

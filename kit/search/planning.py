@@ -26,11 +26,11 @@ FULL_ONLY_WHY = "torch.compile / extra settings take minutes here"
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How hard to search: `depth` ('quick': short probes, no torch.compile; 'full': every candidate,
-    longer probes), probe length, `warmup` (calls before each timed window besides the numerics
-    call that every candidate makes first, which already warms it up), `force` (search even when a
-    decision is cached), `settle_batch` (the row's largest published batch: a near tie at a smaller
-    search batch is settled there where it fits, kit.search.runoff)."""
+    """How hard to search: `depth` ('quick': short probes, no torch.compile; 'full': every
+    candidate, longer probes), probe length, `warmup` (calls before each timed window besides the
+    numerics call that every candidate makes first, which already warms it up), `force` (search even
+    when a decision is cached), `settle_batch` (the row's largest published batch: a near tie at a
+    smaller search batch is settled there where it fits, kit.search.runoff)."""
 
     depth: str = "quick"
     _: KW_ONLY
@@ -46,30 +46,44 @@ class SearchSettings:
         if self.probe_s is not None and not 0 < self.probe_s < 3600:
             raise InvalidParameter("probe_s", self.probe_s, "seconds, > 0")
         if self.min_count is not None and self.min_count < 2:
-            raise InvalidParameter("min_count", self.min_count, ">= 2 (an interval needs two calls)")
+            raise InvalidParameter(
+                "min_count", self.min_count, ">= 2 (an interval needs two calls)"
+            )
         if self.settle_batch is not None and self.settle_batch < 1:
             raise InvalidParameter("settle_batch", self.settle_batch, "a batch size >= 1 (or none)")
 
     def measure_config(self) -> MeasureConfig:
         seconds, count = PROBE_DEFAULTS[self.depth]
-        return MeasureConfig(warmup=self.warmup, min_duration_s=self.probe_s or seconds,
-                             min_count=self.min_count or count)
+        return MeasureConfig(
+            warmup=self.warmup,
+            min_duration_s=self.probe_s or seconds,
+            min_count=self.min_count or count,
+        )
 
 
 def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
     placement = c.placement
-    return Probe(label=placement.label, **placement.plan(), native=c.native, why=c.why,
-                 today=placement == today.placement, fallback_for=c.fallback_for)
+    return Probe(
+        label=placement.label,
+        **placement.plan(),
+        native=c.native,
+        why=c.why,
+        today=placement == today.placement,
+        fallback_for=c.fallback_for,
+    )
 
 
-def row_probes(candidates: list[RowCandidate], today: PrecisionChoice, published: str,
-               depth: str) -> tuple[list[Probe], tuple[str, ...]]:
+def row_probes(
+    candidates: list[RowCandidate], today: PrecisionChoice, published: str, depth: str
+) -> tuple[list[Probe], tuple[str, ...]]:
     """Each candidate as a probe (today's mapping added where no candidate is it), marked by
     `plan_probes`, and the native 16-bit types: what a row's search measures, and what
     `kit reproduce --plan` counts."""
     candidates = list(candidates)
     if not any(c.placement == today.placement for c in candidates):
-        candidates.insert(0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping"))
+        candidates.insert(
+            0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping")
+        )
     native16 = native_16bit(candidates)
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, depth)
@@ -87,12 +101,22 @@ def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
         if p.status == ProbeStatus.PENDING and p.placement.options.static_int8:
             need = estimate_need("int8-static", size)
             if need > budget:
-                p.status, p.reason = ProbeStatus.NOT_PROBED, (f"static int8 calibration needs about {need / GB:.1f} GB, "
-                                                    f"over the {budget / GB:.1f} GB conversion budget")
+                p.status, p.reason = (
+                    ProbeStatus.NOT_PROBED,
+                    (
+                        f"static int8 calibration needs about {need / GB:.1f} GB, "
+                        f"over the {budget / GB:.1f} GB conversion budget"
+                    ),
+                )
 
 
-def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: str,
-                native16: tuple[str, ...], depth: str) -> None:
+def plan_probes(
+    probes: list[Probe],
+    candidates: list[RowCandidate],
+    published: str,
+    native16: tuple[str, ...],
+    depth: str,
+) -> None:
     """Mark what will not be measured, and why: the precision-class gate, then the depth."""
     for p, c in zip(probes, candidates, strict=True):
         reason = precision_gate(p.precision, published)
@@ -103,7 +127,10 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
         elif depth == "quick" and c.fallback_for:
             p.status = ProbeStatus.FALLBACK  # settled once the one it stands in for is measured
         elif depth == "quick" and c.depth == "full":
-            p.status, p.reason = ProbeStatus.NOT_PROBED, f"full search only ({c.full_only_why or FULL_ONLY_WHY})"
+            p.status, p.reason = (
+                ProbeStatus.NOT_PROBED,
+                f"full search only ({c.full_only_why or FULL_ONLY_WHY})",
+            )
         elif depth == "quick" and bits(p.precision) == 16 and not p.native:
             p.status, p.reason = ProbeStatus.NOT_PROBED, emulated_why(p.precision, native16)
         else:
@@ -111,13 +138,18 @@ def plan_probes(probes: list[Probe], candidates: list[RowCandidate], published: 
 
 
 def emulated_why(precision: str, native16: tuple[str, ...]) -> str:
-    """Why a quick search leaves an emulated 16-bit type out: its arithmetic is fp32 with conversions
-    around it, so it trails fp32 (which every FP16 and FP8 row may run at) or the native 16-bit type.
-    On a Xeon with neither avx512_bf16 nor avx512_fp16, emulated types ran 0.02-0.92x the fastest
-    fp32 on resnet50 and Swin-L and took 105 of Swin-L's 135 s search (docs/backends.md)."""
-    than = f"native {'/'.join(native16)}" if native16 else "fp32, which any FP16 or FP8 row may run at"
-    return (f"emulated {precision} (fp32 arithmetic with conversions around it) is slower than {than} "
-            "(a full search measures it)")
+    """Why a quick search leaves an emulated 16-bit type out: its arithmetic is fp32 with
+    conversions around it, so it trails fp32 (which every FP16 and FP8 row may run at) or the native
+    16-bit type. On a Xeon with neither avx512_bf16 nor avx512_fp16, emulated types ran 0.02-0.92x
+    the fastest fp32 on resnet50 and Swin-L and took 105 of Swin-L's 135 s search
+    (docs/backends.md)."""
+    than = (
+        f"native {'/'.join(native16)}" if native16 else "fp32, which any FP16 or FP8 row may run at"
+    )
+    return (
+        f"emulated {precision} (fp32 arithmetic with conversions around it) is slower than {than} "
+        "(a full search measures it)"
+    )
 
 
 def skip_failed_before(probes: list[Probe], prior: Decision | None) -> None:
@@ -127,10 +159,15 @@ def skip_failed_before(probes: list[Probe], prior: Decision | None) -> None:
     mapping is always measured."""
     if prior is None:
         return
-    failed = {q.label: q for q in prior.probes
-              if q.status in (ProbeStatus.FAILED, ProbeStatus.FAILED_NUMERICS)}
+    failed = {
+        q.label: q
+        for q in prior.probes
+        if q.status in (ProbeStatus.FAILED, ProbeStatus.FAILED_NUMERICS)
+    }
     for p in probes:
         q = failed.get(p.label)
         if p.status == ProbeStatus.PENDING and not p.today and q is not None:
-            p.status, p.reason = ProbeStatus.NOT_PROBED, f"{q.status} at batch {prior.batch_size}: {q.reason}"
-
+            p.status, p.reason = (
+                ProbeStatus.NOT_PROBED,
+                f"{q.status} at batch {prior.batch_size}: {q.reason}",
+            )

@@ -41,75 +41,128 @@ class PrecisionChoice(NamedTuple):
         return Placement.of(self.backend, self.precision, self.device)
 
 
-def map_precision(published: str | Pub, hardware: str, *, framework: str = "torch",
-                  flags: Iterable[str] | None = None, gpu_providers: Iterable[str] = ()) -> PrecisionChoice:
+def map_precision(
+    published: str | Pub,
+    hardware: str,
+    *,
+    framework: str = "torch",
+    flags: Iterable[str] | None = None,
+    gpu_providers: Iterable[str] = (),
+) -> PrecisionChoice:
     """The backend/precision/device for a published precision on `hardware` ('cpu', 'cuda', 'ipu').
 
     `framework` is the zoo entry's ('torch' models can use the torch backend), `flags` the CPU
     flags (default: this machine's), `gpu_providers` the ONNX Runtime providers present.
     """
     kind = hw.get(hardware).name
-    return MAPPINGS[kind](Pub.parse(published), framework, frozenset(cpu_flags() if flags is None else flags),
-                          set(gpu_providers))
+    return MAPPINGS[kind](
+        Pub.parse(published),
+        framework,
+        frozenset(cpu_flags() if flags is None else flags),
+        set(gpu_providers),
+    )
 
 
-def _map_ipu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
-    return PrecisionChoice("ipu", published.as_run, "ipu", f"{published} as published (PopRT on the IPU)")
+def _map_ipu(
+    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+) -> PrecisionChoice:
+    return PrecisionChoice(
+        "ipu", published.as_run, "ipu", f"{published} as published (PopRT on the IPU)"
+    )
 
 
-def _map_cpu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+def _map_cpu(
+    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+) -> PrecisionChoice:
     if published is Pub.FP32:
         return PrecisionChoice("onnxruntime", Run.FP32, "cpu", "FP32 as published")
     if published is Pub.FP8:
-        vnni = "with VNNI int8 dot products" if flags & set(INT8_FLAGS) else "without VNNI (slower int8)"
-        return PrecisionChoice("onnxruntime", Run.INT8, "cpu",
-                               f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic")
+        vnni = (
+            "with VNNI int8 dot products"
+            if flags & set(INT8_FLAGS)
+            else "without VNNI (slower int8)"
+        )
+        return PrecisionChoice(
+            "onnxruntime",
+            Run.INT8,
+            "cpu",
+            f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic",
+        )
     if flags & set(FP16_FLAGS) and framework == "torch":
-        return PrecisionChoice("torch", Run.FP16, "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast")
+        return PrecisionChoice(
+            "torch", Run.FP16, "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast"
+        )
     if flags & set(BF16_FLAGS):
         if framework == "torch":
-            return PrecisionChoice("torch", Run.BF16, "cpu",
-                                   "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
-                                   "channels_last for CNNs); fp16 here would be emulated")
-        return PrecisionChoice("onnxruntime", Run.FP16, "cpu",
-                               f"IPU FP16 -> fp16 via ONNX Runtime: a {framework} model cannot use the torch "
-                               "bf16 path and ORT has no bf16 CPU kernels; fp16 is converted, not native, here")
-    return PrecisionChoice("onnxruntime", Run.FP32, "cpu",
-                           "IPU FP16 -> fp32: this CPU has no native 16-bit arithmetic, so fp32 is its "
-                           "fastest type")
+            return PrecisionChoice(
+                "torch",
+                Run.BF16,
+                "cpu",
+                "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
+                "channels_last for CNNs); fp16 here would be emulated",
+            )
+        return PrecisionChoice(
+            "onnxruntime",
+            Run.FP16,
+            "cpu",
+            f"IPU FP16 -> fp16 via ONNX Runtime: a {framework} model cannot use the torch "
+            "bf16 path and ORT has no bf16 CPU kernels; fp16 is converted, not native, here",
+        )
+    return PrecisionChoice(
+        "onnxruntime",
+        Run.FP32,
+        "cpu",
+        "IPU FP16 -> fp32: this CPU has no native 16-bit arithmetic, so fp32 is its fastest type",
+    )
 
 
-def _map_gpu(published: Pub, framework: str, flags: frozenset[str], providers: set[str]) -> PrecisionChoice:
+def _map_gpu(
+    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+) -> PrecisionChoice:
     backend = "torch" if framework == "torch" else "onnxruntime"
     if published is Pub.FP32:
         return PrecisionChoice(backend, Run.FP32, "cuda", "FP32 as published")
     if published is Pub.FP16:
         return PrecisionChoice(backend, Run.FP16, "cuda", "IPU FP16 -> fp16 on the GPU")
     if "TensorrtExecutionProvider" in providers:
-        return PrecisionChoice("onnxruntime", Run.INT8, "tensorrt",
-                               "IPU FP8 -> int8 through TensorRT (the kit has no fp8 path yet)")
-    return PrecisionChoice(backend, Run.FP16, "cuda",
-                           "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit")
+        return PrecisionChoice(
+            "onnxruntime",
+            Run.INT8,
+            "tensorrt",
+            "IPU FP8 -> int8 through TensorRT (the kit has no fp8 path yet)",
+        )
+    return PrecisionChoice(
+        backend,
+        Run.FP16,
+        "cuda",
+        "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit",
+    )
 
 
 #: What each published precision runs at, by hardware kind (kit.hardware.kinds): (published,
 #: framework, CPU flags, ONNX Runtime providers) -> the choice.
 MAPPINGS: dict[str, Callable[[Pub, str, frozenset[str], set[str]], PrecisionChoice]] = {
-    hw.CPU.name: _map_cpu, hw.CUDA.name: _map_gpu, hw.IPU.name: _map_ipu}
+    hw.CPU.name: _map_cpu,
+    hw.CUDA.name: _map_gpu,
+    hw.IPU.name: _map_ipu,
+}
 
 
-def mapping_sentence(hardware: str | None = None, flags: Iterable[str] | None = None,
-                     framework: str = "torch") -> str:
+def mapping_sentence(
+    hardware: str | None = None, flags: Iterable[str] | None = None, framework: str = "torch"
+) -> str:
     """The sentence every report prints about precisions on `hardware` (default: the best here)."""
     hardware = hardware or hw.best_present()
     if hw.get(hardware).published_settings:
         return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
     fp16 = map_precision(Pub.FP16, hardware, framework=framework, flags=flags)
     fp8 = map_precision(Pub.FP8, hardware, framework=framework, flags=flags)
-    return (f"Precision mapping: the published IPU FP16 rows run here as {fp16.precision} "
-            f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
-            f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "
-            f"{fp16.note}. {fp8.note}.")
+    return (
+        f"Precision mapping: the published IPU FP16 rows run here as {fp16.precision} "
+        f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
+        f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "
+        f"{fp16.note}. {fp8.note}."
+    )
 
 
 @dataclass(frozen=True)
@@ -133,45 +186,69 @@ class Candidate:
         return f"{self.backend} {self.precision}{extra} ({self.device})"
 
 
-def candidate_configs(framework: str, hardware: str = "cpu", *, flags: Iterable[str] | None = None,
-                      include_compile: bool = False, include_slow: bool = False) -> list[Candidate]:
+def candidate_configs(
+    framework: str,
+    hardware: str = "cpu",
+    *,
+    flags: Iterable[str] | None = None,
+    include_compile: bool = False,
+    include_slow: bool = False,
+) -> list[Candidate]:
     """The configurations worth measuring for a model of `framework` on `hardware`.
 
     `include_slow` adds fp16 on a CPU that only emulates it; `include_compile` adds torch.compile
     (minutes of compilation on a small CPU).
     """
     if hardware not in CANDIDATE_CONFIGS:
-        raise InvalidParameter("hardware", hardware, f"one of {', '.join(CANDIDATE_CONFIGS)} (the IPU runs its "
-                               "published settings)")
-    return CANDIDATE_CONFIGS[hardware](framework, frozenset(cpu_flags() if flags is None else flags),
-                                       include_compile, include_slow)
+        raise InvalidParameter(
+            "hardware",
+            hardware,
+            f"one of {', '.join(CANDIDATE_CONFIGS)} (the IPU runs its published settings)",
+        )
+    return CANDIDATE_CONFIGS[hardware](
+        framework, frozenset(cpu_flags() if flags is None else flags), include_compile, include_slow
+    )
 
 
-def _gpu_configs(framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool) -> list[Candidate]:
+def _gpu_configs(
+    framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool
+) -> list[Candidate]:
     out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
     if framework == "torch":
         out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
     return out
 
 
-def _cpu_configs(framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool) -> list[Candidate]:
+def _cpu_configs(
+    framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool
+) -> list[Candidate]:
     native16 = bool(flags & set(FP16_FLAGS))
-    out = [Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
-           Candidate("onnxruntime", "int8", why="VNNI int8" if flags & set(INT8_FLAGS) else "int8")]
+    out = [
+        Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
+        Candidate("onnxruntime", "int8", why="VNNI int8" if flags & set(INT8_FLAGS) else "int8"),
+    ]
     if include_slow or native16:
         out.append(Candidate("onnxruntime", "fp16", why="fp16 (emulated unless avx512_fp16)"))
     if framework != "torch":
         return out
-    out += [Candidate("torch", "fp32", why="torch eager baseline"),
-            Candidate("torch", "int8", why="dynamic int8 Linear layers")]
+    out += [
+        Candidate("torch", "fp32", why="torch eager baseline"),
+        Candidate("torch", "int8", why="dynamic int8 Linear layers"),
+    ]
     if flags & set(BF16_FLAGS):
         out.append(Candidate("torch", "bf16", why="native bf16 (autocast)"))
         if include_compile:
-            out.append(Candidate("torch", "bf16", options={"compile": True}, why="inductor bf16, frozen weights"))
+            out.append(
+                Candidate(
+                    "torch", "bf16", options={"compile": True}, why="inductor bf16, frozen weights"
+                )
+            )
     if include_slow or native16:
         out.append(Candidate("torch", "fp16", why="fp16 autocast"))
     return out
 
 
 CANDIDATE_CONFIGS: dict[str, Callable[[str, frozenset[str], bool, bool], list[Candidate]]] = {
-    hw.CPU.name: _cpu_configs, hw.CUDA.name: _gpu_configs}
+    hw.CPU.name: _cpu_configs,
+    hw.CUDA.name: _gpu_configs,
+}

@@ -2,8 +2,9 @@
 with an interval, through the kit's own timed window.
 
 The interval is the normal approximation of the mean call time over the probe's calls (Student t
-for few calls), turned into samples/s. It is the slot where the kit's own interval (kit.measure.stats)
-goes once it exists: `throughput_interval` is the only function that computes it.
+for few calls), turned into samples/s. It is the slot where the kit's own interval
+(kit.measure.stats) goes once it exists: `throughput_interval` is the only function that computes
+it.
 """
 
 from __future__ import annotations
@@ -43,15 +44,22 @@ class ProbeStatus(StrEnum):
 
 
 #: where a finished search leaves each probe
-STATUSES = (ProbeStatus.CHOSEN, ProbeStatus.LOST, ProbeStatus.NOT_ELIGIBLE,
-            ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
+STATUSES = (
+    ProbeStatus.CHOSEN,
+    ProbeStatus.LOST,
+    ProbeStatus.NOT_ELIGIBLE,
+    ProbeStatus.FAILED_NUMERICS,
+    ProbeStatus.FAILED,
+    ProbeStatus.NOT_PROBED,
+)
 #: what makes a quick search measure a fallback
 FAILED = (ProbeStatus.FAILED_NUMERICS, ProbeStatus.FAILED, ProbeStatus.NOT_PROBED)
 
 
 @dataclass(kw_only=True)
 class Probe:
-    """What the search learnt about one candidate; `status` is one of STATUSES, `reason` says why."""
+    """What the search learnt about one candidate; `status` is one of STATUSES, `reason` says
+    why."""
 
     label: str
     backend: str
@@ -71,8 +79,10 @@ class Probe:
     high: float | None = None
     calls: int = 0
     load_s: float | None = None
-    compile_s: float | None = None  # of load_s, compiling (torch.compile); None where nothing was compiled
-    first_call: float | None = None  # samples/s of the first call (numerics or reference outputs), untimed window
+    # of load_s, compiling (torch.compile); None where nothing was compiled
+    compile_s: float | None = None
+    # samples/s of the first call (numerics or reference outputs), untimed window
+    first_call: float | None = None
     numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs
 
     def __post_init__(self) -> None:
@@ -109,11 +119,14 @@ class Probe:
 
 
 def throughput_interval(*windows: BatchMeasurement) -> tuple[float, float, float | None]:
-    """(samples/s, low, high) over one or more windows of the same configuration (a scout and the rest
-    of its probe): samples over the windows' time, with a 95 % interval from the calls' spread; `high`
-    is None where the interval of the mean call time reaches down to zero (a few calls with
+    """(samples/s, low, high) over one or more windows of the same configuration (a scout and the
+    rest of its probe): samples over the windows' time, with a 95 % interval from the calls' spread;
+    `high` is None where the interval of the mean call time reaches down to zero (a few calls with
     outliers): no upper bound."""
-    ns = np.array([end - start for m in windows for thread in m.calls for start, end in thread], dtype=np.float64)
+    ns = np.array(
+        [end - start for m in windows for thread in m.calls for start, end in thread],
+        dtype=np.float64,
+    )
     m = windows[0]
     batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
     wall = sum(w.wall_time_s for w in windows)

@@ -7,8 +7,9 @@ own: a single probe per candidate then picks the luckiest, not the fastest.
 Duels: the leader against today's mapping and the other candidates whose probe came within the
 window of the leader's throughput (RUNOFF_WITHIN on a contended machine, where probes swing 3.5x;
 QUIET_WITHIN on a quiet one, as an idle half-second at the search's start finds it (other
-processes' load and CPU steal under kit.measure.noise's thresholds), where a probe below 0.7x the leader does not win a rematch, nor one
-whose whole interval lies below the leader's), at most MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
+processes' load and CPU steal under kit.measure.noise's thresholds), where a probe below 0.7x the
+leader does not win a rematch, nor one whose whole interval lies below the leader's), at most
+MAX_DUELS in all; a challenger whose median per-round ratio to the leader exceeds 1 becomes the
 leader for the next duel (king of the hill).
 
 A duel runs RUNOFF_ROUNDS rounds (each side timed for half a probe, one call at least: a long
@@ -16,9 +17,9 @@ call is a round on its own, so a duel costs time, not calls), then goes on while
 up to MAX_RUNOFF_ROUNDS and while it has taken under EXTEND_WITHIN_S: undecided means the 95 %
 t-interval of the mean log ratio still allows the side its median puts behind to be more than
 TIE_TOLERANCE faster (the peer benchmark's 0.95 bar), so a pick that could cost more than that gets
-more rounds, and a near tie, where either pick costs less, gets no more than the cap. Roformer's duel
-at batch 1 on a 2-core Xeon went 3:1 for ONNX Runtime (0.89, 0.81, 0.99, 1.02 for OpenVINO) where
-the pair measured again ran OpenVINO 1.09x over 12 rounds and 1.18x at batch 12; an even split
+more rounds, and a near tie, where either pick costs less, gets no more than the cap. Roformer's
+duel at batch 1 on a 2-core Xeon went 3:1 for ONNX Runtime (0.89, 0.81, 0.99, 1.02 for OpenVINO)
+where the pair measured again ran OpenVINO 1.09x over 12 rounds and 1.18x at batch 12; an even split
 (1.02, 1.22, 0.92, 0.93) kept the slower one before.
 
 A near tie at a quick search's small batch (medians within TIE_TOLERANCE after RUNOFF_ROUNDS) is
@@ -52,10 +53,13 @@ from kit.search.probe import Probe, ProbeStatus, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
 MAX_RUNOFF_ROUNDS = 8  # an undecided duel goes on up to this many rounds
-EXTEND_WITHIN_S = 25.0  # ... and only while it has taken less than this (videobert's 4 rounds: about 31 s)
+# ... and only while it has taken less than this (videobert's 4 rounds: about 31 s)
+EXTEND_WITHIN_S = 25.0
 TIE_TOLERANCE = 0.05  # a pick is settled once the other side cannot be more than this much faster
-SETTLE_WITHIN_S = 45.0  # a near tie is settled at the published batch when one round there fits this
-RUNOFF_WITHIN = 0.2  # contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
+# a near tie is settled at the published batch when one round there fits this
+SETTLE_WITHIN_S = 45.0
+# contended: challengers at this fraction of the leader's throughput or more (3.5x swings seen)
+RUNOFF_WITHIN = 0.2
 QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.measuring.STOP_BELOW)
 MAX_DUELS = 2
 
@@ -67,21 +71,31 @@ def window(contended: bool) -> float:
 
 def below(p: Probe, leader: Probe) -> bool:
     """Whether p's whole throughput interval lies below the leader's (no interval: never)."""
-    return p.high is not None and leader.low is not None and p.high == p.high and p.high < leader.low
+    return (
+        p.high is not None and leader.low is not None and p.high == p.high and p.high < leader.low
+    )
 
 
-def challengers(probes: list[Probe], within: float = RUNOFF_WITHIN) -> tuple[Probe | None, list[Probe]]:
+def challengers(
+    probes: list[Probe], within: float = RUNOFF_WITHIN
+) -> tuple[Probe | None, list[Probe]]:
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
     window) not settled by the probes already (its interval wholly below the leader's)."""
-    measured = sorted((p for p in probes if p.status == ProbeStatus.MEASURED),
-                      key=lambda p: -p.rate)
+    measured = sorted(
+        (p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.rate
+    )
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
     quiet = within >= QUIET_WITHIN
-    close = [p for p in measured[1:] if p.rate >= within * leader.rate and not (quiet and below(p, leader))]
-    close.sort(key=lambda p: not p.today)  # today's mapping first: every decision states its ratio to it
+    close = [
+        p
+        for p in measured[1:]
+        if p.rate >= within * leader.rate and not (quiet and below(p, leader))
+    ]
+    # today's mapping first: every decision states its ratio to it
+    close.sort(key=lambda p: not p.today)
     return leader, close[:MAX_DUELS]
 
 
@@ -98,27 +112,47 @@ def undecided(ratios: list[float]) -> bool:
     return bool(half - ahead > -math.log(1 - TIE_TOLERANCE))
 
 
-def duel(ctx: SearchContext, leader: Probe, challenger: Probe, *,
-         settles_ties: bool = False) -> dict:
+def duel(
+    ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: bool = False
+) -> dict:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
     {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
     'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
     here (a larger batch settles it). A session the context's keeper holds at this batch is lent,
     not loaded again."""
+
     def go_on(ratios: list[float], seconds: float) -> bool:
-        return len(ratios) < RUNOFF_ROUNDS or (not (settles_ties and near_tie(ratios)) and extend(ratios, seconds))
+        return len(ratios) < RUNOFF_ROUNDS or (
+            not (settles_ties and near_tie(ratios)) and extend(ratios, seconds)
+        )
 
     cfg = MeasureConfig(warmup=0, min_duration_s=ctx.window.min_duration_s / 2, min_count=1)
-    return timed_rounds(ctx.model, (leader, challenger), ctx.inputs, ctx.batch, cfg, go_on,
-                        warm_up=True, lent=ctx.keeper.lend)
+    return timed_rounds(
+        ctx.model,
+        (leader, challenger),
+        ctx.inputs,
+        ctx.batch,
+        cfg,
+        go_on,
+        warm_up=True,
+        lent=ctx.keeper.lend,
+    )
 
 
-def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, batch: int, cfg: MeasureConfig,
-                 go_on: Callable[[list[float], float], bool], *, warm_up: bool,
-                 lent: Callable[[int, Probe], object] | None = None) -> dict:
-    """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then alternating
-    rounds while go_on(ratios so far, seconds since the first load); both closed however it ends,
-    except a session `lent(batch, probe)` gave (its owner closes it)."""
+def timed_rounds(
+    model: ExportedModel,
+    pair: tuple[Probe, Probe],
+    inputs: dict,
+    batch: int,
+    cfg: MeasureConfig,
+    go_on: Callable[[list[float], float], bool],
+    *,
+    warm_up: bool,
+    lent: Callable[[int, Probe], object] | None = None,
+) -> dict:
+    """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then
+    alternating rounds while go_on(ratios so far, seconds since the first load); both closed however
+    it ends, except a session `lent(batch, probe)` gave (its owner closes it)."""
     out = {"leader": pair[0].label, "challenger": pair[1].label}
     sessions: list[Any] = []
     ratios: list[float] = []
@@ -137,7 +171,8 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
             order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
             thr = {i: time_session(sessions[i], inputs, batch, cfg).throughput for i in order}
             ratios.append(thr[1] / thr[0])
-    except Exception as exc:  # noqa: BLE001 - a failed duel leaves the leader in place, with the reason
+    except Exception as exc:  # noqa: BLE001
+        # a failed duel leaves the leader in place, with the reason
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         for s in sessions:
@@ -145,8 +180,12 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
                 s.close()
         sessions.clear()
         release()
-    return {**out, "ratios": [round(x, 4) for x in ratios], "median": statistics.median(ratios),
-            "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        **out,
+        "ratios": [round(x, 4) for x in ratios],
+        "median": statistics.median(ratios),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def near_tie(ratios: list[float]) -> bool:
@@ -155,26 +194,41 @@ def near_tie(ratios: list[float]) -> bool:
 
 
 def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
-    """Seconds one round at `batch` is predicted to take with both loads: from each probe's throughput
-    at the search batch and its load time (none recorded, as for a probe taken from a sibling row: 0)."""
+    """Seconds one round at `batch` is predicted to take with both loads: from each probe's
+    throughput at the search batch and its load time (none recorded, as for a probe taken from a
+    sibling row: 0)."""
     return sum((p.load_s or 0.0) + batch / p.rate for p in (leader, challenger))
 
 
-def settle(model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0) -> dict:
+def settle(
+    model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0
+) -> dict:
     """The pair at `batch`: rounds of one call per side (alternating, no warm-up call) while
     undecided, up to RUNOFF_ROUNDS, and while the next round is predicted to end within
     SETTLE_WITHIN_S; a duel's record with 'batch'."""
+
     def go_on(ratios: list[float], seconds: float) -> bool:
-        return not ratios or (len(ratios) < RUNOFF_ROUNDS and undecided(ratios)
-                              and seconds * (1 + 1 / len(ratios)) <= SETTLE_WITHIN_S)
+        return not ratios or (
+            len(ratios) < RUNOFF_ROUNDS
+            and undecided(ratios)
+            and seconds * (1 + 1 / len(ratios)) <= SETTLE_WITHIN_S
+        )
 
     try:
         inputs = model.make_inputs(batch, seed=seed)
-    except Exception as exc:  # noqa: BLE001 - no settle: the small batch's verdict stands, with the reason
-        return {"leader": leader.label, "challenger": challenger.label, "batch": batch,
-                "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    except Exception as exc:  # noqa: BLE001
+        # no settle: the small batch's verdict stands, with the reason
+        return {
+            "leader": leader.label,
+            "challenger": challenger.label,
+            "batch": batch,
+            "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+        }
     cfg = MeasureConfig(warmup=0, min_duration_s=0.0, min_count=1)
-    return {**timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=False), "batch": batch}
+    return {
+        **timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=False),
+        "batch": batch,
+    }
 
 
 def extend(ratios: list[float], seconds: float) -> bool:
@@ -182,8 +236,14 @@ def extend(ratios: list[float], seconds: float) -> bool:
     return len(ratios) < MAX_RUNOFF_ROUNDS and seconds < EXTEND_WITHIN_S and undecided(ratios)
 
 
-def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHIN,
-        settle_batch: int | None = None, seed: int = 0) -> dict | None:
+def run(
+    ctx: SearchContext,
+    probes: list[Probe],
+    *,
+    within: float = RUNOFF_WITHIN,
+    settle_batch: int | None = None,
+    seed: int = 0,
+) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
     there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
     settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
@@ -193,7 +253,11 @@ def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHI
         return None
     batch, duels, notes = ctx.batch, [], []
     for rival in rivals:
-        cost = settle_cost(leader, rival, settle_batch) if settle_batch and settle_batch > batch else None
+        cost = (
+            settle_cost(leader, rival, settle_batch)
+            if settle_batch and settle_batch > batch
+            else None
+        )
         affordable = cost is not None and cost <= SETTLE_WITHIN_S
         d = duel(ctx, leader, rival, settles_ties=affordable)
         duels.append(d)
@@ -204,9 +268,19 @@ def run(ctx: SearchContext, probes: list[Probe], *, within: float = RUNOFF_WITHI
                 duels.append(settled)
                 d = settled if "error" not in settled else d
             else:
-                notes.append({"pair": [leader.label, rival.label],
-                              "text": f"a near tie at batch {batch}, not settled at batch {settle_batch}: one round "
-                                      f"there predicted at {cost:.0f} s, over {SETTLE_WITHIN_S:.0f} s"})
+                notes.append(
+                    {
+                        "pair": [leader.label, rival.label],
+                        "text": f"a near tie at batch {batch}, not settled at batch "
+                        f"{settle_batch}: one round there predicted at {cost:.0f} s, over "
+                        f"{SETTLE_WITHIN_S:.0f} s",
+                    }
+                )
         if d.get("median", 0) > 1.0:
             leader = rival
-    return {"winner": leader.label, "duels": duels, "within": within, **({"settle": notes} if notes else {})}
+    return {
+        "winner": leader.label,
+        "duels": duels,
+        "within": within,
+        **({"settle": notes} if notes else {}),
+    }

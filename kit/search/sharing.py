@@ -20,19 +20,32 @@ from kit.search.decision import Decision
 from kit.search.gate import bits
 from kit.search.probe import Probe, ProbeStatus
 
-SIBLING = {PublishedPrecision.FP16: PublishedPrecision.FP8,
-           PublishedPrecision.FP8: PublishedPrecision.FP16}
+SIBLING = {
+    PublishedPrecision.FP16: PublishedPrecision.FP8,
+    PublishedPrecision.FP8: PublishedPrecision.FP16,
+}
 COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
 
 
-def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind: str, depth: str, probe: dict,
-                     *, weights: str = "random", seed: int = 0) -> Decision | None:
+def sibling_decision(
+    model: ExportedModel,
+    published: str,
+    batch_size: int,
+    kind: str,
+    depth: str,
+    probe: dict,
+    *,
+    weights: str = "random",
+    seed: int = 0,
+) -> Decision | None:
     """The sibling row's cached decision at the same batch and probe settings (a deeper search's
     serves too), searched on a quiet machine; None where there is none."""
     other = SIBLING.get(PublishedPrecision.parse(published))
     if other is None:
         return None
-    key = cache.decision_key(model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed)
+    key = cache.decision_key(
+        model.name, other, batch_size, kind, weights=weights, small=model.small, seed=seed
+    )
     stored = cache.load_decision(key, depth)
     if stored is None or stored.contended or stored.settings.get("probe") != probe:
         return None
@@ -40,7 +53,8 @@ def sibling_decision(model: ExportedModel, published: str, batch_size: int, kind
 
 
 def shareable(p: Probe) -> bool:
-    """Whether a row's probe may take the sibling's figures: 16 bits or more, not its own mapping."""
+    """Whether a row's probe may take the sibling's figures: 16 bits or more, not its own
+    mapping."""
     return not p.today and bits(p.precision) >= 16
 
 
@@ -48,7 +62,10 @@ def borrow(probes: list[Probe], sibling: Decision) -> int:
     """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
     returns how many were taken."""
     theirs = {p.label: p for p in sibling.probes}
-    source = f"the {sibling.published} row's search ({sibling.cache_file or '?'}, {sibling.created_at or '?'})"
+    source = (
+        f"the {sibling.published} row's search ({sibling.cache_file or '?'}, "
+        f"{sibling.created_at or '?'})"
+    )
     taken = 0
     for p in probes:
         q = theirs.get(p.label)

@@ -23,7 +23,11 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
             continue
         mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
         at = f" at batch {d['batch']}, settling a near tie" if d.get("batch") else ""
-        rounds = f"median of {len(d['ratios'])} alternating rounds" if len(d["ratios"]) > 1 else "one round"
+        rounds = (
+            f"median of {len(d['ratios'])} alternating rounds"
+            if len(d["ratios"]) > 1
+            else "one round"
+        )
         parts.append(f"side by side with {other}{at}: {mine:.2f}x ({rounds})")
     parts += [n["text"] for n in (verdict or {}).get("settle", []) if p.label in n["pair"]]
     if not parts:
@@ -31,18 +35,31 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
     return ("; " if p.reason else "") + "; ".join(parts)
 
 
-def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,
-         measured: list[Probe], probes: list[Probe], ratio_batch: int | None = None) -> str:
+def note(
+    best: Probe,
+    today_probe: Probe | None,
+    today: PrecisionChoice,
+    published: str,
+    ratio: float | None,
+    measured: list[Probe],
+    probes: list[Probe],
+    ratio_batch: int | None = None,
+) -> str:
     """The precision note a report prints for the chosen configuration: what won, its ratio to
     today's mapping, and, where a higher precision stands in for the published one, both
     throughputs against the best candidate of the published class (or why none was measured)."""
-    head = (f"chosen by the per-row search: {best.label}, "
-            + (f"the fastest of {len(measured)} measured candidates within numerics tolerance" if len(measured) > 1
-               else "the only candidate measured within numerics tolerance (the others: not eligible, not "
-                    "probed at this depth, or failed)"))
+    head = f"chosen by the per-row search: {best.label}, " + (
+        f"the fastest of {len(measured)} measured candidates within numerics tolerance"
+        if len(measured) > 1
+        else "the only candidate measured within numerics tolerance (the others: not eligible, not "
+        "probed at this depth, or failed)"
+    )
     if ratio is not None and today_probe is not None and best is not today_probe:
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})" + (
-            f" at batch {ratio_batch}, where a near tie at the search's batch was settled" if ratio_batch else "")
+            f" at batch {ratio_batch}, where a near tie at the search's batch was settled"
+            if ratio_batch
+            else ""
+        )
     elif best is today_probe:
         head += " (today's mapping)"
     published = PublishedPrecision.parse(published)
@@ -50,15 +67,21 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
     if bits(best.precision) > want:
         same = [p for p in measured if bits(p.precision) == want]
         top = max(same, key=lambda p: p.rate) if same else None
-        why = (f"; {best.precision} stands in for {published}: "
-               + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
-                  f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
-                  if top else f"no {published}-class candidate was measured here ("
-                  + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
+        why = f"; {best.precision} stands in for {published}: " + (
+            f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
+            f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
+            if top
+            else f"no {published}-class candidate was measured here ("
+            + unmeasured([p for p in probes if bits(p.precision) == want])
+            + ")"
+        )
     elif best.precision == today.precision and best.backend == today.backend:
         why = f"; {today.note}"
     else:
-        why = f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
+        why = (
+            f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} "
+            "here)"
+        )
     return head[0].upper() + head[1:] + why
 
 
@@ -67,8 +90,12 @@ def unmeasured(same_class: list[Probe]) -> str:
     every one is an emulated 16-bit type left to a full search (kit.search.planning.plan_probes)."""
     if not same_class:
         return "none runs on this hardware"
-    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
-           for p in same_class):
-        return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
-                f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")
+    if all(
+        p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
+        for p in same_class
+    ):
+        return (
+            "each is emulated on this hardware, fp32 arithmetic with conversions around it, and a "
+            f"quick search leaves them to a full search: {', '.join(p.label for p in same_class)}"
+        )
     return ", ".join(f"{p.label}: {p.status}" for p in same_class)

@@ -33,7 +33,11 @@ class Study:
 
 
 STUDIES: Registry[Study] = Registry("study")
-for _name, _module in (("model_benchmark", model_benchmark), ("c2_study", c2), ("server_scenario", server)):
+for _name, _module in (
+    ("model_benchmark", model_benchmark),
+    ("c2_study", c2),
+    ("server_scenario", server),
+):
     STUDIES.register(_name, Study(_name, _module))
 
 __all__ = ["STUDIES", "Study", "c2", "model_benchmark", "server"]

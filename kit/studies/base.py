@@ -92,8 +92,10 @@ class RunsOnBackend(StudyConfig):
         return Placement.of(self.backend, self.precision, self.device)
 
     def note(self) -> str:
-        return self.precision_note or (f"{self.backend} {self.precision} on {self.device}, as given in the "
-                                       "parameters (not chosen by the published-precision mapping)")
+        return self.precision_note or (
+            f"{self.backend} {self.precision} on {self.device}, as given in the "
+            "parameters (not chosen by the published-precision mapping)"
+        )
 
 
 def _plain(value: Any) -> Any:
@@ -108,9 +110,16 @@ def _plain(value: Any) -> Any:
 #: infinity are not numbers a study can run with.
 STRICT = ConfigDict(strict=True, allow_inf_nan=False)
 #: How an error names what is allowed, by pydantic's error type.
-ALLOWED = {"int_type": "an integer", "bool_type": "True or False", "string_type": "a string",
-           "float_type": "a number", "finite_number": "a finite number", "dict_type": "a dict",
-           "list_type": "a list", "tuple_type": "a list"}
+ALLOWED = {
+    "int_type": "an integer",
+    "bool_type": "True or False",
+    "string_type": "a string",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "dict_type": "a dict",
+    "list_type": "a list",
+    "tuple_type": "a list",
+}
 
 
 @functools.cache
@@ -153,16 +162,23 @@ def _allowed(error_type: str, hint: Any) -> str:
     return ALLOWED.get(error_type, f"a value of type {hint}")
 
 
-def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, Any],
-              execute: Callable[[C, RunResult], None], name: Callable[[dict], str]) -> RunResult:
+def run_study(
+    kind: ResultKind,
+    config_cls: type[C],
+    config: C | Mapping[str, Any],
+    execute: Callable[[C, RunResult], None],
+    name: Callable[[dict], str],
+) -> RunResult:
     """Validate, execute and record one study run; every failure ends up in the result."""
-    allocator = steady_allocator()  # before anything is loaded: figures independent of process history
+    # before anything is loaded: figures independent of process history
+    allocator = steady_allocator()
     params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
     params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
     result = RunResult.new(kind, str(name(params)), params, capture())
     result.environment["allocator"] = allocator
     try:
-        cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError
+        # unknown names: TypeError
+        cfg = config if isinstance(config, config_cls) else config_cls(**params)
         result.parameters = cfg.to_dict()
         with accounting() as account:
             try:
@@ -172,10 +188,14 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
     except KitError as exc:
         result.fail(exc)
     except TypeError as exc:  # a parameter name the config does not have
-        result.fail(InvalidParameter("parameters", sorted(set(params) - _field_names(config_cls)), str(exc)))
+        result.fail(
+            InvalidParameter("parameters", sorted(set(params) - _field_names(config_cls)), str(exc))
+        )
     except Exception as exc:  # noqa: BLE001 - a bug still ends as a readable result, not a lost run
-        result.fail(f"{type(exc).__name__}: {exc} (unexpected; traceback: "
-                    f"{' | '.join(traceback.format_exc().strip().splitlines()[-4:])})")
+        result.fail(
+            f"{type(exc).__name__}: {exc} (unexpected; traceback: "
+            f"{' | '.join(traceback.format_exc().strip().splitlines()[-4:])})"
+        )
     result.resources = resources()
     return result
 

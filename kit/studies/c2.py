@@ -38,11 +38,13 @@ C2_MODEL = "resnext101-c2"
 class Config(RunsOnBackend):
     batch_sizes: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
     replicas: int = 2
-    min_duration_s: float = 2.0  # the notebook's defaults (tests/studies/test_parameters.py): Run All in about 1 min
+    # the notebook's defaults (tests/studies/test_parameters.py): Run All in about 1 min
+    min_duration_s: float = 2.0
     min_count: int = 5
     warmup: int = 2
     target_ci: float = 0.02  # stop once the 95 % half-width is this narrow (0: no target)
-    max_duration_s: float = 6.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
+    # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
+    max_duration_s: float = 6.0
     image_dir: str = "skimage"
     small: bool = False
     weights: str = "random"
@@ -56,14 +58,22 @@ class Config(RunsOnBackend):
             raise InvalidParameter("batch_sizes", self.batch_sizes, "at least one batch size")
         for b in self.batch_sizes:
             if b < self.replicas or b % self.replicas:
-                raise InvalidParameter("batch_sizes", b, f"a multiple of replicas={self.replicas} "
-                                                         "(micro batch = batch / replicas)")
+                raise InvalidParameter(
+                    "batch_sizes",
+                    b,
+                    f"a multiple of replicas={self.replicas} (micro batch = batch / replicas)",
+                )
         self.measure_config()
 
     def measure_config(self) -> MeasureConfig:
-        return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, replicas=self.replicas, target_ci=self.target_ci,
-                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
+        return MeasureConfig(
+            warmup=self.warmup,
+            min_duration_s=self.min_duration_s,
+            min_count=self.min_count,
+            replicas=self.replicas,
+            target_ci=self.target_ci,
+            max_duration_s=time_limit(self.min_duration_s, self.max_duration_s),
+        )
 
     def exports(self) -> list[ExportRequest]:
         return [ExportRequest(C2_MODEL, self.small, self.weights, opset=export_opset(self.backend))]
@@ -76,9 +86,13 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     backend = require_backend(cfg.backend)
-    with progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"), \
-            timed_phase("export", detail=C2_MODEL):
-        model = load_model(C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset)
+    with (
+        progress.step(f"model {C2_MODEL}: exporting to ONNX (or the cached export)"),
+        timed_phase("export", detail=C2_MODEL),
+    ):
+        model = load_model(
+            C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset
+        )
     result.model = model.describe()
     result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]
@@ -88,27 +102,42 @@ def execute(cfg: Config, result: RunResult) -> None:
     cfg, deviation = replicas_here(cfg, device_info)
     threads = max(1, usable_cores() // cfg.replicas)
     bcfg = BackendConfig(cfg.precision, cfg.device, threads, kind=cfg.hardware)
-    result.backend = {"name": backend.name, **bcfg.to_dict(), "device_info": device_info,
-                      "replicas": cfg.replicas, "replicas_asked": asked, "threads_per_replica": threads}
+    result.backend = {
+        "name": backend.name,
+        **bcfg.to_dict(),
+        "device_info": device_info,
+        "replicas": cfg.replicas,
+        "replicas_asked": asked,
+        "threads_per_replica": threads,
+    }
     if deviation:
         result.backend["deviation"] = deviation
         result.notes.append(f"Deviation from the C2 paper: {deviation}.")
     sampler = sampler_for(cfg.hardware, cfg.power)
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     result.tables["c2"] = []
-    rounds = progress.rounds(cfg.batch_sizes, f"C2 study on {backend.name} {cfg.precision}",
-                             unit="batch size")
+    rounds = progress.rounds(
+        cfg.batch_sizes, f"C2 study on {backend.name} {cfg.precision}", unit="batch size"
+    )
     for batch in rounds:
         micro = batch // cfg.replicas
         sessions: list = []
         with closing_all(sessions):
             rounds.note(f"batch {batch}: compiling")
-            with progress.step(f"batch {batch}: compiling {cfg.replicas} x micro batch {micro}"), \
-                    timed_phase("compile", batch, f"{cfg.replicas} x {backend.name} {cfg.precision}, micro batch {micro}"):
+            with (
+                progress.step(f"batch {batch}: compiling {cfg.replicas} x micro batch {micro}"),
+                timed_phase(
+                    "compile",
+                    batch,
+                    f"{cfg.replicas} x {backend.name} {cfg.precision}, micro batch {micro}",
+                ),
+            ):
                 sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
             result.backend["session"] = sessions[0].description
-            calls = [_pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
-                     for i, s in enumerate(sessions)]
+            calls = [
+                _pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
+                for i, s in enumerate(sessions)
+            ]
             rounds.note(progress.timed_note(f"batch {batch}", cfg.measure_config()))
             with timed_phase("timing", batch) as phase:
                 m = timed_window(calls, micro, cfg.measure_config(), sampler)
@@ -122,20 +151,31 @@ def replicas_here(cfg: Config, device_info: dict) -> tuple[Config, str | None]:
     card has one), and the deviation from the paper's 2 replicas said in words; else unchanged."""
     devices = device_info.get("num_devices")
     kind = kinds.of_class(str(device_info.get("kind")))
-    if kind is None or not kind.session_per_device or devices is None or int(devices) >= cfg.replicas:
+    if (
+        kind is None
+        or not kind.session_per_device
+        or devices is None
+        or int(devices) >= cfg.replicas
+    ):
         return cfg, None
     if int(devices) < 1:
-        raise InvalidParameter("replicas", cfg.replicas, f"an IPU to run on: PopRT sees {devices} IPU(s)")
+        raise InvalidParameter(
+            "replicas", cfg.replicas, f"an IPU to run on: PopRT sees {devices} IPU(s)"
+        )
     used = int(devices)
-    deviation = (f"{used} replica(s) instead of the paper's {cfg.replicas}: this machine has {used} IPU(s) "
-                 f"({device_info.get('name', 'IPU')}) and each replica's session holds one; the whole batch "
-                 f"runs as micro batch = batch / {used}")
+    deviation = (
+        f"{used} replica(s) instead of the paper's {cfg.replicas}: this machine has {used} IPU(s) "
+        f"({device_info.get('name', 'IPU')}) and each replica's session holds one; the whole batch "
+        f"runs as micro batch = batch / {used}"
+    )
     return replace(cfg, replicas=used), deviation
 
 
-def _pipeline_call(session, input_name: str, encoded: list[bytes], micro: int, size: int, offset: int):
+def _pipeline_call(
+    session, input_name: str, encoded: list[bytes], micro: int, size: int, offset: int
+):
     """Preprocess the next micro batch of images, run, and fetch the outputs to host memory."""
-    images = cycle(encoded[offset % len(encoded):] + encoded[: offset % len(encoded)])
+    images = cycle(encoded[offset % len(encoded) :] + encoded[: offset % len(encoded)])
 
     def call():
         batch = preprocess_batch([next(images) for _ in range(micro)], size)
@@ -148,9 +188,15 @@ def c2_row(batch: int, micro: int, m: BatchMeasurement) -> dict:
     latency_ms = m.latency.mean_ms  # each replica's call handles one micro batch, in parallel
     throughput = batch / (latency_ms / 1000.0)
     power = m.power or {}
-    row: dict[str, Any] = {"batch_size": batch, "micro_batch": micro, "latency_ms": latency_ms,
-           "latency_p99_ms": m.latency.p99_ms, "throughput": throughput,
-           "throughput_wall": m.throughput, "efficiency": None}
+    row: dict[str, Any] = {
+        "batch_size": batch,
+        "micro_batch": micro,
+        "latency_ms": latency_ms,
+        "latency_p99_ms": m.latency.p99_ms,
+        "throughput": throughput,
+        "throughput_wall": m.throughput,
+        "efficiency": None,
+    }
     if power.get("method") == "measured" and power.get("mean_w"):
         row["efficiency"] = throughput / power["mean_w"]
         row["power_w"] = power["mean_w"]

@@ -57,8 +57,10 @@ class Config(RunsOnBackend):
     warmup: int = 5
     min_duration_s: float = 2.0
     min_count: int = 20
-    target_ci: float = 0.02  # stop once the throughput's 95 % half-width is this narrow (0: no target)
-    max_duration_s: float = 0.0  # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
+    # stop once the throughput's 95 % half-width is this narrow (0: no target)
+    target_ci: float = 0.02
+    # per batch size, the time limit; 0: 10 x min_duration_s, at least 5 s
+    max_duration_s: float = 0.0
     weights: str = "random"
     small: bool = False
     seed: int = 0
@@ -67,18 +69,24 @@ class Config(RunsOnBackend):
     threads: int | None = None
     check_numerics: bool = True
     power: bool = True  # sample the device's power during timing (where a sensor exists)
-    stretch_for_power: bool = True  # lengthen each window to what the power sensor resolves (NVML: 10 s)
+    # lengthen each window to what the power sensor resolves (NVML: 10 s)
+    stretch_for_power: bool = True
     accuracy: bool = True  # run the published accuracy check (needs data and real weights)
     dataset_dir: str = ""  # default data/datasets/<dataset>/
     data_percent: float = 100.0
     options: dict = field(default_factory=dict)
-    search: bool = False  # choose backend/precision/options by the cached per-row search (kit.search)
+    # choose backend/precision/options by the cached per-row search (kit.search)
+    search: bool = False
     search_depth: str = "quick"  # quick: short probes, no torch.compile; full: every candidate
     search_force: bool = False  # search again even when a decision is cached
-    search_key: str = ""  # the decision key the batch expects (kit.search.key_hash); "" for a hand-made run
-    search_batch: int = 0  # the batch size the search measures candidates at; 0: the largest batch size
-    # (on a kind that searches each batch, a GPU, every batch size is searched and search_batch is unused)
-    roofline: bool = True  # place each figure on the roofline (bytes from the graph, measured bandwidth)
+    # the decision key the batch expects (kit.search.key_hash); "" for a hand-made run
+    search_key: str = ""
+    # the batch size the search measures candidates at; 0: the largest batch size
+    search_batch: int = 0
+    # (on a kind that searches each batch, a GPU, every batch size is searched and search_batch is
+    # unused)
+    # place each figure on the roofline (bytes from the graph, measured bandwidth)
+    roofline: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,8 +95,11 @@ class Config(RunsOnBackend):
         for b in (*self.batch_sizes, *([self.search_batch] if self.search_batch else [])):
             validate_batch_size(b)
         if self.published_precision not in PUBLISHED_PRECISIONS:
-            raise InvalidParameter("published_precision", self.published_precision,
-                                   f"one of {', '.join(PUBLISHED_PRECISIONS)}")
+            raise InvalidParameter(
+                "published_precision",
+                self.published_precision,
+                f"one of {', '.join(PUBLISHED_PRECISIONS)}",
+            )
         validate_data_percent(self.data_percent)
         self.backend_config()  # validates threads and the backend's options (kit.backends.options)
         self.measure_config()  # validates timing parameters
@@ -96,10 +107,16 @@ class Config(RunsOnBackend):
             self.search_settings()
 
     def measure_config(self) -> MeasureConfig:
-        return MeasureConfig(warmup=self.warmup, min_duration_s=self.min_duration_s,
-                             min_count=self.min_count, clients=self.clients, replicas=self.replicas,
-                             target_ci=self.target_ci, stretch_for_power=self.stretch_for_power,
-                             max_duration_s=time_limit(self.min_duration_s, self.max_duration_s))
+        return MeasureConfig(
+            warmup=self.warmup,
+            min_duration_s=self.min_duration_s,
+            min_count=self.min_count,
+            clients=self.clients,
+            replicas=self.replicas,
+            target_ci=self.target_ci,
+            stretch_for_power=self.stretch_for_power,
+            max_duration_s=time_limit(self.min_duration_s, self.max_duration_s),
+        )
 
     def placement(self) -> Placement:
         return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
@@ -110,26 +127,46 @@ class Config(RunsOnBackend):
     def exports(self) -> list[ExportRequest]:
         if self.model.endswith(".onnx"):  # the user's own file: nothing to export
             return []
-        return [ExportRequest(self.model, self.small, self.weights, self.seed, export_opset(self.backend))]
+        return [
+            ExportRequest(
+                self.model, self.small, self.weights, self.seed, export_opset(self.backend)
+            )
+        ]
 
     def search_settings(self):
-        each = kinds.get(self.hardware).search_each_batch  # every batch decides itself: no near tie to settle
-        return SearchSettings(self.search_depth, force=self.search_force,
-                              settle_batch=None if each else max(self.batch_sizes))
+        # every batch decides itself: no near tie to settle
+        each = kinds.get(self.hardware).search_each_batch
+        return SearchSettings(
+            self.search_depth,
+            force=self.search_force,
+            settle_batch=None if each else max(self.batch_sizes),
+        )
 
 
 def run(config: Config | dict) -> RunResult:
     """Benchmark one model on one backend at every batch size; never raises for a failure."""
-    return run_study(ResultKind.MODEL_BENCHMARK, Config, config, execute,
-                     name=lambda p: p.get("model", Config.model))
+    return run_study(
+        ResultKind.MODEL_BENCHMARK,
+        Config,
+        config,
+        execute,
+        name=lambda p: p.get("model", Config.model),
+    )
 
 
 def execute(cfg: Config, result: RunResult) -> None:
-    with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"), \
-            timed_phase("export") as phase:
-        model = load_model(cfg.model, small=cfg.small, weights=cfg.weights, seed=cfg.seed,
-                           opset=export_opset(cfg.backend),
-                           input_shapes=cfg.input_shapes or None)
+    with (
+        progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"),
+        timed_phase("export") as phase,
+    ):
+        model = load_model(
+            cfg.model,
+            small=cfg.small,
+            weights=cfg.weights,
+            seed=cfg.seed,
+            opset=export_opset(cfg.backend),
+            input_shapes=cfg.input_shapes or None,
+        )
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
     result.model = model.describe()
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
@@ -139,27 +176,47 @@ def execute(cfg: Config, result: RunResult) -> None:
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         planner = BatchPlanner(cfg=cfg, model=model, result=result, keeper=keeper)
-        rounds = progress.rounds(planner.planned_batches(), f"{model.name}: batch sizes",
-                                 unit="batch size", total=len(cfg.batch_sizes))
+        rounds = progress.rounds(
+            planner.planned_batches(),
+            f"{model.name}: batch sizes",
+            unit="batch size",
+            total=len(cfg.batch_sizes),
+        )
         for i, (batch, here) in enumerate(rounds):
             if not per_batch:
                 notes_at = len(result.notes)  # the precision notes go after the (first) search's
             per_batch[batch] = here
             result.backend = backend_block(here)
             try:
-                measure_one_batch(here, require_backend(here.backend), reference, model, batch, result, sampler,
-                                  with_accuracy=i == 0, note=rounds.note,
-                                  kept=keeper.take(batch, here.backend, here.backend_config()))
+                measure_one_batch(
+                    here,
+                    require_backend(here.backend),
+                    reference,
+                    model,
+                    batch,
+                    result,
+                    sampler,
+                    with_accuracy=i == 0,
+                    note=rounds.note,
+                    kept=keeper.take(batch, here.backend, here.backend_config()),
+                )
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
-                result.tables.setdefault("failed_batches", []).append({"batch_size": batch, "error": str(exc)})
+                result.tables.setdefault("failed_batches", []).append(
+                    {"batch_size": batch, "error": str(exc)}
+                )
             sessions[batch] = result.backend.get("session")
-    cfg = per_batch[max(cfg.batch_sizes)]  # the headline: the backend block, the roofline, the report's precision
+    # the headline: the backend block, the roofline, the report's precision
+    cfg = per_batch[max(cfg.batch_sizes)]
     result.notes[notes_at:notes_at] = [f"Precision: {cfg.note()}."] + [
-        f"Precision at batch {b}: {c.note()}." for b, c in sorted(per_batch.items()) if c != cfg]
+        f"Precision at batch {b}: {c.note()}." for b, c in sorted(per_batch.items()) if c != cfg
+    ]
     headline_session = sessions.get(max(cfg.batch_sizes))
-    result.backend = {**backend_block(cfg), **({"session": headline_session} if headline_session else {})}
+    result.backend = {
+        **backend_block(cfg),
+        **({"session": headline_session} if headline_session else {}),
+    }
     if cfg.roofline:
         with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
@@ -169,9 +226,12 @@ def execute(cfg: Config, result: RunResult) -> None:
 def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
     """A file whose graph computes in fp16 (or bf16) runs as it is and is labelled and judged
     (peak, roofline) at that precision, never as the default fp32."""
-    return replace(cfg, precision=model.precision,
-                   precision_note=f"{cfg.backend} {model.precision} on {cfg.device}: the precision of "
-                                  f"{model.onnx_path.name}'s own graph (its weights), run as it is")
+    return replace(
+        cfg,
+        precision=model.precision,
+        precision_note=f"{cfg.backend} {model.precision} on {cfg.device}: the precision of "
+        f"{model.onnx_path.name}'s own graph (its weights), run as it is",
+    )
 
 
 def backend_block(cfg: Config) -> dict:
@@ -216,21 +276,28 @@ class BatchPlanner:
             one = graph_precision_config(cfg, model) if graph_own else cfg
             return dict.fromkeys(cfg.batch_sizes, one)
         if kinds.get(cfg.hardware).published_settings:
-            self.result.notes.append(f"Per-row search: not run on the {cfg.hardware.upper()}, "
-                                     "which runs its published settings.")
+            self.result.notes.append(
+                f"Per-row search: not run on the {cfg.hardware.upper()}, "
+                "which runs its published settings."
+            )
             return dict.fromkeys(cfg.batch_sizes, cfg)
         batch = cfg.search_batch or max(cfg.batch_sizes)
         return dict.fromkeys(cfg.batch_sizes, self.timed_search(batch, cfg.search_key)[0])
 
-    def timed_search(self, batch: int, expected_key: str = "", prior: Decision | None = None
-                     ) -> tuple[Config, Decision | None]:
+    def timed_search(
+        self, batch: int, expected_key: str = "", prior: Decision | None = None
+    ) -> tuple[Config, Decision | None]:
         """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
         with timed_phase("search", batch) as phase:
             plan, decision = self.searched_config(batch, expected_key, prior)
             reused = decision is not None and self.result.tables["search_decision"]["reused"]
-            phase.detail = ("not completed" if decision is None
-                            else "decision reused from the cache" if reused
-                            else search_cost(decision))
+            phase.detail = (
+                "not completed"
+                if decision is None
+                else "decision reused from the cache"
+                if reused
+                else search_cost(decision)
+            )
         return plan, decision
 
     def searched_each_batch(self) -> Iterator[tuple[int, Config]]:
@@ -238,8 +305,11 @@ class BatchPlanner:
         probed at the next), yielded as it is made; the last batch's probe table is the result's
         `search`, every decision's summary in `search_by_batch`."""
         cfg, result = self.cfg, self.result
-        keys = (dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False))
-                if cfg.search_key else {})
+        keys = (
+            dict(zip(cfg.batch_sizes, cfg.search_key.split(","), strict=False))
+            if cfg.search_key
+            else {}
+        )
         prior: Decision | None = None
         summaries: list[dict] = []
         result.tables["search_by_batch"] = summaries
@@ -250,45 +320,68 @@ class BatchPlanner:
                 summaries.append(result.tables["search_decision"])
             yield batch, here
 
-    def searched_config(self, batch: int, expected_key: str = "", prior: Decision | None = None
-                        ) -> tuple[Config, Decision | None]:
+    def searched_config(
+        self, batch: int, expected_key: str = "", prior: Decision | None = None
+    ) -> tuple[Config, Decision | None]:
         """The config with the row's plan searched at `batch` (cached per row, batch and hardware)
         in place of the mapping's, and the decision (None where the search did not complete); the
         search's probe table goes into the result."""
         cfg, result = self.cfg, self.result
         try:
-            decision, reused = decide(self.model, cfg.published_precision, batch, cfg.hardware,
-                                      cfg.search_settings(), weights=cfg.weights, seed=cfg.seed,
-                                      prior=prior, keeper=self.keeper)
+            decision, reused = decide(
+                self.model,
+                cfg.published_precision,
+                batch,
+                cfg.hardware,
+                cfg.search_settings(),
+                weights=cfg.weights,
+                seed=cfg.seed,
+                prior=prior,
+                keeper=self.keeper,
+            )
         except KitError as exc:  # e.g. no fp32 reference: the row still runs today's mapping
-            result.notes.append(f"Per-row search not completed at batch {batch} ({exc}): today's "
-                                "mapping kept.")
+            result.notes.append(
+                f"Per-row search not completed at batch {batch} ({exc}): today's mapping kept."
+            )
             return cfg, None
         record_decision(result, decision, reused, batch, expected_key)
         # the search measured nothing: its guess never replaces the job's plan
         if decision.fallback:
-            result.notes.append(f"Per-row search measured no candidate: the job's own plan "
-                                f"({cfg.backend} {cfg.precision} on {cfg.device}) is used, not the "
-                                "search's fallback.")
+            result.notes.append(
+                f"Per-row search measured no candidate: the job's own plan "
+                f"({cfg.backend} {cfg.precision} on {cfg.device}) is used, not the "
+                "search's fallback."
+            )
             return cfg, decision
         plan = decision.plan
-        return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
-                       options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
-                       precision_note=plan.precision_note), decision
+        return replace(
+            cfg,
+            backend=plan.backend,
+            precision=plan.precision,
+            device=plan.device,
+            options={**cfg.options, **plan.options},
+            threads=plan.threads or cfg.threads,
+            precision_note=plan.precision_note,
+        ), decision
 
 
-def record_decision(result: RunResult, decision: Decision, reused: bool, batch: int,
-                    expected_key: str) -> None:
+def record_decision(
+    result: RunResult, decision: Decision, reused: bool, batch: int, expected_key: str
+) -> None:
     """The search's probe table, its summary and a note of it in the result; a note too where its
     key is not the one the batch planned."""
     if expected_key and decision.key and key_hash(decision.key) != expected_key:
-        result.notes.append(f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
-                            f"batch's {expected_key} (hardware or software changed since the batch was planned).")
+        result.notes.append(
+            f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
+            f"batch's {expected_key} (hardware or software changed since the batch was planned)."
+        )
     result.tables["search"] = [p.to_dict() for p in decision.probes]
     result.tables["search_decision"] = decision.summary() | {"reused": reused}
-    result.notes.append(f"Per-row search ({decision.depth}, batch {batch}): "
-                        f"{'decision reused from the cache' if reused else 'searched now'} "
-                        f"({decision.cache_file}; {search_cost(decision)}); chosen {decision.chosen}.")
+    result.notes.append(
+        f"Per-row search ({decision.depth}, batch {batch}): "
+        f"{'decision reused from the cache' if reused else 'searched now'} "
+        f"({decision.cache_file}; {search_cost(decision)}); chosen {decision.chosen}."
+    )
 
 
 def mark_decided_at(result: RunResult, batch: int) -> None:
@@ -296,8 +389,11 @@ def mark_decided_at(result: RunResult, batch: int) -> None:
     batch its decision was made at (its own)."""
     decided = {s["batch_size"]: s for s in result.tables.get("search_by_batch") or []}
     if batch in decided and not decided[batch]["fallback"]:
-        result.measurements[-1]["searched_plan"] = {**decided[batch]["plan"], "chosen": decided[batch]["chosen"],
-                                                    "decided_at_batch": batch}
+        result.measurements[-1]["searched_plan"] = {
+            **decided[batch]["plan"],
+            "chosen": decided[batch]["chosen"],
+            "decided_at_batch": batch,
+        }
 
 
 def _device_info(result: RunResult) -> dict:
@@ -306,13 +402,15 @@ def _device_info(result: RunResult) -> dict:
 
 def _cpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
     result.tables["peaks"] = cpu_peaks()
-    return _device_info(result).get("peak"), None, ""  # bandwidth None: measured (kit.studies.roofline)
+    # bandwidth None: measured (kit.studies.roofline)
+    return _device_info(result).get("peak"), None, ""
 
 
 def _gpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
     info = _device_info(result)
-    peak, bandwidth, why = gpu_roof(info.get("name", ""), (result.backend or {}).get("session") or {},
-                                    cfg.precision)
+    peak, bandwidth, why = gpu_roof(
+        info.get("name", ""), (result.backend or {}).get("session") or {}, cfg.precision
+    )
     info["peak"] = peak  # '% of peak' and the roofline: one peak, the unit that ran
     return peak, bandwidth, why
 
@@ -320,7 +418,9 @@ def _gpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None,
 #: (peak, bandwidth, why not) of a run's figures, by hardware kind (kit.hardware.kinds); a kind
 #: absent here (the IPU) is not placed on a roofline.
 ROOFS: dict[str, Callable[[RunResult, Config], tuple[dict | None, dict | None, str]]] = {
-    kinds.CPU.name: _cpu_roof, kinds.CUDA.name: _gpu_roof}
+    kinds.CPU.name: _cpu_roof,
+    kinds.CUDA.name: _gpu_roof,
+}
 
 
 def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
@@ -329,19 +429,26 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     that same peak, or none); elsewhere, why not."""
     result.tables["peaks"] = []
     roof = ROOFS.get(cfg.hardware)
-    peak, bandwidth, why = roof(result, cfg) if roof else (None, None, f"no roofline for {cfg.hardware} runs")
+    peak, bandwidth, why = (
+        roof(result, cfg) if roof else (None, None, f"no roofline for {cfg.hardware} runs")
+    )
     if not peak or not model.flops_per_sample or why:
-        result.notes.append(f"Roofline: not placed ({why or 'needs a CPU or GPU run with a stated peak and a FLOP count'}).")
+        result.notes.append(
+            "Roofline: not placed "
+            f"({why or 'needs a CPU or GPU run with a stated peak and a FLOP count'})."
+        )
         return
     ok = [m for m in result.measurements if m.get("throughput")]
     try:
         result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok, bandwidth)
         explain_below_peak(result)
-    except Exception as exc:  # noqa: BLE001 - the roofline is context; it never fails a measured run
+    except Exception as exc:  # noqa: BLE001
+        # the roofline is context; it never fails a measured run
         result.notes.append(f"Roofline: not placed ({type(exc).__name__}: {exc}).")
 
 
-BELOW_PEAK = 0.55  # a compute-bound figure under this fraction of its peak gets its breakdown's reason
+# a compute-bound figure under this fraction of its peak gets its breakdown's reason
+BELOW_PEAK = 0.55
 
 
 def explain_below_peak(result: RunResult) -> None:
@@ -355,21 +462,40 @@ def explain_below_peak(result: RunResult) -> None:
                 row["below_peak_reason"] = reason(found)
 
 
-def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, batch: int,
-                      result: RunResult, sampler, *, with_accuracy: bool = False,
-                      note: Callable[[str], None] = lambda _: None, kept=None) -> None:
+def measure_one_batch(
+    cfg: Config,
+    backend,
+    reference,
+    model: ExportedModel,
+    batch: int,
+    result: RunResult,
+    sampler,
+    *,
+    with_accuracy: bool = False,
+    note: Callable[[str], None] = lambda _: None,
+    kept=None,
+) -> None:
     """Load (or take `kept`, the search's own session of this very configuration), check numerics,
     time, and where asked profile and check accuracy, at one batch size."""
     sessions: list = [] if kept is None else [kept]
     with closing_all(sessions):
         inputs = model.make_inputs(batch, seed=cfg.seed)
         note(f"batch {batch}: compiling")
-        with progress.step(f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
-                           "(converting the ONNX first when not cached)"), timed_phase("compile", batch) as phase:
-            sessions += [backend.load(model, cfg.backend_config(), batch) for _ in range(cfg.replicas - len(sessions))]
+        with (
+            progress.step(
+                f"batch {batch}: compiling for {cfg.backend} {cfg.precision} "
+                "(converting the ONNX first when not cached)"
+            ),
+            timed_phase("compile", batch) as phase,
+        ):
+            sessions += [
+                backend.load(model, cfg.backend_config(), batch)
+                for _ in range(cfg.replicas - len(sessions))
+            ]
             ref_session, ref_out = None, None
             accuracy_here = with_accuracy and cfg.accuracy
-            if reference is not None:  # the run itself is the reference when it is ORT fp32 on the CPU
+            if reference is not None:
+                # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
                 ref_out = None if same else reference_outputs.recall(model, batch, inputs)
                 if same:
@@ -377,15 +503,31 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
                 elif ref_out is None and cfg.check_numerics:
                     ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch)
                     sessions.append(ref_session)
-                elif accuracy_here:  # loaded when the accuracy check first calls it, after the timed windows
-                    ref_session = LazySession(lambda: reference.load(model, BackendConfig("fp32", "cpu"), batch))
+                elif accuracy_here:
+                    # loaded when the accuracy check first calls it, after the timed windows
+                    ref_session = LazySession(
+                        lambda: reference.load(model, BackendConfig("fp32", "cpu"), batch)
+                    )
                     sessions.append(ref_session)
-            phase.detail = f"{cfg.backend} {cfg.precision} on {cfg.device}" + (
-                " and the onnxruntime fp32 CPU reference" if ref_session not in (None, sessions[0])
-                and not isinstance(ref_session, LazySession) else "") + (
-                " (the search's torch.compile session: not compiled again)" if kept is not None else "") + (
-                "; the reference's outputs taken from the search's call on the same inputs"
-                if ref_out is not None else "")
+            phase.detail = (
+                f"{cfg.backend} {cfg.precision} on {cfg.device}"
+                + (
+                    " and the onnxruntime fp32 CPU reference"
+                    if ref_session not in (None, sessions[0])
+                    and not isinstance(ref_session, LazySession)
+                    else ""
+                )
+                + (
+                    " (the search's torch.compile session: not compiled again)"
+                    if kept is not None
+                    else ""
+                )
+                + (
+                    "; the reference's outputs taken from the search's call on the same inputs"
+                    if ref_out is not None
+                    else ""
+                )
+            )
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
@@ -400,15 +542,19 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
         with timed_phase("timing", batch) as phase:
             measurement = timed_sessions(sessions[: cfg.replicas], inputs, batch, mcfg, sampler)
-            phase.detail = timing_detail(measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else "")
+            phase.detail = timing_detail(
+                measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else ""
+            )
         result.measurements.append(measurement.to_dict())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
             add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
-            with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"), \
-                    timed_phase("accuracy", batch) as phase:
+            with (
+                progress.step(f"batch {batch}: evaluating accuracy on the published dataset"),
+                timed_phase("accuracy", batch) as phase,
+            ):
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
                 phase.detail = str(result.accuracy[-1].get("status") or "")
 
@@ -432,24 +578,51 @@ class LazySession:
 
 def kept_note(batch: int, session) -> str:
     seconds = session.description.get("compile_s")
-    took = f"{seconds:g} s, counted in the search phase" if isinstance(seconds, int | float) else "counted in the search phase"
-    return (f"Batch {batch}: timed on the torch.compile session the search compiled for its probe ({took}) "
-            "and then ran; not compiled again.")
+    took = (
+        f"{seconds:g} s, counted in the search phase"
+        if isinstance(seconds, int | float)
+        else "counted in the search phase"
+    )
+    return (
+        f"Batch {batch}: timed on the torch.compile session the search compiled for its probe "
+        f"({took}) and then ran; not compiled again."
+    )
 
 
-def check_numerics(model: ExportedModel, session, ref_session, inputs: dict, batch: int, result: RunResult,
-                   ref_out: list | None = None) -> None:
-    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran the
-    reference on these inputs, else `ref_session`'s call."""
-    own = "fp32" if model.precision == "fp32" else f"{model.precision}: the file's own graph, no fp32 exists"
-    name = (f"onnxruntime {own} CPU (this run is the reference)" if ref_session is session
-            else f"onnxruntime {own} CPU" + (" (its outputs from the search's call on the same inputs)"
-                                             if ref_out is not None else ""))
-    diff = NumericDiff.between(ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name)
+def check_numerics(
+    model: ExportedModel,
+    session,
+    ref_session,
+    inputs: dict,
+    batch: int,
+    result: RunResult,
+    ref_out: list | None = None,
+) -> None:
+    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran
+    the reference on these inputs, else `ref_session`'s call."""
+    own = (
+        "fp32"
+        if model.precision == "fp32"
+        else f"{model.precision}: the file's own graph, no fp32 exists"
+    )
+    name = (
+        f"onnxruntime {own} CPU (this run is the reference)"
+        if ref_session is session
+        else f"onnxruntime {own} CPU"
+        + (
+            " (its outputs from the search's call on the same inputs)"
+            if ref_out is not None
+            else ""
+        )
+    )
+    diff = NumericDiff.between(
+        ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name
+    )
     result.numerics.append({"batch_size": batch, **diff.to_dict()})
 
 
-LONG_CALL_MS = 2000.0  # a call this long is profiled once (its operators' shares are already stable)
+# a call this long is profiled once (its operators' shares are already stable)
+LONG_CALL_MS = 2000.0
 
 
 def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig:
@@ -458,19 +631,38 @@ def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig
     return replace(mcfg, warmup=max(0, mcfg.warmup - 1)) if numerics_ran else mcfg
 
 
-def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
-                     batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
+def add_op_breakdown(
+    result: RunResult,
+    model: ExportedModel,
+    cfg: Config,
+    session,
+    inputs: dict,
+    batch: int,
+    calls: int = op_breakdown.PROFILED_CALLS,
+) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = _device_info(result).get("peak") or {}
-    if cfg.backend != "torch" or not kinds.get(cfg.hardware).profiles_ops or not model.flops_per_sample \
-            or not peak.get("gflops"):
+    if (
+        cfg.backend != "torch"
+        or not kinds.get(cfg.hardware).profiles_ops
+        or not model.flops_per_sample
+        or not peak.get("gflops")
+    ):
         return
-    with timed_phase("op breakdown", batch, f"torch profiler over {calls} call{'s' if calls != 1 else ''}"):
+    with timed_phase(
+        "op breakdown", batch, f"torch profiler over {calls} call{'s' if calls != 1 else ''}"
+    ):
         try:
             times = op_breakdown.profile_torch_session(session, inputs, calls)
-            result.tables["op_breakdown"] = {"batch_size": batch, "profiled_calls": calls, **op_breakdown.breakdown(
-                times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls)}
-        except Exception as exc:  # noqa: BLE001 - context for the roofline; never fails a measured run
+            result.tables["op_breakdown"] = {
+                "batch_size": batch,
+                "profiled_calls": calls,
+                **op_breakdown.breakdown(
+                    times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls
+                ),
+            }
+        except Exception as exc:  # noqa: BLE001
+            # context for the roofline; never fails a measured run
             result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")
 
 
@@ -485,10 +677,20 @@ def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig
 def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batch: int) -> dict:
     """The published accuracy/numeric metric, or the reason it cannot be measured here."""
     try:
-        return evaluate_accuracy(model.name, session, cfg.dataset_dir or None, cfg.data_percent,
-                                 model.weights, batch_size=batch, model=model,
-                                 reference_session=ref_session)
+        return evaluate_accuracy(
+            model.name,
+            session,
+            cfg.dataset_dir or None,
+            cfg.data_percent,
+            model.weights,
+            batch_size=batch,
+            model=model,
+            reference_session=ref_session,
+        )
     except KitError as exc:
-        return {"model": model.name, "status": f"not measured: {exc}", "value": None,
-                "reason_code": str(ReasonCode.OTHER)}
-
+        return {
+            "model": model.name,
+            "status": f"not measured: {exc}",
+            "value": None,
+            "reason_code": str(ReasonCode.OTHER),
+        }

@@ -27,10 +27,14 @@ from collections.abc import Iterator
 PROFILED_CALLS = 2  # the session was just timed, so it is warm: no extra call first
 #: torch operator names whose self time is matrix arithmetic (the FLOPs the graph counts)
 MATRIX_MARKERS = ("mm", "matmul", "linear", "conv", "attention", "gemm", "mkldnn_rnn", "_sdpa")
-METHOD = ("torch.profiler self CPU time over the profiled calls (profiled_calls: 2, 1 where a call lasts seconds) after the timed window, as shares of "
-          "the calls' wall time (time outside any operator counted as other); matrix operators: names "
-          "containing " + ", ".join(MATRIX_MARKERS) + " (profiler overhead slightly inflates the share of "
-          "many small operators); fractions are of the nominal peak, which boost clocks can exceed")
+METHOD = (
+    "torch.profiler self CPU time over the profiled calls (profiled_calls: 2, 1 where a call lasts "
+    "seconds) after the timed window, as shares of the calls' wall time (time outside any operator "
+    "counted as other); matrix operators: names containing "
+    + ", ".join(MATRIX_MARKERS)
+    + " (profiler overhead slightly inflates the share of "
+    "many small operators); fractions are of the nominal peak, which boost clocks can exceed"
+)
 
 
 def is_matrix_op(name: str) -> bool:
@@ -40,8 +44,8 @@ def is_matrix_op(name: str) -> bool:
 
 @contextlib.contextmanager
 def native_output_silenced() -> Iterator[None]:
-    """The profiler's C++ side prints start/stop lines (USDT ...) to the process's stdout and stderr,
-    where a notebook would show them; nothing else writes while the profiled calls run."""
+    """The profiler's C++ side prints start/stop lines (USDT ...) to the process's stdout and
+    stderr, where a notebook would show them; nothing else writes while the profiled calls run."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(fd) for fd in (1, 2)]
@@ -57,8 +61,12 @@ def native_output_silenced() -> Iterator[None]:
         os.close(null)
 
 
-def breakdown(self_times_us: dict[str, float], flops_per_call: float, peak_gflops: float,
-              calls: int = PROFILED_CALLS) -> dict:
+def breakdown(
+    self_times_us: dict[str, float],
+    flops_per_call: float,
+    peak_gflops: float,
+    calls: int = PROFILED_CALLS,
+) -> dict:
     """The two factors from per-operator self times (microseconds, summed over `calls` calls)."""
     total = sum(self_times_us.values())
     matrix = sum(t for name, t in self_times_us.items() if is_matrix_op(name))
@@ -66,10 +74,15 @@ def breakdown(self_times_us: dict[str, float], flops_per_call: float, peak_gflop
         raise ValueError("the profile recorded no operator time")
     matrix_rate = flops_per_call * calls / (matrix * 1e-6) / 1e9
     top = sorted(self_times_us.items(), key=lambda kv: kv[1], reverse=True)[:6]
-    return {"matrix_time_share": matrix / total, "matrix_gflops": matrix_rate,
-            "matrix_fraction_of_peak": matrix_rate / peak_gflops,
-            "top_ops": [{"op": name, "share": t / total, "matrix": is_matrix_op(name)} for name, t in top],
-            "method": METHOD}
+    return {
+        "matrix_time_share": matrix / total,
+        "matrix_gflops": matrix_rate,
+        "matrix_fraction_of_peak": matrix_rate / peak_gflops,
+        "top_ops": [
+            {"op": name, "share": t / total, "matrix": is_matrix_op(name)} for name, t in top
+        ],
+        "method": METHOD,
+    }
 
 
 OUTSIDE_OPS = "(outside torch operators: Python and framework code)"
@@ -77,7 +90,8 @@ OUTSIDE_OPS = "(outside torch operators: Python and framework code)"
 
 def profile_torch_session(session, inputs: dict, calls: int = PROFILED_CALLS) -> dict[str, float]:
     """Self CPU time per torch operator (microseconds) over `calls` runs of a kit torch session,
-    plus the calls' wall time no operator accounts for (OUTSIDE_OPS), so the shares are of wall time."""
+    plus the calls' wall time no operator accounts for (OUTSIDE_OPS), so the shares are of wall
+    time."""
     from torch.profiler import ProfilerActivity, profile
 
     with native_output_silenced(), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -96,7 +110,9 @@ def reason(row: dict) -> str:
     """One sentence on what holds a figure below its peak, from its breakdown."""
     share, eff = row["matrix_time_share"], row["matrix_fraction_of_peak"]
     others = [o["op"] for o in row["top_ops"] if not o["matrix"]][:3]
-    held = ("the other operators" if share < eff else "the matrix operators' own rate")
-    return (f"matrix operators run at {eff:.0%} of the peak for {share:.0%} of the time "
-            f"({eff:.0%} x {share:.0%} = {eff * share:.0%} of the peak); mostly held back by {held}"
-            + (f" (largest others: {', '.join(others)})" if others else ""))
+    held = "the other operators" if share < eff else "the matrix operators' own rate"
+    return (
+        f"matrix operators run at {eff:.0%} of the peak for {share:.0%} of the time "
+        f"({eff:.0%} x {share:.0%} = {eff * share:.0%} of the peak); mostly held back by {held}"
+        + (f" (largest others: {', '.join(others)})" if others else "")
+    )

@@ -35,25 +35,39 @@ from kit.paths import cache_dir
 #: dynamic int8 keep activations between operators in fp32/bf16 as listed
 ELEMENT_BYTES = {"fp32": (4, 4), "bf16": (2, 2), "fp16": (2, 2), "int8": (1, 4), "fp8": (1, 4)}
 FAR_BELOW = 0.25  # a figure under this fraction of its bound is flagged
-ABOVE_BOUND = 1.15  # above this, the FLOP count or the peak is wrong (boost clocks explain a little)
+# above this, the FLOP count or the peak is wrong (boost clocks explain a little)
+ABOVE_BOUND = 1.15
 STREAM_ELEMENTS = 1 << 24  # float64 per array: 128 MiB, far beyond any L3 here
 STREAM_REPEATS = 5
 TRAFFIC_VERSION = 2
 
 
-def position(flops_per_sample: float, bytes_per_sample: float, *, peak_gflops: float, bandwidth_gbs: float,
-             samples_per_s: float) -> dict:
+def position(
+    flops_per_sample: float,
+    bytes_per_sample: float,
+    *,
+    peak_gflops: float,
+    bandwidth_gbs: float,
+    samples_per_s: float,
+) -> dict:
     """The roofline position of one figure: intensity, attainable rate, bound, fraction, flag."""
     intensity = flops_per_sample / bytes_per_sample
     memory_roof = intensity * bandwidth_gbs
     attainable = min(peak_gflops, memory_roof)
     achieved = flops_per_sample * samples_per_s / 1e9
     fraction = achieved / attainable if attainable > 0 else float("nan")
-    return {"flops_per_sample": flops_per_sample, "bytes_per_sample": bytes_per_sample,
-            "intensity_flop_per_byte": intensity, "ridge_flop_per_byte": peak_gflops / bandwidth_gbs,
-            "bound": "compute" if memory_roof >= peak_gflops else "memory",
-            "attainable_gflops": attainable, "achieved_gflops": achieved, "fraction_of_bound": fraction,
-            "far_below": bool(fraction < FAR_BELOW), "above_bound": bool(fraction > ABOVE_BOUND)}
+    return {
+        "flops_per_sample": flops_per_sample,
+        "bytes_per_sample": bytes_per_sample,
+        "intensity_flop_per_byte": intensity,
+        "ridge_flop_per_byte": peak_gflops / bandwidth_gbs,
+        "bound": "compute" if memory_roof >= peak_gflops else "memory",
+        "attainable_gflops": attainable,
+        "achieved_gflops": achieved,
+        "fraction_of_bound": fraction,
+        "far_below": bool(fraction < FAR_BELOW),
+        "above_bound": bool(fraction > ABOVE_BOUND),
+    }
 
 
 def bytes_per_sample(traffic: dict, precision: str, batch_size: int) -> float:
@@ -66,7 +80,9 @@ def bytes_per_sample(traffic: dict, precision: str, batch_size: int) -> float:
 def graph_traffic(onnx_path: Path, inputs) -> dict:
     """count_traffic_per_sample, cached per ONNX file (its name, size and modification time)."""
     st = onnx_path.stat()
-    stamp = hashlib.sha1(f"{onnx_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|v{TRAFFIC_VERSION}".encode())
+    stamp = hashlib.sha1(
+        f"{onnx_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|v{TRAFFIC_VERSION}".encode()
+    )
     path = cache_dir() / "roofline" / f"{onnx_path.stem}-traffic-{stamp.hexdigest()[:10]}.json"
     try:
         return json.loads(path.read_text())
@@ -74,8 +90,10 @@ def graph_traffic(onnx_path: Path, inputs) -> dict:
         pass
     traffic = count_traffic_per_sample(onnx_path, inputs)
     if not all(i.batched for i in inputs):  # split what each sample adds from what each call shares
-        per_sample = count_traffic_per_sample(onnx_path, inputs, 2)["activation_elements"] - traffic[
-            "activation_elements"]
+        per_sample = (
+            count_traffic_per_sample(onnx_path, inputs, 2)["activation_elements"]
+            - traffic["activation_elements"]
+        )
         traffic["shared_activation_elements"] = max(traffic["activation_elements"] - per_sample, 0)
         traffic["activation_elements"] = per_sample
     _write(path, traffic)
@@ -96,15 +114,19 @@ def memory_bandwidth(refresh: bool = False) -> dict:
     return result
 
 
-def stream_benchmark(elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPEATS,
-                     threads: int | None = None) -> dict:
+def stream_benchmark(
+    elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPEATS, threads: int | None = None
+) -> dict:
     """STREAM-like copy (16 B/element) and add (24 B/element) over float64 arrays, `threads` slices
     in parallel (numpy releases the GIL); the best repetition of the faster kernel."""
     threads = threads or usable_cores()
     a, b, c = (np.full(elements, v, dtype=np.float64) for v in (1.0, 2.0, 0.0))
     bounds = np.linspace(0, elements, threads + 1, dtype=int)
     slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    kernels = {"copy": (lambda s: np.copyto(c[s], a[s]), 16), "add": (lambda s: np.add(a[s], b[s], out=c[s]), 24)}
+    kernels = {
+        "copy": (lambda s: np.copyto(c[s], a[s]), 16),
+        "add": (lambda s: np.add(a[s], b[s], out=c[s]), 24),
+    }
     best: dict[str, float] = {}
     for name, (run, per_element) in kernels.items():
         rates = []
@@ -118,11 +140,16 @@ def stream_benchmark(elements: int = STREAM_ELEMENTS, repeats: int = STREAM_REPE
             rates.append(per_element * elements / (time.perf_counter() - t0) / 1e9)
         best[name] = max(rates)
     kernel = max(best, key=lambda k: best[k])
-    return {"gbs": round(best[kernel], 2), "kernels_gbs": {k: round(v, 2) for k, v in best.items()},
-            "method": f"measured: STREAM-like numpy {kernel} kernel ({'16' if kernel == 'copy' else '24'} B "
-                      f"counted per element; write-allocate traffic not counted), {elements * 8 >> 20} MiB "
-                      f"arrays, {threads} threads, best of {repeats}",
-            "load_average": os.getloadavg()[0], "cpu": cpu_model(), "cores": usable_cores()}
+    return {
+        "gbs": round(best[kernel], 2),
+        "kernels_gbs": {k: round(v, 2) for k, v in best.items()},
+        "method": f"measured: STREAM-like numpy {kernel} kernel "
+        f"({'16' if kernel == 'copy' else '24'} B counted per element; write-allocate traffic not "
+        f"counted), {elements * 8 >> 20} MiB arrays, {threads} threads, best of {repeats}",
+        "load_average": os.getloadavg()[0],
+        "cpu": cpu_model(),
+        "cores": usable_cores(),
+    }
 
 
 def _write(path: Path, payload: dict) -> None:
@@ -141,8 +168,9 @@ def gpu_roof(gpu_name: str, session: dict, precision: str) -> tuple[dict | None,
     return peak, bandwidth, ""
 
 
-def figure_rows(model, precision: str, peak: dict, measurements: list[dict],
-                bandwidth: dict | None = None) -> list[dict]:
+def figure_rows(
+    model, precision: str, peak: dict, measurements: list[dict], bandwidth: dict | None = None
+) -> list[dict]:
     """One roofline row per measured batch size (a BatchMeasurement.to_dict() each) of an
     ExportedModel. FLOPs a call does once (inputs that are not batched) are spread over its samples.
     `bandwidth`: a GPU's (gpu_roof); the CPU's is measured."""
@@ -151,12 +179,25 @@ def figure_rows(model, precision: str, peak: dict, measurements: list[dict],
     rows = []
     for m in measurements:
         per_sample = bytes_per_sample(traffic, precision, m["batch_size"])
-        rows.append({"batch_size": m["batch_size"], "precision": precision,
-                     **position(model.flops_per_sample_at(m["batch_size"]), per_sample, peak_gflops=peak["gflops"],
-                                bandwidth_gbs=bandwidth["gbs"], samples_per_s=m["throughput"]),
-                     "peak_gflops": peak["gflops"], "peak_unit": peak.get("unit", "GFLOP/s"),
-                     "peak_precision": peak.get("precision", precision),
-                     "peak_method": peak.get("method", ""), "bandwidth_gbs": bandwidth["gbs"],
-                     "bandwidth_method": bandwidth["method"], "bytes_method": traffic["method"],
-                     "unresolved_tensors": traffic["unresolved"]})
+        rows.append(
+            {
+                "batch_size": m["batch_size"],
+                "precision": precision,
+                **position(
+                    model.flops_per_sample_at(m["batch_size"]),
+                    per_sample,
+                    peak_gflops=peak["gflops"],
+                    bandwidth_gbs=bandwidth["gbs"],
+                    samples_per_s=m["throughput"],
+                ),
+                "peak_gflops": peak["gflops"],
+                "peak_unit": peak.get("unit", "GFLOP/s"),
+                "peak_precision": peak.get("precision", precision),
+                "peak_method": peak.get("method", ""),
+                "bandwidth_gbs": bandwidth["gbs"],
+                "bandwidth_method": bandwidth["method"],
+                "bytes_method": traffic["method"],
+                "unresolved_tensors": traffic["unresolved"],
+            }
+        )
     return rows

@@ -1,4 +1,5 @@
-"""Each backend's options as a typed record: read from the run's dict, checked, written back exactly."""
+"""Each backend's options as a typed record: read from the run's dict, checked, written back
+exactly."""
 
 from __future__ import annotations
 
@@ -14,19 +15,34 @@ from kit.backends.options import (
 )
 from kit.errors import InvalidParameter, UnknownValueError
 
-#: every options dict the kit writes today (the search's candidates and the tests' configs), by backend
+#: every options dict the kit writes today (the search's candidates and the tests' configs), by
+#: backend
 WRITTEN = {
-    "torch": [{}, {"compile": True}, {"cuda_graph": True}, {"cuda_graph": True, "clients": 2},
-              {"compile": True, "compile_mode": "reduce-overhead"},
-              {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}, {"device_id": 1, "compile": False},
-              {"compile_mode": None}],
-    "onnxruntime": [{"cuda_graph": True}, {"clients": 2}, {"quantization": "dynamic"},
-                    {"graph_optimization": "ORT_ENABLE_EXTENDED"}, {"device_id": 0},
-                    {"provider_options": {"CUDAExecutionProvider": {"use_tf32": 0}}}],
+    "torch": [
+        {},
+        {"compile": True},
+        {"cuda_graph": True},
+        {"cuda_graph": True, "clients": 2},
+        {"compile": True, "compile_mode": "reduce-overhead"},
+        {"compile": True, "compile_mode": "reduce-overhead", "clients": 2},
+        {"device_id": 1, "compile": False},
+        {"compile_mode": None},
+    ],
+    "onnxruntime": [
+        {"cuda_graph": True},
+        {"clients": 2},
+        {"quantization": "dynamic"},
+        {"graph_optimization": "ORT_ENABLE_EXTENDED"},
+        {"device_id": 0},
+        {"provider_options": {"CUDAExecutionProvider": {"use_tf32": 0}}},
+    ],
     "openvino": [{"hint": "THROUGHPUT"}, {"nncf": "transformer"}, {"hint": "latency"}],
     "tensorrt": [{"clients": 2}, {"device_id": 0}],
-    "ipu": [{"cache_dir": "/tmp/popef", "pack_check": False}, {"bytemlperf_settings": False},
-            {"compiler_options": {"batches_per_step": 4}, "converter_options": {"used_passes": []}}],
+    "ipu": [
+        {"cache_dir": "/tmp/popef", "pack_check": False},
+        {"bytemlperf_settings": False},
+        {"compiler_options": {"batches_per_step": 4}, "converter_options": {"used_passes": []}},
+    ],
 }
 
 
@@ -38,31 +54,44 @@ def test_the_dict_written_today_comes_back_exactly(backend, options):
 
 
 def test_each_backend_names_its_record():
-    kinds = {name: BACKENDS.get(name).options_type for name in ("onnxruntime", "torch", "openvino", "tensorrt", "ipu")}
-    assert kinds == {"onnxruntime": OnnxRuntimeOptions, "torch": TorchOptions, "openvino": OpenVinoOptions,
-                     "tensorrt": TensorRtOptions, "ipu": IpuOptions}
+    kinds = {
+        name: BACKENDS.get(name).options_type
+        for name in ("onnxruntime", "torch", "openvino", "tensorrt", "ipu")
+    }
+    assert kinds == {
+        "onnxruntime": OnnxRuntimeOptions,
+        "torch": TorchOptions,
+        "openvino": OpenVinoOptions,
+        "tensorrt": TensorRtOptions,
+        "ipu": IpuOptions,
+    }
 
 
 def test_an_unknown_key_names_itself_and_the_known_ones():
-    with pytest.raises(UnknownValueError, match=r"unknown torch option 'cuda_grap'; known: clients, compile"):
+    with pytest.raises(
+        UnknownValueError, match=r"unknown torch option 'cuda_grap'; known: clients, compile"
+    ):
         options_for("torch", {"cuda_grap": True})
     with pytest.raises(UnknownValueError, match="unknown openvino option 'compile'"):
         options_for("openvino", {"compile": True})
 
 
-@pytest.mark.parametrize("backend,options,name", [
-    ("torch", {"compile": "yes"}, "compile"),
-    ("torch", {"clients": 0}, "clients"),
-    ("torch", {"clients": True}, "clients"),
-    ("torch", {"cuda_graph": True, "compile": True}, "cuda_graph"),
-    ("onnxruntime", {"device_id": -1}, "device_id"),
-    ("onnxruntime", {"graph_optimization": "ORT_ENABLE_EVERYTHING"}, "graph_optimization"),
-    ("onnxruntime", {"quantization": "static"}, "quantization"),
-    ("openvino", {"hint": "FASTEST"}, "hint"),
-    ("openvino", {"nncf": "mixed"}, "nncf"),
-    ("ipu", {"pack_check": "no"}, "pack_check"),
-    ("ipu", {"compiler_options": [1]}, "compiler_options"),
-])
+@pytest.mark.parametrize(
+    "backend,options,name",
+    [
+        ("torch", {"compile": "yes"}, "compile"),
+        ("torch", {"clients": 0}, "clients"),
+        ("torch", {"clients": True}, "clients"),
+        ("torch", {"cuda_graph": True, "compile": True}, "cuda_graph"),
+        ("onnxruntime", {"device_id": -1}, "device_id"),
+        ("onnxruntime", {"graph_optimization": "ORT_ENABLE_EVERYTHING"}, "graph_optimization"),
+        ("onnxruntime", {"quantization": "static"}, "quantization"),
+        ("openvino", {"hint": "FASTEST"}, "hint"),
+        ("openvino", {"nncf": "mixed"}, "nncf"),
+        ("ipu", {"pack_check": "no"}, "pack_check"),
+        ("ipu", {"compiler_options": [1]}, "compiler_options"),
+    ],
+)
 def test_a_bad_value_names_the_option_and_what_is_allowed(backend, options, name):
     with pytest.raises(InvalidParameter, match=f"invalid {name}="):
         options_for(backend, options)
@@ -81,7 +110,9 @@ def test_a_backend_config_keeps_the_plain_dict_a_result_records():
     config = BackendConfig("fp16", "cpu", options=TorchOptions.from_dict({"compile": True}))
     assert config.options == {"compile": True} and config.to_dict()["options"] == {"compile": True}
     assert config.options_as(TorchOptions).compile is True
-    assert BackendConfig(options={"device_id": 1}).device_id == 1 and BackendConfig().device_id is None
+    assert (
+        BackendConfig(options={"device_id": 1}).device_id == 1 and BackendConfig().device_id is None
+    )
 
 
 def test_a_study_config_checks_its_backends_options():

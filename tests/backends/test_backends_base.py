@@ -7,8 +7,11 @@ from kit.errors import BackendUnavailable
 
 def test_missing_library_is_named_in_one_line(monkeypatch):
     monkeypatch.setattr(OnnxRuntimeBackend, "module", "onnxruntime_not_installed_here")
-    with pytest.raises(BackendUnavailable, match=r"^ONNX Runtime backend unavailable: "
-                                                 r"onnxruntime_not_installed_here is not installed$"):
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"^ONNX Runtime backend unavailable: "
+        r"onnxruntime_not_installed_here is not installed$",
+    ):
         require_backend("onnxruntime")
 
 

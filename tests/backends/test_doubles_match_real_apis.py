@@ -43,13 +43,20 @@ def call_mismatches(double, real) -> list[str]:
             problems.append(f"parameter {i} '{p.name}' does not exist in the real one")
         elif theirs[i].kind == POSITIONAL_ONLY:
             if p.kind != POSITIONAL_ONLY:
-                problems.append(f"parameter {i} '{p.name}' may be given by name; the real one's is positional-only")
+                problems.append(
+                    f"parameter {i} '{p.name}' may be given by name; the real one's is "
+                    "positional-only"
+                )
         elif p.name != theirs[i].name:
-            problems.append(f"parameter {i} is '{p.name}' in the double, '{theirs[i].name}' in the real one")
+            problems.append(
+                f"parameter {i} is '{p.name}' in the double, '{theirs[i].name}' in the real one"
+            )
     return problems
 
 
-def missing_requirements(mine: list[inspect.Parameter], theirs: list[inspect.Parameter]) -> list[str]:
+def missing_requirements(
+    mine: list[inspect.Parameter], theirs: list[inspect.Parameter]
+) -> list[str]:
     """The real callable's required parameters that a call to the double may leave out, and its
     keyword-only ones the double takes by position."""
     by_name = {p.name: p for p in mine}
@@ -58,16 +65,26 @@ def missing_requirements(mine: list[inspect.Parameter], theirs: list[inspect.Par
         if q.kind in VARIADIC:
             continue
         p = mine[i] if q.kind == POSITIONAL_ONLY and i < len(mine) else by_name.get(q.name)
-        if q.default is inspect.Parameter.empty and (p is None or p.default is not inspect.Parameter.empty):
-            problems.append(f"the real one requires '{q.name}'; the double lets a call leave it out")
+        if q.default is inspect.Parameter.empty and (
+            p is None or p.default is not inspect.Parameter.empty
+        ):
+            problems.append(
+                f"the real one requires '{q.name}'; the double lets a call leave it out"
+            )
         if q.kind == KEYWORD_ONLY and p is not None and p.kind != KEYWORD_ONLY:
-            problems.append(f"'{q.name}' is keyword-only in the real one; the double takes it by position")
+            problems.append(
+                f"'{q.name}' is keyword-only in the real one; the double takes it by position"
+            )
     return problems
 
 
 def public_methods(cls: type) -> list[str]:
-    return sorted(name for name, value in vars(cls).items()
-                  if callable(value) or isinstance(value, classmethod | staticmethod) if not name.startswith("_"))
+    return sorted(
+        name
+        for name, value in vars(cls).items()
+        if callable(value) or isinstance(value, classmethod | staticmethod)
+        if not name.startswith("_")
+    )
 
 
 def test_a_renamed_keyword_in_a_double_is_caught():
@@ -80,7 +97,9 @@ def test_a_renamed_keyword_in_a_double_is_caught():
     def more(self, name, device_type="cpu", device_id=0, vendor=1):
         pass
 
-    assert call_mismatches(double, real) == ["parameter 1 is 'device' in the double, 'device_type' in the real one"]
+    assert call_mismatches(double, real) == [
+        "parameter 1 is 'device' in the double, 'device_type' in the real one"
+    ]
     assert call_mismatches(more, real) == ["parameter 3 'vendor' does not exist in the real one"]
     assert call_mismatches(real, real) == []
 
@@ -98,16 +117,24 @@ def test_a_renamed_keyword_in_a_double_is_caught():
 
     assert call_mismatches(lenient, required) == [
         "the real one requires 'device_type'; the double lets a call leave it out",
-        "the real one requires 'device_id'; the double lets a call leave it out"]
+        "the real one requires 'device_id'; the double lets a call leave it out",
+    ]
     assert call_mismatches(positional, keyword_only) == [
         "the real one requires 'stream'; the double lets a call leave it out",
-        "'stream' is keyword-only in the real one; the double takes it by position"]
+        "'stream' is keyword-only in the real one; the double takes it by position",
+    ]
 
 
-@pytest.mark.parametrize(("double", "real"), [(FakeOrtValue, ort.OrtValue), (FakeBinding, ort.IOBinding),
-                                              (FakeGpuSession, ort.InferenceSession),
-                                              (cuda_double.FakeStream, torch.cuda.Stream),
-                                              (cuda_double.FakeGraph, torch.cuda.CUDAGraph)])
+@pytest.mark.parametrize(
+    ("double", "real"),
+    [
+        (FakeOrtValue, ort.OrtValue),
+        (FakeBinding, ort.IOBinding),
+        (FakeGpuSession, ort.InferenceSession),
+        (cuda_double.FakeStream, torch.cuda.Stream),
+        (cuda_double.FakeGraph, torch.cuda.CUDAGraph),
+    ],
+)
 def test_each_double_offers_only_the_real_methods_with_the_real_parameters(double, real):
     problems = {}
     for name in public_methods(double):
@@ -123,34 +150,57 @@ def test_the_onnxruntime_double_session_is_constructed_as_the_real_one():
 
 
 def test_what_the_cuda_double_replaces_in_torch_cuda_is_called_as_the_real_one(monkeypatch):
-    real = {name: getattr(torch.cuda, name) for name in
-            ("is_available", "synchronize", "Stream", "stream", "current_stream", "CUDAGraph", "graph", "empty_cache",
-             "is_current_stream_capturing")}
+    real = {
+        name: getattr(torch.cuda, name)
+        for name in (
+            "is_available",
+            "synchronize",
+            "Stream",
+            "stream",
+            "current_stream",
+            "CUDAGraph",
+            "graph",
+            "empty_cache",
+            "is_current_stream_capturing",
+        )
+    }
     cuda = cuda_double.install(monkeypatch)
     try:
-        problems = {name: found for name, fn in real.items()
-                    if (found := call_mismatches(getattr(torch.cuda, name), fn))}
+        problems = {
+            name: found
+            for name, fn in real.items()
+            if (found := call_mismatches(getattr(torch.cuda, name), fn))
+        }
     finally:
         cuda_double.uninstall(cuda)
     assert not problems, problems
 
 
 def documented_signature(fn) -> inspect.Signature:
-    """A builtin's signature from the first line of its docstring ('tensor(data, *, dtype=None) -> Tensor');
-    a keyword-only parameter the line gives no default (as_tensor's device) defaults to None, as in
-    torch's argument parser."""
+    """A builtin's signature from the first line of its docstring ('tensor(data, *, dtype=None) ->
+    Tensor'); a keyword-only parameter the line gives no default (as_tensor's device) defaults to
+    None, as in torch's argument parser."""
     line = fn.__doc__.strip().splitlines()[0].split(" -> ")[0]
-    params = line[line.index("(") + 1:line.rindex(")")].split(", ")
+    params = line[line.index("(") + 1 : line.rindex(")")].split(", ")
     made = []
     for text in params:
         if text == "*":
             continue
-        kind = KEYWORD_ONLY if "*" in params and params.index(text) > params.index("*") else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        kind = (
+            KEYWORD_ONLY
+            if "*" in params and params.index(text) > params.index("*")
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
         name, _, default = text.partition("=")
         if not default and kind == KEYWORD_ONLY:
             default = "None"
-        made.append(inspect.Parameter(name.split(":")[0].strip(), kind,
-                                      default=inspect.Parameter.empty if not default else default.strip()))
+        made.append(
+            inspect.Parameter(
+                name.split(":")[0].strip(),
+                kind,
+                default=inspect.Parameter.empty if not default else default.strip(),
+            )
+        )
     return inspect.Signature(made)
 
 

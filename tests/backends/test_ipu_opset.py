@@ -20,8 +20,12 @@ def ort_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     types = {i.name: i.type for i in session.get_inputs()}
-    dtypes = {"tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(float)": np.float32,
-              "tensor(bool)": np.bool_}
+    dtypes = {
+        "tensor(int32)": np.int32,
+        "tensor(int64)": np.int64,
+        "tensor(float)": np.float32,
+        "tensor(bool)": np.bool_,
+    }
     return session.run(None, {n: feeds[n].astype(dtypes[types[n]]) for n in types})
 
 

@@ -25,14 +25,18 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
 
     use_double(monkeypatch)
     ipu_mod._AVAILABILITY.clear()
-    session = IpuBackend().load(bert, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1)
+    session = IpuBackend().load(
+        bert, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1
+    )
     d = session.description
     # what was compiled, not the PackRunner's get_execute_inputs() (one call's sample, dim 0 is 1)
     assert d["compiled_batch_size"] == 40 and d["runtime_config"] == "PackRunnerConfig"
     assert "first_fit" in d["pack_mode"]
-    assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]  # fp32 here
+    # fp32 here
+    assert d["comparable"] is False and "runs bert-torch-fp32 at fp8 or fp16" in d["notes"][0]
     # Issue 29: the double packs samples into shared rows as the IPU does; issue 52: the export's
-    # mask chain lets insert_attention_mask fire, its AttentionMask keeps them apart, the check sees it
+    # mask chain lets insert_attention_mask fire, its AttentionMask keeps them apart, the check sees
+    # it
     assert d["passes"]["insert_attention_mask"]["applied"] == "yes"
     check = d["pack_check"]
     assert check["samples_kept_apart"] is True and check["max_abs"] <= check["tolerance"]
@@ -45,45 +49,65 @@ def test_bert_runs_packed_on_unpadded_samples(monkeypatch, tmp_path, bert):
         inputs["attention_mask.1"][row, n:] = 0
         inputs["input_ids.1"][row, n:] = 0
     got = session.run(inputs)
-    ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(
+        None, inputs
+    )
     for g, r in zip(got, ref, strict=True):
         for row, n in enumerate(lengths):
             np.testing.assert_allclose(g[row, :n], r[row, :n], atol=1e-4)
             assert not g[row, n:].any()
-    m = session.measure_window(inputs, 1, MeasureConfig(warmup=2, min_duration_s=0.0, min_count=2), power=False)
-    assert m.mode == "pack" and m.threads == 140  # int(pack batch 40 x 3.5) clients, as benchmark_pack
+    m = session.measure_window(
+        inputs, 1, MeasureConfig(warmup=2, min_duration_s=0.0, min_count=2), power=False
+    )
+    # int(pack batch 40 x 3.5) clients, as benchmark_pack
+    assert m.mode == "pack" and m.threads == 140
     assert m.batch_size == 1 and m.extra["pack_batch_size"] == 40 and m.qps_bytemlperf > 0
     session.close()
 
 
-@pytest.mark.parametrize("version, calls", [("1.2.0", "get_model_outputs"), ("1.4.0", "get_execute_outputs")])
-def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(monkeypatch, tmp_path, bert, version, calls):
+@pytest.mark.parametrize(
+    "version, calls", [("1.2.0", "get_model_outputs"), ("1.4.0", "get_execute_outputs")]
+)
+def test_pack_timing_inputs_are_benchmark_packs_population_unpadded(
+    monkeypatch, tmp_path, bert, version, calls
+):
     """Issue 29: 160 lengths (mean 186.6 against the population's 177.1) sent as padded rows plus
-    position_ids; now pack batch x 100 lengths, unpadded, no position_ids, as benchmark_pack. Issue 52:
-    each PopRT release by its documented calls (1.1 / 1.2: executeAsync, the Runner's get_model_outputs;
-    1.3 and later: execute_async, get_execute_outputs, no get_model_*), the version recorded."""
+    position_ids; now pack batch x 100 lengths, unpadded, no position_ids, as benchmark_pack. Issue
+    52: each PopRT release by its documented calls (1.1 / 1.2: executeAsync, the Runner's
+    get_model_outputs; 1.3 and later: execute_async, get_execute_outputs, no get_model_*), the
+    version recorded."""
     use_double(monkeypatch)
     monkeypatch.setenv("KIT_POPRT_DOUBLE_VERSION", version)
     ipu_mod._AVAILABILITY.clear()
-    session = IpuBackend().load(bert, BackendConfig("fp16", "ipu", options={"cache_dir": str(tmp_path)}), 1)
-    assert session.description["poprt_version"].startswith(version) and session.description["compiled_batch_size"] == 40
+    session = IpuBackend().load(
+        bert, BackendConfig("fp16", "ipu", options={"cache_dir": str(tmp_path)}), 1
+    )
+    assert (
+        session.description["poprt_version"].startswith(version)
+        and session.description["compiled_batch_size"] == 40
+    )
     assert calls in session.description["pack_output_buffers"]
     inputs = bert.make_inputs(2, seed=3)
     inputs["attention_mask.1"][1, 100:] = 0
     out = session.run(inputs)
     assert out[0].shape[0] == 2 and not out[0][1, 100:].any()
-    m = session.measure_window(inputs, 1, MeasureConfig(warmup=1, min_duration_s=0.0, min_count=1), power=False)
+    m = session.measure_window(
+        inputs, 1, MeasureConfig(warmup=1, min_duration_s=0.0, min_count=1), power=False
+    )
     lengths = m.extra["pack_lengths"]
-    assert lengths["count"] >= 100 * 40 and lengths["population_mean"] == pytest.approx(177.1, abs=0.05)
+    assert lengths["count"] >= 100 * 40 and lengths["population_mean"] == pytest.approx(
+        177.1, abs=0.05
+    )
     assert lengths["mean"] == pytest.approx(lengths["population_mean"], rel=0.01)
     assert lengths["position_ids"].startswith("not sent")
     session.close()
 
 
 def test_one_samples_output_buffers_by_each_releases_documented_calls():
-    """Issue 52: ByteMLPerf sizes a sample's buffers as the model's outputs with dim 0 set to 1, which
-    leaves one value of a 1-D output of batch x n values; and get_model_outputs is a Runner's only in
-    PopRT 1.1 / 1.2 (from 1.3 get_execute_outputs describes one execute call, one sample)."""
+    """Issue 52: ByteMLPerf sizes a sample's buffers as the model's outputs with dim 0 set to 1,
+    which leaves one value of a 1-D output of batch x n values; and get_model_outputs is a Runner's
+    only in PopRT 1.1 / 1.2 (from 1.3 get_execute_outputs describes one execute call, one
+    sample)."""
     from kit.backends.ipu.poprt_worker.packing import sample_output_specs
 
     class Info:
@@ -105,9 +129,14 @@ def test_one_samples_output_buffers_by_each_releases_documented_calls():
     assert [s[:2] for s in specs] == [("logits", [1, 384, 2]), ("flat", [384]), ("pooled", [1])]
     assert "get_model_outputs" in how
     specs, how = sample_output_specs(Runner14(), (1, 4), 40)
-    assert [s[:2] for s in specs] == [("logits", [1, 384, 2]), ("flat", [384])] and "get_execute_outputs" in how
+    assert [s[:2] for s in specs] == [
+        ("logits", [1, 384, 2]),
+        ("flat", [384]),
+    ] and "get_execute_outputs" in how
     with pytest.raises(ValueError, match=r"\[7\] does not split into 40 samples"):
-        sample_output_specs(type("R", (), {"get_model_outputs": lambda self: [Info("odd", [7])]})(), (1, 2), 40)
+        sample_output_specs(
+            type("R", (), {"get_model_outputs": lambda self: [Info("odd", [7])]})(), (1, 2), 40
+        )
 
 
 def test_pack_lengths_are_the_populations_and_stratified():
@@ -120,7 +149,8 @@ def test_pack_lengths_are_the_populations_and_stratified():
         drawn = pack_lengths(np.random.RandomState(seed), 172.0, 384, 4000)
         assert drawn.min() >= 1 and drawn.max() <= 384 and drawn.dtype == np.int32
         assert drawn.mean() == pytest.approx(177.1, rel=0.001)
-        assert (drawn == 1).mean() == pytest.approx((independent == 1).mean(), abs=0.01)  # the clipped mass
+        # the clipped mass
+        assert (drawn == 1).mean() == pytest.approx((independent == 1).mean(), abs=0.01)
 
 
 def test_the_worker_calls_whichever_async_spelling_the_runner_has():
@@ -146,13 +176,18 @@ def test_position_ids_input_replaces_the_position_embedding_indices(bert):
     model = onnx.load(str(bert.onnx_path))
     add_position_ids(model, "position_ids", "input_ids.1")
     gather = next(n for n in model.graph.node if n.name.endswith("position_embeddings/Gather"))
-    assert gather.input[1] == "position_ids" and "position_ids" in [i.name for i in model.graph.input]
-    assert not any(n.name.endswith("embeddings/Slice") for n in model.graph.node)  # dead nodes removed
+    assert gather.input[1] == "position_ids" and "position_ids" in [
+        i.name for i in model.graph.input
+    ]
+    # dead nodes removed
+    assert not any(n.name.endswith("embeddings/Slice") for n in model.graph.node)
     onnx.checker.check_model(model)
 
 
 @pytest.mark.parametrize("passes", [[], ["insert_attention_mask"]])
-def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, tmp_path, bert, passes):
+def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(
+    monkeypatch, tmp_path, bert, passes
+):
     """What the pack check relies on: the double's PackRunner shares rows between samples (the k-th
     of a row marked k in the mask), so the plain BERT graph mixes them; run one per pack they match
     the reference, and with insert_attention_mask's AttentionMask they match it packed too."""
@@ -160,22 +195,32 @@ def test_packed_samples_sharing_a_row_mix_unless_run_one_per_pack(monkeypatch, t
 
     use_double(monkeypatch)
     ipu_mod._AVAILABILITY.clear()
-    config = BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path), "pack_check": False,
-                                                   "converter_options": {"used_passes": passes}})
+    config = BackendConfig(
+        "fp32",
+        "ipu",
+        options={
+            "cache_dir": str(tmp_path),
+            "pack_check": False,
+            "converter_options": {"used_passes": passes},
+        },
+    )
     session = IpuBackend().load(bert, config, 1)
     try:
         assert "pack_check" not in session.description
         inputs = bert.make_inputs(2, seed=5)
         for row, n in enumerate([150, 120]):  # both fit one 384-token row
             inputs["attention_mask.1"][row, n:] = 0
-        ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(None, inputs)
+        ref = ort.InferenceSession(str(bert.onnx_path), providers=["CPUExecutionProvider"]).run(
+            None, inputs
+        )
         mixed = session.run_packed(inputs, isolate=False)
         apart = session.run_packed(inputs, isolate=True)
     finally:
         session.close()
     for row, n in enumerate([150, 120]):
         np.testing.assert_allclose(apart[0][row, :n], ref[0][row, :n], atol=1e-4)
-    assert np.allclose(mixed[0][0, :150], ref[0][0, :150], atol=1e-4) == bool(passes)  # mixed: differs
+    # mixed: differs
+    assert np.allclose(mixed[0][0, :150], ref[0][0, :150], atol=1e-4) == bool(passes)
     if passes:
         np.testing.assert_allclose(mixed[0][1, :120], ref[0][1, :120], atol=1e-4)
 
@@ -188,10 +233,16 @@ def test_roberta_times_packed_on_the_double_with_its_one_token_type(monkeypatch,
     roberta = export_model("roberta-torch-fp32", small=True, opset=IpuBackend.export_opset)
     use_double(monkeypatch)
     ipu_mod._AVAILABILITY.clear()
-    session = IpuBackend().load(roberta, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1)
+    session = IpuBackend().load(
+        roberta, BackendConfig("fp32", "ipu", options={"cache_dir": str(tmp_path)}), 1
+    )
     try:
-        m = session.measure_window(roberta.make_inputs(1, seed=0), 1,
-                                   MeasureConfig(warmup=1, min_duration_s=0.0, min_count=2), power=False)
+        m = session.measure_window(
+            roberta.make_inputs(1, seed=0),
+            1,
+            MeasureConfig(warmup=1, min_duration_s=0.0, min_count=2),
+            power=False,
+        )
     finally:
         session.close()
     assert m.mode == "pack" and m.samples > 0
@@ -208,8 +259,12 @@ def test_packed_outputs_that_overflow_are_not_samples_kept_apart():
             return {"ids": np.ones((n, 16), np.int64), "mask": np.ones((n, 16), np.int64)}
 
     class Session:
-        pack = {"mask_name": "mask", "batch_size": 4, "input_names": ["ids", "mask"],
-                "benchmark": {"max_valid_seq": 16, "avg_len": 8.0}}
+        pack = {
+            "mask_name": "mask",
+            "batch_size": 4,
+            "input_names": ["ids", "mask"],
+            "benchmark": {"max_valid_seq": 16, "avg_len": 8.0},
+        }
         description: dict = {}
         isolate = False
 

@@ -1,4 +1,5 @@
-"""kit.backends.onnx_conversion: fp16 and int8 ONNX files for ONNX Runtime, converted once and cached."""
+"""kit.backends.onnx_conversion: fp16 and int8 ONNX files for ONNX Runtime, converted once and
+cached."""
 
 from __future__ import annotations
 
@@ -61,17 +62,25 @@ def test_int8_static_qdq_for_cnn(small, cache_env):
 def matmul_model(tmp_path) -> ExportedModel:
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])], [w])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])],
+        [w],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     path = tmp_path / "mm.onnx"
     onnx.save(model, str(path))
-    return ExportedModel(name="mm", onnx_path=path,
-                         inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
-                         outputs=("y",), weights=WeightsInfo("random", "seed 0"),
-                         task="question-answering")
+    return ExportedModel(
+        name="mm",
+        onnx_path=path,
+        inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
+        outputs=("y",),
+        weights=WeightsInfo("random", "seed 0"),
+        task="question-answering",
+    )
 
 
 def test_int8_dynamic_for_matmul_models(tmp_path, monkeypatch):
@@ -88,12 +97,19 @@ def test_int8_dynamic_for_matmul_models(tmp_path, monkeypatch):
 
 def test_graph_picks_method_whatever_the_task(small, tmp_path):
     """Swin is an image model built of MatMuls: the graph, not the task name, decides."""
-    assert quantization_method(dataclasses.replace(small, task="text-classification")) == "static-qdq"
+    assert (
+        quantization_method(dataclasses.replace(small, task="text-classification")) == "static-qdq"
+    )
     matmul = matmul_model(tmp_path)
-    assert quantization_method(dataclasses.replace(matmul, task="image-classification")) == "dynamic"
+    assert (
+        quantization_method(dataclasses.replace(matmul, task="image-classification")) == "dynamic"
+    )
     unreadable = dataclasses.replace(small, onnx_path=tmp_path / "missing.onnx")
     assert quantization_method(unreadable) == "static-qdq"  # no graph: the task name decides
-    assert quantization_method(dataclasses.replace(unreadable, task="text-classification")) == "dynamic"
+    assert (
+        quantization_method(dataclasses.replace(unreadable, task="text-classification"))
+        == "dynamic"
+    )
 
 
 def test_quantization_can_be_asked_for_and_bad_values_are_named(tmp_path, monkeypatch):
@@ -114,7 +130,8 @@ def test_unsupported_conversion_names_allowed(small, precision):
 
 
 def test_fp16_of_a_tf2onnx_graph_keeps_rejected_nodes_in_fp32():
-    """tf2onnx's Cast(to=float) on id paths becomes fp16 and ORT refuses it; the converter repairs."""
+    """tf2onnx's Cast(to=float) on id paths becomes fp16 and ORT refuses it; the converter
+    repairs."""
     from kit.backends import BackendConfig, require_backend
     from kit.measure.numerics import NumericDiff
 

@@ -19,17 +19,24 @@ from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 def write_matmul(path, width: int, seed: int) -> ExportedModel:
     """x[batch, 64] @ w[64, width]: a tiny transformer-like (MatMul) model."""
     w = np.random.default_rng(seed).standard_normal((64, width)).astype(np.float32)
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
-                              [numpy_helper.from_array(w, "w")])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
+        [numpy_helper.from_array(w, "w")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     onnx.save(model, str(path))
-    return ExportedModel(name="mm", onnx_path=path,
-                         inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
-                         outputs=("y",), weights=WeightsInfo("random", "seed 0"),
-                         task="question-answering")
+    return ExportedModel(
+        name="mm",
+        onnx_path=path,
+        inputs=(InputSpec("x", (1, 64), "float32", low=-1, high=1),),
+        outputs=("y",),
+        weights=WeightsInfo("random", "seed 0"),
+        task="question-answering",
+    )
 
 
 @pytest.fixture
@@ -79,9 +86,14 @@ def test_corrupt_conversion_metadata_is_rebuilt_with_a_note(tmp_path, cache):
 def test_a_failed_conversion_leaves_no_temporary_file(tmp_path, cache):
     path = tmp_path / "broken.onnx"
     path.write_bytes(b"\x08\x07 this is not a protobuf model")
-    model = ExportedModel(name="broken", onnx_path=path,
-                          inputs=(InputSpec("x", (1, 64), "float32"),), outputs=("y",),
-                          weights=WeightsInfo("random", "seed 0"), task="question-answering")
+    model = ExportedModel(
+        name="broken",
+        onnx_path=path,
+        inputs=(InputSpec("x", (1, 64), "float32"),),
+        outputs=("y",),
+        weights=WeightsInfo("random", "seed 0"),
+        task="question-answering",
+    )
     with pytest.raises(CorruptModel, match="broken.onnx to fp16"):
         convert_for_ort(model, "fp16")
     assert not cache.exists() or list(cache.iterdir()) == []
@@ -93,7 +105,9 @@ def test_conversion_that_will_not_fit_fails_before_starting(tmp_path, cache, mon
     monkeypatch.setattr(memory, "MEMINFO", meminfo)
     monkeypatch.setattr(memory, "CGROUP", tmp_path / "no-cgroup")
     model = write_matmul(tmp_path / "model.onnx", 32, seed=0)
-    with pytest.raises(InsufficientMemory, match=r"converting model.onnx to int8 \(dynamic\) needs about"):
+    with pytest.raises(
+        InsufficientMemory, match=r"converting model.onnx to int8 \(dynamic\) needs about"
+    ):
         convert_for_ort(model, "int8")
     assert not cache.exists() or list(cache.iterdir()) == []
 
@@ -106,7 +120,9 @@ def test_calibration_session_runs_without_the_memory_arena(tmp_path):
 
     model = write_matmul(tmp_path / "model.onnx", 32, seed=0)
     with calibration_without_arena():
-        calibrator = create_calibrator(model.onnx_path, augmented_model_path=str(tmp_path / "aug.onnx"))
+        calibrator = create_calibrator(
+            model.onnx_path, augmented_model_path=str(tmp_path / "aug.onnx")
+        )
     options = calibrator.infer_session.get_session_options()
     assert options.enable_cpu_mem_arena is False and options.enable_mem_pattern is False
     calibrator.collect_data(SeededReader(model))

@@ -1,5 +1,6 @@
 """kit.backends.onnxruntime_backend: every precision loads and runs; absent devices say so; on a GPU
-host (faked: ORT sessions that report their providers) no fallback passes as the device asked for."""
+host (faked: ORT sessions that report their providers) no fallback passes as the device asked
+for."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def reference(small):
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_precision_runs_close_to_fp32(small, reference, precision):
-    session = get_backend("onnxruntime").load(small, BackendConfig(precision=precision, threads=1), 4)
+    session = get_backend("onnxruntime").load(
+        small, BackendConfig(precision=precision, threads=1), 4
+    )
     out = session.run(small.make_inputs(4))
     assert out[0].shape == (4, 10)
     diff = NumericDiff.between(reference, out)
@@ -48,15 +51,22 @@ def test_precision_runs_close_to_fp32(small, reference, precision):
 
 def test_bind_and_measure(small):
     session = get_backend("onnxruntime").load(small, BackendConfig(precision="int8"), 2)
-    m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
+    m = session.measure(
+        small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3)
+    )
     assert m.latency.count == 3 and m.throughput > 0
 
 
 def test_quantization_option_picks_the_int8_method_and_only_for_int8(small):
     backend = get_backend("onnxruntime")
-    session = backend.load(small, BackendConfig(precision="int8", options={"quantization": "dynamic"}), 1)
+    session = backend.load(
+        small, BackendConfig(precision="int8", options={"quantization": "dynamic"}), 1
+    )
     assert session.description["conversion"].startswith("onnxruntime dynamic int8")
-    assert "static QDQ" in backend.load(small, BackendConfig(precision="int8"), 1).description["conversion"]
+    assert (
+        "static QDQ"
+        in backend.load(small, BackendConfig(precision="int8"), 1).description["conversion"]
+    )
     with pytest.raises(InvalidParameter, match="quantization='dynamic': only with precision int8"):
         backend.load(small, BackendConfig(precision="fp16", options={"quantization": "dynamic"}), 1)
 
@@ -77,7 +87,9 @@ def test_absent_gpu_provider_is_a_clear_message(small, device):
     wanted = "CUDAExecutionProvider" if device == "cuda" else "TensorrtExecutionProvider"
     if wanted in ort.get_available_providers():
         pytest.skip(f"{wanted} is present here")
-    with pytest.raises(BackendUnavailable, match=f"{device.upper()} backend unavailable.*onnxruntime-gpu"):
+    with pytest.raises(
+        BackendUnavailable, match=f"{device.upper()} backend unavailable.*onnxruntime-gpu"
+    ):
         get_backend("onnxruntime").load(small, BackendConfig(device=device), 1)
 
 
@@ -88,16 +100,23 @@ def test_unknown_device(small):
 
 def test_provider_list_with_options_when_present():
     backend = get_backend("onnxruntime")
-    cfg = BackendConfig(precision="fp16", device="tensorrt",
-                        options={"provider_options": {"TensorrtExecutionProvider": {"trt_max_workspace_size": 1}}})
-    providers = backend.providers(cfg, ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"])
+    cfg = BackendConfig(
+        precision="fp16",
+        device="tensorrt",
+        options={"provider_options": {"TensorrtExecutionProvider": {"trt_max_workspace_size": 1}}},
+    )
+    providers = backend.providers(
+        cfg, ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     trt_name, trt_opts = providers[0]
     assert trt_name == "TensorrtExecutionProvider" and trt_opts["trt_fp16_enable"] is True
     assert trt_opts["trt_max_workspace_size"] == 1 and providers[-1] == "CPUExecutionProvider"
-    assert provider_options(BackendConfig())["TensorrtExecutionProvider"]["trt_fp16_enable"] is False
+    assert (
+        provider_options(BackendConfig())["TensorrtExecutionProvider"]["trt_fp16_enable"] is False
+    )
 
 
-# ---------------------------------------------------------------- GPU paths, with a fake ORT session
+# --------------------------------------------------------------- GPU paths, with a fake ORT session
 
 RealSession = ort.InferenceSession
 EPFail = ort.capi.onnxruntime_pybind11_state.EPFail
@@ -105,11 +124,12 @@ ALL_GPU = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionPr
 
 
 class FakeGpuSession:
-    """An ORT session that says which providers it got, as a session on a GPU host would; it computes
-    on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its profile ran on
-    the CPU, the rest on placed[0]. From run number `fail_from` on, its first provider fails (EPFail)
-    and, as ORT's Python session does, with fallback enabled it switches to the CPU and retries
-    silently; `disable_fallback` is False for a session without that method (an older ORT)."""
+    """An ORT session that says which providers it got, as a session on a GPU host would; it
+    computes on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its
+    profile ran on the CPU, the rest on placed[0]. From run number `fail_from` on, its first
+    provider fails (EPFail) and, as ORT's Python session does, with fallback enabled it switches to
+    the CPU and retries silently; `disable_fallback` is False for a session without that method (an
+    older ORT)."""
 
     placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     cpu_kernels = 0
@@ -120,12 +140,16 @@ class FakeGpuSession:
         assert set(kwargs) <= {"enable_fallback"}, kwargs
         check_provider_options(providers)
         self.asked = providers
-        self.cuda_graph = any(isinstance(p, tuple) and p[1].get("enable_cuda_graph") == "1" for p in providers)
+        self.cuda_graph = any(
+            isinstance(p, tuple) and p[1].get("enable_cuda_graph") == "1" for p in providers
+        )
         self.graph_runs = 0  # ORT's CUDA graph: warm-up runs, then it captures and replays
         self.captured = None
         self.enable_fallback_arg = kwargs.get("enable_fallback")
         self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1  # ORT's own reading
-        self.real = RealSession(path_or_bytes, sess_options=sess_options, providers=["CPUExecutionProvider"])
+        self.real = RealSession(
+            path_or_bytes, sess_options=sess_options, providers=["CPUExecutionProvider"]
+        )
         self.runs = 0  # plain session.run calls
         self.calls = 0  # every run, plain or bound
         self.bindings: list = []
@@ -143,8 +167,10 @@ class FakeGpuSession:
 
     def run(self, output_names, input_feed, run_options=None):
         if self.cuda_graph:
-            raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs inputs and outputs bound with IOBinding "
-                               "to CUDA memory at fixed addresses")
+            raise RuntimeError(
+                "[ONNXRuntimeError] : the CUDA graph needs inputs and outputs bound with IOBinding "
+                "to CUDA memory at fixed addresses"
+            )
         self.runs += 1
         self._provider_step()
         return self.real.run(output_names, input_feed)
@@ -152,7 +178,11 @@ class FakeGpuSession:
     def _provider_step(self):
         """Every run, plain or bound: from run `fail_from` on, the first provider fails."""
         self.calls += 1
-        if self.fail_from is not None and self.calls >= self.fail_from and self.placed[0] != "CPUExecutionProvider":
+        if (
+            self.fail_from is not None
+            and self.calls >= self.fail_from
+            and self.placed[0] != "CPUExecutionProvider"
+        ):
             if not self._enable_fallback:
                 raise EPFail(f"[ONNXRuntimeError] : 11 : EP_FAIL : {self.placed[0]} failed")
             self.placed = ["CPUExecutionProvider"]  # ORT: set_providers(fallback), then retry once
@@ -169,7 +199,9 @@ class FakeGpuSession:
         replay reads and writes exactly those (a binding changed after the capture is not seen)."""
         binding = iobinding
         names = [i.name for i in self.real.get_inputs()]
-        missing = [n for n in names if n not in binding.inputs] + [o for o in self._output_names() if o not in binding.outputs]
+        missing = [n for n in names if n not in binding.inputs] + [
+            o for o in self._output_names() if o not in binding.outputs
+        ]
         if missing:
             raise RuntimeError(f"[ONNXRuntimeError] : not bound: {missing}")
         self._provider_step()
@@ -177,21 +209,30 @@ class FakeGpuSession:
             self._graph_run(binding)
         else:
             outs = self.real.run(None, {n: binding.inputs[n].numpy() for n in names})
-            binding.results = [binding.outputs[o]._receive(v) for o, v in zip(self._output_names(), outs, strict=True)]
+            binding.results = [
+                binding.outputs[o]._receive(v)
+                for o, v in zip(self._output_names(), outs, strict=True)
+            ]
         binding.runs += 1
 
     def _graph_run(self, binding):
         if any(v.device != "cuda" for v in [*binding.inputs.values(), *binding.outputs.values()]):
-            raise RuntimeError("[ONNXRuntimeError] : the CUDA graph needs every input and output bound to CUDA")
+            raise RuntimeError(
+                "[ONNXRuntimeError] : the CUDA graph needs every input and output bound to CUDA"
+            )
         self.graph_runs += 1
         if self.captured is None and self.graph_runs > ORT_GRAPH_WARMUP:
             if any(v.fresh for v in binding.outputs.values()):
-                raise RuntimeError("[ONNXRuntimeError] : CUDA graph capture needs outputs at fixed addresses "
-                                   "(bind pre-allocated OrtValues)")
+                raise RuntimeError(
+                    "[ONNXRuntimeError] : CUDA graph capture needs outputs at fixed addresses "
+                    "(bind pre-allocated OrtValues)"
+                )
             self.captured = (dict(binding.inputs), dict(binding.outputs))
         inputs, outputs = self.captured or (binding.inputs, binding.outputs)
         outs = self.real.run(None, {n: v.numpy() for n, v in inputs.items()})
-        binding.results = [outputs[o]._receive(v) for o, v in zip(self._output_names(), outs, strict=True)]
+        binding.results = [
+            outputs[o]._receive(v) for o, v in zip(self._output_names(), outs, strict=True)
+        ]
 
     def _output_names(self):
         return [o.name for o in self.real.get_outputs()]
@@ -200,20 +241,44 @@ class FakeGpuSession:
         path = self.real.end_profiling()
         with open(path) as f:
             events = json.load(f)
-        kernels = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+        kernels = [
+            e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
+        ]
         for i, event in enumerate(kernels):
-            event["args"]["provider"] = "CPUExecutionProvider" if i < self.cpu_kernels else self.placed[0]
+            event["args"]["provider"] = (
+                "CPUExecutionProvider" if i < self.cpu_kernels else self.placed[0]
+            )
         with open(path, "w") as f:
             json.dump(events, f)
         return path
 
 
 ORT_GRAPH_WARMUP = 2  # ORT runs this many times before it captures its CUDA graph
-CUDA_OPTIONS = {"device_id", "enable_cuda_graph", "cudnn_conv_algo_search", "gpu_mem_limit", "arena_extend_strategy",
-                "do_copy_in_default_stream", "cudnn_conv_use_max_workspace", "use_tf32", "prefer_nhwc"}
-TRT_OPTIONS = {"device_id", "trt_fp16_enable", "trt_int8_enable", "trt_engine_cache_enable", "trt_engine_cache_path",
-               "trt_max_workspace_size", "trt_timing_cache_enable", "trt_timing_cache_path", "trt_min_subgraph_size",
-               "trt_builder_optimization_level", "trt_cuda_graph_enable", "trt_int8_calibration_table_name"}
+CUDA_OPTIONS = {
+    "device_id",
+    "enable_cuda_graph",
+    "cudnn_conv_algo_search",
+    "gpu_mem_limit",
+    "arena_extend_strategy",
+    "do_copy_in_default_stream",
+    "cudnn_conv_use_max_workspace",
+    "use_tf32",
+    "prefer_nhwc",
+}
+TRT_OPTIONS = {
+    "device_id",
+    "trt_fp16_enable",
+    "trt_int8_enable",
+    "trt_engine_cache_enable",
+    "trt_engine_cache_path",
+    "trt_max_workspace_size",
+    "trt_timing_cache_enable",
+    "trt_timing_cache_path",
+    "trt_min_subgraph_size",
+    "trt_builder_optimization_level",
+    "trt_cuda_graph_enable",
+    "trt_int8_calibration_table_name",
+}
 
 
 def check_provider_options(providers):
@@ -223,7 +288,9 @@ def check_provider_options(providers):
         if isinstance(p, tuple):
             unknown = set(p[1]) - known[p[0]]
             if unknown:
-                raise RuntimeError(f"[ONNXRuntimeError] : unknown provider option(s) {sorted(unknown)} for {p[0]}")
+                raise RuntimeError(
+                    f"[ONNXRuntimeError] : unknown provider option(s) {sorted(unknown)} for {p[0]}"
+                )
 
 
 class FakeOrtValue:
@@ -266,7 +333,8 @@ class AllocatingOutput:
 
 
 class FakeBinding:
-    """ORT's IOBinding: inputs bound from host arrays or OrtValues, outputs by device or to OrtValues."""
+    """ORT's IOBinding: inputs bound from host arrays or OrtValues, outputs by device or to
+    OrtValues."""
 
     def __init__(self):
         self.inputs, self.outputs, self.runs, self.results = {}, {}, 0, []
@@ -278,7 +346,9 @@ class FakeBinding:
     def bind_ortvalue_input(self, name, ortvalue):
         self.inputs[name] = ortvalue
 
-    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+    def bind_output(
+        self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None
+    ):
         self.outputs[name] = AllocatingOutput(device_type, device_id)
 
     def bind_ortvalue_output(self, name, ortvalue):
@@ -321,8 +391,11 @@ CFG = MeasureConfig(warmup=0, min_duration_s=0, min_count=5, clients=1)
 def test_a_provider_failing_mid_run_is_an_error(small, gpu_host, window):
     session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
     gpu_host.last.fail_from = 3  # the warm-up at load was run 1
-    with pytest.raises(BackendUnavailable, match="CUDA provider failed mid-run .ORT's fallback is disabled: "
-                                                 "nothing was timed on another provider.: .*EP_FAIL"):
+    with pytest.raises(
+        BackendUnavailable,
+        match="CUDA provider failed mid-run .ORT's fallback is disabled: "
+        "nothing was timed on another provider.: .*EP_FAIL",
+    ):
         getattr(session, window)(small.make_inputs(1), 1, CFG)
 
 
@@ -333,9 +406,12 @@ def test_a_silent_run_time_fallback_is_an_error(small, gpu_host, monkeypatch):
     monkeypatch.setattr(FakeGpuSession, "__init__", fallback_on(FakeGpuSession.__init__))
     session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
     gpu_host.last.fail_from = 3
-    with pytest.raises(BackendUnavailable, match="CUDA provider fell back during the timed calls: ONNX Runtime "
-                                                 "switched from CUDAExecutionProvider, CPUExecutionProvider to "
-                                                 "CPUExecutionProvider"):
+    with pytest.raises(
+        BackendUnavailable,
+        match="CUDA provider fell back during the timed calls: ONNX Runtime "
+        "switched from CUDAExecutionProvider, CPUExecutionProvider to "
+        "CPUExecutionProvider",
+    ):
         session.measure_window(small.make_inputs(1), 1, CFG)
 
 
@@ -349,27 +425,36 @@ def test_a_fallback_in_the_warm_up_is_refused_at_load(small, gpu_host, monkeypat
 
 def fallback_on(init):
     """An older ORT: no enable_fallback keyword either, its fallback always on."""
+
     def patched(self, path, sess_options=None, providers=None, **kwargs):
         init(self, path, sess_options, providers)
+
     return patched
 
 
 def test_cuda_provider_falling_back_to_cpu_is_refused(small, gpu_host):
     gpu_host.placed = ["CPUExecutionProvider"]
-    with pytest.raises(BackendUnavailable, match="CUDA backend unavailable: ONNX Runtime could not start "
-                                                 "CUDAExecutionProvider and fell back to CPUExecutionProvider"):
+    with pytest.raises(
+        BackendUnavailable,
+        match="CUDA backend unavailable: ONNX Runtime could not start "
+        "CUDAExecutionProvider and fell back to CPUExecutionProvider",
+    ):
         get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1)
 
 
 def test_tensorrt_falling_back_to_cuda_is_refused(small, gpu_host):
     gpu_host.placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    with pytest.raises(BackendUnavailable, match="TENSORRT backend unavailable.*fell back to CUDAExecutionProvider"):
+    with pytest.raises(
+        BackendUnavailable, match="TENSORRT backend unavailable.*fell back to CUDAExecutionProvider"
+    ):
         get_backend("onnxruntime").load(small, BackendConfig(device="tensorrt"), 1)
 
 
 def test_gpu_session_records_device_and_cpu_kernel_share(small, gpu_host):
     gpu_host.cpu_kernels = 2
-    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"device_id": 1}), 2)
+    session = get_backend("onnxruntime").load(
+        small, BackendConfig(device="cuda", options={"device_id": 1}), 2
+    )
     d = session.description
     kernels = d["placement"]["kernels"]
     assert kernels > 2 and d["placement"]["kernels_by_provider"]["CPUExecutionProvider"] == 2
@@ -378,57 +463,91 @@ def test_gpu_session_records_device_and_cpu_kernel_share(small, gpu_host):
     assert d["cuda_device"]["index"] == 1 and d["cuda_device"]["pci_bus_id"] == "00000000:81:00.0"
     assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 1})
     assert gpu_host.last.runs == 1  # the profiled warm-up at load, before any timed window
-    assert d["timing"].startswith("host-to-host") and d["math"] == "tf32"  # the CUDA provider's use_tf32 default
-    off = BackendConfig(device="cuda", options={"provider_options": {"CUDAExecutionProvider": {"use_tf32": "0"}}})
+    # the CUDA provider's use_tf32 default
+    assert d["timing"].startswith("host-to-host") and d["math"] == "tf32"
+    off = BackendConfig(
+        device="cuda", options={"provider_options": {"CUDAExecutionProvider": {"use_tf32": "0"}}}
+    )
     assert get_backend("onnxruntime").load(small, off, 1).description["math"] == "fp32"
 
 
 def test_gpu_timing_is_host_to_host_and_device_resident_is_labelled(small, gpu_host):
-    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"device_id": 1}), 2)
+    session = get_backend("onnxruntime").load(
+        small, BackendConfig(device="cuda", options={"device_id": 1}), 2
+    )
     fake = gpu_host.last
     cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
     m = session.measure(small.make_inputs(2), 2, cfg)
-    # every timed call runs an IO binding of host arrays with outputs bound to the CPU: ORT copies in and out
-    assert m.extra["timing"].startswith("host-to-host") and "each its own IO binding" in m.extra["clients"]
-    assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]  # one binding per client
+    # every timed call runs an IO binding of host arrays with outputs bound to the CPU: ORT copies
+    # in and out
+    assert (
+        m.extra["timing"].startswith("host-to-host")
+        and "each its own IO binding" in m.extra["clients"]
+    )
+    # one binding per client
+    assert len(fake.bindings) == 2 and fake.bindings[0] is not fake.bindings[1]
     for b in fake.bindings:
-        assert {v.device for v in b.inputs.values()} == {"cpu"} and {o.device for o in b.outputs.values()} == {"cpu"}
-    assert [b.runs for b in fake.bindings] == [len(t) for t in m.calls] and fake.runs == 1  # 1: the load's warm-up
+        assert {v.device for v in b.inputs.values()} == {"cpu"} and {
+            o.device for o in b.outputs.values()
+        } == {"cpu"}
+    # 1: the load's warm-up
+    assert [b.runs for b in fake.bindings] == [len(t) for t in m.calls] and fake.runs == 1
     resident = session.measure_device_resident(small.make_inputs(2), 2, cfg)
-    assert resident.extra["timing"].startswith("device-resident") and "not comparable" in resident.extra["timing"]
+    assert (
+        resident.extra["timing"].startswith("device-resident")
+        and "not comparable" in resident.extra["timing"]
+    )
     staged = fake.bindings[2:]
     assert len(staged) == 2 and all(
-        {(v.device, v.device_id) for v in [*b.inputs.values(), *b.outputs.values()]} == {("cuda", 1)} for b in staged)
-    assert [b.runs for b in staged] == [len(t) for t in resident.calls] and min(b.runs for b in staged) >= 3
+        {(v.device, v.device_id) for v in [*b.inputs.values(), *b.outputs.values()]}
+        == {("cuda", 1)}
+        for b in staged
+    )
+    assert [b.runs for b in staged] == [len(t) for t in resident.calls] and min(
+        b.runs for b in staged
+    ) >= 3
 
 
 def test_ort_cuda_graph_binds_fixed_cuda_buffers_and_copies_each_call(small, gpu_host, reference):
     cfg = BackendConfig(device="cuda", options={"cuda_graph": True})
     session = get_backend("onnxruntime").load(small, cfg, 4)
     fake = gpu_host.last
-    assert gpu_host.last.asked[0] == ("CUDAExecutionProvider", {"device_id": 0, "enable_cuda_graph": "1"})
-    assert session.description["cuda_graph"] is True and fake.runs == 0  # no session.run: the graph binding warmed up
+    assert gpu_host.last.asked[0] == (
+        "CUDAExecutionProvider",
+        {"device_id": 0, "enable_cuda_graph": "1"},
+    )
+    # no session.run: the graph binding warmed up
+    assert session.description["cuda_graph"] is True and fake.runs == 0
     inputs = small.make_inputs(4)
     for _ in range(3):  # past ORT's warm-up runs: captured, then replayed
         out = session.run(inputs)
     assert fake.captured is not None and NumericDiff.between(reference, out).max_abs == 0.0
-    other = session.run(small.make_inputs(4, seed=7))  # a replay sees new inputs only through update_inplace
+    # a replay sees new inputs only through update_inplace
+    other = session.run(small.make_inputs(4, seed=7))
     assert np.abs(other[0] - out[0]).max() > 1e-4
     call = session.bind(inputs)
     assert call is session.graph and NumericDiff.between(reference, call()).max_abs == 0.0
-    with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):  # the study's clients, too
-        session.measure_window(inputs, 4, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=2))
     with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):
-        get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"cuda_graph": True,
-                                                                                     "clients": 2}), 4)
+        # the study's clients, too
+        session.measure_window(
+            inputs, 4, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=2)
+        )
+    with pytest.raises(InvalidParameter, match="clients=2: 1 with cuda_graph"):
+        get_backend("onnxruntime").load(
+            small, BackendConfig(device="cuda", options={"cuda_graph": True, "clients": 2}), 4
+        )
     with pytest.raises(InvalidParameter, match="cuda_graph=True: only on device cuda"):
-        get_backend("onnxruntime").load(small, BackendConfig(device="tensorrt", options={"cuda_graph": True}), 4)
+        get_backend("onnxruntime").load(
+            small, BackendConfig(device="tensorrt", options={"cuda_graph": True}), 4
+        )
 
 
 def test_the_double_refuses_what_ort_refuses(small, gpu_host):
     """Break on purpose: a graph binding that lets ORT allocate its outputs, a plain run on a graph
     session, an unknown provider option."""
-    session = get_backend("onnxruntime").load(small, BackendConfig(device="cuda", options={"cuda_graph": True}), 1)
+    session = get_backend("onnxruntime").load(
+        small, BackendConfig(device="cuda", options={"cuda_graph": True}), 1
+    )
     with pytest.raises(RuntimeError, match="bound with IOBinding"):
         session.session.run(None, small.make_inputs(1))
     binding = session.session.io_binding()
@@ -436,12 +555,16 @@ def test_the_double_refuses_what_ort_refuses(small, gpu_host):
         binding.bind_ortvalue_input(name, FakeOrtValue(value, "cuda"))
     for name in session.output_names:
         binding.bind_output(name, "cuda", 0)
-    fresh = FakeGpuSession(str(small.onnx_path), providers=[("CUDAExecutionProvider", {"enable_cuda_graph": "1"})])
+    fresh = FakeGpuSession(
+        str(small.onnx_path), providers=[("CUDAExecutionProvider", {"enable_cuda_graph": "1"})]
+    )
     with pytest.raises(RuntimeError, match="outputs at fixed addresses"):
         for _ in range(ORT_GRAPH_WARMUP + 1):
             fresh.run_with_iobinding(binding)
     with pytest.raises(RuntimeError, match="unknown provider option"):
-        FakeGpuSession(str(small.onnx_path), providers=[("CUDAExecutionProvider", {"cuda_graph": "1"})])
+        FakeGpuSession(
+            str(small.onnx_path), providers=[("CUDAExecutionProvider", {"cuda_graph": "1"})]
+        )
 
 
 @pytest.mark.parametrize("window", ["measure", "measure_window"])
@@ -461,9 +584,12 @@ def test_cpu_clients_each_get_their_own_binding(small, window):
 
     proxy = Counting(session.session)
     counted = OrtSession(proxy, session.description)
-    m = getattr(counted, window)(small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3))
+    m = getattr(counted, window)(
+        small.make_inputs(1), 1, MeasureConfig(warmup=0, min_duration_s=0, min_count=2, clients=3)
+    )
     assert len(proxy.bindings) == 3 and len({id(b) for b in proxy.bindings}) == 3
-    assert len(m.calls) == 3 and all(len(t) >= 2 for t in m.calls)  # every client ran, each its own binding
+    # every client ran, each its own binding
+    assert len(m.calls) == 3 and all(len(t) >= 2 for t in m.calls)
 
 
 def test_int8_on_plain_cuda_is_refused(small, gpu_host):
@@ -473,13 +599,19 @@ def test_int8_on_plain_cuda_is_refused(small, gpu_host):
 
 def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_host):
     gpu_host.placed = ALL_GPU
-    session = get_backend("onnxruntime").load(small, BackendConfig(precision="int8", device="tensorrt"), 1)
+    session = get_backend("onnxruntime").load(
+        small, BackendConfig(precision="int8", device="tensorrt"), 1
+    )
     name, options = gpu_host.last.asked[0]
     assert name == "TensorrtExecutionProvider"
     assert options["trt_int8_enable"] is True and options["trt_fp16_enable"] is True
-    assert options["trt_engine_cache_enable"] is True  # an engine build takes minutes: built once, cached
+    # an engine build takes minutes: built once, cached
+    assert options["trt_engine_cache_enable"] is True
     assert options["trt_engine_cache_path"] == session.description["trt_engine_cache_path"]
-    assert "S8S8" in session.description["conversion"] and session.description["tensorrt_version"] == "10.13.0"
+    assert (
+        "S8S8" in session.description["conversion"]
+        and session.description["tensorrt_version"] == "10.13.0"
+    )
     proto = onnx.load(str(small.onnx_path.parent / session.description["model_file"]))
     zero_points = {i.name: i for i in proto.graph.initializer}
     quantize = [n for n in proto.graph.node if n.op_type == "QuantizeLinear"]
@@ -500,14 +632,15 @@ def test_symmetric_int8_runs_close_to_fp32_on_the_cpu(small, reference):
 
 def test_tensorrt_engine_cache_is_keyed_by_version_options_and_gpu(monkeypatch, gpu_host):
     def path(precision="fp16", device_id=0):
-        return provider_options(BackendConfig(precision=precision, device="tensorrt",
-                                              options={"device_id": device_id}))["TensorrtExecutionProvider"][
-            "trt_engine_cache_path"]
+        return provider_options(
+            BackendConfig(precision=precision, device="tensorrt", options={"device_id": device_id})
+        )["TensorrtExecutionProvider"]["trt_engine_cache_path"]
 
     base = path()
     assert "trt-10.13.0-" in base and path() == base
     assert path("int8") != base  # other options, other engines
-    assert path(device_id=1) == base  # same GPU model, same engines (device_id is not part of the key)
+    # same GPU model, same engines (device_id is not part of the key)
+    assert path(device_id=1) == base
     monkeypatch.setattr(ort_backend, "tensorrt_version", lambda: "10.14.1")
     assert path() != base and "trt-10.14.1-" in path()
 
@@ -521,7 +654,9 @@ def test_placement_from_a_real_profile(small, tmp_path):
     opts = ort.SessionOptions()
     opts.enable_profiling = True
     opts.profile_file_prefix = str(tmp_path / "p")
-    session = RealSession(str(small.onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
+    session = RealSession(
+        str(small.onnx_path), sess_options=opts, providers=["CPUExecutionProvider"]
+    )
     session.run(None, small.make_inputs(1))
     profile = session.end_profiling()
     placement = placement_from_profile(Path(profile))
@@ -548,6 +683,12 @@ def test_ort_version_from_the_gpu_distribution(monkeypatch, small):
 def test_a_gpu_search_tries_the_cuda_graph_and_clients_of_onnx_runtime():
     from kit.search.candidates import row_candidates
 
-    labels = {c.label: c.depth for c in row_candidates("onnx", "cuda", providers=["TensorrtExecutionProvider"])}
-    assert labels["onnxruntime fp16 cuda-graph (cuda)"] == "quick" and labels["onnxruntime fp16 clients=2 (cuda)"] == "full"
+    labels = {
+        c.label: c.depth
+        for c in row_candidates("onnx", "cuda", providers=["TensorrtExecutionProvider"])
+    }
+    assert (
+        labels["onnxruntime fp16 cuda-graph (cuda)"] == "quick"
+        and labels["onnxruntime fp16 clients=2 (cuda)"] == "full"
+    )
     assert {"onnxruntime fp16 (tensorrt)", "onnxruntime int8 (tensorrt)"} <= set(labels)

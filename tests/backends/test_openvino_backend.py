@@ -35,13 +35,19 @@ def test_f32_matches_the_reference_with_static_shapes_and_provenance(small, refe
     out = session.run(small.make_inputs(4))
     assert out[0].shape == reference[0].shape and _rel(out, reference) < 1e-4
     d = session.description
-    assert d["inference_precision"] == "f32" and d["performance_hint"] == "LATENCY" and d["threads"] == "1"
+    assert (
+        d["inference_precision"] == "f32"
+        and d["performance_hint"] == "LATENCY"
+        and d["threads"] == "1"
+    )
     assert d["openvino_version"] and all(s[0] == 4 for s in d["static_shapes"].values())
     assert (small.onnx_path.parent.parent / "openvino").is_dir()  # OpenVINO's compiled-model cache
 
 
 def test_the_throughput_hint_is_an_option_and_a_wrong_one_is_refused(small):
-    session = get_backend("openvino").load(small, BackendConfig("fp32", options={"hint": "throughput"}), 2)
+    session = get_backend("openvino").load(
+        small, BackendConfig("fp32", options={"hint": "throughput"}), 2
+    )
     assert session.description["performance_hint"] == "THROUGHPUT"
     call = session.bind(small.make_inputs(2))
     call()
@@ -63,7 +69,9 @@ def test_a_compiled_precision_other_than_the_one_asked_is_refused():
     ovb.check_ran_as_asked({"inference_precision": "bf16"}, "bf16")
 
 
-@pytest.mark.skipif(not {"avx512_bf16", "amx_bf16"} & set(cpu_flags()), reason="no native bf16 on this CPU")
+@pytest.mark.skipif(
+    not {"avx512_bf16", "amx_bf16"} & set(cpu_flags()), reason="no native bf16 on this CPU"
+)
 def test_bf16_runs_where_native(small, reference):
     session = get_backend("openvino").load(small, BackendConfig("bf16"), 4)
     assert session.description["inference_precision"] == "bf16"
@@ -81,18 +89,30 @@ def test_nncf_int8_is_calibrated_on_seeded_inputs_and_cached_by_content(small, r
     pytest.importorskip("nncf")
     first = get_backend("openvino").load(small, BackendConfig("int8"), 4)
     conv = first.description["conversion"]
-    assert conv["nncf"] and "8 seeded batches of 1" in conv["calibration"] and conv["model_type"] == "default"
+    assert (
+        conv["nncf"]
+        and "8 seeded batches of 1" in conv["calibration"]
+        and conv["model_type"] == "default"
+    )
     assert _rel(first.run(small.make_inputs(4)), reference) < 0.25
     xml = small.onnx_path.parent / conv["file"]
     assert xml.exists() and xml.with_suffix(".bin").exists()
     built = xml.stat().st_mtime_ns
-    again = get_backend("openvino").load(small, BackendConfig("int8"), 2)  # one IR, reshaped per batch
-    assert again.description["conversion"]["file"] == conv["file"] and xml.stat().st_mtime_ns == built
+    # one IR, reshaped per batch
+    again = get_backend("openvino").load(small, BackendConfig("int8"), 2)
+    assert (
+        again.description["conversion"]["file"] == conv["file"] and xml.stat().st_mtime_ns == built
+    )
     assert again.run(small.make_inputs(2))[0].shape[0] == 2
-    other = get_backend("openvino").load(small, BackendConfig("int8", options={"nncf": "transformer"}), 2)
-    assert other.description["conversion"]["model_type"] == "transformer"  # its own IR, beside the default's
-    assert other.description["conversion"]["file"] != conv["file"] and "SmoothQuant" in \
-        other.description["conversion"]["method"]
+    other = get_backend("openvino").load(
+        small, BackendConfig("int8", options={"nncf": "transformer"}), 2
+    )
+    # its own IR, beside the default's
+    assert other.description["conversion"]["model_type"] == "transformer"
+    assert (
+        other.description["conversion"]["file"] != conv["file"]
+        and "SmoothQuant" in other.description["conversion"]["method"]
+    )
     with pytest.raises(InvalidParameter, match="nncf.*'cnn'.*default"):
         get_backend("openvino").load(small, BackendConfig("int8", options={"nncf": "cnn"}), 2)
     xml.with_suffix(".bin").unlink()  # a damaged entry is refused with the reason, never run
@@ -132,7 +152,9 @@ def test_the_cache_limit_comes_from_the_environment_and_bad_values_are_refused(s
     assert ovb.blob_cache_gb() == ovb.CACHE_GB
 
 
-def test_kit_reproduce_stops_on_a_bad_cache_limit_before_running_anything(outputs, monkeypatch, capsys):
+def test_kit_reproduce_stops_on_a_bad_cache_limit_before_running_anything(
+    outputs, monkeypatch, capsys
+):
     from kit.cli.main import main
 
     monkeypatch.setenv("KIT_OPENVINO_CACHE_GB", "lots")

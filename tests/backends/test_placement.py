@@ -19,39 +19,83 @@ from kit.studies.model_benchmark import Config
 #: the labels a GPU search's candidates carried before the options were typed (the cache's and the
 #: results' probe labels, and what a quick search's fallbacks name)
 GPU_LABELS = [
-    "onnxruntime fp32 (cuda)", "onnxruntime fp16 (cuda)", "onnxruntime fp16 cuda-graph (cuda)",
-    "onnxruntime fp16 clients=2 (cuda)", "onnxruntime fp16 (tensorrt)", "onnxruntime int8 (tensorrt)",
-    "tensorrt fp16 (cuda)", "tensorrt int8 (cuda)", "torch fp32 (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)",
-    "torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)", "torch fp16 cuda-graph clients=2 (cuda)",
-    "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 compile=max-autotune (cuda)",
-    "torch fp16 compile=reduce-overhead clients=2 (cuda)"]
+    "onnxruntime fp32 (cuda)",
+    "onnxruntime fp16 (cuda)",
+    "onnxruntime fp16 cuda-graph (cuda)",
+    "onnxruntime fp16 clients=2 (cuda)",
+    "onnxruntime fp16 (tensorrt)",
+    "onnxruntime int8 (tensorrt)",
+    "tensorrt fp16 (cuda)",
+    "tensorrt int8 (cuda)",
+    "torch fp32 (cuda)",
+    "torch fp16 (cuda)",
+    "torch bf16 (cuda)",
+    "torch fp16 cuda-graph (cuda)",
+    "torch bf16 cuda-graph (cuda)",
+    "torch fp16 cuda-graph clients=2 (cuda)",
+    "torch fp16 compile=reduce-overhead (cuda)",
+    "torch fp16 compile=max-autotune (cuda)",
+    "torch fp16 compile=reduce-overhead clients=2 (cuda)",
+]
 CPU_LABELS = [
-    "onnxruntime fp32 (cpu)", "onnxruntime fp32 graph=EXTENDED (cpu)", "onnxruntime fp16 (cpu)",
-    "onnxruntime int8 (cpu)", "onnxruntime int8 static-qdq (cpu)", "onnxruntime fp32 threads=3 (cpu)",
-    "onnxruntime int8 threads=3 (cpu)", "openvino fp32 (cpu)", "openvino bf16 (cpu)", "openvino fp16 (cpu)",
-    "openvino int8 (cpu)", "openvino int8 nncf=transformer (cpu)", "openvino fp32 hint=THROUGHPUT (cpu)",
-    "openvino fp16 hint=THROUGHPUT (cpu)", "torch fp32 (cpu)", "torch fp32 compile (cpu)", "torch bf16 (cpu)",
-    "torch bf16 compile (cpu)", "torch fp16 (cpu)", "torch int8 (cpu)"]
+    "onnxruntime fp32 (cpu)",
+    "onnxruntime fp32 graph=EXTENDED (cpu)",
+    "onnxruntime fp16 (cpu)",
+    "onnxruntime int8 (cpu)",
+    "onnxruntime int8 static-qdq (cpu)",
+    "onnxruntime fp32 threads=3 (cpu)",
+    "onnxruntime int8 threads=3 (cpu)",
+    "openvino fp32 (cpu)",
+    "openvino bf16 (cpu)",
+    "openvino fp16 (cpu)",
+    "openvino int8 (cpu)",
+    "openvino int8 nncf=transformer (cpu)",
+    "openvino fp32 hint=THROUGHPUT (cpu)",
+    "openvino fp16 hint=THROUGHPUT (cpu)",
+    "torch fp32 (cpu)",
+    "torch fp32 compile (cpu)",
+    "torch bf16 (cpu)",
+    "torch bf16 compile (cpu)",
+    "torch fp16 (cpu)",
+    "torch int8 (cpu)",
+]
 
 
 def test_the_candidates_labels_are_the_ones_written_before():
     with mock.patch.object(candidates, "tensorrt_python", lambda: True):
         gpu = candidates.row_candidates("torch", "cuda", providers={"TensorrtExecutionProvider"})
-    cpu = candidates.row_candidates("torch", "cpu", flags={"avx512_bf16", "avx512_fp16", "avx512_vnni"}, cores=4,
-                                    int8_method="dynamic")
+    cpu = candidates.row_candidates(
+        "torch",
+        "cpu",
+        flags={"avx512_bf16", "avx512_fp16", "avx512_vnni"},
+        cores=4,
+        int8_method="dynamic",
+    )
     assert [c.label for c in gpu] == GPU_LABELS
     assert [c.label for c in cpu] == CPU_LABELS
     assert all(c.placement.label == c.label and c.placement.plan() == c.plan() for c in gpu + cpu)
 
 
 def test_a_placement_reads_the_backends_options_and_writes_the_plan_back():
-    p = Placement.of("torch", "fp16", "cuda", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2})
+    p = Placement.of(
+        "torch", "fp16", "cuda", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}
+    )
     assert isinstance(p.options, TorchOptions) and p.options.compiles and p.options.clients == 2
-    assert p.plan() == {"backend": "torch", "precision": "fp16", "device": "cuda", "threads": None,
-                        "options": {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}}
+    assert p.plan() == {
+        "backend": "torch",
+        "precision": "fp16",
+        "device": "cuda",
+        "threads": None,
+        "options": {"compile": True, "compile_mode": "reduce-overhead", "clients": 2},
+    }
     assert Placement.from_plan(p.plan()) == p
     config = p.backend_config(kind="cuda")
-    assert (config.precision, config.device, config.options, config.kind) == ("fp16", "cuda", p.plan()["options"], "cuda")
+    assert (config.precision, config.device, config.options, config.kind) == (
+        "fp16",
+        "cuda",
+        p.plan()["options"],
+        "cuda",
+    )
     with pytest.raises(UnknownValueError, match="unknown onnxruntime option 'compile'"):
         Placement.of("onnxruntime", "fp32", "cpu", {"compile": True})
 
@@ -60,11 +104,26 @@ def test_the_search_and_the_study_config_share_the_record():
     options = {"graph_optimization": "ORT_ENABLE_EXTENDED"}
     want = Placement.of("onnxruntime", "fp32", "cpu", options, threads=3)
     candidate = candidates.RowCandidate("onnxruntime", "fp32", options=options, threads=3)
-    probe = Probe(label=candidate.label, backend="onnxruntime", precision="fp32", device="cpu", options=options,
-                  threads=3, native=True, why="")
+    probe = Probe(
+        label=candidate.label,
+        backend="onnxruntime",
+        precision="fp32",
+        device="cpu",
+        options=options,
+        threads=3,
+        native=True,
+        why="",
+    )
     plan = Plan("onnxruntime", "fp32", "cpu", options=options, threads=3)
-    config = Config(backend="onnxruntime", precision="fp32", device="cpu", options=options, threads=3)
+    config = Config(
+        backend="onnxruntime", precision="fp32", device="cpu", options=options, threads=3
+    )
     assert candidate.placement == probe.placement == plan.placement == config.placement() == want
-    assert isinstance(want.options, OnnxRuntimeOptions) and want.options.graph_level == "ORT_ENABLE_EXTENDED"
+    assert (
+        isinstance(want.options, OnnxRuntimeOptions)
+        and want.options.graph_level == "ORT_ENABLE_EXTENDED"
+    )
     assert probe.backend_config() == config.backend_config() == want.backend_config(kind="cpu")
-    assert PrecisionChoice("onnxruntime", "int8", "cpu", "why").placement == Placement("onnxruntime", "int8")
+    assert PrecisionChoice("onnxruntime", "int8", "cpu", "why").placement == Placement(
+        "onnxruntime", "int8"
+    )

@@ -18,16 +18,19 @@ def runner(poprt, tmp_path):
     model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
     converted = poprt.converter.Converter(input_shape={"x": [2, 4], "ids": [2, 3]}).convert(model)
     path = str(tmp_path / "m.popef")
-    poprt.compiler.Compiler.compile_and_export(converted.SerializeToString(), ["y", "z"], path,
-                                               poprt.compiler.CompilerOptions())
+    poprt.compiler.Compiler.compile_and_export(
+        converted.SerializeToString(), ["y", "z"], path, poprt.compiler.CompilerOptions()
+    )
     return poprt.runtime.Runner(path, poprt.runtime.RuntimeConfig())
 
 
 def compiled(poprt, tmp_path, precision="fp32", **options):
     model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
-    converted = poprt.converter.Converter(input_shape={"x": [2, 4], "ids": [2, 3]}, precision=precision,
-                                          **({"fp8_params": "F143,F143,-3,-3"} if precision == "fp8" else {})
-                                          ).convert(model)
+    converted = poprt.converter.Converter(
+        input_shape={"x": [2, 4], "ids": [2, 3]},
+        precision=precision,
+        **({"fp8_params": "F143,F143,-3,-3"} if precision == "fp8" else {}),
+    ).convert(model)
     opts = poprt.compiler.CompilerOptions()
     for name, value in options.items():
         setattr(opts, name, value)
@@ -36,7 +39,9 @@ def compiled(poprt, tmp_path, precision="fp32", **options):
 
 def feeds_for(runner):
     feeds = {i.name: np.ones(i.shape, i.numpy_data_type()) for i in runner.get_execute_inputs()}
-    return feeds, {o.name: np.zeros(o.shape, o.numpy_data_type()) for o in runner.get_execute_outputs()}
+    return feeds, {
+        o.name: np.zeros(o.shape, o.numpy_data_type()) for o in runner.get_execute_outputs()
+    }
 
 
 def test_identifies_itself(poprt):
@@ -113,11 +118,13 @@ def test_unregistered_pass_is_refused(poprt):
 
 
 def test_skip_passes_is_a_str_as_documented(poprt):
-    """Issue 52: PopRT documents `skip_passes (str)` beside `used_passes (List[str])`; the kit passed a
-    list, which a real Converter would refuse."""
+    """Issue 52: PopRT documents `skip_passes (str)` beside `used_passes (List[str])`; the kit
+    passed a list, which a real Converter would refuse."""
     converter = poprt.converter.Converter(skip_passes="eliminate_nop_cast, replace_div_with_mul")
     assert converter.skipped == ["eliminate_nop_cast", "replace_div_with_mul"]
-    with pytest.raises(TypeError, match=r"skip_passes must be str .* got list \['eliminate_nop_cast'\]"):
+    with pytest.raises(
+        TypeError, match=r"skip_passes must be str .* got list \['eliminate_nop_cast'\]"
+    ):
         poprt.converter.Converter(skip_passes=["eliminate_nop_cast"])
     with pytest.raises(TypeError, match="used_passes must be List"):
         poprt.converter.Converter(used_passes="remove_input_cast")
@@ -165,8 +172,10 @@ def test_clients_share_the_ipu_serially(poprt, tmp_path):
         return real_run(*args)
 
     runner._session.run = slow_run
-    threads = [threading.Thread(target=lambda: [runner.execute(*feeds_for(runner)) for _ in range(5)])
-               for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: [runner.execute(*feeds_for(runner)) for _ in range(5)])
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -213,10 +222,18 @@ def test_an_fp8_skip_name_that_is_no_node_is_refused(poprt, tmp_path):
     model = onnx.load(str(tiny_model(tmp_path / "tiny.onnx")))
     for i, node in enumerate(model.graph.node):
         node.name = f"node_{i}"
-    options = {"input_shape": {"x": [2, 4], "ids": [2, 3]}, "precision": "fp8", "fp8_params": "F143,F143,0,0"}
+    options = {
+        "input_shape": {"x": [2, 4], "ids": [2, 3]},
+        "precision": "fp8",
+        "fp8_params": "F143,F143,0,0",
+    }
     poprt.converter.Converter(fp8_skip_op_names="node_0", **options).convert(model)
-    with pytest.raises(ValueError, match="fp8_skip_op_names: '/layer1/0/downsample/0/Conv' is not a node"):
-        poprt.converter.Converter(fp8_skip_op_names="node_0,/layer1/0/downsample/0/Conv", **options).convert(model)
+    with pytest.raises(
+        ValueError, match="fp8_skip_op_names: '/layer1/0/downsample/0/Conv' is not a node"
+    ):
+        poprt.converter.Converter(
+            fp8_skip_op_names="node_0,/layer1/0/downsample/0/Conv", **options
+        ).convert(model)
 
 
 def test_available_memory_proportion_range_is_inclusive(poprt):
@@ -242,7 +259,8 @@ def test_each_emulated_release_offers_only_its_documented_calls(runner, monkeypa
 
 def test_no_runner_says_which_ipu_it_attached_the_config_names_it(poprt, tmp_path, monkeypatch):
     """Issue 52: `Runner.device_id` is in no PopRT doc; from 1.3 a RuntimeConfig names the device
-    (replica_to_device) that DeviceManager.get_specific_device(id) attached; 1.1 / 1.2 have neither."""
+    (replica_to_device) that DeviceManager.get_specific_device(id) attached; 1.1 / 1.2 have
+    neither."""
     monkeypatch.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "2")
     exe = compiled(poprt, tmp_path)
     manager = poprt.runtime.DeviceManager()
@@ -258,16 +276,23 @@ def test_no_runner_says_which_ipu_it_attached_the_config_names_it(poprt, tmp_pat
         poprt.runtime.PackRunnerConfig().replica_to_device = poprt.runtime.ReplicaIdToDevice()
     del runner, config, first
     monkeypatch.setenv("KIT_POPRT_DOUBLE_VERSION", "1.2.0")
-    assert not hasattr(manager, "get_specific_device") and not hasattr(poprt.runtime.RuntimeConfig(), "replica_to_device")
+    assert not hasattr(manager, "get_specific_device") and not hasattr(
+        poprt.runtime.RuntimeConfig(), "replica_to_device"
+    )
 
 
 def test_a_graph_that_cannot_go_down_to_convert_version_is_refused(poprt, tmp_path):
-    """PopRT converts to `convert_version` (11 by default) first: an opset-17 graph whose Add-14 ONNX
-    cannot bring down fails there, and the same graph at opset 11 converts (and keeps opset 11)."""
+    """PopRT converts to `convert_version` (11 by default) first: an opset-17 graph whose Add-14
+    ONNX cannot bring down fails there, and the same graph at opset 11 converts (and keeps opset
+    11)."""
     shapes = {"x": [2, 4], "ids": [2, 3]}
     at_17 = onnx.load(str(tiny_model(tmp_path / "t17.onnx", opset=17)))
     with pytest.raises(RuntimeError, match=r"opset 11 \(convert_version\).*Add"):
         poprt.converter.Converter(input_shape=shapes).convert(at_17)
-    converted = poprt.converter.Converter(input_shape=shapes).convert(onnx.load(str(tiny_model(tmp_path / "t11.onnx"))))
+    converted = poprt.converter.Converter(input_shape=shapes).convert(
+        onnx.load(str(tiny_model(tmp_path / "t11.onnx")))
+    )
     assert [o.version for o in converted.opset_import if o.domain in ("", "ai.onnx")] == [11]
-    assert poprt.converter.Converter(input_shape=shapes, convert_version=17).convert(at_17) is not None
+    assert (
+        poprt.converter.Converter(input_shape=shapes, convert_version=17).convert(at_17) is not None
+    )

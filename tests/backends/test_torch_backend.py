@@ -1,4 +1,5 @@
-"""kit.backends.torch_backend: the zoo's torch model at every precision, checked against ORT fp32."""
+"""kit.backends.torch_backend: the zoo's torch model at every precision, checked against ORT
+fp32."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def test_description_says_what_ran(small):
 
 def test_bind_and_measure(small):
     session = get_backend("torch").load(small, BackendConfig(precision="bf16"), 2)
-    m = session.measure(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
+    m = session.measure(
+        small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3)
+    )
     assert m.latency.count == 3 and m.throughput > 0
 
 
@@ -85,7 +88,9 @@ def test_user_onnx_file_is_refused(small):
 
 
 def test_tensorflow_model_is_refused(small, monkeypatch):
-    entry = dataclasses.replace(get_entry("resnet50-torch-fp32"), name="fake-tf", framework="tensorflow")
+    entry = dataclasses.replace(
+        get_entry("resnet50-torch-fp32"), name="fake-tf", framework="tensorflow"
+    )
     monkeypatch.setitem(MODELS._items, "fake-tf", entry)
     with pytest.raises(InvalidParameter, match="tensorflow model.*use backend onnxruntime"):
         get_backend("torch").load(dataclasses.replace(small, name="fake-tf"), BackendConfig(), 1)
@@ -99,7 +104,8 @@ def test_bf16_autocast_overflow_falls_back_to_bf16_weights():
     model = export_model("deberta-torch-fp32", small=True)
     session = require_backend("torch").load(model, BackendConfig("bf16"), 2)
     inputs = model.make_inputs(2)
-    assert session.description["autocast"] == "bfloat16"  # the first run finds out, not an extra call
+    # the first run finds out, not an extra call
+    assert session.description["autocast"] == "bfloat16"
     reference = require_backend("onnxruntime").load(model, BackendConfig(), 2).run(inputs)
     assert 0 < NumericDiff.between(reference, session.run(inputs)).max_abs < 0.05
     assert session.description["autocast"] is None
@@ -129,7 +135,9 @@ def test_fp16_on_cuda_uses_half_weights_not_autocast(small, reference, fake_cuda
     assert d["autocast"] is None and d["weights_dtype"] == "float16"
     assert any("model.half(), not autocast" in n for n in d["notes"])
     assert {p.dtype for p in session.module.parameters()} == {torch.float16}
-    assert d["cuda_device"]["pci_bus_id"] == "00000000:01:00.0" and d["timing"].startswith("host-to-host")
+    assert d["cuda_device"]["pci_bus_id"] == "00000000:01:00.0" and d["timing"].startswith(
+        "host-to-host"
+    )
     out = session.run(small.make_inputs(4))
     assert NumericDiff.between(reference, out).max_abs <= BOUNDS["fp16"]
 
@@ -162,20 +170,26 @@ def test_gpu_call_is_host_to_host(small, monkeypatch):
         session.on_gpu = True  # the call structure of a GPU session, run on the CPU
         converted = []
         real = session.device_outputs
-        monkeypatch.setattr(session, "device_outputs", lambda tensors: converted.append(1) or real(tensors))
+        monkeypatch.setattr(
+            session, "device_outputs", lambda tensors: converted.append(1) or real(tensors)
+        )
         cfg = MeasureConfig(warmup=0, min_duration_s=0, min_count=3, clients=2)
         m = session.measure(small.make_inputs(2), 2, cfg)
-        assert m.extra["timing"].startswith("host-to-host") and "own CUDA stream" in m.extra["clients"]
+        assert (
+            m.extra["timing"].startswith("host-to-host") and "own CUDA stream" in m.extra["clients"]
+        )
         # one run and one stream sync per call, and one per client where its call is made (its
         # outputs' shapes for the pinned buffers it keeps)
         assert len(converted) == double.syncs == m.latency.count + 2 >= 8
         converted.clear()
-        syncs, m = double.syncs, session.measure(small.make_inputs(2), 2, cfg)  # the calls are kept: none made
+        # the calls are kept: none made
+        syncs, m = double.syncs, session.measure(small.make_inputs(2), 2, cfg)
         assert len(converted) == double.syncs - syncs == m.latency.count >= 6
         out = session.bind(small.make_inputs(2))()
         assert out[0].shape == (2, 10) and out[0].is_floating_point()
-        resident = session.measure_device_resident(small.make_inputs(2), 2,
-                                                   MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
+        resident = session.measure_device_resident(
+            small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3)
+        )
         assert resident.extra["timing"].startswith("device-resident")
     finally:
         uninstall(double)
@@ -187,17 +201,23 @@ def test_each_load_gets_its_own_copy_of_the_model_built_once(small, monkeypatch)
     another's; the weights are the seeded build's, load after load."""
     entry = MODELS.get(small.name)
     builds = []
-    monkeypatch.setitem(MODELS._items, small.name,
-                        dataclasses.replace(entry, build=lambda **k: builds.append(k) or entry.build(**k)))
+    monkeypatch.setitem(
+        MODELS._items,
+        small.name,
+        dataclasses.replace(entry, build=lambda **k: builds.append(k) or entry.build(**k)),
+    )
     torch_backend.built_module.cache_clear()
     first = get_backend("torch").load(small, BackendConfig(precision="fp32"), 1)
-    with torch.no_grad():  # what a candidate does to its own module (16-bit weights, compilation...)
+    with torch.no_grad():
+        # what a candidate does to its own module (16-bit weights, compilation...)
         for p in first.module.parameters():
             p.zero_()
     second = get_backend("torch").load(small, BackendConfig(precision="fp32"), 1)
     assert len(builds) == 1 and first.module is not second.module
     fresh = entry.build(small=True, weights_dir=None, seed=torch_backend.weights_seed(small)).eval()
-    for (name, got), want in zip(second.module.state_dict().items(), fresh.state_dict().values(), strict=True):
+    for (name, got), want in zip(
+        second.module.state_dict().items(), fresh.state_dict().values(), strict=True
+    ):
         assert torch.equal(got, want), name
     torch_backend.built_module.cache_clear()
 
@@ -220,13 +240,27 @@ def test_a_compile_past_dynamos_recompile_limit_says_it_runs_eager(small, monkey
     """Static compiles (one per batch and precision) of one model class in one process reach
     dynamo's recompile limit; past it dynamo runs eager silently, so the session must say eager."""
     real_compile = torch.compile
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None:
-                        real_compile(module, backend="eager", dynamic=dynamic))  # dynamo's guards, no inductor
+    monkeypatch.setattr(
+        torch,
+        "compile",
+        lambda module, mode=None, dynamic=None: (
+            # dynamo's guards, no inductor
+            real_compile(module, backend="eager", dynamic=dynamic)
+        ),
+    )
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
     torch._dynamo.reset()
     try:
-        first = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 1).description
-        second = get_backend("torch").load(small, BackendConfig(options={"compile": True}), 2).description
+        first = (
+            get_backend("torch")
+            .load(small, BackendConfig(options={"compile": True}), 1)
+            .description
+        )
+        second = (
+            get_backend("torch")
+            .load(small, BackendConfig(options={"compile": True}), 2)
+            .description
+        )
     finally:
         torch._dynamo.reset()
     assert first["mode"].startswith("torch.compile")

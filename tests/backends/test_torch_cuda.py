@@ -34,19 +34,29 @@ def reference(small, inputs):
 
 def test_a_graph_session_replays_its_capture_on_the_inputs_copied_in(small, gpu):
     a, b = small.make_inputs(2, seed=1), small.make_inputs(2, seed=2)
-    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2)
+    session = get_backend("torch").load(
+        small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2
+    )
     d = session.description
-    assert "captured in one CUDA graph" in d["mode"] and d["weights_dtype"] == "float16" and d["channels_last"]
+    assert (
+        "captured in one CUDA graph" in d["mode"]
+        and d["weights_dtype"] == "float16"
+        and d["channels_last"]
+    )
     assert d["math"] == "fp16"  # the roofline's peak: fp16 tensor cores
     assert gpu.captures == 1  # at load, outside any timed window
     out_a, out_b = session.run(a), session.run(b)
-    assert gpu.captures == 1 and gpu.replays >= 2  # the same capture, new inputs copied into its buffers
+    # the same capture, new inputs copied into its buffers
+    assert gpu.captures == 1 and gpu.replays >= 2
     for inputs, out in ((a, out_a), (b, out_b)):
-        eager = [torch_backend.to_numpy(t) for t in session.device_outputs(session.to_tensors(inputs))]
-        assert NumericDiff.between(eager, out).max_abs <= 1e-3  # what eager fp16 gives on these inputs
+        eager = [
+            torch_backend.to_numpy(t) for t in session.device_outputs(session.to_tensors(inputs))
+        ]
+        # what eager fp16 gives on these inputs
+        assert NumericDiff.between(eager, out).max_abs <= 1e-3
         assert NumericDiff.between(reference(small, inputs), out).max_abs <= 0.1
     assert np.abs(out_a[0] - out_b[0]).max() > 1e-3  # the replay computed on b, not on a stale a
-    graph, = session.calls.values()  # one graph, client 0's, for these shapes
+    (graph,) = session.calls.values()  # one graph, client 0's, for these shapes
     assert all(h.is_pinned() and h.dtype == torch.float16 for h in graph.host_inputs)
     assert all(h.is_pinned() for h in graph.host_outputs)
 
@@ -55,11 +65,20 @@ def test_each_client_captures_its_own_graph_on_its_own_stream(small, gpu):
     cfg = BackendConfig("fp16", "cuda", options={"cuda_graph": True, "clients": 2})
     session = get_backend("torch").load(small, cfg, 2)
     captured = gpu.captures
-    m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3))
-    assert gpu.captures == captured + 1 and m.threads == 2 and m.mode == "clients"  # client 0's was captured at load
-    assert m.extra["timing"].startswith("host-to-host") and "each its own CUDA stream" in m.extra["clients"]
+    m = session.measure_window(
+        small.make_inputs(2), 2, MeasureConfig(warmup=1, min_duration_s=0, min_count=3)
+    )
+    # client 0's was captured at load
+    assert gpu.captures == captured + 1 and m.threads == 2 and m.mode == "clients"
+    assert (
+        m.extra["timing"].startswith("host-to-host")
+        and "each its own CUDA stream" in m.extra["clients"]
+    )
     calls = session.bind_clients(small.make_inputs(2), 2)
-    assert calls[0].stream is not calls[1].stream and calls[0].host_inputs[0] is not calls[1].host_inputs[0]
+    assert (
+        calls[0].stream is not calls[1].stream
+        and calls[0].host_inputs[0] is not calls[1].host_inputs[0]
+    )
 
 
 def count_pinned(monkeypatch) -> list:
@@ -75,10 +94,14 @@ def count_pinned(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("options", [{"cuda_graph": True}, {}], ids=["graph", "eager"])
-def test_windows_reuse_each_clients_call_its_graph_and_pinned_buffers(small, gpu, monkeypatch, options):
+def test_windows_reuse_each_clients_call_its_graph_and_pinned_buffers(
+    small, gpu, monkeypatch, options
+):
     """One call per (shapes, client) for the session's life: the second and third windows capture
     nothing and allocate no pinned memory, and still compute on the inputs they are given."""
-    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={**options, "clients": 2}), 2)
+    session = get_backend("torch").load(
+        small, BackendConfig("fp16", "cuda", options={**options, "clients": 2}), 2
+    )
     cfg = MeasureConfig(warmup=1, min_duration_s=0, min_count=3)
     session.measure_window(small.make_inputs(2, seed=1), 2, cfg)
     captured, pinned = gpu.captures, count_pinned(monkeypatch)
@@ -89,7 +112,8 @@ def test_windows_reuse_each_clients_call_its_graph_and_pinned_buffers(small, gpu
     b = small.make_inputs(2, seed=3)
     eager = [torch_backend.to_numpy(t) for t in session.device_outputs(session.to_tensors(b))]
     last = [o.float().numpy() for o in session.calls[next(iter(session.calls))].host_outputs]
-    assert NumericDiff.between(eager, last).max_abs <= 1e-3  # the last window ran on seed 3's inputs
+    # the last window ran on seed 3's inputs
+    assert NumericDiff.between(eager, last).max_abs <= 1e-3
     session.measure_window(small.make_inputs(4), 4, cfg)  # another shape: its own calls, made once
     assert len(session.calls) == 4 and pinned != []
     session.close()
@@ -97,9 +121,12 @@ def test_windows_reuse_each_clients_call_its_graph_and_pinned_buffers(small, gpu
 
 
 def test_run_returns_its_own_arrays_not_the_kept_graphs_buffers(small, gpu):
-    """fp32 outputs are not cast on the way out: run() copies them, or the next replay overwrites them."""
+    """fp32 outputs are not cast on the way out: run() copies them, or the next replay overwrites
+    them."""
     a, b = small.make_inputs(2, seed=1), small.make_inputs(2, seed=2)
-    session = get_backend("torch").load(small, BackendConfig("fp32", "cuda", options={"cuda_graph": True}), 2)
+    session = get_backend("torch").load(
+        small, BackendConfig("fp32", "cuda", options={"cuda_graph": True}), 2
+    )
     out_a = session.run(a)
     kept = [o.copy() for o in out_a]
     session.run(b)
@@ -111,18 +138,26 @@ def test_the_eager_call_writes_into_pinned_outputs_made_once(small, gpu, monkeyp
     call = session.bind(small.make_inputs(2))
     pinned = count_pinned(monkeypatch)
     first, second = call(), call()
-    assert pinned == [] and all(a is b and a.is_pinned() for a, b in zip(first, second, strict=True))
+    assert pinned == [] and all(
+        a is b and a.is_pinned() for a, b in zip(first, second, strict=True)
+    )
 
 
 def test_the_eager_gpu_call_is_host_to_host_on_its_stream(small, gpu):
     session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
     inputs = small.make_inputs(2)
     call = session.bind(inputs)
-    assert isinstance(call, StreamCall) and all(h.is_pinned() and h.dtype == torch.float16 for h in call.host_inputs)
+    assert isinstance(call, StreamCall) and all(
+        h.is_pinned() and h.dtype == torch.float16 for h in call.host_inputs
+    )
     syncs = gpu.syncs
     out = call()
-    assert gpu.syncs == syncs + 1 and out[0].shape == (2, 10)  # the call ends when the copies out land
-    assert NumericDiff.between(reference(small, inputs), [o.float().numpy() for o in out]).max_abs <= 0.05
+    # the call ends when the copies out land
+    assert gpu.syncs == syncs + 1 and out[0].shape == (2, 10)
+    assert (
+        NumericDiff.between(reference(small, inputs), [o.float().numpy() for o in out]).max_abs
+        <= 0.05
+    )
 
 
 def test_a_cnn_on_a_gpu_has_16bit_channels_last_weights(small, gpu):
@@ -131,20 +166,28 @@ def test_a_cnn_on_a_gpu_has_16bit_channels_last_weights(small, gpu):
     session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
     convs = [p for p in session.module.parameters() if p.dim() == 4]
     assert convs and session.description["channels_last"]
-    assert all(p.dtype == torch.float16 and p.is_contiguous(memory_format=torch.channels_last) for p in convs)
+    assert all(
+        p.dtype == torch.float16 and p.is_contiguous(memory_format=torch.channels_last)
+        for p in convs
+    )
     assert any(not p.is_contiguous() for p in convs)  # a k x k kernel: NHWC is not NCHW's layout
 
 
 def test_each_eager_client_runs_on_its_own_stream(small, gpu):
-    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
+    session = get_backend("torch").load(
+        small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2
+    )
     calls = session.bind_clients(small.make_inputs(2), 2)
     assert all(isinstance(c, StreamCall) for c in calls)
     assert calls[0].stream is not calls[1].stream
-    assert torch.cuda.current_stream() not in (calls[0].stream, calls[1].stream)  # not the device's shared one
+    # not the device's shared one
+    assert torch.cuda.current_stream() not in (calls[0].stream, calls[1].stream)
 
 
 def test_the_graph_call_ends_when_its_stream_is_synchronised(small, gpu):
-    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2)
+    session = get_backend("torch").load(
+        small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 2
+    )
     call = session.bind(small.make_inputs(2))
     assert isinstance(call, GraphCall)
     syncs, replays = gpu.syncs, gpu.replays
@@ -153,9 +196,15 @@ def test_the_graph_call_ends_when_its_stream_is_synchronised(small, gpu):
 
 
 def test_fp32_on_a_gpu_says_whether_tf32_tensor_cores_ran(small, gpu, monkeypatch):
-    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "tf32"
+    assert (
+        get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"]
+        == "tf32"
+    )
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    assert get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"] == "fp32"
+    assert (
+        get_backend("torch").load(small, BackendConfig("fp32", "cuda"), 1).description["math"]
+        == "fp32"
+    )
 
 
 def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, monkeypatch):
@@ -163,14 +212,20 @@ def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, mo
 
     real = torch_backend.TorchSession.device_outputs
 
-    def syncing(self, tensors):  # a forward that reads a device value back (tests/models/test_zoo_capture.py: each rule)
+    # a forward that reads a device value back (tests/models/test_zoo_capture.py: each rule)
+    def syncing(self, tensors):
         tensors[0].sum().item()
         return real(self, tensors)
 
     monkeypatch.setattr(torch_backend.TorchSession, "device_outputs", syncing)
-    with pytest.raises(BackendUnavailable, match=r"CUDA graph capture failed \(CUDA error: operation not permitted "
-                                                 r"when stream is capturing.*run it without cuda_graph"):
-        get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 1)
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"CUDA graph capture failed \(CUDA error: operation not permitted "
+        r"when stream is capturing.*run it without cuda_graph",
+    ):
+        get_backend("torch").load(
+            small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 1
+        )
 
 
 def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
@@ -181,34 +236,52 @@ def test_cuda_graph_is_a_gpu_option_and_not_with_compile(small):
 
 
 def test_compile_records_its_seconds(small, monkeypatch):
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: module)  # inductor's time is not the point
-    d = get_backend("torch").load(small, BackendConfig(options={"compile": True, "compile_mode": "max-autotune"}),
-                                  1).description
+    # inductor's time is not the point
+    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: module)
+    d = (
+        get_backend("torch")
+        .load(small, BackendConfig(options={"compile": True, "compile_mode": "max-autotune"}), 1)
+        .description
+    )
     assert d["mode"].endswith("mode=max-autotune)") and d["compile_s"] >= 0
 
 
-def test_compile_is_static_and_caches_its_kernels_under_the_kits_cache(small, gpu, monkeypatch, tmp_path):
+def test_compile_is_static_and_caches_its_kernels_under_the_kits_cache(
+    small, gpu, monkeypatch, tmp_path
+):
     """Each batch compiles static shapes (no symbolic batch on the second one), inductor's and
     Triton's caches under outputs/cache/ keyed by torch and the device, unless already set."""
     import os
 
     asked = []
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None, dynamic=None: asked.append(dynamic) or module)
+    monkeypatch.setattr(
+        torch, "compile", lambda module, mode=None, dynamic=None: asked.append(dynamic) or module
+    )
     monkeypatch.setenv("KIT_CACHE", str(tmp_path))
     for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         monkeypatch.setenv(var, "restored after the test")
         monkeypatch.delenv(var)
-    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 2).description
+    d = (
+        get_backend("torch")
+        .load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 2)
+        .description
+    )
     base = tmp_path / "torch-compile" / f"{torch.__version__}-NVIDIA_H200"
-    assert asked == [False] and d["compile_caches"] == {"TORCHINDUCTOR_CACHE_DIR": str(base / "inductor"),
-                                                       "TRITON_CACHE_DIR": str(base / "triton")}
+    assert asked == [False] and d["compile_caches"] == {
+        "TORCHINDUCTOR_CACHE_DIR": str(base / "inductor"),
+        "TRITON_CACHE_DIR": str(base / "triton"),
+    }
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(base / "inductor")
     monkeypatch.setenv("TRITON_CACHE_DIR", "/theirs")
-    d = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 4).description
+    d = (
+        get_backend("torch")
+        .load(small, BackendConfig("fp16", "cuda", options={"compile": True}), 4)
+        .description
+    )
     assert d["compile_caches"]["TRITON_CACHE_DIR"] == "/theirs" and asked == [False, False]
 
 
-# ---------------------------------------------------------------- the double refuses what CUDA refuses
+# ------------------------------------------------------------- the double refuses what CUDA refuses
 
 
 def forward(tensors):
@@ -219,16 +292,26 @@ def host(values=(1.0, 2.0)):
     return pinned_host_inputs([np.array(values, dtype=np.float32)], None)
 
 
-@pytest.mark.parametrize(("broken", "message"), [
-    (lambda s: torch.cuda.synchronize(), "torch.cuda.synchronize"),
-    (lambda s: s[0].sum().item(), "waits for the GPU"),
-    (lambda s: s[0].cpu(), ".cpu()"),
-    (lambda s: torch.empty(2).pin_memory(), "pinned allocation"),
-    (lambda s: s[0].copy_(torch.from_numpy(np.ones(2, np.float32)), non_blocking=True), "pageable host memory"),
-    (lambda s: s[0].copy_(torch.from_numpy(np.ones(2, np.float32)).half().float(), non_blocking=True),
-     "pageable host memory"),  # a host-side cast of pageable memory is still pageable
-    (lambda s: torch.cuda.empty_cache(), "empty_cache"),
-])
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (lambda s: torch.cuda.synchronize(), "torch.cuda.synchronize"),
+        (lambda s: s[0].sum().item(), "waits for the GPU"),
+        (lambda s: s[0].cpu(), ".cpu()"),
+        (lambda s: torch.empty(2).pin_memory(), "pinned allocation"),
+        (
+            lambda s: s[0].copy_(torch.from_numpy(np.ones(2, np.float32)), non_blocking=True),
+            "pageable host memory",
+        ),
+        (
+            lambda s: s[0].copy_(
+                torch.from_numpy(np.ones(2, np.float32)).half().float(), non_blocking=True
+            ),
+            "pageable host memory",
+        ),  # a host-side cast of pageable memory is still pageable
+        (lambda s: torch.cuda.empty_cache(), "empty_cache"),
+    ],
+)
 def test_a_capture_that_breaks_a_cuda_rule_raises(gpu, broken, message):
     def breaking(tensors):
         broken(tensors)
@@ -260,26 +343,47 @@ def test_a_replay_reuses_the_captured_buffers(gpu):
 def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
     from kit.search.candidates import row_candidates
 
-    torch_quick = {c.label for c in row_candidates("torch", "cuda") if c.backend == "torch" and c.depth == "quick"}
-    assert {"torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)", "torch fp16 cuda-graph clients=2 (cuda)",
-            "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)",
-            "torch fp32 (cuda)"} <= torch_quick
+    torch_quick = {
+        c.label
+        for c in row_candidates("torch", "cuda")
+        if c.backend == "torch" and c.depth == "quick"
+    }
+    assert {
+        "torch fp16 cuda-graph (cuda)",
+        "torch bf16 cuda-graph (cuda)",
+        "torch fp16 cuda-graph clients=2 (cuda)",
+        "torch fp16 compile=reduce-overhead (cuda)",
+        "torch fp16 (cuda)",
+        "torch bf16 (cuda)",
+        "torch fp32 (cuda)",
+    } <= torch_quick
     full = {c.label for c in row_candidates("torch", "cuda") if c.depth == "full"}
     assert "torch fp16 compile=max-autotune (cuda)" in full
     assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
     cpu = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
-    assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]  # the CPU search is as it was
+    # the CPU search is as it was
+    assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]
 
 
 def test_the_report_says_how_the_clients_ran(small, gpu):
     from kit.publish.report.tables import threads_text
 
-    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2)
-    m = session.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=2))
+    session = get_backend("torch").load(
+        small, BackendConfig("fp16", "cuda", options={"clients": 2}), 2
+    )
+    m = session.measure_window(
+        small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=2)
+    )
     assert threads_text(m.to_dict()) == "2 (2 clients: threads, each its own CUDA stream)"
     single = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
-    assert threads_text(single.measure_window(small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0,
-                                                                                   min_count=2)).to_dict()) == 1
+    assert (
+        threads_text(
+            single.measure_window(
+                small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=2)
+            ).to_dict()
+        )
+        == 1
+    )
 
 
 def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outputs):
@@ -295,17 +399,38 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))  # the fixture's own export
-    install_host(monkeypatch, FakeHost([Board(0, "00000000:01:00.0", "NVIDIA H200", 400_000)]), nvml=False)
-    result = model_benchmark.run({"model": small.name, "small": True, "backend": "torch", "precision": "fp16",
-                                  "device": "cuda", "options": {"cuda_graph": True, "clients": 2},
-                                  "batch_sizes": [2], "min_duration_s": 0, "min_count": 3, "warmup": 1,
-                                  "accuracy": False, "power": False, "max_duration_s": 5})
+    install_host(
+        monkeypatch, FakeHost([Board(0, "00000000:01:00.0", "NVIDIA H200", 400_000)]), nvml=False
+    )
+    result = model_benchmark.run(
+        {
+            "model": small.name,
+            "small": True,
+            "backend": "torch",
+            "precision": "fp16",
+            "device": "cuda",
+            "options": {"cuda_graph": True, "clients": 2},
+            "batch_sizes": [2],
+            "min_duration_s": 0,
+            "min_count": 3,
+            "warmup": 1,
+            "accuracy": False,
+            "power": False,
+            "max_duration_s": 5,
+        }
+    )
     assert result.status == "ok", result.errors
-    m, = result.measurements
+    (m,) = result.measurements
     assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
     # run()'s graph is client 0's, kept for every window; client 1 captures its own once
     assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures == 2
-    row, = result.tables["roofline"]
-    assert row["peak_precision"] == "fp16" and row["peak_gflops"] == 989_500.0 and row["bandwidth_gbs"] == 4800.0
-    assert bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"
+    (row,) = result.tables["roofline"]
+    assert (
+        row["peak_precision"] == "fp16"
+        and row["peak_gflops"] == 989_500.0
+        and row["bandwidth_gbs"] == 4800.0
+    )
+    assert (
+        bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"
+    )
     assert "none of 7" in provenance(result)

@@ -14,13 +14,24 @@ from tests.batch_notebooks import make_ok_notebook
 from tests.conftest import ROOT
 from tests.ipu_helpers import double_env
 
-SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
-         "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
+SMALL = {
+    "model": "resnet50-torch-fp32",
+    "small": True,
+    "batch_sizes": [1],
+    "warmup": 1,
+    "min_duration_s": 0.05,
+    "min_count": 3,
+    "target_ci": 0.0,
+}
 
 
 def make_notebook(path, source):
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "ipu-repro", "display_name": "ipu-repro", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "ipu-repro",
+        "display_name": "ipu-repro",
+        "language": "python",
+    }
     params = new_code_cell("results_path = ''")
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, new_code_cell(source)]
@@ -47,10 +58,21 @@ def notebooks(tmp_path, monkeypatch):
 
 def jobs():
     return [
-        Job("resnet50_small", "model_benchmark.ipynb", {**SMALL, "batch_sizes": [32]}, 300),  # the headline's batch
-        Job("ipu_emulated", "model_benchmark.ipynb",
-            {**SMALL, "batch_sizes": [32], "backend": "ipu", "device": "ipu", "precision": "fp16",
-             "accuracy": False}, 300),
+        # the headline's batch
+        Job("resnet50_small", "model_benchmark.ipynb", {**SMALL, "batch_sizes": [32]}, 300),
+        Job(
+            "ipu_emulated",
+            "model_benchmark.ipynb",
+            {
+                **SMALL,
+                "batch_sizes": [32],
+                "backend": "ipu",
+                "device": "ipu",
+                "precision": "fp16",
+                "accuracy": False,
+            },
+            300,
+        ),
         Job("summary", "summary.ipynb", {}, 300, after_all=True),
     ]
 
@@ -77,8 +99,14 @@ def test_batch_runs_the_notebooks_labels_the_double_and_summarises(outputs, note
     assert "run_model_benchmark(" not in html  # no input cells
     assert "<table" in html and "random initialisation" in html
     card = json.loads((outputs / first["summary"].results).read_text())["tables"]["scorecard"]
-    measured = [c for c in card if c["model"] == "resnet50-torch-fp32" and c["figure"] == "QPS"
-                and c["study"] == "bytemlperf_c600" and c["precision"] == "FP16"]
+    measured = [
+        c
+        for c in card
+        if c["model"] == "resnet50-torch-fp32"
+        and c["figure"] == "QPS"
+        and c["study"] == "bytemlperf_c600"
+        and c["precision"] == "FP16"
+    ]
     assert measured and all(c["verdict"] == "not comparable" for c in measured)
 
 
@@ -98,12 +126,18 @@ def test_each_failure_is_reported_and_the_batch_goes_on(outputs, notebooks):
 
 
 def tiny_jobs():
-    """The resume rules on notebooks that need no model: one ok, one failing, a summary after all."""
-    return [Job("ok", "tiny.ipynb", {}), Job("broken", "broken.ipynb", {}),
-            Job("summary", "tiny.ipynb", {}, after_all=True)]
+    """The resume rules on notebooks that need no model: one ok, one failing, a summary after
+    all."""
+    return [
+        Job("ok", "tiny.ipynb", {}),
+        Job("broken", "broken.ipynb", {}),
+        Job("summary", "tiny.ipynb", {}, after_all=True),
+    ]
 
 
-def test_resume_reuses_ok_jobs_reruns_failures_and_summaries_whose_inputs_changed(outputs, notebooks):
+def test_resume_reuses_ok_jobs_reruns_failures_and_summaries_whose_inputs_changed(
+    outputs, notebooks
+):
     make_ok_notebook(notebooks / "tiny.ipynb")
     started = time.perf_counter()
     first = {r.name: r for r in run_jobs(tiny_jobs(), out=outputs)}

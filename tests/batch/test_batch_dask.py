@@ -53,11 +53,16 @@ def cluster(**workers):
     """A cluster of one worker process per keyword: name=resources, one thread each."""
     from distributed import Nanny, Scheduler, SpecCluster
 
-    spec = {name: {"cls": Nanny, "options": {"nthreads": 1, "resources": resources}}
-            for name, resources in workers.items()}
+    spec = {
+        name: {"cls": Nanny, "options": {"nthreads": 1, "resources": resources}}
+        for name, resources in workers.items()
+    }
     try:
-        with SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
-                         workers=spec, silence_logs=40) as c:
+        with SpecCluster(
+            scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+            workers=spec,
+            silence_logs=40,
+        ) as c:
             yield c
     finally:  # a nanny sets OMP_NUM_THREADS=1 and more in the process that starts it
         os.environ.clear()
@@ -80,21 +85,28 @@ def notebooks(tmp_path, monkeypatch):
 def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, notebooks):
     from distributed import Client
 
-    jobs = lambda: [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),  # noqa: E731
-                    Job("on_ipu", "tiny.ipynb", {"device": "ipu"}),
-                    Job("on_gpu", "tiny.ipynb", {"device": "cuda"}),
-                    Job("summary", "summary.ipynb", {"outputs": str(outputs)}, after_all=True)]
+    jobs = lambda: [  # noqa: E731
+        Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
+        Job("on_ipu", "tiny.ipynb", {"device": "ipu"}),
+        Job("on_gpu", "tiny.ipynb", {"device": "cuda"}),
+        Job("summary", "summary.ipynb", {"outputs": str(outputs)}, after_all=True),
+    ]
     with cluster(**{"cpu-host": {"cpu": 1}, "ipu-host": {"ipu": 1}}) as c, Client(c) as client:
         first = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
         second = {r.name: r for r in run_jobs(jobs(), out=outputs, executor=DaskExecutor(client))}
         local_pids = {p.pid for p in psutil.Process().children(recursive=True)}
-        interrupted, kernels = interrupt_a_running_job(client, outputs, notebooks.parent / "kernels")
+        interrupted, kernels = interrupt_a_running_job(
+            client, outputs, notebooks.parent / "kernels"
+        )
 
     assert first["on_cpu"].status == first["on_ipu"].status == "ok"
     assert first["on_cpu"].worker == "cpu-host" and first["on_ipu"].worker == "ipu-host"
     assert first["on_cpu"].host == first["on_ipu"].host == socket.gethostname()
     assert first["on_gpu"].status == "failed"
-    assert "no worker of this cluster offers 'cuda' (workers offer: cpu, ipu)" in first["on_gpu"].message
+    assert (
+        "no worker of this cluster offers 'cuda' (workers offer: cpu, ipu)"
+        in first["on_gpu"].message
+    )
     for name in ("on_cpu", "on_ipu"):
         record = first[name]
         assert (outputs / record.html).exists() and (outputs / record.notebook_out).exists()
@@ -110,7 +122,10 @@ def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, n
     assert not second["on_gpu"].reused and not second["summary"].reused  # its inputs changed
     # Ctrl-C: the running job is told to stop, its kernel on the worker goes, the state is valid
     assert interrupted.signum == signal.SIGINT
-    assert [(r.name, r.status) for r in interrupted.records] == [("on_cpu", "ok"), ("sleeper", "interrupted")]
+    assert [(r.name, r.status) for r in interrupted.records] == [
+        ("on_cpu", "ok"),
+        ("sleeper", "interrupted"),
+    ]
     assert read_state(outputs)["runs"][-1]["status"] == "interrupted"
     assert kernels and all(not psutil.pid_exists(pid) for pid in kernels)
 
@@ -118,8 +133,10 @@ def test_jobs_go_to_workers_with_their_hardware_and_outputs_come_back(outputs, n
 def interrupt_a_running_job(client, outputs, marks):
     """SIGINT this process while a long job runs on a worker; returns the exception and the
     kernel pids (after giving the worker a few seconds to stop them)."""
-    jobs = [Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
-            Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})]
+    jobs = [
+        Job("on_cpu", "tiny.ipynb", {"device": "cpu"}),
+        Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120}),
+    ]
 
     batch_over = threading.Event()
 
@@ -127,11 +144,12 @@ def interrupt_a_running_job(client, outputs, marks):
         deadline = time.monotonic() + 120
         while not marks.exists() and time.monotonic() < deadline and not batch_over.is_set():
             time.sleep(0.2)
-        if not batch_over.is_set():  # a SIGINT after the batch would stop pytest's worker, not the batch
-            # Ctrl-C as the main thread's Python handler sees it. A real SIGINT to this process, once
-            # OpenVINO's AMX tests had run in it (tests grouped by floor run them first), crashed it
-            # in the dynamic linker's lazy binding inside CPython's C signal handler (SIGSEGV in
-            # _dl_runtime_resolve_xsavec, gdb), not a path of the kit's.
+        if not batch_over.is_set():
+            # a SIGINT after the batch would stop pytest's worker, not the batch
+            # Ctrl-C as the main thread's Python handler sees it. A real SIGINT to this process,
+            # once OpenVINO's AMX tests had run in it (tests grouped by floor run them first),
+            # crashed it in the dynamic linker's lazy binding inside CPython's C signal handler
+            # (SIGSEGV in _dl_runtime_resolve_xsavec, gdb), not a path of the kit's.
             _thread.interrupt_main(signal.SIGINT)
 
     threading.Thread(target=interrupt_once_started, daemon=True).start()
@@ -179,15 +197,23 @@ def test_a_worker_lost_mid_job_has_its_job_run_elsewhere(outputs, notebooks, tmp
     lost = records[killed["key"].rsplit("-", 1)[-1]]
     other = next(r for r in records.values() if r is not lost)
     assert lost.attempts == 2 and lost.worker == other.worker != killed["name"]  # re-run elsewhere
-    assert lost.note.startswith("worker lost mid-job; re-run from the start") and killed["name"] in lost.note
+    assert (
+        lost.note.startswith("worker lost mid-job; re-run from the start")
+        and killed["name"] in lost.note
+    )
     assert other.attempts == 1 and not other.note
-    assert (outputs / lost.html).exists() and json.loads((outputs / lost.results).read_text())["status"] == "ok"
+    assert (outputs / lost.html).exists() and json.loads((outputs / lost.results).read_text())[
+        "status"
+    ] == "ok"
     # the first attempt's kernel did not outlive its worker
     first_kernel = int((tmp_path / "kernels").read_text().split()[0])
     deadline = time.monotonic() + 10
     while psutil.pid_exists(first_kernel) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not psutil.pid_exists(first_kernel) or psutil.Process(first_kernel).status() == psutil.STATUS_ZOMBIE
+    assert (
+        not psutil.pid_exists(first_kernel)
+        or psutil.Process(first_kernel).status() == psutil.STATUS_ZOMBIE
+    )
 
 
 @contextlib.contextmanager
@@ -216,10 +242,16 @@ def listener(answer: bytes | None):
             conn.close()
 
 
-@pytest.mark.parametrize("answer, expected", [
-    (None, "accepted a connection but sent no Dask handshake within 3 s"),
-    (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 3, "answered, but not as a Dask scheduler"),
-])
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        (None, "accepted a connection but sent no Dask handshake within 3 s"),
+        (
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 3,
+            "answered, but not as a Dask scheduler",
+        ),
+    ],
+)
 def test_a_scheduler_address_that_hangs_or_is_not_dask_is_a_named_error(answer, expected):
     from kit.errors import BackendUnavailable
 
@@ -240,20 +272,29 @@ def test_kit_reproduce_names_an_unreachable_scheduler_with_exit_2(outputs, capsy
         pass  # closed: nothing listens there now
     assert kit_main(["reproduce", "--scheduler", address, "--hardware", "cpu"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: cannot reach the Dask scheduler at {address!r}") and "\n" not in err
+    assert (
+        err.startswith(f"error: cannot reach the Dask scheduler at {address!r}") and "\n" not in err
+    )
 
 
 @contextlib.contextmanager
 def worker_without_the_kit(scheduler: str):
     """A `dask worker` process (no nanny) in which `import kit` fails, as on a host whose
     environment lacks the kit; yields its process."""
-    code = ("import sys; sys.modules['kit'] = None; "
-            f"sys.argv = ['dask-worker', {scheduler!r}, '--nthreads', '1', '--no-nanny', "
-            "'--resources', 'cpu=1', '--name', 'no-kit']; "
-            "from distributed.cli.dask_worker import main; main()")
+    code = (
+        "import sys; sys.modules['kit'] = None; "
+        f"sys.argv = ['dask-worker', {scheduler!r}, '--nthreads', '1', '--no-nanny', "
+        "'--resources', 'cpu=1', '--name', 'no-kit']; "
+        "from distributed.cli.dask_worker import main; main()"
+    )
     env = {k: v for k, v in ENVIRON.items() if k != "PYTHONPATH"}
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd="/", env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd="/",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield proc
     finally:
@@ -265,15 +306,24 @@ def worker_without_the_kit(scheduler: str):
 def test_a_worker_that_cannot_import_the_kit_fails_its_jobs_with_the_reason(outputs, notebooks):
     from distributed import Client, LocalCluster
 
-    with (LocalCluster(n_workers=0, dashboard_address=None, silence_logs=40) as c, Client(c) as client,
-          worker_without_the_kit(c.scheduler_address)):
+    with (
+        LocalCluster(n_workers=0, dashboard_address=None, silence_logs=40) as c,
+        Client(c) as client,
+        worker_without_the_kit(c.scheduler_address),
+    ):
         client.wait_for_workers(1, timeout=60)
         started = time.monotonic()
-        (record,) = run_jobs([Job("on_cpu", "tiny.ipynb", {"device": "cpu"})], out=outputs,
-                             executor=DaskExecutor(client, lost_after_s=5))
+        (record,) = run_jobs(
+            [Job("on_cpu", "tiny.ipynb", {"device": "cpu"})],
+            out=outputs,
+            executor=DaskExecutor(client, lost_after_s=5),
+        )
         assert time.monotonic() - started < 60
     assert record.status == "failed"
-    assert record.message.startswith("worker tcp://127.0.0.1:") and "cannot import the kit (ModuleNotFoundError" in record.message
+    assert (
+        record.message.startswith("worker tcp://127.0.0.1:")
+        and "cannot import the kit (ModuleNotFoundError" in record.message
+    )
     assert "make install" in record.message
 
 
@@ -295,14 +345,22 @@ def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(outputs, note
 
         executor = DaskExecutor(client, lost_after_s=3)
         # the reuse fingerprint's hardware part comes from the workers offering the kind
-        assert executor.hardware_parts("cpu") == [reuse_identity("cpu")] and executor.hardware_parts("ipu") == []
+        assert (
+            executor.hardware_parts("cpu") == [reuse_identity("cpu")]
+            and executor.hardware_parts("ipu") == []
+        )
         threading.Thread(target=kill_the_worker_and_its_nanny_once_started, daemon=True).start()
         started = time.monotonic()
-        records = run_jobs([Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})],
-                           out=outputs, executor=executor)
+        records = run_jobs(
+            [Job("sleeper", "marked.ipynb", {"device": "cpu", "seconds": 120})],
+            out=outputs,
+            executor=executor,
+        )
         assert time.monotonic() - started < 90
     (record,) = records
     assert record.status == "failed"
-    assert record.message.startswith(f"no worker offering 'cpu' was connected to the Dask scheduler at "
-                                     f"{c.scheduler_address} for 3 s")
+    assert record.message.startswith(
+        f"no worker offering 'cpu' was connected to the Dask scheduler at "
+        f"{c.scheduler_address} for 3 s"
+    )
     assert read_state(outputs)["runs"][-1]["status"] == "complete"

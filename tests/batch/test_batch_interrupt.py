@@ -1,5 +1,6 @@
 """Ctrl-C / SIGTERM during a real batch: the notebook's whole process tree goes, kernel and its
-children included; the job is recorded as interrupted, state.json stays valid, the next run resumes."""
+children included; the job is recorded as interrupted, state.json stays valid, the next run
+resumes."""
 
 import json
 import os
@@ -37,22 +38,33 @@ if Path(os.environ["SLEEP_FLAG"]).exists():
 
 @pytest.fixture
 def batch(tmp_path):
-    """Starts the batch (quick job first unless skip_quick) in a session of its own, like a shell job."""
+    """Starts the batch (quick job first unless skip_quick) in a session of its own, like a shell
+    job."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
     make_ok_notebook(folder / "ok.ipynb")
     make_ok_notebook(folder / "sleeper.ipynb", before=SLEEPER)
     (tmp_path / "driver.py").write_text(DRIVER)
     (tmp_path / "flag").write_text("sleep")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KIT_NOTEBOOKS": str(folder),
-           "KIT_OUTPUTS": str(tmp_path / "outputs"), "SLEEP_FLAG": str(tmp_path / "flag"),
-           "SLEEP_MARK": str(tmp_path / "mark")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "KIT_NOTEBOOKS": str(folder),
+        "KIT_OUTPUTS": str(tmp_path / "outputs"),
+        "SLEEP_FLAG": str(tmp_path / "flag"),
+        "SLEEP_MARK": str(tmp_path / "mark"),
+    }
     started = []
 
     def start(skip_quick: int = 0) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(skip_quick)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(tmp_path / "driver.py"), str(skip_quick)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         started.append(proc)
         return proc
 
@@ -86,7 +98,8 @@ def test_signal_stops_the_notebook_tree_and_the_next_run_resumes(batch, signum, 
     kernel_pid, grandchild_pid = map(int, (tmp / "mark").read_text().split())
     tree = psutil.Process(proc.pid).children(recursive=True)
     pids = {p.pid for p in tree}
-    assert {kernel_pid, grandchild_pid} <= pids  # the kernel is a descendant, in a session of its own
+    # the kernel is a descendant, in a session of its own
+    assert {kernel_pid, grandchild_pid} <= pids
     assert os.getsid(kernel_pid) != os.getsid(proc.pid)
     os.killpg(proc.pid, signum)  # Ctrl-C reaches the foreground process group: the batch
     output, _ = proc.communicate(timeout=60)

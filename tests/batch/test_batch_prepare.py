@@ -15,19 +15,26 @@ from kit.measure.memory import GB
 from kit.models.requests import ExportRequest
 from kit.results import ResultKind, RunResult
 
-RESNET, SWIN, WIDEDEEP = (ExportRequest("resnet50-torch-fp32"), ExportRequest("swin-large-torch-fp32"),
-                          ExportRequest("widedeep-tf-fp32"))
+RESNET, SWIN, WIDEDEEP = (
+    ExportRequest("resnet50-torch-fp32"),
+    ExportRequest("swin-large-torch-fp32"),
+    ExportRequest("widedeep-tf-fp32"),
+)
 
 
 def test_how_many_at_once_follows_the_cores_and_the_largest_export_s_memory():
     assert [round(r.need_bytes() / GB, 1) for r in (RESNET, SWIN, WIDEDEEP)] == [1.0, 4.0, 5.8]
     twelve = [RESNET] * 9 + [SWIN] * 3
     assert prepare.parallel_exports(twelve, cores=8, available=120 * GB) == 8  # one per core
-    assert prepare.parallel_exports(twelve, cores=16, available=12 * GB) == 2  # 0.8 x 12 GB / 4.0 GB
-    assert prepare.parallel_exports([RESNET, SWIN, WIDEDEEP], cores=8, available=12 * GB) == 1  # 9.6 / 5.8
-    assert prepare.parallel_exports([RESNET, SWIN], cores=16, available=120 * GB) == 2  # one per export
+    # 0.8 x 12 GB / 4.0 GB
+    assert prepare.parallel_exports(twelve, cores=16, available=12 * GB) == 2
+    # 9.6 / 5.8
+    assert prepare.parallel_exports([RESNET, SWIN, WIDEDEEP], cores=8, available=12 * GB) == 1
+    # one per export
+    assert prepare.parallel_exports([RESNET, SWIN], cores=16, available=120 * GB) == 2
     assert prepare.parallel_exports(twelve, cores=2, available=20 * GB) == 2  # this 2-core machine
-    assert prepare.parallel_exports(twelve, cores=1, available=20 * GB) == 1  # one core: nothing side by side
+    # one core: nothing side by side
+    assert prepare.parallel_exports(twelve, cores=1, available=20 * GB) == 1
     assert prepare.parallel_exports([], cores=16, available=120 * GB) == 0
 
 
@@ -50,22 +57,30 @@ def test_the_plan_counts_the_memory_a_cgroup_v1_limit_leaves(tmp_path, monkeypat
 def test_the_missing_exports_are_each_job_s_model_once(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "empty"))
     jobs = jobs_for("quick", "cpu")
-    wanted = prepare.missing_exports(jobs + [Job("bad", "model_benchmark.ipynb", {"model": "nosuchnet"}),
-                                             Job("worse", "model_benchmark.ipynb", {"batch_sizes": [-3]})])
+    wanted = prepare.missing_exports(
+        jobs
+        + [
+            Job("bad", "model_benchmark.ipynb", {"model": "nosuchnet"}),
+            Job("worse", "model_benchmark.ipynb", {"batch_sizes": [-3]}),
+        ]
+    )
     models = [r.model for r in wanted]
-    assert len(models) == len(set(models))  # the FP8 rows and the server share their FP16 row's export
+    # the FP8 rows and the server share their FP16 row's export
+    assert len(models) == len(set(models))
     rows = {j.parameters["model"] for j in jobs if j.notebook == "model_benchmark.ipynb"}
     assert set(models) == rows | {"resnext101-c2"}
     assert all(r.opset == 17 and r.weights == "random" and not r.small for r in wanted)
     small = Job("small", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32", "small": True})
-    assert prepare.missing_exports([small]) == []  # small exports are quick and run in the job's process
+    # small exports are quick and run in the job's process
+    assert prepare.missing_exports([small]) == []
 
 
 def test_the_cached_exports_are_not_asked_for_again(small, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(small.onnx_path.parent.parent))
     cached = ExportRequest(small.name, small=True)
     assert cached.cached()
-    assert not ExportRequest(small.name, small=True, opset=11).cached()  # the IPU's opset: another file
+    # the IPU's opset: another file
+    assert not ExportRequest(small.name, small=True, opset=11).cached()
     assert not ExportRequest(small.name, small=True, seed=3).cached()  # other random weights
 
 
@@ -83,33 +98,60 @@ def test_exports_run_side_by_side_and_one_failing_leaves_the_others(monkeypatch,
             raise RuntimeError("exporter crashed\nsecond line")
 
     monkeypatch.setattr(ExportRequest, "export", export)
-    requests = [ExportRequest(m) for m in ("resnet50-torch-fp32", "bert-torch-fp32", "albert-torch-fp32",
-                                           "roberta-torch-fp32")]
+    requests = [
+        ExportRequest(m)
+        for m in (
+            "resnet50-torch-fp32",
+            "bert-torch-fp32",
+            "albert-torch-fp32",
+            "roberta-torch-fp32",
+        )
+    ]
     records = prepare.export_all(requests, 2)
     assert peak[0] == 2 and [r["model"] for r in records] == [r.model for r in requests]
     assert [r["error"] for r in records] == [None, "RuntimeError: exporter crashed", None, None]
-    assert len(capsys.readouterr().out.splitlines()) == 4  # one JSON line each, for the batch to read
+    # one JSON line each, for the batch to read
+    assert len(capsys.readouterr().out.splitlines()) == 4
     done = prepare.prepared(records, 2, 12.34)
     assert done.made == ("resnet50-torch-fp32", "albert-torch-fp32", "roberta-torch-fp32")
-    assert done.summary() == ("exported 3 model(s) to ONNX side by side before the first job (2 at a time, 12 s); "
-                              "failed here, left to their jobs: bert-torch-fp32 (RuntimeError: exporter crashed)")
+    assert done.summary() == (
+        "exported 3 model(s) to ONNX side by side before the first job (2 at a time, 12 s); "
+        "failed here, left to their jobs: bert-torch-fp32 (RuntimeError: exporter crashed)"
+    )
 
 
-def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached(tmp_path, monkeypatch):
+def test_a_batch_exports_in_a_child_process_then_its_jobs_find_the_export_cached(
+    tmp_path, monkeypatch
+):
     """The real thing, on a model whose full-size export takes seconds here: resnet50, and a
     request that fails (weights that are not there), two at a time."""
     monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(local, "parallel_exports", lambda requests: 2)
-    tasks = [local.Task(job=Job("r", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32"}),
-                        run_dir=tmp_path, out=tmp_path, fingerprint=""),
-             local.Task(job=Job("b", "model_benchmark.ipynb",
-                                {"model": "bert-torch-fp32",
-                                 "weights": str(tmp_path / "no-weights")}),
-                        run_dir=tmp_path, out=tmp_path, fingerprint="")]
+    tasks = [
+        local.Task(
+            job=Job("r", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32"}),
+            run_dir=tmp_path,
+            out=tmp_path,
+            fingerprint="",
+        ),
+        local.Task(
+            job=Job(
+                "b",
+                "model_benchmark.ipynb",
+                {"model": "bert-torch-fp32", "weights": str(tmp_path / "no-weights")},
+            ),
+            run_dir=tmp_path,
+            out=tmp_path,
+            fingerprint="",
+        ),
+    ]
     done = local.prepare_exports(tasks)
     assert done.made == ("resnet50-torch-fp32",) and done.parallel == 2
-    assert 1.0 < done.seconds < local.PREPARE_LIMIT_S  # the child's wall time: an export takes seconds here
-    assert len(done.failed) == 1 and done.failed[0].startswith("bert-torch-fp32 (MissingResource: no weights")
+    # the child's wall time: an export takes seconds here
+    assert 1.0 < done.seconds < local.PREPARE_LIMIT_S
+    assert len(done.failed) == 1 and done.failed[0].startswith(
+        "bert-torch-fp32 (MissingResource: no weights"
+    )
     assert ExportRequest("resnet50-torch-fp32").cached()
     assert prepare.missing_exports([tasks[0].job]) == []
 
@@ -136,8 +178,12 @@ def test_an_interrupt_kills_the_exports_and_reaches_the_batch(tmp_path, monkeypa
     monkeypatch.setattr(local, "_wait", interrupted)
     kill = local._kill
     monkeypatch.setattr(local, "_kill", lambda proc: killed.append(proc.pid) or kill(proc))
-    task = local.Task(job=Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}),
-                      run_dir=tmp_path, out=tmp_path, fingerprint="")
+    task = local.Task(
+        job=Job("r", "model_benchmark.ipynb", {"model": "swin-large-torch-fp32"}),
+        run_dir=tmp_path,
+        out=tmp_path,
+        fingerprint="",
+    )
     with pytest.raises(KeyboardInterrupt):
         local.prepare_exports([task])
     assert len(killed) == 1
@@ -150,7 +196,9 @@ def test_the_batch_records_what_was_made_before_its_jobs(outputs, monkeypatch):
     from kit.batch import run_jobs
 
     made = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
-    monkeypatch.setattr(local, "prepare_exports", lambda tasks: made if tasks else prepare.Prepared())
+    monkeypatch.setattr(
+        local, "prepare_exports", lambda tasks: made if tasks else prepare.Prepared()
+    )
     [record] = run_jobs([Job("published_results", "published_results.ipynb", {}, 300)], out=outputs)
     run = json.loads(next(outputs.glob("runs/*/batch.run")).read_text())
     assert record.status == "ok" and run["prepared"] == made.to_dict()
@@ -160,9 +208,13 @@ def test_the_plan_says_how_the_exports_will_run_here():
     from kit.batch.time_plan import plan_profile, plan_text
 
     floors = plan_profile("quick", "cpu", only={"resnet50-torch-fp32_FP16"})
-    assert "1 ONNX export (cached after the first run; here made 4 at a time before the first job)" in \
-        plan_text(floors, "quick", "cpu", 4)
-    assert "each job exports its own, one after another here" in plan_text(floors, "quick", "cpu", 1)
+    assert (
+        "1 ONNX export (cached after the first run; here made 4 at a time before the first job)"
+        in plan_text(floors, "quick", "cpu", 4)
+    )
+    assert "each job exports its own, one after another here" in plan_text(
+        floors, "quick", "cpu", 1
+    )
 
 
 def test_an_interrupt_before_the_first_notebook_says_none_was_running(outputs, monkeypatch, capsys):
@@ -175,11 +227,17 @@ def test_an_interrupt_before_the_first_notebook_says_none_was_running(outputs, m
         raise BatchInterrupted(signal.SIGINT)
 
     monkeypatch.setattr(local, "prepare_exports", interrupted)
-    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False, search=True:
-                        [Job("published_results", "published_results.ipynb", {}, 300)])
+    monkeypatch.setattr(
+        "kit.cli.reproduce.jobs_for",
+        lambda profile, hardware, research=False, search=True: [
+            Job("published_results", "published_results.ipynb", {}, 300)
+        ],
+    )
     assert kit_main(["reproduce", "--hardware", "cpu"]) == 130
     out = capsys.readouterr().out
-    assert "interrupted by SIGINT: 0 notebooks ok kept (outputs/runs), no notebook was running;" in out
+    assert (
+        "interrupted by SIGINT: 0 notebooks ok kept (outputs/runs), no notebook was running;" in out
+    )
 
 
 @pytest.mark.parametrize("study", ["model_benchmark", "c2_study", "server_scenario"])
@@ -195,20 +253,34 @@ def test_each_study_exports_what_it_says_it_will_load(study, monkeypatch):
         pass
 
     def load_model(name, **kwargs):
-        loaded.append(ExportRequest(name, kwargs.get("small", False), kwargs.get("weights", "random"),
-                                    kwargs.get("seed", 0), kwargs["opset"]))
+        loaded.append(
+            ExportRequest(
+                name,
+                kwargs.get("small", False),
+                kwargs.get("weights", "random"),
+                kwargs.get("seed", 0),
+                kwargs["opset"],
+            )
+        )
         raise Stop
 
     monkeypatch.setattr(module, "load_model", load_model)
-    params = {"small": True, "weights": "local", **({"seed": 3} if study == "model_benchmark" else {})}
+    params = {
+        "small": True,
+        "weights": "local",
+        **({"seed": 3} if study == "model_benchmark" else {}),
+    }
     cfg = STUDIES.get(study).config.from_params(params)
     with pytest.raises(Stop):
         module.execute(cfg, RunResult.new(ResultKind.MODEL_BENCHMARK, study, {}, {}))
     assert loaded == cfg.exports()
 
 
-def test_a_cache_entry_discarded_while_preparing_is_said_on_the_console(tmp_path, monkeypatch, capsys):
-    """Issue 51: the prepare child's stderr is not the console; its CacheRebuilt warning was lost."""
+def test_a_cache_entry_discarded_while_preparing_is_said_on_the_console(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 51: the prepare child's stderr is not the console; its CacheRebuilt warning was
+    lost."""
     import warnings
 
     from kit.cache import discard
@@ -220,10 +292,15 @@ def test_a_cache_entry_discarded_while_preparing_is_said_on_the_console(tmp_path
         warnings.simplefilter("always")
         discard(tmp_path / "m-abc.onnx", "has no metadata file")
     printed = capsys.readouterr().out
-    assert json.loads(printed) == {"note": "cache entry m-abc.onnx has no metadata file; rebuilding it"}
+    assert json.loads(printed) == {
+        "note": "cache entry m-abc.onnx has no metadata file; rebuilding it"
+    }
     made = json.dumps({"model": "resnet50-torch-fp32", "seconds": 1.0, "error": None})
     assert local.export_records(f"{printed}{made}\nnoise\n") == [json.loads(made)]
-    assert capsys.readouterr().err == "warning: cache entry m-abc.onnx has no metadata file; rebuilding it\n"
+    assert (
+        capsys.readouterr().err
+        == "warning: cache entry m-abc.onnx has no metadata file; rebuilding it\n"
+    )
 
 
 def test_what_a_killed_export_left_is_removed(tmp_path, monkeypatch):
@@ -237,7 +314,10 @@ def test_what_a_killed_export_left_is_removed(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     for folder in ("tmp/kit-export-4242-x1", "tmp/kit-export-777-x2", "cache/models"):
         (tmp_path / folder).mkdir(parents=True)
-    dead = [cache / "models" / ".resnet-abc.4242.tmp.onnx", cache / "conversions" / ".r-fp16.4243.tmp.onnx.data"]
+    dead = [
+        cache / "models" / ".resnet-abc.4242.tmp.onnx",
+        cache / "conversions" / ".r-fp16.4243.tmp.onnx.data",
+    ]
     kept = [cache / "models" / ".resnet-abc.777.tmp.onnx", cache / "models" / "resnet-abc.onnx"]
     for path in dead + kept:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,10 @@ def tiny(tmp_path, monkeypatch):
 
 def use_jobs(monkeypatch, jobs):
     """`kit reproduce` runs these jobs instead of the profile's."""
-    monkeypatch.setattr("kit.cli.reproduce.jobs_for", lambda profile, hardware, research=False, search=True: [Job(**vars(j)) for j in jobs])
+    monkeypatch.setattr(
+        "kit.cli.reproduce.jobs_for",
+        lambda profile, hardware, research=False, search=True: [Job(**vars(j)) for j in jobs],
+    )
 
 
 def reproduce(capsys, *args):
@@ -59,7 +62,8 @@ def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypat
     assert lines[-1].startswith("1 of 2 notebooks not ok") and lines[-1].endswith("broken (failed)")
     assert any("first (reused)" in line for line in lines)
     run_dir = outputs / read_state(outputs)["jobs"]["broken"]["results"].rsplit("/", 1)[0]
-    assert not [p.name for p in run_dir.glob("*.json")]  # broken wrote none; the batch's own files are not *.json
+    # broken wrote none; the batch's own files are not *.json
+    assert not [p.name for p in run_dir.glob("*.json")]
 
     # a truncated state.json: rebuilt from outputs/runs/, the old file moved aside
     before = json.loads((outputs / "state.json").read_text())
@@ -71,7 +75,9 @@ def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypat
     after = read_state(outputs)
     keys = ("status", "fingerprint", "results", "run_id")
     for name in ("first", "second", "broken"):
-        assert {k: after["jobs"][name][k] for k in keys} == {k: before["jobs"][name][k] for k in keys}
+        assert {k: after["jobs"][name][k] for k in keys} == {
+            k: before["jobs"][name][k] for k in keys
+        }
     assert [r["jobs"] for r in after["runs"]] == [["first", "second"], ["first", "broken"]]
     code, lines, _ = reproduce(capsys)  # resumes: `first` reused, `broken` run again
     assert code == 1 and any("first (reused)" in line for line in lines)
@@ -81,9 +87,12 @@ def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypat
 def test_selection_errors_never_touch_the_index(outputs, tiny, monkeypatch, capsys):
     use_jobs(monkeypatch, [Job("alpha", "ok.ipynb"), Job("beta", "ok.ipynb")])
     (outputs / "index.html").write_text("the last batch's index")
-    for args, words in [(["--only", "nonexistent"], ["'nonexistent' matches no job", "jobs: alpha, beta"]),
-                        (["--only", ","], ["no empty word"]), (["--only", "alpha,"], ["no empty word"]),
-                        (["--force", "yes"], ["invalid FORCE='yes'", "0 (reuse"])]:
+    for args, words in [
+        (["--only", "nonexistent"], ["'nonexistent' matches no job", "jobs: alpha, beta"]),
+        (["--only", ","], ["no empty word"]),
+        (["--only", "alpha,"], ["no empty word"]),
+        (["--force", "yes"], ["invalid FORCE='yes'", "0 (reuse"]),
+    ]:
         code, _, err = reproduce(capsys, *args)
         assert code == 2 and all(w in err for w in words), (args, err)
     assert (outputs / "index.html").read_text() == "the last batch's index"
@@ -97,8 +106,12 @@ def test_select_and_force_values():
     assert [j.name for j in select(jobs, "bert,summ")] == ["bert_FP8", "summary"]
     assert select(jobs, None) == jobs
     family = [Job("albert-torch-fp32_FP16", "a.ipynb"), Job("bert-torch-fp32_FP16", "a.ipynb")]
-    assert [j.name for j in select(family, "bert-torch-fp32_FP16")] == ["bert-torch-fp32_FP16"]  # whole name
-    assert [j.name for j in select(family, "bert-torch")] == ["albert-torch-fp32_FP16", "bert-torch-fp32_FP16"]
+    # whole name
+    assert [j.name for j in select(family, "bert-torch-fp32_FP16")] == ["bert-torch-fp32_FP16"]
+    assert [j.name for j in select(family, "bert-torch")] == [
+        "albert-torch-fp32_FP16",
+        "bert-torch-fp32_FP16",
+    ]
     for bad in ("", " ", "bert,", ",", "bert,,summary", "gpt"):
         with pytest.raises(InvalidParameter, match="ONLY"):
             select(jobs, bad)
@@ -113,9 +126,23 @@ def test_make_reproduce_passes_failures_and_usage_errors_on(tmp_path):
     out = tmp_path / "outputs"
     env = {**os.environ, "KIT_OUTPUTS": str(out)}
     # -o: never (re)install the environment from a test
-    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "reproduce",
-                           "FORCE=yes", "HARDWARE=cpu"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            "reproduce",
+            "FORCE=yes",
+            "HARDWARE=cpu",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "invalid FORCE='yes'" in proc.stderr
     assert not (out / "runs").exists()
 
@@ -125,10 +152,17 @@ def test_second_batch_is_refused_while_one_holds_outputs(outputs, tiny, monkeypa
     with outputs_lock(outputs):
         code, _, err = reproduce(capsys)
         assert code == 2
-        assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        assert (
+            f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        )
         # a second process is refused too
-        proc = subprocess.run([sys.executable, "-m", "kit.cli.main", "rebuild-state"], capture_output=True,
-                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kit.cli.main", "rebuild-state"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
         assert proc.returncode == 2 and f"(pid {os.getpid()}," in proc.stderr
     assert not (outputs / "runs").exists()
     with outputs_lock(outputs):  # released: free again
@@ -168,14 +202,18 @@ def test_run_ids_never_collide_and_state_writes_are_atomic(tmp_path):
     assert (tmp_path / "x.txt").read_text() == "one"
 
 
-@pytest.mark.parametrize("content, problem", [
-    ('{"jobs": {"a": {"name": "a"', "not JSON"),
-    ('{"jobs": {}}', "missing key 'runs'"),
-    ("[]", "top level is list"),
-    ('{"jobs": {"a": {"name": "a"}}, "runs": []}', "job 'a' lacks notebook"),
-])
-def test_corrupt_state_is_a_clear_error_and_creates_nothing(outputs, tiny, monkeypatch, capsys,
-                                                           content, problem):
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ('{"jobs": {"a": {"name": "a"', "not JSON"),
+        ('{"jobs": {}}', "missing key 'runs'"),
+        ("[]", "top level is list"),
+        ('{"jobs": {"a": {"name": "a"}}, "runs": []}', "job 'a' lacks notebook"),
+    ],
+)
+def test_corrupt_state_is_a_clear_error_and_creates_nothing(
+    outputs, tiny, monkeypatch, capsys, content, problem
+):
     (outputs / "state.json").write_text(content)
     with pytest.raises(CorruptState, match=problem):
         read_state(outputs)
@@ -189,12 +227,18 @@ def test_corrupt_state_is_a_clear_error_and_creates_nothing(outputs, tiny, monke
 @pytest.mark.slow
 def test_a_dead_kernel_is_reported_as_killed_with_its_peak_memory(outputs, tiny):
     """A SIGKILL far from the memory limit was reported 'likely out of memory (peak 0.1 GB)'."""
-    make_notebook(tiny / "hog.ipynb", "import os, signal\nblock = bytearray(600 * 2**20)\n"
-                                      "block[::4096] = b'x' * len(block[::4096])\n"
-                                      "os.kill(os.getpid(), signal.SIGKILL)")
+    make_notebook(
+        tiny / "hog.ipynb",
+        "import os, signal\nblock = bytearray(600 * 2**20)\n"
+        "block[::4096] = b'x' * len(block[::4096])\n"
+        "os.kill(os.getpid(), signal.SIGKILL)",
+    )
     (record,) = run_jobs([Job("hog", "hog.ipynb")], out=outputs)
     assert record.status == "killed"
-    assert "likely out of memory" not in record.message and "far from the memory limit" in record.message
+    assert (
+        "likely out of memory" not in record.message
+        and "far from the memory limit" in record.message
+    )
     peak = float(record.message.split("peak ")[1].split(" GB")[0])
     assert 0.6 <= peak < 4, record.message
 
@@ -222,7 +266,10 @@ def test_one_batch_measures_on_every_kind_the_cluster_offers():
     single = jobs_on("quick", ["cpu"])
     both = {j.name: j for j in jobs_on("quick", ["ipu", "cpu"])}
     model = next(j.name for j in single if j.notebook == "model_benchmark.ipynb")
-    assert hardware_resource(both[f"{model}@ipu"]) == "ipu" and hardware_resource(both[f"{model}@cpu"]) == "cpu"
+    assert (
+        hardware_resource(both[f"{model}@ipu"]) == "ipu"
+        and hardware_resource(both[f"{model}@cpu"]) == "cpu"
+    )
     assert {"published_results", "summary"} <= set(both) and list(both)[-1] == "summary"
     assert hardware_resource(both["published_results"]) is None
     assert len({j.name for j in single}) == len(single) and len(both) < 2 * len(single)
@@ -237,7 +284,9 @@ def test_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs, capsys):
     with outputs_lock(outputs):
         assert kit_main(["clean-outputs"]) == 2
         err = capsys.readouterr().err
-        assert f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        assert (
+            f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
+        )
         assert (run / "job.json").exists() and (outputs / ".reproduce.lock").exists()
     assert kit_main(["clean-outputs"]) == 0
     assert sorted(p.name for p in outputs.iterdir()) == [".gitkeep", ".reproduce.lock"]
@@ -245,7 +294,9 @@ def test_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs, capsys):
         assert kit_main(["site"]) == 2
 
 
-def test_an_outputs_folder_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, tiny, monkeypatch, capsys):
+def test_an_outputs_folder_that_cannot_be_written_is_one_line_and_exit_2(
+    tmp_path, tiny, monkeypatch, capsys
+):
     """A read-only outputs/ gave a raw filelock traceback and exit 1 (reserved for 'not ok')."""
     if os.geteuid() == 0:  # root writes through file modes: use a file system that refuses it
         out = "/sys/kit-outputs"
@@ -270,11 +321,13 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     from kit.search.decision import Decision, Plan
 
     result = RunResult(ResultKind.MODEL_BENCHMARK, "m", parameters={}, environment={}).write(
-        tmp_path / "r.json")
+        tmp_path / "r.json"
+    )
     key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
-    decision = cache.store_decision(Decision(chosen=None, today=None,
-                                             plan=Plan("onnxruntime", "fp32", "cpu"), key=key),
-                                    tmp_path / "search")
+    decision = cache.store_decision(
+        Decision(chosen=None, today=None, plan=Plan("onnxruntime", "fp32", "cpu"), key=key),
+        tmp_path / "search",
+    )
     for path in (result, decision):
         assert path.stat().st_mode & 0o777 == 0o644, path
 
@@ -283,13 +336,17 @@ def fake_gc_info(bin_dir, board: str, architecture: str) -> None:
     """A `gc-info` on PATH printing the documented `gc-info -d 0 -i` fields of one board."""
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / "gc-info"
-    exe.write_text(f"#!/bin/sh\nprintf 'Device Info:\\n  id: 0\\n  board type: {board}\\n"
-                   f"  ipu architecture: {architecture}\\n  clock: 1850MHz\\n'\n")
+    exe.write_text(
+        f"#!/bin/sh\nprintf 'Device Info:\\n  id: 0\\n  board type: {board}\\n"
+        f"  ipu architecture: {architecture}\\n  clock: 1850MHz\\n'\n"
+    )
     exe.chmod(0o755)
 
 
 @pytest.mark.slow
-def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, monkeypatch, capsys, tmp_path):
+def test_a_result_is_not_reused_on_another_part_of_the_same_kind(
+    outputs, tiny, monkeypatch, capsys, tmp_path
+):
     """A C600 result was reused on an M2000 ('all 2 notebooks ok', nothing measured): the reuse
     fingerprint held the kind, not the part."""
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
@@ -305,8 +362,11 @@ def test_a_result_is_not_reused_on_another_part_of_the_same_kind(outputs, tiny, 
 
 
 @pytest.mark.slow
-def test_two_ipu_runs_whose_part_gc_info_cannot_name_are_never_reused(outputs, tiny, monkeypatch, capsys, tmp_path):
-    """A C600 FP8 result was reused on an emulated M2000 without gc-info: both read 'IPU part unknown'."""
+def test_two_ipu_runs_whose_part_gc_info_cannot_name_are_never_reused(
+    outputs, tiny, monkeypatch, capsys, tmp_path
+):
+    """A C600 FP8 result was reused on an emulated M2000 without gc-info: both read 'IPU part
+    unknown'."""
     if shutil.which("gc-info"):
         pytest.skip("gc-info is on PATH here: the part is known")
     use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
@@ -316,10 +376,15 @@ def test_two_ipu_runs_whose_part_gc_info_cannot_name_are_never_reused(outputs, t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores to take one away")
-def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(outputs, tiny, monkeypatch, capsys, tmp_path):
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores to take one away"
+)
+def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(
+    outputs, tiny, monkeypatch, capsys, tmp_path
+):
     """`make reproduce SEARCH=0` on 2 cores, then under `taskset -c 0`: every figure was '(reused)'
-    with its 2-core label. Also a changed flag set (another host of the same CPU model) and threads."""
+    with its 2-core label. Also a changed flag set (another host of the same CPU model) and
+    threads."""
     use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
     assert reproduce(capsys)[0] == 0
     assert any("row (reused)" in line for line in reproduce(capsys)[1])  # nothing changed: reused
@@ -330,7 +395,8 @@ def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(outputs, ti
     finally:
         os.sched_setaffinity(0, cores)
     assert code == 0 and not any("(reused)" in line for line in lines), lines
-    assert not any("(reused)" in line for line in reproduce(capsys)[1])  # the latest is the 1-core figure
+    # the latest is the 1-core figure
+    assert not any("(reused)" in line for line in reproduce(capsys)[1])
     assert any("row (reused)" in line for line in reproduce(capsys)[1])
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
@@ -344,7 +410,8 @@ def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(outputs, ti
 
 FULL_DISK = """
 import resource, signal, sys
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as ENOSPC on a full disk
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as ENOSPC \
+on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40))
 from kit.cli.main import main
 sys.exit(main(["reproduce", "--hardware", "cpu", "--only", "published"]))
@@ -354,8 +421,13 @@ sys.exit(main(["reproduce", "--hardware", "cpu", "--only", "published"]))
 def test_an_outputs_folder_that_fills_up_is_one_line_and_exit_2(tmp_path):
     """A full disk gave three chained tracebacks and exit 1."""
     out = tmp_path / "outputs"
-    proc = subprocess.run([sys.executable, "-c", FULL_DISK], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "KIT_OUTPUTS": str(out)})
+    proc = subprocess.run(
+        [sys.executable, "-c", FULL_DISK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "KIT_OUTPUTS": str(out)},
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}/"), proc.stderr
@@ -364,10 +436,19 @@ def test_an_outputs_folder_that_fills_up_is_one_line_and_exit_2(tmp_path):
 
 
 def test_the_index_never_shows_ok_for_a_job_whose_files_are_gone(outputs):
-    """After a clean under a running batch the index showed published_results 'ok' with no report."""
-    record = {"name": "published_results", "notebook": "published_results.ipynb", "status": "ok",
-              "run_id": "r1", "duration_s": 1.0, "fingerprint": "f", "html": "runs/r1/published_results.html",
-              "results": "runs/r1/published_results.json", "message": ""}
+    """After a clean under a running batch the index showed published_results 'ok' with no
+    report."""
+    record = {
+        "name": "published_results",
+        "notebook": "published_results.ipynb",
+        "status": "ok",
+        "run_id": "r1",
+        "duration_s": 1.0,
+        "fingerprint": "f",
+        "html": "runs/r1/published_results.html",
+        "results": "runs/r1/published_results.json",
+        "message": "",
+    }
     page = write_index([record], outputs).read_text()
     assert ">missing: its report and results are not in outputs/ (run it again)<" in page
     assert "class='ok'>ok<" not in page
@@ -386,16 +467,28 @@ def test_make_clean_outputs_is_refused_while_a_batch_holds_outputs(outputs):
     """`make clean-outputs` deleted outputs/.reproduce.lock and the running batch's files."""
     bin_dir = os.path.dirname(sys.executable)
     if not os.access(os.path.join(bin_dir, "kit"), os.X_OK):
-        pytest.skip("no `kit` script beside this Python (without it make would clean the real outputs/)")
+        pytest.skip(
+            "no `kit` script beside this Python (without it make would clean the real outputs/)"
+        )
     (outputs / "runs" / "r1").mkdir(parents=True)
     env = {**os.environ, "KIT_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT)}
     with outputs_lock(outputs):
-        proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
-                              capture_output=True, text=True, env=env, timeout=120)
+        proc = subprocess.run(
+            ["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert proc.returncode != 0 and "another `kit reproduce` (pid" in proc.stderr
         assert (outputs / "runs" / "r1").is_dir() and (outputs / ".reproduce.lock").exists()
-    proc = subprocess.run(["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "clean-outputs", f"BIN={bin_dir}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0 and not (outputs / "runs").exists()
 
 
@@ -415,35 +508,74 @@ def test_every_write_of_the_batch_stays_in_its_run_folder(tmp_path):
     run_dir = tmp_path / "outputs" / "runs" / "r1"
     with pytest.raises(InvalidParameter, match="a path inside"):
         Task(job=job, run_dir=run_dir, out=tmp_path / "outputs", fingerprint="").path(".json")
-    record = JobRecord(name="x", notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0,
-                       fingerprint="", notebook_out="runs/r1/x.ipynb", html="runs/r1/x.html",
-                       results="runs/r1/x.json")
+    record = JobRecord(
+        name="x",
+        notebook="ok.ipynb",
+        status="ok",
+        run_id="r1",
+        duration_s=1.0,
+        fingerprint="",
+        notebook_out="runs/r1/x.ipynb",
+        html="runs/r1/x.html",
+        results="runs/r1/x.json",
+    )
     save_record(tmp_path / "outputs", record)
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == [
-        "outputs/runs/r1/x.record"]
+        "outputs/runs/r1/x.record"
+    ]
     for name in ("../../escaped", "/tmp/escaped"):
         with pytest.raises(InvalidParameter, match="job name"):
-            save_record(tmp_path / "outputs", JobRecord(
-                name=name, notebook="ok.ipynb", status="ok", run_id="r1", duration_s=1.0,
-                fingerprint="", notebook_out="", html="", results=f"runs/r1/{name}.json"))
+            save_record(
+                tmp_path / "outputs",
+                JobRecord(
+                    name=name,
+                    notebook="ok.ipynb",
+                    status="ok",
+                    run_id="r1",
+                    duration_s=1.0,
+                    fingerprint="",
+                    notebook_out="",
+                    html="",
+                    results=f"runs/r1/{name}.json",
+                ),
+            )
     assert len([p for p in tmp_path.rglob("*") if p.is_file()]) == 1
 
 
-@pytest.mark.parametrize("jobs, problem", [
-    ({"../../escaped": {}}, "job name '../../escaped' is not a plain name"),
-    ({"x": {"name": "x", "notebook": "ok.ipynb", "status": "ok", "run_id": "r", "fingerprint": "",
-            "html": "../../x.html", "results": "runs/r/x.json"}}, "has html '../../x.html', not a file under runs/"),
-])
+@pytest.mark.parametrize(
+    "jobs, problem",
+    [
+        ({"../../escaped": {}}, "job name '../../escaped' is not a plain name"),
+        (
+            {
+                "x": {
+                    "name": "x",
+                    "notebook": "ok.ipynb",
+                    "status": "ok",
+                    "run_id": "r",
+                    "fingerprint": "",
+                    "html": "../../x.html",
+                    "results": "runs/r/x.json",
+                }
+            },
+            "has html '../../x.html', not a file under runs/",
+        ),
+    ],
+)
 def test_a_state_naming_paths_outside_outputs_is_corrupt(outputs, jobs, problem):
     save_state(outputs, {"jobs": jobs, "runs": []})
     with pytest.raises(CorruptState, match=re.escape(problem)):
         read_state(outputs)
 
 
-def test_a_job_whose_notebook_is_gone_is_named_before_anything_runs(outputs, tiny, monkeypatch, capsys):
+def test_a_job_whose_notebook_is_gone_is_named_before_anything_runs(
+    outputs, tiny, monkeypatch, capsys
+):
     """A missing notebook was a raw FileNotFoundError (its fingerprint read it unchecked)."""
     use_jobs(monkeypatch, [Job("first", "ok.ipynb"), Job("gone", "gone.ipynb")])
     code, _, err = reproduce(capsys)
-    assert code == 2 and err.startswith("error: notebook 'gone.ipynb' is not one of the project's notebooks in ")
+    assert code == 2 and err.startswith(
+        "error: notebook 'gone.ipynb' is not one of the project's notebooks in "
+    )
     assert "broken.ipynb, ok.ipynb" in err and len(err.strip().splitlines()) == 1
     assert not list((outputs / "runs").glob("*/*.json"))  # nothing ran

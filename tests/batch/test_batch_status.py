@@ -12,17 +12,36 @@ from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import UnknownValueError
 from kit.publish.site import latest_records
 
-RECORD = {"name": "quick", "notebook": "q.ipynb", "status": "timeout", "run_id": "r1",
-          "duration_s": 1.0, "fingerprint": "f", "notebook_out": "runs/r1/quick.ipynb", "html": "runs/r1/quick.html",
-          "results": "runs/r1/quick.json"}
+RECORD = {
+    "name": "quick",
+    "notebook": "q.ipynb",
+    "status": "timeout",
+    "run_id": "r1",
+    "duration_s": 1.0,
+    "fingerprint": "f",
+    "notebook_out": "runs/r1/quick.ipynb",
+    "html": "runs/r1/quick.html",
+    "results": "runs/r1/quick.json",
+}
 
 
 def test_the_values_are_the_strings_state_json_holds():
-    assert [s.value for s in JobStatus] == ["ok", "error", "failed", "timeout", "killed",
-                                            "interrupted"]
+    assert [s.value for s in JobStatus] == [
+        "ok",
+        "error",
+        "failed",
+        "timeout",
+        "killed",
+        "interrupted",
+    ]
     assert STATUSES == tuple(JobStatus)
-    assert {s.value for s in BatchRunStatus} == {"running", "complete", "interrupted", "aborted",
-                                                 "rebuilt"}
+    assert {s.value for s in BatchRunStatus} == {
+        "running",
+        "complete",
+        "interrupted",
+        "aborted",
+        "rebuilt",
+    }
     assert FINISHED_RUNS == {"complete", "rebuilt"}
 
 
@@ -34,11 +53,19 @@ def test_a_record_reads_its_status_as_a_member_and_writes_the_same_string():
     assert type(record.to_dict()["status"]) is str
 
 
-@pytest.mark.parametrize("make", [lambda: JobRecord.from_dict({**RECORD, "status": "finished"}),
-                                  lambda: Outcome("finished", "", 0.0)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: JobRecord.from_dict({**RECORD, "status": "finished"}),
+        lambda: Outcome("finished", "", 0.0),
+    ],
+)
 def test_an_unknown_job_status_is_named_with_the_allowed_ones(make):
-    with pytest.raises(UnknownValueError, match="unknown job status 'finished'; known: error, "
-                                                "failed, interrupted, killed, ok, timeout"):
+    with pytest.raises(
+        UnknownValueError,
+        match="unknown job status 'finished'; known: error, "
+        "failed, interrupted, killed, ok, timeout",
+    ):
         make()
 
 
@@ -48,8 +75,10 @@ def test_the_state_check_names_an_unknown_status():
     assert state_problem({"jobs": {"quick": RECORD}, "runs": []}) is None
 
 
-@pytest.mark.parametrize("written, errors, status", [
-    ("ok", [], JobStatus.OK), ("ok", ["x"], JobStatus.ERROR), ("error", ["x"], JobStatus.ERROR)])
+@pytest.mark.parametrize(
+    "written, errors, status",
+    [("ok", [], JobStatus.OK), ("ok", ["x"], JobStatus.ERROR), ("error", ["x"], JobStatus.ERROR)],
+)
 def test_a_finished_notebook_takes_its_results_status(tmp_path, written, errors, status):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"status": written, "errors": errors}))
@@ -59,7 +88,11 @@ def test_a_finished_notebook_takes_its_results_status(tmp_path, written, errors,
 
 def test_the_index_lists_the_latest_finished_run(tmp_path):
     jobs = {n: {**RECORD, "name": n, "status": "ok"} for n in ("a", "b", "c")}
-    runs = [{"run_id": str(i), "jobs": [job], "status": status} for i, (job, status) in enumerate(
-        [("a", "complete"), ("b", "rebuilt"), ("c", "interrupted"), ("c", "running")])]
+    runs = [
+        {"run_id": str(i), "jobs": [job], "status": status}
+        for i, (job, status) in enumerate(
+            [("a", "complete"), ("b", "rebuilt"), ("c", "interrupted"), ("c", "running")]
+        )
+    ]
     (tmp_path / "state.json").write_text(json.dumps({"jobs": jobs, "runs": runs}))
     assert [r["name"] for r in latest_records(tmp_path)] == ["b"]

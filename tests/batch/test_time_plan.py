@@ -12,7 +12,8 @@ from kit.search import candidates
 
 @pytest.fixture
 def no_tensorrt(monkeypatch):
-    """The GPU's candidates as a host without TensorRT offers them (the planner reads this machine)."""
+    """The GPU's candidates as a host without TensorRT offers them (the planner reads this
+    machine)."""
     monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
     monkeypatch.setattr("kit.hardware.kinds.CUDA.ort_providers", lambda: [])
 
@@ -24,10 +25,12 @@ def floor_of(profile: str, kind: str, job: str) -> time_plan.JobFloor:
 
 def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for_nvml(no_tensorrt):
     quick = floor_of("quick", "cuda", "resnet50-torch-fp32_FP16")
-    # torch on CUDA: 5 quick torch candidates (today's fp16 eager, the graphs, the compile; the other
-    # eager ones only where a graph fails) + 3 ONNX Runtime CUDA ones, at batch 4 and at batch 32
+    # torch on CUDA: 5 quick torch candidates (today's fp16 eager, the graphs, the compile; the
+    # other eager ones only where a graph fails) + 3 ONNX Runtime CUDA ones, at batch 4 and at batch
+    # 32
     assert (quick.windows, quick.searches, quick.probes, quick.compiles) == (2, 2, 16, 2)
-    assert quick.window_floor_s == 2 * 1.0  # the quick profile keeps its 1 s windows (power indicative)
+    # the quick profile keeps its 1 s windows (power indicative)
+    assert quick.window_floor_s == 2 * 1.0
     assert quick.window_limit_s == 2 * 5.0 and quick.probe_s == 16 * 1.0
     full = floor_of("full", "cuda", "resnet50-torch-fp32_FP16")
     assert full.window_floor_s == 2 * 10.0  # the full profile's 10 s minimum, NVML's window too
@@ -36,7 +39,8 @@ def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for
 
 def test_the_c2_study_is_stretched_for_its_published_efficiency_on_a_gpu(no_tensorrt):
     c2 = floor_of("quick", "cuda", "c2_study")
-    assert (c2.windows, c2.window_floor_s) == (6, 60.0)  # 6 batch sizes, each raised from 2 s to 10 s
+    # 6 batch sizes, each raised from 2 s to 10 s
+    assert (c2.windows, c2.window_floor_s) == (6, 60.0)
     assert floor_of("quick", "cpu", "c2_study").window_floor_s == 6 * 2.0  # RAPL states no minimum
 
 
@@ -44,7 +48,8 @@ def test_the_fp8_row_takes_its_fp16_siblings_probes_at_the_same_batches(no_tenso
     floors = {f.job: f for f in time_plan.plan_profile("quick", "cuda")}
     # batches 4 and 32, as its FP16 row: only its own mapping (torch fp16) is measured again at each
     assert floors["resnet50-torch-fp32_FP8"].probes == 2
-    assert floors["bert-torch-fp32_FP8"].probes == floors["bert-torch-fp32_FP16"].probes  # 45 is not 40
+    # 45 is not 40
+    assert floors["bert-torch-fp32_FP8"].probes == floors["bert-torch-fp32_FP16"].probes
     alone = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP8"})
     assert alone[0].probes == 16  # without its sibling in the batch it measures every candidate
 
@@ -57,7 +62,9 @@ def test_a_cpu_row_searches_once_at_its_search_batch():
 def test_the_quick_profile_keeps_its_windows_and_the_full_one_stretches_them():
     quick = next(j for j in jobs_for("quick", "cuda") if j.name == "resnet50-torch-fp32_FP16")
     full = next(j for j in jobs_for("full", "cuda") if j.name == "resnet50-torch-fp32_FP16")
-    assert quick.parameters["stretch_for_power"] is False and full.parameters.get("stretch_for_power", True)
+    assert quick.parameters["stretch_for_power"] is False and full.parameters.get(
+        "stretch_for_power", True
+    )
 
 
 def test_kit_reproduce_plan_prints_the_floors_and_runs_nothing(outputs, capsys, no_tensorrt):
@@ -65,7 +72,11 @@ def test_kit_reproduce_plan_prints_the_floors_and_runs_nothing(outputs, capsys, 
 
     assert main(["reproduce", "--plan", "--hardware", "cuda", "--only", "resnet50"]) == 0
     text = capsys.readouterr().out
-    assert "resnet50-torch-fp32_FP16" in text and "resnet50-torch-fp32_FP8" in text and "clip" not in text
+    assert (
+        "resnet50-torch-fp32_FP16" in text
+        and "resnet50-torch-fp32_FP8" in text
+        and "clip" not in text
+    )
     assert "1 ONNX export " in text and "probe s" in text
     assert not (outputs / "state.json").exists() and not (outputs / "runs").exists()
 
@@ -84,11 +95,14 @@ def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_ten
     # 2 windows of 1 s, 16 probes of 1 s, 2 compiles of 30 s, 14 loads of 3 s, a notebook, an export
     assert cold == 2 + 16 + 60 + 42 + 16 + 5 and warm == 2 + 16 + 2 * 30 * 0.2
     text = time_plan.plan_text(floors, "quick", "cuda")
-    assert text.splitlines()[-1] == ("ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts "
-                                     "on an H200, kit.batch.time_plan.GUESSES): a cold run about 2.4 min, a warm "
-                                     "rerun (search decisions, exports and compiled kernels cached) about 0.5 min.")
-    assert "ESTIMATE" not in time_plan.plan_text(time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick",
-                                                 "cpu")  # no guesses for a CPU: its floors only
+    assert text.splitlines()[-1] == (
+        "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts "
+        "on an H200, kit.batch.time_plan.GUESSES): a cold run about 2.4 min, a warm "
+        "rerun (search decisions, exports and compiled kernels cached) about 0.5 min."
+    )
+    assert "ESTIMATE" not in time_plan.plan_text(
+        time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick", "cpu"
+    )  # no guesses for a CPU: its floors only
 
 
 def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):

@@ -14,13 +14,24 @@ from tests.publish.test_compare_runs import _run
 
 def ascii_env(tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIOENCODING"))}
-    return {**env, "LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
-            "PYTHONPATH": str(ROOT), "KIT_OUTPUTS": str(tmp_path / "outputs")}
+    return {
+        **env,
+        "LANG": "C",
+        "LC_ALL": "C",
+        "PYTHONUTF8": "0",
+        "PYTHONCOERCECLOCALE": "0",
+        "PYTHONPATH": str(ROOT),
+        "KIT_OUTPUTS": str(tmp_path / "outputs"),
+    }
 
 
 def kit(tmp_path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kit.cli.main", *args], capture_output=True,
-                          env=ascii_env(tmp_path), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kit.cli.main", *args],
+        capture_output=True,
+        env=ascii_env(tmp_path),
+        timeout=120,
+    )
 
 
 def test_kit_compare_prints_its_report_in_an_ascii_locale(tmp_path):
@@ -39,11 +50,17 @@ def test_an_error_line_beyond_ascii_is_one_line_too(tmp_path):
     done = kit(tmp_path, "export-bytemlperf", str(tmp_path / "résultat—1.json"))
     assert done.returncode == 2
     name = tmp_path / "résultat—1.json"  # the bytes it was given, as it was given them
-    assert done.stderr == (f"error: {name}: no such result file; give result JSON files "
-                           "(outputs/runs/<run_id>/<job>.json)\n").encode()
+    assert (
+        done.stderr
+        == (
+            f"error: {name}: no such result file; give result JSON files "
+            "(outputs/runs/<run_id>/<job>.json)\n"
+        ).encode()
+    )
 
 
 def test_look_alikes():
     assert "± — × ÷ · ≥ … é ® 中".encode("ascii", "kit-ascii") == b"+/- - x / . >= ... e (R) ?"
     assert "\udcc3\udca9".encode("ascii", "kit-ascii") == "é".encode()  # undecoded argv bytes
-    assert "café —".encode("latin-1", "kit-ascii") == "café -".encode("latin-1")  # only what latin-1 lacks
+    # only what latin-1 lacks
+    assert "café —".encode("latin-1", "kit-ascii") == "café -".encode("latin-1")

@@ -43,13 +43,16 @@ def test_address_and_no_browser():
     assert {"--ip=0.0.0.0", "--port=9123", "--no-browser", "--ServerApp.port_retries=0"} <= set(cmd)
 
 
-@pytest.mark.parametrize("env, platform, expected", [
-    ({}, "linux", False),
-    ({"DISPLAY": ":0"}, "linux", True),
-    ({"WAYLAND_DISPLAY": "wayland-0"}, "linux", True),
-    ({"DISPLAY": ":0", "SSH_CONNECTION": "10.0.0.2 5 10.0.0.1 22"}, "linux", False),
-    ({}, "darwin", True),
-])
+@pytest.mark.parametrize(
+    "env, platform, expected",
+    [
+        ({}, "linux", False),
+        ({"DISPLAY": ":0"}, "linux", True),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, "linux", True),
+        ({"DISPLAY": ":0", "SSH_CONNECTION": "10.0.0.2 5 10.0.0.1 22"}, "linux", False),
+        ({}, "darwin", True),
+    ],
+)
 def test_display_detection(env, platform, expected):
     assert has_display(env, platform) is expected
 
@@ -90,11 +93,20 @@ def start_lab(tmp_path, **env_changes) -> tuple[str, dict]:
     stop it; its output and the specs."""
     port, token = free_port(), "t" + os.urandom(8).hex()
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env.update(JUPYTER_TOKEN=token, PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-               **env_changes)
-    proc = subprocess.Popen([sys.executable, "-m", "kit.cli.lab", "--port", str(port)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    env.update(
+        JUPYTER_TOKEN=token,
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+        **env_changes,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit.cli.lab", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -126,8 +138,13 @@ def test_lab_starts_as_this_user_with_the_project_kernel(tmp_path):
     assert "cannot write" not in out
 
 
-JUPYTER_VARIABLES = ("JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "JUPYTERLAB_SETTINGS_DIR",
-                     "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR")
+JUPYTER_VARIABLES = (
+    "JUPYTER_RUNTIME_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTERLAB_SETTINGS_DIR",
+    "JUPYTERLAB_WORKSPACES_DIR",
+    "IPYTHONDIR",
+)
 
 
 @pytest.fixture
@@ -136,7 +153,13 @@ def unwritable_home(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("")
     home = tmp_path / "file" / "home"
     monkeypatch.setenv("HOME", str(home))
-    for var in (*JUPYTER_VARIABLES, "JUPYTER_CONFIG_DIR", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME"):
+    for var in (
+        *JUPYTER_VARIABLES,
+        "JUPYTER_CONFIG_DIR",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        "XDG_CONFIG_HOME",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -146,20 +169,28 @@ def test_jupyter_folders_in_an_unwritable_home_move_to_a_scratch_folder(unwritab
     assert all(path.is_relative_to(unwritable_home) for path in jupyter_dirs().values())
     moved, note = jupyter_moves(scratch=lambda: tmp_path / "scratch")
     assert moved == {var: str(tmp_path / "scratch" / var.lower()) for var in JUPYTER_VARIABLES}
-    assert note == (f"make lab: cannot write in HOME ({unwritable_home}): Jupyter writes its files under "
-                    f"{tmp_path / 'scratch'} instead (set {', '.join(JUPYTER_VARIABLES)} to choose)")
+    assert note == (
+        f"make lab: cannot write in HOME ({unwritable_home}): Jupyter writes its files under "
+        f"{tmp_path / 'scratch'} instead (set {', '.join(JUPYTER_VARIABLES)} to choose)"
+    )
 
 
 def test_an_unwritable_folder_the_user_chose_is_an_error(unwritable_home, monkeypatch, tmp_path):
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(unwritable_home / "rt"))
-    with pytest.raises(InvalidParameter, match=r"invalid JUPYTER_RUNTIME_DIR='.*/file/home/rt': a folder this user can write"):
+    with pytest.raises(
+        InvalidParameter,
+        match=r"invalid JUPYTER_RUNTIME_DIR='.*/file/home/rt': a folder this user can write",
+    ):
         jupyter_moves(scratch=lambda: tmp_path / "scratch")
 
 
 def test_no_writable_folder_at_all_is_one_error_naming_the_variables(unwritable_home):
     def no_temp():
         raise OSError(30, "Read-only file system")
-    with pytest.raises(KitError, match=r"nor a temporary folder \(Read-only file system\): set JUPYTER_RUNTIME_DIR"):
+
+    with pytest.raises(
+        KitError, match=r"nor a temporary folder \(Read-only file system\): set JUPYTER_RUNTIME_DIR"
+    ):
         jupyter_moves(scratch=no_temp)
 
 
@@ -184,10 +215,16 @@ def test_a_writable_home_moves_nothing(tmp_path, monkeypatch):
 
 
 def test_lab_starts_with_an_unwritable_home(tmp_path, unwritable_home):
-    env = {var: "" for var in JUPYTER_VARIABLES} | {"HOME": str(unwritable_home), "TMPDIR": str(tmp_path)}
+    env = {var: "" for var in JUPYTER_VARIABLES} | {
+        "HOME": str(unwritable_home),
+        "TMPDIR": str(tmp_path),
+    }
     out, specs = start_lab(tmp_path, **env)
     assert specs["default"] == KERNEL and "model_benchmark.ipynb" in specs["contents"]
-    assert f"make lab: cannot write in HOME ({unwritable_home}): Jupyter writes its files under {tmp_path}/kit-lab-" in out
+    assert (
+        f"make lab: cannot write in HOME ({unwritable_home}): Jupyter writes its files under "
+        f"{tmp_path}/kit-lab-" in out
+    )
     assert "Traceback" not in out, out[-3000:]
 
 
@@ -204,5 +241,7 @@ def test_the_lab_note_prints_in_an_ascii_locale(unwritable_home, monkeypatch, tm
     assert lab.main(["--port", str(free_port())]) == 0
     terminal.flush()
     shown = terminal.buffer.getvalue().decode("ascii")
-    assert f"make lab: cannot write in HOME ({unwritable_home.parent}/home): Jupyter writes" in shown
+    assert (
+        f"make lab: cannot write in HOME ({unwritable_home.parent}/home): Jupyter writes" in shown
+    )
     assert started[0]["JUPYTER_RUNTIME_DIR"] == str(tmp_path / "scratch" / "jupyter_runtime_dir")

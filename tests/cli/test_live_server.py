@@ -47,19 +47,38 @@ class LiveServer:
     def __init__(self, tmp: Path):
         self.port, self.token = loopback_port(), uuid.uuid4().hex
         self.outputs = tmp / "outputs"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               "KIT_OUTPUTS": str(self.outputs), "KIT_CACHE": str(ROOT / "outputs" / "cache"),
-               "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "KIT_OUTPUTS": str(self.outputs),
+            "KIT_CACHE": str(ROOT / "outputs" / "cache"),
+            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        }
         for name in ("KIT_BATCH", "KIT_PROGRESS"):  # run as a researcher would: progress on
             env.pop(name, None)
-        cmd = [sys.executable, "-m", "jupyter", "server", f"--ServerApp.port={self.port}",
-               "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--ServerApp.open_browser=False",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={ROOT / 'notebooks'}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "server",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.ip=127.0.0.1",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.open_browser=False",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={ROOT / 'notebooks'}",
+        ]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log = (tmp / "server.log").open("w")
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.base = f"http://127.0.0.1:{self.port}"
         self.seen: dict[int, psutil.Process] = {}  # every process of the server met while running
         deadline = time.monotonic() + 60
@@ -70,14 +89,19 @@ class LiveServer:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    pytest.fail(f"jupyter server did not start: {(tmp / 'server.log').read_text()[-2000:]}")
+                    pytest.fail(
+                        f"jupyter server did not start: {(tmp / 'server.log').read_text()[-2000:]}"
+                    )
                 time.sleep(0.3)
 
     def api(self, method: str, path: str, body: dict | None = None):
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Authorization": f"token {self.token}",
-                                              "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             raw = r.read()
         return json.loads(raw) if raw else None
@@ -111,18 +135,41 @@ class KernelChannel:
 
         self.session = uuid.uuid4().hex
         self.ws = websocket.create_connection(
-            f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels?session_id={self.session}",
-            header=[f"Authorization: token {server.token}"], timeout=CELL_TIMEOUT_S)
+            f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels?session_id="
+            f"{self.session}",
+            header=[f"Authorization: token {server.token}"],
+            timeout=CELL_TIMEOUT_S,
+        )
 
     def execute(self, code: str) -> tuple[list[dict], dict]:
         """Run one cell; its outputs (as nbformat output dicts) and the execute_reply content."""
         msg_id = uuid.uuid4().hex
-        self.ws.send(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",
-                       "session": self.session, "version": "5.3", "date": dt.datetime.now(dt.UTC).isoformat()},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
+        self.ws.send(
+            json.dumps(
+                {
+                    "header": {
+                        "msg_id": msg_id,
+                        "msg_type": "execute_request",
+                        "username": "test",
+                        "session": self.session,
+                        "version": "5.3",
+                        "date": dt.datetime.now(dt.UTC).isoformat(),
+                    },
+                    "parent_header": {},
+                    "metadata": {},
+                    "channel": "shell",
+                    "buffers": [],
+                    "content": {
+                        "code": code,
+                        "silent": False,
+                        "store_history": True,
+                        "user_expressions": {},
+                        "allow_stdin": False,
+                        "stop_on_error": True,
+                    },
+                }
+            )
+        )
         outputs, reply, idle = [], None, False
         deadline = time.monotonic() + CELL_TIMEOUT_S
         while not (idle and reply is not None):
@@ -149,19 +196,27 @@ class KernelChannel:
 
 def injected(params: dict) -> str:
     return "# Parameters injected by the test (as papermill would)\n" + "\n".join(
-        f"{k} = {v!r}" for k, v in params.items())
+        f"{k} = {v!r}" for k, v in params.items()
+    )
 
 
 def run_notebook(server: LiveServer, name: str, params: dict) -> list[dict]:
     path = f"{name}.ipynb"
-    session = server.api("POST", "/api/sessions", {"path": path, "name": path, "type": "notebook",
-                                                   "kernel": {"name": KERNEL}})
+    session = server.api(
+        "POST",
+        "/api/sessions",
+        {"path": path, "name": path, "type": "notebook", "kernel": {"name": KERNEL}},
+    )
     assert session["kernel"]["name"] == KERNEL
     server.seen.update({p.pid: p for p in server.processes()})
     nb = server.api("GET", f"/api/contents/{path}?type=notebook&content=1")["content"]
     cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert "parameters" in cells[0]["metadata"].get("tags", [])
-    sources = ["".join(cells[0]["source"]), injected(params), *("".join(c["source"]) for c in cells[1:])]
+    sources = [
+        "".join(cells[0]["source"]),
+        injected(params),
+        *("".join(c["source"]) for c in cells[1:]),
+    ]
     channel = KernelChannel(server, session["kernel"]["id"])
     shown: list[dict] = []
     try:
@@ -189,7 +244,10 @@ def server(tmp_path):
 def test_every_notebook_through_a_live_jupyter_server(server):
     started = time.perf_counter()
     with ThreadPoolExecutor(PARALLEL) as pool:  # sessions side by side, as tabs in JupyterLab
-        runs = {name: pool.submit(run_notebook, server, name, params) for name, (params, _) in CASES.items()}
+        runs = {
+            name: pool.submit(run_notebook, server, name, params)
+            for name, (params, _) in CASES.items()
+        }
     for name, (_, draws) in CASES.items():
         shown = runs[name].result()
         html = [o["data"]["text/html"] for o in shown if "text/html" in o.get("data", {})]
@@ -202,14 +260,18 @@ def test_every_notebook_through_a_live_jupyter_server(server):
             data = json.loads(saved[0].read_text())
             assert data["status"] == "ok" and data["kind"] == name, data["errors"]
             assert any(str(saved[0]) in o.get("text", "") for o in shown), "saved path not printed"
-            widgets = [o for o in shown if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+            widgets = [
+                o for o in shown if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+            ]
             assert widgets, f"{name}: no progress bar shown"
     ran_s = time.perf_counter() - started
     server.seen.update({p.pid: p for p in server.stop()})
     kernels = [p for p in server.seen.values() if p.pid != server.proc.pid]
     assert len(kernels) >= len(CASES)  # one kernel per session, each a child of the server
     time.sleep(0.5)
-    left = [p for p in server.seen.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [
+        p for p in server.seen.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not left, f"orphan processes after shutdown: {[(p.pid, p.cmdline()[:3]) for p in left]}"
     group = [p for p in psutil.process_iter(["pid"]) if _pgid(p.pid) == server.proc.pid]
     assert not group, f"processes left in the server's process group: {group}"

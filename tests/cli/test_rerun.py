@@ -15,25 +15,40 @@ from kit.hardware.drift import differences
 from kit.paths import notebooks_dir
 from kit.results import RunResult
 
-SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1], "warmup": 1,
-         "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0, "accuracy": False}
+SMALL = {
+    "model": "resnet50-torch-fp32",
+    "small": True,
+    "batch_sizes": [1],
+    "warmup": 1,
+    "min_duration_s": 0.05,
+    "min_count": 3,
+    "target_ci": 0.0,
+    "accuracy": False,
+}
 
 
 def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path, capsys):
-    [first] = run_jobs([Job("resnet50_small", "model_benchmark.ipynb", dict(SMALL), 300)], out=outputs,
-                       command="kit reproduce --profile quick --hardware cpu --only resnet50_small")
+    [first] = run_jobs(
+        [Job("resnet50_small", "model_benchmark.ipynb", dict(SMALL), 300)],
+        out=outputs,
+        command="kit reproduce --profile quick --hardware cpu --only resnet50_small",
+    )
     assert first.status == "ok", first.message
     path = outputs / first.results
     recorded = json.loads(path.read_text())["environment"]["job"]
     assert recorded["parameters"] == SMALL and recorded["notebook"] == "model_benchmark.ipynb"
-    assert recorded["batch_command"] == "kit reproduce --profile quick --hardware cpu --only resnet50_small"
+    assert (
+        recorded["batch_command"]
+        == "kit reproduce --profile quick --hardware cpu --only resnet50_small"
+    )
     assert recorded["rerun"] == f"kit rerun {path}"
     assert drift(*recorded_job(path)) == []  # the same tree, venv and machine: nothing drifted
 
     data = json.loads(path.read_text())
     numpy = importlib.metadata.version("numpy")
     newer = f"{int(numpy.split('.')[0]) + 1}.0.0"
-    data["environment"]["distributions"]["numpy"] = newer  # as if numpy had been downgraded since the run
+    # as if numpy had been downgraded since the run
+    data["environment"]["distributions"]["numpy"] = newer
     downgraded = tmp_path / "downgraded.json"
     downgraded.write_text(json.dumps(data))
     runs_before = sorted((outputs / "runs").iterdir())
@@ -46,7 +61,11 @@ def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path
     assert main(["rerun", str(downgraded), "--allow-drift"]) == 0
     out = capsys.readouterr().out
     assert f"drift (allowed): package numpy: {newer} in the result, {numpy} here" in out
-    assert f"A = {downgraded}" in out and "resnet50-torch-fp32" in out and "Environment differences:" in out
+    assert (
+        f"A = {downgraded}" in out
+        and "resnet50-torch-fp32" in out
+        and "Environment differences:" in out
+    )
     new_runs = [p for p in (outputs / "runs").iterdir() if p not in runs_before]
     assert len(new_runs) == 1
     again = RunResult.read(new_runs[0] / "resnet50_small.json")
@@ -56,8 +75,9 @@ def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path
 
 
 def test_a_result_without_a_batch_job_cannot_be_rerun(tmp_path, capsys):
-    path = RunResult.new("summary", "x", {}, {"job": {"rerun": None, "how": "an interactive run"}}).write(
-        tmp_path / "x.json")
+    path = RunResult.new(
+        "summary", "x", {}, {"job": {"rerun": None, "how": "an interactive run"}}
+    ).write(tmp_path / "x.json")
     assert main(["rerun", str(path)]) == 2
     err = capsys.readouterr().err
     assert "records no batch job (an interactive run)" in err and str(path) in err
@@ -70,15 +90,25 @@ def test_a_result_without_a_batch_job_cannot_be_rerun(tmp_path, capsys):
 
 def recorded(tmp_path, **job):
     """A result that records the batch job `job` (name, notebook...), as a result file could say."""
-    job = {"name": "published_results", "notebook": "published_results.ipynb", "parameters": {},
-           "timeout_s": 300, **job}
-    return RunResult.new("published_results", "x", {}, {"job": job}).write(tmp_path / "given" / "x.json")
+    job = {
+        "name": "published_results",
+        "notebook": "published_results.ipynb",
+        "parameters": {},
+        "timeout_s": 300,
+        **job,
+    }
+    return RunResult.new("published_results", "x", {}, {"job": job}).write(
+        tmp_path / "given" / "x.json"
+    )
 
 
 def written_outside(tmp_path, outputs):
     """Every file under tmp_path but outside outputs/ and the given result's folder."""
-    return [p for p in tmp_path.rglob("*") if p.is_file() and outputs not in p.parents
-            and p.parent != tmp_path / "given"]
+    return [
+        p
+        for p in tmp_path.rglob("*")
+        if p.is_file() and outputs not in p.parents and p.parent != tmp_path / "given"
+    ]
 
 
 @pytest.mark.parametrize("name", ["../../../../escaped", "/tmp/escaped", "a/b", "..", ""])
@@ -88,7 +118,9 @@ def test_a_recorded_job_name_that_is_not_a_plain_name_is_refused(outputs, tmp_pa
     path = recorded(tmp_path, name=name)
     assert main(["rerun", str(path), "--allow-drift"]) == 2
     err = capsys.readouterr().err
-    assert f"{path}: its recorded job cannot be re-run: invalid job name={name!r}: a plain name" in err
+    assert (
+        f"{path}: its recorded job cannot be re-run: invalid job name={name!r}: a plain name" in err
+    )
     assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
 
 
@@ -99,33 +131,54 @@ def test_only_the_project_s_own_notebooks_are_re_run(outputs, tmp_path, capsys, 
     path = recorded(tmp_path, notebook=notebook)
     assert main(["rerun", str(path), "--allow-drift"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: {path}: its recorded job cannot be re-run: notebook {notebook!r} is not "
-                          "one of the project's notebooks in ") and "model_benchmark.ipynb" in err
+    assert (
+        err.startswith(
+            f"error: {path}: its recorded job cannot be re-run: notebook {notebook!r} is not "
+            "one of the project's notebooks in "
+        )
+        and "model_benchmark.ipynb" in err
+    )
     assert len(err.splitlines()) == 1 and not (outputs / "runs").exists()
 
 
 def test_the_drift_list_names_the_notebook(outputs, tmp_path):
     path = recorded(tmp_path, notebook_sha256="0" * 64)
     [line] = [d for d in drift(*recorded_job(path)) if d.startswith("notebook")]
-    assert line.startswith(f"notebook {notebooks_dir() / 'published_results.ipynb'}: sha256 000000000000 "
-                           "in the result, ")
+    assert line.startswith(
+        f"notebook {notebooks_dir() / 'published_results.ipynb'}: sha256 000000000000 "
+        "in the result, "
+    )
 
 
 def test_a_recorded_folder_to_write_in_outside_outputs_is_refused(outputs, tmp_path, capsys):
-    """The server study writes its LoadGen logs where `output_dir` says: a re-run keeps it in outputs/."""
-    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
-                    parameters={"output_dir": str(tmp_path / "elsewhere")})
+    """The server study writes its LoadGen logs where `output_dir` says: a re-run keeps it in
+    outputs/."""
+    path = recorded(
+        tmp_path,
+        name="server_scenario",
+        notebook="server_scenario.ipynb",
+        parameters={"output_dir": str(tmp_path / "elsewhere")},
+    )
     assert main(["rerun", str(path), "--allow-drift"]) == 2
-    assert f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}" in capsys.readouterr().err
+    assert (
+        f"invalid path='{tmp_path / 'elsewhere'}': a path inside {outputs}"
+        in capsys.readouterr().err
+    )
     assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
 
 
 @pytest.mark.parametrize("relative", ["notebooks/escaped", "kit"])
-def test_a_recorded_relative_folder_is_read_from_the_job_s_working_folder(outputs, tmp_path, relative):
+def test_a_recorded_relative_folder_is_read_from_the_job_s_working_folder(
+    outputs, tmp_path, relative
+):
     """The job runs in the project root (Task.spec's cwd) and opens `output_dir` from there: a
     relative one that is inside outputs/ only when read from outputs/ is refused too."""
-    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
-                    parameters={"output_dir": relative})
+    path = recorded(
+        tmp_path,
+        name="server_scenario",
+        notebook="server_scenario.ipynb",
+        parameters={"output_dir": relative},
+    )
     with pytest.raises(KitError, match="its recorded job cannot be re-run: invalid path="):
         recorded_job(path)
 
@@ -133,8 +186,12 @@ def test_a_recorded_relative_folder_is_read_from_the_job_s_working_folder(output
 def test_a_recorded_relative_folder_under_outputs_is_kept(outputs, tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_NOTEBOOKS", str(notebooks_dir()))
     monkeypatch.setenv("KIT_ROOT", str(tmp_path))  # outputs/ is <root>/outputs
-    path = recorded(tmp_path, name="server_scenario", notebook="server_scenario.ipynb",
-                    parameters={"output_dir": "outputs/loadgen"})
+    path = recorded(
+        tmp_path,
+        name="server_scenario",
+        notebook="server_scenario.ipynb",
+        parameters={"output_dir": "outputs/loadgen"},
+    )
     assert recorded_job(path)[1].parameters["output_dir"] == "outputs/loadgen"
 
 
@@ -143,13 +200,31 @@ def test_a_schema_1_result_without_distributions_says_they_were_not_recorded(tmp
     drift list then said every installed package was 'not installed in the result' and every
     published file 'added', where the result simply did not record them."""
     path = tmp_path / "old.json"
-    path.write_text(json.dumps({"schema_version": 1, "kind": "model_benchmark", "name": "x", "status": "ok",
-                                "created_at": "2026-01-01T00:00:00", "parameters": {}, "environment": {}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "kind": "model_benchmark",
+                "name": "x",
+                "status": "ok",
+                "created_at": "2026-01-01T00:00:00",
+                "parameters": {},
+                "environment": {},
+            }
+        )
+    )
     recorded = RunResult.read(path).environment
-    now = {"kit": {"commit": "a" * 40}, "distributions": {"numpy": "2.0", "torch": "2.13"}, "cpu": {"model": "x"},
-           "gpus": [], "ipu_present": False,
-           "published_data": {"reports.csv": "f" * 64}}
+    now = {
+        "kit": {"commit": "a" * 40},
+        "distributions": {"numpy": "2.0", "torch": "2.13"},
+        "cpu": {"model": "x"},
+        "gpus": [],
+        "ipu_present": False,
+        "published_data": {"reports.csv": "f" * 64},
+    }
     lines = differences(recorded, now)
     assert "packages: the installed distributions were not recorded in the result" in lines
     assert "published data: its hashes were not recorded in the result" in lines
-    assert not [line for line in lines if line.startswith(("package numpy", "published data reports.csv"))]
+    assert not [
+        line for line in lines if line.startswith(("package numpy", "published data reports.csv"))
+    ]

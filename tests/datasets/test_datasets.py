@@ -22,8 +22,23 @@ from kit.models.spec import InputSpec, WeightsInfo
 RANDOM = WeightsInfo("random", "seed 0")
 LOCAL = WeightsInfo("local", "data/weights/x")
 
-WORDS = ["the", "cat", "sat", "on", "mat", ".", "dog", "a", "rug", "where", "did", "sit", "who",
-         "?", "##s"]
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    ".",
+    "dog",
+    "a",
+    "rug",
+    "where",
+    "did",
+    "sit",
+    "who",
+    "?",
+    "##s",
+]
 
 
 def wordpiece(words=WORDS):
@@ -34,8 +49,10 @@ def wordpiece(words=WORDS):
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)],
+    )
     return tok, vocab
 
 
@@ -43,9 +60,14 @@ CONTEXT = "The cat sat on the mat. The dog sat on a rug."
 
 
 def write_squad(path, questions):
-    qas = [{"id": qid, "question": q, "answers": [{"text": a, "answer_start": 0} for a in golds]}
-           for qid, q, golds in questions]
-    data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]}
+    qas = [
+        {"id": qid, "question": q, "answers": [{"text": a, "answer_start": 0} for a in golds]}
+        for qid, q, golds in questions
+    ]
+    data = {
+        "version": "1.1",
+        "data": [{"title": "t", "paragraphs": [{"context": CONTEXT, "qas": qas}]}],
+    }
     (path / "dev-v1.1.json").write_text(json.dumps(data))
 
 
@@ -70,15 +92,25 @@ class PointAt:
 
 def test_squad_features_predictions_and_both_denominators(tmp_path):
     tok, vocab = wordpiece()
-    write_squad(tmp_path, [("q1", "Where did the cat sit?", ["the mat", "mat"]),
-                           ("q2", "Who sat on a rug?", ["the dog", "dog"])])
+    write_squad(
+        tmp_path,
+        [
+            ("q1", "Where did the cat sit?", ["the mat", "mat"]),
+            ("q2", "Who sat on a rug?", ["the dog", "dog"]),
+        ],
+    )
     ds = Squad(tmp_path, tokenizer=tok)
     assert len(ds) == 2  # one 384-token window per question
     batch = next(ds.batches(batch_size=2))
-    assert batch.inputs["input_ids.1"].shape == (2, 384) and batch.inputs["input_ids.1"].dtype == np.int64
+    assert (
+        batch.inputs["input_ids.1"].shape == (2, 384)
+        and batch.inputs["input_ids.1"].dtype == np.int64
+    )
     row = batch.inputs["input_ids.1"][0]
     # [CLS] 6 question tokens [SEP] 14 context tokens (each word on its own: "mat." -> mat .) [SEP]
-    assert row[0] == vocab["[CLS]"] and batch.inputs["attention_mask.1"][0].sum() == 1 + 6 + 1 + 14 + 1
+    assert (
+        row[0] == vocab["[CLS]"] and batch.inputs["attention_mask.1"][0].sum() == 1 + 6 + 1 + 14 + 1
+    )
     assert ds.features[0].tokens[8:15] == ["the", "cat", "sat", "on", "the", "mat", "."]
     assert (row[23:] == 0).all() and batch.inputs["token_type_ids.1"][0][8:23].tolist() == [1] * 15
     model = PointAt(vocab, [("mat", "mat"), ("dog", "sat")])
@@ -86,7 +118,8 @@ def test_squad_features_predictions_and_both_denominators(tmp_path):
     # q1 -> "mat" (get_final_text cuts "mat." to the predicted "mat"); q2 -> "dog sat" vs "dog"
     assert out["f1_official"] == pytest.approx(100 * (1 + 2 / 3) / 2)
     assert out["exact_match_official"] == pytest.approx(50.0)
-    assert out["value"] == pytest.approx(out["f1_official"], abs=1e-5)  # one feature per question here
+    # one feature per question here
+    assert out["value"] == pytest.approx(out["f1_official"], abs=1e-5)
     preds, count = ds.predictions((b, model(b.inputs)) for b in ds.batches(2))
     assert preds == {"q1": "mat", "q2": "dog sat"} and count == 2
     with pytest.raises(InvalidParameter, match="full batch"):
@@ -99,8 +132,11 @@ def test_squad_sliding_window_and_max_context(tmp_path):
     # 16 tokens: [CLS] 6 question tokens [SEP] 7 context tokens [SEP]; windows every 4 tokens
     ds = Squad(tmp_path, tokenizer=tok, max_seq_length=16, doc_stride=4)
     assert len(ds) == 3  # the 14 context tokens: windows at 0-6, 4-10, 8-13
-    dog_flags = [f.max_context[p] for f in ds.features for p, t in enumerate(f.tokens) if t == "dog"]
-    assert dog_flags == [True, False]  # "dog" is best in the middle window, not at the edge of the last
+    dog_flags = [
+        f.max_context[p] for f in ds.features for p, t in enumerate(f.tokens) if t == "dog"
+    ]
+    # "dog" is best in the middle window, not at the edge of the last
+    assert dog_flags == [True, False]
     out = ds.evaluate(PointAt(vocab, [("dog", "dog")]), batch_size=1)
     # the answer is found once, but ByteMLPerf divides by the 3 evaluated features
     assert out["f1_official"] == pytest.approx(100.0) and out["value"] == pytest.approx(33.33333)
@@ -110,7 +146,9 @@ def test_squad_sliding_window_and_max_context(tmp_path):
 def test_squad_data_percent_and_tf_logits(tmp_path):
     tok, vocab = wordpiece()
     write_squad(tmp_path, [("q1", "Where did the cat sit?", ["mat"]), ("q2", "Who sat?", ["dog"])])
-    ds = Squad(tmp_path, {"ids": "input_ids.1", "mask": "m", "segment": "token_type_ids.1"}, tokenizer=tok)
+    ds = Squad(
+        tmp_path, {"ids": "input_ids.1", "mask": "m", "segment": "token_type_ids.1"}, tokenizer=tok
+    )
 
     def tf_model(inputs):  # one [batch, seq, 2] logits tensor, as the TF BERT returns
         s, e = PointAt(vocab, [("mat", "mat")])(inputs)
@@ -137,7 +175,8 @@ def test_squad_padding_mask_is_batch_wide_as_bytemlperf(tmp_path):
 
     alone, _ = ds.predictions((b, model(b.inputs)) for b in ds.batches(1))
     together, _ = ds.predictions((b, model(b.inputs)) for b in ds.batches(2))
-    assert alone["q1"] == "rug" and together["q1"] == "mat"  # rug is at position 20: padding in row 2
+    # rug is at position 20: padding in row 2
+    assert alone["q1"] == "rug" and together["q1"] == "mat"
 
 
 def test_squad_reference_inputs_for_a_tokeniser_without_cls_and_sep(tmp_path):
@@ -145,14 +184,32 @@ def test_squad_reference_inputs_for_a_tokeniser_without_cls_and_sep(tmp_path):
     unknown token's id; RoBERTa is fed zero token type ids."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    words = ["<s>", "<pad>", "</s>", "<unk>", "the", "cat", "sat", "on", "mat", ".", "dog", "a", "rug",
-             "who", "?"]
+    words = [
+        "<s>",
+        "<pad>",
+        "</s>",
+        "<unk>",
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "mat",
+        ".",
+        "dog",
+        "a",
+        "rug",
+        "who",
+        "?",
+    ]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     write_squad(tmp_path, [("q", "who sat?", ["dog"])])
     ds = Squad(tmp_path, tokenizer=tok, zero_segments=True)
     f = ds.features[0]
-    assert f.tokens[:5] == ["[CLS]", "who", "sat", "?", "[SEP]"] and f.input_ids[0] == f.input_ids[4] == 3
+    assert (
+        f.tokens[:5] == ["[CLS]", "who", "sat", "?", "[SEP]"]
+        and f.input_ids[0] == f.input_ids[4] == 3
+    )
     assert next(ds.batches(1)).inputs["token_type_ids.1"].max() == 0
 
 
@@ -199,7 +256,12 @@ def test_imagenet_val_map_preprocessing_and_top1(tmp_path):
     assert out["value"] == pytest.approx(0.75) and out["samples"] == 4
     # ByteMLPerf evaluates full batches only: 4 images at batch 3 -> one batch of 3
     assert ds.evaluate(channel_model, batch_size=3)["samples"] == 3
-    assert next(ImageNet(tmp_path, crop=384).batches(1)).inputs["input_1.1"].shape == (1, 3, 384, 384)
+    assert next(ImageNet(tmp_path, crop=384).batches(1)).inputs["input_1.1"].shape == (
+        1,
+        3,
+        384,
+        384,
+    )
     with pytest.raises(InvalidParameter, match="full batch"):
         ds.evaluate(channel_model, batch_size=8)
 
@@ -242,7 +304,8 @@ def test_torchvision_resize_and_crop_arithmetic():
 
     from kit.datasets.imagenet import torchvision_center_crop, torchvision_resize
 
-    assert torchvision_resize(Image.new("RGB", (500, 333)), 256).size == (384, 256)  # int(256*500/333)
+    # int(256*500/333)
+    assert torchvision_resize(Image.new("RGB", (500, 333)), 256).size == (384, 256)
     assert torchvision_resize(Image.new("RGB", (333, 500)), 256).size == (256, 384)
     arr = np.arange(7 * 5).reshape(7, 5, 1)
     # offsets int(round((7 - 4) / 2)) = 2 (round half to even), int(round((5 - 4) / 2)) = 0
@@ -310,11 +373,39 @@ def test_criteo_layout_normalisation_and_rule(tmp_path):
     (tmp_path / "eval.csv").write_text(row1 + criteo_line(0, nums2, cats2))
     ds = Criteo(tmp_path, hash_fn=lambda values: [len(v) for v in values])
     labels, numeric, cat = ds.data
-    # name-sorted columns: I1, I10, I11, I12, I13, I2, I3, ..., I9; I2 is the only one where row 1 is larger
+    # name-sorted columns: I1, I10, I11, I12, I13, I2, I3, ..., I9; I2 is the only one where row 1
+    # is larger
     assert numeric[0].tolist() == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
     assert numeric[1].tolist() == [1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1]
     # categorical names sort with their suffix: "C10_embedding" < "C1_embedding" ('0' < '_')
-    order = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 1, 20, 21, 22, 23, 24, 25, 26, 2, 3, 4, 5, 6, 7, 8, 9]
+    order = [
+        10,
+        11,
+        12,
+        13,
+        14,
+        15,
+        16,
+        17,
+        18,
+        19,
+        1,
+        20,
+        21,
+        22,
+        23,
+        24,
+        25,
+        26,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+    ]
     assert cat[0, :, 0].tolist() == list(range(26)) and cat[0, :, 1].tolist() == order
     assert cat[1, 10, 1] == 0  # empty C1
     batch = next(ds.batches(batch_size=2))
@@ -345,12 +436,30 @@ def test_cifar100_pickle_prompts_and_top1(tmp_path):
     write_cifar(tmp_path, images, [0, 1, 1], ["red_thing", "green", "blue"])
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    vocab = {w: i for i, w in enumerate(["<pad>", "<unk>", "a", "photo", "of", "red", "thing",
-                                         "green", "blue", ".", "<start>", "<end>"])}
+    vocab = {
+        w: i
+        for i, w in enumerate(
+            [
+                "<pad>",
+                "<unk>",
+                "a",
+                "photo",
+                "of",
+                "red",
+                "thing",
+                "green",
+                "blue",
+                ".",
+                "<start>",
+                "<end>",
+            ]
+        )
+    }
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="<start> $A <end>", special_tokens=[("<start>", 10), ("<end>", 11)])
+        single="<start> $A <end>", special_tokens=[("<start>", 10), ("<end>", 11)]
+    )
     ds = Cifar100(tmp_path, tokenizer=tok)
     assert ds.text.shape == (3, 77)
     # "a photo of a red thing." -> <start> a photo of a red thing . <end>, zero padded
@@ -365,8 +474,26 @@ def test_cifar100_pickle_prompts_and_top1(tmp_path):
     assert Cifar100(tmp_path).text.shape == (100, 77)  # precomputed prompts need no tokenizer
 
 
-CAIL_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "公司", "借款", "合同", "甲", "乙", "丙", "丁",
-              "向", "纠", "纷", "cafe", "##s", "，"]
+CAIL_VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "公司",
+    "借款",
+    "合同",
+    "甲",
+    "乙",
+    "丙",
+    "丁",
+    "向",
+    "纠",
+    "纷",
+    "cafe",
+    "##s",
+    "，",
+]
 
 
 def write_cail(path, lines, vocab=CAIL_VOCAB):
@@ -401,9 +528,11 @@ def test_bert4keras_tokeniser_rules():
 
 
 def test_cail2019_jieba_features_pairs_and_rule(tmp_path):
-    lines = [{"A": "甲公司借款", "B": "乙公司借款", "C": "丙合同", "label": "B"},
-             {"A": "丁合同", "B": "甲借款", "C": "乙合同", "label": "C"},
-             {"A": "甲", "B": "乙", "C": "丙", "label": "B"}]
+    lines = [
+        {"A": "甲公司借款", "B": "乙公司借款", "C": "丙合同", "label": "B"},
+        {"A": "丁合同", "B": "甲借款", "C": "乙合同", "label": "C"},
+        {"A": "甲", "B": "乙", "C": "丙", "label": "B"},
+    ]
     write_cail(tmp_path, lines)
     ds = Cail2019(tmp_path, max_seq_length=16)
     assert len(ds) == 3
@@ -412,16 +541,35 @@ def test_cail2019_jieba_features_pairs_and_rule(tmp_path):
     assert tokens.dtype == np.float32 and tokens.shape == (4, 16)
     v = {t: i for i, t in enumerate(CAIL_VOCAB)}
     # row 0: [CLS] 甲 公司 借款 [SEP] 乙 公司 借款 [SEP]: jieba keeps 公司 and 借款 whole
-    assert tokens[0, :10].tolist() == [2, v["甲"], v["公司"], v["借款"], 3, v["乙"], v["公司"], v["借款"], 3, 0]
+    assert tokens[0, :10].tolist() == [
+        2,
+        v["甲"],
+        v["公司"],
+        v["借款"],
+        3,
+        v["乙"],
+        v["公司"],
+        v["借款"],
+        3,
+        0,
+    ]
     assert seg[0, :9].tolist() == [0] * 5 + [1] * 4
 
     def overlap(inputs):  # similarity = shared tokens of A and X
         t, s = inputs["input_token:0"], inputs["input_segment:0"]
-        return [np.array([[len(set(r[(q == 0) & (r > 4)]) & set(r[(q == 1) & (r > 4)]))]
-                          for r, q in zip(t, s, strict=True)], dtype=np.float32)]
+        return [
+            np.array(
+                [
+                    [len(set(r[(q == 0) & (r > 4)]) & set(r[(q == 1) & (r > 4)]))]
+                    for r, q in zip(t, s, strict=True)
+                ],
+                dtype=np.float32,
+            )
+        ]
 
     out = ds.evaluate(overlap, batch_size=2)
-    assert out["samples"] == 3 and out["value"] == pytest.approx(0.66667)  # the last triple ties 0/0
+    # the last triple ties 0/0
+    assert out["samples"] == 3 and out["value"] == pytest.approx(0.66667)
     assert ds.evaluate(overlap, batch_size=4)["samples"] == 2  # full batches only: one of 4 rows
     with pytest.raises(InvalidParameter):
         next(ds.batches(batch_size=3))
@@ -440,9 +588,12 @@ def test_cail2019_uses_bytemlperfs_own_features_when_present(tmp_path):
 def test_cail2019_two_column_output_is_not_comparable(tmp_path):
     write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])
     session = FakeSession(lambda i: [np.tile([[0.3, 0.7]], (len(i["input_token:0"]), 1))])
-    res = evaluate_accuracy("roformer-tf-fp32", session, tmp_path, weights=LOCAL, batch_size=2,
-                            tokenizer_dir=tmp_path)
-    assert res["status"].startswith("not comparable: CAIL2019 scoring: the model gives 2 scores per row")
+    res = evaluate_accuracy(
+        "roformer-tf-fp32", session, tmp_path, weights=LOCAL, batch_size=2, tokenizer_dir=tmp_path
+    )
+    assert res["status"].startswith(
+        "not comparable: CAIL2019 scoring: the model gives 2 scores per row"
+    )
     assert res["value"] is None
 
 
@@ -452,14 +603,20 @@ def test_cail2019_bad_line_names_the_file_and_line(tmp_path):
         len(Cail2019(tmp_path))
 
 
-SPECS = (InputSpec("src", (1, 3, 4), "float32"), InputSpec("src_pad_mask", (1, 5), "int64"),
-         InputSpec("ids", (1, 6), "int32"), InputSpec("flag", (1, 2), "bool"))
+SPECS = (
+    InputSpec("src", (1, 3, 4), "float32"),
+    InputSpec("src_pad_mask", (1, 5), "int64"),
+    InputSpec("ids", (1, 6), "int32"),
+    InputSpec("flag", (1, 2), "bool"),
+)
 
 
 def test_fake_dataset_is_seeded_and_follows_bytemlperf_ranges():
     ds = FakeDataset(specs=SPECS)
     a, b = list(ds.batches(2, data_percent=2)), list(ds.batches(2, data_percent=2))
-    assert len(a) == 2 and all(np.array_equal(x.inputs["src"], y.inputs["src"]) for x, y in zip(a, b, strict=True))
+    assert len(a) == 2 and all(
+        np.array_equal(x.inputs["src"], y.inputs["src"]) for x, y in zip(a, b, strict=True)
+    )
     assert not np.array_equal(a[0].inputs["src"], a[1].inputs["src"])
     x = a[0].inputs
     assert x["src"].shape == (2, 3, 4) and -1 <= x["src"].min() and x["src"].max() < 1
@@ -480,21 +637,34 @@ class FakeSession:
 
 
 def test_evaluate_accuracy_status(tmp_path):
-    missing = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "none",
-                                weights=LOCAL)
+    missing = evaluate_accuracy(
+        "resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "none", weights=LOCAL
+    )
     assert missing["value"] is None and missing["status"].startswith("not measured: no dataset (")
     assert str(tmp_path / "none") in missing["status"] and "val_map.txt" in missing["status"]
-    assert missing["reason_code"] == "no_dataset"  # the code made with the status, never read from it
+    # the code made with the status, never read from it
+    assert missing["reason_code"] == "no_dataset"
     for i, color in enumerate(COLORS):
         write_jpeg(tmp_path / "img" / f"{i}.jpg", color, size=(40, 40))
     (tmp_path / "img" / "val_map.txt").write_text("0.jpg 0\n1.jpg 1\n2.jpg 0\n")
     session = FakeSession(channel_model)
-    rand = evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=1)
-    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(2 / 3, abs=1e-5)
-    assert session.calls == 3 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
+    rand = evaluate_accuracy(
+        "resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=1
+    )
+    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(
+        2 / 3, abs=1e-5
+    )
+    assert (
+        session.calls == 3 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
+    )
     assert rand["reason_code"] == "random_weights"
-    real = evaluate_accuracy("resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "img",
-                             data_percent=34, weights=LOCAL)
+    real = evaluate_accuracy(
+        "resnet50-torch-fp32",
+        FakeSession(channel_model),
+        tmp_path / "img",
+        data_percent=34,
+        weights=LOCAL,
+    )
     # seed-7 shuffle of 3 images puts image 2 (blue, labelled 0: a miss) first
     assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 0.0
     assert real["reason_code"] is None
@@ -502,7 +672,8 @@ def test_evaluate_accuracy_status(tmp_path):
     assert other["status"].startswith("not measured: no published accuracy")
     assert other["reason_code"] == "no_accuracy_dataset"
     with pytest.raises(InvalidParameter):
-        evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img")  # weights must be stated
+        # weights must be stated
+        evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img")
 
 
 def test_evaluate_accuracy_squad_with_vocab_dir_and_missing_tokenizer(tmp_path):
@@ -512,10 +683,13 @@ def test_evaluate_accuracy_squad_with_vocab_dir_and_missing_tokenizer(tmp_path):
     vocab_dir.mkdir()
     (vocab_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
     session = FakeSession(PointAt(vocab, [("mat", "mat")]))
-    out = evaluate_accuracy("bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=vocab_dir)
+    out = evaluate_accuracy(
+        "bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=vocab_dir
+    )
     assert out["status"] == "measured" and out["metric"] == "F1 Score" and out["value"] == 100.0
-    none = evaluate_accuracy("bert-torch-fp32", session, tmp_path, weights=LOCAL,
-                             tokenizer_dir=tmp_path / "no-tokenizer")
+    none = evaluate_accuracy(
+        "bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=tmp_path / "no-tokenizer"
+    )
     assert none["status"].startswith("not measured: no tokenizer in") and none["value"] is None
     assert none["reason_code"] == "other"  # said by its sentence
 
@@ -529,23 +703,44 @@ def test_evaluate_accuracy_mean_diff_needs_reference():
         weights = RANDOM
 
     none = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1)
-    assert none["status"].startswith("not measured: no reference session") and none["reason_code"] == "no_reference"
-    out = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1,
-                            reference_session=ref, batch_size=2)
+    assert (
+        none["status"].startswith("not measured: no reference session")
+        and none["reason_code"] == "no_reference"
+    )
+    out = evaluate_accuracy(
+        "clip-onnx-fp32",
+        session,
+        model=Model(),
+        data_percent=1,
+        reference_session=ref,
+        batch_size=2,
+    )
     assert out["metric"] == "Mean Diff" and out["value"] == pytest.approx(0.25)
     assert out["status"] == "not meaningful: random weights"
 
 
 def test_align_inputs_renames_and_casts():
-    specs = (InputSpec("input_ids", (1, 4), "int32"), InputSpec("attention_mask.1", (1, 4), "int64"))
-    out = align_inputs({"input_ids.1": np.ones((1, 4), np.int64), "attention_mask.1": np.ones((1, 4))}, specs)
+    specs = (
+        InputSpec("input_ids", (1, 4), "int32"),
+        InputSpec("attention_mask.1", (1, 4), "int64"),
+    )
+    out = align_inputs(
+        {"input_ids.1": np.ones((1, 4), np.int64), "attention_mask.1": np.ones((1, 4))}, specs
+    )
     assert out["input_ids"].dtype == np.int32 and out["attention_mask.1"].dtype == np.int64
     with pytest.raises(InvalidParameter, match="token_type"):
         align_inputs({}, (InputSpec("token_type_ids", (1, 4), "int64"),))
 
 
 def test_registry_names():
-    assert set(DATASETS.names()) == {"squad", "imagenet", "criteo", "cail2019", "cifar100", "fake_dataset"}
+    assert set(DATASETS.names()) == {
+        "squad",
+        "imagenet",
+        "criteo",
+        "cail2019",
+        "cifar100",
+        "fake_dataset",
+    }
     with pytest.raises(UnknownNameError, match="known: cail2019"):
         get_dataset("coco")
 
@@ -592,7 +787,9 @@ def test_fetch_offline_says_where_to_put_files(tmp_path):
     with pytest.raises(MissingResource) as err:
         fetch("squad", tmp_path / "squad", opener=offline, accept_unpinned=True)
     message = str(err.value)
-    assert "by hand" in message and str(tmp_path / "squad") in message and "dev-v1.1.json" in message
+    assert (
+        "by hand" in message and str(tmp_path / "squad") in message and "dev-v1.1.json" in message
+    )
 
 
 def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
@@ -602,8 +799,17 @@ def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
     csv_file.write_text("1," + ",".join(["0"] * 39) + "\n")
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["fetch-data", "criteo", "--url", csv_file.as_uri(),
-                              "--dest", str(tmp_path / "out"), "--accept-unpinned"])
+    args = parser.parse_args(
+        [
+            "fetch-data",
+            "criteo",
+            "--url",
+            csv_file.as_uri(),
+            "--dest",
+            str(tmp_path / "out"),
+            "--accept-unpinned",
+        ]
+    )
     assert args.func(args) == 0
     assert (tmp_path / "out" / "eval.csv").read_text() == csv_file.read_text()
     assert "no published checksum" in capsys.readouterr().out
@@ -611,8 +817,11 @@ def test_fetch_data_cli_unpinned_source_records_sha(tmp_path, capsys):
 
 def test_fake_dataset_draws_bytemlperfs_seeded_stream():
     """Batch i equals what ByteMLPerf's generator draws after np.random.seed(i), input by input."""
-    specs = (InputSpec("src", (1, 3, 4), "float32"), InputSpec("src_pad_mask", (1, 5), "int64"),
-             InputSpec("pix", (1, 2), "int32"))
+    specs = (
+        InputSpec("src", (1, 3, 4), "float32"),
+        InputSpec("src_pad_mask", (1, 5), "int64"),
+        InputSpec("pix", (1, 2), "int32"),
+    )
     batches = list(FakeDataset(specs=specs).batches(2, data_percent=3))
     for i, batch in enumerate(batches):
         np.random.seed(i)
@@ -667,12 +876,17 @@ def test_cail2019_pickled_features_are_never_unpickled(tmp_path):
         def __reduce__(self):
             return os.system, (f"touch {marker}",)
 
-    np.save(tmp_path / "batch_token_ids.npy", np.array([Payload(), [2, 5]], dtype=object), allow_pickle=True)
+    np.save(
+        tmp_path / "batch_token_ids.npy",
+        np.array([Payload(), [2, 5]], dtype=object),
+        allow_pickle=True,
+    )
     np.save(tmp_path / "batch_segment_ids.npy", np.array([[0, 0]] * 2))
     with pytest.raises(KitError, match="pickled object arrays, which the kit does not load"):
         len(Cail2019(tmp_path, max_seq_length=8))
     assert not marker.exists()
-    write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])  # the text is there: encoded instead
+    # the text is there: encoded instead
+    write_cail(tmp_path, [{"A": "甲", "B": "乙", "C": "丙", "label": "B"}])
     ds = Cail2019(tmp_path, max_seq_length=8, tokenizer_dir=tmp_path)
     assert len(ds) == 1 and "encoded" in ds.source and not marker.exists()
 
@@ -689,6 +903,9 @@ def test_fetch_refuses_an_unpinned_download_unless_accepted(tmp_path, capsys):
     assert not dest.exists() or list(dest.iterdir()) == []
     assert kit_main(["fetch-data", "cail2019", "--url", archive.as_uri(), "--dest", str(dest)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: cail2019: open_cail2019.tar has no published checksum") and "--sha256" in err
+    assert (
+        err.startswith("error: cail2019: open_cail2019.tar has no published checksum")
+        and "--sha256" in err
+    )
     fetch("cail2019", dest, url=archive.as_uri(), log=lambda s: None, accept_unpinned=True)
     assert json.loads((dest / "FETCHED.json").read_text())[0]["sha256"] == sha

@@ -61,7 +61,14 @@ def test_stalled_server_times_out_with_a_clear_error(tmp_path, server):
     dest = tmp_path / "criteo"
     start = time.monotonic()
     with pytest.raises(MissingResource, match="timed out") as err:
-        fetch("criteo", dest, url=f"{server.url}/stall", timeout=0.5, log=lambda _: None, accept_unpinned=True)
+        fetch(
+            "criteo",
+            dest,
+            url=f"{server.url}/stall",
+            timeout=0.5,
+            log=lambda _: None,
+            accept_unpinned=True,
+        )
     assert time.monotonic() - start < 10
     assert "by hand" in str(err.value)
     assert list(dest.iterdir()) == []  # the partial download went with its temporary folder
@@ -82,8 +89,10 @@ fetch("criteo", sys.argv[1], url=sys.argv[2], timeout=60, log=lambda _: None, ac
 
 def test_killed_download_leaves_a_folder_the_next_fetch_removes(tmp_path, server):
     dest = tmp_path / "criteo"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(dest), f"{server.url}/stall"],
-                             env={**os.environ, "PYTHONPATH": os.getcwd()})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(dest), f"{server.url}/stall"],
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     try:
         deadline = time.monotonic() + 60
         while not list(dest.glob(f"{TMP_PREFIX}*/eval.csv")) and time.monotonic() < deadline:

@@ -15,16 +15,19 @@ from kit.datasets.metrics import (
 from kit.errors import InvalidParameter
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("The Eiffel Tower", "eiffel tower"),          # article + case
-    ("an apple a day", "apple day"),                # a / an as words
-    ("Theatre and anatomy", "theatre and anatomy"),  # articles only as whole words
-    ("  Denver   Broncos\n", "denver broncos"),       # whitespace collapsed
-    ("Broncos!", "broncos"),                        # punctuation
-    ("U.S.-based", "usbased"),                      # punctuation inside words is dropped
-    ("the.cat", "thecat"),                          # punctuation removed before articles
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The Eiffel Tower", "eiffel tower"),  # article + case
+        ("an apple a day", "apple day"),  # a / an as words
+        ("Theatre and anatomy", "theatre and anatomy"),  # articles only as whole words
+        ("  Denver   Broncos\n", "denver broncos"),  # whitespace collapsed
+        ("Broncos!", "broncos"),  # punctuation
+        ("U.S.-based", "usbased"),  # punctuation inside words is dropped
+        ("the.cat", "thecat"),  # punctuation removed before articles
+        ("", ""),
+    ],
+)
 def test_normalize_answer(text, expected):
     assert normalize_answer(text) == expected
 

@@ -1,4 +1,5 @@
-"""kit.hardware.kinds's CUDA facts: visible GPUs, one CUDA device per run, and `auto` only when CUDA loads."""
+"""kit.hardware.kinds's CUDA facts: visible GPUs, one CUDA device per run, and `auto` only when CUDA
+loads."""
 
 from __future__ import annotations
 
@@ -21,15 +22,18 @@ def buses(rows) -> list[str]:
     return [r.pci_bus_id[9:11] for r in rows]
 
 
-@pytest.mark.parametrize(("visible", "expected"), [
-    (None, ["01", "21", "41", "81"]),  # PCI bus order, whatever NVML's indices
-    ("2,0", ["41", "01"]),
-    ("1,7,2", ["21"]),  # CUDA stops at the first entry it cannot match
-    ("0,0", ["01"]),
-    ("", []),
-    ("GPU-0002,GPU-0000", ["41", "81"]),  # UUIDs (NVML index 2 and 0)
-    ("-1", []),
-])
+@pytest.mark.parametrize(
+    ("visible", "expected"),
+    [
+        (None, ["01", "21", "41", "81"]),  # PCI bus order, whatever NVML's indices
+        ("2,0", ["41", "01"]),
+        ("1,7,2", ["21"]),  # CUDA stops at the first entry it cannot match
+        ("0,0", ["01"]),
+        ("", []),
+        ("GPU-0002,GPU-0000", ["41", "81"]),  # UUIDs (NVML index 2 and 0)
+        ("-1", []),
+    ],
+)
 def test_visible_gpus_follow_cuda_visible_devices(host, visible, expected):
     env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
     assert buses(cuda.visible_gpus(env=env)) == expected
@@ -46,7 +50,9 @@ def test_cuda_device_resolves_ordinal_to_bus_id_once(host, monkeypatch):
 
 def test_absent_ordinal_and_bad_ordinal(host, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
-    with pytest.raises(BackendUnavailable, match=r"CUDA device 1 unavailable: this process sees 1 GPU\(s\)"):
+    with pytest.raises(
+        BackendUnavailable, match=r"CUDA device 1 unavailable: this process sees 1 GPU\(s\)"
+    ):
         cuda.cuda_device(1)
     with pytest.raises(InvalidParameter, match="device_id"):
         cuda.cuda_device(-1)
@@ -55,7 +61,10 @@ def test_absent_ordinal_and_bad_ordinal(host, monkeypatch):
 def test_mixed_models_need_pci_bus_order(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
-    boards = [Board(0, "00000000:01:00.0", "NVIDIA T4", 1), Board(1, "00000000:02:00.0", "NVIDIA L4", 1)]
+    boards = [
+        Board(0, "00000000:01:00.0", "NVIDIA T4", 1),
+        Board(1, "00000000:02:00.0", "NVIDIA L4", 1),
+    ]
     install(monkeypatch, FakeHost(boards), nvml=False)
     with pytest.raises(KitError, match="CUDA_DEVICE_ORDER=PCI_BUS_ID"):
         cuda.cuda_device(0)
@@ -92,7 +101,9 @@ def test_cuda_backend_loads_checks_a_real_session(monkeypatch):
             return ["CPUExecutionProvider"]
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     monkeypatch.setattr(ort, "InferenceSession", FallbackSession)
     clear = [cuda.cuda_backend_loads.cache_clear, onnxruntime_probe.ort_provider_reason.cache_clear]
     for c in clear:
@@ -100,8 +111,12 @@ def test_cuda_backend_loads_checks_a_real_session(monkeypatch):
     try:
         reason = cuda.cuda_backend_loads()
         assert "did not load (the session runs on CPUExecutionProvider" in reason
-        assert "TensorrtExecutionProvider" in onnxruntime_probe.ort_provider_reason("TensorrtExecutionProvider")
-        monkeypatch.setattr(FallbackSession, "get_providers", lambda self: ["CUDAExecutionProvider"])
+        assert "TensorrtExecutionProvider" in onnxruntime_probe.ort_provider_reason(
+            "TensorrtExecutionProvider"
+        )
+        monkeypatch.setattr(
+            FallbackSession, "get_providers", lambda self: ["CUDAExecutionProvider"]
+        )
         for c in clear:
             c()
         assert cuda.cuda_backend_loads() is None
@@ -117,6 +132,7 @@ def test_this_machine_without_a_gpu_is_cpu_only():
 
 
 # ---------------------------------------------------------------- why a listed GPU is not used
+
 
 @pytest.fixture
 def fresh_probe():
@@ -138,7 +154,9 @@ def test_a_broken_onnxruntime_module_is_a_reason_not_a_crash(monkeypatch, fresh_
     monkeypatch.setitem(sys.modules, "onnxruntime", types.ModuleType("onnxruntime"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     reason = onnxruntime_probe.ort_provider_reason("CUDAExecutionProvider")
-    assert reason.startswith("onnxruntime is broken here: its module has no get_available_providers")
+    assert reason.startswith(
+        "onnxruntime is broken here: its module has no get_available_providers"
+    )
     assert "`make install` repairs it" in cuda.cuda_backend_loads()
 
 
@@ -146,19 +164,25 @@ def test_an_old_driver_is_named_first(monkeypatch, fresh_probe):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(cuda, "ort_cuda_reason", lambda: "onnxruntime's CUDAExecutionProvider did not load")
+    monkeypatch.setattr(
+        cuda, "ort_cuda_reason", lambda: "onnxruntime's CUDAExecutionProvider did not load"
+    )
     monkeypatch.setattr(cuda, "driver_version", lambda: "575.57.08")
     reason = cuda.cuda_backend_loads()
-    assert reason.startswith("NVIDIA driver 575.57.08 is older than R580, which the pinned CUDA 13 builds need")
+    assert reason.startswith(
+        "NVIDIA driver 575.57.08 is older than R580, which the pinned CUDA 13 builds need"
+    )
     assert reason.endswith("sees no CUDA device; onnxruntime's CUDAExecutionProvider did not load")
     cuda.cuda_backend_loads.cache_clear()
     monkeypatch.setattr(cuda, "driver_version", lambda: "580.65.06")
     assert cuda.cuda_backend_loads().startswith("torch ")  # a driver new enough is not blamed
 
 
-def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(monkeypatch, tmp_path, fresh_probe):
-    """ORT's preload_dlls() where it exists, then libnvinfer.so.10 & co. from the tensorrt_libs wheel
-    (RTLD_GLOBAL, so ORT's dlopen by soname finds them), then the probing session."""
+def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(
+    monkeypatch, tmp_path, fresh_probe
+):
+    """ORT's preload_dlls() where it exists, then libnvinfer.so.10 & co. from the tensorrt_libs
+    wheel (RTLD_GLOBAL, so ORT's dlopen by soname finds them), then the probing session."""
     import ctypes
 
     import onnxruntime as ort
@@ -178,23 +202,39 @@ def test_probe_preloads_cuda_and_tensorrt_libraries_before_its_session(monkeypat
         def get_providers(self):
             return ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
-    monkeypatch.setattr(ort, "preload_dlls", lambda *a, **k: events.append(("preload_dlls",)), raising=False)
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort, "preload_dlls", lambda *a, **k: events.append(("preload_dlls",)), raising=False
+    )
+    monkeypatch.setattr(
+        ort,
+        "get_available_providers",
+        lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"],
+    )
     monkeypatch.setattr(ort, "InferenceSession", Session)
-    monkeypatch.setattr(onnxruntime_probe.ctypes, "CDLL", lambda path, mode=0: events.append(("dlopen", path, mode)))
+    monkeypatch.setattr(
+        onnxruntime_probe.ctypes, "CDLL", lambda path, mode=0: events.append(("dlopen", path, mode))
+    )
     assert onnxruntime_probe.ort_provider_reason("TensorrtExecutionProvider") is None
-    assert events == [("preload_dlls",),
-                      ("dlopen", str(libs / "libnvinfer.so.10"), ctypes.RTLD_GLOBAL),
-                      ("dlopen", str(libs / "libnvinfer_plugin.so.10"), ctypes.RTLD_GLOBAL),
-                      ("session", ["TensorrtExecutionProvider"])]
+    assert events == [
+        ("preload_dlls",),
+        ("dlopen", str(libs / "libnvinfer.so.10"), ctypes.RTLD_GLOBAL),
+        ("dlopen", str(libs / "libnvinfer_plugin.so.10"), ctypes.RTLD_GLOBAL),
+        ("session", ["TensorrtExecutionProvider"]),
+    ]
 
 
 def test_unused_gpu_reason(monkeypatch):
     monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
-    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
-    assert cuda.unused_gpu_reason(["cpu"]) == ("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run "
-                                                  "measures cpu): NVIDIA driver 575.57.08 is older than R580")
-    assert cuda.unused_gpu_reason(["cuda"]).startswith("cuda asked for, but no CUDA backend loads here")
+    monkeypatch.setattr(
+        cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580"
+    )
+    assert cuda.unused_gpu_reason(["cpu"]) == (
+        "GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run "
+        "measures cpu): NVIDIA driver 575.57.08 is older than R580"
+    )
+    assert cuda.unused_gpu_reason(["cuda"]).startswith(
+        "cuda asked for, but no CUDA backend loads here"
+    )
     monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: None)
     assert cuda.unused_gpu_reason(["cpu"]) is None
     monkeypatch.setattr(cuda, "gpu_names", lambda: ())
@@ -207,9 +247,15 @@ def test_kit_reproduce_says_why_the_listed_gpu_is_not_used(monkeypatch, outputs,
 
     monkeypatch.setattr(cuda, "gpu_names", lambda: ("NVIDIA A100-SXM4-80GB",))
     monkeypatch.setattr(ipu, "ipu_present", lambda: False)
-    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580")
-    monkeypatch.setattr(reproduce, "jobs_for", lambda profile, kind, research=False, search=True: [])
+    monkeypatch.setattr(
+        cuda, "cuda_backend_loads", lambda: "NVIDIA driver 575.57.08 is older than R580"
+    )
+    monkeypatch.setattr(
+        reproduce, "jobs_for", lambda profile, kind, research=False, search=True: []
+    )
     kit_main(["reproduce", "--hardware", "auto"])  # no jobs: it then stops with nothing to index
     out = capsys.readouterr().out
-    assert out.startswith("GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run measures cpu): "
-                          "NVIDIA driver 575.57.08 is older than R580\n")
+    assert out.startswith(
+        "GPU not used (nvidia-smi lists NVIDIA A100-SXM4-80GB; this run measures cpu): "
+        "NVIDIA driver 575.57.08 is older than R580\n"
+    )

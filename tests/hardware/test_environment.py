@@ -25,7 +25,9 @@ def test_capture_has_provenance_fields():
     assert "cpu" in hardware.present()
 
 
-def test_torch_s_cuda_build_is_read_from_its_version_file_without_importing_it(tmp_path, monkeypatch):
+def test_torch_s_cuda_build_is_read_from_its_version_file_without_importing_it(
+    tmp_path, monkeypatch
+):
     import sys
 
     def package(name: str, text: str | None) -> str:
@@ -37,8 +39,14 @@ def test_torch_s_cuda_build_is_read_from_its_version_file_without_importing_it(t
 
     monkeypatch.syspath_prepend(str(tmp_path))
     header = "from typing import Optional\n__version__ = '2.13.0'\n"
-    assert environment.torch_build_cuda(package("cpubuild", header + "cuda: Optional[str] = None\n")) is None
-    assert environment.torch_build_cuda(package("gpubuild", header + "cuda: Optional[str] = '13.0'\n")) == "13.0"
+    assert (
+        environment.torch_build_cuda(package("cpubuild", header + "cuda: Optional[str] = None\n"))
+        is None
+    )
+    assert (
+        environment.torch_build_cuda(package("gpubuild", header + "cuda: Optional[str] = '13.0'\n"))
+        == "13.0"
+    )
     assert environment.torch_build_cuda(package("oldbuild", header + "cuda = '11.8'\n")) == "11.8"
     assert environment.torch_build_cuda(package("odd", header + "cuda = detect()\n")) == "unknown"
     assert environment.torch_build_cuda(package("bare", None)) == "unknown"
@@ -53,7 +61,11 @@ def test_a_cpu_job_s_provenance_does_not_import_torch():
 
     if environment.torch_build_cuda() is not None:
         pytest.skip("torch here is a CUDA build: its cuDNN version needs the import")
-    code = ("import sys; from kit.hardware.environment import capture; facts = capture()['gpu']; "
-            "print('torch' in sys.modules, facts['cuda_runtime_torch'], facts['cudnn_torch'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import sys; from kit.hardware.environment import capture; facts = capture()['gpu']; "
+        "print('torch' in sys.modules, facts['cuda_runtime_torch'], facts['cudnn_torch'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["False", "None", "None"]

@@ -5,8 +5,9 @@ from kit.hardware import kinds as hardware
 from kit.hardware import parts
 
 
-@pytest.mark.parametrize("device,kind", [("cpu", "cpu"), ("cuda", "cuda"), ("tensorrt", "cuda"),
-                                         ("ipu", "ipu")])
+@pytest.mark.parametrize(
+    "device,kind", [("cpu", "cpu"), ("cuda", "cuda"), ("tensorrt", "cuda"), ("ipu", "ipu")]
+)
 def test_every_device_has_one_kind(device, kind):
     assert hardware.kind_of(device) == kind
 
@@ -53,8 +54,10 @@ def test_measured_on_matches_only_the_exact_real_part():
 
 
 def test_measured_on_reads_a_result_backend_block():
-    block = {"device_info": {"kind": "ipu", "name": "x", "ipu_version": "ipu21"},
-             "session": {"emulated": True}}
+    block = {
+        "device_info": {"kind": "ipu", "name": "x", "ipu_version": "ipu21"},
+        "session": {"emulated": True},
+    }
     m = parts.MeasuredOn.from_backend(block)
     assert (m.hardware_class, m.part, m.emulated) == ("ipu", "c600", True)
 
@@ -68,7 +71,9 @@ def test_hardware_part_names_the_exact_part_of_each_kind(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no gc-info
     assert hardware_part("ipu") == "IPU part unknown (no gc-info on PATH)"
     gc_info = tmp_path / "gc-info"
-    gc_info.write_text("#!/bin/sh\nprintf 'Device Info:\\n  board type: M2000\\n  ipu architecture: ipu2\\n'\n")
+    gc_info.write_text(
+        "#!/bin/sh\nprintf 'Device Info:\\n  board type: M2000\\n  ipu architecture: ipu2\\n'\n"
+    )
     gc_info.chmod(0o755)
     assert hardware_part("ipu") == "board type: M2000, ipu architecture: ipu2"
     with pytest.raises(InvalidParameter, match="hardware"):

@@ -16,10 +16,15 @@ from kit.studies.model_benchmark import Config
 
 
 def test_a_tensorrt_job_takes_the_cuda_resource():
-    """Bug (issue 26): a 9th kind table in batch/jobs forgot 'tensorrt': with --scheduler on a host whose
-    ONNX Runtime loads TensorRT, the FP8 rows' jobs raised and the whole batch aborted."""
+    """Bug (issue 26): a 9th kind table in batch/jobs forgot 'tensorrt': with --scheduler on a host
+    whose ONNX Runtime loads TensorRT, the FP8 rows' jobs raised and the whole batch aborted."""
     assert hardware_resource(Job("x", "model_benchmark.ipynb", {"device": "tensorrt"})) == "cuda"
-    assert hardware_resource(Job("x", "model_benchmark.ipynb", {"device": "tensorrt", "hardware": "cuda"})) == "cuda"
+    assert (
+        hardware_resource(
+            Job("x", "model_benchmark.ipynb", {"device": "tensorrt", "hardware": "cuda"})
+        )
+        == "cuda"
+    )
     assert hardware_resource(Job("x", "model_benchmark.ipynb", {"backend": "ipu"})) == "ipu"
     assert hardware_resource(Job("x", "model_benchmark.ipynb", {})) == "cpu"
     assert hardware_resource(Job("x", "summary.ipynb", {"device": "cuda"})) is None
@@ -48,6 +53,7 @@ def test_the_config_settles_the_kind_once_and_refuses_a_contradiction():
 def test_planning_does_not_read_search_decisions_the_job_carries_their_key(monkeypatch):
     """The per-row decision is made (or reused) in one place, the job's kit.search.decide; the plan
     only names the decision's key, so other hardware or software makes another job fingerprint."""
+
     def no_reading(*args, **kwargs):
         raise AssertionError("planning read a search decision")
 
@@ -55,7 +61,12 @@ def test_planning_does_not_read_search_decisions_the_job_carries_their_key(monke
     monkeypatch.setattr("kit.search.row.cache.load_decision", no_reading)
     job = next(j for j in jobs_for("quick", "cpu") if j.name == "resnet50-torch-fp32_FP16")
     batch = job.parameters["search_batch"]
-    assert batch == 4 and job.parameters["batch_sizes"] == [4, 32]  # measured at the published sizes
+    # measured at the published sizes
+    assert batch == 4 and job.parameters["batch_sizes"] == [4, 32]
     assert job.parameters["search"] is True
-    assert job.parameters["search_key"] == key_hash(decision_key("resnet50-torch-fp32", "FP16", batch, "cpu"))
-    assert all(not j.parameters.get("search") for j in jobs_for("quick", "cpu") if j.name == "c2_study")
+    assert job.parameters["search_key"] == key_hash(
+        decision_key("resnet50-torch-fp32", "FP16", batch, "cpu")
+    )
+    assert all(
+        not j.parameters.get("search") for j in jobs_for("quick", "cpu") if j.name == "c2_study"
+    )

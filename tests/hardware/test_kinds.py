@@ -37,14 +37,20 @@ def _holder(node: ast.AST) -> str:
         return node.attr
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         return str(node.slice.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-            and node.args and isinstance(node.args[0], ast.Constant):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
         return str(node.args[0].value)
     return ""
 
 
 def bare_kind_comparisons(source: str) -> list[int]:
-    """Lines comparing a kind-holding name to a kind's name (==, !=, in, not in), either way round."""
+    """Lines comparing a kind-holding name to a kind's name (==, !=, in, not in), either way
+    round."""
     lines = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Compare):
@@ -58,18 +64,24 @@ def bare_kind_comparisons(source: str) -> list[int]:
 
 
 def test_the_scan_finds_the_comparisons_it_guards_against():
-    found = bare_kind_comparisons('if kind == "ipu": pass\nif cfg.hardware != "cpu": pass\n'
-                                  'if info.get("kind") != "ipu": pass\nif "cuda" in kinds: pass\n'
-                                  'if hardware not in ("cpu", "cuda"): pass\nif config.device == "cpu": pass\n'
-                                  'if kinds.get(kind).published_settings: pass\n')
+    found = bare_kind_comparisons(
+        'if kind == "ipu": pass\nif cfg.hardware != "cpu": pass\n'
+        'if info.get("kind") != "ipu": pass\nif "cuda" in kinds: pass\n'
+        'if hardware not in ("cpu", "cuda"): pass\nif config.device == "cpu": pass\n'
+        "if kinds.get(kind).published_settings: pass\n"
+    )
     assert found == [1, 2, 3, 4, 5]
 
 
 def test_no_module_outside_kinds_compares_a_kind_to_a_name():
     """A kind is decided by its object's fields and hooks, not by `kind == "cuda"` in place: a new
     kind then touches the files docs/architecture.md lists, not every comparison."""
-    offenders = [f"{path.relative_to(KIT.parent)}:{line}" for path in sorted(KIT.rglob("*.py"))
-                 if path != KINDS_MODULE for line in bare_kind_comparisons(path.read_text())]
+    offenders = [
+        f"{path.relative_to(KIT.parent)}:{line}"
+        for path in sorted(KIT.rglob("*.py"))
+        if path != KINDS_MODULE
+        for line in bare_kind_comparisons(path.read_text())
+    ]
     assert offenders == []
 
 
@@ -81,7 +93,12 @@ def test_every_floors_table_is_keyed_by_registered_kinds():
 def test_the_kinds_derived_tables_follow_the_registry():
     order = kinds.PREFERENCE  # a kind added later may sit anywhere between
     assert order[0] == "ipu" and order[-1] == "cpu" and order.index("cuda") < order.index("cpu")
-    assert {"cpu": "cpu", "cuda": "cuda", "tensorrt": "cuda", "ipu": "ipu"}.items() <= kinds.DEVICE_KIND.items()
+    assert {
+        "cpu": "cpu",
+        "cuda": "cuda",
+        "tensorrt": "cuda",
+        "ipu": "ipu",
+    }.items() <= kinds.DEVICE_KIND.items()
     assert kinds.of_class("gpu") is kinds.CUDA and kinds.of_class("tpu") is None
     assert kinds.get("cpu").key_facts() == {"gpus": []}
     with pytest.raises(InvalidParameter, match="hardware='tpu'.*one of cpu, cuda, ipu"):

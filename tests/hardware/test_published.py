@@ -20,7 +20,14 @@ def test_every_figure_is_printed_verbatim_in_its_seed():
 
 def test_seed_001_table_has_the_seed_columns_and_14_rows():
     table = published.seed_table("bytemlperf_c600")
-    assert list(table.columns) == ["Model name", "Precision", "QPS", "Dataset", "Metric name", "Metric value"]
+    assert list(table.columns) == [
+        "Model name",
+        "Precision",
+        "QPS",
+        "Dataset",
+        "Metric name",
+        "Metric value",
+    ]
     assert len(table) == 14
     text = seed_text("001")
     for row in table.itertuples(index=False):
@@ -48,11 +55,20 @@ def test_c2_setup_facts_present():
 def test_claims_of_seed_004_present():
     f = published.figures()
     claims = f[f["table"] == "claims"]
-    assert set(claims["printed"]) >= {"just over 9 minutes", "14.5 minutes", "2.1x", "1.6x", "1.5x", "1.3X"}
+    assert set(claims["printed"]) >= {
+        "just over 9 minutes",
+        "14.5 minutes",
+        "2.1x",
+        "1.6x",
+        "1.5x",
+        "1.3X",
+    }
 
 
 def test_reports_copy_matches_the_reference():
-    ref = pd.read_csv(shared_or_skip("reference", "bytemlperf_ipu_reports.csv"), dtype=str, keep_default_na=False)
+    ref = pd.read_csv(
+        shared_or_skip("reference", "bytemlperf_ipu_reports.csv"), dtype=str, keep_default_na=False
+    )
     ours = published.reports()[ref.columns]
     pd.testing.assert_frame_equal(ours.reset_index(drop=True), ref)
 
@@ -62,9 +78,13 @@ def test_audit_finds_the_seven_readme_disagreements_at_5_decimals():
     bad = a[~a["agree"]]
     assert len(bad) == 7
     # 0.76824 in the README vs 0.7682 (0.76820) in the JSON: ByteMLPerf's 5 decimals tell them apart
-    fp8 = a[(a["model"] == "resnet50-torch-fp32") & (a["precision"] == "FP8") & (a["figure"] == "Top-1")]
+    fp8 = a[
+        (a["model"] == "resnet50-torch-fp32") & (a["precision"] == "FP8") & (a["figure"] == "Top-1")
+    ]
     assert not bool(fp8["agree"].iloc[0])
-    assert any("resnet50-torch-fp32 FP8 Top-1 0.76824 vs 0.7682" in f for f in published.audit_findings())
+    assert any(
+        "resnet50-torch-fp32 FP8 Top-1 0.76824 vs 0.7682" in f for f in published.audit_findings()
+    )
 
 
 def test_audit_c2_throughput_and_power():
@@ -111,4 +131,7 @@ def test_data_readme_states_the_row_counts_of_figures_csv():
     stated = {m[0]: int(m[1]) for m in re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M)}
     counts = pd.read_csv(root / "figures.csv").groupby("study").size().to_dict()
     assert stated == counts
-    assert f"{sum(counts.values())} figures selected" in text and "every number of the five seed" not in text
+    assert (
+        f"{sum(counts.values())} figures selected" in text
+        and "every number of the five seed" not in text
+    )

@@ -23,8 +23,11 @@ def test_the_enum_and_the_figures_name_the_same_studies():
 def test_members_are_the_strings_the_scorecard_writes():
     assert json.dumps([PublishedStudy.C2_QWANT]) == '["c2_qwant"]'
     assert PublishedStudy.BYTEMLPERF_C600 == "bytemlperf_c600"
-    assert {s for s in PublishedStudy if s.is_bytemlperf} == BYTEMLPERF_STUDIES == {
-        "bytemlperf_c600", "bytemlperf_c600_older", "bytemlperf_reports"}
+    assert (
+        {s for s in PublishedStudy if s.is_bytemlperf}
+        == BYTEMLPERF_STUDIES
+        == {"bytemlperf_c600", "bytemlperf_c600_older", "bytemlperf_reports"}
+    )
 
 
 def test_a_bad_study_is_named_with_the_allowed_ones():

@@ -1,4 +1,5 @@
-"""kit.cache: entries keyed by content, damaged entries rebuilt with a note, no temporary leftovers."""
+"""kit.cache: entries keyed by content, damaged entries rebuilt with a note, no temporary
+leftovers."""
 
 from __future__ import annotations
 
@@ -38,8 +39,14 @@ class Builder:
 
 
 def build(tmp_path, source, builder, **settings):
-    return cached_file(tmp_path / "cache", "model-fp16", ".onnx", sources=[source],
-                       settings={"method": "fp16", **settings}, build=builder)
+    return cached_file(
+        tmp_path / "cache",
+        "model-fp16",
+        ".onnx",
+        sources=[source],
+        settings={"method": "fp16", **settings},
+        build=builder,
+    )
 
 
 def leftovers(directory):
@@ -70,7 +77,9 @@ def test_key_follows_content_not_path(tmp_path, source):
 
 def test_settings_are_part_of_the_key(tmp_path, source):
     builder = Builder(source)
-    assert build(tmp_path, source, builder, batches=4) != build(tmp_path, source, builder, batches=8)
+    assert build(tmp_path, source, builder, batches=4) != build(
+        tmp_path, source, builder, batches=8
+    )
     assert builder.calls == 2
 
 
@@ -83,13 +92,22 @@ def test_directory_sources_hash_every_file(tmp_path):
     assert content_key([weights]) != before
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda art: meta_path(art).write_text('{"artifact_bytes": 11, "sett'), "unreadable metadata"),
-    (lambda art: meta_path(art).unlink(), "no metadata"),
-    (lambda art: art.write_bytes(art.read_bytes()[:4]), "truncated"),
-    (lambda art: art.write_bytes(b"OTHER MODEL"), r"has content sha256 .* was written \(replaced\)"),
-    (lambda art: art.unlink(), "no file"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (
+            lambda art: meta_path(art).write_text('{"artifact_bytes": 11, "sett'),
+            "unreadable metadata",
+        ),
+        (lambda art: meta_path(art).unlink(), "no metadata"),
+        (lambda art: art.write_bytes(art.read_bytes()[:4]), "truncated"),
+        (
+            lambda art: art.write_bytes(b"OTHER MODEL"),
+            r"has content sha256 .* was written \(replaced\)",
+        ),
+        (lambda art: art.unlink(), "no file"),
+    ],
+)
 def test_damaged_entry_is_rebuilt_with_a_note(tmp_path, source, damage, reason):
     builder = Builder(source)
     artifact = build(tmp_path, source, builder)
@@ -117,7 +135,11 @@ def test_entry_metadata_written_atomically(tmp_path):
     artifact = tmp_path / "model.onnx"
     artifact.write_bytes(b"123")
     write_entry(artifact, {"a": 1})
-    assert json.loads(meta_path(artifact).read_text()) == {"a": 1, "artifact_bytes": 3, "artifact_sha256": hashlib.sha256(b"123").hexdigest()}
+    assert json.loads(meta_path(artifact).read_text()) == {
+        "a": 1,
+        "artifact_bytes": 3,
+        "artifact_sha256": hashlib.sha256(b"123").hexdigest(),
+    }
     with pytest.raises(TypeError):
         write_entry(artifact, {"a": object()})
     assert json.loads(meta_path(artifact).read_text())["a"] == 1 and leftovers(tmp_path) == []

@@ -19,9 +19,12 @@ def test_a_registered_ending_runs_once_and_a_reused_pids_never(tmp_path, monkeyp
         mark.unlink()
         assert endings.run_endings([client.pid]) == [] and not mark.exists()  # once
 
-        path = endings.register(client.pid, [sys.executable, "-c", f"open({str(mark)!r}, 'w').close()"])
+        path = endings.register(
+            client.pid, [sys.executable, "-c", f"open({str(mark)!r}, 'w').close()"]
+        )
         entry = json.loads(path.read_text())
-        path.write_text(json.dumps({**entry, "started": entry["started"] - 100}))  # another process's pid
+        # another process's pid
+        path.write_text(json.dumps({**entry, "started": entry["started"] - 100}))
         assert endings.run_endings([client.pid]) == [] and not mark.exists() and not path.exists()
     finally:
         client.kill()

@@ -14,7 +14,10 @@ from kit.search.precision_map import map_precision
 
 def test_each_published_precision_runs_on_the_ipu_at_its_own_type():
     assert {p.value: p.as_run.value for p in PublishedPrecision} == {
-        "FP32": "fp32", "FP16": "fp16", "FP8": "fp8"}
+        "FP32": "fp32",
+        "FP16": "fp16",
+        "FP8": "fp8",
+    }
     for published in PublishedPrecision:
         assert map_precision(published, "ipu").precision is published.as_run
         assert published.bits == published.as_run.bits
@@ -22,13 +25,20 @@ def test_each_published_precision_runs_on_the_ipu_at_its_own_type():
 
 def test_bits_of_each_precision():
     assert {p.value: bits(p) for p in RunPrecision} == {
-        "fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "fp8": 8}
+        "fp32": 32,
+        "bf16": 16,
+        "fp16": 16,
+        "int8": 8,
+        "fp8": 8,
+    }
     assert {p.value: row_bits(p) for p in PublishedPrecision} == {"FP32": 32, "FP16": 16, "FP8": 8}
 
 
 def test_members_are_the_strings_files_hold():
-    assert json.dumps({"published": PublishedPrecision.FP16, "precision": RunPrecision.BF16}) == \
-        '{"published": "FP16", "precision": "bf16"}'
+    assert (
+        json.dumps({"published": PublishedPrecision.FP16, "precision": RunPrecision.BF16})
+        == '{"published": "FP16", "precision": "bf16"}'
+    )
     assert PublishedPrecision.FP8 == "FP8" and RunPrecision.INT8 == "int8"
     assert f"{PublishedPrecision.FP16} -> {RunPrecision.BF16}" == "FP16 -> bf16"
 
@@ -37,13 +47,21 @@ def test_a_published_precision_reads_in_either_case_a_run_one_only_as_written():
     assert PublishedPrecision.parse("fp16") is PublishedPrecision.FP16
     assert PublishedPrecision.parse("FP8") is PublishedPrecision.FP8
     assert RunPrecision.parse("bf16") is RunPrecision.BF16
-    with pytest.raises(UnknownValueError,
-                       match="unknown run precision 'FP16'; known: bf16, fp16, fp32, fp8, int8"):
+    with pytest.raises(
+        UnknownValueError, match="unknown run precision 'FP16'; known: bf16, fp16, fp32, fp8, int8"
+    ):
         RunPrecision.parse("FP16")
 
 
-@pytest.mark.parametrize("parse, bad", [
-    (PublishedPrecision.parse, "INT4"), (RunPrecision.parse, "fp4"), (bits, "fp4"), (row_bits, "FP4")])
+@pytest.mark.parametrize(
+    "parse, bad",
+    [
+        (PublishedPrecision.parse, "INT4"),
+        (RunPrecision.parse, "fp4"),
+        (bits, "fp4"),
+        (row_bits, "FP4"),
+    ],
+)
 def test_a_bad_precision_is_named_with_the_allowed_ones(parse, bad):
     with pytest.raises(UnknownValueError) as caught:
         parse(bad)

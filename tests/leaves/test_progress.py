@@ -11,8 +11,19 @@ import pytest
 from kit import progress
 from kit.studies import c2, model_benchmark
 
-FAST = dict(model="resnet50-torch-fp32", small=True, backend="fake", batch_sizes=[1, 2], warmup=2,
-            min_duration_s=0.1, min_count=5, target_ci=0.0, check_numerics=False, accuracy=True, power=False)
+FAST = dict(
+    model="resnet50-torch-fp32",
+    small=True,
+    backend="fake",
+    batch_sizes=[1, 2],
+    warmup=2,
+    min_duration_s=0.1,
+    min_count=5,
+    target_ci=0.0,
+    check_numerics=False,
+    accuracy=True,
+    power=False,
+)
 
 
 @pytest.fixture
@@ -36,8 +47,15 @@ def text(writes) -> str:
     return "".join(t for _, t in writes)
 
 
-@pytest.mark.parametrize("env, expected", [({}, True), ({"KIT_BATCH": "1"}, False),
-                                           ({"KIT_PROGRESS": "0"}, False), ({"KIT_BATCH": "0"}, True)])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, True),
+        ({"KIT_BATCH": "1"}, False),
+        ({"KIT_PROGRESS": "0"}, False),
+        ({"KIT_BATCH": "0"}, True),
+    ],
+)
 def test_enabled_follows_the_environment(monkeypatch, env, expected):
     monkeypatch.delenv("KIT_BATCH", raising=False)
     monkeypatch.delenv("KIT_PROGRESS", raising=False)
@@ -53,7 +71,8 @@ def test_enabled_follows_the_environment(monkeypatch, env, expected):
 def test_a_step_ticks_while_it_works_and_says_how_it_ended(shown):
     with progress.step("exporting thing", tick_s=0.05):
         time.sleep(0.3)
-    assert text(shown).count("exporting thing [") >= 3  # redrawn while working, not only at the ends
+    # redrawn while working, not only at the ends
+    assert text(shown).count("exporting thing [") >= 3
     assert "exporting thing: done [00:00]" in text(shown)
     assert not [t for t in threading.enumerate() if t.name == progress.TICKER_NAME]
     with pytest.raises(RuntimeError), progress.step("converting thing"):
@@ -77,17 +96,33 @@ def test_rounds_count_and_note(shown):
 
 
 def timed_windows(result) -> list[tuple[int, int]]:
-    return [(min(t[0][0] for t in m["calls"]), max(t[-1][1] for t in m["calls"]))
-            for m in result.measurements]
+    return [
+        (min(t[0][0] for t in m["calls"]), max(t[-1][1] for t in m["calls"]))
+        for m in result.measurements
+    ]
 
 
-@pytest.mark.parametrize("study, params", [
-    (model_benchmark, FAST),
-    (c2, dict(backend="fake", small=True, batch_sizes=[2, 4], warmup=1, min_duration_s=0.1,
-              min_count=5, power=False)),
-])
-def test_the_timed_loop_runs_with_no_progress_code(study, params, shown, outputs, fake_backend,
-                                                     monkeypatch):
+@pytest.mark.parametrize(
+    "study, params",
+    [
+        (model_benchmark, FAST),
+        (
+            c2,
+            dict(
+                backend="fake",
+                small=True,
+                batch_sizes=[2, 4],
+                warmup=1,
+                min_duration_s=0.1,
+                min_count=5,
+                power=False,
+            ),
+        ),
+    ],
+)
+def test_the_timed_loop_runs_with_no_progress_code(
+    study, params, shown, outputs, fake_backend, monkeypatch
+):
     """While the timed calls run: no ticker thread, no tqdm monitor, not one byte written; and
     the calls timed are the sessions' own calls (nothing wrapped around them)."""
     from tqdm._monitor import TMonitor
@@ -104,28 +139,37 @@ def test_the_timed_loop_runs_with_no_progress_code(study, params, shown, outputs
 
         def bind(inputs):
             def call():
-                seen_threads.extend(t.name for t in threading.enumerate()
-                                    if t.name == progress.TICKER_NAME or isinstance(t, TMonitor))
+                seen_threads.extend(
+                    t.name
+                    for t in threading.enumerate()
+                    if t.name == progress.TICKER_NAME or isinstance(t, TMonitor)
+                )
                 return plain(inputs)()
+
             bound.append(call)
             return call
+
         session.bind = bind
         return session
 
     monkeypatch.setattr(fake_backend, "load", load)
     timed: list = []
     time_calls = measure.time_calls  # the loop each thread times its call in
-    monkeypatch.setattr(measure, "time_calls", lambda call, *a, **k: timed.append(call) or time_calls(call, *a, **k))
+    monkeypatch.setattr(
+        measure, "time_calls", lambda call, *a, **k: timed.append(call) or time_calls(call, *a, **k)
+    )
     if study is c2:  # C2 times its own pipeline call around session.run
         monkeypatch.setattr(c2, "_pipeline_call", lambda s, *a: s.bind({}))
     from tqdm import tqdm as tqdm_class
 
-    if tqdm_class.monitor is not None:  # left by another test's bar in this process, not the study's
+    if tqdm_class.monitor is not None:
+        # left by another test's bar in this process, not the study's
         tqdm_class.monitor.exit()
         tqdm_class.monitor = None
     result = study.run(params)
     assert result.status == "ok", result.errors
-    assert "compiling" in text(shown) and "100%" in text(shown)  # progress was on around the windows
+    # progress was on around the windows
+    assert "compiling" in text(shown) and "100%" in text(shown)
     assert seen_threads == []
     assert timed and all(any(c is b for b in bound) for c in timed)
     windows = timed_windows(result)
@@ -147,6 +191,8 @@ def test_notebook_runs_are_quiet_in_a_batch_and_never_overwrite(shown, outputs, 
     assert "compiling" in text(shown)
     saved = sorted((outputs / "interactive").glob("model_benchmark-*.json"))
     assert len(saved) == 2, saved
-    first_call = lambda d: d["measurements"][0]["calls"][0][0][0]  # noqa: E731 - a perf_counter_ns stamp
-    assert ({first_call(json.loads(p.read_text())) for p in saved}
-            == {first_call(r.to_dict()) for r in (first, second)})
+    # a perf_counter_ns stamp
+    first_call = lambda d: d["measurements"][0]["calls"][0][0][0]  # noqa: E731
+    assert {first_call(json.loads(p.read_text())) for p in saved} == {
+        first_call(r.to_dict()) for r in (first, second)
+    }

@@ -1,5 +1,6 @@
 """Every registered backend and dataset adapter, in the style of timm's registry tests.
-(Every zoo entry is covered in tests/models/test_models.py; every study in tests/studies/test_studies.py.)"""
+(Every zoo entry is covered in tests/models/test_models.py; every study in
+tests/studies/test_studies.py.)"""
 
 import pytest
 
@@ -35,5 +36,7 @@ def test_every_dataset_adapter_names_its_metric_and_what_is_missing(name, tmp_pa
         return
     dataset = cls(tmp_path / "empty")
     assert dataset.missing(dataset.root)
-    with pytest.raises(MissingResource, match=rf"^{name}: .* in {tmp_path / 'empty'} \(expected layout"):
+    with pytest.raises(
+        MissingResource, match=rf"^{name}: .* in {tmp_path / 'empty'} \(expected layout"
+    ):
         dataset.require()

@@ -26,9 +26,18 @@ def test_the_fixtures_are_schema_1_and_open_at_the_current_version():
 
 
 def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
-    data = {"schema_version": 1, "environment": {"cpu": {}}, "model": {"name": "m"}, "numerics": [{"mean_abs": 0.1}]}
+    data = {
+        "schema_version": 1,
+        "environment": {"cpu": {}},
+        "model": {"name": "m"},
+        "numerics": [{"mean_abs": 0.1}],
+    }
     up = upgrade(data)
-    assert up["schema_version"] == 3 and data["schema_version"] == 1 and "kit" not in data["environment"]
+    assert (
+        up["schema_version"] == 3
+        and data["schema_version"] == 1
+        and "kit" not in data["environment"]
+    )
     assert up["environment"]["kit"] is None and up["environment"]["distributions"] == {}
     assert up["model"]["onnx_sha256"] is None and up["numerics"][0]["histograms"] is None
     assert upgrade(up) is up  # version 3: nothing to do
@@ -36,41 +45,80 @@ def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
 
 @pytest.mark.parametrize("version", [0, 4, 99, None, "1", True])
 def test_a_version_this_kit_does_not_read_is_named(version):
-    assert "is not supported (this kit reads 1 to 3)" in version_problem({"schema_version": version})
+    assert "is not supported (this kit reads 1 to 3)" in version_problem(
+        {"schema_version": version}
+    )
     with pytest.raises(KitError):
-        RunResult.from_dict({"schema_version": version, "kind": "model_benchmark", "name": "x",
-                             "parameters": {}, "environment": {}})
+        RunResult.from_dict(
+            {
+                "schema_version": version,
+                "kind": "model_benchmark",
+                "name": "x",
+                "parameters": {},
+                "environment": {},
+            }
+        )
     with pytest.raises(UnsupportedVersion):
         upgrade({"schema_version": version})
 
 
 def test_a_schema_1_model_benchmark_reads_as_typed_sections():
     s = RunResult.read(MODEL).sections
-    assert isinstance(s, Sections) and isinstance(s.backend, BackendInfo) and isinstance(s.environment, Environment)
+    assert (
+        isinstance(s, Sections)
+        and isinstance(s.backend, BackendInfo)
+        and isinstance(s.environment, Environment)
+    )
     assert (s.backend.name, s.backend.precision, s.backend.device) == ("onnxruntime", "fp32", "cpu")
-    assert s.backend.device_info.peak.gflops == pytest.approx(332.8) and s.backend.session.items["threads"] == 2
+    assert (
+        s.backend.device_info.peak.gflops == pytest.approx(332.8)
+        and s.backend.session.items["threads"] == 2
+    )
     assert s.model.weights.source == "random" and s.model.random_weights and s.model.opset == 17
     assert s.environment.kit.commit.startswith("e6be931") and s.environment.cpu.cores == 2
-    assert [m.batch_size for m in s.measurements] == [1, 32] and [m.measured_batch for m in s.measurements] == [1, 32]
+    assert [m.batch_size for m in s.measurements] == [1, 32] and [
+        m.measured_batch for m in s.measurements
+    ] == [1, 32]
     raw = json.loads(MODEL.read_text())["measurements"][1]
     m = s.measurements[1]  # the stored figures, never recomputed
-    assert (m.qps_bytemlperf, m.throughput, m.latency.mean_ms) == (raw["qps_bytemlperf"], raw["throughput"],
-                                                                     raw["latency"]["mean_ms"])
-    assert m.bytemlperf.p99_latency_ms == raw["bytemlperf"]["p99_latency_ms"] and m.power.method == "unavailable"
-    assert m.interval("throughput")["low"] == raw["intervals"]["throughput"]["low"] and m.interval("nothing") is None
+    assert (m.qps_bytemlperf, m.throughput, m.latency.mean_ms) == (
+        raw["qps_bytemlperf"],
+        raw["throughput"],
+        raw["latency"]["mean_ms"],
+    )
+    assert (
+        m.bytemlperf.p99_latency_ms == raw["bytemlperf"]["p99_latency_ms"]
+        and m.power.method == "unavailable"
+    )
+    assert (
+        m.interval("throughput")["low"] == raw["intervals"]["throughput"]["low"]
+        and m.interval("nothing") is None
+    )
     assert s.accuracy[0].metric == "Top-1" and not s.accuracy[0].measured
-    assert s.tables.roofline[0].bound == "memory" and s.tables.c2 == () and s.tables.search_decision is None
+    assert (
+        s.tables.roofline[0].bound == "memory"
+        and s.tables.c2 == ()
+        and s.tables.search_decision is None
+    )
 
 
 def test_a_schema_1_c2_study_reads_its_table():
     rows = RunResult.read(C2).sections.tables.c2
     assert [r.batch_size for r in rows] == [2, 4] and all(r.throughput > 0 for r in rows)
-    assert all(r.efficiency is None and r.reasons["efficiency"].startswith("power unavailable") for r in rows)
+    assert all(
+        r.efficiency is None and r.reasons["efficiency"].startswith("power unavailable")
+        for r in rows
+    )
 
 
 def test_a_result_without_a_backend_or_model_reads_as_none():
     s = RunResult.new("model_benchmark", "failed", {}, {}).sections
-    assert s.backend is None and s.model is None and s.measurements == () and s.session.comparable is None
+    assert (
+        s.backend is None
+        and s.model is None
+        and s.measurements == ()
+        and s.session.comparable is None
+    )
     assert s.environment.kit is None and s.environment.gpus is None
 
 
@@ -78,8 +126,14 @@ def test_a_schema_1_result_is_written_back_at_version_3_and_reads_the_same(tmp_p
     result = RunResult.read(MODEL)
     again = RunResult.read(result.write(tmp_path / "r.json"))
     assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 3
-    assert again.sections.measurements == result.sections.measurements and again.measurements == result.measurements
-    assert again.sections.environment == result.sections.environment and again.sections.backend == result.sections.backend
+    assert (
+        again.sections.measurements == result.sections.measurements
+        and again.measurements == result.measurements
+    )
+    assert (
+        again.sections.environment == result.sections.environment
+        and again.sections.backend == result.sections.backend
+    )
 
 
 def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):
@@ -90,8 +144,12 @@ def test_a_schema_1_result_compares_and_republishes(tmp_path, monkeypatch):
     text, page = compare_runs(MODEL, MODEL, tmp_path / "compare.html")
     assert "resnet50-torch-fp32" in text and page.exists() and "left out" not in text
     card = scorecard.build([MODEL, C2])
-    headline = card[(card.study == "bytemlperf_c600") & (card.model == "resnet50-torch-fp32")
-                    & (card.precision == "FP16") & (card.figure == "QPS")].iloc[0]
+    headline = card[
+        (card.study == "bytemlperf_c600")
+        & (card.model == "resnet50-torch-fp32")
+        & (card.precision == "FP16")
+        & (card.figure == "QPS")
+    ].iloc[0]
     raw = json.loads(MODEL.read_text())["measurements"][1]
     assert headline.measured == raw["qps_bytemlperf"] and headline.verdict == "not comparable"
     result = RunResult.read(MODEL)
@@ -120,20 +178,32 @@ def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_e
 
 def test_the_sections_follow_the_dicts_a_notebook_changes():
     result = RunResult.read(MODEL)
-    result.backend["session"]["placement"] = {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
+    result.backend["session"]["placement"] = {
+        "kernels": 4,
+        "kernels_by_provider": {"CPUExecutionProvider": 1},
+    }
     assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
 
 
 def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
     """torch.compile failing at load (past dynamo's recompile limit) keeps the eager module and says
     so in the session's notes; the compile option alone labelled the scorecard row 'compiled'."""
-    backend = {"name": "torch", "precision": "fp16", "device": "cuda", "options": {"compile": True},
-               "session": {"notes": ["torch.compile failed (recompile limit); fell back to eager"]}}
+    backend = {
+        "name": "torch",
+        "precision": "fp16",
+        "device": "cuda",
+        "options": {"compile": True},
+        "session": {"notes": ["torch.compile failed (recompile limit); fell back to eager"]},
+    }
     result = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "x"}})
     result.backend = backend
-    assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(result)
+    assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(
+        result
+    )
     result.backend = {**backend, "session": {"notes": [], "compile_s": 12.0}}
-    assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(result)
+    assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(
+        result
+    )
 
 
 def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():
@@ -146,15 +216,21 @@ def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():
     account = TimeAccount.from_dict(raw)
     assert account.total_s is None and account.other_s is None
     assert time_split(account, 10.0) == "—"
-    result = RunResult(kind="model_benchmark", name="x", parameters={}, environment={},
-                       tables={"time_account": raw})
+    result = RunResult(
+        kind="model_benchmark",
+        name="x",
+        parameters={},
+        environment={},
+        tables={"time_account": raw},
+    )
     rows = time_table(result).set_index("phase")
     assert rows.loc["timing", "seconds"] == 4.0
     assert pd.isna(rows.loc["total", "seconds"]) and pd.isna(rows.loc["other", "seconds"])
 
 
 def test_a_peak_written_as_a_float_reads_as_whole_bytes():
-    """Resources.peak_rss_bytes is an int (mypy, strict on kit/results/): 1.5e9 reads as 1500000000."""
+    """Resources.peak_rss_bytes is an int (mypy, strict on kit/results/): 1.5e9 reads as
+    1500000000."""
     from kit.results.sections import Resources
 
     assert Resources.from_dict({"peak_rss_bytes": 1.5e9}).peak_rss_bytes == 1_500_000_000

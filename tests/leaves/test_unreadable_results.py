@@ -16,8 +16,12 @@ from tests.publish.test_compare_runs import _measurement
 
 
 def _result(path, schema_version=1):
-    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32",
-                  parameters={"published_precision": "FP16"}, environment={"host": "h"})
+    r = RunResult(
+        ResultKind.MODEL_BENCHMARK,
+        "resnet50-torch-fp32",
+        parameters={"published_precision": "FP16"},
+        environment={"host": "h"},
+    )
     r.measurements = [_measurement(np.random.default_rng(0), 10.0)]
     r.schema_version = schema_version
     r.write(path)
@@ -32,7 +36,8 @@ def _one_error_line(capsys) -> str:
 
 @pytest.mark.slow
 def test_the_batch_reruns_and_kit_site_flags_a_result_of_another_schema_version(
-        outputs, tmp_path, monkeypatch, capsys):
+    outputs, tmp_path, monkeypatch, capsys
+):
     """The batch said 'ok (reused)' and `kit site` exited 0 over a result with schema_version 99."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
@@ -47,7 +52,9 @@ def test_the_batch_reruns_and_kit_site_flags_a_result_of_another_schema_version(
 
     assert kit_main(["site"]) == 1
     line = _one_error_line(capsys)
-    assert str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    assert (
+        str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    )
     assert "`make reproduce` runs them again" in line
     page = (outputs / "index.html").read_text()
     assert "unreadable: row.json: result schema_version 99 is not supported" in page
@@ -55,7 +62,9 @@ def test_the_batch_reruns_and_kit_site_flags_a_result_of_another_schema_version(
 
     assert kit_main(["reproduce", "--hardware", "cpu"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any("ok  row (" in line for line in lines) and not any("(reused)" in line for line in lines), lines
+    assert any("ok  row (" in line for line in lines) and not any(
+        "(reused)" in line for line in lines
+    ), lines
     assert kit_main(["site"]) == 0
 
 
@@ -64,9 +73,13 @@ def test_kit_compare_names_the_file_and_the_version(tmp_path, capsys):
     good = _result(tmp_path / "a.json")
     (tmp_path / "b").mkdir()
     newer = _result(tmp_path / "b" / "row.json", schema_version=99)
-    assert kit_main(["compare", str(good), str(newer.parent), "--out", str(tmp_path / "x.html")]) == 2
+    assert (
+        kit_main(["compare", str(good), str(newer.parent), "--out", str(tmp_path / "x.html")]) == 2
+    )
     line = _one_error_line(capsys)
-    assert str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    assert (
+        str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    )
     assert kit_main(["compare", str(newer), str(good), "--out", str(tmp_path / "x.html")]) == 2
     assert str(newer) in _one_error_line(capsys)
     assert not (tmp_path / "x.html").exists()
@@ -79,17 +92,32 @@ def test_kit_compare_names_a_result_it_left_out_beside_readable_ones(tmp_path, c
     (tmp_path / "b").mkdir()
     _result(tmp_path / "b" / "ok.json")
     newer = _result(tmp_path / "b" / "row.json", schema_version=99)
-    assert kit_main(["compare", str(good), str(tmp_path / "b"), "--out", str(tmp_path / "x.html")]) == 0
+    assert (
+        kit_main(["compare", str(good), str(tmp_path / "b"), "--out", str(tmp_path / "x.html")])
+        == 0
+    )
     out = capsys.readouterr().out
-    assert f"left out, this kit cannot read it: {newer}" in out and "schema_version 99 is not supported" in out
+    assert (
+        f"left out, this kit cannot read it: {newer}" in out
+        and "schema_version 99 is not supported" in out
+    )
     assert "Left out, this kit cannot read it:" in (tmp_path / "x.html").read_text()
 
 
-@pytest.mark.parametrize(("content", "why"), [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a result JSON (not UTF-8 text: a binary file?)"),
-    (b"{\"kind\": ", "not a result JSON (JSONDecodeError: "),
-    (json.dumps({"schema_version": 99}).encode(), "schema_version 99 is not supported (this kit reads 1 to 3)"),
-])
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+            "not a result JSON (not UTF-8 text: a binary file?)",
+        ),
+        (b'{"kind": ', "not a result JSON (JSONDecodeError: "),
+        (
+            json.dumps({"schema_version": 99}).encode(),
+            "schema_version 99 is not supported (this kit reads 1 to 3)",
+        ),
+    ],
+)
 def test_kit_export_bytemlperf_names_a_file_that_is_not_a_result(tmp_path, capsys, content, why):
     """A binary file gave a raw UnicodeDecodeError."""
     bad = tmp_path / "result.json"

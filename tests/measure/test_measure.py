@@ -18,7 +18,9 @@ def test_stops_only_when_duration_and_count_are_both_met():
 
 
 def test_count_rule_wins_when_calls_are_slow():
-    m = measure([lambda: time.sleep(0.01)], 1, MeasureConfig(warmup=0, min_duration_s=0.0, min_count=4))
+    m = measure(
+        [lambda: time.sleep(0.01)], 1, MeasureConfig(warmup=0, min_duration_s=0.0, min_count=4)
+    )
     assert m.latency.count == 4
 
 
@@ -36,7 +38,11 @@ def test_error_in_a_thread_is_raised():
         raise RuntimeError("device lost")
 
     with pytest.raises(RuntimeError, match="device lost"):
-        measure([boom, lambda: None], 1, MeasureConfig(warmup=0, min_count=1, min_duration_s=0, clients=2))
+        measure(
+            [boom, lambda: None],
+            1,
+            MeasureConfig(warmup=0, min_count=1, min_duration_s=0, clients=2),
+        )
 
 
 def test_bytemlperf_qps_trims_twenty_calls_each_end():
@@ -46,8 +52,9 @@ def test_bytemlperf_qps_trims_twenty_calls_each_end():
 
 
 def test_round_trip_keeps_raw_samples():
-    m = BatchMeasurement(batch_size=8, mode="single", threads=1,
-                         calls=[[(0, 2_000_000), (2_000_000, 5_000_000)]])
+    m = BatchMeasurement(
+        batch_size=8, mode="single", threads=1, calls=[[(0, 2_000_000), (2_000_000, 5_000_000)]]
+    )
     again = BatchMeasurement.from_dict(m.to_dict())
     assert again.latency == m.latency
     assert again.throughput == pytest.approx(16 / 0.005)
@@ -60,15 +67,24 @@ def test_latency_stats_percentiles():
     assert s.min_ms == 1.0 and s.max_ms == 100.0
 
 
-@pytest.mark.parametrize("kwargs", [{"min_count": 0}, {"warmup": -1}, {"clients": 2, "replicas": 2},
-                                    {"min_duration_s": 5, "max_duration_s": 1}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"min_count": 0},
+        {"warmup": -1},
+        {"clients": 2, "replicas": 2},
+        {"min_duration_s": 5, "max_duration_s": 1},
+    ],
+)
 def test_bad_config_is_rejected(kwargs):
     with pytest.raises(InvalidParameter):
         MeasureConfig(**kwargs)
 
 
 def test_rounds_give_every_figure_an_interval():
-    m = measure([lambda: time.sleep(0.002)], 4, MeasureConfig(warmup=0, min_duration_s=0.3, min_count=3))
+    m = measure(
+        [lambda: time.sleep(0.002)], 4, MeasureConfig(warmup=0, min_duration_s=0.3, min_count=3)
+    )
     assert m.rounds and len(m.rounds) >= 2
     for name in ("throughput", "qps_bytemlperf", "mean_ms", "p50_ms", "p90_ms", "p99_ms"):
         iv = m.intervals[name]
@@ -78,8 +94,15 @@ def test_rounds_give_every_figure_an_interval():
 
 
 def test_adaptive_length_stops_at_the_target():
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3, max_duration_s=20, target_ci=0.05,
-                        min_rounds=4, round_s=0.05)
+    cfg = MeasureConfig(
+        warmup=0,
+        min_duration_s=0.1,
+        min_count=3,
+        max_duration_s=20,
+        target_ci=0.05,
+        min_rounds=4,
+        round_s=0.05,
+    )
     m = measure([lambda: time.sleep(0.002)], 1, cfg)
     p = m.precision
     assert p["stopped_by"] == "target reached" and p["met"] is True
@@ -89,8 +112,9 @@ def test_adaptive_length_stops_at_the_target():
 
 def test_adaptive_length_stops_at_the_time_limit_and_says_the_target_was_missed():
     rng = np.random.default_rng(0)
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3, max_duration_s=0.6, target_ci=0.001,
-                        round_s=0.05)
+    cfg = MeasureConfig(
+        warmup=0, min_duration_s=0.1, min_count=3, max_duration_s=0.6, target_ci=0.001, round_s=0.05
+    )
     m = measure([lambda: time.sleep(float(rng.choice([0.001, 0.02])))], 1, cfg)
     p = m.precision
     assert p["stopped_by"] == "time limit" and p["met"] is False and p["reached"] > 0.001
@@ -100,20 +124,25 @@ def test_adaptive_length_stops_at_the_time_limit_and_says_the_target_was_missed(
 def test_calls_longer_than_rounds_still_give_an_interval_past_the_time_limit():
     """RoFormer and VideoBERT take 2-3 s a call against a 5 s limit: one call makes a round, and the
     limit waits for three rounds so the figure has an interval."""
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=0.1, target_ci=0.05,
-                        round_s=0.01)
+    cfg = MeasureConfig(
+        warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=0.1, target_ci=0.05, round_s=0.01
+    )
     m = measure([lambda: time.sleep(0.06)], 2, cfg)
     assert len(m.rounds) >= 3 and m.precision["stopped_by"] == "time limit"
     assert m.intervals["throughput"].available and m.wall_time_s < 3 * 0.1 + 0.1
-    quick = MeasureConfig(warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=10, target_ci=0.05,
-                          round_s=0.02)
+    quick = MeasureConfig(
+        warmup=0, min_duration_s=0.05, min_count=1, max_duration_s=10, target_ci=0.05, round_s=0.02
+    )
     short = measure([lambda: None], 1, quick)  # far shorter than a round even on a loaded machine
     ends = [r[0] for r in short.rounds]
-    assert all(b - a >= 3 for a, b in zip([0, *ends[:-1]], ends, strict=True))  # short calls: 3 a round
+    # short calls: 3 a round
+    assert all(b - a >= 3 for a, b in zip([0, *ends[:-1]], ends, strict=True))
 
 
 def test_threads_share_rounds_and_the_stop():
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3, clients=3, target_ci=0.2, round_s=0.03)
+    cfg = MeasureConfig(
+        warmup=0, min_duration_s=0.2, min_count=3, clients=3, target_ci=0.2, round_s=0.03
+    )
     m = measure([lambda: time.sleep(0.002)] * 3, 2, cfg)
     assert all(len(mark) == 3 for mark in m.rounds)
     assert m.intervals["throughput"].available
@@ -122,7 +151,9 @@ def test_threads_share_rounds_and_the_stop():
 
 
 def test_round_trip_keeps_intervals_and_results_without_rounds_get_blocks():
-    m = measure([lambda: time.sleep(0.001)], 2, MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3))
+    m = measure(
+        [lambda: time.sleep(0.001)], 2, MeasureConfig(warmup=0, min_duration_s=0.2, min_count=3)
+    )
     again = BatchMeasurement.from_dict(m.to_dict())
     assert again.intervals == m.intervals and again.precision == m.precision
     # e.g. from an out-of-process backend
@@ -134,6 +165,8 @@ def test_round_trip_keeps_intervals_and_results_without_rounds_get_blocks():
 def test_timed_window_records_noise():
     from kit.measure.window import timed_window
 
-    m = timed_window([lambda: time.sleep(0.001)], 1, MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3))
+    m = timed_window(
+        [lambda: time.sleep(0.001)], 1, MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3)
+    )
     assert set(m.noise) >= {"noisy", "reasons", "thresholds", "freq_mhz"}
     assert m.to_dict()["noise"] == m.noise

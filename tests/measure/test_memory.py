@@ -1,4 +1,5 @@
-"""kit.measure.memory: peak RSS, memory available (from a fake /proc/meminfo and cgroup), the pre-flight check."""
+"""kit.measure.memory: peak RSS, memory available (from a fake /proc/meminfo and cgroup), the
+pre-flight check."""
 
 from __future__ import annotations
 
@@ -76,11 +77,17 @@ def test_a_cgroup_v1_limit_is_seen_as_docker_run_m_gives_it(tmp_path, fake_memor
     """Issue 51: under `docker run -m 3g` on a cgroup v1 host the kit counted the host's 24 GB."""
     meminfo = fake_memory(24_000_000)
     # without a cgroup namespace the recorded path is the host's; the mount is the container's own
-    root, self_cgroup = fake_cgroups(tmp_path, V1_DOCKER, {
-        "memory/memory.limit_in_bytes": f"{3 * GB:.0f}\n",
-        "memory/memory.usage_in_bytes": f"{int(0.9 * GB)}\n",
-        "memory/memory.stat": f"cache 500\ntotal_inactive_file {int(0.4 * GB)}\n"})
-    assert available_bytes(meminfo, root, self_cgroup) == int(2.5 * GB)  # 3 - (0.9 - 0.4 reclaimable)
+    root, self_cgroup = fake_cgroups(
+        tmp_path,
+        V1_DOCKER,
+        {
+            "memory/memory.limit_in_bytes": f"{3 * GB:.0f}\n",
+            "memory/memory.usage_in_bytes": f"{int(0.9 * GB)}\n",
+            "memory/memory.stat": f"cache 500\ntotal_inactive_file {int(0.4 * GB)}\n",
+        },
+    )
+    # 3 - (0.9 - 0.4 reclaimable)
+    assert available_bytes(meminfo, root, self_cgroup) == int(2.5 * GB)
     assert memory.memory_limit_bytes(meminfo, root, self_cgroup) == 3 * GB
     monkeypatch.setattr(memory, "CGROUP", root)
     monkeypatch.setattr(memory, "SELF_CGROUP", self_cgroup)
@@ -91,16 +98,33 @@ def test_a_cgroup_v1_limit_is_seen_as_docker_run_m_gives_it(tmp_path, fake_memor
 
 def test_v1_and_v2_limits_at_every_level_above_the_process_count(tmp_path, fake_memory):
     meminfo = fake_memory(24_000_000)
-    root, self_cgroup = fake_cgroups(tmp_path, "0::/user.slice/job\n", {
-        "user.slice/memory.max": f"{4 * GB:.0f}\n", "user.slice/memory.current": f"{1 * GB:.0f}\n",
-        "user.slice/job/memory.max": "max\n", "user.slice/job/memory.current": "0\n"})
+    root, self_cgroup = fake_cgroups(
+        tmp_path,
+        "0::/user.slice/job\n",
+        {
+            "user.slice/memory.max": f"{4 * GB:.0f}\n",
+            "user.slice/memory.current": f"{1 * GB:.0f}\n",
+            "user.slice/job/memory.max": "max\n",
+            "user.slice/job/memory.current": "0\n",
+        },
+    )
     assert available_bytes(meminfo, root, self_cgroup) == 3 * GB
     assert memory.memory_limit_bytes(meminfo, root, self_cgroup) == 4 * GB
-    root, self_cgroup = fake_cgroups(tmp_path / "v1", "5:memory,cpu:/a/b\n", {
-        "memory/a/memory.limit_in_bytes": f"{2 * GB:.0f}\n", "memory/a/memory.usage_in_bytes": "0\n",
-        "memory/a/b/memory.limit_in_bytes": "9223372036854771712\n", "memory/a/b/memory.usage_in_bytes": "0\n"})
+    root, self_cgroup = fake_cgroups(
+        tmp_path / "v1",
+        "5:memory,cpu:/a/b\n",
+        {
+            "memory/a/memory.limit_in_bytes": f"{2 * GB:.0f}\n",
+            "memory/a/memory.usage_in_bytes": "0\n",
+            "memory/a/b/memory.limit_in_bytes": "9223372036854771712\n",
+            "memory/a/b/memory.usage_in_bytes": "0\n",
+        },
+    )
     assert available_bytes(meminfo, root, self_cgroup) == 2 * GB
-    assert memory.cgroup_limits(root, self_cgroup)[0].where == root / "memory/a/b/memory.limit_in_bytes"
+    assert (
+        memory.cgroup_limits(root, self_cgroup)[0].where
+        == root / "memory/a/b/memory.limit_in_bytes"
+    )
 
 
 def test_check_memory_fails_before_the_step_with_the_figures(fake_memory):
@@ -109,7 +133,9 @@ def test_check_memory_fails_before_the_step_with_the_figures(fake_memory):
     with pytest.raises(InsufficientMemory) as caught:
         check_memory("int8-static", 1 * GB, "converting swin.onnx to int8")
     message = str(caught.value)
-    assert f"converting swin.onnx to int8 needs about {need / GB:.1f} GB, 2.0 GB available" in message
+    assert (
+        f"converting swin.onnx to int8 needs about {need / GB:.1f} GB, 2.0 GB available" in message
+    )
     assert memory.SKIP_CHECK_ENV in message
     assert isinstance(caught.value, KitError) and isinstance(caught.value, MemoryError)
 
@@ -145,8 +171,11 @@ def test_peak_rss_of_this_process_and_its_children():
     import subprocess
     import sys
 
-    out = json.loads(subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                                    check=True).stdout)
+    out = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
+        ).stdout
+    )
     mib = 2**20
     assert out["own"] - out["start"] >= 250 * mib  # the process's own allocation
     assert out["peak_rss_self_bytes"] >= out["own"] - mib  # VmHWM: per-CPU counters, kB jitter
@@ -175,9 +204,11 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 def test_steady_allocator_stops_every_call_from_faulting_its_activations_in_again():
     """glibc's default trims the freed activations after each call, so the next call faults them in
     again (about 100k minor faults over 20 calls here); with the thresholds fixed, none."""
+
     def faults(mode: str) -> tuple[int, str]:
-        out = subprocess.run([sys.executable, "-c", STEADY_ROUNDS, mode], capture_output=True, text=True,
-                             check=True).stdout.split("\n")
+        out = subprocess.run(
+            [sys.executable, "-c", STEADY_ROUNDS, mode], capture_output=True, text=True, check=True
+        ).stdout.split("\n")
         return int(out[-2]), out[0]
 
     default, _ = faults("default")
@@ -191,11 +222,16 @@ def test_a_child_s_peak_is_its_own_not_the_parent_s_it_was_spawned_from(monkeypa
     ru_maxrss counts at the spawn; on a 0.3 GB machine that said 'likely out of memory' for a
     parent's size."""
     monkeypatch.setattr(memory, "own_peak_rss_bytes", lambda: int(1.7 * GB))
-    assert memory.child_peak(int(2.5 * GB), int(1.0 * GB)) == memory.Peak(2.5, 2.5)  # above: the child's
+    # above: the child's
+    assert memory.child_peak(int(2.5 * GB), int(1.0 * GB)) == memory.Peak(2.5, 2.5)
     peak = memory.child_peak(int(1.7 * GB), int(0.2 * GB))
     assert peak == memory.Peak(0.2, 1.7)
-    assert "likely out of memory: peak at least 0.2 GB of 0.3 GB" in memory.oom_message("killed", peak, 0.3)
-    assert "peak at most 1.7 GB of 24.0 GB: far from the memory limit" in memory.oom_message("killed", peak, 24.0)
+    assert "likely out of memory: peak at least 0.2 GB of 0.3 GB" in memory.oom_message(
+        "killed", peak, 0.3
+    )
+    assert "peak at most 1.7 GB of 24.0 GB: far from the memory limit" in memory.oom_message(
+        "killed", peak, 24.0
+    )
     unsure = memory.oom_message("killed", memory.child_peak(int(1.7 * GB), int(0.05 * GB)), 2.0)
     assert "perhaps out of memory: peak between 0.1 and 1.7 GB of 2.0 GB" in unsure
     assert "likely" not in memory.oom_message("killed", memory.child_peak(int(1.7 * GB)), 2.0)

@@ -27,18 +27,28 @@ def test_zero_reference_divides_by_one():
 
 
 def test_several_outputs_are_flattened_together_and_rounded_as_bytemlperf():
-    d = NumericDiff.between([np.zeros((2, 2)), np.ones(3)], [np.full((2, 2), 1e-6), np.ones(3) * 1.123456])
+    d = NumericDiff.between(
+        [np.zeros((2, 2)), np.ones(3)], [np.full((2, 2), 1e-6), np.ones(3) * 1.123456]
+    )
     assert d.elements == 7
     figures = d.bytemlperf()
     assert figures["Max Diff"] == 0.12346 and set(figures) == {
-        "Mean Diff", "Std Diff", "Max Diff", "Max Rel-Diff", "Mean Rel-Diff"}
+        "Mean Diff",
+        "Std Diff",
+        "Max Diff",
+        "Max Rel-Diff",
+        "Mean Rel-Diff",
+    }
 
 
-@pytest.mark.parametrize("ref, got", [
-    ([np.zeros(3)], [np.zeros(3), np.zeros(3)]),
-    ([np.zeros(3)], [np.zeros(4)]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    "ref, got",
+    [
+        ([np.zeros(3)], [np.zeros(3), np.zeros(3)]),
+        ([np.zeros(3)], [np.zeros(4)]),
+        ([], []),
+    ],
+)
 def test_mismatched_outputs_are_a_kit_error(ref, got):
     with pytest.raises(InvalidParameter) as err:
         NumericDiff.between(ref, got)

@@ -1,4 +1,5 @@
-"""kit.measure.power.nvml: the sampler reads the run's board (found by PCI bus id), never the sum of all."""
+"""kit.measure.power.nvml: the sampler reads the run's board (found by PCI bus id), never the sum of
+all."""
 
 from __future__ import annotations
 
@@ -37,12 +38,15 @@ def test_default_is_cuda_device_0_in_pci_order_not_nvml_index_0(host):
     assert "NVML index 1" in sampler.sensor and host.init == 0
 
 
-@pytest.mark.parametrize(("visible", "ordinal", "bus", "watts"), [
-    ("2,0", 0, "00000000:41:00.0", 205.0),  # third board in PCI order; it offers instant power
-    ("2,0", 1, "00000000:01:00.0", 100.0),
-    ("3", 0, "00000000:81:00.0", 300.0),
-    ("GPU-0003", 0, "00000000:21:00.0", 150.0),  # by UUID: NVML index 3
-])
+@pytest.mark.parametrize(
+    ("visible", "ordinal", "bus", "watts"),
+    [
+        ("2,0", 0, "00000000:41:00.0", 205.0),  # third board in PCI order; it offers instant power
+        ("2,0", 1, "00000000:01:00.0", 100.0),
+        ("3", 0, "00000000:81:00.0", 300.0),
+        ("GPU-0003", 0, "00000000:21:00.0", 150.0),  # by UUID: NVML index 3
+    ],
+)
 def test_cuda_visible_devices_picks_the_board(host, monkeypatch, visible, ordinal, bus, watts):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     sampler, read = read_once(SamplerOptions(cuda_device=ordinal))
@@ -52,8 +56,11 @@ def test_cuda_visible_devices_picks_the_board(host, monkeypatch, visible, ordina
 def test_instant_power_where_nvml_offers_it(host, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
     sampler, watts = read_once()
-    assert sampler.instant and watts == pytest.approx(205.0)  # the field, not the 1 s average (200 W)
-    assert sampler.sensor.startswith("NVML NVML_FI_DEV_POWER_INSTANT + nvmlDeviceGetTotalEnergyConsumption")
+    # the field, not the 1 s average (200 W)
+    assert sampler.instant and watts == pytest.approx(205.0)
+    assert sampler.sensor.startswith(
+        "NVML NVML_FI_DEV_POWER_INSTANT + nvmlDeviceGetTotalEnergyConsumption"
+    )
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     plain, _ = read_once()  # board 01:00.0 has no instant field
     assert not plain.instant and any("1 s average" in n for n in plain.notes)
@@ -73,8 +80,13 @@ def test_short_window_is_marked_below_the_sensor_resolution(host):
     with PowerMonitor(select_sampler("cuda"), hz=50) as mon:
         time.sleep(0.1)
     s = mon.summary(100)
-    assert s.method == "measured" and s.energy_method == INTEGRAL and s.mean_w == pytest.approx(100.0)
-    assert any(n.startswith("below the sensor's resolution") and f"{MIN_WINDOW_S:g} s" in n for n in s.notes)
+    assert (
+        s.method == "measured" and s.energy_method == INTEGRAL and s.mean_w == pytest.approx(100.0)
+    )
+    assert any(
+        n.startswith("below the sensor's resolution") and f"{MIN_WINDOW_S:g} s" in n
+        for n in s.notes
+    )
 
 
 def test_long_window_carries_no_resolution_note(host, monkeypatch):
@@ -95,7 +107,10 @@ def test_a_cuda_device_that_is_not_there(host, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     sampler = select_sampler("cuda", SamplerOptions(cuda_device=1))
     assert not sampler.available
-    assert "CUDA device 1 unavailable: this process sees 1 GPU(s) (CUDA_VISIBLE_DEVICES='1')" in sampler.reason
+    assert (
+        "CUDA device 1 unavailable: this process sees 1 GPU(s) (CUDA_VISIBLE_DEVICES='1')"
+        in sampler.reason
+    )
     assert host.init == 0  # NVML shut down again
     assert "lists 4 GPU(s)" in select_sampler("cuda", SamplerOptions(devices=(5,))).reason
 

@@ -76,7 +76,9 @@ class SleepSession(Session):
         return call
 
 
-def make_zone(root: Path, index: int, name: str, energy_uj: int, max_uj: int = 262_143_328_850) -> Path:
+def make_zone(
+    root: Path, index: int, name: str, energy_uj: int, max_uj: int = 262_143_328_850
+) -> Path:
     zone = root / f"intel-rapl:{index}"
     zone.mkdir(parents=True)
     (zone / "name").write_text(name + "\n")
@@ -128,7 +130,9 @@ def test_rapl_zone_names_are_configurable(powercap):
     (dram / "name").write_text("dram\n")
     (dram / "energy_uj").write_text("10\n")
     (dram / "max_energy_range_uj").write_text("65712999613\n")
-    with_dram = make_sampler("rapl", SamplerOptions(powercap_root=powercap, rapl_zones=("package", "dram")))
+    with_dram = make_sampler(
+        "rapl", SamplerOptions(powercap_root=powercap, rapl_zones=("package", "dram"))
+    )
     with_dram.open()
     (dram / "energy_uj").write_text("1000010\n")
     assert sorted(z.name for z in with_dram.zones) == ["dram", "package-0", "package-1"]
@@ -182,9 +186,13 @@ def test_the_real_unavailable_path_on_this_machine():
         pytest.skip("this machine has a powercap tree")
     sampler = select_sampler("cpu")
     assert isinstance(sampler, UnavailableSampler)
-    assert sampler.reason == "rapl: no powercap interface on this machine (/sys/class/powercap missing)"
-    m = SleepSession().measure_window({}, 2, MeasureConfig(warmup=1, min_duration_s=0.02, min_count=3),
-                                      sampler)
+    assert (
+        sampler.reason
+        == "rapl: no powercap interface on this machine (/sys/class/powercap missing)"
+    )
+    m = SleepSession().measure_window(
+        {}, 2, MeasureConfig(warmup=1, min_duration_s=0.02, min_count=3), sampler
+    )
     assert m.power["method"] == "unavailable"
     assert "no powercap interface" in m.power["reason"]
     assert m.power["mean_w"] is None and m.power["samples_per_j"] is None  # never a guess
@@ -228,10 +236,32 @@ def fake_gcipuinfo_module(boards):
 
 def c2_devices(w0="113.7W", w1="80.0W"):
     """Two C2 cards, two IPUs each: every IPU reports its card's board power."""
-    return [{"id": "0", "board serial number": "0340.0004.919062", "total board power": w0, "ipu power": "N/A"},
-            {"id": "1", "board serial number": "0340.0004.919062", "total board power": w0, "ipu power": "N/A"},
-            {"id": "2", "board serial number": "0340.0002.919063", "total board power": w1, "ipu power": "N/A"},
-            {"id": "3", "board serial number": "0340.0002.919063", "total board power": w1, "ipu power": "N/A"}]
+    return [
+        {
+            "id": "0",
+            "board serial number": "0340.0004.919062",
+            "total board power": w0,
+            "ipu power": "N/A",
+        },
+        {
+            "id": "1",
+            "board serial number": "0340.0004.919062",
+            "total board power": w0,
+            "ipu power": "N/A",
+        },
+        {
+            "id": "2",
+            "board serial number": "0340.0002.919063",
+            "total board power": w1,
+            "ipu power": "N/A",
+        },
+        {
+            "id": "3",
+            "board serial number": "0340.0002.919063",
+            "total board power": w1,
+            "ipu power": "N/A",
+        },
+    ]
 
 
 def test_gcipuinfo_counts_each_board_once_and_updates(monkeypatch):
@@ -270,7 +300,9 @@ def test_enable_ipu_monitoring_sets_and_records(monkeypatch):
     monkeypatch.setitem(sys.modules, "gcipuinfo", fake_gcipuinfo_module(c2_devices()))
     with PowerMonitor(make_sampler("gcipuinfo"), hz=20) as mon:
         time.sleep(0.06)
-    assert mon.summary().notes == ["GCDA_MONITOR=1 set by kit.measure.power (was unset) in this process's environment"]
+    assert mon.summary().notes == [
+        "GCDA_MONITOR=1 set by kit.measure.power (was unset) in this process's environment"
+    ]
 
 
 # ---------------------------------------------------------------- gc-monitor / gc-info executables
@@ -303,12 +335,17 @@ def put_on_path(monkeypatch, bin_dir: Path, name: str, script: str) -> None:
 def test_gc_info_fallback_parses_the_documented_output(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "gcipuinfo", None)  # the library is not importable
     log = tmp_path / "argv.log"
-    put_on_path(monkeypatch, tmp_path / "bin", "gc-info", f"""
+    put_on_path(
+        monkeypatch,
+        tmp_path / "bin",
+        "gc-info",
+        f"""
         import sys
         open({str(log)!r}, "a").write(" ".join(sys.argv[1:]) + "\\n")
         assert sys.argv[1:4:2] == ["-d", "-i"], sys.argv
         print({GC_INFO_TEXT!r}.format(id=sys.argv[2]))
-        """)
+        """,
+    )
     sampler = select_sampler("ipu", SamplerOptions(devices=(0, 1)))
     assert sampler.name == "gc-cli" and "gc-info -d N -i" in sampler.sensor
     sampler.open()
@@ -355,7 +392,9 @@ def test_integral_is_exact_for_piecewise_linear_samples():
     series = Series()
     for t, w in [(0.0, 0.0), (0.5, 50.0), (1.0, 100.0), (3.0, 100.0)]:  # irregular spacing
         series.append(t, Reading(watts=w))
-    s = PowerSummary.from_series(series, counter=False, sensor="x", sampler="x", samples_processed=500)
+    s = PowerSummary.from_series(
+        series, counter=False, sensor="x", sampler="x", samples_processed=500
+    )
     assert s.energy_j == pytest.approx(50.0 + 200.0)
     assert s.mean_w == pytest.approx(250.0 / 3.0) and s.mean_w_samples == pytest.approx(62.5)
     assert s.samples_per_j == pytest.approx(2.0) and (s.min_w, s.max_w) == (0.0, 100.0)
@@ -373,8 +412,13 @@ def test_read_errors_are_counted_and_an_all_failing_sensor_is_unavailable():
 
 
 def test_summary_goes_into_the_measurement_and_round_trips():
-    m = timed_window([SleepSession().bind({})], 4, MeasureConfig(warmup=3, min_duration_s=0.1, min_count=5),
-                     FakeSampler(lambda t: 42.0), hz=50)
+    m = timed_window(
+        [SleepSession().bind({})],
+        4,
+        MeasureConfig(warmup=3, min_duration_s=0.1, min_count=5),
+        FakeSampler(lambda t: 42.0),
+        hz=50,
+    )
     p = m.power
     assert p["method"] == "measured" and p["sensor"] == "fake sensor" and p["sampler"] == "fake"
     assert p["samples_processed"] == m.samples
@@ -432,6 +476,7 @@ def test_a_window_shorter_than_the_sensor_resolves_is_flagged():
 def test_a_sensor_that_needs_a_long_window_gets_one():
     """Every window over a sensor with a stated minimum (NVML: 10 s) lasts at least that long,
     whatever the profile asked, and the measurement says the minimum was raised."""
+
     class SlowSensor(FakeSampler):
         name = "slow"
         min_window_s = 0.3
@@ -439,13 +484,16 @@ def test_a_sensor_that_needs_a_long_window_gets_one():
     cfg = MeasureConfig(warmup=0, min_duration_s=0.02, min_count=3, max_duration_s=0.05)
     m = timed_window([SleepSession().bind({})], 4, cfg, SlowSensor())
     assert m.power["window_resolved"] is True and m.power["duration_s"] >= 0.3
-    assert m.extra["power_window"] == ("minimum duration 0.02 s raised to 0.3 s: the power sensor (slow) "
-                                       "resolves no shorter window")
+    assert m.extra["power_window"] == (
+        "minimum duration 0.02 s raised to 0.3 s: the power sensor (slow) "
+        "resolves no shorter window"
+    )
     plain = timed_window([SleepSession().bind({})], 4, cfg, FakeSampler())
     assert "power_window" not in plain.extra and plain.power["duration_s"] < 0.3
     from kit.measure.power.nvml import NvmlSampler
 
-    assert NvmlSampler.min_window_s == 10.0  # so a GPU power window lasts >= 10 s where it is stretched
+    # so a GPU power window lasts >= 10 s where it is stretched
+    assert NvmlSampler.min_window_s == 10.0
 
 
 def test_a_window_not_stretched_for_the_sensor_keeps_its_length_and_its_power_is_indicative():
@@ -457,7 +505,9 @@ def test_a_window_not_stretched_for_the_sensor_keeps_its_length_and_its_power_is
         name = "slow"
         min_window_s = 0.3
 
-    cfg = MeasureConfig(warmup=0, min_duration_s=0.02, min_count=3, max_duration_s=0.05, stretch_for_power=False)
+    cfg = MeasureConfig(
+        warmup=0, min_duration_s=0.02, min_count=3, max_duration_s=0.05, stretch_for_power=False
+    )
     m = timed_window([SleepSession().bind({})], 4, cfg, SlowSensor())
     assert m.power["duration_s"] < 0.3 and "power_window" not in m.extra
     assert m.power["window_resolved"] is False and indicative(m.power).startswith("indicative only")

@@ -67,12 +67,17 @@ def test_interval_text_reciprocal_and_round_trip():
     iv = Interval(10.0, 9.0, 11.0, method="m", rounds=5)
     assert iv.text(".3g") == "10 ± 1" and iv.rel_half_width == pytest.approx(0.1)
     inv = iv.reciprocal(1000.0)
-    assert inv.value == 100.0 and inv.low == pytest.approx(1000 / 11) and inv.high == pytest.approx(1000 / 9)
+    assert (
+        inv.value == 100.0
+        and inv.low == pytest.approx(1000 / 11)
+        and inv.high == pytest.approx(1000 / 9)
+    )
     assert Interval.from_dict(iv.to_dict()) == iv
 
 
 def test_mann_whitney_textbook_example():
-    """scipy.stats.mannwhitneyu docs (Conover's example): U1 = 17, asymptotic p = 0.11134688653314041."""
+    """scipy.stats.mannwhitneyu docs (Conover's example): U1 = 17, asymptotic p =
+    0.11134688653314041."""
     r = mann_whitney_u([19, 22, 16, 29, 24], [20, 11, 17, 12])
     assert r.u == 17.0
     assert r.p_value == pytest.approx(0.11134688653314041, rel=1e-9)
@@ -82,7 +87,8 @@ def test_mann_whitney_ties_are_corrected():
     # all values tied: no evidence of a difference at all
     assert mann_whitney_u([1, 1, 1], [1, 1]).p_value == 1.0
     # hand-worked: x = [1, 2, 2], y = [2, 3, 3]; ranks 1, 3, 3 | 3, 5.5, 5.5 -> U1 = 7 - 6 = 1
-    # tie term: (3^3 - 3) + (2^3 - 2) = 30; var = 9/12 * (7 - 30/30) = 4.5; z = (4.5 - 1 - 0.5)/sqrt(4.5)
+    # tie term: (3^3 - 3) + (2^3 - 2) = 30; var = 9/12 * (7 - 30/30) = 4.5; z = (4.5 - 1 -
+    # 0.5)/sqrt(4.5)
     r = mann_whitney_u([1, 2, 2], [2, 3, 3])
     assert r.u == 1.0
     assert r.p_value == pytest.approx(2 * (1 - NormalDist().cdf(3.0 / math.sqrt(4.5))), rel=1e-12)
@@ -91,8 +97,10 @@ def test_mann_whitney_ties_are_corrected():
 def test_mann_whitney_false_alarm_rate_is_about_five_percent():
     rng = np.random.default_rng(2)
     trials = 2000
-    alarms = sum(mann_whitney_u(rng.integers(0, 6, 12), rng.integers(0, 6, 12)).p_value < 0.05
-                 for _ in range(trials))
+    alarms = sum(
+        mann_whitney_u(rng.integers(0, 6, 12), rng.integers(0, 6, 12)).p_value < 0.05
+        for _ in range(trials)
+    )
     assert 0.025 <= alarms / trials <= 0.07
     shifted = mann_whitney_u(rng.normal(0, 1, 20), rng.normal(2, 1, 20))
     assert shifted.p_value < 1e-4 and shifted.z < 0

@@ -1,5 +1,6 @@
 """Issue 43, item 5: a slow row says where its time went. Every model result keeps the wall seconds
-of each phase (export, search, compile, numerics, timing, ...); the report and the index show them."""
+of each phase (export, search, compile, numerics, timing, ...); the report and the index show
+them."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def test_each_phase_gets_its_own_seconds_and_the_rest_is_other():
     got = account.to_dict()
     assert (got["total_s"], got["other_s"]) == (16.5, 1.5)
     assert [(p["phase"], p["seconds"], p["batch_size"], p["detail"]) for p in got["phases"]] == [
-        ("export", 2.0, None, "resnet50"), ("timing", 10.0, 4, "10 s timed"), ("search", 3.0, 4, "")]
+        ("export", 2.0, None, "resnet50"),
+        ("timing", 10.0, 4, "10 s timed"),
+        ("search", 3.0, 4, ""),
+    ]
     assert by_phase(got) == {"export": 2.0, "search": 3.0, "timing": 10.0, "other": 1.5}
 
 
@@ -68,7 +72,10 @@ def test_a_phase_that_raises_is_still_counted_and_says_so():
 
 def test_a_phase_the_account_does_not_know_is_refused_by_name():
     ran = []
-    with pytest.raises(InvalidParameter, match="'warmup'.*one of export"), TimeAccount().phase("warmup"):
+    with (
+        pytest.raises(InvalidParameter, match="'warmup'.*one of export"),
+        TimeAccount().phase("warmup"),
+    ):
         ran.append(True)
     assert not ran
 
@@ -82,13 +89,18 @@ def slow_loading(fake_backend, monkeypatch):
         return load(self, model, config, batch_size)
 
     monkeypatch.setattr(fake_backend, "load", slow)
-    # outputs shaped as the small resnet50's, so the numerics check compares them with the reference's
-    monkeypatch.setattr("tests.fake_backend.FakeSession.run",
-                        lambda self, inputs: [np.zeros((self.batch_size, 10), dtype=np.float32)])
+    # outputs shaped as the small resnet50's, so the numerics check compares them with the
+    # reference's
+    monkeypatch.setattr(
+        "tests.fake_backend.FakeSession.run",
+        lambda self, inputs: [np.zeros((self.batch_size, 10), dtype=np.float32)],
+    )
     return fake_backend
 
 
-def test_a_model_result_splits_its_seconds_into_export_compile_numerics_and_timing(outputs, slow_loading):
+def test_a_model_result_splits_its_seconds_into_export_compile_numerics_and_timing(
+    outputs, slow_loading
+):
     result = model_benchmark.run({**FAST_MODEL, "check_numerics": True, "min_duration_s": 0.2})
     assert result.status == "ok", result.errors
     account = result.tables["time_account"]
@@ -99,7 +111,8 @@ def test_a_model_result_splits_its_seconds_into_export_compile_numerics_and_timi
         timing, compile_ = phases[("timing", batch)], phases[("compile", batch)]
         # the timed calls are inside the timing phase, the slow load is not
         assert m["wall_time_s"] <= timing["seconds"] < m["wall_time_s"] + LOAD_S
-        assert compile_["seconds"] >= LOAD_S  # the fake backend loads one session (numerics: the reference)
+        # the fake backend loads one session (numerics: the reference)
+        assert compile_["seconds"] >= LOAD_S
         assert f"{m['wall_time_s']:.1f} s timed ({m['latency']['count']} calls" in timing["detail"]
     covered = sum(p["seconds"] for p in account["phases"])
     assert covered <= account["total_s"] + 0.05
@@ -125,7 +138,9 @@ def test_the_report_and_the_index_show_where_the_seconds_went(outputs, fake_back
     assert list(table["phase"])[-2:] == ["other", "total"]
     total = result.tables["time_account"]["total_s"]
     assert table.iloc[-1]["seconds"] == round(total, 1)
-    timing_s = sum(p["seconds"] for p in result.tables["time_account"]["phases"] if p["phase"] == "timing")
+    timing_s = sum(
+        p["seconds"] for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"
+    )
     assert f"timing {timing_s:.1f} s" in table.iloc[-1]["detail"]
     page = indexed(result, outputs)
     assert "<th>Where the seconds went</th>" in page and f"timing {timing_s:.0f}" in page
@@ -140,7 +155,9 @@ def test_an_older_result_without_an_account_says_so():
     assert by_phase({}) == {}
 
 
-def test_a_row_whose_export_fails_still_says_how_long_the_export_ran(outputs, fake_backend, monkeypatch):
+def test_a_row_whose_export_fails_still_says_how_long_the_export_ran(
+    outputs, fake_backend, monkeypatch
+):
     def no_export(*args, **kwargs):
         time.sleep(0.1)
         raise model_benchmark.KitError("torch.onnx.export failed")
@@ -149,19 +166,41 @@ def test_a_row_whose_export_fails_still_says_how_long_the_export_ran(outputs, fa
     result = model_benchmark.run(FAST_MODEL)
     assert result.status == "error"
     (export,) = result.tables["time_account"]["phases"]
-    assert export["phase"] == "export" and export["seconds"] >= 0.1 and "stopped by an error" in export["detail"]
+    assert (
+        export["phase"] == "export"
+        and export["seconds"] >= 0.1
+        and "stopped by an error" in export["detail"]
+    )
 
 
 def test_the_c2_study_accounts_for_its_export_compiles_and_windows(outputs, fake_backend):
     from kit.studies import c2
 
-    result = c2.run(dict(backend="fake", batch_sizes=[2, 4], small=True, warmup=1, min_duration_s=0.05,
-                         target_ci=0.0, min_count=3))
+    result = c2.run(
+        dict(
+            backend="fake",
+            batch_sizes=[2, 4],
+            small=True,
+            warmup=1,
+            min_duration_s=0.05,
+            target_ci=0.0,
+            min_count=3,
+        )
+    )
     assert result.status == "ok", result.errors
     phases = [(p["phase"], p["batch_size"]) for p in result.tables["time_account"]["phases"]]
-    assert phases == [("export", None), ("compile", 2), ("timing", 2), ("compile", 4), ("timing", 4)]
-    for m, p in zip(result.measurements, [p for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"],
-                    strict=True):
+    assert phases == [
+        ("export", None),
+        ("compile", 2),
+        ("timing", 2),
+        ("compile", 4),
+        ("timing", 4),
+    ]
+    for m, p in zip(
+        result.measurements,
+        [p for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"],
+        strict=True,
+    ):
         assert m["wall_time_s"] <= p["seconds"]
 
 
@@ -176,7 +215,8 @@ def test_a_phase_outside_a_study_times_nothing_and_still_checks_its_name():
 
 
 def test_the_timing_detail_names_the_limit_the_window_ran_under_when_stretched_for_power():
-    """Stretched for a sensor that needs 0.3 s, a window asked to stop by 0.05 s ran under a 0.3 s limit."""
+    """Stretched for a sensor that needs 0.3 s, a window asked to stop by 0.05 s ran under a 0.3 s
+    limit."""
     from kit.measure.power.base import PowerSampler, Reading
     from kit.measure.time_account import timing_detail
     from kit.measure.window import MeasureConfig, timed_window
@@ -203,13 +243,26 @@ def test_the_index_cell_adds_what_the_study_did_not_cover_and_survives_odd_accou
     from kit.publish.site import time_split
     from kit.results.tables import TimeAccount
 
-    account = {"total_s": 60.0, "other_s": 2.0, "phases": [{"phase": "export", "seconds": 8.0},
-                                                           {"phase": "timing", "seconds": 50.0}]}
-    assert time_split(TimeAccount.from_dict(account), 70.0) == \
-        "export 8 · timing 50 · other 2 · outside the study 10"
-    assert time_split(TimeAccount.from_dict({"total_s": 12.0, "other_s": 12.0, "phases": []}), 20.0) == \
-        "study 12 · outside the study 8"  # a study that marks no phase (the server scenario)
-    assert time_split(TimeAccount.from_dict({**account, "other_s": None})) == "export 8 · timing 50 · other 0"
+    account = {
+        "total_s": 60.0,
+        "other_s": 2.0,
+        "phases": [{"phase": "export", "seconds": 8.0}, {"phase": "timing", "seconds": 50.0}],
+    }
+    assert (
+        time_split(TimeAccount.from_dict(account), 70.0)
+        == "export 8 · timing 50 · other 2 · outside the study 10"
+    )
+    assert (
+        time_split(TimeAccount.from_dict({"total_s": 12.0, "other_s": 12.0, "phases": []}), 20.0)
+        == "study 12 · outside the study 8"
+    )  # a study that marks no phase (the server scenario)
+    assert (
+        time_split(TimeAccount.from_dict({**account, "other_s": None}))
+        == "export 8 · timing 50 · other 0"
+    )
     newer = {**account, "phases": [*account["phases"], {"phase": "upload", "seconds": 3.0}]}
     assert "upload 3" in time_split(TimeAccount.from_dict(newer))
-    assert time_split(TimeAccount.from_dict(None)) == "—" and time_split(TimeAccount.from_dict("junk")) == "—"
+    assert (
+        time_split(TimeAccount.from_dict(None)) == "—"
+        and time_split(TimeAccount.from_dict("junk")) == "—"
+    )

@@ -1,4 +1,5 @@
-"""Export cache: damaged entries rebuilt with a note, failed exports leave nothing, the child process."""
+"""Export cache: damaged entries rebuilt with a note, failed exports leave nothing, the child
+process."""
 
 from __future__ import annotations
 
@@ -71,9 +72,12 @@ def test_failed_export_leaves_no_temporary_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_export_interrupted_after_its_file_is_written_leaves_nothing_at_its_final_name(tmp_path, monkeypatch):
+def test_an_export_interrupted_after_its_file_is_written_leaves_nothing_at_its_final_name(
+    tmp_path, monkeypatch
+):
     """Issue 51: the file was renamed into place before its FLOPs were counted and its metadata
     written; a Ctrl-C meanwhile left it at its final name without metadata."""
+
     def interrupted(path, inputs):
         raise KeyboardInterrupt
 
@@ -85,16 +89,23 @@ def test_an_export_interrupted_after_its_file_is_written_leaves_nothing_at_its_f
 
 def test_a_sigterm_mid_build_leaves_no_temporary_file(tmp_path):
     """How the batch stops an export child: SIGTERM, after which its `finally` blocks still run."""
-    script = ("import os, signal, sys, time\n"
-              "from kit.cache import building\n"
-              "from kit.models.export_child import exit_on_sigterm\n"
-              "exit_on_sigterm()\n"
-              f"with building({str(tmp_path / 'm.onnx')!r}) as tmp:\n"
-              "    tmp.write_bytes(b'half an export')\n"
-              "    os.kill(os.getpid(), signal.SIGTERM)\n"
-              "    time.sleep(30)\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env=child_environment({}))
+    script = (
+        "import os, signal, sys, time\n"
+        "from kit.cache import building\n"
+        "from kit.models.export_child import exit_on_sigterm\n"
+        "exit_on_sigterm()\n"
+        f"with building({str(tmp_path / 'm.onnx')!r}) as tmp:\n"
+        "    tmp.write_bytes(b'half an export')\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(30)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_environment({}),
+    )
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -105,15 +116,25 @@ def test_export_that_will_not_fit_fails_before_exporting(tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "MEMINFO", meminfo)
     monkeypatch.setattr(memory, "CGROUP", tmp_path / "no-cgroup")
     monkeypatch.delenv(memory.SKIP_CHECK_ENV, raising=False)
-    with pytest.raises(InsufficientMemory, match=f"exporting {RESNET} needs about .* GB, 0.0 GB available"):
+    with pytest.raises(
+        InsufficientMemory, match=f"exporting {RESNET} needs about .* GB, 0.0 GB available"
+    ):
         export_model(RESNET, small=True, cache=tmp_path / "models")
     assert list((tmp_path / "models").iterdir()) == []
 
 
 def test_export_in_a_child_process_records_its_peak_memory(tmp_path):
     entry = MODELS.get(RESNET)
-    model = cached_export(entry, WeightsInfo("random", "seed 0"), None, small=True, seed=0, opset=17,
-                          directory=tmp_path, isolate=True)
+    model = cached_export(
+        entry,
+        WeightsInfo("random", "seed 0"),
+        None,
+        small=True,
+        seed=0,
+        opset=17,
+        directory=tmp_path,
+        isolate=True,
+    )
     assert model.verification["checker"] == "passed"
     assert model.verification["export_peak_rss_bytes"] > 100 * 2**20  # torch alone is more
     assert export_model(RESNET, small=True, cache=tmp_path).onnx_path == model.onnx_path  # cached
@@ -124,14 +145,24 @@ def test_child_errors_come_back_named(tmp_path):
     weights.mkdir()
     (weights / "model.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(KitError, match=f"export of {RESNET} \\(small\\)|model.pt"):
-        cached_export(MODELS.get(RESNET), WeightsInfo("local", str(weights)), weights, small=True,
-                      seed=0, opset=17, directory=tmp_path / "models", isolate=True)
+        cached_export(
+            MODELS.get(RESNET),
+            WeightsInfo("local", str(weights)),
+            weights,
+            small=True,
+            seed=0,
+            opset=17,
+            directory=tmp_path / "models",
+            isolate=True,
+        )
     assert leftovers(tmp_path / "models") == [] and list((tmp_path / "models").iterdir()) == []
 
 
 def test_a_killed_child_is_reported_as_likely_out_of_memory_near_the_limit(tmp_path, monkeypatch):
-    kill = ("import os, signal, time; b = bytearray(200 * 2**20); time.sleep(0.5); "
-            "os.kill(os.getpid(), signal.SIGKILL)")
+    kill = (
+        "import os, signal, time; b = bytearray(200 * 2**20); time.sleep(0.5); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
     with open(tmp_path / "err", "w+") as err:
         status, peak = run_child([sys.executable, "-c", kill], {}, err)
     assert status == -signal.SIGKILL and peak.low_gb > 0.15
@@ -141,8 +172,10 @@ def test_a_killed_child_is_reported_as_likely_out_of_memory_near_the_limit(tmp_p
     monkeypatch.setattr("kit.measure.memory.MEMINFO", tmp_path / "meminfo")
     monkeypatch.setattr("kit.measure.memory.CGROUP", tmp_path / "no-cgroup")
     message = str(child_failure("export of x", status, peak, ""))
-    assert re.fullmatch(r"export of x was killed \(likely out of memory: peak (at least )?0\.\d GB of 0\.3 GB\)",
-                        message)
+    assert re.fullmatch(
+        r"export of x was killed \(likely out of memory: peak (at least )?0\.\d GB of 0\.3 GB\)",
+        message,
+    )
     assert "exit status 3" in str(child_failure("export of x", 3, peak, "Traceback ..."))
 
 
@@ -150,7 +183,10 @@ def test_tensorflow_exports_run_without_onednn_caches():
     """RoFormer's export peaked at 3.60 GB with oneDNN's TensorFlow kernels, 3.38 GB without them
     (benchmarks/memory.py; its target is 3 x 497 MB + 2 GB = 3.49 GB)."""
     env = export_module.EXPORTERS.get("tensorflow").child_env
-    assert env["TF_ENABLE_ONEDNN_OPTS"] == "0" and env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
+    assert (
+        env["TF_ENABLE_ONEDNN_OPTS"] == "0"
+        and env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
+    )
 
 
 def test_an_export_swapped_for_a_file_of_the_same_size_is_rebuilt(tmp_path):

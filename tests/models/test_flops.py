@@ -42,12 +42,16 @@ def test_batched_matmul_counts_every_batch_dim(tmp_path):
 
 
 def test_large_weights_are_not_needed_to_count(tmp_path):
-    """The count runs on a weightless copy: large float initializers become inputs, small ones stay."""
+    """The count runs on a weightless copy: large float initializers become inputs, small ones
+    stay."""
     from kit.models.flops import weightless
 
     w = numpy_helper.from_array(np.ones((64, 48), np.float32), "w")  # 3072 elements: moved
     shape = numpy_helper.from_array(np.array([-1, 64], np.int64), "shape")  # kept: values matter
-    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        helper.make_node("MatMul", ["r", "w"], ["y"]),
+    ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 48])
     path = save(tmp_path, nodes, [x], [y], [w, shape])
@@ -61,15 +65,20 @@ def prompts_model(tmp_path):
     """Images x (batched) against 100 prompts t (not batched), as VideoBERT/CLIP zero-shot does."""
     w = numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")
     perm = [1, 0]
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["xe"]),  # [B,8] x [8,16]
-             helper.make_node("MatMul", ["t", "w"], ["te"]),  # [100,8] x [8,16]: once per call
-             helper.make_node("Transpose", ["te"], ["tt"], perm=perm),
-             helper.make_node("MatMul", ["xe", "tt"], ["y"])]  # [B,16] x [16,100]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xe"]),  # [B,8] x [8,16]
+        helper.make_node("MatMul", ["t", "w"], ["te"]),  # [100,8] x [8,16]: once per call
+        helper.make_node("Transpose", ["te"], ["tt"], perm=perm),
+        helper.make_node("MatMul", ["xe", "tt"], ["y"]),
+    ]  # [B,16] x [16,100]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
     t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [100, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 100])
     path = save(tmp_path, nodes, [x, t], [y], [w])
-    return path, (InputSpec("x", (1, 8), "float32"), InputSpec("t", (100, 8), "float32", batched=False))
+    return path, (
+        InputSpec("x", (1, 8), "float32"),
+        InputSpec("t", (100, 8), "float32", batched=False),
+    )
 
 
 def test_work_on_inputs_that_are_not_batched_is_shared_by_the_call(tmp_path):
@@ -81,10 +90,13 @@ def test_work_on_inputs_that_are_not_batched_is_shared_by_the_call(tmp_path):
     assert shared == 2 * 100 * 8 * 16
     assert count_flops_per_call(path, specs, 4) == shared + 4 * per_sample
     batched_only = (specs[0],)
-    x_path = save(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])],
-                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
-                  [numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")])
+    x_path = save(
+        tmp_path,
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
+        [numpy_helper.from_array(np.zeros((8, 16), np.float32), "w")],
+    )
     assert flops_split(x_path, batched_only) == (2 * 8 * 16, 0.0)
 
 
@@ -97,12 +109,15 @@ def test_an_operand_shape_inference_cannot_see_is_read_from_one_run(tmp_path):
     w = numpy_helper.from_array(np.zeros((64, 5), np.float32), "w")
     minus_one = numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
     one = numpy_helper.from_array(np.array([1], np.int64), "one")
-    nodes = [helper.make_node("NonZero", ["ones"], ["nz"]),  # [1, 64] at run time, [1, ?] statically
-             helper.make_node("Shape", ["nz"], ["nz_shape"]),
-             helper.make_node("Gather", ["nz_shape", "one"], ["width"], axis=0),
-             helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
-             helper.make_node("Reshape", ["x", "target"], ["r"]),
-             helper.make_node("MatMul", ["r", "w"], ["y"])]
+    # [1, 64] at run time, [1, ?] statically
+    nodes = [
+        helper.make_node("NonZero", ["ones"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["nz_shape"]),
+        helper.make_node("Gather", ["nz_shape", "one"], ["width"], axis=0),
+        helper.make_node("Concat", ["minus_one", "width"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("MatMul", ["r", "w"], ["y"]),
+    ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])
     path = save(tmp_path, nodes, [x], [y], [ones, w, minus_one, one])

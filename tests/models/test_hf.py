@@ -18,7 +18,10 @@ TEXT = ["clip-onnx-fp32", "videobert-onnx-fp32"]
 
 def inputs(name: str, dtype: torch.dtype) -> list[torch.Tensor]:
     """Batch 3, the QA masks padded (the first sample from token 200, the third from token 5)."""
-    feeds = [torch.from_numpy(v) for v in make_inputs(MODELS.get(name).inputs_for(True), 3, seed=1).values()]
+    feeds = [
+        torch.from_numpy(v)
+        for v in make_inputs(MODELS.get(name).inputs_for(True), 3, seed=1).values()
+    ]
     if name in MASKED or name == "deberta-torch-fp32":
         feeds[1][0, 200:] = 0
         feeds[1][2, 5:] = 0
@@ -31,7 +34,11 @@ def plain(wrapper, name: str, feeds: list[torch.Tensor]) -> tuple:
         out = wrapper.model(input_ids=feeds[0].long())
         return out.last_hidden_state, out.pooler_output
     if name in TEXT:
-        return (wrapper.model(input_ids=feeds[1], pixel_values=feeds[0]).logits_per_image.softmax(dim=-1),)
+        return (
+            wrapper.model(input_ids=feeds[1], pixel_values=feeds[0]).logits_per_image.softmax(
+                dim=-1
+            ),
+        )
     types = feeds[2] if wrapper.use_token_types else feeds[2] * 0
     out = wrapper.model(input_ids=feeds[0], attention_mask=feeds[1], token_type_ids=types)
     return out.start_logits, out.end_logits
@@ -73,7 +80,9 @@ def exports(tmp_path_factory) -> dict:
     for name in [*MASKED, "clip-onnx-fp32"]:
         entry = MODELS.get(name)
         paths[name] = folder / f"{name}.onnx"
-        export_torch(entry.build(small=True), paths[name], entry.inputs_for(True), entry.outputs, 11)
+        export_torch(
+            entry.build(small=True), paths[name], entry.inputs_for(True), entry.outputs, 11
+        )
     return paths
 
 
@@ -86,7 +95,11 @@ def test_the_export_keeps_bytemlperfs_mask_chain_on_the_mask_input(name, exports
 
 def test_clips_causal_mask_is_a_buffer_made_additive_in_the_graph(exports):
     graph = onnx.load(str(exports["clip-onnx-fp32"])).graph  # the buffer: a Constant (not a weight)
-    causal, = [n.output[0] for n in graph.node if n.op_type == "Constant" and list(n.attribute[0].t.dims) == [1, 1, 77, 77]]
+    (causal,) = [
+        n.output[0]
+        for n in graph.node
+        if n.op_type == "Constant" and list(n.attribute[0].t.dims) == [1, 1, 77, 77]
+    ]
     chain, one, scale = mask_chain(exports["clip-onnx-fp32"], causal)
     assert chain.endswith("Cast-Sub-Mul") and set(chain.split("-")[:-3]) == {"Slice"}, chain
     assert one == 1.0 and scale == torch.finfo(torch.float32).min

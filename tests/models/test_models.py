@@ -1,4 +1,5 @@
-"""Every zoo entry: published input specs, small export + verification, full-size parameter counts."""
+"""Every zoo entry: published input specs, small export + verification, full-size parameter
+counts."""
 
 import csv
 import time
@@ -22,7 +23,10 @@ def published() -> dict[str, dict[str, dict]]:
     for row in csv.DictReader(PUBLISHED.open()):
         shape = tuple(int(x) for x in row["shape"].split("x"))
         table.setdefault(row["model"], {})[row["input_name"]] = {
-            "shape": shape, "dtype": row["dtype"], "batched": row["batched"] == "True"}
+            "shape": shape,
+            "dtype": row["dtype"],
+            "batched": row["batched"] == "True",
+        }
     return table
 
 
@@ -42,7 +46,11 @@ def test_entry_inputs_match_published_spec(name):
     assert {i.name for i in entry.inputs} == set(expected)
     for spec in entry.inputs:
         row = expected[spec.name]
-        assert (spec.shape, spec.dtype, spec.batched) == (row["shape"], row["dtype"], row["batched"])
+        assert (spec.shape, spec.dtype, spec.batched) == (
+            row["shape"],
+            row["dtype"],
+            row["batched"],
+        )
 
 
 def test_unknown_model_lists_known_ones():
@@ -52,16 +60,22 @@ def test_unknown_model_lists_known_ones():
 
 def onnx_inputs(path: Path) -> dict[str, tuple[str, int]]:
     proto = onnx.load(str(path), load_external_data=False)
-    return {v.name: (ONNX_DTYPES[v.type.tensor_type.elem_type], len(v.type.tensor_type.shape.dim))
-            for v in proto.graph.input}
+    return {
+        v.name: (ONNX_DTYPES[v.type.tensor_type.elem_type], len(v.type.tensor_type.shape.dim))
+        for v in proto.graph.input
+    }
 
 
 @pytest.mark.parametrize("name", model_names())
 def test_small_export_matches_spec_and_verifies(name, cache):
     model = export_model(name, small=True, cache=cache)
     entry = get_entry(name)
-    expected = published().get(name, {i.name: {"dtype": i.dtype, "shape": i.shape} for i in entry.inputs})
-    assert onnx_inputs(model.onnx_path) == {n: (r["dtype"], len(r["shape"])) for n, r in expected.items()}
+    expected = published().get(
+        name, {i.name: {"dtype": i.dtype, "shape": i.shape} for i in entry.inputs}
+    )
+    assert onnx_inputs(model.onnx_path) == {
+        n: (r["dtype"], len(r["shape"])) for n, r in expected.items()
+    }
     assert model.verification["checker"] == "passed"
     assert model.verification["ort_max_abs_diff"] < 1e-4
     assert model.flops_per_sample and model.flops_per_sample > 0
@@ -92,12 +106,22 @@ def test_input_generators_stay_in_range():
     ids = get_entry("bert-torch-fp32").inputs
     batch = {s.name: s.generate(2, np.random.default_rng(0)) for s in ids}
     assert batch["input_ids.1"].max() < 30522 and np.all(batch["attention_mask.1"] == 1)
-    assert get_entry("roberta-torch-fp32").inputs[2].generate(2, np.random.default_rng(0)).max() == 0
+    assert (
+        get_entry("roberta-torch-fp32").inputs[2].generate(2, np.random.default_rng(0)).max() == 0
+    )
 
 
-TORCH_FULL = ["resnet50-torch-fp32", "resnext101-c2", "swin-large-torch-fp32", "bert-torch-fp32",
-              "albert-torch-fp32", "roberta-torch-fp32", "deberta-torch-fp32", "clip-onnx-fp32",
-              "videobert-onnx-fp32"]
+TORCH_FULL = [
+    "resnet50-torch-fp32",
+    "resnext101-c2",
+    "swin-large-torch-fp32",
+    "bert-torch-fp32",
+    "albert-torch-fp32",
+    "roberta-torch-fp32",
+    "deberta-torch-fp32",
+    "clip-onnx-fp32",
+    "videobert-onnx-fp32",
+]
 
 
 @pytest.mark.parametrize("name", TORCH_FULL)
@@ -113,10 +137,21 @@ def test_full_size_parameter_count_matches_published_architecture(name):
 
 
 def test_published_reference_counts():
-    refs = {n: get_entry(n).reference_params for n in
-            ("resnext101-c2", "resnet50-torch-fp32", "bert-torch-fp32", "swin-large-torch-fp32")}
-    assert refs == {"resnext101-c2": 44.2e6, "resnet50-torch-fp32": 25.6e6,
-                    "bert-torch-fp32": 110e6, "swin-large-torch-fp32": 197e6}
+    refs = {
+        n: get_entry(n).reference_params
+        for n in (
+            "resnext101-c2",
+            "resnet50-torch-fp32",
+            "bert-torch-fp32",
+            "swin-large-torch-fp32",
+        )
+    }
+    assert refs == {
+        "resnext101-c2": 44.2e6,
+        "resnet50-torch-fp32": 25.6e6,
+        "bert-torch-fp32": 110e6,
+        "swin-large-torch-fp32": 197e6,
+    }
 
 
 @pytest.mark.slow

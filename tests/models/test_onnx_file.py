@@ -13,14 +13,20 @@ def relu_model(tmp_path, dims):
     ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 7])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
     z = helper.make_tensor_value_info("z", TensorProto.INT64, ["batch", 7])
-    return save_graph(tmp_path / "user.onnx", [helper.make_node("Relu", ["x"], ["y"]),
-                                                helper.make_node("Identity", ["ids"], ["z"])], [x, ids], [y, z])
+    return save_graph(
+        tmp_path / "user.onnx",
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Identity", ["ids"], ["z"])],
+        [x, ids],
+        [y, z],
+    )
 
 
 def test_static_inputs_read_from_file(tmp_path):
     model = load_onnx_file(relu_model(tmp_path, ["batch", 3, 5]))
     assert [(i.name, i.shape, i.dtype, i.batched) for i in model.inputs] == [
-        ("x", (1, 3, 5), "float32", True), ("ids", (1, 7), "int64", True)]
+        ("x", (1, 3, 5), "float32", True),
+        ("ids", (1, 7), "int64", True),
+    ]
     assert model.outputs == ("y", "z") and model.weights.source == "local"
     feeds = model.make_inputs(4)
     out = ort.InferenceSession(str(model.onnx_path)).run(None, feeds)
@@ -39,15 +45,21 @@ def test_dynamic_dims_besides_batch_must_be_given(tmp_path):
         load_onnx_file(path, input_shapes={"nope": (1,)})
 
 
-def test_input_shapes_that_contradict_a_fixed_dimension_name_the_input_the_index_and_both_values(tmp_path):
-    """Issue 51: only the rank was checked; a contradicted fixed dimension was a raw ONNX Runtime error."""
+def test_input_shapes_that_contradict_a_fixed_dimension_name_the_input_the_index_and_both_values(
+    tmp_path,
+):
+    """Issue 51: only the rank was checked; a contradicted fixed dimension was a raw ONNX Runtime
+    error."""
     path = relu_model(tmp_path, ["batch", 3, "length"])
     with pytest.raises(InvalidParameter, match=r"input x: dim 1 is 3 in the file, not 4") as caught:
         load_onnx_file(path, input_shapes={"x": (1, 4, 11)})
     assert "(?, 3, ?)" in str(caught.value)
     with pytest.raises(InvalidParameter, match=r"input ids: dim 1 is 7 in the file, not 8"):
         load_onnx_file(path, input_shapes={"x": (1, 3, 11), "ids": (1, 8)})
-    assert load_onnx_file(path, input_shapes={"x": (1, 3, 11), "ids": (1, 7)}).inputs[1].shape == (1, 7)
+    assert load_onnx_file(path, input_shapes={"x": (1, 3, 11), "ids": (1, 7)}).inputs[1].shape == (
+        1,
+        7,
+    )
 
 
 def test_fixed_first_dim_is_not_batched(tmp_path):
@@ -69,8 +81,12 @@ def fixed_model(tmp_path, batch=2):
     text = helper.make_tensor_value_info("text", TensorProto.INT64, [100, 77])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 16])
     t = helper.make_tensor_value_info("t", TensorProto.INT64, [100, 77])
-    return save_graph(tmp_path / "fixed.onnx", [helper.make_node("Relu", ["x"], ["y"]),
-                                                 helper.make_node("Identity", ["text"], ["t"])], [x, text], [y, t])
+    return save_graph(
+        tmp_path / "fixed.onnx",
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Identity", ["text"], ["t"])],
+        [x, text],
+        [y, t],
+    )
 
 
 def test_fixed_batch_model_runs_only_at_its_own_size(tmp_path):
@@ -78,13 +94,18 @@ def test_fixed_batch_model_runs_only_at_its_own_size(tmp_path):
     model = load_onnx_file(fixed_model(tmp_path, 2))
     assert model.fixed_batch_size == 2 and model.dynamic_batch is False
     assert [(i.name, i.shape, i.batched) for i in model.inputs] == [
-        ("x", (1, 16), True), ("text", (100, 77), False)]
+        ("x", (1, 16), True),
+        ("text", (100, 77), False),
+    ]
     assert model.check_batch_size(2) == 2
     feeds = model.make_inputs(2)
     assert feeds["x"].shape == (2, 16) and feeds["text"].shape == (100, 77)
     assert ort.InferenceSession(str(model.onnx_path)).run(None, feeds)[0].shape == (2, 16)
     for wrong in (1, 4):
-        with pytest.raises(InvalidParameter, match=r"2 only: fixed.onnx has a fixed batch dimension \(x \[2, 16\]\)"):
+        with pytest.raises(
+            InvalidParameter,
+            match=r"2 only: fixed.onnx has a fixed batch dimension \(x \[2, 16\]\)",
+        ):
             model.check_batch_size(wrong)
         with pytest.raises(InvalidParameter, match="batch_sizes=\\[2\\]"):
             model.make_inputs(wrong)
@@ -98,13 +119,23 @@ def test_dynamic_model_takes_any_batch_size(tmp_path):
 
 
 def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path):
-    """Issue 14 #2 end to end: batch 2 is measured, batches 1 and 4 fail with the reason; no scaled QPS."""
+    """Issue 14 #2 end to end: batch 2 is measured, batches 1 and 4 fail with the reason; no scaled
+    QPS."""
     from kit.studies import model_benchmark
 
     path = fixed_model(tmp_path, 2)
-    result = model_benchmark.run({"model": str(path), "batch_sizes": [1, 2, 4], "min_duration_s": 0.05,
-                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False,
-                                  "target_ci": 0.0})
+    result = model_benchmark.run(
+        {
+            "model": str(path),
+            "batch_sizes": [1, 2, 4],
+            "min_duration_s": 0.05,
+            "min_count": 3,
+            "warmup": 1,
+            "accuracy": False,
+            "power": False,
+            "target_ci": 0.0,
+        }
+    )
     assert [m["batch_size"] for m in result.measurements] == [2]
     assert result.status == "error" and len(result.errors) == 2
     assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)
@@ -116,8 +147,12 @@ def fp16_model(tmp_path):
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 4])
-    w = helper.make_tensor("w", TensorProto.FLOAT16, [8, 4], np.ones((8, 4), np.float16).tobytes(), raw=True)
-    return save_graph(tmp_path / "half.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])], [x], [y], [w])
+    w = helper.make_tensor(
+        "w", TensorProto.FLOAT16, [8, 4], np.ones((8, 4), np.float16).tobytes(), raw=True
+    )
+    return save_graph(
+        tmp_path / "half.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])], [x], [y], [w]
+    )
 
 
 def test_an_fp16_file_at_the_default_precision_is_run_labelled_and_judged_as_fp16(tmp_path):
@@ -127,9 +162,19 @@ def test_an_fp16_file_at_the_default_precision_is_run_labelled_and_judged_as_fp1
     path = fp16_model(tmp_path)
     assert load_onnx_file(path).precision == "fp16"
     assert load_onnx_file(relu_model(tmp_path, ["batch", 3])).precision == "fp32"
-    result = model_benchmark.run({"model": str(path), "batch_sizes": [2], "min_duration_s": 0.05,
-                                  "min_count": 3, "warmup": 1, "accuracy": False, "power": False,
-                                  "target_ci": 0.0, "roofline": False})
+    result = model_benchmark.run(
+        {
+            "model": str(path),
+            "batch_sizes": [2],
+            "min_duration_s": 0.05,
+            "min_count": 3,
+            "warmup": 1,
+            "accuracy": False,
+            "power": False,
+            "target_ci": 0.0,
+            "roofline": False,
+        }
+    )
     assert result.status == "ok", result.errors
     assert result.backend["precision"] == "fp16"
     assert "fp16: the file's own graph, no fp32 exists" in result.numerics[0]["reference"]

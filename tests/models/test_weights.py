@@ -72,7 +72,9 @@ def test_replacing_local_weights_changes_the_export_cache_key(tmp_path):
     (tmp_path / "model.pt").write_bytes(b"second, longer")
     os.utime(tmp_path / "model.pt", ns=(1, 1))
     assert cache_key(entry, info, False, 17, tmp_path) != first
-    assert cache_key(entry, info, False, 17, tmp_path) == cache_key(entry, info, False, 17, tmp_path)
+    assert cache_key(entry, info, False, 17, tmp_path) == cache_key(
+        entry, info, False, 17, tmp_path
+    )
 
 
 def _safetensors(path, tensors=None):
@@ -82,13 +84,16 @@ def _safetensors(path, tensors=None):
     return path
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda b: b"", "empty"),
-    (lambda b: b[:5], "shorter than a safetensors header"),
-    (lambda b: (10 ** 9).to_bytes(8, "little") + b[8:], "header length 1000000000"),
-    (lambda b: b[:8] + b"\xff" * (len(b) - 8), "not JSON"),
-    (lambda b: b[:-10], "truncated file"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b"", "empty"),
+        (lambda b: b[:5], "shorter than a safetensors header"),
+        (lambda b: (10**9).to_bytes(8, "little") + b[8:], "header length 1000000000"),
+        (lambda b: b[:8] + b"\xff" * (len(b) - 8), "not JSON"),
+        (lambda b: b[:-10], "truncated file"),
+    ],
+)
 def test_damaged_safetensors_is_named(tmp_path, damage, message):
     from kit.errors import CorruptModel
 
@@ -113,11 +118,14 @@ def test_safetensors_entry_whose_size_disagrees_with_its_shape(tmp_path):
         check_safetensors(path)
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("model.pt", b"PK\x03\x04 cut short", "neither a zip archive|damaged archive"),
-    ("model.pt", b"hello, not a checkpoint", "neither a zip archive"),
-    ("model.weights.h5", b"not hdf5 at all", "no HDF5 signature"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("model.pt", b"PK\x03\x04 cut short", "neither a zip archive|damaged archive"),
+        ("model.pt", b"hello, not a checkpoint", "neither a zip archive"),
+        ("model.weights.h5", b"not hdf5 at all", "no HDF5 signature"),
+    ],
+)
 def test_damaged_pt_and_h5_are_named(tmp_path, name, content, message):
     from kit.errors import CorruptModel
 
@@ -149,7 +157,9 @@ def test_wrongly_shaped_weights_name_the_file_tensor_and_shapes(tmp_path):
     state = {k: v for k, v in build_resnet50(small=True).state_dict().items()}
     state["fc.weight"] = torch.zeros(3, 7)
     torch.save(state, tmp_path / "model.pt")
-    with pytest.raises(CorruptModel, match=r"model.pt does not fit ResNet: wrong shape \['fc.weight \[3, 7\]"):
+    with pytest.raises(
+        CorruptModel, match=r"model.pt does not fit ResNet: wrong shape \['fc.weight \[3, 7\]"
+    ):
         build_resnet50(small=True, weights_dir=tmp_path)
     from safetensors.torch import save_file
 
@@ -172,12 +182,19 @@ def test_the_torch_backend_runs_the_weights_the_export_ran(tmp_path, from_hub):
     weights = tmp_path / "weights"
     weights.mkdir()
     source = build_resnet50(small=True, seed=7)
-    torch.save({k: v for k, v in source.state_dict().items() if not k.endswith("num_batches_tracked")},
-               weights / "model.pt")
+    torch.save(
+        {k: v for k, v in source.state_dict().items() if not k.endswith("num_batches_tracked")},
+        weights / "model.pt",
+    )
     if from_hub:
         (weights / HUB_MARKER).write_text("someone/resnet50\n")
-    model = export_model("resnet50-torch-fp32", small=True, weights=str(weights), cache=tmp_path / "cache")
-    assert model.weights.source == ("hub" if from_hub else "local") and model.weights.directory == weights
+    model = export_model(
+        "resnet50-torch-fp32", small=True, weights=str(weights), cache=tmp_path / "cache"
+    )
+    assert (
+        model.weights.source == ("hub" if from_hub else "local")
+        and model.weights.directory == weights
+    )
     torch_backend.built_module.cache_clear()
     session = get_backend("torch").load(model, BackendConfig(), 1)
     assert torch.equal(session.module.fc.weight, source.fc.weight)

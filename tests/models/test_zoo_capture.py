@@ -26,7 +26,8 @@ GRAPH = BackendConfig("fp16", "cuda", options={"cuda_graph": True})
 def gpu(monkeypatch):
     """torch sees a GPU (the double); transformers does not see the capture. It asks
     `torch.cuda.is_current_stream_capturing()` (the double answers as CUDA does) and then skips its
-    host reads, but not every version or code path asks: the kit's models must capture either way."""
+    host reads, but not every version or code path asks: the kit's models must capture either
+    way."""
     import transformers.utils.import_utils as hf_utils
 
     double = install(monkeypatch)
@@ -38,16 +39,28 @@ def gpu(monkeypatch):
 
 
 def small_model(name: str) -> ExportedModel:
-    """The zoo entry as a session loads it (the torch backend builds the framework model, not the file)."""
+    """The zoo entry as a session loads it (the torch backend builds the framework model, not the
+    file)."""
     entry = MODELS.get(name)
-    return ExportedModel(name=name, onnx_path=Path("unused.onnx"), inputs=entry.inputs_for(True),
-                         outputs=entry.outputs, weights=WeightsInfo("random", "seed 0"), small=True,
-                         framework="torch", task=entry.task)
+    return ExportedModel(
+        name=name,
+        onnx_path=Path("unused.onnx"),
+        inputs=entry.inputs_for(True),
+        outputs=entry.outputs,
+        weights=WeightsInfo("random", "seed 0"),
+        small=True,
+        framework="torch",
+        task=entry.task,
+    )
 
 
 def eager_reads(double, model: ExportedModel) -> int:
     """Device values the eager host-to-host call reads back on the host (a round trip each)."""
-    call = get_backend("torch").load(model, BackendConfig("fp16", "cuda"), 2).bind(model.make_inputs(2))
+    call = (
+        get_backend("torch")
+        .load(model, BackendConfig("fp16", "cuda"), 2)
+        .bind(model.make_inputs(2))
+    )
     before = double.reads
     call()
     return double.reads - before
@@ -58,41 +71,60 @@ def test_every_torch_zoo_model_captures_and_reads_nothing_back(name, gpu):
     model = small_model(name)
     captures = gpu.captures
     session = get_backend("torch").load(model, GRAPH, 2)
-    assert gpu.captures == captures + 1 and "captured in one CUDA graph" in session.description["mode"]
+    assert (
+        gpu.captures == captures + 1 and "captured in one CUDA graph" in session.description["mode"]
+    )
     assert eager_reads(gpu, model) == 0
 
 
-def test_without_the_additive_mask_bert_neither_captures_nor_runs_without_a_round_trip(gpu, monkeypatch):
+def test_without_the_additive_mask_bert_neither_captures_nor_runs_without_a_round_trip(
+    gpu, monkeypatch
+):
     """transformers' own mask code reads the 2D mask back (`padding_mask.all()`) every call; the
     failure names that frame."""
     monkeypatch.setattr(hf, "additive_mask", lambda mask, dtype: mask)
     model = small_model("bert-torch-fp32")
-    with pytest.raises(BackendUnavailable, match=r"is_nonzero.*reads a device value.*\) at .*transformers"
-                                                 r"/masking_utils.py:\d+ _ignore_bidirectional_mask_sdpa"):
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"is_nonzero.*reads a device value.*\) at .*transformers"
+        r"/masking_utils.py:\d+ _ignore_bidirectional_mask_sdpa",
+    ):
         get_backend("torch").load(model, GRAPH, 2)
     assert eager_reads(gpu, model) == 1
 
 
-# ------------------------------------------------ each capture rule, broken on purpose in the kit's forward
+# ---------------------------------------- each capture rule, broken on purpose in the kit's forward
 
 
 def reads_mask_on_host(t):
     return t * 2 if bool((t > -100).all()) else t
 
 
-@pytest.mark.parametrize(("broken", "message"), [
-    (reads_mask_on_host, "is_nonzero.*reads a device value"),
-    (lambda t: t * float(t.sum()), "(item|_local_scalar_dense).*reads a device value"),
-    (lambda t: t * int(torch.equal(t, t)), "equal.*reads a device value"),
-    (lambda t: t * len(t.nonzero()), "nonzero.*reads a device value"),
-    (lambda t: t * t.max().item(), "(item|_local_scalar_dense).*waits for the GPU"),
-    (lambda t: t + torch.tensor(0.0, device=t.device), "torch.tensor/as_tensor on cpu: a copy from pageable"),
-    (lambda t: t + torch.as_tensor(np.zeros(1, np.float16), device=t.device), "as_tensor on cpu"),
-    (lambda t: t + torch.tensor([0.0, 1.0], dtype=t.dtype)[:, None, None, None], "a copy from pageable host memory"),
-    (lambda t: t[[0, 1]], "a host index into a device tensor"),
-    (lambda t: t[torch.tensor([1, 0])], "a host index into a device tensor"),
-    (lambda t: t[t > 0].sum() + t, "a boolean mask index reads its count back"),
-])
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (reads_mask_on_host, "is_nonzero.*reads a device value"),
+        (lambda t: t * float(t.sum()), "(item|_local_scalar_dense).*reads a device value"),
+        (lambda t: t * int(torch.equal(t, t)), "equal.*reads a device value"),
+        (lambda t: t * len(t.nonzero()), "nonzero.*reads a device value"),
+        (lambda t: t * t.max().item(), "(item|_local_scalar_dense).*waits for the GPU"),
+        (
+            lambda t: t + torch.tensor(0.0, device=t.device),
+            "torch.tensor/as_tensor on cpu: a copy from pageable",
+        ),
+        (
+            lambda t: t + torch.as_tensor(np.zeros(1, np.float16), device=t.device),
+            "as_tensor on cpu",
+        ),
+        (
+            lambda t: t + torch.tensor([0.0, 1.0], dtype=t.dtype)[:, None, None, None],
+            "a copy from pageable host memory",
+        ),
+        (lambda t: t[[0, 1]], "a host index into a device tensor"),
+        (lambda t: t[torch.tensor([1, 0])], "a host index into a device tensor"),
+        (lambda t: t[t > 0].sum() + t, "a boolean mask index reads its count back"),
+    ],
+)
 def test_each_capture_rule_fails_a_kit_forward_that_breaks_it(gpu, monkeypatch, broken, message):
     """The refusal and the kit's message name the rule and the frame that broke it (this file)."""
     real = torch_backend.TorchSession.device_outputs
@@ -102,18 +134,26 @@ def test_each_capture_rule_fails_a_kit_forward_that_breaks_it(gpu, monkeypatch, 
 
     monkeypatch.setattr(torch_backend.TorchSession, "device_outputs", breaking)
     model = small_model("resnet50-torch-fp32")
-    get_backend("torch").load(model, BackendConfig("fp16", "cuda"), 2).bind(model.make_inputs(2))()  # eager runs it
-    with pytest.raises(BackendUnavailable, match=f"capture failed .*{message}.*\\) at .*test_zoo_capture.py:\\d+"):
+    get_backend("torch").load(model, BackendConfig("fp16", "cuda"), 2).bind(
+        model.make_inputs(2)
+    )()  # eager runs it
+    with pytest.raises(
+        BackendUnavailable, match=f"capture failed .*{message}.*\\) at .*test_zoo_capture.py:\\d+"
+    ):
         get_backend("torch").load(model, GRAPH, 2)
 
 
-@pytest.mark.parametrize("allowed", [
-    lambda t: t * torch.tensor(2.0, dtype=t.dtype),  # a host 0-dim scalar: read on the host at launch
-    lambda t: t[:, :, : int(torch.tensor(3) - 1)],  # host arithmetic, a host value as a size
-    lambda t: t + torch.as_tensor(t),  # already a device tensor: no copy
-    lambda t: t[torch.arange(2, device=t.device)],  # a device index
-    lambda t: t * torch.zeros((), device=t.device, dtype=t.dtype),  # made on the device
-])
+@pytest.mark.parametrize(
+    "allowed",
+    [
+        # a host 0-dim scalar: read on the host at launch
+        lambda t: t * torch.tensor(2.0, dtype=t.dtype),
+        lambda t: t[:, :, : int(torch.tensor(3) - 1)],  # host arithmetic, a host value as a size
+        lambda t: t + torch.as_tensor(t),  # already a device tensor: no copy
+        lambda t: t[torch.arange(2, device=t.device)],  # a device index
+        lambda t: t * torch.zeros((), device=t.device, dtype=t.dtype),  # made on the device
+    ],
+)
 def test_what_a_capture_allows_the_double_allows(gpu, allowed):
     host = pinned_host_inputs([np.ones((2, 3, 4, 4), np.float32)], None)
     GraphCall(lambda tensors: [allowed(tensors[0])], host, "cpu")
@@ -123,7 +163,11 @@ def test_what_a_capture_allows_the_double_allows(gpu, allowed):
 def test_the_double_says_when_a_capture_is_under_way_and_counts_reads_outside_one(gpu):
     seen = []
     host = pinned_host_inputs([np.ones(2, np.float32)], None)
-    GraphCall(lambda tensors: seen.append(torch.cuda.is_current_stream_capturing()) or [tensors[0] + 1], host, "cpu")
+    GraphCall(
+        lambda tensors: seen.append(torch.cuda.is_current_stream_capturing()) or [tensors[0] + 1],
+        host,
+        "cpu",
+    )
     assert seen[-1] is True and seen[0] is False  # the warm-up calls run before the capture
     before = gpu.reads
     assert bool(torch.ones(2).all()) and gpu.reads == before + 1  # a device value, read on the host

@@ -42,14 +42,27 @@ class gcipuinfo:  # noqa: N801 - the SDK's class name
 
     def getDevices(self):  # noqa: N802
         monitored = os.environ.get("GCDA_MONITOR") == "1"
-        boards = [_watts(w) if monitored else "N/A"
-                  for w in os.environ.get("KIT_GCIPUINFO_DOUBLE_W", "95.5").split(",")]
+        boards = [
+            _watts(w) if monitored else "N/A"
+            for w in os.environ.get("KIT_GCIPUINFO_DOUBLE_W", "95.5").split(",")
+        ]
         version = DeviceManager().ipu_hardware_version()
-        board = os.environ.get("KIT_GCIPUINFO_DOUBLE_BOARD") or {"ipu21": "C600"}.get(version, "M2000")
-        return [_StringMap({"id": str(i), "board serial number": f"0063.0063.82239{i % len(boards) + 1}",
-                            "total board power": boards[i % len(boards)], "ipu architecture": version,
-                            "board type": board, "board variant": board})
-                for i in range(DeviceManager().get_num_devices())]
+        board = os.environ.get("KIT_GCIPUINFO_DOUBLE_BOARD") or {"ipu21": "C600"}.get(
+            version, "M2000"
+        )
+        return [
+            _StringMap(
+                {
+                    "id": str(i),
+                    "board serial number": f"0063.0063.82239{i % len(boards) + 1}",
+                    "total board power": boards[i % len(boards)],
+                    "ipu architecture": version,
+                    "board type": board,
+                    "board variant": board,
+                }
+            )
+            for i in range(DeviceManager().get_num_devices())
+        ]
 
 
 def _watts(text):

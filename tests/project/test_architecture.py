@@ -1,5 +1,5 @@
-"""The floors of kit/ (docs/architecture.md): the import-linter contract, no import cycles, and no kit
-import hidden inside a function unless the imported module needs an optional heavy library."""
+"""The floors of kit/ (docs/architecture.md): the import-linter contract, no import cycles, and no
+kit import hidden inside a function unless the imported module needs an optional heavy library."""
 
 from __future__ import annotations
 
@@ -14,9 +14,31 @@ import pytest
 
 KIT = Path(__file__).resolve().parents[2] / "kit"
 #: Libraries heavy enough (or optional enough) to import only when used.
-HEAVY = {"torch", "tensorflow", "tf2onnx", "transformers", "openvino", "nncf", "poprt", "dask", "distributed",
-         "keras", "onnxruntime", "papermill", "nbconvert", "matplotlib", "IPython", "mlperf_loadgen",
-         "pynvml", "skimage", "jieba", "tokenizers", "safetensors", "onnxscript", "onnxconverter_common"}
+HEAVY = {
+    "torch",
+    "tensorflow",
+    "tf2onnx",
+    "transformers",
+    "openvino",
+    "nncf",
+    "poprt",
+    "dask",
+    "distributed",
+    "keras",
+    "onnxruntime",
+    "papermill",
+    "nbconvert",
+    "matplotlib",
+    "IPython",
+    "mlperf_loadgen",
+    "pynvml",
+    "skimage",
+    "jieba",
+    "tokenizers",
+    "safetensors",
+    "onnxscript",
+    "onnxconverter_common",
+}
 
 
 def module_name(path: Path) -> str:
@@ -69,33 +91,45 @@ def nested_kit_imports() -> list[tuple[str, str, int]]:
 
 
 def heavy_module(target: str, trees: dict[str, ast.Module]) -> bool:
-    """True when `target` (or the module an imported name lives in) imports a heavy library at import
-    time: importing it lazily keeps that library out of processes that never use it."""
+    """True when `target` (or the module an imported name lives in) imports a heavy library at
+    import time: importing it lazily keeps that library out of processes that never use it."""
     candidates = [target, target.rsplit(".", 1)[0]]
     return any(top_level_imports(trees[c]) & HEAVY for c in candidates if c in trees)
 
 
 def test_kit_imports_inside_functions_are_only_for_heavy_libraries():
     trees = modules()
-    hidden = sorted({f"{m}:{line} imports {t}" for m, t, line in nested_kit_imports() if not heavy_module(t, trees)})
-    assert not hidden, "kit imports inside functions (move them to the top of the module):\n" + "\n".join(hidden)
+    hidden = sorted(
+        {
+            f"{m}:{line} imports {t}"
+            for m, t, line in nested_kit_imports()
+            if not heavy_module(t, trees)
+        }
+    )
+    assert not hidden, (
+        "kit imports inside functions (move them to the top of the module):\n" + "\n".join(hidden)
+    )
 
 
 @pytest.mark.parametrize("package", ["kit", "benchmarks"])
 def test_no_import_cycles_between_modules(package):
-    """kit/'s floors, and benchmarks/ (peer_arms <-> peer_gpu_arms was one, through a function's import)."""
+    """kit/'s floors, and benchmarks/ (peer_arms <-> peer_gpu_arms was one, through a function's
+    import)."""
     graph = grimp.build_graph(package)
     cycles = []
     for module in sorted(graph.modules):
         for imported_module in graph.find_modules_directly_imported_by(module):
             if graph.chain_exists(importer=imported_module, imported=module):
                 cycles.append(f"{module} -> {imported_module} -> ... -> {module}")
-    # a package's __init__ importing its own modules is not a cycle of concern when they do not import it
+    # a package's __init__ importing its own modules is not a cycle of concern when they do not
+    # import it
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
-@pytest.mark.skipif(shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
-                    reason="import-linter is not installed in this environment")
+@pytest.mark.skipif(
+    shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
+    reason="import-linter is not installed in this environment",
+)
 def test_floors_contract_is_kept():
     lint = str(Path(sys.executable).parent / "lint-imports")
     done = subprocess.run([lint, "--no-cache"], capture_output=True, text=True, cwd=KIT.parent)
@@ -107,8 +141,11 @@ def test_every_cli_verb_lives_in_kit_cli():
     from kit.cli.main import COMMAND_MODULES
 
     assert all(name.startswith("kit.cli.") for name in COMMAND_MODULES), COMMAND_MODULES
-    elsewhere = sorted(str(p.relative_to(KIT.parent)) for p in KIT.rglob("*.py")
-                       if p.parent.name != "cli" and "add_parser(" in p.read_text())
+    elsewhere = sorted(
+        str(p.relative_to(KIT.parent))
+        for p in KIT.rglob("*.py")
+        if p.parent.name != "cli" and "add_parser(" in p.read_text()
+    )
     assert not elsewhere, f"kit commands outside kit/cli/: {elsewhere}"
 
 
@@ -121,8 +158,11 @@ def positional_fields(cls: ast.ClassDef) -> tuple[int, int] | None:
     decorator = next((d for d in cls.decorator_list if "dataclass" in ast.unparse(d)), None)
     if decorator is None:
         return None
-    names = [ast.unparse(b.target) for b in cls.body if isinstance(b, ast.AnnAssign)
-             and "ClassVar" not in ast.unparse(b.annotation)]
+    names = [
+        ast.unparse(b.target)
+        for b in cls.body
+        if isinstance(b, ast.AnnAssign) and "ClassVar" not in ast.unparse(b.annotation)
+    ]
     fields = [n for n in names if n != "_"]  # `_: KW_ONLY` marks where keyword-only fields start
     if "kw_only=True" in ast.unparse(decorator):
         return len(fields), 0
@@ -141,13 +181,25 @@ def test_records_with_more_than_a_few_fields_are_built_by_keyword():
     assert not loose, "\n".join([fix, *loose])
 
 
-TEST_FOLDERS = {"leaves", "hardware", "measure", "models", "datasets", "backends", "search", "studies", "batch",
-                "publish", "cli", "project"}
+TEST_FOLDERS = {
+    "leaves",
+    "hardware",
+    "measure",
+    "models",
+    "datasets",
+    "backends",
+    "search",
+    "studies",
+    "batch",
+    "publish",
+    "cli",
+    "project",
+}
 
 
 def test_every_test_file_lives_in_its_floor_s_folder():
-    """Issue 53: tests/ was one flat folder of 116 files; each now sits in the folder of the floor it
-    tests (docs/architecture.md), and a new one cannot land at the top."""
+    """Issue 53: tests/ was one flat folder of 116 files; each now sits in the folder of the floor
+    it tests (docs/architecture.md), and a new one cannot land at the top."""
     tests = Path(__file__).resolve().parents[1]
     assert not sorted(p.name for p in tests.glob("test_*.py"))
     folders = {p.parent.name for p in tests.glob("*/test_*.py")}

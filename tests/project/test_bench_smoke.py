@@ -20,14 +20,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def bench_env(tmp_path: Path) -> dict:
     """The benchmarks write under KIT_OUTPUTS and export into KIT_CACHE: both in tmp_path."""
-    return {**os.environ, "KIT_OUTPUTS": str(tmp_path / "outputs"), "KIT_CACHE": str(tmp_path / "cache"),
-            "KIT_ENDINGS_DIR": str(tmp_path / "endings"), "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "KIT_OUTPUTS": str(tmp_path / "outputs"),
+        "KIT_CACHE": str(tmp_path / "cache"),
+        "KIT_ENDINGS_DIR": str(tmp_path / "endings"),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 @pytest.mark.slow
 def test_every_benchmark_of_make_bench_runs_at_its_smallest(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.run_all", "--smoke"], cwd=ROOT, env=bench_env(tmp_path),
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run_all", "--smoke"],
+        cwd=ROOT,
+        env=bench_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert [line[3:] for line in done.stdout.splitlines() if line.startswith("== ")] == BENCHMARKS
@@ -37,10 +48,30 @@ def test_every_benchmark_of_make_bench_runs_at_its_smallest(tmp_path):
 @pytest.mark.slow
 def test_the_peer_benchmark_runs_at_its_smallest(tmp_path):
     result = tmp_path / "peers.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.peers", "--rows", "resnet50-torch-fp32:FP16@1",
-                           "--rounds", "1", "--seconds", "0.05", "--arms", "ort-fp32", "--hardware", "cpu",
-                           "--out", str(result)], cwd=ROOT, env=bench_env(tmp_path), capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.peers",
+            "--rows",
+            "resnet50-torch-fp32:FP16@1",
+            "--rounds",
+            "1",
+            "--seconds",
+            "0.05",
+            "--arms",
+            "ort-fp32",
+            "--hardware",
+            "cpu",
+            "--out",
+            str(result),
+        ],
+        cwd=ROOT,
+        env=bench_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     batch = json.loads(result.read_text())["rows"][0]["batches"][0]

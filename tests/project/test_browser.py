@@ -8,8 +8,10 @@ import pytest
 
 from tests.browser import find_chromium, remote_references, render
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no headless Chromium installed (Debian package 'chromium'; .ci/run installs it)")
+pytestmark = pytest.mark.skipif(
+    find_chromium() is None,
+    reason="no headless Chromium installed (Debian package 'chromium'; .ci/run installs it)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,6 @@ def test_remote_reference_detector():
     assert remote_references('<script src="https://cdn.example/x.js"></script>')
     assert remote_references("<style>@import url(https://fonts.example/f.css)</style>")
     assert not remote_references('<img src="data:image/png;base64,AAAA">')
-
 
 
 def _scorecard_rows(dom: str) -> list[dict]:
@@ -91,24 +92,40 @@ def test_index_headline_chart_and_sortable_filterable_scorecard(site):
     assert requested == []
     chart = dom.split('id="headline-chart"', 1)[1].split("</svg>", 1)[0]
     assert chart.count('class="pub"') >= 14 + 6 + 1  # 14 C600 rows, 6 C2 rows and the legend
-    assert "resnet50-torch-fp32 FP16" in chart and "published: " in chart and 'class="meas"' in chart
+    assert (
+        "resnet50-torch-fp32 FP16" in chart and "published: " in chart and 'class="meas"' in chart
+    )
     rows = _scorecard_rows(dom)
     assert len(rows) > 50
-    assert not any(text.strip() in ("None", "nan", "NaN", "") for r in rows for _, text in r["cells"])
+    assert not any(
+        text.strip() in ("None", "nan", "NaN", "") for r in rows for _, text in r["cells"]
+    )
     # sorted by the published figure (column 2), descending, from the address as a click leaves it
     dom_sorted, _ = render(index, screenshot=shots / "index-sorted.png", fragment="sort=2:desc")
-    published = [float(r["cells"][2][0]["data-v"]) for r in _scorecard_rows(dom_sorted)
-                 if "data-v" in r["cells"][2][0]]
+    published = [
+        float(r["cells"][2][0]["data-v"])
+        for r in _scorecard_rows(dom_sorted)
+        if "data-v" in r["cells"][2][0]
+    ]
     assert len(published) > 50 and published == sorted(published, reverse=True)
     assert "sorted-desc" in dom_sorted
-    # filtered to one model and one verdict: every other row hidden, the count says how many are shown
-    dom_filtered, _ = render(index, screenshot=shots / "index-filtered.png",
-                             fragment="q=resnet50&verdict=not%20comparable")
+    # filtered to one model and one verdict: every other row hidden, the count says how many are
+    # shown
+    dom_filtered, _ = render(
+        index,
+        screenshot=shots / "index-filtered.png",
+        fragment="q=resnet50&verdict=not%20comparable",
+    )
     filtered = _scorecard_rows(dom_filtered)
     visible = [r for r in filtered if "display: none" not in r["attrs"].get("style", "")]
     assert 0 < len(visible) < len(filtered)
-    assert all(r["attrs"]["data-verdict"] == "not comparable" and "resnet50" in r["cells"][1][1] for r in visible)
-    assert re.search(r'<span id="shown">(\d+) rows</span>', dom_filtered).group(1) == str(len(visible))
+    assert all(
+        r["attrs"]["data-verdict"] == "not comparable" and "resnet50" in r["cells"][1][1]
+        for r in visible
+    )
+    assert re.search(r'<span id="shown">(\d+) rows</span>', dom_filtered).group(1) == str(
+        len(visible)
+    )
 
 
 def png_size(path) -> tuple[int, int]:
@@ -124,12 +141,19 @@ def test_screenshots_of_index_scorecard_and_model_report(site, width, height):
     sections (summary) and the verdict sentence (model report) in the DOM Chromium built."""
     out, index, records = site
     shots = _shots_dir()
-    pages = {"index": (index, "At a glance"), "scorecard": (out / records[1].html, "ByteMLPerf C600 headline rows"),
-             "model-report": (out / records[0].html, "published on the C600 at batch 32: <b>not comparable</b>")}
+    pages = {
+        "index": (index, "At a glance"),
+        "scorecard": (out / records[1].html, "ByteMLPerf C600 headline rows"),
+        "model-report": (
+            out / records[0].html,
+            "published on the C600 at batch 32: <b>not comparable</b>",
+        ),
+    }
     for name, (page, words) in pages.items():
         shot = shots / f"{name}-{width}.png"
         shot.unlink(missing_ok=True)
         dom, requested = render(page, screenshot=shot, size=f"{width},{height}")
         assert requested == [], f"{name} asked the network for {requested}"
         assert words in dom, name
-        assert png_size(shot) == (width, height) and shot.stat().st_size > 10_000, name  # drawn, not blank
+        # drawn, not blank
+        assert png_size(shot) == (width, height) and shot.stat().st_size > 10_000, name

@@ -13,7 +13,12 @@ from benchmarks import gpu_check, peers
 from benchmarks.gpu_check_report import Facts
 from benchmarks.gpu_check_runner import Completed, run_process
 
-ROWS = ["resnet50-torch-fp32:FP16", "bert-torch-fp32:FP16", "clip-onnx-fp32:FP16", "albert-torch-fp32:FP16"]
+ROWS = [
+    "resnet50-torch-fp32:FP16",
+    "bert-torch-fp32:FP16",
+    "clip-onnx-fp32:FP16",
+    "albert-torch-fp32:FP16",
+]
 FACTS = Facts("NVIDIA H200", "580.159.04", "13.0", "2.11.0+cu130", "13.0", 91000, "3.12.3", 16)
 
 
@@ -35,14 +40,22 @@ class FakeRunner:
 
     def __call__(self, argv, env, limit, log, full) -> Completed:
         kind = "peers" if "benchmarks.peers" in argv else "reproduce"
-        took = self.seconds[kind] if kind == "peers" else self.seconds[f"reproduce{len(self.reproduces())}"]
-        self.calls.append({"argv": argv, "outputs": env["KIT_OUTPUTS"], "limit": limit, "kind": kind})
+        took = (
+            self.seconds[kind]
+            if kind == "peers"
+            else self.seconds[f"reproduce{len(self.reproduces())}"]
+        )
+        self.calls.append(
+            {"argv": argv, "outputs": env["KIT_OUTPUTS"], "limit": limit, "kind": kind}
+        )
         if took > limit:
             self.clock.now += limit
             return Completed(-2, limit, timed_out=True)
         self.clock.now += took
         if kind == "peers":
-            write_peers(Path(argv[argv.index("--out") + 1]), argv[argv.index("--rows") + 1], self.ratio)
+            write_peers(
+                Path(argv[argv.index("--out") + 1]), argv[argv.index("--rows") + 1], self.ratio
+            )
         else:
             write_state(Path(env["KIT_OUTPUTS"]), took, self.returncode)
         return Completed(self.returncode, took)
@@ -58,31 +71,71 @@ def write_peers(path: Path, row: str, ratio: float | tuple[float, float]) -> Non
     batches = []
     ratios = ratio if isinstance(ratio, tuple) else (ratio, ratio)
     for batch, r in zip((4, 32), ratios, strict=True):
-        per = {"kit": [1000.0 * r, 1010.0 * r, 990.0 * r], "torch-compile-ro": [1000.0, 1005.0, 995.0]}
+        per = {
+            "kit": [1000.0 * r, 1010.0 * r, 990.0 * r],
+            "torch-compile-ro": [1000.0, 1005.0, 995.0],
+        }
         loaded = {arm: {"description": {}, "load_s": 1.0} for arm in per}
         batches.append(peers.summarise(batch, per, loaded, {}, {}, [1.0]))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"rows": [{"model": model, "published": precision, "batches": batches,
-                                          "kit": {"chosen": "torch fp16 compile=reduce-overhead (cuda)"}}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {
+                        "model": model,
+                        "published": precision,
+                        "batches": batches,
+                        "kit": {"chosen": "torch fp16 compile=reduce-overhead (cuda)"},
+                    }
+                ]
+            }
+        )
+    )
 
 
 def write_state(outputs: Path, took: float, returncode: int) -> None:
     """What a reproduce leaves in outputs/state.json: three jobs, one failed where it exited 1."""
-    jobs = {"resnet50-torch-fp32_FP16": {"name": "resnet50-torch-fp32_FP16", "status": "ok", "duration_s": took / 2},
-            "clip-onnx-fp32_FP16": {"name": "clip-onnx-fp32_FP16", "status": "ok" if returncode == 0 else "failed",
-                                    "duration_s": took / 4, "message": "CUDA out of memory"},
-            "summary": {"name": "summary", "status": "ok", "duration_s": 1.0}}
+    jobs = {
+        "resnet50-torch-fp32_FP16": {
+            "name": "resnet50-torch-fp32_FP16",
+            "status": "ok",
+            "duration_s": took / 2,
+        },
+        "clip-onnx-fp32_FP16": {
+            "name": "clip-onnx-fp32_FP16",
+            "status": "ok" if returncode == 0 else "failed",
+            "duration_s": took / 4,
+            "message": "CUDA out of memory",
+        },
+        "summary": {"name": "summary", "status": "ok", "duration_s": 1.0},
+    }
     (outputs / "state.json").write_text(json.dumps({"jobs": jobs, "runs": []}))
 
 
 def args(tmp_path: Path, budget: float, *extra: str):
-    return gpu_check.parse(["--budget-s", str(budget), "--out", str(tmp_path / "out"),
-                            "--work", str(tmp_path / "work"), *extra])
+    return gpu_check.parse(
+        [
+            "--budget-s",
+            str(budget),
+            "--out",
+            str(tmp_path / "out"),
+            "--work",
+            str(tmp_path / "work"),
+            *extra,
+        ]
+    )
 
 
 def check(tmp_path, budget, runner, clock, rows=ROWS, *extra) -> tuple[int, str]:
-    code = gpu_check.check_gpu(args(tmp_path, budget, *extra), runner=runner, gaps=lambda hardware: [],
-                               facts=lambda: FACTS, rows=lambda: list(rows), clock=clock)
+    code = gpu_check.check_gpu(
+        args(tmp_path, budget, *extra),
+        runner=runner,
+        gaps=lambda hardware: [],
+        facts=lambda: FACTS,
+        rows=lambda: list(rows),
+        clock=clock,
+    )
     return code, (tmp_path / "out" / "summary.txt").read_text()
 
 
@@ -90,18 +143,34 @@ def test_the_most_telling_checks_run_first_and_the_budget_skips_the_rest(tmp_pat
     clock = Clock()
     runner = FakeRunner(clock, {"peers": 60, "reproduce0": 100, "reproduce1": 50})
     code, summary = check(tmp_path, 450, runner, clock)
-    assert [c["kind"] for c in runner.calls] == ["peers", "peers", "reproduce", "reproduce", "peers"]
-    assert "resnet50-torch-fp32:FP16" in runner.calls[0]["argv"] and "bert-torch-fp32:FP16" in runner.calls[1]["argv"]
+    assert [c["kind"] for c in runner.calls] == [
+        "peers",
+        "peers",
+        "reproduce",
+        "reproduce",
+        "peers",
+    ]
+    assert (
+        "resnet50-torch-fp32:FP16" in runner.calls[0]["argv"]
+        and "bert-torch-fp32:FP16" in runner.calls[1]["argv"]
+    )
     # each subprocess bounded by what is left of the budget (less the reserve for the summary)
     assert [c["limit"] for c in runner.calls] == [445, 385, 325, 225, 175]
     lines = summary.splitlines()
     assert lines[0] == "gpu_check: exit 0 (5 met, 0 not met, 1 skipped; 330 of 450 s used)"
-    assert lines[1].startswith("card: NVIDIA H200; driver 580.159.04 (CUDA 13.0); torch 2.11.0+cu130")
+    assert lines[1].startswith(
+        "card: NVIDIA H200; driver 580.159.04 (CUDA 13.0); torch 2.11.0+cu130"
+    )
     assert "reproduce-cold: met (100 s, exit 0) [target: every job ok in <= 600 s]" in lines
     assert "reproduce-warm: met (50 s, exit 0) [target: every job ok in <= 180 s]" in lines
-    assert "peers clip-onnx-fp32:FP16: met (2 batch(es), 60 s) [target: kit ÷ best plain-PyTorch peer >= 0.95]" in lines
-    assert ("peers albert-torch-fp32:FP16: skipped (budget: 115 s left, it needs >= 120 s) "
-            "[target: kit ÷ best plain-PyTorch peer >= 0.95]") in lines
+    assert (
+        "peers clip-onnx-fp32:FP16: met (2 batch(es), 60 s) [target: kit ÷ best plain-PyTorch peer "
+        ">= 0.95]" in lines
+    )
+    assert (
+        "peers albert-torch-fp32:FP16: skipped (budget: 115 s left, it needs >= 120 s) "
+        "[target: kit ÷ best plain-PyTorch peer >= 0.95]"
+    ) in lines
     assert code == 0
 
 
@@ -111,14 +180,20 @@ def test_each_peer_batch_is_a_summary_line_with_its_interval_and_a_miss_fails(tm
     code, summary = check(tmp_path, 200, runner, clock, ROWS[:1], "--checks", "peers")
     assert code == 1 and "gpu_check: exit 1 (0 met, 1 not met, 0 skipped" in summary
     assert "peers resnet50-torch-fp32:FP16: MISSED (2 batch(es), 60 s)" in summary
-    assert ("    b4: kit 800/s (torch fp16 compile=reduce-overhead (cuda)) ÷ best peer torch-compile-ro 1000/s "
-            "= 0.80 [0.80, 0.80] (target >= 0.95: MISSED)") in summary
+    assert (
+        "    b4: kit 800/s (torch fp16 compile=reduce-overhead (cuda)) ÷ best peer "
+        "torch-compile-ro 1000/s = 0.80 [0.80, 0.80] (target >= 0.95: MISSED)"
+    ) in summary
     assert "    b32: kit 800/s" in summary
     stored = json.loads((tmp_path / "out" / "peers.json").read_text())
     assert [r["model"] for r in stored["rows"]] == ["resnet50-torch-fp32"]
-    assert json.loads((tmp_path / "out" / "checks.json").read_text())["checks"][0]["verdict"] == "MISSED"
+    assert (
+        json.loads((tmp_path / "out" / "checks.json").read_text())["checks"][0]["verdict"]
+        == "MISSED"
+    )
     clock = Clock()
-    runner = FakeRunner(clock, {"peers": 60}, ratio=(1.05, 0.8))  # one batch of the row short is a miss
+    # one batch of the row short is a miss
+    runner = FakeRunner(clock, {"peers": 60}, ratio=(1.05, 0.8))
     code, summary = check(tmp_path, 200, runner, clock, ROWS[:1], "--checks", "peers")
     assert code == 1 and "(target >= 0.95: met)" in summary and "MISSED (2 batch(es)" in summary
 
@@ -129,17 +204,28 @@ def test_a_cold_reproduce_the_budget_cuts_short_fails_and_no_warm_rerun_follows(
     code, summary = check(tmp_path, 400, runner, clock, ROWS[:2])
     assert code == 1 and [c["kind"] for c in runner.calls] == ["peers", "peers", "reproduce"]
     assert "reproduce-cold: cut short (stopped by the budget after 275 s (limit 275 s))" in summary
-    assert "reproduce-warm: skipped (the cold reproduce did not complete: nothing to rerun warm)" in summary
+    assert (
+        "reproduce-warm: skipped (the cold reproduce did not complete: nothing to rerun warm)"
+        in summary
+    )
 
 
 def test_a_reproduce_over_its_target_or_with_a_failed_job_is_missed(tmp_path):
     clock = Clock()
     runner = FakeRunner(clock, {"peers": 60, "reproduce0": 650, "reproduce1": 200})
-    code, summary = check(tmp_path, 2000, runner, clock, [], "--checks", "reproduce-cold,reproduce-warm")
+    code, summary = check(
+        tmp_path, 2000, runner, clock, [], "--checks", "reproduce-cold,reproduce-warm"
+    )
     assert code == 1
-    assert "reproduce-cold: MISSED (650 s, exit 0)" in summary and "reproduce-warm: MISSED (200 s, exit 0)" in summary
-    assert ("    3 of 3 jobs ok; slowest: resnet50-torch-fp32_FP16 325 s, clip-onnx-fp32_FP16 162 s, summary 1 s"
-            in summary.splitlines())  # where a cold run's time went, read before the warm rerun clears it
+    assert (
+        "reproduce-cold: MISSED (650 s, exit 0)" in summary
+        and "reproduce-warm: MISSED (200 s, exit 0)" in summary
+    )
+    assert (
+        "    3 of 3 jobs ok; slowest: resnet50-torch-fp32_FP16 325 s, clip-onnx-fp32_FP16 162 s, "
+        "summary 1 s" in summary.splitlines()
+        # where a cold run's time went, read before the warm rerun clears it
+    )
     clock = Clock()
     runner = FakeRunner(clock, {"reproduce0": 100}, returncode=1)
     code, summary = check(tmp_path, 2000, runner, clock, [], "--checks", "reproduce-cold")
@@ -156,11 +242,21 @@ def test_cold_and_warm_share_one_outputs_folder_the_first_peers_another(tmp_path
     (outputs / "runs").mkdir()
     assert check(tmp_path, 1000, runner, clock, ROWS[:3])[0] == 0
     where = [(c["kind"], Path(c["outputs"]).name) for c in runner.calls]
-    assert where == [("peers", "outputs-peers"), ("peers", "outputs-peers"), ("reproduce", "outputs"),
-                     ("reproduce", "outputs"), ("peers", "outputs")]  # the later rows reuse reproduce's decisions
-    assert not (outputs / "cache" / "search" / "kept.json").exists()  # the cold run started from nothing
-    assert "--hardware" in runner.calls[2]["argv"] and runner.calls[2]["argv"][:3] == [sys.executable, "-m",
-                                                                                      "kit.cli.main"]
+    assert where == [
+        ("peers", "outputs-peers"),
+        ("peers", "outputs-peers"),
+        ("reproduce", "outputs"),
+        # the later rows reuse reproduce's decisions
+        ("reproduce", "outputs"),
+        ("peers", "outputs"),
+    ]
+    # the cold run started from nothing
+    assert not (outputs / "cache" / "search" / "kept.json").exists()
+    assert "--hardware" in runner.calls[2]["argv"] and runner.calls[2]["argv"][:3] == [
+        sys.executable,
+        "-m",
+        "kit.cli.main",
+    ]
 
 
 def test_a_warm_rerun_keeps_only_the_cache(tmp_path):
@@ -170,7 +266,10 @@ def test_a_warm_rerun_keeps_only_the_cache(tmp_path):
         (outputs / part).write_text("{}")
     warm = gpu_check.reproduce_check("reproduce-warm", args(tmp_path, 10), outputs, 180)
     gpu_check.prepare(warm)
-    assert sorted(p.name for p in outputs.iterdir()) == ["cache"] and (outputs / "cache/search/d.json").exists()
+    assert (
+        sorted(p.name for p in outputs.iterdir()) == ["cache"]
+        and (outputs / "cache/search/d.json").exists()
+    )
     gpu_check.prepare(gpu_check.reproduce_check("reproduce-cold", args(tmp_path, 10), outputs, 600))
     assert list(outputs.iterdir()) == []
 
@@ -186,12 +285,17 @@ def test_without_cuda_it_exits_2_naming_what_is_missing_and_runs_nothing(tmp_pat
     assert gpu_check.missing()[0].startswith("a usable NVIDIA GPU (torch ")
     assert gpu_check.missing("cpu") == []  # a dry run needs no GPU
     runner = FakeRunner(Clock(), {})
-    code = gpu_check.check_gpu(args(tmp_path, 100), runner=runner, facts=lambda: FACTS, rows=lambda: ROWS)
+    code = gpu_check.check_gpu(
+        args(tmp_path, 100), runner=runner, facts=lambda: FACTS, rows=lambda: ROWS
+    )
     summary = (tmp_path / "out" / "summary.txt").read_text()
     assert code == 2 and runner.calls == []
-    assert summary.splitlines()[:2] == ["gpu_check: exit 2 (0 met, 0 not met, 0 skipped; 0 of 100 s used)",
-                                        "missing: a usable NVIDIA GPU (torch " + torch.__version__
-                                        + ", built for CUDA 13.0, sees none: no device, or no driver)"]
+    assert summary.splitlines()[:2] == [
+        "gpu_check: exit 2 (0 met, 0 not met, 0 skipped; 0 of 100 s used)",
+        "missing: a usable NVIDIA GPU (torch "
+        + torch.__version__
+        + ", built for CUDA 13.0, sees none: no device, or no driver)",
+    ]
 
 
 def test_nothing_run_is_not_a_pass_and_an_interrupt_keeps_what_finished(tmp_path):
@@ -215,19 +319,27 @@ def test_nothing_run_is_not_a_pass_and_an_interrupt_keeps_what_finished(tmp_path
 def test_every_torch_row_is_checked_resnet50_and_bert_first():
     rows = gpu_check.torch_rows()
     assert rows[:2] == ["resnet50-torch-fp32:FP16", "bert-torch-fp32:FP16"] and len(rows) == 12
-    assert not any(r.startswith(("roformer", "widedeep")) for r in rows)  # TensorFlow models: no torch peer
+    # TensorFlow models: no torch peer
+    assert not any(r.startswith(("roformer", "widedeep")) for r in rows)
 
 
 def test_the_real_runner_bounds_the_child_and_logs_its_tail(tmp_path):
     log, full = tmp_path / "out" / "log.txt", tmp_path / "work" / "full.txt"
     done = run_process([sys.executable, "-c", "print('hello')"], {}, 30, log, full)
     assert done.returncode == 0 and not done.timed_out and "hello" in log.read_text()
-    done = run_process([sys.executable, "-c", "import time; print('slow', flush=True); time.sleep(30)"], {}, 1.0,
-                       log, full)
+    done = run_process(
+        [sys.executable, "-c", "import time; print('slow', flush=True); time.sleep(30)"],
+        {},
+        1.0,
+        log,
+        full,
+    )
     assert done.timed_out and done.seconds < 20 and "slow" in full.read_text()
 
 
-def test_a_caller_that_cannot_add_arguments_narrows_it_through_the_environment(tmp_path, monkeypatch):
+def test_a_caller_that_cannot_add_arguments_narrows_it_through_the_environment(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("GPU_CHECK_CHECKS", "reproduce-cold,reproduce-warm")
     monkeypatch.setenv("GPU_CHECK_ONLY", "resnet50")
     clock = Clock()

@@ -37,9 +37,22 @@ def test_a_sigterm_to_make_reaches_kit(tmp_path, target):
         (bin_dir / name).chmod(0o755)
     pidfile = tmp_path / "kit.pid"
     env = {**os.environ, "KIT_TEST_PIDFILE": str(pidfile), "KIT_OUTPUTS": str(tmp_path / "outputs")}
-    make = subprocess.Popen(["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", target,
-                             f"BIN={bin_dir}", "RESULT=x.json"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    make = subprocess.Popen(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            target,
+            f"BIN={bin_dir}",
+            "RESULT=x.json",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while not pidfile.exists() or not pidfile.read_text().strip():
         assert make.poll() is None and time.monotonic() < deadline, "make ended before kit started"

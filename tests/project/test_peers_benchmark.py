@@ -16,7 +16,9 @@ from kit.search.decision import Decision
 
 def test_rows_take_the_published_batches_unless_given():
     assert peers.rows("resnet50-torch-fp32:FP16,bert-torch-fp32:FP8@1/4") == [
-        ("resnet50-torch-fp32", "FP16", None), ("bert-torch-fp32", "FP8", [1, 4])]
+        ("resnet50-torch-fp32", "FP16", None),
+        ("bert-torch-fp32", "FP8", [1, 4]),
+    ]
     assert peers.batches_of("resnet50-torch-fp32", "FP16", "published") == [4, 32]
     assert peers.batches_of("resnet50-torch-fp32", "FP16", "max") == [32]
     assert peers.batches_of("resnet50-torch-fp32", "FP16", "published", [2]) == [2]
@@ -41,13 +43,19 @@ def test_the_ratio_is_the_median_of_rounds_with_a_bootstrap_interval():
 
 def test_the_summary_names_the_best_peer_and_the_verdict():
     loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "ort-fp32", "ov-f32")}
-    per = {"kit": [10.0, 11.0, 10.5, 10.0], "ort-fp32": [5.0, 5.5, 5.0, 5.2], "ov-f32": [11.0, 12.0, 11.5, 11.0]}
+    per = {
+        "kit": [10.0, 11.0, 10.5, 10.0],
+        "ort-fp32": [5.0, 5.5, 5.0, 5.2],
+        "ov-f32": [11.0, 12.0, 11.5, 11.0],
+    }
     s = peers.summarise(4, per, loaded, {}, {"kit": 0.01}, [1.0, 2.0])
-    assert s["best_peer"] == "ov-f32" and s["kit_over_best"] == pytest.approx(0.9111, abs=1e-3)  # median of 10/11, 11/12, 10.5/11.5, 10/11
+    # median of 10/11, 11/12, 10.5/11.5, 10/11
+    assert s["best_peer"] == "ov-f32" and s["kit_over_best"] == pytest.approx(0.9111, abs=1e-3)
     assert not s["met"] and s["kit"]["relative_error"] == 0.01
     assert s["peers"]["ort-fp32"]["kit_over_peer"] > 1.9
-    assert "| resnet50 FP16 | 4 |" in peers.table([{"model": "resnet50", "published": "FP16",
-                                                     "kit": {"chosen": "x"}, "batches": [s]}])
+    assert "| resnet50 FP16 | 4 |" in peers.table(
+        [{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"}, "batches": [s]}]
+    )
 
 
 def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
@@ -61,18 +69,44 @@ def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
 
     assert peers_section(tmp_path) == ""
     loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "ort-fp32", "ov-bf16")}
-    per = {"kit": [10.0, 11.0, 10.5, 10.0], "ort-fp32": [5.0, 5.5, 5.0, 5.2], "ov-bf16": [9.0, 10.0, 9.5, 9.0]}
+    per = {
+        "kit": [10.0, 11.0, 10.5, 10.0],
+        "ort-fp32": [5.0, 5.5, 5.0, 5.2],
+        "ov-bf16": [9.0, 10.0, 9.5, 9.0],
+    }
     s = peers.summarise(32, per, loaded, {}, {}, [1.0, 1.0])
-    data = {"rows": [{"model": "resnet50-torch-fp32", "published": "FP16", "kit": {"chosen": "openvino bf16 (cpu)"},
-                      "batches": [s, {"batch_size": 4, "error": "the kit's arm did not load: boom"}]}],
-            "target": 0.95, "rounds": 4, "seconds": 5, "cpu_flags": ["avx512_bf16"], "method": "interleaved",
-            "environment": {"cpu": {"model": "AMD EPYC 9B14"}}}
+    data = {
+        "rows": [
+            {
+                "model": "resnet50-torch-fp32",
+                "published": "FP16",
+                "kit": {"chosen": "openvino bf16 (cpu)"},
+                "batches": [s, {"batch_size": 4, "error": "the kit's arm did not load: boom"}],
+            }
+        ],
+        "target": 0.95,
+        "rounds": 4,
+        "seconds": 5,
+        "cpu_flags": ["avx512_bf16"],
+        "method": "interleaved",
+        "environment": {"cpu": {"model": "AMD EPYC 9B14"}},
+    }
     (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
     (tmp_path / PEERS_FILE).write_text(json.dumps(data))
     soup = BeautifulSoup(peers_section(tmp_path), "html.parser")
-    cells = [[td.get_text() for td in tr.find_all("td")] for tr in soup.find(id="peers").find_all("tr")[1:]]
+    cells = [
+        [td.get_text() for td in tr.find_all("td")]
+        for tr in soup.find(id="peers").find_all("tr")[1:]
+    ]
     ratio = s["kit_over_best"]
-    assert cells[0][:6] == ["resnet50-torch-fp32 FP16", "32", "openvino bf16 (cpu)", "10.2", "ov-bf16", "9.25"]
+    assert cells[0][:6] == [
+        "resnet50-torch-fp32 FP16",
+        "32",
+        "openvino bf16 (cpu)",
+        "10.2",
+        "ov-bf16",
+        "9.25",
+    ]
     assert cells[0][6].startswith(f"{ratio:.2f} [") and cells[0][8] == "yes"
     assert cells[0][7].startswith(f"{s['peers']['ort-fp32']['kit_over_peer']:.2f}")
     assert cells[1][3] == "the kit's arm did not load: boom"
@@ -80,7 +114,8 @@ def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
 
 
 def test_a_worker_that_dies_is_a_failed_arm_not_a_crash():
-    """The OpenVINO int8 peer once died for memory (18 GB at BERT batch 45): the benchmark carries on."""
+    """The OpenVINO int8 peer once died for memory (18 GB at BERT batch 45): the benchmark carries
+    on."""
     import multiprocessing as mp
 
     parent, child = mp.Pipe()
@@ -103,13 +138,18 @@ def test_a_worker_that_dies_is_a_failed_arm_not_a_crash():
 def test_a_row_the_reports_do_not_have_is_a_clear_error():
     from kit.errors import InvalidParameter
 
-    for bad in ("resnet50-torch-fp32", "nope:FP16", "resnet50-torch-fp32:FP16@0", "resnet50-torch-fp32:FP32"):
+    for bad in (
+        "resnet50-torch-fp32",
+        "nope:FP16",
+        "resnet50-torch-fp32:FP16@0",
+        "resnet50-torch-fp32:FP32",
+    ):
         with pytest.raises(InvalidParameter, match="--rows"):
             peers.rows(bad)
     assert peers.main(["--rows", "nope:FP16"]) == 2
 
 
-# ---------------------------------------------------------------- the GPU peers, through the doubles
+# --------------------------------------------------------------- the GPU peers, through the doubles
 
 
 def test_a_gpu_row_gets_plain_pytorch_peers_and_says_why_others_are_skipped(monkeypatch):
@@ -117,15 +157,28 @@ def test_a_gpu_row_gets_plain_pytorch_peers_and_says_why_others_are_skipped(monk
 
     import onnxruntime as ort
 
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     real_find = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorrt" else real_find(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "tensorrt" else real_find(name, *a),
+    )
     arms, skipped = peers.arms_for("FP16", "", "cuda", "torch")
     assert arms == ["torch-eager-fp16", "torch-cudagraph-fp16", "torch-compile-ro"]
-    assert "TensorrtExecutionProvider" in skipped["ort-trt-fp16"] and "not installed" in skipped["trt-fp16"]
+    assert (
+        "TensorrtExecutionProvider" in skipped["ort-trt-fp16"]
+        and "not installed" in skipped["trt-fp16"]
+    )
     arms, skipped = peers.arms_for("FP16", "", "cuda", "tensorflow")
     assert arms == [] and "built in torch" in skipped["torch-eager-fp16"]
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort,
+        "get_available_providers",
+        lambda: ["TensorrtExecutionProvider", "CPUExecutionProvider"],
+    )
     assert peers.arms_for("FP16", "", "cuda", "onnx")[0] == ["ort-trt-fp16"]
     assert peers.arms_for("FP16", "", "cpu")[0][0] == "ort-fp32"  # the CPU's arms are as they were
 
@@ -137,24 +190,43 @@ def test_auto_hardware_is_cuda_only_where_a_cuda_backend_loads(monkeypatch):
     assert peers.resolve_hardware("auto") == "cpu"
 
 
-def stored_decisions(model: str, precision: str, batches: list[int], kind: str, settle: int | None
-                     ) -> dict[int, str]:
+def stored_decisions(
+    model: str, precision: str, batches: list[int], kind: str, settle: int | None
+) -> dict[int, str]:
     """A cached quick decision at each batch, each choosing another plan, under the keys a quick
     `kit reproduce` job of the row carries, made as it makes them (`settle`: where a near tie was
     settled); returns the label chosen at each."""
     chosen = {}
     for b in batches:
         key = cache.decision_key(model, precision, b, kind)
-        plan = {"backend": "torch", "precision": "fp16", "device": kind, "options": {"cuda_graph": True, "b": b},
-                "threads": None, "precision_note": "n"}
+        plan = {
+            "backend": "torch",
+            "precision": "fp16",
+            "device": kind,
+            "options": {"cuda_graph": True, "b": b},
+            "threads": None,
+            "precision_note": "n",
+        }
         chosen[b] = f"torch fp16 cuda-graph b{b} ({kind})"
-        cache.store_decision(Decision.from_dict({"plan": plan, "chosen": chosen[b], "today": "t", "key": key,
-                                                 "depth": "quick", "cache_file": cache.decision_path(key).name,
-                                                 "settings": {"settle_batch": settle}}))
+        cache.store_decision(
+            Decision.from_dict(
+                {
+                    "plan": plan,
+                    "chosen": chosen[b],
+                    "today": "t",
+                    "key": key,
+                    "depth": "quick",
+                    "cache_file": cache.decision_path(key).name,
+                    "settings": {"settle_batch": settle},
+                }
+            )
+        )
     return chosen
 
 
-def test_the_kit_arm_takes_the_decision_reproduce_makes_at_each_batch_on_a_gpu(outputs, monkeypatch):
+def test_the_kit_arm_takes_the_decision_reproduce_makes_at_each_batch_on_a_gpu(
+    outputs, monkeypatch
+):
     """A GPU decides at every published batch (no near tie settled at another): the kit's arm at
     batch 32 runs the batch-32 decision, read under the key the reproduce job carries."""
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
@@ -197,7 +269,8 @@ def test_the_plain_pytorch_peers_run_host_to_host(small, gpu_double, monkeypatch
     from kit.backends import BackendConfig, get_backend
     from kit.measure.numerics import NumericDiff
 
-    class Compiled(torch.nn.Module):  # what torch.compile returns: the arm must call it, not the eager module
+    # what torch.compile returns: the arm must call it, not the eager module
+    class Compiled(torch.nn.Module):
         def __init__(self, module):
             super().__init__()
             self.module, self.calls = module, 0
@@ -207,30 +280,45 @@ def test_the_plain_pytorch_peers_run_host_to_host(small, gpu_double, monkeypatch
             return self.module(*args)
 
     compiled, wrappers = [], []
-    monkeypatch.setattr(torch, "compile", lambda module, mode=None: compiled.append(mode) or wrappers.append(
-        Compiled(module)) or wrappers[-1])
+    monkeypatch.setattr(
+        torch,
+        "compile",
+        lambda module, mode=None: (
+            compiled.append(mode) or wrappers.append(Compiled(module)) or wrappers[-1]
+        ),
+    )
     arm = TorchGpuArm(small, 2, how, device="cpu")
     assert all(h.is_pinned() and h.dtype == torch.float16 for h in arm.host_in)
     ort = get_backend("onnxruntime").load(small, BackendConfig(), 2)
     reference = ort.run(small.make_inputs(2))
     first = arm.outputs()
     assert NumericDiff.between(reference, first).max_abs <= 0.1
-    new = small.make_inputs(2, seed=5)  # new inputs in the pinned buffers: every call copies them in
+    # new inputs in the pinned buffers: every call copies them in
+    new = small.make_inputs(2, seed=5)
     for pinned, value in zip(arm.host_in, new.values(), strict=True):
         pinned.copy_(torch.from_numpy(value).to(pinned.dtype))
     again = arm.outputs()
-    assert abs(again[0] - first[0]).max() > 1e-3 and NumericDiff.between(ort.run(new), again).max_abs <= 0.1
+    assert (
+        abs(again[0] - first[0]).max() > 1e-3
+        and NumericDiff.between(ort.run(new), again).max_abs <= 0.1
+    )
     syncs = gpu_double.syncs
     result = arm.round(0.05)
-    assert result["throughput"] > 0 and gpu_double.syncs - syncs == result["calls"]  # one sync per call
+    # one sync per call
+    assert result["throughput"] > 0 and gpu_double.syncs - syncs == result["calls"]
     assert gpu_double.captures == (1 if how == "torch-cudagraph-fp16" else 0)
     assert compiled == (["reduce-overhead"] if how == "torch-compile-ro" else [])
-    assert [w.calls >= result["calls"] for w in wrappers] == ([True] if how == "torch-compile-ro" else [])
+    assert [w.calls >= result["calls"] for w in wrappers] == (
+        [True] if how == "torch-compile-ro" else []
+    )
 
 
 @pytest.mark.parametrize(("version", "tolerance"), [("10.13.0.35", 1e-5), ("11.4.0.106", 0.05)])
-def test_the_plain_tensorrt_peer_runs_host_to_host(small, gpu_double, monkeypatch, tmp_path, version, tolerance):
-    """TensorRT 10: the fp32 export with the FP16 flag; 11 (no such flag): the fp16 graph, strongly typed."""
+def test_the_plain_tensorrt_peer_runs_host_to_host(
+    small, gpu_double, monkeypatch, tmp_path, version, tolerance
+):
+    """TensorRT 10: the fp32 export with the FP16 flag; 11 (no such flag): the fp16 graph, strongly
+    typed."""
     import tensorrt_double
 
     from benchmarks.peer_gpu_arms import TrtArm
@@ -257,7 +345,12 @@ def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):
     args = argparse.Namespace(hardware="cuda", rounds=2, seconds=1.0)
     peers.write(str(tmp_path / PEERS_FILE), args, [], [])
     assert "GPU NVIDIA H200, every arm timed host to host" in peers_section(tmp_path)
-    peers.write(str(tmp_path / PEERS_FILE), argparse.Namespace(hardware="cpu", rounds=2, seconds=1.0), ["avx512f"], [])
+    peers.write(
+        str(tmp_path / PEERS_FILE),
+        argparse.Namespace(hardware="cpu", rounds=2, seconds=1.0),
+        ["avx512f"],
+        [],
+    )
     assert "CPU x, flags avx512f" in peers_section(tmp_path)
 
 
@@ -265,13 +358,36 @@ def test_the_index_names_each_batchs_own_choice_on_a_gpu():
     from kit.publish.peers_table import peer_rows
 
     loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "torch-compile-ro")}
-    batches = [{**peers.summarise(b, {"kit": [2.0, 2.1, 2.0], "torch-compile-ro": [2.0, 2.0, 2.1]}, loaded, {}, {},
-                                  [1.0]), "kit_decision": {"chosen": f"choice at {b}"}} for b in (4, 32)]
-    rows = peer_rows({"rows": [{"model": "resnet50", "published": "FP16", "kit": {"chosen": "choice at 4"},
-                                "batches": batches}]})
+    batches = [
+        {
+            **peers.summarise(
+                b,
+                {"kit": [2.0, 2.1, 2.0], "torch-compile-ro": [2.0, 2.0, 2.1]},
+                loaded,
+                {},
+                {},
+                [1.0],
+            ),
+            "kit_decision": {"chosen": f"choice at {b}"},
+        }
+        for b in (4, 32)
+    ]
+    rows = peer_rows(
+        {
+            "rows": [
+                {
+                    "model": "resnet50",
+                    "published": "FP16",
+                    "kit": {"chosen": "choice at 4"},
+                    "batches": batches,
+                }
+            ]
+        }
+    )
     assert [r["kit_choice"] for r in rows] == ["choice at 4", "choice at 32"]
-    assert "| choice at 32 |" in peers.table([{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"},
-                                               "batches": batches}])
+    assert "| choice at 32 |" in peers.table(
+        [{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"}, "batches": batches}]
+    )
 
 
 def test_on_a_gpu_an_extra_batch_never_enters_reproduces_chain_of_published_batches(monkeypatch):
@@ -281,10 +397,23 @@ def test_on_a_gpu_an_extra_batch_never_enters_reproduces_chain_of_published_batc
 
     def fake_decide(model, precision, batch, hardware, settings, prior=None):
         asked.append((batch, prior.batch if prior else None))
-        plan = SimpleNamespace(backend="torch", precision="fp16", device="cuda", options={}, threads=None,
-                               precision_note="")
-        return SimpleNamespace(batch=batch, plan=plan, chosen=f"b{batch}", today="", searched_s=0.0, key=None,
-                               cache_file=None), False
+        plan = SimpleNamespace(
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options={},
+            threads=None,
+            precision_note="",
+        )
+        return SimpleNamespace(
+            batch=batch,
+            plan=plan,
+            chosen=f"b{batch}",
+            today="",
+            searched_s=0.0,
+            key=None,
+            cache_file=None,
+        ), False
 
     monkeypatch.setattr(peers, "export_model", lambda name: SimpleNamespace(name=name, small=False))
     monkeypatch.setattr(peers, "decide", fake_decide)

@@ -32,8 +32,17 @@ def mypy(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess[s
         path.write_text(source)
         for package in path.relative_to(tmp_path).parents[:-1]:
             (tmp_path / package / "__init__.py").touch()
-    args = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-            "--cache-dir", str(tmp_path / ".mypy_cache"), "--no-site-packages", *files]
+    args = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(tmp_path / ".mypy_cache"),
+        "--no-site-packages",
+        *files,
+    ]
     return subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
@@ -49,22 +58,36 @@ def test_a_type_error_in_a_typed_record_fails_the_check(tmp_path):
 
 def test_the_records_are_strict_and_the_rest_of_kit_is_not(tmp_path):
     """An unannotated function is an error in kit/results/ and kit/search/decision.py only."""
-    run = mypy(tmp_path, {"kit/results/probe.py": UNTYPED, "kit/search/decision.py": UNTYPED,
-                          "kit/other.py": UNTYPED, "kit/results/typed.py": TYPED})
+    run = mypy(
+        tmp_path,
+        {
+            "kit/results/probe.py": UNTYPED,
+            "kit/search/decision.py": UNTYPED,
+            "kit/other.py": UNTYPED,
+            "kit/results/typed.py": TYPED,
+        },
+    )
     assert sorted(errors(run)) == ["kit/results/probe.py", "kit/search/decision.py"], run.stdout
 
 
 def test_make_test_runs_ruff_and_mypy_before_pytest():
     recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), flags=re.M)
     lines = [line.strip() for line in recipe.group(1).splitlines()]
-    assert lines[:-1] == ["$(BIN)/lint-imports", "$(BIN)/ruff check kit tests benchmarks", "$(BIN)/mypy"]
+    assert lines[:-1] == [
+        "$(BIN)/lint-imports",
+        "$(BIN)/ruff check kit tests benchmarks",
+        "$(BIN)/mypy",
+    ]
     assert lines[-1].startswith("exec $(BIN)/python -m pytest")
 
 
 def test_mypy_is_pinned_with_the_other_dev_tools():
-    """CI installs from requirements.txt + constraints.txt on a fresh clone: mypy comes with them."""
+    """CI installs from requirements.txt + constraints.txt on a fresh clone: mypy comes with
+    them."""
     assert "mypy" in (ROOT / "requirements.txt").read_text().split()
     assert re.search(r"^mypy==\S+$", (ROOT / "constraints.txt").read_text(), flags=re.M)
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert config["files"] == ["kit"]
-    assert "strict" not in config, "strict in [tool.mypy] holds for all of kit/: the records name its flags"
+    assert "strict" not in config, (
+        "strict in [tool.mypy] holds for all of kit/: the records name its flags"
+    )

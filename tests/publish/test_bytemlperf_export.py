@@ -15,8 +15,16 @@ from kit.published.bytemlperf_reports import ReportError, key_types, read_report
 from kit.results import RunResult
 from tests.conftest import ROOT, shared_or_skip
 
-SMALL = {"model": "resnet50-torch-fp32", "small": True, "batch_sizes": [1, 2], "warmup": 1,
-         "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0, "accuracy": False}
+SMALL = {
+    "model": "resnet50-torch-fp32",
+    "small": True,
+    "batch_sizes": [1, 2],
+    "warmup": 1,
+    "min_duration_s": 0.05,
+    "min_count": 3,
+    "target_ci": 0.0,
+    "accuracy": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +61,29 @@ def test_the_kit_report_has_the_published_keys_and_types(exported):
     assert not unknown, f"keys no published report has: {unknown}"
     wrong = {k: (v, published[k]) for k, v in ours.items() if v not in published[k]}
     assert not wrong, f"types unlike the published reports': {wrong}"
-    ipu = key_types(read_report(shared_or_skip("reference", "bytemlperf_reports", "IPU", "resnet50-torch-fp32",
-                                               "result-fp16.json")))
-    core = {"Model", "Backend", "Host Info", "Dataset", "Graph Compile", "Graph Compile/Compile Precision",
-            "Performance", "Performance[]/BS", "Performance[]/QPS", "Performance[]/AVG Latency",
-            "Performance[]/P99 Latency", "Accuracy", "Accuracy/Mean Diff", "Accuracy/Diff Dist"}
+    ipu = key_types(
+        read_report(
+            shared_or_skip(
+                "reference", "bytemlperf_reports", "IPU", "resnet50-torch-fp32", "result-fp16.json"
+            )
+        )
+    )
+    core = {
+        "Model",
+        "Backend",
+        "Host Info",
+        "Dataset",
+        "Graph Compile",
+        "Graph Compile/Compile Precision",
+        "Performance",
+        "Performance[]/BS",
+        "Performance[]/QPS",
+        "Performance[]/AVG Latency",
+        "Performance[]/P99 Latency",
+        "Accuracy",
+        "Accuracy/Mean Diff",
+        "Accuracy/Diff Dist",
+    }
     assert {k: ours.get(k) for k in core} == {k: ipu[k] for k in core}
 
 
@@ -77,7 +103,10 @@ def test_figures_by_bytemlperfs_definitions_and_where_they_go(exported):
         assert entry["P99 Latency"] == round(own["p99_latency_ms"], 2)
     assert report["Accuracy"]["Mean Diff"] == round(result.numerics[0]["mean_abs"], 5)
     png = path.parent / report["Accuracy"]["Diff Dist"]
-    assert png.name == "resnet50-torch-fp32-to-fp32.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (
+        png.name == "resnet50-torch-fp32-to-fp32.png"
+        and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    )
     assert report["Host Info"] == result.environment["cpu"]["model"]
     assert report["Dataset"] == "OPEN_IMAGENET"
 
@@ -104,29 +133,54 @@ def test_kit_export_bytemlperf_writes_the_same_report_from_the_result_json(expor
 
 def test_the_backend_names_hardware_part_and_runtime():
     def named(hardware, backend, device, device_name):
-        result = RunResult.new("model_benchmark", "m", {"hardware": hardware}, {"cpu": {"model": "AMD EPYC 7763"}})
+        result = RunResult.new(
+            "model_benchmark", "m", {"hardware": hardware}, {"cpu": {"model": "AMD EPYC 7763"}}
+        )
         result.backend = {"name": backend, "device": device, "device_info": {"name": device_name}}
         return backend_name(result)
 
-    assert named("cpu", "onnxruntime", "cpu", "AMD EPYC 7763 64-Core Processor") == "CPU-AMD-EPYC-onnxruntime"
-    assert named("cuda", "onnxruntime", "tensorrt", "NVIDIA H100 80GB HBM3") == "GPU-NVIDIA-H100-onnxruntime-tensorrt"
+    assert (
+        named("cpu", "onnxruntime", "cpu", "AMD EPYC 7763 64-Core Processor")
+        == "CPU-AMD-EPYC-onnxruntime"
+    )
+    assert (
+        named("cuda", "onnxruntime", "tensorrt", "NVIDIA H100 80GB HBM3")
+        == "GPU-NVIDIA-H100-onnxruntime-tensorrt"
+    )
     assert named("cuda", "torch", "cuda", "NVIDIA A10G") == "GPU-NVIDIA-A10G-torch"
     assert named("ipu", "ipu", "ipu", "C600") == "IPU-C600-poprt"
     assert named("ipu", "ipu", "ipu", "C600 [not run on an IPU]") == "IPU-C600-emulated-poprt"
 
 
 def test_gpu_coverage_ipu_compile_time_and_unmeasured_figures():
-    result = RunResult.new("model_benchmark", "m", {"model": "resnet50-torch-fp32", "hardware": "cuda"}, {})
-    result.backend = {"name": "onnxruntime", "device": "cuda", "precision": "fp16",
-                      "device_info": {"name": "NVIDIA H100"},
-                      "session": {"placement": {"kernels": 200, "cpu_share": 0.03}, "compile_seconds": 12.345678}}
-    result.measurements = [{"batch_size": 8, "bytemlperf": {"qps": 1234.9, "avg_latency_ms": 6.478,
-                                                            "p99_latency_ms": float("nan")}}]
+    result = RunResult.new(
+        "model_benchmark", "m", {"model": "resnet50-torch-fp32", "hardware": "cuda"}, {}
+    )
+    result.backend = {
+        "name": "onnxruntime",
+        "device": "cuda",
+        "precision": "fp16",
+        "device_info": {"name": "NVIDIA H100"},
+        "session": {"placement": {"kernels": 200, "cpu_share": 0.03}, "compile_seconds": 12.345678},
+    }
+    result.measurements = [
+        {
+            "batch_size": 8,
+            "bytemlperf": {"qps": 1234.9, "avg_latency_ms": 6.478, "p99_latency_ms": float("nan")},
+        }
+    ]
     report, backend, precision = bytemlperf_report(result)
-    assert report["Graph Compile"] == {"Compile Duration": 12.34568, "Compile Precision": "FP16",
-                                       "Subgraph Coverage": 97.0}
-    assert report["Performance"] == [{"BS": 8, "QPS": 1234, "AVG Latency": 6.48}]  # no P99: not measured
-    assert "Accuracy" not in report and (backend, precision) == ("GPU-NVIDIA-H100-onnxruntime-cuda", "fp16")
+    assert report["Graph Compile"] == {
+        "Compile Duration": 12.34568,
+        "Compile Precision": "FP16",
+        "Subgraph Coverage": 97.0,
+    }
+    # no P99: not measured
+    assert report["Performance"] == [{"BS": 8, "QPS": 1234, "AVG Latency": 6.48}]
+    assert "Accuracy" not in report and (backend, precision) == (
+        "GPU-NVIDIA-H100-onnxruntime-cuda",
+        "fp16",
+    )
 
 
 def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):
@@ -135,7 +189,9 @@ def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):
     bad.write_text(json.dumps({"Model": "M", "Backend": "X"}))
     with pytest.raises(ReportError, match=r"result-fp16.json: field 'Performance' is missing"):
         read_report(bad)
-    bad.write_text(json.dumps({"Model": "M", "Backend": "X", "Performance": [{"BS": 1, "QPS": "fast"}]}))
+    bad.write_text(
+        json.dumps({"Model": "M", "Backend": "X", "Performance": [{"BS": 1, "QPS": "fast"}]})
+    )
     with pytest.raises(ReportError, match=r"Performance\[0\].QPS is 'fast', not number"):
         read_report(bad)
     bad.write_text("{")
@@ -146,15 +202,31 @@ def test_a_report_not_in_the_format_is_named_with_its_field(tmp_path):
         report_files(tmp_path / "empty")
 
 
-@pytest.mark.parametrize("field, value, said", [
-    ("model", "../../../escaped", "invalid model="), ("hardware", "../../..", "invalid ByteMLPerf backend="),
-    ("precision", "../../../x", "unknown run precision '../../../x'; known: bf16, fp16, fp32, fp8, int8")])
-def test_names_read_from_a_result_never_lead_its_report_outside_its_folder(tmp_path, capsys, field, value, said):
-    """Issue 51: the report's folders and file are named by the result's model, backend and precision."""
+@pytest.mark.parametrize(
+    "field, value, said",
+    [
+        ("model", "../../../escaped", "invalid model="),
+        ("hardware", "../../..", "invalid ByteMLPerf backend="),
+        (
+            "precision",
+            "../../../x",
+            "unknown run precision '../../../x'; known: bf16, fp16, fp32, fp8, int8",
+        ),
+    ],
+)
+def test_names_read_from_a_result_never_lead_its_report_outside_its_folder(
+    tmp_path, capsys, field, value, said
+):
+    """Issue 51: the report's folders and file are named by the result's model, backend and
+    precision."""
     params = {"model": "resnet50-torch-fp32", "hardware": "cpu", field: value}
     result = RunResult.new("model_benchmark", "m", params, {})
-    result.backend = {"name": "onnxruntime", "device": "cpu", "precision": params.get("precision", "fp32"),
-                      "device_info": {"name": "AMD EPYC"}}
+    result.backend = {
+        "name": "onnxruntime",
+        "device": "cpu",
+        "precision": params.get("precision", "fp32"),
+        "device_info": {"name": "AMD EPYC"},
+    }
     result.measurements = [{"batch_size": 1, "bytemlperf": {"qps": 10.0, "avg_latency_ms": 1.0}}]
     path = result.write(tmp_path / "runs" / "r1" / "m.json")
     assert main(["export-bytemlperf", str(path)]) == 2

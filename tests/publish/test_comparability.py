@@ -21,17 +21,31 @@ from tests.c600_runs import c600_result, calls_of, measured
 
 def card(result: RunResult) -> list:
     """The result's own rows of the scorecard."""
-    return [r for r in bytemlperf_rows([(Path("r.json"), result)])
-            if r.model == result.parameters["model"] and r.precision == result.parameters["published_precision"]]
+    return [
+        r
+        for r in bytemlperf_rows([(Path("r.json"), result)])
+        if r.model == result.parameters["model"]
+        and r.precision == result.parameters["published_precision"]
+    ]
 
 
 def row(rows, figure: str, study: str = "bytemlperf_c600", batch: str | None = None):
-    return next(r for r in rows if r.figure == figure and r.study == study and (batch is None or r.batch_size == batch))
+    return next(
+        r
+        for r in rows
+        if r.figure == figure and r.study == study and (batch is None or r.batch_size == batch)
+    )
 
 
 def test_a_c600_run_the_published_way_is_judged():
-    published_qps = published.ipu_run_settings("resnet50-torch-fp32", "FP16")["per_batch"][1]["Performance/QPS"]
-    result = c600_result("resnet50-torch-fp32", "FP16", [measured(4, 4, 7062.0), measured(32, 4, published_qps * 0.98)])
+    published_qps = published.ipu_run_settings("resnet50-torch-fp32", "FP16")["per_batch"][1][
+        "Performance/QPS"
+    ]
+    result = c600_result(
+        "resnet50-torch-fp32",
+        "FP16",
+        [measured(4, 4, 7062.0), measured(32, 4, published_qps * 0.98)],
+    )
     rows = card(result)
     headline = row(rows, "QPS")
     assert headline.batch_size == "32" and headline.verdict == "reproduced", headline.reason
@@ -43,20 +57,34 @@ def test_a_c600_run_at_another_batch_size_is_not_comparable():
     result = c600_result("resnet50-torch-fp32", "FP16", [measured(8, 4, 13542.0)])
     rows = card(result)
     headline = row(rows, "QPS")
-    assert headline.verdict == "not comparable" and "batch 8, published at batch 32" in headline.reason
-    assert headline.measured_batch == "8" and headline.ratio == pytest.approx(13542.0 / 13499.0, rel=1e-3)
+    assert (
+        headline.verdict == "not comparable" and "batch 8, published at batch 32" in headline.reason
+    )
+    assert headline.measured_batch == "8" and headline.ratio == pytest.approx(
+        13542.0 / 13499.0, rel=1e-3
+    )
     per_batch = row(card(result), "QPS", "bytemlperf_reports", "32")
-    assert per_batch.verdict == "not measured" and "batch 32 not run (measured: 8)" in per_batch.reason
+    assert (
+        per_batch.verdict == "not measured" and "batch 32 not run (measured: 8)" in per_batch.reason
+    )
     # the same part at the published batch but one client instead of four
     result = c600_result("resnet50-torch-fp32", "FP16", [measured(32, 1, 13542.0)])
     headline = row(card(result), "QPS")
-    assert headline.verdict == "not comparable" and "1 client(s), published with 4" in headline.reason
+    assert (
+        headline.verdict == "not comparable" and "1 client(s), published with 4" in headline.reason
+    )
 
 
 def test_deberta_unpacked_is_not_comparable_naming_the_missing_pass():
     plan = plan_for("deberta-torch-fp32", "fp16")
-    session = {"comparable": plan.comparable, "missing_passes": list(plan.missing_passes), "notes": list(plan.notes)}
-    result = c600_result("deberta-torch-fp32", "FP16", [measured(10, 1, 1702.0)], poprt="1.3.0", session=session)
+    session = {
+        "comparable": plan.comparable,
+        "missing_passes": list(plan.missing_passes),
+        "notes": list(plan.notes),
+    }
+    result = c600_result(
+        "deberta-torch-fp32", "FP16", [measured(10, 1, 1702.0)], poprt="1.3.0", session=session
+    )
     headline = row(card(result), "QPS")
     assert headline.verdict == "not comparable"
     assert "ByteMLPerf's deberta_pack not applied" in headline.reason
@@ -67,15 +95,22 @@ def test_another_poprt_version_is_named():
     result = c600_result("clip-onnx-fp32", "FP16", [measured(40, 3, 7305.0)], poprt="1.4.0")
     headline = row(card(result), "QPS")
     assert published.poprt_version("clip-onnx-fp32", "FP16") == "1.3.0"
-    assert headline.verdict == "not comparable" and "PopRT 1.4.0, published with PopRT 1.3.0" in headline.reason
+    assert (
+        headline.verdict == "not comparable"
+        and "PopRT 1.4.0, published with PopRT 1.3.0" in headline.reason
+    )
     same = c600_result("clip-onnx-fp32", "FP16", [measured(40, 3, 7305.0)], poprt="1.3.0")
     assert row(card(same), "QPS").verdict == "reproduced"
 
 
 def test_another_precision_is_not_comparable():
-    result = c600_result("resnet50-torch-fp32", "FP8", [measured(32, 4, 18851.0)], ipu_precision="fp16")
+    result = c600_result(
+        "resnet50-torch-fp32", "FP8", [measured(32, 4, 18851.0)], ipu_precision="fp16"
+    )
     headline = row(card(result), "QPS")
-    assert headline.verdict == "not comparable" and "precision fp16, published fp8" in headline.reason
+    assert (
+        headline.verdict == "not comparable" and "precision fp16, published fp8" in headline.reason
+    )
 
 
 def test_trimmed_latency_is_bytemlperfs_definition():
@@ -90,7 +125,8 @@ def test_trimmed_latency_is_bytemlperfs_definition():
     assert m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 60)
     assert m.bytemlperf["p99_latency_ms"] == kept[int(0.99 * 60)]
     assert m.bytemlperf["qps"] == pytest.approx(8 * 60 / (sum(middle) / 1000))
-    assert m.latency.mean_ms == pytest.approx((sum(middle) + 40 * 50) / 100)  # all calls, kept beside
+    # all calls, kept beside
+    assert m.latency.mean_ms == pytest.approx((sum(middle) + 40 * 50) / 100)
     assert m.latency.p99_ms > 16  # the slow ends count in the all-calls figures
     # 40 calls: ByteMLPerf trims nothing
     short = BatchMeasurement(batch_size=8, mode="single", threads=1, calls=[calls_of(middle[:40])])
@@ -100,11 +136,17 @@ def test_trimmed_latency_is_bytemlperfs_definition():
 
 def test_pack_mode_keeps_the_middle_sixty_percent_and_has_intervals():
     durations = [30.0] * 20 + [float(5 + i % 3) for i in range(60)] + [30.0] * 20
-    m = BatchMeasurement(batch_size=1, mode="pack", threads=2,
-                         calls=[calls_of(durations), calls_of(durations, 10**9)],
-                         extra={"bytemlperf_keep_fraction": 0.6, "pack_batch_size": 40})
+    m = BatchMeasurement(
+        batch_size=1,
+        mode="pack",
+        threads=2,
+        calls=[calls_of(durations), calls_of(durations, 10**9)],
+        extra={"bytemlperf_keep_fraction": 0.6, "pack_batch_size": 40},
+    )
     kept = sorted([float(5 + i % 3) for i in range(60)] * 2)
-    assert m.bytemlperf["kept_calls"] == 120 and m.bytemlperf["avg_latency_ms"] == pytest.approx(sum(kept) / 120)
+    assert m.bytemlperf["kept_calls"] == 120 and m.bytemlperf["avg_latency_ms"] == pytest.approx(
+        sum(kept) / 120
+    )
     assert m.intervals["bytemlperf_avg_latency_ms"].available
     assert m.intervals["qps_bytemlperf"].available
 
@@ -119,15 +161,20 @@ def test_every_profile_measures_every_published_batch_size(profile):
             assert params["batch_sizes"] == settings["batch_sizes"]
             assert params["clients"] == (settings["clients"] if kind == "ipu" else 1)
             if kind == "ipu":
-                assert params["min_count"] > 40  # enough calls for ByteMLPerf's trim of 20 at each end
+                # enough calls for ByteMLPerf's trim of 20 at each end
+                assert params["min_count"] > 40
 
 
 def test_the_batch_a_measurement_stands_for():
     def measured_batch(d):
         return Measurement.from_dict(d).measured_batch
 
-    assert measured_batch({"batch_size": 1, "extra": {"pack_batch_size": 40}}) == 40  # pack mode: the pack's
-    assert measured_batch({"batch_size": 8, "extra": None}) == 8 and measured_batch({"batch_size": 8}) == 8
+    # pack mode: the pack's
+    assert measured_batch({"batch_size": 1, "extra": {"pack_batch_size": 40}}) == 40
+    assert (
+        measured_batch({"batch_size": 8, "extra": None}) == 8
+        and measured_batch({"batch_size": 8}) == 8
+    )
 
 
 def test_each_way_a_measurement_differs_from_the_published_run():
@@ -138,34 +185,67 @@ def test_each_way_a_measurement_differs_from_the_published_run():
         return [r.text for r in typed(Measurement.from_dict(d), run)]
 
     padded = PublishedRun(32, 4, "fp16", "1.4.0", pack=False)
-    assert measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []
+    assert (
+        measurement_differences({"batch_size": 32, "mode": "clients", "threads": 4}, padded) == []
+    )
     assert measurement_differences({"batch_size": 8, "mode": "single", "threads": 1}, padded) == [
-        "batch 8, published at batch 32", "1 client(s), published with 4"]
-    assert measurement_differences({"batch_size": 8, "mode": "clients", "threads": 4},
-                                   PublishedRun(None, 4, "fp16", "1.4.0", pack=False)) == []  # no batch published
+        "batch 8, published at batch 32",
+        "1 client(s), published with 4",
+    ]
+    assert (
+        measurement_differences(
+            {"batch_size": 8, "mode": "clients", "threads": 4},
+            # no batch published
+            PublishedRun(None, 4, "fp16", "1.4.0", pack=False),
+        )
+        == []
+    )
     packed = PublishedRun(40, 1, "fp16", "1.3.0", pack=True)
     pack = {"batch_size": 1, "mode": "pack", "threads": 2, "extra": {"pack_batch_size": 40}}
     assert measurement_differences(pack, packed) == []  # pack mode: its threads are not clients
     assert measurement_differences({"batch_size": 40, "mode": "single", "threads": 1}, packed) == [
-        "padded batches, published in pack mode"]
-    one_client = PublishedRun(8, 1, "fp16", "1.4.0", pack=False)  # replicas are not clients: one client each
-    assert measurement_differences({"batch_size": 8, "mode": "replicas", "threads": 2}, one_client) == []
+        "padded batches, published in pack mode"
+    ]
+    # replicas are not clients: one client each
+    one_client = PublishedRun(8, 1, "fp16", "1.4.0", pack=False)
+    assert (
+        measurement_differences({"batch_size": 8, "mode": "replicas", "threads": 2}, one_client)
+        == []
+    )
 
 
 def test_the_sessions_own_reasons_come_after_the_passes_it_missed():
     from kit.publish.comparability import session_differences
 
     assert session_differences({"comparable": True, "not_comparable": ["x"]}) == []
-    said = session_differences({"comparable": False, "missing_passes": ["deberta_pack", "insert_attention_mask"],
-                                "not_comparable": ["padded batches, published in pack mode"]})
+    said = session_differences(
+        {
+            "comparable": False,
+            "missing_passes": ["deberta_pack", "insert_attention_mask"],
+            "not_comparable": ["padded batches, published in pack mode"],
+        }
+    )
     assert [r.text for r in said] == [
-        "ByteMLPerf's deberta_pack, insert_attention_mask not applied", "padded batches, published in pack mode"]
-    assert [r.code for r in said] == ["passes", "session"]  # a reason written without a code: SESSION
-    assert session_differences({"comparable": False, "not_comparable": ["packed samples attend"],
-                                "not_comparable_codes": ["packed_attention"]}) == [
-        Reason("packed samples attend", DifferenceCode.PACKED_ATTENTION)]  # the code the session wrote
+        "ByteMLPerf's deberta_pack, insert_attention_mask not applied",
+        "padded batches, published in pack mode",
+    ]
+    # a reason written without a code: SESSION
+    assert [r.code for r in said] == ["passes", "session"]
+    assert session_differences(
+        {
+            "comparable": False,
+            "not_comparable": ["packed samples attend"],
+            "not_comparable_codes": ["packed_attention"],
+        }
+    ) == [
+        # the code the session wrote
+        Reason("packed samples attend", DifferenceCode.PACKED_ATTENTION)
+    ]
     assert session_differences({"comparable": False}) == [
-        Reason("the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION)]
+        Reason(
+            "the session's settings are not ByteMLPerf's (see its notes)", DifferenceCode.SESSION
+        )
+    ]
 
 
 def test_the_published_run_of_a_row():

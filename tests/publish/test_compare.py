@@ -62,22 +62,37 @@ def test_statement_names_tolerances():
 def test_interval_decides_reproduced_and_differs():
     from kit.measure.stats import Interval
 
-    wide = Interval(800.0, 700.0, 920.0, method="m", rounds=5)  # point 800 is 20 % off, the interval reaches 920
+    # point 800 is 20 % off, the interval reaches 920
+    wide = Interval(800.0, 700.0, 920.0, method="m", rounds=5)
     v, reason, _ = verdict("QPS", 1000, 800, "c600", C600, interval=wide)
     assert v is Verdict.REPRODUCED and "[700, 920]" in reason
     narrow = Interval(800.0, 790.0, 810.0, method="m", rounds=5)
     v, reason, _ = verdict("QPS", 1000, 800, "c600", C600, interval=narrow)
     assert v is Verdict.DIFFERS and "outside" in reason and "[790, 810]" in reason
     # a point inside tolerance but an interval that cannot reach it: still reproduced (overlap)
-    assert verdict("QPS", 1000, 950, "c600", C600, interval=Interval(950.0, 940.0, 960.0))[0] is Verdict.REPRODUCED
+    assert (
+        verdict("QPS", 1000, 950, "c600", C600, interval=Interval(950.0, 940.0, 960.0))[0]
+        is Verdict.REPRODUCED
+    )
 
 
 def test_noise_and_interval_are_stated_in_every_verdict():
     from kit.measure.stats import Interval
 
-    v, reason, _ = verdict("QPS", 1000, 10, "c600", EPYC, interval=Interval(10.0, 9.0, 11.0),
-                           noisy="noisy: CPU steal 9% > 5%")
-    assert v is Verdict.NOT_COMPARABLE and "0.009-0.011x" in reason and reason.endswith("CPU steal 9% > 5%")
+    v, reason, _ = verdict(
+        "QPS",
+        1000,
+        10,
+        "c600",
+        EPYC,
+        interval=Interval(10.0, 9.0, 11.0),
+        noisy="noisy: CPU steal 9% > 5%",
+    )
+    assert (
+        v is Verdict.NOT_COMPARABLE
+        and "0.009-0.011x" in reason
+        and reason.endswith("CPU steal 9% > 5%")
+    )
     v, reason, _ = verdict("QPS", 1000, 950, "c600", C600)
     assert v is Verdict.REPRODUCED and "no interval" in reason
 
@@ -89,13 +104,31 @@ def test_a_scorecard_row_reads_back_from_its_record_and_from_json():
 
     from kit.publish.compare import Comparison, ReasonCode, Verdict
 
-    row = Comparison(study="bytemlperf_c600", figure="QPS", model="m", precision="FP16",
-                     batch_size="32", unit="samples/s", published=100.0, published_hardware="C600",
-                     measured=None, measured_hardware="", verdict=Verdict.NOT_MEASURED,
-                     reason="batch 32 not run (measured: 1)",
-                     reason_code=ReasonCode.BATCH_NOT_RUN, differences=("a",), difference_codes=("batch",))
+    row = Comparison(
+        study="bytemlperf_c600",
+        figure="QPS",
+        model="m",
+        precision="FP16",
+        batch_size="32",
+        unit="samples/s",
+        published=100.0,
+        published_hardware="C600",
+        measured=None,
+        measured_hardware="",
+        verdict=Verdict.NOT_MEASURED,
+        reason="batch 32 not run (measured: 1)",
+        reason_code=ReasonCode.BATCH_NOT_RUN,
+        differences=("a",),
+        difference_codes=("batch",),
+    )
     record = pd.DataFrame([row.to_dict()]).to_dict("records")[0]  # NaN for the missing numbers
-    assert Comparison.from_dict(record) == row == Comparison.from_dict(json.loads(json.dumps(row.to_dict())))
-    older = Comparison.from_dict({"study": "c2_qwant", "verdict": "failed", "reason": "timed out", "measured": None})
+    assert (
+        Comparison.from_dict(record)
+        == row
+        == Comparison.from_dict(json.loads(json.dumps(row.to_dict())))
+    )
+    older = Comparison.from_dict(
+        {"study": "c2_qwant", "verdict": "failed", "reason": "timed out", "measured": None}
+    )
     assert older.verdict == Verdict.FAILED and older.reason_code == "" and older.emulated is False
     assert Comparison.of(row) is row

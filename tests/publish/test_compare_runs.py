@@ -1,4 +1,5 @@
-"""`kit compare RUN_A RUN_B` on result folders made from synthetic call times with a known answer."""
+"""`kit compare RUN_A RUN_B` on result folders made from synthetic call times with a known
+answer."""
 
 import json
 import math
@@ -40,20 +41,28 @@ def _measurement(rng, mean_ms: float, rounds: int = 8, per_round: int = 20) -> d
             calls.append((t, t + d))
             t += d + 1000
         marks.append([len(calls)])
-    return BatchMeasurement(batch_size=4, mode="single", threads=1, calls=[calls],
-                            rounds=marks).to_dict()
+    return BatchMeasurement(
+        batch_size=4, mode="single", threads=1, calls=[calls], rounds=marks
+    ).to_dict()
 
 
 def _run(folder, rng, mean_ms: float, cpu: str = "Test CPU", ort: str = "1.20.0"):
     folder.mkdir(parents=True)
-    r = RunResult(ResultKind.MODEL_BENCHMARK, "resnet50-torch-fp32",
-                  parameters={"published_precision": "FP16"},
-                  environment={"host": "h", "cpu": {"model": cpu, "cores": 2},
-                               "packages": {"onnxruntime": ort}})
+    r = RunResult(
+        ResultKind.MODEL_BENCHMARK,
+        "resnet50-torch-fp32",
+        parameters={"published_precision": "FP16"},
+        environment={
+            "host": "h",
+            "cpu": {"model": cpu, "cores": 2},
+            "packages": {"onnxruntime": ort},
+        },
+    )
     r.measurements = [_measurement(rng, mean_ms)]
     r.write(folder / "resnet50.json")
     (folder / "notes.json").write_text(json.dumps({"not": "a result"}))  # ignored
-    logs = folder / "server_scenario_files" / "qps-1"  # LoadGen writes JSON lists beside the results
+    # LoadGen writes JSON lists beside the results
+    logs = folder / "server_scenario_files" / "qps-1"
     logs.mkdir(parents=True)
     (logs / "mlperf_log_trace.json").write_text(json.dumps([{"name": "QuerySamplesComplete"}]))
     return folder
@@ -66,12 +75,21 @@ def test_a_real_slowdown_is_significant_and_noise_is_not(tmp_path):
     slower = _run(tmp_path / "slower", rng, 12.0, cpu="Other CPU", ort="1.21.0")
     text, page = compare_runs(a, slower, out=tmp_path / "cmp.html")
     assert "B lower, worse" in text.split(": throughput")[1].splitlines()[0]  # throughput fell
-    assert "not tested again: its rounds are the throughput's" in text.split(": QPS")[1].splitlines()[0]
+    assert (
+        "not tested again: its rounds are the throughput's"
+        in text.split(": QPS")[1].splitlines()[0]
+    )
     assert "B higher, worse" in text.split("mean latency")[1].splitlines()[0]
-    assert "cpu model: Test CPU -> Other CPU" in text and "packages: onnxruntime: 1.20.0 -> 1.21.0" in text
+    assert (
+        "cpu model: Test CPU -> Other CPU" in text
+        and "packages: onnxruntime: 1.20.0 -> 1.21.0" in text
+    )
     assert "<table" in page.read_text()
     text, _ = compare_runs(a, same, out=tmp_path / "same.html")
-    assert "QPS" in text and "no significant difference" in text.split(": throughput")[1].splitlines()[0]
+    assert (
+        "QPS" in text
+        and "no significant difference" in text.split(": throughput")[1].splitlines()[0]
+    )
     assert "none recorded" in text
 
 
@@ -97,16 +115,27 @@ def test_command_line_and_bad_input(tmp_path, capsys):
 
 def test_run_to_run_difference_is_judged_against_both_intervals(tmp_path):
     from kit.measure.stats import Interval
+
     def fig(v, hw):
-        return Figure(value=v, interval=Interval(v, v - hw, v + hw), rounds=[], unit="samples/s",
-                      higher_is_better=True)
+        return Figure(
+            value=v,
+            interval=Interval(v, v - hw, v + hw),
+            rounds=[],
+            unit="samples/s",
+            higher_is_better=True,
+        )
 
     inside = Row(key="x", a=fig(100, 3), b=fig(104, 4))  # |4| <= hypot(3, 4) = 5
     outside = Row(key="y", a=fig(100, 3), b=fig(106, 4))
     assert inside.within_intervals is True and outside.within_intervals is False
-    assert Row(key="z",
-               a=Figure(value=1.0, interval=None, rounds=[], unit="", higher_is_better=True),
-               b=fig(1, 0.1)).within_intervals is None
+    assert (
+        Row(
+            key="z",
+            a=Figure(value=1.0, interval=None, rounds=[], unit="", higher_is_better=True),
+            b=fig(1, 0.1),
+        ).within_intervals
+        is None
+    )
     assert "1 of 2 (50%)" in summary_line([inside, outside])
 
 
@@ -114,6 +143,7 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
     """Synthetic runs: 200 throughput figures measured to +-2 %, the machine drifting 10 % (sd on
     the log scale) between runs. The estimate finds the drift; with no drift it finds about none."""
     from kit.measure.stats import Interval
+
     rng = np.random.default_rng(7)
 
     def rows(drift_sd):
@@ -121,11 +151,25 @@ def test_run_to_run_drift_is_estimated_from_the_throughput_figures():
         for i in range(200):
             a = 100.0 * math.exp(rng.normal(0, 0.01))
             b = 100.0 * math.exp(rng.normal(0, 0.01) + rng.normal(0, drift_sd))
-            out.append(Row(key=f"m{i} batch 1: throughput", a=Figure(
-                value=a, interval=Interval(a, a * 0.98, a * 1.02), rounds=[], unit="",
-                higher_is_better=True),
-                           b=Figure(value=b, interval=Interval(b, b * 0.98, b * 1.02), rounds=[],
-                                  unit="", higher_is_better=True)))
+            out.append(
+                Row(
+                    key=f"m{i} batch 1: throughput",
+                    a=Figure(
+                        value=a,
+                        interval=Interval(a, a * 0.98, a * 1.02),
+                        rounds=[],
+                        unit="",
+                        higher_is_better=True,
+                    ),
+                    b=Figure(
+                        value=b,
+                        interval=Interval(b, b * 0.98, b * 1.02),
+                        rounds=[],
+                        unit="",
+                        higher_is_better=True,
+                    ),
+                )
+            )
         return out
 
     drifting = rows(0.10)
@@ -147,8 +191,12 @@ def test_holm_adjustment():
 def _runs_of_models(folder, rng, means_ms: dict[str, float]):
     folder.mkdir(parents=True)
     for model, mean_ms in means_ms.items():
-        r = RunResult(ResultKind.MODEL_BENCHMARK, model, parameters={"published_precision": "FP16"},
-                      environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r = RunResult(
+            ResultKind.MODEL_BENCHMARK,
+            model,
+            parameters={"published_precision": "FP16"},
+            environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}},
+        )
         r.measurements = [_measurement(rng, mean_ms)]
         r.write(folder / f"{model}.json")
     return folder
@@ -168,25 +216,36 @@ def test_a_uniform_speed_up_gives_row_verdicts_that_agree_with_the_summary(tmp_p
     assert len(rows) == 16 and len(tested) == 12  # QPS is not a second finding
     assert all(r.p_holm >= r.p_value for r in tested)
     counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    assert (f"{counts[DIFFERS]} differ, {counts[APART]} differ by their intervals where the rank test had too "
-            f"few rounds or no significance, {counts[IN_DRIFT]} differ within the runs but inside the "
-            f"run-to-run drift, {counts[COMMON]} moved with every other figure (a change of the whole run), "
-            f"{counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} cannot tell") in summary
+    assert (
+        f"{counts[DIFFERS]} differ, {counts[APART]} differ by their intervals where the rank test "
+        f"had too few rounds or no significance, {counts[IN_DRIFT]} differ within the runs but "
+        f"inside the run-to-run drift, {counts[COMMON]} moved with every other figure (a change of "
+        f"the whole run), {counts[SAME]} show no significant difference, {counts[CANNOT_TELL]} "
+        "cannot tell"
+    ) in summary
     assert "inside the intervals widened by it: 12 of 12" in summary
-    assert counts[DIFFERS] == 0 and counts[COMMON] >= 7 and counts[IN_DRIFT] == 0  # within the runs the shift is plain
+    # within the runs the shift is plain
+    assert counts[DIFFERS] == 0 and counts[COMMON] >= 7 and counts[IN_DRIFT] == 0
     assert "every tested figure is better in B (median throughput B/A 1.05" in summary
     for r in rows:  # no row calls a difference real that the summary puts inside the drift
-        assert ("B higher" in r.finding or "B lower" in r.finding) == (r.verdict in (DIFFERS, APART, COMMON))
+        assert ("B higher" in r.finding or "B lower" in r.finding) == (
+            r.verdict in (DIFFERS, APART, COMMON)
+        )
 
 
 def _runs_with_rounds(tmp_path, name: str, means_ms: dict[str, float], rounds: int, seed: int):
-    """A run of several models whose figures each have `rounds` rounds (5: a batch-32 figure's usual)."""
+    """A run of several models whose figures each have `rounds` rounds (5: a batch-32 figure's
+    usual)."""
     rng = np.random.default_rng(seed)
     folder = tmp_path / name
     folder.mkdir(parents=True)
     for model, mean_ms in means_ms.items():
-        r = RunResult(ResultKind.MODEL_BENCHMARK, model, parameters={"published_precision": "FP16"},
-                      environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}})
+        r = RunResult(
+            ResultKind.MODEL_BENCHMARK,
+            model,
+            parameters={"published_precision": "FP16"},
+            environment={"host": "h", "cpu": {"model": "Test CPU", "cores": 2}},
+        )
         r.measurements = [_measurement(rng, mean_ms, rounds=rounds, per_round=6)]
         r.write(folder / f"{model}.json")
     return folder
@@ -194,7 +253,9 @@ def _runs_with_rounds(tmp_path, name: str, means_ms: dict[str, float], rounds: i
 
 def _throughput_row(a, b):
     rows = compare_figures(figures_of(load_run(a)), figures_of(load_run(b)))
-    return next(r for r in rows if r.key.startswith("model0 ") and r.key.endswith(": throughput")), rows
+    return next(
+        r for r in rows if r.key.startswith("model0 ") and r.key.endswith(": throughput")
+    ), rows
 
 
 MODELS = {f"model{i}": 5.0 + i for i in range(4)}
@@ -202,23 +263,32 @@ MODELS = {f"model{i}": 5.0 + i for i in range(4)}
 
 def test_a_7x_slowdown_with_5_rounds_is_a_difference_never_no_difference(tmp_path):
     """110 -> 16 samples/s with about 5 rounds read "no significant difference (p = 0.11)": the rank
-    test after Holm over 12 figures cannot go under 0.09 with 5 rounds a side, whatever the effect."""
+    test after Holm over 12 figures cannot go under 0.09 with 5 rounds a side, whatever the
+    effect."""
     a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=1)
-    b = _runs_with_rounds(tmp_path, "b", {**MODELS, "model0": MODELS["model0"] * 7}, rounds=5, seed=2)
+    b = _runs_with_rounds(
+        tmp_path, "b", {**MODELS, "model0": MODELS["model0"] * 7}, rounds=5, seed=2
+    )
     row, rows = _throughput_row(a, b)
     assert smallest_p(5, 5) == pytest.approx(2 / 252)
     assert row.p_floor == pytest.approx(min(1.0, 12 * 2 / 252)) and row.p_holm >= 0.05
     assert row.verdict == APART
     assert row.finding.startswith("B lower, worse: the 95 % interval of B/A excludes 1 (B/A 0.14")
     assert "the two figures' 95 % intervals do not overlap either" in row.finding
-    assert "too few rounds for the rank test (5 rounds in A, 5 in B: its smallest possible Holm-adjusted p is 0.095" \
-        in row.finding
-    assert not any("no significant difference" in r.finding for r in rows if r.key.startswith("model0 "))
+    assert (
+        "too few rounds for the rank test (5 rounds in A, 5 in B: its smallest possible "
+        "Holm-adjusted p is 0.095" in row.finding
+    )
+    assert not any(
+        "no significant difference" in r.finding for r in rows if r.key.startswith("model0 ")
+    )
 
 
 def test_a_20_percent_change_with_separated_intervals_says_so(tmp_path):
     a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=3)
-    b = _runs_with_rounds(tmp_path, "b", {**MODELS, "model0": MODELS["model0"] / 1.2}, rounds=5, seed=4)
+    b = _runs_with_rounds(
+        tmp_path, "b", {**MODELS, "model0": MODELS["model0"] / 1.2}, rounds=5, seed=4
+    )
     row, _ = _throughput_row(a, b)
     assert row.within_intervals is False and row.verdict == APART
     assert row.finding.startswith("B higher, better: the 95 % interval of B/A excludes 1 (B/A 1.2")
@@ -229,7 +299,9 @@ def test_identical_runs_with_few_rounds_cannot_tell_and_say_what_they_could_dete
     a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=5)
     row, rows = _throughput_row(a, a)
     assert row.ratio == 1.0 and row.verdict == CANNOT_TELL
-    assert row.finding.startswith("cannot tell (5 rounds in A, 5 in B; the smallest difference this could detect is ")
+    assert row.finding.startswith(
+        "cannot tell (5 rounds in A, 5 in B; the smallest difference this could detect is "
+    )
     assert all("no significant difference" not in r.finding for r in rows)
 
 
@@ -237,18 +309,22 @@ def test_identical_runs_with_enough_rounds_show_no_significant_difference(tmp_pa
     a = _runs_with_rounds(tmp_path, "a", {"model0": 5.0}, rounds=8, seed=6)
     row, _ = _throughput_row(a, a)
     assert row.p_floor < 0.05 and row.verdict == SAME
-    assert row.finding.startswith("no significant difference (Holm-adjusted p = 1; the smallest difference these "
-                                  "rounds could detect is ")
+    assert row.finding.startswith(
+        "no significant difference (Holm-adjusted p = 1; the smallest difference these "
+        "rounds could detect is "
+    )
 
 
 def test_every_figure_7x_slower_moved_together_never_inside_the_drift(tmp_path):
-    """A whole re-run 7x slower read '36 differ within the runs but inside the run-to-run drift' (the
-    drift estimated from those two runs, ±28451 %, held the slow-down itself)."""
+    """A whole re-run 7x slower read '36 differ within the runs but inside the run-to-run drift'
+    (the drift estimated from those two runs, ±28451 %, held the slow-down itself)."""
     a = _runs_with_rounds(tmp_path, "a", MODELS, rounds=5, seed=7)
     b = _runs_with_rounds(tmp_path, "b", {m: v * 7 for m, v in MODELS.items()}, rounds=5, seed=8)
     row, rows = _throughput_row(a, b)
     assert not any(r.verdict == IN_DRIFT for r in rows)
-    assert row.verdict == COMMON and row.finding.startswith("B lower, worse, as every tested figure is")
+    assert row.verdict == COMMON and row.finding.startswith(
+        "B lower, worse, as every tested figure is"
+    )
     text, _ = compare_runs(a, b, out=tmp_path / "cmp.html")
     assert "0 differ within the runs but inside the run-to-run drift" in text
     assert "every tested figure is worse in B (median throughput B/A 0.14" in text
@@ -271,15 +347,25 @@ def test_one_model_slower_and_the_others_copied_is_no_common_change(tmp_path):
 
 def test_a_ratio_interval_that_excludes_1_is_not_called_intervals_that_do_not_overlap():
     """8 % faster: B/A's interval 1.01-1.15 excludes 1, while the figures' own intervals
-    [104.7, 115.1] and [113.1, 124.3] overlap; the finding said 'the 95 % intervals do not overlap'."""
+    [104.7, 115.1] and [113.1, 124.3] overlap; the finding said 'the 95 % intervals do not
+    overlap'."""
     from kit.measure.stats import Interval
 
     def fig(v, lo, hi):
-        return Figure(value=v, interval=Interval(v, lo, hi), rounds=[v] * 5, unit="samples/s",
-                      higher_is_better=True)
+        return Figure(
+            value=v,
+            interval=Interval(v, lo, hi),
+            rounds=[v] * 5,
+            unit="samples/s",
+            higher_is_better=True,
+        )
 
-    row = Row(key="m batch 32: throughput", a=fig(109.9, 104.7, 115.1), b=fig(118.7, 113.1, 124.3),
-              ratio=118.7 / 109.9)
+    row = Row(
+        key="m batch 32: throughput",
+        a=fig(109.9, 104.7, 115.1),
+        b=fig(118.7, 113.1, 124.3),
+        ratio=118.7 / 109.9,
+    )
     row.p_value, row.p_holm, row.p_floor = 0.3, 0.3, 0.3
     verdict, finding = judge(row, 0.05, None)
     assert verdict == APART and "although the two figures' own 95 % intervals overlap" in finding

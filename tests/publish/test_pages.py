@@ -26,16 +26,24 @@ def test_the_index_opens_with_a_sentence_per_study_and_the_grouped_reasons(publi
     glance = page.index("class='glance'")
     assert glance < page.index("headline-chart") and glance < page.index("id='scorecard'")
     text = read(index).plain
-    for study in ("ByteMLPerf's C600 table (seed 001): 28 figures published on Graphcore C600: ",
-                  "The per-batch figures of ByteMLPerf's report JSONs: ",
-                  "Qwant's C2 study (tables 1-3): 18 figures published on Graphcore C2 card: ",
-                  "The older ByteMLPerf table (seed 000): 12 figures"):
+    for study in (
+        "ByteMLPerf's C600 table (seed 001): 28 figures published on Graphcore C600: ",
+        "The per-batch figures of ByteMLPerf's report JSONs: ",
+        "Qwant's C2 study (tables 1-3): 18 figures published on Graphcore C2 card: ",
+        "The older ByteMLPerf table (seed 000): 12 figures",
+    ):
         assert study in text, study
-    assert re.search(r"\b0 reproduced, 0 differ, \d+ not comparable, \d+ not measured; measured here on .+ \(CPU\)",
-                     text)
+    assert re.search(
+        r"\b0 reproduced, 0 differ, \d+ not comparable, \d+ not measured; measured here on .+ "
+        r"\(CPU\)",
+        text,
+    )
     # the reasons grouped, each with how many rows and, where a user can act, what to do
     assert re.search(r"\b(\d+) not comparable: \1 measured on a CPU, not the C600\b", text)
-    assert re.search(r"\b\d+ not measured: .*\d+ not selected in this batch \(make reproduce without ONLY\)", text)
+    assert re.search(
+        r"\b\d+ not measured: .*\d+ not selected in this batch \(make reproduce without ONLY\)",
+        text,
+    )
     assert re.search(r"\d+ random weights \(real weights: kit fetch-weights MODEL\)", text)
 
 
@@ -47,8 +55,10 @@ def test_scorecard_rows_give_batch_and_part_a_short_reason_once_and_a_link(publi
         rows = [r for t in tables for r in t[1:]]
         assert len(rows) >= 100, page.name  # every published figure
         qps = next(r for r in rows if r[0] == "QPS" and r[1] == "resnet50-torch-fp32 FP16")
-        assert qps[2] == "13,499 samples/s batch 32 · C600"  # the published value, its batch and part
-        assert re.fullmatch(r"[\d,.]+ ± [\d,.]+ batch 32 · .+ \(CPU\)", qps[3]), qps[3]  # measured beside it
+        # the published value, its batch and part
+        assert qps[2] == "13,499 samples/s batch 32 · C600"
+        # measured beside it
+        assert re.fullmatch(r"[\d,.]+ ± [\d,.]+ batch 32 · .+ \(CPU\)", qps[3]), qps[3]
         assert qps[5] == "not comparable"
         # the short reason is said once: in its column, then its full text in the details
         short = "measured on a CPU, not the C600"
@@ -56,12 +66,17 @@ def test_scorecard_rows_give_batch_and_part_a_short_reason_once_and_a_link(publi
         assert all(short not in cell for cell in qps[:6])
         assert not any(c in MISSING or not c for r in rows for c in r), page.name
         unmeasured = [r for r in rows if r[5] == "not measured"]
-        assert unmeasured and all(r[3] == "—" and r[4] == "—" for r in unmeasured)  # the reason is not repeated
+        # the reason is not repeated
+        assert unmeasured and all(r[3] == "—" and r[4] == "—" for r in unmeasured)
         assert broken_links(page) == [], page.name
     page = index.read_text()
-    assert page.count(f"href='{report.relative_to(index.parent).as_posix()}'") >= 8 + 1  # the row's 8 figures + the reports table
+    # the row's 8 figures + the reports table
+    assert page.count(f"href='{report.relative_to(index.parent).as_posix()}'") >= 8 + 1
     summary_page = summary.read_text()
-    assert summary_page.count(f'href="{report.name}"') + summary_page.count(f"href='{report.name}'") >= 8
+    assert (
+        summary_page.count(f'href="{report.name}"') + summary_page.count(f"href='{report.name}'")
+        >= 8
+    )
 
 
 def test_the_model_report_opens_with_its_verdict_and_says_power_once(published_site):
@@ -69,13 +84,20 @@ def test_the_model_report_opens_with_its_verdict_and_says_power_once(published_s
     report = out / records["resnet50_small"].html
     page = report.read_text()
     result = RunResult.read(out / records["resnet50_small"].results)
-    verdict = page.index("class='verdict'") if "class='verdict'" in page else page.index('class="verdict"')
+    verdict = (
+        page.index("class='verdict'")
+        if "class='verdict'" in page
+        else page.index('class="verdict"')
+    )
     assert verdict < page.index("<table")  # before the provenance and every table
     opening = read(report).plain
-    sentence = re.search(r"On .+?, resnet50-torch-fp32 reached [\d.,]+ samples/s at batch 32, against 13,499 "
-                         r"samples/s published on the C600 at batch 32: not comparable \(measured on a CPU, not "
-                         r"the C600\)\. Its 8 published figures: 0 reproduced, 0 differ, 7 not comparable, "
-                         r"1 not measured\.", opening)
+    sentence = re.search(
+        r"On .+?, resnet50-torch-fp32 reached [\d.,]+ samples/s at batch 32, against 13,499 "
+        r"samples/s published on the C600 at batch 32: not comparable \(measured on a CPU, not "
+        r"the C600\)\. Its 8 published figures: 0 reproduced, 0 differ, 7 not comparable, "
+        r"1 not measured\.",
+        opening,
+    )
     assert sentence, opening[:800]
     measured = any((m.get("power") or {}).get("method") == "measured" for m in result.measurements)
     said = len(re.findall("power unavailable", opening, re.IGNORECASE))
@@ -88,7 +110,9 @@ def test_no_report_table_holds_a_missing_value_and_an_empty_one_is_a_sentence(pu
     out, index, records = published_site
     for page in (index, out / records["summary"].html, out / records["resnet50_small"].html):
         cells = read(page).cells()
-        assert cells and not [c for c in cells if c in MISSING or re.search(r"\bnan\b", c)], page.name
+        assert cells and not [c for c in cells if c in MISSING or re.search(r"\bnan\b", c)], (
+            page.name
+        )
     report = read(out / records["resnet50_small"].html)
     # the run was not searched: one sentence, no table of headers over nothing
     assert "Not searched: this run used the configuration its parameters name" in report.plain
@@ -114,7 +138,12 @@ def test_summary_links_point_from_its_own_folder_to_each_report(outputs):
         (outputs / "runs" / run).mkdir(parents=True)
         for name in ("a.json", "a.html", "b.json"):  # b has no report: no link
             (outputs / "runs" / run / name).write_text("{}")
-    links = report_links(["runs/r1/a.json", "runs/r1/b.json"], str(outputs / "runs" / "r3" / "summary.json"))
+    links = report_links(
+        ["runs/r1/a.json", "runs/r1/b.json"], str(outputs / "runs" / "r3" / "summary.json")
+    )
     assert links == {"a": "../r1/a.html"}
-    # in JupyterLab (no results_path): every run's, the latest wins, relative to the notebook's folder
-    assert report_links([]) == {"a": os.path.relpath(outputs / "runs" / "r2" / "a.html", notebooks_dir())}
+    # in JupyterLab (no results_path): every run's, the latest wins, relative to the notebook's
+    # folder
+    assert report_links([]) == {
+        "a": os.path.relpath(outputs / "runs" / "r2" / "a.html", notebooks_dir())
+    }

@@ -35,8 +35,12 @@ def tree(tmp_path, monkeypatch):
 
 def test_commit_dirty_flag_and_the_hash_of_local_changes(tree):
     clean = source.kit_source()
-    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert clean["commit"] == head.strip() and clean["dirty"] is False and clean["diff_sha256"] is None
+    head = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
+    assert (
+        clean["commit"] == head.strip() and clean["dirty"] is False and clean["diff_sha256"] is None
+    )
     (tree / "a.py").write_text("x = 2\n")
     source.kit_source.cache_clear()
     first = source.kit_source()
@@ -67,7 +71,8 @@ def test_capture_lists_every_distribution_and_hashes_the_published_data():
     env = environment.capture()
     assert env["distributions"]["numpy"] == importlib.metadata.version("numpy")
     assert len(env["distributions"]) >= len(env["packages"])
-    assert set(env["packages"]) - {"kit"} <= set(env["distributions"])  # the key packages among them
+    # the key packages among them
+    assert set(env["packages"]) - {"kit"} <= set(env["distributions"])
     reports = source.published_dir() / "bytemlperf_ipu_reports.csv"
     assert env["published_data"]["bytemlperf_ipu_reports.csv"] == source.file_sha256(reports)
     assert env["kit"]["commit"] and len(env["kit"]["commit"]) == 40
@@ -75,17 +80,31 @@ def test_capture_lists_every_distribution_and_hashes_the_published_data():
 
 
 def test_a_batch_job_tells_the_kernel_its_command_parameters_and_notebook(tmp_path, monkeypatch):
-    job = Job("resnet50", "model_benchmark.ipynb", {"model": "resnet50-torch-fp32", "batch_sizes": [4]}, 120)
+    job = Job(
+        "resnet50",
+        "model_benchmark.ipynb",
+        {"model": "resnet50-torch-fp32", "batch_sizes": [4]},
+        120,
+    )
     run_dir = tmp_path / "outputs" / "runs" / "r1"
-    task = Task(job=job, run_dir=run_dir, out=tmp_path / "outputs", fingerprint="f",
-                command="kit reproduce --profile quick --only resnet50")
+    task = Task(
+        job=job,
+        run_dir=run_dir,
+        out=tmp_path / "outputs",
+        fingerprint="f",
+        command="kit reproduce --profile quick --only resnet50",
+    )
     spec = task.spec()
     recorded = spec["job"]
     assert recorded["parameters"] == job.parameters and recorded["timeout_s"] == 120
     assert recorded["batch_command"] == "kit reproduce --profile quick --only resnet50"
-    assert recorded["rerun"].startswith("kit rerun ") and recorded["rerun"].endswith("runs/r1/resnet50.json")
+    assert recorded["rerun"].startswith("kit rerun ") and recorded["rerun"].endswith(
+        "runs/r1/resnet50.json"
+    )
     assert recorded["result"] == "runs/r1/resnet50.json"
-    assert recorded["notebook_sha256"] == source.file_sha256(source.KIT_TREE / "notebooks" / "model_benchmark.ipynb")
+    assert recorded["notebook_sha256"] == source.file_sha256(
+        source.KIT_TREE / "notebooks" / "model_benchmark.ipynb"
+    )
     monkeypatch.setenv(source.JOB_ENV, json.dumps(recorded))
     assert environment.capture()["job"] == recorded
 
@@ -95,8 +114,11 @@ def test_the_model_export_is_hashed(small):
 
 
 def test_the_report_shows_one_line_commit_dirty_and_rerun():
-    env = {"kit": {"commit": "a" * 40, "dirty": True, "diff_sha256": "b" * 64},
-           "distributions": {"numpy": "2"}, "job": {"rerun": "kit rerun outputs/runs/r/x.json"}}
+    env = {
+        "kit": {"commit": "a" * 40, "dirty": True, "diff_sha256": "b" * 64},
+        "distributions": {"numpy": "2"},
+        "job": {"rerun": "kit rerun outputs/runs/r/x.json"},
+    }
     line = source_line(Environment.from_dict(env))
     assert line.startswith("kit aaaaaaaaaaaa (dirty, local changes sha256 bbbbbbbbbbbb)")
     assert "re-run: kit rerun outputs/runs/r/x.json" in line
@@ -105,7 +127,10 @@ def test_the_report_shows_one_line_commit_dirty_and_rerun():
     from kit.results import RunResult
 
     page = provenance(RunResult.new("model_benchmark", "m", {}, env))
-    assert "<th style='text-align:left'>Source</th>" in page and "re-run: kit rerun outputs/runs/r/x.json" in page
+    assert (
+        "<th style='text-align:left'>Source</th>" in page
+        and "re-run: kit rerun outputs/runs/r/x.json" in page
+    )
 
 
 def test_kit_compare_names_the_commit_and_any_other_distribution_that_differs(tmp_path):
@@ -113,8 +138,11 @@ def test_kit_compare_names_the_commit_and_any_other_distribution_that_differs(tm
     from kit.results import RunResult
 
     def run(commit, dirty, pillow):
-        env = {"kit": {"commit": commit, "dirty": dirty, "diff_sha256": "c" * 64 if dirty else None},
-               "packages": {"numpy": "2.0"}, "distributions": {"numpy": "2.0", "pillow": pillow}}
+        env = {
+            "kit": {"commit": commit, "dirty": dirty, "diff_sha256": "c" * 64 if dirty else None},
+            "packages": {"numpy": "2.0"},
+            "distributions": {"numpy": "2.0", "pillow": pillow},
+        }
         result = RunResult.new("model_benchmark", "m", {}, env)
         result.measurements = [{"batch_size": 1}]
         return [(tmp_path / "r.json", result)]

@@ -3,7 +3,8 @@ was made (the accuracy check, the C2 table, the IPU session, the scorecard), thr
 JSON, to the glance, which reads only codes. An older kit's sentences are read in two named places
 (kit.results.schema.update_to_3 with kit.results.legacy, and kit.publish.legacy_rows), nowhere else.
 
-Each test gives a sentence that, read as text, would say another code: the row must follow the code."""
+Each test gives a sentence that, read as text, would say another code: the row must follow the
+code."""
 
 from __future__ import annotations
 
@@ -30,8 +31,15 @@ def _model_run(accuracy: dict, session: dict | None = None) -> RunResult:
 
 
 def _row(rows, figure: str, study: str = "bytemlperf_c600", batch: str | None = None):
-    return next(r for r in rows if r.model == MODEL and r.precision == PRECISION and r.figure == figure
-                and r.study == study and batch in (None, r.batch_size))
+    return next(
+        r
+        for r in rows
+        if r.model == MODEL
+        and r.precision == PRECISION
+        and r.figure == figure
+        and r.study == study
+        and batch in (None, r.batch_size)
+    )
 
 
 def _written(run: RunResult, tmp_path: Path) -> RunResult:
@@ -52,8 +60,15 @@ def test_a_c2_tables_code_reaches_the_row_not_its_sentence(tmp_path):
     table = c2_row(4, 2, c2_measurement(2, 5.0, None))
     assert table["efficiency_reason_code"] == "power_unavailable"  # made with the sentence
     run = RunResult.new("c2_study", "c2", {}, {})
-    run.backend = {"name": "ipu", "precision": "fp16", "device": "ipu", "device_info": {"kind": "ipu"}}
-    run.tables["c2"] = [{**table, "efficiency_reason": "timed out: a sentence that reads as timed_out"}]
+    run.backend = {
+        "name": "ipu",
+        "precision": "fp16",
+        "device": "ipu",
+        "device_info": {"kind": "ipu"},
+    }
+    run.tables["c2"] = [
+        {**table, "efficiency_reason": "timed out: a sentence that reads as timed_out"}
+    ]
     rows = c2_rows([(Path("c2.json"), _written(run, tmp_path))])
     eff = next(r for r in rows if r.figure == "Energy efficiency" and r.batch_size == "4")
     assert eff.reason.startswith("timed out") and eff.reason_code == "power_unavailable"
@@ -62,7 +77,11 @@ def test_a_c2_tables_code_reaches_the_row_not_its_sentence(tmp_path):
 
 def test_the_ipu_sessions_codes_reach_the_row_and_its_sentence_is_said_not_read(tmp_path):
     said = "batch 4, published at batch 32"  # an older kit's batch difference, word for word
-    session = {"comparable": False, "not_comparable": [said], "not_comparable_codes": ["packed_attention"]}
+    session = {
+        "comparable": False,
+        "not_comparable": [said],
+        "not_comparable_codes": ["packed_attention"],
+    }
     run = _written(_model_run({"status": "measured", "value": 0.76}, session), tmp_path)
     row = _row(bytemlperf_rows([(Path("r.json"), run)]), "QPS")
     assert row.reason_code == "measured_another_way"
@@ -71,16 +90,21 @@ def test_the_ipu_sessions_codes_reach_the_row_and_its_sentence_is_said_not_read(
 
 
 def test_a_result_written_today_is_never_parsed_an_older_one_is_upgraded_once():
-    older = {"schema_version": 2, "environment": {}, "accuracy": [{"metric": "Top-1", "status": LYING}],
-             "tables": {"c2": [{"batch_size": 4, "efficiency_reason": "power unavailable: no sensor"}]},
-             "backend": {"session": {"comparable": False, "not_comparable": ["x"]}}}
+    older = {
+        "schema_version": 2,
+        "environment": {},
+        "accuracy": [{"metric": "Top-1", "status": LYING}],
+        "tables": {"c2": [{"batch_size": 4, "efficiency_reason": "power unavailable: no sensor"}]},
+        "backend": {"session": {"comparable": False, "not_comparable": ["x"]}},
+    }
     up = upgrade(older)
     assert up["accuracy"][0]["reason_code"] == "no_dataset"  # read from its sentence, here only
     assert up["tables"]["c2"][0]["efficiency_reason_code"] == "power_unavailable"
     assert up["backend"]["session"]["not_comparable_codes"] == ["session"]
     assert "reason_code" not in older["accuracy"][0]  # the input left as it was
-    today = RunResult.from_dict({**older, "schema_version": 3, "kind": "model_benchmark", "name": "x",
-                                 "parameters": {}})
+    today = RunResult.from_dict(
+        {**older, "schema_version": 3, "kind": "model_benchmark", "name": "x", "parameters": {}}
+    )
     s = today.sections  # written today without a code: said by its sentence, never read from it
     assert s.accuracy[0].reason == Reason(LYING.removeprefix("not measured: "), ReasonCode.OTHER)
     assert s.tables.c2[0].reason_of("efficiency").code == ReasonCode.OTHER
@@ -99,8 +123,14 @@ def test_a_failed_batch_is_read_from_the_table_the_run_wrote_never_from_its_erro
 
 def test_an_older_row_is_coded_in_one_place_and_a_coded_row_is_left_alone():
     card = scorecard.build([])
-    row = next(r for r in map(legacy_rows.Comparison.of, card.to_dict("records")) if r.reason_code == "not_run")
-    lying = legacy_rows.Comparison.of({**row.to_dict(), "reason": "timed out: read me and you are wrong"})
+    row = next(
+        r
+        for r in map(legacy_rows.Comparison.of, card.to_dict("records"))
+        if r.reason_code == "not_run"
+    )
+    lying = legacy_rows.Comparison.of(
+        {**row.to_dict(), "reason": "timed out: read me and you are wrong"}
+    )
     assert legacy_rows.coded(lying) is lying and glance.short_reason(lying) == "not run"
     older = legacy_rows.Comparison.of({**lying.to_dict(), "reason_code": ""})
     assert legacy_rows.coded(older).reason_code == "timed_out"
@@ -112,4 +142,5 @@ def test_the_glance_and_the_scorecard_read_no_sentence():
         source = inspect.getsource(module)
         assert "re.match" not in source and "re.search" not in source and "text_code" not in source
         assert "TEXT_CODES" not in source and "DIFFERENCES" not in source
-        assert 'startswith(f"batch' not in source  # a failed batch is a table, not an error's prefix
+        # a failed batch is a table, not an error's prefix
+        assert 'startswith(f"batch' not in source

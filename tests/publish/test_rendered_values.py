@@ -28,10 +28,15 @@ def html_tables(html: str) -> list[pd.DataFrame]:
     e.g. a caption row, are left out)."""
     out = []
     for table in BeautifulSoup(html, "html.parser").find_all("table"):
-        rows = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
+        rows = [
+            [c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
+            for tr in table.find_all("tr")
+        ]
         rows = [r for r in rows if r]
         if len(rows) >= 2:
-            out.append(pd.DataFrame([r for r in rows[1:] if len(r) == len(rows[0])], columns=rows[0]))
+            out.append(
+                pd.DataFrame([r for r in rows[1:] if len(r) == len(rows[0])], columns=rows[0])
+            )
     return out
 
 
@@ -68,22 +73,41 @@ def half_width(text: str) -> float | None:
 def shown_like(shown: float | None, value: float | None, rel: float) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return shown is None
-    return shown is not None and math.isclose(shown, value, rel_tol=rel, abs_tol=0.5 if abs(value) >= 1000 else 0)
+    return shown is not None and math.isclose(
+        shown, value, rel_tol=rel, abs_tol=0.5 if abs(value) >= 1000 else 0
+    )
 
 
 def check_rows(table: pd.DataFrame, records: list[dict]) -> int:
-    """Every row of `table` against its record: published, measured (± half-width), ratio, verdict."""
+    """Every row of `table` against its record: published, measured (± half-width), ratio,
+    verdict."""
     keys = {k: column(table, k) for k in ("figure", "model", "precision", "verdict")}
-    keys["batch"] = column(table, "batch", ("published", "measured", "/"))  # a batch column of its own
-    published, measured, ratio = column(table, "published"), column(table, "measured"), column(table, "ratio", ())
+    # a batch column of its own
+    keys["batch"] = column(table, "batch", ("published", "measured", "/"))
+    published, measured, ratio = (
+        column(table, "published"),
+        column(table, "measured"),
+        column(table, "ratio", ()),
+    )
     checked = 0
     for _, row in table.iterrows():
-        match = [r for r in records if r["figure"] == row[keys["figure"]]
-                 and (keys["model"] is None or blank(row[keys["model"]]) in (r["model"], f"{r['model']} {r['precision']}"))
-                 and (keys["precision"] is None or keys["precision"] == keys["model"]
-                      or r["precision"] == blank(row[keys["precision"]]))
-                 and (keys["batch"] is None or str(r["batch_size"] or "") == blank(row[keys["batch"]]))
-                 and shown_like(number(row[published]), r["published"], 1e-3)]  # a headline and a per-batch QPS
+        match = [
+            r
+            for r in records
+            if r["figure"] == row[keys["figure"]]
+            and (
+                keys["model"] is None
+                or blank(row[keys["model"]]) in (r["model"], f"{r['model']} {r['precision']}")
+            )
+            and (
+                keys["precision"] is None
+                or keys["precision"] == keys["model"]
+                or r["precision"] == blank(row[keys["precision"]])
+            )
+            and (keys["batch"] is None or str(r["batch_size"] or "") == blank(row[keys["batch"]]))
+            # a headline and a per-batch QPS
+            and shown_like(number(row[published]), r["published"], 1e-3)
+        ]
         assert match, dict(row)
         r = match[0]
         assert shown_like(number(row[measured]), r["measured"], 1e-3), (dict(row), r["measured"])
@@ -106,9 +130,17 @@ def summary(tmp_path, monkeypatch):
     (out / "runs" / "r1").mkdir(parents=True)
     monkeypatch.setenv("KIT_OUTPUTS", str(out))
     c600_run().write(out / "runs" / "r1" / f"{MODEL}_{PRECISION}.json")
-    build_scorecard([f"runs/r1/{MODEL}_{PRECISION}.json"], str(out / "runs" / "r1" / "summary.json"))
-    record = {"name": "summary", "results": "runs/r1/summary.json", "html": "runs/r1/summary.html",
-              "status": "ok", "duration_s": 1.0, "run_id": "r1"}
+    build_scorecard(
+        [f"runs/r1/{MODEL}_{PRECISION}.json"], str(out / "runs" / "r1" / "summary.json")
+    )
+    record = {
+        "name": "summary",
+        "results": "runs/r1/summary.json",
+        "html": "runs/r1/summary.html",
+        "status": "ok",
+        "duration_s": 1.0,
+        "run_id": "r1",
+    }
     return out, record
 
 
@@ -130,8 +162,14 @@ def test_the_parser_catches_a_wrong_figure(summary):
     records = json.loads((out / record["results"]).read_text())["tables"]["scorecard"]
     table = figure_tables(write_index([record], out).read_text())[0]
     wrong = [dict(r) for r in records]
-    mine = next(r for r in wrong if r["model"] == MODEL and r["precision"] == PRECISION and r["figure"] == "QPS"
-                and r["study"] == "bytemlperf_c600")
+    mine = next(
+        r
+        for r in wrong
+        if r["model"] == MODEL
+        and r["precision"] == PRECISION
+        and r["figure"] == "QPS"
+        and r["study"] == "bytemlperf_c600"
+    )
     mine["measured"] *= 1.01
     with pytest.raises(AssertionError):
         check_rows(table, wrong)
@@ -145,18 +183,36 @@ def test_the_summary_and_model_reports_show_the_result_jsons_figures(tmp_path, m
 
     out = tmp_path / "outputs"
     monkeypatch.setenv("KIT_OUTPUTS", str(out))
-    params = {"model": "resnet50-torch-fp32", "published_precision": "FP16", "small": True, "batch_sizes": [1, 32],
-              "warmup": 1, "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
-    records = run_jobs([Job("resnet50-torch-fp32_FP16", "model_benchmark.ipynb", params, 600),
-                        Job("summary", "summary.ipynb", {}, 300, after_all=True)], out=out)
+    params = {
+        "model": "resnet50-torch-fp32",
+        "published_precision": "FP16",
+        "small": True,
+        "batch_sizes": [1, 32],
+        "warmup": 1,
+        "min_duration_s": 0.05,
+        "min_count": 3,
+        "target_ci": 0.0,
+    }
+    records = run_jobs(
+        [
+            Job("resnet50-torch-fp32_FP16", "model_benchmark.ipynb", params, 600),
+            Job("summary", "summary.ipynb", {}, 300, after_all=True),
+        ],
+        out=out,
+    )
     by_name = {r.name: r for r in records}
     assert all(r.status == "ok" for r in records), [(r.name, r.status, r.message) for r in records]
     card = json.loads((out / by_name["summary"].results).read_text())["tables"]["scorecard"]
     summary_tables = figure_tables((out / by_name["summary"].html).read_text())
     assert sum(check_rows(t, card) for t in summary_tables) == len(card)
     model = by_name["resnet50-torch-fp32_FP16"]
-    mine = [r for r in card if r["model"] == "resnet50-torch-fp32" and r["precision"] == "FP16"
-            and r["study"] in ("bytemlperf_c600", "bytemlperf_reports")]
+    mine = [
+        r
+        for r in card
+        if r["model"] == "resnet50-torch-fp32"
+        and r["precision"] == "FP16"
+        and r["study"] in ("bytemlperf_c600", "bytemlperf_reports")
+    ]
     report_tables = figure_tables((out / model.html).read_text())
     assert report_tables and sum(check_rows(t, mine) for t in report_tables) == len(mine)
     measured = {(r["figure"], r["batch_size"]): r["measured"] for r in mine}
@@ -168,5 +224,9 @@ def test_the_summary_and_model_reports_show_the_result_jsons_figures(tmp_path, m
 
 def test_half_width_and_number_parsing():
     assert number("11,163 ± 2,700") == 11163 and half_width("11,163 ± 2,700") == 2700
-    assert number("— (not measured)") is None and number("0.827") == 0.827 and half_width("3.0") is None
+    assert (
+        number("— (not measured)") is None
+        and number("0.827") == 0.827
+        and half_width("3.0") is None
+    )
     assert Path(__file__).name == "test_rendered_values.py"

@@ -11,22 +11,39 @@ from kit.publish.report import (
 )
 from kit.studies.model_benchmark import run as run_model_benchmark
 
-FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=1,
-            min_duration_s=0.05, min_count=3, target_ci=0.0)
+FAST = dict(
+    model="resnet50-torch-fp32",
+    small=True,
+    batch_sizes=[1, 2],
+    warmup=1,
+    min_duration_s=0.05,
+    min_count=3,
+    target_ci=0.0,
+)
 
 
 @pytest.fixture(scope="module")
 def result():
-    return run_model_benchmark({**FAST, "batch_sizes": [1, 32]})  # 32: the published headline's batch
+    # 32: the published headline's batch
+    return run_model_benchmark({**FAST, "batch_sizes": [1, 32]})
 
 
 def test_tables_have_the_bytemlperf_columns(result):
     t = bytemlperf_table(result)
     assert list(t["BS"]) == [1, 32]
-    assert {"QPS", "AVG Latency (ms)", "P99 Latency (ms)", "p50 (ms)", "p90 (ms)", "power method"} <= set(t.columns)
+    assert {
+        "QPS",
+        "AVG Latency (ms)",
+        "P99 Latency (ms)",
+        "p50 (ms)",
+        "p90 (ms)",
+        "power method",
+    } <= set(t.columns)
     assert t["power method"].str.startswith("unavailable: ").all()
     flops = result.model["flops_per_sample"]
-    assert t["GFLOP/s"].iloc[1] == pytest.approx(flops * result.measurements[1]["throughput"] / 1e9, rel=0.01, abs=0.051)  # shown to 0.1
+    assert t["GFLOP/s"].iloc[1] == pytest.approx(
+        flops * result.measurements[1]["throughput"] / 1e9, rel=0.01, abs=0.051
+    )  # shown to 0.1
     assert t["% of peak"].iloc[1] > 0
     assert list(numerics_table(result)["batch_size"]) == [1, 32]
     assert accuracy_table(result).iloc[0]["status"].startswith("not ")
@@ -47,22 +64,39 @@ def test_gpu_placement_shows_the_cpu_share(result):
     from kit.publish.report.provenance import gpu_placement
     from kit.results.sections import Session
 
-    placement = {"kernels_by_provider": {"CUDAExecutionProvider": 38, "CPUExecutionProvider": 2}, "kernels": 40,
-                 "cpu_share": 0.05, "method": "ORT profile of one warm-up run"}
+    placement = {
+        "kernels_by_provider": {"CUDAExecutionProvider": 38, "CPUExecutionProvider": 2},
+        "kernels": 40,
+        "cpu_share": 0.05,
+        "method": "ORT profile of one warm-up run",
+    }
     line = gpu_placement(Session.from_dict({"placement": placement}))
-    assert line == ("2 of 40 kernels on the CPU (5.0%); part of the graph runs on the host CPU: the GPU figures "
-                    "include that CPU work (CPU 2, CUDA 38; ORT profile of one warm-up run)")
+    assert line == (
+        "2 of 40 kernels on the CPU (5.0%); part of the graph runs on the host CPU: the GPU "
+        "figures include that CPU work (CPU 2, CUDA 38; ORT profile of one warm-up run)"
+    )
     assert gpu_placement(Session()) == ""  # a CPU session has no placement
     gpu = copy.deepcopy(result)
     gpu.backend["session"]["placement"] = placement
-    assert "<th style='text-align:left'>GPU placement</th><td style='text-align:left'>2 of 40 kernels" in provenance(gpu)
+    assert (
+        "<th style='text-align:left'>GPU placement</th><td style='text-align:left'>2 of 40 kernels"
+        in provenance(gpu)
+    )
     assert "GPU placement" not in provenance(result)
 
 
 def test_provenance_names_hardware_weights_and_method(result):
     page = provenance(result)
-    for words in ("no IPU on this machine", "random initialisation", "onnxruntime", "perf_counter_ns",
-                  "Tolerances", "Allocator", "kit.measure.memory.steady_allocator", "at ONNX opset 17"):
+    for words in (
+        "no IPU on this machine",
+        "random initialisation",
+        "onnxruntime",
+        "perf_counter_ns",
+        "Tolerances",
+        "Allocator",
+        "kit.measure.memory.steady_allocator",
+        "at ONNX opset 17",
+    ):
         assert words in page
 
 
@@ -102,29 +136,47 @@ def test_roofline_table_places_each_figure(result):
     t = roofline_table(result)
     assert list(t["batch_size"]) == [1, 32] and set(t["bound"]) <= {"compute", "memory"}
     assert (t["MB/sample (est.)"] > 0).all() and (t["FLOP/byte"] > 0).all()
-    assert t["MB/sample (est.)"].iloc[1] < t["MB/sample (est.)"].iloc[0]  # weights shared by the batch
+    # weights shared by the batch
+    assert t["MB/sample (est.)"].iloc[1] < t["MB/sample (est.)"].iloc[0]
     from kit.publish.report import peaks_table
 
     peaks = peaks_table(result)
-    assert list(peaks["precision"]) == ["fp32", "bf16", "fp16", "int8"] and peaks["method"].str.len().min() > 0
+    assert (
+        list(peaks["precision"]) == ["fp32", "bf16", "fp16", "int8"]
+        and peaks["method"].str.len().min() > 0
+    )
 
 
 def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
-    """A quick run measured b1 at p99 120 ms against a 100 ms bound: the simulator predicted no rate,
-    and the sentence formatted None (TypeError, a failed notebook in `make reproduce`)."""
+    """A quick run measured b1 at p99 120 ms against a 100 ms bound: the simulator predicted no
+    rate, and the sentence formatted None (TypeError, a failed notebook in `make reproduce`)."""
     from kit.publish.report import server_interpretation
     from kit.results import ResultKind, RunResult
 
-    result = RunResult(ResultKind.SERVER_SCENARIO, "server_scenario",
-                       parameters={"latency_bound_ms": 100.0}, environment={})
+    result = RunResult(
+        ResultKind.SERVER_SCENARIO,
+        "server_scenario",
+        parameters={"latency_bound_ms": 100.0},
+        environment={},
+    )
     result.status = "ok"
-    row = {"policy": "B=4, T=20 ms", "loadgen_best_qps": 5.15, "loadgen_p99_ms": 82.8, "loadgen_result": "INVALID",
-           "loadgen_reasons": "", "sim_best_qps": None, "prediction_error_pct": None, "capacity_qps": 27.5}
+    row = {
+        "policy": "B=4, T=20 ms",
+        "loadgen_best_qps": 5.15,
+        "loadgen_p99_ms": 82.8,
+        "loadgen_result": "INVALID",
+        "loadgen_reasons": "",
+        "sim_best_qps": None,
+        "prediction_error_pct": None,
+        "capacity_qps": 27.5,
+    }
     result.tables["best"] = [row, {**row, "policy": "B=1, T=0 ms", "loadgen_best_qps": 0.89}]
     text = server_interpretation(result)
     assert "B=4, T=20 ms: 5.15 QPS with p99 83 ms" in text
     assert "found no rate whose p99 stays under 100 ms" in text
-    result.tables["best"] = [{**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}]
+    result.tables["best"] = [
+        {**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}
+    ]
     text = server_interpretation(result)
     assert "predicted 6 QPS (+16 %)" in text and "p99 — (not recorded)" in text
 
@@ -140,7 +192,9 @@ def test_views_show_no_missing_value_and_an_empty_table_as_a_sentence(result):
     empty = view(pd.DataFrame(columns=["a"]), "Nothing to show.")
     assert isinstance(empty, Sentence) and empty._repr_html_() == "<p>Nothing to show.</p>"
     assert not result.parameters.get("search")
-    assert search_view(result).text.startswith("Not searched: this run used the configuration its parameters name")
+    assert search_view(result).text.startswith(
+        "Not searched: this run used the configuration its parameters name"
+    )
 
 
 def test_power_is_said_once_where_no_window_had_it(result):
@@ -155,8 +209,13 @@ def test_power_is_said_once_where_no_window_had_it(result):
     assert not {"power (W)", "samples/s/W", "power method"} & set(latency_view(result).columns)
     sensed = copy.deepcopy(result)
     for m in sensed.measurements:
-        m["power"] = {"method": "measured", "sensor": "rapl", "mean_w": 50.0, "samples_per_s_per_w": 2.0,
-                      "window_s": 12.0}
+        m["power"] = {
+            "method": "measured",
+            "sensor": "rapl",
+            "mean_w": 50.0,
+            "samples_per_s_per_w": 2.0,
+            "window_s": 12.0,
+        }
     assert list(power_view(sensed)["power (W)"]) == [50.0, 50.0]
     assert {"power (W)", "samples/s/W", "power method"} <= set(latency_view(sensed).columns)
 
@@ -165,6 +224,9 @@ def test_a_report_opens_with_its_verdict_sentence_or_its_errors(result):
     from kit.publish.report import opening
 
     top = opening(result)
-    assert top.startswith("<div class='verdict'") and "against 13,499 samples/s published on the C600 at batch 32" in top
+    assert (
+        top.startswith("<div class='verdict'")
+        and "against 13,499 samples/s published on the C600 at batch 32" in top
+    )
     failed = run_model_benchmark({**FAST, "model": "nope"})
     assert "unknown model" in opening(failed) and "class='verdict'" not in opening(failed)

@@ -11,16 +11,24 @@ from kit.results import ResultKind, RunResult
 
 
 def _result(name, precision="FP16", **fields):
-    r = RunResult(ResultKind.MODEL_BENCHMARK, name,
-                  parameters={"model": name, "published_precision": precision}, environment={})
+    r = RunResult(
+        ResultKind.MODEL_BENCHMARK,
+        name,
+        parameters={"model": name, "published_precision": precision},
+        environment={},
+    )
     for k, v in fields.items():
         setattr(r, k, v)
     return r
 
 
 def _row(card, model, figure, study="bytemlperf_c600", precision="FP16"):
-    rows = card[(card.study == study) & (card.model == model) & (card.figure == figure)
-                & (card.precision == precision)]
+    rows = card[
+        (card.study == study)
+        & (card.model == model)
+        & (card.figure == figure)
+        & (card.precision == precision)
+    ]
     return rows.iloc[0]
 
 
@@ -35,29 +43,58 @@ def runs(tmp_path, monkeypatch):
 def test_every_job_state_is_shown(runs):
     d = runs / "runs" / "r1"
     failed = _result("resnet50-torch-fp32")
-    failed.fail("InvalidParameter: invalid batch_size=4: 2 only: fixed.onnx has a fixed batch dimension")
+    failed.fail(
+        "InvalidParameter: invalid batch_size=4: 2 only: fixed.onnx has a fixed batch dimension"
+    )
     failed.write(d / "resnet50-torch-fp32_FP16.json")
     (d / "albert-torch-fp32_FP16.json").write_text("{not json")
-    (runs / "state.json").write_text(json.dumps({"jobs": {
-        "bert-torch-fp32_FP16": {"status": "timeout", "message": "timed out after 600 s"},
-        "roberta-torch-fp32_FP16": {"status": "failed", "message": "ZeroDivisionError: boom"}}}))
-    paths = [d / f"{name}.json" for name in ("resnet50-torch-fp32_FP16", "albert-torch-fp32_FP16",
-                                             "bert-torch-fp32_FP16", "roberta-torch-fp32_FP16")]
+    (runs / "state.json").write_text(
+        json.dumps(
+            {
+                "jobs": {
+                    "bert-torch-fp32_FP16": {
+                        "status": "timeout",
+                        "message": "timed out after 600 s",
+                    },
+                    "roberta-torch-fp32_FP16": {
+                        "status": "failed",
+                        "message": "ZeroDivisionError: boom",
+                    },
+                }
+            }
+        )
+    )
+    paths = [
+        d / f"{name}.json"
+        for name in (
+            "resnet50-torch-fp32_FP16",
+            "albert-torch-fp32_FP16",
+            "bert-torch-fp32_FP16",
+            "roberta-torch-fp32_FP16",
+        )
+    ]
     card = scorecard.build(paths)
     res = _row(card, "resnet50-torch-fp32", "QPS")
     assert res.verdict == "failed" and "fixed batch dimension" in res.reason
     alb = _row(card, "albert-torch-fp32", "F1 Score")
-    assert alb.verdict == "failed" and alb.reason.startswith("unreadable result albert-torch-fp32_FP16.json")
+    assert alb.verdict == "failed" and alb.reason.startswith(
+        "unreadable result albert-torch-fp32_FP16.json"
+    )
     bert = _row(card, "bert-torch-fp32", "QPS")
     assert bert.verdict == "failed" and bert.reason == "timed out: timed out after 600 s"
     rob = _row(card, "roberta-torch-fp32", "QPS")
     assert rob.verdict == "failed" and "ZeroDivisionError: boom" in rob.reason
     wd = _row(card, "widedeep-tf-fp32", "QPS")
     assert wd.verdict == "not measured" and wd.reason.startswith("not selected")
-    per_batch = card[(card.study == "bytemlperf_reports") & (card.model == "bert-torch-fp32")
-                     & (card.precision == "FP16")]
+    per_batch = card[
+        (card.study == "bytemlperf_reports")
+        & (card.model == "bert-torch-fp32")
+        & (card.precision == "FP16")
+    ]
     assert set(per_batch.verdict) == {"failed"}
-    assert "failed" in scorecard.summary_counts(card) and scorecard.summary_counts(card)["failed"] > 0
+    assert (
+        "failed" in scorecard.summary_counts(card) and scorecard.summary_counts(card)["failed"] > 0
+    )
     # without a batch: every result under outputs/runs, rows without one are "not run"
     assert _row(scorecard.build([]), "widedeep-tf-fp32", "QPS").reason.startswith("not run")
 
@@ -65,28 +102,51 @@ def test_every_job_state_is_shown(runs):
 def test_mean_diff_counts_only_real_weights_on_the_published_dataset(runs):
     d = runs / "runs" / "r1"
     numerics = [{"batch_size": 4, "mean_abs": 0.001}]
-    _result("conformer-encoder-onnx-fp32", model={"weights": {"source": "random"}}, numerics=numerics,
-            accuracy=[{"metric": "Mean Diff", "value": 0.002, "status": "not meaningful: random weights"}]
-            ).write(d / "random.json")
+    _result(
+        "conformer-encoder-onnx-fp32",
+        model={"weights": {"source": "random"}},
+        numerics=numerics,
+        accuracy=[
+            {"metric": "Mean Diff", "value": 0.002, "status": "not meaningful: random weights"}
+        ],
+    ).write(d / "random.json")
     card = scorecard.build([d / "random.json"], selected=False)
     row = _row(card, "conformer-encoder-onnx-fp32", "Mean Diff")
     assert row.verdict == "not measured" and row.measured is None
     assert row.reason.startswith("random weights: a Mean Diff from random weights")
-    _result("conformer-encoder-onnx-fp32", model={"weights": {"source": "local"}}, numerics=numerics
-            ).write(d / "own.json")
-    row = _row(scorecard.build([d / "own.json"], selected=False), "conformer-encoder-onnx-fp32", "Mean Diff")
-    assert row.measured is None and row.reason.startswith("only a numeric check on the kit's own random inputs")
-    _result("conformer-encoder-onnx-fp32", model={"weights": {"source": "local"}}, numerics=numerics,
-            accuracy=[{"metric": "Mean Diff", "value": 0.0015, "status": "measured"}]).write(d / "real.json")
-    row = _row(scorecard.build([d / "real.json"], selected=False), "conformer-encoder-onnx-fp32", "Mean Diff")
+    _result(
+        "conformer-encoder-onnx-fp32", model={"weights": {"source": "local"}}, numerics=numerics
+    ).write(d / "own.json")
+    row = _row(
+        scorecard.build([d / "own.json"], selected=False),
+        "conformer-encoder-onnx-fp32",
+        "Mean Diff",
+    )
+    assert row.measured is None and row.reason.startswith(
+        "only a numeric check on the kit's own random inputs"
+    )
+    _result(
+        "conformer-encoder-onnx-fp32",
+        model={"weights": {"source": "local"}},
+        numerics=numerics,
+        accuracy=[{"metric": "Mean Diff", "value": 0.0015, "status": "measured"}],
+    ).write(d / "real.json")
+    row = _row(
+        scorecard.build([d / "real.json"], selected=False),
+        "conformer-encoder-onnx-fp32",
+        "Mean Diff",
+    )
     assert row.measured == pytest.approx(0.0015)
 
 
 def test_not_comparable_accuracy_is_never_a_pass(runs):
     d = runs / "runs" / "r1"
     status = "not comparable: CAIL2019 scoring: the model gives 2 scores per row"
-    _result("roformer-tf-fp32", model={"weights": {"source": "local"}},
-            accuracy=[{"metric": "Top-1", "value": None, "status": status}]).write(d / "roformer-tf-fp32_FP16.json")
+    _result(
+        "roformer-tf-fp32",
+        model={"weights": {"source": "local"}},
+        accuracy=[{"metric": "Top-1", "value": None, "status": status}],
+    ).write(d / "roformer-tf-fp32_FP16.json")
     row = _row(scorecard.build([d / "roformer-tf-fp32_FP16.json"]), "roformer-tf-fp32", "Top-1")
     assert row.verdict == "not measured" and row.reason == status
 

@@ -1,4 +1,5 @@
-"""kit.search.precision_map: published IPU precisions -> backend/precision/device here, with the note."""
+"""kit.search.precision_map: published IPU precisions -> backend/precision/device here, with the
+note."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ def test_fp16_for_non_torch_model_uses_ort_fp16():
 def test_native_fp16_cpu_and_no_16bit_cpu():
     assert map_precision("fp16", "cpu", flags=SPR_FP16).precision == "fp16"
     old = map_precision("FP16", "cpu", flags=OLD)
-    assert (old.backend, old.precision) == ("onnxruntime", "fp32") and "no native 16-bit" in old.note
+    assert (old.backend, old.precision) == (
+        "onnxruntime",
+        "fp32",
+    ) and "no native 16-bit" in old.note
 
 
 def test_fp8_on_cpu_is_int8():
@@ -49,7 +53,9 @@ def test_ipu_runs_as_published_and_fp32_is_fp32():
 
 
 def test_bad_values_name_allowed():
-    with pytest.raises(UnknownValueError, match="published precision 'INT4'; known: FP16, FP32, FP8"):
+    with pytest.raises(
+        UnknownValueError, match="published precision 'INT4'; known: FP16, FP32, FP8"
+    ):
         map_precision("INT4", "cpu")
     with pytest.raises(InvalidParameter, match="one of"):
         map_precision("FP16", "tpu")
@@ -57,7 +63,10 @@ def test_bad_values_name_allowed():
 
 def test_sentence_states_both_mappings():
     s = mapping_sentence("cpu", flags=ZEN4)
-    assert "FP16 rows run here as bf16 (torch, cpu)" in s and "FP8 rows as int8 (onnxruntime, cpu)" in s
+    assert (
+        "FP16 rows run here as bf16 (torch, cpu)" in s
+        and "FP8 rows as int8 (onnxruntime, cpu)" in s
+    )
     assert "published precision" in mapping_sentence("ipu")
 
 
@@ -67,7 +76,9 @@ def test_candidates_per_framework():
     assert "onnxruntime fp16 (cpu)" not in torch_labels  # emulated fp16 only with include_slow
     tf = [(c.backend, c.precision) for c in candidate_configs("tensorflow", flags=ZEN4)]
     assert tf == [("onnxruntime", "fp32"), ("onnxruntime", "int8")]
-    assert ("onnxruntime", "fp16") in [(c.backend, c.precision)
-                                       for c in candidate_configs("tensorflow", flags=ZEN4, include_slow=True)]
+    assert ("onnxruntime", "fp16") in [
+        (c.backend, c.precision)
+        for c in candidate_configs("tensorflow", flags=ZEN4, include_slow=True)
+    ]
     with pytest.raises(InvalidParameter):
         candidate_configs("torch", "ipu")

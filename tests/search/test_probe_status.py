@@ -9,13 +9,30 @@ from kit.errors import UnknownValueError
 from kit.search.decision import Decision
 from kit.search.probe import FAILED, STATUSES, Probe, ProbeStatus
 
-PROBE = {"label": "onnxruntime fp32 (cpu)", "backend": "onnxruntime", "precision": "fp32",
-         "device": "cpu", "options": {}, "threads": None, "native": True, "why": "the fp32 CPU reference"}
+PROBE = {
+    "label": "onnxruntime fp32 (cpu)",
+    "backend": "onnxruntime",
+    "precision": "fp32",
+    "device": "cpu",
+    "options": {},
+    "threads": None,
+    "native": True,
+    "why": "the fp32 CPU reference",
+}
 
 
 def test_the_values_are_the_strings_the_cache_holds():
-    assert {s.value for s in ProbeStatus} == {"pending", "fallback", "measured", "chosen", "lost",
-                                              "not eligible", "not probed", "failed", "failed numerics"}
+    assert {s.value for s in ProbeStatus} == {
+        "pending",
+        "fallback",
+        "measured",
+        "chosen",
+        "lost",
+        "not eligible",
+        "not probed",
+        "failed",
+        "failed numerics",
+    }
     assert set(FAILED) < set(STATUSES) < set(ProbeStatus)
 
 

@@ -23,22 +23,28 @@ from kit.search.probe import Probe
 from kit.studies.model_benchmark import Config
 
 TINY = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
-TINY_FULL = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)  # emulated 16-bit types measured too
+# emulated 16-bit types measured too
+TINY_FULL = row.SearchSettings("full", probe_s=0.05, min_count=2, warmup=0)
 
 
-@pytest.mark.parametrize("precision,published,eligible", [
-    ("bf16", "FP16", True),
-    ("fp16", "FP16", True),  # a 16-bit type, even emulated
-    ("fp32", "FP16", True),  # a higher precision: probed everywhere, wins only by being faster
-    ("int8", "FP16", False),  # below the row's class
-    ("int8", "FP8", True),
-    ("bf16", "FP8", True),
-    ("fp16", "FP8", True),
-    ("fp32", "FP8", True),
-    ("fp8", "FP8", True),
-    ("fp8", "FP16", False),
-])
-def test_precision_gate_admits_the_published_class_and_every_higher_precision(precision, published, eligible):
+@pytest.mark.parametrize(
+    "precision,published,eligible",
+    [
+        ("bf16", "FP16", True),
+        ("fp16", "FP16", True),  # a 16-bit type, even emulated
+        ("fp32", "FP16", True),  # a higher precision: probed everywhere, wins only by being faster
+        ("int8", "FP16", False),  # below the row's class
+        ("int8", "FP8", True),
+        ("bf16", "FP8", True),
+        ("fp16", "FP8", True),
+        ("fp32", "FP8", True),
+        ("fp8", "FP8", True),
+        ("fp8", "FP16", False),
+    ],
+)
+def test_precision_gate_admits_the_published_class_and_every_higher_precision(
+    precision, published, eligible
+):
     reason = precision_gate(precision, published)
     assert (reason is None) is eligible
     if not eligible:
@@ -46,9 +52,13 @@ def test_precision_gate_admits_the_published_class_and_every_higher_precision(pr
 
 
 def test_precision_gate_rejects_unknown_names():
-    with pytest.raises(UnknownValueError, match="published precision 'FP4'; known: FP16, FP32, FP8"):
+    with pytest.raises(
+        UnknownValueError, match="published precision 'FP4'; known: FP16, FP32, FP8"
+    ):
         precision_gate("fp32", "FP4")
-    with pytest.raises(UnknownValueError, match="run precision 'int4'; known: bf16, fp16, fp32, fp8, int8"):
+    with pytest.raises(
+        UnknownValueError, match="run precision 'int4'; known: bf16, fp16, fp32, fp8, int8"
+    ):
         precision_gate("int4", "FP8")
 
 
@@ -68,9 +78,13 @@ def test_candidates_follow_the_cpu_flags():
     plain = row_candidates("torch", "cpu", flags={"avx2"}, cores=2)
     assert native_16bit(plain) == ()
     # a TF model has no torch bf16, but OpenVINO runs its ONNX export at bf16 natively
-    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx512_bf16"}, cores=2)) == ("bf16",)
+    assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx512_bf16"}, cores=2)) == (
+        "bf16",
+    )
     assert native_16bit(row_candidates("tensorflow", "cpu", flags={"avx2"}, cores=2)) == ()
-    assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags=set(), cores=2))
+    assert not any(
+        c.backend == "torch" for c in row_candidates("onnx", "cpu", flags=set(), cores=2)
+    )
     with pytest.raises(InvalidParameter, match="ipu"):
         row_candidates("torch", "ipu")
 
@@ -94,13 +108,26 @@ def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     probes = _probes(cands, today)
     planning.plan_probes(probes, cands, "FP16", native_16bit(cands), "quick")
     by = {p.label: p for p in probes}
-    assert by["onnxruntime fp16 (cpu)"].status == "not probed" and "emulated" in by["onnxruntime fp16 (cpu)"].reason
+    assert (
+        by["onnxruntime fp16 (cpu)"].status == "not probed"
+        and "emulated" in by["onnxruntime fp16 (cpu)"].reason
+    )
     assert by["torch bf16 (cpu)"].status == "pending" and by["torch bf16 (cpu)"].today
-    # fp32 is probed although bf16 is native: through ONNX Runtime and OpenVINO (torch eager: full only)
-    assert by["onnxruntime fp32 (cpu)"].status == "pending" and by["openvino fp32 (cpu)"].status == "pending"
-    assert by["torch fp32 (cpu)"].status == "not probed" and "slowest of the three" in by["torch fp32 (cpu)"].reason
+    # fp32 is probed although bf16 is native: through ONNX Runtime and OpenVINO (torch eager: full
+    # only)
+    assert (
+        by["onnxruntime fp32 (cpu)"].status == "pending"
+        and by["openvino fp32 (cpu)"].status == "pending"
+    )
+    assert (
+        by["torch fp32 (cpu)"].status == "not probed"
+        and "slowest of the three" in by["torch fp32 (cpu)"].reason
+    )
     assert by["openvino bf16 (cpu)"].status == "pending"
-    assert by["torch int8 (cpu)"].status == "not eligible" and by["openvino int8 (cpu)"].status == "not eligible"
+    assert (
+        by["torch int8 (cpu)"].status == "not eligible"
+        and by["openvino int8 (cpu)"].status == "not eligible"
+    )
     assert by["torch bf16 compile (cpu)"].status == "not probed"
     assert by["openvino fp32 hint=THROUGHPUT (cpu)"].status == "not probed"
     full = _probes(cands, today)
@@ -110,25 +137,33 @@ def test_quick_depth_skips_emulated_16bit_where_a_native_one_exists():
     assert {p.label: p.status for p in full}["torch fp32 (cpu)"] == "pending"
     fp32_today = _probes(cands, PrecisionChoice("torch", "fp32", "cpu", "mapping"))
     planning.plan_probes(fp32_today, cands, "FP16", native_16bit(cands), "quick")
-    assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"  # today's: always measured
+    # today's: always measured
+    assert {p.label: p.status for p in fp32_today}["torch fp32 (cpu)"] == "pending"
 
 
 def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
-    """A CPU with neither avx512_bf16 nor avx512_fp16 (a Xeon here): every 16-bit type is fp32 arithmetic
-    with conversions, so a quick search measures fp32 (any FP16 row may run at it) and leaves the
-    emulated types to a full search; today's mapping is measured whatever its type."""
+    """A CPU with neither avx512_bf16 nor avx512_fp16 (a Xeon here): every 16-bit type is fp32
+    arithmetic with conversions, so a quick search measures fp32 (any FP16 row may run at it) and
+    leaves the emulated types to a full search; today's mapping is measured whatever its type."""
     cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
     assert native_16bit(cands) == ()
     emulated = ("onnxruntime fp16 (cpu)", "torch bf16 (cpu)", "torch fp16 (cpu)")
     for published in ("FP16", "FP8"):
-        probes = _probes(cands, PrecisionChoice("onnxruntime", "fp32" if published == "FP16" else "int8", "cpu", ""))
+        probes = _probes(
+            cands,
+            PrecisionChoice("onnxruntime", "fp32" if published == "FP16" else "int8", "cpu", ""),
+        )
         planning.plan_probes(probes, cands, published, (), "quick")
         by = {p.label: p for p in probes}
         for label in emulated:
             assert by[label].status == "not probed", (published, label)
-            assert "fp32 arithmetic with conversions" in by[label].reason and "any FP16 or FP8 row" in by[label].reason
+            assert (
+                "fp32 arithmetic with conversions" in by[label].reason
+                and "any FP16 or FP8 row" in by[label].reason
+            )
         assert by["onnxruntime fp32 (cpu)"].status == by["openvino fp32 (cpu)"].status == "pending"
-    assert not any(c.precision == "bf16" and c.backend == "openvino" for c in cands)  # OpenVINO would run f32
+    # OpenVINO would run f32
+    assert not any(c.precision == "bf16" and c.backend == "openvino" for c in cands)
     full = _probes(cands, PrecisionChoice("onnxruntime", "fp32", "cpu", ""))
     planning.plan_probes(full, cands, "FP16", (), "full")
     assert all({p.label: p.status for p in full}[label] == "pending" for label in emulated)
@@ -138,25 +173,46 @@ def test_quick_depth_skips_emulated_16bit_where_no_16bit_type_is_native():
 
 
 def _measured(label, thr, low, high, today=False, precision="fp32", native=True):
-    return Probe(label=label, backend="onnxruntime", precision=precision, device="cpu", options={},
-                 threads=None, native=native, why="", today=today, status="measured",
-                 throughput=thr, low=low, high=high, calls=5)
+    return Probe(
+        label=label,
+        backend="onnxruntime",
+        precision=precision,
+        device="cpu",
+        options={},
+        threads=None,
+        native=native,
+        why="",
+        today=today,
+        status="measured",
+        throughput=thr,
+        low=low,
+        high=high,
+        calls=5,
+    )
 
 
 def test_choice_takes_the_fastest_separated_candidate_and_states_the_ratio():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
-    probes = [_measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
-              _measured("ort fp32", 1.41, 1.35, 1.47)]
+    probes = [
+        _measured("ort fp16", 1.16, 1.10, 1.20, today=True, precision="fp16", native=False),
+        _measured("ort fp32", 1.41, 1.35, 1.47),
+    ]
     d = choice.choose(probes, "FP16", today)
     assert d.chosen == "ort fp32" and d.ratio_vs_today == pytest.approx(1.41 / 1.16)
     assert d.separated and d.ratio_interval[0] == pytest.approx(1.35 / 1.20)
-    assert "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x" in d.plan.precision_note
+    assert (
+        "fp32 stands in for FP16: faster here (1.41 vs 1.16 samples/s, 1.22x"
+        in d.plan.precision_note
+    )
     assert probes[0].status == "lost" and "0.82x" in probes[0].reason
 
 
 def test_choice_keeps_todays_mapping_within_noise():
     today = PrecisionChoice("onnxruntime", "fp16", "cpu", "mapping note")
-    probes = [_measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"), _measured("ort fp32", 1.2, 1.1, 1.4)]
+    probes = [
+        _measured("ort fp16", 1.16, 1.0, 1.3, today=True, precision="fp16"),
+        _measured("ort fp32", 1.2, 1.1, 1.4),
+    ]
     d = choice.choose(probes, "FP16", today)
     assert d.chosen == "ort fp16" and d.ratio_vs_today == 1.0
     assert "reaches below" in probes[1].reason
@@ -172,20 +228,26 @@ def test_choice_falls_back_to_todays_mapping_when_nothing_was_measured():
 
 @pytest.fixture
 def searchable(small, outputs, monkeypatch):
-    """The small ResNet-50 with today's mapping pinned to ORT fp32, so the test is the same on any CPU."""
+    """The small ResNet-50 with today's mapping pinned to ORT fp32, so the test is the same on any
+    CPU."""
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
-    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("onnxruntime", "fp32", "cpu", "pinned"))
+    monkeypatch.setattr(
+        row, "today_plan", lambda *a: PrecisionChoice("onnxruntime", "fp32", "cpu", "pinned")
+    )
     # a quiet machine at the search's start, whatever else the test run does (pytest-xdist's other
     # worker would make it 'contended', and a contended decision is searched again once load drops)
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
     return small
 
 
-CANDIDATES = [RowCandidate("onnxruntime", "fp32"),
-              RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
-              RowCandidate("onnxruntime", "fp16", native=False),
-              RowCandidate("fake", "fp16", native=False),  # outputs of the wrong shape: fails, never stops the row
-              RowCandidate("torch", "int8")]
+CANDIDATES = [
+    RowCandidate("onnxruntime", "fp32"),
+    RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+    RowCandidate("onnxruntime", "fp16", native=False),
+    # outputs of the wrong shape: fails, never stops the row
+    RowCandidate("fake", "fp16", native=False),
+    RowCandidate("torch", "int8"),
+]
 
 
 def test_search_measures_gates_and_caches(searchable, fake_backend):
@@ -193,10 +255,15 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert not reused
     by = {p.label: p for p in decision.probes}
     assert by["torch int8 (cpu)"].status == "not eligible"
-    assert by["fake fp16 (cpu)"].status == "failed" and "output sizes" in by["fake fp16 (cpu)"].reason
+    assert (
+        by["fake fp16 (cpu)"].status == "failed" and "output sizes" in by["fake fp16 (cpu)"].reason
+    )
     measured = [p for p in decision.probes if p.throughput]
-    # high is None where the interval of the mean call time reaches zero (outliers on a loaded machine)
-    assert len(measured) == 3 and all(p.low <= p.throughput <= (p.high or math.inf) for p in measured)
+    # high is None where the interval of the mean call time reaches zero (outliers on a loaded
+    # machine)
+    assert len(measured) == 3 and all(
+        p.low <= p.throughput <= (p.high or math.inf) for p in measured
+    )
     assert by["onnxruntime fp16 (cpu)"].numerics["numerics_ok"]
     assert decision.chosen in by and by[decision.chosen].status == "chosen"
     assert decision.ratio_vs_today >= 1.0
@@ -206,32 +273,48 @@ def test_search_measures_gates_and_caches(searchable, fake_backend):
     assert reused and again.chosen == decision.chosen and again.created_at == decision.created_at
 
 
-def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first_choice_fails(searchable, fake_backend):
+def test_a_fallback_candidate_is_measured_in_a_quick_search_only_where_its_first_choice_fails(
+    searchable, fake_backend
+):
     """NNCF's transformer preset stands in for its defaults (kit.search.candidates): a quick search
     measures it only where the defaults fail; a full search measures both."""
-    failing = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "int8"),  # outputs of the wrong shape
-               RowCandidate("onnxruntime", "int8", fallback_for="fake int8 (cpu)")]
+    # outputs of the wrong shape
+    failing = [
+        RowCandidate("onnxruntime", "fp32"),
+        RowCandidate("fake", "int8"),
+        RowCandidate("onnxruntime", "int8", fallback_for="fake int8 (cpu)"),
+    ]
     d, _ = row.decide(searchable, "FP8", 1, "cpu", TINY, candidates=failing)
     by = {p.label: p for p in d.probes}
     assert by["fake int8 (cpu)"].status == "failed"
-    assert by["onnxruntime int8 (cpu)"].status in ("chosen", "lost") and by["onnxruntime int8 (cpu)"].throughput
-    passing = [RowCandidate("onnxruntime", "fp32"),
-               RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
-               RowCandidate("fake", "int8", fallback_for="onnxruntime fp32 graph=BASIC (cpu)")]
+    assert (
+        by["onnxruntime int8 (cpu)"].status in ("chosen", "lost")
+        and by["onnxruntime int8 (cpu)"].throughput
+    )
+    passing = [
+        RowCandidate("onnxruntime", "fp32"),
+        RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+        RowCandidate("fake", "int8", fallback_for="onnxruntime fp32 graph=BASIC (cpu)"),
+    ]
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=passing)
     fallback = {p.label: p for p in d.probes}["fake int8 (cpu)"]
     assert fallback.status == "not probed" and fallback.calls == 0
-    assert fallback.reason.startswith("measured only where onnxruntime fp32 graph=BASIC (cpu) fails")
+    assert fallback.reason.startswith(
+        "measured only where onnxruntime fp32 graph=BASIC (cpu) fails"
+    )
     d, _ = row.decide(searchable, "FP8", 2, "cpu", TINY_FULL, candidates=passing)
-    assert {p.label: p for p in d.probes}["fake int8 (cpu)"].status == "failed"  # measured, and failed
+    # measured, and failed
+    assert {p.label: p for p in d.probes}["fake int8 (cpu)"].status == "failed"
 
 
 def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searchable, monkeypatch):
     """kit.search.sharing: same model, batch, inputs and probe settings; today's mapping is measured
     again, the int8 candidate (FP8 only) measured, the others taken with where they came from."""
-    cands = [RowCandidate("onnxruntime", "fp32"),
-             RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
-             RowCandidate("onnxruntime", "int8")]
+    cands = [
+        RowCandidate("onnxruntime", "fp32"),
+        RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+        RowCandidate("onnxruntime", "int8"),
+    ]
     fp16, _ = row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)
     fp8, _ = row.decide(searchable, "FP8", 2, "cpu", TINY, candidates=cands)
     theirs = {p.label: p for p in fp16.probes}
@@ -239,12 +322,18 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
     basic = "onnxruntime fp32 graph=BASIC (cpu)"
     assert fp8.shared_probes == 1 and fp8.shared_from == fp16.cache_file
     assert mine[basic].shared_from.startswith(f"the FP16 row's search ({fp16.cache_file}")
-    assert [getattr(mine[basic], k) for k in sharing.COPIED] == [getattr(theirs[basic], k) for k in sharing.COPIED]
-    # its reason names the FP16 row's search (taken by it, or stopped early in it on a busy test machine)
+    assert [getattr(mine[basic], k) for k in sharing.COPIED] == [
+        getattr(theirs[basic], k) for k in sharing.COPIED
+    ]
+    # its reason names the FP16 row's search (taken by it, or stopped early in it on a busy test
+    # machine)
     assert "the FP16 row's search" in mine[basic].reason
     today = "onnxruntime fp32 (cpu)"
     assert mine[today].shared_from == "" and mine[today].throughput != theirs[today].throughput
-    assert mine["onnxruntime int8 (cpu)"].shared_from == "" and mine["onnxruntime int8 (cpu)"].throughput
+    assert (
+        mine["onnxruntime int8 (cpu)"].shared_from == ""
+        and mine["onnxruntime int8 (cpu)"].throughput
+    )
     assert theirs["onnxruntime int8 (cpu)"].status == "not eligible"
     # nothing is taken on a busy machine, with other probe settings, or when FORCE searches again
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": True, "reasons": ["load"]})
@@ -259,44 +348,90 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
 
 def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again():
     today = PrecisionChoice("onnxruntime", "int8", "cpu", "m")
-    cands = [RowCandidate("onnxruntime", "int8"), RowCandidate("openvino", "fp32"), RowCandidate("torch", "fp32"),
-             RowCandidate("openvino", "int8")]
+    cands = [
+        RowCandidate("onnxruntime", "int8"),
+        RowCandidate("openvino", "fp32"),
+        RowCandidate("torch", "fp32"),
+        RowCandidate("openvino", "int8"),
+    ]
     probes = _probes(cands, today)
     for p in probes:
         p.status = "pending"
-    fields = {"backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None, "native": True,
-              "why": ""}
-    stopped = {**fields, "label": "openvino fp32 (cpu)", "status": "lost", "reason": "stopped early: 1 samples/s",
-               "throughput": 1.0, "low": 0.9, "high": 1.1, "calls": 2, "load_s": 0.5, "compile_s": 0.25,
-               "numerics": {"numerics_ok": True}}
-    failed = {**fields, "label": "torch fp32 (cpu)", "status": "failed", "reason": "RuntimeError", "throughput": None}
+    fields = {
+        "backend": "",
+        "precision": "",
+        "device": "cpu",
+        "options": {},
+        "threads": None,
+        "native": True,
+        "why": "",
+    }
+    stopped = {
+        **fields,
+        "label": "openvino fp32 (cpu)",
+        "status": "lost",
+        "reason": "stopped early: 1 samples/s",
+        "throughput": 1.0,
+        "low": 0.9,
+        "high": 1.1,
+        "calls": 2,
+        "load_s": 0.5,
+        "compile_s": 0.25,
+        "numerics": {"numerics_ok": True},
+    }
+    failed = {
+        **fields,
+        "label": "torch fp32 (cpu)",
+        "status": "failed",
+        "reason": "RuntimeError",
+        "throughput": None,
+    }
     int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
-    sibling = Decision.from_dict({"published": "FP16", "cache_file": "f.json", "created_at": "t",
-                                  "probes": [stopped, failed, int8, today_there]})
+    sibling = Decision.from_dict(
+        {
+            "published": "FP16",
+            "cache_file": "f.json",
+            "created_at": "t",
+            "probes": [stopped, failed, int8, today_there],
+        }
+    )
     assert sharing.borrow(probes, sibling) == 1
     by = {p.label: p for p in probes}
-    assert by["openvino fp32 (cpu)"].status == "lost" and by["openvino fp32 (cpu)"].reason.startswith(
-        "in the FP16 row's search (f.json, t): stopped early")
-    assert (by["openvino fp32 (cpu)"].load_s, by["openvino fp32 (cpu)"].compile_s) == (0.5, 0.25)  # its figures too
+    assert by["openvino fp32 (cpu)"].status == "lost" and by[
+        "openvino fp32 (cpu)"
+    ].reason.startswith("in the FP16 row's search (f.json, t): stopped early")
+    # its figures too
+    assert (by["openvino fp32 (cpu)"].load_s, by["openvino fp32 (cpu)"].compile_s) == (0.5, 0.25)
     assert by["torch fp32 (cpu)"].status == "pending"  # failed there: measured again here
     assert by["openvino int8 (cpu)"].status == "pending"  # 8 bits: never shared
     assert by["onnxruntime int8 (cpu)"].status == "pending" and by["onnxruntime int8 (cpu)"].today
     again = _probes(cands, today)
     for p in again:
         p.status = "pending"
-    relayed = replace(sibling, probes=[Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"})])
+    relayed = replace(
+        sibling,
+        probes=[Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"})],
+    )
     assert sharing.borrow(again, relayed) == 1
-    assert again[1].shared_from == "the FP8 row's search (old.json, t0)"  # where it was measured, not the relay
+    # where it was measured, not the relay
+    assert again[1].shared_from == "the FP8 row's search (old.json, t0)"
 
 
 def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():
     def ov_int8(method):
-        return [(c.label, c.fallback_for) for c in row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2,
-                                                                  int8_method=method)
-                if c.backend == "openvino" and c.precision == "int8"]
-    assert ov_int8("dynamic") == [("openvino int8 (cpu)", ""),
-                                  ("openvino int8 nncf=transformer (cpu)", "openvino int8 (cpu)")]
+        return [
+            (c.label, c.fallback_for)
+            for c in row_candidates(
+                "torch", "cpu", flags={"avx512_vnni"}, cores=2, int8_method=method
+            )
+            if c.backend == "openvino" and c.precision == "int8"
+        ]
+
+    assert ov_int8("dynamic") == [
+        ("openvino int8 (cpu)", ""),
+        ("openvino int8 nncf=transformer (cpu)", "openvino int8 (cpu)"),
+    ]
     assert ov_int8("static-qdq") == ov_int8(None) == [("openvino int8 (cpu)", "")]
 
 
@@ -305,52 +440,80 @@ def test_torch_int8_stands_in_for_openvino_int8_in_a_quick_search():
     only where OpenVINO int8 fails (a full search always), and says why."""
     cands = row_candidates("torch", "cpu", flags={"avx512_vnni"}, cores=2)
     by = {c.label: c for c in cands}
-    assert by["torch int8 (cpu)"].fallback_for == "openvino int8 (cpu)" and by["openvino int8 (cpu)"].fallback_for == ""
+    assert (
+        by["torch int8 (cpu)"].fallback_for == "openvino int8 (cpu)"
+        and by["openvino int8 (cpu)"].fallback_for == ""
+    )
     assert "only where OpenVINO int8 fails" in by["torch int8 (cpu)"].why
-    assert not any(c.backend == "torch" for c in row_candidates("onnx", "cpu", flags={"avx512_vnni"}, cores=2))
+    assert not any(
+        c.backend == "torch" for c in row_candidates("onnx", "cpu", flags={"avx512_vnni"}, cores=2)
+    )
 
 
 def test_search_cost_counts_only_the_rows_own_loads():
-    probes = [_measured("a", 1, 1, 1), _measured("b", 1, 1, 1), _measured("c", 1, 1, 1), _measured("ref", 1, 1, 1)]
+    probes = [
+        _measured("a", 1, 1, 1),
+        _measured("b", 1, 1, 1),
+        _measured("c", 1, 1, 1),
+        _measured("ref", 1, 1, 1),
+    ]
     for p, load_s in zip(probes, (40.0, 2.0, 30.0, None), strict=True):
         p.load_s = load_s
     probes[2].shared_from = "the FP16 row's search"
     plan = Plan("onnxruntime", "fp32", "cpu")
+
     def decision(**k):
         return Decision(chosen="a", today="a", plan=plan, probes=probes, **k)
 
     assert search_cost(decision(searched_s=60.0)) == (
-        "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken from the sibling row")
-    assert search_cost(Decision(chosen="a", today="a", plan=plan, searched_s=5.0,
-                                probes=probes[3:])) == "searched in 5 s"
+        "searched in 60 s: 42 s of it loading 2 candidates (the longest: a, 40 s); 1 probe taken "
+        "from the sibling row"
+    )
+    assert (
+        search_cost(Decision(chosen="a", today="a", plan=plan, searched_s=5.0, probes=probes[3:]))
+        == "searched in 5 s"
+    )
     assert search_cost(decision()) == "the search's time was not recorded"
 
 
 def test_cache_is_keyed_and_force_or_a_new_key_searches_again(searchable, monkeypatch):
     cands = CANDIDATES[:1]
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)
-    forced, reused = row.decide(searchable, "FP16", 1, "cpu", row.SearchSettings(
-        "quick", probe_s=0.05, min_count=2, warmup=0, force=True), candidates=cands)
+    forced, reused = row.decide(
+        searchable,
+        "FP16",
+        1,
+        "cpu",
+        row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0, force=True),
+        candidates=cands,
+    )
     assert not reused and forced.created_at >= first.created_at
     assert row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]  # reused again
     settled_elsewhere = replace(TINY, settle_batch=8)  # made another way: searched again
     assert not row.decide(searchable, "FP16", 1, "cpu", settled_elsewhere, candidates=cands)[1]
     assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
-    assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]  # another batch size
+    # another batch size
+    assert not row.decide(searchable, "FP16", 2, "cpu", TINY, candidates=cands)[1]
     monkeypatch.setattr(cache, "SEARCH_VERSION", cache.SEARCH_VERSION + 1)  # new software key
     assert not row.decide(searchable, "FP16", 1, "cpu", TINY, candidates=cands)[1]
 
 
 def test_a_decision_made_with_another_settle_batch_is_not_reused(searchable):
-    """A GPU decides each batch on its own (no settle batch), a CPU's quick search settles a near tie
-    at the largest published batch: a decision made one way (e.g. by an older peer bench) is not
+    """A GPU decides each batch on its own (no settle batch), a CPU's quick search settles a near
+    tie at the largest published batch: a decision made one way (e.g. by an older peer bench) is not
     the one a job of the other asks for, though the key is the same."""
     key = cache.decision_key(searchable.name, "FP16", 4, "cuda", small=True)
-    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "settings": {"settle_batch": 32}}))
+    cache.store_decision(
+        Decision.from_dict(
+            {"key": key, "depth": "quick", "plan": {}, "settings": {"settle_batch": 32}}
+        )
+    )
     assert cache.load_decision(key, "quick", settle_batch=None) is None
     assert cache.load_decision(key, "quick", settle_batch=32) is not None
-    assert cache.load_decision(key, "quick") is not None  # a sibling row's probes: whatever settled it
-    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))  # an older file: no settings
+    # a sibling row's probes: whatever settled it
+    assert cache.load_decision(key, "quick") is not None
+    # an older file: no settings
+    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}}))
     assert cache.load_decision(key, "quick", settle_batch=None) is not None
 
 
@@ -362,7 +525,10 @@ def test_a_quick_decision_does_not_serve_a_full_search(searchable):
     cache.store_decision(Decision.from_dict({"key": key, "depth": "full", "plan": {}}))
     assert cache.load_decision(key, "quick") is not None
     other = cache.decision_key(searchable.name, "FP8", 1, "cpu", small=True)
-    assert cache.decision_path(other) != cache.decision_path(key) and cache.load_decision(other) is None
+    assert (
+        cache.decision_path(other) != cache.decision_path(key)
+        and cache.load_decision(other) is None
+    )
 
 
 def test_settings_are_validated():
@@ -377,16 +543,40 @@ def test_settings_are_validated():
 
 def _stored_plan(model: str, published: str, batch: int, plan: dict, small: bool = False) -> dict:
     key = cache.decision_key(model, published, batch, "cpu", small=small)
-    probe = Probe(label="fake int8 (cpu)", backend="fake", precision="int8", device="cpu",
-                  options={}, threads=None, native=True, why="", status="chosen", throughput=9.0,
-                  low=8.0, high=10.0, calls=5, load_s=1.25)
-    decision = {"key": key, "depth": "full", "searched_s": 3.5, "chosen": probe.label, "today": "onnxruntime int8 (cpu)",
-                "fallback": False, "plan": plan, "ratio_vs_today": 1.2, "probes": [probe.to_dict()]}
+    probe = Probe(
+        label="fake int8 (cpu)",
+        backend="fake",
+        precision="int8",
+        device="cpu",
+        options={},
+        threads=None,
+        native=True,
+        why="",
+        status="chosen",
+        throughput=9.0,
+        low=8.0,
+        high=10.0,
+        calls=5,
+        load_s=1.25,
+    )
+    decision = {
+        "key": key,
+        "depth": "full",
+        "searched_s": 3.5,
+        "chosen": probe.label,
+        "today": "onnxruntime int8 (cpu)",
+        "fallback": False,
+        "plan": plan,
+        "ratio_vs_today": 1.2,
+        "probes": [probe.to_dict()],
+    }
     cache.store_decision(Decision.from_dict(decision))
     return decision
 
 
-def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs, fake_backend, small, monkeypatch):
+def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(
+    outputs, fake_backend, small, monkeypatch
+):
     from kit.publish.report import search_table
     from kit.publish.scorecard import measured_hardware
     from kit.studies import model_benchmark
@@ -394,26 +584,51 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     monkeypatch.setattr("kit.models.export_model", lambda *a, **k: small)
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
-    plan = {"backend": "fake", "precision": "int8", "device": "cpu", "options": {"compile": True}, "threads": None,
-            "precision_note": "chosen by the per-row search: fake int8"}
+    plan = {
+        "backend": "fake",
+        "precision": "int8",
+        "device": "cpu",
+        "options": {"compile": True},
+        "threads": None,
+        "precision_note": "chosen by the per-row search: fake int8",
+    }
     _stored_plan(small.name, "FP8", 2, plan, small=True)
-    result = model_benchmark.run(dict(model=small.name, small=True, published_precision="FP8", backend="onnxruntime",
-                                      precision="int8", batch_sizes=[1, 2], search=True, check_numerics=False,
-                                      accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
+    result = model_benchmark.run(
+        dict(
+            model=small.name,
+            small=True,
+            published_precision="FP8",
+            backend="onnxruntime",
+            precision="int8",
+            batch_sizes=[1, 2],
+            search=True,
+            check_numerics=False,
+            accuracy=False,
+            roofline=False,
+            warmup=0,
+            min_duration_s=0.01,
+            min_count=2,
+        )
+    )
     assert result.status == "ok", result.errors
     assert result.backend["name"] == "fake" and result.backend["options"] == {"compile": True}
     assert result.tables["search_decision"]["reused"] is True
     assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
-    assert any("searched in 3.5 s: 1.25 s of it loading 1 candidate (the longest: fake int8 (cpu), 1.25 s)" in n
-               for n in result.notes)
+    assert any(
+        "searched in 3.5 s: 1.25 s of it loading 1 candidate (the longest: fake int8 (cpu), 1.25 s)"
+        in n
+        for n in result.notes
+    )
     table = search_table(result)
     assert list(table["candidate"]) == ["fake int8 (cpu)"] and table["status"].iloc[0] == "chosen"
     assert "compiled, chosen by search" in measured_hardware(result)
 
 
-def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(outputs, monkeypatch):
-    """Issue 26: the decision is made (or reused) once, by the job; the plan only names its key, so a
-    stored decision never changes the job's parameters, while other hardware or software would."""
+def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(
+    outputs, monkeypatch
+):
+    """Issue 26: the decision is made (or reused) once, by the job; the plan only names its key, so
+    a stored decision never changes the job's parameters, while other hardware or software would."""
     from kit.batch.profiles import jobs_for
     from kit.search import key_hash
 
@@ -421,19 +636,43 @@ def test_profile_jobs_search_their_row_and_carry_the_decision_key_not_the_plan(o
     jobs = {j.name: j.parameters for j in jobs_for("quick", "cpu")}
     bert = jobs["bert-torch-fp32_FP16"]
     assert bert["search"] is True and bert["search_depth"] == "quick" and "search_force" not in bert
-    plan = {"backend": "onnxruntime", "precision": "fp16", "device": "cpu",
-            "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"}, "threads": 1, "precision_note": "searched"}
+    plan = {
+        "backend": "onnxruntime",
+        "precision": "fp16",
+        "device": "cpu",
+        "options": {"graph_optimization": "ORT_ENABLE_EXTENDED"},
+        "threads": 1,
+        "precision_note": "searched",
+    }
     stored = _stored_plan("bert-torch-fp32", "FP16", bert["search_batch"], plan)
     again = {j.name: j.parameters for j in jobs_for("quick", "cpu")}["bert-torch-fp32_FP16"]
     assert again == bert and again["search_key"] == key_hash(stored["key"])
-    forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}["bert-torch-fp32_FP16"]
+    forced = {j.name: j.parameters for j in jobs_for("quick", "cpu", research=True)}[
+        "bert-torch-fp32_FP16"
+    ]
     assert forced["search_force"] is True and forced["precision_note"] != "searched"
-    assert "search" not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
-    plain = {j.name: j.parameters for j in jobs_for("quick", "cpu", search=False)}["bert-torch-fp32_FP16"]
-    assert not {"search", "search_key", "search_batch"} & set(plain) and plain["backend"] == bert["backend"]
-    # a quick search measures at a small batch where calls are slow, at the published one where cheap
-    assert jobs["roformer-tf-fp32_FP16"]["search_batch"] == 1 and max(jobs["roformer-tf-fp32_FP16"]["batch_sizes"]) == 12
-    assert jobs["widedeep-tf-fp32_FP16"]["search_batch"] == max(jobs["widedeep-tf-fp32_FP16"]["batch_sizes"]) == 20000
+    assert (
+        "search"
+        not in {j.name: j.parameters for j in jobs_for("quick", "ipu")}["bert-torch-fp32_FP16"]
+    )
+    plain = {j.name: j.parameters for j in jobs_for("quick", "cpu", search=False)}[
+        "bert-torch-fp32_FP16"
+    ]
+    assert (
+        not {"search", "search_key", "search_batch"} & set(plain)
+        and plain["backend"] == bert["backend"]
+    )
+    # a quick search measures at a small batch where calls are slow, at the published one where
+    # cheap
+    assert (
+        jobs["roformer-tf-fp32_FP16"]["search_batch"] == 1
+        and max(jobs["roformer-tf-fp32_FP16"]["batch_sizes"]) == 12
+    )
+    assert (
+        jobs["widedeep-tf-fp32_FP16"]["search_batch"]
+        == max(jobs["widedeep-tf-fp32_FP16"]["batch_sizes"])
+        == 20000
+    )
 
 
 def test_a_models_fp16_row_is_searched_before_its_fp8_row():
@@ -441,9 +680,19 @@ def test_a_models_fp16_row_is_searched_before_its_fp8_row():
     first; the table's model order is kept."""
     from kit.batch.profiles import jobs_for
 
-    names = [j.name for j in jobs_for("quick", "cpu") if j.name.startswith(("bert-", "resnet50-", "swin-large-"))]
-    assert names == ["bert-torch-fp32_FP16", "bert-torch-fp32_FP8", "resnet50-torch-fp32_FP16",
-                     "resnet50-torch-fp32_FP8", "swin-large-torch-fp32_FP16", "swin-large-torch-fp32_FP8"]
+    names = [
+        j.name
+        for j in jobs_for("quick", "cpu")
+        if j.name.startswith(("bert-", "resnet50-", "swin-large-"))
+    ]
+    assert names == [
+        "bert-torch-fp32_FP16",
+        "bert-torch-fp32_FP8",
+        "resnet50-torch-fp32_FP16",
+        "resnet50-torch-fp32_FP8",
+        "swin-large-torch-fp32_FP16",
+        "swin-large-torch-fp32_FP8",
+    ]
 
 
 def test_reproduce_search_0_is_on_the_command_line_and_in_the_jobs():
@@ -457,7 +706,10 @@ def test_reproduce_search_0_is_on_the_command_line_and_in_the_jobs():
     register(parser.add_subparsers())
     args = parser.parse_args(["reproduce", "--search", "0"])
     assert command_line(args, "cpu") == "kit reproduce --profile quick --hardware cpu --search 0"
-    assert command_line(parser.parse_args(["reproduce"]), "cpu") == "kit reproduce --profile quick --hardware cpu"
+    assert (
+        command_line(parser.parse_args(["reproduce"]), "cpu")
+        == "kit reproduce --profile quick --hardware cpu"
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["reproduce", "--search", "off"])
 
@@ -472,9 +724,21 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
         raise CorruptModel("ONNX Runtime cannot load it")
 
     monkeypatch.setattr(model_benchmark, "decide", broken)
-    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", batch_sizes=[1], search=True,
-                                      check_numerics=False, accuracy=False, roofline=False, warmup=0,
-                                      min_duration_s=0.01, min_count=2))
+    result = model_benchmark.run(
+        dict(
+            model=small.name,
+            small=True,
+            backend="fake",
+            batch_sizes=[1],
+            search=True,
+            check_numerics=False,
+            accuracy=False,
+            roofline=False,
+            warmup=0,
+            min_duration_s=0.01,
+            min_count=2,
+        )
+    )
     assert result.status == "ok" and result.backend["name"] == "fake"
     assert any("search not completed" in n and "cannot load" in n for n in result.notes)
 
@@ -482,11 +746,17 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
 def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outputs, monkeypatch):
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
-    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0}))
+    cache.store_decision(
+        Decision.from_dict(
+            {"key": key, "depth": "quick", "plan": {}, "contended": True, "load_average": 9.0}
+        )
+    )
     busy = cache.usable_cores() + 4.0
     assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
     assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
-    cache.store_decision(Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": False}))
+    cache.store_decision(
+        Decision.from_dict({"key": key, "depth": "quick", "plan": {}, "contended": False})
+    )
     assert cache.load_decision(key, load_now=0.1) is not None
 
 
@@ -495,12 +765,19 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
     from kit.search.probe import throughput_interval
 
     steady = BatchMeasurement(
-        batch_size=2, mode="single", threads=1,
-        calls=[[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]])
+        batch_size=2,
+        mode="single",
+        threads=1,
+        calls=[[(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 31_000_000)]],
+    )
     thr, low, high = throughput_interval(steady)
     assert low < thr < high
-    spiky = BatchMeasurement(batch_size=2, mode="single", threads=1,
-                             calls=[[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]])
+    spiky = BatchMeasurement(
+        batch_size=2,
+        mode="single",
+        threads=1,
+        calls=[[(0, 1_000), (1_000, 2_000), (2_000, 900_000_000)]],
+    )
     thr, low, high = throughput_interval(spiky)
     assert high is None and 0 < low < thr
     a = _measured("a", 10.0, 9.0, 11.0)
@@ -510,8 +787,10 @@ def test_the_interval_has_no_upper_bound_when_the_mean_call_time_could_be_zero()
 
 def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     today = PrecisionChoice("onnxruntime", "int8", "cpu", "mapping")
-    cands = [RowCandidate("onnxruntime", "int8"),
-             RowCandidate("onnxruntime", "int8", options={"quantization": "static-qdq"}, depth="full")]
+    cands = [
+        RowCandidate("onnxruntime", "int8"),
+        RowCandidate("onnxruntime", "int8", options={"quantization": "static-qdq"}, depth="full"),
+    ]
     probes = _probes(cands, today)
     planning.plan_probes(probes, cands, "FP8", (), "full")
     planning.skip_over_memory_budget(probes, small)
@@ -521,16 +800,28 @@ def test_a_static_int8_over_the_memory_budget_is_not_probed(small, monkeypatch):
     planning.plan_probes(probes, cands, "FP8", (), "full")
     planning.skip_over_memory_budget(probes, small)
     assert probes[0].status == "pending"  # the graph's own method is never skipped here
-    assert probes[1].status == "not probed" and "over the" in probes[1].reason and "GB" in probes[1].reason
+    assert (
+        probes[1].status == "not probed"
+        and "over the" in probes[1].reason
+        and "GB" in probes[1].reason
+    )
 
 
 def test_openvino_candidates_follow_the_cpu_flags_on_every_framework():
     def ov(flags):
-        return {(c.precision, c.depth, c.options.get("hint")) for c in
-                row_candidates("onnx", "cpu", flags=flags, cores=2) if c.backend == "openvino"}
-    assert ov({"avx512_bf16", "avx512_vnni"}) == {("fp32", "quick", None), ("bf16", "quick", None),
-                                                  ("int8", "quick", None), ("fp32", "full", "THROUGHPUT"),
-                                                  ("bf16", "full", "THROUGHPUT")}
+        return {
+            (c.precision, c.depth, c.options.get("hint"))
+            for c in row_candidates("onnx", "cpu", flags=flags, cores=2)
+            if c.backend == "openvino"
+        }
+
+    assert ov({"avx512_bf16", "avx512_vnni"}) == {
+        ("fp32", "quick", None),
+        ("bf16", "quick", None),
+        ("int8", "quick", None),
+        ("fp32", "full", "THROUGHPUT"),
+        ("bf16", "full", "THROUGHPUT"),
+    }
     assert ("fp16", "quick", None) in ov({"avx512_bf16", "avx512_fp16"})
     assert {p for p, _, _ in ov({"avx2"})} == {"fp32", "int8"}  # no silent f32 called bf16
 
@@ -550,6 +841,7 @@ class _SleepySession:
         import time
 
         from kit.measure.window import timed_window
+
         return timed_window([lambda: time.sleep(self.call_s)], batch, cfg, sampler)
 
 
@@ -560,7 +852,9 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     slow.status, slow.throughput = "pending", None
     stopped, scout = measuring.scout_window(_at_batch_1(mcfg), slow, leader, _SleepySession(0.02))
     assert stopped and scout.latency.count == slow.calls
-    assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
+    assert (
+        slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
+    )
     assert slow.calls >= 2
     close = _measured("close", 0.0, 0.0, 0.0)
     close.status, close.throughput = "pending", None
@@ -586,14 +880,19 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     mcfg = row.SearchSettings("quick", probe_s=0.2, min_count=3).measure_config()  # scout: 0.05 s
     leader = _measured("leader", 100.0, 95.0, 105.0)
     slow = _measured("slow", 0.0, 0.0, 0.0)
-    stopped, scout = measuring.scout_window(_at_batch_1(mcfg), slow, leader, _SleepySession(0.1),
-                                            min_count=1)
+    stopped, scout = measuring.scout_window(
+        _at_batch_1(mcfg), slow, leader, _SleepySession(0.1), min_count=1
+    )
     assert stopped and scout.latency.count == slow.calls == 1
     assert "over 1 call (the first call: nan), the faster taken as up to 25% slow" in slow.reason
     assert slow.status == "lost"
     edge = measuring.STOP_BELOW * 95.0 / (1 + measuring.ONE_CALL_SPREAD)
-    for thr, first, stops in ((edge * 0.99, None, True), (edge * 1.01, None, False),
-                              (edge * 0.5, edge * 0.9, True), (edge * 0.5, edge * 1.01, False)):
+    for thr, first, stops in (
+        (edge * 0.99, None, True),
+        (edge * 1.01, None, False),
+        (edge * 0.5, edge * 0.9, True),
+        (edge * 0.5, edge * 1.01, False),
+    ):
         one = _measured("one", thr, math.nan, math.nan)
         one.calls, one.first_call = 1, first
         assert measuring.stop_early(one, leader) is stops  # one slow call alone never stops it
@@ -603,7 +902,9 @@ def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
     assert contended.calls == 2
 
 
-def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(searchable, monkeypatch):
+def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(
+    searchable, monkeypatch
+):
     """ORT fp32 (the reference) is scouted on the session that made the reference outputs; at the
     end it is stopped early where it clearly lost to the fastest other candidate, else timed in full
     on a fresh session."""
@@ -611,8 +912,11 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
 
     mcfg = row.SearchSettings("quick", probe_s=0.05, min_count=4).measure_config()
     scout = BatchMeasurement(
-        batch_size=1, mode="single", threads=1,
-        calls=[[(0, 100_000_000), (100_000_000, 200_000_000)]])  # 2 calls, 10/s
+        batch_size=1,
+        mode="single",
+        threads=1,
+        calls=[[(0, 100_000_000), (100_000_000, 200_000_000)]],
+    )  # 2 calls, 10/s
     ref = _measured("onnxruntime fp32 (cpu)", 0.0, 0.0, 0.0)
     measuring.record_timing(ref, scout)
     no_load = SearchContext(model=None, inputs={}, batch=1, window=mcfg)
@@ -623,21 +927,32 @@ def test_the_reference_is_scouted_and_timed_in_full_only_where_it_comes_close(se
     inputs = searchable.make_inputs(1)
     ctx = SearchContext(model=searchable, inputs=inputs, batch=1, window=mcfg)
     measuring.settle_reference(ctx, close, scout, [close, _measured("fast", 12.0, 11.0, 13.0)])
-    assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0  # the scout's 2 and the rest
+    # the scout's 2 and the rest
+    assert close.status == "measured" and close.calls >= 4 and close.throughput > 10.0
     # in a search: scouted (and settled at the end) unless it is today's mapping, then timed in full
     settled = []
-    monkeypatch.setattr(measuring, "settle_reference",
-                        lambda ctx, p, *a: settled.append((p.label, p.calls)))
-    cands = [RowCandidate("onnxruntime", "fp32"),
-             RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"})]
-    for today, scouted in ((PrecisionChoice("torch", "bf16", "cpu", "x"), True),
-                           (PrecisionChoice("onnxruntime", "fp32", "cpu", "x"), False)):
+    monkeypatch.setattr(
+        measuring, "settle_reference", lambda ctx, p, *a: settled.append((p.label, p.calls))
+    )
+    cands = [
+        RowCandidate("onnxruntime", "fp32"),
+        RowCandidate("onnxruntime", "fp32", options={"graph_optimization": "ORT_ENABLE_BASIC"}),
+    ]
+    for today, scouted in (
+        (PrecisionChoice("torch", "bf16", "cpu", "x"), True),
+        (PrecisionChoice("onnxruntime", "fp32", "cpu", "x"), False),
+    ):
         probes, settled[:] = _probes(cands, today), []
         for p in probes:
             p.status = "pending"
         settings = row.SearchSettings("quick", probe_s=0.4, min_count=3)  # scout: 0.1 s
-        measuring.measure_all(SearchContext(model=searchable, inputs=inputs, batch=1,
-                                            window=settings.measure_config()), probes, quiet=True)
+        measuring.measure_all(
+            SearchContext(
+                model=searchable, inputs=inputs, batch=1, window=settings.measure_config()
+            ),
+            probes,
+            quiet=True,
+        )
         assert [label for label, _ in settled] == (["onnxruntime fp32 (cpu)"] if scouted else [])
         assert probes[0].calls >= 3 or scouted  # today's mapping: the whole probe
 
@@ -667,9 +982,12 @@ def test_a_probe_records_its_first_calls_throughput_in_samples_per_second(search
     monkeypatch.setattr(measuring, "require_backend", lambda name: Backend())
     p = _measured("sleepy", 0.0, 0.0, 0.0)
     p.status = "pending"
-    ctx = SearchContext(model=searchable, inputs={}, batch=4,
-                        window=row.SearchSettings("quick", probe_s=0.05,
-                                                  min_count=2).measure_config())
+    ctx = SearchContext(
+        model=searchable,
+        inputs={},
+        batch=4,
+        window=row.SearchSettings("quick", probe_s=0.05, min_count=2).measure_config(),
+    )
     measuring.probe_one(ctx, p, measuring.Reference(ref_out, 1.0, 0))
     assert p.status == "measured" and 4 / 0.05 / 2 < p.first_call <= 4 / 0.05
 
@@ -686,10 +1004,13 @@ def test_a_reference_whose_full_probe_fails_is_never_chosen_on_its_scout(searcha
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(measuring, "require_backend", unloadable)
-    ctx = SearchContext(model=searchable, inputs={}, batch=1,
-                        window=row.SearchSettings("quick").measure_config())
+    ctx = SearchContext(
+        model=searchable, inputs={}, batch=1, window=row.SearchSettings("quick").measure_config()
+    )
     measuring.settle_reference(ctx, ref, scout, [ref, _measured("slow", 10.0, 9.0, 11.0)])
-    assert ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
+    assert (
+        ref.status == "failed" and "full probe failed (RuntimeError: out of memory)" in ref.reason
+    )
     assert "its scout: 100 samples/s over 1 call" in ref.reason
 
 
@@ -700,19 +1021,33 @@ def test_a_scout_that_goes_on_counts_towards_the_probe():
     from kit.search.probe import throughput_interval
 
     mcfg = MeasureConfig(warmup=0, min_duration_s=1.0, min_count=3)
-    scout = BatchMeasurement(batch_size=4, mode="single", threads=1,
-                             calls=[[(0, 200_000_000), (200_000_000, 400_000_000)]])
+    scout = BatchMeasurement(
+        batch_size=4,
+        mode="single",
+        threads=1,
+        calls=[[(0, 200_000_000), (200_000_000, 400_000_000)]],
+    )
     rest = measuring.rest_config(mcfg, scout)
     assert rest.min_count == 1 and rest.min_duration_s == pytest.approx(0.6) and rest.warmup == 0
     assert measuring.rest_config(mcfg, None) is mcfg
-    long_scout = BatchMeasurement(batch_size=4, mode="single", threads=1,
-                                  calls=[[(0, 2_000_000_000), (2_000_000_000, 4_000_000_000),
-                                          (4_000_000_000, 6_000_000_000)]])
-    assert measuring.rest_config(mcfg, long_scout).min_duration_s == 0.0 and measuring.rest_config(mcfg, long_scout).min_count == 1
-    tail = BatchMeasurement(batch_size=4, mode="single", threads=1,
-                            calls=[[(500_000_000, 750_000_000)]])  # one call of 0.25 s
+    long_scout = BatchMeasurement(
+        batch_size=4,
+        mode="single",
+        threads=1,
+        calls=[
+            [(0, 2_000_000_000), (2_000_000_000, 4_000_000_000), (4_000_000_000, 6_000_000_000)]
+        ],
+    )
+    assert (
+        measuring.rest_config(mcfg, long_scout).min_duration_s == 0.0
+        and measuring.rest_config(mcfg, long_scout).min_count == 1
+    )
+    tail = BatchMeasurement(
+        batch_size=4, mode="single", threads=1, calls=[[(500_000_000, 750_000_000)]]
+    )  # one call of 0.25 s
     thr, low, high = throughput_interval(scout, tail)
-    assert thr == pytest.approx(12 / 0.65)  # 12 samples over the windows' 0.65 s, not the gap between them
+    # 12 samples over the windows' 0.65 s, not the gap between them
+    assert thr == pytest.approx(12 / 0.65)
     assert low < thr < high
     p = _measured("p", 0.0, 0.0, 0.0)
     measuring.record_timing(p, scout, tail)
@@ -722,18 +1057,26 @@ def test_a_scout_that_goes_on_counts_towards_the_probe():
 
 def test_a_higher_precision_that_wins_says_it_stands_in_with_both_throughputs():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
-    probes = [_measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
-              _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0), _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0,
-                                                                         precision="bf16")]
+    probes = [
+        _measured("torch bf16 (cpu)", 10.0, 9.5, 10.5, today=True, precision="bf16"),
+        _measured("openvino fp32 (cpu)", 25.0, 24.0, 26.0),
+        _measured("openvino bf16 (cpu)", 20.0, 19.0, 21.0, precision="bf16"),
+    ]
     d = choice.choose(probes, "FP16", today)
     note = d.plan.precision_note
     assert d.chosen == "openvino fp32 (cpu)" and "2.50x today's mapping (torch bf16 (cpu))" in note
-    assert "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class candidate, " \
-           "openvino bf16 (cpu))" in note
-    int8 = [_measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"), _measured("ov bf16", 45.0, 44.0, 46.0,
-                                                                                        precision="bf16")]
+    assert (
+        "fp32 stands in for FP16: faster here (25 vs 20 samples/s, 1.25x the best FP16-class "
+        "candidate, openvino bf16 (cpu))" in note
+    )
+    int8 = [
+        _measured("ort int8", 30.0, 29.0, 31.0, today=True, precision="int8"),
+        _measured("ov bf16", 45.0, 44.0, 46.0, precision="bf16"),
+    ]
     d8 = choice.choose(int8, "FP8", PrecisionChoice("onnxruntime", "int8", "cpu", "m"))
-    assert "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8.plan.precision_note
+    assert (
+        "bf16 stands in for FP8: faster here (45 vs 30 samples/s, 1.50x" in d8.plan.precision_note
+    )
 
 
 def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that_it_was_faster():
@@ -747,36 +1090,74 @@ def test_a_stand_in_with_no_published_class_candidate_measured_says_why_not_that
         planning.plan_probes(probes, cands, "FP16", (), "quick")
         by = {p.label: p for p in probes}
         for label, thr in (("onnxruntime fp32 (cpu)", 2.0), ("openvino fp32 (cpu)", 3.0)):
-            by[label].status, by[label].throughput, by[label].low, by[label].high = "measured", thr, thr - 0.1, thr + 0.1
+            by[label].status, by[label].throughput, by[label].low, by[label].high = (
+                "measured",
+                thr,
+                thr - 0.1,
+                thr + 0.1,
+            )
         if failed:
             by[failed].status = "failed"
         return choice.choose(probes, "FP16", today).plan.precision_note
 
     text = note()
-    assert "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on this hardware" \
-           in text and "faster here" not in text
-    assert "search: onnxruntime fp16 (cpu), torch bf16 (cpu), torch bf16 compile (cpu), torch fp16 (cpu))" in text
-    assert ("(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): not probed, "
-            "torch fp16 (cpu): not probed)") in note(failed="torch bf16 (cpu)")
+    assert (
+        "fp32 stands in for FP16: no FP16-class candidate was measured here (each is emulated on "
+        "this hardware"
+        in text
+        and "faster here" not in text
+    )
+    assert (
+        "search: onnxruntime fp16 (cpu), torch bf16 (cpu), torch bf16 compile (cpu), torch fp16 "
+        "(cpu))" in text
+    )
+    assert (
+        "(onnxruntime fp16 (cpu): not probed, torch bf16 (cpu): failed, torch bf16 compile (cpu): "
+        "not probed, torch fp16 (cpu): not probed)"
+    ) in note(failed="torch bf16 (cpu)")
     assert wording.unmeasured([]) == "none runs on this hardware"
-    no_vnni = Probe(label="ort int8", backend="onnxruntime", precision="int8", device="cpu",
-                    options={}, threads=None, native=False, why="", status="not probed")
-    assert wording.unmeasured([no_vnni]) == "ort int8: not probed"  # int8 without VNNI is no fp32 emulation
+    no_vnni = Probe(
+        label="ort int8",
+        backend="onnxruntime",
+        precision="int8",
+        device="cpu",
+        options={},
+        threads=None,
+        native=False,
+        why="",
+        status="not probed",
+    )
+    # int8 without VNNI is no fp32 emulation
+    assert wording.unmeasured([no_vnni]) == "ort int8: not probed"
 
 
-@pytest.mark.parametrize("challenger_over_leader, rounds, wins, extend_s", [
-    ([1.2, 1.18, 1.15, 1.21], 4, True, 25.0),  # settled after the first four rounds
-    ([0.918, 0.975, 0.79, 0.8907], 4, False, 25.0),  # resnet50 FP8's duel: settled, the leader stays
-    # roformer's 3:1 for the leader: its interval still allows the challenger 1.1x; 4 more rounds
-    ([0.89, 0.81, 0.99, 1.02, 1.12, 1.10, 1.13, 1.11], 8, True, 25.0),
-    ([0.89, 0.81, 0.99, 1.02, 0.9, 0.92, 0.88, 0.91], 5, False, 25.0),  # ... or one more settles it
-    ([1.1, 0.9] * 6, 8, False, 25.0),  # never settled: stops at the cap, the median decides
-    ([0.89, 0.81, 0.99, 1.02, 1.12, 1.10, 1.13, 1.11], 4, False, 0.0),  # out of time: no more rounds
-])
-def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_leader, rounds, wins, extend_s):
-    """A duel goes on while its interval allows the side behind to be more than 5 % faster (roformer's
-    duel at batch 1 went 3:1 for ONNX Runtime where OpenVINO ran 1.09x over 12 rounds measured again),
-    up to 8 rounds and while it has taken under EXTEND_WITHIN_S; each side's round is one call at least."""
+@pytest.mark.parametrize(
+    "challenger_over_leader, rounds, wins, extend_s",
+    [
+        ([1.2, 1.18, 1.15, 1.21], 4, True, 25.0),  # settled after the first four rounds
+        # resnet50 FP8's duel: settled, the leader stays
+        ([0.918, 0.975, 0.79, 0.8907], 4, False, 25.0),
+        # roformer's 3:1 for the leader: its interval still allows the challenger 1.1x; 4 more
+        # rounds
+        ([0.89, 0.81, 0.99, 1.02, 1.12, 1.10, 1.13, 1.11], 8, True, 25.0),
+        (
+            [0.89, 0.81, 0.99, 1.02, 0.9, 0.92, 0.88, 0.91],
+            5,
+            False,
+            25.0,
+        ),  # ... or one more settles it
+        ([1.1, 0.9] * 6, 8, False, 25.0),  # never settled: stops at the cap, the median decides
+        # out of time: no more rounds
+        ([0.89, 0.81, 0.99, 1.02, 1.12, 1.10, 1.13, 1.11], 4, False, 0.0),
+    ],
+)
+def test_an_undecided_duel_goes_on_up_to_the_cap(
+    monkeypatch, challenger_over_leader, rounds, wins, extend_s
+):
+    """A duel goes on while its interval allows the side behind to be more than 5 % faster
+    (roformer's duel at batch 1 went 3:1 for ONNX Runtime where OpenVINO ran 1.09x over 12 rounds
+    measured again), up to 8 rounds and while it has taken under EXTEND_WITHIN_S; each side's round
+    is one call at least."""
     monkeypatch.setattr(runoff, "EXTEND_WITHIN_S", extend_s)
     ratios = iter(challenger_over_leader)
     timings = []
@@ -795,7 +1176,8 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
     monkeypatch.setattr(runoff, "require_backend", lambda name: Backend())
     pending = {}
 
-    def per_round(session, inputs, batch, cfg):  # the leader at 1.0, the challenger at its round's ratio
+    # the leader at 1.0, the challenger at its round's ratio
+    def per_round(session, inputs, batch, cfg):
         key = len(timings) // 2
         timings.append(cfg)
         if key not in pending:
@@ -808,15 +1190,21 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(monkeypatch, challenger_over_le
     monkeypatch.setattr(runoff, "time_session", per_round)
     ctx = _at_batch_1(row.SearchSettings("quick").measure_config())
     d = runoff.duel(ctx, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1))
-    assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(challenger_over_leader[:rounds], abs=1e-4)
+    assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(
+        challenger_over_leader[:rounds], abs=1e-4
+    )
     assert (d["median"] > 1.0) == wins
     assert {cfg.min_count for cfg in timings} == {1} and d["seconds"] >= 0
 
 
 def _pair_context(model) -> SearchContext:
     """The search at batch 1 of a runoff test's model (its inputs record their batch size)."""
-    return SearchContext(model=model, inputs={"batch": 1}, batch=1,
-                         window=row.SearchSettings("quick").measure_config())
+    return SearchContext(
+        model=model,
+        inputs={"batch": 1},
+        batch=1,
+        window=row.SearchSettings("quick").measure_config(),
+    )
 
 
 class _PairModel:
@@ -830,7 +1218,8 @@ PAIR_LABELS = {1: "ort fp32", 2: "ov fp32"}  # _pair's probes by their threads
 
 
 def _pair_backends(monkeypatch, speeds):
-    """Sessions whose throughput is speeds[(label, batch)]; returns the batches each load asked for."""
+    """Sessions whose throughput is speeds[(label, batch)]; returns the batches each load asked
+    for."""
     loads = []
 
     class Session:
@@ -854,51 +1243,95 @@ def _pair_backends(monkeypatch, speeds):
     def timed(session, inputs, batch, cfg):  # a list of speeds: one per call, in turn
         speed = speeds[(session.label, batch)]
         speed = speed[next(calls) % len(speed)] if isinstance(speed, list) else speed
-        return type("M", (), {"throughput": speed * (1 if inputs["batch"] == batch else math.nan)})()
+        return type(
+            "M", (), {"throughput": speed * (1 if inputs["batch"] == batch else math.nan)}
+        )()
 
     monkeypatch.setattr(runoff, "time_session", timed)
     return loads
 
 
 def _pair(leader_thr=1.0, challenger_thr=0.99, load_s=1.0):
-    pair = [_measured("ort fp32", leader_thr, leader_thr * 0.99, leader_thr * 1.01, today=True),
-            _measured("ov fp32", challenger_thr, challenger_thr * 0.99, challenger_thr * 1.01)]
+    pair = [
+        _measured("ort fp32", leader_thr, leader_thr * 0.99, leader_thr * 1.01, today=True),
+        _measured("ov fp32", challenger_thr, challenger_thr * 0.99, challenger_thr * 1.01),
+    ]
     for p in pair:  # the threads tell the stand-in backend which of the two it loads
-        p.threads, p.load_s = next(t for t, label in PAIR_LABELS.items() if label == p.label), load_s
+        p.threads, p.load_s = (
+            next(t for t, label in PAIR_LABELS.items() if label == p.label),
+            load_s,
+        )
     return pair
 
 
-@pytest.mark.parametrize("b1_ratio, thr, settled, winner", [
-    ([1.1, 0.95], 1.0, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
-    (0.99, 0.01, False, "ort fp32"),  # a near tie, but a round at batch 12 would take about 2,414 s
-    (1.2, 1.0, False, "ov fp32"),  # no tie: batch 1 decides
-    (0.8, 1.0, False, "ort fp32"),
-])
+@pytest.mark.parametrize(
+    "b1_ratio, thr, settled, winner",
+    [
+        ([1.1, 0.95], 1.0, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
+        (
+            0.99,
+            0.01,
+            False,
+            "ort fp32",
+        ),  # a near tie, but a round at batch 12 would take about 2,414 s
+        (1.2, 1.0, False, "ov fp32"),  # no tie: batch 1 decides
+        (0.8, 1.0, False, "ort fp32"),
+    ],
+)
 def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_it_fits(
-        monkeypatch, b1_ratio, thr, settled, winner):
+    monkeypatch, b1_ratio, thr, settled, winner
+):
     """Roformer's ONNX Runtime / OpenVINO pair is a near tie at batch 1 and OpenVINO 1.15-1.21x at
     batch 12: a near tie after the first rounds moves to the row's largest published batch when one
-    round there is predicted to fit SETTLE_WITHIN_S; its rounds decide and its ratio is the decision's."""
-    loads = _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): b1_ratio,
-                                         ("ort fp32", 12): 1.0, ("ov fp32", 12): 1.2})
+    round there is predicted to fit SETTLE_WITHIN_S; its rounds decide and its ratio is the
+    decision's."""
+    loads = _pair_backends(
+        monkeypatch,
+        {
+            ("ort fp32", 1): 1.0,
+            ("ov fp32", 1): b1_ratio,
+            ("ort fp32", 12): 1.0,
+            ("ov fp32", 12): 1.2,
+        },
+    )
     probes = _pair(1.0 * thr, 0.99 * thr)
-    verdict = runoff.run(_pair_context(_PairModel()), probes, within=runoff.window(contended=False),
-                         settle_batch=12)
+    verdict = runoff.run(
+        _pair_context(_PairModel()), probes, within=runoff.window(contended=False), settle_batch=12
+    )
     assert verdict["winner"] == winner
-    assert (loads[-2:] == [12, 12]) == settled and any(d.get("batch") == 12 for d in verdict["duels"]) == settled
+    assert (loads[-2:] == [12, 12]) == settled and any(
+        d.get("batch") == 12 for d in verdict["duels"]
+    ) == settled
     if settled:
         tie, at12 = verdict["duels"]
-        assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS  # no extra rounds at batch 1: batch 12 settles it
-        assert at12["median"] == pytest.approx(1.2) and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
-        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        # no extra rounds at batch 1: batch 12 settles it
+        assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS
+        assert (
+            at12["median"] == pytest.approx(1.2)
+            and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
+        )
+        d = choice.choose(
+            probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict
+        )
         assert d.ratio_vs_today == pytest.approx(1.2) and d.ratio_batch == 12
-        assert "1.20x today's mapping (ort fp32) at batch 12, where a near tie" in d.plan.precision_note
-        assert "side by side with ort fp32 at batch 12, settling a near tie: 1.20x" in d.probes[1].reason
+        assert (
+            "1.20x today's mapping (ort fp32) at batch 12, where a near tie"
+            in d.plan.precision_note
+        )
+        assert (
+            "side by side with ort fp32 at batch 12, settling a near tie: 1.20x"
+            in d.probes[1].reason
+        )
         one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
         assert "settling a near tie: 1.20x (one round)" in wording.runoff_text(one, probes[1])
     elif thr < 0.1:
-        assert "not settled at batch 12: one round there predicted at 2414 s, over 45 s" in verdict["settle"][0]["text"]
-        d = choice.choose(probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict)
+        assert (
+            "not settled at batch 12: one round there predicted at 2414 s, over 45 s"
+            in verdict["settle"][0]["text"]
+        )
+        d = choice.choose(
+            probes, "FP16", PrecisionChoice("onnxruntime", "fp32", "cpu", "mapping"), verdict
+        )
         assert "a near tie at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
         assert "settle" not in verdict
@@ -921,32 +1354,61 @@ def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(mo
             return super().make_inputs(batch, seed)
 
     _pair_backends(monkeypatch, {("ort fp32", 1): 1.0, ("ov fp32", 1): [1.1, 0.97]})
-    verdict = runoff.run(_pair_context(TooBig()), _pair(), within=runoff.window(contended=False),
-                         settle_batch=12)
+    verdict = runoff.run(
+        _pair_context(TooBig()), _pair(), within=runoff.window(contended=False), settle_batch=12
+    )
     tie, failed = verdict["duels"]
     assert verdict["winner"] == "ov fp32" and tie["median"] == pytest.approx(1.035)
-    assert failed == {"leader": "ort fp32", "challenger": "ov fp32", "batch": 12, "error": "MemoryError: batch 12"}
+    assert failed == {
+        "leader": "ort fp32",
+        "challenger": "ov fp32",
+        "batch": 12,
+        "error": "MemoryError: batch 12",
+    }
 
 
 def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chosen():
     today = PrecisionChoice("torch", "bf16", "cpu", "mapping")
 
     def probes():
-        return [_measured("torch bf16", 8.7, 8.0, 9.4, today=True, precision="bf16"),
-                _measured("ov bf16", 2.9, 2.7, 3.1, precision="bf16"), _measured("torch fp32", 3.7, 3.5, 3.9),
-                _measured("ort fp32", 1.5, 1.4, 1.6)]
+        return [
+            _measured("torch bf16", 8.7, 8.0, 9.4, today=True, precision="bf16"),
+            _measured("ov bf16", 2.9, 2.7, 3.1, precision="bf16"),
+            _measured("torch fp32", 3.7, 3.5, 3.9),
+            _measured("ort fp32", 1.5, 1.4, 1.6),
+        ]
+
     leader, rivals = runoff.challengers(probes())
-    assert leader.label == "torch bf16" and [p.label for p in rivals] == ["torch fp32", "ov bf16"]  # ort fp32: below 0.2x
+    # ort fp32: below 0.2x
+    assert leader.label == "torch bf16" and [p.label for p in rivals] == ["torch fp32", "ov bf16"]
     ps = probes()
-    verdict = {"winner": "ov bf16", "duels": [
-        {"leader": "torch bf16", "challenger": "torch fp32", "ratios": [0.5, 0.6, 0.55, 0.5], "median": 0.525},
-        {"leader": "torch bf16", "challenger": "ov bf16", "ratios": [1.6, 1.8, 1.7, 1.5], "median": 1.65}]}
+    verdict = {
+        "winner": "ov bf16",
+        "duels": [
+            {
+                "leader": "torch bf16",
+                "challenger": "torch fp32",
+                "ratios": [0.5, 0.6, 0.55, 0.5],
+                "median": 0.525,
+            },
+            {
+                "leader": "torch bf16",
+                "challenger": "ov bf16",
+                "ratios": [1.6, 1.8, 1.7, 1.5],
+                "median": 1.65,
+            },
+        ],
+    }
     d = choice.choose(ps, "FP16", today, verdict)
-    assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)  # the duel's, not the probes'
+    # the duel's, not the probes'
+    assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)
     assert d.ratio_interval == [1.5, 1.8]
     by = {p.label: p for p in ps}
     assert "side by side with torch bf16: 1.65x" in by["ov bf16"].reason
-    assert "side by side with ov bf16: 0.61x" in by["torch bf16"].reason and by["torch bf16"].status == "lost"
+    assert (
+        "side by side with ov bf16: 0.61x" in by["torch bf16"].reason
+        and by["torch bf16"].status == "lost"
+    )
     assert "1.65x today's mapping" in d.plan.precision_note
     today_first = probes()
     today_first[0].throughput, today_first[1].throughput, today_first[2].throughput = 3.0, 5.0, 9.0
@@ -955,56 +1417,111 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     # on a quiet machine only a candidate within the early stop's 0.7x of the leader is dueled
     assert [p.label for p in runoff.challengers(probes(), runoff.window(contended=False))[1]] == []
     close = probes()
-    close[2].throughput, close[2].high = 6.1, 8.2  # torch fp32 at 0.70x the leader, its interval reaching the leader's
-    assert [p.label for p in runoff.challengers(close, runoff.window(contended=False))[1]] == ["torch fp32"]
-    close[2].high = 7.9  # wholly below the leader's interval (8.0-9.4): settled by the probes on a quiet machine
+    # torch fp32 at 0.70x the leader, its interval reaching the leader's
+    close[2].throughput, close[2].high = 6.1, 8.2
+    assert [p.label for p in runoff.challengers(close, runoff.window(contended=False))[1]] == [
+        "torch fp32"
+    ]
+    # wholly below the leader's interval (8.0-9.4): settled by the probes on a quiet machine
+    close[2].high = 7.9
     assert runoff.challengers(close, runoff.window(contended=False))[1] == []
-    assert [p.label for p in runoff.challengers(close)[1]] == ["torch fp32", "ov bf16"]  # contended: dueled
+    # contended: dueled
+    assert [p.label for p in runoff.challengers(close)[1]] == ["torch fp32", "ov bf16"]
 
 
-def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_todays_mapping(small, monkeypatch):
+def test_an_fp8_row_on_a_cuda_host_with_tensorrt_searches_tensorrt_int8_as_todays_mapping(
+    small, monkeypatch
+):
     """Issue 30: the search offers what a session really starts here (TensorRT), so the FP8 row's
     TensorRT int8 is a candidate and today's mapping, not barred for want of providers."""
     seen = []
-    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: ["TensorrtExecutionProvider"])
-    monkeypatch.setattr(row, "measure_all", lambda ctx, probes, *a, **k: seen.extend(
-        (p.label, p.device, p.status, p.today) for p in probes))
+    monkeypatch.setattr(
+        onnxruntime_probe, "usable_gpu_providers", lambda: ["TensorrtExecutionProvider"]
+    )
+    monkeypatch.setattr(
+        row,
+        "measure_all",
+        lambda ctx, probes, *a, **k: seen.extend(
+            (p.label, p.device, p.status, p.today) for p in probes
+        ),
+    )
     monkeypatch.setattr(runoff, "run", lambda *a, **k: None)
     decision = row.search_row(small, "FP8", 1, "cuda", TINY)
     by = {label: (status, today) for label, _, status, today in seen}
     assert by["onnxruntime int8 (tensorrt)"] == ("pending", True)
     assert by["onnxruntime fp16 (tensorrt)"] == ("pending", False)
     assert decision.today == "onnxruntime int8 (tensorrt)" and decision.plan.device == "tensorrt"
-    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: [])  # no TensorRT: CUDA fp16 instead
+    # no TensorRT: CUDA fp16 instead
+    monkeypatch.setattr(onnxruntime_probe, "usable_gpu_providers", lambda: [])
     seen.clear()
     assert row.search_row(small, "FP8", 1, "cuda", TINY).today != "onnxruntime int8 (tensorrt)"
     assert not any(device == "tensorrt" for _, device, _, _ in seen)
 
 
-def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fake_backend, small, monkeypatch):
+def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(
+    outputs, fake_backend, small, monkeypatch
+):
     """Issue 30: the fallback plan of a search that measured no candidate (today's mapping, worked
-    out without the job's knowledge) never overrides the plan the job was given; the note says so."""
+    out without the job's knowledge) never overrides the plan the job was given; the note says
+    so."""
     from kit.studies import model_benchmark
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
-    fallback = {"chosen": None, "today": None, "fallback": True, "depth": "quick", "probes": [],
-                "plan": {"backend": "onnxruntime", "precision": "fp16", "device": "cuda", "options": {},
-                         "threads": None, "precision_note": "no candidate"}}
-    monkeypatch.setattr(model_benchmark, "decide", lambda *a, **k: (Decision.from_dict(fallback), False))
-    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", precision="int8",
-                                      batch_sizes=[1], search=True, check_numerics=False, accuracy=False,
-                                      roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
+    fallback = {
+        "chosen": None,
+        "today": None,
+        "fallback": True,
+        "depth": "quick",
+        "probes": [],
+        "plan": {
+            "backend": "onnxruntime",
+            "precision": "fp16",
+            "device": "cuda",
+            "options": {},
+            "threads": None,
+            "precision_note": "no candidate",
+        },
+    }
+    monkeypatch.setattr(
+        model_benchmark, "decide", lambda *a, **k: (Decision.from_dict(fallback), False)
+    )
+    result = model_benchmark.run(
+        dict(
+            model=small.name,
+            small=True,
+            backend="fake",
+            precision="int8",
+            batch_sizes=[1],
+            search=True,
+            check_numerics=False,
+            accuracy=False,
+            roofline=False,
+            warmup=0,
+            min_duration_s=0.01,
+            min_count=2,
+        )
+    )
     assert result.status == "ok", result.errors
     assert result.backend["name"] == "fake" and result.backend["precision"] == "int8"
     assert any("job's own plan (fake int8" in n for n in result.notes)
 
 
-@pytest.mark.parametrize("noisy, window", [(True, runoff.RUNOFF_WITHIN), (False, runoff.QUIET_WITHIN)])
+@pytest.mark.parametrize(
+    "noisy, window", [(True, runoff.RUNOFF_WITHIN), (False, runoff.QUIET_WITHIN)]
+)
 def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch, noisy, window):
-    """Other processes' load or steal at the search's start (kit.measure.noise) widens the runoff."""
+    """Other processes' load or steal at the search's start (kit.measure.noise) widens the
+    runoff."""
     seen = {}
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": noisy, "reasons": ["other load"] if noisy else [],
-                                                     "other_load": 0.5 if noisy else 0.0})
+    monkeypatch.setattr(
+        row,
+        "idle_sample",
+        lambda: {
+            "noisy": noisy,
+            "reasons": ["other load"] if noisy else [],
+            "other_load": 0.5 if noisy else 0.0,
+        },
+    )
     monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
     monkeypatch.setattr(runoff, "run", lambda *a, within, **k: seen.setdefault("within", within))
     decision = row.search_row(small, "FP16", 1, "cpu", TINY, candidates=CANDIDATES[:1])
@@ -1027,15 +1544,37 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
     probe = _measured("ort fp32", 2.0, 1.9, 2.1, today=True).to_dict()
-    old = {"chosen": "ort fp32", "today": "ort fp32", "fallback": True,
-           "plan": {"backend": "onnxruntime", "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
-                    "precision_note": "kept"},
-           "ratio_vs_today": None, "ratio_interval": [None, None], "separated": False, "probes": [probe],
-           "runoff": None, "depth": "quick", "searched_s": 1.5, "contended": False, "key": key, "cache_file": "x.json"}
+    old = {
+        "chosen": "ort fp32",
+        "today": "ort fp32",
+        "fallback": True,
+        "plan": {
+            "backend": "onnxruntime",
+            "precision": "fp32",
+            "device": "cpu",
+            "options": {},
+            "threads": None,
+            "precision_note": "kept",
+        },
+        "ratio_vs_today": None,
+        "ratio_interval": [None, None],
+        "separated": False,
+        "probes": [probe],
+        "runoff": None,
+        "depth": "quick",
+        "searched_s": 1.5,
+        "contended": False,
+        "key": key,
+        "cache_file": "x.json",
+    }
     cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
     cache.decision_path(key).write_text(json.dumps(old))
     loaded = cache.load_decision(key, "quick", load_now=0.0)
-    assert loaded.fallback and loaded.plan.precision_note == "kept" and loaded.probes[0].throughput == 2.0
+    assert (
+        loaded.fallback
+        and loaded.plan.precision_note == "kept"
+        and loaded.probes[0].throughput == 2.0
+    )
     assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
     assert Decision.from_dict(loaded.to_dict()) == loaded
 
@@ -1045,15 +1584,21 @@ def test_a_probe_an_older_kit_wrote_without_compile_s_reads_back_as_none(outputs
 
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     key = cache.decision_key("bert-torch-fp32", "FP16", 1, "cpu")
-    probe = {k: v for k, v in _measured("torch fp16 compile", 2.0, 1.9, 2.1).to_dict().items() if k != "compile_s"}
+    probe = {
+        k: v
+        for k, v in _measured("torch fp16 compile", 2.0, 1.9, 2.1).to_dict().items()
+        if k != "compile_s"
+    }
     cache.decision_path(key).parent.mkdir(parents=True, exist_ok=True)
-    cache.decision_path(key).write_text(json.dumps({"chosen": None, "plan": {}, "probes": [probe], "key": key}))
+    cache.decision_path(key).write_text(
+        json.dumps({"chosen": None, "plan": {}, "probes": [probe], "key": key})
+    )
     loaded = cache.load_decision(key, "quick", load_now=0.0)
     assert loaded.probes[0].compile_s is None and loaded.probes[0].throughput == 2.0
     assert loaded.to_dict()["probes"][0]["compile_s"] is None  # written back with the field
 
 
-# ---------------------------------------------------------------- a GPU decides at each published batch
+# ------------------------------------------------------------ a GPU decides at each published batch
 
 
 def test_a_gpus_torch_eager_candidates_are_measured_only_where_a_cuda_graph_fails(monkeypatch):
@@ -1063,32 +1608,51 @@ def test_a_gpus_torch_eager_candidates_are_measured_only_where_a_cuda_graph_fail
     cands = [c for c in row_candidates("torch", "cuda") if c.backend == "torch"]
     graph16, graph_bf16 = "torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)"
     assert {c.label: c.fallback_for for c in cands if c.fallback_for} == {
-        "torch fp32 (cuda)": graph16, "torch fp16 (cuda)": graph16, "torch bf16 (cuda)": graph_bf16}
-    probes, _ = planning.row_probes(cands, PrecisionChoice("onnxruntime", "fp16", "cuda", "m"), "FP16", "quick")
+        "torch fp32 (cuda)": graph16,
+        "torch fp16 (cuda)": graph16,
+        "torch bf16 (cuda)": graph_bf16,
+    }
+    probes, _ = planning.row_probes(
+        cands, PrecisionChoice("onnxruntime", "fp16", "cuda", "m"), "FP16", "quick"
+    )
     by = {p.label: p for p in probes}
     assert {label for label, p in by.items() if p.status == "fallback"} == {
-        "torch fp32 (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)"}
-    by[graph16].status, by[graph_bf16].status = "failed", "measured"  # a model a capture refuses in fp16
+        "torch fp32 (cuda)",
+        "torch fp16 (cuda)",
+        "torch bf16 (cuda)",
+    }
+    # a model a capture refuses in fp16
+    by[graph16].status, by[graph_bf16].status = "failed", "measured"
     assert measuring.settle_fallback(by["torch fp16 (cuda)"], probes)
     assert not measuring.settle_fallback(by["torch bf16 (cuda)"], probes)
-    today = planning.row_probes(cands, PrecisionChoice("torch", "fp16", "cuda", "m"), "FP16", "quick")[0]
-    assert next(p for p in today if p.label == "torch fp16 (cuda)").status == "pending"  # today's: always measured
+    today = planning.row_probes(
+        cands, PrecisionChoice("torch", "fp16", "cuda", "m"), "FP16", "quick"
+    )[0]
+    # today's: always measured
+    assert next(p for p in today if p.label == "torch fp16 (cuda)").status == "pending"
+
 
 def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
     from kit.batch.profiles import jobs_for, search_key
 
     def resnet(kind):
-        return next(j for j in jobs_for("quick", kind) if j.name == "resnet50-torch-fp32_FP16").parameters
+        return next(
+            j for j in jobs_for("quick", kind) if j.name == "resnet50-torch-fp32_FP16"
+        ).parameters
 
     gpu, cpu = resnet("cuda"), resnet("cpu")
-    assert gpu["search_key"] == ",".join(search_key("resnet50-torch-fp32", "FP16", b, "cuda")
-                                         for b in gpu["batch_sizes"])
+    assert gpu["search_key"] == ",".join(
+        search_key("resnet50-torch-fp32", "FP16", b, "cuda") for b in gpu["batch_sizes"]
+    )
     assert len(gpu["batch_sizes"]) > 1 and "search_batch" not in gpu
-    assert cpu["search_key"] == search_key("resnet50-torch-fp32", "FP16", cpu["search_batch"], "cpu")
+    assert cpu["search_key"] == search_key(
+        "resnet50-torch-fp32", "FP16", cpu["search_batch"], "cpu"
+    )
 
 
-def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_plan(outputs, fake_backend, small,
-                                                                                   monkeypatch):
+def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_plan(
+    outputs, fake_backend, small, monkeypatch
+):
     """Issue 43 item 3: on a GPU a call is milliseconds, so each published batch gets its own
     decision; the larger batch's search knows the smaller one's (its failures are not probed again),
     and each figure names the plan it ran and the batch that plan was decided at."""
@@ -1100,51 +1664,108 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
         asked.append((batch, kind, prior and prior.batch_size, settings.settle_batch))
         precision = {1: "fp32", 2: "fp16"}[batch]
         plan = Plan("fake", precision, "cuda", precision_note=f"searched at {batch}")
-        return Decision(chosen=f"fake {precision} (cuda)", today="fake fp16 (cuda)", plan=plan,
-                        batch_size=batch,
-                        key=cache.decision_key(small.name, published, batch, kind, small=True)), False
+        return Decision(
+            chosen=f"fake {precision} (cuda)",
+            today="fake fp16 (cuda)",
+            plan=plan,
+            batch_size=batch,
+            key=cache.decision_key(small.name, published, batch, kind, small=True),
+        ), False
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: small)
     monkeypatch.setattr(model_benchmark, "decide", decide)
-    keys = ",".join(cache.key_hash(cache.decision_key(small.name, "FP16", b, "cuda", small=True)) for b in (2, 1))
-    result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", device="cuda", hardware="cuda",
-                                      batch_sizes=[2, 1], search=True, search_key=keys, check_numerics=False,
-                                      accuracy=False, roofline=False, power=False, warmup=0, min_duration_s=0.01,
-                                      min_count=2))
+    keys = ",".join(
+        cache.key_hash(cache.decision_key(small.name, "FP16", b, "cuda", small=True))
+        for b in (2, 1)
+    )
+    result = model_benchmark.run(
+        dict(
+            model=small.name,
+            small=True,
+            backend="fake",
+            device="cuda",
+            hardware="cuda",
+            batch_sizes=[2, 1],
+            search=True,
+            search_key=keys,
+            check_numerics=False,
+            accuracy=False,
+            roofline=False,
+            power=False,
+            warmup=0,
+            min_duration_s=0.01,
+            min_count=2,
+        )
+    )
     assert result.status == "ok", result.errors
     assert asked == [(1, "cuda", None, None), (2, "cuda", 1, None)]
     by_batch = {m["batch_size"]: m["searched_plan"] for m in result.measurements}
     assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
     assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
     assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
-    assert result.backend["precision"] == "fp16" and "Precision at batch 1: searched at 1." in result.notes
-    assert not any("is not the batch's" in n for n in result.notes)  # each decision matched its own key
+    assert (
+        result.backend["precision"] == "fp16"
+        and "Precision at batch 1: searched at 1." in result.notes
+    )
+    # each decision matched its own key
+    assert not any("is not the batch's" in n for n in result.notes)
 
 
 def test_what_failed_numerics_before_is_skipped_and_todays_mapping_is_always_measured():
     """kit.search.planning.skip_failed_before: a graph's numerics do not depend on the batch, so a
     candidate that failed the numerics gate at the smaller batch is not probed again; today's
     mapping is measured at every batch, even where it failed before."""
-    def probe(label, status="pending", reason="", today=False):
-        return Probe(label=label, backend="torch", precision="fp16", device="cuda", options={},
-                     threads=None, native=True, why="", today=today, status=status, reason=reason)
 
-    prior = Decision(chosen="b", today="t", plan=Plan("torch", "fp16", "cuda"), batch_size=1,
-                     probes=[probe("a", "failed numerics", "max_abs 3.1 over the bound"),
-                             probe("t", "failed", "out of memory", today=True), probe("b", "chosen")])
+    def probe(label, status="pending", reason="", today=False):
+        return Probe(
+            label=label,
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options={},
+            threads=None,
+            native=True,
+            why="",
+            today=today,
+            status=status,
+            reason=reason,
+        )
+
+    prior = Decision(
+        chosen="b",
+        today="t",
+        plan=Plan("torch", "fp16", "cuda"),
+        batch_size=1,
+        probes=[
+            probe("a", "failed numerics", "max_abs 3.1 over the bound"),
+            probe("t", "failed", "out of memory", today=True),
+            probe("b", "chosen"),
+        ],
+    )
     probes = [probe("a"), probe("t", today=True), probe("b")]
     planning.skip_failed_before(probes, prior)
-    assert probes[0].status == "not probed" and probes[0].reason == "failed numerics at batch 1: max_abs 3.1 over the bound"
+    assert (
+        probes[0].status == "not probed"
+        and probes[0].reason == "failed numerics at batch 1: max_abs 3.1 over the bound"
+    )
     assert probes[1].status == "pending" and probes[2].status == "pending"
 
 
-def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(searchable, fake_backend):
-    cands = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "fp16", native=False)]  # fake: wrong shape
+def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(
+    searchable, fake_backend
+):
+    # fake: wrong shape
+    cands = [RowCandidate("onnxruntime", "fp32"), RowCandidate("fake", "fp16", native=False)]
     first, _ = row.decide(searchable, "FP16", 1, "cpu", TINY_FULL, candidates=cands)
     assert {p.label: p for p in first.probes}["fake fp16 (cpu)"].status == "failed"
     second, _ = row.decide(searchable, "FP16", 2, "cpu", TINY_FULL, candidates=cands, prior=first)
     fake = {p.label: p for p in second.probes}["fake fp16 (cpu)"]
-    assert fake.status == "not probed" and fake.reason.startswith("failed at batch 1: ") and fake.calls == 0
+    assert (
+        fake.status == "not probed"
+        and fake.reason.startswith("failed at batch 1: ")
+        and fake.calls == 0
+    )
     assert {p.label: p for p in second.probes}["onnxruntime fp32 (cpu)"].status == "chosen"
-    third, _ = row.decide(searchable, "FP16", 4, "cpu", TINY_FULL, candidates=cands)  # no prior: measured
+    # no prior: measured
+    third, _ = row.decide(searchable, "FP16", 4, "cpu", TINY_FULL, candidates=cands)
     assert {p.label: p for p in third.probes}["fake fp16 (cpu)"].status == "failed"

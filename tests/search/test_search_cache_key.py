@@ -21,7 +21,9 @@ def test_gpu_build_and_tensorrt_versions_are_in_the_key(monkeypatch):
     gpu_host = {"torch": "2.13.0", "onnxruntime-gpu": "1.31.1", "tensorrt-cu13-libs": "10.16.1.11"}
     installed(monkeypatch, gpu_host)
     versions = cache.software_versions()
-    assert versions["onnxruntime-gpu"] == "1.31.1" and versions["tensorrt-cu13-libs"] == "10.16.1.11"
+    assert (
+        versions["onnxruntime-gpu"] == "1.31.1" and versions["tensorrt-cu13-libs"] == "10.16.1.11"
+    )
     key = cache.key_hash(cache.decision_key("resnet50-torch-fp32", "FP8", 32, "cpu"))
     installed(monkeypatch, {**gpu_host, "tensorrt-cu13-libs": "10.15.1.29"})
     assert cache.key_hash(cache.decision_key("resnet50-torch-fp32", "FP8", 32, "cpu")) != key

@@ -29,7 +29,11 @@ class TwinSession(Session):
     def __init__(self, inner, config: BackendConfig, log: list, batch: int):
         self.inner, self.config, self.log, self.batch = inner, config, log, batch
         self.compiled = bool(config.options.get("compile"))
-        self.description = {"backend": "twin", "compile_s": 1.5 if self.compiled else None, "notes": []}
+        self.description = {
+            "backend": "twin",
+            "compile_s": 1.5 if self.compiled else None,
+            "notes": [],
+        }
         self.closed = False
 
     def run(self, inputs):
@@ -42,6 +46,7 @@ class TwinSession(Session):
         def step():
             self._slow()
             return call()
+
         return step
 
     def _slow(self) -> None:
@@ -87,7 +92,9 @@ def twin(small, outputs, monkeypatch):
     TwinBackend.sessions, TwinBackend.log = [], []
     BACKENDS.register("twin", TwinBackend)
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
-    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cpu", "pinned"))
+    monkeypatch.setattr(
+        row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cpu", "pinned")
+    )
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
     try:
         yield small
@@ -101,23 +108,37 @@ def loads(compiled: bool) -> int:
 
 def test_only_a_compiled_candidate_is_costly_to_reload():
     def probe(options):
-        return Probe(label="p", backend="torch", precision="fp16", device="cuda", options=options,
-                     threads=None, native=True, why="")
+        return Probe(
+            label="p",
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options=options,
+            threads=None,
+            native=True,
+            why="",
+        )
+
     assert costly_to_reload(probe({"compile": True, "compile_mode": "reduce-overhead"}))
     assert not costly_to_reload(probe({"cuda_graph": True})) and not costly_to_reload(probe({}))
 
 
 def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
     with SessionKeeper() as keeper:
-        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        decision = row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+        )
         assert decision.chosen == COMPILED.label
         compile_s = {p.label: p.compile_s for p in decision.probes}
-        assert compile_s == {EAGER.label: None, COMPILED.label: 1.5}  # every probe says what compiling took
+        # every probe says what compiling took
+        assert compile_s == {EAGER.label: None, COMPILED.label: 1.5}
         assert loads(compiled=True) == 1
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         assert not kept.closed
         assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {"compile": True})) is kept
-        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {"compile": True})) is None  # handed over once
+        assert (
+            keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {"compile": True})) is None
+        )  # handed over once
         kept.close()
     assert all(s.closed for s in TwinBackend.sessions)
 
@@ -126,7 +147,8 @@ def test_a_kept_session_is_closed_when_the_measurement_would_load_another_config
     with SessionKeeper() as keeper:
         row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         kept = next(s for s in TwinBackend.sessions if s.compiled)
-        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", 2, {"compile": True})) is None  # other threads
+        # other threads
+        assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", 2, {"compile": True})) is None
         assert kept.closed
 
 
@@ -134,32 +156,57 @@ def test_a_kept_session_is_never_handed_to_another_backend_with_the_same_setting
     with SessionKeeper() as keeper:
         row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
         kept = next(s for s in TwinBackend.sessions if s.compiled)
-        assert keeper.take(1, "onnxruntime", BackendConfig("fp32", "cpu", None, {"compile": True})) is None
+        assert (
+            keeper.take(1, "onnxruntime", BackendConfig("fp32", "cpu", None, {"compile": True}))
+            is None
+        )
         assert kept.closed
 
 
-def test_nothing_is_kept_where_the_eager_candidate_wins_and_every_session_is_closed(twin, monkeypatch):
-    monkeypatch.setattr(TwinSession, "_slow", lambda self: time.sleep(EAGER_EXTRA_S if self.compiled else 0.0))
+def test_nothing_is_kept_where_the_eager_candidate_wins_and_every_session_is_closed(
+    twin, monkeypatch
+):
+    monkeypatch.setattr(
+        TwinSession, "_slow", lambda self: time.sleep(EAGER_EXTRA_S if self.compiled else 0.0)
+    )
     with SessionKeeper() as keeper:
-        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        decision = row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+        )
         assert decision.chosen == "twin fp32 (cpu)"
         assert all(s.closed for s in TwinBackend.sessions)
         assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", None, {})) is None
 
 
-def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_again(twin, monkeypatch):
+def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_again(
+    twin, monkeypatch
+):
     from kit.studies import model_benchmark
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
     monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
-    params = dict(model=twin.name, small=True, backend="twin", batch_sizes=[1], search=True, accuracy=False,
-                  roofline=False, power=False, warmup=0, min_duration_s=0.05, min_count=2, check_numerics=True)
+    params = dict(
+        model=twin.name,
+        small=True,
+        backend="twin",
+        batch_sizes=[1],
+        search=True,
+        accuracy=False,
+        roofline=False,
+        power=False,
+        warmup=0,
+        min_duration_s=0.05,
+        min_count=2,
+        check_numerics=True,
+    )
     result = model_benchmark.run(params)
     assert result.status == "ok", result.errors
     assert result.backend["options"] == {"compile": True}
     assert loads(compiled=True) == 1, TwinBackend.log  # compiled for the search only
-    assert "Batch 1: timed on the torch.compile session the search compiled for its probe (1.5 s, counted in the " \
-           "search phase) and then ran; not compiled again." in result.notes
+    assert (
+        "Batch 1: timed on the torch.compile session the search compiled for its probe (1.5 s, "
+        "counted in the search phase) and then ran; not compiled again." in result.notes
+    )
     assert len(result.measurements) == 1 and result.numerics[0]["batch_size"] == 1
     assert all(s.closed for s in TwinBackend.sessions)
 
@@ -180,8 +227,9 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
         kept = TwinBackend().load(twin, leader.backend_config(), 1)
         leader.status, leader.throughput = "measured", 1.0
         assert keeper.offer(1, leader, kept, None)
-        ctx = SearchContext(model=twin, inputs=inputs, batch=1, window=TINY.measure_config(),
-                            keeper=keeper)
+        ctx = SearchContext(
+            model=twin, inputs=inputs, batch=1, window=TINY.measure_config(), keeper=keeper
+        )
         d = runoff.duel(ctx, leader, challenger)
         assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
         assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed
@@ -200,15 +248,25 @@ class Closable:
 
 def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
     def probe(label, throughput, options=None, status="measured"):
-        return Probe(label=label, backend="torch", precision="fp16", device="cuda",
-                     options={"compile": True} if options is None else options, threads=None,
-                     native=True, why="", status=status, throughput=throughput)
+        return Probe(
+            label=label,
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options={"compile": True} if options is None else options,
+            threads=None,
+            native=True,
+            why="",
+            status=status,
+            throughput=throughput,
+        )
 
     keeper, first, second = SessionKeeper(), Closable(), Closable()
     eager = probe("eager", 100.0, options={})
     assert not keeper.offer(4, eager, Closable(), None)  # reloads cheaply: never kept
     assert not keeper.offer(4, probe("slow", 90.0), Closable(), eager)  # behind the leader
-    assert not keeper.offer(4, probe("lost", 900.0, status="lost"), Closable(), eager)  # stopped early
+    # stopped early
+    assert not keeper.offer(4, probe("lost", 900.0, status="lost"), Closable(), eager)
     assert keeper.offer(4, probe("a", 120.0), first, eager)
     assert keeper.offer(4, probe("b", 150.0), second, probe("a", 120.0))
     assert first.closed and not second.closed  # one kept per batch: the earlier one closed
@@ -221,10 +279,20 @@ def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
 def test_one_session_is_kept_at_a_time_across_batches():
     """On a GPU every published batch is searched before any is measured: the last search's
     compiled session is kept, never one per batch on the device at once."""
+
     def probe(label):
-        return Probe(label=label, backend="torch", precision="fp16", device="cuda",
-                     options={"compile": True}, threads=None, native=True, why="",
-                     status="measured", throughput=100.0)
+        return Probe(
+            label=label,
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options={"compile": True},
+            threads=None,
+            native=True,
+            why="",
+            status="measured",
+            throughput=100.0,
+        )
 
     keeper, at_4, at_32 = SessionKeeper(), Closable(), Closable()
     assert keeper.offer(4, probe("c"), at_4, None) and keeper.offer(32, probe("c"), at_32, None)
@@ -240,9 +308,23 @@ def test_a_failing_close_still_forgets_the_session():
             raise RuntimeError("driver error")
 
     keeper = SessionKeeper()
-    keeper.offer(4, Probe(label="c", backend="torch", precision="fp16", device="cuda",
-                          options={"compile": True}, threads=None, native=True, why="",
-                          status="measured", throughput=1.0), Failing(), None)
+    keeper.offer(
+        4,
+        Probe(
+            label="c",
+            backend="torch",
+            precision="fp16",
+            device="cuda",
+            options={"compile": True},
+            threads=None,
+            native=True,
+            why="",
+            status="measured",
+            throughput=1.0,
+        ),
+        Failing(),
+        None,
+    )
     with pytest.raises(RuntimeError, match="driver error"):
         keeper.close()
     keeper.close()  # nothing left to close twice
@@ -253,47 +335,96 @@ def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monke
     candidate than the leader the keeper holds: the kept session is closed with the decision."""
     from kit.search import runoff
 
-    monkeypatch.setattr(runoff, "run", lambda *a, **k: {"winner": EAGER.label, "duels": [], "within": 0.7})
+    monkeypatch.setattr(
+        runoff, "run", lambda *a, **k: {"winner": EAGER.label, "duels": [], "within": 0.7}
+    )
     with SessionKeeper() as keeper:
-        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        decision = row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+        )
         assert decision.chosen == EAGER.label
         assert all(s.closed for s in TwinBackend.sessions)
 
 
-def test_a_session_kept_at_a_batch_that_is_not_measured_is_closed_before_the_measurement(twin, monkeypatch):
+def test_a_session_kept_at_a_batch_that_is_not_measured_is_closed_before_the_measurement(
+    twin, monkeypatch
+):
     """A CPU searches at one batch (search_batch) and runs its decision at every published one."""
     from kit.studies import model_benchmark
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
     monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
-    result = model_benchmark.run(dict(model=twin.name, small=True, backend="twin", batch_sizes=[1], search_batch=2,
-                                      search=True, accuracy=False, roofline=False, power=False, warmup=0,
-                                      min_duration_s=0.05, min_count=2))
+    result = model_benchmark.run(
+        dict(
+            model=twin.name,
+            small=True,
+            backend="twin",
+            batch_sizes=[1],
+            search_batch=2,
+            search=True,
+            accuracy=False,
+            roofline=False,
+            power=False,
+            warmup=0,
+            min_duration_s=0.05,
+            min_count=2,
+        )
+    )
     assert result.status == "ok", result.errors
     log = TwinBackend.log
-    assert log.index(("close", True, 2)) < log.index(("load", True, 1))  # not held while batch 1 runs
+    # not held while batch 1 runs
+    assert log.index(("close", True, 2)) < log.index(("load", True, 1))
     assert all(s.closed for s in TwinBackend.sessions)
 
 
-def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_it_kept(twin, monkeypatch):
+def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_it_kept(
+    twin, monkeypatch
+):
     """A GPU searches every published batch: each one is measured before the next is searched, so
     every batch's compiled winner is timed without a second compile and no compiled model waits
     on the device while another batch is searched."""
     from kit.studies import model_benchmark
 
-    on_gpu = [RowCandidate("twin", "fp32", "cuda", why="eager"),
-              RowCandidate("twin", "fp32", "cuda", options={"compile": True}, why="compiled")]
+    on_gpu = [
+        RowCandidate("twin", "fp32", "cuda", why="eager"),
+        RowCandidate("twin", "fp32", "cuda", options={"compile": True}, why="compiled"),
+    ]
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
     monkeypatch.setattr(row, "row_candidates", lambda *a, **k: on_gpu)
-    monkeypatch.setattr(row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cuda", "pinned"))
-    result = model_benchmark.run(dict(model=twin.name, small=True, backend="twin", device="cuda", hardware="cuda",
-                                      batch_sizes=[1, 2], search=True, accuracy=False, roofline=False, power=False,
-                                      warmup=0, min_duration_s=0.05, min_count=2))
+    monkeypatch.setattr(
+        row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cuda", "pinned")
+    )
+    result = model_benchmark.run(
+        dict(
+            model=twin.name,
+            small=True,
+            backend="twin",
+            device="cuda",
+            hardware="cuda",
+            batch_sizes=[1, 2],
+            search=True,
+            accuracy=False,
+            roofline=False,
+            power=False,
+            warmup=0,
+            min_duration_s=0.05,
+            min_count=2,
+        )
+    )
     assert result.status == "ok", result.errors
     log = TwinBackend.log
-    assert [e for e in log if e[0] == "load" and e[1]] == [("load", True, 1), ("load", True, 2)]  # searches only
-    assert log.index(("close", True, 1)) < log.index(("load", False, 2))  # batch 1 done before batch 2's search
-    assert [n[:7] for n in result.notes if "torch.compile session the search compiled" in n] == ["Batch 1", "Batch 2"]
+    # searches only
+    assert [e for e in log if e[0] == "load" and e[1]] == [("load", True, 1), ("load", True, 2)]
+    # batch 1 done before batch 2's search
+    assert log.index(("close", True, 1)) < log.index(("load", False, 2))
+    assert [n[:7] for n in result.notes if "torch.compile session the search compiled" in n] == [
+        "Batch 1",
+        "Batch 2",
+    ]
     assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
-    assert {m["batch_size"]: m["searched_plan"]["decided_at_batch"] for m in result.measurements} == {1: 1, 2: 2}
-    assert result.backend["options"] == {"compile": True} and all(s.closed for s in TwinBackend.sessions)
+    assert {
+        m["batch_size"]: m["searched_plan"]["decided_at_batch"] for m in result.measurements
+    } == {1: 1, 2: 2}
+    assert result.backend["options"] == {"compile": True} and all(
+        s.closed for s in TwinBackend.sessions
+    )

@@ -5,8 +5,15 @@ from kit.results import RunResult
 from kit.studies.model_benchmark import Config as ModelBenchmarkConfig
 from kit.studies.model_benchmark import run as run_model_benchmark
 
-FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=1,
-            min_duration_s=0.05, min_count=3, target_ci=0.0)
+FAST = dict(
+    model="resnet50-torch-fp32",
+    small=True,
+    batch_sizes=[1, 2],
+    warmup=1,
+    min_duration_s=0.05,
+    min_count=3,
+    target_ci=0.0,
+)
 
 
 def test_small_resnet50_end_to_end(outputs, tmp_path):
@@ -23,20 +30,23 @@ def test_small_resnet50_end_to_end(outputs, tmp_path):
     assert again.measurements[0]["latency"] == result.measurements[0]["latency"]
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"model": "resnet-9000"}, "unknown model 'resnet-9000'; known: "),
-    ({"backend": "abacus"}, "unknown backend 'abacus'; known: "),
-    ({"batch_sizes": [0]}, "invalid batch_size=0"),
-    ({"batch_sizes": [2.5]}, "invalid batch_sizes=2.5: an integer"),
-    ({"batch_sizes": "abc"}, "invalid batch_sizes='abc': a list of integers"),
-    ({"min_duration_s": float("nan")}, "invalid min_duration_s=nan: a finite number"),
-    ({"min_duration_s": "fast"}, "invalid min_duration_s='fast': a number"),
-    ({"accuracy": "yes"}, "invalid accuracy='yes': True or False"),
-    ({"device": "tpu"}, "invalid device='tpu'"),
-    ({"precision": "fp4"}, "invalid precision='fp4'"),
-    ({"published_precision": "INT4"}, "invalid published_precision='INT4'"),
-    ({"colour": "blue"}, "invalid parameters=['colour']"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"model": "resnet-9000"}, "unknown model 'resnet-9000'; known: "),
+        ({"backend": "abacus"}, "unknown backend 'abacus'; known: "),
+        ({"batch_sizes": [0]}, "invalid batch_size=0"),
+        ({"batch_sizes": [2.5]}, "invalid batch_sizes=2.5: an integer"),
+        ({"batch_sizes": "abc"}, "invalid batch_sizes='abc': a list of integers"),
+        ({"min_duration_s": float("nan")}, "invalid min_duration_s=nan: a finite number"),
+        ({"min_duration_s": "fast"}, "invalid min_duration_s='fast': a number"),
+        ({"accuracy": "yes"}, "invalid accuracy='yes': True or False"),
+        ({"device": "tpu"}, "invalid device='tpu'"),
+        ({"precision": "fp4"}, "invalid precision='fp4'"),
+        ({"published_precision": "INT4"}, "invalid published_precision='INT4'"),
+        ({"colour": "blue"}, "invalid parameters=['colour']"),
+    ],
+)
 def test_bad_parameters_become_one_line_errors(outputs, override, message):
     result = run_model_benchmark({**FAST, **override})
     assert result.status == "error"

@@ -16,7 +16,9 @@ from kit.studies.c2 import Config as C2Config
 from kit.studies.c2 import c2_row
 from kit.studies.c2 import run as run_c2_study
 
-FAST = dict(batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1, target_ci=0.0)
+FAST = dict(
+    batch_sizes=(2, 4), small=True, min_duration_s=0.05, min_count=3, warmup=1, target_ci=0.0
+)
 
 
 def test_c2_protocol_small(outputs):
@@ -33,7 +35,9 @@ def test_c2_protocol_small(outputs):
     latency = [c for c in card if c.figure == "Latency" and c.batch_size == "2"][0]
     assert latency.verdict == "not comparable" and latency.measured == rows[0]["latency_ms"]
     efficiency = [c for c in card if c.figure == "Energy efficiency" and c.batch_size == "2"][0]
-    assert efficiency.verdict == "not measured" and efficiency.reason.startswith("power unavailable")
+    assert efficiency.verdict == "not measured" and efficiency.reason.startswith(
+        "power unavailable"
+    )
     assert [c.verdict for c in card if c.batch_size == "12"][0] == "not measured"
     # the report's tables 1-3: no NaN cell, the power reason said once (issue 27 #4)
     from kit.publish.report import Sentence, c2_views, power_view
@@ -41,10 +45,16 @@ def test_c2_protocol_small(outputs):
     shown = c2_views(result)
     tables = [v for v in shown if isinstance(v, pd.DataFrame)]
     assert len(tables) == 3 and not any(t.isna().any().any() for t in tables)
-    assert all((t.loc[6, ["Measured here", "Measured / published"]] == "—").all() for t in tables)  # batch 6 not run
-    assert tables[0].loc[6, "Measured ± 95 % CI"] == "— (batch not run)" and (tables[2].loc[[2, 4], "Measured ± 95 % CI"] == "—").all()
+    # batch 6 not run
+    assert all((t.loc[6, ["Measured here", "Measured / published"]] == "—").all() for t in tables)
+    assert (
+        tables[0].loc[6, "Measured ± 95 % CI"] == "— (batch not run)"
+        and (tables[2].loc[[2, 4], "Measured ± 95 % CI"] == "—").all()
+    )
     notes = [v.text for v in shown if isinstance(v, Sentence) and not v.html.startswith("<h4>")]
-    assert notes == ["Not measured here: power unavailable (the reason is under 'Power during the runs')."]
+    assert notes == [
+        "Not measured here: power unavailable (the reason is under 'Power during the runs')."
+    ]
     assert power_view(result).text.startswith("Power unavailable: ")
 
 
@@ -56,14 +66,17 @@ def test_batch_must_split_across_replicas():
 def test_replicas_zero_is_a_clear_error_not_a_zero_division():
     """Bug (issue 11): replicas=0 ended in ZeroDivisionError."""
     result = run_c2_study({**FAST, "replicas": 0})
-    assert result.status == "error" and result.errors == ["InvalidParameter: invalid replicas=0: >= 1"]
+    assert result.status == "error" and result.errors == [
+        "InvalidParameter: invalid replicas=0: >= 1"
+    ]
 
 
 def test_device_is_checked_and_decides_the_power_sensor(outputs):
     with pytest.raises(InvalidParameter, match="device='tpu'"):
         C2Config(device="tpu")
     result = run_c2_study({**FAST, "batch_sizes": [2]})
-    assert result.measurements[0]["power"]["reason"].startswith("rapl:")  # the CPU's sensor, for a CPU run
+    # the CPU's sensor, for a CPU run
+    assert result.measurements[0]["power"]["reason"].startswith("rapl:")
 
 
 def test_sessions_are_closed_when_a_batch_fails(outputs, monkeypatch):
@@ -108,26 +121,42 @@ def test_c2_efficiency_carries_the_indicative_flag():
 
     rows = []
     for batch, seconds in ((2, 2.04), (4, 12.5)):
-        m = measure([lambda: None], batch // 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3))
-        m.power = {"method": "measured", "mean_w": 250.0, "sensor": "NVML nvmlDeviceGetPowerUsage 00000000:41:00.0",
-                   "sampler": "nvml", "duration_s": seconds, "window_resolved": seconds >= 10}
+        m = measure(
+            [lambda: None], batch // 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3)
+        )
+        m.power = {
+            "method": "measured",
+            "mean_w": 250.0,
+            "sensor": "NVML nvmlDeviceGetPowerUsage 00000000:41:00.0",
+            "sampler": "nvml",
+            "duration_s": seconds,
+            "window_resolved": seconds >= 10,
+        }
         rows.append(c2_row(batch, batch // 2, m))
     short, long = rows
     assert short["efficiency"] == pytest.approx(short["throughput"] / 250.0)
-    assert short["efficiency_indicative"] == ("indicative only: a 2.0 s power window, shorter than the sensor "
-                                              "(nvml) resolves")
+    assert short["efficiency_indicative"] == (
+        "indicative only: a 2.0 s power window, shorter than the sensor (nvml) resolves"
+    )
     assert long["efficiency_indicative"] == ""
     result = RunResult(ResultKind.C2_STUDY, "c2", parameters={}, environment={})
     result.tables["c2"] = rows
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
     card = c2_rows([(Path("c2.json"), result)])
     eff = {c.batch_size: c for c in card if c.figure == "Energy efficiency"}
-    assert eff["2"].indicative == short["efficiency_indicative"] and short["efficiency_indicative"] in eff["2"].reason
+    assert (
+        eff["2"].indicative == short["efficiency_indicative"]
+        and short["efficiency_indicative"] in eff["2"].reason
+    )
     assert eff["4"].indicative == "" and "indicative" not in eff["4"].reason
     latency = next(c for c in card if c.figure == "Latency" and c.batch_size == "2")
     assert latency.indicative == ""  # only power figures carry it
     shown = display_table(pd.DataFrame([c.to_dict() for c in card]))
-    assert shown[(shown.figure == "Energy efficiency") & (shown.batch_size == "2")].measured.iloc[0].endswith("(indicative)")
+    assert (
+        shown[(shown.figure == "Energy efficiency") & (shown.batch_size == "2")]
+        .measured.iloc[0]
+        .endswith("(indicative)")
+    )
     table = c2_tables(result)["Table 3. Energy efficiency (images/s/W)"]
     assert table.loc[2, "Measured ± 95 % CI"].endswith(f"({short['efficiency_indicative']})")
     assert "indicative" not in table.loc[4, "Measured ± 95 % CI"]
@@ -141,7 +170,9 @@ def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monk
     use_double(monkeypatch)
     monkeypatch.setenv("KIT_POPRT_DOUBLE_NUM_DEVICES", "1")
     ipu_mod._AVAILABILITY.clear()
-    result = run_c2_study({**FAST, "batch_sizes": [2, 4], "backend": "ipu", "device": "ipu", "precision": "fp16"})
+    result = run_c2_study(
+        {**FAST, "batch_sizes": [2, 4], "backend": "ipu", "device": "ipu", "precision": "fp16"}
+    )
     assert result.status == "ok", result.errors
     assert result.backend["replicas"] == 1 and result.backend["replicas_asked"] == 2
     assert "instead of the paper's 2" in result.backend["deviation"]

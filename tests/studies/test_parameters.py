@@ -35,8 +35,11 @@ def test_unknown_parameter_names_only_itself():
     assert result.status == "error" and "parameters=['bogus']" in result.errors[0]
 
 
-NOTEBOOK_OF_STUDY = {"model_benchmark": "model_benchmark.ipynb", "c2_study": "c2_study.ipynb",
-                     "server_scenario": "server_scenario.ipynb"}
+NOTEBOOK_OF_STUDY = {
+    "model_benchmark": "model_benchmark.ipynb",
+    "c2_study": "c2_study.ipynb",
+    "server_scenario": "server_scenario.ipynb",
+}
 
 
 def notebook_defaults(path) -> dict:
@@ -45,9 +48,14 @@ def notebook_defaults(path) -> dict:
     import json
 
     cells = json.loads(path.read_text())["cells"]
-    source = next("".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", []))
-    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
-            if isinstance(node, ast.Assign)}
+    source = next(
+        "".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", [])
+    )
+    return {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+    }
 
 
 def _plain(value):
@@ -72,4 +80,6 @@ def test_each_notebooks_parameter_defaults_are_its_configs(study):
             continue
         f = fields[name]
         config_default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        assert _plain(value) == _plain(config_default), f"{study}.{name}: notebook {value!r}, Config {config_default!r}"
+        assert _plain(value) == _plain(config_default), (
+            f"{study}.{name}: notebook {value!r}, Config {config_default!r}"
+        )

@@ -10,8 +10,20 @@ import pytest
 from kit.backends import BackendConfig, reference_outputs, require_backend
 from kit.studies import model_benchmark
 
-RUN = dict(small=True, backend="onnxruntime", precision="fp16", device="cpu", batch_sizes=[1], search=False,
-           check_numerics=True, accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2)
+RUN = dict(
+    small=True,
+    backend="onnxruntime",
+    precision="fp16",
+    device="cpu",
+    batch_sizes=[1],
+    search=False,
+    check_numerics=True,
+    accuracy=False,
+    roofline=False,
+    warmup=0,
+    min_duration_s=0.01,
+    min_count=2,
+)
 
 
 @pytest.fixture
@@ -39,12 +51,18 @@ def fp32_outputs(model, inputs):
         session.close()
 
 
-def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_inputs(small, reference_loads):
+def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_inputs(
+    small, reference_loads
+):
     fresh = model_benchmark.run(dict(model=small.name, **RUN))
-    assert reference_loads == ["fp16", "fp32"] and "from the search" not in fresh.numerics[0]["reference"]
+    assert (
+        reference_loads == ["fp16", "fp32"]
+        and "from the search" not in fresh.numerics[0]["reference"]
+    )
 
     inputs = small.make_inputs(1, seed=0)
-    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))  # what the search leaves
+    # what the search leaves
+    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))
     reference_loads.clear()
     reused = model_benchmark.run(dict(model=small.name, **RUN))
     assert reference_loads == ["fp16"]  # no second fp32 session
@@ -84,7 +102,9 @@ def test_no_reference_session_is_open_while_the_windows_run(small, reference_loa
 
     monkeypatch.setattr(backend, "load", watched)
     timed = model_benchmark.timed_sessions
-    monkeypatch.setattr(model_benchmark, "timed_sessions", lambda *a, **k: events.append("timing") or timed(*a, **k))
+    monkeypatch.setattr(
+        model_benchmark, "timed_sessions", lambda *a, **k: events.append("timing") or timed(*a, **k)
+    )
     model_benchmark.run(dict(model=small.name, **RUN))
     assert events.index("close fp32") < events.index("timing")
 
@@ -92,4 +112,5 @@ def test_no_reference_session_is_open_while_the_windows_run(small, reference_loa
     reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))
     reference_loads.clear()
     model_benchmark.run(dict(model=small.name, **{**RUN, "accuracy": True}))
-    assert reference_loads == ["fp16"]  # no ImageNet here: the accuracy check never called the reference
+    # no ImageNet here: the accuracy check never called the reference
+    assert reference_loads == ["fp16"]

@@ -14,7 +14,8 @@ from kit.studies import roofline
 
 
 def test_position_names_the_bound_and_flags_a_figure_far_below_it():
-    # intensity 10 FLOP/B x 20 GB/s = 200 GFLOP/s memory roof, above a 100 GFLOP/s peak: compute bound
+    # intensity 10 FLOP/B x 20 GB/s = 200 GFLOP/s memory roof, above a 100 GFLOP/s peak: compute
+    # bound
     compute = roofline.position(1e9, 1e8, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=50.0)
     assert compute["bound"] == "compute" and compute["attainable_gflops"] == 100.0
     assert compute["fraction_of_bound"] == pytest.approx(0.5) and not compute["far_below"]
@@ -22,7 +23,8 @@ def test_position_names_the_bound_and_flags_a_figure_far_below_it():
     memory = roofline.position(1e9, 1e9, peak_gflops=100.0, bandwidth_gbs=20.0, samples_per_s=2.0)
     assert memory["bound"] == "memory" and memory["attainable_gflops"] == pytest.approx(20.0)
     assert memory["far_below"] is True  # 2 GFLOP/s of 20
-    assert memory["fraction_of_bound"] == pytest.approx(0.1)  # of the attainable 20, not of the 100 peak
+    # of the attainable 20, not of the 100 peak
+    assert memory["fraction_of_bound"] == pytest.approx(0.1)
     assert memory["ridge_flop_per_byte"] == pytest.approx(5.0)
 
 
@@ -31,7 +33,8 @@ def test_bytes_per_sample_share_weights_across_the_batch_and_follow_the_precisio
     assert roofline.bytes_per_sample(traffic, "fp32", 1) == 4000 + 40
     assert roofline.bytes_per_sample(traffic, "fp32", 10) == 400 + 40
     assert roofline.bytes_per_sample(traffic, "bf16", 1) == 2000 + 20
-    assert roofline.bytes_per_sample(traffic, "int8", 1) == 1000 + 40  # dynamic int8: fp32 activations
+    # dynamic int8: fp32 activations
+    assert roofline.bytes_per_sample(traffic, "int8", 1) == 1000 + 40
 
 
 def test_traffic_from_the_graph_counts_the_weights(small):
@@ -46,7 +49,9 @@ def test_stream_benchmark_measures_a_bandwidth_and_is_cached(outputs, monkeypatc
     monkeypatch.setattr(roofline, "STREAM_REPEATS", 2)
     first = roofline.memory_bandwidth()
     assert first["gbs"] > 0 and "STREAM-like" in first["method"]
-    monkeypatch.setattr(roofline, "stream_benchmark", lambda: pytest.fail("should come from the cache"))
+    monkeypatch.setattr(
+        roofline, "stream_benchmark", lambda: pytest.fail("should come from the cache")
+    )
     assert roofline.memory_bandwidth() == first
 
 
@@ -68,8 +73,9 @@ def test_a_16bit_type_without_native_arithmetic_gets_the_fp32_rate():
 def test_a_cpu_with_amx_tiles_has_their_peak(monkeypatch):
     """A Sapphire Rapids guest (amx_bf16, amx_int8): OpenVINO's int8 BERT ran 1,751 GOPS, read as
     132 % of a VNNI-only int8 peak; bf16 read 185 % of the AVX-512 bf16 peak."""
-    flags = frozenset({"avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile", "amx_bf16",
-                       "amx_int8"})
+    flags = frozenset(
+        {"avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"}
+    )
     monkeypatch.setattr(environment, "cpu_flags", lambda: flags)
     monkeypatch.setattr(environment, "cpu_vendor_family", lambda: ("GenuineIntel", 6))
     monkeypatch.setattr(environment, "_max_ghz", lambda: 2.5)
@@ -82,10 +88,11 @@ def test_a_cpu_with_amx_tiles_has_their_peak(monkeypatch):
     assert environment.amx_rate("int8", flags - {"amx_int8"}) is None
 
 
-def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_flagged(tmp_path, outputs,
-                                                                                      monkeypatch):
-    """VideoBERT encodes its 100 prompts once per call: counting them per sample put batch 4 at 153 %
-    of the bf16 peak. Spread over the call's samples, the figure falls under the bound."""
+def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_flagged(
+    tmp_path, outputs, monkeypatch
+):
+    """VideoBERT encodes its 100 prompts once per call: counting them per sample put batch 4 at 153
+    % of the bf16 peak. Spread over the call's samples, the figure falls under the bound."""
     from tests.models.test_flops import prompts_model
 
     monkeypatch.setattr(roofline, "memory_bandwidth", lambda: {"gbs": 10.0, "method": "test"})
@@ -94,44 +101,65 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
     peak = {"gflops": 1e-3, "unit": "GFLOP/s"}  # 1 MFLOP/s
     calls_per_s = 1e6 / (shared + 4 * per_sample) * 0.5  # half the peak at batch 4
     m = {"batch_size": 4, "throughput": 4 * calls_per_s}
-    model = ExportedModel(name="prompts", onnx_path=path, inputs=specs, outputs=("y",),
-                          weights=WeightsInfo("random", "test"), flops_per_sample=per_sample,
-                          flops_shared_per_call=shared)
+    model = ExportedModel(
+        name="prompts",
+        onnx_path=path,
+        inputs=specs,
+        outputs=("y",),
+        weights=WeightsInfo("random", "test"),
+        flops_per_sample=per_sample,
+        flops_shared_per_call=shared,
+    )
     assert model.flops_per_call(4) == shared + 4 * per_sample
-    row, = roofline.figure_rows(model, "fp32", peak, [m])
+    (row,) = roofline.figure_rows(model, "fp32", peak, [m])
     assert row["fraction_of_bound"] == pytest.approx(0.5) and not row["above_bound"]
-    counted_per_sample = dataclasses.replace(model, flops_per_sample=per_sample + shared, flops_shared_per_call=0.0)
-    wrong, = roofline.figure_rows(counted_per_sample, "fp32", peak, [m])
+    counted_per_sample = dataclasses.replace(
+        model, flops_per_sample=per_sample + shared, flops_shared_per_call=0.0
+    )
+    (wrong,) = roofline.figure_rows(counted_per_sample, "fp32", peak, [m])
     assert wrong["above_bound"] and wrong["fraction_of_bound"] > 1.15
     traffic = roofline.graph_traffic(path, specs)
-    assert traffic["shared_activation_elements"] >= 100 * 8 + 100 * 16  # t and its embedding, once a call
+    # t and its embedding, once a call
+    assert traffic["shared_activation_elements"] >= 100 * 8 + 100 * 16
 
 
 @pytest.mark.parametrize(("math", "tflops"), [("fp16", 989.5), ("tf32", 494.5), ("fp32", 67.0)])
-def test_a_gpu_figure_is_placed_against_the_peak_of_the_arithmetic_that_ran(small, outputs, math, tflops):
-    """Issue 43: an H200 report read '% of peak 65.8' against the fp32 CUDA-core peak while cuDNN ran
-    TF32/fp16 tensor cores, and 'Roofline: not placed' beside it. The session's `math` picks the peak;
-    '% of peak' and the roofline use that one peak, with the card's nominal bandwidth."""
+def test_a_gpu_figure_is_placed_against_the_peak_of_the_arithmetic_that_ran(
+    small, outputs, math, tflops
+):
+    """Issue 43: an H200 report read '% of peak 65.8' against the fp32 CUDA-core peak while cuDNN
+    ran TF32/fp16 tensor cores, and 'Roofline: not placed' beside it. The session's `math` picks the
+    peak; '% of peak' and the roofline use that one peak, with the card's nominal bandwidth."""
     from kit.publish.report.tables import compute_columns
     from kit.results import RunResult
     from kit.studies.model_benchmark import Config, add_roofline
 
     precision = "fp16" if math == "fp16" else "fp32"
     cfg = Config(model=small.name, backend="torch", precision=precision, device="cuda", small=True)
-    fp32_peak = {"gflops": 67_000.0, "method": "H200 SXM dense fp32 peak"}  # what device_info gave before the run
-    result = RunResult("model_benchmark", "x", parameters={}, environment={},
-                       model=small.describe(),
-                       backend={"name": "torch",
-                                "device_info": {"kind": "gpu", "name": "NVIDIA H200",
-                                                "peak": fp32_peak},
-                                "session": {"math": math}},
-                       measurements=[{"batch_size": 4, "throughput": 0.3 * tflops * 1e12 / small.flops_per_sample}])
+    # what device_info gave before the run
+    fp32_peak = {"gflops": 67_000.0, "method": "H200 SXM dense fp32 peak"}
+    result = RunResult(
+        "model_benchmark",
+        "x",
+        parameters={},
+        environment={},
+        model=small.describe(),
+        backend={
+            "name": "torch",
+            "device_info": {"kind": "gpu", "name": "NVIDIA H200", "peak": fp32_peak},
+            "session": {"math": math},
+        },
+        measurements=[
+            {"batch_size": 4, "throughput": 0.3 * tflops * 1e12 / small.flops_per_sample}
+        ],
+    )
     add_roofline(result, small, cfg)
-    row, = result.tables["roofline"]
+    (row,) = result.tables["roofline"]
     assert row["peak_gflops"] == tflops * 1000 and row["bandwidth_gbs"] == 4800.0
     assert "nominal" in row["bandwidth_method"] and row["peak_precision"] == math
     assert not [n for n in result.notes if "not placed" in n]
-    assert compute_columns(result, result.measurements[0])["% of peak"] == 30.0  # the roofline's peak
+    # the roofline's peak
+    assert compute_columns(result, result.measurements[0])["% of peak"] == 30.0
 
 
 def test_a_gpu_without_a_tabled_peak_says_so_and_shows_no_share(small, outputs):
@@ -140,12 +168,24 @@ def test_a_gpu_without_a_tabled_peak_says_so_and_shows_no_share(small, outputs):
     from kit.studies.model_benchmark import Config, add_roofline
 
     cfg = Config(model=small.name, backend="torch", precision="bf16", device="cuda", small=True)
-    result = RunResult("model_benchmark", "x", parameters={}, environment={},
-                       model=small.describe(),
-                       backend={"name": "torch",
-                                "device_info": {"name": "Tesla T4", "peak": {"gflops": 8100.0}},
-                                "session": {"math": "bf16"}},
-                       measurements=[{"batch_size": 4, "throughput": 100.0}])
+    result = RunResult(
+        "model_benchmark",
+        "x",
+        parameters={},
+        environment={},
+        model=small.describe(),
+        backend={
+            "name": "torch",
+            "device_info": {"name": "Tesla T4", "peak": {"gflops": 8100.0}},
+            "session": {"math": "bf16"},
+        },
+        measurements=[{"batch_size": 4, "throughput": 100.0}],
+    )
     add_roofline(result, small, cfg)
-    assert "roofline" not in result.tables and "no bf16 peak tabled for Tesla T4" in result.notes[-1]
-    assert compute_columns(result, result.measurements[0])["% of peak"] == "— (no peak for this device)"
+    assert (
+        "roofline" not in result.tables and "no bf16 peak tabled for Tesla T4" in result.notes[-1]
+    )
+    assert (
+        compute_columns(result, result.measurements[0])["% of peak"]
+        == "— (no peak for this device)"
+    )

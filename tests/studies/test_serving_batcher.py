@@ -61,7 +61,9 @@ def test_single_worker_keeps_arrival_order():
 
 def test_partial_batch_waits_for_the_timeout():
     ran = []
-    batcher = DynamicBatcher(BatchPolicy(100, 80.0), lambda items: ran.append((time.perf_counter(), items)))
+    batcher = DynamicBatcher(
+        BatchPolicy(100, 80.0), lambda items: ran.append((time.perf_counter(), items))
+    )
     t0 = time.perf_counter()
     batcher.submit(["a"])
     time.sleep(0.03)
@@ -70,7 +72,7 @@ def test_partial_batch_waits_for_the_timeout():
     while not ran and time.perf_counter() < deadline:
         time.sleep(0.005)
     batcher.close()
-    (t_run, items), = ran
+    ((t_run, items),) = ran
     assert items == ["a", "b"]
     assert 0.07 <= t_run - t0 < 0.5
 
@@ -95,7 +97,9 @@ def test_failed_batch_is_handed_to_on_error():
     def boom(items):
         raise RuntimeError("device lost")
 
-    batcher = DynamicBatcher(BatchPolicy(2, 0.0), boom, on_error=lambda items, exc: failed.extend(items))
+    batcher = DynamicBatcher(
+        BatchPolicy(2, 0.0), boom, on_error=lambda items, exc: failed.extend(items)
+    )
     batcher.submit([1, 2, 3])
     batcher.close()
     assert sorted(failed) == [1, 2, 3]

@@ -56,7 +56,9 @@ def short(**kw):
 def test_server_capacity_matches_the_fixed_latency(tmp_path, max_batch):
     runner, session = make_runner(max_batch)
     nominal = max_batch / (BATCH_MS / 1e3)
-    s = runner.run(short(target_qps=2 * nominal, max_duration_s=1.5), BatchPolicy(max_batch, 2.0), tmp_path)
+    s = runner.run(
+        short(target_qps=2 * nominal, max_duration_s=1.5), BatchPolicy(max_batch, 2.0), tmp_path
+    )
     service_s = float(np.mean(session.took_s))
     assert service_s == pytest.approx(BATCH_MS / 1e3, rel=0.25)
     capacity = max_batch / service_s  # analytic: full batches back to back, nothing between
@@ -80,16 +82,23 @@ def test_server_under_light_load_meets_the_bound(tmp_path):
 
 def test_offline_and_single_stream(tmp_path):
     runner, _ = make_runner(8)
-    off = runner.run(short(scenario="Offline", target_qps=400), BatchPolicy(8, 0.0), tmp_path / "off")
+    off = runner.run(
+        short(scenario="Offline", target_qps=400), BatchPolicy(8, 0.0), tmp_path / "off"
+    )
     assert off.samples_per_second == pytest.approx(8 / (BATCH_MS / 1e3), rel=0.15)
-    single = runner.run(short(scenario="SingleStream", min_query_count=20, expected_latency_ms=BATCH_MS),
-                        BatchPolicy(1, 0.0), tmp_path / "ss")
+    single = runner.run(
+        short(scenario="SingleStream", min_query_count=20, expected_latency_ms=BATCH_MS),
+        BatchPolicy(1, 0.0),
+        tmp_path / "ss",
+    )
     assert single.p90_ms == pytest.approx(BATCH_MS, rel=0.5)
 
 
 def test_accuracy_mode_keeps_every_output(tmp_path):
     runner, _ = make_runner(4)
-    s = runner.run(short(mode="accuracy", scenario="Offline", target_qps=100), BatchPolicy(4, 0.0), tmp_path)
+    s = runner.run(
+        short(mode="accuracy", scenario="Offline", target_qps=100), BatchPolicy(4, 0.0), tmp_path
+    )
     assert s.extra["lost_queries"] == 0
     assert sorted(runner.outputs) == list(range(16))
     np.testing.assert_allclose(runner.outputs[3][0], runner.library[3]["x"] * 2)

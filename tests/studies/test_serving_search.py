@@ -15,8 +15,9 @@ def threshold_run(limit, calls=None):
 
 @pytest.mark.parametrize("start", [1.0, 30.0, 37.3, 500.0])
 def test_finds_the_threshold_within_tolerance(start):
-    result = find_max_qps(threshold_run(37.3), start_qps=start, rel_tol=0.02, max_probes=30,
-                          min_qps=0.01)
+    result = find_max_qps(
+        threshold_run(37.3), start_qps=start, rel_tol=0.02, max_probes=30, min_qps=0.01
+    )
     assert result.stopped == "converged"
     assert result.best_qps <= 37.3
     assert result.best_qps >= 37.3 / 1.02 - 1e-9

@@ -13,10 +13,24 @@ def test_table_sizes_cover_every_policy():
 def test_rows_compare_loadgen_with_the_simulation():
     policy = BatchPolicy(1, 0.0)
     service = ServiceModel({1: 10.0}, resample=False)
-    probes = [Probe(qps=50.0, p99_ms=30.0, passed=True, valid=False,
-                    reasons=["Early stopping satisfied: NO"], extra={"result": "INVALID"}),
-              Probe(qps=90.0, p99_ms=400.0, passed=False, valid=False,
-                    reasons=["Performance constraints satisfied: NO"], extra={"result": "INVALID"})]
+    probes = [
+        Probe(
+            qps=50.0,
+            p99_ms=30.0,
+            passed=True,
+            valid=False,
+            reasons=["Early stopping satisfied: NO"],
+            extra={"result": "INVALID"},
+        ),
+        Probe(
+            qps=90.0,
+            p99_ms=400.0,
+            passed=False,
+            valid=False,
+            reasons=["Performance constraints satisfied: NO"],
+            extra={"result": "INVALID"},
+        ),
+    ]
     search = SearchResult(50.0, probes[0], probes, "probe budget")
     rows = compare_rows(policy, search, service, sim_queries=5000, seed=0)
     assert [r["offered_qps"] for r in rows] == [50.0, 90.0]
@@ -25,6 +39,8 @@ def test_rows_compare_loadgen_with_the_simulation():
     best = best_row(policy, search, predicted, service.capacity(policy), 100.0)
     assert best["loadgen_best_qps"] == 50.0 and best["loadgen_result"] == "INVALID"
     assert best["prediction_error_pct"] == pytest.approx(100 * (predicted.best_qps - 50.0) / 50.0)
-    none = best_row(policy, SearchResult(None, None, probes[1:], "none passed"), predicted, 100.0, 100.0)
+    none = best_row(
+        policy, SearchResult(None, None, probes[1:], "none passed"), predicted, 100.0, 100.0
+    )
     assert none["loadgen_result"] == "none passed"
     assert "Performance constraints" in none["loadgen_reasons"]

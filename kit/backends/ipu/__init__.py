@@ -11,5 +11,12 @@ from __future__ import annotations
 from kit.backends.ipu.backend import EMULATED_LABEL, EMULATED_NOTE, IpuBackend, IpuSession
 from kit.backends.ipu.worker_process import UNAVAILABLE, IpuWorker, IpuWorkerError
 
-__all__ = ["EMULATED_LABEL", "EMULATED_NOTE", "UNAVAILABLE", "IpuBackend", "IpuSession", "IpuWorker",
-           "IpuWorkerError"]
+__all__ = [
+    "EMULATED_LABEL",
+    "EMULATED_NOTE",
+    "UNAVAILABLE",
+    "IpuBackend",
+    "IpuSession",
+    "IpuWorker",
+    "IpuWorkerError",
+]

@@ -39,7 +39,9 @@ def module_path(node_name: str) -> str:
     atoms: list[str] = []
     previous = ""
     for scope in scopes:
-        atoms.append(scope[len(previous) + 1:] if previous and scope.startswith(previous + ".") else scope)
+        atoms.append(
+            scope[len(previous) + 1 :] if previous and scope.startswith(previous + ".") else scope
+        )
         previous = scope
     return ".".join(atoms) + "/" + op
 
@@ -62,9 +64,17 @@ def resolve_fp8_skips(names: str, node_names: Iterable[str], model: str) -> dict
         found = by_path.get(module_path(name), [])
         if len(found) != 1:
             close = difflib.get_close_matches(name, nodes, n=3, cutoff=0.3)
-            why = f"{len(found)} nodes share its module path {module_path(name)!r}" if found else "no node has it"
-            raise InvalidParameter("fp8_skip_op_names", name, f"a node of {model}'s exported graph ({why}); "
-                                   f"closest: {', '.join(close) or 'none'}")
+            why = (
+                f"{len(found)} nodes share its module path {module_path(name)!r}"
+                if found
+                else "no node has it"
+            )
+            raise InvalidParameter(
+                "fp8_skip_op_names",
+                name,
+                f"a node of {model}'s exported graph ({why}); "
+                f"closest: {', '.join(close) or 'none'}",
+            )
         resolved[name] = found[0]
     return resolved
 
@@ -89,33 +99,50 @@ class PassCheck:
 
 _RULES = {
     "an AttentionMask op": lambda b, a: a.get("AttentionMask", 0) > b.get("AttentionMask", 0),
-    "more Split ops than before (Q, K and V from one fused MatMul)":
-        lambda b, a: a.get("Split", 0) > b.get("Split", 0) and a.get("MatMul", 0) < b.get("MatMul", 0),
-    "fewer Neg ops than before (the element-wise rotate-half gone)": lambda b, a: a.get("Neg", 0) < b.get("Neg", 0),
-    "fewer Div/Mul ops than before (the 1/sqrt(d) node gone)":
-        lambda b, a: a.get("Div", 0) + a.get("Mul", 0) < b.get("Div", 0) + b.get("Mul", 0),
-    "fewer Casts reading a graph input than before (the input Cast gone)":
-        lambda b, a: a.get(INPUT_CAST, 0) < b.get(INPUT_CAST, 0),
+    "more Split ops than before (Q, K and V from one fused MatMul)": lambda b, a: (
+        a.get("Split", 0) > b.get("Split", 0) and a.get("MatMul", 0) < b.get("MatMul", 0)
+    ),
+    "fewer Neg ops than before (the element-wise rotate-half gone)": lambda b, a: (
+        a.get("Neg", 0) < b.get("Neg", 0)
+    ),
+    "fewer Div/Mul ops than before (the 1/sqrt(d) node gone)": lambda b, a: (
+        a.get("Div", 0) + a.get("Mul", 0) < b.get("Div", 0) + b.get("Mul", 0)
+    ),
+    "fewer Casts reading a graph input than before (the input Cast gone)": lambda b, a: (
+        a.get(INPUT_CAST, 0) < b.get(INPUT_CAST, 0)
+    ),
     "a FastNorm op": lambda b, a: a.get("FastNorm", 0) > b.get("FastNorm", 0),
 }
 
 PASS_CHECKS = {
-    "insert_attention_mask": PassCheck("Reshape-Cast-Sub-Mul replaced with Cast-AttentionMask",
-                                       "an AttentionMask op"),
-    "fused_attention": PassCheck("multi-head attention's three MatMuls fused into one MatMul + Split",
-                                 "more Split ops than before (Q, K and V from one fused MatMul)"),
-    "matmul_rotary_embedding": PassCheck("element-wise rotary embedding replaced with an equivalent MatMul",
-                                         "fewer Neg ops than before (the element-wise rotate-half gone)"),
-    "pre_scale": PassCheck("Q scaled to Q/sqrt(d) and the 1/sqrt(d) node removed",
-                           "fewer Div/Mul ops than before (the 1/sqrt(d) node gone)"),
-    "remove_input_cast": PassCheck("input(fp16) -> Cast(int32) -> Gather becomes input(int32) -> Gather",
-                                   "fewer Casts reading a graph input than before (the input Cast gone)"),
-    "replace_groupnorm_with_fast_norm": PassCheck("GroupNormalization (fp16, num_groups 1) replaced with FastNorm",
-                                                  "a FastNorm op"),
+    "insert_attention_mask": PassCheck(
+        "Reshape-Cast-Sub-Mul replaced with Cast-AttentionMask", "an AttentionMask op"
+    ),
+    "fused_attention": PassCheck(
+        "multi-head attention's three MatMuls fused into one MatMul + Split",
+        "more Split ops than before (Q, K and V from one fused MatMul)",
+    ),
+    "matmul_rotary_embedding": PassCheck(
+        "element-wise rotary embedding replaced with an equivalent MatMul",
+        "fewer Neg ops than before (the element-wise rotate-half gone)",
+    ),
+    "pre_scale": PassCheck(
+        "Q scaled to Q/sqrt(d) and the 1/sqrt(d) node removed",
+        "fewer Div/Mul ops than before (the 1/sqrt(d) node gone)",
+    ),
+    "remove_input_cast": PassCheck(
+        "input(fp16) -> Cast(int32) -> Gather becomes input(int32) -> Gather",
+        "fewer Casts reading a graph input than before (the input Cast gone)",
+    ),
+    "replace_groupnorm_with_fast_norm": PassCheck(
+        "GroupNormalization (fp16, num_groups 1) replaced with FastNorm", "a FastNorm op"
+    ),
 }
 
 
-BY_DIFFERENCE = "the graph converted with the pass against the same conversion with it left out of used_passes"
+BY_DIFFERENCE = (
+    "the graph converted with the pass against the same conversion with it left out of used_passes"
+)
 
 
 def evidence_passes(passes: Iterable[str]) -> list[str]:
@@ -123,8 +150,9 @@ def evidence_passes(passes: Iterable[str]) -> list[str]:
     return [p for p in passes if p in PASS_CHECKS]
 
 
-def check_passes(passes: Iterable[str], after: dict[str, int] | None,
-                 without: dict[str, dict[str, int]] | None) -> dict:
+def check_passes(
+    passes: Iterable[str], after: dict[str, int] | None, without: dict[str, dict[str, int]] | None
+) -> dict:
     """Per pass: {"applied": "yes" / "no" / "not checked", "evidence", "effect", "method"}, from the
     op types of the converted graph (`after`) and of the same conversion without that pass
     (`without[pass]`); None where the worker did not report them (a PopEF cached before it did)."""
@@ -134,11 +162,18 @@ def check_passes(passes: Iterable[str], after: dict[str, int] | None,
         if check is None:
             out[name] = {"applied": "not checked", "evidence": "the kit has no check for this pass"}
         elif after is None or without is None or name not in without:
-            out[name] = {"applied": "not checked", "evidence": "the worker reported no conversion without the pass",
-                         "effect": check.effect}
+            out[name] = {
+                "applied": "not checked",
+                "evidence": "the worker reported no conversion without the pass",
+                "effect": check.effect,
+            }
         else:
-            out[name] = {"applied": "yes" if check.fired(without[name], after) else "no", "evidence": check.evidence,
-                         "effect": check.effect, "method": BY_DIFFERENCE}
+            out[name] = {
+                "applied": "yes" if check.fired(without[name], after) else "no",
+                "evidence": check.evidence,
+                "effect": check.effect,
+                "method": BY_DIFFERENCE,
+            }
     return out
 
 
@@ -149,12 +184,20 @@ def not_comparable_reasons(passes: dict) -> list[str]:
 
 def pass_differences(passes: dict) -> list[Reason]:
     """The same notes, each with its code (a pass that did not fire, or one not checked)."""
-    return [Reason(f"not comparable: ByteMLPerf's pass {name!r} ({r.get('effect', '?')}) did not fire on "
-                   f"the kit's export (looked for {r['evidence']})", DifferenceCode.PASS_NOT_FIRED)
-            if r["applied"] == "no" else
-            Reason(f"not comparable: ByteMLPerf's pass {name!r} could not be checked ({r['evidence']})",
-                   DifferenceCode.PASS_UNCHECKED)
-            for name, r in passes.items() if r["applied"] != "yes"]
+    return [
+        Reason(
+            f"not comparable: ByteMLPerf's pass {name!r} ({r.get('effect', '?')}) did not fire on "
+            f"the kit's export (looked for {r['evidence']})",
+            DifferenceCode.PASS_NOT_FIRED,
+        )
+        if r["applied"] == "no"
+        else Reason(
+            f"not comparable: ByteMLPerf's pass {name!r} could not be checked ({r['evidence']})",
+            DifferenceCode.PASS_UNCHECKED,
+        )
+        for name, r in passes.items()
+        if r["applied"] != "yes"
+    ]
 
 
 #: The passes that make a model's attention packing-aware (samples sharing a row kept apart).

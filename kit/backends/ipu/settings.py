@@ -34,8 +34,11 @@ class IpuRunPlan:
 
     @property
     def comparable(self) -> bool:
-        """False when a custom pass ByteMLPerf used has no kit equivalent, or the precision differs."""
-        return not self.missing_passes and not any(n.startswith("not comparable") for n in self.notes)
+        """False when a custom pass ByteMLPerf used has no kit equivalent, or the precision
+        differs."""
+        return not self.missing_passes and not any(
+            n.startswith("not comparable") for n in self.notes
+        )
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -68,19 +71,27 @@ def merged_settings(settings: dict, precision: str) -> dict:
 
 
 def compiler_options(settings: dict, defaults: dict) -> tuple[dict, list[str]]:
-    """The twelve options ByteMLPerf sets, each the JSON value or its fallback, under PopRT's names."""
+    """The twelve options ByteMLPerf sets, each the JSON value or its fallback, under PopRT's
+    names."""
     fallbacks = defaults["compiler_option_fallbacks"]["value"]
     names = defaults["compiler_option_names"]["value"]
     given = settings.get("compiler_options", {})
     options = {names.get(k, k): given.get(k, fallback) for k, fallback in fallbacks.items()}
     ignored = sorted(set(given) - set(fallbacks))
-    notes = [f"compiler option(s) {ignored} are in the JSON but ByteMLPerf does not apply them; "
-             "neither does the kit"] if ignored else []
+    notes = (
+        [
+            f"compiler option(s) {ignored} are in the JSON but ByteMLPerf does not apply them; "
+            "neither does the kit"
+        ]
+        if ignored
+        else []
+    )
     return options, notes
 
 
 def pack_settings(model: str, settings: dict, defaults: dict) -> dict | None:
-    """PackRunnerConfig settings (ByteMLPerf's runtime_backend_ipu.py), or None outside pack mode."""
+    """PackRunnerConfig settings (ByteMLPerf's runtime_backend_ipu.py), or None outside pack
+    mode."""
     config = settings.get("pack_config")
     if not config:
         return None
@@ -92,7 +103,9 @@ def pack_settings(model: str, settings: dict, defaults: dict) -> dict | None:
         "dynamic_input_name": config["dynamic_input_name"],
         "mask_name": config["mask_name"],
         "max_valid_num": int(config.get("max_pack_num", fallbacks["max_pack_num"])),
-        "timeout_microseconds": int(config.get("timeout_microseconds", fallbacks["timeout_microseconds"])),
+        "timeout_microseconds": int(
+            config.get("timeout_microseconds", fallbacks["timeout_microseconds"])
+        ),
         "algorithm": fallbacks["algorithm"],
         "model_inputs": dict(model_inputs),
         "benchmark": dict(defaults["benchmark_pack"]["value"]),
@@ -110,24 +123,42 @@ def plan_for(model: str, precision: str) -> IpuRunPlan | None:
     notes: list[str] = []
     converter = dict(settings.get("converter_options", {}))
     published_precision = converter.get("precision") or ""
-    allowed = [published_precision] if published_precision else defaults["precision_choices"]["value"]
+    allowed = (
+        [published_precision] if published_precision else defaults["precision_choices"]["value"]
+    )
     if precision not in allowed:
-        notes.append(f"not comparable: ByteMLPerf runs {model} at {' or '.join(allowed)}, "
-                     f"this run is {precision}")
+        notes.append(
+            f"not comparable: ByteMLPerf runs {model} at {' or '.join(allowed)}, "
+            f"this run is {precision}"
+        )
     converter["precision"] = precision
     custom = defaults["custom_passes"]["value"]
     passes = list(converter.get("used_passes", []))
     missing = tuple(p for p in passes if p in custom)
     converter["used_passes"] = [p for p in passes if p not in custom]
-    notes += [f"ByteMLPerf's custom pass {p!r} ({custom[p]}) has no equivalent in the kit yet: the kit "
-              "compiles without it, so this row is not comparable with the published one" for p in missing]
+    notes += [
+        f"ByteMLPerf's custom pass {p!r} ({custom[p]}) has no equivalent in the kit yet: the kit "
+        "compiles without it, so this row is not comparable with the published one"
+        for p in missing
+    ]
     compiler, compiler_notes = compiler_options(settings, defaults)
     pack = pack_settings(model, settings, defaults)
-    batch_sizes = (pack["batch_size"],) if pack else tuple(int(b) for b in settings.get("batch_sizes", []))
-    return IpuRunPlan(model=model, precision=precision, clients=int(settings.get("clients", 1)),
-                      batch_sizes=batch_sizes, converter_options=converter,
-                      compiler_options=compiler, pack=pack, missing_passes=missing,
-                      notes=tuple(notes + compiler_notes), source=raw["source"], settings=settings)
+    batch_sizes = (
+        (pack["batch_size"],) if pack else tuple(int(b) for b in settings.get("batch_sizes", []))
+    )
+    return IpuRunPlan(
+        model=model,
+        precision=precision,
+        clients=int(settings.get("clients", 1)),
+        batch_sizes=batch_sizes,
+        converter_options=converter,
+        compiler_options=compiler,
+        pack=pack,
+        missing_passes=missing,
+        notes=tuple(notes + compiler_notes),
+        source=raw["source"],
+        settings=settings,
+    )
 
 
 def require_plan(model: str, precision: str) -> IpuRunPlan:

@@ -1,7 +1,8 @@
 """How an IPU session's description says it departs from ByteMLPerf's recipe: each reason under
 `not_comparable` with its code (a kit.results.reasons.DifferenceCode) at the same place under
-`not_comparable_codes`, the keys the scorecard reads (kit.publish.comparability.session_differences),
-and as a "not comparable: ..." note for the reader."""
+`not_comparable_codes`, the keys the scorecard reads
+(kit.publish.comparability.session_differences), and as a "not comparable: ..." note for the
+reader."""
 
 from __future__ import annotations
 

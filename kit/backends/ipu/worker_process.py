@@ -28,7 +28,8 @@ UNAVAILABLE = "IPU backend unavailable: PopRT not installed (needs the Poplar SD
 PASS_ENV = ("GCDA_MONITOR",)  # what must reach a worker even through `docker exec`
 STDERR_LINES = 40
 WATCH_S = 0.5  # how often the worker's peak RSS is read while it converts and compiles
-CLOSE_WAIT_S = 1.0  # for the worker to go once its pipes close: well inside the batch's grace (endings.GRACE_S)
+# for the worker to go once its pipes close: well inside the batch's grace (endings.GRACE_S)
+CLOSE_WAIT_S = 1.0
 MEMORY_ERROR = "StepWontFit: "  # the worker's reply for a step its known need does not fit
 
 
@@ -43,7 +44,9 @@ def interpreter(env: Mapping[str, str] | None = None) -> list[str]:
 def request_timeout_s(kind: str = "run") -> float:
     """Seconds a request may take: KIT_IPU_LOAD_TIMEOUT_S for load (compiling can take long),
     KIT_IPU_TIMEOUT_S for the rest (a measure request adds its own max duration)."""
-    name, default = {"load": ("KIT_IPU_LOAD_TIMEOUT_S", "7200")}.get(kind, ("KIT_IPU_TIMEOUT_S", "600"))
+    name, default = {"load": ("KIT_IPU_LOAD_TIMEOUT_S", "7200")}.get(
+        kind, ("KIT_IPU_TIMEOUT_S", "600")
+    )
     return float(os.environ.get(name, default))
 
 
@@ -69,26 +72,37 @@ class IpuWorker:
         self.peak_gb: float | None = None  # the worker's VmHWM, read while it loads (_read_peak)
         self.killed = False  # by SIGKILL, most often the kernel's out-of-memory killer
         try:
-            self.proc = subprocess.Popen(worker_command(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, bufsize=0, env=env)
+            self.proc = subprocess.Popen(
+                worker_command(env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                env=env,
+            )
         except FileNotFoundError as exc:
             raise BackendUnavailable(UNAVAILABLE) from exc
         self._lock = threading.Lock()
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
         self._drain.start()
         self._interpreter = interpreter(env)
-        self._ending: dict = {}  # how to end the worker where it runs (`kill`) and whether at once (`now`)
+        # how to end the worker where it runs (`kill`) and whether at once (`now`)
+        self._ending: dict = {}
         self._finalizer = weakref.finalize(self, _stop_process, self.proc, self._ending)
 
     def probe(self) -> dict:
-        """The worker's versions and device. Where the worker is not the client's own process (`docker
-        exec`), the command that ends it where it runs is kept, and registered under the client's pid
-        (kit.endings), so that the batch's kill of the job's process tree (a time limit, Ctrl-C) runs it
-        even when this process dies first."""
+        """The worker's versions and device. Where the worker is not the client's own process
+        (`docker exec`), the command that ends it where it runs is kept, and registered under the
+        client's pid (kit.endings), so that the batch's kill of the job's process tree (a time
+        limit, Ctrl-C) runs it even when this process dies first."""
         env = self.request({"op": "probe"}, request_timeout_s())
         pid = env.get("pid")
         if isinstance(pid, int) and pid != self.proc.pid:
-            self._ending["kill"] = [*self._interpreter, "-c", f"import os, signal; os.kill({pid}, signal.SIGKILL)"]
+            self._ending["kill"] = [
+                *self._interpreter,
+                "-c",
+                f"import os, signal; os.kill({pid}, signal.SIGKILL)",
+            ]
             endings.register(self.proc.pid, self._ending["kill"])
         return env
 
@@ -97,7 +111,8 @@ class IpuWorker:
         for line in iter(self.proc.stderr.readline, b""):
             self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
-    def request(self, msg: dict, timeout_s: float) -> Any:  # the worker's reply, as its op defines it
+    # the worker's reply, as its op defines it
+    def request(self, msg: dict, timeout_s: float) -> Any:
         """Send one request and wait for its reply (IpuWorkerError on failure, death or timeout)."""
         with self._lock:
             if self._poll() is not None:
@@ -107,9 +122,11 @@ class IpuWorker:
                 ready = self._wait_for_reply(timeout_s, watch_memory=msg.get("op") == "load")
                 if not ready:
                     self.kill()
-                    raise IpuWorkerError(f"PopRT worker gave no reply to {msg.get('op')!r} within "
-                                         f"{timeout_s:.0f} s (KIT_IPU_TIMEOUT_S / KIT_IPU_LOAD_TIMEOUT_S); "
-                                         f"it was stopped.{self._tail()}")
+                    raise IpuWorkerError(
+                        f"PopRT worker gave no reply to {msg.get('op')!r} within "
+                        f"{timeout_s:.0f} s (KIT_IPU_TIMEOUT_S / KIT_IPU_LOAD_TIMEOUT_S); "
+                        f"it was stopped.{self._tail()}"
+                    )
                 reply = read_message(self.proc.stdout)
             except (BrokenPipeError, EOFError, OSError) as exc:
                 raise self._died(f"during {msg.get('op')!r} ({type(exc).__name__})") from None
@@ -119,8 +136,10 @@ class IpuWorker:
         if not reply.get("ok"):
             error = str(reply.get("error"))
             if error.startswith(MEMORY_ERROR):
-                raise InsufficientMemory(f"PopRT worker: {error.removeprefix(MEMORY_ERROR)}; free memory, or "
-                                         f"set {SKIP_CHECK_ENV}=1 to try anyway")
+                raise InsufficientMemory(
+                    f"PopRT worker: {error.removeprefix(MEMORY_ERROR)}; free memory, or "
+                    f"set {SKIP_CHECK_ENV}=1 to try anyway"
+                )
             raise IpuWorkerError(f"PopRT worker: {error}")
         return reply.get("result")
 
@@ -129,7 +148,9 @@ class IpuWorker:
         self._drain.join(timeout=1)
         if was_killed(code, docker=interpreter()[:2] == ["docker", "exec"]):
             self.killed = True
-            return IpuWorkerError(oom_message(f"PopRT worker was killed {when}", peak) + "." + self._tail())
+            return IpuWorkerError(
+                oom_message(f"PopRT worker was killed {when}", peak) + "." + self._tail()
+            )
         return IpuWorkerError(f"PopRT worker died {when} (exit code {code}).{self._tail()}")
 
     def _wait_for_reply(self, timeout_s: float, watch_memory: bool) -> bool:
@@ -150,7 +171,8 @@ class IpuWorker:
                 return True
 
     def _read_peak(self) -> None:
-        """The worker's VmHWM; not readable through `docker exec`, whose client is not the worker."""
+        """The worker's VmHWM; not readable through `docker exec`, whose client is not the
+        worker."""
         if interpreter()[:2] == ["docker", "exec"]:
             return
         try:
@@ -171,7 +193,8 @@ class IpuWorker:
         return self.proc.returncode
 
     def _reap(self, timeout_s: float = 5.0) -> tuple[int | None, float | None]:
-        """(exit code, the last peak RSS read in GB or None), waiting up to `timeout_s` for the end."""
+        """(exit code, the last peak RSS read in GB or None), waiting up to `timeout_s` for the
+        end."""
         deadline = time.monotonic() + timeout_s
         while self._poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -179,7 +202,11 @@ class IpuWorker:
 
     def _tail(self) -> str:
         lines = [line for line in self.stderr_tail if line.strip()][-8:]
-        return (" Its stderr ends with: " + " | ".join(lines)) if lines else " It wrote nothing to stderr."
+        return (
+            (" Its stderr ends with: " + " | ".join(lines))
+            if lines
+            else " It wrote nothing to stderr."
+        )
 
     def close(self) -> None:
         if self._poll() is None:
@@ -190,8 +217,8 @@ class IpuWorker:
         self._finalizer()
 
     def kill(self) -> None:
-        """End the worker now: first where it runs (a `docker exec` client's death does not reach the
-        process it started, which would keep /dev/ipu0), then the client."""
+        """End the worker now: first where it runs (a `docker exec` client's death does not reach
+        the process it started, which would keep /dev/ipu0), then the client."""
         self._ending["now"] = True
         self._finalizer()
 
@@ -206,8 +233,9 @@ def was_killed(code: int | None, docker: bool) -> bool:
 
 
 def _stop_process(proc: subprocess.Popen, ending: dict) -> None:
-    """Close the pipes and give the worker CLOSE_WAIT_S to go (none when `ending["now"]`), then kill it
-    where it runs (`ending["kill"]`) and the client; its registered ending is no longer needed."""
+    """Close the pipes and give the worker CLOSE_WAIT_S to go (none when `ending["now"]`), then kill
+    it where it runs (`ending["kill"]`) and the client; its registered ending is no longer
+    needed."""
     for stream in (proc.stdin, proc.stdout):
         try:
             if stream is not None:

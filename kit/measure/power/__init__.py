@@ -28,9 +28,22 @@ from kit.measure.power.rapl import RaplSampler
 from kit.measure.power.summary import PowerSummary
 from kit.registry import Registry
 
-__all__ = ["SAMPLERS", "SENSORS", "KindSensors", "PowerSampler", "Reading", "SamplerOptions", "SensorError",
-           "UnavailableSampler", "PowerMonitor", "PowerSummary",
-           "enable_ipu_monitoring", "select_sampler", "make_sampler", "sampler_for"]
+__all__ = [
+    "SAMPLERS",
+    "SENSORS",
+    "KindSensors",
+    "PowerSampler",
+    "Reading",
+    "SamplerOptions",
+    "SensorError",
+    "UnavailableSampler",
+    "PowerMonitor",
+    "PowerSummary",
+    "enable_ipu_monitoring",
+    "select_sampler",
+    "make_sampler",
+    "sampler_for",
+]
 
 SAMPLERS: Registry[type[PowerSampler]] = Registry("power sampler")
 for _cls in (RaplSampler, NvmlSampler, GcIpuInfoSampler, GcCliSampler, UnavailableSampler):
@@ -51,7 +64,8 @@ class KindSensors:
 
 #: Each hardware kind's sensors, by the kind's name (kit.hardware.kinds).
 SENSORS: dict[str, KindSensors] = {
-    hardware.IPU.name: KindSensors(("gcipuinfo", "gc-cli"), enable_ipu_monitoring),  # GCDA_MONITOR=1 for the worker
+    # GCDA_MONITOR=1 for the worker
+    hardware.IPU.name: KindSensors(("gcipuinfo", "gc-cli"), enable_ipu_monitoring),
     hardware.CUDA.name: KindSensors(("nvml",)),
     hardware.CPU.name: KindSensors(("rapl",)),
 }
@@ -81,8 +95,12 @@ def select_sampler(kind: str = "auto", options: SamplerOptions | None = None) ->
     return UnavailableSampler(reasons, options)
 
 
-def sampler_for(kind: str, enabled: bool = True, options: SamplerOptions | None = None,
-                cuda_device: int | None = None) -> PowerSampler:
+def sampler_for(
+    kind: str,
+    enabled: bool = True,
+    options: SamplerOptions | None = None,
+    cuda_device: int | None = None,
+) -> PowerSampler:
     """The sampler for the hardware kind a study runs on, or an unavailable one saying why.
 
     On a GPU it reads the board of the run's CUDA ordinal `cuda_device` (after

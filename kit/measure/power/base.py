@@ -39,8 +39,10 @@ class SamplerOptions:
     (0, 1)
     """
 
-    devices: tuple[int, ...] | None = None  # None: every device the interface lists (NVML: see cuda_device)
-    cuda_device: int | None = None  # NVML: the run's CUDA ordinal, opened by PCI bus id (None: ordinal 0)
+    # None: every device the interface lists (NVML: see cuda_device)
+    devices: tuple[int, ...] | None = None
+    # NVML: the run's CUDA ordinal, opened by PCI bus id (None: ordinal 0)
+    cuda_device: int | None = None
     powercap_root: Path = DEFAULT_POWERCAP_ROOT
     rapl_zones: tuple[str, ...] = ("package",)  # zone name prefixes summed (package-0, package-1)
     command_timeout_s: float = 5.0
@@ -48,7 +50,9 @@ class SamplerOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "powercap_root", Path(self.powercap_root))
         if self.devices is not None and (not self.devices or min(self.devices) < 0):
-            raise InvalidParameter("devices", self.devices, "None or a non-empty tuple of indices >= 0")
+            raise InvalidParameter(
+                "devices", self.devices, "None or a non-empty tuple of indices >= 0"
+            )
         if self.cuda_device is not None and self.cuda_device < 0:
             raise InvalidParameter("cuda_device", self.cuda_device, "None or a CUDA ordinal >= 0")
         if not self.rapl_zones:

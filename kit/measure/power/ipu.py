@@ -40,7 +40,10 @@ def enable_ipu_monitoring(env: MutableMapping[str, str] | None = None) -> str:
     before = target.get(MONITOR_VAR)
     target[MONITOR_VAR] = "1"
     where = "this process's environment" if env is None else "the measured process's environment"
-    note = f"{MONITOR_VAR}=1 set by kit.measure.power ({'was ' + repr(before) if before else 'was unset'})"
+    note = (
+        f"{MONITOR_VAR}=1 set by kit.measure.power "
+        f"({'was ' + repr(before) if before else 'was unset'})"
+    )
     _monitoring_record.append(f"{note} in {where}")
     return note
 
@@ -51,8 +54,10 @@ def monitoring_note() -> str:
         return _monitoring_record[-1]
     if os.environ.get(MONITOR_VAR) == "1":
         return f"{MONITOR_VAR}=1 was already set in this process's environment (not by the kit)"
-    return (f"{MONITOR_VAR} is not set in this process: IPU sensors read N/A unless the measured "
-            "process sets it (kit.measure.power.enable_ipu_monitoring)")
+    return (
+        f"{MONITOR_VAR} is not set in this process: IPU sensors read N/A unless the measured "
+        "process sets it (kit.measure.power.enable_ipu_monitoring)"
+    )
 
 
 def parse_watts(value: object) -> float | None:
@@ -76,11 +81,15 @@ def board_power(devices: list[dict], wanted: tuple[int, ...] | None, source: str
         if boards.get(board) is None:
             boards[board] = watts
     if not boards:
-        raise SensorError(f"{source} lists no IPU {'with id in ' + str(wanted) if wanted else ''}".strip())
+        raise SensorError(
+            f"{source} lists no IPU {'with id in ' + str(wanted) if wanted else ''}".strip()
+        )
     if any(w is None for w in boards.values()):
-        raise SensorError(f"{source} reports '{POWER_KEY}' N/A for board(s) "
-                          f"{', '.join(b for b, w in boards.items() if w is None)} "
-                          f"(is {MONITOR_VAR}=1 set in the measured process?)")
+        raise SensorError(
+            f"{source} reports '{POWER_KEY}' N/A for board(s) "
+            f"{', '.join(b for b, w in boards.items() if w is None)} "
+            f"(is {MONITOR_VAR}=1 set in the measured process?)"
+        )
     return sum(boards.values())  # type: ignore[arg-type]
 
 
@@ -121,8 +130,10 @@ class GcIpuInfoSampler(PowerSampler):
         try:
             module = importlib.import_module("gcipuinfo")
         except ImportError:
-            raise SensorError("gcipuinfo unavailable: the Graphcore SDK's gcipuinfo Python module "
-                              "is not installed (pip install it from the SDK's tools folder)") from None
+            raise SensorError(
+                "gcipuinfo unavailable: the Graphcore SDK's gcipuinfo Python module "
+                "is not installed (pip install it from the SDK's tools folder)"
+            ) from None
         try:
             info = module.gcipuinfo()
             info.setUpdateMode(True)
@@ -157,13 +168,18 @@ class GcCliSampler(PowerSampler):
 
     @property
     def sensor(self) -> str:
-        tool = {"gc-monitor": "gc-monitor table", "gc-info": "gc-info -d N -i"}.get(self.tool or "", "gc tools")
+        tool = {"gc-monitor": "gc-monitor table", "gc-info": "gc-info -d N -i"}.get(
+            self.tool or "", "gc tools"
+        )
         return f"{tool} {POWER_KEY} (one value per board)"
 
     def probe(self) -> str | None:
         found = [t for t in ("gc-monitor", "gc-info") if shutil.which(t)]
         if not found:
-            return "Graphcore command line tools unavailable: neither gc-monitor nor gc-info is on PATH"
+            return (
+                "Graphcore command line tools unavailable: neither gc-monitor nor gc-info is on "
+                "PATH"
+            )
         for tool in found:
             try:
                 self._read_with(tool)
@@ -189,18 +205,23 @@ class GcCliSampler(PowerSampler):
         if tool == "gc-monitor":
             devices = parse_gc_monitor(self._run(["gc-monitor"]))
             return board_power(devices, self.options.devices, "gc-monitor")
-        devices = [_parse_gc_info(self._run(["gc-info", "-d", str(i), "-i"]))
-                   for i in (self.options.devices or (0,))]
+        devices = [
+            _parse_gc_info(self._run(["gc-info", "-d", str(i), "-i"]))
+            for i in (self.options.devices or (0,))
+        ]
         return board_power(devices, self.options.devices, "gc-info")
 
     def _run(self, argv: list[str]) -> str:
         try:
-            done = subprocess.run(argv, capture_output=True, text=True,
-                                  timeout=self.options.command_timeout_s)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=self.options.command_timeout_s
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SensorError(f"{' '.join(argv)} failed: {exc}") from None
         if done.returncode != 0:
-            raise SensorError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[:200]}")
+            raise SensorError(
+                f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[:200]}"
+            )
         return done.stdout
 
 
@@ -265,15 +286,22 @@ def worker_reading_devices(source: str, payload: object) -> list[dict]:
     raise SensorError(f"unknown IPU power source {source!r}")
 
 
-def summary_from_worker(raw: dict | None, window_start_ns: int, devices: tuple[int, ...] | None = None):
+def summary_from_worker(
+    raw: dict | None, window_start_ns: int, devices: tuple[int, ...] | None = None
+):
     """A PowerSummary from the readings the PopRT worker took over exactly its timed calls."""
     if raw is None:
         return PowerSummary.unavailable("power sampling off for this window")
     source = raw.get("source")
-    notes = [f"read inside the PopRT worker; {MONITOR_VAR}={raw.get('gcda_monitor')!r} in its environment"]
+    notes = [
+        f"read inside the PopRT worker; {MONITOR_VAR}={raw.get('gcda_monitor')!r} in its "
+        "environment"
+    ]
     if source is None:
-        return PowerSummary.unavailable("no IPU power source readable in the PopRT worker: "
-                                        + "; ".join(raw.get("errors", [])), notes=notes)
+        return PowerSummary.unavailable(
+            "no IPU power source readable in the PopRT worker: " + "; ".join(raw.get("errors", [])),
+            notes=notes,
+        )
     series, errors = Series(), list(raw.get("errors", []))
     for t_ns, payload in raw.get("readings", []):
         try:
@@ -284,10 +312,19 @@ def summary_from_worker(raw: dict | None, window_start_ns: int, devices: tuple[i
         series.append((t_ns - window_start_ns) / 1e9, Reading(watts=watts))
     ipus = f"IPU {', '.join(map(str, devices))}" if devices else "every IPU"
     sensor = f"{source} {POWER_KEY} in the PopRT worker ({ipus}, one value per board)"
-    common: dict[str, Any] = {"hz_requested": raw.get("hz_requested"), "read_errors": len(errors),
-              "window_start_ns": window_start_ns, "notes": notes}
+    common: dict[str, Any] = {
+        "hz_requested": raw.get("hz_requested"),
+        "read_errors": len(errors),
+        "window_start_ns": window_start_ns,
+        "notes": notes,
+    }
     if len(series) < 2:
         last = f": {errors[-1]}" if errors else ""
-        return PowerSummary.unavailable(f"fewer than two readable samples in the window{last}", sensor,
-                                        source, n_samples=len(series), **common)
+        return PowerSummary.unavailable(
+            f"fewer than two readable samples in the window{last}",
+            sensor,
+            source,
+            n_samples=len(series),
+            **common,
+        )
     return PowerSummary.from_series(series, counter=False, sensor=sensor, sampler=source, **common)

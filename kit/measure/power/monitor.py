@@ -99,21 +99,41 @@ class PowerMonitor:
             return
         self.series.append(t, reading)
 
-    def summary(self, samples_processed: int | None = None, throughput: float | None = None) -> PowerSummary:
-        """The window's PowerSummary; efficiency columns filled when `samples_processed` is given."""
+    def summary(
+        self, samples_processed: int | None = None, throughput: float | None = None
+    ) -> PowerSummary:
+        """The window's PowerSummary; efficiency columns filled when `samples_processed` is
+        given."""
         if self.stop_ns is None or self.start_ns is None:
-            raise KitError("PowerMonitor.summary() needs the window closed (leave the `with` block)")
-        common: dict[str, Any] = {"hz_requested": self.hz, "read_errors": len(self.errors),
-                  "monitor_cpu_s": self.thread_cpu_s,
-                  "window_start_ns": self.start_ns, "notes": list(self.sampler.notes)}
+            raise KitError(
+                "PowerMonitor.summary() needs the window closed (leave the `with` block)"
+            )
+        common: dict[str, Any] = {
+            "hz_requested": self.hz,
+            "read_errors": len(self.errors),
+            "monitor_cpu_s": self.thread_cpu_s,
+            "window_start_ns": self.start_ns,
+            "notes": list(self.sampler.notes),
+        }
         name, sensor = self.sampler.name, self.sampler.sensor
         reason = self._unavailable_reason()
         if reason:
-            out = PowerSummary.unavailable(reason, sensor, name, n_samples=len(self.series),
-                                           duration_s=(self.stop_ns - self.start_ns) / 1e9, **common)
+            out = PowerSummary.unavailable(
+                reason,
+                sensor,
+                name,
+                n_samples=len(self.series),
+                duration_s=(self.stop_ns - self.start_ns) / 1e9,
+                **common,
+            )
         else:
-            out = PowerSummary.from_series(self.series, counter=self.sampler.has_energy_counter,
-                                           sensor=sensor, sampler=name, **common)
+            out = PowerSummary.from_series(
+                self.series,
+                counter=self.sampler.has_energy_counter,
+                sensor=sensor,
+                sampler=name,
+                **common,
+            )
         if samples_processed is not None:
             out.with_samples(samples_processed, throughput)
         if out.method == "measured" and self.sampler.min_window_s:
@@ -127,6 +147,8 @@ class PowerMonitor:
             return self._open_error
         if len(self.series) < 2:
             last = f": {self.errors[-1]}" if self.errors else ""
-            return f"fewer than two readable samples in the window ({len(self.errors)} failed reads){last}"
+            return (
+                f"fewer than two readable samples in the window ({len(self.errors)} failed "
+                f"reads){last}"
+            )
         return None
-

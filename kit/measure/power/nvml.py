@@ -76,7 +76,9 @@ class NvmlSampler(PowerSampler):
             nvml.nvmlInit()
             count = nvml.nvmlDeviceGetCount()
         except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded...
-            raise SensorError(f"NVML unavailable: {exc} (no NVIDIA driver on this machine?)") from None
+            raise SensorError(
+                f"NVML unavailable: {exc} (no NVIDIA driver on this machine?)"
+            ) from None
         try:
             self._open_boards(nvml, count)
         except SensorError:
@@ -98,29 +100,38 @@ class NvmlSampler(PowerSampler):
         try:
             gpu = cuda.cuda_device(ordinal)
         except KitError as exc:
-            raise SensorError(f"NVML: cannot tell which board is CUDA device {ordinal}: {exc}") from None
+            raise SensorError(
+                f"NVML: cannot tell which board is CUDA device {ordinal}: {exc}"
+            ) from None
         try:
             handle = nvml.nvmlDeviceGetHandleByPciBusId(gpu.pci_bus_id)
             self.indices = (int(nvml.nvmlDeviceGetIndex(handle)),)
         except Exception as exc:  # noqa: BLE001
-            raise SensorError(f"NVML has no GPU at PCI bus id {gpu.pci_bus_id} (CUDA device {ordinal}): "
-                              f"{exc}") from None
+            raise SensorError(
+                f"NVML has no GPU at PCI bus id {gpu.pci_bus_id} (CUDA device {ordinal}): {exc}"
+            ) from None
         self.handles = [handle]
-        self.boards = [f"CUDA device {gpu.index} ({gpu.name}, PCI {gpu.pci_bus_id}, NVML index {self.indices[0]})"]
+        self.boards = [
+            f"CUDA device {gpu.index} ({gpu.name}, PCI {gpu.pci_bus_id}, NVML index "
+            f"{self.indices[0]})"
+        ]
 
     def open(self) -> None:
         self._init()
         self.instant = all(self._instant_mw(h) is not None for h in self.handles)
         try:
-            self._energy_start_mj = [self._nvml.nvmlDeviceGetTotalEnergyConsumption(h)
-                                     for h in self.handles]
+            self._energy_start_mj = [
+                self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in self.handles
+            ]
             self.has_energy_counter = True
         except Exception:  # noqa: BLE001 - NVMLError_NotSupported before Volta
             self._energy_start_mj, self.has_energy_counter = None, False
             self.notes.append("NVML energy counter not supported: energy integrated from power")
         if not self.instant:
-            self.notes.append("NVML instantaneous power field not offered: nvmlDeviceGetPowerUsage, a 1 s "
-                              "average on Ampere and newer")
+            self.notes.append(
+                "NVML instantaneous power field not offered: nvmlDeviceGetPowerUsage, a 1 s "
+                "average on Ampere and newer"
+            )
         self._opened_at = time.perf_counter()
 
     def _instant_mw(self, handle) -> int | None:
@@ -159,9 +170,11 @@ class NvmlSampler(PowerSampler):
         if self._opened_at is not None:
             window = time.perf_counter() - self._opened_at
             if window < self.min_window_s:
-                self.notes.append(f"below the sensor's resolution: a {window:.1f} s window, NVML needs at least "
-                                  f"{self.min_window_s:g} s for a power figure (1 s power averaging, ~100 ms "
-                                  "energy counter updates)")
+                self.notes.append(
+                    f"below the sensor's resolution: a {window:.1f} s window, NVML needs at least "
+                    f"{self.min_window_s:g} s for a power figure (1 s power averaging, ~100 ms "
+                    "energy counter updates)"
+                )
             self._opened_at = None
         if self._nvml is not None:
             try:

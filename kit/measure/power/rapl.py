@@ -27,8 +27,10 @@ def _read_int(path: Path) -> int:
     try:
         return int(_read_text(path).strip())
     except PermissionError:
-        raise SensorError(f"permission denied on {path} (RAPL counters are root-only since "
-                          "Linux 5.10; run as root or grant read access)") from None
+        raise SensorError(
+            f"permission denied on {path} (RAPL counters are root-only since "
+            "Linux 5.10; run as root or grant read access)"
+        ) from None
     except (OSError, ValueError) as exc:
         raise SensorError(f"cannot read {path}: {exc}") from None
 

@@ -30,7 +30,8 @@ def indicative(power: Mapping[str, Any] | None) -> str:
 
 @dataclass
 class PowerSummary:
-    """Power and energy over one window. `method` says measured (which sensor), or unavailable (why).
+    """Power and energy over one window. `method` says measured (which sensor), or unavailable
+    (why).
 
     Efficiency: samples/s/W = throughput / mean power; samples/J = samples / energy. Over the same
     window the two are the same number (the C2 study's images/s/W).
@@ -75,33 +76,64 @@ class PowerSummary:
             raise InvalidParameter("reason", self.reason, "an unavailable figure must say why")
 
     @classmethod
-    def unavailable(cls, reason: str, sensor: str = "none", sampler: str = "unavailable",
-                    **kwargs) -> PowerSummary:
+    def unavailable(
+        cls, reason: str, sensor: str = "none", sampler: str = "unavailable", **kwargs
+    ) -> PowerSummary:
         return cls("unavailable", sensor, sampler, reason=reason, **kwargs)
 
     @classmethod
-    def from_series(cls, series: Series, *, counter: bool, sensor: str, sampler: str,
-                    samples_processed: int | None = None, **kwargs) -> PowerSummary:
+    def from_series(
+        cls,
+        series: Series,
+        *,
+        counter: bool,
+        sensor: str,
+        sampler: str,
+        samples_processed: int | None = None,
+        **kwargs,
+    ) -> PowerSummary:
         """Summarise a window's samples: counter difference when `counter`, else the integral."""
         t, w, energy, method = _power_and_energy(series, counter)
         duration = series.t_s[-1] - series.t_s[0] if len(series) > 1 else 0.0
         if not w or duration <= 0 or energy is None:
-            return cls.unavailable("fewer than two readable samples in the window", sensor, sampler,
-                                   n_samples=len(series), duration_s=duration, **kwargs)
-        out = cls("measured", sensor, sampler, n_samples=len(series), duration_s=duration,
-                  mean_w=energy / duration, mean_w_samples=sum(w) / len(w), min_w=min(w),
-                  max_w=max(w), energy_j=energy, energy_method=method,
-                  hz_achieved=(len(series) - 1) / duration, series_t_s=t, series_w=w, **kwargs)
+            return cls.unavailable(
+                "fewer than two readable samples in the window",
+                sensor,
+                sampler,
+                n_samples=len(series),
+                duration_s=duration,
+                **kwargs,
+            )
+        out = cls(
+            "measured",
+            sensor,
+            sampler,
+            n_samples=len(series),
+            duration_s=duration,
+            mean_w=energy / duration,
+            mean_w_samples=sum(w) / len(w),
+            min_w=min(w),
+            max_w=max(w),
+            energy_j=energy,
+            energy_method=method,
+            hz_achieved=(len(series) - 1) / duration,
+            series_t_s=t,
+            series_w=w,
+            **kwargs,
+        )
         return out.with_samples(samples_processed) if samples_processed is not None else out
 
     def with_samples(self, samples_processed: int, throughput: float | None = None) -> PowerSummary:
-        """Fill the efficiency columns; `throughput` defaults to samples / this window's duration."""
+        """Fill the efficiency columns; `throughput` defaults to samples / this window's
+        duration."""
         if samples_processed < 0:
             raise InvalidParameter("samples_processed", samples_processed, ">= 0")
         self.samples_processed = samples_processed
         if self.method == "unavailable" or not self.duration_s:
             return self
-        self.samples_per_s = throughput if throughput is not None else samples_processed / self.duration_s
+        self.samples_per_s = (
+            throughput if throughput is not None else samples_processed / self.duration_s
+        )
         if self.mean_w:
             self.samples_per_s_per_w = self.samples_per_s / self.mean_w
         if self.energy_j:
@@ -119,7 +151,9 @@ class PowerSummary:
         return cls(**d)
 
 
-def _power_and_energy(series: Series, counter: bool) -> tuple[list[float], list[float], float | None, str]:
+def _power_and_energy(
+    series: Series, counter: bool
+) -> tuple[list[float], list[float], float | None, str]:
     """(t, W) series and energy: counter difference when the sampler counts, else the integral."""
     gauge = [(t, w) for t, w in zip(series.t_s, series.watts, strict=True) if w is not None]
     if counter:
@@ -127,10 +161,15 @@ def _power_and_energy(series: Series, counter: bool) -> tuple[list[float], list[
         if len(marks) >= 2:
             energy = marks[-1][1] - marks[0][1]
             if not gauge:  # power from counter differences, placed at each interval's midpoint
-                gauge = [((t0 + t1) / 2, (e1 - e0) / (t1 - t0))
-                         for (t0, e0), (t1, e1) in zip(marks, marks[1:], strict=False) if t1 > t0]
+                gauge = [
+                    ((t0 + t1) / 2, (e1 - e0) / (t1 - t0))
+                    for (t0, e0), (t1, e1) in zip(marks, marks[1:], strict=False)
+                    if t1 > t0
+                ]
             return [t for t, _ in gauge], [w for _, w in gauge], energy, COUNTER
     if len(gauge) < 2:
         return [t for t, _ in gauge], [w for _, w in gauge], None, INTEGRAL
-    energy = sum((t1 - t0) * (w0 + w1) / 2 for (t0, w0), (t1, w1) in zip(gauge, gauge[1:], strict=False))
+    energy = sum(
+        (t1 - t0) * (w0 + w1) / 2 for (t0, w0), (t1, w1) in zip(gauge, gauge[1:], strict=False)
+    )
     return [t for t, _ in gauge], [w for _, w in gauge], energy, INTEGRAL

@@ -22,18 +22,46 @@ def plot_batches(result: RunResult):
     ms = sorted(result.sections.measurements, key=lambda m: m.batch_size)
     if ms:
         bs = [m.batch_size for m in ms]
-        for ax, key, fmt, label in ((a, "bytemlperf_avg_latency_ms", "o-", "mean, measured here"),
-                                    (a, "bytemlperf_p99_latency_ms", "s--", "p99, measured here"),
-                                    (b, "qps_bytemlperf", "o-", "measured here")):
+        for ax, key, fmt, label in (
+            (a, "bytemlperf_avg_latency_ms", "o-", "mean, measured here"),
+            (a, "bytemlperf_p99_latency_ms", "s--", "p99, measured here"),
+            (b, "qps_bytemlperf", "o-", "measured here"),
+        ):
             values = [_plotted(m, key) for m in ms]
-            ax.errorbar(bs, values, yerr=_error_bars(ms, key, values), fmt=fmt, capsize=3, label=label)
+            ax.errorbar(
+                bs, values, yerr=_error_bars(ms, key, values), fmt=fmt, capsize=3, label=label
+            )
     pub = published_per_batch(result)
     if not pub.empty:
-        a.plot(pub["batch"], pub["Performance/AVG Latency"], "^-", color="C2", label="mean, published IPU")
-        a.plot(pub["batch"], pub["Performance/P99 Latency"], "v:", color="C3", label="p99, published IPU")
+        a.plot(
+            pub["batch"],
+            pub["Performance/AVG Latency"],
+            "^-",
+            color="C2",
+            label="mean, published IPU",
+        )
+        a.plot(
+            pub["batch"],
+            pub["Performance/P99 Latency"],
+            "v:",
+            color="C3",
+            label="p99, published IPU",
+        )
         b.plot(pub["batch"], pub["Performance/QPS"], "^-", color="C2", label="published IPU (C600)")
-    a.set(xlabel="batch size", ylabel="latency (ms)", title="Latency per call", xscale="log", yscale="log")
-    b.set(xlabel="batch size", ylabel="samples/s", title="Throughput (QPS)", xscale="log", yscale="log")
+    a.set(
+        xlabel="batch size",
+        ylabel="latency (ms)",
+        title="Latency per call",
+        xscale="log",
+        yscale="log",
+    )
+    b.set(
+        xlabel="batch size",
+        ylabel="samples/s",
+        title="Throughput (QPS)",
+        xscale="log",
+        yscale="log",
+    )
     for ax in (a, b):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
@@ -43,7 +71,11 @@ def plot_batches(result: RunResult):
 
 def _plotted(m: Measurement, key: str) -> float:
     """The figure `key` of a measurement (NaN where it was not recorded)."""
-    value = m.qps_bytemlperf if key == "qps_bytemlperf" else m.bytemlperf.figure(key.removeprefix("bytemlperf_"))
+    value = (
+        m.qps_bytemlperf
+        if key == "qps_bytemlperf"
+        else m.bytemlperf.figure(key.removeprefix("bytemlperf_"))
+    )
     return float("nan") if value is None else value
 
 
@@ -68,15 +100,21 @@ def published_per_batch(result: RunResult) -> pd.DataFrame:
 
 
 #: Tables 1-3 of the C2 study: title -> (the published column, the figure's key in a C2 row).
-C2_TABLES = {"Table 1. Latency (ms per batch)": ("Latency", "latency_ms"),
-             "Table 2. Throughput (images/s)": ("Throughput", "throughput"),
-             "Table 3. Energy efficiency (images/s/W)": ("Energy efficiency", "efficiency")}
+C2_TABLES = {
+    "Table 1. Latency (ms per batch)": ("Latency", "latency_ms"),
+    "Table 2. Throughput (images/s)": ("Throughput", "throughput"),
+    "Table 3. Energy efficiency (images/s/W)": ("Energy efficiency", "efficiency"),
+}
 
 
 def power_unavailable_batches(result: RunResult, key: str) -> set[int]:
-    """The batch sizes whose figure `key` is missing for want of power (by the code the study wrote)."""
-    return {r.batch_size for r in result.sections.tables.c2
-            if r.figure(key) is None and r.reason_of(key).code == ReasonCode.POWER_UNAVAILABLE}
+    """The batch sizes whose figure `key` is missing for want of power (by the code the study
+    wrote)."""
+    return {
+        r.batch_size
+        for r in result.sections.tables.c2
+        if r.figure(key) is None and r.reason_of(key).code == ReasonCode.POWER_UNAVAILABLE
+    }
 
 
 def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
@@ -86,13 +124,17 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     rows = {r.batch_size: r for r in tables.c2}
     if not rows:
         return {}
-    meas = pd.DataFrame([{"batch_size": b, **{k: r.figure(k) for k in C2_FIGURES}} for b, r in rows.items()])
+    meas = pd.DataFrame(
+        [{"batch_size": b, **{k: r.figure(k) for k in C2_FIGURES}} for b, r in rows.items()]
+    )
     meas = meas.set_index("batch_size")
     out = {}
     for title, (col, key) in C2_TABLES.items():
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
-        t["Measured ± 95 % CI"] = [_c2_text(result, col, b, v, rows.get(b), key) + _flag(rows.get(b), key)
-                                   for b, v in t["Measured here"].items()]
+        t["Measured ± 95 % CI"] = [
+            _c2_text(result, col, b, v, rows.get(b), key) + _flag(rows.get(b), key)
+            for b, v in t["Measured here"].items()
+        ]
         t["Measured / published"] = t["Measured here"] / t["Published (C2 card)"]
         out[title] = t.rename_axis("Batch size")
     return out
@@ -130,8 +172,8 @@ def plot_c2(result: RunResult):
     return fig
 
 
-
 # --- published figures --------------------------------------------------------------------------
+
 
 def plot_published_c2():
     """The C2 paper's tables 1-3 against batch size."""
@@ -139,7 +181,9 @@ def plot_published_c2():
 
     t = published.c2_tables()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
-    for ax, col, unit in zip(axes, t.columns, ["ms per batch", "images/s", "images/s/W"], strict=True):
+    for ax, col, unit in zip(
+        axes, t.columns, ["ms per batch", "images/s", "images/s/W"], strict=True
+    ):
         ax.plot(t.index, t[col], "o-")
         ax.set(xlabel="batch size", ylabel=unit, title=col)
     fig.tight_layout()

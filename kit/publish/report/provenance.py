@@ -19,33 +19,37 @@ from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
 from kit.results.tables import C2Row
 
 METHODS = {
-    "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until the "
-                       "minimum duration AND count are met and, with a target, until the throughput's 95 % "
-                       "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
-                       "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
-                       "CPU steal, other processes' load and frequency sampled over the window; power "
-                       "sampled over exactly the timed calls; per-call "
-                       "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
-                       "thread); raw call times kept in the results JSON",
-    "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's call "
-                "preprocesses its micro batch of real images, "
-                "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
-                "time; throughput = batch / latency; raw call times kept in the results JSON",
-    "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's dynamic "
-                       "batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON",
+    "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until "
+    "the minimum duration AND count are met and, with a target, until the throughput's 95 % "
+    "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
+    "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
+    "CPU steal, other processes' load and frequency sampled over the window; power "
+    "sampled over exactly the timed calls; per-call "
+    "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
+    "thread); raw call times kept in the results JSON",
+    "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's "
+    "call preprocesses its micro batch of real images, "
+    "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
+    "time; throughput = batch / latency; raw call times kept in the results JSON",
+    "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's "
+    "dynamic batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON",
 }
 
 
 def provenance(result: RunResult) -> str:
     """An HTML block: what ran where, with which software, weights and method."""
     sections = result.sections
-    env, b, m = sections.environment, sections.backend or BackendInfo(), sections.model or ModelInfo()
+    env, b, m = (
+        sections.environment,
+        sections.backend or BackendInfo(),
+        sections.model or ModelInfo(),
+    )
     items = {
         "Status": result.status + ("" if not result.errors else f" ({'; '.join(result.errors)})"),
         "Source": source_line(env),
         "Hardware": hardware_line(env),
         "Backend": f"{b.name} precision {b.precision} on {b.device}"
-                   + (f" ({b.device_info.name})" if sections.backend else ""),
+        + (f" ({b.device_info.name})" if sections.backend else ""),
         "Session": ", ".join(f"{k}={v}" for k, v in b.session.items.items()),
         "GPU placement": gpu_placement(b.session),
         "Model": model_line(m),
@@ -62,24 +66,40 @@ def provenance(result: RunResult) -> str:
     for note in result.notes:
         items.setdefault("Notes", "")
         items["Notes"] += note + " "
-    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
-                   f"{html.escape(str(v))}</td></tr>" for k, v in items.items() if v)
-    return ("<style>.provenance td{overflow-wrap:anywhere}.provenance th{min-width:6.5em}</style>"
-            f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}</em></p>")
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+        f"{html.escape(str(v))}</td></tr>"
+        for k, v in items.items()
+        if v
+    )
+    return (
+        "<style>.provenance td{overflow-wrap:anywhere}.provenance th{min-width:6.5em}</style>"
+        f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}"
+        "</em></p>"
+    )
 
 
 def hardware_line(env: Environment) -> str:
     """'Intel Xeon (2 cores); no IPU on this machine', with the GPUs where there are any."""
-    return (f"{env.cpu.model} ({env.cpu.cores} cores)" + (f"; GPUs: {', '.join(env.gpus)}" if env.gpus else "")
-            + ("; IPU present" if env.ipu_present else "; no IPU on this machine"))
+    return (
+        f"{env.cpu.model} ({env.cpu.cores} cores)"
+        + (f"; GPUs: {', '.join(env.gpus)}" if env.gpus else "")
+        + ("; IPU present" if env.ipu_present else "; no IPU on this machine")
+    )
 
 
 def model_line(m: ModelInfo) -> str:
     """The model's name, size, FLOPs and the ONNX file it ran from."""
-    shared = (f" + {m.flops_shared_per_call / 1e9:.2f} GFLOP per call whatever its batch"
-              if m.flops_shared_per_call else "")
-    return (f"{m.name} ({m.params or '?'} parameters, {(m.flops_per_sample or 0) / 1e9:.2f} GFLOP/sample{shared})"
-            f" from {m.onnx_file or Path(m.onnx_path or '?').name}" + (f" at ONNX opset {m.opset}" if m.opset else ""))
+    shared = (
+        f" + {m.flops_shared_per_call / 1e9:.2f} GFLOP per call whatever its batch"
+        if m.flops_shared_per_call
+        else ""
+    )
+    return (
+        f"{m.name} ({m.params or '?'} parameters, {(m.flops_per_sample or 0) / 1e9:.2f} "
+        f"GFLOP/sample{shared}) from {m.onnx_file or Path(m.onnx_path or '?').name}"
+        + (f" at ONNX opset {m.opset}" if m.opset else "")
+    )
 
 
 def source_line(env: Environment) -> str:
@@ -95,8 +115,9 @@ def source_line(env: Environment) -> str:
         where = f"kit {kit.version or '?'} (installed, no git commit)"
     rerun = env.rerun
     n = len(env.distributions)
-    return (f"{where}; re-run: {rerun}" if rerun else f"{where}; re-run: not a batch job, no command") \
-        + f"; {n} installed distributions listed in the JSON"
+    return (
+        f"{where}; re-run: {rerun}" if rerun else f"{where}; re-run: not a batch job, no command"
+    ) + f"; {n} installed distributions listed in the JSON"
 
 
 def gpu_placement(session: Session) -> str:
@@ -106,12 +127,19 @@ def gpu_placement(session: Session) -> str:
     if not placement.kernels:
         return ""
     on_cpu = placement.on_cpu
-    by = ", ".join(f"{name.removesuffix('ExecutionProvider')} {n}"
-                   for name, n in sorted(placement.kernels_by_provider.items()))
-    flag = ("; part of the graph runs on the host CPU: the GPU figures include that CPU work" if on_cpu
-            else "; every kernel on the GPU")
-    return (f"{on_cpu} of {placement.kernels} kernels on the CPU ({placement.cpu_share:.1%}){flag} "
-            f"({by}; {placement.method})")
+    by = ", ".join(
+        f"{name.removesuffix('ExecutionProvider')} {n}"
+        for name, n in sorted(placement.kernels_by_provider.items())
+    )
+    flag = (
+        "; part of the graph runs on the host CPU: the GPU figures include that CPU work"
+        if on_cpu
+        else "; every kernel on the GPU"
+    )
+    return (
+        f"{on_cpu} of {placement.kernels} kernels on the CPU ({placement.cpu_share:.1%}){flag} "
+        f"({by}; {placement.method})"
+    )
 
 
 def roofline_method(result: RunResult) -> str:
@@ -119,17 +147,21 @@ def roofline_method(result: RunResult) -> str:
     if not rows:
         return ""
     r = rows[0]
-    return (f"bytes per sample: {r.bytes_method} ({r.unresolved_tensors} tensors without static shapes "
-            f"not counted), weights at the run's precision shared by the batch; bandwidth "
-            f"{r.bandwidth_gbs} GB/s, {r.bandwidth_method}; a figure below 25 % of its bound is flagged")
+    return (
+        f"bytes per sample: {r.bytes_method} ({r.unresolved_tensors} tensors without static shapes "
+        f"not counted), weights at the run's precision shared by the batch; bandwidth "
+        f"{r.bandwidth_gbs} GB/s, {r.bandwidth_method}; a figure below 25 % of its bound is flagged"
+    )
 
 
 def error_banner(result: RunResult) -> str:
     if result.status == ResultStatus.OK and not result.errors:
         return ""
     lines = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
-    return f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}</ul></div>"
-
+    return (
+        f"<div style='color:#a00;font-weight:bold'>Run {html.escape(result.status)}:<ul>{lines}"
+        "</ul></div>"
+    )
 
 
 def interpretation(result: RunResult) -> str:
@@ -144,9 +176,11 @@ def interpretation(result: RunResult) -> str:
     else:
         parts.append(model_sentence(result, card.to_dict("records") if not card.empty else [], hw))
     if sections.model and sections.model.random_weights:
-        parts.append("Weights are random (real ones: kit fetch-weights): accuracy is not measured, and "
-                     "since numeric diffs do depend on the weights, the diff is not compared with the "
-                     "published Mean Diff; timings do not depend on the weights' values.")
+        parts.append(
+            "Weights are random (real ones: kit fetch-weights): accuracy is not measured, and "
+            "since numeric diffs do depend on the weights, the diff is not compared with the "
+            "published Mean Diff; timings do not depend on the weights' values."
+        )
     return "<p>" + " ".join(parts) + "</p>"
 
 
@@ -159,14 +193,22 @@ def c2_sentences(rows: tuple[C2Row, ...], hw: str) -> list[str]:
     pub = published.c2_tables()
     first = rows[0]
     short = [str(r.batch_size) for r in rows if r.indicative_for("efficiency")]
-    flag = (f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
-            "resolves)" if short else "")
-    return [f"On {hw}, the C2 protocol peaked at {best.throughput:.1f} images/s "
-            f"(batch {best.batch_size}), against {pub['Throughput'].max():.2f} images/s "
-            "published for the C2 card; lowest latency "
-            f"{min((r.latency_ms for r in rows if r.latency_ms is not None), default=math.nan):.2f} ms per batch against {pub['Latency'].min():.2f} ms.",
-            f"Energy efficiency: measured by {first.power_sensor}{flag}." if first.power_sensor
-            else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}."]
+    flag = (
+        f" (indicative only at batch {', '.join(short)}: a power window shorter than the sensor "
+        "resolves)"
+        if short
+        else ""
+    )
+    return [
+        f"On {hw}, the C2 protocol peaked at {best.throughput:.1f} images/s "
+        f"(batch {best.batch_size}), against {pub['Throughput'].max():.2f} images/s "
+        "published for the C2 card; lowest latency "
+        f"{min((r.latency_ms for r in rows if r.latency_ms is not None), default=math.nan):.2f} ms "
+        f"per batch against {pub['Latency'].min():.2f} ms.",
+        f"Energy efficiency: measured by {first.power_sensor}{flag}."
+        if first.power_sensor
+        else f"Energy efficiency not measured: {first.reason_for('efficiency') or 'no sensor'}.",
+    ]
 
 
 def model_sentence(result: RunResult, given: Sequence[glance.Row], hw: str) -> str:
@@ -174,20 +216,30 @@ def model_sentence(result: RunResult, given: Sequence[glance.Row], hw: str) -> s
     short reason, then the counts of the row's published figures."""
     model = html.escape(str(result.parameters.get("model")))
     rows = glance.rows_of(given)
-    qps = next((r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600),
-               None)
+    qps = next(
+        (r for r in rows if r.figure == "QPS" and r.study == PublishedStudy.BYTEMLPERF_C600), None
+    )
     if qps is not None and qps.measured is not None:
         at = f" at batch {qps.batch_size}" if qps.batch_size else ""
-        return (f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, against "
-                f"{readable(qps.published, 6)} samples/s published on the {html.escape(glance.published_part(qps))}"
-                f"{at}: <b>{html.escape(str(qps.verdict))}</b> ({html.escape(glance.short_reason(qps))}). "
-                f"Its {len(rows)} published figures: {glance.count_text(rows)}.")
+        return (
+            f"On {html.escape(hw)}, {model} reached {readable(qps.measured, 4)} samples/s{at}, "
+            f"against {readable(qps.published, 6)} samples/s published on the "
+            f"{html.escape(glance.published_part(qps))}{at}: <b>{html.escape(str(qps.verdict))}"
+            f"</b> ({html.escape(glance.short_reason(qps))}). Its {len(rows)} published figures: "
+            f"{glance.count_text(rows)}."
+        )
     measurements = result.sections.measurements
     if not measurements:
         return f"On {html.escape(hw)}, {model} timed no batch size."
     best = max(measurements, key=lambda m: m.qps_bytemlperf or 0)
-    why = (f"the published headline (batch {qps.batch_size}) has no measured figure "
-           f"({html.escape(glance.short_reason(qps))})" if qps is not None
-           else "there is no published IPU figure for this model, so nothing is compared (not comparable)")
-    return (f"On {html.escape(hw)}, {model} reached {best.qps_bytemlperf:.1f} samples/s (batch "
-            f"{best.batch_size}); {why}.")
+    why = (
+        f"the published headline (batch {qps.batch_size}) has no measured figure "
+        f"({html.escape(glance.short_reason(qps))})"
+        if qps is not None
+        else "there is no published IPU figure for this model, so nothing is compared (not "
+        "comparable)"
+    )
+    return (
+        f"On {html.escape(hw)}, {model} reached {best.qps_bytemlperf:.1f} samples/s (batch "
+        f"{best.batch_size}); {why}."
+    )

@@ -16,8 +16,16 @@ def server_tables(result: RunResult) -> dict[str, pd.DataFrame]:
 
 def server_best(result: RunResult) -> pd.DataFrame:
     """Per policy: LoadGen's highest passing QPS beside the simulator's prediction."""
-    cols = ["policy", "loadgen_best_qps", "loadgen_p99_ms", "loadgen_result", "loadgen_reasons",
-            "sim_best_qps", "prediction_error_pct", "capacity_qps"]
+    cols = [
+        "policy",
+        "loadgen_best_qps",
+        "loadgen_p99_ms",
+        "loadgen_result",
+        "loadgen_reasons",
+        "sim_best_qps",
+        "prediction_error_pct",
+        "capacity_qps",
+    ]
     best = pd.DataFrame(list(result.sections.tables.rows("best")))
     return best[cols] if not best.empty else pd.DataFrame(columns=cols)
 
@@ -35,17 +43,27 @@ def plot_server(result: RunResult):
 
     tables = result.sections.tables
     fig, ax = plt.subplots(figsize=(7, 4))
-    probes, curve = (pd.DataFrame(list(tables.rows(name))) for name in ("probes", "simulated_curve"))
-    for i, (policy, rows) in enumerate(probes.groupby("policy", sort=False) if not probes.empty else []):
+    probes, curve = (
+        pd.DataFrame(list(tables.rows(name))) for name in ("probes", "simulated_curve")
+    )
+    for i, (policy, rows) in enumerate(
+        probes.groupby("policy", sort=False) if not probes.empty else []
+    ):
         sim = curve[curve.policy == policy]
         ax.plot(sim.offered_qps, sim.sim_p99_ms, "--", color=f"C{i}", label=f"{policy} simulated")
-        ax.plot(rows.offered_qps, rows.loadgen_p99_ms, "o", color=f"C{i}", label=f"{policy} LoadGen")
+        ax.plot(
+            rows.offered_qps, rows.loadgen_p99_ms, "o", color=f"C{i}", label=f"{policy} LoadGen"
+        )
     bound = result.parameters.get("latency_bound_ms")
     if bound:
         ax.axhline(bound, color="k", lw=0.8)
     p = result.parameters
-    ax.set(xlabel="offered QPS (Poisson)", ylabel="p99 latency (ms)", yscale="log",
-           title=f"{p.get('model')} on {p.get('backend')} {p.get('precision')}: p99 vs offered load")
+    ax.set(
+        xlabel="offered QPS (Poisson)",
+        ylabel="p99 latency (ms)",
+        yscale="log",
+        title=f"{p.get('model')} on {p.get('backend')} {p.get('precision')}: p99 vs offered load",
+    )
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     return fig
@@ -58,15 +76,20 @@ def server_interpretation(result: RunResult) -> str:
     best = server_best(result).dropna(subset=["loadgen_best_qps"])
     bound = result.parameters.get("latency_bound_ms")
     if best.empty:
-        return (f"<p>No policy kept p99 under {bound:g} ms on this hardware, even at the lowest rate "
-                "probed.</p>")
+        return (
+            f"<p>No policy kept p99 under {bound:g} ms on this hardware, even at the lowest rate "
+            "probed.</p>"
+        )
     top = best.loc[best.loadgen_best_qps.idxmax()]
     p99 = f"{top.loadgen_p99_ms:.0f} ms" if pd.notna(top.loadgen_p99_ms) else "— (not recorded)"
     if pd.notna(top.sim_best_qps):
         err = top.prediction_error_pct
         predicted = f"the simulation predicted {top.sim_best_qps:.3g} QPS" + (
-            f" ({err:+.0f} %)." if pd.notna(err) else ".")
+            f" ({err:+.0f} %)." if pd.notna(err) else "."
+        )
     else:
         predicted = f"the simulation found no rate whose p99 stays under {bound:g} ms."
-    return (f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 {p99} "
-            f"(LoadGen {html.escape(str(top.loadgen_result))}); {predicted}</p>")
+    return (
+        f"<p>Best policy {html.escape(top.policy)}: {top.loadgen_best_qps:.3g} QPS with p99 {p99} "
+        f"(LoadGen {html.escape(str(top.loadgen_result))}); {predicted}</p>"
+    )

@@ -59,18 +59,26 @@ def opening(result: RunResult) -> str:
     """The first thing a report says (HTML): what failed, or its verdict sentence."""
     if result.status != ResultStatus.OK:
         return error_banner(result)
-    sentence = (server_interpretation(result) if result.kind == ResultKind.SERVER_SCENARIO
-                else interpretation(result))
-    return ("<div class='verdict' style='border-left:4px solid #1b6ac9;background:#f7f9fc;"
-            f"padding:.2em .9em;margin:.5em 0 1em;font-size:110%'>{sentence}</div>")
+    sentence = (
+        server_interpretation(result)
+        if result.kind == ResultKind.SERVER_SCENARIO
+        else interpretation(result)
+    )
+    return (
+        "<div class='verdict' style='border-left:4px solid #1b6ac9;background:#f7f9fc;"
+        f"padding:.2em .9em;margin:.5em 0 1em;font-size:110%'>{sentence}</div>"
+    )
 
 
 def power_unavailable(result: RunResult) -> str | None:
-    """'power unavailable: <why>' when no timed window had its power measured (None when one had)."""
+    """'power unavailable: <why>' when no timed window had its power measured (None when one
+    had)."""
     powers = [m.power for m in result.sections.measurements]
     if any(p and p.measured for p in powers):
         return None
-    reasons = list(dict.fromkeys((p.reason if p else None) or "not sampled" for p in powers)) or ["nothing was timed"]
+    reasons = list(dict.fromkeys((p.reason if p else None) or "not sampled" for p in powers)) or [
+        "nothing was timed"
+    ]
     return "power unavailable: " + "; ".join(reasons)
 
 
@@ -80,7 +88,9 @@ def latency_view(result: RunResult) -> pd.DataFrame | Sentence:
     table = bytemlperf_table(result)
     if power_unavailable(result):
         table = table.drop(columns=[c for c in POWER_COLUMNS if c in table.columns])
-    return view(table, "Nothing was timed: " + ("; ".join(result.errors) or "no batch size ran") + ".")
+    return view(
+        table, "Nothing was timed: " + ("; ".join(result.errors) or "no batch size ran") + "."
+    )
 
 
 def power_view(result: RunResult) -> pd.DataFrame | Sentence:
@@ -92,20 +102,28 @@ def power_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 
 def numerics_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(numerics_table(result), "No numeric check in this run (check_numerics off, or nothing ran).")
+    return view(
+        numerics_table(result), "No numeric check in this run (check_numerics off, or nothing ran)."
+    )
 
 
 def search_view(result: RunResult) -> pd.DataFrame | Sentence:
     b = result.sections.backend or BackendInfo()
     chosen = f"{b.name} {b.precision} on {b.device}"
-    why = ("Not searched: this run used the configuration its parameters name" if not result.parameters.get("search")
-           else "The search left no candidate table (a decision reused from an older kit)")
+    why = (
+        "Not searched: this run used the configuration its parameters name"
+        if not result.parameters.get("search")
+        else "The search left no candidate table (a decision reused from an older kit)"
+    )
     return view(search_table(result), f"{why} ({chosen}).")
 
 
 def roofline_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(roofline_table(result), "No roofline position: the run had no FLOP count or no peak "
-                                        "for this device (or roofline=False).")
+    return view(
+        roofline_table(result),
+        "No roofline position: the run had no FLOP count or no peak "
+        "for this device (or roofline=False).",
+    )
 
 
 def peaks_view(result: RunResult) -> pd.DataFrame | Sentence:
@@ -117,7 +135,9 @@ def accuracy_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 
 def time_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(time_table(result), "This result kept no account of its time (written by an older kit).")
+    return view(
+        time_table(result), "This result kept no account of its time (written by an older kit)."
+    )
 
 
 def beside_view(result: RunResult) -> Sentence:
@@ -137,7 +157,15 @@ def c2_views(result: RunResult) -> list:
         shown = table.round(3)
         power = shown.index.isin(power_unavailable_batches(result, C2_TABLES[title][1]))
         shown.loc[power, "Measured ± 95 % CI"] = NONE
-        out += [Sentence(title, f"<h4>{html.escape(title)}</h4>"), view(shown, "No batch size ran.")]
+        out += [
+            Sentence(title, f"<h4>{html.escape(title)}</h4>"),
+            view(shown, "No batch size ran."),
+        ]
         if power.any():
-            out.append(Sentence("Not measured here: power unavailable (the reason is under 'Power during the runs')."))
+            out.append(
+                Sentence(
+                    "Not measured here: power unavailable (the reason is under 'Power during the "
+                    "runs')."
+                )
+            )
     return out

@@ -28,7 +28,11 @@ class BatchPolicy:
     timeout_ms: float = 5.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1:
+        if (
+            isinstance(self.max_batch, bool)
+            or not isinstance(self.max_batch, int)
+            or self.max_batch < 1
+        ):
             raise InvalidParameter("max_batch", self.max_batch, "a whole number >= 1")
         if not self.timeout_ms >= 0:
             raise InvalidParameter("timeout_ms", self.timeout_ms, "a number of milliseconds >= 0")
@@ -49,7 +53,9 @@ class BatchPolicy:
             return cls(int(value["max_batch"]), float(value.get("timeout_ms", 0.0)))
         if isinstance(value, tuple | list) and len(value) == 2:
             return cls(int(value[0]), float(value[1]))
-        raise InvalidParameter("policy", value, "a BatchPolicy, {'max_batch': B, 'timeout_ms': T} or (B, T)")
+        raise InvalidParameter(
+            "policy", value, "a BatchPolicy, {'max_batch': B, 'timeout_ms': T} or (B, T)"
+        )
 
 
 @dataclass
@@ -72,9 +78,13 @@ class BatcherStats:
         return self.items / self.batches if self.batches else float("nan")
 
     def to_dict(self) -> dict:
-        return {"batches": self.batches, "items": self.items, "mean_batch": self.mean_batch,
-                "batch_sizes": {str(k): v for k, v in sorted(self.batch_sizes.items())},
-                "errors": self.errors[:10]}
+        return {
+            "batches": self.batches,
+            "items": self.items,
+            "mean_batch": self.mean_batch,
+            "batch_sizes": {str(k): v for k, v in sorted(self.batch_sizes.items())},
+            "errors": self.errors[:10],
+        }
 
 
 class DynamicBatcher(Generic[T]):
@@ -84,8 +94,14 @@ class DynamicBatcher(Generic[T]):
     is called so the caller can still complete them (LoadGen waits for every query).
     """
 
-    def __init__(self, policy: BatchPolicy, run_batch: Callable[[list[T]], None], *,
-                 workers: int = 1, on_error: Callable[[list[T], BaseException], None] | None = None):
+    def __init__(
+        self,
+        policy: BatchPolicy,
+        run_batch: Callable[[list[T]], None],
+        *,
+        workers: int = 1,
+        on_error: Callable[[list[T], BaseException], None] | None = None,
+    ):
         if workers < 1:
             raise InvalidParameter("workers", workers, ">= 1")
         self.policy = policy
@@ -96,8 +112,10 @@ class DynamicBatcher(Generic[T]):
         self._cond = threading.Condition()
         self._collect = threading.Lock()  # one worker forms a batch at a time
         self._closed = False
-        self._threads = [threading.Thread(target=self._work, daemon=True, name=f"batcher-{i}")
-                         for i in range(workers)]
+        self._threads = [
+            threading.Thread(target=self._work, daemon=True, name=f"batcher-{i}")
+            for i in range(workers)
+        ]
         for t in self._threads:
             t.start()
 

@@ -65,8 +65,11 @@ class LoadGenConfig:
         if not self.latency_bound_ms > 0:
             raise InvalidParameter("latency_bound_ms", self.latency_bound_ms, "> 0 ms")
         if self.min_query_count < 1 or self.sample_count < 1 or self.samples_per_query < 1:
-            raise InvalidParameter("min_query_count/sample_count/samples_per_query",
-                                   (self.min_query_count, self.sample_count, self.samples_per_query), ">= 1 each")
+            raise InvalidParameter(
+                "min_query_count/sample_count/samples_per_query",
+                (self.min_query_count, self.sample_count, self.samples_per_query),
+                ">= 1 each",
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,8 +100,13 @@ class SampleLibrary:
     `loader(index) -> {input name: array at batch 1}` replaces the generator for a dataset.
     """
 
-    def __init__(self, inputs: Sequence[InputSpec], count: int, seed: int = 0,
-                 loader: Callable[[int], Sample] | None = None):
+    def __init__(
+        self,
+        inputs: Sequence[InputSpec],
+        count: int,
+        seed: int = 0,
+        loader: Callable[[int], Sample] | None = None,
+    ):
         self.inputs = tuple(inputs)
         self.count = count
         self.loader = loader or (lambda i: make_inputs(self.inputs, 1, seed + i))
@@ -126,7 +134,9 @@ class BatchExecutor:
     batch padded up to the smallest loaded size that holds it.
     """
 
-    def __init__(self, sessions: dict[int, Session], inputs: Sequence[InputSpec], dynamic: bool = True):
+    def __init__(
+        self, sessions: dict[int, Session], inputs: Sequence[InputSpec], dynamic: bool = True
+    ):
         if not sessions:
             raise InvalidParameter("sessions", sessions, "at least one {batch size: Session}")
         self.sessions = dict(sorted(sessions.items()))
@@ -136,7 +146,9 @@ class BatchExecutor:
 
     def padded_size(self, n: int) -> int:
         if n > self.max_batch:
-            raise InvalidParameter("batch", n, f"at most {self.max_batch} (the largest loaded session)")
+            raise InvalidParameter(
+                "batch", n, f"at most {self.max_batch} (the largest loaded session)"
+            )
         return n if self.dynamic else next(b for b in self.sessions if b >= n)
 
     def __call__(self, samples: list[Sample]) -> list[list[np.ndarray]]:
@@ -144,8 +156,12 @@ class BatchExecutor:
         size = self.padded_size(n)
         session = self.sessions[self.max_batch] if self.dynamic else self.sessions[size]
         padded = samples + [samples[-1]] * (size - n)
-        batch = {spec.name: np.concatenate([s[spec.name] for s in padded]) if spec.batched
-                 else padded[0][spec.name] for spec in self.inputs}
+        batch = {
+            spec.name: np.concatenate([s[spec.name] for s in padded])
+            if spec.batched
+            else padded[0][spec.name]
+            for spec in self.inputs
+        }
         outputs = session.run(batch)
         return [[_split(o, size, i) for o in outputs] for i in range(n)]
 
@@ -158,7 +174,7 @@ class BatchExecutor:
 def _split(output: np.ndarray, batch: int, i: int) -> np.ndarray:
     if output.ndim and output.shape[0] % batch == 0:
         rows = output.shape[0] // batch
-        return output[i * rows:(i + 1) * rows]
+        return output[i * rows : (i + 1) * rows]
     return output  # an output without a batch axis belongs to every sample
 
 
@@ -170,8 +186,13 @@ class LoadGenRunner:
     kept in `outputs` (sample index -> list of arrays) for the accuracy evaluation.
     """
 
-    def __init__(self, execute: Callable[[list[Sample]], list[list[np.ndarray]]], library: SampleLibrary,
-                 *, workers: int = 1):
+    def __init__(
+        self,
+        execute: Callable[[list[Sample]], list[list[np.ndarray]]],
+        library: SampleLibrary,
+        *,
+        workers: int = 1,
+    ):
         self.execute = execute
         self.library = library
         self.workers = workers
@@ -207,8 +228,12 @@ class LoadGenRunner:
             batcher.submit(queries)
 
         sut = lg.ConstructSUT(issue, lambda: None)
-        qsl = lg.ConstructQSL(self.library.count, min(cfg.sample_count, self.library.count),
-                              self.library.load, self.library.unload)
+        qsl = lg.ConstructQSL(
+            self.library.count,
+            min(cfg.sample_count, self.library.count),
+            self.library.load,
+            self.library.unload,
+        )
         try:
             lg.StartTestWithLogSettings(sut, qsl, cfg.test_settings(), _log_settings(log_dir))
         finally:
@@ -216,11 +241,17 @@ class LoadGenRunner:
             lg.DestroyQSL(qsl)
             lg.DestroySUT(sut)
         summary = read_summary(log_dir)
-        summary.extra.update(book.to_dict(), batcher=batcher.stats.to_dict(), policy=policy.to_dict(),
-                             config=cfg.to_dict())
+        summary.extra.update(
+            book.to_dict(),
+            batcher=batcher.stats.to_dict(),
+            policy=policy.to_dict(),
+            config=cfg.to_dict(),
+        )
         if batcher.stats.errors:
-            summary.reasons.insert(0, f"backend failed in {len(batcher.stats.errors)} batches: "
-                                      f"{batcher.stats.errors[0]}")
+            summary.reasons.insert(
+                0,
+                f"backend failed in {len(batcher.stats.errors)} batches: {batcher.stats.errors[0]}",
+            )
         return summary
 
 
@@ -246,9 +277,12 @@ class _Ledger:
 
     def to_dict(self) -> dict:
         with self._lock:
-            return {"issued": len(self.issued_ids), "completed": len(self.completed_ids),
-                    "lost_queries": len(self.issued_ids - self.completed_ids),
-                    "duplicate_completions": self.duplicates}
+            return {
+                "issued": len(self.issued_ids),
+                "completed": len(self.completed_ids),
+                "lost_queries": len(self.issued_ids - self.completed_ids),
+                "duplicate_completions": self.duplicates,
+            }
 
 
 def _log_settings(log_dir: Path):

@@ -36,17 +36,32 @@ class SearchResult:
     stopped: str  # "converged", "upper bound", "none passed", "probe budget"
 
     def to_dict(self) -> dict:
-        return {"best_qps": self.best_qps, "best": self.best.to_dict() if self.best else None,
-                "probes": [p.to_dict() for p in self.probes], "stopped": self.stopped}
+        return {
+            "best_qps": self.best_qps,
+            "best": self.best.to_dict() if self.best else None,
+            "probes": [p.to_dict() for p in self.probes],
+            "stopped": self.stopped,
+        }
 
 
-def find_max_qps(run: Callable[[float], Probe], *, start_qps: float, upper_qps: float | None = None,
-                 min_qps: float | None = None, rel_tol: float = 0.05, max_probes: int = 8,
-                 growth: float = 2.0) -> SearchResult:
-    """Bracket the highest passing rate from `start_qps` (x/÷ `growth`), then bisect to `rel_tol`."""
+def find_max_qps(
+    run: Callable[[float], Probe],
+    *,
+    start_qps: float,
+    upper_qps: float | None = None,
+    min_qps: float | None = None,
+    rel_tol: float = 0.05,
+    max_probes: int = 8,
+    growth: float = 2.0,
+) -> SearchResult:
+    """Bracket the highest passing rate from `start_qps` (x/÷ `growth`), then bisect to
+    `rel_tol`."""
     if not start_qps > 0 or growth <= 1 or max_probes < 1 or rel_tol <= 0:
-        raise InvalidParameter("search", (start_qps, growth, max_probes, rel_tol),
-                               "start_qps > 0, growth > 1, max_probes >= 1, rel_tol > 0")
+        raise InvalidParameter(
+            "search",
+            (start_qps, growth, max_probes, rel_tol),
+            "start_qps > 0, growth > 1, max_probes >= 1, rel_tol > 0",
+        )
     if upper_qps is not None:
         start_qps = min(start_qps, upper_qps)
     floor = min_qps if min_qps is not None else start_qps / growth**4
@@ -61,7 +76,9 @@ def find_max_qps(run: Callable[[float], Probe], *, start_qps: float, upper_qps: 
             best = p if best is None or q > best.qps else best
         else:
             fail = q if fail is None else min(fail, q)
-        nxt, stopped = _next_rate(best.qps if best else None, fail, floor, upper_qps, rel_tol, growth)
+        nxt, stopped = _next_rate(
+            best.qps if best else None, fail, floor, upper_qps, rel_tol, growth
+        )
         if nxt is None:
             break
         q = nxt
@@ -70,8 +87,14 @@ def find_max_qps(run: Callable[[float], Probe], *, start_qps: float, upper_qps: 
     return SearchResult(best.qps if best else None, best, probes, stopped)
 
 
-def _next_rate(lo: float | None, hi: float | None, floor: float, upper: float | None,
-               rel_tol: float, growth: float) -> tuple[float | None, str]:
+def _next_rate(
+    lo: float | None,
+    hi: float | None,
+    floor: float,
+    upper: float | None,
+    rel_tol: float,
+    growth: float,
+) -> tuple[float | None, str]:
     if lo is None:  # nothing passed yet: step down
         assert hi is not None  # a rate failed
         q = hi / growth

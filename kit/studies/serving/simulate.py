@@ -31,7 +31,9 @@ class ServiceModel:
         if not table:
             raise InvalidParameter("latency table", table, "at least one {batch size: ms}")
         self.sizes = np.array(sorted(int(b) for b in table), dtype=float)
-        samples = {int(b): np.atleast_1d(np.asarray(v, dtype=float)) / 1e3 for b, v in table.items()}
+        samples = {
+            int(b): np.atleast_1d(np.asarray(v, dtype=float)) / 1e3 for b, v in table.items()
+        }
         if any(s.size == 0 or not np.all(s > 0) for s in samples.values()):
             raise InvalidParameter("latency table", dict(table), "latencies > 0 ms")
         self.samples = samples
@@ -67,8 +69,16 @@ class SimResult:
         return dict(self.__dict__)
 
 
-def simulate(table: LatencyTable | ServiceModel, policy: BatchPolicy, qps: float, *,
-             queries: int = 20000, servers: int = 1, seed: int = 0, resample: bool = True) -> SimResult:
+def simulate(
+    table: LatencyTable | ServiceModel,
+    policy: BatchPolicy,
+    qps: float,
+    *,
+    queries: int = 20000,
+    servers: int = 1,
+    seed: int = 0,
+    resample: bool = True,
+) -> SimResult:
     """Simulate `queries` Poisson arrivals at `qps` through the batching policy."""
     if not qps > 0:
         raise InvalidParameter("qps", qps, "> 0")
@@ -89,16 +99,22 @@ def simulate(table: LatencyTable | ServiceModel, policy: BatchPolicy, qps: float
         dispatch = t0 if full_at <= t0 else max(t0, min(arrivals[head] + T, full_at))
         n = min(B, bisect.bisect_right(arrivals, dispatch, head, min(head + B, queries)) - head)
         done = dispatch + draw(n, batches)
-        latencies[head:head + n] = done - np.asarray(arrivals[head:head + n])
+        latencies[head : head + n] = done - np.asarray(arrivals[head : head + n])
         head += n
         batches += 1
         collector = dispatch
         heapq.heappush(free, done)
     span = max(free) - arrivals[0]
     p50, p90, p99 = np.percentile(latencies, [50, 90, 99]) * 1e3
-    return SimResult(offered_qps=qps, p50_ms=float(p50), p90_ms=float(p90), p99_ms=float(p99),
-                     mean_ms=float(latencies.mean() * 1e3), completed_qps=float(queries / span),
-                     mean_batch=queries / batches)
+    return SimResult(
+        offered_qps=qps,
+        p50_ms=float(p50),
+        p90_ms=float(p90),
+        p99_ms=float(p99),
+        mean_ms=float(latencies.mean() * 1e3),
+        completed_qps=float(queries / span),
+        mean_batch=queries / batches,
+    )
 
 
 def _service_draws(model: ServiceModel, max_batch: int, batches: int, rng: np.random.Generator):
@@ -120,14 +136,23 @@ def _service_draws(model: ServiceModel, max_batch: int, batches: int, rng: np.ra
     return draw
 
 
-def sweep(table: LatencyTable | ServiceModel, policy: BatchPolicy, rates: Sequence[float],
-          **kwargs) -> list[SimResult]:
+def sweep(
+    table: LatencyTable | ServiceModel, policy: BatchPolicy, rates: Sequence[float], **kwargs
+) -> list[SimResult]:
     return [simulate(table, policy, q, **kwargs) for q in rates]
 
 
-def predict_max_qps(table: LatencyTable | ServiceModel, policy: BatchPolicy, bound_ms: float, *,
-                    servers: int = 1, queries: int = 20000, seed: int = 0, resample: bool = True,
-                    rel_tol: float = 0.01) -> SearchResult:
+def predict_max_qps(
+    table: LatencyTable | ServiceModel,
+    policy: BatchPolicy,
+    bound_ms: float,
+    *,
+    servers: int = 1,
+    queries: int = 20000,
+    seed: int = 0,
+    resample: bool = True,
+    rel_tol: float = 0.01,
+) -> SearchResult:
     """The highest offered rate whose simulated p99 stays under `bound_ms` (a prediction)."""
     model = table if isinstance(table, ServiceModel) else ServiceModel(table, resample=resample)
     capacity = model.capacity(policy, servers)
@@ -136,5 +161,11 @@ def predict_max_qps(table: LatencyTable | ServiceModel, policy: BatchPolicy, bou
         r = simulate(model, policy, qps, queries=queries, servers=servers, seed=seed)
         return Probe(qps=qps, p99_ms=r.p99_ms, passed=r.p99_ms <= bound_ms, extra=r.to_dict())
 
-    return find_max_qps(run, start_qps=0.5 * capacity, upper_qps=capacity, rel_tol=rel_tol,
-                        max_probes=40, min_qps=capacity * 1e-4)
+    return find_max_qps(
+        run,
+        start_qps=0.5 * capacity,
+        upper_qps=capacity,
+        rel_tol=rel_tol,
+        max_probes=40,
+        min_qps=capacity * 1e-4,
+    )

@@ -14,8 +14,12 @@ DETAIL_FILE = "mlperf_log_detail.txt"
 _PERCENTILE = re.compile(r"^([\d.]+) percentile latency \(ns\)\s*:\s*(\d+)")
 _FIELD = re.compile(r"^\s*([^:*][^:]*?)\s*:\s*(.*?)\s*$")
 #: The throughput line of each scenario's summary, best first.
-_THROUGHPUT_KEYS = ("Completed samples per second", "Samples per second", "QPS w/o loadgen overhead",
-                    "QPS w/ loadgen overhead")
+_THROUGHPUT_KEYS = (
+    "Completed samples per second",
+    "Samples per second",
+    "QPS w/o loadgen overhead",
+    "QPS w/ loadgen overhead",
+)
 
 
 @dataclass(kw_only=True)
@@ -103,8 +107,10 @@ def parse_summary(text: str) -> LoadGenSummary:
     for key, value in _params(params).items():
         fields.setdefault(f"param {key}", value)
     return LoadGenSummary(
-        scenario=fields.get("Scenario", ""), mode=fields.get("Mode", ""),
-        result=fields.get("Result is"), reasons=reasons,
+        scenario=fields.get("Scenario", ""),
+        mode=fields.get("Mode", ""),
+        result=fields.get("Result is"),
+        reasons=reasons,
         samples_per_second=next((_num(fields[k]) for k in _THROUGHPUT_KEYS if k in fields), None),
         scheduled_samples_per_second=_num(fields.get("Scheduled samples per second")),
         percentiles_ms=percentiles,
@@ -120,7 +126,7 @@ def _sections(text: str) -> tuple[list[str], list[str]]:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.strip() == "Test Parameters Used":
-            return lines[:i], lines[i + 1:]
+            return lines[:i], lines[i + 1 :]
     return lines, []
 
 

@@ -45,14 +45,18 @@ class CompilerOptions:
 
     def __setattr__(self, name, value):
         if name not in _OPTIONS:
-            raise AttributeError(f"'poprt._compiler.CompilerOptions' object has no attribute '{name}'")
+            raise AttributeError(
+                f"'poprt._compiler.CompilerOptions' object has no attribute '{name}'"
+            )
         kind, _, check = _OPTIONS[name]
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             ok, value = True, float(value)
         if not ok:
-            raise TypeError(f"CompilerOptions.{name}: incompatible type {type(value).__name__}, "
-                            f"expected {kind.__name__}")
+            raise TypeError(
+                f"CompilerOptions.{name}: incompatible type {type(value).__name__}, "
+                f"expected {kind.__name__}"
+            )
         if check is not None and not check(value):
             raise ValueError(f"CompilerOptions.{name}: invalid value {value!r}")
         object.__setattr__(self, name, value)
@@ -77,8 +81,13 @@ class Executable:
         self.options = options
 
     def to_bytes(self):
-        meta = json.dumps({"outputs": self.outputs, "options": self.options,
-                           "sha1": hashlib.sha1(self.model_bytes).hexdigest()}).encode()
+        meta = json.dumps(
+            {
+                "outputs": self.outputs,
+                "options": self.options,
+                "sha1": hashlib.sha1(self.model_bytes).hexdigest(),
+            }
+        ).encode()
         return POPEF_MAGIC + len(meta).to_bytes(8, "little") + meta + self.model_bytes
 
     @classmethod
@@ -86,9 +95,9 @@ class Executable:
         if not data.startswith(POPEF_MAGIC):
             raise RuntimeError(f"{source} is not a PopEF file")
         start = len(POPEF_MAGIC)
-        size = int.from_bytes(data[start:start + 8], "little")
-        meta = json.loads(data[start + 8:start + 8 + size])
-        model_bytes = data[start + 8 + size:]
+        size = int.from_bytes(data[start : start + 8], "little")
+        meta = json.loads(data[start + 8 : start + 8 + size])
+        model_bytes = data[start + 8 + size :]
         if hashlib.sha1(model_bytes).hexdigest() != meta["sha1"]:
             raise RuntimeError(f"{source} is corrupt (checksum mismatch)")
         return cls(model_bytes, meta["outputs"], meta["options"])
@@ -104,7 +113,9 @@ class Compiler:
     @staticmethod
     def compile_and_export(model, outputs, filename, options=None):
         if not isinstance(filename, str) or not filename:
-            raise TypeError(f"compile_and_export(): filename must be a non-empty str, got {filename!r}")
+            raise TypeError(
+                f"compile_and_export(): filename must be a non-empty str, got {filename!r}"
+            )
         exe = _compile(model, outputs, options)
         with open(filename, "wb") as f:
             f.write(exe.to_bytes())
@@ -116,7 +127,9 @@ def _compile(model, outputs, options):
     if options is None:
         options = CompilerOptions()
     if not isinstance(options, CompilerOptions):
-        raise TypeError(f"options must be poprt.compiler.CompilerOptions, got {type(options).__name__}")
+        raise TypeError(
+            f"options must be poprt.compiler.CompilerOptions, got {type(options).__name__}"
+        )
     if isinstance(model, onnx.ModelProto):
         proto = model
     elif isinstance(model, (bytes, str)):
@@ -135,11 +148,15 @@ def _compile(model, outputs, options):
         raise RuntimeError(f"outputs {missing or outputs} are not graph outputs {graph_outputs}")
     for value in proto.graph.input:
         if any(not d.HasField("dim_value") for d in value.type.tensor_type.shape.dim):
-            raise RuntimeError(f"input {value.name!r} has a dynamic shape: convert with input_shape first")
+            raise RuntimeError(
+                f"input {value.name!r} has a dynamic shape: convert with input_shape first"
+            )
     onnx.checker.check_model(proto)
     compiled = options.to_dict()
     compiled["ipu_version"] = compiled["ipu_version"] or DeviceManager().ipu_hardware_version()
     precision = {p.key: p.value for p in proto.metadata_props}.get("poprt_double.precision")
     if precision == "fp8" and compiled["ipu_version"] != "ipu21":
-        raise RuntimeError(f"FP8 is not supported on {compiled['ipu_version']}: fp8 needs ipu21 (C600)")
+        raise RuntimeError(
+            f"FP8 is not supported on {compiled['ipu_version']}: fp8 needs ipu21 (C600)"
+        )
     return Executable(proto.SerializeToString(), outputs, compiled)

@@ -13,52 +13,84 @@ FP8_OPS = ("Conv", "MatMul", "Gemm")
 
 # Converter.__init__ keywords documented for PopRT 1.4.0 (python_api.html, poprt.Converter).
 DEFAULTS = {
-    "input_shape": None, "convert_version": 11, "precision": "fp32", "checkpoints": None,
-    "eightbitsio": False, "fp16_skip_op_types": None, "skip_passes": None, "used_passes": [],
-    "check": False, "disable_fast_norm": False, "pack_args": None, "fp8_skip_op_names": None,
-    "fp8_params": "F143,F143,0,0", "quantize": False, "enable_insert_remap": False,
-    "enable_erf_gelu": False, "serialize_matmul": None, "serialize_matmul_add": None,
-    "merge_matmul": None, "merge_matmul_add": None, "merge_moe": None,
-    "remap_mode": ["after_matmul"], "max_tensor_size": -1, "infer_shape_ahead": False,
-    "enable_avoid_overflow_patterns": False, "disable_progress_bar": False, "batch_size": None,
-    "batch_axis": None, "remove_outputs": [], "fold_periodic_initializer": False,
-    "enable_compress_pattern": False, "merge_if_with_same_cond": False, "logger": None,
+    "input_shape": None,
+    "convert_version": 11,
+    "precision": "fp32",
+    "checkpoints": None,
+    "eightbitsio": False,
+    "fp16_skip_op_types": None,
+    "skip_passes": None,
+    "used_passes": [],
+    "check": False,
+    "disable_fast_norm": False,
+    "pack_args": None,
+    "fp8_skip_op_names": None,
+    "fp8_params": "F143,F143,0,0",
+    "quantize": False,
+    "enable_insert_remap": False,
+    "enable_erf_gelu": False,
+    "serialize_matmul": None,
+    "serialize_matmul_add": None,
+    "merge_matmul": None,
+    "merge_matmul_add": None,
+    "merge_moe": None,
+    "remap_mode": ["after_matmul"],
+    "max_tensor_size": -1,
+    "infer_shape_ahead": False,
+    "enable_avoid_overflow_patterns": False,
+    "disable_progress_bar": False,
+    "batch_size": None,
+    "batch_axis": None,
+    "remove_outputs": [],
+    "fold_periodic_initializer": False,
+    "enable_compress_pattern": False,
+    "merge_if_with_same_cond": False,
+    "logger": None,
 }
 
 
 # The passes PopRT 1.4.0 registers (python_api.html, "This pass is registered as ..."). A name not
 # here (e.g. ByteMLPerf's own `deberta_pack`) exists only once its module has registered it.
-BUILTIN_PASSES = frozenset("""
+BUILTIN_PASSES = frozenset(
+    """
 add_checkpoints apply_host_concat_split apply_ir_pass attention_padding auto_insert_remap
-batchnorm_workaround check_unsupported_attribute check_with_fake_data compress_pattern const_batch_size
+batchnorm_workaround check_unsupported_attribute check_with_fake_data compress_pattern \
+const_batch_size
 const_input_shape constant_folding cumsum_workaround double_to_float eight_bits_io eliminate_deadend
 eliminate_duplicate_initializer eliminate_identity eliminate_nop_arithmetic eliminate_nop_cast
 eliminate_nop_expand eliminate_nop_flatten eliminate_nop_if eliminate_nop_pad eliminate_nop_reshape
-eliminate_nop_transpose eliminate_unused_initializer erf_gelu_pattern extract_constant_to_initializer
+eliminate_nop_transpose eliminate_unused_initializer erf_gelu_pattern \
+extract_constant_to_initializer
 fill_squeeze_axes final_check float_ops_workaround float_to_fp8 float_to_half float_to_int8
 float_to_mixed fold_periodic_initializer fuse_bn_into_conv fuse_bn_into_gemm fuse_cast_into_onehot
 fuse_consecutive_cast fuse_consecutive_reshape fuse_consecutive_squeeze fuse_consecutive_transpose
 fuse_consecutive_unsqueeze fuse_mul_into_matmul fused_attention gelu_pattern indices_workaround
 insert_attention_mask int64_to_int32 layer_norm_pattern layer_precision_compare manual_sharding
-matmul_rotary_embedding merge_if_with_same_cond merge_matmul merge_matmul_add merge_moe merge_multi_slice
-merge_variant_if model_overview move_subgraph_initializer onehot_workaround overlap_io packed_transformer
+matmul_rotary_embedding merge_if_with_same_cond merge_matmul merge_matmul_add merge_moe \
+merge_multi_slice
+merge_variant_if model_overview move_subgraph_initializer onehot_workaround overlap_io \
+packed_transformer
 post_expand pre_scale remove_duplicated_initializer remove_empty_concat_inputs
-remove_initializer_from_input remove_input_cast remove_outputs replace_bn_with_mul_add replace_castlike
+remove_initializer_from_input remove_input_cast remove_outputs replace_bn_with_mul_add \
+replace_castlike
 replace_clip_empty_inputs replace_consecutive_cast_with_notzero replace_div_with_mul
 replace_einsum_with_matmul replace_erf_with_erfv2 replace_gemm_with_matmul replace_greater_or_equal
 replace_groupnorm_with_fast_norm replace_half_reducemean replace_hardswish replace_isinf
 replace_less_or_equal replace_nonzero replace_pow replace_round replace_softmax replace_where_mask
 replace_where_with_mul_add replace_where_with_wherev2 serialize_matmul serialize_matmul_add
 shape_inference sort_graph topk_workaround trace_folding unique_name_for_nodes
-""".split())
+""".split()
+)
 
 
 def parse_fp8_params(text):
     """'F143,F143,-3,-3' -> (input_format, weight_format, input_scale, weight_scale)."""
     parts = [p.strip() for p in str(text).split(",")]
     if len(parts) != 4 or parts[0] not in FP8_FORMATS or parts[1] not in FP8_FORMATS:
-        raise ValueError(f"fp8_params must be 'input_format,weight_format,input_scale,weight_scale' "
-                         f"with formats in {FP8_FORMATS}, got {text!r}")
+        raise ValueError(
+            f"fp8_params must be 'input_format,weight_format,input_scale,weight_scale' "
+            f"with formats in {FP8_FORMATS}, got {text!r}"
+        )
     try:
         return parts[0], parts[1], int(parts[2]), int(parts[3])
     except ValueError:
@@ -75,8 +107,10 @@ def skip_pass_names(skip_passes):
     if skip_passes is None:
         return []
     if not isinstance(skip_passes, str):
-        raise TypeError(f"skip_passes must be str (pass names, comma-separated), got "
-                        f"{type(skip_passes).__name__} {skip_passes!r}")
+        raise TypeError(
+            f"skip_passes must be str (pass names, comma-separated), got "
+            f"{type(skip_passes).__name__} {skip_passes!r}"
+        )
     return [name.strip() for name in skip_passes.split(",") if name.strip()]
 
 
@@ -91,25 +125,38 @@ class Converter:
             raise TypeError(f"__init__() got an unexpected keyword argument '{unknown[0]}'")
         opts = dict(DEFAULTS, **kwargs)
         if opts["precision"] not in PRECISIONS:
-            raise ValueError(f"precision {opts['precision']!r} is not supported; use one of {PRECISIONS}")
+            raise ValueError(
+                f"precision {opts['precision']!r} is not supported; use one of {PRECISIONS}"
+            )
         if opts["input_shape"] is not None:
             shapes = opts["input_shape"]
             if not isinstance(shapes, dict) or not all(
-                    isinstance(k, str) and isinstance(v, (list, tuple)) and v
-                    and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
-                    for k, v in shapes.items()):
-                raise TypeError(f"input_shape must be Dict[str, List[int]] of positive dims, got {shapes!r}")
+                isinstance(k, str)
+                and isinstance(v, (list, tuple))
+                and v
+                and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v)
+                for k, v in shapes.items()
+            ):
+                raise TypeError(
+                    f"input_shape must be Dict[str, List[int]] of positive dims, got {shapes!r}"
+                )
         if not isinstance(opts["convert_version"], int):
             raise TypeError(f"convert_version must be int, got {opts['convert_version']!r}")
         if opts["precision"] == "fp8":
             self.fp8 = parse_fp8_params(opts["fp8_params"])
         self.skipped = skip_pass_names(opts["skip_passes"])
-        if not isinstance(opts["used_passes"], (list, tuple)) or not all(isinstance(p, str) for p in opts["used_passes"]):
+        if not isinstance(opts["used_passes"], (list, tuple)) or not all(
+            isinstance(p, str) for p in opts["used_passes"]
+        ):
             raise TypeError(f"used_passes must be List[str], got {opts['used_passes']!r}")
-        unknown_passes = [p for p in [*opts["used_passes"], *self.skipped] if p not in BUILTIN_PASSES]
+        unknown_passes = [
+            p for p in [*opts["used_passes"], *self.skipped] if p not in BUILTIN_PASSES
+        ]
         if unknown_passes:
-            raise KeyError(f"pass {unknown_passes[0]!r} is not registered (register custom passes with "
-                           "poprt.passes.register before converting)")
+            raise KeyError(
+                f"pass {unknown_passes[0]!r} is not registered (register custom passes with "
+                "poprt.passes.register before converting)"
+            )
         if (opts["batch_size"] is None) != (opts["batch_axis"] is None):
             raise ValueError("batch_size and batch_axis must be given together")
         self.options = opts
@@ -131,11 +178,17 @@ class Converter:
                     for attr in node.attribute:
                         if attr.name == "to" and attr.i == TensorProto.FLOAT:
                             attr.i = TensorProto.FLOAT16
-            model = float16.convert_float_to_float16(model, keep_io_types=False, check_fp16_ready=False)
-        emulated = {"fp32": "fp32", "fp16": "fp16",
-                    "fp8": "fp16 (the double has no fp8: Conv/MatMul/Gemm run in fp16)"}[precision]
-        helper.set_model_props(model, {"poprt_double.precision": precision,
-                                       "poprt_double.emulated_as": emulated})
+            model = float16.convert_float_to_float16(
+                model, keep_io_types=False, check_fp16_ready=False
+            )
+        emulated = {
+            "fp32": "fp32",
+            "fp16": "fp16",
+            "fp8": "fp16 (the double has no fp8: Conv/MatMul/Gemm run in fp16)",
+        }[precision]
+        helper.set_model_props(
+            model, {"poprt_double.precision": precision, "poprt_double.emulated_as": emulated}
+        )
         return model
 
     def _run_passes(self, model):
@@ -151,15 +204,17 @@ class Converter:
 
     def _convert_version(self, model):
         """PopRT's first step: the graph brought to opset `convert_version` with ONNX's own version
-        converter, which has no way down for some ops (LayerNormalization-17, Identity-16, Add-14...):
-        such a graph fails here, before any pass, as it does on a C600."""
+        converter, which has no way down for some ops (LayerNormalization-17, Identity-16,
+        Add-14...): such a graph fails here, before any pass, as it does on a C600."""
         target = self.options["convert_version"]
         try:
             return version_converter.convert_version(model, target)
         except Exception as exc:  # onnx raises RuntimeError / ValidationError from its C++ core
             opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-            raise RuntimeError(f"cannot convert the model (opsets {opsets}) to opset {target} "
-                               f"(convert_version): {exc}") from None
+            raise RuntimeError(
+                f"cannot convert the model (opsets {opsets}) to opset {target} "
+                f"(convert_version): {exc}"
+            ) from None
 
     def _check_fp8_skips(self, model):
         """fp8_skip_op_names ('Conv_1,Conv_2') must name nodes of the graph: the double refuses an
@@ -186,8 +241,10 @@ class Converter:
             dims = value.type.tensor_type.shape.dim
             if name in shapes:
                 if len(shapes[name]) != len(dims):
-                    raise ValueError(f"input_shape[{name!r}] has rank {len(shapes[name])}, "
-                                     f"the model's input has rank {len(dims)}")
+                    raise ValueError(
+                        f"input_shape[{name!r}] has rank {len(shapes[name])}, "
+                        f"the model's input has rank {len(dims)}"
+                    )
                 for d, size in zip(dims, shapes[name], strict=True):
                     d.ClearField("dim_param")
                     d.dim_value = int(size)
@@ -198,7 +255,8 @@ class Converter:
                 raise ValueError(f"input {name!r} has a dynamic shape; give it in input_shape")
 
     def _int64_inputs_to_int32(self, model):
-        """PopRT feeds int32 to the IPU: int64 inputs become int32 (a Cast keeps the graph valid)."""
+        """PopRT feeds int32 to the IPU: int64 inputs become int32 (a Cast keeps the graph
+        valid)."""
         casts = []
         for value in self._graph_inputs(model):
             if value.type.tensor_type.elem_type != TensorProto.INT64:

@@ -56,7 +56,9 @@ def replace_div_with_mul(model):
             inits[name] = numpy_helper.from_array((1 / value).astype(value.dtype), name)
             graph.initializer.append(inits[name])
         at = list(graph.node).index(node)
-        graph.node.insert(at, helper.make_node("Mul", [node.input[0], name], list(node.output), name=node.name))
+        graph.node.insert(
+            at, helper.make_node("Mul", [node.input[0], name], list(node.output), name=node.name)
+        )
         graph.node.remove(node)
 
 
@@ -71,9 +73,16 @@ def remove_input_cast(model):
     graph = model.graph
     for value in list(graph.input):
         readers = _readers(graph, value.name)
-        if value.type.tensor_type.elem_type not in FLOAT_TYPES or not readers or not all(
-                r.op_type == "Cast" and _cast_to(r) == TensorProto.INT32 and _feeds_gather_indices(graph, r)
-                for r in readers):
+        if (
+            value.type.tensor_type.elem_type not in FLOAT_TYPES
+            or not readers
+            or not all(
+                r.op_type == "Cast"
+                and _cast_to(r) == TensorProto.INT32
+                and _feeds_gather_indices(graph, r)
+                for r in readers
+            )
+        ):
             continue
         value.type.tensor_type.elem_type = TensorProto.INT32
         for cast in readers:
@@ -83,8 +92,9 @@ def remove_input_cast(model):
 
 def _feeds_gather_indices(graph, cast):
     readers = _readers(graph, cast.output[0])
-    return bool(readers) and all(r.op_type == "Gather" and list(r.input).index(cast.output[0]) == 1
-                                 for r in readers)
+    return bool(readers) and all(
+        r.op_type == "Gather" and list(r.input).index(cast.output[0]) == 1 for r in readers
+    )
 
 
 def _constant(graph, name):
@@ -99,8 +109,8 @@ def _constant(graph, name):
 
 
 def _mask_chain(graph, source):
-    """The nodes of `source` -> (Unsqueeze|Reshape)+ -> Cast(float) -> Sub(1 - x) -> Mul(big negative),
-    each read only by the next, or None: the pattern insert_attention_mask rewrites."""
+    """The nodes of `source` -> (Unsqueeze|Reshape)+ -> Cast(float) -> Sub(1 - x) -> Mul(big
+    negative), each read only by the next, or None: the pattern insert_attention_mask rewrites."""
     chain, tensor = [], source
     while not chain or chain[-1].op_type in ("Unsqueeze", "Reshape"):
         readers = _readers(graph, tensor)
@@ -131,12 +141,21 @@ def attention_mask_function(opset):
     """The double's `ai.graphcore::AttentionMask(mask, scale)`: [B, S] sample indices (0 padding,
     k for the k-th sample of a packed row, 1 for an unpacked one) -> [B, 1, S, S] additive mask,
     0 where query and key belong to the same sample, `scale` elsewhere, as Graphcore's AttentionMask
-    op (|index_q - index_k| sent to the mask value). Type-generic, so fp16 conversion keeps it valid."""
+    op (|index_q - index_k| sent to the mask value). Type-generic, so fp16 conversion keeps it
+    valid."""
     nodes = [
-        helper.make_node("Constant", [], ["q_shape"], value=numpy_helper.from_array(
-            np.array([0, 1, -1, 1], np.int64))),
-        helper.make_node("Constant", [], ["k_shape"], value=numpy_helper.from_array(
-            np.array([0, 1, 1, -1], np.int64))),
+        helper.make_node(
+            "Constant",
+            [],
+            ["q_shape"],
+            value=numpy_helper.from_array(np.array([0, 1, -1, 1], np.int64)),
+        ),
+        helper.make_node(
+            "Constant",
+            [],
+            ["k_shape"],
+            value=numpy_helper.from_array(np.array([0, 1, 1, -1], np.int64)),
+        ),
         helper.make_node("Reshape", ["mask", "q_shape"], ["q"]),
         helper.make_node("Reshape", ["mask", "k_shape"], ["k"]),
         helper.make_node("Sub", ["q", "k"], ["apart"]),
@@ -144,8 +163,14 @@ def attention_mask_function(opset):
         helper.make_node("Abs", ["sign"], ["other"]),
         helper.make_node("Mul", ["other", "scale"], ["out"]),
     ]
-    return helper.make_function(GRAPHCORE, "AttentionMask", ["mask", "scale"], ["out"], nodes,
-                                [helper.make_opsetid("", opset)])
+    return helper.make_function(
+        GRAPHCORE,
+        "AttentionMask",
+        ["mask", "scale"],
+        ["out"],
+        nodes,
+        [helper.make_opsetid("", opset)],
+    )
 
 
 def insert_attention_mask(model):
@@ -158,10 +183,20 @@ def insert_attention_mask(model):
     for name, (chain, scale_name) in found:
         cast, sub, mul = chain[-3], chain[-2], chain[-1]
         cast_out = name + "__attention_mask_cast"
-        new = [helper.make_node("Cast", [name], [cast_out], to=_cast_to(cast), name=cast.name + "__input"),
-               helper.make_node("AttentionMask", [cast_out, scale_name], list(mul.output), domain=GRAPHCORE,
-                                name=mul.name + "__AttentionMask")]
-        at = list(graph.node).index(mul) - (len(chain) - 1)  # the chain's other nodes come before its Mul
+        new = [
+            helper.make_node(
+                "Cast", [name], [cast_out], to=_cast_to(cast), name=cast.name + "__input"
+            ),
+            helper.make_node(
+                "AttentionMask",
+                [cast_out, scale_name],
+                list(mul.output),
+                domain=GRAPHCORE,
+                name=mul.name + "__AttentionMask",
+            ),
+        ]
+        # the chain's other nodes come before its Mul
+        at = list(graph.node).index(mul) - (len(chain) - 1)
         for node in chain:
             graph.node.remove(node)
         for offset, node in enumerate(new):
@@ -173,12 +208,20 @@ def insert_attention_mask(model):
         kept = [v for v in graph.value_info if v.name not in stale]
         del graph.value_info[:]
         graph.value_info.extend(kept)
-    if found and not any(f.domain == GRAPHCORE and f.name == "AttentionMask" for f in model.functions):
+    if found and not any(
+        f.domain == GRAPHCORE and f.name == "AttentionMask" for f in model.functions
+    ):
         opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
         model.functions.append(attention_mask_function(opset))
         if not any(o.domain == GRAPHCORE for o in model.opset_import):
             model.opset_import.append(helper.make_opsetid(GRAPHCORE, 1))
 
 
-DEFAULT_PASSES = {"eliminate_nop_cast": eliminate_nop_cast, "replace_div_with_mul": replace_div_with_mul}
-USED_PASSES = {"remove_input_cast": remove_input_cast, "insert_attention_mask": insert_attention_mask}
+DEFAULT_PASSES = {
+    "eliminate_nop_cast": eliminate_nop_cast,
+    "replace_div_with_mul": replace_div_with_mul,
+}
+USED_PASSES = {
+    "remove_input_cast": remove_input_cast,
+    "insert_attention_mask": insert_attention_mask,
+}

@@ -4,7 +4,8 @@ PopRT only supports Python 3.8 (Poplar SDK / graphcorecn/poprt image), so this f
 from the kit, under that interpreter. Its modules must stay Python-3.8 compatible (tests check them
 with vermin and `ast.parse(feature_version=(3, 8))`), import only the standard library, numpy, onnx,
 poprt, the SDK's gcipuinfo and each other (relatively), and never the kit; their names are their
-own (the kit has a PowerSampler and an InsufficientMemory; the worker a SensorLog and a StepWontFit).
+own (the kit has a PowerSampler and an InsufficientMemory; the worker a SensorLog and a
+StepWontFit).
 
     python3 <this folder> --serve        requests on stdin, replies on stdout (framed, see wire.py)
 

@@ -12,9 +12,11 @@ PACKAGE = "kit_poprt_worker"
 
 def load_package():
     if sys.path and os.path.abspath(sys.path[0]) == HERE:
-        del sys.path[0]  # its modules are reached through the package only, never as top-level names
-    spec = importlib.util.spec_from_file_location(PACKAGE, os.path.join(HERE, "__init__.py"),
-                                                  submodule_search_locations=[HERE])
+        # its modules are reached through the package only, never as top-level names
+        del sys.path[0]
+    spec = importlib.util.spec_from_file_location(
+        PACKAGE, os.path.join(HERE, "__init__.py"), submodule_search_locations=[HERE]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = package
     spec.loader.exec_module(package)

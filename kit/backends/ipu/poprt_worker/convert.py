@@ -36,8 +36,9 @@ def compiler_options(job, ipu_version):
         try:
             setattr(opts, name, wanted[name])
         except AttributeError:
-            raise ValueError(f"unknown compiler option {name!r} (PopRT's CompilerOptions has no such "
-                             "attribute)") from None
+            raise ValueError(
+                f"unknown compiler option {name!r} (PopRT's CompilerOptions has no such attribute)"
+            ) from None
     return opts, wanted
 
 
@@ -51,10 +52,19 @@ def file_digest(path):
 
 def popef_path(job, kwargs, options, poprt_version):
     """Cache key: model bytes + every option + pack preparation + the PopRT version."""
-    key = json.dumps({"model": file_digest(job["onnx_path"]), "converter": kwargs, "compiler": options,
-                      "pack": job.get("pack_inputs"), "poprt": poprt_version,
-                      "evidence": job.get("evidence_passes"),
-                      "worker": WORKER_VERSION}, sort_keys=True, default=str)
+    key = json.dumps(
+        {
+            "model": file_digest(job["onnx_path"]),
+            "converter": kwargs,
+            "compiler": options,
+            "pack": job.get("pack_inputs"),
+            "poprt": poprt_version,
+            "evidence": job.get("evidence_passes"),
+            "worker": WORKER_VERSION,
+        },
+        sort_keys=True,
+        default=str,
+    )
     digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     stem = os.path.splitext(os.path.basename(job["onnx_path"]))[0]
     name = "{}-{}-bs{}-{}.popef".format(stem, job["precision"], job["batch_size"], digest)
@@ -63,15 +73,23 @@ def popef_path(job, kwargs, options, poprt_version):
 
 def add_position_ids(model, input_name, like):
     """The kit's equivalent of ByteMLPerf's _update_pack_model: the position-embedding Gather reads
-    its indices from a new int input `input_name` (shaped like input `like`), per-sample positions."""
+    its indices from a new int input `input_name` (shaped like input `like`), per-sample
+    positions."""
     import copy
 
     inits = {i.name for i in model.graph.initializer}
-    gathers = [n for n in model.graph.node if n.op_type == "Gather" and n.input[0] in inits
-               and "position_embeddings" in (n.input[0] + n.name)]
+    gathers = [
+        n
+        for n in model.graph.node
+        if n.op_type == "Gather"
+        and n.input[0] in inits
+        and "position_embeddings" in (n.input[0] + n.name)
+    ]
     if len(gathers) != 1:
-        raise ValueError("pack mode needs exactly one position-embedding Gather to feed position_ids; "
-                         f"found {[n.name for n in gathers]}")
+        raise ValueError(
+            "pack mode needs exactly one position-embedding Gather to feed position_ids; "
+            f"found {[n.name for n in gathers]}"
+        )
     template = next(i for i in model.graph.input if i.name == like)
     new_input = copy.deepcopy(template)
     new_input.name = input_name
@@ -115,7 +133,8 @@ def graph_record_path(popef):
 
 
 def read_graph_record(popef):
-    """The op types recorded when this PopEF was converted, or None (a PopEF from before they were)."""
+    """The op types recorded when this PopEF was converted, or None (a PopEF from before they
+    were)."""
     try:
         with open(graph_record_path(popef)) as f:
             return json.load(f)
@@ -161,7 +180,14 @@ def compile_popef(job, env):
     opts, wanted = compiler_options(job, env.get("device", {}).get("ipu_version"))
     path = popef_path(job, kwargs, wanted, env["poprt_version"])
     if os.path.exists(path):
-        return path, 0.0, True, kwargs, wanted, {"status": "PopEF from the cache: no conversion ran"}
+        return (
+            path,
+            0.0,
+            True,
+            kwargs,
+            wanted,
+            {"status": "PopEF from the cache: no conversion ran"},
+        )
     os.makedirs(job["cache_dir"], exist_ok=True)
     started = time.perf_counter()
     memory = StepMemory(job.get("memory_needs") or {})
@@ -170,8 +196,11 @@ def compile_popef(job, env):
         before = op_types(model)
         converted = Converter(**kwargs).convert(model)
         del model  # the converted copy is all the compiler needs
-        record = {"op_types_before": before, "op_types_after": op_types(converted),
-                  "op_types_without": without_each_pass(job, kwargs, job.get("evidence_passes") or [])}
+        record = {
+            "op_types_before": before,
+            "op_types_after": op_types(converted),
+            "op_types_without": without_each_pass(job, kwargs, job.get("evidence_passes") or []),
+        }
     with memory.step("ipu-compile"):
         outputs = [o.name for o in converted.graph.output]
         tmp = f"{path}.{os.getpid()}.tmp"

@@ -14,18 +14,27 @@ def execute_async(runner, feeds, outputs):
 
 
 MODEL_IO_UNTIL = (1, 3)  # Runner.get_model_inputs / get_model_outputs: PopRT 1.1 and 1.2's examples
-MODEL_IO_CALLS = "Runner.get_model_outputs (PopRT 1.1 / 1.2: the compiled batch), one sample's share"
-EXECUTE_IO_CALLS = ("Runner.get_execute_outputs (PopRT 1.3 and later: one execute call's, one sample; "
-                    "get_model_inputs is documented only on LightRunner, where it lists the weights too)")
+MODEL_IO_CALLS = (
+    "Runner.get_model_outputs (PopRT 1.1 / 1.2: the compiled batch), one sample's share"
+)
+EXECUTE_IO_CALLS = (
+    "Runner.get_execute_outputs (PopRT 1.3 and later: one execute call's, one sample; "
+    "get_model_inputs is documented only on LightRunner, where it lists the weights too)"
+)
 
 
 def sample_output_specs(runner, release, batch):
-    """[(name, shape, dtype)] of one sample's output buffers for a PackRunner and how they were read,
-    by the calls PopRT documents for `release`."""
+    """[(name, shape, dtype)] of one sample's output buffers for a PackRunner and how they were
+    read, by the calls PopRT documents for `release`."""
     if release < MODEL_IO_UNTIL:
-        specs = [(o.name, sample_share(o.shape, batch), o.numpy_data_type()) for o in runner.get_model_outputs()]
+        specs = [
+            (o.name, sample_share(o.shape, batch), o.numpy_data_type())
+            for o in runner.get_model_outputs()
+        ]
         return specs, MODEL_IO_CALLS
-    return [(o.name, list(o.shape), o.numpy_data_type()) for o in runner.get_execute_outputs()], EXECUTE_IO_CALLS
+    return [
+        (o.name, list(o.shape), o.numpy_data_type()) for o in runner.get_execute_outputs()
+    ], EXECUTE_IO_CALLS
 
 
 def sample_share(shape, batch):
@@ -52,7 +61,8 @@ def length_pmf(avg, sd, top):
     def cdf(x):
         return 0.5 * (1.0 + math.erf((x - avg) / (sd * math.sqrt(2.0))))
 
-    edges = [cdf(float(k)) for k in range(2, top + 1)]  # int(x) <= 1 (x < 2) is length 1; >= top is top
+    # int(x) <= 1 (x < 2) is length 1; >= top is top
+    edges = [cdf(float(k)) for k in range(2, top + 1)]
     pmf = np.diff(np.array([0.0] + edges + [1.0]))
     return pmf
 

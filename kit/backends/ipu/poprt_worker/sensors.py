@@ -8,8 +8,8 @@ import time
 
 class SensorLog:
     """Reads the IPU sensors in a thread at `hz` and returns the raw readings; the kit parses them
-    (kit.measure.power.ipu), so the rules live in one place. Sources: 'gcipuinfo' (entries converted with
-    dict()), 'gc-monitor' (its table, as text) or 'gc-info' (`gc-info -d N -i`, as text)."""
+    (kit.measure.power.ipu), so the rules live in one place. Sources: 'gcipuinfo' (entries converted
+    with dict()), 'gc-monitor' (its table, as text) or 'gc-info' (`gc-info -d N -i`, as text)."""
 
     def __init__(self, options):
         self.options = options or None
@@ -40,7 +40,8 @@ class SensorLog:
         self._thread.start()
 
     def close(self):
-        """End the window now with a closing reading; a reading the thread starts later is dropped."""
+        """End the window now with a closing reading; a reading the thread starts later is
+        dropped."""
         if self._thread is None or self._closed_ns is not None:
             return
         self._stop.set()
@@ -53,9 +54,13 @@ class SensorLog:
             self.close()
             self._thread.join()
             self.readings = sorted(r for r in self.readings if r[0] <= self._closed_ns)
-        return {"source": self.source, "readings": self.readings, "errors": self.errors,
-                "hz_requested": float(self.options.get("hz", 20.0)),
-                "gcda_monitor": os.environ.get("GCDA_MONITOR")}
+        return {
+            "source": self.source,
+            "readings": self.readings,
+            "errors": self.errors,
+            "hz_requested": float(self.options.get("hz", 20.0)),
+            "gcda_monitor": os.environ.get("GCDA_MONITOR"),
+        }
 
     def _loop(self):
         period = 1.0 / float(self.options.get("hz", 20.0))

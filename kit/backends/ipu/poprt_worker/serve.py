@@ -7,8 +7,13 @@ import traceback
 from .session import RunnerHost
 from .wire import read_message, write_message
 
-OPS = {"probe": RunnerHost.probe, "load": RunnerHost.load, "run": RunnerHost.run, "measure": RunnerHost.measure,
-       "close": RunnerHost.close}
+OPS = {
+    "probe": RunnerHost.probe,
+    "load": RunnerHost.load,
+    "run": RunnerHost.run,
+    "measure": RunnerHost.measure,
+    "close": RunnerHost.close,
+}
 
 
 def serve(requests, replies):
@@ -24,8 +29,11 @@ def serve(requests, replies):
                 raise ValueError(f"unknown op {op!r}; known: {sorted(OPS)}")
             reply = {"ok": True, "result": OPS[op](session, msg)}
         except Exception as exc:  # noqa: BLE001 - the kit raises it with this message
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc(limit=8)}
+            reply = {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=8),
+            }
         write_message(replies, reply)
         if op == "close":
             return 0
@@ -39,4 +47,3 @@ def main(argv):
     os.dup2(2, 1)  # anything PopRT prints goes to stderr, never into the reply stream
     requests = os.fdopen(os.dup(0), "rb")
     return serve(requests, replies)
-

@@ -20,7 +20,8 @@ PACK_SAMPLES_PER_ROW = 100  # benchmark_pack draws iterations (100) x pack batch
 
 
 def runtime_config(pack):
-    """RuntimeConfig with PopRT's defaults (timeout_ns stays 10 ms), or ByteMLPerf's PackRunnerConfig."""
+    """RuntimeConfig with PopRT's defaults (timeout_ns stays 10 ms), or ByteMLPerf's
+    PackRunnerConfig."""
     from poprt import runtime
 
     if not pack:
@@ -32,7 +33,8 @@ def runtime_config(pack):
     config.algorithm = getattr(runtime.PackAlgorithm, pack["algorithm"])
     config.max_valid_num = int(pack["max_valid_num"])
     config.enable_padding_remove_mode(
-        pack["mask_name"], [n for n in pack["input_names"] if n != pack["mask_name"]])
+        pack["mask_name"], [n for n in pack["input_names"] if n != pack["mask_name"]]
+    )
     return config
 
 
@@ -70,15 +72,26 @@ class RunnerHost:
         device_id, self.device = name_device(runtime, config, env["device"], self.release)
         self.runner = runtime.Runner(path, config)
         attach = time.perf_counter() - started
-        info = {"popef": path, "compile_seconds": seconds, "popef_cached": cached,
-                "attach_seconds": attach, "converter_options": kwargs, "compiler_options": wanted,
-                "inputs": describe(self.runner.get_execute_inputs()),
-                "outputs": describe(self.runner.get_execute_outputs()), "env": env,
-                "compiled_batch_size": int(job["batch_size"]), "pack": self.pack is not None, "memory": memory,
-                "device_id": device_id, "graph": convert.read_graph_record(path)}
+        info = {
+            "popef": path,
+            "compile_seconds": seconds,
+            "popef_cached": cached,
+            "attach_seconds": attach,
+            "converter_options": kwargs,
+            "compiler_options": wanted,
+            "inputs": describe(self.runner.get_execute_inputs()),
+            "outputs": describe(self.runner.get_execute_outputs()),
+            "env": env,
+            "compiled_batch_size": int(job["batch_size"]),
+            "pack": self.pack is not None,
+            "memory": memory,
+            "device_id": device_id,
+            "graph": convert.read_graph_record(path),
+        }
         if self.pack:
             self.sample_specs, info["pack_output_calls"] = sample_output_specs(
-                self.runner, self.release, int(job["batch_size"]))
+                self.runner, self.release, int(job["batch_size"])
+            )
         if job["precision"] == "fp8":
             info["fp8_op_types"] = list(FP8_OPS)  # what PopRT converts to fp8; the rest stays fp16
         return info
@@ -88,15 +101,23 @@ class RunnerHost:
         feeds = {}
         for info in self.runner.get_execute_inputs():
             if info.name not in inputs:
-                raise KeyError(f"the compiled model takes input {info.name!r}; got {sorted(inputs)}")
+                raise KeyError(
+                    f"the compiled model takes input {info.name!r}; got {sorted(inputs)}"
+                )
             array = np.ascontiguousarray(inputs[info.name], dtype=info.numpy_data_type())
             if list(array.shape) != list(info.shape):
-                raise ValueError(f"input {info.name!r} has shape {list(array.shape)}, the compiled model takes {list(info.shape)}")
+                raise ValueError(
+                    f"input {info.name!r} has shape {list(array.shape)}, the compiled model takes "
+                    f"{list(info.shape)}"
+                )
             feeds[info.name] = array
         return feeds
 
     def new_outputs(self):
-        return {o.name: np.zeros(o.shape, dtype=o.numpy_data_type()) for o in self.runner.get_execute_outputs()}
+        return {
+            o.name: np.zeros(o.shape, dtype=o.numpy_data_type())
+            for o in self.runner.get_execute_outputs()
+        }
 
     def run(self, msg):
         self._require_runner()
@@ -136,7 +157,9 @@ class RunnerHost:
         """One sample of a padded batch for the PackRunner: the padded row (the runner removes the
         padding by the mask) plus its per-sample position_ids, so that its outputs are right."""
         pack, extra = self.pack, self.job.get("pack_inputs") or {}
-        feeds = {name: np.ascontiguousarray(row[name], dtype=np.int32) for name in pack["input_names"]}
+        feeds = {
+            name: np.ascontiguousarray(row[name], dtype=np.int32) for name in pack["input_names"]
+        }
         length = int(np.count_nonzero(feeds[pack["mask_name"]]))
         if extra.get("add") == "position_ids":
             offset = int(extra.get("position_offset", 0)) + int(extra.get("padding_idx", 0))
@@ -179,11 +202,15 @@ class RunnerHost:
         seq = int(self.compiled_shapes[self.pack["mask_name"]][-1])
         top = min(int(bench["max_valid_seq"]), seq)
         rng = np.random.RandomState(int(msg.get("seed", 0)))
-        count = max(int(msg.get("pack_samples") or 0), PACK_SAMPLES_PER_ROW * int(self.pack["batch_size"]))
+        count = max(
+            int(msg.get("pack_samples") or 0), PACK_SAMPLES_PER_ROW * int(self.pack["batch_size"])
+        )
         lengths = pack_lengths(rng, float(bench["avg_len"]), top, count)
         fill = pack_fill(self.job.get("inputs", []), self.pack["input_names"])
-        dataset = [{name: np.full(int(n), fill[name], dtype=np.int32) for name in self.pack["input_names"]}
-                   for n in lengths]
+        dataset = [
+            {name: np.full(int(n), fill[name], dtype=np.int32) for name in self.pack["input_names"]}
+            for n in lengths
+        ]
         outputs = self.sample_outputs()
         for i in range(int(msg.get("warmup", 0))):
             self.runner.execute(dataset[i % len(dataset)], outputs)
@@ -196,14 +223,19 @@ class RunnerHost:
         out = time_clients(call, self.sample_outputs, clients, msg)
         avg = float(bench["avg_len"])
         out["pack_fill"] = {name: value for name, value in fill.items() if value != 1}
-        out["pack_lengths"] = {"count": int(count), "mean": float(lengths.mean()),
-                               "population_mean": population_mean(avg, avg, top),
-                               "population": f"normal({avg:g}, {avg:g}) truncated to int, clipped to [1, {top}]",
-                               "draw": "stratified over the population's quantiles, shuffled",
-                               "position_ids": "not sent (as benchmark_pack)"}
+        out["pack_lengths"] = {
+            "count": int(count),
+            "mean": float(lengths.mean()),
+            "population_mean": population_mean(avg, avg, top),
+            "population": f"normal({avg:g}, {avg:g}) truncated to int, clipped to [1, {top}]",
+            "draw": "stratified over the population's quantiles, shuffled",
+            "position_ids": "not sent (as benchmark_pack)",
+        }
         return out
 
 
 def describe(infos):
-    return [{"name": i.name, "shape": list(i.shape), "dtype": np.dtype(i.numpy_data_type()).name}
-            for i in infos]
+    return [
+        {"name": i.name, "shape": list(i.shape), "dtype": np.dtype(i.numpy_data_type()).name}
+        for i in infos
+    ]

@@ -11,8 +11,10 @@ class StepWontFit(MemoryError):
     error name and raises its own error)."""
 
 
-MEMORY_METHOD = ("VmHWM of the PopRT worker (/proc/self/status), reset before each step through "
-                 "/proc/self/clear_refs")
+MEMORY_METHOD = (
+    "VmHWM of the PopRT worker (/proc/self/status), reset before each step through "
+    "/proc/self/clear_refs"
+)
 
 
 def status_bytes(field, status="/proc/self/status"):
@@ -50,9 +52,15 @@ RESET_SLACK_BYTES = 4 * 2**20
 
 # The container's own cgroup: (limit, usage, memory.stat, its reclaimable page-cache fields) of
 # cgroup v2 and of v1's memory controller, as kit.measure.memory reads them.
-CGROUP_FILES = (("memory.max", "memory.current", "memory.stat", ("inactive_file",)),
-                (os.path.join("memory", "memory.limit_in_bytes"), os.path.join("memory", "memory.usage_in_bytes"),
-                 os.path.join("memory", "memory.stat"), ("total_inactive_file", "inactive_file")))
+CGROUP_FILES = (
+    ("memory.max", "memory.current", "memory.stat", ("inactive_file",)),
+    (
+        os.path.join("memory", "memory.limit_in_bytes"),
+        os.path.join("memory", "memory.usage_in_bytes"),
+        os.path.join("memory", "memory.stat"),
+        ("total_inactive_file", "inactive_file"),
+    ),
+)
 
 
 def reclaimable_bytes(stat, names):
@@ -70,7 +78,8 @@ def reclaimable_bytes(stat, names):
 
 
 def available_memory_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
-    """MemAvailable, capped by the PopRT container's cgroup limit (v2 or v1); None where unreadable."""
+    """MemAvailable, capped by the PopRT container's cgroup limit (v2 or v1); None where
+    unreadable."""
     available = None
     try:
         with open(meminfo) as f:
@@ -107,8 +116,11 @@ class StepMemory:
         need = self.needs.get(step)
         available = available_memory_bytes()
         if need is not None and available is not None and need["bytes"] > available:
-            raise StepWontFit("{} needs about {:.1f} GB, {:.1f} GB available ({})".format(
-                step, need["bytes"] / 1e9, available / 1e9, need["source"]))
+            raise StepWontFit(
+                "{} needs about {:.1f} GB, {:.1f} GB available ({})".format(
+                    step, need["bytes"] / 1e9, available / 1e9, need["source"]
+                )
+            )
         return available
 
     @contextmanager
@@ -119,12 +131,21 @@ class StepMemory:
         started = time.perf_counter()
         yield
         checked = (self.needs.get(name) or {}).get("bytes") if available is not None else None
-        self.steps[name] = {"peak_rss_bytes": vm_hwm_bytes(), "rss_before_bytes": before,
-                            "seconds": round(time.perf_counter() - started, 2),
-                            "available_before_bytes": available, "need_checked_bytes": checked}
+        self.steps[name] = {
+            "peak_rss_bytes": vm_hwm_bytes(),
+            "rss_before_bytes": before,
+            "seconds": round(time.perf_counter() - started, 2),
+            "available_before_bytes": available,
+            "need_checked_bytes": checked,
+        }
 
     def to_dict(self):
-        method = MEMORY_METHOD if self.reset_everywhere else (
-            "VmHWM of the PopRT worker (/proc/self/status); /proc/self/clear_refs could not reset it, so "
-            "each step's peak is the worker's peak since it started")
+        method = (
+            MEMORY_METHOD
+            if self.reset_everywhere
+            else (
+                "VmHWM of the PopRT worker (/proc/self/status); /proc/self/clear_refs could not "
+                "reset it, so each step's peak is the worker's peak since it started"
+            )
+        )
         return {"status": "measured", "steps": self.steps, "method": method}

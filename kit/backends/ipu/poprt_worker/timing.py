@@ -10,8 +10,9 @@ from .sensors import SensorLog
 def time_clients(call, new_state, clients, msg):
     """`clients` threads, released together, each timing synchronous calls until the minimum
     duration AND count (or the maximum duration); power read from just before the release to the
-    end of the last call (the client that ends last takes the closing reading itself: waiting for the
-    threads to join first lagged the window's end 22 ms behind the calls on a busy 2-core host)."""
+    end of the last call (the client that ends last takes the closing reading itself: waiting for
+    the threads to join first lagged the window's end 22 ms behind the calls on a busy 2-core
+    host)."""
     barrier = threading.Barrier(clients + 1)
     results = [None] * clients
     sampler = SensorLog(msg.get("power"))
