@@ -6,7 +6,7 @@ host's facts, and the summary text (one line a check, a line a peer batch under 
 ... # doctest: +NORMALIZE_WHITESPACE
 gpu_check: exit 1 (0 met, 0 not met, 1 skipped; 50 of 60 s used)
 reproduce-warm: skipped (budget: 10 s left, it needs >= 30 s) [target: every job ok in <= 180 s]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ median throughput.
     python -m benchmarks.peers --rows all --batches published      # every row, every published batch
 
 Peer versions: benchmarks/requirements-peers.txt. Writes outputs/bench/peers.json.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

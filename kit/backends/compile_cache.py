@@ -11,7 +11,7 @@ reads them. An environment that names its own (TORCHINDUCTOR_CACHE_DIR, TRITON_C
 ['torch-compile/2.11.0+cu130-NVIDIA_H200/inductor', 'torch-compile/2.11.0+cu130-NVIDIA_H200/triton']
 >>> compile_caches("2.11.0+cu130", "NVIDIA H200", env={"TRITON_CACHE_DIR": "/mine"})["TRITON_CACHE_DIR"]
 '/mine'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

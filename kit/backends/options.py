@@ -12,7 +12,7 @@ writes it back exactly (a key not given stays out). Each backend names its recor
 Traceback (most recent call last):
 ...
 kit.errors.UnknownValueError: unknown torch option 'cuda_grap'; known: clients, compile, compile_mode, cuda_graph, device_id
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

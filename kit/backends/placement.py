@@ -9,7 +9,7 @@ a configuration's label, the model_benchmark parameters that run it and its Back
 >>> p.plan()
 {'backend': 'torch', 'precision': 'fp16', 'device': 'cuda', 'options': {'cuda_graph': True, 'clients': 2}, \
 'threads': None}
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -280,7 +280,7 @@ def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports:
             f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
             f"{sum(f.compiles for f in floors):8d}",
             f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first "
-            f"run; {f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "
+            f"run; {f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "  # noqa: E501
             "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), "
             "warm-up calls, the reference outputs, the accuracy check, the roofline's bandwidth "
             "measurement. A window whose interval is still wide at its limit goes on to "

@@ -85,7 +85,7 @@ def _files(what: str, old: dict | None, new: dict) -> list[str]:
     if not old:  # None, or {} as kit.results.schema fills a version-1 result
         return [f"{what}: its hashes were not recorded in the result"]
     return [
-        f"{what} {name}: {'changed' if old.get(name) and new.get(name) else 'added' if new.get(name) else 'removed'}"
+        f"{what} {name}: {'changed' if old.get(name) and new.get(name) else 'added' if new.get(name) else 'removed'}"  # noqa: E501
         for name in sorted(set(old) | set(new))
         if old.get(name) != new.get(name)
     ]

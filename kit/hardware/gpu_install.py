@@ -16,7 +16,7 @@ requirements-cpu.txt (onnxruntime) beside requirements.txt. Both ORT builds inst
 `onnxruntime` module: installing one over the other, or uninstalling one, breaks the other's files,
 so the CPU build is never installed on the GPU path (and the reverse), and a build whose files are
 gone is installed again.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def measurement_intervals(m) -> dict[str, Interval]:
             power["samples_per_s_per_w"],
             rel,
             len(groups),
-            "the throughput's relative interval (the power reading's own variation is not included)",
+            "the throughput's relative interval (the power reading's own variation is not included)",  # noqa: E501
         )
     return out
 

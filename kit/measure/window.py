@@ -291,7 +291,7 @@ def marks_from_times(calls: list[CallTimes], cfg: MeasureConfig) -> list[list[in
     [[3], [6], [9]]
     >>> marks_from_times([one, one[:1]], MeasureConfig(min_duration_s=0, round_s=0.05))  # thread 2 idles after 1 call
     [[2, 1]]
-    """
+    """  # noqa: E501
     control = RoundController(cfg, len(calls))
     starts = [thread[0][0] for thread in calls if thread]
     if not starts:
@@ -428,7 +428,7 @@ def power_resolved(cfg: MeasureConfig, sampler: PowerSampler | type[PowerSampler
     >>> from kit.measure.power.base import UnavailableSampler
     >>> power_resolved(MeasureConfig(min_duration_s=1.0), UnavailableSampler(["none"])).min_duration_s
     1.0
-    """
+    """  # noqa: E501
     from dataclasses import replace
 
     need = sampler.min_window_s

@@ -56,7 +56,7 @@ def part_name(name: str) -> str:
     ('AMD-EPYC', 'Intel-Xeon')
     >>> part_name("NVIDIA H100 80GB HBM3"), part_name("C600")
     ('NVIDIA-H100', 'C600')
-    """
+    """  # noqa: E501
     words = NOISE.sub(" ", name).split()
     return "-".join(re.sub(r"[^A-Za-z0-9_.]", "", w) for w in words[:2]) or "unknown"
 

@@ -204,7 +204,7 @@ def interval_within_tolerance(published: float, interval: Interval) -> tuple[boo
     ok = max(lo - published, published - hi) <= THROUGHPUT_TOLERANCE * abs(published)
     where = "within" if ok else "outside"
     return ok, (
-        f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "
+        f"published {published:.4g} {where} {THROUGHPUT_TOLERANCE:.0%} of the measured 95 % interval "  # noqa: E501
         f"[{lo:.4g}, {hi:.4g}]"
     )
 

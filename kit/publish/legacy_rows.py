@@ -8,7 +8,7 @@ carries them (kit.publish.scorecard), and kit.publish.glance reads only those.
 ...     verdict=Verdict.FAILED, reason="timed out: after 600 s"))
 >>> row.reason_code
 'timed_out'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

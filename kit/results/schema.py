@@ -12,7 +12,7 @@ on the version.
 
 >>> upgrade({"schema_version": 1, "environment": {}, "numerics": [{}]})["environment"]["kit"] is None
 True
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ converting, quantising and compiling them), which a cold search pays once and th
 >>> search_cost(Decision.from_dict({"searched_s": 40.0, "probes": [probe("torch fp16 compile (cuda)", 35.0, compile_s=33.5),
 ...     probe("torch fp16 (cuda)", 2.0)]}))
 'searched in 40 s: 37 s of it loading 2 candidates (the longest: torch fp16 compile (cuda), 35 s), 33.5 s of that compiling 1'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

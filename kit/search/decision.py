@@ -9,7 +9,7 @@ JSON through `to_dict`/`from_dict`) and what a result's `search` and `search_dec
 ...                         "native": True, "why": ""}]})
 >>> d.plan.backend, d.probes[0].label, Decision.from_dict(d.to_dict()) == d
 ('onnxruntime', 'ort fp32 (cpu)', True)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ the next round fits. Roformer's pair is a near tie at batch 1 (OpenVINO ÷ ONNX 
 (4, 8, 2, 0.7, 0.2)
 >>> undecided([0.89, 0.81, 0.99, 1.02]), undecided([0.918, 0.975, 0.79, 0.89]), undecided([1.0, 1.0, 1.0])
 (True, False, False)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

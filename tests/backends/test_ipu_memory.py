@@ -125,7 +125,7 @@ def test_a_cached_popef_converts_nothing_and_says_so(with_double, tmp_path):  # 
     assert memory["verdict"] == "not measured: PopEF from the cache: no conversion ran"
 
 
-def test_the_need_is_what_the_step_added_for_this_model_else_scaled_from_models_at_least_half_its_size(
+def test_the_need_is_what_the_step_added_for_this_model_else_scaled_from_models_at_least_half_its_size(  # noqa: E501
     tmp_path,
 ):
     path = tmp_path / "peaks.json"

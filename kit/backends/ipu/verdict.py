@@ -19,7 +19,7 @@ def mark_not_comparable(description: dict, reason: str, code: DifferenceCode) ->
     >>> mark_not_comparable(d, "not comparable: packed samples attend", DifferenceCode.PACKED_ATTENTION)
     >>> d["not_comparable"], d["not_comparable_codes"]
     (['packed samples attend'], ['packed_attention'])
-    """
+    """  # noqa: E501
     reason = reason.removeprefix(NOT_COMPARABLE)
     description["comparable"] = False
     description.setdefault("not_comparable", []).append(reason)

@@ -20,12 +20,12 @@ def indicative(power: Mapping[str, Any] | None) -> str:
 
     >>> indicative({"method": "measured", "window_resolved": False, "duration_s": 2.04, "sampler": "nvml"})
     'indicative only: a 2.0 s power window, shorter than the sensor (nvml) resolves'
-    """
+    """  # noqa: E501
     if not power or power.get("method") != "measured" or power.get("window_resolved") is not False:
         return ""
     duration = power.get("duration_s")
     window = f"a {duration:.1f} s power window" if duration is not None else "the power window"
-    return f"indicative only: {window}, shorter than the sensor ({power.get('sampler') or '?'}) resolves"
+    return f"indicative only: {window}, shorter than the sensor ({power.get('sampler') or '?'}) resolves"  # noqa: E501
 
 
 @dataclass

@@ -92,7 +92,7 @@ def pack_fill(specs, names):
 
     >>> pack_fill([{"name": "types", "low": 0, "high": 1}, {"name": "ids", "low": 0, "high": 99}], ["types", "ids"])
     {'types': 0, 'ids': 1}
-    """
+    """  # noqa: E501
     by_name = {s["name"]: s for s in specs}
     fill = {}
     for name in names:
