@@ -25,7 +25,7 @@ def c600_result(model: str, precision: str, measurements: list[BatchMeasurement]
     result.backend = {"name": "ipu", "precision": ipu_precision, "device": "ipu",
                       "device_info": {"kind": "ipu", "name": "Graphcore C600", "part": "c600"},
                       "session": {"emulated": False, "poprt_version": poprt, "comparable": True, **(session or {})}}
-    result.measurements = [m.to_dict() for m in measurements]
+    result.measurements = [m.record() for m in measurements]
     return result
 
 

@@ -26,7 +26,7 @@ from kit.hardware.kinds import device_kind
 from kit.measure.memory import resources, steady_allocator
 from kit.measure.time_account import accounting
 from kit.models.requests import ExportRequest
-from kit.results import ResultKind, RunResult
+from kit.results import Environment, ResultKind, RunResult
 
 C = TypeVar("C", bound="StudyConfig")
 
@@ -159,8 +159,7 @@ def run_study(kind: ResultKind, config_cls: type[C], config: C | Mapping[str, An
     allocator = steady_allocator()  # before anything is loaded: figures independent of process history
     params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
     params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
-    result = RunResult.new(kind, str(name(params)), params, capture())
-    result.environment["allocator"] = allocator
+    result = RunResult.new(kind, str(name(params)), params, Environment.from_dict({**capture(), "allocator": allocator}))
     try:
         cfg = config if isinstance(config, config_cls) else config_cls(**params)  # unknown names: TypeError
         result.parameters = cfg.to_dict()

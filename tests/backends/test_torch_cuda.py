@@ -302,9 +302,9 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
                                   "accuracy": False, "power": False, "max_duration_s": 5})
     assert result.status == "ok", result.errors
     m, = result.measurements
-    assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
+    assert m.threads == 2 and m.extra["timing"].startswith("host-to-host")
     # run()'s graph is client 0's, kept for every window; client 1 captures its own once
-    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures == 2
+    assert result.numerics[0].max_abs <= 0.1 and gpu.captures == 2
     row, = result.tables["roofline"]
     assert row["peak_precision"] == "fp16" and row["peak_gflops"] == 989_500.0 and row["bandwidth_gbs"] == 4800.0
     assert bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"

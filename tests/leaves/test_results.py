@@ -3,6 +3,7 @@ before the typed records) opens, is upgraded in one place, reads as typed sectio
 re-publishes."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ from kit.errors import KitError
 from kit.publish.scorecard import measured_hardware
 from kit.results import SCHEMA_VERSION, ResultStatus, RunResult, UnsupportedVersion, version_problem
 from kit.results.schema import upgrade
-from kit.results.sections import BackendInfo, Environment, Sections
+from kit.results.sections import BackendInfo, Environment, Placement, Sections
 
 V1 = Path(__file__).parents[1] / "data" / "results_v1"
 MODEL, C2 = V1 / "resnet50-torch-fp32_FP16.json", V1 / "c2_study.json"
@@ -118,10 +119,12 @@ def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_e
     assert any(r.measured is not None for r in rows)
 
 
-def test_the_sections_follow_the_dicts_a_notebook_changes():
+def test_the_sections_follow_the_records_a_notebook_replaces():
     result = RunResult.read(MODEL)
-    result.backend["session"]["placement"] = {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
+    placement = Placement.from_dict({"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}})
+    result.backend = replace(result.backend, session=replace(result.backend.session, placement=placement))
     assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
+    assert result.to_dict()["backend"]["session"]["placement"]["kernels"] == 4
 
 
 def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
@@ -130,10 +133,10 @@ def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
     backend = {"name": "torch", "precision": "fp16", "device": "cuda", "options": {"compile": True},
                "session": {"notes": ["torch.compile failed (recompile limit); fell back to eager"]}}
     result = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "x"}})
-    result.backend = backend
+    result.backend = BackendInfo.from_dict(backend)
     assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(result)
-    result.backend = {**backend, "session": {"notes": [], "compile_s": 12.0}}
-    assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(result)
+    result.backend = BackendInfo.from_dict({**backend, "session": {"notes": [], "compile_s": 12.0}})
+    assert result.backend.compiled and " compiled" in measured_hardware(result)
 
 
 def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():

@@ -77,7 +77,7 @@ def test_the_model_report_opens_with_its_verdict_and_says_power_once(published_s
                          r"the C600\)\. Its 8 published figures: 0 reproduced, 0 differ, 7 not comparable, "
                          r"1 not measured\.", opening)
     assert sentence, opening[:800]
-    measured = any((m.get("power") or {}).get("method") == "measured" for m in result.measurements)
+    measured = any(m.power is not None and m.power.measured for m in result.measurements)
     said = len(re.findall("power unavailable", opening, re.IGNORECASE))
     assert said == (0 if measured else 1), said
     if not measured:

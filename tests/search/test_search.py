@@ -401,7 +401,7 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(outputs
                                       precision="int8", batch_sizes=[1, 2], search=True, check_numerics=False,
                                       accuracy=False, roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
     assert result.status == "ok", result.errors
-    assert result.backend["name"] == "fake" and result.backend["options"] == {"compile": True}
+    assert result.backend.name == "fake" and result.backend.options == {"compile": True}
     assert result.tables["search_decision"]["reused"] is True
     assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
     assert any("searched in 3.5 s: 1.25 s of it loading 1 candidate (the longest: fake int8 (cpu), 1.25 s)" in n
@@ -475,7 +475,7 @@ def test_a_search_that_cannot_start_keeps_todays_mapping(outputs, fake_backend, 
     result = model_benchmark.run(dict(model=small.name, small=True, backend="fake", batch_sizes=[1], search=True,
                                       check_numerics=False, accuracy=False, roofline=False, warmup=0,
                                       min_duration_s=0.01, min_count=2))
-    assert result.status == "ok" and result.backend["name"] == "fake"
+    assert result.status == "ok" and result.backend.name == "fake"
     assert any("search not completed" in n and "cannot load" in n for n in result.notes)
 
 
@@ -995,7 +995,7 @@ def test_a_search_that_measured_nothing_never_replaces_the_jobs_plan(outputs, fa
                                       batch_sizes=[1], search=True, check_numerics=False, accuracy=False,
                                       roofline=False, warmup=0, min_duration_s=0.01, min_count=2))
     assert result.status == "ok", result.errors
-    assert result.backend["name"] == "fake" and result.backend["precision"] == "int8"
+    assert result.backend.name == "fake" and result.backend.precision == "int8"
     assert any("job's own plan (fake int8" in n for n in result.notes)
 
 
@@ -1113,11 +1113,11 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
                                       min_count=2))
     assert result.status == "ok", result.errors
     assert asked == [(1, "cuda", None, None), (2, "cuda", 1, None)]
-    by_batch = {m["batch_size"]: m["searched_plan"] for m in result.measurements}
+    by_batch = {m.batch_size: m.searched_plan for m in result.measurements}
     assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
     assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
     assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
-    assert result.backend["precision"] == "fp16" and "Precision at batch 1: searched at 1." in result.notes
+    assert result.backend.precision == "fp16" and "Precision at batch 1: searched at 1." in result.notes
     assert not any("is not the batch's" in n for n in result.notes)  # each decision matched its own key
 
 

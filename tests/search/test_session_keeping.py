@@ -156,11 +156,11 @@ def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_aga
                   roofline=False, power=False, warmup=0, min_duration_s=0.05, min_count=2, check_numerics=True)
     result = model_benchmark.run(params)
     assert result.status == "ok", result.errors
-    assert result.backend["options"] == {"compile": True}
+    assert result.backend.options == {"compile": True}
     assert loads(compiled=True) == 1, TwinBackend.log  # compiled for the search only
     assert "Batch 1: timed on the torch.compile session the search compiled for its probe (1.5 s, counted in the " \
            "search phase) and then ran; not compiled again." in result.notes
-    assert len(result.measurements) == 1 and result.numerics[0]["batch_size"] == 1
+    assert len(result.measurements) == 1 and result.numerics[0].batch_size == 1
     assert all(s.closed for s in TwinBackend.sessions)
 
     again = model_benchmark.run(params)  # the decision comes from the cache: nothing kept, one load
@@ -295,5 +295,5 @@ def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_i
     assert log.index(("close", True, 1)) < log.index(("load", False, 2))  # batch 1 done before batch 2's search
     assert [n[:7] for n in result.notes if "torch.compile session the search compiled" in n] == ["Batch 1", "Batch 2"]
     assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
-    assert {m["batch_size"]: m["searched_plan"]["decided_at_batch"] for m in result.measurements} == {1: 1, 2: 2}
-    assert result.backend["options"] == {"compile": True} and all(s.closed for s in TwinBackend.sessions)
+    assert {m.batch_size: m.searched_plan["decided_at_batch"] for m in result.measurements} == {1: 1, 2: 2}
+    assert result.backend.options == {"compile": True} and all(s.closed for s in TwinBackend.sessions)

@@ -12,15 +12,15 @@ FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=
 def test_small_resnet50_end_to_end(outputs, tmp_path):
     result = run_model_benchmark(FAST)
     assert result.status == "ok", result.errors
-    assert [m["batch_size"] for m in result.measurements] == [1, 2]
+    assert [m.batch_size for m in result.measurements] == [1, 2]
     for m in result.measurements:
-        assert m["latency"]["count"] >= 3 and m["throughput"] > 0
-        assert len(m["calls"][0]) == m["latency"]["count"]  # raw samples kept
-    assert result.numerics[0]["max_abs"] == pytest.approx(0.0, abs=1e-6)
-    assert result.model["weights"]["source"] == "random"
-    assert result.backend["device_info"]["kind"] == "cpu"
+        assert m.latency.count >= 3 and m.throughput > 0
+        assert len(m.call_times()[0]) == m.latency.count  # raw samples kept
+    assert result.numerics[0].max_abs == pytest.approx(0.0, abs=1e-6)
+    assert result.model.weights.source == "random"
+    assert result.backend.device_info.kind == "cpu"
     again = RunResult.read(result.write(tmp_path / "r.json"))
-    assert again.measurements[0]["latency"] == result.measurements[0]["latency"]
+    assert again.measurements[0].latency == result.measurements[0].latency
 
 
 @pytest.mark.parametrize("override, message", [

@@ -58,10 +58,10 @@ def test_model_benchmark_on_the_fake_backend_keeps_warmup_outside_the_window(out
     result = model_benchmark.run({**FAST_MODEL, "warmup": 100})
     assert result.status == "ok", result.errors
     for m in result.measurements:
-        assert m["latency"]["count"] >= 5 and m["latency"]["mean_ms"] >= 2.0
-        assert m["power"]["method"] == "measured" and m["power"]["mean_w"] == pytest.approx(10.0)
+        assert m.latency.count >= 5 and m.latency.mean_ms >= 2.0
+        assert m.power.method == "measured" and m.power.mean_w == pytest.approx(10.0)
         # the power window holds the timed calls only: 100 warm-up calls (>= 200 ms) are outside it
-        assert abs(m["power"]["duration_s"] - m["wall_time_s"]) < 0.1
+        assert abs(m.power.more["duration_s"] - m.more["wall_time_s"]) < 0.1
     assert [s.closed for s in fake_backend.sessions] == [True, True]
     assert any("as given in the parameters" in n for n in result.notes)
 
@@ -169,7 +169,7 @@ def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
                              min_query_count=8, max_probes=2, fixed_batch_duration_s=0.05,
                              sim_queries=300, sample_count=4, output_dir=str(tmp_path / "logs")))
     assert result.status == "ok", result.errors
-    assert result.backend["device"] == "cpu" and result.backend["name"] == "fake"
+    assert result.backend.device == "cpu" and result.backend.name == "fake"
     assert [r["batch_size"] for r in result.tables["fixed_batch"]] == [1]
     assert len(result.tables["best"]) == 1 and result.tables["probes"]
     assert result.tables["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
@@ -183,7 +183,7 @@ def test_scorecard_build_reads_results_and_names_the_part(outputs, fake_backend,
     qps = card[(card.study == "bytemlperf_c600") & (card.figure == "QPS")
                & (card.model == "resnet50-torch-fp32") & (card.precision == "FP16")].iloc[0]
     assert qps.verdict == "not comparable" and qps.batch_size == "32" and qps.measured == pytest.approx(
-        RunResult.read(path).measurements[1]["qps_bytemlperf"])
+        RunResult.read(path).measurements[1].qps_bytemlperf)
     assert qps.published_hardware == published.study_hardware("bytemlperf_c600")
     c2_card = card[card.study == "c2_qwant"]
     assert set(c2_card.verdict) == {"not measured"} and "Mk1" in c2_card.iloc[0].published_hardware
@@ -239,9 +239,9 @@ def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fa
     """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
 
     result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
-    assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]
+    assert result.resources.peak_rss_bytes > 50e6 and "VmHWM" in result.resources.more["method"]
     page = indexed(result, outputs)
-    assert "<th>Peak memory</th>" in page and f"{result.resources['peak_rss_bytes'] / 1e9:.1f} GB" in page
+    assert "<th>Peak memory</th>" in page and f"{result.resources.peak_rss_bytes / 1e9:.1f} GB" in page
 
 
 def test_the_numerics_call_is_the_timed_sessions_warm_up():

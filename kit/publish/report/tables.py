@@ -107,7 +107,7 @@ def power_columns(power: Power | None) -> dict:
 def numerics_table(result: RunResult) -> pd.DataFrame:
     cols = ["batch_size", "mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel", "nan_count",
             "inf_count", "reference"]
-    return pd.DataFrame(result.numerics, columns=cols)
+    return pd.DataFrame([n.to_dict() for n in result.numerics], columns=cols)
 
 
 def search_table(result: RunResult) -> pd.DataFrame:
