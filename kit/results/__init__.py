@@ -27,9 +27,9 @@ from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources,
 from kit.results.values import Record, _encoded
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
-__all__ = ["SCHEMA_VERSION", "AccuracyCheck", "BackendInfo", "Environment", "Measurement", "ModelInfo",
-           "NumericCheck", "Resources", "ResultKind", "SectionAsDict", "ResultStatus", "RunResult", "Sections", "UnsupportedVersion",
-           "version_problem"]
+__all__ = ["SCHEMA_VERSION", "SECTIONS", "AccuracyCheck", "BackendInfo", "Environment", "Measurement", "ModelInfo",
+           "NumericCheck", "Resources", "ResultKind", "ResultStatus", "RunResult", "SectionAsDict", "Sections",
+           "UnsupportedVersion", "version_problem"]
 
 
 

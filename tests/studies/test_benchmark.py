@@ -1,7 +1,9 @@
+import warnings
+
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.results import RunResult
+from kit.results import SECTIONS, RunResult, SectionAsDict
 from kit.studies.model_benchmark import Config as ModelBenchmarkConfig
 from kit.studies.model_benchmark import run as run_model_benchmark
 
@@ -10,8 +12,14 @@ FAST = dict(model="resnet50-torch-fp32", small=True, batch_sizes=[1, 2], warmup=
 
 
 def test_small_resnet50_end_to_end(outputs, tmp_path):
-    result = run_model_benchmark(FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SectionAsDict)  # a study that assigns a section a dict fails here
+        result = run_model_benchmark(FAST)
     assert result.status == "ok", result.errors
+    for name, record in SECTIONS.items():  # a study that appends a dict to a section fails here
+        value = getattr(result, name)
+        assert all(isinstance(v, record) for v in value) if isinstance(value, list) else isinstance(value, record)
+    assert result.numerics and result.accuracy and result.measurements
     assert [m.batch_size for m in result.measurements] == [1, 2]
     for m in result.measurements:
         assert m.latency.count >= 3 and m.throughput > 0
