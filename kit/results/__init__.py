@@ -85,9 +85,11 @@ def _section(name: str, value: object, *, given: bool) -> object:
 class RunResult:
     """What one notebook run measured, with its provenance.
 
-    `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); `figures`
-    holds the rows the scorecard compares with published values (see kit.publish.compare.Figure);
-    `tables` holds study-specific tables as lists of records.
+    `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); each section is
+    its record (SECTIONS: `model`, `backend`, `environment`, `resources`, and a list of records for
+    `measurements`, `numerics`, `accuracy`), the JSON written from them; `figures` holds the rows
+    the scorecard compares with published values (see kit.publish.compare.Figure); `tables` holds
+    study-specific tables as lists of dicts (read as records through `sections.tables`).
     """
 
     kind: ResultKind | str

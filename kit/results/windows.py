@@ -1,4 +1,5 @@
-"""A result's timed windows and accuracy checks, read back as records (see kit.results.sections)."""
+"""A result's timed windows, numeric checks and accuracy checks as records: built by the run, written
+from and read back into (see kit.results.sections)."""
 
 from __future__ import annotations
 
