@@ -81,6 +81,15 @@ def _section(name: str, value: object, *, given: bool) -> object:
     return value if isinstance(value, record) else record.from_dict(value)
 
 
+def _read_section(name: str, value: object) -> object:
+    """Section `name` as read from JSON; one its record cannot hold (a measurement without its
+    batch_size) raises a KitError naming the section."""
+    try:
+        return _section(name, value, given=False)
+    except TypeError as exc:
+        raise KitError(f"its {name} cannot be read ({exc})") from None
+
+
 @dataclass
 class RunResult:
     """What one notebook run measured, with its provenance.
@@ -139,7 +148,7 @@ class RunResult:
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
             raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
-        fields: dict[str, Any] = {k: _section(k, v, given=False) if k in SECTIONS else v
+        fields: dict[str, Any] = {k: _read_section(k, v) if k in SECTIONS else v
                                   for k, v in upgrade(d).items() if k in cls.__dataclass_fields__}
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])

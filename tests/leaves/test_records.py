@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kit.errors import KitError
 from kit.results import SECTIONS, RunResult, SectionAsDict
 from kit.results.schema import update_to_2, upgrade
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Session, Weights
@@ -102,3 +103,11 @@ def test_a_section_given_as_a_dict_becomes_its_record_and_says_so():
         warnings.simplefilter("error", SectionAsDict)
         r.backend = BackendInfo.from_dict({"name": "onnxruntime"})  # a record: no warning
         RunResult.from_dict(r.to_dict())  # read from JSON: no warning
+
+
+def test_a_section_its_record_cannot_hold_is_named_when_the_file_is_read(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 3, "kind": "model_benchmark", "name": "x", "parameters": {},
+                                "environment": {}, "measurements": [{"throughput": 1.0}]}))
+    with pytest.raises(KitError, match="r.json: its measurements cannot be read"):
+        RunResult.read(path)
