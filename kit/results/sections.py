@@ -173,10 +173,8 @@ class BackendInfo:
     @property
     def compiled(self) -> bool:
         """Run compiled: the compile option, unless the session fell back to eager (a compile that
-        failed, e.g. past dynamo's recompile limit, says so in its notes, as the search reads it)."""
-        notes = self.session.items.get("notes") or []
-        fell_back = isinstance(notes, list | tuple) and any("fell back to eager" in str(n) for n in notes)
-        return bool(self.options.get("compile")) and not fell_back
+        failed, e.g. past dynamo's recompile limit, records why as its `compile_fallback`)."""
+        return bool(self.options.get("compile")) and not self.session.items.get("compile_fallback")
 
 
 # --- the environment ----------------------------------------------------------------------------

@@ -145,9 +145,8 @@ def probe_one(ctx: SearchContext, p: Probe, reference: Reference, *, leader: Pro
             session = require_backend(p.backend).load(model, p.backend_config(), batch)
         p.load_s = round(load.seconds, 2)
         p.compile_s = session.description.get("compile_s")
-        notes = session.description.get("notes") or []
-        if p.placement.options.compiles and any("fell back to eager" in n for n in notes):
-            p.status, p.reason = ProbeStatus.FAILED, next(n for n in notes if "fell back" in n)
+        if p.placement.options.compiles and (fallback := session.description.get("compile_fallback")):
+            p.status, p.reason = ProbeStatus.FAILED, f"torch.compile failed ({fallback}); fell back to eager"
             return
         with Stopwatch() as first:
             out = session.run(inputs)

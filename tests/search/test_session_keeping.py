@@ -122,6 +122,24 @@ def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
     assert all(s.closed for s in TwinBackend.sessions)
 
 
+def test_a_compile_that_fell_back_to_eager_fails_its_probe_by_the_recorded_fact(twin, monkeypatch):
+    """The session records why its compile fell back (`compile_fallback`); its note, for people,
+    is not read: with none at all the compiled candidate still fails and is never chosen."""
+    load = TwinBackend.load
+
+    def falls_back(self, model, config, batch_size):
+        session = load(self, model, config, batch_size)
+        if session.compiled:
+            session.compiled, session.description["compile_fallback"] = False, "recompile limit"
+        return session
+    monkeypatch.setattr(TwinBackend, "load", falls_back)
+    with SessionKeeper() as keeper:
+        decision = row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+    compiled = next(p for p in decision.probes if p.label == COMPILED.label)
+    assert compiled.status == "failed" and "recompile limit" in compiled.reason
+    assert decision.chosen == EAGER.label
+
+
 def test_a_kept_session_is_closed_when_the_measurement_would_load_another_configuration(twin):
     with SessionKeeper() as keeper:
         row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
