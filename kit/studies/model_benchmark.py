@@ -271,9 +271,9 @@ class BatchPlanner:
                                 f"({cfg.backend} {cfg.precision} on {cfg.device}) is used, not the "
                                 "search's fallback.")
             return cfg, decision
-        plan = decision.plan
-        return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
-                       options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
+        plan, at = decision.plan, decision.plan.placement
+        return replace(cfg, backend=at.backend, precision=at.precision, device=at.device,
+                       options={**cfg.options, **at.options.to_dict()}, threads=at.threads or cfg.threads,
                        precision_note=plan.precision_note), decision
 
 
