@@ -46,7 +46,8 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
     ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
     return Decision(chosen=best.label, today=today_probe.label if today_probe else None,
                     plan=Plan(best.placement, precision_note=note(
-                        best, today_probe, today, published, ratio, measured, probes, ratio_batch)),
+                        best, today_probe, today, published=published, ratio=ratio, measured=measured,
+                        probes=probes, ratio_batch=ratio_batch)),
                     ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
                     separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
                     probes=list(probes))

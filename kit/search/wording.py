@@ -31,7 +31,7 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
     return ("; " if p.reason else "") + "; ".join(parts)
 
 
-def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,
+def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, *, published: str, ratio: float | None,
          measured: list[Probe], probes: list[Probe], ratio_batch: int | None = None) -> str:
     """The precision note a report prints for the chosen configuration: what won, its ratio to
     today's mapping, and, where a higher precision stands in for the published one, both

@@ -404,7 +404,7 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         result.measurements.append(measurement.to_dict())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
+            add_op_breakdown(result, model, cfg, session=sessions[0], inputs=inputs, batch=batch, calls=calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"), \
@@ -458,7 +458,7 @@ def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig
     return replace(mcfg, warmup=max(0, mcfg.warmup - 1)) if numerics_ran else mcfg
 
 
-def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
+def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, *, session, inputs: dict,
                      batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = _device_info(result).get("peak") or {}
