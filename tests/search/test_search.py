@@ -565,12 +565,7 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
     assert stopped and scout.latency.count == slow.calls
     assert slow.status == "lost" and slow.reason.startswith("stopped early") and slow.throughput < 100
     assert slow.calls >= 2
-    close = _measured("close", 0.0, 0.0, 0.0)
-    close.status, close.throughput = "pending", None
-    close_leader = _measured("leader", 30.0, 28.0, 32.0)
-    session = _SleepySession(0.02)
-    stopped, _ = measuring.scout_window(_at_batch_1(mcfg), close, close_leader, session)
-    assert not stopped
+    assert not all(_close_one_stopped(mcfg) for _ in range(3))  # a busy machine only slows it
     unbounded = _measured("unbounded", 0.0, 0.0, 0.0)
     unbounded.status, unbounded.throughput = "pending", None
     original = measuring.record_timing
@@ -581,6 +576,16 @@ def test_a_clearly_losing_candidate_is_stopped_early_and_a_close_one_is_timed_in
 
     monkeypatch.setattr(measuring, "record_timing", no_upper_end)
     assert not measuring.scout_window(_at_batch_1(mcfg), unbounded, leader, _SleepySession(0.02))[0]
+
+
+def _close_one_stopped(mcfg) -> bool:
+    """Whether a 50/s candidate is stopped against a 30/s leader: never where the machine is quiet;
+    its sleeps oversleep only on a busy one, so one quiet try of three shows the rule."""
+    close = _measured("close", 0.0, 0.0, 0.0)
+    close.status, close.throughput = "pending", None
+    close_leader = _measured("leader", 30.0, 28.0, 32.0)
+    stopped, _ = measuring.scout_window(_at_batch_1(mcfg), close, close_leader, _SleepySession(0.02))
+    return stopped
 
 
 def test_one_long_call_scouts_on_a_quiet_machine_with_a_stated_margin():
