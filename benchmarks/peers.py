@@ -179,8 +179,7 @@ def kit_record(decision, reused: bool, at: int, settle: int | None) -> dict:
     """What the kit's arm runs and what decided it: the batch searched at, the settle batch, the
     decision's key (the one a reproduce job carries) and its cache file."""
     plan = decision.plan
-    return {"plan": {"backend": plan.backend, "precision": plan.precision, "device": plan.device,
-                     "options": plan.options, "threads": plan.threads},
+    return {"plan": plan.placement.plan(),
             "chosen": decision.chosen, "today": decision.today, "note": plan.precision_note,
             "searched_s": decision.searched_s, "reused": reused, "decided_at_batch": at, "settle_batch": settle,
             "key": key_hash(decision.key) if decision.key else None, "cache_file": decision.cache_file}

@@ -155,7 +155,8 @@ class OpenVinoBackend(InProcessBackend):
                                      f"{str(exc).strip().splitlines()[0][:200]}") from exc
         if cap_gb > 0:
             prune_oldest(blob_dir, "*.blob", int(cap_gb * 1e9))
-        description = describe(compiled, config, perf_hint, source, shapes, blob_dir if cap_gb > 0 else None, int8)
+        description = describe(compiled, config, perf_hint=perf_hint, source=source, shapes=shapes,
+                               blob_dir=blob_dir if cap_gb > 0 else None, int8=int8)
         check_ran_as_asked(description, config.precision)
         return OvSession(compiled, description)
 
@@ -174,8 +175,8 @@ def blob_cache_gb() -> float:
     return value
 
 
-def describe(compiled, config: BackendConfig, perf_hint: str, source: Path, shapes: dict, blob_dir: Path | None,
-             int8: dict | None) -> dict:
+def describe(compiled, config: BackendConfig, *, perf_hint: str, source: Path, shapes: dict,
+             blob_dir: Path | None, int8: dict | None) -> dict:
     """What ran: versions, the hints asked for and the precision and streams the compiled model has."""
     read = {}
     for prop in ("INFERENCE_PRECISION_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS",

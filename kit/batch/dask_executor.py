@@ -39,9 +39,10 @@ from kit.paths import inside, outputs_dir, project_root
 TOPIC = "kit-batch"
 
 
-def run_on_worker(key: str, name: str, notebook: str, source: bytes, parameters: dict,
+def run_on_worker(key: str, name: str, *, notebook: str, source: bytes, parameters: dict,
                   timeout_s: float, digest: str, stop_event: str, job: dict | None = None) -> dict:
-    """The Dask task: execute one notebook on this worker; returns the outcome and the files."""
+    """The Dask task: execute one notebook on this worker; returns the outcome and the files. `key`
+    stays positional: `Client.submit` takes its own `key=` (the task's), the others pass by name."""
     from distributed import Event, get_worker
 
     worker = get_worker()
@@ -149,9 +150,9 @@ class DaskExecutor:
         key = f"kit-{task.run_dir.name}-{job.name}"
         source = task.notebook_path().read_bytes()
         task.started = time.perf_counter()
-        return self.client.submit(run_on_worker, key, job.name, job.notebook, source, job.parameters,
-                                  job.timeout_s, self.digest, self._stop.name, task.provenance(), key=key,
-                                  pure=False,
+        return self.client.submit(run_on_worker, key, job.name, notebook=job.notebook, source=source,
+                                  parameters=job.parameters, timeout_s=job.timeout_s, digest=self.digest,
+                                  stop_event=self._stop.name, job=task.provenance(), key=key, pure=False,
                                   resources={resource: 1} if resource else None)
 
     def _collect(self, future, task: Task) -> Outcome:

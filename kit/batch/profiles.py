@@ -71,7 +71,8 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:
     """A job's precision plan and the hardware kind it runs on, settled here once."""
-    return {"hardware": kind, "backend": plan.backend, "precision": plan.precision, "device": plan.device,
+    at = plan.placement
+    return {"hardware": kind, "backend": at.backend, "precision": at.precision, "device": at.device,
             "precision_note": plan.note}
 
 

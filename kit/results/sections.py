@@ -103,6 +103,7 @@ class Session(Record):
     not_comparable_codes: tuple[str, ...] = field(default=(), metadata={_READ: _strings})  # each reason's code
     poprt_version: str | None = None
     compile_seconds: float | None = None
+    compile_fallback: str | None = None  # why a torch.compile fell back to eager, where it did
     placement: Placement = field(default_factory=Placement, metadata={_READ: Placement.from_dict})
 
     @property
@@ -141,10 +142,8 @@ class BackendInfo(Record):
     @property
     def compiled(self) -> bool:
         """Run compiled: the compile option, unless the session fell back to eager (a compile that
-        failed, e.g. past dynamo's recompile limit, says so in its notes, as the search reads it)."""
-        notes = self.session.items.get("notes") or []
-        fell_back = isinstance(notes, list | tuple) and any("fell back to eager" in str(n) for n in notes)
-        return bool(self.options.get("compile")) and not fell_back
+        failed, e.g. past dynamo's recompile limit, records why as its `compile_fallback`)."""
+        return bool(self.options.get("compile")) and not self.session.compile_fallback
 
 
 # --- the environment ----------------------------------------------------------------------------

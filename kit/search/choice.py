@@ -23,7 +23,7 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
             p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
         label = today_probe.label if today_probe else None
         return Decision(chosen=label, today=label, fallback=True, probes=list(probes), plan=Plan(
-            today.backend, today.precision, today.device,
+            today.placement,
             precision_note=today.note + " (the per-row search measured no candidate: today's mapping kept)"))
     best = max(measured, key=lambda p: p.rate)
     kept_for_noise = False
@@ -45,8 +45,9 @@ def choose(probes: list[Probe], published: str, today: PrecisionChoice,
         p.reason += runoff_text(verdict, p)
     ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (*ratio_to(best, today_probe), None)
     return Decision(chosen=best.label, today=today_probe.label if today_probe else None,
-                    plan=Plan(**best.plan(), precision_note=note(
-                        best, today_probe, today, published, ratio, measured, probes, ratio_batch)),
+                    plan=Plan(best.placement, precision_note=note(
+                        best, today_probe, today, published=published, ratio=ratio, measured=measured,
+                        probes=probes, ratio_batch=ratio_batch)),
                     ratio_vs_today=ratio, ratio_interval=ratio_iv, ratio_batch=ratio_batch,
                     separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
                     probes=list(probes))

@@ -127,7 +127,7 @@ def timed_rounds(model: ExportedModel, pair: tuple[Probe, Probe], inputs: dict, 
         for p in pair:
             session = lent(batch, p) if lent is not None else None
             if session is None:
-                session = require_backend(p.backend).load(model, p.backend_config(), batch)
+                session = require_backend(p.placement.backend).load(model, p.backend_config(), batch)
             else:
                 borrowed.add(id(session))
             sessions.append(session)

@@ -31,7 +31,7 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
     return ("; " if p.reason else "") + "; ".join(parts)
 
 
-def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, published: str, ratio: float | None,
+def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, *, published: str, ratio: float | None,
          measured: list[Probe], probes: list[Probe], ratio_batch: int | None = None) -> str:
     """The precision note a report prints for the chosen configuration: what won, its ratio to
     today's mapping, and, where a higher precision stands in for the published one, both
@@ -47,18 +47,18 @@ def note(best: Probe, today_probe: Probe | None, today: PrecisionChoice, publish
         head += " (today's mapping)"
     published = PublishedPrecision.parse(published)
     want = published.bits
-    if bits(best.precision) > want:
-        same = [p for p in measured if bits(p.precision) == want]
+    if bits(best.placement.precision) > want:
+        same = [p for p in measured if bits(p.placement.precision) == want]
         top = max(same, key=lambda p: p.rate) if same else None
-        why = (f"; {best.precision} stands in for {published}: "
+        why = (f"; {best.placement.precision} stands in for {published}: "
                + (f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
                   f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
                   if top else f"no {published}-class candidate was measured here ("
-                  + unmeasured([p for p in probes if bits(p.precision) == want]) + ")"))
-    elif best.precision == today.precision and best.backend == today.backend:
+                  + unmeasured([p for p in probes if bits(p.placement.precision) == want]) + ")"))
+    elif best.placement.precision == today.placement.precision and best.placement.backend == today.placement.backend:
         why = f"; {today.note}"
     else:
-        why = f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} here)"
+        why = f"; IPU {published} -> {best.placement.precision} ({'native' if best.native else 'emulated'} here)"
     return head[0].upper() + head[1:] + why
 
 
@@ -67,7 +67,7 @@ def unmeasured(same_class: list[Probe]) -> str:
     every one is an emulated 16-bit type left to a full search (kit.search.planning.plan_probes)."""
     if not same_class:
         return "none runs on this hardware"
-    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
+    if all(p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.placement.precision) == 16
            for p in same_class):
         return (f"each is emulated on this hardware, fp32 arithmetic with conversions around it, and a quick "
                 f"search leaves them to a full search: {', '.join(p.label for p in same_class)}")

@@ -272,9 +272,9 @@ class BatchPlanner:
                                 f"({cfg.backend} {cfg.precision} on {cfg.device}) is used, not the "
                                 "search's fallback.")
             return cfg, decision
-        plan = decision.plan
-        return replace(cfg, backend=plan.backend, precision=plan.precision, device=plan.device,
-                       options={**cfg.options, **plan.options}, threads=plan.threads or cfg.threads,
+        plan, at = decision.plan, decision.plan.placement
+        return replace(cfg, backend=at.backend, precision=at.precision, device=at.device,
+                       options={**cfg.options, **at.options.to_dict()}, threads=at.threads or cfg.threads,
                        precision_note=plan.precision_note), decision
 
 
@@ -413,7 +413,7 @@ def measure_one_batch(cfg: Config, backend, reference, model: ExportedModel, bat
         result.measurements.append(measurement.record())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
+            add_op_breakdown(result, model, cfg, session=sessions[0], inputs=inputs, batch=batch, calls=calls)
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with progress.step(f"batch {batch}: evaluating accuracy on the published dataset"), \
@@ -467,7 +467,7 @@ def warmed_by_numerics(mcfg: MeasureConfig, numerics_ran: bool) -> MeasureConfig
     return replace(mcfg, warmup=max(0, mcfg.warmup - 1)) if numerics_ran else mcfg
 
 
-def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, session, inputs: dict,
+def add_op_breakdown(result: RunResult, model: ExportedModel, cfg: Config, *, session, inputs: dict,
                      batch: int, calls: int = op_breakdown.PROFILED_CALLS) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
     peak = _peak(result) or {}

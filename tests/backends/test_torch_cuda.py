@@ -260,15 +260,15 @@ def test_a_replay_reuses_the_captured_buffers(gpu):
 def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
     from kit.search.candidates import row_candidates
 
-    torch_quick = {c.label for c in row_candidates("torch", "cuda") if c.backend == "torch" and c.depth == "quick"}
+    torch_quick = {c.label for c in row_candidates("torch", "cuda") if c.placement.backend == "torch" and c.depth == "quick"}
     assert {"torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)", "torch fp16 cuda-graph clients=2 (cuda)",
             "torch fp16 compile=reduce-overhead (cuda)", "torch fp16 (cuda)", "torch bf16 (cuda)",
             "torch fp32 (cuda)"} <= torch_quick
     full = {c.label for c in row_candidates("torch", "cuda") if c.depth == "full"}
     assert "torch fp16 compile=max-autotune (cuda)" in full
-    assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
+    assert not [c for c in row_candidates("onnx", "cuda") if c.placement.backend == "torch"]
     cpu = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
-    assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]  # the CPU search is as it was
+    assert not [c for c in cpu if c.placement.options.to_dict().get("cuda_graph") or c.placement.options.to_dict().get("clients")]  # the CPU search is as it was
 
 
 def test_the_report_says_how_the_clients_ran(small, gpu):

@@ -1,5 +1,5 @@
 """The section records are what a result holds and writes: the JSON round-trips through them
-losslessly, for every fixture (each schema version) and for the odd values an older kit wrote."""
+losslessly, for every fixture (at each schema version) and for the odd values an older kit wrote."""
 
 import json
 import warnings
@@ -10,7 +10,7 @@ import pytest
 
 from kit.errors import KitError
 from kit.results import SECTIONS, RunResult, SectionAsDict
-from kit.results.schema import update_to_2, upgrade
+from kit.results.schema import SCHEMA_VERSION, update_to_2, update_to_3, upgrade
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Session, Weights
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
@@ -19,13 +19,14 @@ FIXTURES = sorted(DATA.rglob("*.json"))
 
 
 def _versions(path: Path) -> dict[int, dict]:
-    """The fixture at schema 1 (as stored), 2 and 3 (upgraded, as a kit of that version wrote it)."""
+    """The fixture at schema 1 (as stored), 2, 3 and the current one (upgraded, as a kit of that
+    version wrote it)."""
     v1 = json.loads(path.read_text())
-    return {1: v1, 2: update_to_2(v1), 3: upgrade(v1)}
+    return {1: v1, 2: update_to_2(v1), 3: update_to_3(update_to_2(v1)), SCHEMA_VERSION: upgrade(v1)}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", sorted({1, 2, 3, SCHEMA_VERSION}))
 def test_every_fixture_survives_read_write_read_unchanged(tmp_path, path, version):
     given = tmp_path / "given.json"
     given.write_text(json.dumps(_versions(path)[version]))
@@ -36,7 +37,7 @@ def test_every_fixture_survives_read_write_read_unchanged(tmp_path, path, versio
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
-def test_a_schema_3_results_json_round_trips_exactly(tmp_path, path):
+def test_a_current_results_json_round_trips_exactly(tmp_path, path):
     text = json.dumps(upgrade(json.loads(path.read_text())), indent=1)
     (tmp_path / "r.json").write_text(text)
     assert RunResult.read(tmp_path / "r.json").write(tmp_path / "out.json").read_text() == text
@@ -107,7 +108,7 @@ def test_a_section_given_as_a_dict_becomes_its_record_and_says_so():
 
 def test_a_section_its_record_cannot_hold_is_named_when_the_file_is_read(tmp_path):
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"schema_version": 3, "kind": "model_benchmark", "name": "x", "parameters": {},
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "kind": "model_benchmark", "name": "x", "parameters": {},
                                 "environment": {}, "measurements": [{"throughput": 1.0}]}))
     with pytest.raises(KitError, match="r.json: its measurements cannot be read"):
         RunResult.read(path)

@@ -47,7 +47,7 @@ def test_the_batch_reruns_and_kit_site_flags_a_result_of_another_schema_version(
 
     assert kit_main(["site"]) == 1
     line = _one_error_line(capsys)
-    assert str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    assert str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 4)" in line
     assert "`make reproduce` runs them again" in line
     page = (outputs / "index.html").read_text()
     assert "unreadable: row.json: result schema_version 99 is not supported" in page
@@ -66,7 +66,7 @@ def test_kit_compare_names_the_file_and_the_version(tmp_path, capsys):
     newer = _result(tmp_path / "b" / "row.json", schema_version=99)
     assert kit_main(["compare", str(good), str(newer.parent), "--out", str(tmp_path / "x.html")]) == 2
     line = _one_error_line(capsys)
-    assert str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 3)" in line
+    assert str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 4)" in line
     assert kit_main(["compare", str(newer), str(good), "--out", str(tmp_path / "x.html")]) == 2
     assert str(newer) in _one_error_line(capsys)
     assert not (tmp_path / "x.html").exists()
@@ -88,7 +88,7 @@ def test_kit_compare_names_a_result_it_left_out_beside_readable_ones(tmp_path, c
 @pytest.mark.parametrize(("content", "why"), [
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a result JSON (not UTF-8 text: a binary file?)"),
     (b"{\"kind\": ", "not a result JSON (JSONDecodeError: "),
-    (json.dumps({"schema_version": 99}).encode(), "schema_version 99 is not supported (this kit reads 1 to 3)"),
+    (json.dumps({"schema_version": 99}).encode(), "schema_version 99 is not supported (this kit reads 1 to 4)"),
 ])
 def test_kit_export_bytemlperf_names_a_file_that_is_not_a_result(tmp_path, capsys, content, why):
     """A binary file gave a raw UnicodeDecodeError."""

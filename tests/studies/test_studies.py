@@ -97,12 +97,12 @@ def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(outputs, fa
     note with framework='torch'. The plan's note now travels in the job parameters."""
     job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
     plan = row_plan(model, "FP16", "cpu")
-    assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend
+    assert job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.placement.backend
     result = model_benchmark.run({**FAST_MODEL, "precision_note": plan.note, "precision": "fp32",
                                   "batch_sizes": [1]})
     assert f"Precision: {plan.note}." in result.notes
-    if plan.backend == "onnxruntime":  # the note names what runs, never "bf16 (torch)"
-        assert "-> bf16" not in plan.note and plan.precision in plan.note
+    if plan.placement.backend == "onnxruntime":  # the note names what runs, never "bf16 (torch)"
+        assert "-> bf16" not in plan.note and plan.placement.precision in plan.note
 
 
 @pytest.mark.parametrize("kind", ["cpu", "cuda", "ipu"])
