@@ -59,7 +59,9 @@ def _same(a: object, b: object) -> bool:
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b  # JSON's true is no 1
+    return a == b
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,5 +127,7 @@ class Record:
 
     def _changed(self, f: Field[Any]) -> bool:
         """Whether field `f` holds other than its default."""
+        if f.default is MISSING and f.default_factory is MISSING:
+            return True  # a required field is always written
         default = f.default_factory() if f.default_factory is not MISSING else f.default
-        return f.default is MISSING and f.default_factory is MISSING or not _same(getattr(self, f.name), default)
+        return not _same(getattr(self, f.name), default)
