@@ -218,13 +218,7 @@ def kit_record(decision, reused: bool, at: int, settle: int | None) -> dict:
     decision's key (the one a reproduce job carries) and its cache file."""
     plan = decision.plan
     return {
-        "plan": {
-            "backend": plan.backend,
-            "precision": plan.precision,
-            "device": plan.device,
-            "options": plan.options,
-            "threads": plan.threads,
-        },
+        "plan": plan.placement.plan(),
         "chosen": decision.chosen,
         "today": decision.today,
         "note": plan.precision_note,

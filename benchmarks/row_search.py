@@ -90,14 +90,8 @@ def bench_row(
     model = export_model(name, small=small_models())
     decision, reused = decide(model, published, batch, "cpu", SearchSettings(depth, force=force))
     today = today_plan(model, published, "cpu")
-    today_cfg = {
-        "backend": today.backend,
-        "precision": today.precision,
-        "device": today.device,
-        "options": {},
-        "threads": None,
-    }
-    best = {k: getattr(decision.plan, k) for k in today_cfg}
+    today_cfg = today.placement.plan()
+    best = decision.plan.placement.plan()
     per = head_to_head(model, best, today_cfg, batch, rounds, seconds)
     # the same configuration on both sides is 1.0 by definition; its rounds only measure the noise
     ratios = (

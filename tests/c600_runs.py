@@ -44,7 +44,7 @@ def c600_result(
             **(session or {}),
         },
     }
-    result.measurements = [m.to_dict() for m in measurements]
+    result.measurements = [m.record() for m in measurements]
     return result
 
 

@@ -170,7 +170,13 @@ class OpenVinoBackend(InProcessBackend):
         if cap_gb > 0:
             prune_oldest(blob_dir, "*.blob", int(cap_gb * 1e9))
         description = describe(
-            compiled, config, perf_hint, source, shapes, blob_dir if cap_gb > 0 else None, int8
+            compiled,
+            config,
+            perf_hint=perf_hint,
+            source=source,
+            shapes=shapes,
+            blob_dir=blob_dir if cap_gb > 0 else None,
+            int8=int8,
         )
         check_ran_as_asked(description, config.precision)
         return OvSession(compiled, description)
@@ -196,6 +202,7 @@ def blob_cache_gb() -> float:
 def describe(
     compiled,
     config: BackendConfig,
+    *,
     perf_hint: str,
     source: Path,
     shapes: dict,

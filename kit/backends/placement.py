@@ -13,8 +13,9 @@ a configuration's label, the model_benchmark parameters that run it and its Back
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any
 
 from kit.backends.base import BackendConfig
@@ -82,3 +83,26 @@ class Placement:
         return BackendConfig(
             self.precision, self.device, self.threads, self.options.to_dict(), kind=kind
         )
+
+
+#: The keys a placement's fields have in a flat JSON record (`plan()`'s, in its order).
+PLAN_KEYS = ("backend", "precision", "device", "options", "threads")
+
+
+def flat_dict(record: Any) -> dict[str, Any]:
+    """A dataclass `record` holding a `placement` as the flat JSON the search's files hold: the
+    placement's five fields where the placement stands, the record's other fields (copies)
+    around."""
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        out.update(value.plan() if f.name == "placement" else {f.name: copy.deepcopy(value)})
+    return out
+
+
+def unflat_dict(d: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat record's dict (`flat_dict`'s) with its five placement fields as one `placement`."""
+    return {
+        **{k: v for k, v in d.items() if k not in PLAN_KEYS},
+        "placement": Placement.from_plan(d),
+    }

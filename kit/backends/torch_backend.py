@@ -450,6 +450,8 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
         session.module = eager
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        # the fact, read by the search and the results
+        session.description["compile_fallback"] = first
         session.description["notes"].append(f"torch.compile failed ({first}); fell back to eager")
         return
     session.description["mode"] = f"torch.compile (inductor, freezing, mode={mode or 'default'})"

@@ -42,6 +42,7 @@ TOPIC = "kit-batch"
 def run_on_worker(
     key: str,
     name: str,
+    *,
     notebook: str,
     source: bytes,
     parameters: dict,
@@ -50,7 +51,8 @@ def run_on_worker(
     stop_event: str,
     job: dict | None = None,
 ) -> dict:
-    """The Dask task: execute one notebook on this worker; returns the outcome and the files."""
+    """The Dask task: execute one notebook on this worker; returns the outcome and the files. `key`
+    stays positional: `Client.submit` takes its own `key=` (the task's), the others pass by name."""
     from distributed import Event, get_worker
 
     worker = get_worker()
@@ -195,13 +197,13 @@ class DaskExecutor:
             run_on_worker,
             key,
             job.name,
-            job.notebook,
-            source,
-            job.parameters,
-            job.timeout_s,
-            self.digest,
-            self._stop.name,
-            task.provenance(),
+            notebook=job.notebook,
+            source=source,
+            parameters=job.parameters,
+            timeout_s=job.timeout_s,
+            digest=self.digest,
+            stop_event=self._stop.name,
+            job=task.provenance(),
             key=key,
             pure=False,
             resources={resource: 1} if resource else None,

@@ -112,11 +112,12 @@ def row_plan(model: str, published_precision: str, kind: str) -> PrecisionChoice
 
 def plan_params(plan: PrecisionChoice, kind: str) -> dict:
     """A job's precision plan and the hardware kind it runs on, settled here once."""
+    at = plan.placement
     return {
         "hardware": kind,
-        "backend": plan.backend,
-        "precision": plan.precision,
-        "device": plan.device,
+        "backend": at.backend,
+        "precision": at.precision,
+        "device": at.device,
         "precision_note": plan.note,
     }
 

@@ -75,7 +75,7 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
             f"{path}: not a result JSON ({type(exc).__name__}: {exc}); give one written by "
             "`kit reproduce`"
         ) from None
-    job = result.environment.get("job") or {}
+    job = dict(result.environment.job)
     if not job.get("notebook") or "parameters" not in job:
         raise KitError(
             f"{path}: records no batch job ({job.get('how') or 'made before results recorded it'}"
@@ -100,7 +100,7 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
 def drift(result: RunResult, job: Job, recorded: dict) -> list[str]:
     """Every difference between the environment `result` recorded and this one, the notebook too."""
     return differences(
-        {**result.environment, "notebook_sha256": recorded.get("notebook_sha256")},
+        {**result.environment.to_dict(), "notebook_sha256": recorded.get("notebook_sha256")},
         current(project_notebook(job.notebook)),
     )
 

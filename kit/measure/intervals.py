@@ -232,20 +232,14 @@ def figure_interval(
     if result is None or batch in (None, ""):
         return None, ""
     batch = int(batch)
-    for d in result.measurements:
-        per_call = d["batch_size"]
-        card_batch = per_call * (d["threads"] if d.get("mode") == "replicas" else 1)
-        ivs = d.get("intervals") or {}
+    for m in result.measurements:  # kit.results.Measurement
+        card_batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)
+        ivs = dict(m.intervals)
         # pack: the pack's batch
-        bytemlperf_batch = (d.get("extra") or {}).get("pack_batch_size") or per_call
-        if (
-            figure in BYTEMLPERF_FIGURES
-            and bytemlperf_batch == batch
-            and d.get("mode") != "replicas"
-        ):
-            return Interval.from_dict(ivs.get(BYTEMLPERF_FIGURES[figure])), noise_note(d)
+        if figure in BYTEMLPERF_FIGURES and m.measured_batch == batch and m.mode != "replicas":
+            return Interval.from_dict(ivs.get(BYTEMLPERF_FIGURES[figure])), noise_note(m.to_dict())
         if figure in ("Latency", "Throughput", "Energy efficiency") and card_batch == batch:
-            return _c2_interval(figure, ivs, batch, value), noise_note(d)
+            return _c2_interval(figure, ivs, batch, value), noise_note(m.to_dict())
     return None, ""
 
 

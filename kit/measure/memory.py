@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import KitError, UnknownNameError
+from kit.results import Resources
 
 GB = 1e9
 MEMINFO = Path("/proc/meminfo")
@@ -130,17 +131,19 @@ def steady_allocator() -> str:
     )
 
 
-def resources() -> dict:
-    """Peak memory of this job so far, for a result JSON's `resources` field."""
+def resources() -> Resources:
+    """Peak memory of this job so far, a result's `resources` section."""
     self_peak = own_peak_rss_bytes()
     children_peak = _maxrss_bytes(resource.RUSAGE_CHILDREN)
-    return {
-        "peak_rss_bytes": max(self_peak, children_peak),
-        "peak_rss_self_bytes": self_peak,
-        "peak_rss_children_bytes": children_peak,
-        "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the "
-        "largest child process it waited for",
-    }
+    return Resources.from_dict(
+        {
+            "peak_rss_bytes": max(self_peak, children_peak),
+            "peak_rss_self_bytes": self_peak,
+            "peak_rss_children_bytes": children_peak,
+            "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the "
+            "largest child process it waited for",
+        }
+    )
 
 
 def parse_meminfo(text: str) -> dict[str, int]:

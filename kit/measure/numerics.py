@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from kit.errors import InvalidParameter
+from kit.results import NumericCheck
 
 #: ByteMLPerf rounds every reported diff to this many decimals
 DECIMALS = 5
@@ -122,6 +123,10 @@ class NumericDiff:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def check(self, batch_size: int) -> NumericCheck:
+        """This diff as a result's numerics entry at `batch_size` (what the JSON holds)."""
+        return NumericCheck.from_dict({"batch_size": batch_size, **self.to_dict()})
 
     def bytemlperf(self) -> dict[str, float]:
         """The five figures under ByteMLPerf's names, rounded to its 5 decimals."""

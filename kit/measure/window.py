@@ -19,6 +19,7 @@ from kit.measure.noise import NoiseMonitor
 from kit.measure.power.base import PowerSampler, UnavailableSampler
 from kit.measure.power.monitor import PowerMonitor
 from kit.measure.stats import LatencyStats, ratio_interval
+from kit.results import Measurement
 
 Call = Callable[[], object]
 CallTimes = list[tuple[int, int]]  # (start_ns, end_ns) of each call, perf_counter_ns clock
@@ -348,6 +349,10 @@ class BatchMeasurement:
     @property
     def samples(self) -> int:
         return self.batch_size * self.latency.count
+
+    def record(self) -> Measurement:
+        """This window as a result's measurement (`to_dict()` as its record)."""
+        return Measurement.from_dict(self.to_dict())
 
     def to_dict(self) -> dict:
         return {

@@ -11,6 +11,7 @@ import numpy as np
 
 from kit.errors import InvalidParameter
 from kit.hardware.source import file_sha256
+from kit.results import ModelInfo
 
 DTYPES = ("float32", "float16", "int64", "int32", "bool")
 
@@ -218,3 +219,7 @@ class ExportedModel:
         d["onnx_bytes"] = path.stat().st_size if path.is_file() else None
         d["onnx_sha256"] = file_sha256(path) if path.is_file() else None
         return d
+
+    def info(self) -> ModelInfo:
+        """The result's `model` section: `describe()` as its record."""
+        return ModelInfo.from_dict(self.describe())

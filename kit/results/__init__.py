@@ -1,7 +1,8 @@
 """Versioned JSON results: one file per run, the only thing reports and the scorecard read.
 
-A run fills a `RunResult`'s sections as dicts and writes it; a reader gets each section back as a
-typed record (`RunResult.sections`: kit.results.sections, .windows, .tables), after the one upgrade
+A run fills a `RunResult`'s sections as typed records (kit.results.sections, .windows) and writes
+the JSON from them; a reader gets them back as the same records (`RunResult.sections` adds the
+tables, kit.results.tables), after the one upgrade
 of an older schema version (kit.results.schema, reading an older kit's sentences as codes in
 kit.results.legacy). A reason is a code beside its sentence (kit.results.reasons). Imports only
 kit.atomic and kit.errors.
@@ -12,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import warnings
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -20,13 +23,24 @@ from typing import Any
 from kit import atomic
 from kit.errors import KitError, parse_member
 from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
-from kit.results.sections import Sections
+from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Sections
+from kit.results.values import Record, _encoded
+from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SECTIONS",
+    "AccuracyCheck",
+    "BackendInfo",
+    "Environment",
+    "Measurement",
+    "ModelInfo",
+    "NumericCheck",
+    "Resources",
     "ResultKind",
     "ResultStatus",
     "RunResult",
+    "SectionAsDict",
     "Sections",
     "UnsupportedVersion",
     "version_problem",
@@ -55,32 +69,80 @@ class ResultStatus(StrEnum):
         return parse_member(cls, value, "result status")
 
 
+#: Each section's record; a list section holds one per entry.
+SECTIONS: dict[str, type[Record]] = {
+    "model": ModelInfo,
+    "backend": BackendInfo,
+    "environment": Environment,
+    "measurements": Measurement,
+    "numerics": NumericCheck,
+    "accuracy": AccuracyCheck,
+    "resources": Resources,
+}
+LIST_SECTIONS = ("measurements", "numerics", "accuracy")
+
+
+class SectionAsDict(DeprecationWarning):
+    """A section given to a RunResult as the dict it is written as, not as its record: turned into
+    the record at once (the transition for older callers and tests); the kit's writers build
+    records."""
+
+
+def _section(name: str, value: object, *, given: bool) -> object:
+    """Section `name` as its record(s): `value` as read from JSON, or `given` by a caller (a dict
+    given is turned into its record, with a SectionAsDict warning)."""
+    record = SECTIONS[name]
+    entries = value if name in LIST_SECTIONS and isinstance(value, list | tuple) else [value]
+    if given and any(isinstance(v, Mapping) for v in entries):
+        warnings.warn(
+            f"RunResult.{name} given as a dict: build its {record.__name__}",
+            SectionAsDict,
+            stacklevel=3,
+        )
+    if name in LIST_SECTIONS:
+        return [record.of(v) for v in entries if isinstance(v, record | Mapping)]
+    if value is None and name in ("model", "backend"):
+        return None  # not written: the run failed first
+    return value if isinstance(value, record) else record.from_dict(value)
+
+
+def _read_section(name: str, value: object) -> object:
+    """Section `name` as read from JSON; one its record cannot hold (a measurement without its
+    batch_size) raises a KitError naming the section."""
+    try:
+        return _section(name, value, given=False)
+    except TypeError as exc:
+        raise KitError(f"its {name} cannot be read ({exc})") from None
+
+
 @dataclass
 class RunResult:
     """What one notebook run measured, with its provenance.
 
-    `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); `figures`
-    holds the rows the scorecard compares with published values (see kit.publish.compare.Figure);
-    `tables` holds study-specific tables as lists of records.
+    `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); each section is
+    its record (SECTIONS: `model`, `backend`, `environment`, `resources`, and a list of records for
+    `measurements`, `numerics`, `accuracy`), the JSON written from them; `figures` holds the rows
+    the scorecard compares with published values (see kit.publish.compare.Figure); `tables` holds
+    study-specific tables as lists of dicts (read as records through `sections.tables`).
     """
 
     kind: ResultKind | str
     name: str
     _: KW_ONLY
     parameters: dict[str, Any]
-    environment: dict[str, Any]
+    environment: Environment
     status: ResultStatus = ResultStatus.OK
     errors: list[str] = field(default_factory=list)
-    model: dict[str, Any] | None = None
-    backend: dict[str, Any] | None = None
-    measurements: list[dict[str, Any]] = field(default_factory=list)  # BatchMeasurement.to_dict()
-    numerics: list[dict[str, Any]] = field(default_factory=list)
-    accuracy: list[dict[str, Any]] = field(default_factory=list)
+    model: ModelInfo | None = None
+    backend: BackendInfo | None = None
+    measurements: list[Measurement] = field(default_factory=list)  # BatchMeasurement.record()
+    numerics: list[NumericCheck] = field(default_factory=list)
+    accuracy: list[AccuracyCheck] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # peak memory: kit.measure.memory.resources()
-    resources: dict[str, Any] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
     created_at: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
@@ -89,23 +151,34 @@ class RunResult:
     def __post_init__(self) -> None:
         self.status = ResultStatus.parse(self.status)
 
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in SECTIONS:
+            value = _section(name, value, given=True)
+        super().__setattr__(name, value)
+
     @classmethod
     def new(
         cls,
         kind: ResultKind | str,
         name: str,
         parameters: dict[str, Any],
-        environment: dict[str, Any],
+        environment: Environment | dict[str, Any],
     ) -> RunResult:
         """A fresh result with the environment it runs in (`kit.hardware.environment.capture()`)."""
-        return cls(kind=ResultKind(kind), name=name, parameters=parameters, environment=environment)
+        return cls(
+            kind=ResultKind(kind),
+            name=name,
+            parameters=parameters,
+            environment=Environment.of(environment),
+        )
 
     def fail(self, error: BaseException | str) -> None:
         self.status = ResultStatus.ERROR
         self.errors.append(error if isinstance(error, str) else f"{type(error).__name__}: {error}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The JSON object written: each section from its record (`to_dict`)."""
+        return {k: _encoded(getattr(self, k)) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
@@ -113,28 +186,33 @@ class RunResult:
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
             raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
-        fields = {k: v for k, v in upgrade(d).items() if k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {
+            k: _read_section(k, v) if k in SECTIONS else v
+            for k, v in upgrade(d).items()
+            if k in cls.__dataclass_fields__
+        }
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])
         return cls(**fields)
 
     @property
     def sections(self) -> Sections:
-        """The sections as typed records, read from the dicts the run wrote (publishing's view).
+        """The sections as records with the tables (publishing's view; None for a section not
+        written).
 
         >>> r = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "AMD EPYC"}})
         >>> r.sections.environment.cpu.model, r.sections.backend
         ('AMD EPYC', None)
         """
-        return Sections(
+        return Sections.of(
             model=self.model,
             backend=self.backend,
             environment=self.environment,
             measurements=self.measurements,
             numerics=self.numerics,
             accuracy=self.accuracy,
-            tables=self.tables,
             resources=self.resources,
+            tables=self.tables,
         )
 
     def write(self, path: Path) -> Path:

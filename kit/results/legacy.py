@@ -3,8 +3,9 @@
 A result of schema version 1 or 2 holds an accuracy check's status, a C2 table's reason and an IPU
 session's reasons as sentences only (`kit.results.schema.update_to_3` codes them here, once, when
 the file is read); a scorecard row an older kit wrote holds its reason as a sentence only
-(`kit.publish.legacy_rows`). Today's kit writes each code where the reason is made
-(kit.results.reasons): nothing new is parsed.
+(`kit.publish.legacy_rows`); a torch.compile that fell back to eager was said only in a session note
+(`kit.results.schema.update_to_4` reads it here). Today's kit writes each code where the reason is
+made (kit.results.reasons): nothing new is parsed.
 
 >>> code_from_text("batch 4 not run (measured: 1)"), code_from_text("a sentence")
 (<ReasonCode.BATCH_NOT_RUN: 'batch_not_run'>, <ReasonCode.OTHER: 'other'>)
@@ -70,3 +71,16 @@ def accuracy_code(status: object) -> str | None:
     if status == "measured":
         return None
     return str(code_from_text(str(status or "no status recorded").removeprefix("not measured: ")))
+
+
+def compile_fallback(notes: object) -> str | None:
+    """Why an older torch session's compile fell back to eager, from its note ("torch.compile failed
+    (<why>); fell back to eager"); None where no note says so.
+
+    >>> compile_fallback(["torch.compile failed (recompile limit); fell back to eager"])
+    'recompile limit'
+    """
+    said = [str(n) for n in notes] if isinstance(notes, list | tuple) else []
+    note = next((n for n in said if "fell back to eager" in n), None)
+    found = re.match(r"torch\.compile failed \((.*)\); fell back to eager", note or "", re.DOTALL)
+    return found.group(1) if found else note

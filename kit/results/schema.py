@@ -7,7 +7,9 @@ one of those keys present (None or empty where the run did not record it), so a 
 version-2 result never asks whether a key exists. Version 3 writes a code beside each reason
 (kit.results.reasons): an accuracy check's `reason_code`, a C2 row's `<figure>_reason_code`, an
 IPU session's `not_comparable_codes`; an older file's are read from its sentences here, once
-(kit.results.legacy). A reader upgrades on load (as asv's `update_to_2`); nothing else branches
+(kit.results.legacy). Version 4 records a torch.compile that fell back to eager as the session's
+`compile_fallback` (why it failed); an older file said so only in a note, read here once. A reader
+upgrades on load (as asv's `update_to_2`); nothing else branches
 on the version.
 
 >>> upgrade({"schema_version": 1, "environment": {}, "numerics": [{}]})["environment"]["kit"] is None
@@ -19,11 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from kit.errors import KitError
-from kit.results.legacy import accuracy_code, code_from_text, failed_batches
+from kit.results.legacy import accuracy_code, code_from_text, compile_fallback, failed_batches
 from kit.results.reasons import DifferenceCode
 from kit.results.tables import C2_FIGURES
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 OLDEST = 1  # the oldest schema_version this kit reads (upgrading it)
 
 
@@ -55,6 +57,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         data = update_to_2(data)
     if data["schema_version"] < 3:
         data = update_to_3(data)
+    if data["schema_version"] < 4:
+        data = update_to_4(data)
     return data
 
 
@@ -100,6 +104,22 @@ def update_to_3(data: dict[str, Any]) -> dict[str, Any]:
     ):
         codes = [str(DifferenceCode.SESSION)] * len(session["not_comparable"])
         out["backend"] = {**backend, "session": {**session, "not_comparable_codes": codes}}
+    return out
+
+
+def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 -> 4: a torch.compile that fell back to eager, as the session's `compile_fallback`
+    (the reason), read from the note an older kit wrote (kit.results.legacy)."""
+    out = dict(data, schema_version=4)
+    backend = data.get("backend")
+    session = backend.get("session") if isinstance(backend, dict) else None
+    if (
+        isinstance(backend, dict)
+        and isinstance(session, dict)
+        and "compile_fallback" not in session
+    ):
+        if reason := compile_fallback(session.get("notes")):
+            out["backend"] = {**backend, "session": {**session, "compile_fallback": reason}}
     return out
 
 

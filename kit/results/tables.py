@@ -198,6 +198,11 @@ class Tables:
     def from_dict(cls, d: object) -> Tables:
         return cls(d)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tables) and self._d == other._d
+
+    __hash__ = None  # type: ignore[assignment]  # mutable tables: equal by content, not hashable
+
     @cached_property
     def c2(self) -> tuple[C2Row, ...]:
         return tuple(C2Row.from_dict(r) for r in _rows(self._d.get("c2")))

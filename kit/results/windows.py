@@ -1,16 +1,18 @@
-"""A result's timed windows and accuracy checks, read back as records (see kit.results.sections)."""
+"""A result's timed windows, numeric checks and accuracy checks as records: built by the run,
+written from and read back into (see kit.results.sections)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kit.results.reasons import Reason, reason_code
-from kit.results.values import Json, _map, _strings
+from kit.results.values import _KEY, _READ, Json, Record, _map, _or, _strings
 
 
 @dataclass(frozen=True, kw_only=True)
-class Latency:
+class Latency(Record):
     """A window's latency over every timed call (ms), as `kit.measure.stats.LatencyStats` wrote
     it."""
 
@@ -20,20 +22,9 @@ class Latency:
     p90_ms: float | None = None
     p99_ms: float | None = None
 
-    @classmethod
-    def from_dict(cls, d: object) -> Latency:
-        d = _map(d)
-        return cls(
-            count=d.get("count"),
-            mean_ms=d.get("mean_ms"),
-            p50_ms=d.get("p50_ms"),
-            p90_ms=d.get("p90_ms"),
-            p99_ms=d.get("p99_ms"),
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
-class ByteMLPerfFigures:
+class ByteMLPerfFigures(Record):
     """ByteMLPerf's QPS, AVG and P99 latency over the calls it keeps (None: a result written
     before they were kept)."""
 
@@ -41,16 +32,6 @@ class ByteMLPerfFigures:
     avg_latency_ms: float | None = None
     p99_latency_ms: float | None = None
     kept: str | None = None
-
-    @classmethod
-    def from_dict(cls, d: object) -> ByteMLPerfFigures:
-        d = _map(d)
-        return cls(
-            qps=d.get("qps"),
-            avg_latency_ms=d.get("avg_latency_ms"),
-            p99_latency_ms=d.get("p99_latency_ms"),
-            kept=d.get("kept"),
-        )
 
     def figure(self, name: str) -> float | None:
         """One figure by its JSON name ('qps', 'avg_latency_ms', 'p99_latency_ms')."""
@@ -62,7 +43,7 @@ class ByteMLPerfFigures:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Power:
+class Power(Record):
     """A window's power (`kit.measure.power` PowerSummary): measured, or why it is unavailable."""
 
     method: str | None = None
@@ -70,115 +51,85 @@ class Power:
     sensor: str | None = None
     mean_w: float | None = None
     samples_per_s_per_w: float | None = None
-    raw: Json = field(default_factory=dict)  # as written, for kit.measure.power.summary.indicative
 
-    @classmethod
-    def from_dict(cls, d: object) -> Power | None:
-        if not isinstance(d, Mapping):
-            return None  # not sampled
-        return cls(
-            method=d.get("method"),
-            reason=d.get("reason"),
-            sensor=d.get("sensor"),
-            mean_w=d.get("mean_w"),
-            samples_per_s_per_w=d.get("samples_per_s_per_w"),
-            raw=d,
-        )
+    @property
+    def raw(self) -> dict[str, Any]:
+        """As written, for kit.measure.power.summary.indicative."""
+        return self.to_dict()
 
     @property
     def measured(self) -> bool:
         return self.method == "measured"
 
 
+def _power(value: object) -> Power | None:
+    return Power.from_dict(value) if isinstance(value, Mapping) else None  # None: not sampled
+
+
 @dataclass(frozen=True, kw_only=True)
-class Noise:
+class Noise(Record):
     """A window's noise (`kit.measure.noise`): noisy or quiet, and why."""
 
     noisy: bool = False
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = field(default=(), metadata={_READ: _strings})
     steal_share: float | None = None  # None: /proc/stat unreadable
     other_load: float | None = None
 
-    @classmethod
-    def from_dict(cls, d: object) -> Noise | None:
-        if not isinstance(d, Mapping) or not d:
-            return None  # not sampled
-        return cls(
-            noisy=bool(d.get("noisy")),
-            reasons=_strings(d.get("reasons")),
-            steal_share=d.get("steal_share"),
-            other_load=d.get("other_load"),
-        )
+
+def _noise(value: object) -> Noise | None:
+    # None: not sampled
+    return Noise.from_dict(value) if isinstance(value, Mapping) and value else None
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowPrecision:
+class WindowPrecision(Record):
     """How precise a window's throughput got (`reached`: the 95 % interval's relative
     half-width)."""
 
-    reached: float | None = None
     target_ci: float | None = None
-    met: bool | None = None
+    reached: float | None = None
     rounds: int | None = None
+    met: bool | None = None
     stopped_by: str | None = None
-
-    @classmethod
-    def from_dict(cls, d: object) -> WindowPrecision:
-        d = _map(d)
-        return cls(
-            reached=d.get("reached"),
-            target_ci=d.get("target_ci"),
-            met=d.get("met"),
-            rounds=d.get("rounds"),
-            stopped_by=d.get("stopped_by"),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
-class Measurement:
-    """One timed window at one batch size (`kit.measure.window.BatchMeasurement.to_dict()`), read
-    back with the figures it stored (never recomputed from its calls)."""
+class Measurement(Record):
+    """One timed window at one batch size (`kit.measure.window.BatchMeasurement.record()`), with the
+    figures it stored (never recomputed from its calls); its calls and rounds stay in `more`."""
 
     batch_size: int
-    mode: str = "single"  # "single", "clients", "replicas" or "pack"
-    threads: int = 1
+    # "single", "clients", "replicas", "pack"
+    mode: str = field(default="single", metadata={_READ: _or("single")})
+    threads: int = field(default=1, metadata={_READ: _or(1)})
+    latency: Latency = field(default_factory=Latency, metadata={_READ: Latency.from_dict})
     throughput: float | None = None
     qps_bytemlperf: float | None = None
-    latency: Latency = field(default_factory=Latency)
-    bytemlperf: ByteMLPerfFigures = field(default_factory=ByteMLPerfFigures)
+    bytemlperf: ByteMLPerfFigures = field(
+        default_factory=ByteMLPerfFigures, metadata={_READ: ByteMLPerfFigures.from_dict}
+    )
     # figure name -> kit.measure.stats.Interval.to_dict()
-    intervals: Json = field(default_factory=dict)
-    precision: WindowPrecision = field(default_factory=WindowPrecision)
-    noise: Noise | None = None
-    power: Power | None = None
-    pack_batch_size: int | None = None
-    clients: str | None = None  # how a session's clients ran, where it said so
-    raw: Json = field(default_factory=dict)
+    intervals: Json = field(default_factory=dict, metadata={_READ: _map})
+    precision: WindowPrecision = field(
+        default_factory=WindowPrecision, metadata={_READ: WindowPrecision.from_dict}
+    )
+    noise: Noise | None = field(default=None, metadata={_READ: _noise})
+    power: Power | None = field(default=None, metadata={_READ: _power})
+    # what a backend added (pack_batch_size, clients, timing)
+    extra: Json = field(default_factory=dict, metadata={_READ: _map})
+    # the search's plan this window measured, where the run searched
+    searched_plan: Json | None = None
 
-    @classmethod
-    def from_dict(cls, d: Json) -> Measurement:
-        extra = _map(d.get("extra"))
-        return cls(
-            batch_size=d["batch_size"],
-            mode=d.get("mode") or "single",
-            threads=d.get("threads") or 1,
-            throughput=d.get("throughput"),
-            qps_bytemlperf=d.get("qps_bytemlperf"),
-            latency=Latency.from_dict(d.get("latency")),
-            bytemlperf=ByteMLPerfFigures.from_dict(d.get("bytemlperf")),
-            intervals=_map(d.get("intervals")),
-            precision=WindowPrecision.from_dict(d.get("precision")),
-            noise=Noise.from_dict(d.get("noise")),
-            power=Power.from_dict(d.get("power")),
-            pack_batch_size=extra.get("pack_batch_size"),
-            clients=extra.get("clients"),
-            raw=d,
-        )
+    @property
+    def pack_batch_size(self) -> int | None:
+        value: int | None = self.extra.get("pack_batch_size")
+        return value
 
-    @classmethod
-    def of(cls, m: Measurement | Json) -> Measurement:
-        """`m` as a record (a measurement dict as a run wrote it, or already a record)."""
-        return m if isinstance(m, Measurement) else cls.from_dict(m)
+    @property
+    def clients(self) -> str | None:
+        """How a session's clients ran, where it said so."""
+        value: str | None = self.extra.get("clients")
+        return value
 
     @property
     def measured_batch(self) -> int:
@@ -197,12 +148,13 @@ class Measurement:
     def call_times(self) -> list[list[tuple[int, int]]]:
         """Each thread's (start, end) in ns of every timed call, as stored (read only when asked
         for)."""
-        return [[(int(s), int(e)) for s, e in thread] for thread in self.raw.get("calls") or []]
+        return [[(int(s), int(e)) for s, e in thread] for thread in self.more.get("calls") or []]
 
     @property
     def round_ends(self) -> list[list[int]] | None:
         """Per round, each thread's end index (kit.measure.intervals); None in an older result."""
-        return self.raw.get("rounds")
+        ends: list[list[int]] | None = self.more.get("rounds")
+        return ends
 
     def interval(self, name: str) -> Json | None:
         """The stored 95 % interval of figure `name` (None where the window kept none)."""
@@ -211,26 +163,24 @@ class Measurement:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AccuracyCheck:
-    """The published accuracy metric (or Mean Diff) of a run: its value where measured, else why
-    not."""
+class AccuracyCheck(Record):
+    """The published accuracy metric (or Mean Diff) of a run: its value where measured, else why not
+    (`kit.datasets.accuracy`); its details (per-class counts, ...) stay in `more`."""
 
+    model: str | None = None
+    dataset: str | None = None
     metric: str | None = None
     value: float | None = None
     status: str | None = None  # "measured", or "not measured: <why>"
-    code: str | None = None  # why not measured, a ReasonCode (None where measured)
-    dataset: str | None = None
+    # why not measured, a ReasonCode
+    code: str | None = field(default=None, metadata={_KEY: "reason_code"})
     data_percent: float | None = None
 
     @classmethod
-    def from_dict(cls, d: Json) -> AccuracyCheck:
-        return cls(
-            metric=d.get("metric"),
-            value=d.get("value"),
-            status=d.get("status"),
-            dataset=d.get("dataset"),
-            data_percent=d.get("data_percent"),
-            code=d.get("reason_code"),
+    def not_measured(cls, model: str, why: str, code: str) -> AccuracyCheck:
+        """A check that could not be made: `why` as its status, with its ReasonCode."""
+        return cls.from_dict(
+            {"model": model, "status": f"not measured: {why}", "value": None, "reason_code": code}
         )
 
     @property
@@ -247,24 +197,28 @@ class AccuracyCheck:
 DIFFS = ("mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel")
 
 
+def _histograms(value: object) -> Json | None:
+    return value if isinstance(value, Mapping) and value else None
+
+
 @dataclass(frozen=True, kw_only=True)
-class NumericCheck:
-    """A backend's outputs against the fp32 CPU reference at one batch size
-    (`kit.measure.numerics`)."""
+class NumericCheck(Record):
+    """A backend's outputs against the fp32 CPU reference at one batch size (`kit.measure.numerics`
+    `NumericDiff.check`); its counts and reference stay in `more`."""
 
     batch_size: int | None = None
-    # mean_abs, std_abs, max_abs, mean_rel, max_rel: those written
-    diffs: Json = field(default_factory=dict)
-    histograms: Json | None = None  # ByteMLPerf's diff-distribution counts, where recorded
+    mean_abs: float | None = None
+    std_abs: float | None = None
+    max_abs: float | None = None
+    mean_rel: float | None = None
+    max_rel: float | None = None
+    # ByteMLPerf's diff counts
+    histograms: Json | None = field(default=None, metadata={_READ: _histograms})
 
-    @classmethod
-    def from_dict(cls, d: Json) -> NumericCheck:
-        histograms = d.get("histograms")
-        return cls(
-            batch_size=d.get("batch_size"),
-            diffs={k: d[k] for k in DIFFS if k in d},
-            histograms=histograms if isinstance(histograms, Mapping) and histograms else None,
-        )
+    @property
+    def diffs(self) -> dict[str, float]:
+        """The diffs written (mean_abs, std_abs, max_abs, mean_rel, max_rel), by JSON name."""
+        return {k: v for k in DIFFS if (v := getattr(self, k)) is not None}
 
     def diff(self, name: str) -> float | None:
         """One of the diffs by its JSON name (None where not written)."""

@@ -126,8 +126,8 @@ def load_decision(
     path = decision_path(key, directory)
     try:
         stored = Decision.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, AttributeError):
-        # unreadable, or not a decision's fields
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        # unreadable, not a decision (no plan), an unknown backend
         return None
     if stored.key != key or DEPTH_RANK.get(stored.depth, -1) < DEPTH_RANK[depth]:
         return None

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterable
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from kit.backends import Placement
+from kit.backends.placement import flat_dict
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.environment import cpu_flags, usable_cores
@@ -44,15 +45,12 @@ OTHER_INT8_METHOD = {"static-qdq": "dynamic", "dynamic": "static-qdq"}
 
 @dataclass(frozen=True)
 class RowCandidate:
-    """One configuration: what runs where (backend, precision, device, the backend's options as the
-    plain dict the probes and the cache hold, threads: `placement`), with why."""
+    """One configuration: what runs where (`placement`: backend, precision, device, threads and the
+    backend's options), with why. Its JSON is flat (`to_dict`): the placement's five fields
+    first."""
 
-    backend: str
-    precision: str
-    device: str = "cpu"
+    placement: Placement
     _: KW_ONLY
-    options: dict = field(default_factory=dict)
-    threads: int | None = None
     native: bool = True  # False: the device only emulates this precision (conversions around fp32)
     depth: str = "quick"
     why: str = ""
@@ -60,10 +58,19 @@ class RowCandidate:
     # why a 'full' candidate waits for a full search, where it is not the usual cost
     full_only_why: str = ""
 
-    @property
-    def placement(self) -> Placement:
-        """What runs where (kit.backends.placement), its options checked as the backend's record."""
-        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
+    @classmethod
+    def of(
+        cls,
+        backend: str,
+        precision: str,
+        device: str = "cpu",
+        *,
+        options: dict | None = None,
+        threads: int | None = None,
+        **about: Any,
+    ) -> RowCandidate:
+        """The candidate from the plain fields (options as a dict), `about` its other fields."""
+        return cls(Placement.of(backend, precision, device, options, threads), **about)
 
     @property
     def label(self) -> str:
@@ -74,7 +81,7 @@ class RowCandidate:
         return self.placement.plan()
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "label": self.label}
+        return {**flat_dict(self), "label": self.label}
 
 
 def row_candidates(
@@ -123,10 +130,14 @@ def _cpu_row(ctx: CandidateContext) -> list[RowCandidate]:
     out = _cpu(ctx.framework, ctx.flags, ctx.cores, transformer=ctx.int8_method == "dynamic")
     if ctx.int8_method in OTHER_INT8_METHOD:
         other = OTHER_INT8_METHOD[ctx.int8_method]
-        default = next(c for c in out if c.backend == "onnxruntime" and c.precision == "int8")
+        default = next(
+            c
+            for c in out
+            if c.placement.backend == "onnxruntime" and c.placement.precision == "int8"
+        )
         out.insert(
             out.index(default) + 1,
-            RowCandidate(
+            RowCandidate.of(
                 "onnxruntime",
                 "int8",
                 options={"quantization": other},
@@ -149,25 +160,25 @@ def _cpu(
     bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
     ort = "onnxruntime"
     out = [
-        RowCandidate(ort, "fp32", why="the fp32 reference; all graph optimisations"),
-        RowCandidate(
+        RowCandidate.of(ort, "fp32", why="the fp32 reference; all graph optimisations"),
+        RowCandidate.of(
             ort,
             "fp32",
             options={"graph_optimization": "ORT_ENABLE_EXTENDED"},
             depth="full",
             why="without layout optimisations (NCHWc), which can cost on small shapes",
         ),
-        RowCandidate(
+        RowCandidate.of(
             ort,
             "fp16",
             native=False,
             why="fp16 ONNX (ONNX Runtime's x86 CPU kernels convert around fp32)",
         ),
-        RowCandidate(ort, "int8", native=vnni, why="VNNI int8" if vnni else "int8 without VNNI"),
+        RowCandidate.of(ort, "int8", native=vnni, why="VNNI int8" if vnni else "int8 without VNNI"),
     ]
     if cores > 1:
         out += [
-            RowCandidate(
+            RowCandidate.of(
                 ort,
                 p,
                 threads=cores - 1,
@@ -181,18 +192,18 @@ def _cpu(
     out += ov
     if framework != "torch":
         return out
-    ov_int8 = next(c.label for c in ov if c.precision == "int8")
+    ov_int8 = next(c.label for c in ov if c.placement.precision == "int8")
     out += [
-        RowCandidate(
+        RowCandidate.of(
             "torch", "fp32", depth="full", why="torch eager", full_only_why=TORCH_FP32_QUICK
         ),
-        RowCandidate(
+        RowCandidate.of(
             "torch", "fp32", options={"compile": True}, depth="full", why="inductor, frozen weights"
         ),
-        RowCandidate(
+        RowCandidate.of(
             "torch", "bf16", native=bf16, why="bf16 autocast" + ("" if bf16 else " (emulated)")
         ),
-        RowCandidate(
+        RowCandidate.of(
             "torch",
             "bf16",
             options={"compile": True},
@@ -200,10 +211,10 @@ def _cpu(
             depth="full",
             why="inductor bf16, frozen weights",
         ),
-        RowCandidate(
+        RowCandidate.of(
             "torch", "fp16", native=fp16, why="fp16 autocast" + ("" if fp16 else " (emulated)")
         ),
-        RowCandidate("torch", "int8", native=vnni, fallback_for=ov_int8, why=TORCH_INT8_QUICK),
+        RowCandidate.of("torch", "int8", native=vnni, fallback_for=ov_int8, why=TORCH_INT8_QUICK),
     ]
     return out
 
@@ -216,13 +227,13 @@ def openvino_candidates(
     defaults (and, for a transformer, its transformer preset: in a quick search only where the
     defaults fail); the LATENCY hint in every search, THROUGHPUT (several streams) in a full one."""
     ov = "openvino"
-    out = [RowCandidate(ov, "fp32", why="OpenVINO f32, LATENCY hint, static shapes")]
+    out = [RowCandidate.of(ov, "fp32", why="OpenVINO f32, LATENCY hint, static shapes")]
     out += [
-        RowCandidate(ov, p, why=f"OpenVINO {p} inference precision (native here)")
+        RowCandidate.of(ov, p, why=f"OpenVINO {p} inference precision (native here)")
         for p, native in (("bf16", bf16), ("fp16", fp16))
         if native
     ]
-    int8 = RowCandidate(
+    int8 = RowCandidate.of(
         ov,
         "int8",
         native=vnni,
@@ -232,7 +243,7 @@ def openvino_candidates(
     out.append(int8)
     if transformer:
         out.append(
-            RowCandidate(
+            RowCandidate.of(
                 ov,
                 "int8",
                 options={"nncf": "transformer"},
@@ -244,7 +255,7 @@ def openvino_candidates(
         )
     best16 = "fp16" if fp16 else "bf16" if bf16 else None
     out += [
-        RowCandidate(
+        RowCandidate.of(
             ov,
             p,
             options={"hint": "THROUGHPUT"},
@@ -326,24 +337,24 @@ ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (
 def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
     ort = "onnxruntime"
     out = [
-        RowCandidate(ort, p, device, options=dict(o), depth=depth, why=why)
+        RowCandidate.of(ort, p, device, options=dict(o), depth=depth, why=why)
         for p, device, o, depth, why in ORT_CUDA
     ]
     if "TensorrtExecutionProvider" in providers:
         out += [
-            RowCandidate(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
-            RowCandidate(
+            RowCandidate.of(ort, "fp16", "tensorrt", why="TensorRT fp16, engine cache"),
+            RowCandidate.of(
                 ort, "int8", "tensorrt", why="TensorRT int8 (symmetric QDQ), engine cache"
             ),
         ]
     if tensorrt_python():
         out += [
-            RowCandidate("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)")
+            RowCandidate.of("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)")
             for p in ("fp16", "int8")
         ]
     if framework == "torch":
         out += [
-            RowCandidate(
+            RowCandidate.of(
                 "torch",
                 p,
                 "cuda",
@@ -365,7 +376,7 @@ def eager_fallback_for(precision: str, options: dict) -> str:
     if options:
         return ""
     graph = "bf16" if precision == "bf16" else "fp16"
-    return RowCandidate("torch", graph, "cuda", options={"cuda_graph": True}).label
+    return RowCandidate.of("torch", graph, "cuda", options={"cuda_graph": True}).label
 
 
 #: What a row's search measures, by hardware kind (kit.hardware.kinds); a kind absent here (the IPU)
@@ -384,5 +395,11 @@ def tensorrt_python() -> bool:
 def native_16bit(candidates: Iterable[RowCandidate]) -> tuple[str, ...]:
     """The 16-bit precisions these candidates run natively (decides whether fp32 may stand in)."""
     return tuple(
-        sorted({c.precision for c in candidates if c.precision in ("bf16", "fp16") and c.native})
+        sorted(
+            {
+                c.placement.precision
+                for c in candidates
+                if c.placement.precision in ("bf16", "fp16") and c.native
+            }
+        )
     )

@@ -29,9 +29,7 @@ def choose(
             fallback=True,
             probes=list(probes),
             plan=Plan(
-                today.backend,
-                today.precision,
-                today.device,
+                today.placement,
                 precision_note=today.note
                 + " (the per-row search measured no candidate: today's mapping kept)",
             ),
@@ -71,9 +69,16 @@ def choose(
         chosen=best.label,
         today=today_probe.label if today_probe else None,
         plan=Plan(
-            **best.plan(),
+            best.placement,
             precision_note=note(
-                best, today_probe, today, published, ratio, measured, probes, ratio_batch
+                best,
+                today_probe,
+                today,
+                published=published,
+                ratio=ratio,
+                measured=measured,
+                probes=probes,
+                ratio_batch=ratio_batch,
             ),
         ),
         ratio_vs_today=ratio,

@@ -2,13 +2,14 @@
 converting, quantising and compiling them), which a cold search pays once and the cache keeps.
 
 >>> def probe(label, load_s, shared_from="", compile_s=None):
-...     return {"label": label, "backend": "", "precision": "", "device": "cpu", "options": {}, "threads": None,
+...     return {"label": label, "backend": "onnxruntime", "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
 ...             "native": True, "why": "", "load_s": load_s, "shared_from": shared_from, "compile_s": compile_s}
->>> search_cost(Decision.from_dict({"searched_s": 71.8, "probes": [
+>>> plan = {"backend": "onnxruntime", "precision": "fp32"}
+>>> search_cost(Decision.from_dict({"searched_s": 71.8, "plan": plan, "probes": [
 ...     probe("openvino int8 (cpu)", 54.0), probe("onnxruntime int8 (cpu)", 8.4),
 ...     probe("openvino bf16 (cpu)", 5.3, "the FP16 row's search")]}))
 'searched in 71.8 s: 62.4 s of it loading 2 candidates (the longest: openvino int8 (cpu), 54 s); 1 probe taken from the sibling row'
->>> search_cost(Decision.from_dict({"searched_s": 40.0, "probes": [probe("torch fp16 compile (cuda)", 35.0, compile_s=33.5),
+>>> search_cost(Decision.from_dict({"searched_s": 40.0, "plan": plan, "probes": [probe("torch fp16 compile (cuda)", 35.0, compile_s=33.5),
 ...     probe("torch fp16 (cuda)", 2.0)]}))
 'searched in 40 s: 37 s of it loading 2 candidates (the longest: torch fp16 compile (cuda), 35 s), 33.5 s of that compiling 1'
 """  # noqa: E501

@@ -7,16 +7,17 @@ JSON through `to_dict`/`from_dict`) and what a result's `search` and `search_dec
 ...                         "device": "cpu"}, "probes": [{"label": "ort fp32 (cpu)", "backend": "onnxruntime",
 ...                         "precision": "fp32", "device": "cpu", "options": {}, "threads": None,
 ...                         "native": True, "why": ""}]})
->>> d.plan.backend, d.probes[0].label, Decision.from_dict(d.to_dict()) == d
+>>> d.plan.placement.backend, d.probes[0].label, Decision.from_dict(d.to_dict()) == d
 ('onnxruntime', 'ort fp32 (cpu)', True)
 """  # noqa: E501
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, asdict, dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any
 
 from kit.backends import Placement
+from kit.backends.placement import flat_dict, unflat_dict
 from kit.search.probe import Probe
 
 
@@ -27,28 +28,19 @@ def _known(cls: type[Any], d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Plan:
-    """The model_benchmark parameters that run the chosen configuration, and the note a report
-    prints."""
+    """The model_benchmark parameters that run the chosen configuration (`placement`, flat in the
+    JSON), and the note a report prints."""
 
-    backend: str
-    precision: str
-    device: str
+    placement: Placement
     _: KW_ONLY
-    options: dict[str, Any] = field(default_factory=dict)
-    threads: int | None = None
     precision_note: str = ""
 
-    @property
-    def placement(self) -> Placement:
-        """What runs where (kit.backends.placement), its options read as the backend's record."""
-        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
-
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
-        return cls(**{"backend": "", "precision": "", "device": "", **_known(cls, d)})
+        return cls(**_known(cls, unflat_dict(d)))
 
 
 @dataclass(kw_only=True)

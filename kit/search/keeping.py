@@ -96,7 +96,7 @@ class SessionKeeper:
         if kept is None or kept.batch != batch:
             return None
         self._kept = None
-        if kept.probe.backend == backend and kept.config == config:
+        if kept.probe.placement.backend == backend and kept.config == config:
             return kept.session
         _close(kept.session)
         return None

@@ -28,7 +28,7 @@ from kit.search.probe import (
     time_session,
 )
 
-REFERENCE = RowCandidate("onnxruntime", "fp32", "cpu")
+REFERENCE = RowCandidate.of("onnxruntime", "fp32", "cpu")
 #: Early stop: a candidate is first timed for SCOUT_SHARE of the probe (at least 2 calls); when even
 #: the upper end of that short interval is below STOP_BELOW x the low end of the leader's interval
 #: so far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end
@@ -92,7 +92,7 @@ def measure_all(ctx: SearchContext, probes: list[Probe], quiet: bool = False) ->
     reference_outputs.remember(model, batch, inputs, ref_out)
     # today's mapping first (a yardstick early), then the narrower types, usually the faster: the
     # early stop then cuts the slow wide ones short
-    for p in sorted(probes, key=lambda q: (not q.today, bits(q.precision))):
+    for p in sorted(probes, key=lambda q: (not q.today, bits(q.placement.precision))):
         if p.status == ProbeStatus.PENDING:
             probe_one(ctx, p, reference, leader=leader_of(probes), min_scout=min_scout)
     for p in probes:
@@ -113,7 +113,9 @@ def settle_reference(
         return
     session = None
     try:
-        session = require_backend(ref.backend).load(ctx.model, ref.backend_config(), ctx.batch)
+        session = require_backend(ref.placement.backend).load(
+            ctx.model, ref.backend_config(), ctx.batch
+        )
         rest = replace(rest_config(ctx.window, scout), warmup=1)
         record_timing(ref, scout, time_session(session, ctx.inputs, ctx.batch, rest))
     except Exception as exc:  # noqa: BLE001 - a scout alone never wins: failed, its figures kept
@@ -167,19 +169,23 @@ def probe_one(
     session = None
     try:
         with Stopwatch() as load:
-            session = require_backend(p.backend).load(model, p.backend_config(), batch)
+            session = require_backend(p.placement.backend).load(model, p.backend_config(), batch)
         p.load_s = round(load.seconds, 2)
         p.compile_s = session.description.get("compile_s")
-        notes = session.description.get("notes") or []
-        if p.placement.options.compiles and any("fell back to eager" in n for n in notes):
-            p.status, p.reason = ProbeStatus.FAILED, next(n for n in notes if "fell back" in n)
+        if p.placement.options.compiles and (
+            fallback := session.description.get("compile_fallback")
+        ):
+            p.status, p.reason = (
+                ProbeStatus.FAILED,
+                f"torch.compile failed ({fallback}); fell back to eager",
+            )
             return
         with Stopwatch() as first:
             out = session.run(inputs)
         p.first_call = batch / first.seconds
         diff = NumericDiff.between(reference.outputs, out)
         verdict = numerics_gate(
-            p.precision,
+            p.placement.precision,
             diff.mean_abs,
             reference.scale,
             max(0, nonfinite(out) - reference.nonfinite),

@@ -65,7 +65,7 @@ def to_probe(c: RowCandidate, today: PrecisionChoice) -> Probe:
     placement = c.placement
     return Probe(
         label=placement.label,
-        **placement.plan(),
+        placement=placement,
         native=c.native,
         why=c.why,
         today=placement == today.placement,
@@ -81,9 +81,7 @@ def row_probes(
     `kit reproduce --plan` counts."""
     candidates = list(candidates)
     if not any(c.placement == today.placement for c in candidates):
-        candidates.insert(
-            0, RowCandidate(today.backend, today.precision, today.device, why="today's mapping")
-        )
+        candidates.insert(0, RowCandidate(today.placement, why="today's mapping"))
     native16 = native_16bit(candidates)
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, depth)
@@ -119,7 +117,7 @@ def plan_probes(
 ) -> None:
     """Mark what will not be measured, and why: the precision-class gate, then the depth."""
     for p, c in zip(probes, candidates, strict=True):
-        reason = precision_gate(p.precision, published)
+        reason = precision_gate(p.placement.precision, published)
         if reason:
             p.status, p.reason = ProbeStatus.NOT_ELIGIBLE, reason
         elif p.today:
@@ -131,8 +129,11 @@ def plan_probes(
                 ProbeStatus.NOT_PROBED,
                 f"full search only ({c.full_only_why or FULL_ONLY_WHY})",
             )
-        elif depth == "quick" and bits(p.precision) == 16 and not p.native:
-            p.status, p.reason = ProbeStatus.NOT_PROBED, emulated_why(p.precision, native16)
+        elif depth == "quick" and bits(p.placement.precision) == 16 and not p.native:
+            p.status, p.reason = (
+                ProbeStatus.NOT_PROBED,
+                emulated_why(p.placement.precision, native16),
+            )
         else:
             p.status = ProbeStatus.PENDING
 

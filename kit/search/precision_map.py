@@ -5,7 +5,7 @@ has natively: FP16 rows -> bf16 on a CPU with avx512_bf16/AMX (through torch; ON
 bf16 CPU path) or fp16 on a GPU; FP8 rows -> int8 on a CPU (VNNI) and, on a GPU, int8 through
 TensorRT (the kit has no fp8 execution path yet, even on GPUs that have fp8 units).
 
->>> map_precision("FP8", "cpu").precision
+>>> map_precision("FP8", "cpu").placement.precision
 <RunPrecision.INT8: 'int8'>
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from kit.backends import Placement
 from kit.errors import InvalidParameter
@@ -27,18 +26,13 @@ FP16_FLAGS = ("avx512_fp16", "amx_fp16")
 INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
-class PrecisionChoice(NamedTuple):
-    """Where a published row runs here: backend, precision, device, and the reason in words."""
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """Where a published row runs here (`placement`: the backend's default options and threads),
+    and the reason in words."""
 
-    backend: str
-    precision: Run
-    device: str
+    placement: Placement
     note: str
-
-    @property
-    def placement(self) -> Placement:
-        """What runs where (kit.backends.placement): the backend's default options and threads."""
-        return Placement.of(self.backend, self.precision, self.device)
 
 
 def map_precision(
@@ -67,7 +61,7 @@ def _map_ipu(
     published: Pub, framework: str, flags: frozenset[str], providers: set[str]
 ) -> PrecisionChoice:
     return PrecisionChoice(
-        "ipu", published.as_run, "ipu", f"{published} as published (PopRT on the IPU)"
+        Placement("ipu", published.as_run, "ipu"), f"{published} as published (PopRT on the IPU)"
     )
 
 
@@ -75,7 +69,7 @@ def _map_cpu(
     published: Pub, framework: str, flags: frozenset[str], providers: set[str]
 ) -> PrecisionChoice:
     if published is Pub.FP32:
-        return PrecisionChoice("onnxruntime", Run.FP32, "cpu", "FP32 as published")
+        return PrecisionChoice(Placement("onnxruntime", Run.FP32, "cpu"), "FP32 as published")
     if published is Pub.FP8:
         vnni = (
             "with VNNI int8 dot products"
@@ -83,35 +77,28 @@ def _map_cpu(
             else "without VNNI (slower int8)"
         )
         return PrecisionChoice(
-            "onnxruntime",
-            Run.INT8,
-            "cpu",
+            Placement("onnxruntime", Run.INT8, "cpu"),
             f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic",
         )
     if flags & set(FP16_FLAGS) and framework == "torch":
         return PrecisionChoice(
-            "torch", Run.FP16, "cpu", "IPU FP16 -> fp16 (native on this CPU), torch autocast"
+            Placement("torch", Run.FP16, "cpu"),
+            "IPU FP16 -> fp16 (native on this CPU), torch autocast",
         )
     if flags & set(BF16_FLAGS):
         if framework == "torch":
             return PrecisionChoice(
-                "torch",
-                Run.BF16,
-                "cpu",
+                Placement("torch", Run.BF16, "cpu"),
                 "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
                 "channels_last for CNNs); fp16 here would be emulated",
             )
         return PrecisionChoice(
-            "onnxruntime",
-            Run.FP16,
-            "cpu",
+            Placement("onnxruntime", Run.FP16, "cpu"),
             f"IPU FP16 -> fp16 via ONNX Runtime: a {framework} model cannot use the torch "
             "bf16 path and ORT has no bf16 CPU kernels; fp16 is converted, not native, here",
         )
     return PrecisionChoice(
-        "onnxruntime",
-        Run.FP32,
-        "cpu",
+        Placement("onnxruntime", Run.FP32, "cpu"),
         "IPU FP16 -> fp32: this CPU has no native 16-bit arithmetic, so fp32 is its fastest type",
     )
 
@@ -121,20 +108,16 @@ def _map_gpu(
 ) -> PrecisionChoice:
     backend = "torch" if framework == "torch" else "onnxruntime"
     if published is Pub.FP32:
-        return PrecisionChoice(backend, Run.FP32, "cuda", "FP32 as published")
+        return PrecisionChoice(Placement(backend, Run.FP32, "cuda"), "FP32 as published")
     if published is Pub.FP16:
-        return PrecisionChoice(backend, Run.FP16, "cuda", "IPU FP16 -> fp16 on the GPU")
+        return PrecisionChoice(Placement(backend, Run.FP16, "cuda"), "IPU FP16 -> fp16 on the GPU")
     if "TensorrtExecutionProvider" in providers:
         return PrecisionChoice(
-            "onnxruntime",
-            Run.INT8,
-            "tensorrt",
+            Placement("onnxruntime", Run.INT8, "tensorrt"),
             "IPU FP8 -> int8 through TensorRT (the kit has no fp8 path yet)",
         )
     return PrecisionChoice(
-        backend,
-        Run.FP16,
-        "cuda",
+        Placement(backend, Run.FP16, "cuda"),
         "IPU FP8 -> fp16 on the GPU: no TensorRT for int8 and no fp8 path in the kit",
     )
 
@@ -157,11 +140,12 @@ def mapping_sentence(
         return "Precision: the IPU runs each row at its published precision (FP16 or FP8)."
     fp16 = map_precision(Pub.FP16, hardware, framework=framework, flags=flags)
     fp8 = map_precision(Pub.FP8, hardware, framework=framework, flags=flags)
+    fp16_at, fp8_at = fp16.placement, fp8.placement
     return (
-        f"Precision mapping: the published IPU FP16 rows run here as {fp16.precision} "
-        f"({fp16.backend}, {fp16.device}) and the FP8 rows as {fp8.precision} ({fp8.backend}, "
-        f"{fp8.device}): each device's fastest comparable type, not identical arithmetic. "
-        f"{fp16.note}. {fp8.note}."
+        f"Precision mapping: the published IPU FP16 rows run here as {fp16_at.precision} "
+        f"({fp16_at.backend}, {fp16_at.device}) and the FP8 rows as {fp8_at.precision} "
+        f"({fp8_at.backend}, {fp8_at.device}): each device's fastest comparable type, not "
+        f"identical arithmetic. {fp16.note}. {fp8.note}."
     )
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import gc
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 from scipy.stats import t as student_t
 
 from kit.backends import BackendConfig, Placement
+from kit.backends.placement import flat_dict, unflat_dict
 from kit.errors import KitError, parse_member
 from kit.measure.numerics import NumericDiff
 from kit.measure.window import BatchMeasurement, MeasureConfig
@@ -62,11 +63,7 @@ class Probe:
     why."""
 
     label: str
-    backend: str
-    precision: str
-    device: str
-    options: dict
-    threads: int | None
+    placement: Placement  # what runs where; flat in the JSON (`to_dict`), as the candidate's
     native: bool
     why: str
     today: bool = False  # the published-precision mapping's own configuration
@@ -99,11 +96,6 @@ class Probe:
             raise KitError(f"{self.label}: not measured, no throughput to rank or compare")
         return self.throughput
 
-    @property
-    def placement(self) -> Placement:
-        """What runs where (kit.backends.placement), its options read as the backend's record."""
-        return Placement.of(self.backend, self.precision, self.device, self.options, self.threads)
-
     def plan(self) -> dict:
         return self.placement.plan()
 
@@ -111,11 +103,11 @@ class Probe:
         return self.placement.backend_config()
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "status": str(self.status)}
+        return {**flat_dict(self), "status": str(self.status)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Probe:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        return cls(**{k: v for k, v in unflat_dict(d).items() if k in cls.__dataclass_fields__})
 
 
 def throughput_interval(*windows: BatchMeasurement) -> tuple[float, float, float | None]:

@@ -60,7 +60,8 @@ def decide(
     stored (False). `prior`: the row's decision at a smaller batch just before, whose failed
     candidates are not probed again (kit.search.planning.skip_failed_before). `keeper`: where the
     chosen candidate would be compiled again to load it (torch.compile), its session stays open
-    there for the row's measurement (kit.search.keeping); the search holds it in its context."""
+    there for the row's measurement (kit.search.keeping). It enters here because it outlives the
+    search (the caller takes the session when it measures); inside, the context holds it."""
     key = cache.decision_key(
         model.name, published, batch_size, kind, weights=weights, small=model.small, seed=seed
     )

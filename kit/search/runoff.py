@@ -161,7 +161,9 @@ def timed_rounds(
         for p in pair:
             session = lent(batch, p) if lent is not None else None
             if session is None:
-                session = require_backend(p.backend).load(model, p.backend_config(), batch)
+                session = require_backend(p.placement.backend).load(
+                    model, p.backend_config(), batch
+                )
             else:
                 borrowed.add(id(session))
             sessions.append(session)

@@ -55,7 +55,7 @@ def sibling_decision(
 def shareable(p: Probe) -> bool:
     """Whether a row's probe may take the sibling's figures: 16 bits or more, not its own
     mapping."""
-    return not p.today and bits(p.precision) >= 16
+    return not p.today and bits(p.placement.precision) >= 16
 
 
 def borrow(probes: list[Probe], sibling: Decision) -> int:

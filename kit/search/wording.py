@@ -39,6 +39,7 @@ def note(
     best: Probe,
     today_probe: Probe | None,
     today: PrecisionChoice,
+    *,
     published: str,
     ratio: float | None,
     measured: list[Probe],
@@ -64,23 +65,26 @@ def note(
         head += " (today's mapping)"
     published = PublishedPrecision.parse(published)
     want = published.bits
-    if bits(best.precision) > want:
-        same = [p for p in measured if bits(p.precision) == want]
+    if bits(best.placement.precision) > want:
+        same = [p for p in measured if bits(p.placement.precision) == want]
         top = max(same, key=lambda p: p.rate) if same else None
-        why = f"; {best.precision} stands in for {published}: " + (
+        why = f"; {best.placement.precision} stands in for {published}: " + (
             f"faster here ({best.throughput:.3g} vs {top.throughput:.3g} samples/s, "
             f"{best.rate / top.rate:.2f}x the best {published}-class candidate, {top.label})"
             if top
             else f"no {published}-class candidate was measured here ("
-            + unmeasured([p for p in probes if bits(p.precision) == want])
+            + unmeasured([p for p in probes if bits(p.placement.precision) == want])
             + ")"
         )
-    elif best.precision == today.precision and best.backend == today.backend:
+    elif (
+        best.placement.precision == today.placement.precision
+        and best.placement.backend == today.placement.backend
+    ):
         why = f"; {today.note}"
     else:
         why = (
-            f"; IPU {published} -> {best.precision} ({'native' if best.native else 'emulated'} "
-            "here)"
+            f"; IPU {published} -> {best.placement.precision} "
+            f"({'native' if best.native else 'emulated'} here)"
         )
     return head[0].upper() + head[1:] + why
 
@@ -91,7 +95,7 @@ def unmeasured(same_class: list[Probe]) -> str:
     if not same_class:
         return "none runs on this hardware"
     if all(
-        p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.precision) == 16
+        p.status == ProbeStatus.NOT_PROBED and not p.native and bits(p.placement.precision) == 16
         for p in same_class
     ):
         return (

@@ -26,7 +26,7 @@ from kit.hardware.kinds import device_kind
 from kit.measure.memory import resources, steady_allocator
 from kit.measure.time_account import accounting
 from kit.models.requests import ExportRequest
-from kit.results import ResultKind, RunResult
+from kit.results import Environment, ResultKind, RunResult
 
 C = TypeVar("C", bound="StudyConfig")
 
@@ -174,8 +174,12 @@ def run_study(
     allocator = steady_allocator()
     params = config.to_dict() if isinstance(config, StudyConfig) else dict(config)
     params = {k: v for k, v in params.items() if k not in config_cls.passthrough}
-    result = RunResult.new(kind, str(name(params)), params, capture())
-    result.environment["allocator"] = allocator
+    result = RunResult.new(
+        kind,
+        str(name(params)),
+        params,
+        Environment.from_dict({**capture(), "allocator": allocator}),
+    )
     try:
         # unknown names: TypeError
         cfg = config if isinstance(config, config_cls) else config_cls(**params)

@@ -27,8 +27,9 @@ from kit.measure.window import BatchMeasurement, MeasureConfig, time_limit, time
 from kit.models import load_model
 from kit.models.requests import ExportRequest
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
+from kit.results import BackendInfo, ResultKind, RunResult
 from kit.results.reasons import ReasonCode
+from kit.results.sections import Session
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 C2_MODEL = "resnext101-c2"
@@ -93,7 +94,7 @@ def execute(cfg: Config, result: RunResult) -> None:
         model = load_model(
             C2_MODEL, small=cfg.small, weights=cfg.weights, opset=backend.export_opset
         )
-    result.model = model.describe()
+    result.model = model.info()
     result.notes.append(f"Precision: {cfg.note()}.")
     size = model.inputs[0].shape[-1]
     encoded = [p.read_bytes() for p in image_files(cfg.image_dir)]
@@ -102,16 +103,18 @@ def execute(cfg: Config, result: RunResult) -> None:
     cfg, deviation = replicas_here(cfg, device_info)
     threads = max(1, usable_cores() // cfg.replicas)
     bcfg = BackendConfig(cfg.precision, cfg.device, threads, kind=cfg.hardware)
-    result.backend = {
-        "name": backend.name,
-        **bcfg.to_dict(),
-        "device_info": device_info,
-        "replicas": cfg.replicas,
-        "replicas_asked": asked,
-        "threads_per_replica": threads,
-    }
+    result.backend = BackendInfo.from_dict(
+        {
+            "name": backend.name,
+            **bcfg.to_dict(),
+            "device_info": device_info,
+            "replicas": cfg.replicas,
+            "replicas_asked": asked,
+            "threads_per_replica": threads,
+            **({"deviation": deviation} if deviation else {}),
+        }
+    )
     if deviation:
-        result.backend["deviation"] = deviation
         result.notes.append(f"Deviation from the C2 paper: {deviation}.")
     sampler = sampler_for(cfg.hardware, cfg.power)
     result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
@@ -133,7 +136,9 @@ def execute(cfg: Config, result: RunResult) -> None:
                 ),
             ):
                 sessions += [backend.load(model, bcfg, micro) for _ in range(cfg.replicas)]
-            result.backend["session"] = sessions[0].description
+            result.backend = replace(
+                result.backend, session=Session.from_dict(sessions[0].description)
+            )
             calls = [
                 _pipeline_call(s, model.inputs[0].name, encoded, micro, size, i)
                 for i, s in enumerate(sessions)
@@ -142,7 +147,7 @@ def execute(cfg: Config, result: RunResult) -> None:
             with timed_phase("timing", batch) as phase:
                 m = timed_window(calls, micro, cfg.measure_config(), sampler)
                 phase.detail = timing_detail(m, cfg.measure_config())
-        result.measurements.append(m.to_dict())
+        result.measurements.append(m.record())
         result.tables["c2"].append(c2_row(batch, micro, m))
 
 

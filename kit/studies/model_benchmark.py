@@ -26,8 +26,9 @@ from kit.models import ExportedModel, load_model
 from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.precision import PublishedPrecision
-from kit.results import ResultKind, RunResult
+from kit.results import AccuracyCheck, BackendInfo, ResultKind, RunResult
 from kit.results.reasons import ReasonCode
+from kit.results.sections import DeviceInfo, Session
 from kit.search import (
     KEEPS_NOTHING,
     Decision,
@@ -168,11 +169,11 @@ def execute(cfg: Config, result: RunResult) -> None:
             input_shapes=cfg.input_shapes or None,
         )
         phase.detail = f"{model.name}, opset {export_opset(cfg.backend)}"
-    result.model = model.describe()
+    result.model = model.info()
     reference = require_backend("onnxruntime") if cfg.check_numerics or cfg.accuracy else None
     sampler = sampler_for(cfg.hardware, cfg.power, cuda_device=cfg.backend_config().device_id)
     per_batch: dict[int, Config] = {}
-    sessions: dict[int, dict | None] = {}
+    sessions: dict[int, Session] = {}
     notes_at = len(result.notes)
     with SessionKeeper() as keeper:  # a searched torch.compile session is timed, not compiled again
         planner = BatchPlanner(cfg=cfg, model=model, result=result, keeper=keeper)
@@ -206,17 +207,14 @@ def execute(cfg: Config, result: RunResult) -> None:
                 result.tables.setdefault("failed_batches", []).append(
                     {"batch_size": batch, "error": str(exc)}
                 )
-            sessions[batch] = result.backend.get("session")
+            sessions[batch] = result.backend.session
     # the headline: the backend block, the roofline, the report's precision
     cfg = per_batch[max(cfg.batch_sizes)]
     result.notes[notes_at:notes_at] = [f"Precision: {cfg.note()}."] + [
         f"Precision at batch {b}: {c.note()}." for b, c in sorted(per_batch.items()) if c != cfg
     ]
     headline_session = sessions.get(max(cfg.batch_sizes))
-    result.backend = {
-        **backend_block(cfg),
-        **({"session": headline_session} if headline_session else {}),
-    }
+    result.backend = replace(backend_block(cfg), session=headline_session or Session())
     if cfg.roofline:
         with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
@@ -234,10 +232,12 @@ def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
     )
 
 
-def backend_block(cfg: Config) -> dict:
+def backend_block(cfg: Config) -> BackendInfo:
     """The result's `backend`: the backend, its config and the device it runs on."""
     backend, bcfg = require_backend(cfg.backend), cfg.backend_config()
-    return {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
+    return BackendInfo.from_dict(
+        {"name": backend.name, **bcfg.to_dict(), "device_info": backend.device_info(bcfg)}
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -353,14 +353,14 @@ class BatchPlanner:
                 "search's fallback."
             )
             return cfg, decision
-        plan = decision.plan
+        plan, at = decision.plan, decision.plan.placement
         return replace(
             cfg,
-            backend=plan.backend,
-            precision=plan.precision,
-            device=plan.device,
-            options={**cfg.options, **plan.options},
-            threads=plan.threads or cfg.threads,
+            backend=at.backend,
+            precision=at.precision,
+            device=at.device,
+            options={**cfg.options, **at.options.to_dict()},
+            threads=at.threads or cfg.threads,
             precision_note=plan.precision_note,
         ), decision
 
@@ -389,30 +389,37 @@ def mark_decided_at(result: RunResult, batch: int) -> None:
     batch its decision was made at (its own)."""
     decided = {s["batch_size"]: s for s in result.tables.get("search_by_batch") or []}
     if batch in decided and not decided[batch]["fallback"]:
-        result.measurements[-1]["searched_plan"] = {
+        plan = {
             **decided[batch]["plan"],
             "chosen": decided[batch]["chosen"],
             "decided_at_batch": batch,
         }
+        result.measurements[-1] = replace(result.measurements[-1], searched_plan=plan)
 
 
-def _device_info(result: RunResult) -> dict:
-    return (result.backend or {}).get("device_info") or {}
+def _device_info(result: RunResult) -> DeviceInfo:
+    return result.backend.device_info if result.backend else DeviceInfo()
 
 
 def _cpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
     result.tables["peaks"] = cpu_peaks()
-    # bandwidth None: measured (kit.studies.roofline)
-    return _device_info(result).get("peak"), None, ""
+    return _peak(result), None, ""  # bandwidth None: measured (kit.studies.roofline)
 
 
 def _gpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
     info = _device_info(result)
-    peak, bandwidth, why = gpu_roof(
-        info.get("name", ""), (result.backend or {}).get("session") or {}, cfg.precision
-    )
-    info["peak"] = peak  # '% of peak' and the roofline: one peak, the unit that ran
+    session = result.backend.session.to_dict() if result.backend else {}
+    peak, bandwidth, why = gpu_roof(info.name or "", session, cfg.precision)
+    if result.backend:  # '% of peak' and the roofline: one peak, the unit that ran
+        placed = DeviceInfo.from_dict({**info.to_dict(), "peak": peak})
+        result.backend = replace(result.backend, device_info=placed)
     return peak, bandwidth, why
+
+
+def _peak(result: RunResult) -> dict | None:
+    """The device's peak as the backend wrote it (None where it wrote none)."""
+    peak = _device_info(result).to_dict().get("peak")
+    return peak if isinstance(peak, dict) else None
 
 
 #: (peak, bandwidth, why not) of a run's figures, by hardware kind (kit.hardware.kinds); a kind
@@ -438,7 +445,7 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
             f"({why or 'needs a CPU or GPU run with a stated peak and a FLOP count'})."
         )
         return
-    ok = [m for m in result.measurements if m.get("throughput")]
+    ok = [m for m in result.measurements if m.throughput]
     try:
         result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok, bandwidth)
         explain_below_peak(result)
@@ -531,7 +538,7 @@ def measure_one_batch(
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
-        result.backend["session"] = sessions[0].description
+        result.backend = replace(result.backend, session=Session.from_dict(sessions[0].description))
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
                 check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
@@ -545,10 +552,12 @@ def measure_one_batch(
             phase.detail = timing_detail(
                 measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else ""
             )
-        result.measurements.append(measurement.to_dict())
+        result.measurements.append(measurement.record())
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            add_op_breakdown(result, model, cfg, sessions[0], inputs, batch, calls)
+            add_op_breakdown(
+                result, model, cfg, session=sessions[0], inputs=inputs, batch=batch, calls=calls
+            )
         if with_accuracy and cfg.accuracy:
             note(f"batch {batch}: accuracy")
             with (
@@ -556,7 +565,7 @@ def measure_one_batch(
                 timed_phase("accuracy", batch) as phase,
             ):
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
-                phase.detail = str(result.accuracy[-1].get("status") or "")
+                phase.detail = str(result.accuracy[-1].status or "")
 
 
 class LazySession:
@@ -618,7 +627,7 @@ def check_numerics(
     diff = NumericDiff.between(
         ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name
     )
-    result.numerics.append({"batch_size": batch, **diff.to_dict()})
+    result.numerics.append(diff.check(batch))
 
 
 # a call this long is profiled once (its operators' shares are already stable)
@@ -635,13 +644,14 @@ def add_op_breakdown(
     result: RunResult,
     model: ExportedModel,
     cfg: Config,
+    *,
     session,
     inputs: dict,
     batch: int,
     calls: int = op_breakdown.PROFILED_CALLS,
 ) -> None:
     """Where a torch CPU call's time goes (kit.studies.op_breakdown), after the timed window."""
-    peak = _device_info(result).get("peak") or {}
+    peak = _peak(result) or {}
     if (
         cfg.backend != "torch"
         or not kinds.get(cfg.hardware).profiles_ops
@@ -674,23 +684,22 @@ def timed_sessions(sessions: list, inputs: dict, batch: int, mcfg: MeasureConfig
     return timed_window([s.bind(inputs) for s in sessions], batch, mcfg, sampler)
 
 
-def check_accuracy(cfg: Config, model: ExportedModel, session, ref_session, batch: int) -> dict:
+def check_accuracy(
+    cfg: Config, model: ExportedModel, session, ref_session, batch: int
+) -> AccuracyCheck:
     """The published accuracy/numeric metric, or the reason it cannot be measured here."""
     try:
-        return evaluate_accuracy(
-            model.name,
-            session,
-            cfg.dataset_dir or None,
-            cfg.data_percent,
-            model.weights,
-            batch_size=batch,
-            model=model,
-            reference_session=ref_session,
+        return AccuracyCheck.from_dict(
+            evaluate_accuracy(
+                model.name,
+                session,
+                cfg.dataset_dir or None,
+                cfg.data_percent,
+                model.weights,
+                batch_size=batch,
+                model=model,
+                reference_session=ref_session,
+            )
         )
     except KitError as exc:
-        return {
-            "model": model.name,
-            "status": f"not measured: {exc}",
-            "value": None,
-            "reason_code": str(ReasonCode.OTHER),
-        }
+        return AccuracyCheck.not_measured(model.name, str(exc), str(ReasonCode.OTHER))

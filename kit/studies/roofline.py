@@ -30,6 +30,7 @@ from kit.hardware.environment import cpu_model, usable_cores
 from kit.hardware.gpu_peaks import bandwidth_for, peak_for
 from kit.models.flops import count_traffic_per_sample
 from kit.paths import cache_dir
+from kit.results import Measurement
 
 #: bytes per element of (weights, activations) at each execution precision; torch autocast and
 #: dynamic int8 keep activations between operators in fp32/bf16 as listed
@@ -169,26 +170,30 @@ def gpu_roof(gpu_name: str, session: dict, precision: str) -> tuple[dict | None,
 
 
 def figure_rows(
-    model, precision: str, peak: dict, measurements: list[dict], bandwidth: dict | None = None
+    model,
+    precision: str,
+    peak: dict,
+    measurements: list[Measurement],
+    bandwidth: dict | None = None,
 ) -> list[dict]:
-    """One roofline row per measured batch size (a BatchMeasurement.to_dict() each) of an
+    """One roofline row per measured batch size (a result's Measurement each) of an
     ExportedModel. FLOPs a call does once (inputs that are not batched) are spread over its samples.
     `bandwidth`: a GPU's (gpu_roof); the CPU's is measured."""
     traffic = graph_traffic(Path(model.onnx_path), model.inputs)
     bandwidth = bandwidth or memory_bandwidth()
     rows = []
     for m in measurements:
-        per_sample = bytes_per_sample(traffic, precision, m["batch_size"])
+        per_sample = bytes_per_sample(traffic, precision, m.batch_size)
         rows.append(
             {
-                "batch_size": m["batch_size"],
+                "batch_size": m.batch_size,
                 "precision": precision,
                 **position(
-                    model.flops_per_sample_at(m["batch_size"]),
+                    model.flops_per_sample_at(m.batch_size),
                     per_sample,
                     peak_gflops=peak["gflops"],
                     bandwidth_gbs=bandwidth["gbs"],
-                    samples_per_s=m["throughput"],
+                    samples_per_s=m.throughput or 0.0,
                 ),
                 "peak_gflops": peak["gflops"],
                 "peak_unit": peak.get("unit", "GFLOP/s"),

@@ -20,7 +20,7 @@ from kit.models.requests import ExportRequest
 from kit.models.spec import ExportedModel
 from kit.paths import outputs_dir
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
+from kit.results import BackendInfo, ResultKind, RunResult
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.serving.batcher import BatchPolicy
 from kit.studies.serving.loadgen_sut import (
@@ -316,13 +316,15 @@ def execute(cfg: Config, result: RunResult) -> None:
             for b in [top] if model.dynamic_batch else sizes:
                 sessions[b] = backend.load(model, cfg.backend_config(), b)
                 opened.append(sessions[b])
-        result.model = model.describe()
-        result.backend = {
-            "name": backend.name,
-            **cfg.backend_config().to_dict(),
-            "session": sessions[top].description,
-            "device_info": backend.device_info(cfg.backend_config()),
-        }
+        result.model = model.info()
+        result.backend = BackendInfo.from_dict(
+            {
+                "name": backend.name,
+                **cfg.backend_config().to_dict(),
+                "session": sessions[top].description,
+                "device_info": backend.device_info(cfg.backend_config()),
+            }
+        )
         table = latency_table(sessions, model, sizes, cfg.fixed_batch_duration_s)
         result.tables["fixed_batch"] = fixed_batch_rows(table)
         search_policies(cfg, result, sessions, model, ServiceModel(table), policies)

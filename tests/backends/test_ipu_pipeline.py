@@ -31,9 +31,9 @@ def test_ipu_benchmark_runs_end_to_end_and_is_labelled_emulated(outputs, monkeyp
     )
     ipu_mod._AVAILABILITY.clear()
     assert result.status == "ok", result.errors
-    assert result.backend["session"]["emulated"] is True
-    assert result.measurements[0]["mode"] == "clients"
-    assert 0 < result.numerics[0]["max_abs"] < 0.1  # fp16 through the double vs ORT fp32
+    assert result.backend.session.more["emulated"] is True
+    assert result.measurements[0].mode == "clients"
+    assert 0 < result.numerics[0].max_abs < 0.1  # fp16 through the double vs ORT fp32
     rows = [
         r
         for r in bytemlperf_rows([(Path("r.json"), result)])

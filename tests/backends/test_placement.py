@@ -101,20 +101,12 @@ def test_a_placement_reads_the_backends_options_and_writes_the_plan_back():
 
 
 def test_the_search_and_the_study_config_share_the_record():
+    """The search's records hold the placement itself and read it back from their flat JSON."""
     options = {"graph_optimization": "ORT_ENABLE_EXTENDED"}
     want = Placement.of("onnxruntime", "fp32", "cpu", options, threads=3)
-    candidate = candidates.RowCandidate("onnxruntime", "fp32", options=options, threads=3)
-    probe = Probe(
-        label=candidate.label,
-        backend="onnxruntime",
-        precision="fp32",
-        device="cpu",
-        options=options,
-        threads=3,
-        native=True,
-        why="",
-    )
-    plan = Plan("onnxruntime", "fp32", "cpu", options=options, threads=3)
+    candidate = candidates.RowCandidate.of("onnxruntime", "fp32", options=options, threads=3)
+    probe = Probe.from_dict({"label": candidate.label, **want.plan(), "native": True, "why": ""})
+    plan = Plan.from_dict({**want.plan(), "precision_note": "n"})
     config = Config(
         backend="onnxruntime", precision="fp32", device="cpu", options=options, threads=3
     )
@@ -124,6 +116,54 @@ def test_the_search_and_the_study_config_share_the_record():
         and want.options.graph_level == "ORT_ENABLE_EXTENDED"
     )
     assert probe.backend_config() == config.backend_config() == want.backend_config(kind="cpu")
-    assert PrecisionChoice("onnxruntime", "int8", "cpu", "why").placement == Placement(
+    assert PrecisionChoice(Placement("onnxruntime", "int8"), "why").placement == Placement(
         "onnxruntime", "int8"
     )
+
+
+def test_the_search_records_json_stays_flat_in_its_order():
+    """The cache and result files hold the five fields flat, in the order the records had them."""
+    options = {"graph_optimization": "ORT_ENABLE_EXTENDED"}
+    candidate = candidates.RowCandidate.of(
+        "onnxruntime", "fp32", options=options, threads=3, why="w"
+    )
+    assert list(candidate.to_dict()) == [
+        "backend",
+        "precision",
+        "device",
+        "options",
+        "threads",
+        "native",
+        "depth",
+        "why",
+        "fallback_for",
+        "full_only_why",
+        "label",
+    ]
+    probe = Probe.from_dict(
+        {"label": "x", **candidate.plan(), "native": True, "why": "", "numerics": {"a": 1}}
+    )
+    flat = probe.to_dict()
+    assert list(flat)[:8] == [
+        "label",
+        "backend",
+        "precision",
+        "device",
+        "options",
+        "threads",
+        "native",
+        "why",
+    ]
+    assert flat["options"] == options and flat["threads"] == 3 and Probe.from_dict(flat) == probe
+    flat["numerics"]["a"] = 2  # a copy: the probe keeps its own
+    assert probe.numerics == {"a": 1}
+    plan = Plan.from_dict({**candidate.plan(), "precision_note": "n"})
+    assert plan.to_dict() == {**candidate.plan(), "precision_note": "n"}
+    assert list(plan.to_dict()) == [
+        "backend",
+        "precision",
+        "device",
+        "options",
+        "threads",
+        "precision_note",
+    ]

@@ -148,7 +148,9 @@ def test_a_gpu_search_tries_tensorrt_only_where_its_python_api_is_installed(monk
     labels = [c.label for c in candidates.row_candidates("onnx", "cuda")]
     assert {"tensorrt fp16 (cuda)", "tensorrt int8 (cuda)"} <= set(labels)
     monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
-    assert not [c for c in candidates.row_candidates("onnx", "cuda") if c.backend == "tensorrt"]
+    assert not [
+        c for c in candidates.row_candidates("onnx", "cuda") if c.placement.backend == "tensorrt"
+    ]
 
 
 @pytest.fixture

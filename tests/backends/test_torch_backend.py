@@ -265,3 +265,5 @@ def test_a_compile_past_dynamos_recompile_limit_says_it_runs_eager(small, monkey
         torch._dynamo.reset()
     assert first["mode"].startswith("torch.compile")
     assert second["mode"] == "eager" and "fell back to eager" in second["notes"][-1]
+    # the fact the search reads
+    assert second["compile_fallback"] and "compile_fallback" not in first

@@ -346,7 +346,7 @@ def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
     torch_quick = {
         c.label
         for c in row_candidates("torch", "cuda")
-        if c.backend == "torch" and c.depth == "quick"
+        if c.placement.backend == "torch" and c.depth == "quick"
     }
     assert {
         "torch fp16 cuda-graph (cuda)",
@@ -359,10 +359,14 @@ def test_a_gpu_search_tries_what_gpu_users_run_and_compiles_in_a_quick_search():
     } <= torch_quick
     full = {c.label for c in row_candidates("torch", "cuda") if c.depth == "full"}
     assert "torch fp16 compile=max-autotune (cuda)" in full
-    assert not [c for c in row_candidates("onnx", "cuda") if c.backend == "torch"]
+    assert not [c for c in row_candidates("onnx", "cuda") if c.placement.backend == "torch"]
     cpu = row_candidates("torch", "cpu", flags={"avx512_bf16"}, cores=2)
-    # the CPU search is as it was
-    assert not [c for c in cpu if c.options.get("cuda_graph") or c.options.get("clients")]
+    assert not [
+        c
+        for c in cpu
+        if c.placement.options.to_dict().get("cuda_graph")
+        or c.placement.options.to_dict().get("clients")
+    ]  # the CPU search is as it was
 
 
 def test_the_report_says_how_the_clients_ran(small, gpu):
@@ -421,9 +425,9 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
     )
     assert result.status == "ok", result.errors
     (m,) = result.measurements
-    assert m["threads"] == 2 and m["extra"]["timing"].startswith("host-to-host")
+    assert m.threads == 2 and m.extra["timing"].startswith("host-to-host")
     # run()'s graph is client 0's, kept for every window; client 1 captures its own once
-    assert result.numerics[0]["max_abs"] <= 0.1 and gpu.captures == 2
+    assert result.numerics[0].max_abs <= 0.1 and gpu.captures == 2
     (row,) = result.tables["roofline"]
     assert (
         row["peak_precision"] == "fp16"

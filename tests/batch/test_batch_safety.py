@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from kit import atomic
+from kit.backends import Placement
 from kit.batch import Job, run_jobs
 from kit.batch.lock import outputs_lock
 from kit.batch.runner import new_run_dir
@@ -325,7 +326,9 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
     )
     key = {"model": "m.onnx", "published": "FP16", "batch_size": 1}
     decision = cache.store_decision(
-        Decision(chosen=None, today=None, plan=Plan("onnxruntime", "fp32", "cpu"), key=key),
+        Decision(
+            chosen=None, today=None, plan=Plan(Placement("onnxruntime", "fp32", "cpu")), key=key
+        ),
         tmp_path / "search",
     )
     for path in (result, decision):

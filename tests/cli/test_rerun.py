@@ -69,8 +69,8 @@ def test_rerun_checks_the_environment_then_reruns_and_compares(outputs, tmp_path
     new_runs = [p for p in (outputs / "runs").iterdir() if p not in runs_before]
     assert len(new_runs) == 1
     again = RunResult.read(new_runs[0] / "resnet50_small.json")
-    assert again.status == "ok" and again.environment["job"]["parameters"] == SMALL
-    assert again.environment["job"]["batch_command"] == f"kit rerun {downgraded}"
+    assert again.status == "ok" and again.environment.job["parameters"] == SMALL
+    assert again.environment.job["batch_command"] == f"kit rerun {downgraded}"
     assert (new_runs[0] / "bytemlperf").is_dir()  # the re-run exports too
 
 
@@ -213,7 +213,7 @@ def test_a_schema_1_result_without_distributions_says_they_were_not_recorded(tmp
             }
         )
     )
-    recorded = RunResult.read(path).environment
+    recorded = RunResult.read(path).environment.to_dict()
     now = {
         "kit": {"commit": "a" * 40},
         "distributions": {"numpy": "2.0", "torch": "2.13"},

@@ -19,7 +19,7 @@ def test_each_published_precision_runs_on_the_ipu_at_its_own_type():
         "FP8": "fp8",
     }
     for published in PublishedPrecision:
-        assert map_precision(published, "ipu").precision is published.as_run
+        assert map_precision(published, "ipu").placement.precision is published.as_run
         assert published.bits == published.as_run.bits
 
 

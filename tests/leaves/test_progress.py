@@ -97,7 +97,7 @@ def test_rounds_count_and_note(shown):
 
 def timed_windows(result) -> list[tuple[int, int]]:
     return [
-        (min(t[0][0] for t in m["calls"]), max(t[-1][1] for t in m["calls"]))
+        (min(t[0][0] for t in m.call_times()), max(t[-1][1] for t in m.call_times()))
         for m in result.measurements
     ]
 

@@ -3,6 +3,7 @@ before the typed records) opens, is upgraded in one place, reads as typed sectio
 re-publishes."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ from kit.errors import KitError
 from kit.publish.scorecard import measured_hardware
 from kit.results import SCHEMA_VERSION, ResultStatus, RunResult, UnsupportedVersion, version_problem
 from kit.results.schema import upgrade
-from kit.results.sections import BackendInfo, Environment, Sections
+from kit.results.sections import BackendInfo, Environment, Placement, Sections
 
 V1 = Path(__file__).parents[1] / "data" / "results_v1"
 MODEL, C2 = V1 / "resnet50-torch-fp32_FP16.json", V1 / "c2_study.json"
@@ -22,7 +23,7 @@ def test_the_fixtures_are_schema_1_and_open_at_the_current_version():
     for path in (MODEL, C2):
         assert json.loads(path.read_text())["schema_version"] == 1
         result = RunResult.read(path)
-        assert result.schema_version == SCHEMA_VERSION == 3 and result.status == "ok"
+        assert result.schema_version == SCHEMA_VERSION == 4 and result.status == "ok"
 
 
 def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
@@ -34,18 +35,18 @@ def test_upgrade_fills_the_keys_version_1_added_and_leaves_its_input_alone():
     }
     up = upgrade(data)
     assert (
-        up["schema_version"] == 3
+        up["schema_version"] == 4
         and data["schema_version"] == 1
         and "kit" not in data["environment"]
     )
     assert up["environment"]["kit"] is None and up["environment"]["distributions"] == {}
     assert up["model"]["onnx_sha256"] is None and up["numerics"][0]["histograms"] is None
-    assert upgrade(up) is up  # version 3: nothing to do
+    assert upgrade(up) is up  # version 4: nothing to do
 
 
-@pytest.mark.parametrize("version", [0, 4, 99, None, "1", True])
+@pytest.mark.parametrize("version", [0, 5, 99, None, "1", True])
 def test_a_version_this_kit_does_not_read_is_named(version):
-    assert "is not supported (this kit reads 1 to 3)" in version_problem(
+    assert "is not supported (this kit reads 1 to 4)" in version_problem(
         {"schema_version": version}
     )
     with pytest.raises(KitError):
@@ -122,10 +123,10 @@ def test_a_result_without_a_backend_or_model_reads_as_none():
     assert s.environment.kit is None and s.environment.gpus is None
 
 
-def test_a_schema_1_result_is_written_back_at_version_3_and_reads_the_same(tmp_path):
+def test_a_schema_1_result_is_written_back_at_the_current_version_and_reads_the_same(tmp_path):
     result = RunResult.read(MODEL)
     again = RunResult.read(result.write(tmp_path / "r.json"))
-    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == 3
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == SCHEMA_VERSION
     assert (
         again.sections.measurements == result.sections.measurements
         and again.measurements == result.measurements
@@ -176,34 +177,66 @@ def test_a_table_an_older_kit_wrote_differently_fails_where_it_is_shown_not_in_e
     assert any(r.measured is not None for r in rows)
 
 
-def test_the_sections_follow_the_dicts_a_notebook_changes():
+def test_the_sections_follow_the_records_a_notebook_replaces():
     result = RunResult.read(MODEL)
-    result.backend["session"]["placement"] = {
-        "kernels": 4,
-        "kernels_by_provider": {"CPUExecutionProvider": 1},
-    }
+    placement = Placement.from_dict(
+        {"kernels": 4, "kernels_by_provider": {"CPUExecutionProvider": 1}}
+    )
+    result.backend = replace(
+        result.backend, session=replace(result.backend.session, placement=placement)
+    )
     assert result.sections.session.placement.on_cpu == 1  # read afresh, never a stale copy
+    assert result.to_dict()["backend"]["session"]["placement"]["kernels"] == 4
 
 
 def test_a_compile_that_fell_back_to_eager_is_not_labelled_compiled():
-    """torch.compile failing at load (past dynamo's recompile limit) keeps the eager module and says
-    so in the session's notes; the compile option alone labelled the scorecard row 'compiled'."""
+    """torch.compile failing at load (past dynamo's recompile limit) keeps the eager module and
+    records why as the session's `compile_fallback`; the compile option alone labelled the scorecard
+    row 'compiled'. The note beside it is for people: reworded, it changes nothing."""
     backend = {
         "name": "torch",
         "precision": "fp16",
         "device": "cuda",
         "options": {"compile": True},
-        "session": {"notes": ["torch.compile failed (recompile limit); fell back to eager"]},
+        "session": {"compile_fallback": "recompile limit", "notes": ["compiling did not work out"]},
     }
     result = RunResult.new("model_benchmark", "m", {}, {"cpu": {"model": "x"}})
-    result.backend = backend
+    result.backend = BackendInfo.from_dict(backend)
     assert not BackendInfo.from_dict(backend).compiled and " compiled" not in measured_hardware(
         result
     )
-    result.backend = {**backend, "session": {"notes": [], "compile_s": 12.0}}
-    assert BackendInfo.from_dict(result.backend).compiled and " compiled" in measured_hardware(
-        result
+    result.backend = BackendInfo.from_dict(
+        {**backend, "session": {"notes": ["fell back to eager, said a note"], "compile_s": 12.0}}
     )
+    assert result.backend.compiled and " compiled" in measured_hardware(result)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_an_older_result_whose_only_trace_of_a_fallback_is_its_note_reads_as_not_compiled(version):
+    note = "torch.compile failed (recompile limit); fell back to eager"
+    backend = {
+        "name": "torch",
+        "precision": "fp16",
+        "device": "cuda",
+        "options": {"compile": True},
+        "session": {"notes": [note], "compile_s": None},
+    }
+    older = RunResult.from_dict(
+        {
+            "schema_version": version,
+            "kind": "model_benchmark",
+            "name": "m",
+            "parameters": {},
+            "environment": {},
+            "backend": backend,
+        }
+    )
+    assert older.backend.session.compile_fallback == "recompile limit"
+    assert not older.sections.backend.compiled
+    again = RunResult.from_dict(
+        {**older.to_dict(), "backend": {**backend, "session": {"notes": []}}}
+    )
+    assert again.sections.backend.compiled  # no note, no fallback
 
 
 def test_a_time_account_without_its_total_reads_as_not_recorded_not_zero():

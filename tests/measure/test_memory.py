@@ -162,7 +162,7 @@ block = bytearray(300 * 2**20)  # zero-filled: every page touched
 own = own_peak_rss_bytes()
 del block
 subprocess.run([sys.executable, "-c", "bytearray(400 * 2**20)"], check=True)
-print(json.dumps({"start": start, "own": own, **resources()}))
+print(json.dumps({"start": start, "own": own, **resources().to_dict()}))
 """
 
 

@@ -107,13 +107,13 @@ def test_a_model_result_splits_its_seconds_into_export_compile_numerics_and_timi
     phases = {(p["phase"], p["batch_size"]): p for p in account["phases"]}
     assert {"export", "compile", "numerics", "timing"} <= {name for name, _ in phases}
     for m in result.measurements:
-        batch = m["batch_size"]
+        batch = m.batch_size
         timing, compile_ = phases[("timing", batch)], phases[("compile", batch)]
         # the timed calls are inside the timing phase, the slow load is not
-        assert m["wall_time_s"] <= timing["seconds"] < m["wall_time_s"] + LOAD_S
+        assert m.more["wall_time_s"] <= timing["seconds"] < m.more["wall_time_s"] + LOAD_S
         # the fake backend loads one session (numerics: the reference)
         assert compile_["seconds"] >= LOAD_S
-        assert f"{m['wall_time_s']:.1f} s timed ({m['latency']['count']} calls" in timing["detail"]
+        assert f"{m.more['wall_time_s']:.1f} s timed ({m.latency.count} calls" in timing["detail"]
     covered = sum(p["seconds"] for p in account["phases"])
     assert covered <= account["total_s"] + 0.05
     assert account["total_s"] == pytest.approx(covered + account["other_s"], abs=0.05)
@@ -201,7 +201,7 @@ def test_the_c2_study_accounts_for_its_export_compiles_and_windows(outputs, fake
         [p for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"],
         strict=True,
     ):
-        assert m["wall_time_s"] <= p["seconds"]
+        assert m.more["wall_time_s"] <= p["seconds"]
 
 
 def test_a_phase_outside_a_study_times_nothing_and_still_checks_its_name():

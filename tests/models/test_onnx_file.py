@@ -136,7 +136,7 @@ def test_fixed_batch_model_in_the_benchmark_is_an_error_per_wrong_size(tmp_path)
             "target_ci": 0.0,
         }
     )
-    assert [m["batch_size"] for m in result.measurements] == [2]
+    assert [m.batch_size for m in result.measurements] == [2]
     assert result.status == "error" and len(result.errors) == 2
     assert all("2 only: fixed.onnx has a fixed batch dimension" in e for e in result.errors)
     assert result.errors[0].startswith("batch 1:") and result.errors[1].startswith("batch 4:")
@@ -176,10 +176,10 @@ def test_an_fp16_file_at_the_default_precision_is_run_labelled_and_judged_as_fp1
         }
     )
     assert result.status == "ok", result.errors
-    assert result.backend["precision"] == "fp16"
-    assert "fp16: the file's own graph, no fp32 exists" in result.numerics[0]["reference"]
-    assert result.backend["device_info"]["peak"]["precision"] == "fp16"
-    assert result.model["precision"] == "fp16"
+    assert result.backend.precision == "fp16"
+    assert "fp16: the file's own graph, no fp32 exists" in result.numerics[0].more["reference"]
+    assert result.backend.device_info.peak.more["precision"] == "fp16"
+    assert result.model.more["precision"] == "fp16"
     assert any("the precision of half.onnx's own graph" in n for n in result.notes)
-    assert "conversion" not in result.backend["session"]  # the file ran as it is, not converted
-    assert result.backend["session"]["model_file"] == "half.onnx"
+    assert "conversion" not in result.backend.session.items  # the file ran as it is, not converted
+    assert result.backend.session.more["model_file"] == "half.onnx"

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks import peers
+from kit.backends import Placement
 from kit.batch.profiles import search_params
 from kit.search import cache
-from kit.search.decision import Decision
+from kit.search.decision import Decision, Plan
 
 
 def test_rows_take_the_published_batches_unless_given():
@@ -203,7 +204,7 @@ def stored_decisions(
             "backend": "torch",
             "precision": "fp16",
             "device": kind,
-            "options": {"cuda_graph": True, "b": b},
+            "options": {"cuda_graph": True, "clients": b},
             "threads": None,
             "precision_note": "n",
         }
@@ -237,7 +238,7 @@ def test_the_kit_arm_takes_the_decision_reproduce_makes_at_each_batch_on_a_gpu(
     assert [kits[b]["key"] for b in (4, 32)] == job["search_key"].split(",")
     assert all(k["reused"] for k in kits.values())  # nothing searched again: reproduce's decisions
     assert {b: k["chosen"] for b, k in kits.items()} == chosen
-    assert kits[32]["plan"]["options"] == {"cuda_graph": True, "b": 32}
+    assert kits[32]["plan"]["options"] == {"cuda_graph": True, "clients": 32}
     assert (kits[32]["decided_at_batch"], kits[32]["settle_batch"]) == (32, None)
     assert peers.kit_plans("resnet50-torch-fp32", "FP16", "cuda", [32])[32]["chosen"] == chosen[32]
 
@@ -397,14 +398,7 @@ def test_on_a_gpu_an_extra_batch_never_enters_reproduces_chain_of_published_batc
 
     def fake_decide(model, precision, batch, hardware, settings, prior=None):
         asked.append((batch, prior.batch if prior else None))
-        plan = SimpleNamespace(
-            backend="torch",
-            precision="fp16",
-            device="cuda",
-            options={},
-            threads=None,
-            precision_note="",
-        )
+        plan = Plan(Placement("torch", "fp16", "cuda"))
         return SimpleNamespace(
             batch=batch,
             plan=plan,

@@ -96,18 +96,17 @@ def test_figures_by_bytemlperfs_definitions_and_where_they_go(exported):
     assert backend.startswith("CPU-") and backend.endswith("-onnxruntime")
     assert [p["BS"] for p in report["Performance"]] == [1, 2]
     for entry, m in zip(report["Performance"], result.measurements, strict=True):
-        calls = [[tuple(c) for c in thread] for thread in m["calls"]]
-        own = bytemlperf_figures(calls, m["batch_size"])  # recomputed from the raw call times
+        own = bytemlperf_figures(m.call_times(), m.batch_size)  # recomputed from the raw call times
         assert entry["QPS"] == int(own["qps"])
         assert entry["AVG Latency"] == round(own["avg_latency_ms"], 2)
         assert entry["P99 Latency"] == round(own["p99_latency_ms"], 2)
-    assert report["Accuracy"]["Mean Diff"] == round(result.numerics[0]["mean_abs"], 5)
+    assert report["Accuracy"]["Mean Diff"] == round(result.numerics[0].mean_abs, 5)
     png = path.parent / report["Accuracy"]["Diff Dist"]
     assert (
         png.name == "resnet50-torch-fp32-to-fp32.png"
         and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     )
-    assert report["Host Info"] == result.environment["cpu"]["model"]
+    assert report["Host Info"] == result.environment.cpu.model
     assert report["Dataset"] == "OPEN_IMAGENET"
 
 

@@ -99,7 +99,7 @@ def test_the_model_report_opens_with_its_verdict_and_says_power_once(published_s
         opening,
     )
     assert sentence, opening[:800]
-    measured = any((m.get("power") or {}).get("method") == "measured" for m in result.measurements)
+    measured = any(m.power is not None and m.power.measured for m in result.measurements)
     said = len(re.findall("power unavailable", opening, re.IGNORECASE))
     assert said == (0 if measured else 1), said
     if not measured:

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from kit.publish.report import (
@@ -40,9 +42,9 @@ def test_tables_have_the_bytemlperf_columns(result):
         "power method",
     } <= set(t.columns)
     assert t["power method"].str.startswith("unavailable: ").all()
-    flops = result.model["flops_per_sample"]
+    flops = result.model.flops_per_sample
     assert t["GFLOP/s"].iloc[1] == pytest.approx(
-        flops * result.measurements[1]["throughput"] / 1e9, rel=0.01, abs=0.051
+        flops * result.measurements[1].throughput / 1e9, rel=0.01, abs=0.051
     )  # shown to 0.1
     assert t["% of peak"].iloc[1] > 0
     assert list(numerics_table(result)["batch_size"]) == [1, 32]
@@ -62,7 +64,7 @@ def test_gpu_placement_shows_the_cpu_share(result):
     import copy
 
     from kit.publish.report.provenance import gpu_placement
-    from kit.results.sections import Session
+    from kit.results.sections import Placement, Session
 
     placement = {
         "kernels_by_provider": {"CUDAExecutionProvider": 38, "CPUExecutionProvider": 2},
@@ -77,7 +79,9 @@ def test_gpu_placement_shows_the_cpu_share(result):
     )
     assert gpu_placement(Session()) == ""  # a CPU session has no placement
     gpu = copy.deepcopy(result)
-    gpu.backend["session"]["placement"] = placement
+    gpu.backend = replace(
+        gpu.backend, session=replace(gpu.backend.session, placement=Placement.from_dict(placement))
+    )
     assert (
         "<th style='text-align:left'>GPU placement</th><td style='text-align:left'>2 of 40 kernels"
         in provenance(gpu)
@@ -201,21 +205,24 @@ def test_power_is_said_once_where_no_window_had_it(result):
     import copy
 
     from kit.publish.report import Sentence, latency_view, power_view
+    from kit.results.windows import Power
 
-    reason = result.measurements[0]["power"]["reason"]
-    assert result.measurements[0]["power"]["method"] != "measured"  # no sensor on this test machine
+    reason = result.measurements[0].power.reason
+    assert result.measurements[0].power.method != "measured"  # no sensor on this test machine
     said = power_view(result)
     assert isinstance(said, Sentence) and said.text == f"Power unavailable: {reason}."
     assert not {"power (W)", "samples/s/W", "power method"} & set(latency_view(result).columns)
     sensed = copy.deepcopy(result)
-    for m in sensed.measurements:
-        m["power"] = {
+    power = Power.from_dict(
+        {
             "method": "measured",
             "sensor": "rapl",
             "mean_w": 50.0,
             "samples_per_s_per_w": 2.0,
             "window_s": 12.0,
         }
+    )
+    sensed.measurements = [replace(m, power=power) for m in sensed.measurements]
     assert list(power_view(sensed)["power (W)"]) == [50.0, 50.0]
     assert {"power (W)", "samples/s/W", "power method"} <= set(latency_view(sensed).columns)
 

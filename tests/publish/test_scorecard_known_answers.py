@@ -6,6 +6,7 @@ figure is worked out here from the call times, never read from the code's output
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from kit.measure.window import BatchMeasurement
 from kit.publish.compare import Reason, ReasonCode, Verdict
 from kit.publish.scorecard import MeasuredFigure, PublishedFigure, _row, bytemlperf_rows, c2_rows
 from kit.published import figures as published
-from kit.results import ResultKind, RunResult
+from kit.results import Measurement, ResultKind, RunResult
+from kit.results.sections import Session
 from kit.studies.c2 import c2_row
 from tests.c600_runs import c600_result, calls_of
 
@@ -171,7 +173,8 @@ def test_every_published_row_of_the_model_is_there(rows):
 
 def test_the_same_run_through_the_poprt_double_is_not_comparable():
     result = c600_run()
-    result.backend["session"]["emulated"] = True
+    session = Session.from_dict({**result.backend.session.to_dict(), "emulated": True})
+    result.backend = replace(result.backend, session=session)
     card = [
         r
         for r in bytemlperf_rows([(Path("r.json"), result)])
@@ -526,8 +529,10 @@ def test_a_failed_batch_says_why_in_its_own_words():
 
 def test_latency_measured_before_the_trim_was_kept_says_so():
     run = c600_run()
-    for m in run.measurements:
-        m.pop("bytemlperf", None)
+    run.measurements = [
+        Measurement.from_dict({k: v for k, v in m.to_dict().items() if k != "bytemlperf"})
+        for m in run.measurements
+    ]
     card = {
         (r.figure, r.batch_size): r
         for r in bytemlperf_rows([(Path("r.json"), run)])
@@ -752,7 +757,8 @@ def test_a_batch_without_a_qps_never_stands_in_for_the_headline():
     from tests.c600_runs import measured
 
     run = c600_result(MODEL, PRECISION, [measured(4, 4, 0.5, n=5), measured(8, 4, 0.4, n=5)])
-    run.measurements[1]["qps_bytemlperf"] = None  # a window too short to time
+    # a window too short to time
+    run.measurements[1] = replace(run.measurements[1], qps_bytemlperf=None)
     head = next(
         r
         for r in bytemlperf_rows([(Path("r.json"), run)])

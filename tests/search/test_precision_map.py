@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kit.backends import Placement
 from kit.errors import InvalidParameter, UnknownValueError
 from kit.search.precision_map import candidate_configs, map_precision, mapping_sentence
 
@@ -15,41 +16,43 @@ OLD = {"avx2"}
 
 def test_fp16_on_bf16_cpu_is_torch_bf16():
     choice = map_precision("FP16", "cpu", flags=ZEN4)
-    assert choice[:3] == ("torch", "bf16", "cpu") and "bf16" in choice.note
+    assert choice.placement == Placement("torch", "bf16", "cpu") and "bf16" in choice.note
 
 
 def test_fp16_for_non_torch_model_uses_ort_fp16():
     choice = map_precision("FP16", "cpu", framework="tensorflow", flags=ZEN4)
-    assert (choice.backend, choice.precision) == ("onnxruntime", "fp16")
+    assert (choice.placement.backend, choice.placement.precision) == ("onnxruntime", "fp16")
     assert "not native" in choice.note
 
 
 def test_native_fp16_cpu_and_no_16bit_cpu():
-    assert map_precision("fp16", "cpu", flags=SPR_FP16).precision == "fp16"
+    assert map_precision("fp16", "cpu", flags=SPR_FP16).placement.precision == "fp16"
     old = map_precision("FP16", "cpu", flags=OLD)
-    assert (old.backend, old.precision) == (
+    assert (old.placement.backend, old.placement.precision) == (
         "onnxruntime",
         "fp32",
     ) and "no native 16-bit" in old.note
 
 
 def test_fp8_on_cpu_is_int8():
-    assert map_precision("FP8", "cpu", flags=ZEN4)[:2] == ("onnxruntime", "int8")
+    assert map_precision("FP8", "cpu", flags=ZEN4).placement == Placement("onnxruntime", "int8")
     assert "VNNI" in map_precision("FP8", "cpu", flags=ZEN4).note
     assert "without VNNI" in map_precision("FP8", "cpu", flags=OLD).note
 
 
 def test_gpu_mapping():
-    assert map_precision("FP16", "cuda")[:3] == ("torch", "fp16", "cuda")
-    assert map_precision("FP16", "cuda", framework="onnx")[:3] == ("onnxruntime", "fp16", "cuda")
+    assert map_precision("FP16", "cuda").placement == Placement("torch", "fp16", "cuda")
+    assert map_precision("FP16", "cuda", framework="onnx").placement == Placement(
+        "onnxruntime", "fp16", "cuda"
+    )
     trt = map_precision("FP8", "cuda", gpu_providers=["TensorrtExecutionProvider"])
-    assert trt[:3] == ("onnxruntime", "int8", "tensorrt")
-    assert map_precision("FP8", "cuda").precision == "fp16"
+    assert trt.placement == Placement("onnxruntime", "int8", "tensorrt")
+    assert map_precision("FP8", "cuda").placement.precision == "fp16"
 
 
 def test_ipu_runs_as_published_and_fp32_is_fp32():
-    assert map_precision("FP8", "ipu")[:3] == ("ipu", "fp8", "ipu")
-    assert map_precision("FP32", "cpu").precision == "fp32"
+    assert map_precision("FP8", "ipu").placement == Placement("ipu", "fp8", "ipu")
+    assert map_precision("FP32", "cpu").placement.precision == "fp32"
 
 
 def test_bad_values_name_allowed():

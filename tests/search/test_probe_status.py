@@ -47,4 +47,9 @@ def test_an_unknown_probe_status_is_named_and_a_cache_file_holding_one_is_unread
     with pytest.raises(UnknownValueError, match="unknown probe status 'won'; known: chosen, fail"):
         Probe.from_dict({**PROBE, "status": "won"})
     with pytest.raises(ValueError):  # what the search cache skips as an unreadable file
-        Decision.from_dict({"probes": [{**PROBE, "status": "won"}]})
+        Decision.from_dict(
+            {
+                "plan": {"backend": "onnxruntime", "precision": "fp32"},
+                "probes": [{**PROBE, "status": "won"}],
+            }
+        )

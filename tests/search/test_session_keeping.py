@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kit.backends import BACKENDS, BackendConfig, require_backend
+from kit.backends import BACKENDS, BackendConfig, Placement, require_backend
 from kit.backends.base import Backend, Session
 from kit.backends.options import TorchOptions
 from kit.search import row
@@ -83,8 +83,12 @@ class TwinBackend(Backend):
         return session
 
 
-EAGER = RowCandidate("twin", "fp32", why="eager")
-COMPILED = RowCandidate("twin", "fp32", options={"compile": True}, why="torch.compile stand-in")
+def eager() -> RowCandidate:  # made once 'twin' is registered (its options are checked by it)
+    return RowCandidate.of("twin", "fp32", why="eager")
+
+
+def compiled() -> RowCandidate:
+    return RowCandidate.of("twin", "fp32", options={"compile": True}, why="torch.compile stand-in")
 
 
 @pytest.fixture
@@ -93,7 +97,7 @@ def twin(small, outputs, monkeypatch):
     BACKENDS.register("twin", TwinBackend)
     monkeypatch.setenv("KIT_CACHE", str(outputs / "cache"))
     monkeypatch.setattr(
-        row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cpu", "pinned")
+        row, "today_plan", lambda *a: PrecisionChoice(Placement("twin", "fp32", "cpu"), "pinned")
     )
     monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
     try:
@@ -110,11 +114,7 @@ def test_only_a_compiled_candidate_is_costly_to_reload():
     def probe(options):
         return Probe(
             label="p",
-            backend="torch",
-            precision="fp16",
-            device="cuda",
-            options=options,
-            threads=None,
+            placement=Placement.of("torch", "fp16", "cuda", options, threads=None),
             native=True,
             why="",
         )
@@ -126,12 +126,12 @@ def test_only_a_compiled_candidate_is_costly_to_reload():
 def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
     with SessionKeeper() as keeper:
         decision = row.search_row(
-            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
         )
-        assert decision.chosen == COMPILED.label
+        assert decision.chosen == compiled().label
         compile_s = {p.label: p.compile_s for p in decision.probes}
         # every probe says what compiling took
-        assert compile_s == {EAGER.label: None, COMPILED.label: 1.5}
+        assert compile_s == {eager().label: None, compiled().label: 1.5}
         assert loads(compiled=True) == 1
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         assert not kept.closed
@@ -143,9 +143,32 @@ def test_the_search_keeps_its_compiled_winner_open_and_hands_it_over_once(twin):
     assert all(s.closed for s in TwinBackend.sessions)
 
 
+def test_a_compile_that_fell_back_to_eager_fails_its_probe_by_the_recorded_fact(twin, monkeypatch):
+    """The session records why its compile fell back (`compile_fallback`); its note, for people,
+    is not read: with none at all the compiled candidate still fails and is never chosen."""
+    load = TwinBackend.load
+
+    def falls_back(self, model, config, batch_size):
+        session = load(self, model, config, batch_size)
+        if session.compiled:
+            session.compiled, session.description["compile_fallback"] = False, "recompile limit"
+        return session
+
+    monkeypatch.setattr(TwinBackend, "load", falls_back)
+    with SessionKeeper() as keeper:
+        decision = row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
+        )
+    probe = next(p for p in decision.probes if p.label == compiled().label)
+    assert probe.status == "failed" and "recompile limit" in probe.reason
+    assert decision.chosen == eager().label
+
+
 def test_a_kept_session_is_closed_when_the_measurement_would_load_another_configuration(twin):
     with SessionKeeper() as keeper:
-        row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
+        )
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         # other threads
         assert keeper.take(1, "twin", BackendConfig("fp32", "cpu", 2, {"compile": True})) is None
@@ -154,7 +177,9 @@ def test_a_kept_session_is_closed_when_the_measurement_would_load_another_config
 
 def test_a_kept_session_is_never_handed_to_another_backend_with_the_same_settings(twin):
     with SessionKeeper() as keeper:
-        row.search_row(twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper)
+        row.search_row(
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
+        )
         kept = next(s for s in TwinBackend.sessions if s.compiled)
         assert (
             keeper.take(1, "onnxruntime", BackendConfig("fp32", "cpu", None, {"compile": True}))
@@ -171,7 +196,7 @@ def test_nothing_is_kept_where_the_eager_candidate_wins_and_every_session_is_clo
     )
     with SessionKeeper() as keeper:
         decision = row.search_row(
-            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
         )
         assert decision.chosen == "twin fp32 (cpu)"
         assert all(s.closed for s in TwinBackend.sessions)
@@ -184,7 +209,7 @@ def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_aga
     from kit.studies import model_benchmark
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
-    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
+    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [eager(), compiled()])
     params = dict(
         model=twin.name,
         small=True,
@@ -201,13 +226,13 @@ def test_the_row_measures_the_search_s_compiled_session_without_compiling_it_aga
     )
     result = model_benchmark.run(params)
     assert result.status == "ok", result.errors
-    assert result.backend["options"] == {"compile": True}
+    assert result.backend.options == {"compile": True}
     assert loads(compiled=True) == 1, TwinBackend.log  # compiled for the search only
     assert (
         "Batch 1: timed on the torch.compile session the search compiled for its probe (1.5 s, "
         "counted in the search phase) and then ran; not compiled again." in result.notes
     )
-    assert len(result.measurements) == 1 and result.numerics[0]["batch_size"] == 1
+    assert len(result.measurements) == 1 and result.numerics[0].batch_size == 1
     assert all(s.closed for s in TwinBackend.sessions)
 
     again = model_benchmark.run(params)  # the decision comes from the cache: nothing kept, one load
@@ -220,8 +245,8 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
     from kit.search import runoff
     from kit.search.planning import to_probe
 
-    today = PrecisionChoice("twin", "fp32", "cpu", "pinned")
-    leader, challenger = to_probe(COMPILED, today), to_probe(EAGER, today)
+    today = PrecisionChoice(Placement("twin", "fp32", "cpu"), "pinned")
+    leader, challenger = to_probe(compiled(), today), to_probe(eager(), today)
     inputs = twin.make_inputs(1)
     with SessionKeeper() as keeper:
         kept = TwinBackend().load(twin, leader.backend_config(), 1)
@@ -250,11 +275,13 @@ def test_the_keeper_holds_only_the_compiled_leader_at_each_batch():
     def probe(label, throughput, options=None, status="measured"):
         return Probe(
             label=label,
-            backend="torch",
-            precision="fp16",
-            device="cuda",
-            options={"compile": True} if options is None else options,
-            threads=None,
+            placement=Placement.of(
+                "torch",
+                "fp16",
+                "cuda",
+                {"compile": True} if options is None else options,
+                threads=None,
+            ),
             native=True,
             why="",
             status=status,
@@ -283,11 +310,7 @@ def test_one_session_is_kept_at_a_time_across_batches():
     def probe(label):
         return Probe(
             label=label,
-            backend="torch",
-            precision="fp16",
-            device="cuda",
-            options={"compile": True},
-            threads=None,
+            placement=Placement.of("torch", "fp16", "cuda", {"compile": True}, threads=None),
             native=True,
             why="",
             status="measured",
@@ -312,11 +335,7 @@ def test_a_failing_close_still_forgets_the_session():
         4,
         Probe(
             label="c",
-            backend="torch",
-            precision="fp16",
-            device="cuda",
-            options={"compile": True},
-            threads=None,
+            placement=Placement.of("torch", "fp16", "cuda", {"compile": True}, threads=None),
             native=True,
             why="",
             status="measured",
@@ -336,13 +355,13 @@ def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monke
     from kit.search import runoff
 
     monkeypatch.setattr(
-        runoff, "run", lambda *a, **k: {"winner": EAGER.label, "duels": [], "within": 0.7}
+        runoff, "run", lambda *a, **k: {"winner": eager().label, "duels": [], "within": 0.7}
     )
     with SessionKeeper() as keeper:
         decision = row.search_row(
-            twin, "FP16", 1, "cpu", TINY, candidates=[EAGER, COMPILED], keeper=keeper
+            twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
         )
-        assert decision.chosen == EAGER.label
+        assert decision.chosen == eager().label
         assert all(s.closed for s in TwinBackend.sessions)
 
 
@@ -353,7 +372,7 @@ def test_a_session_kept_at_a_batch_that_is_not_measured_is_closed_before_the_mea
     from kit.studies import model_benchmark
 
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
-    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [EAGER, COMPILED])
+    monkeypatch.setattr(row, "row_candidates", lambda *a, **k: [eager(), compiled()])
     result = model_benchmark.run(
         dict(
             model=twin.name,
@@ -386,13 +405,13 @@ def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_i
     from kit.studies import model_benchmark
 
     on_gpu = [
-        RowCandidate("twin", "fp32", "cuda", why="eager"),
-        RowCandidate("twin", "fp32", "cuda", options={"compile": True}, why="compiled"),
+        RowCandidate.of("twin", "fp32", "cuda", why="eager"),
+        RowCandidate.of("twin", "fp32", "cuda", options={"compile": True}, why="compiled"),
     ]
     monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: twin)
     monkeypatch.setattr(row, "row_candidates", lambda *a, **k: on_gpu)
     monkeypatch.setattr(
-        row, "today_plan", lambda *a: PrecisionChoice("twin", "fp32", "cuda", "pinned")
+        row, "today_plan", lambda *a: PrecisionChoice(Placement("twin", "fp32", "cuda"), "pinned")
     )
     result = model_benchmark.run(
         dict(
@@ -422,9 +441,10 @@ def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_i
         "Batch 2",
     ]
     assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
-    assert {
-        m["batch_size"]: m["searched_plan"]["decided_at_batch"] for m in result.measurements
-    } == {1: 1, 2: 2}
-    assert result.backend["options"] == {"compile": True} and all(
+    assert {m.batch_size: m.searched_plan["decided_at_batch"] for m in result.measurements} == {
+        1: 1,
+        2: 2,
+    }
+    assert result.backend.options == {"compile": True} and all(
         s.closed for s in TwinBackend.sessions
     )

@@ -1,7 +1,9 @@
+import warnings
+
 import pytest
 
 from kit.errors import InvalidParameter
-from kit.results import RunResult
+from kit.results import SECTIONS, RunResult, SectionAsDict
 from kit.studies.model_benchmark import Config as ModelBenchmarkConfig
 from kit.studies.model_benchmark import run as run_model_benchmark
 
@@ -17,17 +19,28 @@ FAST = dict(
 
 
 def test_small_resnet50_end_to_end(outputs, tmp_path):
-    result = run_model_benchmark(FAST)
+    with warnings.catch_warnings():
+        # a study that assigns a section a dict fails here
+        warnings.simplefilter("error", SectionAsDict)
+        result = run_model_benchmark(FAST)
     assert result.status == "ok", result.errors
-    assert [m["batch_size"] for m in result.measurements] == [1, 2]
+    for name, record in SECTIONS.items():  # a study that appends a dict to a section fails here
+        value = getattr(result, name)
+        assert (
+            all(isinstance(v, record) for v in value)
+            if isinstance(value, list)
+            else isinstance(value, record)
+        )
+    assert result.numerics and result.accuracy and result.measurements
+    assert [m.batch_size for m in result.measurements] == [1, 2]
     for m in result.measurements:
-        assert m["latency"]["count"] >= 3 and m["throughput"] > 0
-        assert len(m["calls"][0]) == m["latency"]["count"]  # raw samples kept
-    assert result.numerics[0]["max_abs"] == pytest.approx(0.0, abs=1e-6)
-    assert result.model["weights"]["source"] == "random"
-    assert result.backend["device_info"]["kind"] == "cpu"
+        assert m.latency.count >= 3 and m.throughput > 0
+        assert len(m.call_times()[0]) == m.latency.count  # raw samples kept
+    assert result.numerics[0].max_abs == pytest.approx(0.0, abs=1e-6)
+    assert result.model.weights.source == "random"
+    assert result.backend.device_info.kind == "cpu"
     again = RunResult.read(result.write(tmp_path / "r.json"))
-    assert again.measurements[0]["latency"] == result.measurements[0]["latency"]
+    assert again.measurements[0].latency == result.measurements[0].latency
 
 
 @pytest.mark.parametrize(

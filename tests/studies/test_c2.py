@@ -27,10 +27,10 @@ def test_c2_protocol_small(outputs):
     rows = result.tables["c2"]
     assert [r["batch_size"] for r in rows] == [2, 4] and [r["micro_batch"] for r in rows] == [1, 2]
     for r, m in zip(rows, result.measurements, strict=True):
-        assert m["mode"] == "replicas" and m["threads"] == 2
+        assert m.mode == "replicas" and m.threads == 2
         assert r["throughput"] == pytest.approx(r["batch_size"] / (r["latency_ms"] / 1000))
         assert r["efficiency"] is None and "power unavailable" in r["efficiency_reason"]
-        assert m["power"]["method"] == "unavailable" and m["power"]["reason"]
+        assert m.power.method == "unavailable" and m.power.reason
     card = c2_rows([(Path("c2.json"), result)])
     latency = [c for c in card if c.figure == "Latency" and c.batch_size == "2"][0]
     assert latency.verdict == "not comparable" and latency.measured == rows[0]["latency_ms"]
@@ -76,7 +76,7 @@ def test_device_is_checked_and_decides_the_power_sensor(outputs):
         C2Config(device="tpu")
     result = run_c2_study({**FAST, "batch_sizes": [2]})
     # the CPU's sensor, for a CPU run
-    assert result.measurements[0]["power"]["reason"].startswith("rapl:")
+    assert result.measurements[0].power.reason.startswith("rapl:")
 
 
 def test_sessions_are_closed_when_a_batch_fails(outputs, monkeypatch):
@@ -174,11 +174,14 @@ def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monk
         {**FAST, "batch_sizes": [2, 4], "backend": "ipu", "device": "ipu", "precision": "fp16"}
     )
     assert result.status == "ok", result.errors
-    assert result.backend["replicas"] == 1 and result.backend["replicas_asked"] == 2
-    assert "instead of the paper's 2" in result.backend["deviation"]
+    assert result.backend.more["replicas"] == 1 and result.backend.more["replicas_asked"] == 2
+    assert "instead of the paper's 2" in result.backend.more["deviation"]
     assert any(n.startswith("Deviation from the C2 paper: 1 replica(s)") for n in result.notes)
     assert [r["micro_batch"] for r in result.tables["c2"]] == [2, 4]
-    assert result.backend["device_info"]["part"] == "c600" and result.backend["session"]["emulated"]
+    assert (
+        result.backend.device_info.more["part"] == "c600"
+        and result.backend.session.more["emulated"]
+    )
 
 
 def test_c2_keeps_two_replicas_where_there_are_two_ipus():

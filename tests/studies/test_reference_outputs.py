@@ -57,7 +57,7 @@ def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_input
     fresh = model_benchmark.run(dict(model=small.name, **RUN))
     assert (
         reference_loads == ["fp16", "fp32"]
-        and "from the search" not in fresh.numerics[0]["reference"]
+        and "from the search" not in fresh.numerics[0].more["reference"]
     )
 
     inputs = small.make_inputs(1, seed=0)
@@ -66,9 +66,9 @@ def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_input
     reference_loads.clear()
     reused = model_benchmark.run(dict(model=small.name, **RUN))
     assert reference_loads == ["fp16"]  # no second fp32 session
-    assert "from the search's call on the same inputs" in reused.numerics[0]["reference"]
-    assert reused.numerics[0]["mean_abs"] == pytest.approx(fresh.numerics[0]["mean_abs"], rel=1e-6)
-    assert reused.numerics[0]["max_abs"] == pytest.approx(fresh.numerics[0]["max_abs"], rel=1e-6)
+    assert "from the search's call on the same inputs" in reused.numerics[0].more["reference"]
+    assert reused.numerics[0].mean_abs == pytest.approx(fresh.numerics[0].mean_abs, rel=1e-6)
+    assert reused.numerics[0].max_abs == pytest.approx(fresh.numerics[0].max_abs, rel=1e-6)
 
 
 def test_other_inputs_or_another_batch_are_never_taken(small, reference_loads):

@@ -10,6 +10,7 @@ import pytest
 from kit.hardware import environment
 from kit.models.flops import count_traffic_per_sample
 from kit.models.spec import ExportedModel, WeightsInfo
+from kit.results import Measurement
 from kit.studies import roofline
 
 
@@ -100,7 +101,7 @@ def test_shared_work_is_spread_over_the_batch_and_a_figure_above_its_bound_is_fl
     per_sample, shared = 2 * 8 * 16 + 2 * 16 * 100, 2 * 100 * 8 * 16
     peak = {"gflops": 1e-3, "unit": "GFLOP/s"}  # 1 MFLOP/s
     calls_per_s = 1e6 / (shared + 4 * per_sample) * 0.5  # half the peak at batch 4
-    m = {"batch_size": 4, "throughput": 4 * calls_per_s}
+    m = Measurement.from_dict({"batch_size": 4, "throughput": 4 * calls_per_s})
     model = ExportedModel(
         name="prompts",
         onnx_path=path,

@@ -81,17 +81,24 @@ def test_server_under_light_load_meets_the_bound(tmp_path):
 
 
 def test_offline_and_single_stream(tmp_path):
-    runner, _ = make_runner(8)
+    """Offline: 8 samples per batch at what each batch really took (a busy machine oversleeps
+    and adds time between calls, so the figure may fall below, never above, that capacity);
+    SingleStream: the 90th percentile is at least the batch's own 90th percentile."""
+    runner, session = make_runner(8)
     off = runner.run(
         short(scenario="Offline", target_qps=400), BatchPolicy(8, 0.0), tmp_path / "off"
     )
-    assert off.samples_per_second == pytest.approx(8 / (BATCH_MS / 1e3), rel=0.15)
+    capacity = 8 / float(np.mean(session.took_s))
+    assert 0.6 * capacity <= off.samples_per_second <= 1.05 * capacity
+    assert max(session.batch_sizes) == 8
+    session.took_s.clear()
     single = runner.run(
         short(scenario="SingleStream", min_query_count=20, expected_latency_ms=BATCH_MS),
         BatchPolicy(1, 0.0),
         tmp_path / "ss",
     )
-    assert single.p90_ms == pytest.approx(BATCH_MS, rel=0.5)
+    took_p90_ms = float(np.percentile(session.took_s, 90)) * 1e3
+    assert 0.95 * took_p90_ms <= single.p90_ms <= 1.5 * took_p90_ms + 5
 
 
 def test_accuracy_mode_keeps_every_output(tmp_path):

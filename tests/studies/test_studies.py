@@ -75,10 +75,10 @@ def test_model_benchmark_on_the_fake_backend_keeps_warmup_outside_the_window(
     result = model_benchmark.run({**FAST_MODEL, "warmup": 100})
     assert result.status == "ok", result.errors
     for m in result.measurements:
-        assert m["latency"]["count"] >= 5 and m["latency"]["mean_ms"] >= 2.0
-        assert m["power"]["method"] == "measured" and m["power"]["mean_w"] == pytest.approx(10.0)
+        assert m.latency.count >= 5 and m.latency.mean_ms >= 2.0
+        assert m.power.method == "measured" and m.power.mean_w == pytest.approx(10.0)
         # the power window holds the timed calls only: 100 warm-up calls (>= 200 ms) are outside it
-        assert abs(m["power"]["duration_s"] - m["wall_time_s"]) < 0.1
+        assert abs(m.power.more["duration_s"] - m.more["wall_time_s"]) < 0.1
     assert [s.closed for s in fake_backend.sessions] == [True, True]
     assert any("as given in the parameters" in n for n in result.notes)
 
@@ -119,14 +119,15 @@ def test_the_precision_note_of_the_plan_reaches_the_result_unchanged(
     job = next(j for j in jobs_for("quick", "cpu") if j.name == f"{model}_FP16")
     plan = row_plan(model, "FP16", "cpu")
     assert (
-        job.parameters["precision_note"] == plan.note and job.parameters["backend"] == plan.backend
+        job.parameters["precision_note"] == plan.note
+        and job.parameters["backend"] == plan.placement.backend
     )
     result = model_benchmark.run(
         {**FAST_MODEL, "precision_note": plan.note, "precision": "fp32", "batch_sizes": [1]}
     )
     assert f"Precision: {plan.note}." in result.notes
-    if plan.backend == "onnxruntime":  # the note names what runs, never "bf16 (torch)"
-        assert "-> bf16" not in plan.note and plan.precision in plan.note
+    if plan.placement.backend == "onnxruntime":  # the note names what runs, never "bf16 (torch)"
+        assert "-> bf16" not in plan.note and plan.placement.precision in plan.note
 
 
 @pytest.mark.parametrize("kind", ["cpu", "cuda", "ipu"])
@@ -224,7 +225,7 @@ def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
         )
     )
     assert result.status == "ok", result.errors
-    assert result.backend["device"] == "cpu" and result.backend["name"] == "fake"
+    assert result.backend.device == "cpu" and result.backend.name == "fake"
     assert [r["batch_size"] for r in result.tables["fixed_batch"]] == [1]
     assert len(result.tables["best"]) == 1 and result.tables["probes"]
     assert result.tables["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
@@ -245,7 +246,7 @@ def test_scorecard_build_reads_results_and_names_the_part(outputs, fake_backend,
     assert (
         qps.verdict == "not comparable"
         and qps.batch_size == "32"
-        and qps.measured == pytest.approx(RunResult.read(path).measurements[1]["qps_bytemlperf"])
+        and qps.measured == pytest.approx(RunResult.read(path).measurements[1].qps_bytemlperf)
     )
     assert qps.published_hardware == published.study_hardware("bytemlperf_c600")
     c2_card = card[card.study == "c2_qwant"]
@@ -312,11 +313,10 @@ def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fa
     """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
 
     result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
-    assert result.resources["peak_rss_bytes"] > 50e6 and "VmHWM" in result.resources["method"]
+    assert result.resources.peak_rss_bytes > 50e6 and "VmHWM" in result.resources.more["method"]
     page = indexed(result, outputs)
     assert (
-        "<th>Peak memory</th>" in page
-        and f"{result.resources['peak_rss_bytes'] / 1e9:.1f} GB" in page
+        "<th>Peak memory</th>" in page and f"{result.resources.peak_rss_bytes / 1e9:.1f} GB" in page
     )
 
 

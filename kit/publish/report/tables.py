@@ -136,7 +136,7 @@ def numerics_table(result: RunResult) -> pd.DataFrame:
         "inf_count",
         "reference",
     ]
-    return pd.DataFrame(result.numerics, columns=cols)
+    return pd.DataFrame([n.to_dict() for n in result.numerics], columns=cols)
 
 
 def search_table(result: RunResult) -> pd.DataFrame:
