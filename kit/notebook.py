@@ -125,7 +125,8 @@ def record(
     `given_path` (or outputs/interactive/)."""
     name = str(ResultKind(kind))
     result = RunResult.new(kind, name, parameters or {}, capture())
-    result.tables.update(tables)
+    for name, rows in tables.items():
+        result.tables = result.tables.with_table(name, rows)
     result.resources = resources()
     with _reserved(results_path(given_path, name)) as path:
         result.write(path)

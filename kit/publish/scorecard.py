@@ -424,7 +424,7 @@ def figure_at_batch(
         return None, NO_REASON, None
     m = next((m for m in res.sections.measurements if m.measured_batch == batch), None)
     if m is None:
-        failed = res.sections.tables.failed_batches.get(batch) if batch is not None else None
+        failed = res.sections.tables.failed(batch) if batch is not None else None
         return (
             None,
             (

@@ -55,10 +55,7 @@ def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
     if not summary or not (out / summary["results"]).exists():
         return []
     try:
-        return [
-            dict(row)
-            for row in RunResult.read(out / summary["results"]).sections.tables.rows("scorecard")
-        ]
+        return [dict(row) for row in RunResult.read(out / summary["results"]).tables.scorecard]
     except KitError:  # a summary this kit cannot read: its report says so
         return []
 

@@ -1,8 +1,7 @@
 """Versioned JSON results: one file per run, the only thing reports and the scorecard read.
 
-A run fills a `RunResult`'s sections as typed records (kit.results.sections, .windows) and writes
-the JSON from them; a reader gets them back as the same records (`RunResult.sections` adds the
-tables, kit.results.tables), after the one upgrade
+A run fills a `RunResult`'s sections as typed records (kit.results.sections, .windows, .tables)
+and writes the JSON from them; a reader gets them back as the same records, after the one upgrade
 of an older schema version (kit.results.schema, reading an older kit's sentences as codes in
 kit.results.legacy). A reason is a code beside its sentence (kit.results.reasons). Imports only
 kit.atomic and kit.errors.
@@ -24,6 +23,7 @@ from kit import atomic
 from kit.errors import KitError, parse_member
 from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Sections
+from kit.results.tables import Tables
 from kit.results.values import Record, _encoded
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
@@ -42,6 +42,7 @@ __all__ = [
     "RunResult",
     "SectionAsDict",
     "Sections",
+    "Tables",
     "UnsupportedVersion",
     "version_problem",
 ]
@@ -78,6 +79,7 @@ SECTIONS: dict[str, type[Record]] = {
     "numerics": NumericCheck,
     "accuracy": AccuracyCheck,
     "resources": Resources,
+    "tables": Tables,
 }
 LIST_SECTIONS = ("measurements", "numerics", "accuracy")
 
@@ -121,9 +123,9 @@ class RunResult:
 
     `kind` names the study ("model_benchmark", "c2_study", "server_scenario", ...); each section is
     its record (SECTIONS: `model`, `backend`, `environment`, `resources`, and a list of records for
-    `measurements`, `numerics`, `accuracy`), the JSON written from them; `figures` holds the rows
-    the scorecard compares with published values (see kit.publish.compare.Figure); `tables` holds
-    study-specific tables as lists of dicts (read as records through `sections.tables`).
+    `measurements`, `numerics`, `accuracy`; `tables`, every table the study wrote), the JSON written
+    from them; `figures` holds the rows the scorecard compares with published values (see
+    kit.publish.compare.Figure).
     """
 
     kind: ResultKind | str
@@ -139,7 +141,7 @@ class RunResult:
     numerics: list[NumericCheck] = field(default_factory=list)
     accuracy: list[AccuracyCheck] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)
-    tables: dict[str, Any] = field(default_factory=dict)
+    tables: Tables = field(default_factory=Tables)
     notes: list[str] = field(default_factory=list)
     # peak memory: kit.measure.memory.resources()
     resources: Resources = field(default_factory=Resources)

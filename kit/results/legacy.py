@@ -4,7 +4,8 @@ A result of schema version 1 or 2 holds an accuracy check's status, a C2 table's
 session's reasons as sentences only (`kit.results.schema.update_to_3` codes them here, once, when
 the file is read); a scorecard row an older kit wrote holds its reason as a sentence only
 (`kit.publish.legacy_rows`); a torch.compile that fell back to eager was said only in a session note
-(`kit.results.schema.update_to_4` reads it here). Today's kit writes each code where the reason is
+(`kit.results.schema.update_to_4` reads it here); a server study's skipped C2 prediction was said
+only in a note (`update_to_5`). Today's kit writes each code where the reason is
 made (kit.results.reasons): nothing new is parsed.
 
 >>> code_from_text("batch 4 not run (measured: 1)"), code_from_text("a sentence")
@@ -84,3 +85,15 @@ def compile_fallback(notes: object) -> str | None:
     note = next((n for n in said if "fell back to eager" in n), None)
     found = re.match(r"torch\.compile failed \((.*)\); fell back to eager", note or "", re.DOTALL)
     return found.group(1) if found else note
+
+
+def c2_prediction_skipped(notes: object) -> str | None:
+    """Why an older server study skipped its C2 prediction, from its note ("C2 prediction skipped:
+    <why>"); None where no note says so.
+
+    >>> c2_prediction_skipped(["C2 prediction skipped: no published C2 latencies"])
+    'no published C2 latencies'
+    """
+    said = [str(n) for n in notes] if isinstance(notes, list | tuple) else []
+    prefix = "C2 prediction skipped:"
+    return next((n.removeprefix(prefix).strip() for n in said if n.startswith(prefix)), None)

@@ -8,7 +8,9 @@ version-2 result never asks whether a key exists. Version 3 writes a code beside
 (kit.results.reasons): an accuracy check's `reason_code`, a C2 row's `<figure>_reason_code`, an
 IPU session's `not_comparable_codes`; an older file's are read from its sentences here, once
 (kit.results.legacy). Version 4 records a torch.compile that fell back to eager as the session's
-`compile_fallback` (why it failed); an older file said so only in a note, read here once. A reader
+`compile_fallback` (why it failed); an older file said so only in a note, read here once. Version 5
+writes a server study's skipped C2 prediction as its `c2_prediction_skipped` table (the reason);
+an older file said so only in a note, read here once. A reader
 upgrades on load (as asv's `update_to_2`); nothing else branches
 on the version.
 
@@ -21,11 +23,17 @@ from __future__ import annotations
 from typing import Any
 
 from kit.errors import KitError
-from kit.results.legacy import accuracy_code, code_from_text, compile_fallback, failed_batches
+from kit.results.legacy import (
+    accuracy_code,
+    c2_prediction_skipped,
+    code_from_text,
+    compile_fallback,
+    failed_batches,
+)
 from kit.results.reasons import DifferenceCode
 from kit.results.tables import C2_FIGURES
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 OLDEST = 1  # the oldest schema_version this kit reads (upgrading it)
 
 
@@ -59,6 +67,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         data = update_to_3(data)
     if data["schema_version"] < 4:
         data = update_to_4(data)
+    if data["schema_version"] < 5:
+        data = update_to_5(data)
     return data
 
 
@@ -120,6 +130,21 @@ def update_to_4(data: dict[str, Any]) -> dict[str, Any]:
     ):
         if reason := compile_fallback(session.get("notes")):
             out["backend"] = {**backend, "session": {**session, "compile_fallback": reason}}
+    return out
+
+
+def update_to_5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 -> 5: a server study's skipped C2 prediction, as its `c2_prediction_skipped`
+    table (the reason), read from the note an older kit wrote (kit.results.legacy)."""
+    out = dict(data, schema_version=5)
+    tables = data.get("tables")
+    if (
+        data.get("kind") == "server_scenario"
+        and isinstance(tables, dict)
+        and "c2_prediction_skipped" not in tables
+        and (reason := c2_prediction_skipped(data.get("notes")))
+    ):
+        out["tables"] = {**tables, "c2_prediction_skipped": reason}
     return out
 
 

@@ -249,7 +249,7 @@ class Sections:
     numerics: tuple[NumericCheck, ...] = ()
     accuracy: tuple[AccuracyCheck, ...] = ()
     resources: Resources = field(default_factory=Resources)
-    tables: Tables = field(default_factory=lambda: Tables({}))
+    tables: Tables = field(default_factory=Tables)
 
     @classmethod
     def of(
@@ -262,7 +262,7 @@ class Sections:
         numerics: Sequence[NumericCheck],
         accuracy: Sequence[AccuracyCheck],
         resources: Resources,
-        tables: object,
+        tables: Tables,
     ) -> Sections:
         """A result's sections (its records, and the tables it wrote)."""
         return cls(
@@ -273,7 +273,7 @@ class Sections:
             numerics=tuple(numerics),
             accuracy=tuple(accuracy),
             resources=resources,
-            tables=Tables(tables),
+            tables=tables,
         )
 
     @property

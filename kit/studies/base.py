@@ -188,7 +188,7 @@ def run_study(
             try:
                 execute(cfg, result)
             finally:  # a failed study still says where its time went
-                result.tables["time_account"] = account.to_dict()
+                result.tables = result.tables.with_table("time_account", account.to_dict())
     except KitError as exc:
         result.fail(exc)
     except TypeError as exc:  # a parameter name the config does not have

@@ -117,8 +117,8 @@ def execute(cfg: Config, result: RunResult) -> None:
     if deviation:
         result.notes.append(f"Deviation from the C2 paper: {deviation}.")
     sampler = sampler_for(cfg.hardware, cfg.power)
-    result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
-    result.tables["c2"] = []
+    paper = published.c2_tables().reset_index().to_dict("records")
+    result.tables = result.tables.with_table("published", paper).with_table("c2", ())
     rounds = progress.rounds(
         cfg.batch_sizes, f"C2 study on {backend.name} {cfg.precision}", unit="batch size"
     )
@@ -148,7 +148,7 @@ def execute(cfg: Config, result: RunResult) -> None:
                 m = timed_window(calls, micro, cfg.measure_config(), sampler)
                 phase.detail = timing_detail(m, cfg.measure_config())
         result.measurements.append(m.record())
-        result.tables["c2"].append(c2_row(batch, micro, m))
+        result.tables = result.tables.adding("c2", c2_row(batch, micro, m))
 
 
 def replicas_here(cfg: Config, device_info: dict) -> tuple[Config, str | None]:

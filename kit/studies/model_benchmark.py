@@ -29,6 +29,7 @@ from kit.precision import PublishedPrecision
 from kit.results import AccuracyCheck, BackendInfo, ResultKind, RunResult
 from kit.results.reasons import ReasonCode
 from kit.results.sections import DeviceInfo, Session
+from kit.results.tables import FailedBatch, OpBreakdown, RooflineRow
 from kit.search import (
     KEEPS_NOTHING,
     Decision,
@@ -204,8 +205,8 @@ def execute(cfg: Config, result: RunResult) -> None:
                 mark_decided_at(result, batch)
             except KitError as exc:
                 result.fail(f"batch {batch}: {exc}")
-                result.tables.setdefault("failed_batches", []).append(
-                    {"batch_size": batch, "error": str(exc)}
+                result.tables = result.tables.adding(
+                    "failed_batches", FailedBatch(batch_size=batch, error=str(exc))
                 )
             sessions[batch] = result.backend.session
     # the headline: the backend block, the roofline, the report's precision
@@ -218,7 +219,7 @@ def execute(cfg: Config, result: RunResult) -> None:
     if cfg.roofline:
         with timed_phase("roofline") as phase:
             add_roofline(result, model, cfg)
-            phase.detail = "placed" if result.tables.get("roofline") else "not placed"
+            phase.detail = "placed" if result.tables.roofline else "not placed"
 
 
 def graph_precision_config(cfg: Config, model: ExportedModel) -> Config:
@@ -290,7 +291,8 @@ class BatchPlanner:
         """`searched_config`, counted as the search phase at `batch` (kit.measure.time_account)."""
         with timed_phase("search", batch) as phase:
             plan, decision = self.searched_config(batch, expected_key, prior)
-            reused = decision is not None and self.result.tables["search_decision"]["reused"]
+            searched = self.result.tables.search_decision
+            reused = decision is not None and searched is not None and searched.reused
             phase.detail = (
                 "not completed"
                 if decision is None
@@ -311,13 +313,13 @@ class BatchPlanner:
             else {}
         )
         prior: Decision | None = None
-        summaries: list[dict] = []
-        result.tables["search_by_batch"] = summaries
+        result.tables = result.tables.with_table("search_by_batch", ())
         for batch in sorted(cfg.batch_sizes):
             here, decision = self.timed_search(batch, keys.get(batch, ""), prior)
             prior = decision or prior
             if decision is not None:
-                summaries.append(result.tables["search_decision"])
+                made = result.tables.search_decision
+                result.tables = result.tables.adding("search_by_batch", made)
             yield batch, here
 
     def searched_config(
@@ -375,8 +377,9 @@ def record_decision(
             f"Per-row search: the decision's key {key_hash(decision.key)} is not the "
             f"batch's {expected_key} (hardware or software changed since the batch was planned)."
         )
-    result.tables["search"] = [p.to_dict() for p in decision.probes]
-    result.tables["search_decision"] = decision.summary() | {"reused": reused}
+    result.tables = result.tables.with_table(
+        "search", [p.to_dict() for p in decision.probes]
+    ).with_table("search_decision", decision.summary() | {"reused": reused})
     result.notes.append(
         f"Per-row search ({decision.depth}, batch {batch}): "
         f"{'decision reused from the cache' if reused else 'searched now'} "
@@ -387,13 +390,9 @@ def record_decision(
 def mark_decided_at(result: RunResult, batch: int) -> None:
     """On a kind that searches each batch, the figure just measured names the plan it ran and the
     batch its decision was made at (its own)."""
-    decided = {s["batch_size"]: s for s in result.tables.get("search_by_batch") or []}
-    if batch in decided and not decided[batch]["fallback"]:
-        plan = {
-            **decided[batch]["plan"],
-            "chosen": decided[batch]["chosen"],
-            "decided_at_batch": batch,
-        }
+    decided = {s.batch_size: s for s in result.tables.search_by_batch}
+    if batch in decided and not decided[batch].fallback:
+        plan = {**decided[batch].plan, "chosen": decided[batch].chosen, "decided_at_batch": batch}
         result.measurements[-1] = replace(result.measurements[-1], searched_plan=plan)
 
 
@@ -402,7 +401,7 @@ def _device_info(result: RunResult) -> DeviceInfo:
 
 
 def _cpu_roof(result: RunResult, cfg: Config) -> tuple[dict | None, dict | None, str]:
-    result.tables["peaks"] = cpu_peaks()
+    result.tables = result.tables.with_table("peaks", cpu_peaks())
     return _peak(result), None, ""  # bandwidth None: measured (kit.studies.roofline)
 
 
@@ -434,7 +433,7 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
     """Each measured figure's roofline position where its kind has a roof (ROOFS: the CPU's stated
     peak and measured bandwidth; on a GPU the peak of the arithmetic that ran, and '% of peak' uses
     that same peak, or none); elsewhere, why not."""
-    result.tables["peaks"] = []
+    result.tables = result.tables.with_table("peaks", ())
     roof = ROOFS.get(cfg.hardware)
     peak, bandwidth, why = (
         roof(result, cfg) if roof else (None, None, f"no roofline for {cfg.hardware} runs")
@@ -447,7 +446,8 @@ def add_roofline(result: RunResult, model: ExportedModel, cfg: Config) -> None:
         return
     ok = [m for m in result.measurements if m.throughput]
     try:
-        result.tables["roofline"] = figure_rows(model, cfg.precision, peak, ok, bandwidth)
+        rows = figure_rows(model, cfg.precision, peak, ok, bandwidth)
+        result.tables = result.tables.with_table("roofline", rows)
         explain_below_peak(result)
     except Exception as exc:  # noqa: BLE001
         # the roofline is context; it never fails a measured run
@@ -461,12 +461,26 @@ BELOW_PEAK = 0.55
 def explain_below_peak(result: RunResult) -> None:
     """Put the operator breakdown's reason on the roofline row it was measured at, when that
     compute-bound figure is below BELOW_PEAK of its peak."""
-    found = result.tables.get("op_breakdown")
-    for row in result.tables.get("roofline") or []:
-        if found and row["batch_size"] == found["batch_size"]:
-            row.update({k: found[k] for k in ("matrix_time_share", "matrix_fraction_of_peak")})
-            if row["bound"] == "compute" and row["fraction_of_bound"] < BELOW_PEAK:
-                row["below_peak_reason"] = reason(found)
+    found = result.tables.op_breakdown
+    if found is None:
+        return
+    rows = [_with_breakdown(row, found) for row in result.tables.roofline]
+    result.tables = result.tables.with_table("roofline", rows)
+
+
+def _with_breakdown(row: RooflineRow, found: OpBreakdown) -> RooflineRow:
+    """`row` with the breakdown's matrix shares where it was measured at the row's batch size, and
+    its reason where the row is compute-bound below BELOW_PEAK of its peak."""
+    if row.batch_size != found.batch_size:
+        return row
+    row = replace(
+        row,
+        matrix_time_share=found.matrix_time_share,
+        matrix_fraction_of_peak=found.matrix_fraction_of_peak,
+    )
+    if row.bound == "compute" and (row.fraction_of_bound or 0.0) < BELOW_PEAK:
+        row = replace(row, below_peak_reason=reason(found.to_dict()))
+    return row
 
 
 def measure_one_batch(
@@ -664,13 +678,12 @@ def add_op_breakdown(
     ):
         try:
             times = op_breakdown.profile_torch_session(session, inputs, calls)
-            result.tables["op_breakdown"] = {
-                "batch_size": batch,
-                "profiled_calls": calls,
-                **op_breakdown.breakdown(
-                    times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls
-                ),
-            }
+            found = op_breakdown.breakdown(
+                times, model.flops_per_call(batch) or 0.0, peak["gflops"], calls
+            )
+            result.tables = result.tables.with_table(
+                "op_breakdown", {"batch_size": batch, "profiled_calls": calls, **found}
+            )
         except Exception as exc:  # noqa: BLE001
             # context for the roofline; never fails a measured run
             result.notes.append(f"Operator breakdown: not measured ({type(exc).__name__}: {exc}).")

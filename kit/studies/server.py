@@ -326,7 +326,7 @@ def execute(cfg: Config, result: RunResult) -> None:
             }
         )
         table = latency_table(sessions, model, sizes, cfg.fixed_batch_duration_s)
-        result.tables["fixed_batch"] = fixed_batch_rows(table)
+        result.tables = result.tables.with_table("fixed_batch", fixed_batch_rows(table))
         search_policies(cfg, result, sessions, model, ServiceModel(table), policies)
     result.notes.append(
         f"Pass criterion '{cfg.criterion}': "
@@ -391,7 +391,7 @@ def search_policies(
     executor.warm_up(library[0], repeats=1)
     runner = LoadGenRunner(executor, library)
     for key in ("probes", "best", "simulated_curve"):
-        result.tables.setdefault(key, [])
+        result.tables = result.tables.adding(key)
     bound, queries, seed = cfg.latency_bound_ms, cfg.sim_queries, cfg.seed
     for policy in progress.rounds(policies, "LoadGen search per batching policy", unit="policy"):
         capacity = service.capacity(policy)
@@ -406,10 +406,11 @@ def search_policies(
             max_probes=cfg.max_probes,
             min_qps=start / 16,
         )
-        result.tables["probes"] += compare_rows(policy, search, service, queries, seed)
-        result.tables["best"].append(best_row(policy, search, predicted, capacity, bound))
-        result.tables["simulated_curve"] += simulated_curve(
-            service, policy, capacity, 12, queries, seed
+        curve = simulated_curve(service, policy, capacity, 12, queries, seed)
+        result.tables = (
+            result.tables.adding("probes", *compare_rows(policy, search, service, queries, seed))
+            .adding("best", best_row(policy, search, predicted, capacity, bound))
+            .adding("simulated_curve", *curve)
         )
 
 
@@ -424,9 +425,11 @@ def _c2(
     try:
         table = card_latency_ms or published.c2_latency_ms()
     except Exception as exc:  # noqa: BLE001 - the prediction is optional
+        result.tables = result.tables.with_table("c2_prediction_skipped", str(exc))
         result.notes.append(f"C2 prediction skipped: {exc}")
         return
-    result.tables["c2_prediction"] = c2_prediction(
+    rows = c2_prediction(
         {int(k): float(v) for k, v in table.items()}, policies, bound_ms, sim_queries, seed
     )
+    result.tables = result.tables.with_table("c2_prediction", rows)
     result.notes.append(PREDICTION_LABEL)

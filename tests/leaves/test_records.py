@@ -10,7 +10,7 @@ import pytest
 
 from kit.errors import KitError
 from kit.results import SECTIONS, RunResult, SectionAsDict
-from kit.results.schema import SCHEMA_VERSION, update_to_2, update_to_3, upgrade
+from kit.results.schema import SCHEMA_VERSION, update_to_2, update_to_3, update_to_4, upgrade
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Session, Weights
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
@@ -19,14 +19,15 @@ FIXTURES = sorted(DATA.rglob("*.json"))
 
 
 def _versions(path: Path) -> dict[int, dict]:
-    """The fixture at schema 1 (as stored), 2, 3 and the current one (upgraded, as a kit of that
+    """The fixture at schema 1 (as stored), 2, 3, 4 and the current one (upgraded, as a kit of that
     version wrote it)."""
     v1 = json.loads(path.read_text())
-    return {1: v1, 2: update_to_2(v1), 3: update_to_3(update_to_2(v1)), SCHEMA_VERSION: upgrade(v1)}
+    v3 = update_to_3(update_to_2(v1))
+    return {1: v1, 2: update_to_2(v1), 3: v3, 4: update_to_4(v3), SCHEMA_VERSION: upgrade(v1)}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
-@pytest.mark.parametrize("version", sorted({1, 2, 3, SCHEMA_VERSION}))
+@pytest.mark.parametrize("version", sorted({1, 2, 3, 4, SCHEMA_VERSION}))
 def test_every_fixture_survives_read_write_read_unchanged(tmp_path, path, version):
     given = tmp_path / "given.json"
     given.write_text(json.dumps(_versions(path)[version]))

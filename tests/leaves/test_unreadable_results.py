@@ -53,7 +53,7 @@ def test_the_batch_reruns_and_kit_site_flags_a_result_of_another_schema_version(
     assert kit_main(["site"]) == 1
     line = _one_error_line(capsys)
     assert (
-        str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 4)" in line
+        str(result) in line and "schema_version 99 is not supported (this kit reads 1 to 5)" in line
     )
     assert "`make reproduce` runs them again" in line
     page = (outputs / "index.html").read_text()
@@ -78,7 +78,7 @@ def test_kit_compare_names_the_file_and_the_version(tmp_path, capsys):
     )
     line = _one_error_line(capsys)
     assert (
-        str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 4)" in line
+        str(newer) in line and "schema_version 99 is not supported (this kit reads 1 to 5)" in line
     )
     assert kit_main(["compare", str(newer), str(good), "--out", str(tmp_path / "x.html")]) == 2
     assert str(newer) in _one_error_line(capsys)
@@ -114,7 +114,7 @@ def test_kit_compare_names_a_result_it_left_out_beside_readable_ones(tmp_path, c
         (b'{"kind": ', "not a result JSON (JSONDecodeError: "),
         (
             json.dumps({"schema_version": 99}).encode(),
-            "schema_version 99 is not supported (this kit reads 1 to 4)",
+            "schema_version 99 is not supported (this kit reads 1 to 5)",
         ),
     ],
 )

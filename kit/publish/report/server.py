@@ -11,7 +11,7 @@ from kit.results import ResultStatus, RunResult
 
 def server_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     """The server study's tables (fixed_batch, probes, best, simulated_curve, c2_prediction)."""
-    return {k: pd.DataFrame(v) for k, v in result.tables.items()}
+    return {k: pd.DataFrame(v) for k, v in result.tables.to_dict().items()}
 
 
 def server_best(result: RunResult) -> pd.DataFrame:
@@ -26,15 +26,16 @@ def server_best(result: RunResult) -> pd.DataFrame:
         "prediction_error_pct",
         "capacity_qps",
     ]
-    best = pd.DataFrame(list(result.sections.tables.rows("best")))
+    best = pd.DataFrame(list(result.sections.tables.best))
     return best[cols] if not best.empty else pd.DataFrame(columns=cols)
 
 
 def server_c2_prediction(result: RunResult) -> pd.DataFrame:
-    """What the C2 card would sustain (a PREDICTION), or the note saying why it was skipped."""
-    if result.sections.tables.has("c2_prediction"):
-        return pd.DataFrame(list(result.sections.tables.rows("c2_prediction")))
-    return pd.DataFrame({"note": [n for n in result.notes if "C2" in n]})
+    """What the C2 card would sustain (a PREDICTION), or why it was skipped."""
+    tables = result.sections.tables
+    if tables.c2_prediction_skipped:
+        return pd.DataFrame({"note": [f"C2 prediction skipped: {tables.c2_prediction_skipped}"]})
+    return pd.DataFrame(list(tables.c2_prediction))
 
 
 def plot_server(result: RunResult):
@@ -43,9 +44,7 @@ def plot_server(result: RunResult):
 
     tables = result.sections.tables
     fig, ax = plt.subplots(figsize=(7, 4))
-    probes, curve = (
-        pd.DataFrame(list(tables.rows(name))) for name in ("probes", "simulated_curve")
-    )
+    probes, curve = (pd.DataFrame(list(rows)) for rows in (tables.probes, tables.simulated_curve))
     for i, (policy, rows) in enumerate(
         probes.groupby("policy", sort=False) if not probes.empty else []
     ):

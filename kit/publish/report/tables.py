@@ -169,7 +169,7 @@ def search_table(result: RunResult) -> pd.DataFrame:
             "rel. error": None if p.relative_error is None else float(f"{p.relative_error:.3g}"),
             "tolerance": p.tolerance,
             "load (s)": p.load_s,
-            "reason": p.reason,
+            "reason": p.because,
         }
         for p in probes
     ]
