@@ -428,7 +428,7 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
     assert m.threads == 2 and m.extra["timing"].startswith("host-to-host")
     # run()'s graph is client 0's, kept for every window; client 1 captures its own once
     assert result.numerics[0].max_abs <= 0.1 and gpu.captures == 2
-    (row,) = result.tables["roofline"]
+    (row,) = result.tables.to_dict()["roofline"]
     assert (
         row["peak_precision"] == "fp16"
         and row["peak_gflops"] == 989_500.0

@@ -103,7 +103,7 @@ def test_a_model_result_splits_its_seconds_into_export_compile_numerics_and_timi
 ):
     result = model_benchmark.run({**FAST_MODEL, "check_numerics": True, "min_duration_s": 0.2})
     assert result.status == "ok", result.errors
-    account = result.tables["time_account"]
+    account = result.tables.to_dict()["time_account"]
     phases = {(p["phase"], p["batch_size"]): p for p in account["phases"]}
     assert {"export", "compile", "numerics", "timing"} <= {name for name, _ in phases}
     for m in result.measurements:
@@ -126,7 +126,9 @@ def test_a_failed_batch_keeps_the_account_of_what_ran(outputs, fake_backend, mon
     monkeypatch.setattr("tests.fake_backend.FakeSession.bind", broken)
     result = model_benchmark.run(FAST_MODEL)
     assert result.status == "error"
-    phases = [(p["phase"], p["batch_size"]) for p in result.tables["time_account"]["phases"]]
+    phases = [
+        (p["phase"], p["batch_size"]) for p in result.tables.to_dict()["time_account"]["phases"]
+    ]
     assert ("compile", 1) in phases and ("timing", 1) in phases and ("timing", 2) in phases
 
 
@@ -136,10 +138,12 @@ def test_the_report_and_the_index_show_where_the_seconds_went(outputs, fake_back
     result = model_benchmark.run(FAST_MODEL)
     table = report.time_table(result)
     assert list(table["phase"])[-2:] == ["other", "total"]
-    total = result.tables["time_account"]["total_s"]
+    total = result.tables.to_dict()["time_account"]["total_s"]
     assert table.iloc[-1]["seconds"] == round(total, 1)
     timing_s = sum(
-        p["seconds"] for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"
+        p["seconds"]
+        for p in result.tables.to_dict()["time_account"]["phases"]
+        if p["phase"] == "timing"
     )
     assert f"timing {timing_s:.1f} s" in table.iloc[-1]["detail"]
     page = indexed(result, outputs)
@@ -165,7 +169,7 @@ def test_a_row_whose_export_fails_still_says_how_long_the_export_ran(
     monkeypatch.setattr(model_benchmark, "load_model", no_export)
     result = model_benchmark.run(FAST_MODEL)
     assert result.status == "error"
-    (export,) = result.tables["time_account"]["phases"]
+    (export,) = result.tables.to_dict()["time_account"]["phases"]
     assert (
         export["phase"] == "export"
         and export["seconds"] >= 0.1
@@ -188,7 +192,9 @@ def test_the_c2_study_accounts_for_its_export_compiles_and_windows(outputs, fake
         )
     )
     assert result.status == "ok", result.errors
-    phases = [(p["phase"], p["batch_size"]) for p in result.tables["time_account"]["phases"]]
+    phases = [
+        (p["phase"], p["batch_size"]) for p in result.tables.to_dict()["time_account"]["phases"]
+    ]
     assert phases == [
         ("export", None),
         ("compile", 2),
@@ -198,7 +204,7 @@ def test_the_c2_study_accounts_for_its_export_compiles_and_windows(outputs, fake
     ]
     for m, p in zip(
         result.measurements,
-        [p for p in result.tables["time_account"]["phases"] if p["phase"] == "timing"],
+        [p for p in result.tables.to_dict()["time_account"]["phases"] if p["phase"] == "timing"],
         strict=True,
     ):
         assert m.more["wall_time_s"] <= p["seconds"]

@@ -66,9 +66,9 @@ def test_a_c2_tables_code_reaches_the_row_not_its_sentence(tmp_path):
         "device": "ipu",
         "device_info": {"kind": "ipu"},
     }
-    run.tables["c2"] = [
-        {**table, "efficiency_reason": "timed out: a sentence that reads as timed_out"}
-    ]
+    run.tables = run.tables.with_table(
+        "c2", [{**table, "efficiency_reason": "timed out: a sentence that reads as timed_out"}]
+    )
     rows = c2_rows([(Path("c2.json"), _written(run, tmp_path))])
     eff = next(r for r in rows if r.figure == "Energy efficiency" and r.batch_size == "4")
     assert eff.reason.startswith("timed out") and eff.reason_code == "power_unavailable"
@@ -116,7 +116,9 @@ def test_a_failed_batch_is_read_from_the_table_the_run_wrote_never_from_its_erro
     run.errors = ["batch 32: a sentence only an older kit's result is read for"]
     rows = bytemlperf_rows([(Path("r.json"), run)])
     assert _row(rows, "AVG Latency", "bytemlperf_reports", "32").reason_code == "batch_not_run"
-    run.tables["failed_batches"] = [{"batch_size": 32, "error": "out of memory"}]
+    run.tables = run.tables.with_table(
+        "failed_batches", [{"batch_size": 32, "error": "out of memory"}]
+    )
     row = _row(bytemlperf_rows([(Path("r.json"), run)]), "AVG Latency", "bytemlperf_reports", "32")
     assert row.reason_code == "batch_failed" and "batch 32 failed: out of memory" in row.reason
 

@@ -174,13 +174,15 @@ def test_server_sentence_when_the_simulation_found_no_rate_under_the_bound():
         "prediction_error_pct": None,
         "capacity_qps": 27.5,
     }
-    result.tables["best"] = [row, {**row, "policy": "B=1, T=0 ms", "loadgen_best_qps": 0.89}]
+    result.tables = result.tables.with_table(
+        "best", [row, {**row, "policy": "B=1, T=0 ms", "loadgen_best_qps": 0.89}]
+    )
     text = server_interpretation(result)
     assert "B=4, T=20 ms: 5.15 QPS with p99 83 ms" in text
     assert "found no rate whose p99 stays under 100 ms" in text
-    result.tables["best"] = [
-        {**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}
-    ]
+    result.tables = result.tables.with_table(
+        "best", [{**row, "sim_best_qps": 6.0, "prediction_error_pct": 16.5, "loadgen_p99_ms": None}]
+    )
     text = server_interpretation(result)
     assert "predicted 6 QPS (+16 %)" in text and "p99 — (not recorded)" in text
 

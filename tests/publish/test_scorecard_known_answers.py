@@ -17,7 +17,7 @@ from kit.measure.window import BatchMeasurement
 from kit.publish.compare import Reason, ReasonCode, Verdict
 from kit.publish.scorecard import MeasuredFigure, PublishedFigure, _row, bytemlperf_rows, c2_rows
 from kit.published import figures as published
-from kit.results import Measurement, ResultKind, RunResult
+from kit.results import Measurement, ResultKind, RunResult, Tables
 from kit.results.sections import Session
 from kit.studies.c2 import c2_row
 from tests.c600_runs import c600_result, calls_of
@@ -273,7 +273,7 @@ def c2_result(batches: dict[int, tuple[float, float]]) -> RunResult:
     }
     ms = {b: c2_measurement(b // 2, call, w) for b, (call, w) in batches.items()}
     result.measurements = [m.to_dict() for m in ms.values()]
-    result.tables["c2"] = [c2_row(b, b // 2, m) for b, m in ms.items()]
+    result.tables = result.tables.with_table("c2", [c2_row(b, b // 2, m) for b, m in ms.items()])
     return result
 
 
@@ -324,7 +324,7 @@ def test_c2_intervals_from_blocks_of_unequal_calls():
         "device_info": {"kind": "ipu", "name": "Graphcore C2", "part": "gc2"},
     }
     result.measurements = [m.to_dict()]
-    result.tables["c2"] = [c2_row(4, 2, m)]
+    result.tables = result.tables.with_table("c2", [c2_row(4, 2, m)])
     by = {r.figure: r for r in c2_rows([(Path("c2.json"), result)]) if r.batch_size == "4"}
     r = 51 / 20
     d = [12 - r * 6, 15 - r * 6, 24 - r * 8]
@@ -375,8 +375,9 @@ def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
     from kit.publish.scorecard import NOT_SELECTED, RunOutcome
 
     result = c2_result({2: (1.36, 226.4)})
-    result.tables["c2"][0]["efficiency"] = None
-    result.tables["c2"][0]["efficiency_reason"] = "power unavailable: no sensor"
+    (row, *rest) = result.tables.c2
+    no_power = replace(row, efficiency=None, efficiency_reason="power unavailable: no sensor")
+    result.tables = result.tables.with_table("c2", [no_power, *rest])
     card = c2_rows([(Path("c2.json"), result)])
     assert len(card) == 18  # 6 published batch sizes x 3 figures
     lat = next(r for r in card if r.figure == "Latency" and r.batch_size == "2")
@@ -406,7 +407,7 @@ def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
         and missing.run == "c2.json"
     )
     no_table = c2_result({})
-    del no_table.tables["c2"]
+    no_table.tables = Tables()
     assert {r.verdict for r in c2_rows([(Path("c2.json"), no_table)])} == {Verdict.NOT_MEASURED}
     # no C2 result: not run, not selected, or what became of its job
     assert {r.reason for r in c2_rows([])} == {"C2 study not run"}

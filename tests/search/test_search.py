@@ -623,7 +623,7 @@ def test_model_benchmark_runs_the_cached_decision_and_reports_the_search(
     )
     assert result.status == "ok", result.errors
     assert result.backend.name == "fake" and result.backend.options == {"compile": True}
-    assert result.tables["search_decision"]["reused"] is True
+    assert result.tables.to_dict()["search_decision"]["reused"] is True
     assert any("chosen by the per-row search: fake int8" in n for n in result.notes)
     assert any(
         "searched in 3.5 s: 1.25 s of it loading 1 candidate (the longest: fake int8 (cpu), 1.25 s)"
@@ -1733,7 +1733,7 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
     by_batch = {m.batch_size: m.searched_plan for m in result.measurements}
     assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
     assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
-    assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
+    assert [s["batch_size"] for s in result.tables.to_dict()["search_by_batch"]] == [1, 2]
     assert (
         result.backend.precision == "fp16"
         and "Precision at batch 1: searched at 1." in result.notes

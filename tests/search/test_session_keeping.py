@@ -440,7 +440,7 @@ def test_on_a_gpu_each_batch_is_measured_right_after_its_search_on_the_session_i
         "Batch 1",
         "Batch 2",
     ]
-    assert [s["batch_size"] for s in result.tables["search_by_batch"]] == [1, 2]
+    assert [s["batch_size"] for s in result.tables.to_dict()["search_by_batch"]] == [1, 2]
     assert {m.batch_size: m.searched_plan["decided_at_batch"] for m in result.measurements} == {
         1: 1,
         2: 2,

@@ -24,7 +24,7 @@ FAST = dict(
 def test_c2_protocol_small(outputs):
     result = run_c2_study(C2Config(**FAST))
     assert result.status == "ok", result.errors
-    rows = result.tables["c2"]
+    rows = result.tables.to_dict()["c2"]
     assert [r["batch_size"] for r in rows] == [2, 4] and [r["micro_batch"] for r in rows] == [1, 2]
     for r, m in zip(rows, result.measurements, strict=True):
         assert m.mode == "replicas" and m.threads == 2
@@ -140,8 +140,10 @@ def test_c2_efficiency_carries_the_indicative_flag():
     )
     assert long["efficiency_indicative"] == ""
     result = RunResult(ResultKind.C2_STUDY, "c2", parameters={}, environment={})
-    result.tables["c2"] = rows
-    result.tables["published"] = published.c2_tables().reset_index().to_dict("records")
+    result.tables = result.tables.with_table("c2", rows)
+    result.tables = result.tables.with_table(
+        "published", published.c2_tables().reset_index().to_dict("records")
+    )
     card = c2_rows([(Path("c2.json"), result)])
     eff = {c.batch_size: c for c in card if c.figure == "Energy efficiency"}
     assert (
@@ -177,7 +179,7 @@ def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monk
     assert result.backend.more["replicas"] == 1 and result.backend.more["replicas_asked"] == 2
     assert "instead of the paper's 2" in result.backend.more["deviation"]
     assert any(n.startswith("Deviation from the C2 paper: 1 replica(s)") for n in result.notes)
-    assert [r["micro_batch"] for r in result.tables["c2"]] == [2, 4]
+    assert [r["micro_batch"] for r in result.tables.to_dict()["c2"]] == [2, 4]
     assert (
         result.backend.device_info.more["part"] == "c600"
         and result.backend.session.more["emulated"]

@@ -50,17 +50,22 @@ def test_a_real_torch_profile_names_the_matrix_operators():
 def test_the_reason_goes_on_a_compute_bound_row_below_55_percent_only():
     result = RunResult(ResultKind.MODEL_BENCHMARK, "m", parameters={}, environment={})
     found = op_breakdown.breakdown({"aten::mm": 1.0, "aten::add": 1.0}, 1e9, 10.0, calls=1)
-    result.tables["op_breakdown"] = {"batch_size": 4, **found}
-    result.tables["roofline"] = [
-        {"batch_size": 4, "bound": "compute", "fraction_of_bound": 0.3},
-        {"batch_size": 2, "bound": "compute", "fraction_of_bound": 0.3},
-    ]
+    result.tables = result.tables.with_table("op_breakdown", {"batch_size": 4, **found})
+    result.tables = result.tables.with_table(
+        "roofline",
+        [
+            {"batch_size": 4, "bound": "compute", "fraction_of_bound": 0.3},
+            {"batch_size": 2, "bound": "compute", "fraction_of_bound": 0.3},
+        ],
+    )
     explain_below_peak(result)
-    at4, at2 = result.tables["roofline"]
+    at4, at2 = result.tables.to_dict()["roofline"]
     assert (
         at4["matrix_time_share"] == pytest.approx(0.5) and "of the time" in at4["below_peak_reason"]
     )
     assert "below_peak_reason" not in at2  # measured at the largest batch only
-    result.tables["roofline"] = [{"batch_size": 4, "bound": "compute", "fraction_of_bound": 0.6}]
+    result.tables = result.tables.with_table(
+        "roofline", [{"batch_size": 4, "bound": "compute", "fraction_of_bound": 0.6}]
+    )
     explain_below_peak(result)
-    assert "below_peak_reason" not in result.tables["roofline"][0]
+    assert "below_peak_reason" not in result.tables.to_dict()["roofline"][0]

@@ -155,7 +155,7 @@ def test_a_gpu_figure_is_placed_against_the_peak_of_the_arithmetic_that_ran(
         ],
     )
     add_roofline(result, small, cfg)
-    (row,) = result.tables["roofline"]
+    (row,) = result.tables.to_dict()["roofline"]
     assert row["peak_gflops"] == tflops * 1000 and row["bandwidth_gbs"] == 4800.0
     assert "nominal" in row["bandwidth_method"] and row["peak_precision"] == math
     assert not [n for n in result.notes if "not placed" in n]
@@ -184,7 +184,7 @@ def test_a_gpu_without_a_tabled_peak_says_so_and_shows_no_share(small, outputs):
     )
     add_roofline(result, small, cfg)
     assert (
-        "roofline" not in result.tables and "no bf16 peak tabled for Tesla T4" in result.notes[-1]
+        not result.tables.has("roofline") and "no bf16 peak tabled for Tesla T4" in result.notes[-1]
     )
     assert (
         compute_columns(result, result.measurements[0])["% of peak"]

@@ -94,7 +94,7 @@ def test_a_failing_batch_is_recorded_and_its_sessions_closed(outputs, fake_backe
     result = model_benchmark.run(FAST_MODEL)
     assert result.status == "error"
     assert result.errors == ["batch 1: the device went away", "batch 2: the device went away"]
-    assert result.tables["failed_batches"] == [
+    assert result.tables.to_dict()["failed_batches"] == [
         {"batch_size": 1, "error": "the device went away"},
         {"batch_size": 2, "error": "the device went away"},
     ]
@@ -205,7 +205,7 @@ def test_c2_on_the_fake_backend(outputs, fake_backend):
         )
     )
     assert result.status == "ok", result.errors
-    assert [r["micro_batch"] for r in result.tables["c2"]] == [1, 2]
+    assert [r["micro_batch"] for r in result.tables.to_dict()["c2"]] == [1, 2]
     assert len(fake_backend.sessions) == 4 and all(s.closed for s in fake_backend.sessions)
 
 
@@ -226,9 +226,9 @@ def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
     )
     assert result.status == "ok", result.errors
     assert result.backend.device == "cpu" and result.backend.name == "fake"
-    assert [r["batch_size"] for r in result.tables["fixed_batch"]] == [1]
-    assert len(result.tables["best"]) == 1 and result.tables["probes"]
-    assert result.tables["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
+    assert [r["batch_size"] for r in result.tables.to_dict()["fixed_batch"]] == [1]
+    assert len(result.tables.to_dict()["best"]) == 1 and result.tables.to_dict()["probes"]
+    assert result.tables.to_dict()["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
     assert (tmp_path / "logs").is_dir()
 
 
