@@ -12,6 +12,8 @@ from kit.errors import KitError
 from kit.results import SECTIONS, RunResult, SectionAsDict
 from kit.results.schema import SCHEMA_VERSION, update_to_2, update_to_3, update_to_4, upgrade
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Session, Weights
+from kit.results.tables import C2Row, FailedBatch, PeakRow, RooflineRow, Tables, TimeAccount
+from kit.results.values import Record
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck
 
 DATA = Path(__file__).parents[1] / "data"
@@ -166,3 +168,51 @@ def test_a_section_its_record_cannot_hold_is_named_when_the_file_is_read(tmp_pat
     )
     with pytest.raises(KitError, match="r.json: its measurements cannot be read"):
         RunResult.read(path)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_every_fixtures_tables_read_as_their_records(path):
+    written = upgrade(json.loads(path.read_text()))["tables"]
+    tables = RunResult.from_dict(upgrade(json.loads(path.read_text()))).tables
+    assert isinstance(tables, Tables) and tables.more == {}  # every table one the record names
+    rows = {"c2": C2Row, "roofline": RooflineRow, "peaks": PeakRow}
+    for name, row in rows.items():
+        assert len(getattr(tables, name)) == len(written.get(name, []))
+        assert all(isinstance(r, row) for r in getattr(tables, name))
+    assert isinstance(tables.time_account, TimeAccount) and tables.time_account.phases
+    assert tables.to_dict() == written and list(tables.to_dict()) == list(written)
+
+
+def test_tables_are_written_in_the_order_the_study_wrote_them_and_never_changed_in_place():
+    fresh = Tables()
+    t = fresh.with_table("peaks", []).adding("failed_batches", {"batch_size": 4, "error": "oom"})
+    t = t.adding("failed_batches", FailedBatch(batch_size=8, error="gone"))
+    t = t.with_table("counts", {"ok": 1}).with_table("roofline", [{"batch_size": 4, "x": 1}])
+    assert fresh.to_dict() == {} and t.failed(8) == "gone" and t.failed(2) is None
+    assert t.to_dict() == {
+        "peaks": [],
+        "failed_batches": [{"batch_size": 4, "error": "oom"}, {"batch_size": 8, "error": "gone"}],
+        "counts": {"ok": 1},  # a table the kit does not name: kept as JSON
+        "roofline": [{"batch_size": 4, "x": 1}],
+    }
+    assert isinstance(t.roofline[0], Record) and t.roofline[0].more == {"x": 1}
+    assert (
+        Tables.from_dict(t.to_dict()) == t
+        and Tables.from_dict(t.to_dict()).to_dict() == t.to_dict()
+    )
+    with pytest.raises(ValueError, match="'roofline'"):
+        t.with_table("roofline", [{"no_batch_size": 1}])  # a study writes the rows the kit reads
+    with pytest.raises(TypeError):
+        t["roofline"] = []  # no table is changed in place
+
+
+def test_tables_given_as_a_dict_become_the_record_and_say_so():
+    with pytest.warns(SectionAsDict, match="RunResult.tables given as a dict: build its Tables"):
+        r = RunResult(
+            "model_benchmark",
+            "m",
+            parameters={},
+            environment=Environment(),
+            tables={"failed_batches": [{"batch_size": 2, "error": "oom"}]},
+        )
+    assert isinstance(r.tables, Tables) and r.tables.failed(2) == "oom"

@@ -239,3 +239,28 @@ def test_a_report_opens_with_its_verdict_sentence_or_its_errors(result):
     )
     failed = run_model_benchmark({**FAST, "model": "nope"})
     assert "unknown model" in opening(failed) and "class='verdict'" not in opening(failed)
+
+
+def test_a_skipped_c2_prediction_is_written_as_data_and_read_from_it_or_an_older_note(monkeypatch):
+    """The server study writes why its C2 prediction was skipped as a table; the report reads that
+    (an older result's note is read once, by the schema's upgrade), not a note containing 'C2'."""
+    from kit.publish.report.server import server_c2_prediction
+    from kit.results import ResultKind, RunResult
+    from kit.studies.serving.batcher import BatchPolicy
+    from kit.studies import server
+
+    def no_card():
+        raise FileNotFoundError("no C2 latencies")
+
+    monkeypatch.setattr(server.published, "c2_latency_ms", no_card)
+    result = RunResult(ResultKind.SERVER_SCENARIO, "s", parameters={}, environment={})
+    result.notes.append("C2 card: a note that is not the reason")
+    server._c2(result, None, [BatchPolicy(1, 0.0)], 100.0, 100, 0)
+    assert result.tables.c2_prediction_skipped == "no C2 latencies"
+    said = ["C2 prediction skipped: no C2 latencies"]
+    assert list(server_c2_prediction(result)["note"]) == said
+    older = {**result.to_dict(), "schema_version": 4, "tables": {}}
+    assert list(server_c2_prediction(RunResult.from_dict(older))["note"]) == said
+    result.notes[:] = ["C2 prediction skipped: no C2 latencies"]  # a note alone, today: no reason
+    result.tables = result.tables.with_table("c2_prediction_skipped", "")
+    assert "note" not in server_c2_prediction(result)

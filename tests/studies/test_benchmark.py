@@ -4,6 +4,7 @@ import pytest
 
 from kit.errors import InvalidParameter
 from kit.results import SECTIONS, RunResult, SectionAsDict
+from kit.results.values import Record
 from kit.studies.model_benchmark import Config as ModelBenchmarkConfig
 from kit.studies.model_benchmark import run as run_model_benchmark
 
@@ -31,6 +32,12 @@ def test_small_resnet50_end_to_end(outputs, tmp_path):
             if isinstance(value, list)
             else isinstance(value, record)
         )
+    # a study that writes a table the record does not name, or rows that are not its records,
+    # fails here
+    assert result.tables.more == {} and result.tables.time_account.phases
+    for name in ("peaks", "roofline", "failed_batches", "search", "search_by_batch"):
+        assert all(isinstance(row, Record) for row in getattr(result.tables, name)), name
+    assert result.tables.peaks and result.tables.roofline
     assert result.numerics and result.accuracy and result.measurements
     assert [m.batch_size for m in result.measurements] == [1, 2]
     for m in result.measurements:
