@@ -246,8 +246,8 @@ def test_a_skipped_c2_prediction_is_written_as_data_and_read_from_it_or_an_older
     (an older result's note is read once, by the schema's upgrade), not a note containing 'C2'."""
     from kit.publish.report.server import server_c2_prediction
     from kit.results import ResultKind, RunResult
-    from kit.studies.serving.batcher import BatchPolicy
     from kit.studies import server
+    from kit.studies.serving.batcher import BatchPolicy
 
     def no_card():
         raise FileNotFoundError("no C2 latencies")
