@@ -7,7 +7,7 @@ Phases are timed around whole steps, never inside a timed window: the account ad
 per phase.
 
 A study marks its phases with `phase(...)`; `kit.studies.base.run_study` opens the account around
-the study (`accounting()`) and keeps it in the result as `tables["time_account"]`, also when the
+the study (`accounting()`) and keeps it in the result as its `time_account` table, also when the
 study fails. Outside an account, `phase` times nothing.
 
 >>> with accounting() as account:
