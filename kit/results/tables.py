@@ -304,8 +304,3 @@ class Tables(Record):
         """The error batch size `batch` failed with (the first, where it failed more than once);
         None where it did not fail."""
         return next((f.error for f in self.failed_batches if f.batch_size == batch), None)
-
-    def rows(self, name: str) -> tuple[Json, ...]:
-        """The rows of table `name` as the run wrote them (() where it wrote none)."""
-        rows = _json_rows(self.to_dict().get(name))
-        return rows if isinstance(rows, tuple) else ()
