@@ -251,6 +251,7 @@ class Tables(Record):
     `probes`, `best`, `simulated_curve`, `c2_prediction` (each a row per policy or rate, its
     columns the study's own) and a summary's `scorecard`."""
 
+    # a fresh one writes only the tables a study wrote, in the order it wrote them (with_table)
     layout: tuple[str, ...] | None = field(default=(), compare=False, repr=False)
     published: tuple[Json, ...] = _plain()
     c2: tuple[C2Row, ...] = _rows_of(C2Row)
