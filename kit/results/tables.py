@@ -297,6 +297,12 @@ class Tables(Record):
         """These tables with `rows` added at the end of table `name`."""
         return self.with_table(name, [*(self.to_dict().get(name) or []), *map(_encoded, rows)])
 
+    @property
+    def unread(self) -> tuple[str, ...]:
+        """The tables this kit names but could not read (another kit's rows): kept as written."""
+        named = self.named()
+        return tuple(name for name in self.more if name in named)
+
     def has(self, name: str) -> bool:
         """Whether the run wrote a table `name`."""
         return name in self.to_dict()

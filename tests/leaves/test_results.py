@@ -177,6 +177,10 @@ def test_a_table_an_older_kit_wrote_differently_is_kept_as_written_and_the_rest_
     assert again.to_dict()["tables"]["roofline"] == [{"no_batch_size": 1}]  # written back as read
     rows = scorecard.bytemlperf_rows([(MODEL, result)])
     assert any(r.measured is not None for r in rows)
+    from kit.publish.report.views import roofline_view, time_view
+
+    assert "in a form this kit does not read" in str(roofline_view(result))  # not a wrong reason
+    assert "in a form" not in str(time_view(result))
 
 
 def test_the_sections_follow_the_records_a_notebook_replaces():

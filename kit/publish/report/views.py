@@ -55,6 +55,24 @@ def view(table: pd.DataFrame, empty: str) -> pd.DataFrame | Sentence:
     return table.astype(object).where(table.notna(), NONE)
 
 
+def table_view(
+    result: RunResult, name: str, table: pd.DataFrame, empty: str
+) -> pd.DataFrame | Sentence:
+    """`view` of the result's table `name`, or why it is not shown where its rows are in a form
+    this kit does not read (`empty` would give a wrong reason)."""
+    return unread_table(result, name) or view(table, empty)
+
+
+def unread_table(result: RunResult, name: str) -> Sentence | None:
+    """Why table `name` is not shown, where this kit could not read its rows; else None."""
+    if name not in result.sections.tables.unread:
+        return None
+    return Sentence(
+        f"The {name} table of this result is written in a form this kit does not read "
+        "(another kit's rows): kept in the JSON as written, not shown."
+    )
+
+
 def opening(result: RunResult) -> str:
     """The first thing a report says (HTML): what failed, or its verdict sentence."""
     if result.status != ResultStatus.OK:
@@ -115,11 +133,13 @@ def search_view(result: RunResult) -> pd.DataFrame | Sentence:
         if not result.parameters.get("search")
         else "The search left no candidate table (a decision reused from an older kit)"
     )
-    return view(search_table(result), f"{why} ({chosen}).")
+    return table_view(result, "search", search_table(result), f"{why} ({chosen}).")
 
 
 def roofline_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(
+    return table_view(
+        result,
+        "roofline",
         roofline_table(result),
         "No roofline position: the run had no FLOP count or no peak "
         "for this device (or roofline=False).",
@@ -127,7 +147,9 @@ def roofline_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 
 def peaks_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(peaks_table(result), "No nominal peak is known for this device.")
+    return table_view(
+        result, "peaks", peaks_table(result), "No nominal peak is known for this device."
+    )
 
 
 def accuracy_view(result: RunResult) -> pd.DataFrame | Sentence:
@@ -135,8 +157,11 @@ def accuracy_view(result: RunResult) -> pd.DataFrame | Sentence:
 
 
 def time_view(result: RunResult) -> pd.DataFrame | Sentence:
-    return view(
-        time_table(result), "This result kept no account of its time (written by an older kit)."
+    return table_view(
+        result,
+        "time_account",
+        time_table(result),
+        "This result kept no account of its time (written by an older kit).",
     )
 
 
@@ -152,6 +177,8 @@ def beside_view(result: RunResult) -> Sentence:
 def c2_views(result: RunResult) -> list:
     """Tables 1-3 of the C2 study, each under its title, without a NaN cell; 'power unavailable',
     said per batch by table 3, becomes '—' and one sentence (the power section gives the reason)."""
+    if unread := unread_table(result, "c2"):
+        return [unread]
     out: list = []
     for title, table in c2_tables(result).items():
         shown = table.round(3)
