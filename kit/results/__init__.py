@@ -82,6 +82,8 @@ SECTIONS: dict[str, type[Record]] = {
     "tables": Tables,
 }
 LIST_SECTIONS = ("measurements", "numerics", "accuracy")
+#: The shape of each key that is no section (read as written, so checked when read).
+PLAIN_SHAPES: dict[str, type] = {"parameters": dict, "errors": list, "figures": list, "notes": list}
 
 
 class SectionAsDict(DeprecationWarning):
@@ -110,7 +112,18 @@ def _section(name: str, value: object, *, given: bool) -> object:
 
 def _read_section(name: str, value: object) -> object:
     """Section `name` as read from JSON; one its record cannot hold (a measurement without its
-    batch_size) raises a KitError naming the section."""
+    batch_size, a list where an object is written, an entry of a list that is no object) raises a
+    KitError naming the section and the value."""
+    listed = name in LIST_SECTIONS
+    entries = value if listed and isinstance(value, list) else []
+    if value is not None and not isinstance(value, list if listed else Mapping):
+        shown = "a list" if listed else "an object"
+        raise KitError(
+            f"its {name} cannot be read (a JSON {type(value).__name__}, not {shown}: "
+            f"{str(value)[:80]})"
+        )
+    if bad := [v for v in entries if not isinstance(v, Mapping)]:
+        raise KitError(f"its {name} cannot be read (an entry that is no object: {bad[0]!r:.80})")
     try:
         return _section(name, value, given=False)
     except TypeError as exc:
@@ -188,6 +201,9 @@ class RunResult:
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
             raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
+        for key, shape in PLAIN_SHAPES.items():
+            if d.get(key) is not None and not isinstance(d[key], shape):
+                raise KitError(f"its {key} cannot be read (a JSON {type(d[key]).__name__})")
         fields: dict[str, Any] = {
             k: _read_section(k, v) if k in SECTIONS else v
             for k, v in upgrade(d).items()
@@ -235,7 +251,10 @@ class RunResult:
         try:
             return cls.from_dict(data)
         except KitError as exc:
-            raise type(exc)(f"{path}: {exc}") from None
+            # the same error, named by the file (its type kept: an UnsupportedVersion stays one;
+            # an error type whose constructor takes other arguments is not built again)
+            exc.args = (f"{path}: {exc}",)
+            raise exc.with_traceback(None) from None
 
 
 def _finite(value: object) -> object:

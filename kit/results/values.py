@@ -4,6 +4,7 @@ read."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
 from types import MappingProxyType
@@ -33,6 +34,17 @@ def _strings(value: object) -> tuple[str, ...]:
 def _text(value: object) -> str:
     """A string field's value ('' for a null)."""
     return str(value or "")
+
+
+#: What a reader gives for a value its field cannot hold: equal to no JSON value, so the value
+#: stays in `more` (and a required field is then not given: Record.from_dict says which).
+NOT_HELD = object()
+
+
+def _whole(value: object) -> object:
+    """A count (a batch size): an integer, never a bool, a float, a string or a null."""
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return value if whole else NOT_HELD
 
 
 def _or(default: object) -> Callable[[object], object]:
@@ -115,6 +127,8 @@ class Record:
                 values[f.name] = typed
             else:
                 more[key] = value
+        if unheld := [k for k in more if k in named and _required(named[k])]:
+            raise TypeError(f"{cls.__name__}: {unheld[0]}={more[unheld[0]]!r} cannot be read")
         return cls(**values, more=more, layout=tuple(d))
 
     def to_dict(self) -> dict[str, Any]:
@@ -136,7 +150,12 @@ class Record:
 
     def _changed(self, f: Field[Any]) -> bool:
         """Whether field `f` holds other than its default."""
-        if f.default is MISSING and f.default_factory is MISSING:
+        if _required(f):
             return True  # a required field is always written
         default = f.default_factory() if f.default_factory is not MISSING else f.default
         return not _same(getattr(self, f.name), default)
+
+
+def _required(f: Field[Any]) -> bool:
+    """Whether field `f` has no default (a record cannot be made without it)."""
+    return f.default is MISSING and f.default_factory is MISSING

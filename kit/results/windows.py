@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.results.reasons import Reason, reason_code
-from kit.results.values import _KEY, _READ, Json, Record, _map, _or, _strings
+from kit.results.values import _KEY, _READ, Json, Record, _map, _or, _strings, _whole
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +98,7 @@ class Measurement(Record):
     """One timed window at one batch size (`kit.measure.window.BatchMeasurement.record()`), with the
     figures it stored (never recomputed from its calls); its calls and rounds stay in `more`."""
 
-    batch_size: int
+    batch_size: int = field(metadata={_READ: _whole})  # a null or "32" is no batch size
     # "single", "clients", "replicas", "pack"
     mode: str = field(default="single", metadata={_READ: _or("single")})
     threads: int = field(default=1, metadata={_READ: _or(1)})

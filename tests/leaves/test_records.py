@@ -216,3 +216,55 @@ def test_tables_given_as_a_dict_become_the_record_and_say_so():
             tables={"failed_batches": [{"batch_size": 2, "error": "oom"}]},
         )
     assert isinstance(r.tables, Tables) and r.tables.failed(2) == "oom"
+
+
+def _result_file(tmp_path, **sections):
+    path = tmp_path / "r.json"
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "model_benchmark",
+        "name": "x",
+        "parameters": {},
+        "environment": {},
+        **sections,
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("batch", [None, "32", 32.5, True])
+def test_a_measurement_whose_batch_size_is_no_integer_is_named_when_the_file_is_read(
+    tmp_path, batch
+):
+    # a null batch size was read as one, and the scorecard and kit compare raised a TypeError
+    path = _result_file(tmp_path, measurements=[{"batch_size": batch, "throughput": 1.0}])
+    with pytest.raises(KitError, match=r"r.json: its measurements cannot be read .*batch_size="):
+        RunResult.read(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("model", [{"name": "resnet50"}]),
+        ("backend", [{"name": "onnxruntime"}]),
+        ("environment", [{"cpu": {"model": "AMD EPYC"}}]),
+        ("resources", ["x"]),
+        ("tables", [{"roofline": []}]),
+        ("measurements", {"batch_size": 4}),
+        ("measurements", [{"batch_size": 4}, "garbage"]),
+        ("numerics", [None]),
+        ("parameters", []),
+        ("figures", {"a": 1}),
+    ],
+)
+def test_a_section_of_another_shape_is_named_when_the_file_is_read(tmp_path, name, value):
+    # it was read as an empty record (or its odd entries dropped), nothing kept
+    with pytest.raises(KitError, match=f"r.json: its {name} cannot be read"):
+        RunResult.read(_result_file(tmp_path, **{name: value}))
+
+
+def test_an_unknown_status_is_named_with_the_file(tmp_path):
+    # the error was built again from one argument: a TypeError that named neither
+    path = _result_file(tmp_path, status="weird")
+    with pytest.raises(KitError, match=r"r.json: unknown result status 'weird'"):
+        RunResult.read(path)
