@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from kit.results.reasons import Reason, reason_code
-from kit.results.values import _READ, Json, Record, _encoded, _map, _same, _text
+from kit.results.values import _READ, Json, Record, _encoded, _map, _same, _text, _whole
 
 C2_FIGURES = ("latency_ms", "throughput", "efficiency")
 
@@ -68,7 +68,7 @@ class C2Row(Record):
     `<key>` may have a `<key>_reason` (why it was not measured), its `<key>_reason_code` and a
     `<key>_indicative` (why it is indicative only)."""
 
-    batch_size: int
+    batch_size: int = field(metadata={_READ: _whole})  # a null or "4" is no batch size
     latency_ms: float | None = None
     throughput: float | None = None
     efficiency: float | None = None

@@ -268,3 +268,11 @@ def test_an_unknown_status_is_named_with_the_file(tmp_path):
     path = _result_file(tmp_path, status="weird")
     with pytest.raises(KitError, match=r"r.json: unknown result status 'weird'"):
         RunResult.read(path)
+
+
+@pytest.mark.parametrize("batch", [None, "4"])
+def test_a_c2_table_whose_batch_size_is_no_integer_is_unread(batch):
+    # it was read as C2 rows, and the report's C2 tables raised a KeyError
+    rows = [{"batch_size": batch, "latency_ms": 1.0, "throughput": 2.0}]
+    tables = Tables.from_dict({"c2": rows})
+    assert tables.c2 == () and tables.unread == ("c2",) and tables.to_dict() == {"c2": rows}
