@@ -48,6 +48,10 @@ __all__ = [
 ]
 
 
+#: what every result JSON holds (RunResult's fields without a default)
+REQUIRED = ("kind", "name", "parameters", "environment")
+
+
 class ResultKind(StrEnum):
     """What produced a result; the value is what the JSON holds."""
 
@@ -209,6 +213,8 @@ class RunResult:
             for k, v in upgrade(d).items()
             if k in cls.__dataclass_fields__
         }
+        if missing := [k for k in REQUIRED if k not in fields]:
+            raise KitError(f"not a result: it has no {', '.join(map(repr, missing))}")
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])
         return cls(**fields)

@@ -290,3 +290,12 @@ def test_an_unknown_result_status_is_named_with_the_allowed_ones(tmp_path):
     data = RunResult.new("model_benchmark", "m", {}, {}).to_dict() | {"status": "fine"}
     with pytest.raises(KitError, match="unknown result status 'fine'; known: error, ok"):
         RunResult.from_dict(json.loads(json.dumps(data)))
+
+
+def test_a_json_object_that_is_no_result_is_a_kit_error_naming_what_it_lacks(tmp_path):
+    """It was a TypeError from the constructor, naming neither the file nor a missing key."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "name": "x", "status": "ok"}))
+    lacks = r"other\.json: not a result: it has no 'kind', 'parameters'"
+    with pytest.raises(KitError, match=lacks):
+        RunResult.read(path)
