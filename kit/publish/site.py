@@ -119,15 +119,21 @@ def _shown_status(out: Path, record: dict) -> str:
 
 
 def result_problem(path: Path) -> str | None:
-    """Why this kit cannot read the result JSON at `path` (not JSON, another schema_version), or
-    None."""
+    """Why this kit cannot read the result JSON at `path` (not JSON, another schema_version, a
+    section of another shape: what the scorecard would find reading it), or None."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return f"not a readable JSON file ({type(exc).__name__})"
     if not isinstance(data, dict):
         return f"a JSON {type(data).__name__}, not a result"
-    return version_problem(data)
+    if problem := version_problem(data):
+        return problem
+    try:
+        RunResult.from_dict(data)
+    except KitError as exc:
+        return str(exc)
+    return None
 
 
 def unreadable(out: Path, records: list[dict]) -> list[str]:

@@ -131,3 +131,16 @@ def test_kit_export_bytemlperf_names_a_file_that_is_not_a_result(tmp_path, capsy
 def test_kit_export_bytemlperf_names_a_missing_file(tmp_path, capsys):
     assert kit_main(["export-bytemlperf", str(tmp_path / "nothere.json")]) == 2
     assert f"{tmp_path / 'nothere.json'}: no such result file" in _one_error_line(capsys)
+
+
+def test_the_index_flags_a_result_whose_sections_this_kit_cannot_read(tmp_path):
+    """Valid JSON of this schema, but a section of another shape: the index said 'ok' while the
+    scorecard found it unreadable."""
+    from kit.publish.site import result_problem
+
+    path = _result(tmp_path / "row.json", schema_version=5)
+    assert result_problem(path) is None
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "measurements": {"batch_size": 4}}))
+    problem = result_problem(path)
+    assert problem is not None and "measurements" in problem
