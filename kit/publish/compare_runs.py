@@ -39,7 +39,7 @@ from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval
 from kit.paths import outputs_dir
-from kit.results import ResultKind, RunResult, UnsupportedVersion
+from kit.results import ResultKind, RunResult, UnreadableResult, UnsupportedVersion
 from kit.results.sections import Environment, KitSource
 from kit.results.windows import Measurement
 
@@ -137,7 +137,7 @@ def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Pat
     for f in files:
         try:
             out.append((f, RunResult.read(f)))
-        except UnsupportedVersion as exc:
+        except (UnsupportedVersion, UnreadableResult) as exc:
             unsupported.append(str(exc))
         except (OSError, ValueError, KeyError, TypeError, KitError):
             continue  # not a result file (a LoadGen log, a summary of another tool...)

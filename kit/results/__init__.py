@@ -21,7 +21,13 @@ from typing import Any
 
 from kit import atomic
 from kit.errors import KitError, parse_member
-from kit.results.schema import SCHEMA_VERSION, UnsupportedVersion, upgrade, version_problem
+from kit.results.schema import (
+    SCHEMA_VERSION,
+    UnreadableResult,
+    UnsupportedVersion,
+    upgrade,
+    version_problem,
+)
 from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Sections
 from kit.results.tables import Tables
 from kit.results.values import Record, _encoded
@@ -43,6 +49,7 @@ __all__ = [
     "SectionAsDict",
     "Sections",
     "Tables",
+    "UnreadableResult",
     "UnsupportedVersion",
     "version_problem",
 ]
@@ -205,6 +212,17 @@ class RunResult:
             raise KitError(f"a result is a JSON object; this is a JSON {type(d).__name__}")
         if problem := version_problem(d):
             raise (UnsupportedVersion if "schema_version" in d else KitError)(problem)
+        if missing := [k for k in REQUIRED if k not in d]:
+            raise KitError(f"not a result: it has no {', '.join(map(repr, missing))}")
+        try:
+            return cls._of_result(d)
+        except UnreadableResult:
+            raise
+        except KitError as exc:
+            raise UnreadableResult(str(exc)) from None
+
+    @classmethod
+    def _of_result(cls, d: dict[str, Any]) -> RunResult:
         for key, shape in PLAIN_SHAPES.items():
             if d.get(key) is not None and not isinstance(d[key], shape):
                 raise KitError(f"its {key} cannot be read (a JSON {type(d[key]).__name__})")
@@ -213,8 +231,6 @@ class RunResult:
             for k, v in upgrade(d).items()
             if k in cls.__dataclass_fields__
         }
-        if missing := [k for k in REQUIRED if k not in fields]:
-            raise KitError(f"not a result: it has no {', '.join(map(repr, missing))}")
         if fields.get("kind") in ResultKind._value2member_map_:
             fields["kind"] = ResultKind(fields["kind"])
         return cls(**fields)

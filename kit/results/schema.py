@@ -41,6 +41,11 @@ class UnsupportedVersion(KitError):
     """A result JSON of a schema_version this kit does not read (written by another kit)."""
 
 
+class UnreadableResult(KitError):
+    """A result JSON (it names its kind, name, parameters and environment) whose contents this kit
+    cannot read: a section of another shape, a value its record cannot hold."""
+
+
 def version_problem(data: dict[str, Any]) -> str | None:
     """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
     version = data.get("schema_version")

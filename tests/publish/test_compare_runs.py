@@ -370,3 +370,15 @@ def test_a_ratio_interval_that_excludes_1_is_not_called_intervals_that_do_not_ov
     verdict, finding = judge(row, 0.05, None)
     assert verdict == APART and "although the two figures' own 95 % intervals overlap" in finding
     assert "do not overlap" not in finding
+
+
+def test_a_result_whose_contents_this_kit_cannot_read_is_named_not_skipped(tmp_path):
+    """It was skipped as 'not a result file', and `kit compare` said only that the run held no
+    result JSON with measurements."""
+    folder = _run(tmp_path / "a", np.random.default_rng(3), 10.0)
+    path = folder / "resnet50.json"
+    data = json.loads(path.read_text())
+    data["measurements"][0]["batch_size"] = None
+    path.write_text(json.dumps(data))
+    with pytest.raises(KitError, match=r"no result this kit can read: .*batch_size=None"):
+        load_run(folder)
