@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
+import json
 import os
-from collections.abc import Iterator, Mapping
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,8 @@ import pandas as pd
 from kit import progress
 from kit.errors import KitError
 from kit.hardware.environment import capture
-from kit.measure.memory import resources
+from kit.hardware.source import JOB_ENV
+from kit.measure.memory import WARM_ENV, reset_peak, resources
 from kit.paths import notebooks_dir, outputs_dir
 from kit.publish import scorecard
 from kit.publish.bytemlperf_export import export as export_bytemlperf
@@ -27,12 +32,14 @@ from kit.studies import STUDIES
 __all__ = [
     "PublishedStudy",
     "build_scorecard",
+    "forget_previous_job",
     "record",
     "report_links",
     "results_path",
     "run_study",
     "save",
     "show",
+    "start_warm_job",
 ]
 
 # Reports are read, not scrolled: show reasons and provenance strings whole.
@@ -159,3 +166,64 @@ def build_scorecard(result_files: list[str], given_path: str = "") -> pd.DataFra
         scorecard=card.to_dict("records"),
     )
     return card
+
+
+# What a job leaves in the kit's modules that the next job in the same warm kernel must not find
+# (kit.batch.worker --serve). Kept: caches keyed by a file's identity (kit.cache's digests,
+# onnx_conversion's op counts), facts of this machine and install (the functools.cache'd hardware
+# probes, the published tables, kit_source) and weak references (the IPU backend's live sessions).
+_FORGET: tuple[tuple[str, Callable[[Any], object]], ...] = (
+    # one built model per process: a whole model's weights held into the next job
+    ("kit.backends.torch_backend", lambda m: m.built_module.cache_clear()),
+    # reference outputs (arrays) a later row on the same export would take instead of computing
+    ("kit.backends.reference_outputs", lambda m: m.forget()),
+    # whether PopRT imports: the container may have gone since, and a job probes it afresh
+    ("kit.backends.ipu.backend", lambda m: m._AVAILABILITY.clear()),
+    # what the kit did to GCDA_MONITOR: the environment it describes is restored for each job
+    ("kit.measure.power.ipu", lambda m: m._monitoring_record.clear()),
+)
+_KERNEL_START: dict[str, dict[str, str]] = {}  # the warm kernel's environment before its 1st job
+
+
+def forget_previous_job() -> None:
+    """Clear what an earlier job left in the kit's modules (_FORGET), in the modules imported."""
+    for name, clear in _FORGET:
+        module = sys.modules.get(name)
+        if module is not None:
+            clear(module)
+
+
+def start_warm_job(cwd: str, job: dict | None) -> dict[str, bool]:
+    """In the batch's warm kernel, before each job, after `%reset -f`: the kernel's first
+    environment and `cwd` back, the job in KIT_JOB (as a fresh kernel inherits it), the kit's
+    per-job caches cleared, freed memory released and the peak reset. Returns {"peak_reset": the
+    VmHWM now counts from here, "cuda_ok": CUDA (if initialised) still runs: a sticky CUDA error
+    of the last job would fail every later one}."""
+    environ = _KERNEL_START.setdefault("environ", dict(os.environ))
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+    if job:
+        os.environ[JOB_ENV] = json.dumps(job)
+    forget_previous_job()
+    # warnings shown once per place: shown again in this job's report, as in a fresh kernel
+    getattr(warnings, "_filters_mutated", lambda: None)()
+    gc.collect()
+    cuda_ok = _release_cuda_memory()
+    peak_reset = reset_peak()
+    os.environ[WARM_ENV] = "reset" if peak_reset else "since-start"
+    return {"peak_reset": peak_reset, "cuda_ok": cuda_ok}
+
+
+def _release_cuda_memory() -> bool:
+    """Hand torch's cached CUDA blocks back, where torch is imported and CUDA initialised; False
+    where CUDA fails (a sticky error of the last job)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return True
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except RuntimeError:
+        return False
+    return True

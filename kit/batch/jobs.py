@@ -7,12 +7,17 @@ from dataclasses import asdict, dataclass, field, fields
 from kit.batch.status import JobStatus
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import DEVICES, KINDS, kind_of
+from kit.hardware.kinds import get as get_kind
 from kit.paths import plain_name
 
 STATUSES = tuple(JobStatus)  # what state.json may hold (kit.batch.status says what each means)
 
 # Notebooks that time nothing: they need no hardware of their own.
 UNTIMED_NOTEBOOKS = frozenset({"published_results.ipynb", "summary.ipynb"})
+# Notebooks whose jobs may share one warm kernel (kit.batch.local.WarmWorker): the model rows.
+WARM_NOTEBOOKS = frozenset({"model_benchmark.ipynb"})
+# auto: where the job's hardware kind says so (HardwareKind.warm_kernel)
+WARM_MODES = ("auto", "on", "off")
 
 
 @dataclass
@@ -88,3 +93,20 @@ def hardware_resource(job: Job) -> str | None:
         raise InvalidParameter(
             f"{job.name} device", device, f"one of {', '.join(DEVICES)}"
         ) from exc
+
+
+def check_warm_mode(mode: str) -> str:
+    if mode not in WARM_MODES:
+        raise InvalidParameter("warm kernel", mode, f"one of {', '.join(WARM_MODES)}")
+    return mode
+
+
+def runs_warm(job: Job, mode: str) -> bool:
+    """Whether `job` runs in the batch's warm kernel under `mode` (auto, on, off): only jobs of a
+    WARM_NOTEBOOKS notebook; with auto, those on a kind whose `warm_kernel` is set."""
+    if check_warm_mode(mode) == "off" or job.notebook not in WARM_NOTEBOOKS:
+        return False
+    if mode == "on":
+        return True
+    kind = hardware_resource(job)
+    return kind is not None and get_kind(kind).warm_kernel

@@ -1,7 +1,8 @@
 """The embedded executor: each notebook in a child process on this machine, one at a time.
 
 The child (kit.batch.worker) runs in a session of its own; at its time limit, on an interrupt or
-on `stop()`, its whole process tree is killed, kernel included.
+on `stop()`, its whole process tree is killed, kernel included. In the warm mode the model rows
+share one such child and its kernel (WarmWorker), under the same limits.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kit.batch.executor import Task
+from kit.batch.jobs import check_warm_mode, runs_warm
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
 from kit.batch.proctree import kill_tree
 from kit.batch.status import JobStatus
-from kit.batch.worker import EXIT_KILLED
+from kit.batch.worker import EXIT_FAILED, EXIT_KILLED
 from kit.measure.memory import Peak, child_peak, oom_message, running_peak_rss_bytes
 from kit.models.export_child import remove_leftovers
 
@@ -49,7 +51,7 @@ def run_notebook(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)},
+            env=_child_env(outputs, env),
         )
         try:
             ended = _wait(proc, started + timeout_s, should_stop)
@@ -57,25 +59,32 @@ def run_notebook(
             _kill(proc)
             raise
         seconds = time.perf_counter() - started
-        if ended is None or ended == "stop":
+        if not isinstance(ended, tuple):
             _kill(proc)
-            if ended == "stop":
-                return Outcome(
-                    JobStatus.INTERRUPTED,
-                    "stopped by the batch",
-                    seconds,
-                    host=socket.gethostname(),
-                )
-            return Outcome(
-                JobStatus.TIMEOUT,
-                f"timed out after {timeout_s} s",
-                seconds,
-                host=socket.gethostname(),
-            )
+            return _stopped(ended, timeout_s, seconds)
         code, peak = ended
         log.seek(0)
-        lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+        lines = _lines(log.read())
     return _outcome(code, peak, lines, seconds)
+
+
+def _child_env(outputs: Path, env: dict | None) -> dict:
+    return {**(os.environ if env is None else env), "KIT_OUTPUTS": str(outputs)}
+
+
+def _lines(output: bytes) -> list[str]:
+    return [line for line in output.decode(errors="replace").splitlines() if line.strip()]
+
+
+def _stopped(ended: str | None, timeout_s: float, seconds: float) -> Outcome:
+    """The Outcome of a child stopped by the batch ("stop") or at its time limit (None)."""
+    if ended == STOP:
+        return Outcome(
+            JobStatus.INTERRUPTED, "stopped by the batch", seconds, host=socket.gethostname()
+        )
+    return Outcome(
+        JobStatus.TIMEOUT, f"timed out after {timeout_s} s", seconds, host=socket.gethostname()
+    )
 
 
 def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome:
@@ -97,9 +106,17 @@ def _outcome(code: int, peak: Peak, lines: list[str], seconds: float) -> Outcome
     )
 
 
-def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], bool] | None):
-    """(exit code, peak RSS of the child or its reaped children), None at the deadline, or "stop"
-    when should_stop() said so."""
+STOP, REPLIED = "stop", "replied"
+
+
+def _wait(
+    proc: subprocess.Popen,
+    deadline: float,
+    should_stop: Callable[[], bool] | None,
+    replied: Callable[[], bool] | None = None,
+) -> tuple[int, Peak] | str | None:
+    """(exit code, peak RSS of the child or its reaped children), None at the deadline, STOP when
+    should_stop() said so, or REPLIED once `replied()` (a warm worker's job) is true."""
     next_ask = time.perf_counter() + 1.0
     seen = 0
     while True:
@@ -107,13 +124,15 @@ def _wait(proc: subprocess.Popen, deadline: float, should_stop: Callable[[], boo
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, child_peak(usage.ru_maxrss * 1024, seen)
+        if replied and replied():
+            return REPLIED
         now = time.perf_counter()
         if now >= deadline:
             return None
         if now >= next_ask:  # once a second: the job's timed windows run beside this loop
             seen = max(seen, running_peak_rss_bytes(proc.pid) or 0)
             if should_stop and should_stop():
-                return "stop"
+                return STOP
             next_ask = now + 1.0
         time.sleep(min(POLL_S, deadline - now))
 
@@ -186,11 +205,132 @@ def export_records(output: str) -> list[dict]:
     return [r for r in lines if "model" in r]
 
 
-class LocalExecutor:
-    """Runs tasks one after another on this machine."""
+WORKER_LOG = "worker.log"  # the warm worker's own output, outside any job
+CLOSE_S = 10.0  # a warm worker's time to stop its kernel once told to end
 
-    def __init__(self) -> None:
+
+class WarmWorker:
+    """One `python -m kit.batch.worker --serve` child and its warm kernel, for the tasks that run
+    warm: each job is timed, stopped and interrupted as a one-shot child is (`_wait`). At a
+    timeout, a stop, an interrupt, or when it exits without replying, its whole tree is killed
+    and it is forgotten: the next warm task starts a fresh one."""
+
+    def __init__(self, outputs: Path, env: dict | None = None) -> None:
+        self.outputs, self.env = outputs, env
+        self.proc: subprocess.Popen | None = None
+        self.folder: tempfile.TemporaryDirectory | None = None  # its logs and replies
+        self.sent = 0
+
+    def run(
+        self, spec: dict, timeout_s: float, should_stop: Callable[[], bool] | None = None
+    ) -> Outcome:
+        """Execute one notebook spec in the warm kernel; the Outcome a one-shot child would give,
+        with a note that it ran warm."""
+        started = time.perf_counter()
+        proc, folder = self._started()
+        self.sent += 1
+        log, reply = folder / f"{self.sent}.log", folder / f"{self.sent}.reply"
+        try:
+            self._send(proc, {**spec, "log": str(log), "reply": str(reply)})
+            ended = _wait(proc, started + timeout_s, should_stop, reply.exists)
+        except BaseException:
+            self.kill()
+            raise
+        seconds = time.perf_counter() - started
+        if ended == REPLIED:
+            return _warm_outcome(json.loads(reply.read_text()), _read_lines(log), seconds)
+        lines = _read_lines(log) or _read_lines(folder / WORKER_LOG)
+        self.kill()
+        if not isinstance(ended, tuple):
+            return _stopped(ended, timeout_s, seconds)
+        code, peak = ended
+        if code == 0:  # it ended (its input closed?) before this job did
+            return _outcome(EXIT_FAILED, peak, [*lines, NO_REPLY], seconds)
+        return _outcome(code, peak, lines, seconds)
+
+    def _started(self) -> tuple[subprocess.Popen, Path]:
+        if self.proc is None or self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="kit-warm-")
+            with open(Path(self.folder.name) / WORKER_LOG, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "kit.batch.worker", "--serve"],
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=_child_env(self.outputs, self.env),
+                )
+            self.sent = 0
+        return self.proc, Path(self.folder.name)
+
+    @staticmethod
+    def _send(proc: subprocess.Popen, spec: dict) -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(spec).encode() + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:  # it is gone: _wait reaps it and says how it ended
+            pass
+
+    def kill(self) -> None:
+        """Kill the worker's whole tree, kernel included, and forget it."""
+        if self.proc is not None:
+            _kill(self.proc)
+        self._forget()
+
+    def close(self) -> None:
+        """End the worker: its input closed, it stops its kernel and exits; killed past
+        CLOSE_S."""
+        if self.proc is not None and self.proc.returncode is None:
+            self._close_input()
+            try:
+                self.proc.wait(CLOSE_S)
+            except subprocess.TimeoutExpired:
+                _kill(self.proc)
+        self._forget()
+
+    def _close_input(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def _forget(self) -> None:
+        self._close_input()
+        if self.folder is not None:
+            self.folder.cleanup()
+        self.proc, self.folder = None, None
+
+
+NO_REPLY = "the warm worker exited without replying"
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return _lines(path.read_bytes())
+    except FileNotFoundError:
+        return []
+
+
+def _warm_outcome(reply: dict, lines: list[str], seconds: float) -> Outcome:
+    """A warm worker's reply as the Outcome of a one-shot child that ended with its code, noted."""
+    outcome = _outcome(int(reply["code"]), Peak(None, None), lines, seconds)
+    outcome.note = f"in the warm kernel (its job {reply.get('job', '?')})"
+    if not reply.get("peak_reset"):
+        outcome.note += "; peak memory since that kernel started (VmHWM not resettable here)"
+    return outcome
+
+
+class LocalExecutor:
+    """Runs tasks one after another on this machine: each in a child of its own, or, for the
+    tasks `warm` (kit.batch.jobs.runs_warm: auto, on, off) says, in one WarmWorker."""
+
+    def __init__(self, warm: str = "off") -> None:
+        check_warm_mode(warm)
+        self.warm = warm
         self._current: Task | None = None
+        self._warm: WarmWorker | None = None
 
     def prepare(self, tasks: list[Task]) -> Prepared:
         return prepare_exports(tasks)
@@ -199,15 +339,33 @@ class LocalExecutor:
         for task in tasks:
             self._current = task
             task.started = time.perf_counter()
-            outcome = run_notebook(task.spec(), task.job.timeout_s, task.out)
+            outcome = self._run(task)
             self._current = None
             yield task, outcome
+        self._close_warm()  # its kernel's memory (a CUDA context) back before the next phase
+
+    def _run(self, task: Task) -> Outcome:
+        if not runs_warm(task.job, self.warm):
+            return run_notebook(task.spec(), task.job.timeout_s, task.out)
+        if self._warm is not None and self._warm.outputs != task.out:
+            self._close_warm()
+        if self._warm is None:
+            self._warm = WarmWorker(task.out)
+        return self._warm.run(task.spec(), task.job.timeout_s)
 
     def in_flight(self) -> list[Task]:
         return [self._current] if self._current else []
 
     def stop(self) -> None:
         self._current = None  # run_notebook killed its child when the interrupt passed through
+        if self._warm is not None:
+            self._warm.kill()
+            self._warm = None
 
     def close(self) -> None:
-        pass
+        self._close_warm()
+
+    def _close_warm(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None

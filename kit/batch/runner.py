@@ -195,10 +195,13 @@ def run_jobs(
     progress: Callable[[JobRecord], None] | None = None,
     executor: Executor | None = None,
     command: str = "",
+    warm: str = "off",
 ) -> list[JobRecord]:
     """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
 
     `command` is the command line that started the batch; every result records it beside its job.
+    `warm` (auto, on, off): which jobs run on this machine share one warm kernel
+    (kit.batch.jobs.runs_warm).
 
     `executor` runs the jobs that time something (default: this machine, one at a time); the
     after_all jobs, which read the others' results, always run here. Raises OutputsBusy when
@@ -206,7 +209,7 @@ def run_jobs(
     BatchInterrupted (with `.records`) on SIGINT/SIGTERM.
     """
     out = out or outputs_dir()
-    local = LocalExecutor()
+    local = LocalExecutor(warm=warm)
     phases = [
         ([j for j in jobs if not j.after_all], executor or local),
         ([j for j in jobs if j.after_all], local),

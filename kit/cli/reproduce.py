@@ -16,7 +16,7 @@ from kit.backends.openvino_backend import blob_cache_gb
 from kit.batch.clean import clean_outputs
 from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
-from kit.batch.jobs import Job, JobRecord
+from kit.batch.jobs import WARM_MODES, Job, JobRecord
 from kit.batch.lock import outputs_lock
 from kit.batch.prepare import export_requests, parallel_exports
 from kit.batch.profiles import PROFILES, jobs_for
@@ -76,6 +76,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run the jobs on this Dask cluster (default: on this machine, no cluster)",
     )
     p.add_argument(
+        "--warm-kernel",
+        choices=WARM_MODES,
+        default="auto",
+        help="on: the model rows share one warm kernel (imports, kernel start and CUDA context "
+        "paid once; every other notebook its own); auto: where the hardware kind says so (cuda); "
+        "on this machine only, not with --scheduler",
+    )
+    p.add_argument(
         "--plan",
         nargs="?",
         const="1",
@@ -122,6 +130,7 @@ def reproduce(args: argparse.Namespace) -> int:
             progress=bar,
             executor=executor,
             command=command_line(args, hardware),
+            warm=getattr(args, "warm_kernel", "auto"),
         )
     except BatchInterrupted as stop:
         bar.close()
@@ -176,6 +185,8 @@ def command_line(args: argparse.Namespace, hardware: str) -> str:
         words.append("--search 0")
     if args.scheduler:
         words.append(f"--scheduler {args.scheduler}")
+    if getattr(args, "warm_kernel", "auto") != "auto":
+        words.append(f"--warm-kernel {args.warm_kernel}")
     return " ".join(words)
 
 

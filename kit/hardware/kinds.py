@@ -41,6 +41,9 @@ class HardwareKind:
     session_per_device: bool = False  # one replica per device: a C2 run uses min(replicas, devices)
     # calls take milliseconds: the search decides at every published batch
     search_each_batch: bool = False
+    # the model rows share one warm kernel: imports, kernel start and the CUDA context paid once
+    # (kit.batch.local.WarmWorker), where they are a large part of a short row
+    warm_kernel: bool = False
 
     def present(self) -> bool:
         """Whether this kind can run here (a driver alone is not enough)."""
@@ -129,6 +132,7 @@ CUDA = REGISTRY.register(
         export_name="GPU",
         preference=1,
         search_each_batch=True,
+        warm_kernel=True,
     ),
 )
 IPU = REGISTRY.register(

@@ -135,15 +135,44 @@ def resources() -> Resources:
     """Peak memory of this job so far, a result's `resources` section."""
     self_peak = own_peak_rss_bytes()
     children_peak = _maxrss_bytes(resource.RUSAGE_CHILDREN)
+    warm = WARM_PEAKS.get(os.environ.get(WARM_ENV, ""), "")
     return Resources.from_dict(
         {
             "peak_rss_bytes": max(self_peak, children_peak),
             "peak_rss_self_bytes": self_peak,
             "peak_rss_children_bytes": children_peak,
             "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the "
-            "largest child process it waited for",
+            "largest child process it waited for" + warm,
         }
     )
+
+
+# Set by the batch's warm kernel before each job it runs (kit.notebook.start_warm_job): whether
+# this process's VmHWM was reset for the job. getrusage of the children is never reset.
+WARM_ENV = "KIT_WARM_KERNEL"
+WARM_PEAKS = {
+    "reset": "; in a kernel kept warm across the batch's jobs: VmHWM reset before this job, the "
+    "children's figure since the kernel started",
+    "since-start": "; in a kernel kept warm across the batch's jobs: both figures since the kernel "
+    "started (this system did not reset VmHWM)",
+}
+
+
+def reset_peak(
+    clear_refs: Path = Path("/proc/self/clear_refs"), status: Path = Path("/proc/self/status")
+) -> bool:
+    """Reset this process's VmHWM to its current RSS (Linux 4.0 and later); True only where the
+    peak then fell to the RSS (some sandboxed kernels take the write and keep the peak)."""
+    try:
+        clear_refs.write_text("5")
+        fields = parse_meminfo(status.read_text())
+    except OSError:
+        return False
+    peak, now = fields.get("VmHWM"), fields.get("VmRSS")
+    return peak is not None and now is not None and peak - now <= RESET_SLACK_BYTES
+
+
+RESET_SLACK_BYTES = 4 * 2**20  # what RSS may fall between the reset and the read that checks it
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
