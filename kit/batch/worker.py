@@ -148,7 +148,7 @@ class WarmKernel:
 
         kernel = self
 
-        class Manager(AsyncKernelManager):  # type: ignore[misc]
+        class Manager(AsyncKernelManager):
             def client(self, **kwargs: Any) -> Any:
                 made = super().client(**kwargs)
                 kernel.clients.append(made)

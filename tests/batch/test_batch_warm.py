@@ -1,0 +1,209 @@
+"""The warm mode: the model rows share one worker child and one kernel (kit.batch.worker --serve,
+kit.batch.local.WarmWorker), each job as fresh as in a kernel of its own, and every failure,
+death, time limit and stop handled as the one-shot child's are.
+
+The model rows are a stand-in `model_benchmark.ipynb` (no model) whose `action` parameter says what
+it does; beside its result it writes what it saw (`<result>.seen.json`).
+"""
+
+import json
+
+import psutil
+import pytest
+
+from kit.batch import Job, run_jobs
+from kit.batch.executor import Task
+from kit.batch.jobs import WARM_NOTEBOOKS, JobRecord, check_warm_mode, runs_warm
+from kit.batch.local import LocalExecutor, WarmWorker
+from kit.batch.state import read_state
+from kit.cli.main import main as kit_main
+from kit.errors import InvalidParameter
+from kit.hardware import kinds
+from tests.batch_notebooks import make_ok_notebook
+
+MODEL = "model_benchmark.ipynb"
+assert MODEL in WARM_NOTEBOOKS
+
+# What the stand-in row saw, then what it does: ok, raise (a cell fails), die (the kernel exits),
+# sleep (past any time limit).
+ROW = """
+import json, os, time
+from pathlib import Path
+Path(results_path + ".seen.json").write_text(json.dumps({
+    "pid": os.getpid(),
+    "left_by_the_last_job": "left" in globals(),
+    "env_left_by_the_last_job": os.environ.get("KIT_TEST_LEFT"),
+    "job": json.loads(os.environ.get("KIT_JOB") or "null"),
+}))
+left = 1
+os.environ["KIT_TEST_LEFT"] = results_path
+if action == "raise":
+    raise ValueError("the row failed on purpose")
+if action == "die":
+    os._exit(9)
+if action == "sleep":
+    time.sleep(300)
+"""
+
+
+@pytest.fixture
+def rows(tmp_path, monkeypatch):
+    """A notebooks folder with the stand-in model row and tiny.ipynb (another notebook)."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    make_ok_notebook(folder / MODEL, parameters="action = 'ok'\n", before=ROW)
+    make_ok_notebook(folder / "tiny.ipynb")
+    monkeypatch.setenv("KIT_NOTEBOOKS", str(folder))
+    return folder
+
+
+def row(name: str, action: str = "ok", timeout_s: int = 120) -> Job:
+    return Job(name, MODEL, {"action": action}, timeout_s)
+
+
+def seen(outputs, record) -> dict:
+    return json.loads((outputs / f"{record.results}.seen.json").read_text())
+
+
+def descendants() -> set[int]:
+    """This test process's live children and theirs (zombies count as gone)."""
+    alive = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.add(proc.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def test_model_rows_share_one_kernel_each_job_fresh_via_the_cli(outputs, rows, monkeypatch, capsys):
+    jobs = [row("first"), row("second"), Job("other", "tiny.ipynb")]
+    monkeypatch.setattr(
+        "kit.cli.reproduce.jobs_for",
+        lambda profile, hardware, research=False, search=True: [Job(**vars(j)) for j in jobs],
+    )
+    before = descendants()
+    code = kit_main(["reproduce", "--hardware", "cpu", "--warm-kernel", "on"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    state = read_state(outputs)["jobs"]
+    first, second = (seen(outputs, _record(state, n)) for n in ("first", "second"))
+    assert first["pid"] == second["pid"]  # one kernel served both
+    assert not second["left_by_the_last_job"]  # %reset -f: the first one's names are gone
+    assert second["env_left_by_the_last_job"] is None  # and its environment variables
+    assert (first["job"]["name"], second["job"]["name"]) == ("first", "second")
+    other = json.loads((outputs / state["other"]["results"]).read_text())
+    assert other["pid"] != first["pid"]  # every other notebook keeps a kernel of its own
+    assert "warm kernel (its job 2)" in state["second"]["note"]
+    assert "warm" not in state["other"]["note"]
+    assert "--warm-kernel on" in second["job"]["batch_command"]
+    assert descendants() <= before  # the warm worker and its kernel ended with the batch
+
+
+def _record(state: dict, name: str) -> JobRecord:
+    return JobRecord.from_dict(state[name])
+
+
+def test_a_failed_or_dead_row_is_reported_as_one_shot_and_the_next_row_runs(outputs, rows):
+    jobs = [row("fails", "raise"), row("after_fail"), row("dies", "die"), row("after_death")]
+    warm = {r.name: r for r in run_jobs(jobs, out=outputs, warm="on")}
+    cold = {r.name: r for r in run_jobs(jobs[:3], out=outputs, warm="off", force=True)}
+    for name in ("fails", "dies"):  # the same Outcome as a child of its own gives
+        assert (warm[name].status, warm[name].message.split(" (")[0]) == (
+            cold[name].status,
+            cold[name].message.split(" (")[0],
+        )
+    assert warm["fails"].status == "failed"
+    assert warm["fails"].message == "ValueError: the row failed on purpose"
+    assert warm["dies"].status == "killed"
+    assert warm["dies"].message.startswith("killed: the notebook's kernel died (")
+    assert warm["after_fail"].status == warm["after_death"].status == "ok"
+    dead = seen(outputs, warm["dies"])["pid"]
+    assert seen(outputs, warm["after_death"])["pid"] != dead  # a fresh kernel after the death
+    assert not psutil.pid_exists(dead) or psutil.Process(dead).status() == psutil.STATUS_ZOMBIE
+
+
+def spec(rows, tmp_path, name: str, action: str) -> dict:
+    out = tmp_path / "run"
+    out.mkdir(exist_ok=True)
+    return {
+        "input": str(rows / MODEL),
+        "output": str(out / f"{name}.ipynb"),
+        "html": str(out / f"{name}.html"),
+        "parameters": {"action": action, "results_path": str(out / f"{name}.json")},
+        "kernel": "ipu-repro",
+        "cwd": str(tmp_path),
+        "job": {"name": name},
+    }
+
+
+def kernel_pid(tmp_path, name: str) -> int:
+    return json.loads((tmp_path / "run" / f"{name}.json.seen.json").read_text())["pid"]
+
+
+def test_a_timeout_kills_the_tree_and_the_next_row_starts_a_fresh_worker(outputs, rows, tmp_path):
+    before = descendants()
+    worker = WarmWorker(outputs)
+    try:
+        assert worker.run(spec(rows, tmp_path, "warm", "ok"), 120).status == "ok"
+        serving = worker.proc.pid
+        outcome = worker.run(spec(rows, tmp_path, "slow", "sleep"), 8)
+        assert outcome.status == "timeout" and outcome.message == "timed out after 8 s"
+        assert descendants() <= before  # the worker and its kernel (asleep in a cell) killed
+        assert worker.run(spec(rows, tmp_path, "next", "ok"), 120).status == "ok"
+        assert worker.proc.pid != serving
+        assert kernel_pid(tmp_path, "next") != kernel_pid(tmp_path, "slow")
+    finally:
+        worker.kill()
+    assert descendants() <= before
+
+
+def test_a_stop_kills_the_tree(outputs, rows, tmp_path):
+    before = descendants()
+    worker = WarmWorker(outputs)
+    try:
+
+        def should_stop() -> bool:  # asked once a second: stop once the row is asleep
+            return (tmp_path / "run" / "asleep.json.seen.json").exists()
+
+        outcome = worker.run(spec(rows, tmp_path, "asleep", "sleep"), 120, should_stop)
+        assert outcome.status == "interrupted" and outcome.message == "stopped by the batch"
+        assert descendants() <= before
+    finally:
+        worker.kill()
+
+
+@pytest.mark.parametrize("end", ["stop", "close"])
+def test_stop_and_close_leave_no_worker_nor_kernel(outputs, rows, tmp_path, end):
+    before = descendants()
+    executor = LocalExecutor(warm="on")
+    task = Task(job=row("waits"), run_dir=outputs, out=outputs, fingerprint="")
+    try:
+        ran, outcome = next(executor.run([task, task]))  # the second not started yet
+        assert outcome.status == "ok" and "warm kernel" in outcome.note
+        assert descendants() - before  # the worker waits, warm, for the next row
+        getattr(executor, end)()
+        assert descendants() <= before
+    finally:
+        executor.stop()
+
+
+def test_warm_kernel_values_and_auto_follow_the_kind(monkeypatch, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        kit_main(["reproduce", "--warm-kernel", "bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--warm-kernel: invalid choice: 'bogus'" in err and "'auto', 'on', 'off'" in err
+    with pytest.raises(InvalidParameter, match="'bogus'.*one of auto, on, off"):
+        LocalExecutor(warm="bogus")
+    with pytest.raises(InvalidParameter, match="'yes'.*one of auto, on, off"):
+        check_warm_mode("yes")
+
+    assert kinds.CUDA.warm_kernel and not kinds.CPU.warm_kernel
+    for kind in (kinds.CPU, kinds.CUDA, kinds.IPU):
+        model_row = Job("row", MODEL, {"hardware": kind.name})
+        assert runs_warm(model_row, "auto") is kind.warm_kernel
+        assert runs_warm(model_row, "on") and not runs_warm(model_row, "off")
+        other = Job("other", "c2.ipynb", {"hardware": kind.name})
+        assert not runs_warm(other, "on")  # only the model rows ever run warm
