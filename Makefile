@@ -11,6 +11,7 @@ SEARCH ?= 1
 ONLY ?=
 SCHEDULER ?=
 PLAN ?= 0
+WARM ?= auto
 PYTEST_ARGS ?= -n auto --dist worksteal
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
@@ -49,7 +50,7 @@ $(STAMP): requirements.txt $(if $(filter gpu cpu,$(INSTALL_KIND)),requirements-$
 # Fails when any notebook is not ok (kit's status: 1 not ok, 2 usage error; make itself exits 2).
 # SCHEDULER=tcp://host:8786 runs the jobs on a Dask cluster (docs/cluster.md).
 reproduce: $(STAMP)
-	exec $(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" --search "$(SEARCH)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") --plan "$(PLAN)"
+	exec $(BIN)/kit reproduce --profile "$(PROFILE)" --hardware "$(HARDWARE)" --force "$(FORCE)" --search "$(SEARCH)" $(if $(ONLY),--only "$(ONLY)") $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") --plan "$(PLAN)" --warm-kernel "$(WARM)"
 
 # Re-run one result's job with its recorded parameters after checking commit, packages and hardware
 # (RESULT=outputs/runs/<run_id>/<job>.json; ALLOW_DRIFT=1 re-runs despite differences), then compare.

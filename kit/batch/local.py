@@ -316,8 +316,9 @@ def _read_lines(path: Path) -> list[str]:
 def _warm_outcome(reply: dict, lines: list[str], seconds: float) -> Outcome:
     """A warm worker's reply as the Outcome of a one-shot child that ended with its code, noted."""
     outcome = _outcome(int(reply["code"]), Peak(None, None), lines, seconds)
-    outcome.note = f"in the warm kernel (its job {reply.get('job', '?')})"
-    if not reply.get("peak_reset"):
+    job = reply.get("job")
+    outcome.note = f"in the warm kernel (its job {job})" if job else "in the warm worker"
+    if reply.get("peak_reset") is False:
         outcome.note += "; peak memory since that kernel started (VmHWM not resettable here)"
     return outcome
 

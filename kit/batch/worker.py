@@ -13,6 +13,7 @@ file, and the same printed lines, in the spec's "log" file.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import resource
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from jupyter_core.utils import run_sync
 
 from kit import atomic
 from kit.batch.proctree import kill_tree, tree
@@ -107,7 +110,8 @@ class WarmKernel:
     died, after a job whose cell failed (its half-done state, a sticky CUDA error), or where
     making it fresh failed."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: int) -> None:
+        self.console = console  # where the kernel's own output goes: this worker's, not a job's
         self.km: Any = None
         self.clients: list = []  # what nbclient opened on it: closed after each job
         self.jobs = 0  # jobs this kernel has run
@@ -115,8 +119,6 @@ class WarmKernel:
 
     def run(self, spec: dict) -> dict:
         """Run one job in the kernel; the reply the parent reads (code, kernel, jobs, peak)."""
-        from jupyter_core.utils import run_sync
-
         fresh = run_sync(self._ready)(spec)
         self.jobs += 1
         self.children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -134,7 +136,11 @@ class WarmKernel:
     async def _ready(self, spec: dict) -> dict:
         """A live kernel, made fresh for `spec`'s job: {"peak_reset": bool}."""
         for _ in range(2):
-            if self.km is None or not await self.km.is_alive():
+            if (
+                self.km is None
+                or self.km.kernel_name != spec["kernel"]
+                or not await self.km.is_alive()
+            ):
                 await self.discard()
                 await self._start(spec)
             fresh = await self._fresh(spec)
@@ -157,13 +163,11 @@ class WarmKernel:
         # nbclient detects a dead kernel only with an asynchronous manager: a blocking client's
         # wait for a cell's reply leaves its liveness poll no turn
         self.km = Manager(kernel_name=spec["kernel"])
-        await self.km.start_kernel(cwd=spec["cwd"])
+        await self.km.start_kernel(cwd=spec["cwd"], stdout=self.console, stderr=self.console)
         self.jobs = 0
 
     async def _fresh(self, spec: dict) -> dict:
         """`%reset -f`, then kit.notebook.start_warm_job's answer ({} where it failed)."""
-        import ast
-
         client = self.km.client()
         self.clients.remove(client)
         client.start_channels()
@@ -215,10 +219,8 @@ class WarmKernel:
 
 def serve(lines: Iterable[str]) -> int:
     """`--serve`: each line a spec (with "log" and "reply" paths), run in the warm kernel."""
-    from jupyter_core.utils import run_sync
-
     watch_parent()
-    kernel = WarmKernel()
+    kernel = WarmKernel(console=os.dup(1))
     try:
         for line in lines:
             if line.strip():
@@ -236,10 +238,8 @@ def serve_one(spec: dict, kernel: WarmKernel) -> None:
             reply = kernel.run(spec)
         except Exception:  # noqa: BLE001 - the job fails, with the traceback, as a one-shot child
             traceback.print_exc()
-            from jupyter_core.utils import run_sync
-
             run_sync(kernel.discard)()
-            reply = {"code": EXIT_FAILED, "kernel_pid": None, "job": 0, "peak_reset": False}
+            reply = {"code": EXIT_FAILED, "kernel_pid": None, "job": None}
     atomic.write_text(Path(spec["reply"]), json.dumps(reply))
 
 
