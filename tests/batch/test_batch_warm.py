@@ -7,6 +7,7 @@ it does; beside its result it writes what it saw (`<result>.seen.json`).
 """
 
 import json
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -207,3 +208,6 @@ def test_warm_kernel_values_and_auto_follow_the_kind(monkeypatch, capsys):
         assert runs_warm(model_row, "on") and not runs_warm(model_row, "off")
         other = Job("other", "c2.ipynb", {"hardware": kind.name})
         assert not runs_warm(other, "on")  # only the model rows ever run warm
+    # auto reads the kind's field, whatever the kind is called
+    monkeypatch.setitem(kinds.REGISTRY._items, "cpu", replace(kinds.CPU, warm_kernel=True))
+    assert runs_warm(Job("row", MODEL, {"hardware": "cpu"}), "auto")
