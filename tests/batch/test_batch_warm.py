@@ -7,6 +7,7 @@ it does; beside its result it writes what it saw (`<result>.seen.json`).
 """
 
 import json
+from collections import OrderedDict
 from dataclasses import replace
 
 import psutil
@@ -211,3 +212,22 @@ def test_warm_kernel_values_and_auto_follow_the_kind(monkeypatch, capsys):
     # auto reads the kind's field, whatever the kind is called
     monkeypatch.setitem(kinds.REGISTRY._items, "cpu", replace(kinds.CPU, warm_kernel=True))
     assert runs_warm(Job("row", MODEL, {"hardware": "cpu"}), "auto")
+
+
+def test_a_warm_job_forgets_what_the_last_one_left_in_the_kit(monkeypatch):
+    """kit.notebook.forget_previous_job (run in the warm kernel before each job): the built torch
+    model, the reference outputs, PopRT's availability and the GCDA_MONITOR record go."""
+    from kit.backends import reference_outputs, torch_backend
+    from kit.backends.ipu import backend as ipu_backend
+    from kit.measure.power import ipu as ipu_power
+    from kit.notebook import forget_previous_job
+
+    cleared = []
+    monkeypatch.setattr(torch_backend.built_module, "cache_clear", lambda: cleared.append(1))
+    monkeypatch.setattr(reference_outputs, "_OUTPUTS", OrderedDict({("export", 4): []}))
+    monkeypatch.setattr(ipu_backend, "_AVAILABILITY", {("python3.8",): None})
+    monkeypatch.setattr(ipu_power, "_monitoring_record", ["GCDA_MONITOR=1 set"])
+    forget_previous_job()
+    assert cleared == [1]
+    assert not reference_outputs._OUTPUTS and not ipu_backend._AVAILABILITY
+    assert not ipu_power._monitoring_record

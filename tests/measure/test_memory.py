@@ -235,3 +235,26 @@ def test_a_child_s_peak_is_its_own_not_the_parent_s_it_was_spawned_from(monkeypa
     unsure = memory.oom_message("killed", memory.child_peak(int(1.7 * GB), int(0.05 * GB)), 2.0)
     assert "perhaps out of memory: peak between 0.1 and 1.7 GB of 2.0 GB" in unsure
     assert "likely" not in memory.oom_message("killed", memory.child_peak(int(1.7 * GB)), 2.0)
+
+
+def test_a_peak_reset_is_believed_only_where_the_peak_fell(tmp_path):
+    """The warm kernel resets its VmHWM before each job: a system that takes the write to
+    clear_refs and keeps the old peak must not pass for one that reset it."""
+    clear_refs, status = tmp_path / "clear_refs", tmp_path / "status"
+    clear_refs.write_text("")
+    status.write_text("VmHWM:\t 1069000 kB\nVmRSS:\t  500000 kB\n")
+    assert memory.reset_peak(clear_refs, status) is False
+    assert clear_refs.read_text() == "5"
+    status.write_text("VmHWM:\t  500100 kB\nVmRSS:\t  500000 kB\n")
+    assert memory.reset_peak(clear_refs, status) is True
+    assert memory.reset_peak(tmp_path / "no" / "clear_refs", status) is False
+    assert memory.reset_peak(clear_refs, tmp_path / "no-status") is False
+
+
+def test_resources_say_when_a_warm_kernel_ran_earlier_jobs(monkeypatch):
+    monkeypatch.delenv(memory.WARM_ENV, raising=False)
+    assert "warm" not in memory.resources().to_dict()["method"]
+    monkeypatch.setenv(memory.WARM_ENV, "reset")
+    assert "VmHWM reset before this job" in memory.resources().to_dict()["method"]
+    monkeypatch.setenv(memory.WARM_ENV, "since-start")
+    assert "both figures since the kernel started" in memory.resources().to_dict()["method"]
