@@ -7,6 +7,7 @@ it does; beside its result it writes what it saw (`<result>.seen.json`).
 """
 
 import json
+import sys
 from collections import OrderedDict
 from dataclasses import replace
 
@@ -16,7 +17,7 @@ import pytest
 from kit.batch import Job, run_jobs
 from kit.batch.executor import Task
 from kit.batch.jobs import WARM_NOTEBOOKS, JobRecord, check_warm_mode, runs_warm
-from kit.batch.local import LocalExecutor, WarmWorker
+from kit.batch.local import LocalExecutor, WarmWorker, _warm_outcome
 from kit.batch.state import read_state
 from kit.cli.main import main as kit_main
 from kit.errors import InvalidParameter
@@ -231,3 +232,29 @@ def test_a_warm_job_forgets_what_the_last_one_left_in_the_kit(monkeypatch):
     assert cleared == [1]
     assert not reference_outputs._OUTPUTS and not ipu_backend._AVAILABILITY
     assert not ipu_power._monitoring_record
+
+
+def test_a_sticky_cuda_error_asks_for_a_new_kernel(monkeypatch):
+    """start_warm_job answers cuda_ok False where CUDA, initialised by the last job, fails now:
+    the warm worker then starts a new kernel rather than fail every later row."""
+    from types import SimpleNamespace
+
+    from kit import notebook
+
+    def fails() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    cuda = SimpleNamespace(is_initialized=lambda: True, synchronize=fails, empty_cache=lambda: None)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    assert notebook._release_cuda_memory() is False
+    cuda.synchronize = lambda: None
+    assert notebook._release_cuda_memory() is True
+
+
+def test_the_note_says_when_the_peak_counts_from_the_kernel_s_start():
+    taken = _warm_outcome({"code": 0, "job": 3, "peak_reset": True}, [], 1.0)
+    assert taken.note == "in the warm kernel (its job 3)"
+    refused = _warm_outcome({"code": 0, "job": 3, "peak_reset": False}, [], 1.0)
+    assert "peak memory since that kernel started" in refused.note
+    failed = _warm_outcome({"code": 1, "job": None}, ["RuntimeError: no kernel"], 1.0)
+    assert (failed.status, failed.message) == ("failed", "RuntimeError: no kernel")
