@@ -177,6 +177,23 @@ def test_a_stop_kills_the_tree(outputs, rows, tmp_path):
         worker.kill()
 
 
+def test_an_interrupt_while_a_row_runs_kills_the_tree_and_propagates(outputs, rows, tmp_path):
+    before = descendants()
+    worker = WarmWorker(outputs)
+
+    def interrupted() -> bool:  # Ctrl-C (BatchInterrupted) arrives while the row sleeps
+        if (tmp_path / "run" / "asleep.json.seen.json").exists():
+            raise KeyboardInterrupt
+        return False
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            worker.run(spec(rows, tmp_path, "asleep", "sleep"), 120, interrupted)
+        assert worker.proc is None and descendants() <= before
+    finally:
+        worker.kill()
+
+
 @pytest.mark.parametrize("end", ["stop", "close"])
 def test_stop_and_close_leave_no_worker_nor_kernel(outputs, rows, tmp_path, end):
     before = descendants()
