@@ -113,3 +113,13 @@ def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
     err = capsys.readouterr().err
     assert "invalid FORCE='2'" in err and "0 (reuse" in err
     assert not (outputs / "runs").exists()
+
+
+def test_the_estimate_counts_exports_made_side_by_side_as_rounds():
+    floors = [time_plan.JobFloor(job=f"j{i}", model=f"m{i}") for i in range(5)]
+    one_by_one, _ = time_plan.estimate(floors, "cuda")
+    two_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=2)
+    five_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=5)
+    export_s = time_plan.GUESSES["cuda"]["export_s"]
+    assert one_by_one - two_at_once == (5 - 3) * export_s  # 3 rounds: 2, 2, 1
+    assert one_by_one - five_at_once == (5 - 1) * export_s
