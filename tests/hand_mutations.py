@@ -553,6 +553,20 @@ GPU_MUTATIONS = [
         'and not frame.f_globals.get("__tracebackhide__")',
         "and True",
     ),
+    HandMutation(
+        "time",
+        "a GPU's ONNX Runtime eager candidates measured in every quick search",
+        "kit/search/candidates.py",
+        "fallback_for=ort_fallback_for(p, o),",
+        'fallback_for="",',
+    ),
+    HandMutation(
+        "time",
+        "a GPU's bf16 CUDA graph measured in every quick search",
+        "kit/search/candidates.py",
+        'if precision != "fp16" and options and options != {"cuda_graph": True}:',
+        'if precision != "fp16" and options:',
+    ),
 ]
 
 

@@ -20,6 +20,7 @@ its seconds went (kit.measure.time_account).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kit.batch import Job
@@ -182,9 +183,12 @@ GUESSES = {
 }
 
 
-def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
+def estimate(
+    floors: list[JobFloor], kind: str, parallel_exports: int = 1
+) -> tuple[float, float] | None:
     """(cold, warm) seconds a run of `floors` will take on `kind`, guessed from GUESSES; None where
-    the kind has none.
+    the kind has none. `parallel_exports`: how many exports the batch makes at once before its first
+    job (kit.batch.prepare; 0 or 1: one after another).
 
     >>> estimate([JobFloor(job="r", model="m", windows=2, window_floor_s=2.0, window_limit_s=10.0,
     ...                    searches=2, probes=20, probe_s=20.0, compiles=2)], "cuda")
@@ -193,7 +197,8 @@ def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
     g = GUESSES.get(kind)
     if g is None:
         return None
-    exports = len({f.model for f in floors if f.model}) * g["export_s"]
+    rounds = math.ceil(len({f.model for f in floors if f.model}) / max(1, parallel_exports))
+    exports = rounds * g["export_s"]
     cold = (
         sum(
             f.window_floor_s
@@ -214,8 +219,8 @@ def estimate(floors: list[JobFloor], kind: str) -> tuple[float, float] | None:
     return cold, warm
 
 
-def estimate_text(floors: list[JobFloor], kind: str) -> str:
-    guess = estimate(floors, kind)
+def estimate_text(floors: list[JobFloor], kind: str, parallel_exports: int = 1) -> str:
+    guess = estimate(floors, kind, parallel_exports)
     if guess is None:
         return ""
     cold, warm = guess
@@ -285,6 +290,6 @@ def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports:
             "warm-up calls, the reference outputs, the accuracy check, the roofline's bandwidth "
             "measurement. A window whose interval is still wide at its limit goes on to "
             f"{HARD_LIMIT}x that until it has 3 rounds.",
-            *([estimate_text(floors, kind)] if estimate_text(floors, kind) else []),
+            *([guess] if (guess := estimate_text(floors, kind, parallel_exports)) else []),
         ]
     )

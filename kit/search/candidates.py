@@ -337,7 +337,15 @@ ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (
 def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
     ort = "onnxruntime"
     out = [
-        RowCandidate.of(ort, p, device, options=dict(o), depth=depth, why=why)
+        RowCandidate.of(
+            ort,
+            p,
+            device,
+            options=dict(o),
+            depth=depth,
+            why=why,
+            fallback_for=ort_fallback_for(p, o),
+        )
         for p, device, o, depth, why in ORT_CUDA
     ]
     if "TensorrtExecutionProvider" in providers:
@@ -369,14 +377,28 @@ def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
 
 
 def eager_fallback_for(precision: str, options: dict) -> str:
-    """A torch eager candidate on a GPU is measured in a quick search only where the 16-bit
-    CUDA-graph candidate it trails fails (a model a capture refuses): on an H200 eager fp16 resnet50
-    ran 946 and 6,850 img/s at batch 4 and 32 against 4,210 and 12,700 in one CUDA graph. fp32 eager
-    stands in for the fp16 graph, bf16 eager for the bf16 one; a full search measures them all."""
+    """A torch candidate on a GPU other than the fp16 CUDA graph's kin (its clients and compiled
+    variants) is measured in a quick search only where the fp16 CUDA-graph candidate fails: eager
+    trails the graph (on an H200 eager fp16 resnet50 ran 946 and 6,850 img/s at batch 4 and 32
+    against 4,210 and 12,700 in one CUDA graph), fp32 stands in where fp16 fails the numerics gate,
+    and bf16 runs at fp16's tensor-core rate and width on the GPUs this kit targets (Ampere,
+    Hopper), so it is worth a probe only where fp16 fails (overflow). A full search measures them
+    all."""
+    if precision == "fp16" and options:
+        return ""
+    if precision != "fp16" and options and options != {"cuda_graph": True}:
+        return ""
+    return RowCandidate.of("torch", "fp16", "cuda", options={"cuda_graph": True}).label
+
+
+def ort_fallback_for(precision: str, options: dict) -> str:
+    """ONNX Runtime's CUDA candidates without the provider's CUDA graph (fp16 with IO binding per
+    call, and fp32) are measured in a quick search only where the fp16 CUDA-graph candidate fails:
+    the graph replays the same kernels without their launches (a capture the provider refuses, a
+    model with CPU nodes, falls back to them), and fp32 is the numerics gate's escape from fp16."""
     if options:
         return ""
-    graph = "bf16" if precision == "bf16" else "fp16"
-    return RowCandidate.of("torch", graph, "cuda", options={"cuda_graph": True}).label
+    return RowCandidate.of("onnxruntime", "fp16", "cuda", options={"cuda_graph": True}).label
 
 
 #: What a row's search measures, by hardware kind (kit.hardware.kinds); a kind absent here (the IPU)

@@ -25,13 +25,13 @@ def floor_of(profile: str, kind: str, job: str) -> time_plan.JobFloor:
 
 def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for_nvml(no_tensorrt):
     quick = floor_of("quick", "cuda", "resnet50-torch-fp32_FP16")
-    # torch on CUDA: 5 quick torch candidates (today's fp16 eager, the graphs, the compile; the
-    # other eager ones only where a graph fails) + 3 ONNX Runtime CUDA ones, at batch 4 and at batch
-    # 32
-    assert (quick.windows, quick.searches, quick.probes, quick.compiles) == (2, 2, 16, 2)
+    # torch on CUDA: 4 quick torch candidates (today's fp16 eager, the fp16 graph and its 2 clients,
+    # the compile; eager, bf16 and fp32 only where the fp16 graph fails) + ONNX Runtime's CUDA graph
+    # (its eager ones only where it fails), at batch 4 and at batch 32
+    assert (quick.windows, quick.searches, quick.probes, quick.compiles) == (2, 2, 10, 2)
     # the quick profile keeps its 1 s windows (power indicative)
     assert quick.window_floor_s == 2 * 1.0
-    assert quick.window_limit_s == 2 * 5.0 and quick.probe_s == 16 * 1.0
+    assert quick.window_limit_s == 2 * 5.0 and quick.probe_s == 10 * 1.0
     full = floor_of("full", "cuda", "resnet50-torch-fp32_FP16")
     assert full.window_floor_s == 2 * 10.0  # the full profile's 10 s minimum, NVML's window too
     assert full.window_limit_s == 2 * 120.0 and full.probes == 2 * 13 and full.compiles == 2 * 3
@@ -51,7 +51,7 @@ def test_the_fp8_row_takes_its_fp16_siblings_probes_at_the_same_batches(no_tenso
     # 45 is not 40
     assert floors["bert-torch-fp32_FP8"].probes == floors["bert-torch-fp32_FP16"].probes
     alone = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP8"})
-    assert alone[0].probes == 16  # without its sibling in the batch it measures every candidate
+    assert alone[0].probes == 10  # without its sibling in the batch it measures every candidate
 
 
 def test_a_cpu_row_searches_once_at_its_search_batch():
@@ -92,12 +92,12 @@ def test_the_server_floor_counts_its_fixed_batch_table(no_tensorrt):
 def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_tensorrt):
     floors = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP16"})
     cold, warm = time_plan.estimate(floors, "cuda")
-    # 2 windows of 1 s, 16 probes of 1 s, 2 compiles of 30 s, 14 loads of 3 s, a notebook, an export
-    assert cold == 2 + 16 + 60 + 42 + 16 + 5 and warm == 2 + 16 + 2 * 30 * 0.2
+    # 2 windows of 1 s, 10 probes of 1 s, 2 compiles of 30 s, 8 loads of 3 s, a notebook, an export
+    assert cold == 2 + 10 + 60 + 24 + 16 + 5 and warm == 2 + 16 + 2 * 30 * 0.2
     text = time_plan.plan_text(floors, "quick", "cuda")
     assert text.splitlines()[-1] == (
         "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts "
-        "on an H200, kit.batch.time_plan.GUESSES): a cold run about 2.4 min, a warm "
+        "on an H200, kit.batch.time_plan.GUESSES): a cold run about 1.9 min, a warm "
         "rerun (search decisions, exports and compiled kernels cached) about 0.5 min."
     )
     assert "ESTIMATE" not in time_plan.plan_text(
@@ -113,3 +113,13 @@ def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
     err = capsys.readouterr().err
     assert "invalid FORCE='2'" in err and "0 (reuse" in err
     assert not (outputs / "runs").exists()
+
+
+def test_the_estimate_counts_exports_made_side_by_side_as_rounds():
+    floors = [time_plan.JobFloor(job=f"j{i}", model=f"m{i}") for i in range(5)]
+    one_by_one, _ = time_plan.estimate(floors, "cuda")
+    two_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=2)
+    five_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=5)
+    export_s = time_plan.GUESSES["cuda"]["export_s"]
+    assert one_by_one - two_at_once == (5 - 3) * export_s  # 3 rounds: 2, 2, 1
+    assert one_by_one - five_at_once == (5 - 1) * export_s

@@ -1638,29 +1638,50 @@ def test_a_gpus_torch_eager_candidates_are_measured_only_where_a_cuda_graph_fail
     monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
     cands = [c for c in row_candidates("torch", "cuda") if c.placement.backend == "torch"]
     graph16, graph_bf16 = "torch fp16 cuda-graph (cuda)", "torch bf16 cuda-graph (cuda)"
-    assert {c.label: c.fallback_for for c in cands if c.fallback_for} == {
+    stand_ins = {
         "torch fp32 (cuda)": graph16,
         "torch fp16 (cuda)": graph16,
-        "torch bf16 (cuda)": graph_bf16,
+        "torch bf16 (cuda)": graph16,
+        graph_bf16: graph16,
     }
+    assert {c.label: c.fallback_for for c in cands if c.fallback_for} == stand_ins
     probes, _ = planning.row_probes(
         cands, PrecisionChoice(Placement("onnxruntime", "fp16", "cuda"), "m"), "FP16", "quick"
     )
     by = {p.label: p for p in probes}
-    assert {label for label, p in by.items() if p.status == "fallback"} == {
-        "torch fp32 (cuda)",
-        "torch fp16 (cuda)",
-        "torch bf16 (cuda)",
-    }
-    # a model a capture refuses in fp16
-    by[graph16].status, by[graph_bf16].status = "failed", "measured"
-    assert measuring.settle_fallback(by["torch fp16 (cuda)"], probes)
-    assert not measuring.settle_fallback(by["torch bf16 (cuda)"], probes)
+    assert {label for label, p in by.items() if p.status == "fallback"} == set(stand_ins)
+    # the fp16 graph passes: none of its stand-ins is measured
+    by[graph16].status = "measured"
+    assert not any(measuring.settle_fallback(by[label], probes) for label in stand_ins)
+    # a model a capture refuses in fp16, or whose fp16 overflows: all of them are
+    for label in stand_ins:
+        by[label].status = "fallback"
+    by[graph16].status = "failed"
+    assert all(measuring.settle_fallback(by[label], probes) for label in stand_ins)
     today = planning.row_probes(
         cands, PrecisionChoice(Placement("torch", "fp16", "cuda"), "m"), "FP16", "quick"
     )[0]
     # today's: always measured
     assert next(p for p in today if p.label == "torch fp16 (cuda)").status == "pending"
+
+
+def test_a_gpus_onnxruntime_eager_candidates_are_measured_only_where_its_cuda_graph_fails():
+    ort = [
+        c
+        for c in row_candidates("torch", "cuda", providers=["CUDAExecutionProvider"])
+        if c.placement.backend == "onnxruntime" and c.placement.device == "cuda"
+    ]
+    graph = "onnxruntime fp16 cuda-graph (cuda)"
+    assert {c.label: c.fallback_for for c in ort if c.fallback_for} == {
+        "onnxruntime fp32 (cuda)": graph,
+        "onnxruntime fp16 (cuda)": graph,
+    }
+    today = PrecisionChoice(Placement("onnxruntime", "fp16", "cuda"), "m")
+    by = {p.label: p for p in planning.row_probes(ort, today, "FP16", "quick")[0]}
+    # today's mapping is measured all the same (the yardstick), the fp32 one only as a fallback
+    assert by["onnxruntime fp16 (cuda)"].status == "pending"
+    assert by["onnxruntime fp32 (cuda)"].status == "fallback"
+    assert by[graph].status == "pending"
 
 
 def test_a_gpu_job_carries_one_decision_key_per_published_batch_a_cpu_job_one():
