@@ -100,8 +100,10 @@ def execute(spec: dict, dead_peak: Callable[[], Peak], km: Any = None) -> int:
     return code
 
 
-# Run silently in the warm kernel before each job (kit.notebook.start_warm_job); a user
+# Run silently in the warm kernel before each job: a fresh namespace, cells counted from 1 again
+# (the executed notebook as a fresh kernel numbers it), then kit.notebook.start_warm_job as a user
 # expression, so no name is left in the namespace the notebook then runs in.
+FRESH_CODE = "%reset -f\n__import__('IPython').get_ipython().execution_count = 1"
 FRESH_JOB = "__import__('kit.notebook').notebook.start_warm_job({cwd!r}, {job!r})"
 
 
@@ -167,7 +169,7 @@ class WarmKernel:
         self.jobs = 0
 
     async def _fresh(self, spec: dict) -> dict:
-        """`%reset -f`, then kit.notebook.start_warm_job's answer ({} where it failed)."""
+        """FRESH_CODE, then kit.notebook.start_warm_job's answer ({} where it failed)."""
         client = self.km.client()
         self.clients.remove(client)
         client.start_channels()
@@ -175,7 +177,7 @@ class WarmKernel:
             await client.wait_for_ready(timeout=60)
             expression = FRESH_JOB.format(cwd=spec["cwd"], job=spec.get("job"))
             reply = await client.execute_interactive(
-                "%reset -f",
+                FRESH_CODE,
                 silent=True,
                 store_history=False,
                 user_expressions={"fresh": expression},

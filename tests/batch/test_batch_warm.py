@@ -11,6 +11,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import replace
 
+import nbformat
 import psutil
 import pytest
 
@@ -96,6 +97,9 @@ def test_model_rows_share_one_kernel_each_job_fresh_via_the_cli(outputs, rows, m
     assert not second["left_by_the_last_job"]  # %reset -f: the first one's names are gone
     assert second["env_left_by_the_last_job"] is None  # and its environment variables
     assert (first["job"]["name"], second["job"]["name"]) == ("first", "second")
+    executed = nbformat.read(outputs / state["second"]["notebook_out"], as_version=4)
+    counts = [c.execution_count for c in executed.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1))  # numbered as in a kernel of its own
     other = json.loads((outputs / state["other"]["results"]).read_text())
     assert other["pid"] != first["pid"]  # every other notebook keeps a kernel of its own
     assert "warm kernel (its job 2)" in state["second"]["note"]
