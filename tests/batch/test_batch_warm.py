@@ -279,3 +279,23 @@ def test_the_note_says_when_the_peak_counts_from_the_kernel_s_start():
     assert "peak memory since that kernel started" in refused.note
     failed = _warm_outcome({"code": 1, "job": None}, ["RuntimeError: no kernel"], 1.0)
     assert (failed.status, failed.message) == ("failed", "RuntimeError: no kernel")
+
+
+@pytest.mark.slow
+def test_the_real_model_rows_run_warm_and_say_so_in_their_results(outputs, tmp_path, monkeypatch):
+    """The project's model_benchmark.ipynb (a small ResNet-50, ONNX Runtime then torch) in one
+    warm kernel: each result records its own job and that it ran in a warm kernel."""
+    monkeypatch.delenv("KIT_NOTEBOOKS", raising=False)
+    small = {"model": "resnet50-torch-fp32", "small": True, "warmup": 1, "min_duration_s": 0.05}
+    small |= {"min_count": 3, "target_ci": 0.0}
+    jobs = [
+        Job("ort", MODEL, {**small, "batch_sizes": [1]}, 300),
+        Job("torch", MODEL, {**small, "batch_sizes": [2], "backend": "torch"}, 300),
+    ]
+    records = run_jobs(jobs, out=outputs, warm="on")
+    for record, job in zip(records, jobs, strict=True):
+        assert record.status == "ok", record.message
+        assert record.note.startswith("in the warm kernel")
+        result = json.loads((outputs / record.results).read_text())
+        assert result["environment"]["job"]["name"] == job.name
+        assert "in a kernel kept warm" in result["resources"]["method"]
