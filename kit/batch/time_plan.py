@@ -21,9 +21,10 @@ its seconds went (kit.measure.time_account).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kit.batch import Job
+from kit.batch.jobs import runs_warm
 from kit.batch.profiles import C2_MODEL, jobs_for
 from kit.hardware import kinds
 from kit.measure.power import SAMPLERS, SENSORS
@@ -53,6 +54,7 @@ class JobFloor:
     probes: int = 0  # candidates the searches measure (the sibling row's shared ones left out)
     probe_s: float = 0.0  # their timed seconds if none stops early
     compiles: int = 0  # of those probes, torch.compile candidates (tens of seconds each on a GPU)
+    warm: bool = False  # runs in the batch's warm kernel (kit.batch.jobs.runs_warm)
     note: str = ""
 
     def to_dict(self) -> dict:
@@ -171,12 +173,15 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 #: accounts (issue 50: an H200, 16 cores, torch 2.11, CLIP 94 s a row): a torch.compile about 30 s,
 #: another candidate's load about 3 s, a notebook about 16 s outside its study, an export about 5 s;
 #: a warm rerun (decisions, exports and inductor's kernels cached) compiles the chosen candidate of
-#: each searched batch again from the kernel cache, about a fifth. Guesses, printed as such.
+#: each searched batch again from the kernel cache, about a fifth. A model row in the batch's warm
+#: kernel after its first: the 16 s scaled by what the warm kernel left of a row's seconds outside
+#: its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each). Guesses, printed as such.
 GUESSES = {
     "cuda": {
         "compile_s": 30.0,
         "load_s": 3.0,
         "notebook_s": 16.0,
+        "warm_notebook": 3.5 / 9.5,
         "export_s": 5.0,
         "cached_compile": 0.2,
     }
@@ -199,24 +204,38 @@ def estimate(
         return None
     rounds = math.ceil(len({f.model for f in floors if f.model}) / max(1, parallel_exports))
     exports = rounds * g["export_s"]
+    notebooks = notebook_seconds(floors, g["notebook_s"], g["warm_notebook"])
     cold = (
         sum(
             f.window_floor_s
             + f.probe_s
             + f.compiles * g["compile_s"]
             + (f.probes - f.compiles) * g["load_s"]
-            + g["notebook_s"]
             for f in floors
         )
+        + notebooks
         + exports
     )
-    warm = sum(
+    warm = notebooks + sum(
         f.window_floor_s
-        + g["notebook_s"]
         + (f.searches * g["compile_s"] * g["cached_compile"] if f.compiles else 0.0)
         for f in floors
     )
     return cold, warm
+
+
+def notebook_seconds(floors: list[JobFloor], notebook_s: float, warm_share: float) -> float:
+    """The seconds the notebooks take outside their studies: each its own kernel, but the jobs in
+    the warm kernel after its first only `warm_share` of that.
+
+    >>> notebook_seconds([JobFloor(job="a"), JobFloor(job="b", warm=True),
+    ...                   JobFloor(job="c", warm=True)], 16.0, 0.25)
+    36.0
+    """
+    warm = sum(f.warm for f in floors)
+    return notebook_s * (len(floors) - max(0, warm - 1)) + notebook_s * warm_share * max(
+        0, warm - 1
+    )
 
 
 def estimate_text(floors: list[JobFloor], kind: str, parallel_exports: int = 1) -> str:
@@ -224,10 +243,12 @@ def estimate_text(floors: list[JobFloor], kind: str, parallel_exports: int = 1) 
     if guess is None:
         return ""
     cold, warm = guess
+    kept = sum(f.warm for f in floors)
     return (
         "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an "
         f"H200, kit.batch.time_plan.GUESSES): a cold run about {cold / 60:.1f} min, a warm rerun "
-        f"(search decisions, exports and compiled kernels cached) about {warm / 60:.1f} min."
+        f"(search decisions, exports and compiled kernels cached) about {warm / 60:.1f} min"
+        + (f"; {kept} model row{'s' if kept > 1 else ''} in one warm kernel." if kept else ".")
     )
 
 
@@ -239,15 +260,24 @@ FLOORS = {
 
 
 def plan_profile(
-    profile: str, hardware: str = "auto", *, only: set[str] | None = None, search: bool = True
+    profile: str,
+    hardware: str = "auto",
+    *,
+    only: set[str] | None = None,
+    search: bool = True,
+    warm: str = "auto",
 ) -> list[JobFloor]:
     """Each job's windows and probes in `profile` on the kind `hardware` resolves to (`only`: those
-    jobs; a row shares its sibling's probes only where the sibling is among them)."""
+    jobs; a row shares its sibling's probes only where the sibling is among them); `warm` (auto,
+    on, off) marks the jobs that run in the batch's warm kernel."""
     kind = kinds.resolve(hardware)
     jobs = [j for j in jobs_for(profile, kind, search=search) if only is None or j.name in only]
     measured: dict[tuple[str, int], set[str]] = {}
     return [
-        FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(job=j.name)
+        replace(
+            FLOORS[j.notebook](j, kind, measured) if j.notebook in FLOORS else JobFloor(job=j.name),
+            warm=runs_warm(j, warm),
+        )
         for j in jobs
     ]
 

@@ -167,7 +167,11 @@ def show_plan(args: argparse.Namespace) -> int:
     for kind in hardware_kinds(args.hardware):
         chosen = select(jobs_for(args.profile, kind, search=args.search == "1"), args.only)
         floors = plan_profile(
-            args.profile, kind, only={j.name for j in chosen}, search=args.search == "1"
+            args.profile,
+            kind,
+            only={j.name for j in chosen},
+            search=args.search == "1",
+            warm="off" if args.scheduler else args.warm_kernel,
         )
         parallel = 0 if args.scheduler else parallel_exports(export_requests(chosen))
         print(plan_text(floors, args.profile, kind, parallel))

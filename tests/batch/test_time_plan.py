@@ -98,7 +98,8 @@ def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_ten
     assert text.splitlines()[-1] == (
         "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts "
         "on an H200, kit.batch.time_plan.GUESSES): a cold run about 1.9 min, a warm "
-        "rerun (search decisions, exports and compiled kernels cached) about 0.5 min."
+        "rerun (search decisions, exports and compiled kernels cached) about 0.5 min; 1 model "
+        "row in one warm kernel."
     )
     assert "ESTIMATE" not in time_plan.plan_text(
         time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick", "cpu"
@@ -123,3 +124,21 @@ def test_the_estimate_counts_exports_made_side_by_side_as_rounds():
     export_s = time_plan.GUESSES["cuda"]["export_s"]
     assert one_by_one - two_at_once == (5 - 3) * export_s  # 3 rounds: 2, 2, 1
     assert one_by_one - five_at_once == (5 - 1) * export_s
+
+
+def test_model_rows_in_the_warm_kernel_pay_a_notebooks_start_once(no_tensorrt):
+    rows = {"resnet50-torch-fp32_FP16", "bert-torch-fp32_FP16", "summary"}
+    warm = time_plan.plan_profile("quick", "cuda", only=rows)  # auto: the cuda kind's warm kernel
+    cold = time_plan.plan_profile("quick", "cuda", only=rows, warm="off")
+    assert [f.warm for f in warm] == [True, True, False]  # the summary is not a model row
+    assert not any(f.warm for f in cold)
+    g = time_plan.GUESSES["cuda"]
+    saved = g["notebook_s"] * (1 - g["warm_notebook"])  # the second row's start, once
+    assert time_plan.estimate(cold, "cuda")[0] - time_plan.estimate(warm, "cuda")[0] == (
+        pytest.approx(saved)
+    )
+    assert time_plan.estimate(cold, "cuda")[1] - time_plan.estimate(warm, "cuda")[1] == (
+        pytest.approx(saved)
+    )
+    assert "2 model rows in one warm kernel" in time_plan.plan_text(warm, "quick", "cuda")
+    assert "warm kernel" not in time_plan.plan_text(cold, "quick", "cuda")
