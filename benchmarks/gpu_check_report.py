@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.gpu_check_runner import Completed
+from kit.batch.local import warm_job
 
 PEER_TARGET = 0.95
 
@@ -132,11 +133,55 @@ def job_lines(outputs: Path) -> list[str]:
         f"{len(ok)} of {len(jobs)} jobs ok; slowest: "
         + ", ".join(f"{j.get('name')} {j.get('duration_s') or 0:.0f} s" for j in slowest)
     ]
-    return lines + [
-        f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})"
-        for j in jobs
-        if j.get("status") != "ok"
+    return (
+        lines
+        + [
+            f"{j.get('name')}: {j.get('status')} ({(j.get('message') or '')[:160]})"
+            for j in jobs
+            if j.get("status") != "ok"
+        ]
+        + time_lines(outputs, jobs)
+    )
+
+
+def time_lines(outputs: Path, jobs: list[dict]) -> list[str]:
+    """Where the jobs' seconds went, from each result's time account: inside the studies (by
+    phase) and outside them (kernel start, imports, report), own kernel against the warm one's
+    first job and the rest: the figures kit.batch.time_plan.GUESSES guesses."""
+    inside, outside, phases = 0.0, {"own": [], "warm first": [], "warm": []}, {}
+    for j in jobs:
+        account = _time_account(outputs, j)
+        if account is None or not j.get("duration_s"):
+            continue
+        inside += account["total_s"]
+        place = warm_job(j.get("note") or "")
+        group = "own" if place is None else "warm first" if place == 1 else "warm"
+        outside[group].append(j["duration_s"] - account["total_s"])
+        for p in account.get("phases") or []:
+            seconds, count = phases.get(p["phase"], (0.0, 0))
+            phases[p["phase"]] = (seconds + p["seconds"], count + 1)
+    if not phases and not any(outside.values()):
+        return []
+    spent = " + ".join(
+        f"{group} {len(xs)} x {sum(xs) / len(xs):.1f} s" for group, xs in outside.items() if xs
+    )
+    by_phase = sorted(phases.items(), key=lambda kv: -kv[1][0])
+    return [
+        f"seconds in the studies {inside:.0f}; outside them (a job's kernel, imports, report): "
+        f"{spent}",
+        "studies' phases: " + ", ".join(f"{name} {sec:.0f} s ({n})" for name, (sec, n) in by_phase),
     ]
+
+
+def _time_account(outputs: Path, job: dict) -> dict | None:
+    """The job's result's time account ({total_s, phases}), None where it has none."""
+    try:
+        result = json.loads((outputs / job["results"]).read_text())
+        account = result["tables"]["time_account"]
+        float(account["total_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return account
 
 
 def batch_line(row: dict, b: dict) -> str:

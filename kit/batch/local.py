@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -304,6 +305,14 @@ class WarmWorker:
 
 
 NO_REPLY = "the warm worker exited without replying"
+WARM_NOTE = "in the warm kernel (its job {})"  # a job record's note: the kernel's n-th job
+
+
+def warm_job(note: str) -> int | None:
+    """From a job record's note: its place among its warm kernel's jobs (1: the one that started
+    the kernel), None where it ran in a kernel of its own."""
+    found = re.search(re.escape(WARM_NOTE).replace(r"\{\}", r"(\d+)"), note)
+    return int(found.group(1)) if found else None
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -317,7 +326,7 @@ def _warm_outcome(reply: dict, lines: list[str], seconds: float) -> Outcome:
     """A warm worker's reply as the Outcome of a one-shot child that ended with its code, noted."""
     outcome = _outcome(int(reply["code"]), Peak(None, None), lines, seconds)
     job = reply.get("job")
-    outcome.note = f"in the warm kernel (its job {job})" if job else "in the warm worker"
+    outcome.note = WARM_NOTE.format(job) if job else "in the warm worker"
     if reply.get("peak_reset") is False:
         outcome.note += "; peak memory since that kernel started (VmHWM not resettable here)"
     return outcome

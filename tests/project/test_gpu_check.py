@@ -353,3 +353,45 @@ def test_budget_and_out_are_required(flag, capsys):
     argv = {"--budget-s": "10", "--out": "/tmp/x"}
     with pytest.raises(SystemExit):
         gpu_check.parse([a for k, v in argv.items() if k != flag for a in (k, v)])
+
+
+def test_the_summary_says_where_a_reproduces_seconds_went_inside_and_outside_the_studies(
+    tmp_path,
+):
+    """What kit.batch.time_plan.GUESSES guesses, measured where the check runs: each job's seconds
+    outside its study (own kernel, the warm kernel's first job, its later ones) and the studies'
+    phases."""
+    from benchmarks.gpu_check_report import job_lines
+    from kit.batch.local import WARM_NOTE
+
+    outputs = tmp_path / "outputs"
+    (outputs / "runs").mkdir(parents=True)
+
+    def job(name, duration, total, phases, note=""):
+        result = outputs / "runs" / f"{name}.json"
+        account = {"total_s": total, "phases": [{"phase": p, "seconds": s} for p, s in phases]}
+        result.write_text(json.dumps({"tables": {"time_account": account}}))
+        return name, {
+            "name": name,
+            "status": "ok",
+            "duration_s": duration,
+            "note": note,
+            "results": f"runs/{name}.json",
+        }
+
+    jobs = dict(
+        [
+            job("a", 40.0, 24.0, [("compile", 20.0), ("timing", 4.0)], WARM_NOTE.format(1)),
+            job("b", 35.0, 30.0, [("compile", 25.0), ("timing", 5.0)], WARM_NOTE.format(2)),
+            job("c", 27.0, 20.0, [("compile", 19.0), ("timing", 1.0)], WARM_NOTE.format(3)),
+            job("c2", 80.0, 64.0, [("timing", 64.0)]),
+        ]
+    )
+    jobs["summary"] = {"name": "summary", "status": "ok", "duration_s": 3.0}  # no result read
+    (outputs / "state.json").write_text(json.dumps({"jobs": jobs, "runs": []}))
+    lines = job_lines(outputs)
+    assert lines[-2] == (
+        "seconds in the studies 138; outside them (a job's kernel, imports, report): "
+        "own 1 x 16.0 s + warm first 1 x 16.0 s + warm 2 x 6.0 s"
+    )
+    assert lines[-1] == "studies' phases: timing 74 s (4), compile 64 s (3)"
