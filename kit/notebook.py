@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import json
+import logging
 import os
 import sys
 import warnings
@@ -13,13 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kit import progress
 from kit.errors import KitError
 from kit.hardware.environment import capture
 from kit.hardware.source import JOB_ENV
-from kit.measure.memory import WARM_ENV, reset_peak, resources
+from kit.measure.memory import WARM_ENV, resources, start_warm_peaks
 from kit.paths import notebooks_dir, outputs_dir
 from kit.publish import scorecard
 from kit.publish.bytemlperf_export import export as export_bytemlperf
@@ -182,7 +183,7 @@ _FORGET: tuple[tuple[str, Callable[[Any], object]], ...] = (
     # what the kit did to GCDA_MONITOR: the environment it describes is restored for each job
     ("kit.measure.power.ipu", lambda m: m._monitoring_record.clear()),
 )
-_KERNEL_START: dict[str, dict[str, str]] = {}  # the warm kernel's environment before its 1st job
+_KERNEL_START: dict[str, dict[str, Any]] = {}  # the warm kernel's settings before its 1st job
 
 
 def forget_previous_job() -> None:
@@ -199,20 +200,50 @@ def start_warm_job(cwd: str, job: dict | None) -> dict[str, bool]:
     per-job caches cleared, freed memory released and the peak reset. Returns {"peak_reset": the
     VmHWM now counts from here, "cuda_ok": CUDA (if initialised) still runs: a sticky CUDA error
     of the last job would fail every later one}."""
-    environ = _KERNEL_START.setdefault("environ", dict(os.environ))
-    os.environ.clear()
-    os.environ.update(environ)
+    _restore_process_settings()
     os.chdir(cwd)
     if job:
         os.environ[JOB_ENV] = json.dumps(job)
     forget_previous_job()
-    # warnings shown once per place: shown again in this job's report, as in a fresh kernel
-    getattr(warnings, "_filters_mutated", lambda: None)()
-    gc.collect()
+    _forget_compiled_graphs()
     cuda_ok = _release_cuda_memory()
-    peak_reset = reset_peak()
+    peak_reset = start_warm_peaks()
     os.environ[WARM_ENV] = "reset" if peak_reset else "since-start"
     return {"peak_reset": peak_reset, "cuda_ok": cuda_ok}
+
+
+def _restore_process_settings() -> None:
+    """The process-wide settings a notebook may change, back to what they were before the warm
+    kernel's first job: the environment, the warning filters (and what they already showed), the
+    module search path, the root logger's level and numpy's floating-point error handling. Not
+    restored: modules stay imported, pandas/matplotlib options, numpy's global random state and
+    torch's thread count (the kit seeds its own generators and sets threads per session)."""
+    first = _KERNEL_START.setdefault(
+        "settings",
+        {
+            "environ": dict(os.environ),
+            "filters": list(warnings.filters),
+            "path": list(sys.path),
+            "log_level": logging.getLogger().level,
+            "seterr": np.geterr(),
+        },
+    )
+    os.environ.clear()
+    os.environ.update(first["environ"])
+    warnings.filters[:] = first["filters"]  # type: ignore[index]  # a list at run time
+    getattr(warnings, "_filters_mutated", lambda: None)()  # shown once: shown again in this job
+    sys.path[:] = first["path"]
+    logging.getLogger().setLevel(first["log_level"])
+    np.seterr(**first["seterr"])
+
+
+def _forget_compiled_graphs() -> None:
+    """torch.compile's graphs and recompile counts of earlier jobs dropped (where dynamo is
+    imported): a later row of the same model class would otherwise hit dynamo's recompile limit
+    and fall back to eager, or reuse a graph a fresh kernel would compile."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
 
 
 def _release_cuda_memory() -> bool:

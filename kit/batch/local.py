@@ -243,7 +243,9 @@ class WarmWorker:
         lines = _read_lines(log) or _read_lines(folder / WORKER_LOG)
         self.kill()
         if not isinstance(ended, tuple):
-            return _stopped(ended, timeout_s, seconds)
+            stopped = _stopped(ended, timeout_s, seconds)
+            stopped.note = f"in the warm worker (its job {self.sent}), killed with its kernel"
+            return stopped
         code, peak = ended
         if code == 0:  # it ended (its input closed?) before this job did
             return _outcome(EXIT_FAILED, peak, [*lines, NO_REPLY], seconds)
@@ -356,6 +358,7 @@ class LocalExecutor:
 
     def _run(self, task: Task) -> Outcome:
         if not runs_warm(task.job, self.warm):
+            self._close_warm()  # nothing of the last warm row beside this notebook (its memory)
             return run_notebook(task.spec(), task.job.timeout_s, task.out)
         if self._warm is not None and self._warm.outputs != task.out:
             self._close_warm()

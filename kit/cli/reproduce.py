@@ -117,6 +117,12 @@ def reproduce(args: argparse.Namespace) -> int:
     hardware = ",".join(kinds)
     if executor is None and (note := unused_gpu_reason(kinds)):
         print(note)
+    if executor is not None and getattr(args, "warm_kernel", "auto") == "on":
+        print(
+            "--warm-kernel on: no effect with --scheduler (each worker runs every notebook in a "
+            "kernel of its own)",
+            file=sys.stderr,
+        )
     jobs = select(
         jobs_on(args.profile, kinds, research=force, search=args.search == "1"), args.only
     )
@@ -189,7 +195,7 @@ def command_line(args: argparse.Namespace, hardware: str) -> str:
         words.append("--search 0")
     if args.scheduler:
         words.append(f"--scheduler {args.scheduler}")
-    if getattr(args, "warm_kernel", "auto") != "auto":
+    if getattr(args, "warm_kernel", "auto") != "auto" and not args.scheduler:
         words.append(f"--warm-kernel {args.warm_kernel}")
     return " ".join(words)
 

@@ -132,13 +132,22 @@ def steady_allocator() -> str:
 
 
 def resources() -> Resources:
-    """Peak memory of this job so far, a result's `resources` section."""
+    """Peak memory of this job so far, a result's `resources` section. In a warm kernel
+    (start_warm_peaks) the children's figure, which getrusage never resets, counts towards the
+    peak only where a child of this job raised it."""
     self_peak = own_peak_rss_bytes()
     children_peak = _maxrss_bytes(resource.RUSAGE_CHILDREN)
     warm = WARM_PEAKS.get(os.environ.get(WARM_ENV, ""), "")
+    before = _CHILDREN_AT_JOB_START[-1] if warm and _CHILDREN_AT_JOB_START else None
+    counted = children_peak if before is None or children_peak > before else 0
+    if before is not None:
+        warm += (
+            f"; the children's figure {'is' if counted else 'is not'} this job's (the earlier "
+            f"jobs' largest child: {before / GB:.2f} GB)"
+        )
     return Resources.from_dict(
         {
-            "peak_rss_bytes": max(self_peak, children_peak),
+            "peak_rss_bytes": max(self_peak, counted),
             "peak_rss_self_bytes": self_peak,
             "peak_rss_children_bytes": children_peak,
             "method": "this process's VmHWM (/proc/self/status), and getrusage ru_maxrss of the "
@@ -151,11 +160,21 @@ def resources() -> Resources:
 # this process's VmHWM was reset for the job. getrusage of the children is never reset.
 WARM_ENV = "KIT_WARM_KERNEL"
 WARM_PEAKS = {
-    "reset": "; in a kernel kept warm across the batch's jobs: VmHWM reset before this job, the "
-    "children's figure since the kernel started",
+    "reset": "; in a kernel kept warm across the batch's jobs: VmHWM reset before this job to what "
+    "the kernel then held (the libraries and allocator caches earlier jobs left), the children's "
+    "figure since the kernel started",
     "since-start": "; in a kernel kept warm across the batch's jobs: both figures since the kernel "
     "started (this system did not reset VmHWM)",
 }
+_CHILDREN_AT_JOB_START: list[int] = []  # getrusage's children figure when the warm job began
+
+
+def start_warm_peaks() -> bool:
+    """In a warm kernel before a job: freed memory handed back to the system, the children's
+    figure so far noted, VmHWM reset; True where the reset took."""
+    release_freed_memory()
+    _CHILDREN_AT_JOB_START[:] = [_maxrss_bytes(resource.RUSAGE_CHILDREN)]
+    return reset_peak()
 
 
 def reset_peak(

@@ -108,6 +108,26 @@ def test_model_rows_share_one_kernel_each_job_fresh_via_the_cli(outputs, rows, m
     assert descendants() <= before  # the warm worker and its kernel ended with the batch
 
 
+# A notebook of another kind: which warm workers of the batch are alive while it runs (the batch
+# process is its one-shot worker's parent).
+SERVING = """
+import json, os, psutil
+from pathlib import Path
+batch = psutil.Process(psutil.Process(os.getppid()).ppid())
+serving = [c.pid for c in batch.children() if "--serve" in c.cmdline()]
+Path(results_path + ".serving.json").write_text(json.dumps(serving))
+"""
+
+
+def test_the_warm_worker_ends_before_a_notebook_of_another_kind_runs(outputs, rows):
+    """Its kernel would hold the last row's model (on a GPU its CUDA context and memory) beside
+    the C2 study or the server scenario."""
+    make_ok_notebook(rows / "probe.ipynb", before=SERVING)
+    records = run_jobs([row("first"), Job("probe", "probe.ipynb")], out=outputs, warm="on")
+    assert [r.status for r in records] == ["ok", "ok"]
+    assert json.loads((outputs / f"{records[1].results}.serving.json").read_text()) == []
+
+
 def _record(state: dict, name: str) -> JobRecord:
     return JobRecord.from_dict(state[name])
 
@@ -299,3 +319,46 @@ def test_the_real_model_rows_run_warm_and_say_so_in_their_results(outputs, tmp_p
         result = json.loads((outputs / record.results).read_text())
         assert result["environment"]["job"]["name"] == job.name
         assert "in a kernel kept warm" in result["resources"]["method"]
+
+
+def test_a_warm_job_finds_the_process_settings_the_kernel_started_with(monkeypatch, tmp_path):
+    """What a notebook may change for the whole process comes back before the next job: the
+    warning filters, the module path, the root logger's level, numpy's error handling, the
+    environment; torch.compile's graphs and recompile counts are dropped."""
+    import logging
+    import os
+    import warnings
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kit import notebook
+
+    monkeypatch.setattr(notebook, "_KERNEL_START", {})
+    monkeypatch.setattr(notebook, "start_warm_peaks", lambda: True)
+    monkeypatch.chdir(tmp_path)
+    resets = []
+    dynamo = SimpleNamespace(reset=lambda: resets.append(1))
+    monkeypatch.setitem(sys.modules, "torch._dynamo", dynamo)
+    root = logging.getLogger()
+    saved = (list(warnings.filters), list(sys.path), root.level, np.geterr(), dict(os.environ))
+    try:
+        notebook.start_warm_job(str(tmp_path), {"name": "first"})
+        warnings.simplefilter("ignore")
+        sys.path.append("/nowhere")
+        root.setLevel(logging.CRITICAL)
+        np.seterr(all="raise")
+        os.environ["KIT_TEST_LEFT"] = "1"
+        notebook.start_warm_job(str(tmp_path), {"name": "second"})
+        assert list(warnings.filters) == saved[0] and sys.path == saved[1]
+        assert root.level == saved[2] and np.geterr() == saved[3]
+        assert "KIT_TEST_LEFT" not in os.environ
+        assert json.loads(os.environ["KIT_JOB"])["name"] == "second"
+        assert resets == [1, 1]
+    finally:
+        warnings.filters[:] = saved[0]
+        sys.path[:] = saved[1]
+        root.setLevel(saved[2])
+        np.seterr(**saved[3])
+        os.environ.clear()
+        os.environ.update(saved[4])

@@ -258,3 +258,20 @@ def test_resources_say_when_a_warm_kernel_ran_earlier_jobs(monkeypatch):
     assert "VmHWM reset before this job" in memory.resources().to_dict()["method"]
     monkeypatch.setenv(memory.WARM_ENV, "since-start")
     assert "both figures since the kernel started" in memory.resources().to_dict()["method"]
+
+
+def test_a_warm_job_counts_the_children_s_peak_only_where_its_own_child_raised_it(monkeypatch):
+    """getrusage's children figure is never reset: in a warm kernel the earlier jobs' largest
+    child (an export) must not become this job's peak."""
+    monkeypatch.setattr(memory, "own_peak_rss_bytes", lambda: 500_000_000)
+    monkeypatch.setattr(memory, "_maxrss_bytes", lambda who: 800_000_000)
+    monkeypatch.setenv(memory.WARM_ENV, "reset")
+    monkeypatch.setattr(memory, "_CHILDREN_AT_JOB_START", [800_000_000])  # an earlier job's
+    earlier = memory.resources().to_dict()
+    assert earlier["peak_rss_bytes"] == 500_000_000
+    assert earlier["peak_rss_children_bytes"] == 800_000_000  # kept, labelled
+    assert "the children's figure is not this job's" in earlier["method"]
+    monkeypatch.setattr(memory, "_CHILDREN_AT_JOB_START", [100_000_000])  # this job's child
+    assert memory.resources().to_dict()["peak_rss_bytes"] == 800_000_000
+    monkeypatch.delenv(memory.WARM_ENV)  # a kernel of its own: every child is this job's
+    assert memory.resources().to_dict()["peak_rss_bytes"] == 800_000_000
