@@ -153,7 +153,7 @@ def reproduce(args: argparse.Namespace) -> int:
             else "no notebook was running"
         )
         print(
-            f"{stop}: {kept} notebooks ok kept (outputs/runs), {running}; "
+            f"{stop}: {kept} notebook{'' if kept == 1 else 's'} ok kept (outputs/runs), {running}; "
             f"{resume} (state: {outputs_dir() / 'state.json'})"
         )
         return stop.exit_code
