@@ -215,15 +215,15 @@ def start_warm_job(cwd: str, job: dict | None) -> dict[str, bool]:
 def _restore_process_settings() -> None:
     """The process-wide settings a notebook may change, back to what they were before the warm
     kernel's first job: the environment, the warning filters (and what they already showed), the
-    module search path, the root logger's level and numpy's floating-point error handling. Not
-    restored: modules stay imported, pandas/matplotlib options, numpy's global random state and
-    torch's thread count (the kit seeds its own generators and sets threads per session)."""
+    root logger's level and numpy's floating-point error handling. Not restored: modules stay
+    imported, and with them what they added to sys.path (setuptools' vendored folder); pandas and
+    matplotlib options, numpy's global random state and torch's thread count (the kit seeds its own
+    generators and sets threads per session)."""
     first = _KERNEL_START.setdefault(
         "settings",
         {
             "environ": dict(os.environ),
             "filters": list(warnings.filters),
-            "path": list(sys.path),
             "log_level": logging.getLogger().level,
             "seterr": np.geterr(),
         },
@@ -232,7 +232,6 @@ def _restore_process_settings() -> None:
     os.environ.update(first["environ"])
     warnings.filters[:] = first["filters"]  # type: ignore[index]  # a list at run time
     getattr(warnings, "_filters_mutated", lambda: None)()  # shown once: shown again in this job
-    sys.path[:] = first["path"]
     logging.getLogger().setLevel(first["log_level"])
     np.seterr(**first["seterr"])
 

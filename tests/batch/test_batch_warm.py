@@ -323,8 +323,8 @@ def test_the_real_model_rows_run_warm_and_say_so_in_their_results(outputs, tmp_p
 
 def test_a_warm_job_finds_the_process_settings_the_kernel_started_with(monkeypatch, tmp_path):
     """What a notebook may change for the whole process comes back before the next job: the
-    warning filters, the module path, the root logger's level, numpy's error handling, the
-    environment; torch.compile's graphs and recompile counts are dropped."""
+    warning filters, the root logger's level, numpy's error handling, the environment;
+    torch.compile's graphs and recompile counts are dropped."""
     import logging
     import os
     import warnings
@@ -341,24 +341,22 @@ def test_a_warm_job_finds_the_process_settings_the_kernel_started_with(monkeypat
     dynamo = SimpleNamespace(reset=lambda: resets.append(1))
     monkeypatch.setitem(sys.modules, "torch._dynamo", dynamo)
     root = logging.getLogger()
-    saved = (list(warnings.filters), list(sys.path), root.level, np.geterr(), dict(os.environ))
+    saved = (list(warnings.filters), root.level, np.geterr(), dict(os.environ))
     try:
         notebook.start_warm_job(str(tmp_path), {"name": "first"})
         warnings.simplefilter("ignore")
-        sys.path.append("/nowhere")
         root.setLevel(logging.CRITICAL)
         np.seterr(all="raise")
         os.environ["KIT_TEST_LEFT"] = "1"
         notebook.start_warm_job(str(tmp_path), {"name": "second"})
-        assert list(warnings.filters) == saved[0] and sys.path == saved[1]
-        assert root.level == saved[2] and np.geterr() == saved[3]
+        assert list(warnings.filters) == saved[0]
+        assert root.level == saved[1] and np.geterr() == saved[2]
         assert "KIT_TEST_LEFT" not in os.environ
         assert json.loads(os.environ["KIT_JOB"])["name"] == "second"
         assert resets == [1, 1]
     finally:
         warnings.filters[:] = saved[0]
-        sys.path[:] = saved[1]
-        root.setLevel(saved[2])
-        np.seterr(**saved[3])
+        root.setLevel(saved[1])
+        np.seterr(**saved[2])
         os.environ.clear()
-        os.environ.update(saved[4])
+        os.environ.update(saved[3])
