@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kit.errors import KitError, UnknownNameError
 from kit.results import Resources
+from kit.results.sections import WARM_KERNEL
 
 GB = 1e9
 MEMINFO = Path("/proc/meminfo")
@@ -160,10 +161,10 @@ def resources() -> Resources:
 # this process's VmHWM was reset for the job. getrusage of the children is never reset.
 WARM_ENV = "KIT_WARM_KERNEL"
 WARM_PEAKS = {
-    "reset": "; in a kernel kept warm across the batch's jobs: VmHWM reset before this job to what "
+    "reset": f"; {WARM_KERNEL}: VmHWM reset before this job to what "
     "the kernel then held (the libraries and allocator caches earlier jobs left), the children's "
     "figure since the kernel started",
-    "since-start": "; in a kernel kept warm across the batch's jobs: both figures since the kernel "
+    "since-start": f"; {WARM_KERNEL}: both figures since the kernel "
     "started (this system did not reset VmHWM)",
 }
 _CHILDREN_AT_JOB_START: list[int] = []  # getrusage's children figure when the warm job began

@@ -79,9 +79,14 @@ def stored_sections(out: Path, record: dict) -> Sections | None:
 
 
 def peak_memory(sections: Sections | None) -> str:
-    """The job's peak resident memory from its result (`resources`), e.g. '1.8 GB', or '—'."""
-    peak = sections.resources.peak_rss_bytes if sections else None
-    return f"{peak / 1e9:.1f} GB" if peak else "—"
+    """The job's peak resident memory from its result (`resources`), e.g. '1.8 GB', '1.4 GB (warm
+    kernel)' where the batch's warm kernel ran it (the peak counts from what earlier jobs left), or
+    '—'."""
+    resources = sections.resources if sections else None
+    if resources is None or not resources.peak_rss_bytes:
+        return "—"
+    warm = " (warm kernel)" if resources.in_warm_kernel else ""
+    return f"{resources.peak_rss_bytes / 1e9:.1f} GB{warm}"
 
 
 def time_split(account: TimeAccount, job_seconds: float | None = None) -> str:

@@ -224,11 +224,21 @@ def _peak_bytes(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: what kit.measure.memory.resources() writes in `method` where a warm kernel ran the job
+WARM_KERNEL = "in a kernel kept warm across the batch's jobs"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Resources(Record):
     """What the run's process used at its peak (`kit.measure.memory.resources()`)."""
 
     peak_rss_bytes: int | None = field(default=None, metadata={_READ: _peak_bytes})
+    method: str = field(default="", metadata={_READ: _text})
+
+    @property
+    def in_warm_kernel(self) -> bool:
+        """Measured in the batch's warm kernel: the peak counts from what earlier jobs left."""
+        return WARM_KERNEL in self.method
 
 
 def _written(record: R | None) -> R | None:

@@ -275,3 +275,22 @@ def test_a_warm_job_counts_the_children_s_peak_only_where_its_own_child_raised_i
     assert memory.resources().to_dict()["peak_rss_bytes"] == 800_000_000
     monkeypatch.delenv(memory.WARM_ENV)  # a kernel of its own: every child is this job's
     assert memory.resources().to_dict()["peak_rss_bytes"] == 800_000_000
+
+
+def test_the_index_marks_a_peak_a_warm_kernel_measured(monkeypatch):
+    """A warm row's peak counts from what earlier rows left in the kernel: the index's memory
+    column says so, beside a peak measured in a kernel of its own."""
+    from types import SimpleNamespace
+
+    from kit.publish.site import peak_memory
+
+    monkeypatch.setattr(memory, "own_peak_rss_bytes", lambda: 1_450_000_000)
+    monkeypatch.setattr(memory, "_maxrss_bytes", lambda who: 100_000_000)
+    monkeypatch.delenv(memory.WARM_ENV, raising=False)
+    cold = memory.resources()
+    monkeypatch.setenv(memory.WARM_ENV, "reset")
+    warm = memory.resources()
+    assert not cold.in_warm_kernel and warm.in_warm_kernel
+    assert peak_memory(SimpleNamespace(resources=cold)) == "1.4 GB"
+    assert peak_memory(SimpleNamespace(resources=warm)) == "1.4 GB (warm kernel)"
+    assert type(warm).from_dict(warm.to_dict()).in_warm_kernel  # read back from the JSON

@@ -313,7 +313,7 @@ def test_every_result_records_its_peak_memory_and_the_index_shows_it(outputs, fa
     """Issue 18: peak memory recorded for every job, shown in the index beside the duration."""
 
     result = model_benchmark.run({**FAST_MODEL, "batch_sizes": [1]})
-    assert result.resources.peak_rss_bytes > 50e6 and "VmHWM" in result.resources.more["method"]
+    assert result.resources.peak_rss_bytes > 50e6 and "VmHWM" in result.resources.method
     page = indexed(result, outputs)
     assert (
         "<th>Peak memory</th>" in page and f"{result.resources.peak_rss_bytes / 1e9:.1f} GB" in page
