@@ -32,7 +32,7 @@ from kit.backends.base import (
     InProcessBackend,
     InProcessSession,
 )
-from kit.backends.compile_cache import compile_caches
+from kit.backends.compile_cache import compile_caches, fx_graph_cache_counts
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.options import TorchOptions
 from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, host_tensors, pinned_host_inputs
@@ -429,8 +429,8 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     """torch.compile the module (inductor, weights frozen) for these static shapes (`dynamic=False`:
     a session serves one batch size, and dynamo would otherwise compile the second batch a process
     sees with a symbolic batch dimension) and compile now, not in the timed loop, its kernels
-    cached under the kit's cache (kit.backends.compile_cache); on failure keep eager and record
-    why."""
+    cached under the kit's cache (kit.backends.compile_cache; `compile_cache` says whether its
+    graphs came from there); on failure keep eager and record why."""
     import torch
 
     eager = session.module
@@ -438,7 +438,7 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     session.description["compile_caches"] = compile_caches(
         torch.__version__, gpu.get("name") or cpu_model()
     )
-    started = time.perf_counter()
+    started, before = time.perf_counter(), fx_graph_cache_counts()
     try:
         session.module = torch.compile(eager, mode=mode, dynamic=False)
         # past dynamo's recompile limit a compiled module runs eager without a word: say so instead
@@ -456,6 +456,9 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
         return
     session.description["mode"] = f"torch.compile (inductor, freezing, mode={mode or 'default'})"
     session.description["compile_s"] = round(time.perf_counter() - started, 2)
+    session.description["compile_cache"] = {
+        k: n - before[k] for k, n in fx_graph_cache_counts().items()
+    }
 
 
 def flatten_outputs(out) -> list:

@@ -134,8 +134,8 @@ class DaskExecutor:
         self._stop = Event(f"kit-stop-{uuid.uuid4().hex}", client=self.client)
         self._futures: dict = {}
 
-    def prepare(self, tasks: list[Task]) -> Prepared:
-        return Prepared()  # each worker exports into its own cache when its job runs
+    def prepare(self, tasks: list[Task]) -> list[Prepared]:
+        return []  # each worker exports (and compiles) into its own cache when its job runs
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         if not tasks:

@@ -72,9 +72,10 @@ class Task:
 class Executor(Protocol):
     """Runs tasks and yields each with its Outcome as it finishes (files already in run_dir)."""
 
-    def prepare(self, tasks: list[Task]) -> Prepared:
+    def prepare(self, tasks: list[Task]) -> list[Prepared]:
         """Make beforehand what the tasks will load, where this executor can (this machine:
-        the missing exports side by side, kit.batch.prepare); nothing is timed meanwhile."""
+        the missing exports side by side, then the torch.compile candidates the searches will
+        probe, kit.batch.prepare); nothing is timed meanwhile. One record per step."""
         ...
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]: ...

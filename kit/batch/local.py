@@ -22,7 +22,15 @@ from pathlib import Path
 from kit.batch.executor import Task
 from kit.batch.jobs import check_warm_mode, runs_warm
 from kit.batch.outcome import Outcome
-from kit.batch.prepare import Prepared, missing_exports, parallel_exports, prepared
+from kit.batch.prepare import (
+    STEPS,
+    Prepared,
+    compile_requests,
+    missing_exports,
+    parallel_compiles,
+    parallel_exports,
+    prepared,
+)
 from kit.batch.proctree import kill_tree
 from kit.batch.status import JobStatus
 from kit.batch.worker import EXIT_FAILED, EXIT_KILLED
@@ -167,16 +175,34 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
         file=sys.stderr,
         flush=True,
     )
+    return prepare_in_child("exports", [r.to_dict() for r in requests], workers)
+
+
+def prepare_compiles(tasks: list[Task]) -> Prepared:
+    """The torch.compile candidates the tasks' searches will probe, compiled side by side in a
+    child process where this machine has the cores and memory for two or more at once
+    (kit.batch.prepare, kit.search.ahead); else nothing (each search compiles its own)."""
+    requests = compile_requests(t.job for t in tasks)
+    workers = parallel_compiles(requests)
+    if workers < 2:
+        return Prepared(step="compiles")
+    print(
+        f"compiling {len(requests)} torch.compile candidate(s), {workers} at a time, before the "
+        "first job (the searches read them from inductor's caches)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return prepare_in_child("compiles", [r.to_dict() for r in requests], workers)
+
+
+def prepare_in_child(step: str, requests: list[dict], workers: int) -> Prepared:
+    """One prepare step (kit.batch.prepare's `step`) in a child process, its tree killed on an
+    interrupt or at PREPARE_LIMIT_S; what it made, and what it printed of discarded cache entries
+    said on this console."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kit.batch.prepare",
-                json.dumps([r.to_dict() for r in requests]),
-                str(workers),
-            ],
+            [sys.executable, "-m", "kit.batch.prepare", step, json.dumps(requests), str(workers)],
             stdout=log,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -191,19 +217,20 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
         if ended is None:
             _kill(proc)
         log.seek(0)
-        records = export_records(log.read().decode(errors="replace"))
-    done = prepared(records, workers, time.perf_counter() - started)
-    print(done.summary() or "no export made side by side", file=sys.stderr, flush=True)
+        records = export_records(log.read().decode(errors="replace"), STEPS[step][0])
+    done = prepared(records, workers, time.perf_counter() - started, step)
+    print(done.summary() or f"nothing made side by side ({step})", file=sys.stderr, flush=True)
     return done
 
 
-def export_records(output: str) -> list[dict]:
-    """The export records among the JSON lines the prepare child printed; its notes (a cache entry
-    it discarded) are printed on this console as warnings."""
+def export_records(output: str, name: str = "model") -> list[dict]:
+    """The records (named by `name`: an export's model, a compile's label) among the JSON lines
+    the prepare child printed; its notes (a cache entry it discarded) are printed on this console
+    as warnings."""
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     for note in (r["note"] for r in lines if "note" in r):
         print(f"warning: {note}", file=sys.stderr, flush=True)
-    return [r for r in lines if "model" in r]
+    return [r for r in lines if name in r]
 
 
 WORKER_LOG = "worker.log"  # the warm worker's own output, outside any job
@@ -344,8 +371,9 @@ class LocalExecutor:
         self._current: Task | None = None
         self._warm: WarmWorker | None = None
 
-    def prepare(self, tasks: list[Task]) -> Prepared:
-        return prepare_exports(tasks)
+    def prepare(self, tasks: list[Task]) -> list[Prepared]:
+        """The exports, then the compiles ahead (which load the exports)."""
+        return [prepare_exports(tasks), prepare_compiles(tasks)]
 
     def run(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         for task in tasks:

@@ -1,4 +1,5 @@
-"""The exports a batch's jobs will load, made side by side before its first timed job.
+"""What a batch's jobs will load, made side by side before its first timed job: the exports, then
+the torch.compile candidates their searches will probe.
 
 Each job exports its own model when no export is cached: one after another, at the start of each
 job. On a machine with cores and memory to spare, the local executor first makes every missing
@@ -10,18 +11,29 @@ thread (tracing) and partly many (its ONNX Runtime check): on this 2-core EPYC, 
 BERT and RoBERTa took 62.9 s one after another and 39.0 s two at a time. An export that fails here
 is left to its job, which exports again and reports why.
 
-Run as `python -m kit.batch.prepare REQUESTS_JSON WORKERS`; it prints one JSON line per export,
-and one per cache entry it discarded (`note`, which the batch prints on its console).
+Then, where the searches will probe torch.compile candidates (a GPU's), each is compiled once in a
+child process of its own (kit.search.ahead), several at once: one per CORES_PER_COMPILE cores (a
+compile is mostly one Python thread, with inductor's kernel compiles on a few more, which each
+child is given: TORCHINDUCTOR_COMPILE_THREADS), and as many as fit in 80 % of the available memory
+at the largest one's export's expected peak (a compile builds the same fp32 model and a copy, as
+an export does; not yet measured apart); fewer than two, and the jobs compile their own. The jobs'
+searches then read the graphs from inductor's caches. A compile that fails here is left to its job.
+
+Run as `python -m kit.batch.prepare exports|compiles REQUESTS_JSON WORKERS`; it prints one JSON
+line per export or compile, and one per cache entry it discarded (`note`, which the batch prints on
+its console).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,19 +46,33 @@ from kit.measure.memory import available_bytes
 from kit.models import MODELS
 from kit.models.export_child import exit_on_sigterm
 from kit.models.requests import ExportRequest
+from kit.search.ahead import CompileRequest
 from kit.studies import STUDIES
 
-MEMORY_SHARE = 0.8  # of the available memory the exports side by side may take
+MEMORY_SHARE = 0.8  # of the available memory the exports (or compiles) side by side may take
+CORES_PER_COMPILE = 4  # cores each compile ahead is planned to keep busy
+COMPILE_LIMIT_S = 900.0  # one compile ahead; past it, it is killed and left to its job
+#: what each step's records are named by, and how its summary says what it made
+STEPS = {
+    "exports": ("model", "exported {n} model(s) to ONNX side by side before the first job"),
+    "compiles": (
+        "label",
+        "compiled {n} torch.compile candidate(s) side by side before the first job, for the "
+        "searches to read from inductor's caches",
+    ),
+}
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What a prepare step did: the exports it made, failed, and how long it took."""
+    """What a prepare step (`step`: exports or compiles) did: what it made, failed, and how long
+    it took."""
 
     made: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
     parallel: int = 0
     seconds: float = 0.0
+    step: str = "exports"
 
     def summary(self) -> str:
         if not self.made and not self.failed:
@@ -55,9 +81,14 @@ class Prepared:
             f"; failed here, left to their jobs: {', '.join(self.failed)}" if self.failed else ""
         )
         return (
-            f"exported {len(self.made)} model(s) to ONNX side by side before the first job "
-            f"({self.parallel} at a time, {self.seconds:.0f} s){failed}"
+            STEPS[self.step][1].format(n=len(self.made))
+            + f" ({self.parallel} at a time, {self.seconds:.0f} s){failed}"
         )
+
+    @property
+    def record_key(self) -> str:
+        """Where the batch's run file keeps it."""
+        return "prepared" if self.step == "exports" else "compiled_ahead"
 
     def to_dict(self) -> dict:
         return {
@@ -76,19 +107,39 @@ def missing_exports(jobs: Iterable) -> list[ExportRequest]:
 def export_requests(jobs: Iterable) -> list[ExportRequest]:
     """The full-size zoo exports the jobs will load, each once (a job whose parameters do not make
     a config, or name no zoo model, asks for nothing: it fails on its own)."""
-    wanted: dict[ExportRequest, None] = {}
+    wanted = dict.fromkeys(
+        r
+        for config in study_configs(jobs)
+        for r in config.exports()
+        if not r.small and r.model in MODELS.names()
+    )
+    return list(wanted)
+
+
+def compile_requests(jobs: Iterable, exported_only: bool = True) -> list[CompileRequest]:
+    """The torch.compile candidates the jobs' searches will probe on full-size models, each once
+    (the FP8 row's shared ones are its FP16 row's), where its export is cached (else its job
+    exports it first; `exported_only` False: those too, as a plan counts them)."""
+    wanted = dict.fromkeys(
+        r
+        for config in study_configs(jobs)
+        for r in config.compiles()
+        if not r.export.small and (r.export.cached() or not exported_only)
+    )
+    return list(wanted)
+
+
+def study_configs(jobs: Iterable) -> Iterator:
+    """Each job's study config (a job whose parameters do not make one is left out: it fails on
+    its own)."""
     for job in jobs:
         study = Path(job.notebook).stem
         if study not in STUDIES:
             continue
         try:
-            requests = STUDIES.get(study).config.from_params(job.parameters).exports()
+            yield STUDIES.get(study).config.from_params(job.parameters)
         except (KitError, TypeError, ValueError):
             continue
-        wanted.update(
-            dict.fromkeys(r for r in requests if not r.small and r.model in MODELS.names())
-        )
-    return list(wanted)
 
 
 def parallel_exports(
@@ -102,6 +153,61 @@ def parallel_exports(
     available = available_bytes() if available is None else available
     largest = max(r.need_bytes() for r in requests)
     return max(0, min(len(requests), cores, math.floor(MEMORY_SHARE * available / largest)))
+
+
+def parallel_compiles(
+    requests: list[CompileRequest], cores: int | None = None, available: float | None = None
+) -> int:
+    """How many of `requests` to compile at once: one per CORES_PER_COMPILE cores, and as many as
+    fit in MEMORY_SHARE of the available memory at the largest one's export's expected peak; at
+    most one per request."""
+    if not requests:
+        return 0
+    cores = usable_cores() if cores is None else cores
+    available = available_bytes() if available is None else available
+    largest = max(r.export.need_bytes() for r in requests)
+    return max(
+        0,
+        min(
+            len(requests),
+            cores // CORES_PER_COMPILE,
+            math.floor(MEMORY_SHARE * available / largest),
+        ),
+    )
+
+
+def compile_all(requests: list[CompileRequest], workers: int) -> list[dict]:
+    """Each request compiled in a child process of its own (kit.search.ahead), `workers` at a
+    time, each with its share of the cores for inductor's kernel compiles; one record per request,
+    in order: {'label', 'seconds', 'compile_s', 'compile_cache', 'peak_rss_bytes', 'error'}."""
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_COMPILE_THREADS": str(max(1, usable_cores() // max(1, workers))),
+    }
+
+    def one(request: CompileRequest) -> dict:
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "kit.search.ahead", json.dumps(request.to_dict())],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=COMPILE_LIMIT_S,
+            )
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            record = json.loads(lines[-1]) if lines else {"label": request.label}
+            if not lines:
+                tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+                record["error"] = f"its child ended without a record ({tail[0][:300]})"
+        except subprocess.TimeoutExpired:
+            record = {"label": request.label, "error": f"not done in {COMPILE_LIMIT_S:.0f} s"}
+        record.setdefault("seconds", round(time.perf_counter() - started, 1))
+        print(json.dumps(record), flush=True)
+        return record
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(one, requests))
 
 
 def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
@@ -130,12 +236,14 @@ def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
         return list(pool.map(one, requests))
 
 
-def prepared(records: list[dict], parallel: int, seconds: float) -> Prepared:
+def prepared(records: list[dict], parallel: int, seconds: float, step: str = "exports") -> Prepared:
+    name = STEPS[step][0]
     return Prepared(
-        tuple(r["model"] for r in records if not r["error"]),
-        tuple(f"{r['model']} ({r['error']})" for r in records if r["error"]),
+        tuple(r[name] for r in records if not r["error"]),
+        tuple(f"{r[name]} ({r['error']})" for r in records if r["error"]),
         parallel,
         round(seconds, 1),
+        step,
     )
 
 
@@ -158,8 +266,11 @@ def main(argv: list[str]) -> int:
     watch_parent()
     exit_on_sigterm()
     relay_cache_notes()
-    requests = [ExportRequest(**r) for r in json.loads(argv[0])]
-    export_all(requests, int(argv[1]))
+    step, requests, workers = argv[0], json.loads(argv[1]), int(argv[2])
+    if step == "compiles":
+        compile_all([CompileRequest.from_dict(r) for r in requests], workers)
+    else:
+        export_all([ExportRequest(**r) for r in requests], workers)
     return 0
 
 

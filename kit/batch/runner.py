@@ -124,10 +124,12 @@ class Batch:
                 )
         return tasks
 
-    def prepared(self, done: Prepared) -> None:
+    def prepared(self, steps: list[Prepared]) -> None:
         """Record what the executor made before the jobs (the run file keeps it)."""
-        if done.made or done.failed:
-            self.run["prepared"] = done.to_dict()
+        made = [done for done in steps if done.made or done.failed]
+        for done in made:
+            self.run[done.record_key] = done.to_dict()
+        if made:
             self.save()
 
     def finish(self, task: Task, outcome: Outcome) -> JobRecord:

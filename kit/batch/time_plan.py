@@ -25,14 +25,13 @@ from dataclasses import dataclass, replace
 
 from kit.batch import Job
 from kit.batch.jobs import runs_warm
+from kit.batch.prepare import compile_requests, export_requests, parallel_compiles, parallel_exports
 from kit.batch.profiles import C2_MODEL, jobs_for
 from kit.hardware import kinds
 from kit.measure.power import SAMPLERS, SENSORS
 from kit.measure.window import HARD_LIMIT, MeasureConfig, power_resolved, time_limit
-from kit.models import get_entry
-from kit.search.candidates import row_candidates, tensorrt_python
-from kit.search.planning import PROBE_DEFAULTS, row_probes
-from kit.search.precision_map import map_precision
+from kit.search.candidates import tensorrt_python
+from kit.search.planning import PROBE_DEFAULTS, planned_probes
 from kit.search.probe import ProbeStatus
 from kit.search.sharing import shareable
 from kit.studies import c2
@@ -83,14 +82,9 @@ def windows(
 def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str, PlannedProbe]:
     """The candidates one search of the row measures at `depth`, by label (as kit.search plans
     them)."""
-    framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
-    today = map_precision(published, kind, framework=framework, gpu_providers=providers)
-    probes, _ = row_probes(
-        row_candidates(framework, kind, providers=providers), today, published, depth
-    )
     return {
         p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
-        for p in probes
+        for p in planned_probes(model, published, kind, depth)
         if p.status == ProbeStatus.PENDING
     }
 
@@ -173,9 +167,14 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 #: accounts (issue 50: an H200, 16 cores, torch 2.11, CLIP 94 s a row): a torch.compile about 30 s,
 #: another candidate's load about 3 s, a notebook about 16 s outside its study, an export about 5 s;
 #: a warm rerun (decisions, exports and inductor's kernels cached) compiles the chosen candidate of
-#: each searched batch again from the kernel cache, about a fifth. A model row in the batch's warm
-#: kernel after its first: the 16 s scaled by what the warm kernel left of a row's seconds outside
-#: its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each). Guesses, printed as such.
+#: each searched batch again from the kernel cache, about a fifth; a search's compile of a graph
+#: compiled ahead (kit.search.ahead) reads it from the same cache, the same fifth (7 s of 36 s for
+#: resnet50 on a 2-core EPYC; 6.6 of 35.7 s on a 2-core Xeon with the graph from the FX graph
+#: cache), while the compiles ahead, side by side, each take a whole compile. A model row in the
+#: batch's warm kernel after its first: the 16 s scaled by what the warm kernel left of a row's
+#: seconds outside its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each). The host
+#: they come from (cores, GB of memory) plans the exports and compiles side by side where the kind
+#: is not on this machine. Guesses, printed as such.
 GUESSES = {
     "cuda": {
         "compile_s": 30.0,
@@ -184,16 +183,27 @@ GUESSES = {
         "warm_notebook": 3.5 / 9.5,
         "export_s": 5.0,
         "cached_compile": 0.2,
+        "host_cores": 16,
+        "host_memory_gb": 128,
     }
 }
 
 
+@dataclass(frozen=True)
+class SideBySide:
+    """How many exports and torch.compile candidates a batch makes at once before its first job
+    (kit.batch.prepare; 0 or 1: none side by side), and on which machine that was planned."""
+
+    exports: int = 1
+    compiles: int = 0
+    where: str = "here"
+
+
 def estimate(
-    floors: list[JobFloor], kind: str, parallel_exports: int = 1
+    floors: list[JobFloor], kind: str, side: SideBySide = SideBySide()
 ) -> tuple[float, float] | None:
     """(cold, warm) seconds a run of `floors` will take on `kind`, guessed from GUESSES; None where
-    the kind has none. `parallel_exports`: how many exports the batch makes at once before its first
-    job (kit.batch.prepare; 0 or 1: one after another).
+    the kind has none. `side`: what the batch makes side by side before its first job.
 
     >>> estimate([JobFloor(job="r", model="m", windows=2, window_floor_s=2.0, window_limit_s=10.0,
     ...                    searches=2, probes=20, probe_s=20.0, compiles=2)], "cuda")
@@ -202,17 +212,12 @@ def estimate(
     g = GUESSES.get(kind)
     if g is None:
         return None
-    rounds = math.ceil(len({f.model for f in floors if f.model}) / max(1, parallel_exports))
+    rounds = math.ceil(len({f.model for f in floors if f.model}) / max(1, side.exports))
     exports = rounds * g["export_s"]
     notebooks = notebook_seconds(floors, g["notebook_s"], g["warm_notebook"])
     cold = (
-        sum(
-            f.window_floor_s
-            + f.probe_s
-            + f.compiles * g["compile_s"]
-            + (f.probes - f.compiles) * g["load_s"]
-            for f in floors
-        )
+        sum(f.window_floor_s + f.probe_s + (f.probes - f.compiles) * g["load_s"] for f in floors)
+        + compile_seconds(sum(f.compiles for f in floors), side.compiles, g)
         + notebooks
         + exports
     )
@@ -222,6 +227,22 @@ def estimate(
         for f in floors
     )
     return cold, warm
+
+
+def compile_seconds(compiles: int, at_once: int, g: dict) -> float:
+    """A first run's torch.compile seconds: each compile in its search, or, where two or more are
+    compiled side by side before the first job (kit.search.ahead), their rounds and then each
+    search's compile read from inductor's cache.
+
+    >>> g = GUESSES["cuda"]
+    >>> compile_seconds(15, 0, g), compile_seconds(15, 4, g)
+    (450.0, 210.0)
+    """
+    if at_once < 2:
+        return compiles * g["compile_s"]
+    return math.ceil(compiles / at_once) * g["compile_s"] + compiles * (
+        g["compile_s"] * g["cached_compile"]
+    )
 
 
 def notebook_seconds(floors: list[JobFloor], notebook_s: float, warm_share: float) -> float:
@@ -238,8 +259,8 @@ def notebook_seconds(floors: list[JobFloor], notebook_s: float, warm_share: floa
     )
 
 
-def estimate_text(floors: list[JobFloor], kind: str, parallel_exports: int = 1) -> str:
-    guess = estimate(floors, kind, parallel_exports)
+def estimate_text(floors: list[JobFloor], kind: str, side: SideBySide = SideBySide()) -> str:
+    guess = estimate(floors, kind, side)
     if guess is None:
         return ""
     first, again = guess
@@ -250,11 +271,37 @@ def estimate_text(floors: list[JobFloor], kind: str, parallel_exports: int = 1) 
         if kept
         else "every notebook in a kernel of its own"
     )
+    compiles = sum(f.compiles for f in floors)
+    ahead = (
+        f"the {compiles} torch.compile candidate{'s' if compiles != 1 else ''} compiled "
+        f"{side.compiles} at a time before the first job {side.where}"
+        if compiles and side.compiles >= 2
+        else f"each torch.compile candidate compiled in its own search {side.where}"
+        if compiles
+        else ""
+    )
     return (
         "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an "
         f"H200, kit.batch.time_plan.GUESSES): a first run, nothing cached, about {first / 60:.1f} "
         f"min; a rerun on its caches (search decisions, exports and compiled kernels) about "
-        f"{again / 60:.1f} min; {kernels}."
+        f"{again / 60:.1f} min; {kernels}" + (f"; {ahead}" if ahead else "") + "."
+    )
+
+
+def side_by_side(jobs: list[Job], kind: str) -> SideBySide:
+    """What a batch of `jobs` makes side by side before its first job: on this machine where the
+    kind is here (or GUESSES has no host for it), else on a host like the one GUESSES come from
+    (a GPU run planned on a laptop is planned for the GPU host)."""
+    g = GUESSES.get(kind)
+    if g is None or kinds.get(kind).present():
+        cores, available, where = None, None, "here"
+    else:
+        cores, available = int(g["host_cores"]), g["host_memory_gb"] * 1e9
+        where = f"on a host like the guesses' ({cores} cores, {g['host_memory_gb']:.0f} GB)"
+    return SideBySide(
+        parallel_exports(export_requests(jobs), cores, available),
+        parallel_compiles(compile_requests(jobs, exported_only=False), cores, available),
+        where,
     )
 
 
@@ -288,9 +335,12 @@ def plan_profile(
     ]
 
 
-def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports: int = 0) -> str:
-    """The floors as a table, with the totals and what comes on top (`parallel_exports`: how many
-    exports this machine makes at once before the first job, kit.batch.prepare)."""
+def plan_text(
+    floors: list[JobFloor], profile: str, kind: str, side: SideBySide = SideBySide(0)
+) -> str:
+    """The floors as a table, with the totals and what comes on top (`side`: how many exports and
+    compiles the batch makes at once before the first job, kit.batch.prepare)."""
+    parallel_exports = side.exports
     offered = ", ".join(kinds.get(kind).ort_providers()) or "none"
     head = (
         f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
@@ -321,11 +371,11 @@ def plan_text(floors: list[JobFloor], profile: str, kind: str, parallel_exports:
             f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
             f"{sum(f.compiles for f in floors):8d}",
             f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first "
-            f"run; {f'here made {parallel_exports} at a time before the first job' if parallel_exports > 1 else 'each job exports its own, one after another here'}), loading and "  # noqa: E501
+            f"run; {f'made {parallel_exports} at a time before the first job {side.where}' if parallel_exports > 1 else f'each job exports its own, one after another {side.where}'}), loading and "  # noqa: E501
             "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), "
             "warm-up calls, the reference outputs, the accuracy check, the roofline's bandwidth "
             "measurement. A window whose interval is still wide at its limit goes on to "
             f"{HARD_LIMIT}x that until it has 3 rounds.",
-            *([guess] if (guess := estimate_text(floors, kind, parallel_exports)) else []),
+            *([guess] if (guess := estimate_text(floors, kind, side)) else []),
         ]
     )

@@ -18,13 +18,12 @@ from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import WARM_MODES, Job, JobRecord
 from kit.batch.lock import outputs_lock
-from kit.batch.prepare import export_requests, parallel_exports
 from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import rebuild_state
 from kit.batch.status import JobStatus
-from kit.batch.time_plan import plan_profile, plan_text
+from kit.batch.time_plan import SideBySide, plan_profile, plan_text, side_by_side
 from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
 from kit.hardware.kinds import CHOICES as HARDWARE
@@ -179,8 +178,8 @@ def show_plan(args: argparse.Namespace) -> int:
             search=args.search == "1",
             warm="off" if args.scheduler else args.warm_kernel,
         )
-        parallel = 0 if args.scheduler else parallel_exports(export_requests(chosen))
-        print(plan_text(floors, args.profile, kind, parallel))
+        side = SideBySide(0, 0, "on the cluster") if args.scheduler else side_by_side(chosen, kind)
+        print(plan_text(floors, args.profile, kind, side))
     return EXIT_OK
 
 

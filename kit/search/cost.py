@@ -12,10 +12,14 @@ converting, quantising and compiling them), which a cold search pays once and th
 >>> search_cost(Decision.from_dict({"searched_s": 40.0, "plan": plan, "probes": [probe("torch fp16 compile (cuda)", 35.0, compile_s=33.5),
 ...     probe("torch fp16 (cuda)", 2.0)]}))
 'searched in 40 s: 37 s of it loading 2 candidates (the longest: torch fp16 compile (cuda), 35 s), 33.5 s of that compiling 1'
+>>> search_cost(Decision.from_dict({"searched_s": 12.0, "plan": plan, "probes": [{**probe("torch fp16 compile (cuda)", 8.0, compile_s=6.5),
+...     "compile_cache": {"hit": 1, "miss": 0, "bypass": 0}}]}))
+"searched in 12 s: 8 s of it loading 1 candidate (the longest: torch fp16 compile (cuda), 8 s), 6.5 s of that compiling 1 (1 from inductor's cache)"
 """  # noqa: E501
 
 from __future__ import annotations
 
+from kit.backends.compile_cache import read_from_cache
 from kit.search.decision import Decision
 
 
@@ -34,9 +38,15 @@ def search_cost(decision: Decision) -> str:
             f": {sum(p.load_s or 0.0 for p in own):.3g} s of it loading {len(own)} candidate"
             f"{'s' if len(own) != 1 else ''} (the longest: {longest.label}, {longest.load_s:.3g} s)"
         )
-        compiled = [p.compile_s for p in own if p.compile_s is not None]
+        compiled = [p for p in own if p.compile_s is not None]
         if compiled:
-            text += f", {sum(compiled):.3g} s of that compiling {len(compiled)}"
+            text += (
+                f", {sum(p.compile_s or 0.0 for p in compiled):.3g} s of that compiling "
+                f"{len(compiled)}"
+            )
+            cached = sum(read_from_cache(p.compile_cache) for p in compiled)
+            if cached:
+                text += f" ({cached} from inductor's cache)"
     if shared:
         text += f"; {shared} probe{'s' if shared != 1 else ''} taken from the sibling row"
     return text

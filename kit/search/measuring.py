@@ -172,6 +172,7 @@ def probe_one(
             session = require_backend(p.placement.backend).load(model, p.backend_config(), batch)
         p.load_s = round(load.seconds, 2)
         p.compile_s = session.description.get("compile_s")
+        p.compile_cache = session.description.get("compile_cache")
         if p.placement.options.compiles and (
             fallback := session.description.get("compile_fallback")
         ):

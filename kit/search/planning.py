@@ -11,13 +11,15 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from kit.errors import InvalidParameter
+from kit.hardware import kinds
 from kit.measure.memory import GB, conversion_budget, estimate_need
 from kit.measure.window import MeasureConfig
+from kit.models import get_entry
 from kit.models.spec import ExportedModel
-from kit.search.candidates import DEPTHS, RowCandidate, native_16bit
+from kit.search.candidates import DEPTHS, RowCandidate, native_16bit, row_candidates
 from kit.search.decision import Decision
 from kit.search.gate import bits, precision_gate
-from kit.search.precision_map import PrecisionChoice
+from kit.search.precision_map import PrecisionChoice, map_precision
 from kit.search.probe import Probe, ProbeStatus
 
 PROBE_DEFAULTS = {"quick": (1.0, 3), "full": (3.0, 10)}  # seconds and calls per candidate
@@ -86,6 +88,19 @@ def row_probes(
     probes = [to_probe(c, today) for c in candidates]
     plan_probes(probes, candidates, published, native16, depth)
     return probes, native16
+
+
+def planned_probes(model: str, published: str, kind: str, depth: str) -> list[Probe]:
+    """The probes a search of zoo model `model`'s row plans on `kind` at `depth`, from the names
+    alone, before any export (what `kit reproduce --plan` counts and kit.search.ahead compiles
+    ahead); the search itself also reads an 8-bit row's graph for its int8 method, which changes
+    its int8 candidates only."""
+    framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
+    today = map_precision(published, kind, framework=framework, gpu_providers=providers)
+    probes, _ = row_probes(
+        row_candidates(framework, kind, providers=providers), today, published, depth
+    )
+    return probes
 
 
 def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:

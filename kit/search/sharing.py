@@ -24,7 +24,17 @@ SIBLING = {
     PublishedPrecision.FP16: PublishedPrecision.FP8,
     PublishedPrecision.FP8: PublishedPrecision.FP16,
 }
-COPIED = ("throughput", "low", "high", "calls", "load_s", "compile_s", "first_call", "numerics")
+COPIED = (
+    "throughput",
+    "low",
+    "high",
+    "calls",
+    "load_s",
+    "compile_s",
+    "compile_cache",
+    "first_call",
+    "numerics",
+)
 
 
 def sibling_decision(

@@ -27,6 +27,7 @@ from kit.measure.memory import resources, steady_allocator
 from kit.measure.time_account import accounting
 from kit.models.requests import ExportRequest
 from kit.results import Environment, ResultKind, RunResult
+from kit.search.ahead import CompileRequest
 
 C = TypeVar("C", bound="StudyConfig")
 
@@ -65,6 +66,11 @@ class StudyConfig:
     def exports(self) -> list[ExportRequest]:
         """The zoo exports a run of this config loads: a batch makes the ones not cached yet side
         by side before its first timed job (kit.batch.prepare)."""
+        return []
+
+    def compiles(self) -> list[CompileRequest]:
+        """The torch.compile candidates a run of this config's searches will probe: a batch
+        compiles them side by side before its first timed job (kit.search.ahead)."""
         return []
 
 

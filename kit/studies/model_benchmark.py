@@ -12,6 +12,7 @@ from typing import Any
 
 from kit import progress
 from kit.backends import BackendConfig, Placement, export_opset, reference_outputs, require_backend
+from kit.backends.compile_cache import read_from_cache
 from kit.datasets import evaluate_accuracy
 from kit.datasets.metrics import validate_data_percent
 from kit.errors import InvalidParameter, KitError
@@ -22,7 +23,7 @@ from kit.measure.power import sampler_for
 from kit.measure.time_account import phase as timed_phase
 from kit.measure.time_account import timing_detail
 from kit.measure.window import MeasureConfig, time_limit, timed_window
-from kit.models import ExportedModel, load_model
+from kit.models import MODELS, ExportedModel, load_model
 from kit.models.requests import ExportRequest
 from kit.models.spec import validate_batch_size
 from kit.precision import PublishedPrecision
@@ -39,6 +40,7 @@ from kit.search import (
     key_hash,
     search_cost,
 )
+from kit.search.ahead import CompileRequest, planned_compiles
 from kit.studies import op_breakdown
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 from kit.studies.op_breakdown import reason
@@ -134,6 +136,30 @@ class Config(RunsOnBackend):
                 self.model, self.small, self.weights, self.seed, export_opset(self.backend)
             )
         ]
+
+    def search_batches(self) -> list[int]:
+        """The batch sizes the row's search measures at, in the order it does: every one, smallest
+        first, on a kind that searches each batch (a GPU); else the search batch (0: the
+        largest)."""
+        if kinds.get(self.hardware).search_each_batch:
+            return sorted(self.batch_sizes)
+        return [self.search_batch or max(self.batch_sizes)]
+
+    def compiles(self) -> list[CompileRequest]:
+        searches = (
+            self.search
+            and not kinds.get(self.hardware).published_settings
+            and self.model in MODELS.names()
+        )
+        if not searches:
+            return []
+        return planned_compiles(
+            self.exports()[0],
+            self.published_precision,
+            self.hardware,
+            self.search_settings(),
+            self.search_batches(),
+        )
 
     def search_settings(self):
         # every batch decides itself: no near tie to settle
@@ -282,7 +308,7 @@ class BatchPlanner:
                 "which runs its published settings."
             )
             return dict.fromkeys(cfg.batch_sizes, cfg)
-        batch = cfg.search_batch or max(cfg.batch_sizes)
+        [batch] = cfg.search_batches()
         return dict.fromkeys(cfg.batch_sizes, self.timed_search(batch, cfg.search_key)[0])
 
     def timed_search(
@@ -314,7 +340,7 @@ class BatchPlanner:
         )
         prior: Decision | None = None
         result.tables = result.tables.with_table("search_by_batch", ())
-        for batch in sorted(cfg.batch_sizes):
+        for batch in cfg.search_batches():
             here, decision = self.timed_search(batch, keys.get(batch, ""), prior)
             prior = decision or prior
             if decision is not None:
@@ -541,6 +567,8 @@ def measure_one_batch(
                 + (
                     " (the search's torch.compile session: not compiled again)"
                     if kept is not None
+                    else "; torch.compile read its graph from inductor's cache"
+                    if read_from_cache(sessions[0].description.get("compile_cache"))
                     else ""
                 )
                 + (

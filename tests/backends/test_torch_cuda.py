@@ -5,6 +5,8 @@ refusing what CUDA refuses."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -279,6 +281,44 @@ def test_compile_is_static_and_caches_its_kernels_under_the_kits_cache(
         .description
     )
     assert d["compile_caches"]["TRITON_CACHE_DIR"] == "/theirs" and asked == [False, False]
+
+
+def test_the_kits_cache_replaces_the_default_torch_s_own_import_wrote_into_the_environment(
+    monkeypatch, tmp_path
+):
+    """Issue 50: importing torch._dynamo (an export does, so do the kit's cache counters) writes
+    inductor's default folder into the environment; the kit kept it, and every compile kept its
+    graphs in $TMPDIR/torchinductor_<user> instead of outputs/cache/ (where the compiles ahead and
+    the searches meet, and `kit clean-outputs` clears them). A folder the user chose is kept."""
+    import subprocess
+    import sys
+
+    from kit.backends.compile_cache import compile_caches, torch_default
+
+    written = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, torch._dynamo; print(os.environ['TORCHINDUCTOR_CACHE_DIR'])",
+        ],
+        env={k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert written == torch_default("TORCHINDUCTOR_CACHE_DIR")
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))
+    env = {"TORCHINDUCTOR_CACHE_DIR": written}
+    ours = compile_caches("2.13.0", "NVIDIA H200", env)["TORCHINDUCTOR_CACHE_DIR"]
+    assert (
+        ours
+        == str(tmp_path / "torch-compile" / "2.13.0-NVIDIA_H200" / "inductor")
+        == env["TORCHINDUCTOR_CACHE_DIR"]
+    )
+    assert compile_caches("2.13.0", "x", {"TORCHINDUCTOR_CACHE_DIR": "/mine"}) == {
+        "TORCHINDUCTOR_CACHE_DIR": "/mine",
+        "TRITON_CACHE_DIR": str(tmp_path / "torch-compile" / "2.13.0-x" / "triton"),
+    }
 
 
 # ------------------------------------------------------------- the double refuses what CUDA refuses

@@ -205,15 +205,15 @@ def test_the_batch_records_what_was_made_before_its_jobs(outputs, monkeypatch):
 
 
 def test_the_plan_says_how_the_exports_will_run_here():
-    from kit.batch.time_plan import plan_profile, plan_text
+    from kit.batch.time_plan import SideBySide, plan_profile, plan_text
 
     floors = plan_profile("quick", "cpu", only={"resnet50-torch-fp32_FP16"})
     assert (
-        "1 ONNX export (cached after the first run; here made 4 at a time before the first job)"
-        in plan_text(floors, "quick", "cpu", 4)
+        "1 ONNX export (cached after the first run; made 4 at a time before the first job here)"
+        in plan_text(floors, "quick", "cpu", SideBySide(4))
     )
     assert "each job exports its own, one after another here" in plan_text(
-        floors, "quick", "cpu", 1
+        floors, "quick", "cpu", SideBySide(1)
     )
 
 

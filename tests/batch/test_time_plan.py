@@ -100,7 +100,8 @@ def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_ten
         "on an H200, kit.batch.time_plan.GUESSES): a first run, nothing cached, about 1.9 min; "
         "a rerun on its caches (search decisions, exports and compiled kernels) about 0.5 min; "
         "the 1 model row in one warm kernel (after its first, a row's start taken as the share "
-        "the warm kernel left on a 2-core Xeon, 3.5 of 9.5 s)."
+        "the warm kernel left on a 2-core Xeon, 3.5 of 9.5 s); each torch.compile candidate "
+        "compiled in its own search here."
     )
     assert "ESTIMATE" not in time_plan.plan_text(
         time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick", "cpu"
@@ -120,8 +121,8 @@ def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
 def test_the_estimate_counts_exports_made_side_by_side_as_rounds():
     floors = [time_plan.JobFloor(job=f"j{i}", model=f"m{i}") for i in range(5)]
     one_by_one, _ = time_plan.estimate(floors, "cuda")
-    two_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=2)
-    five_at_once, _ = time_plan.estimate(floors, "cuda", parallel_exports=5)
+    two_at_once, _ = time_plan.estimate(floors, "cuda", time_plan.SideBySide(2))
+    five_at_once, _ = time_plan.estimate(floors, "cuda", time_plan.SideBySide(5))
     export_s = time_plan.GUESSES["cuda"]["export_s"]
     assert one_by_one - two_at_once == (5 - 3) * export_s  # 3 rounds: 2, 2, 1
     assert one_by_one - five_at_once == (5 - 1) * export_s
@@ -142,6 +143,37 @@ def test_model_rows_in_the_warm_kernel_pay_a_notebooks_start_once(no_tensorrt):
         pytest.approx(saved)
     )
     assert "the 2 model rows in one warm kernel" in time_plan.plan_text(warm, "quick", "cuda")
-    assert time_plan.plan_text(cold, "quick", "cuda").endswith(
-        "every notebook in a kernel of its own."
+    assert "; every notebook in a kernel of its own;" in time_plan.plan_text(cold, "quick", "cuda")
+
+
+def test_compiles_made_side_by_side_count_as_rounds_then_each_search_reads_its_graph(no_tensorrt):
+    """Issue 50: the quick run's 15 torch.compile candidates, compiled 4 at a time before the first
+    job (kit.search.ahead), then each search's compile read from inductor's cache."""
+    floors = time_plan.plan_profile("quick", "cuda")
+    assert sum(f.compiles for f in floors) == 15
+    g = time_plan.GUESSES["cuda"]
+    alone, _ = time_plan.estimate(floors, "cuda", time_plan.SideBySide(12, 0))
+    ahead, warm = time_plan.estimate(floors, "cuda", time_plan.SideBySide(12, 4))
+    assert alone - ahead == pytest.approx(
+        15 * g["compile_s"] - (4 * g["compile_s"] + 15 * g["compile_s"] * g["cached_compile"])
+    )  # 450 s of compiles become 4 rounds of 30 s and 15 cached compiles of 6 s
+    assert warm == time_plan.estimate(floors, "cuda", time_plan.SideBySide(12, 0))[1]
+    one_at_a_time, _ = time_plan.estimate(floors, "cuda", time_plan.SideBySide(12, 1))
+    assert one_at_a_time == alone  # one at a time: each search compiles its own
+    text = time_plan.estimate_text(floors, "cuda", time_plan.SideBySide(12, 4, "there"))
+    assert text.endswith(
+        "the 15 torch.compile candidates compiled 4 at a time before the first job there."
     )
+
+
+def test_a_gpu_run_planned_without_a_gpu_is_planned_on_a_host_like_the_guesses(no_tensorrt):
+    """`kit reproduce --plan --hardware cuda` on a laptop: the exports and compiles side by side as
+    the 16-core, 128 GB host the per-item guesses come from would make them, and said so."""
+    from kit.batch.profiles import jobs_for
+
+    side = time_plan.side_by_side(jobs_for("quick", "cuda"), "cuda")
+    # 12 exports (the largest, widedeep, 5.8 GB: 17 fit in 0.8 x 128 GB); 16 cores / 4 per compile
+    assert (side.exports, side.compiles) == (12, 4)
+    assert side.where == "on a host like the guesses' (16 cores, 128 GB)"
+    here = time_plan.side_by_side(jobs_for("quick", "cpu"), "cpu")
+    assert here.where == "here" and here.compiles == 0  # no torch.compile candidate on a CPU
