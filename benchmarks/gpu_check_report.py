@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.gpu_check_runner import Completed
+from kit.backends.compile_cache import read_from_cache
 from kit.batch.local import warm_job
 
 PEER_TARGET = 0.95
@@ -141,6 +142,8 @@ def job_lines(outputs: Path) -> list[str]:
             if j.get("status") != "ok"
         ]
         + time_lines(outputs, jobs)
+        + prepare_lines(outputs)
+        + compile_lines(outputs)
     )
 
 
@@ -170,6 +173,54 @@ def time_lines(outputs: Path, jobs: list[dict]) -> list[str]:
         f"seconds in the studies {inside:.0f}; outside them (a job's kernel, imports, report): "
         f"{spent}",
         "studies' phases: " + ", ".join(f"{name} {sec:.0f} s ({n})" for name, (sec, n) in by_phase),
+    ]
+
+
+PREPARED = {"prepared": "exports", "compiled_ahead": "torch.compile candidates compiled ahead"}
+
+
+def prepare_lines(outputs: Path) -> list[str]:
+    """What the newest batch made side by side before its first job (its runs/<id>/batch.run):
+    the exports and the compiles ahead (kit.batch.prepare), each with how many at once and its
+    seconds; where nothing was, nothing."""
+    runs = sorted((outputs / "runs").glob("*/batch.run"), key=lambda p: p.stat().st_mtime)
+    try:
+        run = json.loads(runs[-1].read_text()) if runs else {}
+    except (OSError, ValueError):
+        return []
+    steps = [
+        f"{what} {len(run[key].get('made', []))} ({run[key].get('parallel')} at a time, "
+        f"{run[key].get('seconds', 0):.0f} s; {len(run[key].get('failed', []))} failed)"
+        for key, what in PREPARED.items()
+        if isinstance(run.get(key), dict)
+    ]
+    return ["before the first job: " + "; ".join(steps)] if steps else []
+
+
+def compile_lines(outputs: Path) -> list[str]:
+    """The searches' torch.compile probes (their decisions under cache/search/): how many, their
+    seconds, and how many read their graph from inductor's cache (compiled ahead, or by an earlier
+    run): what kit.batch.time_plan.GUESSES guesses as compile_s and cached_compile."""
+    compiled = []
+    for path in sorted((outputs / "cache" / "search").glob("*.json")):
+        try:
+            probes = json.loads(path.read_text()).get("probes") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        compiled += [
+            p for p in probes if isinstance(p, dict) and isinstance(p.get("compile_s"), int | float)
+        ]
+    if not compiled:
+        return []
+    cached = [p for p in compiled if read_from_cache(p.get("compile_cache"))]
+    fresh = [p for p in compiled if p not in cached]
+
+    def seconds(ps: list[dict]) -> str:
+        return f"{sum(p['compile_s'] for p in ps) / len(ps):.1f} s each" if ps else "none"
+
+    return [
+        f"searches' torch.compile probes: {len(compiled)}; compiled there {len(fresh)} "
+        f"({seconds(fresh)}); read from inductor's cache {len(cached)} ({seconds(cached)})"
     ]
 
 

@@ -169,12 +169,12 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 #: a warm rerun (decisions, exports and inductor's kernels cached) compiles the chosen candidate of
 #: each searched batch again from the kernel cache, about a fifth; a search's compile of a graph
 #: compiled ahead (kit.search.ahead) reads it from the same cache, the same fifth (7 s of 36 s for
-#: resnet50 on a 2-core EPYC; 6.6 of 35.7 s on a 2-core Xeon with the graph from the FX graph
-#: cache), while the compiles ahead, side by side, each take a whole compile. A model row in the
-#: batch's warm kernel after its first: the 16 s scaled by what the warm kernel left of a row's
-#: seconds outside its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each). The host
-#: they come from (cores, GB of memory) plans the exports and compiles side by side where the kind
-#: is not on this machine. Guesses, printed as such.
+#: resnet50 on a 2-core EPYC; 6.6 of 35.7 s for the small resnet50 on a 2-core Xeon, its graph from
+#: the FX graph cache), while the compiles ahead, side by side, each take a whole compile. A model
+#: row in the batch's warm kernel after its first: the 16 s scaled by what the warm kernel left of
+#: a row's seconds outside its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each).
+#: The host they come from (cores, GB of memory) plans the exports and compiles side by side where
+#: the kind is not on this machine. Guesses, printed as such.
 GUESSES = {
     "cuda": {
         "compile_s": 30.0,

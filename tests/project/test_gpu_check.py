@@ -395,3 +395,57 @@ def test_the_summary_says_where_a_reproduces_seconds_went_inside_and_outside_the
         "own 1 x 16.0 s + warm first 1 x 16.0 s + warm 2 x 6.0 s"
     )
     assert lines[-1] == "studies' phases: timing 74 s (4), compile 64 s (3)"
+
+
+def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_graph(tmp_path):
+    """Issue 50: the compiles ahead (the batch's run file) and the searches' compiles that read
+    their graph from inductor's cache (their decisions): what GUESSES' compile_s and
+    cached_compile stand for, measured where the check runs."""
+    from benchmarks.gpu_check_report import compile_lines, prepare_lines
+
+    outputs = tmp_path / "outputs"
+    (outputs / "runs" / "r1").mkdir(parents=True)
+    (outputs / "cache" / "search").mkdir(parents=True)
+    assert prepare_lines(outputs) == [] and compile_lines(outputs) == []
+    (outputs / "runs" / "r1" / "batch.run").write_text(
+        json.dumps(
+            {
+                "prepared": {"made": ["a", "b"], "failed": [], "parallel": 2, "seconds": 9.6},
+                "compiled_ahead": {
+                    "made": ["x"] * 14,
+                    "failed": ["y (boom)"],
+                    "parallel": 4,
+                    "seconds": 131.2,
+                },
+            }
+        )
+    )
+    assert prepare_lines(outputs) == [
+        "before the first job: exports 2 (2 at a time, 10 s; 0 failed); torch.compile candidates "
+        "compiled ahead 14 (4 at a time, 131 s; 1 failed)"
+    ]
+    hit, miss = {"hit": 1, "miss": 0, "bypass": 0}, {"hit": 0, "miss": 1, "bypass": 0}
+    probes = [
+        {
+            "label": "torch fp16 compile=reduce-overhead (cuda)",
+            "compile_s": 6.0,
+            "compile_cache": hit,
+        },
+        {
+            "label": "torch fp16 compile=reduce-overhead (cuda)",
+            "compile_s": 8.0,
+            "compile_cache": hit,
+        },
+        {
+            "label": "torch fp16 compile=reduce-overhead (cuda)",
+            "compile_s": 31.0,
+            "compile_cache": miss,
+        },
+        {"label": "torch fp16 (cuda)", "compile_s": None},
+    ]
+    (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes}))
+    (outputs / "cache" / "search" / "broken.json").write_text("{")
+    assert compile_lines(outputs) == [
+        "searches' torch.compile probes: 3; compiled there 1 (31.0 s each); read from inductor's "
+        "cache 2 (7.0 s each)"
+    ]
