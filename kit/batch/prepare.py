@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.batch.proctree import kill_tree
 from kit.batch.worker import watch_parent
 from kit.cache import CacheRebuilt
 from kit.errors import KitError
@@ -187,21 +188,24 @@ def compile_all(requests: list[CompileRequest], workers: int) -> list[dict]:
 
     def one(request: CompileRequest) -> dict:
         started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kit.search.ahead", json.dumps(request.to_dict())],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
-            done = subprocess.run(
-                [sys.executable, "-m", "kit.search.ahead", json.dumps(request.to_dict())],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=COMPILE_LIMIT_S,
-            )
-            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-            record = json.loads(lines[-1]) if lines else {"label": request.label}
-            if not lines:
-                tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-                record["error"] = f"its child ended without a record ({tail[0][:300]})"
+            out, err = proc.communicate(timeout=COMPILE_LIMIT_S)
         except subprocess.TimeoutExpired:
-            record = {"label": request.label, "error": f"not done in {COMPILE_LIMIT_S:.0f} s"}
+            kill_tree(proc.pid)  # inductor's compile workers with it
+            proc.communicate()
+            out, err = "", f"not done in {COMPILE_LIMIT_S:g} s: killed"
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        record = json.loads(lines[-1]) if lines else {"label": request.label}
+        if not lines:
+            tail = err.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+            record["error"] = f"its child ended without a record ({tail[0][:300]})"
         record.setdefault("seconds", round(time.perf_counter() - started, 1))
         print(json.dumps(record), flush=True)
         return record

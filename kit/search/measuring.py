@@ -34,6 +34,7 @@ REFERENCE = RowCandidate.of("onnxruntime", "fp32", "cpu")
 #: so far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end
 #: never stops; today's mapping is always timed in full).
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
+STOPPED_EARLY = "stopped early"  # how a stopped probe's reason starts (kit.search.sharing reads it)
 #: On a quiet machine a call longer than the scout's share is a scout on its own: one call has no
 #: interval, so its best case is taken as ONE_CALL_SPREAD faster than the faster of it and the
 #: candidate's first (numerics) call, so one slow call alone never stops it; contended, scouts keep
@@ -252,11 +253,16 @@ def best_case(p: Probe) -> float:
     return p.high if p.high is not None and p.high == p.high else math.inf
 
 
+def yardstick(leader: Probe) -> float:
+    """What a scout is stopped against: the low end of the leader's interval (its rate without
+    one)."""
+    return leader.low if leader.low is not None and leader.low == leader.low else leader.rate
+
+
 def stop_early(p: Probe, leader: Probe) -> bool:
     """Whether the scouted `p` clearly loses to `leader` (then marked lost, with its figures)."""
-    top = best_case(p)
-    yardstick = leader.low if leader.low is not None and leader.low == leader.low else leader.rate
-    if top >= STOP_BELOW * yardstick:
+    top, against = best_case(p), yardstick(leader)
+    if top >= STOP_BELOW * against:
         return False
     calls = (
         f"{p.calls} calls"
@@ -266,8 +272,8 @@ def stop_early(p: Probe, leader: Probe) -> bool:
     )
     p.status = ProbeStatus.LOST
     p.reason = (
-        f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
-        f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {yardstick:.3g})"
+        f"{STOPPED_EARLY}: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
+        f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {against:.3g})"
     )
     return True
 

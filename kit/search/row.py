@@ -137,7 +137,7 @@ def search_row(
             seed=seed,
         )
     )
-    shared = sharing.borrow(probes, sibling) if sibling else 0
+    shared = sharing.borrow(probes, sibling, published) if sibling else 0
     ctx = SearchContext(
         model=model,
         inputs=model.make_inputs(batch_size, seed=seed),

@@ -17,7 +17,8 @@ from kit.models.spec import ExportedModel
 from kit.precision import PublishedPrecision
 from kit.search import cache
 from kit.search.decision import Decision
-from kit.search.gate import bits
+from kit.search.gate import bits, precision_gate
+from kit.search.measuring import STOP_BELOW, STOPPED_EARLY, best_case, yardstick
 from kit.search.probe import Probe, ProbeStatus
 
 SIBLING = {
@@ -68,9 +69,13 @@ def shareable(p: Probe) -> bool:
     return not p.today and bits(p.placement.precision) >= 16
 
 
-def borrow(probes: list[Probe], sibling: Decision) -> int:
+def borrow(probes: list[Probe], sibling: Decision, published: str) -> int:
     """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
-    returns how many were taken."""
+    returns how many were taken. One the sibling stopped early stays lost only where a candidate
+    that stopped it may run this row (`published`'s class) too: the FP8 row stops the 16-bit
+    candidates against its int8 leader, which an FP16 row may not choose, so there they are
+    measured again (taken as lost, an FP16 row once chose OpenVINO fp32 at 35/s over the bf16
+    that the FP8 row had stopped at 178/s)."""
     theirs = {p.label: p for p in sibling.probes}
     source = (
         f"the {sibling.published} row's search ({sibling.cache_file or '?'}, "
@@ -83,12 +88,29 @@ def borrow(probes: list[Probe], sibling: Decision) -> int:
             continue
         if q.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not q.throughput:
             continue
+        stopped = q.reason.startswith(STOPPED_EARLY)
+        if stopped and not stopped_by_one_of_this_row(q, sibling, published):
+            continue
         for name in COPIED:
             setattr(p, name, getattr(q, name))
         p.shared_from = q.shared_from or source  # where it was measured, if the sibling took it too
-        if q.reason.startswith("stopped early"):
+        if stopped:
             p.status, p.reason = ProbeStatus.LOST, f"in {p.shared_from}: {q.reason}"
         else:
             p.status = ProbeStatus.MEASURED
         taken += 1
     return taken
+
+
+def stopped_by_one_of_this_row(q: Probe, sibling: Decision, published: str) -> bool:
+    """Whether the sibling measured in full a candidate that the published class `published`
+    admits and that stops `q` (kit.search.measuring.stop_early's rule), so `q` loses here too."""
+    top = best_case(q)
+    return any(
+        r is not q
+        and r.status in (ProbeStatus.CHOSEN, ProbeStatus.LOST)
+        and not r.reason.startswith(STOPPED_EARLY)
+        and precision_gate(r.placement.precision, published) is None
+        and top < STOP_BELOW * yardstick(r)
+        for r in sibling.probes
+    )

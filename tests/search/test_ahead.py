@@ -213,3 +213,35 @@ def test_the_search_settings_that_decide_a_cached_decision_are_the_jobs():
     assert row.search_batches() == [32]
     gpu = Config.from_params({**row.to_dict(), "hardware": "cuda", "device": "cuda"})
     assert gpu.search_settings().settle_batch is None and gpu.search_batches() == [4, 32]
+
+
+def test_a_compile_that_fails_or_runs_too_long_is_left_to_its_search(tmp_path, monkeypatch):
+    """A GPU candidate on this CPU: the child says why (the search then fails the probe with the
+    same reason); one past the limit is killed with inductor's workers and said so."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    on_gpu = ahead.CompileRequest(
+        export=ExportRequest("albert-torch-fp32", small=True), placement=COMPILED, batch=1
+    )
+    [record] = prepare.compile_all([on_gpu], 1)
+    assert record["label"] == on_gpu.label and record["error"].startswith(
+        "BackendUnavailable: CUDA backend unavailable"
+    )
+    monkeypatch.setattr(prepare, "COMPILE_LIMIT_S", 0.5)
+    [slow] = prepare.compile_all([on_gpu], 1)
+    assert slow["error"] == "its child ended without a record (not done in 0.5 s: killed)"
+    assert slow["seconds"] < 30
+
+
+def test_the_batch_compiles_ahead_after_its_exports_and_records_both(outputs, monkeypatch):
+    """The compiles load the exports; both steps go into the run file, each under its own key."""
+    from kit.batch import Job, run_jobs
+
+    order = []
+    exports = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
+    compiles = prepare.Prepared(("a", "b"), ("c (boom)",), 4, 61.0, "compiles")
+    monkeypatch.setattr(local, "prepare_exports", lambda tasks: order.append("e") or exports)
+    monkeypatch.setattr(local, "prepare_compiles", lambda tasks: order.append("c") or compiles)
+    [record] = run_jobs([Job("published_results", "published_results.ipynb", {}, 300)], out=outputs)
+    run = json.loads(next(outputs.glob("runs/*/batch.run")).read_text())
+    assert order[:2] == ["e", "c"] and record.status == "ok"
+    assert run["prepared"] == exports.to_dict() and run["compiled_ahead"] == compiles.to_dict()

@@ -399,7 +399,15 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
         "reason": "RuntimeError",
         "throughput": None,
     }
-    int8 = {**stopped, "label": "openvino int8 (cpu)", "status": "chosen", "reason": ""}
+    int8 = {
+        **stopped,
+        "label": "openvino int8 (cpu)",
+        "status": "chosen",
+        "reason": "",
+        "throughput": 10.0,
+        "low": 9.0,
+        "high": 11.0,
+    }
     today_there = {**stopped, "label": "onnxruntime int8 (cpu)", "status": "lost", "reason": "0.5x"}
     sibling = Decision.from_dict(
         {
@@ -410,7 +418,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
             "probes": [stopped, failed, int8, today_there],
         }
     )
-    assert sharing.borrow(probes, sibling) == 1
+    assert sharing.borrow(probes, sibling, "FP8") == 1
     by = {p.label: p for p in probes}
     assert by["openvino fp32 (cpu)"].status == "lost" and by[
         "openvino fp32 (cpu)"
@@ -425,11 +433,78 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
         p.status = "pending"
     relayed = replace(
         sibling,
-        probes=[Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"})],
+        probes=[
+            Probe.from_dict({**stopped, "shared_from": "the FP8 row's search (old.json, t0)"}),
+            Probe.from_dict(int8),
+        ],
     )
-    assert sharing.borrow(again, relayed) == 1
+    assert sharing.borrow(again, relayed, "FP8") == 1
     # where it was measured, not the relay
     assert again[1].shared_from == "the FP8 row's search (old.json, t0)"
+
+
+def test_a_probe_the_fp8_row_stopped_against_its_int8_leader_is_measured_again_in_the_fp16_row():
+    """Found by `make bench-peers` (the FP8 row searched first): the FP16 row took OpenVINO bf16
+    (178/s, stopped early against the FP8 row's int8 leader, 323/s) as lost and chose OpenVINO
+    fp32 at 35/s. A probe stays lost only where what stopped it may run the row too."""
+    fields = {"device": "cpu", "options": {}, "threads": None, "native": True, "why": ""}
+
+    def probe(label, precision, status, rate, reason="", backend="openvino"):
+        return {
+            **fields,
+            "label": label,
+            "backend": backend,
+            "precision": precision,
+            "status": status,
+            "reason": reason,
+            "throughput": rate,
+            "low": rate * 0.95,
+            "high": rate * 1.05,
+            "calls": 12,
+            "numerics": {"numerics_ok": True},
+        }
+
+    stopped = "stopped early: ... below 0.7 x the low end of the leader so far"
+    fp8 = Decision.from_dict(
+        {
+            "published": "FP8",
+            "cache_file": "fp8.json",
+            "created_at": "t",
+            "plan": SOME_PLAN,
+            "probes": [
+                probe("openvino int8 (cpu)", "int8", "chosen", 323.0),
+                probe("openvino bf16 (cpu)", "bf16", "lost", 178.0, stopped),
+                probe("openvino fp32 (cpu)", "fp32", "lost", 31.5, stopped),
+            ],
+        }
+    )
+    today = PrecisionChoice(Placement("onnxruntime", "fp32", "cpu"), "m")
+    cands = [RowCandidate.of("openvino", "bf16"), RowCandidate.of("openvino", "fp32")]
+    probes = _probes(cands, today)
+    for p in probes:
+        p.status = "pending"
+    # FP16: the int8 leader that stopped both is not this row's: both measured again
+    assert sharing.borrow(probes, fp8, "FP16") == 0
+    assert {p.label: p.status for p in probes if p.label.startswith("openvino")} == {
+        "openvino bf16 (cpu)": "pending",
+        "openvino fp32 (cpu)": "pending",
+    }
+    # bf16 measured in full there (it lost to int8 only at the end): fp32 lost to it too
+    fp8.probes[1] = Probe.from_dict(probe("openvino bf16 (cpu)", "bf16", "lost", 178.0, "0.55x"))
+    for p in probes:
+        p.status = "pending"
+    assert sharing.borrow(probes, fp8, "FP16") == 2
+    by = {p.label: p for p in probes}
+    assert by["openvino bf16 (cpu)"].status == "measured"
+    assert by["openvino fp32 (cpu)"].status == "lost"  # 31.5 < 0.7 x bf16's 169
+    # the FP8 row itself may choose int8: what int8 stopped stays lost there
+    assert sharing.stopped_by_one_of_this_row(
+        Probe.from_dict(probe("openvino bf16 (cpu)", "bf16", "lost", 178.0, stopped)),
+        replace(
+            fp8, probes=[Probe.from_dict(probe("openvino int8 (cpu)", "int8", "chosen", 323.0))]
+        ),
+        "FP8",
+    )
 
 
 def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():
