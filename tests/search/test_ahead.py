@@ -168,27 +168,24 @@ JOB_SIDE = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_a_search_and_its_measurement_read_the_graph_compiled_ahead_from_inductor_s_cache(tmp_path):
+def test_a_search_and_its_measurement_read_the_graph_compiled_ahead_from_inductor_s_cache(
+    tmp_path, monkeypatch
+):
     """The real thing on this CPU: the candidate compiled ahead in the prepare step's child, then a
     search (in another process, as a job) probes it and the row's measurement loads it: both read
     its graph from inductor's FX graph cache instead of compiling it. A CPU's mkldnn weight packing
     keeps its graphs out of that cache (inductor bypasses it), so the CPU runs here without it, as
     a GPU always does."""
-    env = {
-        **os.environ,
-        "KIT_CACHE": str(tmp_path / "cache"),
-        "TORCHINDUCTOR_CPP_WEIGHT_PREPACK": "0",
-    }
-    os.environ.update(env)  # the prepare child inherits it
-    try:
-        placement = Placement.of("torch", "fp32", "cpu", {"compile": True})
-        request = ahead.CompileRequest(
-            export=ExportRequest("albert-torch-fp32", small=True), placement=placement, batch=1
-        )
-        done = local.prepare_in_child("compiles", [request.to_dict()], 1)
-    finally:
-        for name in ("KIT_CACHE", "TORCHINDUCTOR_CPP_WEIGHT_PREPACK"):
-            os.environ.pop(name, None)
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):  # the kit's own, under KIT_CACHE
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))  # the prepare child inherits them
+    monkeypatch.setenv("TORCHINDUCTOR_CPP_WEIGHT_PREPACK", "0")
+    env = dict(os.environ)
+    placement = Placement.of("torch", "fp32", "cpu", {"compile": True})
+    request = ahead.CompileRequest(
+        export=ExportRequest("albert-torch-fp32", small=True), placement=placement, batch=1
+    )
+    done = local.prepare_in_child("compiles", [request.to_dict()], 1)
     assert done.made == (request.label,) and done.failed == ()
     job = subprocess.run(
         [sys.executable, "-c", JOB_SIDE, json.dumps(placement.plan())],
