@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmarks.gpu_check_runner import Completed
 from kit.backends.compile_cache import read_from_cache
 from kit.batch.local import warm_job
+from kit.batch.prepare import Step
 
 PEER_TARGET = 0.95
 
@@ -176,7 +177,10 @@ def time_lines(outputs: Path, jobs: list[dict]) -> list[str]:
     ]
 
 
-PREPARED = {"prepared": "exports", "compiled_ahead": "torch.compile candidates compiled ahead"}
+PREPARED = {
+    Step.EXPORTS.run_key: "exports",
+    Step.COMPILES.run_key: "torch.compile candidates compiled ahead",
+}
 
 
 def prepare_lines(outputs: Path) -> list[str]:
@@ -198,9 +202,11 @@ def prepare_lines(outputs: Path) -> list[str]:
 
 
 def compile_lines(outputs: Path) -> list[str]:
-    """The searches' torch.compile probes (their decisions under cache/search/): how many, their
-    seconds, and how many read their graph from inductor's cache (compiled ahead, or by an earlier
-    run): what kit.batch.time_plan.GUESSES guesses as compile_s and cached_compile."""
+    """The searches' own torch.compile probes (their decisions under cache/search/, so a rerun
+    that reused them shows the run that searched; a probe taken from the sibling row's search is
+    counted there only): how many, their seconds, and how many read their graph from inductor's
+    cache (compiled ahead, or by an earlier run): what kit.batch.time_plan.GUESSES guesses as
+    compile_s and cached_compile."""
     compiled = []
     for path in sorted((outputs / "cache" / "search").glob("*.json")):
         try:
@@ -208,7 +214,11 @@ def compile_lines(outputs: Path) -> list[str]:
         except (OSError, ValueError, AttributeError):
             continue
         compiled += [
-            p for p in probes if isinstance(p, dict) and isinstance(p.get("compile_s"), int | float)
+            p
+            for p in probes
+            if isinstance(p, dict)
+            and isinstance(p.get("compile_s"), int | float)
+            and not p.get("shared_from")
         ]
     if not compiled:
         return []

@@ -57,3 +57,14 @@ class MissingResource(KitError, FileNotFoundError):
 
 class CorruptModel(KitError):
     """A model file that cannot be parsed or fails the ONNX checker."""
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one line: its type, then the first line of its message (at most `limit`
+    characters), as a record of what failed keeps it.
+
+    >>> error_line(RuntimeError("exporter crashed\\nsecond line"))
+    'RuntimeError: exporter crashed'
+    """
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:limit] if text else ''}"

@@ -23,8 +23,8 @@ from kit.batch.executor import Task
 from kit.batch.jobs import check_warm_mode, runs_warm
 from kit.batch.outcome import Outcome
 from kit.batch.prepare import (
-    STEPS,
     Prepared,
+    Step,
     compile_requests,
     missing_exports,
     parallel_compiles,
@@ -33,7 +33,7 @@ from kit.batch.prepare import (
 )
 from kit.batch.proctree import kill_tree
 from kit.batch.status import JobStatus
-from kit.batch.worker import EXIT_FAILED, EXIT_KILLED
+from kit.batch.worker import EXIT_FAILED, EXIT_KILLED, remove_kernel_sockets
 from kit.measure.memory import Peak, child_peak, oom_message, running_peak_rss_bytes
 from kit.models.export_child import remove_leftovers
 
@@ -156,9 +156,10 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
     proc.returncode = -signal.SIGKILL
     remove_leftovers(pids)  # an export killed mid-way: its temporary files and folder
+    remove_kernel_sockets(pids)  # a worker killed with its kernel: the kernel's socket files
 
 
-PREPARE_LIMIT_S = 1800.0  # the exports side by side; past it, the jobs export what is left
+PREPARE_LIMIT_S = 1800.0  # one prepare step; past it, the jobs export (or compile) what is left
 
 
 def prepare_exports(tasks: list[Task]) -> Prepared:
@@ -175,7 +176,7 @@ def prepare_exports(tasks: list[Task]) -> Prepared:
         file=sys.stderr,
         flush=True,
     )
-    return prepare_in_child("exports", [r.to_dict() for r in requests], workers)
+    return prepare_in_child(Step.EXPORTS, [r.to_dict() for r in requests], workers)
 
 
 def prepare_compiles(tasks: list[Task]) -> Prepared:
@@ -185,17 +186,17 @@ def prepare_compiles(tasks: list[Task]) -> Prepared:
     requests = compile_requests(t.job for t in tasks)
     workers = parallel_compiles(requests)
     if workers < 2:
-        return Prepared(step="compiles")
+        return Prepared(step=Step.COMPILES)
     print(
         f"compiling {len(requests)} torch.compile candidate(s), {workers} at a time, before the "
         "first job (the searches read them from inductor's caches)",
         file=sys.stderr,
         flush=True,
     )
-    return prepare_in_child("compiles", [r.to_dict() for r in requests], workers)
+    return prepare_in_child(Step.COMPILES, [r.to_dict() for r in requests], workers)
 
 
-def prepare_in_child(step: str, requests: list[dict], workers: int) -> Prepared:
+def prepare_in_child(step: Step, requests: list[dict], workers: int) -> Prepared:
     """One prepare step (kit.batch.prepare's `step`) in a child process, its tree killed on an
     interrupt or at PREPARE_LIMIT_S; what it made, and what it printed of discarded cache entries
     said on this console."""
@@ -212,25 +213,24 @@ def prepare_in_child(step: str, requests: list[dict], workers: int) -> Prepared:
         except BaseException:
             _kill(proc)
             log.seek(0)
-            export_records(log.read().decode(errors="replace"))  # its notes, even when interrupted
+            prepare_records(log.read().decode(errors="replace"), step)  # its notes, interrupted too
             raise
         if ended is None:
             _kill(proc)
         log.seek(0)
-        records = export_records(log.read().decode(errors="replace"), STEPS[step][0])
+        records = prepare_records(log.read().decode(errors="replace"), step)
     done = prepared(records, workers, time.perf_counter() - started, step)
     print(done.summary() or f"nothing made side by side ({step})", file=sys.stderr, flush=True)
     return done
 
 
-def export_records(output: str, name: str = "model") -> list[dict]:
-    """The records (named by `name`: an export's model, a compile's label) among the JSON lines
-    the prepare child printed; its notes (a cache entry it discarded) are printed on this console
-    as warnings."""
+def prepare_records(output: str, step: Step = Step.EXPORTS) -> list[dict]:
+    """The step's records among the JSON lines the prepare child printed; its notes (a cache entry
+    it discarded) are printed on this console as warnings."""
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     for note in (r["note"] for r in lines if "note" in r):
         print(f"warning: {note}", file=sys.stderr, flush=True)
-    return [r for r in lines if name in r]
+    return [r for r in lines if step.record_name in r]
 
 
 WORKER_LOG = "worker.log"  # the warm worker's own output, outside any job

@@ -26,6 +26,7 @@ its console).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -36,12 +37,13 @@ import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from kit.batch.proctree import kill_tree
 from kit.batch.worker import watch_parent
 from kit.cache import CacheRebuilt
-from kit.errors import KitError
+from kit.errors import KitError, error_line
 from kit.hardware.environment import usable_cores
 from kit.measure.memory import available_bytes
 from kit.models import MODELS
@@ -53,27 +55,42 @@ from kit.studies import STUDIES
 MEMORY_SHARE = 0.8  # of the available memory the exports (or compiles) side by side may take
 CORES_PER_COMPILE = 4  # cores each compile ahead is planned to keep busy
 COMPILE_LIMIT_S = 900.0  # one compile ahead; past it, it is killed and left to its job
-#: what each step's records are named by, and how its summary says what it made
-STEPS = {
-    "exports": ("model", "exported {n} model(s) to ONNX side by side before the first job"),
-    "compiles": (
-        "label",
-        "compiled {n} torch.compile candidate(s) side by side before the first job, for the "
-        "searches to read from inductor's caches",
-    ),
-}
+
+
+class Step(StrEnum):
+    """A prepare step: what it makes; the value is the child's first argument."""
+
+    EXPORTS = "exports"
+    COMPILES = "compiles"
+
+    @property
+    def record_name(self) -> str:
+        """The key that names each of its records (an export's model, a compile's label)."""
+        return "model" if self is Step.EXPORTS else "label"
+
+    @property
+    def run_key(self) -> str:
+        """Where the batch's run file (runs/<id>/batch.run) keeps what it made."""
+        return "prepared" if self is Step.EXPORTS else "compiled_ahead"
+
+    def made(self, n: int) -> str:
+        if self is Step.EXPORTS:
+            return f"exported {n} model(s) to ONNX side by side before the first job"
+        return (
+            f"compiled {n} torch.compile candidate(s) side by side before the first job, for the "
+            "searches to read from inductor's caches"
+        )
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What a prepare step (`step`: exports or compiles) did: what it made, failed, and how long
-    it took."""
+    """What a prepare step did: what it made, failed, and how long it took."""
 
     made: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
     parallel: int = 0
     seconds: float = 0.0
-    step: str = "exports"
+    step: Step = Step.EXPORTS
 
     def summary(self) -> str:
         if not self.made and not self.failed:
@@ -82,14 +99,9 @@ class Prepared:
             f"; failed here, left to their jobs: {', '.join(self.failed)}" if self.failed else ""
         )
         return (
-            STEPS[self.step][1].format(n=len(self.made))
+            self.step.made(len(self.made))
             + f" ({self.parallel} at a time, {self.seconds:.0f} s){failed}"
         )
-
-    @property
-    def record_key(self) -> str:
-        """Where the batch's run file keeps it."""
-        return "prepared" if self.step == "exports" else "compiled_ahead"
 
     def to_dict(self) -> dict:
         return {
@@ -109,10 +121,7 @@ def export_requests(jobs: Iterable) -> list[ExportRequest]:
     """The full-size zoo exports the jobs will load, each once (a job whose parameters do not make
     a config, or name no zoo model, asks for nothing: it fails on its own)."""
     wanted = dict.fromkeys(
-        r
-        for config in study_configs(jobs)
-        for r in config.exports()
-        if not r.small and r.model in MODELS.names()
+        r for r in asked(jobs, "exports") if not r.small and r.model in MODELS.names()
     )
     return list(wanted)
 
@@ -123,22 +132,22 @@ def compile_requests(jobs: Iterable, exported_only: bool = True) -> list[Compile
     exports it first; `exported_only` False: those too, as a plan counts them)."""
     wanted = dict.fromkeys(
         r
-        for config in study_configs(jobs)
-        for r in config.compiles()
+        for r in asked(jobs, "compiles")
         if not r.export.small and (r.export.cached() or not exported_only)
     )
     return list(wanted)
 
 
-def study_configs(jobs: Iterable) -> Iterator:
-    """Each job's study config (a job whose parameters do not make one is left out: it fails on
-    its own)."""
+def asked(jobs: Iterable, what: str) -> Iterator:
+    """What each job's study config asks for beforehand (its `exports()` or `compiles()`); a job
+    whose parameters make no config, or whose config cannot say, asks for nothing: it fails on its
+    own, with its reason, when it runs."""
     for job in jobs:
         study = Path(job.notebook).stem
         if study not in STUDIES:
             continue
         try:
-            yield STUDIES.get(study).config.from_params(job.parameters)
+            yield from getattr(STUDIES.get(study).config.from_params(job.parameters), what)()
         except (KitError, TypeError, ValueError):
             continue
 
@@ -194,24 +203,36 @@ def compile_all(requests: list[CompileRequest], workers: int) -> list[dict]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its group: kill_tree reaches workers it starts late too
         )
         try:
             out, err = proc.communicate(timeout=COMPILE_LIMIT_S)
         except subprocess.TimeoutExpired:
             kill_tree(proc.pid)  # inductor's compile workers with it
-            proc.communicate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=10)
             out, err = "", f"not done in {COMPILE_LIMIT_S:g} s: killed"
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        record = json.loads(lines[-1]) if lines else {"label": request.label}
-        if not lines:
+        record = last_record(out)
+        if record is None:
             tail = err.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-            record["error"] = f"its child ended without a record ({tail[0][:300]})"
+            record = {"error": f"its child ended without a record ({tail[0][:300]})"}
+        record["label"] = request.label
         record.setdefault("seconds", round(time.perf_counter() - started, 1))
         print(json.dumps(record), flush=True)
         return record
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(one, requests))
+
+
+def last_record(output: str) -> dict | None:
+    """The last JSON object a child printed on its own line, or None."""
+    for line in reversed(output.splitlines()):
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                return record
+    return None
 
 
 def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
@@ -224,10 +245,7 @@ def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
             request.export()
             error = None
         except Exception as exc:  # noqa: BLE001 - one failed export never stops the others
-            error = (
-                f"{type(exc).__name__}: "
-                f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
-            )
+            error = error_line(exc)
         record = {
             "model": request.model,
             "seconds": round(time.perf_counter() - started, 1),
@@ -240,8 +258,10 @@ def export_all(requests: list[ExportRequest], workers: int) -> list[dict]:
         return list(pool.map(one, requests))
 
 
-def prepared(records: list[dict], parallel: int, seconds: float, step: str = "exports") -> Prepared:
-    name = STEPS[step][0]
+def prepared(
+    records: list[dict], parallel: int, seconds: float, step: Step = Step.EXPORTS
+) -> Prepared:
+    name = step.record_name
     return Prepared(
         tuple(r[name] for r in records if not r["error"]),
         tuple(f"{r[name]} ({r['error']})" for r in records if r["error"]),
@@ -270,8 +290,8 @@ def main(argv: list[str]) -> int:
     watch_parent()
     exit_on_sigterm()
     relay_cache_notes()
-    step, requests, workers = argv[0], json.loads(argv[1]), int(argv[2])
-    if step == "compiles":
+    step, requests, workers = Step(argv[0]), json.loads(argv[1]), int(argv[2])
+    if step is Step.COMPILES:
         compile_all([CompileRequest.from_dict(r) for r in requests], workers)
     else:
         export_all([ExportRequest(**r) for r in requests], workers)

@@ -128,7 +128,7 @@ class Batch:
         """Record what the executor made before the jobs (the run file keeps it)."""
         made = [done for done in steps if done.made or done.failed]
         for done in made:
-            self.run[done.record_key] = done.to_dict()
+            self.run[done.step.run_key] = done.to_dict()
         if made:
             self.save()
 

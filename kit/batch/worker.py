@@ -18,15 +18,19 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jupyter_client import AsyncKernelManager
 from jupyter_core.utils import run_sync
+from traitlets import CaselessStrEnum, default
 
 from kit import atomic
 from kit.batch.proctree import kill_tree, tree
@@ -40,6 +44,34 @@ EXIT_KILLED = 3
 # nbformat's jsonschema probes the optional rfc3987_syntax package, whose import compiles a lark
 # grammar: 1.4 s of every job on a 2-core machine. Notebook validation checks no IRI formats.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None: "not installed"
+
+
+class IpcKernelManager(AsyncKernelManager):
+    """A kernel on Unix sockets of its own (transport ipc) instead of TCP ports: jupyter_client
+    picks a free port by binding and closing it before the kernel binds it, and a kernel another
+    process started in that moment (a second test worker, a JupyterLab) could take it: "Address
+    already in use", the kernel died before its first reply and the notebook failed unrun."""
+
+    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    @default("ip")
+    def _own_socket_prefix(self) -> str:  # jupyter_client's default, "kernel-ipc", is shared
+        return os.path.join(
+            tempfile.gettempdir(), f"{KERNEL_SOCKETS}{os.getpid()}-{uuid.uuid4().hex}-ipc"
+        )
+
+
+KERNEL_SOCKETS = "kit-kernel-"  # + the pid of the worker whose kernel listens on them
+
+
+def remove_kernel_sockets(pids: Iterable[int]) -> list[Path]:
+    """Delete the socket files of kernels whose workers (`pids`) were killed before they could
+    shut them down (a kernel shut down removes its own); returns what was deleted."""
+    tmp = Path(tempfile.gettempdir())
+    files = [f for pid in pids for f in tmp.glob(f"{KERNEL_SOCKETS}{pid}-*-ipc-*")]
+    for f in files:
+        f.unlink(missing_ok=True)
+    return files
 
 
 def children_peak() -> Peak:
@@ -88,6 +120,7 @@ def execute(spec: dict, dead_peak: Callable[[], Peak], km: Any = None) -> int:
             progress_bar=False,
             log_output=False,
             km=km,
+            kernel_manager_class=IpcKernelManager,  # where km is None: the kernel nbclient starts
         )
     except pm.PapermillExecutionError as exc:
         print(f"{exc.ename}: {exc.evalue}".splitlines()[0][:300])
@@ -152,11 +185,9 @@ class WarmKernel:
         raise RuntimeError(f"the warm kernel could not be made fresh for the job: {fresh}")
 
     async def _start(self, spec: dict) -> None:
-        from jupyter_client import AsyncKernelManager
-
         kernel = self
 
-        class Manager(AsyncKernelManager):
+        class Manager(IpcKernelManager):
             def client(self, **kwargs: Any) -> Any:
                 made = super().client(**kwargs)
                 kernel.clients.append(made)

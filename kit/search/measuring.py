@@ -34,7 +34,6 @@ REFERENCE = RowCandidate.of("onnxruntime", "fp32", "cpu")
 #: so far, it has clearly lost and the rest of its probe is skipped (an interval with no upper end
 #: never stops; today's mapping is always timed in full).
 SCOUT_SHARE, STOP_BELOW = 0.25, 0.7
-STOPPED_EARLY = "stopped early"  # how a stopped probe's reason starts (kit.search.sharing reads it)
 #: On a quiet machine a call longer than the scout's share is a scout on its own: one call has no
 #: interval, so its best case is taken as ONE_CALL_SPREAD faster than the faster of it and the
 #: candidate's first (numerics) call, so one slow call alone never stops it; contended, scouts keep
@@ -270,9 +269,9 @@ def stop_early(p: Probe, leader: Probe) -> bool:
         else f"1 call (the first call: {p.first_call or math.nan:.3g}), the faster taken as up to "
         f"{ONE_CALL_SPREAD:.0%} slow"
     )
-    p.status = ProbeStatus.LOST
+    p.status, p.stopped_early = ProbeStatus.LOST, True
     p.reason = (
-        f"{STOPPED_EARLY}: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
+        f"stopped early: {p.throughput:.3g} samples/s over {calls} (at most {top:.3g}), below "
         f"{STOP_BELOW:g} x the low end of the leader so far ({leader.label}, {against:.3g})"
     )
     return True

@@ -79,7 +79,9 @@ class Probe:
     # of load_s, compiling (torch.compile); None where nothing was compiled
     compile_s: float | None = None
     # its graphs from inductor's FX graph cache: {'hit': n, 'miss': n, 'bypass': n}
-    compile_cache: dict | None = None
+    compile_cache: dict[str, int] | None = None
+    # lost on a scout against a faster leader, not timed in full (kit.search.measuring.stop_early)
+    stopped_early: bool = False
     # samples/s of the first call (numerics or reference outputs), untimed window
     first_call: float | None = None
     numerics: dict = field(default_factory=dict)  # NumericsVerdict.to_dict() + mean_abs/max_abs

@@ -18,7 +18,7 @@ from kit.precision import PublishedPrecision
 from kit.search import cache
 from kit.search.decision import Decision
 from kit.search.gate import bits, precision_gate
-from kit.search.measuring import STOP_BELOW, STOPPED_EARLY, best_case, yardstick
+from kit.search.measuring import STOP_BELOW, best_case, yardstick
 from kit.search.probe import Probe, ProbeStatus
 
 SIBLING = {
@@ -35,6 +35,7 @@ COPIED = (
     "compile_cache",
     "first_call",
     "numerics",
+    "stopped_early",
 )
 
 
@@ -71,16 +72,18 @@ def shareable(p: Probe) -> bool:
 
 def borrow(probes: list[Probe], sibling: Decision, published: str) -> int:
     """Fill each pending probe of 16 bits or more (today's mapping aside) that the sibling measured;
-    returns how many were taken. One the sibling stopped early stays lost only where a candidate
-    that stopped it may run this row (`published`'s class) too: the FP8 row stops the 16-bit
-    candidates against its int8 leader, which an FP16 row may not choose, so there they are
-    measured again (taken as lost, an FP16 row once chose OpenVINO fp32 at 35/s over the bf16
-    that the FP8 row had stopped at 178/s)."""
+    returns how many were taken. One the sibling stopped early (a scout, not a full probe) stays
+    lost only where a candidate that stops it was measured in full there, may run this row
+    (`published`'s class) and is measured by this row too: the FP8 row stops the 16-bit candidates
+    against its int8 leader, which an FP16 row may not choose, so there they are measured again
+    (taken as lost, an FP16 row once chose OpenVINO fp32 at 35/s over the bf16 that the FP8 row had
+    stopped at 178/s)."""
     theirs = {p.label: p for p in sibling.probes}
     source = (
         f"the {sibling.published} row's search ({sibling.cache_file or '?'}, "
         f"{sibling.created_at or '?'})"
     )
+    here = {p.label for p in probes if p.today or p.status == ProbeStatus.PENDING}
     taken = 0
     for p in probes:
         q = theirs.get(p.label)
@@ -88,29 +91,41 @@ def borrow(probes: list[Probe], sibling: Decision, published: str) -> int:
             continue
         if q.status not in (ProbeStatus.CHOSEN, ProbeStatus.LOST) or not q.throughput:
             continue
-        stopped = q.reason.startswith(STOPPED_EARLY)
-        if stopped and not stopped_by_one_of_this_row(q, sibling, published):
+        stopper = stopped_by(q, sibling, published, here) if q.stopped_early else None
+        if q.stopped_early and stopper is None:
             continue
         for name in COPIED:
             setattr(p, name, getattr(q, name))
         p.shared_from = q.shared_from or source  # where it was measured, if the sibling took it too
-        if stopped:
-            p.status, p.reason = ProbeStatus.LOST, f"in {p.shared_from}: {q.reason}"
+        if stopper is not None:
+            p.status, p.reason = (
+                ProbeStatus.LOST,
+                f"in {p.shared_from}: stopped early: {q.throughput:.3g} samples/s over "
+                f"{q.calls} call(s) (at most {best_case(q):.3g}), below {STOP_BELOW:g} x the low "
+                f"end of {stopper.label} there ({yardstick(stopper):.3g}), which this row "
+                "measures too",
+            )
         else:
             p.status = ProbeStatus.MEASURED
         taken += 1
     return taken
 
 
-def stopped_by_one_of_this_row(q: Probe, sibling: Decision, published: str) -> bool:
-    """Whether the sibling measured in full a candidate that the published class `published`
-    admits and that stops `q` (kit.search.measuring.stop_early's rule), so `q` loses here too."""
+def stopped_by(q: Probe, sibling: Decision, published: str, here: set[str]) -> Probe | None:
+    """A candidate the sibling measured in full that stops `q` (kit.search.measuring.stop_early's
+    rule), that the published class `published` admits and that this row measures too (its label
+    in `here`); None where there is none, and `q` is measured again."""
     top = best_case(q)
-    return any(
-        r is not q
-        and r.status in (ProbeStatus.CHOSEN, ProbeStatus.LOST)
-        and not r.reason.startswith(STOPPED_EARLY)
-        and precision_gate(r.placement.precision, published) is None
-        and top < STOP_BELOW * yardstick(r)
-        for r in sibling.probes
+    return next(
+        (
+            r
+            for r in sibling.probes
+            if r is not q
+            and r.status in (ProbeStatus.CHOSEN, ProbeStatus.LOST)
+            and not r.stopped_early
+            and r.label in here
+            and precision_gate(r.placement.precision, published) is None
+            and top < STOP_BELOW * yardstick(r)
+        ),
+        None,
     )

@@ -296,7 +296,7 @@ def test_a_cache_entry_discarded_while_preparing_is_said_on_the_console(
         "note": "cache entry m-abc.onnx has no metadata file; rebuilding it"
     }
     made = json.dumps({"model": "resnet50-torch-fp32", "seconds": 1.0, "error": None})
-    assert local.export_records(f"{printed}{made}\nnoise\n") == [json.loads(made)]
+    assert local.prepare_records(f"{printed}{made}\nnoise\n") == [json.loads(made)]
     assert (
         capsys.readouterr().err
         == "warning: cache entry m-abc.onnx has no metadata file; rebuilding it\n"

@@ -7,6 +7,7 @@ it does; beside its result it writes what it saw (`<result>.seen.json`).
 """
 
 import json
+import os
 import sys
 from collections import OrderedDict
 from dataclasses import replace
@@ -360,3 +361,32 @@ def test_a_warm_job_finds_the_process_settings_the_kernel_started_with(monkeypat
         np.seterr(**saved[2])
         os.environ.clear()
         os.environ.update(saved[3])
+
+
+def test_the_batch_s_kernels_listen_on_sockets_of_their_own_not_tcp_ports():
+    """Two kernels started at once (two test workers, a JupyterLab beside a batch) raced for a TCP
+    port jupyter_client had freed for one of them ("Address already in use": the kernel died
+    before its first reply). The batch's kernels use Unix sockets under names of their own."""
+    from kit.batch.worker import IpcKernelManager
+
+    one, two = IpcKernelManager(kernel_name="ipu-repro"), IpcKernelManager(kernel_name="ipu-repro")
+    assert one.transport == two.transport == "ipc"
+    assert one.ip != two.ip and os.path.isabs(one.ip)
+
+
+def test_a_killed_worker_s_kernel_sockets_are_removed(tmp_path, monkeypatch):
+    """A kernel shut down removes its socket files; one killed with its worker (a time limit, a
+    stop) cannot: the batch removes those of the pids it killed, and no one else's."""
+    import tempfile
+
+    from kit.batch.worker import IpcKernelManager, remove_kernel_sockets
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ours = [tmp_path / f"kit-kernel-4242-abc-ipc-{i}" for i in (1, 2)]
+    theirs = tmp_path / "kit-kernel-777-def-ipc-1"
+    for f in (*ours, theirs):
+        f.write_text("")
+    assert sorted(remove_kernel_sockets([4242])) == ours
+    assert theirs.exists() and not any(f.exists() for f in ours)
+    km = IpcKernelManager(kernel_name="ipu-repro")
+    assert km.ip.startswith(str(tmp_path / f"kit-kernel-{os.getpid()}-"))

@@ -166,10 +166,16 @@ def test_compiles_made_side_by_side_count_as_rounds_then_each_search_reads_its_g
     )
 
 
-def test_a_gpu_run_planned_without_a_gpu_is_planned_on_a_host_like_the_guesses(no_tensorrt):
+def test_a_gpu_run_planned_without_a_gpu_is_planned_on_a_host_like_the_guesses(
+    no_tensorrt, monkeypatch, tmp_path
+):
     """`kit reproduce --plan --hardware cuda` on a laptop: the exports and compiles side by side as
     the 16-core, 128 GB host the per-item guesses come from would make them, and said so."""
     from kit.batch.profiles import jobs_for
+    from kit.hardware import kinds
+
+    monkeypatch.setattr(type(kinds.get("cuda")), "present", lambda self: False)
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path))  # no cached decision leaves a compile out
 
     side = time_plan.side_by_side(jobs_for("quick", "cuda"), "cuda")
     # 12 exports (the largest, widedeep, 5.8 GB: 17 fit in 0.8 x 128 GB); 16 cores / 4 per compile

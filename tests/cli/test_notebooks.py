@@ -10,6 +10,7 @@ import nbformat
 import papermill as pm
 import pytest
 
+from kit.batch.worker import IpcKernelManager
 from tests.conftest import ROOT
 
 SMALL_TIMING = {"warmup": 1, "min_duration_s": 0.05, "min_count": 3, "target_ci": 0.0}
@@ -59,6 +60,7 @@ def test_notebook_runs_under_papermill(name, outputs, tmp_path):
         parameters={**params, "results_path": str(results)},
         cwd=str(ROOT),
         progress_bar=False,
+        kernel_manager_class=IpcKernelManager,  # as the batch starts them: no TCP port race
     )
     nb = nbformat.read(str(out), as_version=4)
     shown = outputs_of(nb)

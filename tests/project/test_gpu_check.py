@@ -442,6 +442,12 @@ def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_
             "compile_cache": miss,
         },
         {"label": "torch fp16 (cuda)", "compile_s": None},
+        {  # the sibling's, counted where it was measured
+            "label": "torch fp16 compile=reduce-overhead (cuda)",
+            "compile_s": 6.0,
+            "compile_cache": hit,
+            "shared_from": "the FP16 row's search (d.json, t)",
+        },
     ]
     (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes}))
     (outputs / "cache" / "search" / "broken.json").write_text("{")

@@ -82,6 +82,16 @@ def test_a_row_with_a_cached_decision_or_an_uncached_export_compiles_nothing_ahe
     assert len(prepare.compile_requests([job], exported_only=False)) == 1
 
 
+def test_a_graph_is_compiled_ahead_once_whatever_its_clients():
+    """A full GPU search's reduce-overhead candidate with clients=2 calls the same compiled module:
+    one compile ahead serves both."""
+    two = Placement.of(
+        "torch", "fp16", "cuda", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}
+    )
+    assert ahead.one_graph(two) == COMPILED == ahead.one_graph(COMPILED)
+    assert ahead.one_graph(Placement.of("onnxruntime", "fp32", "cpu")).options.to_dict() == {}
+
+
 def test_only_modes_that_time_nothing_while_compiling_are_compiled_ahead():
     """max-autotune bakes the kernels it timed into the cached graph: compiled side by side, those
     timings would have run against each other on one device."""
@@ -132,8 +142,8 @@ def test_what_the_compiles_made_is_said_and_recorded_apart_from_the_exports():
         {"label": "a", "seconds": 30.0, "error": None},
         {"label": "b", "seconds": 2.0, "error": "BackendUnavailable: CUDA backend unavailable"},
     ]
-    done = prepare.prepared(records, 4, 61.2, "compiles")
-    assert done.record_key == "compiled_ahead" and prepare.Prepared().record_key == "prepared"
+    done = prepare.prepared(records, 4, 61.2, prepare.Step.COMPILES)
+    assert done.step.run_key == "compiled_ahead" and prepare.Prepared().step.run_key == "prepared"
     assert done.summary() == (
         "compiled 1 torch.compile candidate(s) side by side before the first job, for the searches "
         "to read from inductor's caches (4 at a time, 61 s); failed here, left to their jobs: "
@@ -185,7 +195,7 @@ def test_a_search_and_its_measurement_read_the_graph_compiled_ahead_from_inducto
     request = ahead.CompileRequest(
         export=ExportRequest("albert-torch-fp32", small=True), placement=placement, batch=1
     )
-    done = local.prepare_in_child("compiles", [request.to_dict()], 1)
+    done = local.prepare_in_child(prepare.Step.COMPILES, [request.to_dict()], 1)
     assert done.made == (request.label,) and done.failed == ()
     job = subprocess.run(
         [sys.executable, "-c", JOB_SIDE, json.dumps(placement.plan())],
@@ -212,6 +222,9 @@ def test_the_search_settings_that_decide_a_cached_decision_are_the_jobs():
     assert gpu.search_settings().settle_batch is None and gpu.search_batches() == [4, 32]
 
 
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="a CUDA candidate compiles on a GPU host"
+)
 def test_a_compile_that_fails_or_runs_too_long_is_left_to_its_search(tmp_path, monkeypatch):
     """A GPU candidate on this CPU: the child says why (the search then fails the probe with the
     same reason); one past the limit is killed with inductor's workers and said so."""
@@ -235,7 +248,7 @@ def test_the_batch_compiles_ahead_after_its_exports_and_records_both(outputs, mo
 
     order = []
     exports = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
-    compiles = prepare.Prepared(("a", "b"), ("c (boom)",), 4, 61.0, "compiles")
+    compiles = prepare.Prepared(("a", "b"), ("c (boom)",), 4, 61.0, prepare.Step.COMPILES)
     monkeypatch.setattr(local, "prepare_exports", lambda tasks: order.append("e") or exports)
     monkeypatch.setattr(local, "prepare_compiles", lambda tasks: order.append("c") or compiles)
     [record] = run_jobs([Job("published_results", "published_results.ipynb", {}, 300)], out=outputs)

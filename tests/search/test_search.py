@@ -384,6 +384,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
         "label": "openvino fp32 (cpu)",
         "status": "lost",
         "reason": "stopped early: 1 samples/s",
+        "stopped_early": True,
         "throughput": 1.0,
         "low": 0.9,
         "high": 1.1,
@@ -404,6 +405,7 @@ def test_a_stopped_or_failed_probe_of_the_sibling_is_kept_lost_or_measured_again
         "label": "openvino int8 (cpu)",
         "status": "chosen",
         "reason": "",
+        "stopped_early": False,
         "throughput": 10.0,
         "low": 9.0,
         "high": 11.0,
@@ -457,6 +459,7 @@ def test_a_probe_the_fp8_row_stopped_against_its_int8_leader_is_measured_again_i
             "precision": precision,
             "status": status,
             "reason": reason,
+            "stopped_early": reason.startswith("stopped early"),
             "throughput": rate,
             "low": rate * 0.95,
             "high": rate * 1.05,
@@ -497,14 +500,54 @@ def test_a_probe_the_fp8_row_stopped_against_its_int8_leader_is_measured_again_i
     by = {p.label: p for p in probes}
     assert by["openvino bf16 (cpu)"].status == "measured"
     assert by["openvino fp32 (cpu)"].status == "lost"  # 31.5 < 0.7 x bf16's 169
-    # the FP8 row itself may choose int8: what int8 stopped stays lost there
-    assert sharing.stopped_by_one_of_this_row(
-        Probe.from_dict(probe("openvino bf16 (cpu)", "bf16", "lost", 178.0, stopped)),
-        replace(
-            fp8, probes=[Probe.from_dict(probe("openvino int8 (cpu)", "int8", "chosen", 323.0))]
-        ),
-        "FP8",
+    assert by["openvino fp32 (cpu)"].stopped_early  # a scout still, for the next borrower
+    # named by what stops it in this row, not the FP8 row's int8 leader
+    assert (
+        "below 0.7 x the low end of openvino bf16 (cpu) there (169)"
+        in by["openvino fp32 (cpu)"].reason
     )
+    # the FP8 row itself may choose int8: what int8 stopped stays lost there
+    int8_only = replace(
+        fp8, probes=[Probe.from_dict(probe("openvino int8 (cpu)", "int8", "chosen", 323.0))]
+    )
+    bf16 = Probe.from_dict(probe("openvino bf16 (cpu)", "bf16", "lost", 178.0, stopped))
+    assert sharing.stopped_by(bf16, int8_only, "FP8", {"openvino int8 (cpu)"}) is not None
+    # ... unless this row does not measure it (not probed here): then bf16 is measured again
+    assert sharing.stopped_by(bf16, int8_only, "FP8", set()) is None
+
+
+def test_a_scout_relayed_through_a_second_search_stays_a_scout():
+    """Found in review: a stopped probe taken by the FP8 row carried a reason that no longer began
+    'stopped early', so a later FP16 search took the scout as a full probe. The flag travels."""
+    fields = {"device": "cpu", "options": {}, "threads": None, "native": True, "why": ""}
+    scout = {
+        **fields,
+        "label": "openvino fp32 (cpu)",
+        "backend": "openvino",
+        "precision": "fp32",
+        "status": "lost",
+        "reason": "in the FP16 row's search (a.json, t): stopped early: ...",
+        "stopped_early": True,
+        "throughput": 30.0,
+        "low": 28.0,
+        "high": 32.0,
+        "calls": 3,
+    }
+    fp8 = Decision.from_dict(
+        {
+            "published": "FP8",
+            "cache_file": "b.json",
+            "created_at": "t",
+            "plan": SOME_PLAN,
+            "probes": [scout],
+        }
+    )
+    today = PrecisionChoice(Placement("onnxruntime", "fp32", "cpu"), "m")
+    probes = _probes([RowCandidate.of("openvino", "fp32")], today)
+    for p in probes:
+        p.status = "pending"
+    assert sharing.borrow(probes, fp8, "FP16") == 0  # nothing measured in full stops it there
+    assert {p.label: p.status for p in probes}["openvino fp32 (cpu)"] == "pending"
 
 
 def test_nncf_transformer_preset_is_a_candidate_for_transformers_only():
