@@ -28,6 +28,18 @@ class JobStatus(StrEnum):
         """The member `value` names; else UnknownValueError naming the allowed ones."""
         return parse_member(cls, value, "job status")
 
+    def with_message(self, message: str) -> str:
+        """'<status>: <message>', the status said once where the message opens with it.
+
+        >>> JobStatus.KILLED.with_message("killed by SIGKILL (peak 2.0 GB)")
+        'killed by SIGKILL (peak 2.0 GB)'
+        >>> JobStatus.FAILED.with_message("ValueError: batch 0")
+        'failed: ValueError: batch 0'
+        """
+        if not message:
+            return self.value
+        return message if message.lower().startswith(self.value) else f"{self.value}: {message}"
+
 
 class BatchRunStatus(StrEnum):
     """Where one batch run stands in state.json."""

@@ -202,7 +202,7 @@ def command_line(args: argparse.Namespace, hardware: str) -> str:
 def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
     failed = [r for r in records if r.status != JobStatus.OK]
     for r in failed:
-        print(f"  {r.name}: {r.status}: {r.message}")
+        print(f"  {r.name}: {JobStatus(r.status).with_message(r.message)}")
     print(f"index: {index}")
     print(f"outputs: {outputs_dir()}")
     if failed:

@@ -96,3 +96,16 @@ def test_the_index_lists_the_latest_finished_run(tmp_path):
     ]
     (tmp_path / "state.json").write_text(json.dumps({"jobs": jobs, "runs": runs}))
     assert [r["name"] for r in latest_records(tmp_path)] == ["b"]
+
+
+def test_the_batch_summary_says_a_status_once_where_the_message_opens_with_it(capsys, tmp_path):
+    from kit.cli.reproduce import _summary
+
+    killed = JobRecord.from_dict(
+        {**RECORD, "name": "a", "status": "killed", "message": "killed by SIGKILL (peak 2 GB)"}
+    )
+    failed = JobRecord.from_dict({**RECORD, "name": "b", "status": "failed", "message": "boom"})
+    _summary([killed, failed], 1.0, tmp_path / "index.html")
+    out = capsys.readouterr().out
+    assert "  a: killed by SIGKILL (peak 2 GB)\n" in out
+    assert "  b: failed: boom\n" in out

@@ -8,9 +8,12 @@ it does; beside its result it writes what it saw (`<result>.seen.json`).
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections import OrderedDict
 from dataclasses import replace
+from pathlib import Path
 
 import nbformat
 import psutil
@@ -133,7 +136,12 @@ def _record(state: dict, name: str) -> JobRecord:
     return JobRecord.from_dict(state[name])
 
 
-def test_a_failed_or_dead_row_is_reported_as_one_shot_and_the_next_row_runs(outputs, rows):
+def test_a_failed_or_dead_row_is_reported_as_one_shot_and_the_next_row_runs(
+    outputs, rows, monkeypatch
+):
+    # where the workers' kernels make their socket files (short: a socket path has 107 bytes)
+    sockets = Path(tempfile.mkdtemp(prefix="kit-sock-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(sockets))
     jobs = [row("fails", "raise"), row("after_fail"), row("dies", "die"), row("after_death")]
     warm = {r.name: r for r in run_jobs(jobs, out=outputs, warm="on")}
     cold = {r.name: r for r in run_jobs(jobs[:3], out=outputs, warm="off", force=True)}
@@ -150,6 +158,9 @@ def test_a_failed_or_dead_row_is_reported_as_one_shot_and_the_next_row_runs(outp
     dead = seen(outputs, warm["dies"])["pid"]
     assert seen(outputs, warm["after_death"])["pid"] != dead  # a fresh kernel after the death
     assert not psutil.pid_exists(dead) or psutil.Process(dead).status() == psutil.STATUS_ZOMBIE
+    # a dead kernel leaves no socket files behind, warm or one-shot
+    assert not list(sockets.glob("kit-kernel-*"))
+    shutil.rmtree(sockets, ignore_errors=True)
 
 
 def spec(rows, tmp_path, name: str, action: str) -> dict:
