@@ -90,6 +90,7 @@ def watch_parent(interval_s: float = 1.0) -> None:
 
         for child in tree(os.getpid())[1:]:
             kill_tree(child.pid, grace_s=1.0)
+        remove_kernel_sockets([os.getpid()])  # its kernel, killed, could not
         os._exit(EXIT_KILLED)
 
     threading.Thread(target=poll, name="watch-parent", daemon=True).start()

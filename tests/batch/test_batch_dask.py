@@ -9,12 +9,15 @@ import _thread
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -328,9 +331,14 @@ def test_a_worker_that_cannot_import_the_kit_fails_its_jobs_with_the_reason(outp
 
 
 @pytest.mark.slow
-def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(outputs, notebooks, tmp_path):
+def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(
+    outputs, notebooks, tmp_path, monkeypatch
+):
     from distributed import Client
 
+    # where the job's kernel makes its socket files (short: a socket path has 107 bytes)
+    sockets = Path(tempfile.mkdtemp(prefix="kit-sock-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(sockets))
     with cluster(only={"cpu": 1}) as c, Client(c) as client:
         client.wait_for_workers(1)
         pids = client.run(os.getpid)
@@ -364,3 +372,9 @@ def test_a_batch_whose_only_worker_dies_stops_waiting_and_says_why(outputs, note
         f"{c.scheduler_address} for 3 s"
     )
     assert read_state(outputs)["runs"][-1]["status"] == "complete"
+    # the job's worker, its parent gone, killed its kernel and removed the kernel's socket files
+    deadline = time.monotonic() + 15
+    while list(sockets.glob("kit-kernel-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(sockets.glob("kit-kernel-*"))
+    shutil.rmtree(sockets, ignore_errors=True)
