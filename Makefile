@@ -27,6 +27,17 @@ PIP_LOG := $(VENV)/pip-install.log
 
 PEERS_ARGS ?=
 
+# `make reproduce`'s fixed choices, refused before anything is installed (kit checks them again;
+# tests/project/test_makefile.py keeps these lists equal to kit's). $(call one_of,VAR,choices)
+one_of = $(if $(and $(filter 1,$(words $($(1)))),$(filter $(2),$($(1)))),,$(error invalid $(1)='$($(1))': one of $(2)))
+ifneq ($(filter reproduce,$(MAKECMDGOALS)),)
+$(call one_of,PROFILE,quick full)
+$(call one_of,FORCE,0 1)
+$(call one_of,SEARCH,0 1)
+$(call one_of,PLAN,0 1)
+$(call one_of,WARM,auto on off)
+endif
+
 .PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs mutate other-build
 
 install: $(STAMP)

@@ -68,3 +68,47 @@ def test_a_sigterm_to_make_reaches_kit(tmp_path, target):
     finally:
         if alive(kit):
             os.kill(kit, signal.SIGKILL)
+
+
+def reproduce_choices() -> dict[str, tuple[str, ...]]:
+    """kit reproduce's fixed choices, under the Makefile variable that passes each one."""
+    from kit.batch.selection import FORCE_VALUES
+    from kit.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.choices and "reproduce" in a.choices)
+    options = {a.dest: a.choices for a in sub.choices["reproduce"]._actions}
+    return {
+        "PROFILE": tuple(options["profile"]),
+        "SEARCH": tuple(options["search"]),
+        "PLAN": tuple(options["plan"]),
+        "WARM": tuple(options["warm_kernel"]),
+        "FORCE": FORCE_VALUES,
+    }
+
+
+def make_dry_run(venv: Path, *variables: str) -> subprocess.CompletedProcess:
+    """`make -n reproduce` with `variables` and a `venv` not made yet: what make would run, the
+    environment's install included (nothing runs)."""
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(ROOT), "reproduce", f"VENV={venv}"]
+        + list(variables),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("variable", ["PROFILE", "SEARCH", "PLAN", "WARM", "FORCE"])
+def test_a_wrong_choice_is_refused_before_the_install(variable, tmp_path):
+    """`make reproduce WARM=maybe` installed the environment (minutes, GB) and only then did kit
+    refuse the value. Every value kit accepts passes the Makefile's check; others stop make before
+    a command runs, naming the value and the choices."""
+    allowed = reproduce_choices()[variable]
+    for value in allowed:
+        proc = make_dry_run(tmp_path / "venv", f"{variable}={value}")
+        assert proc.returncode == 0, proc.stderr
+        assert "pip install" in proc.stdout and "kit reproduce" in proc.stdout
+    for wrong in ("maybe", " ".join(allowed), ""):
+        proc = make_dry_run(tmp_path / "venv", f"{variable}={wrong}")
+        assert proc.returncode == 2 and not proc.stdout.strip(), proc.stdout
+        assert f"invalid {variable}='{wrong}': one of {' '.join(allowed)}" in proc.stderr
