@@ -17,9 +17,8 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kit import atomic
 from kit.batch.executor import Executor, Task
@@ -70,11 +69,25 @@ def readable(result: Path) -> bool:
     return isinstance(data, dict) and version_problem(data) is None
 
 
+class BatchProgress(Protocol):
+    """What the batch tells its progress display: `start` once the batch holds outputs/ (a batch
+    refused because another holds it draws nothing), then each finished job's record."""
+
+    def start(self) -> None: ...
+
+    def __call__(self, record: JobRecord) -> None: ...
+
+
 class Batch:
     """One run of the runner: its state, folder and records, saved after every job."""
 
     def __init__(
-        self, out: Path, state: dict, context: str, progress: Callable | None, command: str = ""
+        self,
+        out: Path,
+        state: dict,
+        context: str,
+        progress: BatchProgress | None,
+        command: str = "",
     ):
         self.out, self.state, self.context, self.progress = out, state, context, progress
         self.command = command
@@ -194,7 +207,7 @@ def run_jobs(
     force: bool = False,
     out: Path | None = None,
     context: str = "",
-    progress: Callable[[JobRecord], None] | None = None,
+    progress: BatchProgress | None = None,
     executor: Executor | None = None,
     command: str = "",
     warm: str = "off",
@@ -219,6 +232,8 @@ def run_jobs(
     with outputs_lock(out):
         state = read_state(out)  # before anything is created
         batch = Batch(out, state, context, progress, command)
+        if progress:
+            progress.start()
         with interrupts_raise():
             try:
                 for phase_jobs, runner in phases:

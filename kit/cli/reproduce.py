@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from kit.backends.openvino_backend import blob_cache_gb
 from kit.batch.clean import clean_outputs
@@ -313,13 +314,20 @@ class Progress:
     """A tqdm bar over notebooks, one line per finished notebook."""
 
     def __init__(self, total: int):
+        self.total = total
+        self.bar: Any = None  # a tqdm bar once started
+
+    def start(self) -> None:
+        """Drawn once the batch holds outputs/ (kit.batch.runner.BatchProgress)."""
         from tqdm import tqdm
 
         # no monitor thread: a bar that may share a process with timed work
         tqdm.monitor_interval = 0
-        self.bar = tqdm(total=total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
+        self.bar = tqdm(total=self.total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
 
     def __call__(self, record: JobRecord) -> None:
+        if self.bar is None:
+            self.start()
         tag = "reused" if record.reused else f"{record.duration_s:.0f} s"
         where = f" on {record.worker or record.host}" if record.worker else ""
         note = f" [{record.note}]" if record.note else ""
@@ -330,4 +338,5 @@ class Progress:
         self.bar.update(1)
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()

@@ -151,8 +151,9 @@ def test_make_reproduce_passes_failures_and_usage_errors_on(tmp_path):
 def test_second_batch_is_refused_while_one_holds_outputs(outputs, tiny, monkeypatch, capsys):
     use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
     with outputs_lock(outputs):
-        code, _, err = reproduce(capsys)
+        code, lines, err = reproduce(capsys)
         assert code == 2
+        assert not any("notebook" in line for line in lines), lines  # no progress bar drawn
         assert (
             f"another `kit reproduce` (pid {os.getpid()}, started " in err and str(outputs) in err
         )
