@@ -44,7 +44,7 @@ from kit.batch.proctree import kill_tree
 from kit.batch.worker import watch_parent
 from kit.cache import CacheRebuilt
 from kit.errors import KitError, error_line
-from kit.hardware.environment import usable_cores
+from kit.hardware.environment import usable_cores, usable_cpus
 from kit.measure.memory import available_bytes
 from kit.models import MODELS
 from kit.models.export_child import exit_on_sigterm
@@ -192,7 +192,7 @@ def compile_all(requests: list[CompileRequest], workers: int) -> list[dict]:
     in order: {'label', 'seconds', 'compile_s', 'compile_cache', 'peak_rss_bytes', 'error'}."""
     env = {
         **os.environ,
-        "TORCHINDUCTOR_COMPILE_THREADS": str(max(1, usable_cores() // max(1, workers))),
+        "TORCHINDUCTOR_COMPILE_THREADS": str(max(1, usable_cpus() // max(1, workers))),
     }
 
     def one(request: CompileRequest) -> dict:

@@ -1,8 +1,12 @@
-"""The CPUs this process may run on, and the thread settings it runs with."""
+"""The CPUs this process may run on, the physical cores under them, and the thread settings it
+runs with."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+SYS_CPU = Path("/sys/devices/system/cpu")
 
 THREAD_ENV = (
     "OMP_NUM_THREADS",
@@ -19,6 +23,38 @@ def our_cpus() -> list[int]:
         return sorted(os.sched_getaffinity(0))
     except AttributeError:
         return list(range(os.cpu_count() or 1))
+
+
+def cpu_list(text: str) -> frozenset[int]:
+    """The CPUs a sysfs list names.
+
+    >>> sorted(cpu_list("0-2,8"))
+    [0, 1, 2, 8]
+    """
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return frozenset(out)
+
+
+def physical_cores(cpus: list[int], root: Path = SYS_CPU) -> int:
+    """How many physical cores `cpus` run on: SMT siblings (hyper-threads) share one core's vector
+    units and count once, grouped by the core's CPU list in sysfs (core_cpus_list, older kernels
+    thread_siblings_list). `len(cpus)` where the topology is unreadable (a container without
+    /sys)."""
+    cores = set()
+    for cpu in cpus:
+        topology = root / f"cpu{cpu}" / "topology"
+        for name in ("core_cpus_list", "thread_siblings_list"):
+            try:
+                cores.add(cpu_list((topology / name).read_text()))
+                break
+            except (OSError, ValueError):
+                continue
+        else:
+            return len(cpus)
+    return len(cores) or len(cpus)
 
 
 def thread_settings() -> dict:

@@ -15,7 +15,7 @@ from typing import TypeGuard
 
 from kit.errors import BackendUnavailable
 from kit.hardware import cuda
-from kit.hardware.cpu import thread_settings
+from kit.hardware.cpu import our_cpus, physical_cores, thread_settings
 from kit.hardware.ipu import ipu_present
 from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
@@ -81,11 +81,18 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def usable_cpus() -> int:
+    """The logical CPUs this process may run on (SMT siblings counted apart): what a load average
+    is compared with."""
+    return len(our_cpus())
+
+
 def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """The physical cores under the CPUs this process may run on: an SMT sibling shares its core's
+    vector units, so a nominal peak counts cores, and the backends' default thread count is one per
+    core, as ONNX Runtime's and PyTorch's defaults and OpenVINO's LATENCY hint are (threads on
+    both siblings of a core oversubscribe it). The usable CPUs where sysfs gives no topology."""
+    return physical_cores(our_cpus())
 
 
 def fp32_flops_per_cycle(flags: frozenset[str], vendor: str, family: int) -> float:
@@ -235,6 +242,7 @@ def capture() -> dict:
         "cpu": {
             "model": cpu_model(),
             "cores": usable_cores(),
+            "cpus": usable_cpus(),
             "peak_fp32": cpu_peak_gflops("fp32"),
         },
         "gpus": list(cuda.visible_gpu_names()),

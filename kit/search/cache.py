@@ -26,6 +26,7 @@ from kit.hardware.environment import (
     cpu_model,
     package_versions,
     usable_cores,
+    usable_cpus,
 )
 from kit.paths import cache_dir
 from kit.precision import PublishedPrecision
@@ -106,10 +107,10 @@ def decision_path(key: dict, directory: Path | None = None) -> Path:
     return directory / f"{name}-{key['published']}-b{key['batch_size']}-{key_hash(key)}.json"
 
 
-def contended(load_average: float, cores: int) -> bool:
-    """A machine whose 1-minute load average exceeds its cores: other work shares every core, which
-    favours fewer threads and blurs small differences."""
-    return load_average > cores
+def contended(load_average: float, cpus: int) -> bool:
+    """A machine whose 1-minute load average exceeds its usable CPUs: other work shares every CPU,
+    which favours fewer threads and blurs small differences."""
+    return load_average > cpus
 
 
 ANY = object()  # load_decision's settle_batch: whatever settled the stored decision's near ties
@@ -139,9 +140,8 @@ def load_decision(
         and stored.settings.get("settle_batch", settle_batch) != settle_batch
     ):
         return None
-    cores = usable_cores()
     now = os.getloadavg()[0] if load_now is None else load_now
-    if stored.contended and not contended(now, cores):
+    if stored.contended and not contended(now, usable_cpus()):
         return None
     return stored
 

@@ -886,7 +886,7 @@ def test_a_decision_searched_under_contention_is_searched_again_once_quiet(outpu
             }
         )
     )
-    busy = cache.usable_cores() + 4.0
+    busy = cache.usable_cpus() + 4.0
     assert cache.load_decision(key, load_now=busy) is not None  # still contended: reuse
     assert cache.load_decision(key, load_now=0.1) is None  # quiet now: search again
     cache.store_decision(
