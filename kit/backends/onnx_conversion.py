@@ -27,7 +27,7 @@ from unittest import mock
 from kit import progress
 from kit.cache import cached_file
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
-from kit.hardware.environment import onnxruntime_version
+from kit.hardware.environment import int8_saturates, onnxruntime_version
 from kit.measure.memory import check_memory, release_freed_memory
 from kit.models.spec import ExportedModel, make_inputs
 from kit.paths import cache_dir
@@ -99,12 +99,17 @@ def conversion_label(
             "onnxconverter-common float16 (keep_io_types=True; nodes ONNX Runtime rejects in "
             "fp16 are kept in fp32)"
         )
+    seven_bit = (
+        "; 7-bit weights (reduce_range): this CPU's int8 kernels saturate without VNNI"
+        if int8_saturates()
+        else ""
+    )
     if quantization_method(model, quantization) == "static-qdq":
         return (
             f"onnxruntime static QDQ int8 (U8S8, per-channel weights, MinMax calibration on "
-            f"{CALIBRATION_BATCHES} seeded inputs)"
+            f"{CALIBRATION_BATCHES} seeded inputs{seven_bit})"
         )
-    return "onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call)"
+    return f"onnxruntime dynamic int8 (QInt8 weights, uint8 activations scaled per call{seven_bit})"
 
 
 def convert_for_ort(
@@ -183,6 +188,8 @@ def conversion_settings(model: ExportedModel, method: str) -> dict:
         from onnxconverter_common import __version__ as converter_version
 
         settings["onnxconverter-common"] = converter_version
+    if method in SEVEN_BIT_METHODS:
+        settings["reduce_range"] = int8_saturates()
     if method.startswith("static-qdq"):
         settings["calibration"] = {
             "batches": CALIBRATION_BATCHES,
@@ -250,10 +257,20 @@ def to_fp16(model: ExportedModel, out: Path) -> list[str]:
     )
 
 
+#: the int8 methods ONNX Runtime's CPU kernels run u8 x s8: 7-bit weights where those saturate
+#: (kit.hardware.environment.int8_saturates); the symmetric s8s8 one is TensorRT's
+SEVEN_BIT_METHODS = ("dynamic", "static-qdq")
+
+
 def to_int8_dynamic(model: ExportedModel, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(model.onnx_path), str(out), weight_type=QuantType.QInt8)
+    quantize_dynamic(
+        str(model.onnx_path),
+        str(out),
+        weight_type=QuantType.QInt8,
+        reduce_range=int8_saturates(),
+    )
 
 
 def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> None:
@@ -286,6 +303,7 @@ def to_int8_static(model: ExportedModel, out: Path, symmetric: bool = False) -> 
                 quant_format=QuantFormat.QDQ,
                 weight_type=QuantType.QInt8,
                 per_channel=True,
+                reduce_range=not symmetric and int8_saturates(),
                 calibrate_method=CalibrationMethod.MinMax,
                 **signed,
             )

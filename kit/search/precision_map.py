@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from kit.backends import Placement
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
-from kit.hardware.environment import cpu_flags
+from kit.hardware.environment import INT8_DOT_FLAGS, cpu_flags
 from kit.precision import PublishedPrecision as Pub
 from kit.precision import RunPrecision as Run
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")
-INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+INT8_FLAGS = INT8_DOT_FLAGS
 
 
 @dataclass(frozen=True)
