@@ -326,8 +326,6 @@ class Progress:
         self.bar = tqdm(total=self.total, unit="notebook", file=sys.stdout, dynamic_ncols=True)
 
     def __call__(self, record: JobRecord) -> None:
-        if self.bar is None:
-            self.start()
         tag = "reused" if record.reused else f"{record.duration_s:.0f} s"
         where = f" on {record.worker or record.host}" if record.worker else ""
         note = f" [{record.note}]" if record.note else ""

@@ -24,8 +24,8 @@ from kit.backends import Placement
 from kit.backends.placement import flat_dict
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
-from kit.hardware.environment import cpu_flags, usable_cores
-from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS, INT8_FLAGS
+from kit.hardware.environment import cpu_flags, int8_saturates, usable_cores
+from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS
 
 DEPTHS = ("quick", "full")
 #: torch eager fp32 in a quick search: the same model's fp32 is timed through ONNX Runtime and
@@ -156,7 +156,7 @@ def _cuda_row(ctx: CandidateContext) -> list[RowCandidate]:
 def _cpu(
     framework: str, flags: frozenset[str], cores: int, transformer: bool = False
 ) -> list[RowCandidate]:
-    vnni = bool(flags & set(INT8_FLAGS))
+    vnni = not int8_saturates(flags)
     bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
     ort = "onnxruntime"
     out = [

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from kit.backends import Placement
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
-from kit.hardware.environment import INT8_DOT_FLAGS, cpu_flags
+from kit.hardware.environment import cpu_flags, int8_saturates
 from kit.precision import PublishedPrecision as Pub
 from kit.precision import RunPrecision as Run
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")
-INT8_FLAGS = INT8_DOT_FLAGS
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def _map_cpu(
     if published is Pub.FP8:
         vnni = (
             "with VNNI int8 dot products"
-            if flags & set(INT8_FLAGS)
+            if not int8_saturates(flags)
             else "without VNNI (slower int8)"
         )
         return PrecisionChoice(
@@ -209,7 +208,7 @@ def _cpu_configs(
     native16 = bool(flags & set(FP16_FLAGS))
     out = [
         Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
-        Candidate("onnxruntime", "int8", why="VNNI int8" if flags & set(INT8_FLAGS) else "int8"),
+        Candidate("onnxruntime", "int8", why="int8" if int8_saturates(flags) else "VNNI int8"),
     ]
     if include_slow or native16:
         out.append(Candidate("onnxruntime", "fp16", why="fp16 (emulated unless avx512_fp16)"))

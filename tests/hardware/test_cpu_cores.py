@@ -74,9 +74,15 @@ def test_backends_default_to_one_thread_per_physical_core(small, one_core_under_
         torch.set_num_threads(before)
 
 
-def test_the_nominal_peak_counts_cores_and_the_provenance_both(one_core_under_two_cpus):
+def test_the_nominal_peak_counts_cores_and_the_provenance_both(
+    one_core_under_two_cpus, monkeypatch
+):
     one_core = environment.cpu_peak_gflops("fp32")
     assert one_core["method"].endswith("x 1 cores")
+    monkeypatch.setattr(environment, "physical_cores", lambda cpus: 2)
+    two_cores = environment.cpu_peak_gflops("fp32")["gflops"]
+    assert two_cores == pytest.approx(2 * one_core["gflops"], abs=0.15)  # each rounded to 0.1
+    monkeypatch.setattr(environment, "physical_cores", lambda cpus: 1)
     captured = environment.capture()["cpu"]
     assert captured["cores"] == 1 and captured["cpus"] == 2
     assert captured["peak_fp32"]["gflops"] == one_core["gflops"]
