@@ -450,10 +450,15 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def vector_flags(flags: frozenset[str] | set[str]) -> list[str]:
+    """The CPU's flags that change which candidates run and how (512-bit vectors, AMX, VNNI)."""
+    return sorted(f for f in flags if f.startswith(("avx512", "amx", "avx_vnni")))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     args.hardware = resolve_hardware(args.hardware)
-    flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")))
+    flags = vector_flags(cpu_flags())
     peers = (
         "plain PyTorch fp16 / ORT TensorRT / TensorRT on the GPU"
         if args.hardware == kinds.CUDA.name
@@ -461,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"peers: kit vs {peers}, {args.rounds} interleaved rounds of {args.seconds:g} s; "
-        f"CPU flags {' '.join(flags)} ({load_note()})",
+        f"CPU flags {' '.join(flags) or 'none of avx512*, amx*, avx_vnni'} ({load_note()})",
         flush=True,
     )
     try:

@@ -414,3 +414,12 @@ def test_on_a_gpu_an_extra_batch_never_enters_reproduces_chain_of_published_batc
     kits = peers.kit_plans("resnet50-torch-fp32", "FP16", "cuda", [4, 8, 32])
     assert sorted(asked) == [(4, None), (8, 4), (32, 4)]
     assert {b: k["chosen"] for b, k in kits.items()} == {4: "b4", 8: "b8", 32: "b32"}
+
+
+def test_the_recorded_flags_are_the_vector_ones_vnni_included():
+    assert peers.vector_flags({"avx2", "avx512f", "avx_vnni", "amx_int8"}) == [
+        "amx_int8",
+        "avx512f",
+        "avx_vnni",
+    ]
+    assert peers.vector_flags({"avx2", "fma"}) == []
