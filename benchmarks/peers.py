@@ -35,6 +35,7 @@ import numpy as np
 from benchmarks.common import load_note
 from benchmarks.peer_arms import serve
 from benchmarks.peer_gpu_arms import TORCH_ARMS
+from kit.atomic import write_text
 from kit.batch.profiles import search_batch
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -474,9 +475,23 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidParameter as exc:
         print(f"bench-peers: {exc}", file=sys.stderr)
         return 2
-    results = []
     out = os.path.abspath(args.out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    results: list[dict] = []
+    try:
+        run_rows(asked, args, flags, out, results)
+    except KeyboardInterrupt:
+        where = f"kept in {out}" if results else "nothing written"
+        print(f"\n  interrupted: {len(results)} finished row(s) {where}", flush=True)
+        return 130
+    print(table(results))
+    print(f"  written {out} ({load_note()} at the end)")
+    missed = any(not b.get("met") for r in results for b in r["batches"])
+    return 1 if missed and os.environ.get("BENCH_STRICT") == "1" else 0
+
+
+def run_rows(asked: list, args, flags: list[str], out: str, results: list[dict]) -> None:
+    """Each asked row measured and appended to `results`, written to `out` after every row."""
     for model, precision, given in asked:
         started = time.perf_counter()
         sizes = batches_of(model, precision, args.batches, given)
@@ -506,21 +521,19 @@ def main(argv: list[str] | None = None) -> int:
         results.append(row)
         # after every row: an interrupted run keeps what it measured
         write(out, args, flags, results)
-    print(table(results))
-    print(f"  written {out} ({load_note()} at the end)")
-    missed = any(not b.get("met") for r in results for b in r["batches"])
-    return 1 if missed and os.environ.get("BENCH_STRICT") == "1" else 0
 
 
 def write(out: str, args, flags: list[str], results: list[dict]) -> None:
-    with open(out, "w") as f:
-        env = capture()
-        ran_on = (
-            f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
-            if args.hardware == kinds.CUDA.name
-            else None
-        )  # None: the CPU and its flags
-        json.dump(
+    """The results so far, atomically (a Ctrl-C mid-write leaves the previous rows' file)."""
+    env = capture()
+    ran_on = (
+        f"GPU {', '.join(env.get('gpus') or []) or 'unknown'}, every arm timed host to host"
+        if args.hardware == kinds.CUDA.name
+        else None
+    )  # None: the CPU and its flags
+    write_text(
+        out,
+        json.dumps(
             {
                 "environment": env,
                 "hardware": args.hardware,
@@ -534,10 +547,10 @@ def write(out: str, args, flags: list[str], results: list[dict]) -> None:
                 "target": TARGET,
                 "rows": results,
             },
-            f,
             indent=1,
             default=str,
-        )
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ themselves are `make bench-peers`, never a unit test)."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -423,3 +424,18 @@ def test_the_recorded_flags_are_the_vector_ones_vnni_included():
         "avx_vnni",
     ]
     assert peers.vector_flags({"avx2", "fma"}) == []
+
+
+def test_a_ctrl_c_keeps_the_rows_written_and_says_so(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "peers.json"
+
+    def one_row_then_ctrl_c(asked, args, flags, path, results):
+        results.append({"model": "m", "published": "FP16", "batches": []})
+        peers.write(path, args, flags, results)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(peers, "run_rows", one_row_then_ctrl_c)
+    rc = peers.main(["--rows", "widedeep-tf-fp32:FP16", "--hardware", "cpu", "--out", str(out)])
+    assert rc == 130
+    assert "interrupted: 1 finished row(s) kept in" in capsys.readouterr().out
+    assert [r["model"] for r in json.loads(out.read_text())["rows"]] == ["m"]
