@@ -29,8 +29,18 @@ no warm-up call (each side's first call at that batch is in its first round), wh
 the next round fits. Roformer's pair is a near tie at batch 1 (OpenVINO ÷ ONNX Runtime medians 0.99,
 1.03 and 1.06 in three searches) and OpenVINO 1.15-1.21x in every round at batch 12.
 
+Where the published batch is FAR_BATCH_RATIO times the search batch or more, a ratio at the search
+batch says little about the published one, so "near" widens to FAR_TIE_TOLERANCE and the probes'
+intervals no longer settle a challenger on a quiet machine (`below`): every challenger within the
+window is dueled, and one within FAR_TIE_TOLERANCE is settled at the published batch. On a 2-core
+EPYC, bert FP16's ONNX Runtime ÷ OpenVINO went from 1.04 at batch 1 to 0.89 at batch 40 in one bare
+search, and three BERT-family searches' batch-1 duels and probes favoured ONNX Runtime by 11-29 %
+where OpenVINO ran 1.06-1.11x at batch 40: each kept ONNX Runtime, 0.90-0.94x the best peer.
+
 >>> RUNOFF_ROUNDS, MAX_RUNOFF_ROUNDS, MAX_DUELS, window(contended=False), window(contended=True)
 (4, 8, 2, 0.7, 0.2)
+>>> tie_tolerance(1, 40), tie_tolerance(1, 4), tie_tolerance(4, 32), tie_tolerance(1, None)
+(0.3, 0.05, 0.3, 0.05)
 >>> undecided([0.89, 0.81, 0.99, 1.02]), undecided([0.918, 0.975, 0.79, 0.89]), undecided([1.0, 1.0, 1.0])
 (True, False, False)
 """  # noqa: E501
@@ -62,6 +72,19 @@ SETTLE_WITHIN_S = 45.0
 RUNOFF_WITHIN = 0.2
 QUIET_WITHIN = 0.7  # quiet: the early stop's threshold (kit.search.measuring.STOP_BELOW)
 MAX_DUELS = 2
+# a settle batch this many times the search batch or more: the search batch's ratio is a weak guide
+FAR_BATCH_RATIO = 8
+FAR_TIE_TOLERANCE = 0.3  # ... so a duel within this is settled there (see the module's text)
+
+
+def far(batch: int, settle_batch: int | None) -> bool:
+    """Whether the settle batch is FAR_BATCH_RATIO times the search batch or more."""
+    return settle_batch is not None and settle_batch >= FAR_BATCH_RATIO * batch
+
+
+def tie_tolerance(batch: int, settle_batch: int | None) -> float:
+    """How close a duel at `batch` must be to be settled at `settle_batch`."""
+    return FAR_TIE_TOLERANCE if far(batch, settle_batch) else TIE_TOLERANCE
 
 
 def window(contended: bool) -> float:
@@ -77,18 +100,19 @@ def below(p: Probe, leader: Probe) -> bool:
 
 
 def challengers(
-    probes: list[Probe], within: float = RUNOFF_WITHIN
+    probes: list[Probe], within: float = RUNOFF_WITHIN, *, probes_settle: bool = True
 ) -> tuple[Probe | None, list[Probe]]:
     """(the leader, the candidates it duels in order): today's mapping first, then the fastest
     others; each within `within` x the leader's throughput, and on a quiet machine (the narrow
-    window) not settled by the probes already (its interval wholly below the leader's)."""
+    window), where `probes_settle`, not settled by the probes already (its interval wholly below
+    the leader's)."""
     measured = sorted(
         (p for p in probes if p.status == ProbeStatus.MEASURED), key=lambda p: -p.rate
     )
     if len(measured) < 2:
         return (measured[0] if measured else None), []
     leader = measured[0]
-    quiet = within >= QUIET_WITHIN
+    quiet = within >= QUIET_WITHIN and probes_settle
     close = [
         p
         for p in measured[1:]
@@ -113,17 +137,22 @@ def undecided(ratios: list[float]) -> bool:
 
 
 def duel(
-    ctx: SearchContext, leader: Probe, challenger: Probe, *, settles_ties: bool = False
+    ctx: SearchContext,
+    leader: Probe,
+    challenger: Probe,
+    *,
+    settles_ties: bool = False,
+    tolerance: float = TIE_TOLERANCE,
 ) -> dict:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
     {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
-    'error' when either fails to load or run. `settles_ties`: a near tie after RUNOFF_ROUNDS stops
-    here (a larger batch settles it). A session the context's keeper holds at this batch is lent,
-    not loaded again."""
+    'error' when either fails to load or run. `settles_ties`: a duel within `tolerance` after
+    RUNOFF_ROUNDS stops here (a larger batch settles it). A session the context's keeper holds at
+    this batch is lent, not loaded again."""
 
     def go_on(ratios: list[float], seconds: float) -> bool:
         return len(ratios) < RUNOFF_ROUNDS or (
-            not (settles_ties and near_tie(ratios)) and extend(ratios, seconds)
+            not (settles_ties and near_tie(ratios, tolerance)) and extend(ratios, seconds)
         )
 
     cfg = MeasureConfig(warmup=0, min_duration_s=ctx.window.min_duration_s / 2, min_count=1)
@@ -190,9 +219,9 @@ def timed_rounds(
     }
 
 
-def near_tie(ratios: list[float]) -> bool:
-    """Whether the rounds' median puts the pair within TIE_TOLERANCE of each other."""
-    return abs(math.log(statistics.median(ratios))) < -math.log(1 - TIE_TOLERANCE)
+def near_tie(ratios: list[float], tolerance: float = TIE_TOLERANCE) -> bool:
+    """Whether the rounds' median puts the pair within `tolerance` of each other."""
+    return abs(math.log(statistics.median(ratios))) < -math.log(1 - tolerance)
 
 
 def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
@@ -247,13 +276,14 @@ def run(
     seed: int = 0,
 ) -> dict | None:
     """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
-    there is nothing to duel (one candidate measured, or none close to the leader). A near tie is
-    settled at `settle_batch` (larger than `batch`) where that fits (its record follows the duel's,
-    with 'batch'), else the record says why not ('settle')."""
-    leader, rivals = challengers(probes, within)
+    there is nothing to duel (one candidate measured, or none close to the leader). A duel within
+    tie_tolerance(batch, settle_batch) is settled at `settle_batch` (larger than `batch`) where that
+    fits (its record follows the duel's, with 'batch'), else the record says why not ('settle')."""
+    batch = ctx.batch
+    leader, rivals = challengers(probes, within, probes_settle=not far(batch, settle_batch))
     if not rivals or leader is None:
         return None
-    batch, duels, notes = ctx.batch, [], []
+    tolerance, duels, notes = tie_tolerance(batch, settle_batch), [], []
     for rival in rivals:
         cost = (
             settle_cost(leader, rival, settle_batch)
@@ -261,9 +291,9 @@ def run(
             else None
         )
         affordable = cost is not None and cost <= SETTLE_WITHIN_S
-        d = duel(ctx, leader, rival, settles_ties=affordable)
+        d = duel(ctx, leader, rival, settles_ties=affordable, tolerance=tolerance)
         duels.append(d)
-        if cost is not None and "error" not in d and near_tie(d["ratios"]):
+        if cost is not None and "error" not in d and near_tie(d["ratios"], tolerance):
             if affordable:
                 assert settle_batch is not None  # a cost is priced at a settle batch only
                 settled = settle(ctx.model, leader, rival, settle_batch, seed)
@@ -273,7 +303,7 @@ def run(
                 notes.append(
                     {
                         "pair": [leader.label, rival.label],
-                        "text": f"a near tie at batch {batch}, not settled at batch "
+                        "text": f"a close duel at batch {batch}, not settled at batch "
                         f"{settle_batch}: one round there predicted at {cost:.0f} s, over "
                         f"{SETTLE_WITHIN_S:.0f} s",
                     }

@@ -22,7 +22,7 @@ def runoff_text(verdict: dict | None, p: Probe) -> str:
             parts.append(f"runoff with {other} failed: {d['error']}")
             continue
         mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
-        at = f" at batch {d['batch']}, settling a near tie" if d.get("batch") else ""
+        at = f" at batch {d['batch']}, settling a close duel" if d.get("batch") else ""
         rounds = (
             f"median of {len(d['ratios'])} alternating rounds"
             if len(d["ratios"]) > 1
@@ -57,7 +57,7 @@ def note(
     )
     if ratio is not None and today_probe is not None and best is not today_probe:
         head += f", {ratio:.2f}x today's mapping ({today_probe.label})" + (
-            f" at batch {ratio_batch}, where a near tie at the search's batch was settled"
+            f" at batch {ratio_batch}, where a close duel at the search's batch was settled"
             if ratio_batch
             else ""
         )

@@ -1403,21 +1403,22 @@ def _pair(leader_thr=1.0, challenger_thr=0.99, load_s=1.0):
 
 
 @pytest.mark.parametrize(
-    "b1_ratio, thr, settled, winner",
+    "b1_ratio, thr, settle_batch, settled, winner",
     [
-        ([1.1, 0.95], 1.0, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
-        (
-            0.99,
-            0.01,
-            False,
-            "ort fp32",
-        ),  # a near tie, but a round at batch 12 would take about 2,414 s
-        (1.2, 1.0, False, "ov fp32"),  # no tie: batch 1 decides
-        (0.8, 1.0, False, "ort fp32"),
+        ([1.1, 0.95], 1.0, 12, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
+        # a near tie, but a round at batch 12 would take about 2,414 s
+        (0.99, 0.01, 12, False, "ort fp32"),
+        (1.2, 1.0, 4, False, "ov fp32"),  # no tie, and batch 4 is near: batch 1 decides
+        (0.8, 1.0, 4, False, "ort fp32"),
+        # batch 12 is 12x the search's: a duel within 30 % at batch 1 is settled there
+        (1.2, 1.0, 12, True, "ov fp32"),
+        (0.8, 1.0, 12, True, "ov fp32"),
+        (1.6, 1.0, 12, False, "ov fp32"),  # ... but not one beyond it
+        (0.6, 1.0, 12, False, "ort fp32"),
     ],
 )
 def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_it_fits(
-    monkeypatch, b1_ratio, thr, settled, winner
+    monkeypatch, b1_ratio, thr, settle_batch, settled, winner
 ):
     """Roformer's ONNX Runtime / OpenVINO pair is a near tie at batch 1 and OpenVINO 1.15-1.21x at
     batch 12: a near tie after the first rounds moves to the row's largest published batch when one
@@ -1434,7 +1435,10 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
     )
     probes = _pair(1.0 * thr, 0.99 * thr)
     verdict = runoff.run(
-        _pair_context(_PairModel()), probes, within=runoff.window(contended=False), settle_batch=12
+        _pair_context(_PairModel()),
+        probes,
+        within=runoff.window(contended=False),
+        settle_batch=settle_batch,
     )
     assert verdict["winner"] == winner
     assert (loads[-2:] == [12, 12]) == settled and any(
@@ -1456,15 +1460,15 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         )
         assert d.ratio_vs_today == pytest.approx(1.2) and d.ratio_batch == 12
         assert (
-            "1.20x today's mapping (ort fp32) at batch 12, where a near tie"
+            "1.20x today's mapping (ort fp32) at batch 12, where a close duel"
             in d.plan.precision_note
         )
         assert (
-            "side by side with ort fp32 at batch 12, settling a near tie: 1.20x"
+            "side by side with ort fp32 at batch 12, settling a close duel: 1.20x"
             in d.probes[1].reason
         )
         one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
-        assert "settling a near tie: 1.20x (one round)" in wording.runoff_text(one, probes[1])
+        assert "settling a close duel: 1.20x (one round)" in wording.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert (
             "not settled at batch 12: one round there predicted at 2414 s, over 45 s"
@@ -1476,9 +1480,36 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
             PrecisionChoice(Placement("onnxruntime", "fp32", "cpu"), "mapping"),
             verdict,
         )
-        assert "a near tie at batch 1, not settled at batch 12" in d.probes[0].reason
+        assert "a close duel at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
         assert "settle" not in verdict
+
+
+@pytest.mark.parametrize("settle_batch, dueled", [(40, True), (4, False), (None, False)])
+def test_far_below_the_published_batch_the_probes_settle_no_challenger(
+    monkeypatch, settle_batch, dueled
+):
+    """Albert FP16's probes at batch 1 put OpenVINO at 1.49/s [1.484, 1.497] and ONNX Runtime at
+    1.92/s [1.877, 1.968]: on a quiet machine the intervals settled it, and at batch 40 OpenVINO ran
+    1.06x. Where the published batch is 8x the search's or more, every challenger in the window is
+    dueled, and a duel within 30 % is settled there."""
+    loads = _pair_backends(
+        monkeypatch,
+        {("ort fp32", 1): 19.2, ("ov fp32", 1): 14.9, ("ort fp32", 40): 1.0, ("ov fp32", 40): 1.06},
+    )
+    probes = _pair(19.2, 14.9, load_s=0.1)  # 10x albert's rates: a round at batch 40 fits 45 s
+    verdict = runoff.run(
+        _pair_context(_PairModel()),
+        probes,
+        within=runoff.window(contended=False),
+        settle_batch=settle_batch,
+    )
+    if not dueled:
+        assert verdict is None and loads == []
+        return
+    tie, at40 = verdict["duels"]
+    assert tie["median"] == pytest.approx(14.9 / 19.2) and at40["batch"] == 40
+    assert verdict["winner"] == "ov fp32" and loads[-2:] == [40, 40]
 
 
 @pytest.mark.parametrize("within_s, rounds", [(45.0, 4), (0.0, 1)])
