@@ -38,7 +38,7 @@ SEARCH_VERSION = 20
 #: sibling row stopped early is taken as lost only where what stopped it may run this row too;
 #: 19: a CPU without VNNI/AMX quantises int8 to 7-bit weights, so its int8 candidates' numerics
 #: and speed changed, and the default threads are one per physical core; 20: where the published
-#: batch is 8x the search batch or more, every challenger in the window is dueled and one within 30 %
+#: batch is 8x the search batch or more, every challenger in the window is dueled, one within 30 %
 #: is settled at the published batch)
 #: not bumped for a quick search measuring fewer fallbacks (a GPU's bf16 and ONNX Runtime eager
 #: candidates): a decision cached before measured a superset of them and still holds.

@@ -1405,7 +1405,7 @@ def _pair(leader_thr=1.0, challenger_thr=0.99, load_s=1.0):
 @pytest.mark.parametrize(
     "b1_ratio, thr, settle_batch, settled, winner",
     [
-        ([1.1, 0.95], 1.0, 12, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it (1.2x)
+        ([1.1, 0.95], 1.0, 12, True, "ov fp32"),  # a near tie at batch 1: batch 12 settles it
         # a near tie, but a round at batch 12 would take about 2,414 s
         (0.99, 0.01, 12, False, "ort fp32"),
         (1.2, 1.0, 4, False, "ov fp32"),  # no tie, and batch 4 is near: batch 1 decides
