@@ -34,6 +34,7 @@ from kit.batch.prepare import (
 from kit.batch.proctree import kill_tree
 from kit.batch.status import JobStatus
 from kit.batch.worker import EXIT_FAILED, EXIT_KILLED, remove_kernel_sockets
+from kit.hardware.cuda import first_gpu_free_bytes
 from kit.measure.memory import Peak, child_peak, oom_message, running_peak_rss_bytes
 from kit.models.export_child import remove_leftovers
 
@@ -184,7 +185,7 @@ def prepare_compiles(tasks: list[Task]) -> Prepared:
     child process where this machine has the cores and memory for two or more at once
     (kit.batch.prepare, kit.search.ahead); else nothing (each search compiles its own)."""
     requests = compile_requests(t.job for t in tasks)
-    workers = parallel_compiles(requests)
+    workers = parallel_compiles(requests, device_free=first_gpu_free_bytes()) if requests else 0
     if workers < 2:
         return Prepared(step=Step.COMPILES)
     print(

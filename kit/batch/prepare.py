@@ -16,7 +16,9 @@ child process of its own (kit.search.ahead), several at once: one per CORES_PER_
 compile is mostly one Python thread, with inductor's kernel compiles on a few more, which each
 child is given: TORCHINDUCTOR_COMPILE_THREADS), and as many as fit in 80 % of the available memory
 at the largest one's export's expected peak (a compile builds the same fp32 model and a copy, as
-an export does; not yet measured apart); fewer than two, and the jobs compile their own. The jobs'
+an export does; not yet measured apart), and as many as fit in 80 % of the GPU's free memory at
+that peak (nvidia-smi's figure, other processes' use counted); fewer than two, and the jobs compile
+their own. The jobs'
 searches then read the graphs from inductor's caches. A compile that fails here is left to its job.
 
 Run as `python -m kit.batch.prepare exports|compiles REQUESTS_JSON WORKERS`; it prints one JSON
@@ -166,24 +168,24 @@ def parallel_exports(
 
 
 def parallel_compiles(
-    requests: list[CompileRequest], cores: int | None = None, available: float | None = None
+    requests: list[CompileRequest],
+    cores: int | None = None,
+    available: float | None = None,
+    device_free: float | None = None,
 ) -> int:
     """How many of `requests` to compile at once: one per CORES_PER_COMPILE cores, and as many as
-    fit in MEMORY_SHARE of the available memory at the largest one's export's expected peak; at
-    most one per request."""
+    fit in MEMORY_SHARE of the available memory at the largest one's export's expected peak, and,
+    given the GPU's free memory (`device_free`), as many as fit in MEMORY_SHARE of it at the same
+    peak (each child holds its model on the device, as an export holds it on the host: a stand-in,
+    not measured apart); at most one per request."""
     if not requests:
         return 0
     cores = usable_cores() if cores is None else cores
     available = available_bytes() if available is None else available
     largest = max(r.export.need_bytes() for r in requests)
-    return max(
-        0,
-        min(
-            len(requests),
-            cores // CORES_PER_COMPILE,
-            math.floor(MEMORY_SHARE * available / largest),
-        ),
-    )
+    memories = (available, device_free)
+    fits = [math.floor(MEMORY_SHARE * m / largest) for m in memories if m is not None]
+    return max(0, min(len(requests), cores // CORES_PER_COMPILE, *fits))
 
 
 def compile_all(requests: list[CompileRequest], workers: int) -> list[dict]:

@@ -28,6 +28,7 @@ from kit.batch.jobs import runs_warm
 from kit.batch.prepare import compile_requests, export_requests, parallel_compiles, parallel_exports
 from kit.batch.profiles import C2_MODEL, jobs_for
 from kit.hardware import kinds
+from kit.hardware.cuda import first_gpu_free_bytes
 from kit.measure.power import SAMPLERS, SENSORS
 from kit.measure.window import HARD_LIMIT, MeasureConfig, power_resolved, time_limit
 from kit.search.candidates import tensorrt_python
@@ -293,14 +294,17 @@ def side_by_side(jobs: list[Job], kind: str) -> SideBySide:
     kind is here (or GUESSES has no host for it), else on a host like the one GUESSES come from
     (a GPU run planned on a laptop is planned for the GPU host)."""
     g = GUESSES.get(kind)
+    compiles = compile_requests(jobs, exported_only=False)
     if g is None or kinds.get(kind).present():
         cores, available, where = None, None, "here"
+        device_free = first_gpu_free_bytes() if compiles else None
     else:
         cores, available = int(g["host_cores"]), g["host_memory_gb"] * 1e9
         where = f"on a host like the guesses' ({cores} cores, {g['host_memory_gb']:.0f} GB)"
+        device_free = None  # the guesses' host: its GPU taken as empty
     return SideBySide(
         parallel_exports(export_requests(jobs), cores, available),
-        parallel_compiles(compile_requests(jobs, exported_only=False), cores, available),
+        parallel_compiles(compiles, cores, available, device_free),
         where,
     )
 

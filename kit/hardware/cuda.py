@@ -7,8 +7,9 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from kit.errors import BackendUnavailable, InvalidParameter, KitError
 from kit.hardware.gpu_install import driver_problem, driver_version
@@ -74,21 +75,27 @@ def normalise_bus_id(bus_id: str) -> str:
     return f"{int(domain, 16):08x}:{int(bus, 16):02x}:{rest}"
 
 
-@functools.cache
-def nvidia_smi_gpus() -> tuple[GpuRow, ...]:
-    """Every board nvidia-smi lists, in its (PCI bus) order; empty without a driver."""
+def smi_query(fields: str, run: Callable[..., Any] = subprocess.run, units: bool = True) -> str:
+    """nvidia-smi's csv rows (no header) of `--query-gpu=fields`; '' without it or on failure."""
     if not shutil.which("nvidia-smi"):
-        return ()
+        return ""
+    form = "csv,noheader" + ("" if units else ",nounits")
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid,name", "--format=csv,noheader"],
+        out = run(
+            ["nvidia-smi", f"--query-gpu={fields}", f"--format={form}"],
             capture_output=True,
             text=True,
             timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return parse_smi_rows(out.stdout) if out.returncode == 0 else ()
+        return ""
+    return out.stdout if out.returncode == 0 else ""
+
+
+@functools.cache
+def nvidia_smi_gpus() -> tuple[GpuRow, ...]:
+    """Every board nvidia-smi lists, in its (PCI bus) order; empty without a driver."""
+    return parse_smi_rows(smi_query("index,pci.bus_id,uuid,name"))
 
 
 def parse_smi_rows(text: str) -> tuple[GpuRow, ...]:
@@ -138,6 +145,31 @@ def visible_gpus(
             break
         chosen.append(match)
     return chosen
+
+
+def parse_free_rows(text: str) -> dict[str, float]:
+    """nvidia-smi's `pci.bus_id,memory.free` rows (csv, noheader, nounits: MiB) -> {bus id:
+    bytes}."""
+    free = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[1].isdigit():
+            free[normalise_bus_id(parts[0])] = int(parts[1]) * 2**20
+    return free
+
+
+def first_gpu_free_bytes(run: Callable[..., Any] = subprocess.run) -> float | None:
+    """The free memory of the GPU this process's `cuda:0` is (nvidia-smi: other processes' use
+    counted, and CUDA not initialised here); None without one or where nvidia-smi cannot say."""
+    try:
+        visible = visible_gpus()
+    except KitError:
+        return None
+    if not visible:
+        return None
+    return parse_free_rows(smi_query("pci.bus_id,memory.free", run, units=False)).get(
+        visible[0].pci_bus_id
+    )
 
 
 def visible_gpu_names() -> tuple[str, ...]:

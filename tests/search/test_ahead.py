@@ -15,6 +15,7 @@ from kit.backends import Placement
 from kit.batch import local, prepare
 from kit.batch.profiles import jobs_for
 from kit.batch.time_plan import plan_profile
+from kit.hardware import cuda
 from kit.measure.memory import GB
 from kit.models.requests import ExportRequest
 from kit.search import ahead
@@ -122,12 +123,36 @@ def test_how_many_compile_at_once_follows_the_cores_and_the_largest_model_s_memo
     assert prepare.parallel_compiles(fifteen, cores=2, available=20 * GB) == 0  # this machine
     assert prepare.parallel_compiles(fifteen[:1], cores=16, available=120 * GB) == 1
     assert prepare.parallel_compiles([], cores=16, available=120 * GB) == 0
+    # a GPU others already fill: 0.8 x 9 GB free / 4.0 GB (Swin-L's export peak) = 1
+    assert prepare.parallel_compiles(fifteen, cores=16, available=120 * GB, device_free=9 * GB) == 1
+    assert (
+        prepare.parallel_compiles(fifteen, cores=16, available=120 * GB, device_free=139 * GB) == 4
+    )
+
+
+def test_the_gpu_s_free_memory_is_read_for_the_board_cuda_0_is(monkeypatch):
+    rows = (
+        cuda.GpuRow(0, "00000000:19:00.0", "GPU-aaa", "NVIDIA H200"),
+        cuda.GpuRow(1, "00000000:3b:00.0", "GPU-bbb", "NVIDIA H200"),
+    )
+    monkeypatch.setattr(cuda, "nvidia_smi_gpus", lambda: rows)
+    monkeypatch.setattr(cuda.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    smi = "00000000:19:00.0, 143000\n00000000:3B:00.0, 9000\n"
+
+    def run(cmd, **kwargs):
+        assert "--query-gpu=pci.bus_id,memory.free" in cmd
+        return subprocess.CompletedProcess(cmd, 0, smi, "")
+
+    assert cuda.first_gpu_free_bytes(run) == 9000 * 2**20
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert cuda.first_gpu_free_bytes(run) is None
 
 
 def test_a_machine_without_the_cores_for_two_compiles_leaves_them_to_the_searches(
     every_export_cached, monkeypatch
 ):
-    monkeypatch.setattr(local, "parallel_compiles", lambda requests: 1)
+    monkeypatch.setattr(local, "parallel_compiles", lambda requests, **_: 1)
     started = []
     monkeypatch.setattr(local, "prepare_in_child", lambda *a: started.append(a))
     tasks = [
