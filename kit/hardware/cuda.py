@@ -147,7 +147,7 @@ def visible_gpus(
     return chosen
 
 
-def parse_free_rows(text: str) -> dict[str, float]:
+def parse_free_rows(text: str) -> dict[str, int]:
     """nvidia-smi's `pci.bus_id,memory.free` rows (csv, noheader, nounits: MiB) -> {bus id:
     bytes}."""
     free = {}
