@@ -82,9 +82,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peer-seconds", type=float, default=2.0)
     p.add_argument(
         "--hardware",
-        default="cuda",
+        default=env("GPU_CHECK_HARDWARE", "cuda"),
         choices=("cuda", "cpu"),
-        help="cpu: a dry run of the same checks without a GPU (its figures say nothing about one)",
+        help="cpu: a dry run of the same checks without a GPU (its figures say nothing about one; "
+        "GPU_CHECK_HARDWARE)",
     )
     return p.parse_args(argv)
 

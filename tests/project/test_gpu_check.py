@@ -348,6 +348,17 @@ def test_a_caller_that_cannot_add_arguments_narrows_it_through_the_environment(
     assert [c["argv"][-2:] for c in runner.calls] == [["--only", "resnet50"]] * 2
 
 
+def test_a_dry_run_through_the_environment_runs_every_check_on_the_cpu(tmp_path, monkeypatch):
+    """../shared/gpu's step G takes no arguments: GPU_CHECK_HARDWARE=cpu makes it a dry run here."""
+    monkeypatch.setenv("GPU_CHECK_HARDWARE", "cpu")
+    clock = Clock()
+    runner = FakeRunner(clock, {"peers": 60, "reproduce0": 100, "reproduce1": 50})
+    code, summary = check(tmp_path, 1000, runner, clock)
+    hardware = [c["argv"][c["argv"].index("--hardware") + 1] for c in runner.calls]
+    assert runner.calls and set(hardware) == {"cpu"}
+    assert "dry run" in summary.lower()
+
+
 @pytest.mark.parametrize("flag", ["--budget-s", "--out"])
 def test_budget_and_out_are_required(flag, capsys):
     argv = {"--budget-s": "10", "--out": "/tmp/x"}
