@@ -46,6 +46,7 @@ RESERVE_S = 5.0  # kept back for the summary after the last check
 #: A check starts only with at least this left: one cut short proves nothing and fails the run (a
 #: GPU row's peers search, compile and time 3-4 arms at each batch; a reproduce needs room to end)
 MIN_S = {"peers": 120.0, "reproduce-cold": 240.0, "reproduce-warm": 120.0}
+HARDWARE = ("cuda", "cpu")
 NEEDED = ("papermill", "nbformat", "nbconvert", "ipykernel", "scipy")
 
 
@@ -83,11 +84,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--hardware",
         default=env("GPU_CHECK_HARDWARE", "cuda"),
-        choices=("cuda", "cpu"),
+        choices=HARDWARE,
         help="cpu: a dry run of the same checks without a GPU (its figures say nothing about one; "
         "GPU_CHECK_HARDWARE)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.hardware not in HARDWARE:  # argparse checks a flag's value, not a default's
+        p.error(f"GPU_CHECK_HARDWARE={args.hardware!r}: allowed are {', '.join(HARDWARE)}")
+    return args
 
 
 def torch_rows() -> list[str]:

@@ -359,6 +359,13 @@ def test_a_dry_run_through_the_environment_runs_every_check_on_the_cpu(tmp_path,
     assert "dry run" in summary.lower()
 
 
+def test_a_wrong_hardware_from_the_environment_is_refused_by_name(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_CHECK_HARDWARE", "gpu")
+    with pytest.raises(SystemExit):
+        gpu_check.parse(["--budget-s", "10", "--out", "/tmp/x"])
+    assert "GPU_CHECK_HARDWARE='gpu'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", ["--budget-s", "--out"])
 def test_budget_and_out_are_required(flag, capsys):
     argv = {"--budget-s": "10", "--out": "/tmp/x"}
