@@ -176,7 +176,8 @@ def build_scorecard(result_files: list[str], given_path: str = "") -> pd.DataFra
 _FORGET: tuple[tuple[str, Callable[[Any], object]], ...] = (
     # one built model per process: a whole model's weights held into the next job
     ("kit.backends.torch_backend", lambda m: m.built_module.cache_clear()),
-    # reference outputs (arrays) a later row on the same export would take instead of computing
+    # reference outputs (arrays) held in memory: a later row reads its own from the disk entries,
+    # keyed by the export's content, the batch and the inputs (kit.backends.reference_outputs)
     ("kit.backends.reference_outputs", lambda m: m.forget()),
     # whether PopRT imports: the container may have gone since, and a job probes it afresh
     ("kit.backends.ipu.backend", lambda m: m._AVAILABILITY.clear()),

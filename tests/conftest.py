@@ -9,6 +9,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_reference_cache(tmp_path_factory):
+    """The fp32 reference's disk entries (kit.backends.reference_outputs) of the session's shared
+    fixtures, never those of an earlier test run."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIT_REFERENCE_CACHE", str(tmp_path_factory.mktemp("reference-outputs")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def reference_cache(tmp_path, monkeypatch):
+    """Each test's own: whether a reference is computed must not depend on which tests ran
+    before it on the same worker."""
+    folder = tmp_path / "reference-outputs"
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def outputs(tmp_path, monkeypatch):
     """A private outputs/ folder (results, cache) for one test."""

@@ -1,4 +1,4 @@
-"""The fp32 reference's outputs, computed once per model, batch and inputs in a process.
+"""The fp32 reference's outputs, computed once per export, batch and inputs.
 
 The row's search runs ONNX Runtime fp32 on the CPU once at each batch it searches (its numerics
 gate); the row's measurement then checked the chosen configuration against the same reference on
@@ -6,19 +6,46 @@ the same inputs, loading and running it again (seconds for CLIP or BERT at batch
 CPU). The search leaves its outputs here and the measurement takes them where everything that
 decides them is the same: the export file (path, size, modification time), the batch and the
 inputs' bytes.
+
+They are also kept on disk, under `outputs/cache/reference-outputs/` (`KIT_REFERENCE_CACHE`: another
+folder, or 0 for none), so a later run, or another row on the same export and batch (resnet50's
+FP16 and FP8 rows), reads them instead of loading and running the reference again: that is what a
+warm rerun on a GPU host would otherwise spend on its CPU for every row and batch. An entry is
+keyed by the export's content (sha256), the batch, the inputs' bytes, the onnxruntime version and
+the CPU model (ONNX Runtime's kernels differ by instruction set), and carries its size and content
+hash (kit.cache): a damaged entry is deleted and computed again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from kit import cache
+from kit.errors import InvalidParameter
+from kit.hardware.environment import cpu_model
 from kit.models.spec import ExportedModel
+from kit.paths import cache_dir
 
-KEPT = 2  # entries kept: a row measures a batch right after searching it
+KEPT = 2  # entries kept in memory: a row measures a batch right after searching it
+MAX_ENTRY_BYTES = 256 * 2**20  # larger outputs are not written to disk
+FORMAT = 1  # of the disk entries: bump when what the reference runs changes
+ENV = "KIT_REFERENCE_CACHE"
 _OUTPUTS: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """Reference outputs computed before, and where they come from (for the numerics record)."""
+
+    outputs: list[np.ndarray]
+    source: str
 
 
 def inputs_digest(inputs: dict[str, np.ndarray]) -> str:
@@ -29,6 +56,19 @@ def inputs_digest(inputs: dict[str, np.ndarray]) -> str:
         h.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
         h.update(array.data)
     return h.hexdigest()
+
+
+def store() -> Path | None:
+    """The folder of the disk entries, or None where KIT_REFERENCE_CACHE=0 turns them off."""
+    value = os.environ.get(ENV, "").strip()
+    if value == "0":
+        return None
+    if value == "1" or not value:
+        return cache_dir() / "reference-outputs"
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise InvalidParameter(ENV, value, "0 (no disk entries), 1 (the default) or a folder")
+    return path
 
 
 def _key(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> tuple | None:
@@ -45,10 +85,29 @@ def _key(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> tup
     )
 
 
+def _entry(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Path | None:
+    """The disk entry's path for these inputs of this export (None: no disk entries)."""
+    folder = store()
+    if folder is None:
+        return None
+    import onnxruntime
+
+    settings = {
+        "format": FORMAT,
+        "export_sha256": cache.file_digest(model.onnx_path),
+        "batch": batch,
+        "inputs": inputs_digest(inputs),
+        "onnxruntime": onnxruntime.__version__,
+        "cpu": cpu_model(),
+    }
+    return folder / f"{model.name}-b{batch}-{cache.content_key((), settings)}.npz"
+
+
 def remember(
     model: ExportedModel, batch: int, inputs: dict[str, np.ndarray], outputs: list[np.ndarray]
 ) -> None:
-    """Keep the reference's `outputs` for these inputs (the oldest entry goes beyond KEPT)."""
+    """Keep the reference's `outputs` for these inputs (the oldest entry in memory goes beyond
+    KEPT), on disk too."""
     key = _key(model, batch, inputs)
     if key is None:
         return
@@ -56,15 +115,47 @@ def remember(
     _OUTPUTS.move_to_end(key)
     while len(_OUTPUTS) > KEPT:
         _OUTPUTS.popitem(last=False)
+    _write(model, batch, inputs, outputs)
 
 
-def recall(
-    model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]
-) -> list[np.ndarray] | None:
-    """The reference's outputs for exactly these inputs of this export, where already computed."""
+def _write(
+    model: ExportedModel, batch: int, inputs: dict[str, np.ndarray], outputs: list[np.ndarray]
+) -> None:
+    arrays = [np.asarray(o) for o in outputs]
+    entry = _entry(model, batch, inputs)
+    if entry is None or sum(a.nbytes for a in arrays) > MAX_ENTRY_BYTES:
+        return
+    if cache.read_entry(entry) is not None:
+        return
+    buffer = io.BytesIO()
+    np.savez(buffer, *arrays)
+    with cache.building(entry) as tmp:
+        tmp.write_bytes(buffer.getvalue())
+        meta = {"model": model.name, "export": str(model.onnx_path), "batch": batch}
+        cache.commit(tmp, entry, {**meta, "outputs": len(arrays)})
+
+
+def recall(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Recalled | None:
+    """The reference's outputs for exactly these inputs of this export, where already computed:
+    by this process (the search), else by an earlier call kept on disk."""
     key = _key(model, batch, inputs)
-    return None if key is None else _OUTPUTS.get(key)
+    if key is None:
+        return None
+    if key in _OUTPUTS:
+        return Recalled(_OUTPUTS[key], "the search's call on the same inputs")
+    entry = _entry(model, batch, inputs)
+    meta = None if entry is None else cache.read_entry(entry)
+    if entry is None or meta is None:
+        return None
+    try:
+        with np.load(entry, allow_pickle=False) as stored:
+            outputs = [stored[f"arr_{i}"] for i in range(int(meta["outputs"]))]
+    except (OSError, ValueError, KeyError) as exc:
+        cache.discard(entry, f"is unreadable ({type(exc).__name__}: {exc})")
+        return None
+    return Recalled(outputs, f"an earlier call on the same export and inputs, {entry}")
 
 
 def forget() -> None:
+    """Drop what this process keeps in memory (the disk entries stay)."""
     _OUTPUTS.clear()

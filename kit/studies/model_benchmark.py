@@ -539,15 +539,15 @@ def measure_one_batch(
                 backend.load(model, cfg.backend_config(), batch)
                 for _ in range(cfg.replicas - len(sessions))
             ]
-            ref_session, ref_out = None, None
+            ref_session, recalled = None, None
             accuracy_here = with_accuracy and cfg.accuracy
             if reference is not None:
                 # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                ref_out = None if same else reference_outputs.recall(model, batch, inputs)
+                recalled = None if same else reference_outputs.recall(model, batch, inputs)
                 if same:
                     ref_session = sessions[0]
-                elif ref_out is None and cfg.check_numerics:
+                elif recalled is None and cfg.check_numerics:
                     ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch)
                     sessions.append(ref_session)
                 elif accuracy_here:
@@ -571,11 +571,7 @@ def measure_one_batch(
                     if read_from_cache(sessions[0].description.get("compile_cache"))
                     else ""
                 )
-                + (
-                    "; the reference's outputs taken from the search's call on the same inputs"
-                    if ref_out is not None
-                    else ""
-                )
+                + (f"; the reference's outputs taken from {recalled.source}" if recalled else "")
             )
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
@@ -583,7 +579,7 @@ def measure_one_batch(
         result.backend = replace(result.backend, session=Session.from_dict(sessions[0].description))
         if cfg.check_numerics:
             with timed_phase("numerics", batch, "one call of each session on the same inputs"):
-                check_numerics(model, sessions[0], ref_session, inputs, batch, result, ref_out)
+                check_numerics(model, sessions[0], ref_session, inputs, batch, result, recalled)
         if ref_session is not None and ref_session is not sessions[0] and not accuracy_here:
             sessions.remove(ref_session)  # no reference session stays open while the windows run
             ref_session.close()
@@ -647,10 +643,11 @@ def check_numerics(
     inputs: dict,
     batch: int,
     result: RunResult,
-    ref_out: list | None = None,
+    recalled: reference_outputs.Recalled | None = None,
 ) -> None:
-    """The session's outputs against the fp32 reference's: `ref_out` where the search already ran
-    the reference on these inputs, else `ref_session`'s call."""
+    """The session's outputs against the fp32 reference's: `recalled` where the search or an
+    earlier run already ran the reference on these inputs, else `ref_session`'s call (kept for the
+    next run: kit.backends.reference_outputs)."""
     own = (
         "fp32"
         if model.precision == "fp32"
@@ -660,15 +657,15 @@ def check_numerics(
         f"onnxruntime {own} CPU (this run is the reference)"
         if ref_session is session
         else f"onnxruntime {own} CPU"
-        + (
-            " (its outputs from the search's call on the same inputs)"
-            if ref_out is not None
-            else ""
-        )
+        + (f" (its outputs from {recalled.source})" if recalled else "")
     )
-    diff = NumericDiff.between(
-        ref_out if ref_out is not None else ref_session.run(inputs), session.run(inputs), name
-    )
+    if recalled is not None:
+        ref_out = recalled.outputs
+    else:
+        ref_out = ref_session.run(inputs)
+        if ref_session is not session:
+            reference_outputs.remember(model, batch, inputs, ref_out)
+    diff = NumericDiff.between(ref_out, session.run(inputs), name)
     result.numerics.append(diff.check(batch))
 
 

@@ -4,10 +4,13 @@ Runtime fp32 again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from kit.backends import BackendConfig, reference_outputs, require_backend
+from kit.backends import BackendConfig, Placement, reference_outputs, require_backend
+from kit.errors import InvalidParameter
 from kit.studies import model_benchmark
 
 RUN = dict(
@@ -114,3 +117,119 @@ def test_no_reference_session_is_open_while_the_windows_run(small, reference_loa
     model_benchmark.run(dict(model=small.name, **{**RUN, "accuracy": True}))
     # no ImageNet here: the accuracy check never called the reference
     assert reference_loads == ["fp16"]
+
+
+def test_a_later_run_reads_the_reference_from_disk_instead_of_computing_it(
+    small, reference_loads, reference_cache
+):
+    """A warm rerun (a new process: nothing in memory) on the same export, batch and inputs loads
+    no ONNX Runtime fp32 session, and its numerics are the fresh run's."""
+    fresh = model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"] and len(list(reference_cache.glob("*.npz"))) == 1
+    reference_outputs.forget()
+    reference_loads.clear()
+    warm = model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16"]
+    assert "an earlier call on the same export and inputs" in warm.numerics[0].more["reference"]
+    assert warm.numerics[0].mean_abs == fresh.numerics[0].mean_abs
+    assert warm.numerics[0].max_abs == fresh.numerics[0].max_abs
+    compile_phase = next(p for p in warm.tables.time_account.phases if p.phase == "compile")
+    assert "taken from an earlier call" in compile_phase.detail
+
+
+def written(small, inputs, batch=1):
+    reference_outputs.remember(small, batch, inputs, fp32_outputs(small, inputs))
+    reference_outputs.forget()
+
+
+def test_a_disk_entry_is_taken_only_for_the_same_export_inputs_batch_and_onnxruntime(
+    small, reference_cache, tmp_path, monkeypatch
+):
+    import onnxruntime
+
+    inputs = small.make_inputs(1, seed=0)
+    written(small, inputs)
+    found = reference_outputs.recall(small, 1, inputs)
+    assert found is not None and np.array_equal(found.outputs[0], fp32_outputs(small, inputs)[0])
+
+    other = {name: np.ascontiguousarray(a + 1) for name, a in inputs.items()}
+    assert reference_outputs.recall(small, 1, other) is None
+    assert reference_outputs.recall(small, 2, inputs) is None
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes(small.onnx_path.read_bytes())
+    moved = replace(small, onnx_path=copy)
+    assert reference_outputs.recall(moved, 1, inputs) is not None  # the same content elsewhere
+    copy.write_bytes(small.onnx_path.read_bytes() + b"\0")
+    assert reference_outputs.recall(moved, 1, inputs) is None  # the export changed
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
+    assert reference_outputs.recall(small, 1, inputs) is None
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_a_damaged_disk_entry_is_computed_again(
+    small, reference_loads, reference_cache, damage
+):
+    fresh = model_benchmark.run(dict(model=small.name, **RUN))
+    (entry,) = reference_cache.glob("*.npz")
+    data = bytearray(entry.read_bytes())
+    if damage == "truncate":
+        del data[len(data) // 2 :]
+    else:
+        data[-40] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    reference_outputs.forget()
+    reference_loads.clear()
+    from kit.cache import CacheRebuilt
+
+    with pytest.warns(CacheRebuilt, match=entry.name):
+        again = model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"]
+    assert again.numerics[0].mean_abs == pytest.approx(fresh.numerics[0].mean_abs, rel=1e-6)
+    assert reference_outputs.recall(small, 1, small.make_inputs(1, seed=0)) is not None
+
+
+def test_kit_reference_cache_0_keeps_nothing_on_disk_and_a_file_is_refused(
+    small, reference_loads, outputs, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", "0")
+    model_benchmark.run(dict(model=small.name, **RUN))
+    reference_outputs.forget()
+    reference_loads.clear()
+    model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"]
+    assert not list(outputs.rglob("*.npz"))
+
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", "")
+    default = reference_outputs.store()
+    assert default is not None and default.name == "reference-outputs"
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", str(not_a_folder))
+    with pytest.raises(InvalidParameter, match="KIT_REFERENCE_CACHE.*0 .*1 .*a folder"):
+        reference_outputs.store()
+
+
+def test_a_search_where_the_reference_is_no_candidate_reads_it_from_disk(
+    small, reference_loads, outputs, monkeypatch
+):
+    """On a GPU ONNX Runtime fp32 on the CPU is no candidate: a second search (its decision not
+    cached, e.g. a new search version) takes the reference from disk and gates alike."""
+    from kit.search import row
+    from kit.search.candidates import RowCandidate
+    from kit.search.precision_map import PrecisionChoice
+
+    monkeypatch.setattr(
+        row,
+        "today_plan",
+        lambda *a: PrecisionChoice(Placement("onnxruntime", "fp16", "cpu"), "pinned"),
+    )
+    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    settings = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
+    candidates = [RowCandidate.of("onnxruntime", "fp16", native=False)]
+    first = row.search_row(small, "FP16", 1, "cpu", settings, candidates=candidates)
+    assert reference_loads.count("fp32") == 1
+    reference_outputs.forget()
+    reference_loads.clear()
+    second = row.search_row(small, "FP16", 1, "cpu", settings, candidates=candidates)
+    assert "fp32" not in reference_loads
+    assert [p.numerics for p in second.probes] == [p.numerics for p in first.probes]
