@@ -242,6 +242,7 @@ GPU_TESTS = [
     "tests/search/test_session_keeping.py",
     "tests/models/test_zoo_capture.py",
     "tests/models/test_hf.py",
+    "tests/studies/test_reference_outputs.py",
 ]
 
 #: issue 43's GPU paths broken on purpose, one at a time, against GPU_TESTS
@@ -566,6 +567,20 @@ GPU_MUTATIONS = [
         "kit/search/candidates.py",
         'if precision != "fp16" and options and options != {"cuda_graph": True}:',
         'if precision != "fp16" and options:',
+    ),
+    HandMutation(
+        "time",
+        "the reference's disk entry keyed without the inputs (another input's outputs taken)",
+        "kit/backends/reference_outputs.py",
+        '"inputs": inputs_digest(inputs),',
+        "",
+    ),
+    HandMutation(
+        "time",
+        "a rerun computing the fp32 reference again (its disk entry never read)",
+        "kit/backends/reference_outputs.py",
+        "    meta = None if entry is None else cache.read_entry(entry)",
+        "    meta = None",
     ),
 ]
 
