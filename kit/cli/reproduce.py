@@ -212,7 +212,11 @@ def _summary(records: list[JobRecord], seconds: float, index: Path) -> int:
             f"{', '.join(f'{r.name} ({r.status})' for r in failed)}"
         )
         return EXIT_NOT_OK
-    print(f"all {len(records)} notebooks ok ({seconds:.0f} s)")
+    print(
+        f"the notebook ok ({seconds:.0f} s)"
+        if len(records) == 1
+        else f"all {len(records)} notebooks ok ({seconds:.0f} s)"
+    )
     return EXIT_OK
 
 

@@ -83,6 +83,9 @@ def test_exit_status_last_line_rebuilt_state_and_resume(outputs, tiny, monkeypat
     code, lines, _ = reproduce(capsys)  # resumes: `first` reused, `broken` run again
     assert code == 1 and any("first (reused)" in line for line in lines)
     assert any("failed  broken" in line for line in lines)
+    use_jobs(monkeypatch, [Job("first", "ok.ipynb")])
+    code, lines, _ = reproduce(capsys)
+    assert code == 0 and lines[-1].startswith("the notebook ok (")
 
 
 def test_selection_errors_never_touch_the_index(outputs, tiny, monkeypatch, capsys):
