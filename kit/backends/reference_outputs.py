@@ -66,8 +66,11 @@ def store() -> Path | None:
     if value == "1" or not value:
         return cache_dir() / "reference-outputs"
     path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise InvalidParameter(ENV, value, "0 (no disk entries), 1 (the default) or a folder")
+    if not path.is_absolute() or (path.exists() and not path.is_dir()):
+        # a relative path would land in each notebook's working folder; 'off' is no folder
+        raise InvalidParameter(
+            ENV, value, "0 (no disk entries), 1 (the default) or an absolute folder path"
+        )
     return path
 
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kit.backends import reference_outputs
 from kit.backends.openvino_backend import blob_cache_gb
 from kit.batch.clean import clean_outputs
 from kit.batch.dask_executor import DaskExecutor
@@ -110,8 +111,9 @@ def reproduce(args: argparse.Namespace) -> int:
     force = parse_force(args.force)  # checked in plan mode too: PLAN=1 FORCE=2 is a usage error
     if getattr(args, "plan", "0") == "1":
         return show_plan(args)
-    # a bad KIT_OPENVINO_CACHE_GB stops here, not as a failed candidate in every search
+    # a bad KIT_OPENVINO_CACHE_GB or KIT_REFERENCE_CACHE stops here, not in every job
     blob_cache_gb()
+    reference_outputs.store()
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
     hardware = ",".join(kinds)

@@ -204,9 +204,10 @@ def test_kit_reference_cache_0_keeps_nothing_on_disk_and_a_file_is_refused(
     assert default is not None and default.name == "reference-outputs"
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("x")
-    monkeypatch.setenv("KIT_REFERENCE_CACHE", str(not_a_folder))
-    with pytest.raises(InvalidParameter, match="KIT_REFERENCE_CACHE.*0 .*1 .*a folder"):
-        reference_outputs.store()
+    for wrong in (str(not_a_folder), "off", "relative/folder"):
+        monkeypatch.setenv("KIT_REFERENCE_CACHE", wrong)
+        with pytest.raises(InvalidParameter, match="KIT_REFERENCE_CACHE.*0 .*1 .*absolute folder"):
+            reference_outputs.store()
 
 
 def test_a_search_where_the_reference_is_no_candidate_reads_it_from_disk(
@@ -233,3 +234,15 @@ def test_a_search_where_the_reference_is_no_candidate_reads_it_from_disk(
     second = row.search_row(small, "FP16", 1, "cpu", settings, candidates=candidates)
     assert "fp32" not in reference_loads
     assert [p.numerics for p in second.probes] == [p.numerics for p in first.probes]
+
+
+def test_kit_reproduce_refuses_a_wrong_kit_reference_cache_before_any_job(
+    outputs, monkeypatch, capsys
+):
+    from kit.cli.main import main as kit_main
+
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", "off")
+    assert kit_main(["reproduce", "--hardware", "cpu", "--only", "summary"]) == 2
+    err = capsys.readouterr().err
+    assert "KIT_REFERENCE_CACHE='off'" in err and "absolute folder path" in err
+    assert not (outputs / "runs").exists()
