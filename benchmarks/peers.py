@@ -36,6 +36,8 @@ from benchmarks.common import load_note
 from benchmarks.peer_arms import serve
 from benchmarks.peer_gpu_arms import TORCH_ARMS
 from kit.atomic import write_text
+from kit.backends import BackendConfig, require_backend
+from kit.backends import reference_outputs as kept_references
 from kit.batch.profiles import search_batch
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -349,11 +351,20 @@ def numerics_of(workers: dict, model: str = "", batch: int = 1) -> dict:
 
 
 def reference_outputs(model_name: str, batch: int) -> list:
-    import onnxruntime as ort
-
+    """The kit's fp32 reference on the arms' inputs: read where the row's search or an earlier
+    run kept it (kit.backends.reference_outputs), else run and kept."""
     model = export_model(model_name)
-    session = ort.InferenceSession(str(model.onnx_path), providers=["CPUExecutionProvider"])
-    return session.run(None, model.make_inputs(batch))
+    inputs = model.make_inputs(batch)
+    recalled = kept_references.recall(model, batch, inputs)
+    if recalled is not None:
+        return recalled.outputs
+    session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
+    try:
+        outputs = session.run(inputs)
+    finally:
+        session.close()
+    kept_references.remember(model, batch, inputs, outputs)
+    return outputs
 
 
 def summarise(

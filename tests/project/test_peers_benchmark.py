@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from benchmarks import peers
@@ -439,3 +440,24 @@ def test_a_ctrl_c_keeps_the_rows_written_and_says_so(tmp_path, monkeypatch, caps
     assert rc == 130
     assert "interrupted: 1 finished row(s) kept in" in capsys.readouterr().out
     assert [r["model"] for r in json.loads(out.read_text())["rows"]] == ["m"]
+
+
+def test_a_gpu_run_s_numerics_reference_is_the_kit_s_kept_one(small, monkeypatch):
+    """A GPU bench has no ONNX Runtime fp32 arm: its reference is the kit's (the row's search or
+    an earlier run keeps it on disk), read instead of run again, and equal to a fresh run's."""
+    from kit.backends import BackendConfig, require_backend
+    from kit.backends import reference_outputs as kept
+
+    monkeypatch.setattr(peers, "export_model", lambda name: small)
+    backend = type(require_backend("onnxruntime"))
+    load, loads = backend.load, []
+    monkeypatch.setattr(
+        backend, "load", lambda self, *a, **k: loads.append(a[1].precision) or load(self, *a, **k)
+    )
+    first = peers.reference_outputs(small.name, 2)
+    kept.forget()
+    again = peers.reference_outputs(small.name, 2)
+    assert loads == ["fp32"] and np.array_equal(first[0], again[0])
+    session = load(require_backend("onnxruntime"), small, BackendConfig("fp32", "cpu"), 2)
+    assert np.array_equal(first[0], session.run(small.make_inputs(2))[0])
+    session.close()
