@@ -246,3 +246,19 @@ def test_kit_reproduce_refuses_a_wrong_kit_reference_cache_before_any_job(
     err = capsys.readouterr().err
     assert "KIT_REFERENCE_CACHE='off'" in err and "absolute folder path" in err
     assert not (outputs / "runs").exists()
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_a_warning_not_the_row(
+    small, reference_loads, tmp_path, monkeypatch
+):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder's parent should be")
+    monkeypatch.setenv("KIT_REFERENCE_CACHE", str(blocked / "reference-outputs"))
+    with pytest.warns(UserWarning, match="not kept on disk"):
+        result = model_benchmark.run(dict(model=small.name, **RUN))
+    assert str(result.status) == "ok" and result.numerics[0].mean_abs is not None
+    reference_outputs.forget()
+    reference_loads.clear()
+    with pytest.warns(UserWarning, match="not kept on disk"):
+        model_benchmark.run(dict(model=small.name, **RUN))
+    assert reference_loads == ["fp16", "fp32"]  # computed again, as without a cache
