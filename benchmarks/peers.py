@@ -363,7 +363,7 @@ def reference_outputs(model_name: str, batch: int) -> list:
         outputs = session.run(inputs)
     finally:
         session.close()
-    kept_references.remember(model, batch, inputs, outputs)
+    kept_references.remember(model, batch, inputs, outputs, "bench-peers' call on the same inputs")
     return outputs
 
 

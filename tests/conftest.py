@@ -22,9 +22,13 @@ def session_reference_cache(tmp_path_factory):
 def reference_cache(tmp_path, monkeypatch):
     """Each test's own: whether a reference is computed must not depend on which tests ran
     before it on the same worker."""
+    from kit.backends import reference_outputs
+
     folder = tmp_path / "reference-outputs"
     monkeypatch.setenv("KIT_REFERENCE_CACHE", str(folder))
-    return folder
+    reference_outputs.forget()  # nor on what an earlier test left in this worker's memory
+    yield folder
+    reference_outputs.forget()
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from kit.cache import cached_file
 from kit.errors import CorruptModel, InvalidParameter, KitError, MissingResource
 from kit.hardware.environment import int8_saturates, onnxruntime_version
 from kit.measure.memory import check_memory, release_freed_memory
+from kit.models.onnx_file import onnx_sources
 from kit.models.spec import ExportedModel, make_inputs
 from kit.paths import cache_dir
 from kit.registry import Registry
@@ -163,7 +164,7 @@ def convert_for_ort(
         conversion_dir(source, directory),
         f"{source.stem}-{method}",
         ".onnx",
-        sources=[source],
+        sources=list(onnx_sources(source)),
         settings=conversion_settings(model, method),
         build=build,
     )

@@ -33,6 +33,7 @@ from kit.backends.options import OpenVinoOptions
 from kit.cache import cached_file, prune_oldest
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.environment import cpu_flags, int8_saturates, usable_cores
+from kit.models.onnx_file import onnx_sources
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -318,7 +319,7 @@ def quantized_ir(core, model: ExportedModel, preset: str = "default") -> tuple[P
             directory,
             f"{stem}-ov-int8",
             ".xml",
-            sources=[Path(model.onnx_path)],
+            sources=list(onnx_sources(model.onnx_path)),
             settings={**record, "shapes": shapes},
             build=build,
         )

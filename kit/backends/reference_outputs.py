@@ -11,9 +11,11 @@ They are also kept on disk, under `outputs/cache/reference-outputs/` (`KIT_REFER
 folder, or 0 for none), so a later run, or another row on the same export and batch (resnet50's
 FP16 and FP8 rows), reads them instead of loading and running the reference again: that is what a
 warm rerun on a GPU host would otherwise spend on its CPU for every row and batch. An entry is
-keyed by the export's content (sha256), the batch, the inputs' bytes, the onnxruntime version and
-the CPU model (ONNX Runtime's kernels differ by instruction set), and carries its size and content
-hash (kit.cache): a damaged entry is deleted and computed again.
+keyed by the export's content (sha256 of the file and of any external data file it names), the
+batch, the inputs' bytes, the onnxruntime version and the CPU (model name and instruction-set flags:
+ONNX Runtime's kernels differ by instruction set), and carries its size and content hash
+(kit.cache): a damaged entry is deleted and computed again. A folder that cannot be read or written
+costs a warning and the call the entry would have saved, never the row.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hashlib
 import io
 import os
 import warnings
+import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +33,8 @@ import numpy as np
 
 from kit import cache
 from kit.errors import InvalidParameter
-from kit.hardware.environment import cpu_model
+from kit.hardware.environment import cpu_flags, cpu_model, onnxruntime_version
+from kit.models.onnx_file import onnx_sources
 from kit.models.spec import ExportedModel
 from kit.paths import cache_dir
 
@@ -38,7 +42,9 @@ KEPT = 2  # entries kept in memory: a row measures a batch right after searching
 MAX_ENTRY_BYTES = 256 * 2**20  # larger outputs are not written to disk
 FORMAT = 1  # of the disk entries: bump when what the reference runs changes
 ENV = "KIT_REFERENCE_CACHE"
-_OUTPUTS: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+#: what a damaged or unreachable entry raises on the way in
+UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
+_OUTPUTS: OrderedDict[tuple, Recalled] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -77,16 +83,11 @@ def store() -> Path | None:
 
 def _key(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> tuple | None:
     try:
-        stat = model.onnx_path.stat()
+        files = onnx_sources(model.onnx_path)
+        stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
     except OSError:
         return None
-    return (
-        str(model.onnx_path.resolve()),
-        stat.st_size,
-        stat.st_mtime_ns,
-        batch,
-        inputs_digest(inputs),
-    )
+    return (*stats, batch, inputs_digest(inputs))
 
 
 def _entry(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Path | None:
@@ -94,28 +95,32 @@ def _entry(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> P
     folder = store()
     if folder is None:
         return None
-    import onnxruntime
-
     settings = {
         "format": FORMAT,
-        "export_sha256": cache.file_digest(model.onnx_path),
+        "export_sha256": [cache.file_digest(f) for f in onnx_sources(model.onnx_path)],
         "batch": batch,
         "inputs": inputs_digest(inputs),
-        "onnxruntime": onnxruntime.__version__,
+        "onnxruntime": onnxruntime_version(),
         "cpu": cpu_model(),
+        "cpu_flags": hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:16],
     }
     return folder / f"{model.name}-b{batch}-{cache.content_key((), settings)}.npz"
 
 
 def remember(
-    model: ExportedModel, batch: int, inputs: dict[str, np.ndarray], outputs: list[np.ndarray]
+    model: ExportedModel,
+    batch: int,
+    inputs: dict[str, np.ndarray],
+    outputs: list[np.ndarray],
+    source: str,
 ) -> None:
-    """Keep the reference's `outputs` for these inputs (the oldest entry in memory goes beyond
-    KEPT), on disk too."""
+    """Keep the reference's `outputs` for these inputs, computed by `source` (what a later reader
+    names: "the search's call on the same inputs"), in memory (the oldest entry goes beyond KEPT)
+    and on disk."""
     key = _key(model, batch, inputs)
     if key is None:
         return
-    _OUTPUTS[key] = outputs
+    _OUTPUTS[key] = Recalled(outputs, source)
     _OUTPUTS.move_to_end(key)
     while len(_OUTPUTS) > KEPT:
         _OUTPUTS.popitem(last=False)
@@ -148,12 +153,24 @@ def _write(
 
 def recall(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Recalled | None:
     """The reference's outputs for exactly these inputs of this export, where already computed:
-    by this process (the search), else by an earlier call kept on disk."""
+    by this process, else by an earlier call kept on disk."""
     key = _key(model, batch, inputs)
     if key is None:
         return None
     if key in _OUTPUTS:
-        return Recalled(_OUTPUTS[key], "the search's call on the same inputs")
+        return _OUTPUTS[key]
+    try:
+        return _read(model, batch, inputs)
+    except UNREADABLE as exc:
+        warnings.warn(
+            f"the fp32 reference's outputs kept on disk could not be read ({exc}): computing "
+            "them again",
+            stacklevel=2,
+        )
+        return None
+
+
+def _read(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Recalled | None:
     entry = _entry(model, batch, inputs)
     meta = None if entry is None else cache.read_entry(entry)
     if entry is None or meta is None:
@@ -161,7 +178,7 @@ def recall(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> R
     try:
         with np.load(entry, allow_pickle=False) as stored:
             outputs = [stored[f"arr_{i}"] for i in range(int(meta["outputs"]))]
-    except (OSError, ValueError, KeyError) as exc:
+    except UNREADABLE as exc:
         cache.discard(entry, f"is unreadable ({type(exc).__name__}: {exc})")
         return None
     return Recalled(outputs, f"an earlier call on the same export and inputs, {entry}")

@@ -9,11 +9,12 @@ only at that size (`ExportedModel.check_batch_size`), never at a size it cannot 
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import replace
 from pathlib import Path
 
 from kit.errors import CorruptModel, InvalidParameter, MissingResource
-from kit.models.build import flops_or_none
+from kit.models.build import flops_or_none, graph_tensors
 from kit.models.spec import DTYPES, ExportedModel, InputSpec, WeightsInfo
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
@@ -76,6 +77,42 @@ def load_onnx_file(
         flops_shared_per_call=shared,
         precision=graph_precision(proto),
     )
+
+
+_SOURCES: dict[tuple, tuple[Path, ...]] = {}  # (path, size, mtime) -> onnx_sources, per process
+
+
+def onnx_sources(path: Path | str) -> tuple[Path, ...]:
+    """The files an ONNX model's content is read from: the file, then each external data file its
+    tensors name (a user's model over 2 GB keeps its weights there; the kit's exports are single
+    files). What a cache keyed by the model's content must hash."""
+    path = Path(path)
+    st = path.stat()
+    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if memo not in _SOURCES:
+        _SOURCES[memo] = (path, *external_data_files(path))
+    return _SOURCES[memo]
+
+
+def external_data_files(path: Path) -> list[Path]:
+    """The external data files `path`'s tensors name, sorted; [] without reading the graph where
+    the file holds no 'location' key (every external tensor has one)."""
+    if path.stat().st_size == 0:
+        return []
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data.find(b"location") < 0:
+            return []
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    locations = {
+        entry.value
+        for tensor in graph_tensors(proto.graph)
+        if tensor.data_location == onnx.TensorProto.EXTERNAL
+        for entry in tensor.external_data
+        if entry.key == "location"
+    }
+    return sorted(path.parent / location for location in locations)
 
 
 def graph_precision(proto) -> str:

@@ -112,7 +112,9 @@ def reference_for(
         ref_session.close()
         del ref_session
         release()
-    reference_outputs.remember(model, batch, inputs, ref_out)
+    reference_outputs.remember(
+        model, batch, inputs, ref_out, "the search's call on the same inputs"
+    )
     return Reference.of(ref_out), ref_scout
 
 

@@ -544,7 +544,11 @@ def measure_one_batch(
             if reference is not None:
                 # the run itself is the reference when it is ORT fp32 on the CPU
                 same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                recalled = None if same else reference_outputs.recall(model, batch, inputs)
+                recalled = (
+                    reference_outputs.recall(model, batch, inputs)
+                    if cfg.check_numerics and not same
+                    else None
+                )
                 if same:
                     ref_session = sessions[0]
                 elif recalled is None and cfg.check_numerics:
@@ -578,7 +582,12 @@ def measure_one_batch(
         assert result.backend is not None  # backend_block(), before the batches
         result.backend = replace(result.backend, session=Session.from_dict(sessions[0].description))
         if cfg.check_numerics:
-            with timed_phase("numerics", batch, "one call of each session on the same inputs"):
+            numerics_calls = (
+                "one call of the measured session, the reference's outputs read (see compile)"
+                if recalled
+                else "one call of each session on the same inputs"
+            )
+            with timed_phase("numerics", batch, numerics_calls):
                 check_numerics(model, sessions[0], ref_session, inputs, batch, result, recalled)
         if ref_session is not None and ref_session is not sessions[0] and not accuracy_here:
             sessions.remove(ref_session)  # no reference session stays open while the windows run
@@ -664,7 +673,9 @@ def check_numerics(
     else:
         ref_out = ref_session.run(inputs)
         if ref_session is not session:
-            reference_outputs.remember(model, batch, inputs, ref_out)
+            reference_outputs.remember(
+                model, batch, inputs, ref_out, "an earlier numerics check on the same inputs"
+            )
     diff = NumericDiff.between(ref_out, session.run(inputs), name)
     result.numerics.append(diff.check(batch))
 

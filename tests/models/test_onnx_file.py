@@ -183,3 +183,31 @@ def test_an_fp16_file_at_the_default_precision_is_run_labelled_and_judged_as_fp1
     assert any("the precision of half.onnx's own graph" in n for n in result.notes)
     assert "conversion" not in result.backend.session.items  # the file ran as it is, not converted
     assert result.backend.session.more["model_file"] == "half.onnx"
+
+
+def test_onnx_sources_name_the_external_data_a_cache_must_hash(tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from kit.models.onnx_file import onnx_sources
+
+    single = relu_model(tmp_path, ["batch", 3])
+    assert onnx_sources(single) == (single,)
+    # 'location' as bytes of a weight, no external tensor: the graph is read, nothing added
+    named = tmp_path / "named.onnx"
+    weight = numpy_helper.from_array(np.frombuffer(b"location", dtype=np.uint8).copy(), "w")
+    save_graph(
+        named,
+        [helper.make_node("Identity", ["w"], ["y"])],
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [8])],
+        [weight],
+    )
+    assert onnx_sources(named) == (named,)
+    external = tmp_path / "ext.onnx"
+    proto = onnx.load(str(named))
+    onnx.save(
+        proto, str(external), save_as_external_data=True, location="ext.bin", size_threshold=0
+    )
+    assert onnx_sources(external) == (external, tmp_path / "ext.bin")

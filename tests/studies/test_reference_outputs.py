@@ -46,8 +46,12 @@ def reference_loads(small, outputs, monkeypatch):
     reference_outputs.forget()
 
 
+SEARCH = "the search's call on the same inputs"
+
+
 def fp32_outputs(model, inputs):
-    session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), 1)
+    batch = len(next(iter(inputs.values())))
+    session = require_backend("onnxruntime").load(model, BackendConfig("fp32", "cpu"), batch)
     try:
         return session.run(inputs)
     finally:
@@ -65,7 +69,7 @@ def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_input
 
     inputs = small.make_inputs(1, seed=0)
     # what the search leaves
-    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))
+    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs), SEARCH)
     reference_loads.clear()
     reused = model_benchmark.run(dict(model=small.name, **RUN))
     assert reference_loads == ["fp16"]  # no second fp32 session
@@ -77,8 +81,8 @@ def test_the_measurement_takes_the_outputs_the_search_computed_on_the_same_input
 def test_other_inputs_or_another_batch_are_never_taken(small, reference_loads):
     inputs = small.make_inputs(1, seed=0)
     other = {name: np.ascontiguousarray(a + 1) for name, a in inputs.items()}
-    reference_outputs.remember(small, 1, other, fp32_outputs(small, other))
-    reference_outputs.remember(small, 2, inputs, fp32_outputs(small, inputs))
+    reference_outputs.remember(small, 1, other, fp32_outputs(small, other), SEARCH)
+    reference_outputs.remember(small, 2, inputs, fp32_outputs(small, inputs), SEARCH)
     assert reference_outputs.recall(small, 1, inputs) is None
     reference_loads.clear()
     model_benchmark.run(dict(model=small.name, **RUN))
@@ -112,7 +116,7 @@ def test_no_reference_session_is_open_while_the_windows_run(small, reference_loa
     assert events.index("close fp32") < events.index("timing")
 
     inputs = small.make_inputs(1, seed=0)
-    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs))
+    reference_outputs.remember(small, 1, inputs, fp32_outputs(small, inputs), SEARCH)
     reference_loads.clear()
     model_benchmark.run(dict(model=small.name, **{**RUN, "accuracy": True}))
     # no ImageNet here: the accuracy check never called the reference
@@ -138,15 +142,13 @@ def test_a_later_run_reads_the_reference_from_disk_instead_of_computing_it(
 
 
 def written(small, inputs, batch=1):
-    reference_outputs.remember(small, batch, inputs, fp32_outputs(small, inputs))
+    reference_outputs.remember(small, batch, inputs, fp32_outputs(small, inputs), SEARCH)
     reference_outputs.forget()
 
 
-def test_a_disk_entry_is_taken_only_for_the_same_export_inputs_batch_and_onnxruntime(
+def test_a_disk_entry_is_taken_only_for_the_same_export_inputs_batch_onnxruntime_and_cpu(
     small, reference_cache, tmp_path, monkeypatch
 ):
-    import onnxruntime
-
     inputs = small.make_inputs(1, seed=0)
     written(small, inputs)
     found = reference_outputs.recall(small, 1, inputs)
@@ -161,14 +163,19 @@ def test_a_disk_entry_is_taken_only_for_the_same_export_inputs_batch_and_onnxrun
     assert reference_outputs.recall(moved, 1, inputs) is not None  # the same content elsewhere
     copy.write_bytes(small.onnx_path.read_bytes() + b"\0")
     assert reference_outputs.recall(moved, 1, inputs) is None  # the export changed
-    monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
-    assert reference_outputs.recall(small, 1, inputs) is None
+    for name, other_value in [
+        ("onnxruntime_version", lambda: "0.0.1"),
+        ("cpu_model", lambda: "another CPU"),
+        ("cpu_flags", lambda: frozenset({"avx2"})),  # the same name, AVX-512 hidden by a VM
+    ]:
+        with monkeypatch.context() as m:
+            m.setattr(reference_outputs, name, other_value)
+            assert reference_outputs.recall(small, 1, inputs) is None, name
+    assert reference_outputs.recall(small, 1, inputs) is not None
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
-def test_a_damaged_disk_entry_is_computed_again(
-    small, reference_loads, reference_cache, damage
-):
+def test_a_damaged_disk_entry_is_computed_again(small, reference_loads, reference_cache, damage):
     fresh = model_benchmark.run(dict(model=small.name, **RUN))
     (entry,) = reference_cache.glob("*.npz")
     data = bytearray(entry.read_bytes())
@@ -262,3 +269,102 @@ def test_a_cache_folder_that_cannot_be_written_costs_a_warning_not_the_row(
     with pytest.warns(UserWarning, match="not kept on disk"):
         model_benchmark.run(dict(model=small.name, **RUN))
     assert reference_loads == ["fp16", "fp32"]  # computed again, as without a cache
+
+
+def two_output_model(folder, external: bool = False):
+    """A user's ONNX file with two outputs of different shapes (y = x W, s = x v: the row sums of
+    x), its weights in an external data file where `external`."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from kit.models.onnx_file import load_onnx_file
+
+    weight = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["y"]),
+            helper.make_node("MatMul", ["x", "v"], ["s"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3]),
+            helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 1]),
+        ],
+        [weight, numpy_helper.from_array(np.ones((4, 1), dtype=np.float32), "v")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 10
+    path = folder / "two.onnx"
+    if external:
+        onnx.save(
+            proto, str(path), save_as_external_data=True, location="two.data", size_threshold=0
+        )
+    else:
+        onnx.save(proto, str(path))
+    return load_onnx_file(path)
+
+
+def test_outputs_come_back_in_their_order_and_an_external_weight_change_is_a_new_entry(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # ONNX Runtime reads the external data beside the model
+    model = two_output_model(tmp_path, external=True)
+    inputs = model.make_inputs(2)
+    fresh = fp32_outputs(model, inputs)
+    assert [o.shape for o in fresh] == [(2, 3), (2, 1)]
+    written(model, inputs, batch=2)
+    found = reference_outputs.recall(model, 2, inputs)
+    assert found is not None and [o.shape for o in found.outputs] == [(2, 3), (2, 1)]
+    assert all(np.array_equal(a, b) for a, b in zip(found.outputs, fresh, strict=True))
+
+    data = tmp_path / "two.data"
+    weights = np.frombuffer(data.read_bytes(), dtype=np.float32) * 2
+    data.write_bytes(weights.tobytes())  # the .onnx itself is byte for byte the same
+    assert reference_outputs.recall(model, 2, inputs) is None
+    assert not np.array_equal(fp32_outputs(model, inputs)[0], fresh[0])
+
+
+def test_each_path_names_where_its_reference_came_from(small, reference_loads, reference_cache):
+    """Computed; read from this process's earlier numerics check; read from disk; no numerics
+    check (nothing read, nothing claimed); the run being the reference itself."""
+    first = model_benchmark.run(dict(model=small.name, **RUN))
+    assert first.numerics[0].more["reference"] == "onnxruntime fp32 CPU"
+    second = model_benchmark.run(dict(model=small.name, **RUN))
+    assert "an earlier numerics check on the same inputs" in second.numerics[0].more["reference"]
+    reference_outputs.forget()
+    third = model_benchmark.run(dict(model=small.name, **RUN))
+    assert "an earlier call on the same export and inputs" in third.numerics[0].more["reference"]
+    numerics = next(p for p in third.tables.time_account.phases if p.phase == "numerics")
+    assert "the reference's outputs read" in numerics.detail
+
+    unchecked = model_benchmark.run(
+        dict(model=small.name, **{**RUN, "check_numerics": False, "accuracy": True})
+    )
+    compile_phase = next(p for p in unchecked.tables.time_account.phases if p.phase == "compile")
+    assert "taken from" not in compile_phase.detail and not unchecked.numerics
+
+    itself = model_benchmark.run(dict(model=small.name, **{**RUN, "precision": "fp32"}))
+    assert itself.numerics[0].more["reference"].endswith("(this run is the reference)")
+    compile_phase = next(p for p in itself.tables.time_account.phases if p.phase == "compile")
+    assert "taken from" not in compile_phase.detail
+
+
+def test_a_damaged_entry_in_a_cache_that_cannot_be_written_costs_a_warning_not_the_row(
+    small, reference_loads, reference_cache, monkeypatch
+):
+    """A shared, read-only cache: the damaged entry cannot be deleted (root ignores file modes
+    here, so the read-only mount is the refusal itself)."""
+    model_benchmark.run(dict(model=small.name, **RUN))
+    (entry,) = reference_cache.glob("*.npz")
+    entry.write_bytes(entry.read_bytes()[:100])
+    reference_outputs.forget()
+    reference_loads.clear()
+
+    def read_only(path, reason):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(reference_outputs.cache, "discard", read_only)
+    with pytest.warns(UserWarning, match="could not be read"):
+        result = model_benchmark.run(dict(model=small.name, **RUN))
+    assert str(result.status) == "ok" and reference_loads == ["fp16", "fp32"]
