@@ -36,7 +36,7 @@ from kit.errors import InvalidParameter
 from kit.hardware.environment import cpu_flags, cpu_model, onnxruntime_version
 from kit.models.onnx_file import onnx_sources
 from kit.models.spec import ExportedModel
-from kit.paths import cache_dir
+from kit.paths import cache_dir, inside
 
 KEPT = 2  # entries kept in memory: a row measures a batch right after searching it
 MAX_ENTRY_BYTES = 256 * 2**20  # larger outputs are not written to disk
@@ -83,11 +83,15 @@ def store() -> Path | None:
 
 def _key(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> tuple | None:
     try:
-        files = onnx_sources(model.onnx_path)
-        stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+        stats = [(str(f.resolve()), *_size_and_mtime(f)) for f in onnx_sources(model.onnx_path)]
     except OSError:
         return None
     return (*stats, batch, inputs_digest(inputs))
+
+
+def _size_and_mtime(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
 
 
 def _entry(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Path | None:
@@ -104,7 +108,8 @@ def _entry(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> P
         "cpu": cpu_model(),
         "cpu_flags": hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:16],
     }
-    return folder / f"{model.name}-b{batch}-{cache.content_key((), settings)}.npz"
+    # the model's name becomes a file name: refused where it would lead out of the folder
+    return inside(folder, f"{model.name}-b{batch}-{cache.content_key((), settings)}.npz")
 
 
 def remember(

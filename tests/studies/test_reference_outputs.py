@@ -368,3 +368,11 @@ def test_a_damaged_entry_in_a_cache_that_cannot_be_written_costs_a_warning_not_t
     with pytest.warns(UserWarning, match="could not be read"):
         result = model_benchmark.run(dict(model=small.name, **RUN))
     assert str(result.status) == "ok" and reference_loads == ["fp16", "fp32"]
+
+
+def test_a_model_name_that_leads_out_of_the_folder_is_refused(small, reference_cache):
+    escaping = replace(small, name="../../escaped")
+    inputs = small.make_inputs(1, seed=0)
+    with pytest.raises(InvalidParameter, match="escaped.*a path inside"):
+        reference_outputs.remember(escaping, 1, inputs, fp32_outputs(small, inputs), SEARCH)
+    assert not list(reference_cache.parent.parent.rglob("*escaped*"))
