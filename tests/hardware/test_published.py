@@ -1,3 +1,5 @@
+import re
+
 import pandas as pd
 import pytest
 
@@ -16,6 +18,35 @@ def test_every_figure_is_printed_verbatim_in_its_seed():
     for row in figures.itertuples():
         seed_id = row.source[5:8]
         assert row.printed in seed_text(seed_id), (row.figure_id, row.printed)
+
+
+def seed_section(text: str, heading: str) -> str:
+    """The seed's text under the markdown heading `heading`, up to the next heading of its level or
+    above."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip("#").strip() == heading)
+    level = len(lines[start]) - len(lines[start].lstrip("#"))
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].startswith("#") and len(lines[i]) - len(lines[i].lstrip("#")) <= level
+        ),
+        len(lines),
+    )
+    return "\n".join(lines[start:end])
+
+
+def test_a_figure_whose_source_names_a_table_is_printed_in_that_table():
+    named = 0
+    for row in published.figures().itertuples():
+        quoted = re.search(r"'([^']+)' table", row.source)
+        if not quoted:
+            continue
+        named += 1
+        section = seed_section(seed_text(row.source[5:8]), quoted.group(1))
+        assert row.printed in section, (row.figure_id, quoted.group(1), row.printed)
+    assert named >= 34  # the 28 of the C600 table and the 6 product specs
 
 
 def test_seed_001_table_has_the_seed_columns_and_14_rows():
