@@ -126,10 +126,11 @@ ALL_GPU = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionPr
 class FakeGpuSession:
     """An ORT session that says which providers it got, as a session on a GPU host would; it
     computes on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its
-    profile ran on the CPU, the rest on placed[0]. From run number `fail_from` on, its first
-    provider fails (EPFail) and, as ORT's Python session does, with fallback enabled it switches to
-    the CPU and retries silently; `disable_fallback` is False for a session without that method (an
-    older ORT)."""
+    profile ran on the CPU, the rest on placed[0] (with `enable_cuda_graph` such a session is
+    refused when it is made, as ORT refuses a graph capture unless every compute node is on
+    CUDA). From run number `fail_from` on, its first provider fails (EPFail) and, as ORT's Python
+    session does, with fallback enabled it switches to the CPU and retries silently;
+    `disable_fallback` is False for a session without that method (an older ORT)."""
 
     placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     cpu_kernels = 0
@@ -143,6 +144,13 @@ class FakeGpuSession:
         self.cuda_graph = any(
             isinstance(p, tuple) and p[1].get("enable_cuda_graph") == "1" for p in providers
         )
+        if self.cuda_graph and self.cpu_kernels:
+            # ORT checks the partition when the session is made, not at the capture
+            raise RuntimeError(
+                "[ONNXRuntimeError] : 1 : FAIL : This session cannot use the graph capture feature "
+                "as requested by the user as all compute graph nodes have not been partitioned to "
+                "the CUDAExecutionProvider"
+            )
         self.graph_runs = 0  # ORT's CUDA graph: warm-up runs, then it captures and replays
         self.captured = None
         self.enable_fallback_arg = kwargs.get("enable_fallback")
@@ -540,6 +548,18 @@ def test_ort_cuda_graph_binds_fixed_cuda_buffers_and_copies_each_call(small, gpu
         get_backend("onnxruntime").load(
             small, BackendConfig(device="tensorrt", options={"cuda_graph": True}), 4
         )
+
+
+def test_a_cuda_graph_session_with_nodes_on_the_cpu_is_unavailable(small, gpu_host):
+    """ORT makes no CUDA-graph session for a model some of whose compute nodes it places on the
+    CPU: the candidate is unavailable, naming why, and the same model loads without the graph."""
+    gpu_host.cpu_kernels = 2
+    with pytest.raises(BackendUnavailable, match="all compute graph nodes have not been partit"):
+        get_backend("onnxruntime").load(
+            small, BackendConfig(device="cuda", options={"cuda_graph": True}), 2
+        )
+    plain = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 2)
+    assert plain.description["placement"]["kernels_by_provider"]["CPUExecutionProvider"] == 2
 
 
 def test_the_double_refuses_what_ort_refuses(small, gpu_host):
