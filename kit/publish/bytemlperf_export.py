@@ -14,6 +14,13 @@ a GPU: the share of kernels ONNX Runtime placed on it), `Device Count`, `Compile
 (measured only by the IPU backend),
 `Accuracy` without a diff or metric, `Version` (ByteMLPerf's own version: the kit is not
 ByteMLPerf). `Backend` names the hardware part and the runtime: `CPU-AMD-EPYC-onnxruntime`.
+`Dataset` is written only where the run read it (a measured accuracy metric): the diffs are taken
+on the kit's seeded synthetic inputs, not on dataset samples as ByteMLPerf takes them.
+
+Two fields ByteMLPerf's format does not have (KIT_FIELDS) say what its readers would otherwise
+take for granted: `Weights`, where the model's weights came from (random initialisation is named,
+with "accuracy not meaningful"), and `Accuracy`'s `Diff Inputs`, the inputs the diffs were taken
+on.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ from kit.paths import inside, plain_name
 from kit.precision import RunPrecision
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
-from kit.results.sections import BackendInfo
+from kit.results.sections import BackendInfo, ModelInfo
+from kit.results.windows import AccuracyCheck
 
 FOLDER = "bytemlperf"
 RUNTIME_NAMES = {"ipu": "poprt"}
@@ -44,6 +52,10 @@ DIFFS = {
     "Max Rel-Diff": "max_rel",
     "Mean Rel-Diff": "mean_rel",
 }
+#: The fields the kit adds to ByteMLPerf's format (as `kit.published.bytemlperf_reports.flatten`
+#: names them): what the figures were measured with, where a reader would otherwise assume a dataset
+#: and real weights.
+KIT_FIELDS = ("Weights", "Accuracy/Diff Inputs")
 NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
 #: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
 EMULATED = "not run on an IPU"
@@ -107,17 +119,28 @@ def performance(result: RunResult) -> list[dict]:
     return out
 
 
+def dataset_metric(result: RunResult) -> AccuracyCheck | None:
+    """The run's measured dataset metric (Top-1, F1, ...: a dataset was read), if any."""
+    return next(
+        (
+            a
+            for a in result.sections.accuracy
+            if a.measured and _finite(a.value) and a.metric not in DIFFS
+        ),
+        None,
+    )
+
+
 def accuracy(result: RunResult, png: str) -> dict:
-    """Data Percent and the dataset's metric where measured (real weights), the five diffs
-    (rounded to 5 decimals) and the PNG's name where the numerics were checked."""
+    """Data Percent and the dataset's metric where measured, the five diffs (rounded to 5
+    decimals), the inputs they were taken on and the PNG's name where the numerics were
+    checked."""
     out: dict = {}
     sections = result.sections
-    for a in sections.accuracy:
-        if a.measured and _finite(a.value) and a.metric not in DIFFS:
-            if _finite(a.data_percent):
-                out["Data Percent"] = a.data_percent
-            out[str(a.metric)] = a.value
-            break
+    if (metric := dataset_metric(result)) is not None:
+        if _finite(metric.data_percent):
+            out["Data Percent"] = metric.data_percent
+        out[str(metric.metric)] = metric.value
     if sections.numerics:
         first = sections.numerics[0]
         out.update(
@@ -127,6 +150,8 @@ def accuracy(result: RunResult, png: str) -> dict:
                 if _finite(d := first.diff(key))
             }
         )
+        seed = result.parameters.get("seed", 0)
+        out["Diff Inputs"] = f"synthetic (the kit's inputs, seed {seed}), not dataset samples"
         if first.histograms:
             out["Diff Dist"] = png
     return out
@@ -161,8 +186,10 @@ def report(result: RunResult) -> tuple[dict, str, str]:
     host = sections.environment.cpu.model
     if host:
         out["Host Info"] = host
-    if dataset := dataset_name(model):
+    if dataset_metric(result) is not None and (dataset := dataset_name(model)):
         out["Dataset"] = dataset
+    if weights := (sections.model or ModelInfo()).weights.label:
+        out["Weights"] = weights
     if _finite(result.parameters.get("replicas")):
         out["Instance Count"] = int(result.parameters["replicas"])
     compile_info: dict = {}

@@ -29,6 +29,7 @@ TYPES: dict[str, type | str] = {
     "Accuracy": dict,
     "Version": str,
     "Execution Date": str,
+    "Weights": str,  # the kit's own field (kit.publish.bytemlperf_export.KIT_FIELDS)
 }
 PERFORMANCE: dict[str, type | str] = {
     "BS": int,

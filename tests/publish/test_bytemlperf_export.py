@@ -9,7 +9,7 @@ import pytest
 from kit.cli.main import main
 from kit.measure.bytemlperf import bytemlperf_figures
 from kit.notebook import run_study
-from kit.publish.bytemlperf_export import backend_name
+from kit.publish.bytemlperf_export import KIT_FIELDS, backend_name
 from kit.publish.bytemlperf_export import report as bytemlperf_report
 from kit.published.bytemlperf_reports import ReportError, key_types, read_report, report_files
 from kit.results import RunResult
@@ -57,6 +57,7 @@ def test_the_kit_report_has_the_published_keys_and_types(exported):
     assert len(published_reports()) == 30
     # ByteMLPerf's writer (perf_engine.py, a30b4f9) adds the run's date; the 30 reports predate it
     published["Execution Date"] = {"string"}
+    published.update({field: {"string"} for field in KIT_FIELDS})  # what the figures stand on
     unknown = {k: v for k, v in ours.items() if k not in published}
     assert not unknown, f"keys no published report has: {unknown}"
     wrong = {k: (v, published[k]) for k, v in ours.items() if v not in published[k]}
@@ -72,7 +73,6 @@ def test_the_kit_report_has_the_published_keys_and_types(exported):
         "Model",
         "Backend",
         "Host Info",
-        "Dataset",
         "Graph Compile",
         "Graph Compile/Compile Precision",
         "Performance",
@@ -107,7 +107,23 @@ def test_figures_by_bytemlperfs_definitions_and_where_they_go(exported):
         and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     )
     assert report["Host Info"] == result.environment.cpu.model
-    assert report["Dataset"] == "OPEN_IMAGENET"
+
+
+def test_random_weights_and_synthetic_inputs_are_named_and_no_dataset_is_claimed(exported):
+    """accuracy=False: no dataset read, so no `Dataset`; the diffs' inputs and the random weights
+    are named, as the HTML report names them."""
+    _, path = exported
+    report = json.loads(path.read_text())
+    assert "Dataset" not in report
+    assert report["Weights"] == "random initialisation (seed 0): accuracy not meaningful"
+    assert report["Accuracy"]["Diff Inputs"].startswith("synthetic (the kit's inputs, seed 0)")
+    read = RunResult.read(path.parents[3] / "resnet50.json")  # the module's result left as it is
+    read.accuracy = [
+        {"metric": "Top-1", "value": 0.001, "status": "measured", "data_percent": 100.0}
+    ]
+    measured, _, _ = bytemlperf_report(read)  # a dataset read: its metric, and its name
+    assert measured["Dataset"] == "OPEN_IMAGENET" and measured["Accuracy"]["Top-1"] == 0.001
+    assert measured["Weights"].startswith("random initialisation")
 
 
 def test_what_the_kit_did_not_measure_is_left_out(exported):
