@@ -30,6 +30,8 @@ from kit.errors import InvalidParameter
 from kit.hardware.cuda import unused_gpu_reason
 from kit.hardware.kinds import CHOICES as HARDWARE
 from kit.hardware.kinds import PREFERENCE
+from kit.hardware.kinds import get as get_kind
+from kit.hardware.kinds import present as present_kinds
 from kit.hardware.kinds import resolve as resolve_hardware
 from kit.hardware.reuse import reuse_identity
 from kit.paths import outputs_dir
@@ -116,6 +118,8 @@ def reproduce(args: argparse.Namespace) -> int:
     reference_outputs.store()
     executor = _executor(args.scheduler)
     kinds = hardware_kinds(args.hardware, executor)
+    if executor is None:  # a cluster's workers say what they offer
+        refuse_absent(kinds, args.hardware)
     hardware = ",".join(kinds)
     if executor is None and (note := unused_gpu_reason(kinds)):
         print(note)
@@ -238,6 +242,21 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
             )
         return kinds
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
+
+
+def refuse_absent(kinds: list[str], asked: str) -> None:
+    """InvalidParameter (exit 2, before any job) naming the first kind asked for that cannot run on
+    this machine and why: every job of it would fail, and its failure would stand in the index
+    for an earlier run's results."""
+    for kind in kinds:
+        if why := get_kind(kind).missing_here():
+            here = ", ".join(present_kinds())
+            raise InvalidParameter(
+                "hardware",
+                asked,
+                f"a kind this machine runs ({here}, or auto); {kind}: {why}. "
+                "PLAN=1 (--plan 1) plans a run on any kind",
+            )
 
 
 def parts(kinds: list[str], executor=None) -> str:

@@ -8,11 +8,25 @@ import shutil
 import subprocess
 
 IPU_FIELDS = ("board type", "ipu architecture")
+#: the interpreter (or command) the PopRT worker runs under (kit.backends.ipu.worker_process)
+PYTHON_ENV = "KIT_IPU_PYTHON"
 UNKNOWN_IPU = "IPU part unknown"
 
 
 def ipu_present() -> bool:
     return any(os.path.exists(f"/dev/ipu{i}") for i in range(16)) or bool(shutil.which("gc-info"))
+
+
+def missing_reason() -> str | None:
+    """Why a run on the IPU cannot start here, None where it can: an IPU is present, or
+    KIT_IPU_PYTHON names the interpreter PopRT runs under (a container's, or the PopRT test
+    double's, whose figures are labelled "not run on an IPU")."""
+    if ipu_present() or os.environ.get(PYTHON_ENV, "").strip():
+        return None
+    return (
+        "no IPU here (no /dev/ipu* node, no gc-info on PATH) and no PopRT interpreter named "
+        f"({PYTHON_ENV} unset; docs/ipu.md)"
+    )
 
 
 def ipu_part() -> str:

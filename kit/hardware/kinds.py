@@ -49,6 +49,10 @@ class HardwareKind:
         """Whether this kind can run here (a driver alone is not enough)."""
         raise NotImplementedError
 
+    def missing_here(self) -> str | None:
+        """Why a run asked for on this kind cannot start here, None where it can."""
+        return None if self.present() else f"no {self.name} found here"
+
     def part(self) -> str:
         """The exact part behind the kind on this machine, read cheaply without a backend: what a
         result may be reused on."""
@@ -93,6 +97,9 @@ class Cuda(HardwareKind):
     def part(self) -> str:
         return ", ".join(cuda.visible_gpu_names()) or "no GPU visible"
 
+    def missing_here(self) -> str | None:
+        return cuda.unused_gpu_reason([self.name])
+
     def key_facts(self) -> dict:
         return {"gpus": list(cuda.gpu_names())}
 
@@ -106,6 +113,9 @@ class Cuda(HardwareKind):
 class Ipu(HardwareKind):
     def present(self) -> bool:
         return ipu.ipu_present()
+
+    def missing_here(self) -> str | None:
+        return ipu.missing_reason()
 
     def part(self) -> str:
         return ipu.ipu_part()

@@ -339,6 +339,30 @@ def test_result_json_and_search_cache_files_are_readable_by_all_as_the_html(tmp_
         assert path.stat().st_mode & 0o777 == 0o644, path
 
 
+def test_a_kind_that_cannot_run_here_is_refused_before_any_job(outputs, tiny, monkeypatch, capsys):
+    """HARDWARE=cuda on a machine without a CUDA backend ran every job to a failure, and each
+    failure replaced the job's earlier ok result in the index; now exit 2, naming why, with the
+    state as it was."""
+    from kit.hardware import cuda, ipu
+
+    use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
+    assert reproduce(capsys)[0] == 0
+    before = read_state(outputs)
+    monkeypatch.setattr(cuda, "gpu_names", lambda: ())
+    monkeypatch.setattr(cuda, "cuda_backend_loads", lambda: "torch 2.13.0+cpu sees no CUDA device")
+    monkeypatch.setattr(ipu, "ipu_present", lambda: False)
+    monkeypatch.delenv("KIT_IPU_PYTHON", raising=False)
+    for asked, why in (
+        ("cuda", "cuda: cuda asked for, but no CUDA backend loads here .*sees no CUDA device"),
+        ("cpu,ipu", r"ipu: no IPU here .*KIT_IPU_PYTHON unset"),
+    ):
+        code = kit_main(["reproduce", "--hardware", asked])
+        err = capsys.readouterr().err
+        assert code == 2 and re.search(f"invalid hardware='{asked}': .*{why}", err), err
+        assert read_state(outputs) == before
+    assert kit_main(["reproduce", "--hardware", "cuda", "--plan", "1"]) == 0  # planned anywhere
+
+
 def fake_gc_info(bin_dir, board: str, architecture: str) -> None:
     """A `gc-info` on PATH printing the documented `gc-info -d 0 -i` fields of one board."""
     bin_dir.mkdir(exist_ok=True)
@@ -376,6 +400,7 @@ def test_two_ipu_runs_whose_part_gc_info_cannot_name_are_never_reused(
     unknown'."""
     if shutil.which("gc-info"):
         pytest.skip("gc-info is on PATH here: the part is known")
+    monkeypatch.setenv("KIT_IPU_PYTHON", sys.executable)  # as an emulated run names the double's
     use_jobs(monkeypatch, [Job("row", "ok.ipynb")])
     assert reproduce(capsys, "--hardware", "ipu")[0] == 0
     code, lines, _ = reproduce(capsys, "--hardware", "ipu")

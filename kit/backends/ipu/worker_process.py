@@ -21,6 +21,7 @@ from typing import Any
 from kit import endings
 from kit.backends.ipu.poprt_worker.wire import read_message, write_message
 from kit.errors import BackendUnavailable, KitError
+from kit.hardware.ipu import PYTHON_ENV
 from kit.measure.memory import GB, SKIP_CHECK_ENV, InsufficientMemory, oom_message, parse_meminfo
 
 WORKER = Path(__file__).with_name("poprt_worker")
@@ -38,7 +39,7 @@ class IpuWorkerError(KitError):
 
 
 def interpreter(env: Mapping[str, str] | None = None) -> list[str]:
-    return shlex.split((os.environ if env is None else env).get("KIT_IPU_PYTHON", "python3"))
+    return shlex.split((os.environ if env is None else env).get(PYTHON_ENV, "python3"))
 
 
 def request_timeout_s(kind: str = "run") -> float:
