@@ -241,6 +241,12 @@ def hardware_kinds(hardware: str, executor=None) -> list[str]:
                 "workers declare no ipu, cuda or cpu resource (docs/cluster.md)",
             )
         return kinds
+    if not all(w in HARDWARE for w in words):  # the whole value named: an empty word is no name
+        raise InvalidParameter(
+            "hardware",
+            hardware,
+            f"one of {', '.join(HARDWARE)}, or several separated by commas (e.g. ipu,cpu)",
+        )
     return list(dict.fromkeys(resolve_hardware(w) for w in words))
 
 

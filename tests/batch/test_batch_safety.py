@@ -264,8 +264,9 @@ def test_one_batch_measures_on_every_kind_the_cluster_offers():
 
     assert hardware_kinds("auto", OffersResources("cpu", "ipu", "gpu-memory")) == ["ipu", "cpu"]
     assert hardware_kinds("cuda,cpu,cuda") == ["cuda", "cpu"]
-    with pytest.raises(InvalidParameter, match="hardware='tpu'"):
-        hardware_kinds("cpu,tpu")
+    for wrong in ("cpu,tpu", "cpu,,cuda", ""):  # the whole value named, comma lists said
+        with pytest.raises(InvalidParameter, match=f"hardware='{wrong}': .*separated by commas"):
+            hardware_kinds(wrong)
     with pytest.raises(InvalidParameter, match="declare no ipu, cuda or cpu"):
         hardware_kinds("auto", OffersResources("memory"))
     single = jobs_on("quick", ["cpu"])
