@@ -26,9 +26,13 @@ OTHER_BUILD = $(if $(filter-out auto,$(GPU)),$(if $(filter $(INSTALL_KIND),$(INS
 PIP_LOG := $(VENV)/pip-install.log
 
 PEERS_ARGS ?=
+# `make bench SMOKE=1`: each benchmark once at its smallest (benchmarks/run_all.py --smoke); its
+# figures mean nothing, it shows every benchmark still runs.
+SMOKE ?= 0
 
-# `make reproduce`'s fixed choices, refused before anything is installed (kit checks them again;
-# tests/project/test_makefile.py keeps these lists equal to kit's). $(call one_of,VAR,choices)
+# `make reproduce`'s fixed choices (and `make bench`'s SMOKE), refused before anything is installed
+# (kit checks them again; tests/project/test_makefile.py keeps these lists equal to kit's).
+# $(call one_of,VAR,choices)
 one_of = $(if $(and $(filter 1,$(words $($(1)))),$(filter $(2),$($(1)))),,$(error invalid $(1)='$($(1))': one of $(2)))
 ifneq ($(filter reproduce,$(MAKECMDGOALS)),)
 $(call one_of,PROFILE,quick full)
@@ -36,6 +40,9 @@ $(call one_of,FORCE,0 1)
 $(call one_of,SEARCH,0 1)
 $(call one_of,PLAN,0 1)
 $(call one_of,WARM,auto on off)
+endif
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+$(call one_of,SMOKE,0 1)
 endif
 
 .PHONY: install reproduce rerun test bench bench-peers lab lint site rebuild-state clean-outputs mutate other-build
@@ -84,7 +91,7 @@ mutate: $(STAMP)
 	exec $(BIN)/python -m tests.mutate $(MUTATE_ARGS)
 
 bench: $(STAMP)
-	exec $(BIN)/python -m benchmarks.run_all
+	exec $(BIN)/python -m benchmarks.run_all $(if $(filter 1,$(SMOKE)),--smoke)
 
 # The kit's chosen configuration per published row against plain ONNX Runtime fp32 and OpenVINO
 # (benchmarks/peers.py); e.g. PEERS_ARGS="--rows resnet50-torch-fp32:FP16 --rounds 6 --seconds 5".

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from enum import StrEnum
 
 import numpy as np
 
@@ -73,20 +74,43 @@ def load_note() -> str:
     return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
 
 
+class TargetVerdict(StrEnum):
+    """What a ratio's 95 % interval says of its target (printed and written as its string)."""
+
+    MET = "met"
+    MISSED = "MISSED"
+    INCONCLUSIVE = "inconclusive"
+
+
+def target_verdict(low: float | None, high: float | None, target: float) -> TargetVerdict:
+    """MET when the whole 95 % interval [low, high] is at or above `target`, MISSED when all of it
+    is below, else INCONCLUSIVE: it straddles the target, or there is none (low or high None).
+
+    >>> [str(target_verdict(lo, hi, 0.95)) for lo, hi in [(0.95, 1.1), (0.8, 0.94), (0.9, 1.1)]]
+    ['met', 'MISSED', 'inconclusive']
+    >>> str(target_verdict(None, None, 0.95))
+    'inconclusive'
+    """
+    if low is None or high is None:
+        return TargetVerdict.INCONCLUSIVE
+    if low >= target:
+        return TargetVerdict.MET
+    return TargetVerdict.MISSED if high < target else TargetVerdict.INCONCLUSIVE
+
+
 def ratio_verdict(
     numerators: list[float], denominators: list[float], target: float
 ) -> tuple[object, str]:
-    """(interval of sum(numerators) / sum(denominators), verdict) from paired rounds: 'met' when the
-    whole 95 % interval is at or above `target`, 'missed' when it is all below, else
-    'inconclusive'."""
+    """(interval of sum(numerators) / sum(denominators), verdict) from paired rounds: the interval's
+    `target_verdict`, with the reason where there is no interval."""
     from kit.measure.stats import ratio_interval
 
     iv = ratio_interval(
         numerators, denominators, method="paired rounds, ratio estimator, t interval"
     )
     if not iv.available:
-        return iv, f"inconclusive ({iv.reason})"
-    return iv, "met" if iv.low >= target else "MISSED" if iv.high < target else "inconclusive"
+        return iv, f"{TargetVerdict.INCONCLUSIVE} ({iv.reason})"
+    return iv, target_verdict(iv.low, iv.high, target)
 
 
 def ratio_text(iv, verdict: str, target: float) -> str:

@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchmarks.common import TargetVerdict
 from benchmarks.gpu_check_runner import Completed
 from kit.backends.compile_cache import read_from_cache
 from kit.batch.local import warm_job
@@ -46,8 +47,8 @@ class Check:
 
 @dataclass
 class Outcome:
-    """A check's verdict (met, MISSED, cut short, failed, skipped) and why; a peer check's
-    batches."""
+    """A check's verdict (met, MISSED, inconclusive, cut short, failed, skipped) and why; a peer
+    check's batches."""
 
     check: Check
     verdict: str
@@ -92,8 +93,22 @@ class Facts:
         )
 
 
+def batch_verdict(b: dict) -> str:
+    """A peer batch's verdict as benchmarks.peers wrote it; an arm that did not load is a miss."""
+    return TargetVerdict.MISSED if "error" in b else b.get("verdict", TargetVerdict.INCONCLUSIVE)
+
+
+def peers_verdict(verdicts: list[str]) -> str:
+    """A peer check's verdict from its batches': MISSED where any missed (or none ran), met where
+    every one met, else inconclusive (not met: gpu_check exits 1)."""
+    if not verdicts or TargetVerdict.MISSED in verdicts:
+        return TargetVerdict.MISSED
+    met = all(v == TargetVerdict.MET for v in verdicts)
+    return TargetVerdict.MET if met else TargetVerdict.INCONCLUSIVE
+
+
 def peer_outcome(check: Check, done: Completed) -> Outcome:
-    """met where the peers wrote the row and every batch reached the target; a line a batch."""
+    """The batches' verdict where the peers wrote the row (peers_verdict); a line a batch."""
     try:
         rows = json.loads(check.result.read_text())["rows"] if check.result else []
     except (OSError, ValueError, KeyError):
@@ -108,10 +123,9 @@ def peer_outcome(check: Check, done: Completed) -> Outcome:
         )
     batches = [b for r in rows for b in r["batches"]]
     lines = [batch_line(r, b) for r in rows for b in r["batches"]]
-    met = bool(batches) and all(b.get("met") and "error" not in b for b in batches)
     return Outcome(
         check,
-        "met" if met else "MISSED",
+        peers_verdict([batch_verdict(b) for b in batches]),
         f"{len(batches)} batch(es), {done.seconds:.0f} s",
         seconds=done.seconds,
         completed=True,
@@ -255,7 +269,7 @@ def batch_line(row: dict, b: dict) -> str:
     return (
         f"b{b['batch_size']}: kit {b['kit']['throughput_median']:.4g}/s ({chosen}) ÷ best "
         f"peer {b['best_peer']} {best['throughput_median']:.4g}/s = {b['kit_over_best']:.2f} "
-        f"{interval} (target >= {PEER_TARGET}: {'met' if b['met'] else 'MISSED'})"
+        f"{interval} (target >= {PEER_TARGET}: {batch_verdict(b)})"
     )
 
 

@@ -11,8 +11,10 @@ reduce-overhead) and, where installed, ONNX Runtime's TensorRT provider and Tens
 (benchmarks/peer_gpu_arms.py); the kit's arm is the row's GPU decision. Rounds are interleaved
 (every arm once per round, the order rotated each round); per round the ratio kit ÷ peer; the figure
 is the median of those ratios with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method).
-Target: kit ÷ best peer >= 0.95 (median) on every row; the best peer is the one with the highest
-median throughput.
+Target: kit ÷ best peer >= 0.95 on every row, the best peer the one with the highest median
+throughput; met where the whole CI is at or above it, missed where all of it is below, else
+inconclusive (it straddles the target, or fewer than 3 rounds gave no CI): benchmarks.common's
+target_verdict.
 
     python -m benchmarks.peers --rows resnet50-torch-fp32:FP16,bert-torch-fp32:FP8 --rounds 6 --seconds 5
     python -m benchmarks.peers --rows all --batches published      # every row, every published batch
@@ -32,7 +34,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import load_note
+from benchmarks.common import TargetVerdict, load_note, strict, target_verdict
 from benchmarks.peer_arms import serve
 from benchmarks.peer_gpu_arms import TORCH_ARMS
 from kit.atomic import write_text
@@ -388,6 +390,8 @@ def summarise(
             "load_s": loaded[arm]["load_s"],
         }
     best = max(peers, key=lambda a: peers[a]["throughput_median"]) if peers else None
+    ratio, ci = (peers[best]["kit_over_peer"], peers[best]["ci95"]) if best else (None, None)
+    verdict = target_verdict(*(ci or (None, None)), TARGET)
     return {
         "batch_size": batch,
         "kit": {
@@ -398,9 +402,10 @@ def summarise(
         },
         "peers": peers,
         "best_peer": best,
-        "kit_over_best": peers[best]["kit_over_peer"] if best else None,
-        "kit_over_best_ci95": peers[best]["ci95"] if best else None,
-        "met": bool(best and peers[best]["kit_over_peer"] >= TARGET),
+        "kit_over_best": ratio,
+        "kit_over_best_ci95": ci,
+        "verdict": verdict,
+        "met": verdict is TargetVerdict.MET,
         "skipped": skipped,
         "load_average": {"min": min(loads), "max": max(loads)},
     }
@@ -420,7 +425,7 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
         f"{b['kit']['throughput_median']:.3g}/s (rel. error {'-' if err is None else f'{err:.2g}'}"
         f", peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); best peer {b['best_peer']}: kit ÷ "
         f"best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} (target >= {TARGET}: "
-        f"{'met' if b['met'] else 'MISSED'}; load {b['load_average']['min']:.1f}-"
+        f"{b['verdict']}; load {b['load_average']['min']:.1f}-"
         f"{b['load_average']['max']:.1f})",
         flush=True,
     )
@@ -439,7 +444,7 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
 def table(results: list[dict]) -> str:
     lines = [
         "| row | batch | kit's choice | kit /s | best peer | peer /s | kit ÷ best peer [95 % CI] | "
-        "kit ÷ ORT fp32 [95 % CI] | met |",
+        "kit ÷ ORT fp32 [95 % CI] | verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -457,7 +462,7 @@ def table(results: list[dict]) -> str:
                 f"{best['throughput_median']:.3g} | {b['kit_over_best']:.2f} "
                 f"{fmt_ci(b['kit_over_best_ci95'])} | "
                 + (f"{ort['kit_over_peer']:.2f} {fmt_ci(ort['ci95'])}" if ort else "-")
-                + f" | {'yes' if b['met'] else 'NO'} |"
+                + f" | {b['verdict']} |"
             )
     return "\n".join(lines)
 
@@ -497,8 +502,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(table(results))
     print(f"  written {out} ({load_note()} at the end)")
-    missed = any(not b.get("met") for r in results for b in r["batches"])
-    return 1 if missed and os.environ.get("BENCH_STRICT") == "1" else 0
+    missed = any(
+        "error" in b or b["verdict"] == TargetVerdict.MISSED for r in results for b in r["batches"]
+    )
+    return 1 if missed and strict() else 0
 
 
 def run_rows(asked: list, args, flags: list[str], out: str, results: list[dict]) -> None:

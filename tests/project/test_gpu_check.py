@@ -198,6 +198,34 @@ def test_each_peer_batch_is_a_summary_line_with_its_interval_and_a_miss_fails(tm
     assert code == 1 and "(target >= 0.95: met)" in summary and "MISSED (2 batch(es)" in summary
 
 
+def test_a_peer_batch_whose_interval_spans_the_target_is_inconclusive_and_not_met(tmp_path):
+    """kit ÷ peer 0.95 at the median, its interval [0.945, 0.955]: the median alone said met;
+    the interval cannot tell, so the batch and the check are inconclusive and gpu_check exits 1."""
+    clock = Clock()
+    runner = FakeRunner(clock, {"peers": 60}, ratio=0.95)
+    code, summary = check(tmp_path, 200, runner, clock, ROWS[:1], "--checks", "peers")
+    assert code == 1 and "gpu_check: exit 1 (0 met, 1 not met, 0 skipped" in summary
+    assert "peers resnet50-torch-fp32:FP16: inconclusive (2 batch(es), 60 s)" in summary
+    assert "= 0.95 [0.95, 0.95] (target >= 0.95: inconclusive)" in summary
+    checks = json.loads((tmp_path / "out" / "checks.json").read_text())["checks"]
+    assert checks[0]["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize(
+    ("batches", "verdict"),
+    [
+        (["met", "met"], "met"),
+        (["met", "inconclusive"], "inconclusive"),
+        (["inconclusive", "MISSED"], "MISSED"),
+        ([], "MISSED"),
+    ],
+)
+def test_a_peer_check_is_met_only_where_every_batch_met(batches, verdict):
+    from benchmarks.gpu_check_report import peers_verdict
+
+    assert peers_verdict(batches) == verdict
+
+
 def test_a_cold_reproduce_the_budget_cuts_short_fails_and_no_warm_rerun_follows(tmp_path):
     clock = Clock()
     runner = FakeRunner(clock, {"peers": 60, "reproduce0": 500, "reproduce1": 50})

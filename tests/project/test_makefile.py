@@ -1,4 +1,5 @@
-"""The Makefile as a supervisor meets it: a signal to make reaches the kit command it started."""
+"""The Makefile as a supervisor meets it: a signal to make reaches the kit command it started; a
+variable's wrong value stops make before the install; `make bench SMOKE=1` runs the smoke mode."""
 
 from __future__ import annotations
 
@@ -86,11 +87,13 @@ def reproduce_choices() -> dict[str, tuple[str, ...]]:
     }
 
 
-def make_dry_run(venv: Path, *variables: str) -> subprocess.CompletedProcess:
-    """`make -n reproduce` with `variables` and a `venv` not made yet: what make would run, the
+def make_dry_run(
+    venv: Path, *variables: str, target: str = "reproduce"
+) -> subprocess.CompletedProcess:
+    """`make -n <target>` with `variables` and a `venv` not made yet: what make would run, the
     environment's install included (nothing runs)."""
     return subprocess.run(
-        ["make", "-n", "--no-print-directory", "-C", str(ROOT), "reproduce", f"VENV={venv}"]
+        ["make", "-n", "--no-print-directory", "-C", str(ROOT), target, f"VENV={venv}"]
         + list(variables),
         capture_output=True,
         text=True,
@@ -112,3 +115,30 @@ def test_a_wrong_choice_is_refused_before_the_install(variable, tmp_path):
         proc = make_dry_run(tmp_path / "venv", f"{variable}={wrong}")
         assert proc.returncode == 2 and not proc.stdout.strip(), proc.stdout
         assert f"invalid {variable}='{wrong}': one of {' '.join(allowed)}" in proc.stderr
+
+
+@pytest.mark.parametrize(("smoke", "args"), [("1", ["--smoke"]), ("0", []), (None, [])])
+def test_make_bench_runs_at_its_smallest_with_smoke_1(smoke, args, tmp_path):
+    """`make bench` could run small only as `python -m benchmarks.run_all --smoke`: SMOKE=1 passes
+    `--smoke`, and make runs it (a stand-in python records what it was given)."""
+    variables = [] if smoke is None else [f"SMOKE={smoke}"]
+    proc = make_dry_run(tmp_path / "venv", *variables, target="bench")
+    assert proc.returncode == 0, proc.stderr
+    command = ["exec", f"{tmp_path}/venv/bin/python", "-m", "benchmarks.run_all", *args]
+    assert "pip install" in proc.stdout and command in [
+        ln.split() for ln in proc.stdout.splitlines()
+    ]
+    bin_dir, given = tmp_path / "bin", tmp_path / "argv"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\necho "$@" > {given}\n')
+    (bin_dir / "python").chmod(0o755)
+    make = ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "bench", f"BIN={bin_dir}"]
+    subprocess.run(make + variables, check=True, timeout=60)
+    assert given.read_text().split() == ["-m", "benchmarks.run_all", *args]
+
+
+@pytest.mark.parametrize("wrong", ["yes", "0 1", ""])
+def test_a_wrong_smoke_is_refused_before_the_install(wrong, tmp_path):
+    proc = make_dry_run(tmp_path / "venv", f"SMOKE={wrong}", target="bench")
+    assert proc.returncode == 2 and not proc.stdout.strip(), proc.stdout
+    assert f"invalid SMOKE='{wrong}': one of 0 1" in proc.stderr

@@ -61,6 +61,60 @@ def test_the_summary_names_the_best_peer_and_the_verdict():
     )
 
 
+def summary_of(ratios: list[float]) -> dict:
+    """`summarise` of one peer whose per-round kit ÷ peer ratios are `ratios`."""
+    loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "ov-f32")}
+    per = {"kit": [100.0 * r for r in ratios], "ov-f32": [100.0] * len(ratios)}
+    return peers.summarise(4, per, loaded, {}, {}, [1.0])
+
+
+@pytest.mark.parametrize(
+    ("ratios", "verdict"),
+    [
+        ([1.01, 1.03], "inconclusive"),  # 2 rounds: median 1.02, no interval
+        ([0.9, 1.0, 1.02, 1.04, 1.1], "inconclusive"),  # median 1.02, interval [0.90, 1.10]
+        ([0.8, 0.9, 0.93, 1.0, 1.1], "inconclusive"),  # median 0.93, the interval reaches 0.95
+        ([1.0, 1.01, 1.02, 1.03], "met"),  # interval [1.00, 1.03]
+        ([0.8, 0.81, 0.82, 0.83], "MISSED"),  # interval [0.80, 0.83]
+    ],
+)
+def test_met_needs_the_whole_interval_at_or_above_the_target(ratios, verdict, capsys):
+    """2 rounds printed 'kit ÷ best = 1.02 [no CI] (target >= 0.95: met)' and the table said yes:
+    the median alone decided. Met only where the interval's low end reaches the target, missed
+    where its high end is below it, inconclusive without an interval or where it spans the
+    target."""
+    s = summary_of(ratios)
+    assert s["verdict"] == verdict and s["met"] is (verdict == "met")
+    peers.print_batch("resnet50", "FP16", {"chosen": "x"}, s)
+    assert f"(target >= 0.95: {verdict};" in capsys.readouterr().out
+    row = {"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"}, "batches": [s]}
+    assert peers.table([row]).splitlines()[-1].endswith(f"| {verdict} |")
+
+
+def test_the_index_says_inconclusive_and_an_older_files_median_only_verdict(tmp_path):
+    """The index shows the benchmark's verdict and counts only a met one as met; a peers.json
+    written before there was a verdict judged the median alone, and the index says so."""
+    from bs4 import BeautifulSoup
+
+    from kit.publish.peers_table import PEERS_FILE, peers_section
+
+    older = {**summary_of([1.0, 1.01, 1.02, 1.03]), "met": True}
+    del older["verdict"]
+    batches = [summary_of([1.01, 1.03]), summary_of([0.8, 0.81, 0.82, 0.83]), older]
+    row = {"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"}, "batches": batches}
+    (tmp_path / PEERS_FILE).parent.mkdir(parents=True)
+    (tmp_path / PEERS_FILE).write_text(json.dumps({"rows": [row], "target": 0.95}))
+    soup = BeautifulSoup(peers_section(tmp_path), "html.parser")
+    verdicts = [tr.find_all("td")[8].get_text() for tr in soup.find(id="peers").find_all("tr")[1:]]
+    assert verdicts == [
+        "inconclusive (no interval, or it spans 0.95)",
+        "missed (all of the interval below 0.95)",
+        "met (median only)",
+    ]
+    assert "0 of 3 row/batch pairs met 0.95" in soup.get_text()
+    assert "1 missed it" in soup.get_text()
+
+
 def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
     """Issue 28: the peer benchmark's figures reach the report; the index reads them from the JSON
     `make bench-peers` wrote, value for value, and says nothing when there is none."""
@@ -110,7 +164,7 @@ def test_the_index_shows_the_peer_table_from_the_benchmarks_json(tmp_path):
         "ov-bf16",
         "9.25",
     ]
-    assert cells[0][6].startswith(f"{ratio:.2f} [") and cells[0][8] == "yes"
+    assert cells[0][6].startswith(f"{ratio:.2f} [") and cells[0][8] == "met"
     assert cells[0][7].startswith(f"{s['peers']['ort-fp32']['kit_over_peer']:.2f}")
     assert cells[1][3] == "the kit's arm did not load: boom"
     assert "1 of 2 row/batch pairs" in soup.get_text() and "AMD EPYC 9B14" in soup.get_text()
