@@ -104,6 +104,20 @@ def test_provenance_names_hardware_weights_and_method(result):
         assert words in page
 
 
+def test_provenance_says_whose_session_and_parameters_it_shows(result):
+    """A searched row showed the job's pre-search backend=torch beside the measured openvino, and
+    the headline batch's static shapes as the row's session, unsaid."""
+    import copy
+    import html
+
+    page = provenance(result)
+    assert html.escape("the largest batch's (b32; each batch loads its own)") in page
+    assert "before its search chose" not in page  # this run did not search
+    searched = copy.deepcopy(result)
+    searched.parameters = {**result.parameters, "search": True}
+    assert html.escape("the job's, before its search chose") in provenance(searched)
+
+
 def test_interpretation_for_ok_error_and_user_onnx(result, tmp_path):
     assert "not comparable" in interpretation(result)
     failed = run_model_benchmark({**FAST, "model": "nope"})

@@ -50,13 +50,13 @@ def provenance(result: RunResult) -> str:
         "Hardware": hardware_line(env),
         "Backend": f"{b.name} precision {b.precision} on {b.device}"
         + (f" ({b.device_info.name})" if sections.backend else ""),
-        "Session": ", ".join(f"{k}={v}" for k, v in b.session.items.items()),
+        "Session": session_line(result, b.session),
         "GPU placement": gpu_placement(b.session),
         "Model": model_line(m),
         "Weights": m.weights.label,
         "Software": ", ".join(f"{k} {v}" for k, v in env.packages.items()),
         "Allocator": env.allocator,
-        "Parameters": ", ".join(f"{k}={v}" for k, v in result.parameters.items()),
+        "Parameters": parameters_line(result),
         "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
         "Peak used for '% of peak'": b.device_info.peak.method,
         "Roofline": roofline_method(result),
@@ -77,6 +77,29 @@ def provenance(result: RunResult) -> str:
         f"<table class='provenance'>{rows}</table><p><em>{html.escape(tolerance_statement())}"
         "</em></p>"
     )
+
+
+def session_line(result: RunResult, session: Session) -> str:
+    """The backend's session as recorded: the headline's (the largest batch, as
+    kit.studies.model_benchmark keeps it) where each batch loaded its own (its shapes, its
+    compile)."""
+    line = ", ".join(f"{k}={v}" for k, v in session.items.items())
+    batches = {m.batch_size for m in result.sections.measurements}
+    if line and len(batches) > 1:
+        return f"the largest batch's (b{max(batches)}; each batch loads its own): {line}"
+    return line
+
+
+def parameters_line(result: RunResult) -> str:
+    """The job's parameters; where a search chose the measured configuration, said to be the
+    inputs it started from (their backend and precision are the published-precision mapping's)."""
+    line = ", ".join(f"{k}={v}" for k, v in result.parameters.items())
+    if line and result.parameters.get("search"):
+        return (
+            "the job's, before its search chose the configuration measured (Backend above; "
+            f"backend and precision here are the published-precision mapping's): {line}"
+        )
+    return line
 
 
 def hardware_line(env: Environment) -> str:
