@@ -9,6 +9,7 @@ import pytest
 
 from kit.cli.main import main
 from kit.errors import KitError
+from kit.measure.stats import Interval
 from kit.measure.window import BatchMeasurement
 from kit.publish.compare_runs import (
     APART,
@@ -25,10 +26,12 @@ from kit.publish.compare_runs import (
     compare_runs,
     figures_of,
     holm,
+    html_report,
     judge,
     load_run,
     smallest_p,
     summary_line,
+    text_report,
 )
 from kit.results import ResultKind, RunResult
 
@@ -382,3 +385,28 @@ def test_a_result_whose_contents_this_kit_cannot_read_is_named_not_skipped(tmp_p
     path.write_text(json.dumps(data))
     with pytest.raises(KitError, match=r"no result this kit can read: .*batch_size=None"):
         load_run(folder)
+
+
+def test_the_report_shows_an_asymmetric_interval_as_its_bounds():
+    """A p99 of 22.89 over [19.91, 24.22] read '22.89 ± 2.975' (a lower bound of 19.91 shown as
+    19.91, an upper one of 25.87 the interval does not reach)."""
+    row = Row(
+        key="m batch 4: p99 latency",
+        a=Figure(
+            value=22.885,
+            interval=Interval(22.885, 19.910, 24.217),
+            rounds=[],
+            unit="ms",
+            higher_is_better=False,
+        ),
+        b=Figure(
+            value=19.85,
+            interval=Interval(19.85, 19.5527, 20.1473),
+            rounds=[],
+            unit="ms",
+            higher_is_better=False,
+        ),
+    )
+    text = text_report([row], [], "a", "b")
+    assert "22.89 [19.91, 24.22]" in text and "19.85 ± 0.2973" in text and "2.975" not in text
+    assert "22.89 [19.91, 24.22]" in html_report([row], [], "a", "b")
