@@ -19,7 +19,7 @@ independent samples. Every interval is built from *rounds* (consecutive blocks o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Any
 
@@ -156,12 +156,33 @@ class Interval:
         return self.low is not None and self.high is not None and self.low <= x <= self.high
 
     def text(self, spec: str = ".4g") -> str:
-        """'value ± half-width' (asymmetric intervals show the larger side), or just the value;
-        numbers of 1000 and more with thousands separators, never in exponent form."""
+        """The value with its interval (`shown`), every number in `spec`; numbers of 1000 and more
+        with thousands separators, never in exponent form.
+
+        >>> Interval(19.91, 19.343, 19.910).text()
+        '19.91 [19.34, 19.91]'
+        """
+        return self.shown(lambda x: _number(x, spec))
+
+    def shown(
+        self, number: Callable[[float], str], width: Callable[[float], str] | None = None
+    ) -> str:
+        """'value ± half-width' where the interval is symmetric about the value to the digits
+        shown (both distances from the value read the same in `width`, which defaults to
+        `number`), else 'value [low, high]' (a percentile's interval, one through 1/x): a larger
+        side shown as '±' would claim a bound the interval does not reach. Just the value without
+        an interval.
+
+        >>> Interval(200.0, 190.0, 210.0).shown(lambda x: f"{x:g}")
+        '200 ± 10'
+        """
         if self.low is None or self.high is None:
-            return _number(self.value, spec)
-        half = max(self.high - self.value, self.value - self.low)
-        return f"{_number(self.value, spec)} ± {_number(half, spec)}"
+            return number(self.value)
+        width = width or number
+        below, above = width(self.value - self.low), width(self.high - self.value)
+        if below == above:
+            return f"{number(self.value)} ± {above}"
+        return f"{number(self.value)} [{number(self.low)}, {number(self.high)}]"
 
     def to_dict(self) -> dict:
         return {

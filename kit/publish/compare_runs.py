@@ -20,8 +20,10 @@ the drift is reported as such. With few rounds (5 a side, a dozen figures) the r
 reach alpha after Holm's adjustment whatever the effect: the absence of significance then says
 nothing, so the verdict comes from the intervals ("intervals apart") or is "cannot tell", with the
 smallest difference the intervals could show. A change common to every figure (a uniform 5 %
-speed-up) looks like drift between two runs: the summary says so when every figure moved the same
-way.
+speed-up) looks like drift between two runs: when every tested figure moved the same way, the rows
+that show a difference read "moved with every figure" (where the drift was estimated, only those
+inside it: one beyond it stands out of the common change), whether or not the drift could be
+estimated, and the summary says so.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def compare_figures(a: dict[str, Figure], b: dict[str, Figure], alpha: float = A
     drift = between_run_noise(rows)
     for row in tested:
         row.verdict, row.finding = judge(row, alpha, drift)
-    _mark_common_change(rows)
+    _mark_common_change(rows, drift)
     return rows
 
 
@@ -235,26 +237,35 @@ def moved_together(rows: list[Row]) -> bool | None:
     return better.pop() if len(better) == 1 else None
 
 
-def _mark_common_change(rows: list[Row]) -> None:
-    """With every figure moved the same way, the drift estimated from these two runs holds that
-    common change itself: a row inside it is not 'inside the drift' (a 7x slow-down would read so)
-    but moved with every other figure, which two runs cannot attribute."""
-    better = moved_together(rows)
-    if better is None:
+def _mark_common_change(rows: list[Row], drift: float | None) -> None:
+    """With every figure moved the same way, a row that shows a difference moved with every other
+    figure, which two runs cannot attribute: it reads so, never 'inside the drift' nor 'differs'.
+    Where the drift was estimated, from these two runs, it holds that common change itself: the
+    rows inside it are relabelled (a 7x slow-down would read 'inside the drift'), and a row that
+    differs beyond it stands out of the common change and keeps its verdict. Where it was not
+    (fewer than 3 throughput figures), nothing measures the common change: every row that shows a
+    difference is relabelled (a same-commit rerun read 'B higher, better' on every figure). A row
+    that shows none keeps its verdict."""
+    if moved_together(rows) is None:
         return
-    speed = float(
-        np.median(
-            [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio] or [math.nan]
-        )
-    )
+    speed = float(np.median(_throughput_ratios(rows) or [math.nan]))
+    relabelled = (IN_DRIFT,) if drift is not None else (IN_DRIFT, DIFFERS, APART)
     for row in rows:
-        if row.verdict == IN_DRIFT:
-            row.verdict = COMMON
-            row.finding = (
-                f"{_direction(row)}, as every tested figure is (median throughput B/A "
-                f"{speed:.3g}): a change of the whole run (machine, load or software) that two "
-                "runs cannot tell from run-to-run drift; repeat each run"
-            )
+        if row.verdict in relabelled:
+            row.verdict, row.finding = COMMON, _common_finding(row, speed)
+
+
+def _throughput_ratios(rows: list[Row]) -> list[float]:
+    return [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio]
+
+
+def _common_finding(row: Row, speed: float) -> str:
+    """Why a row moved with every figure, with its own test's p-value."""
+    return (
+        f"{_direction(row)}, as every tested figure is (median throughput B/A {speed:.3g}): a "
+        "change of the whole run (machine, load or software) that two runs cannot tell from "
+        f"run-to-run drift; repeat each run (Holm-adjusted p = {row.p_holm:.2g})"
+    )
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -503,33 +514,36 @@ def summary_line(rows: list[Row]) -> str:
         f"{_share([r.within_intervals for r in figures])}"
     )
     drift = between_run_noise(rows)
+    return line + _drift_words(figures, drift) + _common_change(rows, drift)
+
+
+def _drift_words(figures: list[Row], drift: float | None) -> str:
+    """The run-to-run drift and the share of differences inside the intervals it widens."""
     if drift is None:
-        return (
-            line + "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
-        )
-    line += (
+        return "; run-to-run drift: not estimated (needs 3 throughput figures with intervals)"
+    return (
         f"; run-to-run drift beyond the within-run intervals, estimated from the throughput "
         f"figures: ±{100 * (math.exp(Z95 * drift) - 1):.0f} % (95 %, sd {drift:.3f} on the log "
         f"scale); inside the intervals widened by it: {_share([r.within(drift) for r in figures])}"
     )
-    return line + _common_change(rows)
 
 
 def _twin(row: Row) -> bool:
     return row.key.rsplit(": ", 1)[-1] in SAME_ROUNDS
 
 
-def _common_change(rows: list[Row]) -> str:
-    """A note when every tested figure moved the same way (all better, or all worse)."""
+def _common_change(rows: list[Row], drift: float | None) -> str:
+    """A note when every tested figure moved the same way (all better, or all worse), drift
+    estimated or not."""
     better = moved_together(rows)
-    speed = [r.ratio for r in rows if r.key.endswith(DRIFT_FIGURES) and r.ratio]
+    speed = _throughput_ratios(rows)
     if better is None or not speed:
         return ""
+    held = ", so the drift estimate holds it too" if drift is not None else ""
     return (
         f"; every tested figure is {'better' if better else 'worse'} in B (median throughput B/A "
         f"{float(np.median(speed)):.3f}): with two runs a change common to all figures cannot be "
-        "told from run-to-run drift, so the drift estimate holds it too; repeat each run to tell "
-        "them apart"
+        f"told from run-to-run drift{held}; repeat each run to tell them apart"
     )
 
 

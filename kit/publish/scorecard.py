@@ -17,6 +17,7 @@ from kit.batch.status import JobStatus
 from kit.errors import KitError
 from kit.hardware.parts import MeasuredOn
 from kit.measure.intervals import figure_interval
+from kit.measure.stats import Interval
 from kit.paths import outputs_dir
 from kit.publish import glance
 from kit.publish.comparability import PublishedRun, differences
@@ -646,7 +647,8 @@ DISPLAY_COLUMNS = [
 
 def display_table(card: pd.DataFrame) -> pd.DataFrame:
     """The scorecard for reading: numbers to 4 significant digits, the measured figure as
-    value ± half-width of its 95 % interval, and "—" with the reason where there is no value."""
+    value with its 95 % interval (`measured_text`), and "—" with the reason where there is no
+    value."""
     imported = [c for c in card.columns if c.endswith((" published", " source"))]
     out = card[DISPLAY_COLUMNS + imported].copy()
     out["published"] = out["published"].map(lambda v: readable(v, 6) or "— (no published figure)")
@@ -661,17 +663,16 @@ def display_table(card: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_text(row: Comparison | dict) -> str:
-    """'1,234 ± 25', '1,234 (no interval)', or '— (<reason>)'; ' (indicative)' after a power
-    figure its sensor did not resolve."""
+    """'1,234 ± 25' (an interval symmetric about the value to the two digits shown),
+    '19.91 [19.34, 19.91]' (one that is not: `Interval.shown`), '1,234' (no interval), or
+    '— (<reason>)'; ' (indicative)' after a power figure its sensor did not resolve."""
     row = Comparison.of(row)
     value = row.measured
     if value is None:
         return f"— ({row.reason or 'not measured'})"
-    low, high = row.measured_low, row.measured_high
     tail = " (indicative)" if row.indicative else ""
-    if low is None or high is None:
-        return readable(value, 4) + tail
-    return f"{readable(value, 4)} ± {half_width_text(max(high - value, value - low))}{tail}"
+    interval = Interval(value, row.measured_low, row.measured_high)
+    return interval.shown(lambda x: readable(x, 4), half_width_text) + tail
 
 
 def half_width_text(half: float) -> str:

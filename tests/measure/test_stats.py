@@ -63,6 +63,24 @@ def test_an_interval_needs_two_rounds_and_says_so():
     assert iv.text(".1f") == "10.0"
 
 
+def test_an_asymmetric_interval_is_shown_as_its_bounds_never_as_its_larger_side():
+    """A report's P99 read '19.91 ± 0.5672' for [19.343, 19.910] (an upper bound of 20.48 the
+    interval does not reach) and a p50 '199.9 ± 162.6' for [132.0, 362.4]: '±' showed the larger
+    distance from the value."""
+    assert Interval(19.910343, 19.343117, 19.910343).text() == "19.91 [19.34, 19.91]"
+    assert Interval(199.872585, 131.985549, 362.426152).text() == "199.9 [132, 362.4]"
+    assert Interval(13_499.0, 12_000.0, 14_100.0).text() == "13,499 [12,000, 14,100]"
+    # a ratio interval, value +- t x se: both sides read the same, so '±'
+    assert Interval(207.8207, 202.2731, 213.3683).text() == "207.8 ± 5.548"
+    # symmetric to the digits shown, not exactly: '±'; to more digits it is not
+    assert Interval(10.0, 9.499, 10.5).text(".2g") == "10 ± 0.5"
+    assert Interval(10.0, 9.499, 10.5).text(".4g") == "10 [9.499, 10.5]"
+    # the distances in their own format (the scorecard's two digits), the bounds in the value's
+    rate = Interval(139.27, 90.5996, 187.945)
+    assert rate.shown(lambda x: f"{x:.4g}", lambda h: f"{h:.2g}") == "139.3 ± 49"
+    assert Interval(5.0).shown(str) == "5.0"
+
+
 def test_interval_text_reciprocal_and_round_trip():
     iv = Interval(10.0, 9.0, 11.0, method="m", rounds=5)
     assert iv.text(".3g") == "10 ± 1" and iv.rel_half_width == pytest.approx(0.1)

@@ -9,6 +9,7 @@ import pytest
 
 from kit.cli.main import main
 from kit.errors import KitError
+from kit.measure.stats import Interval
 from kit.measure.window import BatchMeasurement
 from kit.publish.compare_runs import (
     APART,
@@ -25,10 +26,12 @@ from kit.publish.compare_runs import (
     compare_runs,
     figures_of,
     holm,
+    html_report,
     judge,
     load_run,
     smallest_p,
     summary_line,
+    text_report,
 )
 from kit.results import ResultKind, RunResult
 
@@ -382,3 +385,100 @@ def test_a_result_whose_contents_this_kit_cannot_read_is_named_not_skipped(tmp_p
     path.write_text(json.dumps(data))
     with pytest.raises(KitError, match=r"no result this kit can read: .*batch_size=None"):
         load_run(folder)
+
+
+def test_a_rerun_faster_on_every_figure_moved_with_every_figure_without_a_drift_estimate(
+    tmp_path,
+):
+    """A same-commit rerun with two throughput figures (too few for a drift estimate) read 'B
+    higher, better (Holm-adjusted p=...)' on every figure, and the summary '0 moved with every
+    other figure'."""
+    rng = np.random.default_rng(11)
+    means = {"model0": 5.0, "model1": 9.0}
+    a = _runs_of_models(tmp_path / "a", rng, means)
+    b = _runs_of_models(tmp_path / "b", rng, {m: v / 1.15 for m, v in means.items()})
+    rows = compare_figures(figures_of(load_run(a)), figures_of(load_run(b)))
+    tested = [r for r in rows if r.p_value is not None]
+    assert between_run_noise(rows) is None and len(tested) == 6
+    assert all(r.verdict == COMMON for r in tested), [(r.key, r.verdict) for r in tested]
+    assert all("as every tested figure is (median throughput B/A 1.1" in r.finding for r in tested)
+    text, _ = compare_runs(a, b, out=tmp_path / "cmp.html")
+    summary = text.split("\n\n")[2]
+    assert "0 differ, " in summary and "6 moved with every other figure" in summary
+    assert "run-to-run drift: not estimated" in summary
+    assert "every tested figure is better in B (median throughput B/A 1.1" in summary
+    assert "drift estimate holds it" not in summary  # there is none
+
+
+def _figure(value: float, rounds: list[float], higher: bool) -> Figure:
+    return Figure(
+        value=value,
+        interval=Interval(value, 0.99 * value, 1.01 * value),
+        rounds=rounds,
+        unit="",
+        higher_is_better=higher,
+    )
+
+
+def test_without_a_drift_estimate_only_rows_that_show_a_difference_moved_with_every_figure():
+    """Every figure better in B, one of them by a hair: the two that differ read 'moved with every
+    figure', the one that shows no significant difference keeps saying so."""
+    spread = [-1.0, 1.0, 0.0, 0.5, -0.5, 0.2, -0.2, 0.1]
+    rates = [100 + d for d in spread]
+    means = [10 + d / 10 for d in spread]
+    tails = [12 + d / 10 for d in spread]
+    a = {
+        "m batch 1: throughput": _figure(100.0, rates, True),
+        "m batch 1: mean latency": _figure(10.0, means, False),
+        "m batch 1: p99 latency": _figure(12.0, tails, False),
+    }
+    b = {
+        "m batch 1: throughput": _figure(120.0, [1.2 * x for x in rates], True),
+        "m batch 1: mean latency": _figure(8.3, [x - 1.7 for x in means], False),
+        "m batch 1: p99 latency": _figure(11.99, [x - 0.01 for x in tails], False),
+    }
+    rows = compare_figures(a, b)
+    verdicts = {r.key.rsplit(": ", 1)[1]: r.verdict for r in rows}
+    assert verdicts == {"throughput": COMMON, "mean latency": COMMON, "p99 latency": SAME}
+    assert "2 moved with every other figure" in summary_line(rows)
+    assert "every tested figure is better in B (median throughput B/A 1.200)" in summary_line(rows)
+
+
+def test_with_a_drift_estimate_a_figure_beyond_the_common_change_still_differs(tmp_path):
+    """Every model 5 % faster and one 3x faster: the drift estimated from the throughput figures
+    holds the common 5 %; the 3x figure stands out of it and differs."""
+    rng = np.random.default_rng(12)
+    means = {f"model{i}": 5.0 + 2 * i for i in range(4)}
+    a = _runs_of_models(tmp_path / "a", rng, means)
+    faster = {m: v / 1.05 for m, v in means.items()}
+    b = _runs_of_models(tmp_path / "b", rng, {**faster, "model0": means["model0"] / 3})
+    rows = compare_figures(figures_of(load_run(a)), figures_of(load_run(b)))
+    assert between_run_noise(rows) is not None
+    throughput = {r.key.split(" ")[0]: r.verdict for r in rows if r.key.endswith(": throughput")}
+    assert throughput["model0"] == DIFFERS
+    assert COMMON in throughput.values() and IN_DRIFT not in throughput.values()
+
+
+def test_the_report_shows_an_asymmetric_interval_as_its_bounds():
+    """A p99 of 22.89 over [19.91, 24.22] read '22.89 ± 2.975' (a lower bound of 19.91 shown as
+    19.91, an upper one of 25.87 the interval does not reach)."""
+    row = Row(
+        key="m batch 4: p99 latency",
+        a=Figure(
+            value=22.885,
+            interval=Interval(22.885, 19.910, 24.217),
+            rounds=[],
+            unit="ms",
+            higher_is_better=False,
+        ),
+        b=Figure(
+            value=19.85,
+            interval=Interval(19.85, 19.5527, 20.1473),
+            rounds=[],
+            unit="ms",
+            higher_is_better=False,
+        ),
+    )
+    text = text_report([row], [], "a", "b")
+    assert "22.89 [19.91, 24.22]" in text and "19.85 ± 0.2973" in text and "2.975" not in text
+    assert "22.89 [19.91, 24.22]" in html_report([row], [], "a", "b")

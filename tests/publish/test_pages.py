@@ -58,7 +58,9 @@ def test_scorecard_rows_give_batch_and_part_a_short_reason_once_and_a_link(publi
         # the published value, its batch and part
         assert qps[2] == "13,499 samples/s batch 32 · C600"
         # measured beside it
-        assert re.fullmatch(r"[\d,.]+ ± [\d,.]+ batch 32 · .+ \(CPU\)", qps[3]), qps[3]
+        # with its interval: '± half-width', or '[low, high]' where it is not symmetric
+        interval = r"(± [\d,.]+|\[[\d,.]+, [\d,.]+\])"
+        assert re.fullmatch(rf"[\d,.]+ {interval} batch 32 · .+ \(CPU\)", qps[3]), qps[3]
         assert qps[5] == "not comparable"
         # the short reason is said once: in its column, then its full text in the details
         short = "measured on a CPU, not the C600"

@@ -21,6 +21,7 @@ from kit.publish.site import write_index
 from tests.publish.test_scorecard_known_answers import MODEL, PRECISION, c600_run
 
 NUMBER = re.compile(r"^-?[\d,]*\.?\d+(?:e[-+]?\d+)?")
+BOUNDS = re.compile(r"\[(\S+), (\S+)\]")
 
 
 def html_tables(html: str) -> list[pd.DataFrame]:
@@ -70,6 +71,21 @@ def half_width(text: str) -> float | None:
     return number(parts[1]) if len(parts) > 1 else None
 
 
+def bounds(text: str) -> tuple[float | None, float | None] | None:
+    """(low, high) of a cell that shows its interval as bounds ('19.91 [19.34, 19.91]')."""
+    m = BOUNDS.search(text)
+    return (number(m.group(1)), number(m.group(2))) if m else None
+
+
+def interval_shown_like(text: str, value: float, low: float, high: float) -> bool:
+    """Bounds as the record's; or '±' a half-width that is each side's distance from the value
+    (to the two digits shown): never the larger side of an interval that is not symmetric."""
+    shown = bounds(text)
+    if shown is not None:
+        return shown_like(shown[0], low, 1e-3) and shown_like(shown[1], high, 1e-3)
+    return all(shown_like(half_width(text), side, 0.06) for side in (high - value, value - low))
+
+
 def shown_like(shown: float | None, value: float | None, rel: float) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return shown is None
@@ -112,9 +128,8 @@ def check_rows(table: pd.DataFrame, records: list[dict]) -> int:
         r = match[0]
         assert shown_like(number(row[measured]), r["measured"], 1e-3), (dict(row), r["measured"])
         if r.get("measured_low") is not None and r["measured"] is not None:
-            half = max(r["measured_high"] - r["measured"], r["measured"] - r["measured_low"])
-            if half > 0:
-                assert shown_like(half_width(row[measured]), half, 0.06), (dict(row), half)
+            low, high = r["measured_low"], r["measured_high"]
+            assert interval_shown_like(row[measured], r["measured"], low, high), (dict(row), r)
         if ratio is not None:
             assert shown_like(number(row[ratio]), r["ratio"], 6e-3), (dict(row), r["ratio"])
         if keys["verdict"] is not None:
@@ -224,6 +239,12 @@ def test_the_summary_and_model_reports_show_the_result_jsons_figures(tmp_path, m
 
 def test_half_width_and_number_parsing():
     assert number("11,163 ± 2,700") == 11163 and half_width("11,163 ± 2,700") == 2700
+    assert bounds("13,499 [12,950, 14,100] batch 32") == (12950, 14100)
+    assert bounds("11,163 ± 2,700") is None and half_width("19.91 [19.34, 19.91]") is None
+    assert interval_shown_like("19.91 [19.34, 19.91]", 19.910343, 19.343117, 19.910343)
+    # the larger side of an asymmetric interval shown as '±' (as the kit once did) is caught
+    assert not interval_shown_like("19.91 ± 0.57", 19.910343, 19.343117, 19.910343)
+    assert interval_shown_like("139.3 ± 49", 139.27, 90.5996, 187.945)
     assert (
         number("— (not measured)") is None
         and number("0.827") == 0.827

@@ -10,7 +10,9 @@ from kit.publish.report import (
     numerics_table,
     power_table,
     provenance,
+    with_interval,
 )
+from kit.results.windows import Measurement
 from kit.studies.model_benchmark import run as run_model_benchmark
 
 FAST = dict(
@@ -278,3 +280,22 @@ def test_a_skipped_c2_prediction_is_written_as_data_and_read_from_it_or_an_older
     result.notes[:] = ["C2 prediction skipped: no C2 latencies"]  # a note alone, today: no reason
     result.tables = result.tables.with_table("c2_prediction_skipped", "")
     assert "note" not in server_c2_prediction(result)
+
+
+def test_a_table_shows_an_asymmetric_interval_as_its_bounds():
+    """A report's batch-4 P99 read '19.91 ± 0.5672' for the interval [19.343, 19.910] and its
+    batch-32 p50 '199.9 ± 162.6' for [132.0, 362.4]."""
+    m = Measurement.from_dict(
+        {
+            "batch_size": 4,
+            "intervals": {
+                "bytemlperf_p99_latency_ms": {"value": 19.91, "low": 19.343117, "high": 19.910343},
+                "p50_ms": {"value": 199.9, "low": 131.985549, "high": 362.426152},
+                "throughput": {"value": 207.8, "low": 202.273128, "high": 213.368347},
+            },
+        }
+    )
+    assert with_interval(m, "bytemlperf_p99_latency_ms", 19.910343) == "19.91 [19.34, 19.91]"
+    assert with_interval(m, "p50_ms", 199.872585) == "199.9 [132, 362.4]"
+    assert with_interval(m, "throughput", 207.820737) == "207.8 ± 5.548"
+    assert with_interval(m, "p90_ms", 19.86) == "19.86 (no interval: not recorded)"

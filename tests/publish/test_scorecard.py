@@ -161,3 +161,17 @@ def test_the_seed_000_table_is_in_the_scorecard():
 def test_interpretation_states_what_is_scored_and_counts_failures():
     text = scorecard.interpretation(scorecard.build([]))
     assert "every published figure" not in text and "seeds 001 and 000" in text and "failed" in text
+
+
+def test_a_measured_figure_shows_an_asymmetric_interval_as_its_bounds():
+    """The scorecard showed a P99 of 19.91 over [19.343, 19.910] as '19.91 ± 0.57': the larger
+    side, an upper bound of 20.48 the interval does not reach."""
+    p99 = {"measured": 19.910343, "measured_low": 19.343117, "measured_high": 19.910343}
+    assert scorecard.measured_text(p99) == "19.91 [19.34, 19.91]"
+    qps = {"measured": 13_499.2, "measured_low": 12_950.0, "measured_high": 14_100.0}
+    assert scorecard.measured_text(qps) == "13,499 [12,950, 14,100]"
+    # symmetric to the two digits of the half-width: '±' as before
+    rate = {"measured": 139.27, "measured_low": 90.5996, "measured_high": 187.945}
+    assert scorecard.measured_text(rate) == "139.3 ± 49"
+    assert scorecard.measured_text({**rate, "indicative": True}) == "139.3 ± 49 (indicative)"
+    assert scorecard.measured_text({"measured": 139.27}) == "139.3"

@@ -147,7 +147,8 @@ def _flag(row: C2Row | None, key: str) -> str:
 
 
 def _c2_text(result: RunResult, figure: str, batch: int, value, row: C2Row | None, key: str) -> str:
-    """'value ± half-width', or '— (why)' where the figure was not measured."""
+    """'value ± half-width' or 'value [low, high]' (`Interval.shown`), or '— (why)' where the
+    figure was not measured."""
     if value is None or pd.isna(value):
         return f"— ({(row.reason_for(key) if row else '') or 'batch not run'})"
     iv, _ = figure_interval(result, figure, batch, float(value))

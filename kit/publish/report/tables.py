@@ -19,8 +19,9 @@ from kit.results.windows import Measurement, Noise, Power, WindowPrecision
 
 def bytemlperf_table(result: RunResult) -> pd.DataFrame:
     """ByteMLPerf's columns (BS, QPS, AVG and P99 latency over the calls its benchmark keeps) beside
-    the mean, p50, p90 and p99 of every call and the kit's own QPS, each as value ± half-width of
-    its 95 % interval; the precision reached and the window's noise."""
+    the mean, p50, p90 and p99 of every call and the kit's own QPS, each with its 95 % interval
+    ('value ± half-width' or 'value [low, high]': `Interval.shown`); the precision reached and the
+    window's noise."""
     return pd.DataFrame([bytemlperf_row(result, m) for m in result.sections.measurements])
 
 
@@ -54,7 +55,8 @@ def threads_text(m: Measurement | Mapping) -> int | str:
 
 
 def with_interval(m: Measurement, name: str, value: float | None, spec: str = ".4g") -> str:
-    """'value ± half-width' of the measurement's interval `name`; '— (why)' without a value."""
+    """The value with the measurement's interval `name` ('210 ± 5.607', or '19.91 [19.34, 19.91]'
+    where the interval is not symmetric about it); '— (why)' without a value."""
 
     if value is None or pd.isna(value):
         return "— (not measured)"
