@@ -316,6 +316,13 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                 "error": f"the kit's arm did not load: {skipped.get('kit')}",
                 "skipped": skipped,
             }
+        if len(workers) == 1:  # nothing to compare the kit with
+            why = "; ".join(f"{arm}: {reason}" for arm, reason in skipped.items())
+            return {
+                "batch_size": batch,
+                "error": f"no peer arm loaded ({why or 'none asked for'})",
+                "skipped": skipped,
+            }
         numerics = numerics_of(workers, model, batch)
         per = {arm: [] for arm in workers}
         rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}

@@ -4,6 +4,7 @@ themselves are `make bench-peers`, never a unit test)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from types import SimpleNamespace
 
@@ -190,6 +191,41 @@ def test_a_worker_that_dies_is_a_failed_arm_not_a_crash():
     child.close()
     reply = peers.first_reply(Dead(), parent)
     assert reply["ok"] is False and "exit code -9" in reply["reason"]
+
+
+def test_a_batch_whose_peers_all_fail_to_load_is_an_error_not_a_crash(monkeypatch):
+    """print_batch and table formatted kit ÷ best with no best peer (None) and crashed."""
+
+    class Worker:  # a process and its connection, both
+        def __init__(self, arm):
+            self.arm = arm
+
+        def join(self, timeout=None):
+            pass
+
+        def send(self, message):
+            pass
+
+        def is_alive(self):
+            return False
+
+    def start(arm, model, batch, plan):
+        return Worker(arm), Worker(arm)
+
+    def first_reply(proc, conn):
+        if conn.arm == "kit":
+            return {"ok": True, "description": {}, "load_s": 0.1}
+        return {"ok": False, "reason": f"{conn.arm} needs a GPU"}
+
+    monkeypatch.setattr(peers, "start", start)
+    monkeypatch.setattr(peers, "first_reply", first_reply)
+    monkeypatch.setattr(peers, "ask", lambda conn, *a: {"ok": True})
+    args = argparse.Namespace(arms="", hardware="cpu", rounds=2, seconds=0.1)
+    b = peers.run_batch("resnet50-torch-fp32", "FP16", 4, {"plan": None, "chosen": "x"}, args)
+    assert b["error"].startswith("no peer arm loaded (") and "needs a GPU" in b["error"]
+    peers.print_batch("resnet50-torch-fp32", "FP16", {"chosen": "x"}, b)
+    row = {"model": "resnet50-torch-fp32", "published": "FP16", "kit": {}, "batches": [b]}
+    assert "no peer arm loaded" in peers.table([row])
 
 
 def test_a_row_the_reports_do_not_have_is_a_clear_error():
@@ -393,7 +429,6 @@ def test_the_plain_tensorrt_peer_runs_host_to_host(
 
 def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):
     """The JSON the benchmark writes says where it ran; the index reads only that JSON."""
-    import argparse
 
     from kit.publish.peers_table import PEERS_FILE, peers_section
 
