@@ -205,7 +205,16 @@ class Interval:
 
 
 def _number(x: float, spec: str) -> str:
-    return f"{x:,.0f}" if math.isfinite(x) and abs(x) >= 1000 else format(x, spec)
+    """`x` in `spec`, but 1000 and more with thousands separators, and a number of 1 or more that
+    `spec` would write in exponent form (100 in '.2g') written out at the digits it keeps.
+
+    >>> _number(100.0, ".2g"), _number(123.4, ".2g"), _number(12345.6, ".4g"), _number(0.5, ".2g")
+    ('100', '120', '12,346', '0.5')
+    """
+    if math.isfinite(x) and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    text = format(x, spec)
+    return f"{float(text):.0f}" if "e" in text and math.isfinite(x) and abs(x) >= 1 else text
 
 
 def ratio_interval(
