@@ -392,6 +392,8 @@ def test_c2_rows_carry_their_labels_and_the_reason_for_a_missing_figure():
     assert "Graphcore C2" in lat.published_hardware and lat.measured_hardware.startswith(
         "Graphcore C2 (ipu"
     )
+    thr = next(r for r in card if r.figure == "Throughput")
+    assert "throughput = batch / mean latency" in thr.source  # the paper's, not the wall rate
     units = {r.figure: r.unit for r in card}
     assert units == {
         "Latency": "ms/batch",
