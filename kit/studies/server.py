@@ -14,6 +14,7 @@ from kit import progress
 from kit.backends import BackendConfig, Placement, export_opset, require_backend
 from kit.backends.base import Session
 from kit.errors import InvalidParameter
+from kit.measure.time_account import phase as timed_phase
 from kit.measure.window import MeasureConfig
 from kit.models import load_model
 from kit.models.requests import ExportRequest
@@ -303,7 +304,10 @@ def run(config: Config | dict) -> RunResult:
 
 def execute(cfg: Config, result: RunResult) -> None:
     result.notes.append(f"Precision: {cfg.note()}.")
-    with progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"):
+    with (
+        progress.step(f"model {cfg.model}: exporting to ONNX (or the cached export)"),
+        timed_phase("export", detail=cfg.model),
+    ):
         model = load_model(cfg.model, small=cfg.small, opset=export_opset(cfg.backend))
     backend = require_backend(cfg.backend)
     policies = cfg.batch_policies()
@@ -312,8 +316,12 @@ def execute(cfg: Config, result: RunResult) -> None:
     sessions: dict[int, Session] = {}
     opened: list[Session] = []
     with closing_all(opened):
-        with progress.step(f"compiling for {cfg.backend} {cfg.precision}"):
-            for b in [top] if model.dynamic_batch else sizes:
+        loaded = [top] if model.dynamic_batch else sizes
+        with (
+            progress.step(f"compiling for {cfg.backend} {cfg.precision}"),
+            timed_phase("compile", detail=f"{cfg.backend} {cfg.precision} at batch {loaded}"),
+        ):
+            for b in loaded:
                 sessions[b] = backend.load(model, cfg.backend_config(), b)
                 opened.append(sessions[b])
         result.model = model.info()
@@ -325,7 +333,8 @@ def execute(cfg: Config, result: RunResult) -> None:
                 "device_info": backend.device_info(cfg.backend_config()),
             }
         )
-        table = latency_table(sessions, model, sizes, cfg.fixed_batch_duration_s)
+        with timed_phase("timing", detail=f"the fixed-batch latency table at batch {sizes}"):
+            table = latency_table(sessions, model, sizes, cfg.fixed_batch_duration_s)
         result.tables = result.tables.with_table("fixed_batch", fixed_batch_rows(table))
         search_policies(cfg, result, sessions, model, ServiceModel(table), policies)
     result.notes.append(
@@ -398,14 +407,16 @@ def search_policies(
         predicted = predict_max_qps(service, policy, bound, queries=queries, seed=seed)
         start = predicted.best_qps or capacity / 4
         probe = loadgen_probe(runner, base, policy, cfg.log_dir(), cfg.criterion)
-        search = find_max_qps(
-            probe,
-            start_qps=start,
-            upper_qps=capacity * 1.5,
-            rel_tol=cfg.rel_tol,
-            max_probes=cfg.max_probes,
-            min_qps=start / 16,
-        )
+        with timed_phase("timing", detail=f"LoadGen's search, policy {policy.label}") as phase:
+            search = find_max_qps(
+                probe,
+                start_qps=start,
+                upper_qps=capacity * 1.5,
+                rel_tol=cfg.rel_tol,
+                max_probes=cfg.max_probes,
+                min_qps=start / 16,
+            )
+            phase.detail += f": {len(search.probes)} LoadGen runs"
         curve = simulated_curve(service, policy, capacity, 12, queries, seed)
         result.tables = (
             result.tables.adding("probes", *compare_rows(policy, search, service, queries, seed))

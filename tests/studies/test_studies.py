@@ -230,6 +230,13 @@ def test_server_study_on_the_fake_backend(outputs, fake_backend, tmp_path):
     assert len(result.tables.to_dict()["best"]) == 1 and result.tables.to_dict()["probes"]
     assert result.tables.to_dict()["c2_prediction"] and all(s.closed for s in fake_backend.sessions)
     assert (tmp_path / "logs").is_dir()
+    # its time account names its phases (it was all "other")
+    account = result.tables.to_dict()["time_account"]
+    phases = [(p["phase"], p["detail"]) for p in account["phases"]]
+    assert [p for p, _ in phases] == ["export", "compile", "timing", "timing"], phases
+    assert phases[2][1].startswith("the fixed-batch latency table")
+    assert phases[3][1].startswith("LoadGen's search, policy") and "LoadGen runs" in phases[3][1]
+    assert account["other_s"] < sum(p["seconds"] for p in account["phases"])
 
 
 def test_scorecard_build_reads_results_and_names_the_part(outputs, fake_backend, tmp_path):
