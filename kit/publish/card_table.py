@@ -30,7 +30,7 @@ COLUMNS = [
     ("figure", "Figure"),
     ("model", "Model, precision"),
     ("published", "Published (batch · part)"),
-    ("measured", "Measured here ± 95 % CI (batch · hardware)"),
+    ("measured", "Measured here, 95 % CI (batch · hardware)"),
     ("ratio", "Measured / published"),
     ("verdict", "Verdict"),
     ("reason", "Reason (click for the detail)"),

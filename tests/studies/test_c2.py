@@ -48,8 +48,8 @@ def test_c2_protocol_small(outputs):
     # batch 6 not run
     assert all((t.loc[6, ["Measured here", "Measured / published"]] == "—").all() for t in tables)
     assert (
-        tables[0].loc[6, "Measured ± 95 % CI"] == "— (batch not run)"
-        and (tables[2].loc[[2, 4], "Measured ± 95 % CI"] == "—").all()
+        tables[0].loc[6, "Measured (95 % CI)"] == "— (batch not run)"
+        and (tables[2].loc[[2, 4], "Measured (95 % CI)"] == "—").all()
     )
     notes = [v.text for v in shown if isinstance(v, Sentence) and not v.html.startswith("<h4>")]
     assert notes == [
@@ -160,8 +160,8 @@ def test_c2_efficiency_carries_the_indicative_flag():
         .endswith("(indicative)")
     )
     table = c2_tables(result)["Table 3. Energy efficiency (images/s/W)"]
-    assert table.loc[2, "Measured ± 95 % CI"].endswith(f"({short['efficiency_indicative']})")
-    assert "indicative" not in table.loc[4, "Measured ± 95 % CI"]
+    assert table.loc[2, "Measured (95 % CI)"].endswith(f"({short['efficiency_indicative']})")
+    assert "indicative" not in table.loc[4, "Measured (95 % CI)"]
 
 
 def test_c2_runs_on_a_one_ipu_c600_with_one_replica_as_a_deviation(outputs, monkeypatch):

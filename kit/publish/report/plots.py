@@ -131,7 +131,7 @@ def c2_tables(result: RunResult) -> dict[str, pd.DataFrame]:
     out = {}
     for title, (col, key) in C2_TABLES.items():
         t = pd.DataFrame({"Published (C2 card)": pub[col], "Measured here": meas[key]})
-        t["Measured ± 95 % CI"] = [
+        t["Measured (95 % CI)"] = [
             _c2_text(result, col, b, v, rows.get(b), key) + _flag(rows.get(b), key)
             for b, v in t["Measured here"].items()
         ]

@@ -183,7 +183,7 @@ def c2_views(result: RunResult) -> list:
     for title, table in c2_tables(result).items():
         shown = table.round(3)
         power = shown.index.isin(power_unavailable_batches(result, C2_TABLES[title][1]))
-        shown.loc[power, "Measured ± 95 % CI"] = NONE
+        shown.loc[power, "Measured (95 % CI)"] = NONE
         out += [
             Sentence(title, f"<h4>{html.escape(title)}</h4>"),
             view(shown, "No batch size ran."),
