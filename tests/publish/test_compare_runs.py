@@ -460,24 +460,20 @@ def test_with_a_drift_estimate_a_figure_beyond_the_common_change_still_differs(t
 
 
 def test_the_report_shows_an_asymmetric_interval_as_its_bounds():
-    """A p99 of 22.89 over [19.91, 24.22] read '22.89 ± 2.975' (a lower bound of 19.91 shown as
-    19.91, an upper one of 25.87 the interval does not reach)."""
+    """A p99 of 22.89 over [19.91, 24.22] read '22.89 ± 2.975', claiming an upper bound of 25.87
+    the interval does not reach."""
+
+    def p99(value: float, low: float, high: float) -> Figure:
+        return Figure(
+            value=value,
+            interval=Interval(value, low, high),
+            rounds=[],
+            unit="ms",
+            higher_is_better=False,
+        )
+
     row = Row(
-        key="m batch 4: p99 latency",
-        a=Figure(
-            value=22.885,
-            interval=Interval(22.885, 19.910, 24.217),
-            rounds=[],
-            unit="ms",
-            higher_is_better=False,
-        ),
-        b=Figure(
-            value=19.85,
-            interval=Interval(19.85, 19.5527, 20.1473),
-            rounds=[],
-            unit="ms",
-            higher_is_better=False,
-        ),
+        key="m batch 4: p99 latency", a=p99(22.885, 19.910, 24.217), b=p99(19.85, 19.5527, 20.1473)
     )
     text = text_report([row], [], "a", "b")
     assert "22.89 [19.91, 24.22]" in text and "19.85 ± 0.2973" in text and "2.975" not in text
