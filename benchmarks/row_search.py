@@ -5,11 +5,14 @@ Per row (BENCH_ROWS: comma-separated model:PRECISION, or 'all' for every headlin
 set that exercises every target) at the quick profile's batch size: the row's decision from
 kit.search (cached per row and hardware; BENCH_SEARCH_DEPTH, default full, so torch.compile is
 tried; BENCH_FORCE=1 searches again), then the chosen and today's configurations loaded side by side
-and timed in BENCH_ROUNDS alternating rounds of BENCH_SECONDS each. The ratio is the median of the
-per-round ratios, with the lowest and highest round as its interval.
+and timed in BENCH_ROUNDS alternating rounds of BENCH_SECONDS each. The ratio is the chosen's
+throughput summed over the rounds over today's (the ratio estimator over paired rounds), with its
+95 % t interval (benchmarks.common.ratio_verdict).
 
-Targets on this CPU: no row slower than today's mapping (highest round >= 1.0); roformer FP16
->= 1.15x; the BERT-family bf16 rows >= 55 % of the bf16 peak, or the roofline shows why not.
+Targets on this CPU, each judged by that interval (benchmarks.common.target_verdict: met only where
+all of it is at or above the target, MISSED where all of it is below): no row slower than today's
+mapping (>= 1.0); roformer FP16 >= 1.15x; the BERT-family bf16 rows >= 55 % of the bf16 peak, or
+the roofline shows why not.
 Results also go to outputs/bench/row_search.json.
 """
 
@@ -23,10 +26,18 @@ import sys
 import traceback
 from pathlib import Path
 
-from benchmarks.common import env_float, env_int, load_note, small_models, strict
+from benchmarks.common import (
+    env_float,
+    env_int,
+    load_note,
+    small_models,
+    strict,
+    target_verdict,
+)
 from kit.backends import Placement, require_backend
 from kit.batch.profiles import QUICK_SEARCH_BATCH
 from kit.hardware.environment import capture, cpu_peak_gflops
+from kit.measure.stats import Interval, ratio_interval
 from kit.measure.window import MeasureConfig
 from kit.models import export_model
 from kit.paths import outputs_dir
@@ -93,12 +104,7 @@ def bench_row(
     today_cfg = today.placement.plan()
     best = decision.plan.placement.plan()
     per = head_to_head(model, best, today_cfg, batch, rounds, seconds)
-    # the same configuration on both sides is 1.0 by definition; its rounds only measure the noise
-    ratios = (
-        [1.0]
-        if best == today_cfg
-        else sorted(b / t for b, t in zip(per["best"], per["today"], strict=True))
-    )
+    ratio = round_ratio(per["best"], per["today"] if best != today_cfg else [])
     thr = statistics.median(per["best"])
     per["today"] = per["today"] or per["best"]
     peak = cpu_peak_gflops(best["precision"])
@@ -119,9 +125,10 @@ def bench_row(
         "decision_reused": reused,
         "searched_s": decision.searched_s,
         "search_ratio": decision.ratio_vs_today,
-        "ratio": statistics.median(ratios),
-        "ratio_low": ratios[0],
-        "ratio_high": ratios[-1],
+        "ratio": ratio.value,
+        "ratio_low": ratio.low,
+        "ratio_high": ratio.high,
+        "ratio_method": ratio.method,
         "throughput": thr,
         "today_throughput": statistics.median(per["today"]),
         "peak": peak,
@@ -132,14 +139,24 @@ def bench_row(
     }
 
 
+def round_ratio(best: list[float], today: list[float]) -> Interval:
+    """The chosen's throughput over today's from paired rounds, with its 95 % interval; exactly 1
+    where both are one configuration (`today` empty: its rounds would only measure the noise)."""
+    if not today:
+        return Interval(1.0, 1.0, 1.0, method="one configuration on both sides: 1 by definition")
+    return ratio_interval(best, today, method="paired rounds, ratio estimator, t interval")
+
+
+def ratio_target(r: dict, target: float) -> str:
+    """'met' / 'MISSED' / 'inconclusive' for the row's ratio interval against `target`."""
+    return str(target_verdict(r["ratio_low"], r["ratio_high"], target))
+
+
 def verdicts(r: dict) -> list[str]:
-    """Each target this row has, met or missed, in words."""
-    out = [f"ratio >= 1.0 within the rounds: {'met' if r['ratio_high'] >= 1.0 else 'MISSED'}"]
+    """Each target this row has, met, missed or inconclusive, in words."""
+    out = [f"not slower than today's mapping (ratio >= 1.0, 95 % CI): {ratio_target(r, 1.0)}"]
     if r["model"].startswith("roformer") and r["published"] == "FP16":
-        out.append(
-            f"roformer >= {ROFORMER_TARGET}x: "
-            f"{'met' if r['ratio'] >= ROFORMER_TARGET else 'MISSED'}"
-        )
+        out.append(f"roformer >= {ROFORMER_TARGET}x (95 % CI): {ratio_target(r, ROFORMER_TARGET)}")
     if r["model"] in BERT_FAMILY and r["published"] == "FP16":
         roof, frac = r["roofline"], r["fraction_of_peak"]
         if frac >= PEAK_TARGET:
@@ -167,12 +184,19 @@ def verdicts(r: dict) -> list[str]:
     return out
 
 
+def interval_text(r: dict) -> str:
+    """'1.23x [1.10, 1.36]', or the ratio alone where the rounds gave no interval."""
+    if r["ratio_low"] is None or r["ratio_high"] is None:
+        return f"{r['ratio']:.2f}x (no interval)"
+    return f"{r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}]"
+
+
 def print_row(r: dict) -> None:
     p, roof = r["peak"], r["roofline"]
     how = "cached" if r["decision_reused"] else f"searched in {r['searched_s']} s"
     print(
         f"  {r['model']} {r['published']} batch {r['batch_size']}: chosen {r['chosen']} vs today's "
-        f"{r['today']}: {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] "
+        f"{r['today']}: {interval_text(r)} "
         f"({r['throughput']:.3g} vs {r['today_throughput']:.3g} samples/s; decision {how})"
     )
     print(
