@@ -12,7 +12,7 @@ from kit.precision import PublishedPrecision, RunPrecision
 from kit.publish.compare import DifferenceCode, Reason
 from kit.published import figures as published
 from kit.results import RunResult
-from kit.results.sections import Session
+from kit.results.session import Session
 from kit.results.windows import Measurement
 
 
@@ -41,9 +41,11 @@ class PublishedRun:
 
 def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[Reason]:
     """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same
-    way)."""
+    way). The session judged is the one that timed `measurement` (each batch loads its own), the
+    headline's where a result did not record it."""
     sections = res.sections
-    session = sections.session
+    timed = measurement.session if measurement is not None else None
+    session = timed if timed is not None else sections.session
     reasons = session_differences(session)
     precision = sections.backend.precision if sections.backend else None
     if precision and precision != run.precision:

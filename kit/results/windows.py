@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.results.reasons import Reason, reason_code
+from kit.results.session import Session
 from kit.results.values import _KEY, _READ, Json, Record, _map, _or, _strings, _whole
 
 
@@ -81,6 +82,11 @@ def _noise(value: object) -> Noise | None:
     return Noise.from_dict(value) if isinstance(value, Mapping) and value else None
 
 
+def _session(value: object) -> Session | None:
+    # None: not recorded (a result from before each window kept its session)
+    return Session.from_dict(value) if isinstance(value, Mapping) else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class WindowPrecision(Record):
     """How precise a window's throughput got (`reached`: the 95 % interval's relative
@@ -119,6 +125,8 @@ class Measurement(Record):
     extra: Json = field(default_factory=dict, metadata={_READ: _map})
     # the search's plan this window measured, where the run searched
     searched_plan: Json | None = None
+    # the session this window timed (each batch loads its own); None: an older result's
+    session: Session | None = field(default=None, metadata={_READ: _session})
 
     @property
     def pack_batch_size(self) -> int | None:

@@ -29,7 +29,7 @@ from kit.models.requests import ExportRequest
 from kit.published import figures as published
 from kit.results import BackendInfo, ResultKind, RunResult
 from kit.results.reasons import ReasonCode
-from kit.results.sections import Session
+from kit.results.session import Session
 from kit.studies.base import RunsOnBackend, closing_all, run_study
 
 C2_MODEL = "resnext101-c2"

@@ -29,7 +29,8 @@ from kit.models.spec import validate_batch_size
 from kit.precision import PublishedPrecision
 from kit.results import AccuracyCheck, BackendInfo, ResultKind, RunResult
 from kit.results.reasons import ReasonCode
-from kit.results.sections import DeviceInfo, Session
+from kit.results.sections import DeviceInfo
+from kit.results.session import Session
 from kit.results.tables import FailedBatch, OpBreakdown, RooflineRow
 from kit.search import (
     KEEPS_NOTHING,
@@ -599,7 +600,7 @@ def measure_one_batch(
             phase.detail = timing_detail(
                 measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else ""
             )
-        result.measurements.append(measurement.record())
+        result.measurements.append(replace(measurement.record(), session=result.backend.session))
         if cfg.roofline and batch == max(cfg.batch_sizes):
             calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
             add_op_breakdown(

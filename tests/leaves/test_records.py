@@ -11,7 +11,8 @@ import pytest
 from kit.errors import KitError
 from kit.results import SECTIONS, RunResult, SectionAsDict
 from kit.results.schema import SCHEMA_VERSION, update_to_2, update_to_3, update_to_4, upgrade
-from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Session, Weights
+from kit.results.sections import BackendInfo, Environment, ModelInfo, Resources, Weights
+from kit.results.session import Session
 from kit.results.tables import C2Row, FailedBatch, PeakRow, RooflineRow, Tables, TimeAccount
 from kit.results.values import Record
 from kit.results.windows import AccuracyCheck, Measurement, NumericCheck

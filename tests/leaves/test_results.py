@@ -13,7 +13,8 @@ from kit.errors import KitError
 from kit.publish.scorecard import measured_hardware
 from kit.results import SCHEMA_VERSION, ResultStatus, RunResult, UnsupportedVersion, version_problem
 from kit.results.schema import upgrade
-from kit.results.sections import BackendInfo, Environment, Placement, Sections
+from kit.results.sections import BackendInfo, Environment, Sections
+from kit.results.session import Placement
 
 V1 = Path(__file__).parents[1] / "data" / "results_v1"
 MODEL, C2 = V1 / "resnet50-torch-fp32_FP16.json", V1 / "c2_study.json"

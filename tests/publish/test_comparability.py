@@ -4,6 +4,7 @@ latency definitions; the default run measures every published batch size."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kit.publish.scorecard import bytemlperf_rows
 from kit.published import figures as published
 from kit.results import RunResult
 from kit.results.reasons import DifferenceCode, Reason
+from kit.results.session import Session
 from kit.results.windows import Measurement
 from tests.c600_runs import c600_result, calls_of, measured
 
@@ -51,6 +53,28 @@ def test_a_c600_run_the_published_way_is_judged():
     assert headline.batch_size == "32" and headline.verdict == "reproduced", headline.reason
     per_batch = row(rows, "QPS", "bytemlperf_reports", "4")
     assert per_batch.verdict == "reproduced"
+
+
+def test_each_batch_is_judged_by_the_session_that_timed_it():
+    """Each batch loads its own session: one that left out a pass at batch 4 makes batch 4's
+    figures not comparable, though the headline's session (batch 32) was ByteMLPerf's recipe."""
+    published_qps = published.ipu_run_settings("resnet50-torch-fp32", "FP16")["per_batch"][1][
+        "Performance/QPS"
+    ]
+    result = c600_result(
+        "resnet50-torch-fp32",
+        "FP16",
+        [measured(4, 4, 7062.0), measured(32, 4, published_qps * 0.98)],
+    )
+    short = Session.from_dict(
+        {**result.backend.session.to_dict(), "comparable": False, "missing_passes": ["a_pass"]}
+    )
+    result.measurements[0] = replace(result.measurements[0], session=short)
+    result.measurements[1] = replace(result.measurements[1], session=result.backend.session)
+    rows = card(result)
+    at_4 = row(rows, "QPS", "bytemlperf_reports", "4")
+    assert at_4.verdict == "not comparable" and "ByteMLPerf's a_pass not applied" in at_4.reason
+    assert row(rows, "QPS").verdict == "reproduced"
 
 
 def test_a_c600_run_at_another_batch_size_is_not_comparable():

@@ -66,7 +66,7 @@ def test_gpu_placement_shows_the_cpu_share(result):
     import copy
 
     from kit.publish.report.provenance import gpu_placement
-    from kit.results.sections import Placement, Session
+    from kit.results.session import Placement, Session
 
     placement = {
         "kernels_by_provider": {"CUDAExecutionProvider": 38, "CPUExecutionProvider": 2},
@@ -114,10 +114,37 @@ def test_provenance_says_whose_session_and_parameters_it_shows(result):
 
     page = provenance(result)
     assert html.escape("the largest batch's (b32; each batch loads its own)") in page
+    assert "; b1: the same settings" in page
     assert "before its search chose" not in page  # this run did not search
     searched = copy.deepcopy(result)
     searched.parameters = {**result.parameters, "search": True}
     assert html.escape("the job's, before its search chose") in provenance(searched)
+
+
+def test_every_batch_records_the_session_it_timed_and_the_provenance_names_what_differs(result):
+    from kit.publish.report.provenance import session_line
+
+    headline = result.backend.session
+    assert [m.session for m in result.measurements] == [headline, headline]
+    more = {**headline.more, "cuda_graph": True}
+    fell_back = replace(headline, compile_fallback="recompile limit", more=more)
+    other = copy_with_sessions(result, [fell_back, headline])
+    line = session_line(other, headline)
+    assert line.endswith("; b1: cuda_graph=True, compile_fallback=recompile limit"), line
+    older = copy_with_sessions(result, [None, None])
+    assert session_line(older, headline).endswith(
+        "; the other batches' sessions were not recorded (an older result)"
+    )
+
+
+def copy_with_sessions(result, sessions):
+    import copy
+
+    out = copy.deepcopy(result)
+    out.measurements = [
+        replace(m, session=s) for m, s in zip(out.measurements, sessions, strict=True)
+    ]
+    return out
 
 
 def test_interpretation_for_ok_error_and_user_onnx(result, tmp_path):

@@ -18,7 +18,7 @@ from kit.publish.compare import Reason, ReasonCode, Verdict
 from kit.publish.scorecard import MeasuredFigure, PublishedFigure, _row, bytemlperf_rows, c2_rows
 from kit.published import figures as published
 from kit.results import Measurement, ResultKind, RunResult, Tables
-from kit.results.sections import Session
+from kit.results.session import Session
 from kit.studies.c2 import c2_row
 from tests.c600_runs import c600_result, calls_of
 

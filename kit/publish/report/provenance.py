@@ -15,7 +15,8 @@ from kit.publish.scorecard import readable
 from kit.published import figures as published
 from kit.published.studies import PublishedStudy
 from kit.results import ResultKind, ResultStatus, RunResult
-from kit.results.sections import BackendInfo, Environment, ModelInfo, Session
+from kit.results.sections import BackendInfo, Environment, ModelInfo
+from kit.results.session import Session
 from kit.results.tables import C2Row
 
 METHODS = {
@@ -82,12 +83,32 @@ def provenance(result: RunResult) -> str:
 def session_line(result: RunResult, session: Session) -> str:
     """The backend's session as recorded: the headline's (the largest batch, as
     kit.studies.model_benchmark keeps it) where each batch loaded its own (its shapes, its
-    compile)."""
-    line = ", ".join(f"{k}={v}" for k, v in session.items.items())
-    batches = {m.batch_size for m in result.sections.measurements}
-    if line and len(batches) > 1:
-        return f"the largest batch's (b{max(batches)}; each batch loads its own): {line}"
-    return line
+    compile), then each other batch's settings that differ from it."""
+    line = settings_text(session.items)
+    measurements = result.sections.measurements
+    batches = {m.batch_size for m in measurements}
+    if not line or len(batches) < 2:
+        return line
+    largest = max(batches)
+    others = {m.batch_size: m.session for m in measurements if m.batch_size != largest}
+    head = f"the largest batch's (b{largest}; each batch loads its own): {line}"
+    if any(s is None for s in others.values()):
+        return head + "; the other batches' sessions were not recorded (an older result)"
+    return head + "".join(
+        f"; b{b}: {session_change(s, session)}" for b, s in sorted(others.items()) if s
+    )
+
+
+def settings_text(items: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in items.items())
+
+
+def session_change(session: Session, headline: Session) -> str:
+    """The settings of `session` that differ from `headline`'s ('-' where it has none), or that
+    they are the same."""
+    ours, theirs = session.items, headline.items
+    changed = {k: ours.get(k, "-") for k in {**theirs, **ours} if ours.get(k) != theirs.get(k)}
+    return settings_text(changed) if changed else "the same settings"
 
 
 def parameters_line(result: RunResult) -> str:
