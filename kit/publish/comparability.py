@@ -41,13 +41,12 @@ class PublishedRun:
 
 def differences(res: RunResult, measurement: Measurement | None, run: PublishedRun) -> list[Reason]:
     """Every way `measurement` of `res` was not measured as `run` was (empty: measured the same
-    way). The session judged is the one that timed `measurement` (each batch loads its own), the
-    headline's where a result did not record it."""
-    sections = res.sections
-    timed = measurement.session if measurement is not None else None
-    session = timed if timed is not None else sections.session
+    way). What is judged is what ran `measurement` (each batch loads its own session and, where
+    each batch is searched, runs its own plan), the headline's where a result did not record it."""
+    backend = res.sections.backend.at(measurement) if res.sections.backend else None
+    session = backend.session if backend else Session()
     reasons = session_differences(session)
-    precision = sections.backend.precision if sections.backend else None
+    precision = backend.precision if backend else None
     if precision and precision != run.precision:
         reasons.append(
             Reason(f"precision {precision}, published {run.precision}", DifferenceCode.PRECISION)

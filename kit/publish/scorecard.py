@@ -123,11 +123,12 @@ def measured_on(result: RunResult) -> MeasuredOn:
     )
 
 
-def measured_hardware(result: RunResult) -> str:
-    """The device's name and class, the backend and precision, and '[not run on an IPU]' where
-    due."""
+def measured_hardware(result: RunResult, batch: int | str | None = None) -> str:
+    """The device's name and class, the backend and precision that ran the figure at `batch` (each
+    batch's own plan where each batch was searched), and '[not run on an IPU]' where due."""
     on, sections = measured_on(result), result.sections
-    backend = sections.backend
+    at = next((m for m in sections.measurements if str(m.measured_batch) == str(batch)), None)
+    backend = sections.backend.at(at) if sections.backend else None
     what = f"; {backend.name} {backend.precision}" if backend else ""
     if backend and backend.compiled:
         what += " compiled"
@@ -221,7 +222,7 @@ def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
         published=pub.value,
         published_hardware=published.study_hardware(pub.published_study),
         measured=value,
-        measured_hardware=measured_hardware(res) if res else "",
+        measured_hardware=measured_hardware(res, meas.measured_at or pub.batch) if res else "",
         verdict=v,
         reason=str(why),
         ratio=ratio,

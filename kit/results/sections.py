@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from kit.results.session import Session
@@ -102,6 +102,22 @@ class BackendInfo(Record):
         """Run compiled: the compile option, unless the session fell back to eager (a compile that
         failed, e.g. past dynamo's recompile limit, records why as its `compile_fallback`)."""
         return bool(self.options.get("compile")) and not self.session.compile_fallback
+
+    def at(self, measurement: Measurement | None) -> BackendInfo:
+        """What ran `measurement`: on a kind that searches each batch its own plan (backend,
+        precision, device, options), and the session it timed where it recorded one; this block
+        (the headline's) for whatever it did not record."""
+        if measurement is None:
+            return self
+        plan = measurement.searched_plan or {}
+        return replace(
+            self,
+            name=plan.get("backend", self.name),
+            precision=plan.get("precision", self.precision),
+            device=plan.get("device", self.device),
+            options=plan.get("options", self.options),
+            session=measurement.session if measurement.session is not None else self.session,
+        )
 
 
 # --- the environment ----------------------------------------------------------------------------

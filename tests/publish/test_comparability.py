@@ -77,6 +77,26 @@ def test_each_batch_is_judged_by_the_session_that_timed_it():
     assert row(rows, "QPS").verdict == "reproduced"
 
 
+def test_a_batch_searched_to_another_precision_is_judged_at_its_own():
+    """Where each batch is searched, a batch may run another precision than the headline's."""
+    published_qps = published.ipu_run_settings("resnet50-torch-fp32", "FP16")["per_batch"][1][
+        "Performance/QPS"
+    ]
+    result = c600_result(
+        "resnet50-torch-fp32",
+        "FP16",
+        [measured(4, 4, 7062.0), measured(32, 4, published_qps * 0.98)],
+    )
+    result.measurements[0] = replace(
+        result.measurements[0], searched_plan={"backend": "ipu", "precision": "fp8"}
+    )
+    rows = card(result)
+    at_4 = row(rows, "QPS", "bytemlperf_reports", "4")
+    assert at_4.verdict == "not comparable" and "precision fp8, published fp16" in at_4.reason
+    assert "ipu fp8" in at_4.measured_hardware and "ipu fp16" in row(rows, "QPS").measured_hardware
+    assert row(rows, "QPS").verdict == "reproduced"
+
+
 def test_a_c600_run_at_another_batch_size_is_not_comparable():
     result = c600_result("resnet50-torch-fp32", "FP16", [measured(8, 4, 13542.0)])
     rows = card(result)

@@ -1903,6 +1903,11 @@ def test_a_gpu_run_searches_each_batch_smallest_first_and_runs_each_at_its_own_p
     by_batch = {m.batch_size: m.searched_plan for m in result.measurements}
     assert by_batch[1]["precision"] == "fp32" and by_batch[1]["decided_at_batch"] == 1
     assert by_batch[2]["precision"] == "fp16" and by_batch[2]["decided_at_batch"] == 2
+    # each batch's scorecard row names the plan that ran it, not the headline's
+    from kit.publish.scorecard import measured_hardware
+
+    assert "; fake fp32" in measured_hardware(result, 1), measured_hardware(result, 1)
+    assert "; fake fp16" in measured_hardware(result, 2)
     assert [s["batch_size"] for s in result.tables.to_dict()["search_by_batch"]] == [1, 2]
     assert (
         result.backend.precision == "fp16"
