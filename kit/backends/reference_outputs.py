@@ -14,12 +14,15 @@ warm rerun on a GPU host would otherwise spend on its CPU for every row and batc
 keyed by the export's content (sha256 of the file and of any external data file it names), the
 batch, the inputs' bytes, the onnxruntime version and the CPU (model name and instruction-set flags:
 ONNX Runtime's kernels differ by instruction set), and carries its size and content hash
-(kit.cache): a damaged entry is deleted and computed again. A folder that cannot be read or written
-costs a warning and the call the entry would have saved, never the row.
+(kit.cache): a damaged entry is deleted and computed again. The folder is kept under
+FOLDER_CAP_BYTES, the least recently used entries (a read counts as a use) deleted first. A folder
+that cannot be read or written costs a warning and the call the entry would have saved, never the
+row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -40,6 +43,8 @@ from kit.paths import cache_dir, inside
 
 KEPT = 2  # entries kept in memory: a row measures a batch right after searching it
 MAX_ENTRY_BYTES = 256 * 2**20  # larger outputs are not written to disk
+#: the folder's size limit: past it the least recently used entries go (a 16 GB laptop's disk)
+FOLDER_CAP_BYTES = 2 * 2**30
 FORMAT = 1  # of the disk entries: bump when what the reference runs changes
 ENV = "KIT_REFERENCE_CACHE"
 #: what a damaged or unreachable entry raises on the way in
@@ -154,6 +159,8 @@ def _write(
         tmp.write_bytes(buffer.getvalue())
         meta = {"model": model.name, "export": str(model.onnx_path), "batch": batch}
         cache.commit(tmp, entry, {**meta, "outputs": len(arrays)})
+    for gone in cache.prune_oldest(entry.parent, "*.npz", FOLDER_CAP_BYTES):
+        cache.meta_path(gone).unlink(missing_ok=True)
 
 
 def recall(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Recalled | None:
@@ -186,6 +193,8 @@ def _read(model: ExportedModel, batch: int, inputs: dict[str, np.ndarray]) -> Re
     except UNREADABLE as exc:
         cache.discard(entry, f"is unreadable ({type(exc).__name__}: {exc})")
         return None
+    with contextlib.suppress(OSError):  # used now: the folder's cap deletes the least recently used
+        os.utime(entry)
     return Recalled(outputs, f"an earlier call on the same export and inputs, {entry}")
 
 

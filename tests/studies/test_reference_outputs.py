@@ -376,3 +376,26 @@ def test_a_model_name_that_leads_out_of_the_folder_is_refused(small, reference_c
     with pytest.raises(InvalidParameter, match="escaped.*a path inside"):
         reference_outputs.remember(escaping, 1, inputs, fp32_outputs(small, inputs), SEARCH)
     assert not list(reference_cache.parent.parent.rglob("*escaped*"))
+
+
+def test_the_folder_stays_under_its_cap_by_deleting_the_least_recently_used_entry(
+    small, reference_cache, monkeypatch
+):
+    """A read counts as a use: the entry a rerun keeps reading outlives a newer one never read."""
+    import os
+
+    inputs = {b: small.make_inputs(b, seed=0) for b in (1, 2, 3)}
+    written(small, inputs[1], batch=1)
+    written(small, inputs[3], batch=3)
+    first, third = (next(reference_cache.glob(f"*-b{b}-*.npz")) for b in (1, 3))
+    os.utime(first, ns=(10**9, 10**9))
+    os.utime(third, ns=(2 * 10**9, 2 * 10**9))  # written after the first
+    monkeypatch.setattr(
+        reference_outputs, "FOLDER_CAP_BYTES", first.stat().st_size + third.stat().st_size
+    )
+    assert reference_outputs.recall(small, 1, inputs[1]) is not None  # the first used again
+    written(small, inputs[2], batch=2)  # past the cap: the third, least recently used, goes
+    assert sorted(p.name.split("-b")[-1][0] for p in reference_cache.glob("*.npz")) == ["1", "2"]
+    assert not list(reference_cache.glob("*-b3-*.json"))  # with its metadata
+    assert reference_outputs.recall(small, 3, inputs[3]) is None
+    assert reference_outputs.recall(small, 1, inputs[1]) is not None
