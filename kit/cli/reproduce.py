@@ -364,7 +364,8 @@ class Progress:
             f"{record.status:>11}  {record.name} ({tag}{where}){note}"
             f"{': ' + record.message if record.message else ''}"
         )
-        self.bar.update(1)
+        if record.status != JobStatus.INTERRUPTED:  # not done: the next run re-runs it
+            self.bar.update(1)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -109,3 +109,16 @@ def test_the_batch_summary_says_a_status_once_where_the_message_opens_with_it(ca
     out = capsys.readouterr().out
     assert "  a: killed by SIGKILL (peak 2 GB)\n" in out
     assert "  b: failed: boom\n" in out
+
+
+def test_the_progress_bar_counts_a_finished_notebook_and_not_an_interrupted_one(capsys):
+    from kit.cli.reproduce import Progress
+
+    bar = Progress(total=2)
+    bar.start()
+    bar(JobRecord.from_dict({**RECORD, "name": "a", "status": "ok"}))
+    bar(JobRecord.from_dict({**RECORD, "name": "b", "status": "interrupted", "message": "stop"}))
+    assert bar.bar.n == 1  # b is not done: the next run re-runs it
+    bar.close()
+    out = capsys.readouterr().out
+    assert "interrupted  b" in out and "1/2" in out
