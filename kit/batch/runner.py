@@ -17,6 +17,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -88,6 +89,7 @@ class Batch:
         context: str,
         progress: BatchProgress | None,
         command: str = "",
+        labels: Mapping[str, str] | None = None,
     ):
         self.out, self.state, self.context, self.progress = out, state, context, progress
         self.command = command
@@ -96,6 +98,7 @@ class Batch:
         self.digest = kit_digest()
         self.run: dict[str, Any] = {
             "run_id": self.run_id,
+            **(labels or {}),
             "jobs": [],
             "started_at": _now(),
             "finished_at": "",
@@ -211,12 +214,14 @@ def run_jobs(
     executor: Executor | None = None,
     command: str = "",
     warm: str = "off",
+    labels: Mapping[str, str] | None = None,
 ) -> list[JobRecord]:
     """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
 
     `command` is the command line that started the batch; every result records it beside its job.
     `warm` (auto, on, off): which jobs run on this machine share one warm kernel
-    (kit.batch.jobs.runs_warm).
+    (kit.batch.jobs.runs_warm). `labels` (e.g. its profile and hardware) go into the batch's entry
+    in the state, for a later plan to find it by (kit.batch.past_runs).
 
     `executor` runs the jobs that time something (default: this machine, one at a time); the
     after_all jobs, which read the others' results, always run here. Raises OutputsBusy when
@@ -231,7 +236,7 @@ def run_jobs(
     ]
     with outputs_lock(out):
         state = read_state(out)  # before anything is created
-        batch = Batch(out, state, context, progress, command)
+        batch = Batch(out, state, context, progress, command, labels)
         if progress:
             progress.start()
         with interrupts_raise():

@@ -20,6 +20,7 @@ from kit.batch.dask_executor import DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
 from kit.batch.jobs import WARM_MODES, Job, JobRecord
 from kit.batch.lock import outputs_lock
+from kit.batch.past_runs import last_measured
 from kit.batch.profiles import PROFILES, jobs_for
 from kit.batch.runner import run_jobs
 from kit.batch.selection import parse_force, select
@@ -143,6 +144,7 @@ def reproduce(args: argparse.Namespace) -> int:
             executor=executor,
             command=command_line(args, hardware),
             warm=getattr(args, "warm_kernel", "auto"),
+            labels={"profile": args.profile, "hardware": hardware},
         )
     except BatchInterrupted as stop:
         bar.close()
@@ -187,6 +189,8 @@ def show_plan(args: argparse.Namespace) -> int:
         )
         side = SideBySide(0, 0, "on the cluster") if args.scheduler else side_by_side(chosen, kind)
         print(plan_text(floors, args.profile, kind, side))
+        if before := last_measured(outputs_dir(), args.profile, kind, {f.job for f in floors}):
+            print(before)
     return EXIT_OK
 
 

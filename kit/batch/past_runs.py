@@ -1,0 +1,75 @@
+"""What a batch of the same jobs took here before, read from outputs/state.json: the measured
+figure beside `kit reproduce --plan`'s floors and guesses (nothing is run or written).
+
+A batch run's entry in the state names its profile and hardware (kit.batch.runner, from this kit
+on), its jobs, its start and end; the jobs it ran have a record in its folder
+(runs/<id>/<job>.record), the ones it reused none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from kit.batch.state import RECORD_SUFFIX, read_state
+from kit.batch.status import BatchRunStatus
+from kit.errors import KitError
+from kit.paths import inside, plain_name
+
+
+def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
+    """The latest complete batch here of exactly `jobs` in `profile` on `kind`: how long it took
+    from its start to its end and how many of its jobs it ran (the rest reused), or '' where there
+    is none (or the state cannot be read: the plan never depends on it)."""
+    try:
+        runs = read_state(out)["runs"]
+    except (KitError, OSError):
+        return ""
+    for run in reversed(runs):
+        seconds = wall_seconds(run)
+        if (
+            seconds is None
+            or run.get("status") != BatchRunStatus.COMPLETE
+            or run.get("profile") != profile
+            or kind not in str(run.get("hardware", "")).split(",")
+            or {str(j) for j in run["jobs"]} != jobs
+        ):
+            continue
+        ran = job_records(out, run["run_id"], jobs)
+        failed = sum(r.get("status") != "ok" for r in ran)
+        return (
+            f"MEASURED here before: batch {run['run_id']} ({profile} on {run['hardware']}, "
+            f"{run.get('started_at')}) took {seconds / 60:.1f} min from start to end, with "
+            f"{len(ran)} of its {len(jobs)} jobs run ({failed} not ok) and {len(jobs) - len(ran)} "
+            "reused; a run with more of them reused, or on warmer caches, takes less."
+        )
+    return ""
+
+
+def wall_seconds(run: dict) -> float | None:
+    """Seconds from a batch's start to its end, where both are recorded."""
+    try:
+        start = dt.datetime.fromisoformat(str(run["started_at"]))
+        end = dt.datetime.fromisoformat(str(run["finished_at"]))
+    except (KeyError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
+def job_records(out: Path, run_id: str, jobs: set[str]) -> list[dict]:
+    """The records of the jobs a batch ran (a reused job has none in its folder)."""
+    try:
+        folder = out / "runs" / plain_name(run_id, "run id")
+    except KitError:
+        return []
+    found = []
+    for name in sorted(jobs):
+        try:
+            path = inside(folder, f"{plain_name(name, 'job name')}{RECORD_SUFFIX}")
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (KitError, OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            found.append(record)
+    return found
