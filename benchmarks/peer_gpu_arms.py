@@ -83,6 +83,8 @@ class TorchGpuArm(LoopArm):
     def warm_up(self) -> list:
         import torch
 
+        # the model's move to the device and to channels_last are queued on the default stream
+        self.stream.wait_stream(torch.cuda.current_stream(self.stream.device))
         with torch.cuda.stream(self.stream):
             for _ in range(GRAPH_WARMUP):
                 self.copy_in()
@@ -103,11 +105,15 @@ class TorchGpuArm(LoopArm):
     def capture(self):
         import torch
 
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self.stream):
+        from kit.backends.torch_cuda import capture
+
+        def copies_and_model() -> None:
             self.copy_in()
             for h, o in zip(self.host_out, self.forward(), strict=True):
                 h.copy_(o, non_blocking=True)
+
+        graph = torch.cuda.CUDAGraph()
+        capture(graph, self.stream, self.stream.device, copies_and_model)
 
         def replay() -> list:
             with torch.cuda.stream(self.stream):

@@ -16,7 +16,11 @@ the capture rules of the real library (CUDA's stream capture as torch.cuda.graph
 - pinned allocation and the allocator's own changes (`pin_memory`, `empty_cache`) raise in a
   capture;
 - `torch.cuda.is_current_stream_capturing()` says whether a capture is under way, as transformers
-  asks.
+  asks;
+- a capture runs on its stream (`torch.cuda.graph(stream=...)`, else one of its own), and a body
+  that raises ends as the real one does: capture_end still runs, CUDA refuses the invalidated
+  capture ("operation failed due to a previous error during capture"), that error replaces the
+  body's (kept as its `__context__`), and the capture stream stays the current one.
 
 Its frames hide themselves (`__tracebackhide__`), so a refusal is traced to the model's code, as a
 real CUDA error raised inside torch is.
@@ -45,6 +49,7 @@ from torch.utils._pytree import tree_flatten
 
 aten = torch.ops.aten
 CAPTURING = "CUDA error: operation not permitted when stream is capturing"
+INVALIDATED = "CUDA error: operation failed due to a previous error during capture"
 #: ops that read a device value on the host (the call waits for the GPU)
 SYNC_OPS = {
     aten._local_scalar_dense.default,
@@ -269,7 +274,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
     # classes, not factories: transformers annotates with `torch.cuda.Stream | None` at import
     for cls in (FakeGraph, FakeStream):
         monkeypatch.setattr(cls, "cuda", cuda, raising=False)
-    default = FakeStream()
+    default, capture_stream = FakeStream(), FakeStream()
     real_from_numpy, real_cpu, real_numpy, real_tolist, real_item, real_tensor, real_as_tensor = (
         torch.from_numpy,
         torch.Tensor.cpu,
@@ -345,12 +350,20 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
     def graph(cuda_graph, pool=None, stream=None, capture_error_mode="global"):
         if cuda.capturing is not None:
             raise CaptureError("a capture is already under way")
+        before = getattr(cuda.local, "stream", default)
+        cuda.local.stream = stream or capture_stream  # torch.cuda.graph captures on its stream
         g = cuda.capturing = cuda_graph
         try:
             with torch.inference_mode(), CaptureMode(cuda, g):
                 yield
-        finally:
+        except BaseException:
+            # torch.cuda.graph's exit calls capture_end even when the body raised: CUDA then
+            # refuses the invalidated capture, that error replaces the body's (now only its
+            # __context__), and the stream context is never left
             cuda.capturing = None
+            raise CaptureError(INVALIDATED)  # noqa: B904 - what torch raises, chained as torch's
+        cuda.capturing = None
+        cuda.local.stream = before
         g.captured = True
         cuda.captures += 1
 
@@ -371,6 +384,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
         ("Stream", FakeStream),
         ("stream", stream),
         ("current_stream", lambda device=None: getattr(cuda.local, "stream", default)),
+        ("set_stream", lambda stream: setattr(cuda.local, "stream", stream)),
         ("CUDAGraph", FakeGraph),
         ("graph", graph),
         ("is_current_stream_capturing", lambda: cuda.capturing is not None),

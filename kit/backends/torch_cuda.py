@@ -61,6 +61,7 @@ class StreamCall:
 
         self.forward, self.host_inputs, self.device = forward, host_inputs, device
         self.stream = torch.cuda.Stream(device)
+        self.stream.wait_stream(torch.cuda.current_stream(device))  # the weights' copies, if queued
         with torch.cuda.stream(self.stream):  # one call to learn the outputs' shapes and dtypes
             outputs = self.forward([h.to(self.device, non_blocking=True) for h in self.host_inputs])
         self.stream.synchronize()
@@ -94,10 +95,15 @@ class GraphCall:
         # pinned allocation is not allowed inside a capture: the output buffers are made before it
         self.host_outputs = [torch.empty(o.shape, dtype=o.dtype).pin_memory() for o in outputs]
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, stream=self.stream):
+        self.capture(forward)
+
+    def capture(self, forward: Callable[[list], list]) -> None:
+        def copies_and_model() -> None:
             self.copy_in()
             for host, out in zip(self.host_outputs, forward(self.static_inputs), strict=True):
                 host.copy_(out, non_blocking=True)
+
+        capture(self.graph, self.stream, self.device, copies_and_model)
 
     def warm_up(self, forward: Callable[[list], list]) -> list:
         """Eager calls on the side stream, as torch asks before a capture; returns the last
@@ -127,6 +133,28 @@ class GraphCall:
             self.graph.replay()
         self.stream.synchronize()
         return self.host_outputs
+
+
+def capture(graph, stream, device: str, body: Callable[[], None]) -> None:
+    """`body` captured into `graph` on `stream`. When it does what a capture refuses,
+    torch.cuda.graph's exit still ends the capture, CUDA refuses the invalidated capture, and that
+    error (no frame of the model's) replaces the body's own and skips leaving the capture stream:
+    the body's error is raised instead, with this thread back on the stream it was on."""
+    import torch
+
+    before, refused = torch.cuda.current_stream(device), None
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            try:
+                body()
+            except BaseException as exc:
+                refused = exc
+                raise
+    except BaseException:
+        torch.cuda.set_stream(before)
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def culprit(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ import torch
 from cuda_double import CaptureError, install, uninstall
 
 from kit.backends import BackendConfig, get_backend, torch_backend
-from kit.backends.torch_cuda import GraphCall, StreamCall, pinned_host_inputs
+from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, pinned_host_inputs
 from kit.errors import InvalidParameter
 from kit.hardware import cuda as kit_cuda
 from kit.measure.numerics import NumericDiff
@@ -223,7 +223,7 @@ def test_a_model_a_capture_refuses_is_unavailable_with_the_reason(small, gpu, mo
     with pytest.raises(
         BackendUnavailable,
         match=r"CUDA graph capture failed \(CUDA error: operation not permitted "
-        r"when stream is capturing.*run it without cuda_graph",
+        r"when stream is capturing.*test_torch_cuda.py:\d+ syncing: .*run it without cuda_graph",
     ):
         get_backend("torch").load(
             small, BackendConfig("fp16", "cuda", options={"cuda_graph": True}), 1
@@ -364,9 +364,27 @@ def test_a_capture_that_breaks_a_cuda_rule_raises(gpu, broken, message):
 def test_a_blocking_copy_in_a_capture_raises(gpu):
     pinned = host()[0]
     graph = torch.cuda.CUDAGraph()
-    static = torch.empty_like(pinned)
-    with pytest.raises(CaptureError, match="blocking host<->device copy"), torch.cuda.graph(graph):
-        static.copy_(pinned)
+    static, before = torch.empty_like(pinned), torch.cuda.current_stream()
+    # as torch.cuda.graph does on a GPU: its exit's capture_end fails on the invalidated capture,
+    # that error replaces the body's, and the capture stream stays current
+    with pytest.raises(CaptureError, match="previous error during capture") as raised:
+        with torch.cuda.graph(graph):
+            static.copy_(pinned)
+    assert "blocking host<->device copy" in str(raised.value.__context__)
+    assert torch.cuda.current_stream() is not before
+
+
+def test_a_refused_capture_raises_the_models_error_and_leaves_the_capture_stream(gpu):
+    before = torch.cuda.current_stream()
+
+    def syncing(tensors):
+        tensors[0].sum().item()
+        return forward(tensors)
+
+    with pytest.raises(CaptureError, match="not permitted when stream is capturing") as raised:
+        GraphCall(syncing, host(), "cpu")
+    assert culprit(raised.value).endswith(" syncing")
+    assert torch.cuda.current_stream() is before
 
 
 def test_a_replay_reuses_the_captured_buffers(gpu):
