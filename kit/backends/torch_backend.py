@@ -44,6 +44,8 @@ from kit.models.spec import ExportedModel
 
 DEVICES = ("cpu", "cuda")
 AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}
+#: torch.compile modes whose compiled module replays inductor's CUDA graphs on a GPU
+CUDA_GRAPH_COMPILE_MODES = ("reduce-overhead", "max-autotune")
 
 
 class TorchSession(InProcessSession):
@@ -227,7 +229,7 @@ class TorchBackend(InProcessBackend):
 
         self.check_precision(config.precision)
         check_device(config.device, config.precision)
-        options = check_cuda_graph(config)
+        options = check_gpu_options(config)
         device, gpu = torch_device(config)
         module = build_module(model)
         torch.set_num_threads(config.threads or usable_cores())
@@ -342,13 +344,28 @@ def gpu_math(precision: str, cnn: bool) -> str:
     return "tf32" if allowed else "fp32"
 
 
-def check_cuda_graph(config: BackendConfig) -> TorchOptions:
-    """The config's options as torch's record (checked there: not cuda_graph with compile), and
-    cuda_graph only on a GPU."""
+def check_gpu_options(config: BackendConfig) -> TorchOptions:
+    """The config's options as torch's record (checked there: not cuda_graph with compile),
+    cuda_graph only on a GPU, and one client where torch.compile's mode captures CUDA graphs."""
     options = config.options_as(TorchOptions)
     if options.cuda_graph and config.device != "cuda":
         raise InvalidParameter(
             "cuda_graph", True, "only on device cuda (a CUDA graph captures GPU work)"
+        )
+    if (
+        config.device == "cuda"
+        and options.compile
+        and options.compile_mode in CUDA_GRAPH_COMPILE_MODES
+        and (options.clients or 1) > 1
+    ):
+        # inductor's CUDA graph trees are one per compiled module and process, not per thread: a
+        # call overwrites the outputs of the call before it, another client's still being copied
+        raise InvalidParameter(
+            "clients",
+            options.clients,
+            f"1 with compile_mode={options.compile_mode} on a GPU (its CUDA graphs are shared "
+            "by every thread and each call overwrites the last call's outputs); for several "
+            "clients use cuda_graph (one graph per client) or another compile mode",
         )
     return options
 

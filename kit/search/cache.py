@@ -41,7 +41,9 @@ SEARCH_VERSION = 20
 #: batch is 8x the search batch or more, every challenger in the window is dueled, one within 30 %
 #: is settled at the published batch)
 #: not bumped for a quick search measuring fewer fallbacks (a GPU's bf16 and ONNX Runtime eager
-#: candidates): a decision cached before measured a superset of them and still holds.
+#: candidates): a decision cached before measured a superset of them and still holds; nor for a
+#: full GPU search losing its reduce-overhead candidate with 2 clients (refused at load: inductor's
+#: CUDA graphs are shared by the threads), which no GPU run has measured.
 #: Every distribution whose version can change which candidate wins; those not installed are left
 #: out of the key (a CPU install's key is unchanged by the GPU and TensorRT names).
 SOFTWARE = (

@@ -306,12 +306,6 @@ TORCH_CUDA: tuple[tuple[str, dict[str, Any], str, str], ...] = (
         "full",
         "inductor fp16, max-autotune (autotuned kernels, CUDA graphs): minutes of tuning",
     ),
-    (
-        "fp16",
-        {"compile": True, "compile_mode": "reduce-overhead", "clients": 2},
-        "full",
-        "inductor fp16 reduce-overhead with 2 clients",
-    ),
 )
 #: ONNX Runtime's CUDA provider: IO binding per call, and the provider's CUDA graph option
 ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (

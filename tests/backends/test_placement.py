@@ -35,7 +35,6 @@ GPU_LABELS = [
     "torch fp16 cuda-graph clients=2 (cuda)",
     "torch fp16 compile=reduce-overhead (cuda)",
     "torch fp16 compile=max-autotune (cuda)",
-    "torch fp16 compile=reduce-overhead clients=2 (cuda)",
 ]
 CPU_LABELS = [
     "onnxruntime fp32 (cpu)",

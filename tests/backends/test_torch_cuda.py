@@ -496,3 +496,23 @@ def test_a_gpu_row_end_to_end_through_the_doubles(small, gpu, monkeypatch, outpu
         bytemlperf_table(result)["threads"][0] == "2 (2 clients: threads, each its own CUDA stream)"
     )
     assert "none of 7" in provenance(result)
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_compile_modes_that_capture_cuda_graphs_take_one_client_on_a_gpu(small, gpu, mode):
+    options = {"compile": True, "compile_mode": mode, "clients": 2}
+    with pytest.raises(InvalidParameter, match=rf"clients=2: 1 with compile_mode={mode}"):
+        get_backend("torch").load(small, BackendConfig("fp16", "cuda", options=options), 2)
+
+
+def test_no_gpu_candidate_shares_inductors_cuda_graphs_between_clients():
+    from kit.backends.torch_backend import CUDA_GRAPH_COMPILE_MODES
+    from kit.search.candidates import row_candidates
+
+    graph_compiles = [
+        c
+        for c in row_candidates("torch", "cuda")
+        if getattr(c.placement.options, "compile_mode", None) in CUDA_GRAPH_COMPILE_MODES
+    ]
+    assert graph_compiles
+    assert all((c.placement.options.clients or 1) == 1 for c in graph_compiles)

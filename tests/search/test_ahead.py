@@ -84,8 +84,7 @@ def test_a_row_with_a_cached_decision_or_an_uncached_export_compiles_nothing_ahe
 
 
 def test_a_graph_is_compiled_ahead_once_whatever_its_clients():
-    """A full GPU search's reduce-overhead candidate with clients=2 calls the same compiled module:
-    one compile ahead serves both."""
+    """A config with clients=2 calls the same compiled module: one compile ahead serves both."""
     two = Placement.of(
         "torch", "fp16", "cuda", {"compile": True, "compile_mode": "reduce-overhead", "clients": 2}
     )
