@@ -447,7 +447,8 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
     a session serves one batch size, and dynamo would otherwise compile the second batch a process
     sees with a symbolic batch dimension) and compile now, not in the timed loop, its kernels
     cached under the kit's cache (kit.backends.compile_cache; `compile_cache` says whether its
-    graphs came from there); on failure keep eager and record why."""
+    graphs came from there), and on a GPU record its CUDA graphs now too, all in `compile_s`; on
+    failure keep eager and record why."""
     import torch
 
     eager = session.module
@@ -463,7 +464,9 @@ def compile_session(session: TorchSession, inputs: dict[str, np.ndarray], mode: 
             torch._inductor.config.patch(freezing=True),
             torch._dynamo.config.patch(fail_on_recompile_limit_hit=True),
         ):
-            session.run(inputs)
+            # with CUDA graphs inductor warms up on the first call and records on the second
+            for _ in range(2 if session.on_gpu and mode in CUDA_GRAPH_COMPILE_MODES else 1):
+                session.run(inputs)
     except Exception as exc:  # noqa: BLE001 - dynamo/inductor raise many types
         session.module = eager
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
