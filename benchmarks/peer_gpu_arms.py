@@ -212,7 +212,9 @@ class TrtArm(LoopArm):
         with torch.cuda.stream(self.stream):
             for d, h in zip(self.dev_in, self.host_in, strict=True):
                 d.copy_(h, non_blocking=True)
-            self.context.execute_async_v3(self.stream.cuda_stream)
+            if not self.context.execute_async_v3(self.stream.cuda_stream):
+                # TensorRT returns False and logs why: a call that ran nothing would be fast
+                raise RuntimeError("TensorRT execute_async_v3 failed (see TensorRT's log above)")
             for h, d in zip(self.host_out, self.dev_out, strict=True):
                 h.copy_(d, non_blocking=True)
         self.stream.synchronize()

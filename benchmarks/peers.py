@@ -11,8 +11,9 @@ reduce-overhead) and, where installed, ONNX Runtime's TensorRT provider and Tens
 (benchmarks/peer_gpu_arms.py); the kit's arm is the row's GPU decision. Rounds are interleaved
 (every arm once per round, the order rotated each round); per round the ratio kit ÷ peer; the figure
 is the median of those ratios with a bootstrap 95 % CI (scipy.stats.bootstrap, percentile method).
-Target: kit ÷ best peer >= 0.95 on every row, the best peer the one with the highest median
-throughput; met where the whole CI is at or above it, missed where all of it is below, else
+Each arm's outputs pass the kit's numerics gate (kit.search.gate) against ONNX Runtime fp32 or
+are no yardstick. Target: kit ÷ best peer >= 0.95 on every row, the best peer the one with the
+highest median throughput among those that pass; met where the whole CI is at or above it, missed where all of it is below, else
 inconclusive (it straddles the target, or fewer than 3 rounds gave no CI): benchmarks.common's
 target_verdict.
 
@@ -44,12 +45,14 @@ from kit.batch.profiles import search_batch
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.environment import capture, cpu_flags
+from kit.measure.numerics import NumericDiff
 from kit.models import export_model, get_entry
 from kit.paths import outputs_dir
 from kit.precision import PublishedPrecision
 from kit.published import figures as published
 from kit.search import SearchSettings, decide, key_hash
-from kit.search.probe import reference_scale
+from kit.search.gate import NumericsVerdict, numerics_gate
+from kit.search.probe import nonfinite, reference_scale
 
 TARGET = 0.95
 PEERS = ("ort-fp32", "ov-f32", "ov-bf16")
@@ -287,14 +290,13 @@ def bootstrap_median(ratios: list[float]) -> tuple[float, float | None, float | 
     return med, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def relative_error(out: list, ref: list) -> float:
-    diff = np.concatenate(
-        [
-            np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).ravel()
-            for a, b in zip(out, ref, strict=True)
-        ]
-    )
-    return float(diff[np.isfinite(diff)].mean() / reference_scale(ref))
+def numerics_verdict(out: list, ref: list, precision: str) -> NumericsVerdict:
+    """An arm's outputs against the fp32 reference by the kit's own numerics gate (the search's
+    rule: mean |diff| relative to the reference's mean |value| within its precision class's
+    tolerance, and no NaN/Inf the reference does not have)."""
+    diff = NumericDiff.between(ref, out)
+    extra = max(0, nonfinite(out) - nonfinite(ref))
+    return numerics_gate(precision, diff.mean_abs, reference_scale(ref), extra)
 
 
 def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
@@ -323,7 +325,12 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                 "error": f"no peer arm loaded ({why or 'none asked for'})",
                 "skipped": skipped,
             }
-        numerics = numerics_of(workers, model, batch)
+        # what each computes in: the kit's plan's precision, a peer's as its load reply says
+        precisions = {
+            arm: str(loaded[arm]["description"].get("precision") or "fp32") for arm in workers
+        }
+        precisions["kit"] = kit["plan"]["precision"]
+        numerics = numerics_of(workers, model, batch, precisions)
         per = {arm: [] for arm in workers}
         rss = {arm: loaded[arm].get("peak_rss_mb") for arm in workers}
         order = list(workers)
@@ -347,16 +354,23 @@ def run_batch(model: str, precision: str, batch: int, kit: dict, args) -> dict:
                 proc.terminate()
 
 
-def numerics_of(workers: dict, model: str = "", batch: int = 1) -> dict:
-    """Each arm's relative error against ONNX Runtime fp32 on the CPU: the ort-fp32 arm's outputs,
-    or (a GPU run has no such arm) computed here."""
+def numerics_of(
+    workers: dict, model: str = "", batch: int = 1, precisions: dict | None = None
+) -> dict[str, NumericsVerdict]:
+    """Each arm's numerics verdict against ONNX Runtime fp32 on the CPU (the ort-fp32 arm's
+    outputs, or, a GPU run having no such arm, computed here) at the arm's precision (`precisions`,
+    fp32 where not given)."""
     outs = {arm: ask(conn, "outputs") for arm, (_, conn) in workers.items()}
     ref = outs.get("ort-fp32") or (
         {"ok": True, "outputs": reference_outputs(model, batch)} if model else None
     )
     if not ref or not ref["ok"]:
         return {}
-    return {arm: relative_error(o["outputs"], ref["outputs"]) for arm, o in outs.items() if o["ok"]}
+    return {
+        arm: numerics_verdict(o["outputs"], ref["outputs"], (precisions or {}).get(arm, "fp32"))
+        for arm, o in outs.items()
+        if o["ok"]
+    }
 
 
 def reference_outputs(model_name: str, batch: int) -> list:
@@ -392,19 +406,35 @@ def summarise(
             "kit_over_peer": med,
             "ci95": [low, high],
             "ratios": ratios,
-            "relative_error": numerics.get(arm),
+            **numerics_fields(numerics.get(arm)),
             "description": loaded[arm]["description"],
             "load_s": loaded[arm]["load_s"],
         }
-    best = max(peers, key=lambda a: peers[a]["throughput_median"]) if peers else None
+    # a peer whose outputs fail the gate the kit's own candidates must pass is no yardstick: a
+    # broken conversion or a failed launch is fast
+    sound = [a for a in peers if peers[a]["numerics_ok"] is not False]
+    if peers and not sound:
+        why = "; ".join(f"{a}: {peers[a]['numerics_reason']}" for a in peers)
+        return {
+            "batch_size": batch,
+            "error": f"no peer's outputs pass the kit's numerics gate ({why})",
+            "peers": peers,
+            "skipped": skipped,
+        }
+    best = max(sound, key=lambda a: peers[a]["throughput_median"]) if sound else None
     ratio, ci = (peers[best]["kit_over_peer"], peers[best]["ci95"]) if best else (None, None)
-    verdict = target_verdict(*(ci or (None, None)), TARGET)
+    kit_numerics = numerics_fields(numerics.get("kit"))
+    verdict = (
+        TargetVerdict.INCONCLUSIVE
+        if kit_numerics["numerics_ok"] is False
+        else target_verdict(*(ci or (None, None)), TARGET)
+    )
     return {
         "batch_size": batch,
         "kit": {
             "throughput_median": statistics.median(kit),
             "throughputs": kit,
-            "relative_error": numerics.get("kit"),
+            **kit_numerics,
             "description": loaded["kit"]["description"],
         },
         "peers": peers,
@@ -416,6 +446,22 @@ def summarise(
         "skipped": skipped,
         "load_average": {"min": min(loads), "max": max(loads)},
     }
+
+
+def numerics_fields(verdict: NumericsVerdict | None) -> dict:
+    """An arm's numerics as its JSON keeps them (None where no reference was had)."""
+    if verdict is None:
+        return {"relative_error": None, "numerics_ok": None, "numerics_reason": ""}
+    return {
+        "relative_error": verdict.relative_error,
+        "numerics_ok": verdict.ok,
+        "numerics_reason": verdict.reason,
+    }
+
+
+def numerics_failure(arm: dict) -> str:
+    """', NUMERICS FAILED: why' for an arm whose outputs fail the gate, else ''."""
+    return f", NUMERICS FAILED: {arm['numerics_reason']}" if arm.get("numerics_ok") is False else ""
 
 
 def fmt_ci(ci) -> str:
@@ -430,6 +476,7 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
     print(
         f"  {model} {precision} b{b['batch_size']}: kit = {kit['chosen']} "
         f"{b['kit']['throughput_median']:.3g}/s (rel. error {'-' if err is None else f'{err:.2g}'}"
+        f"{numerics_failure(b['kit'])}"
         f", peak RSS {b.get('peak_rss_mb', {}).get('kit')} MB); best peer {b['best_peer']}: kit ÷ "
         f"best = {b['kit_over_best']:.2f} {fmt_ci(b['kit_over_best_ci95'])} (target >= {TARGET}: "
         f"{b['verdict']}; load {b['load_average']['min']:.1f}-"
@@ -441,7 +488,7 @@ def print_batch(model: str, precision: str, kit: dict, b: dict) -> None:
         print(
             f"      vs {arm:8s} {p['throughput_median']:9.3g}/s  kit ÷ peer "
             f"{p['kit_over_peer']:.2f} {fmt_ci(p['ci95'])}  rel. error "
-            f"{'-' if err is None else f'{err:.2g}'}",
+            f"{'-' if err is None else f'{err:.2g}'}{numerics_failure(p)}",
             flush=True,
         )
     for arm, why in b["skipped"].items():

@@ -12,7 +12,8 @@ computing on the CPU through ONNX Runtime:
 - the runtime: `Runtime(logger).deserialize_cuda_engine` returns None for bytes it did not build;
   an execution context needs `set_input_shape` within the profile and `set_tensor_address` for
   every input and output before `execute_async_v3(stream)`, which reads the inputs from, and
-  writes the outputs to, those addresses (real memory here: the buffers are CPU tensors).
+  writes the outputs to, those addresses (real memory here: the buffers are CPU tensors), and
+  without them logs the error and returns False, raising nothing and running nothing.
 """
 
 from __future__ import annotations
@@ -245,6 +246,7 @@ class Engine:
 class Context:
     def __init__(self, engine: Engine):
         self.engine, self.shapes, self.addresses, self.executions = engine, {}, {}, 0
+        self.errors: list[str] = []  # what TensorRT's logger would have printed
 
     def set_input_shape(self, name: str, shape) -> bool:
         need(name in self.engine.in_names, f"set_input_shape: {name} is not an input")
@@ -274,9 +276,9 @@ class Context:
             n for n in [*self.engine.in_names, *self.engine.out_names] if n not in self.addresses
         ]
         if missing or any(n not in self.shapes for n in self.engine.in_names):
-            raise RuntimeError(
-                f"execute_async_v3: tensor addresses or input shapes not set: {missing}"
-            )
+            # TensorRT logs an API usage error and returns False: nothing ran, nothing raised
+            self.errors.append(f"enqueueV3: tensor addresses or input shapes not set: {missing}")
+            return False
         feeds = {
             n: at(self.addresses[n], self.shapes[n], self.engine.types[n]).copy()
             for n in self.engine.in_names

@@ -16,6 +16,7 @@ from kit.backends import Placement
 from kit.batch.profiles import search_params
 from kit.search import cache
 from kit.search.decision import Decision, Plan
+from kit.search.gate import numerics_gate
 
 
 def test_rows_take_the_published_batches_unless_given():
@@ -52,7 +53,7 @@ def test_the_summary_names_the_best_peer_and_the_verdict():
         "ort-fp32": [5.0, 5.5, 5.0, 5.2],
         "ov-f32": [11.0, 12.0, 11.5, 11.0],
     }
-    s = peers.summarise(4, per, loaded, {}, {"kit": 0.01}, [1.0, 2.0])
+    s = peers.summarise(4, per, loaded, {}, {"kit": numerics_gate("fp32", 0.01, 1.0)}, [1, 2])
     # median of 10/11, 11/12, 10.5/11.5, 10/11
     assert s["best_peer"] == "ov-f32" and s["kit_over_best"] == pytest.approx(0.9111, abs=1e-3)
     assert not s["met"] and s["kit"]["relative_error"] == 0.01
@@ -60,6 +61,30 @@ def test_the_summary_names_the_best_peer_and_the_verdict():
     assert "| resnet50 FP16 | 4 |" in peers.table(
         [{"model": "resnet50", "published": "FP16", "kit": {"chosen": "x"}, "batches": [s]}]
     )
+
+
+def test_a_peer_whose_outputs_fail_the_kits_numerics_gate_is_not_the_best_peer(capsys):
+    """A TensorRT launch that failed, or a broken fp16 conversion, is fast: the best peer is the
+    fastest whose outputs pass the gate the kit's own candidates pass, and a kit arm that fails it
+    meets no target."""
+    ref = [np.array([[1.0, -2.0, 3.0]])]
+    nan = peers.numerics_verdict([np.array([[np.nan, np.nan, np.nan]])], ref, "fp16")
+    assert not nan.ok and nan.extra_nonfinite == 3  # a NaN output is no zero error
+    close = peers.numerics_verdict([np.array([[1.01, -2.0, 3.0]])], ref, "fp16")
+    assert close.ok and close.relative_error == pytest.approx(0.01 / 3 / 2)
+    loaded = {a: {"description": {}, "load_s": 1.0} for a in ("kit", "fast", "sound")}
+    per = {"kit": [10.0] * 4, "fast": [40.0] * 4, "sound": [9.0, 9.1, 9.0, 9.1]}
+    numerics = {"kit": close, "fast": nan, "sound": close}
+    s = peers.summarise(4, per, loaded, {}, numerics, [1.0])
+    assert s["best_peer"] == "sound" and s["met"]
+    assert s["peers"]["fast"]["numerics_ok"] is False
+    assert "NaN/Inf" in s["peers"]["fast"]["numerics_reason"]
+    peers.print_batch("m", "FP16", {"chosen": "x"}, s)
+    assert "vs fast" in (out := capsys.readouterr().out) and "NUMERICS FAILED: 3 NaN/Inf" in out
+    s = peers.summarise(4, per, loaded, {}, {**numerics, "kit": nan}, [1.0])
+    assert s["verdict"] == "inconclusive" and not s["met"]
+    s = peers.summarise(4, per, loaded, {}, {**numerics, "sound": nan}, [1.0])
+    assert "no peer's outputs pass the kit's numerics gate (fast: 3 NaN/Inf" in s["error"]
 
 
 def summary_of(ratios: list[float]) -> dict:
@@ -425,6 +450,9 @@ def test_the_plain_tensorrt_peer_runs_host_to_host(
     assert NumericDiff.between(reference, arm.outputs()).max_abs <= tolerance
     assert arm.round(0.05)["throughput"] > 0
     assert ("strongly typed" in arm.description["how"]) == version.startswith("11")
+    arm.context.addresses.clear()  # TensorRT then returns False, runs nothing and raises nothing
+    with pytest.raises(RuntimeError, match="execute_async_v3 failed"):
+        arm.call()
 
 
 def test_the_index_says_a_gpu_peer_table_ran_on_the_gpu(tmp_path, monkeypatch):
