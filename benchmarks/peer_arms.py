@@ -96,7 +96,7 @@ class OvArm(LoopArm):
             "how": f"plain OpenVINO: static shapes, INFERENCE_PRECISION_HINT {hint}, default "
             f"performance hint, infer per call",
             "openvino": ov.__version__,
-            "precision": precision,
+            "precision": "fp32" if precision == "f32" else precision,  # the kit's run precision
             "inference_precision": prop(compiled, "INFERENCE_PRECISION_HINT"),
             "performance_hint": prop(compiled, "PERFORMANCE_HINT"),
             "threads": prop(compiled, "INFERENCE_NUM_THREADS"),

@@ -60,7 +60,7 @@ def test_the_peer_benchmark_runs_at_its_smallest(tmp_path):
             "--seconds",
             "0.05",
             "--arms",
-            "ort-fp32",
+            "ort-fp32,ov-f32",
             "--hardware",
             "cpu",
             "--out",
@@ -76,6 +76,9 @@ def test_the_peer_benchmark_runs_at_its_smallest(tmp_path):
     assert done.returncode == 0, out[-4000:]
     batch = json.loads(result.read_text())["rows"][0]["batches"][0]
     assert batch["kit"]["throughput_median"] > 0 and "ort-fp32" in batch["peers"], batch
+    # each arm through the kit's numerics gate at the precision it computes in
+    assert [batch["peers"][a]["numerics_ok"] for a in ("ort-fp32", "ov-f32")] == [True, True]
+    assert batch["kit"]["numerics_ok"] is True, batch
 
 
 def test_smoke_is_the_only_option():
