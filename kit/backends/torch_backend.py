@@ -35,7 +35,15 @@ from kit.backends.base import (
 from kit.backends.compile_cache import compile_caches, fx_graph_cache_counts
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.options import TorchOptions
-from kit.backends.torch_cuda import GraphCall, StreamCall, culprit, host_tensors, pinned_host_inputs
+from kit.backends.torch_cuda import (
+    CAPTURE_WARMUP,
+    GraphCall,
+    StreamCall,
+    capture,
+    culprit,
+    host_tensors,
+    pinned_host_inputs,
+)
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import CudaDevice, cuda_device
 from kit.hardware.environment import cpu_flags, cpu_model, usable_cores
@@ -191,17 +199,34 @@ class TorchSession(InProcessSession):
         self.calls.clear()
 
     def bind_device_resident(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
-        """Inputs on the GPU once, outputs left there; the call still waits for the GPU."""
+        """Inputs on the GPU once, outputs left there, as the session runs (with cuda_graph the
+        model captured in a CUDA graph of its own, replayed), on this client's own stream; the
+        call waits for that stream, not the whole device (other clients run on)."""
         import torch
 
         if not self.on_gpu:
             return self.bind(inputs)
-        tensors, forward, device = self.to_tensors(inputs), self.forward, self.device
-        sync = torch.cuda.synchronize
+        forward, host = (
+            self.device_outputs,
+            pinned_host_inputs(list(inputs.values()), self.cast_floats),
+        )
+        tensors = [torch.empty_like(h, device=self.device).copy_(h) for h in host]
+        stream = torch.cuda.Stream(self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        run: Callable[[], object] = lambda: forward(tensors)  # noqa: E731
+        if self.cuda_graph:
+            with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch asks
+                for _ in range(CAPTURE_WARMUP):
+                    forward(tensors)
+            stream.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            capture(graph, stream, self.device, lambda: forward(tensors))
+            run = graph.replay
 
         def call_resident() -> None:
-            forward(tensors)
-            sync(device)
+            with torch.cuda.stream(stream):
+                run()
+            stream.synchronize()
 
         return call_resident
 

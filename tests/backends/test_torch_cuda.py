@@ -540,3 +540,24 @@ def test_no_gpu_candidate_shares_inductors_cuda_graphs_between_clients():
     ]
     assert graph_compiles
     assert all((c.placement.options.clients or 1) == 1 for c in graph_compiles)
+
+
+@pytest.mark.parametrize("cuda_graph", [True, False])
+def test_the_device_resident_figure_runs_the_session_s_way_and_waits_for_its_own_stream(
+    small, gpu, monkeypatch, cuda_graph
+):
+    """A cuda_graph session's device-resident figure replays a graph of the model (it timed the
+    eager forward), and each client waits for its own stream, not for every client's work."""
+    from kit.measure.window import MeasureConfig
+
+    options = {"cuda_graph": True} if cuda_graph else {}
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda", options=options), 2)
+    captures, replays = gpu.captures, gpu.replays
+    device_syncs = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: device_syncs.append(device))
+    m = session.measure_device_resident(
+        small.make_inputs(2), 2, MeasureConfig(warmup=0, min_duration_s=0, min_count=3)
+    )
+    assert m.extra["timing"].startswith("device-resident") and not device_syncs
+    assert gpu.captures - captures == int(cuda_graph)
+    assert gpu.replays - replays == (m.latency.count if cuda_graph else 0)
