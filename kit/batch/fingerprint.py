@@ -9,6 +9,10 @@ from pathlib import Path
 from kit.batch.jobs import Job
 from kit.paths import imported_reports_dir, project_notebook, project_root
 
+#: parameters that say how one run goes, not what its output is: where it writes (per run), and
+#: FORCE=1's search again (what it measures is the same row, so a plain run after it reuses it)
+HOW_IT_RUNS = ("results_path", "search_force")
+
 
 def kit_digest() -> str:
     """Hash of the kit's code and published data: two hosts with equal digests run the same kit."""
@@ -27,7 +31,7 @@ def inputs_fingerprint(job: Job, extra: str = "", *, digest: str | None = None) 
     h = hashlib.sha256()
     # a missing one: named, before anything runs
     h.update(project_notebook(job.notebook).read_bytes())
-    params = {k: v for k, v in job.parameters.items() if k != "results_path"}  # differs per run
+    params = {k: v for k, v in job.parameters.items() if k not in HOW_IT_RUNS}
     h.update(json.dumps(params, sort_keys=True).encode())
     h.update(extra.encode())
     h.update((digest or kit_digest()).encode())
