@@ -19,9 +19,10 @@ from kit.paths import inside, plain_name
 
 
 def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
-    """The latest complete batch here of exactly `jobs` in `profile` on `kind`: how long it took
-    from its start to its end and how many of its jobs it ran (the rest reused), or '' where there
-    is none (or the state cannot be read: the plan never depends on it)."""
+    """The latest complete batch here of exactly `jobs` in `profile` on `kind` that ran at least
+    one of them: how long it took from its start to its end and how many of its jobs it ran (the
+    rest reused), or '' where there is none (or the state cannot be read: the plan never depends
+    on it)."""
     try:
         runs = read_state(out)["runs"]
     except (KitError, OSError):
@@ -37,6 +38,8 @@ def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
         ):
             continue
         ran = job_records(out, run["run_id"], jobs)
+        if not ran:  # every job reused: it took seconds and says nothing of what a run takes
+            continue
         failed = sum(r.get("status") != "ok" for r in ran)
         return (
             f"MEASURED here before: batch {run['run_id']} ({profile} on {run['hardware']}, "
