@@ -85,7 +85,9 @@ def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str
     them)."""
     return {
         p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
-        for p in planned_probes(model, published, kind, depth)
+        for p in planned_probes(
+            model, published, kind, depth, kinds.get(kind).planned_ort_providers()
+        )
         if p.status == ProbeStatus.PENDING
     }
 
@@ -345,7 +347,12 @@ def plan_text(
     """The floors as a table, with the totals and what comes on top (`side`: how many exports and
     compiles the batch makes at once before the first job, kit.batch.prepare)."""
     parallel_exports = side.exports
-    offered = ", ".join(kinds.get(kind).ort_providers()) or "none"
+    offered = ", ".join(kinds.get(kind).planned_ort_providers()) or "none"
+    offered_by = (
+        "as this machine offers them"
+        if kinds.get(kind).present()
+        else f"as a {kind} install offers them (no {kind} here)"
+    )
     head = (
         f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
         f"{'probe s':>7} {'compiles':>8}"
@@ -365,7 +372,7 @@ def plan_text(
             "less); limit s: their time limits;",
             "  probes: candidates the searches measure; probe s: their timed seconds if none stops "
             "early (a clear loser stops after a quarter; a failed one is not timed).",
-            f"  Candidates as this machine offers them: ONNX Runtime GPU providers {offered}; "
+            f"  Candidates {offered_by}: ONNX Runtime GPU providers {offered}; "
             f"TensorRT's Python API {'installed' if tensorrt_python() else 'not installed'}.",
             head,
             *rows,

@@ -72,6 +72,11 @@ class HardwareKind:
         """The optional ONNX Runtime providers a session really starts here on this kind."""
         return []
 
+    def planned_ort_providers(self) -> list[str]:
+        """The optional providers a plan counts candidates with: those here, or, where this kind is
+        absent here (a run planned for another host), those its install brings."""
+        return self.ort_providers()
+
 
 class Cpu(HardwareKind):
     def present(self) -> bool:
@@ -108,6 +113,12 @@ class Cuda(HardwareKind):
 
     def ort_providers(self) -> list[str]:
         return onnxruntime_probe.usable_gpu_providers()
+
+    def planned_ort_providers(self) -> list[str]:
+        # the GPU install (requirements-gpu.txt) brings onnxruntime-gpu and TensorRT's libraries
+        if self.present():
+            return self.ort_providers()
+        return list(onnxruntime_probe.OPTIONAL_GPU_PROVIDERS)
 
 
 class Ipu(HardwareKind):

@@ -90,12 +90,15 @@ def row_probes(
     return probes, native16
 
 
-def planned_probes(model: str, published: str, kind: str, depth: str) -> list[Probe]:
+def planned_probes(
+    model: str, published: str, kind: str, depth: str, providers: list[str] | None = None
+) -> list[Probe]:
     """The probes a search of zoo model `model`'s row plans on `kind` at `depth`, from the names
     alone, before any export (what `kit reproduce --plan` counts and kit.search.ahead compiles
-    ahead); the search itself also reads an 8-bit row's graph for its int8 method, which changes
-    its int8 candidates only."""
-    framework, providers = get_entry(model).framework, kinds.get(kind).ort_providers()
+    ahead), with the optional ONNX Runtime `providers` (default: those here); the search itself
+    also reads an 8-bit row's graph for its int8 method, which changes its int8 candidates only."""
+    framework = get_entry(model).framework
+    providers = kinds.get(kind).ort_providers() if providers is None else providers
     today = map_precision(published, kind, framework=framework, gpu_providers=providers)
     probes, _ = row_probes(
         row_candidates(framework, kind, providers=providers), today, published, depth

@@ -16,6 +16,7 @@ def no_tensorrt(monkeypatch):
     machine)."""
     monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
     monkeypatch.setattr("kit.hardware.kinds.CUDA.ort_providers", lambda: [])
+    monkeypatch.setattr("kit.hardware.kinds.CUDA.planned_ort_providers", lambda: [])
 
 
 def floor_of(profile: str, kind: str, job: str) -> time_plan.JobFloor:
@@ -34,7 +35,27 @@ def test_a_gpu_row_searches_every_published_batch_and_the_full_profile_waits_for
     assert quick.window_limit_s == 2 * 5.0 and quick.probe_s == 10 * 1.0
     full = floor_of("full", "cuda", "resnet50-torch-fp32_FP16")
     assert full.window_floor_s == 2 * 10.0  # the full profile's 10 s minimum, NVML's window too
-    assert full.window_limit_s == 2 * 120.0 and full.probes == 2 * 13 and full.compiles == 2 * 3
+    # full: + max-autotune (no reduce-overhead with 2 clients: inductor's graphs are shared)
+    assert full.window_limit_s == 2 * 120.0 and full.probes == 2 * 12 and full.compiles == 2 * 2
+
+
+def test_a_gpu_run_planned_without_a_gpu_counts_the_candidates_a_gpu_install_brings(monkeypatch):
+    """Planned on a laptop for a GPU host, the searches were counted as this machine offers them:
+    no ONNX Runtime TensorRT provider, so two candidates a batch fewer than the host measures."""
+    from kit.hardware import kinds
+
+    monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
+    monkeypatch.setattr(kinds.CUDA, "present", lambda: False)
+    quick = floor_of("quick", "cuda", "resnet50-torch-fp32_FP16")
+    assert (quick.searches, quick.probes) == (2, 2 * 6)  # + TensorRT fp16 at batches 4 and 32
+    text = time_plan.plan_text([quick], "quick", "cuda")
+    assert (
+        "Candidates as a cuda install offers them (no cuda here): ONNX Runtime GPU providers "
+        "TensorrtExecutionProvider;"
+    ) in text
+    monkeypatch.setattr(kinds.CUDA, "present", lambda: True)  # a GPU host counts its own
+    monkeypatch.setattr(kinds.CUDA, "ort_providers", lambda: [])
+    assert floor_of("quick", "cuda", "resnet50-torch-fp32_FP16").probes == 2 * 5
 
 
 def test_the_c2_study_is_stretched_for_its_published_efficiency_on_a_gpu(no_tensorrt):
