@@ -41,7 +41,13 @@ from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval
 from kit.paths import outputs_dir
-from kit.results import ResultKind, RunResult, UnreadableResult, UnsupportedVersion
+from kit.results import (
+    CorruptResult,
+    ResultKind,
+    RunResult,
+    UnreadableResult,
+    UnsupportedVersion,
+)
 from kit.results.sections import Environment, KitSource
 from kit.results.windows import Measurement
 
@@ -126,7 +132,8 @@ class Row:
 
 def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Path, RunResult]]:
     """Every readable result JSON of a run folder (or the one file given); each result this kit
-    cannot read (another schema version) is named in `unsupported` where a list is given."""
+    cannot read (another schema version, a file cut short) is named in `unsupported` where a list
+    is given."""
     path = Path(path)
     if not path.exists():
         raise MissingResource(
@@ -139,9 +146,11 @@ def load_run(path: Path, unsupported: list[str] | None = None) -> list[tuple[Pat
     for f in files:
         try:
             out.append((f, RunResult.read(f)))
-        except (UnsupportedVersion, UnreadableResult) as exc:
+        except (UnsupportedVersion, UnreadableResult, CorruptResult) as exc:
             unsupported.append(str(exc))
-        except (OSError, ValueError, KeyError, TypeError, KitError):
+        except (OSError, ValueError, KeyError, TypeError, KitError) as exc:
+            if not path.is_dir():  # the one file given: say why it is no result
+                unsupported.append(f"{f}: {exc}" if str(f) not in str(exc) else str(exc))
             continue  # not a result file (a LoadGen log, a summary of another tool...)
     if not any(r.measurements for _, r in out):
         if unsupported:

@@ -23,6 +23,7 @@ from kit import atomic
 from kit.errors import KitError, parse_member
 from kit.results.schema import (
     SCHEMA_VERSION,
+    CorruptResult,
     UnreadableResult,
     UnsupportedVersion,
     upgrade,
@@ -38,6 +39,7 @@ __all__ = [
     "SECTIONS",
     "AccuracyCheck",
     "BackendInfo",
+    "CorruptResult",
     "Environment",
     "Measurement",
     "ModelInfo",
@@ -267,9 +269,11 @@ class RunResult:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError:
-            raise KitError(f"{path}: not a result JSON (not UTF-8 text: a binary file?)") from None
+            raise CorruptResult(
+                f"{path}: not a result JSON (not UTF-8 text: a binary file?)"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise KitError(f"{path}: not a result JSON (JSONDecodeError: {exc})") from None
+            raise CorruptResult(f"{path}: not a result JSON (JSONDecodeError: {exc})") from None
         try:
             return cls.from_dict(data)
         except KitError as exc:

@@ -46,6 +46,11 @@ class UnreadableResult(KitError):
     cannot read: a section of another shape, a value its record cannot hold."""
 
 
+class CorruptResult(KitError):
+    """A .json file that is not JSON text at all (cut short by a full disk or a stopped copy, or
+    binary): never another tool's JSON, so a reader of a folder names it instead of passing it."""
+
+
 def version_problem(data: dict[str, Any]) -> str | None:
     """Why this kit cannot read a result JSON of `data`'s schema_version, or None when it can."""
     version = data.get("schema_version")

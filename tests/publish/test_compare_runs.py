@@ -387,6 +387,21 @@ def test_a_result_whose_contents_this_kit_cannot_read_is_named_not_skipped(tmp_p
         load_run(folder)
 
 
+def test_a_result_cut_short_is_named_in_a_folder_and_as_the_one_file_given(tmp_path):
+    """A truncated result JSON was passed over as another tool's file: `kit compare` said only
+    that the run held no result JSON with measurements, and a folder left it out unsaid."""
+    a = _run(tmp_path / "a", np.random.default_rng(3), 10.0)
+    cut = a / "bert.json"
+    cut.write_text((a / "resnet50.json").read_text()[:200])
+    skipped: list[str] = []
+    assert [f.name for f, _ in load_run(a, skipped)] == ["resnet50.json"]
+    assert len(skipped) == 1 and skipped[0].startswith(f"{cut}: not a result JSON (JSONDecodeError")
+    with pytest.raises(KitError, match=r"bert.json: not a result JSON \(JSONDecodeError"):
+        load_run(cut)
+    with pytest.raises(KitError, match=r"notes.json: result schema_version None is not supported"):
+        load_run(a / "notes.json")  # the one file given, another tool's JSON: said why
+
+
 def test_a_rerun_faster_on_every_figure_moved_with_every_figure_without_a_drift_estimate(
     tmp_path,
 ):
