@@ -264,5 +264,25 @@ def _c2_interval(figure: str, ivs: dict, batch: int, value: float | None) -> Int
 
 
 def noise_note(measurement: dict) -> str:
+    """'noisy: <why>' for a window the machine disturbed or whose interval stayed wider than its
+    precision target (it stopped at its limit first), else ''.
+
+    >>> noise_note({"precision": {"target_ci": 0.05, "reached": 0.35, "met": False,
+    ...                            "stopped_by": "time limit"}})
+    'noisy: its interval stayed at ±35.0%, wider than its ±5% target (time limit)'
+    >>> noise_note({"precision": {"target_ci": 0.05, "reached": 0.03, "met": True}})
+    ''
+    >>> noise_note({"precision": {"target_ci": 0.05, "reached": None, "met": False}})
+    'noisy: its interval never reached its ±5% target (?)'
+    """
     noise = measurement.get("noise") or {}
-    return f"noisy: {'; '.join(noise['reasons'])}" if noise.get("noisy") else ""
+    reasons = list(noise.get("reasons") or []) if noise.get("noisy") else []
+    precision = measurement.get("precision") or {}
+    if precision.get("target_ci") and precision.get("met") is False:
+        reached = precision.get("reached")
+        width = f"stayed at ±{reached:.1%}, wider than" if reached is not None else "never reached"
+        reasons.append(
+            f"its interval {width} its ±{precision['target_ci']:.0%} target "
+            f"({precision.get('stopped_by') or '?'})"
+        )
+    return f"noisy: {'; '.join(reasons)}" if reasons else ""

@@ -719,6 +719,26 @@ def test_a_noisy_window_and_a_power_flag_are_both_named():
     assert r.run == "c2.json"
 
 
+def test_a_window_stopped_at_its_limit_wider_than_its_target_is_flagged_noisy():
+    """A batch-32 figure at ±35 % against a 5 % target (the window ran out of time) carried no
+    mark while a noisy batch 4 of the same row did."""
+    from kit.publish.glance import flags
+
+    m = BatchMeasurement(
+        batch_size=2, mode="replicas", threads=2, calls=[calls_of([2.0, 3.0] * 10)] * 2
+    ).to_dict()
+    m["precision"] = {"target_ci": 0.05, "reached": 0.35, "met": False, "stopped_by": "time limit"}
+    result = _result_of()
+    result.measurements = [m]
+    measured = MeasuredFigure(value=9.0, result=result, path=Path("c2.json"), reason=Reason(""))
+    r = _row(C2_EFFICIENCY, measured)
+    wide = "noisy: its interval stayed at ±35.0%, wider than its ±5% target (time limit)"
+    assert r.noisy == wide and r.reason.endswith(f"; {wide}") and flags(r) == " (noisy window)"
+    m["precision"].update(reached=0.04, met=True, stopped_by="target reached")
+    result.measurements = [m]
+    assert _row(C2_EFFICIENCY, measured).noisy == ""
+
+
 def test_why_an_accuracy_or_diff_figure_is_missing():
     from kit.publish.scorecard import OWN_INPUTS, RANDOM_DIFF, metric_value
 
