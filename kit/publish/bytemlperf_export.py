@@ -36,6 +36,7 @@ from typing import Any, TypeGuard
 from kit import atomic
 from kit.errors import MissingResource
 from kit.hardware import kinds
+from kit.measure.bytemlperf import UNTRIMMED
 from kit.paths import inside, plain_name
 from kit.precision import RunPrecision
 from kit.published import figures as published
@@ -55,7 +56,7 @@ DIFFS = {
 #: The fields the kit adds to ByteMLPerf's format (as `kit.published.bytemlperf_reports.flatten`
 #: names them): what the figures were measured with, where a reader would otherwise assume a dataset
 #: and real weights.
-KIT_FIELDS = ("Weights", "Accuracy/Diff Inputs")
+KIT_FIELDS = ("Weights", "Accuracy/Diff Inputs", "Performance[]/Calls Kept")
 NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
 #: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
 EMULATED = "not run on an IPU"
@@ -103,8 +104,9 @@ def _finite(value: object) -> TypeGuard[float]:
 
 def performance(result: RunResult) -> list[dict]:
     """One entry per measured batch size: BS, QPS (an integer, as ByteMLPerf writes it), AVG and
-    P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps; a figure not measured is left
-    out."""
+    P99 latency (ms, 2 decimals) over the calls ByteMLPerf keeps, and which those were where that
+    is not ByteMLPerf's own trim (`Calls Kept`: a window too short to trim counts every call); a
+    figure not measured is left out."""
     out = []
     for m in result.sections.measurements:
         figures = m.bytemlperf
@@ -115,6 +117,8 @@ def performance(result: RunResult) -> list[dict]:
             if _finite(value := figures.figure(key)):
                 entry[name] = round(float(value), 2)
         if len(entry) > 1:
+            if figures.kept and figures.kept.startswith(UNTRIMMED):
+                entry["Calls Kept"] = figures.kept
             out.append(entry)
     return out
 

@@ -178,11 +178,18 @@ def test_gpu_coverage_ipu_compile_time_and_unmeasured_figures():
         "device_info": {"name": "NVIDIA H100"},
         "session": {"placement": {"kernels": 200, "cpu_share": 0.03}, "compile_seconds": 12.345678},
     }
+    untrimmed = "every call (a thread made 40 calls or fewer: no trim)"
     result.measurements = [
         {
             "batch_size": 8,
-            "bytemlperf": {"qps": 1234.9, "avg_latency_ms": 6.478, "p99_latency_ms": float("nan")},
-        }
+            "bytemlperf": {
+                "qps": 1234.9,
+                "avg_latency_ms": 6.478,
+                "p99_latency_ms": float("nan"),
+                "kept": "each thread without its first and last 20 calls",
+            },
+        },
+        {"batch_size": 16, "bytemlperf": {"qps": 2000.0, "kept": untrimmed}},
     ]
     report, backend, precision = bytemlperf_report(result)
     assert report["Graph Compile"] == {
@@ -190,8 +197,11 @@ def test_gpu_coverage_ipu_compile_time_and_unmeasured_figures():
         "Compile Precision": "FP16",
         "Subgraph Coverage": 97.0,
     }
-    # no P99: not measured
-    assert report["Performance"] == [{"BS": 8, "QPS": 1234, "AVG Latency": 6.48}]
+    # no P99: not measured; a window too short for ByteMLPerf's trim says which calls it counts
+    assert report["Performance"] == [
+        {"BS": 8, "QPS": 1234, "AVG Latency": 6.48},
+        {"BS": 16, "QPS": 2000, "Calls Kept": untrimmed},
+    ]
     assert "Accuracy" not in report and (backend, precision) == (
         "GPU-NVIDIA-H100-onnxruntime-cuda",
         "fp16",
