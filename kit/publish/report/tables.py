@@ -231,8 +231,26 @@ def _rounded(value: float | None, digits: int = 3, per: float = 1.0) -> float | 
 
 
 def roofline_flag(row: RooflineRow) -> str:
+    """What a figure's place against its bound says: far below it, above it by more than boost
+    clocks explain (a FLOP count or peak wrong), or above it by less (the bound is an estimate).
+
+    >>> roofline_flag(RooflineRow(batch_size=4, fraction_of_bound=1.036, bound="memory"))[:62]
+    'above its bound by 3.6%: within what boost clocks and fewer by'
+    >>> roofline_flag(RooflineRow(batch_size=4, fraction_of_bound=0.8))
+    ''
+    """
     if row.above_bound:
         return "ABOVE THE BOUND: FLOP count or peak wrong"
+    if row.fraction_of_bound is not None and row.fraction_of_bound > 1:
+        why = (
+            "fewer bytes than the unfused estimate"
+            if row.bound == "memory"
+            else "a FLOP count a little high"
+        )
+        return (
+            f"above its bound by {row.fraction_of_bound - 1:.1%}: within what boost clocks and "
+            f"{why} explain"
+        )
     return "far below" if row.far_below else ""
 
 
