@@ -17,6 +17,9 @@ from pathlib import Path
 
 TAIL_LINES = 40
 GRACE_S = 15.0  # after SIGINT at the limit, before SIGKILL
+KILL_WAIT_S = 5.0  # after SIGKILL, for the process to be reaped
+#: the most a child can run past its limit while it is stopped: its limit is this much shorter
+STOP_S = GRACE_S + KILL_WAIT_S
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def wait(proc: subprocess.Popen, limit_s: float) -> int:
 
 def stop(proc: subprocess.Popen) -> int:
     """SIGINT to the child's process group (papermill kernels included), SIGKILL after GRACE_S."""
-    for sig, grace in ((signal.SIGINT, GRACE_S), (signal.SIGKILL, 5.0)):
+    for sig, grace in ((signal.SIGINT, GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
