@@ -3,7 +3,7 @@ kit, written with the plain libraries (not the kit's backends), every call host 
 is (inputs from pinned host memory, outputs back in host memory, the call over when they are there).
 
 - `torch-eager-fp16`: the zoo's PyTorch model with fp16 weights (`model.half()`), channels_last for
-  a convolutional model, inference_mode; per call a non-blocking copy in from a pinned fp16 buffer,
+  a convolutional model, inference_mode, `cudnn.benchmark` (fixed shapes); per call a non-blocking copy in from a pinned fp16 buffer,
   the model, a non-blocking copy out into a pinned buffer, the stream synchronised.
 - `torch-cudagraph-fp16`: the same call captured once in one CUDA graph (copies in, model, copies
   out), replayed and synchronised per call.
@@ -51,6 +51,7 @@ class TorchGpuArm(LoopArm):
         import torch
 
         self.batch, self.how = batch, how
+        torch.backends.cudnn.benchmark = True  # fixed shapes: what a GPU user sets
         module = torch_fp16_model(model, device)
         if how == "torch-compile-ro":
             module = torch.compile(module, mode="reduce-overhead")

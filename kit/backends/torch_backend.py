@@ -293,11 +293,15 @@ class TorchBackend(InProcessBackend):
             "notes": notes,
         }
         if gpu is not None:
+            # a session serves one batch size: cuDNN may time its algorithms once for the shapes
+            # (in the warm-up below, before any window or capture) and keep the fastest
+            torch.backends.cudnn.benchmark = True
             description.update(
                 cuda_device=gpu.to_dict(),
                 torch_cuda=torch.version.cuda,
                 timing=HOST_TO_HOST,
                 math=gpu_math(config.precision, cnn),
+                cudnn_benchmark=True,
             )
         session = TorchSession(
             module, device, config.precision, cnn, description, on_gpu=gpu is not None

@@ -561,3 +561,11 @@ def test_the_device_resident_figure_runs_the_session_s_way_and_waits_for_its_own
     assert m.extra["timing"].startswith("device-resident") and not device_syncs
     assert gpu.captures - captures == int(cuda_graph)
     assert gpu.replays - replays == (m.latency.count if cuda_graph else 0)
+
+
+def test_a_gpu_session_lets_cudnn_pick_its_fastest_algorithms_for_its_one_shape(
+    small, gpu, monkeypatch
+):
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    session = get_backend("torch").load(small, BackendConfig("fp16", "cuda"), 2)
+    assert torch.backends.cudnn.benchmark and session.description["cudnn_benchmark"]
