@@ -3,8 +3,9 @@ kit, written with the plain libraries (not the kit's backends), every call host 
 is (inputs from pinned host memory, outputs back in host memory, the call over when they are there).
 
 - `torch-eager-fp16`: the zoo's PyTorch model with fp16 weights (`model.half()`), channels_last for
-  a convolutional model, inference_mode, `cudnn.benchmark` (fixed shapes); per call a non-blocking copy in from a pinned fp16 buffer,
-  the model, a non-blocking copy out into a pinned buffer, the stream synchronised.
+  a convolutional model, inference_mode, `cudnn.benchmark` (fixed shapes); per call a non-blocking
+  copy in from a pinned fp16 buffer, the model, a non-blocking copy out into a pinned buffer, the
+  stream synchronised.
 - `torch-cudagraph-fp16`: the same call captured once in one CUDA graph (copies in, model, copies
   out), replayed and synchronised per call.
 - `torch-compile-ro`: `torch.compile(mode="reduce-overhead")` (inductor, CUDA graphs) of the fp16
