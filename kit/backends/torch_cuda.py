@@ -135,7 +135,7 @@ class GraphCall:
         return self.host_outputs
 
 
-def capture(graph, stream, device: str, body: Callable[[], None]) -> None:
+def capture(graph, stream, device: str, body: Callable[[], object]) -> None:
     """`body` captured into `graph` on `stream`. When it does what a capture refuses,
     torch.cuda.graph's exit still ends the capture, CUDA refuses the invalidated capture, and that
     error (no frame of the model's) replaces the body's own and skips leaving the capture stream:
