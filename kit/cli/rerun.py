@@ -4,7 +4,9 @@ The job's notebook, parameters and time limit come from the result (`environment
 the batch). First the kit's commit, every installed distribution, the hardware part, the published
 data and the notebook are compared with the result's; each difference is listed and, unless
 `--allow-drift`, the re-run stops there. The job then runs as one batch job into a new
-outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printed.
+outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printed. The re-run keeps
+to its folder: state.json's records of the jobs and the index's batch stay the batch's
+(kit.batch.state.RERUN_OF).
 
 Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run or the
 environment drifted (the list says how).
@@ -114,7 +116,9 @@ def rerun(args: argparse.Namespace) -> int:
     for line in found:
         print(f"drift (allowed): {line}")
     print(f"re-running {job.name} ({job.notebook}) with its recorded parameters")
-    [record] = run_jobs([job], force=True, context="rerun", command=f"kit rerun {path}")
+    [record] = run_jobs(
+        [job], force=True, context="rerun", command=f"kit rerun {path}", rerun_of=str(path)
+    )
     new = outputs_dir() / record.results
     print(f"{record.status}: {new}" + (f" ({record.message})" if record.message else ""))
     if not new.is_file():

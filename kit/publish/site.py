@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from kit import atomic
-from kit.batch.state import read_state
+from kit.batch.state import is_rerun, read_state
 from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import KitError
 from kit.hardware.gpu_verified import gpu_paths_statement
@@ -222,18 +222,33 @@ went</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>M
 
 
 def rebuild_index(out: Path | None = None) -> Path:
-    """Index of the latest finished batch in state.json (every job's latest record if none)."""
+    """Index of the latest finished batch in state.json (every job's latest record if none), with
+    the profile and hardware that batch ran with."""
     out = out or outputs_dir()
-    return write_index(latest_records(out), out)
+    run = latest_batch(out)
+    return write_index(
+        latest_records(out),
+        out,
+        profile=str(run.get("profile", "")) if run else "",
+        hardware=str(run.get("hardware", "")) if run else "",
+    )
+
+
+def latest_batch(out: Path) -> dict | None:
+    """The state's entry of the latest finished batch with jobs, a `kit rerun` not counted (it
+    re-runs one result into a folder of its own), or None."""
+    finished = [
+        r
+        for r in read_state(out)["runs"]
+        if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS
+        and r["jobs"]
+        and not is_rerun(r)
+    ]
+    return finished[-1] if finished else None
 
 
 def latest_records(out: Path) -> list[dict]:
     """The records of the latest finished batch in state.json (every job's latest if none)."""
-    state = read_state(out)
-    finished = [
-        r
-        for r in state["runs"]
-        if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS and r["jobs"]
-    ]
-    names = finished[-1]["jobs"] if finished else list(state["jobs"])
+    state, run = read_state(out), latest_batch(out)
+    names = run["jobs"] if run else list(state["jobs"])
     return [state["jobs"][n] for n in names if n in state["jobs"]]
