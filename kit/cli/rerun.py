@@ -8,8 +8,9 @@ outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printe
 to its folder: state.json's records of the jobs and the index's batch stay the batch's
 (kit.batch.state.RERUN_OF).
 
-Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run or the
-environment drifted (the list says how).
+Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run (its recorded
+parameters are checked as its study checks them, before anything runs) or the environment drifted
+(the list says how).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.batch.jobs import Job
+from kit.batch.jobs import Job, check_parameters, study_of
 from kit.batch.runner import run_jobs
 from kit.batch.status import JobStatus
 from kit.errors import KitError, MissingResource
@@ -96,6 +97,12 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
         )
     except (KitError, TypeError, ValueError) as exc:
         raise KitError(f"{path}: its recorded job cannot be re-run: {exc}") from None
+    try:  # what the notebook would refuse once started, refused before any run folder is made
+        check_parameters(again)
+    except (KitError, TypeError, ValueError) as exc:
+        raise KitError(
+            f"{path}: its recorded parameters are not valid for the {study_of(again)} study: {exc}"
+        ) from None
     return result, again, job
 
 

@@ -296,3 +296,25 @@ def test_a_rerun_neither_becomes_the_index_s_batch_nor_replaces_the_state(
         n: (r.run_id, "ok") for n, r in batch.items()
     }
     assert [r["name"] for r in latest_records(outputs)] == list(batch)
+
+
+@pytest.mark.parametrize("allow", [["--allow-drift"], []])
+def test_recorded_parameters_the_study_refuses_are_refused_before_anything_runs(
+    outputs, tmp_path, capsys, allow
+):
+    """A result recording batch_sizes "lots" started its notebook, made a run folder, failed inside
+    with InvalidParameter, then said "kit compare: nothing compared"."""
+    path = recorded(
+        tmp_path,
+        name="resnet50-torch-fp32_FP16",
+        notebook="model_benchmark.ipynb",
+        parameters={**ROW, "batch_sizes": "lots"},
+    )
+    assert main(["rerun", str(path), *allow]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        f"error: {path}: its recorded parameters are not valid for the model_benchmark study: "
+        "invalid batch_sizes='lots': a list of integers" in err
+    )
+    assert "re-running" not in out and "kit compare" not in out
+    assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []
