@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from kit import atomic
-from kit.batch.state import is_rerun, read_state
+from kit.batch.past_runs import ran_and_reused
+from kit.batch.state import RERUN_OF, is_rerun, read_state
 from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import KitError
 from kit.hardware.gpu_verified import gpu_paths_statement
@@ -152,6 +153,25 @@ def unreadable(out: Path, records: list[dict]) -> list[str]:
     ]
 
 
+def _notebooks(n: int) -> str:
+    return f"{n} notebook{'' if n == 1 else 's'}"
+
+
+def run_kept(out: Path, run: dict) -> str:
+    """One run in the index's list: how many of its notebooks ran there and how many it reused (a
+    folder of reused ones holds only its batch.run), or the result a `kit rerun` ran again."""
+    counts = ran_and_reused(out, run)
+    if is_rerun(run):
+        what = f"re-run of {run[RERUN_OF]}: {_notebooks(counts.ran)} run"
+    else:
+        what = f"{_notebooks(len(run['jobs']))}: {counts.ran} run, {counts.reused} reused"
+    return (
+        f"<li><code>runs/{html.escape(run['run_id'])}/</code> ({html.escape(what)}, "
+        f"{html.escape(run.get('status', 'complete'))}, finished "
+        f"{html.escape(run.get('finished_at') or '-')})</li>"
+    )
+
+
 def write_index(
     records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = ""
 ) -> Path:
@@ -190,12 +210,7 @@ def write_index(
         state = read_state(out)
     except KitError:  # a corrupt state only costs the list of runs here
         state = {"runs": []}
-    runs = "".join(
-        f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
-        f"{html.escape(x.get('status', 'complete'))}, finished "
-        f"{html.escape(x.get('finished_at') or '-')})</li>"
-        for x in reversed(state["runs"][-20:])
-    )
+    runs = "".join(run_kept(out, x) for x in reversed(state["runs"][-20:]))
     card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
