@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit import atomic
@@ -45,9 +47,21 @@ def scorecard_summary(out: Path, records: list[dict], card: list[dict]) -> str:
     return glance.overview_html(card, full)
 
 
-def report_links(out: Path, records: list[dict]) -> dict[str, str]:
-    """Job name -> its report's href (relative to outputs/), for the reports that exist."""
-    return {r["name"]: r["html"] for r in records if (out / r["html"]).exists()}
+def report_links(out: Path, records: list[dict], card: Sequence[Mapping] = ()) -> dict[str, str]:
+    """Job name -> its report's href (relative to outputs/), for the reports that exist: the
+    state's latest record of each job, the batch's `records` before them; and each scorecard row's
+    result (its `run_path`) -> the report beside that result, which the row links to."""
+    try:
+        latest = list(read_state(out)["jobs"].values())
+    except KitError:  # a corrupt state only costs the links of jobs outside this batch
+        latest = []
+    links = {r["name"]: r["html"] for r in [*latest, *records] if (out / r["html"]).exists()}
+    for row in card:
+        key = str(row.get("run_path") or "")
+        page = (out / key).with_suffix(".html")  # an absolute key stays itself
+        if key and page.exists():
+            links[key] = Path(os.path.relpath(page, out)).as_posix()
+    return links
 
 
 def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
@@ -223,7 +237,7 @@ figures
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so. {html.escape(gpu_paths_statement())}</p>
 {headline_chart(card)}
-{scorecard_table(card, report_links(out, records))}
+{scorecard_table(card, report_links(out, records, card))}
 {peers_section(out)}
 <h2>Reports</h2>
 <div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Where the seconds \
