@@ -145,13 +145,15 @@ def report_links(result_files: list[str], given_path: str = "") -> dict[str, str
     """Job name (a result file's stem) -> the href of its HTML report, relative to the folder of
     the summary's own report (beside `given_path`; in JupyterLab, the notebook's folder), for the
     reports that exist. With several results of one job (every run under outputs/), the latest
-    run's."""
+    run's; and each result's own report by its `scorecard.result_key`, which a row that read that
+    result links to (kit.publish.card_table.report_href)."""
     here = Path(given_path).parent if given_path else notebooks_dir()
     links = {}
     for path in scorecard.result_paths(list(result_files)):
         page = path.with_suffix(".html")
         if page.exists() and path.stem != "summary":
-            links[path.stem] = Path(os.path.relpath(page, here)).as_posix()
+            href = Path(os.path.relpath(page, here)).as_posix()
+            links[path.stem] = links[scorecard.result_key(path)] = href
     return links
 
 

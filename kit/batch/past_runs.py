@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.batch.state import RECORD_SUFFIX, read_state
 from kit.batch.status import BatchRunStatus
 from kit.errors import KitError
-from kit.paths import inside, plain_name
+from kit.paths import PLAIN_NAME, inside, plain_name
 
 
 def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
@@ -48,6 +49,30 @@ def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
             "reused; a run with more of them reused, or on warmer caches, takes less."
         )
     return ""
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """How many of a run's jobs ran in its folder, and how many it reused from an earlier run."""
+
+    ran: int
+    reused: int
+
+
+def ran_and_reused(out: Path, run: dict) -> RunCounts:
+    """The run's jobs that ran there (a record, or from an older kit a result, in its folder) and
+    the ones it reused (nothing of theirs in it)."""
+    jobs = [str(j) for j in run["jobs"]]
+    try:
+        folder = out / "runs" / plain_name(run["run_id"], "run id")
+    except KitError:
+        return RunCounts(0, len(jobs))
+    ran = sum(
+        any((folder / f"{name}{suffix}").is_file() for suffix in (RECORD_SUFFIX, ".json"))
+        for name in jobs
+        if PLAIN_NAME.fullmatch(name)
+    )
+    return RunCounts(ran, len(jobs) - ran)
 
 
 def wall_seconds(run: dict) -> float | None:

@@ -30,7 +30,7 @@ from kit.batch.local import LocalExecutor
 from kit.batch.lock import outputs_lock
 from kit.batch.outcome import Outcome, result_status
 from kit.batch.prepare import Prepared
-from kit.batch.state import RUN_FILE, read_state, save_record, save_state
+from kit.batch.state import RERUN_OF, RUN_FILE, read_state, save_record, save_state
 from kit.batch.status import BatchRunStatus, JobStatus
 from kit.paths import inside, outputs_dir
 from kit.results import version_problem
@@ -90,9 +90,10 @@ class Batch:
         progress: BatchProgress | None,
         command: str = "",
         labels: Mapping[str, str] | None = None,
+        rerun_of: str = "",
     ):
         self.out, self.state, self.context, self.progress = out, state, context, progress
-        self.command = command
+        self.command, self.rerun_of = command, rerun_of
         self.run_id, self.run_dir = new_run_dir(out)
         self.records: dict[str, JobRecord] = {}
         self.digest = kit_digest()
@@ -103,6 +104,7 @@ class Batch:
             "started_at": _now(),
             "finished_at": "",
             "status": BatchRunStatus.RUNNING,
+            **({RERUN_OF: rerun_of} if rerun_of else {}),
         }
         for stale in state["runs"]:  # this batch holds the lock: no other one is running
             if stale.get("status") == BatchRunStatus.RUNNING:
@@ -180,6 +182,7 @@ class Batch:
             self.run["jobs"].append(record.name)
         if not saved:
             save_record(self.out, record)
+        if not saved and not self.rerun_of:  # a rerun keeps to its own folder (RERUN_OF)
             self.state["jobs"][record.name] = record.to_dict()
         self.save()
         if self.progress:
@@ -215,13 +218,16 @@ def run_jobs(
     command: str = "",
     warm: str = "off",
     labels: Mapping[str, str] | None = None,
+    rerun_of: str = "",
 ) -> list[JobRecord]:
     """Run (or reuse) every job, then the after_all jobs; returns this batch's records in job order.
 
     `command` is the command line that started the batch; every result records it beside its job.
     `warm` (auto, on, off): which jobs run on this machine share one warm kernel
     (kit.batch.jobs.runs_warm). `labels` (e.g. its profile and hardware) go into the batch's entry
-    in the state, for a later plan to find it by (kit.batch.past_runs).
+    in the state, for a later plan to find it by (kit.batch.past_runs). `rerun_of` (the result
+    `kit rerun` runs again): the batch writes its own run folder and is listed among the runs, but
+    its records never replace the state's records of the jobs, nor is it the index's batch.
 
     `executor` runs the jobs that time something (default: this machine, one at a time); the
     after_all jobs, which read the others' results, always run here. Raises OutputsBusy when
@@ -236,7 +242,7 @@ def run_jobs(
     ]
     with outputs_lock(out):
         state = read_state(out)  # before anything is created
-        batch = Batch(out, state, context, progress, command, labels)
+        batch = Batch(out, state, context, progress, command, labels, rerun_of)
         if progress:
             progress.start()
         with interrupts_raise():

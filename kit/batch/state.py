@@ -24,6 +24,9 @@ STATE_FILE = "state.json"
 # Beside each run's results, not named *.json: readers of results take every JSON in a run folder.
 RECORD_SUFFIX = ".record"  # runs/<id>/<job>.record: the job's JobRecord (JSON)
 RUN_FILE = "batch.run"  # runs/<id>/batch.run: the run's entry in the state (JSON)
+# A run's entry made by `kit rerun` names the result it re-ran: its jobs' records stay in its folder
+# and never replace the state's, and it is never the index's latest batch.
+RERUN_OF = "rerun_of"
 _REQUIRED_RECORD_KEYS = ("name", "notebook", "status", "run_id", "fingerprint", "html", "results")
 
 
@@ -122,27 +125,41 @@ def rebuild_state(out: Path) -> tuple[dict, Path | None]:
     state = empty_state()
     runs = out / "runs"
     for run_dir in sorted(runs.iterdir(), key=_run_order) if runs.is_dir() else []:
-        records = _records_of(run_dir, out)
-        if not records:
-            continue
-        records.sort(key=lambda r: r.get("finished_at", ""))
-        for record in records:
-            record.pop("finished_at", None)
-            state["jobs"][record["name"]] = record
-        finished = dt.datetime.fromtimestamp(max(p.stat().st_mtime for p in run_dir.iterdir()))
-        run = {
-            "run_id": run_dir.name,
-            "jobs": [r["name"] for r in records],
-            "finished_at": finished.isoformat(timespec="seconds"),
-            "status": BatchRunStatus.REBUILT,
-        }
-        saved = _saved_run(run_dir / RUN_FILE)
-        # a complete run's list includes the jobs it reused
-        if saved and saved.get("status") == BatchRunStatus.COMPLETE:
-            run["jobs"] = [n for n in saved["jobs"] if n in state["jobs"]]
-        state["runs"].append(run)
+        if run := _rebuilt_run(run_dir, out, state):
+            state["runs"].append(run)
     save_state(out, state)
     return state, moved
+
+
+def _rebuilt_run(run_dir: Path, out: Path, state: dict) -> dict | None:
+    """The state's entry of one run folder, its records put into `state` (those of a `kit rerun`
+    not: they never replace a batch's); None for a folder without a job."""
+    records = sorted(_records_of(run_dir, out), key=lambda r: r.get("finished_at", ""))
+    if not records:
+        return None
+    saved = _saved_run(run_dir / RUN_FILE)
+    rerun_of = str(saved.get(RERUN_OF) or "") if saved else ""
+    for record in records:
+        record.pop("finished_at", None)
+        if not rerun_of:
+            state["jobs"][record["name"]] = record
+    finished = dt.datetime.fromtimestamp(max(p.stat().st_mtime for p in run_dir.iterdir()))
+    run = {
+        "run_id": run_dir.name,
+        "jobs": [r["name"] for r in records],
+        "finished_at": finished.isoformat(timespec="seconds"),
+        "status": BatchRunStatus.REBUILT,
+        **({RERUN_OF: rerun_of} if rerun_of else {}),
+    }
+    # a complete batch's list includes the jobs it reused
+    if saved and saved.get("status") == BatchRunStatus.COMPLETE and not rerun_of:
+        run["jobs"] = [n for n in saved["jobs"] if n in state["jobs"]]
+    return run
+
+
+def is_rerun(run: dict) -> bool:
+    """Whether a run's entry in the state is a `kit rerun`'s (RERUN_OF), not a batch's."""
+    return bool(run.get(RERUN_OF))
 
 
 def _run_order(run_dir: Path) -> tuple[str, float]:

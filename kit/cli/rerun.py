@@ -4,10 +4,13 @@ The job's notebook, parameters and time limit come from the result (`environment
 the batch). First the kit's commit, every installed distribution, the hardware part, the published
 data and the notebook are compared with the result's; each difference is listed and, unless
 `--allow-drift`, the re-run stops there. The job then runs as one batch job into a new
-outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printed.
+outputs/runs/<run_id>/ and `kit compare` of the old and the new result is printed. The re-run keeps
+to its folder: state.json's records of the jobs and the index's batch stay the batch's
+(kit.batch.state.RERUN_OF).
 
-Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run or the
-environment drifted (the list says how).
+Exit status: 0 re-ran ok, 1 the new run is not ok, 2 the result cannot be re-run (its recorded
+parameters are checked as its study checks them, before anything runs) or the environment drifted
+(the list says how).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.batch.jobs import Job
+from kit.batch.jobs import Job, check_parameters, study_of
 from kit.batch.runner import run_jobs
 from kit.batch.status import JobStatus
 from kit.errors import KitError, MissingResource
@@ -94,6 +97,12 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
         )
     except (KitError, TypeError, ValueError) as exc:
         raise KitError(f"{path}: its recorded job cannot be re-run: {exc}") from None
+    try:  # what the notebook would refuse once started, refused before any run folder is made
+        check_parameters(again)
+    except (KitError, TypeError, ValueError) as exc:
+        raise KitError(
+            f"{path}: its recorded parameters are not valid for the {study_of(again)} study: {exc}"
+        ) from None
     return result, again, job
 
 
@@ -114,7 +123,9 @@ def rerun(args: argparse.Namespace) -> int:
     for line in found:
         print(f"drift (allowed): {line}")
     print(f"re-running {job.name} ({job.notebook}) with its recorded parameters")
-    [record] = run_jobs([job], force=True, context="rerun", command=f"kit rerun {path}")
+    [record] = run_jobs(
+        [job], force=True, context="rerun", command=f"kit rerun {path}", rerun_of=str(path)
+    )
     new = outputs_dir() / record.results
     print(f"{record.status}: {new}" + (f" ({record.message})" if record.message else ""))
     if not new.is_file():

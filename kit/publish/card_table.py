@@ -1,7 +1,8 @@
 """The scorecard as an HTML table, the same on the index and in the summary and model reports: the
 published figure with its batch and part beside the measured one with its batch and hardware, the
 ratio, the verdict and the short reason once (the full reason on hover and on click); each row
-links to its model's report. Plain HTML and CSS: no remote scripts, works offline.
+links to the report of the result its figure comes from. Plain HTML and CSS: no remote scripts,
+works offline.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def scorecard_table(
 ) -> str:
     """Every scorecard row: the published figure with its batch and part beside the measured one
     with its batch and hardware, the ratio, the verdict and the short reason (the full one on
-    click or hover); each row links to its model's report where `links` (job name -> href) has it.
+    click or hover); each row links to its result's report where `links` has it (report_href).
     `interactive`: the index's table (click a header to sort, type to filter, pick a verdict)."""
     if not card:
         return "<p>Scorecard table: — (no scorecard in this batch: the summary job did not run)</p>"
@@ -76,8 +77,12 @@ def scorecard_table(
 
 
 def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
-    """The href of the report behind a row: the job whose result it read, else its model's job."""
+    """The href of the report behind a row: the report of the very result it read (`links` keyed
+    by kit.publish.scorecard.result_key too), else (a row an older kit wrote) its job's, else, for a
+    row that read no result (failed, not run), its model's job's latest report."""
     row = Comparison.of(row)
+    if row.run_path:
+        return links.get(row.run_path)
     if row.run:
         return links.get(row.run.removesuffix(".json"))
     study = row.study

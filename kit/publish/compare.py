@@ -70,6 +70,9 @@ class Comparison:
     measured_name: str = ""  # where the figure was measured: the device's name,
     measured_class: str = ""  # its class (cpu, gpu, ipu, unknown)
     emulated: bool = False  # and whether it was an IPU path through the PopRT test double
+    # the result file of `run` relative to outputs/ (absolute outside it; '' in a row an older kit
+    # wrote): the row links to the report beside that very result, not to its job's latest
+    run_path: str = ""
 
     def to_dict(self) -> dict:
         return {**asdict(self), "study": str(self.study), "verdict": str(self.verdict)}

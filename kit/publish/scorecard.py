@@ -228,6 +228,7 @@ def _row(pub: PublishedFigure, meas: MeasuredFigure) -> Comparison:
         ratio=ratio,
         source=pub.source,
         run=meas.path.name if meas.path else "",
+        run_path=result_key(meas.path) if meas.path else "",
         measured_low=interval.low if interval else None,
         measured_high=interval.high if interval else None,
         noisy=noisy,
@@ -611,6 +612,17 @@ def summary_counts(card: pd.DataFrame) -> dict[str, int]:
     """How many figures got each verdict (every verdict listed, zeros included)."""
     counts = card["verdict"].map(str).value_counts()
     return {str(v): int(counts.get(str(v), 0)) for v in Verdict}
+
+
+def result_key(path: Path) -> str:
+    """How a scorecard row names the result file it read (`Comparison.run_path`) and a page's
+    links find its report: relative to outputs/, absolute where it lies outside.
+
+    >>> result_key(outputs_dir() / "runs" / "r1" / "job.json")
+    'runs/r1/job.json'
+    """
+    out, path = outputs_dir().resolve(), Path(path).resolve()
+    return path.relative_to(out).as_posix() if path.is_relative_to(out) else path.as_posix()
 
 
 def result_paths(files: list[str]) -> list[Path]:

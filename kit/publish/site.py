@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import html
 import json
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit import atomic
-from kit.batch.state import read_state
+from kit.batch.past_runs import ran_and_reused
+from kit.batch.state import RERUN_OF, is_rerun, read_state
 from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import KitError
 from kit.hardware.gpu_verified import gpu_paths_statement
@@ -44,9 +47,21 @@ def scorecard_summary(out: Path, records: list[dict], card: list[dict]) -> str:
     return glance.overview_html(card, full)
 
 
-def report_links(out: Path, records: list[dict]) -> dict[str, str]:
-    """Job name -> its report's href (relative to outputs/), for the reports that exist."""
-    return {r["name"]: r["html"] for r in records if (out / r["html"]).exists()}
+def report_links(out: Path, records: list[dict], card: Sequence[Mapping] = ()) -> dict[str, str]:
+    """Job name -> its report's href (relative to outputs/), for the reports that exist: the
+    state's latest record of each job, the batch's `records` before them; and each scorecard row's
+    result (its `run_path`) -> the report beside that result, which the row links to."""
+    try:
+        latest = list(read_state(out)["jobs"].values())
+    except KitError:  # a corrupt state only costs the links of jobs outside this batch
+        latest = []
+    links = {r["name"]: r["html"] for r in [*latest, *records] if (out / r["html"]).exists()}
+    for row in card:
+        key = str(row.get("run_path") or "")
+        page = (out / key).with_suffix(".html")  # an absolute key stays itself
+        if key and page.exists():
+            links[key] = Path(os.path.relpath(page, out)).as_posix()
+    return links
 
 
 def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
@@ -152,6 +167,25 @@ def unreadable(out: Path, records: list[dict]) -> list[str]:
     ]
 
 
+def _notebooks(n: int) -> str:
+    return f"{n} notebook{'' if n == 1 else 's'}"
+
+
+def run_kept(out: Path, run: dict) -> str:
+    """One run in the index's list: how many of its notebooks ran there and how many it reused (a
+    folder of reused ones holds only its batch.run), or the result a `kit rerun` ran again."""
+    counts = ran_and_reused(out, run)
+    if is_rerun(run):
+        what = f"re-run of {run[RERUN_OF]}: {_notebooks(counts.ran)} run"
+    else:
+        what = f"{_notebooks(len(run['jobs']))}: {counts.ran} run, {counts.reused} reused"
+    return (
+        f"<li><code>runs/{html.escape(run['run_id'])}/</code> ({html.escape(what)}, "
+        f"{html.escape(run.get('status', 'complete'))}, finished "
+        f"{html.escape(run.get('finished_at') or '-')})</li>"
+    )
+
+
 def write_index(
     records: list[dict], out: Path | None = None, *, profile: str = "", hardware: str = ""
 ) -> Path:
@@ -190,12 +224,7 @@ def write_index(
         state = read_state(out)
     except KitError:  # a corrupt state only costs the list of runs here
         state = {"runs": []}
-    runs = "".join(
-        f"<li><code>runs/{html.escape(x['run_id'])}/</code> ({len(x['jobs'])} notebooks, "
-        f"{html.escape(x.get('status', 'complete'))}, finished "
-        f"{html.escape(x.get('finished_at') or '-')})</li>"
-        for x in reversed(state["runs"][-20:])
-    )
+    runs = "".join(run_kept(out, x) for x in reversed(state["runs"][-20:]))
     card = scorecard_records(out, records)
     page = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>ipu-repro reports</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -208,7 +237,7 @@ figures
 come from the hardware named in each row. No IPU figure is ever estimated: where no IPU ran, the
 scorecard says so. {html.escape(gpu_paths_statement())}</p>
 {headline_chart(card)}
-{scorecard_table(card, report_links(out, records))}
+{scorecard_table(card, report_links(out, records, card))}
 {peers_section(out)}
 <h2>Reports</h2>
 <div class='wide'><table><tr><th>Report</th><th>Status</th><th>Seconds</th><th>Where the seconds \
@@ -222,18 +251,33 @@ went</th><th>Peak memory</th><th>Hardware</th><th>Host</th><th>Results</th><th>M
 
 
 def rebuild_index(out: Path | None = None) -> Path:
-    """Index of the latest finished batch in state.json (every job's latest record if none)."""
+    """Index of the latest finished batch in state.json (every job's latest record if none), with
+    the profile and hardware that batch ran with."""
     out = out or outputs_dir()
-    return write_index(latest_records(out), out)
+    run = latest_batch(out)
+    return write_index(
+        latest_records(out),
+        out,
+        profile=str(run.get("profile", "")) if run else "",
+        hardware=str(run.get("hardware", "")) if run else "",
+    )
+
+
+def latest_batch(out: Path) -> dict | None:
+    """The state's entry of the latest finished batch with jobs, a `kit rerun` not counted (it
+    re-runs one result into a folder of its own), or None."""
+    finished = [
+        r
+        for r in read_state(out)["runs"]
+        if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS
+        and r["jobs"]
+        and not is_rerun(r)
+    ]
+    return finished[-1] if finished else None
 
 
 def latest_records(out: Path) -> list[dict]:
     """The records of the latest finished batch in state.json (every job's latest if none)."""
-    state = read_state(out)
-    finished = [
-        r
-        for r in state["runs"]
-        if r.get("status", BatchRunStatus.COMPLETE) in FINISHED_RUNS and r["jobs"]
-    ]
-    names = finished[-1]["jobs"] if finished else list(state["jobs"])
+    state, run = read_state(out), latest_batch(out)
+    names = run["jobs"] if run else list(state["jobs"])
     return [state["jobs"][n] for n in names if n in state["jobs"]]

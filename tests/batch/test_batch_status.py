@@ -10,7 +10,7 @@ from kit.batch.outcome import Outcome, result_status
 from kit.batch.state import state_problem
 from kit.batch.status import FINISHED_RUNS, BatchRunStatus, JobStatus
 from kit.errors import UnknownValueError
-from kit.publish.site import latest_records
+from kit.publish.site import latest_batch, latest_records
 
 RECORD = {
     "name": "quick",
@@ -96,6 +96,17 @@ def test_the_index_lists_the_latest_finished_run(tmp_path):
     ]
     (tmp_path / "state.json").write_text(json.dumps({"jobs": jobs, "runs": runs}))
     assert [r["name"] for r in latest_records(tmp_path)] == ["b"]
+
+
+def test_the_index_s_batch_is_never_a_rerun(tmp_path):
+    jobs = {n: {**RECORD, "name": n, "status": "ok"} for n in ("a", "b")}
+    runs = [
+        {"run_id": "1", "jobs": ["a", "b"], "status": "complete", "profile": "quick"},
+        {"run_id": "2", "jobs": ["b"], "status": "complete", "rerun_of": "runs/1/b.json"},
+    ]
+    (tmp_path / "state.json").write_text(json.dumps({"jobs": jobs, "runs": runs}))
+    assert [r["name"] for r in latest_records(tmp_path)] == ["a", "b"]
+    assert latest_batch(tmp_path)["profile"] == "quick"
 
 
 def test_the_batch_summary_says_a_status_once_where_the_message_opens_with_it(capsys, tmp_path):

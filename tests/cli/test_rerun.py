@@ -2,6 +2,7 @@
 commit, packages and hardware first, stops on a downgraded package naming both versions, and with
 --allow-drift runs the job again into a new run folder and prints the comparison."""
 
+import functools
 import importlib.metadata
 import json
 
@@ -13,7 +14,9 @@ from kit.cli.rerun import drift, recorded_job
 from kit.errors import KitError
 from kit.hardware.drift import differences
 from kit.paths import notebooks_dir
+from kit.publish.site import latest_records
 from kit.results import RunResult
+from tests.fake_executor import FakeExecutor
 
 SMALL = {
     "model": "resnet50-torch-fp32",
@@ -228,3 +231,90 @@ def test_a_schema_1_result_without_distributions_says_they_were_not_recorded(tmp
     assert not [
         line for line in lines if line.startswith(("package numpy", "published data reports.csv"))
     ]
+
+
+ROW = {"model": "resnet50-torch-fp32", "batch_sizes": [1, 32], "published_precision": "FP16"}
+
+
+def fake_batch(outputs, monkeypatch):
+    """A batch of two model rows run by the fake executor (no notebook), and `kit rerun` set to run
+    with it too: {job name: record}."""
+    executor = FakeExecutor()
+    monkeypatch.setattr("kit.cli.rerun.run_jobs", functools.partial(run_jobs, executor=executor))
+    jobs = [
+        Job("resnet50-torch-fp32_FP16", "model_benchmark.ipynb", dict(ROW), 300),
+        Job(
+            "resnet50-torch-fp32_FP8",
+            "model_benchmark.ipynb",
+            {**ROW, "published_precision": "FP8"},
+            300,
+        ),
+    ]
+    records = run_jobs(
+        jobs,
+        out=outputs,
+        executor=executor,
+        command="kit reproduce --profile quick --hardware cpu",
+        labels={"profile": "quick", "hardware": "cpu"},
+    )
+    return {r.name: r for r in records}
+
+
+def failing_copy(outputs, record, tmp_path):
+    """The record's result, as if its job had recorded a parameter that makes it fail."""
+    data = json.loads((outputs / record.results).read_text())
+    data["environment"]["job"]["parameters"]["fake_error"] = "RuntimeError: out of memory"
+    path = tmp_path / "failing.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_rerun_neither_becomes_the_index_s_batch_nor_replaces_the_state(
+    outputs, tmp_path, monkeypatch, capsys
+):
+    """A rerun of one job made the index list that job alone ("Profile , hardware ."), and a failed
+    rerun replaced the batch's ok record of the job in state.json, so the index showed the error."""
+    batch = fake_batch(outputs, monkeypatch)
+    before = json.loads((outputs / "state.json").read_text())["jobs"]
+    fp8, fp16 = batch["resnet50-torch-fp32_FP8"], batch["resnet50-torch-fp32_FP16"]
+    assert main(["rerun", str(outputs / fp8.results), "--allow-drift"]) == 0
+    assert main(["rerun", str(failing_copy(outputs, fp16, tmp_path)), "--allow-drift"]) == 1
+    state = json.loads((outputs / "state.json").read_text())
+    assert state["jobs"] == before  # the batch's records stand
+    runs = [r for r in state["runs"] if r.get("rerun_of")]
+    assert len(runs) == 2 and all((outputs / "runs" / r["run_id"]).is_dir() for r in runs)
+    capsys.readouterr()
+    assert main(["site"]) == 0
+    page = (outputs / "index.html").read_text()
+    assert "Profile <code>quick</code>, hardware <code>cpu</code>." in page
+    reports = page.split("<h2>Reports</h2>")[1].split("<h2>Runs kept</h2>")[0]
+    assert f"href='{fp16.html}'" in reports and f"href='{fp8.html}'" in reports
+    assert "out of memory" not in reports
+    assert main(["rebuild-state"]) == 0  # read back from outputs/runs/: the batch's records
+    rebuilt = json.loads((outputs / "state.json").read_text())["jobs"]
+    assert {n: (r["run_id"], r["status"]) for n, r in rebuilt.items()} == {
+        n: (r.run_id, "ok") for n, r in batch.items()
+    }
+    assert [r["name"] for r in latest_records(outputs)] == list(batch)
+
+
+@pytest.mark.parametrize("allow", [["--allow-drift"], []])
+def test_recorded_parameters_the_study_refuses_are_refused_before_anything_runs(
+    outputs, tmp_path, capsys, allow
+):
+    """A result recording batch_sizes "lots" started its notebook, made a run folder, failed inside
+    with InvalidParameter, then said "kit compare: nothing compared"."""
+    path = recorded(
+        tmp_path,
+        name="resnet50-torch-fp32_FP16",
+        notebook="model_benchmark.ipynb",
+        parameters={**ROW, "batch_sizes": "lots"},
+    )
+    assert main(["rerun", str(path), *allow]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        f"error: {path}: its recorded parameters are not valid for the model_benchmark study: "
+        "invalid batch_sizes='lots': a list of integers" in err
+    )
+    assert "re-running" not in out and "kit compare" not in out
+    assert not (outputs / "runs").exists() and written_outside(tmp_path, outputs) == []

@@ -143,9 +143,13 @@ def test_summary_links_point_from_its_own_folder_to_each_report(outputs):
     links = report_links(
         ["runs/r1/a.json", "runs/r1/b.json"], str(outputs / "runs" / "r3" / "summary.json")
     )
-    assert links == {"a": "../r1/a.html"}
+    # by job name, and by result (the report a row that read runs/r1/a.json links to)
+    assert links == {"a": "../r1/a.html", "runs/r1/a.json": "../r1/a.html"}
     # in JupyterLab (no results_path): every run's, the latest wins, relative to the notebook's
     # folder
+    here = lambda run: os.path.relpath(outputs / "runs" / run / "a.html", notebooks_dir())  # noqa: E731
     assert report_links([]) == {
-        "a": os.path.relpath(outputs / "runs" / "r2" / "a.html", notebooks_dir())
+        "a": here("r2"),
+        "runs/r1/a.json": here("r1"),
+        "runs/r2/a.json": here("r2"),
     }
