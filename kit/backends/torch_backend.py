@@ -36,13 +36,13 @@ from kit.backends.compile_cache import compile_caches, fx_graph_cache_counts
 from kit.backends.onnx_conversion import is_convolutional
 from kit.backends.options import TorchOptions
 from kit.backends.torch_cuda import (
-    CAPTURE_WARMUP,
     GraphCall,
     StreamCall,
     capture,
     culprit,
     host_tensors,
     pinned_host_inputs,
+    warm_up,
 )
 from kit.errors import BackendUnavailable, InvalidParameter
 from kit.hardware.cuda import CudaDevice, cuda_device
@@ -215,10 +215,7 @@ class TorchSession(InProcessSession):
         stream.wait_stream(torch.cuda.current_stream(self.device))
         run: Callable[[], object] = lambda: forward(tensors)  # noqa: E731
         if self.cuda_graph:
-            with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch asks
-                for _ in range(CAPTURE_WARMUP):
-                    forward(tensors)
-            stream.synchronize()
+            warm_up(stream, self.device, run)
             graph = torch.cuda.CUDAGraph()
             capture(graph, stream, self.device, lambda: forward(tensors))
             run = graph.replay

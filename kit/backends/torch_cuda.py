@@ -22,6 +22,9 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # eager calls on the side stream before capture (cuDNN's algorithm search, the allocator)
 CAPTURE_WARMUP = 3
@@ -108,15 +111,12 @@ class GraphCall:
     def warm_up(self, forward: Callable[[list], list]) -> list:
         """Eager calls on the side stream, as torch asks before a capture; returns the last
         outputs."""
-        import torch
 
-        self.stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.stream):
-            for _ in range(CAPTURE_WARMUP):
-                self.copy_in()
-                outputs = forward(self.static_inputs)
-        self.stream.synchronize()
-        return outputs
+        def copies_and_model() -> list:
+            self.copy_in()
+            return forward(self.static_inputs)
+
+        return warm_up(self.stream, self.device, copies_and_model)
 
     def copy_in(self) -> None:
         for static, host in zip(self.static_inputs, self.host_inputs, strict=True):
@@ -133,6 +133,19 @@ class GraphCall:
             self.graph.replay()
         self.stream.synchronize()
         return self.host_outputs
+
+
+def warm_up(stream, device: str, body: Callable[[], T]) -> T:
+    """`body` run CAPTURE_WARMUP times on `stream` (after the work queued on the current one),
+    as torch asks before a capture on it; returns the last call's result once it has landed."""
+    import torch
+
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(CAPTURE_WARMUP):
+            result = body()
+    stream.synchronize()
+    return result
 
 
 def capture(graph, stream, device: str, body: Callable[[], object]) -> None:
