@@ -466,11 +466,15 @@ def tensorrt_version() -> str | None:
     return distribution_version(*TENSORRT_DISTRIBUTIONS)
 
 
+#: TensorRT provider options that say where its caches are, not what they hold
+CACHE_PLACES = ("trt_engine_cache_path", "trt_timing_cache_path", "device_id")
+
+
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:
     """Engines are valid for one TensorRT version, option set and GPU model: the folder says
     which."""
     keyed = {
-        k: v for k, v in sorted(options.items()) if k not in ("trt_engine_cache_path", "device_id")
+        k: v for k, v in sorted(options.items()) if k not in CACHE_PLACES
     }
     text = json.dumps(
         {
@@ -523,6 +527,9 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
             "trt_fp16_enable": config.precision in ("fp16", "int8"),
             "trt_int8_enable": int8,
             "trt_engine_cache_enable": True,
+            # layer timings kept beside the engines: a batch's engine after the first one's
+            # reuses the tactics measured for the layers they share instead of timing them again
+            "trt_timing_cache_enable": True,
         },
     }
     for name, extra in (given.provider_options or {}).items():
@@ -530,6 +537,8 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
     trt = options["TensorrtExecutionProvider"]
     if "trt_engine_cache_path" not in trt:
         trt["trt_engine_cache_path"] = str(trt_cache_dir(trt, _gpu_name(config)))
+    if trt.get("trt_timing_cache_enable") and "trt_timing_cache_path" not in trt:
+        trt["trt_timing_cache_path"] = trt["trt_engine_cache_path"]
     return options
 
 

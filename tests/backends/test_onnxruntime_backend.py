@@ -628,6 +628,9 @@ def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_
     # an engine build takes minutes: built once, cached
     assert options["trt_engine_cache_enable"] is True
     assert options["trt_engine_cache_path"] == session.description["trt_engine_cache_path"]
+    # its layer timings beside the engines, not wherever ORT puts them by default
+    assert options["trt_timing_cache_enable"] is True
+    assert options["trt_timing_cache_path"] == options["trt_engine_cache_path"]
     assert (
         "S8S8" in session.description["conversion"]
         and session.description["tensorrt_version"] == "10.13.0"
