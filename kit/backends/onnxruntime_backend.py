@@ -473,9 +473,7 @@ CACHE_PLACES = ("trt_engine_cache_path", "trt_timing_cache_path", "device_id")
 def trt_cache_dir(options: dict, gpu_name: str) -> Path:
     """Engines are valid for one TensorRT version, option set and GPU model: the folder says
     which."""
-    keyed = {
-        k: v for k, v in sorted(options.items()) if k not in CACHE_PLACES
-    }
+    keyed = {k: v for k, v in sorted(options.items()) if k not in CACHE_PLACES}
     text = json.dumps(
         {
             "trt": tensorrt_version(),
