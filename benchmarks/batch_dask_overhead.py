@@ -23,8 +23,8 @@ DEFAULT_ONLY = "published,resnet50-torch-fp32_FP16,summary"
 
 
 def batch_seconds(only: str | None, out: Path, executor=None) -> tuple[float, list[str]]:
-    from kit.batch import run_jobs
     from kit.batch.profiles import jobs_for
+    from kit.batch.runner import run_jobs
     from kit.batch.selection import select
     from kit.batch.status import JobStatus
 

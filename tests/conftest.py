@@ -57,7 +57,8 @@ def published_site(tmp_path_factory):
     """A real tiny batch (a small ResNet-50 at the published batch sizes 4 and 32, then the summary)
     and its index: (outputs folder, index.html, {job name: record}). Shared by the page checks
     (tests/publish/test_pages.py) and the browser checks (tests/project/test_browser.py)."""
-    from kit.batch import Job, run_jobs
+    from kit.batch import Job
+    from kit.batch.runner import run_jobs
     from kit.publish.site import write_index
 
     out = tmp_path_factory.mktemp("site") / "outputs"

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 
 from kit.batch.status import JobStatus
 from kit.errors import InvalidParameter
 from kit.hardware.kinds import DEVICES, KINDS, kind_of
 from kit.hardware.kinds import get as get_kind
 from kit.paths import plain_name
-from kit.studies import STUDIES
 
 STATUSES = tuple(JobStatus)  # what state.json may hold (kit.batch.status says what each means)
 
@@ -72,21 +70,6 @@ class JobRecord:
     def from_dict(cls, data: dict) -> JobRecord:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def study_of(job: Job) -> str | None:
-    """The study the job's notebook runs (`model_benchmark.ipynb`: `model_benchmark`), or None for a
-    notebook that runs none (the published tables, the scorecard)."""
-    study = Path(job.notebook).stem
-    return study if study in STUDIES else None
-
-
-def check_parameters(job: Job) -> None:
-    """The job's parameters checked as its notebook's study builds its config from them (the typed
-    `Config`, kit.studies.base): InvalidParameter naming the value and what is allowed, before the
-    notebook starts. A notebook that runs no study has none to check."""
-    if study := study_of(job):
-        STUDIES.get(study).config.from_params(job.parameters)
 
 
 def hardware_resource(job: Job) -> str | None:

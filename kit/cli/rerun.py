@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.batch.jobs import Job, check_parameters, study_of
+from kit.batch.jobs import Job
 from kit.batch.runner import run_jobs
 from kit.batch.status import JobStatus
 from kit.errors import KitError, MissingResource
@@ -26,6 +26,7 @@ from kit.hardware.drift import current, differences
 from kit.paths import inside, outputs_dir, plain_name, project_notebook, project_root
 from kit.publish.compare_runs import compare_runs
 from kit.results import RunResult
+from kit.studies import STUDIES
 
 # Recorded parameters that name a folder the job writes in: a re-run writes only under outputs/.
 WRITTEN_IN = ("output_dir",)
@@ -104,6 +105,21 @@ def recorded_job(path: Path) -> tuple[RunResult, Job, dict]:
             f"{path}: its recorded parameters are not valid for the {study_of(again)} study: {exc}"
         ) from None
     return result, again, job
+
+
+def study_of(job: Job) -> str | None:
+    """The study the job's notebook runs (`model_benchmark.ipynb`: `model_benchmark`), or None for a
+    notebook that runs none (the published tables, the scorecard)."""
+    study = Path(job.notebook).stem
+    return study if study in STUDIES else None
+
+
+def check_parameters(job: Job) -> None:
+    """The job's parameters checked as its notebook's study builds its config from them (the typed
+    `Config`, kit.studies.base): InvalidParameter naming the value and what is allowed, before the
+    notebook starts. A notebook that runs no study has none to check."""
+    if study := study_of(job):
+        STUDIES.get(study).config.from_params(job.parameters)
 
 
 def drift(result: RunResult, job: Job, recorded: dict) -> list[str]:

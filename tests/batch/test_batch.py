@@ -8,7 +8,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from kit.batch import Job, run_jobs
+from kit.batch import Job
+from kit.batch.runner import run_jobs
 from kit.publish.site import write_index
 from tests.batch_notebooks import make_ok_notebook
 from tests.conftest import ROOT

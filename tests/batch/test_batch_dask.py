@@ -22,9 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kit.batch import Job, run_jobs
+from kit.batch import Job
 from kit.batch.dask_executor import TOPIC, DaskExecutor
 from kit.batch.interrupts import BatchInterrupted
+from kit.batch.runner import run_jobs
 from kit.batch.state import read_state
 from kit.hardware.reuse import reuse_identity
 from tests.batch_notebooks import make_notebook, make_ok_notebook

@@ -193,7 +193,7 @@ def test_an_interrupt_kills_the_exports_and_reaches_the_batch(tmp_path, monkeypa
 
 
 def test_the_batch_records_what_was_made_before_its_jobs(outputs, monkeypatch):
-    from kit.batch import run_jobs
+    from kit.batch.runner import run_jobs
 
     made = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
     monkeypatch.setattr(

@@ -15,9 +15,9 @@ import pytest
 
 from kit import atomic
 from kit.backends import Placement
-from kit.batch import Job, run_jobs
+from kit.batch import Job
 from kit.batch.lock import outputs_lock
-from kit.batch.runner import new_run_dir
+from kit.batch.runner import new_run_dir, run_jobs
 from kit.batch.selection import parse_force, select
 from kit.batch.state import CorruptState, read_state, save_state
 from kit.cli.main import main as kit_main

@@ -19,10 +19,11 @@ import nbformat
 import psutil
 import pytest
 
-from kit.batch import Job, run_jobs
+from kit.batch import Job
 from kit.batch.executor import Task
 from kit.batch.jobs import WARM_NOTEBOOKS, JobRecord, check_warm_mode, runs_warm
 from kit.batch.local import LocalExecutor, WarmWorker, _warm_outcome
+from kit.batch.runner import run_jobs
 from kit.batch.state import read_state
 from kit.cli.main import main as kit_main
 from kit.errors import InvalidParameter

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from kit.batch import Job, run_jobs
+from kit.batch import Job
 from kit.batch.past_runs import last_measured
+from kit.batch.runner import run_jobs
 from kit.batch.state import RECORD_SUFFIX
 from tests.batch_notebooks import make_ok_notebook
 from tests.conftest import ROOT

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from kit.batch import Job, run_jobs
+from kit.batch import Job
+from kit.batch.runner import run_jobs
 from kit.cli.main import main
 from kit.cli.rerun import drift, recorded_job
 from kit.errors import KitError

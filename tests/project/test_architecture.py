@@ -204,3 +204,31 @@ def test_every_test_file_lives_in_its_floor_s_folder():
     assert not sorted(p.name for p in tests.glob("test_*.py"))
     folders = {p.parent.name for p in tests.glob("*/test_*.py")}
     assert folders <= TEST_FOLDERS, folders - TEST_FOLDERS
+
+
+#: What publishing reads and renders: the result JSON, the batch's state, the published data.
+RENDERING = (
+    "kit.publish.site",
+    "kit.publish.scorecard",
+    "kit.publish.report",
+    "kit.publish.index_content",
+    "kit.publish.card_table",
+    "kit.publish.bytemlperf_export",
+    "kit.publish.compare_runs",
+)
+#: Floors rendering never needs: reports are rebuilt from JSON on any laptop (style.md).
+MEASURING = ("kit.studies", "kit.search", "kit.backends", "kit.models", "kit.datasets")
+
+
+def test_rendering_imports_no_backend_or_study():
+    """`make site` and every report read JSON only: importing them loads no backend, study, search,
+    model or dataset module (kit.batch's records and state once pulled in the whole runner)."""
+    code = (
+        "import importlib, sys\n"
+        f"for name in {RENDERING!r}: importlib.import_module(name)\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({MEASURING!r})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=KIT.parent, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout

@@ -194,7 +194,8 @@ def test_the_parser_catches_a_wrong_figure(summary):
 def test_the_summary_and_model_reports_show_the_result_jsons_figures(tmp_path, monkeypatch):
     """The notebooks run for real (a small ResNet-50 on this machine, then the summary), and their
     HTML reports are read back."""
-    from kit.batch import Job, run_jobs
+    from kit.batch import Job
+    from kit.batch.runner import run_jobs
 
     out = tmp_path / "outputs"
     monkeypatch.setenv("KIT_OUTPUTS", str(out))

@@ -268,7 +268,8 @@ def test_a_compile_that_fails_or_runs_too_long_is_left_to_its_search(tmp_path, m
 
 def test_the_batch_compiles_ahead_after_its_exports_and_records_both(outputs, monkeypatch):
     """The compiles load the exports; both steps go into the run file, each under its own key."""
-    from kit.batch import Job, run_jobs
+    from kit.batch import Job
+    from kit.batch.runner import run_jobs
 
     order = []
     exports = prepare.Prepared(("resnet50-torch-fp32",), (), 2, 9.5)
