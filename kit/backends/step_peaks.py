@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from kit.atomic import write_text
 from kit.measure.memory import GB
 from kit.paths import cache_dir
@@ -62,8 +64,6 @@ def load(path: Path | None = None) -> dict[str, list[Observation]]:
 
 def record(step: str, observation: Observation, path: Path | None = None) -> None:
     """Add one measured peak (two runs at once: the file lock keeps both)."""
-    from filelock import FileLock
-
     path = path or store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.batch.state import RECORD_SUFFIX, read_state
-from kit.batch.status import BatchRunStatus
+from kit.batch.status import BatchRunStatus, JobStatus
 from kit.errors import KitError
 from kit.paths import PLAIN_NAME, inside, plain_name
 
@@ -41,7 +41,7 @@ def last_measured(out: Path, profile: str, kind: str, jobs: set[str]) -> str:
         ran = job_records(out, run["run_id"], jobs)
         if not ran:  # every job reused: it took seconds and says nothing of what a run takes
             continue
-        failed = sum(r.get("status") != "ok" for r in ran)
+        failed = sum(r.get("status") != JobStatus.OK for r in ran)
         return (
             f"MEASURED here before: batch {run['run_id']} ({profile} on {run['hardware']}, "
             f"{run.get('started_at')}) took {seconds / 60:.1f} min from start to end, with "

@@ -11,6 +11,7 @@ the token before the final [SEP] of the longer side (the first side on ties).
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -36,8 +37,6 @@ def jieba_words(hmm: bool = False) -> Callable[[str], Iterable[str]]:
         import jieba
     except ImportError as exc:
         raise BackendUnavailable("CAIL2019 features need jieba (requirements.txt)") from exc
-    import logging
-
     jieba.setLogLevel(logging.WARNING)
     return lambda text: jieba.cut(text, HMM=hmm)
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kit.errors import InvalidParameter, MissingResource
-
-PAD_TOKENS = ("[PAD]", "<pad>", "<|endoftext|>")
+from kit.errors import MissingResource
 
 
 def load_tokenizer(directory: Path | str):
@@ -58,23 +56,3 @@ def bert_wordpiece(vocab_file: Path, lowercase: bool = True):
         special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
     )
     return tok
-
-
-def pad_id(tokenizer) -> int:
-    for token in PAD_TOKENS:
-        idx = tokenizer.token_to_id(token)
-        if idx is not None:
-            return idx
-    return 0
-
-
-def private_copy(tokenizer, tokenizer_dir: Path | str | None, what: str):
-    """A copy of `tokenizer` (or the one in `tokenizer_dir`) whose truncation/padding settings
-    do not leak back to the caller's object."""
-    from tokenizers import Tokenizer
-
-    if tokenizer is None:
-        if tokenizer_dir is None:
-            raise InvalidParameter("tokenizer_dir", None, what)
-        tokenizer = load_tokenizer(tokenizer_dir)
-    return Tokenizer.from_str(tokenizer.to_str())

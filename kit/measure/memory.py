@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from kit.errors import KitError, UnknownNameError
 from kit.results import Resources
 from kit.results.sections import WARM_KERNEL
@@ -76,13 +78,6 @@ def own_peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
         return parse_meminfo(status.read_text())["VmHWM"]
     except (OSError, KeyError):
         return _maxrss_bytes(resource.RUSAGE_SELF)
-
-
-def current_rss_bytes(pid: int | None = None) -> int:
-    """Resident memory of a process (this one by default) now."""
-    import psutil
-
-    return int(psutil.Process(pid or os.getpid()).memory_info().rss)
 
 
 def release_freed_memory() -> None:
@@ -309,8 +304,6 @@ def available_bytes(
     try:
         available = parse_meminfo(meminfo.read_text())["MemAvailable"]
     except (OSError, KeyError):
-        import psutil
-
         available = int(psutil.virtual_memory().available)
     limit = cgroup_available_bytes(cgroup, self_cgroup)
     return available if limit is None else min(available, limit)

@@ -6,13 +6,15 @@ Reads only data/published and result JSON files, never a backend, so it runs any
 
 from __future__ import annotations
 
-import json
+import html
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from kit.batch import STATE_FILE
+from kit.batch import JobRecord
+from kit.batch.state import read_state
 from kit.batch.status import JobStatus
 from kit.errors import KitError
 from kit.hardware.parts import MeasuredOn
@@ -63,24 +65,27 @@ def read_results(paths: list[Path]) -> tuple[list[tuple[Path, RunResult]], dict[
     return loaded, problems
 
 
-def load_results(paths: list[Path]) -> list[tuple[Path, RunResult]]:
-    return read_results(paths)[0]
-
-
-def _batch_jobs() -> dict[str, dict]:
-    """The batch runner's record of each job (status, message), if a batch ran in outputs/."""
+def _batch_jobs() -> dict[str, JobRecord]:
+    """The batch runner's record of each job (status, message), if a batch ran in outputs/; none
+    where the state is missing or corrupt (the scorecard then says only what the results say)."""
     try:
-        state = json.loads((outputs_dir() / STATE_FILE).read_text())
-        return dict(state.get("jobs", {}))
-    except (ImportError, OSError, ValueError, AttributeError):
+        state = read_state(outputs_dir())
+    except (KitError, OSError):
         return {}
+    records = {}
+    for name, data in state["jobs"].items():
+        try:
+            records[name] = JobRecord.from_dict(data)
+        except (TypeError, ValueError, KitError):
+            continue
+    return records
 
 
 def outcomes(
     paths: list[Path],
     results: list[tuple[Path, RunResult]],
     problems: dict[Path, str],
-    jobs: dict[str, dict] | None = None,
+    jobs: dict[str, JobRecord] | None = None,
 ) -> dict[str, RunOutcome]:
     """Per job name (a result file's stem, e.g. resnet50-torch-fp32_FP16): why it has no usable
     result. A failed run says its error; a missing file takes the batch's record (failed, timed
@@ -96,18 +101,17 @@ def outcomes(
                 ),
             )
     for p, problem in problems.items():
-        record = jobs.get(p.stem, {})
+        record = jobs.get(p.stem)
+        message = record.message if record else ""
         if problem != "no result file":
             out[p.stem] = RunOutcome(Verdict.FAILED, Reason(problem, ReasonCode.UNREADABLE))
-        elif record.get("status") == JobStatus.TIMEOUT:
+        elif record and record.status == JobStatus.TIMEOUT:
             out[p.stem] = RunOutcome(
                 Verdict.FAILED,
-                Reason(
-                    f"timed out: {record.get('message') or 'job timeout'}", ReasonCode.TIMED_OUT
-                ),
+                Reason(f"timed out: {message or 'job timeout'}", ReasonCode.TIMED_OUT),
             )
         else:
-            why = record.get("message") or "the job failed or timed out; see the batch index"
+            why = message or "the job failed or timed out; see the batch index"
             out[p.stem] = RunOutcome(
                 Verdict.FAILED,
                 Reason(f"failed: no result file {p.name} ({why})", ReasonCode.FAILED),
@@ -699,8 +703,6 @@ def measured_text(row: Comparison | dict) -> str:
 
 def half_width_text(half: float) -> str:
     """Two significant digits, never in exponent form: 370, 3.7, 0.012."""
-    import math
-
     if half <= 0 or not math.isfinite(half):
         return "0"
     return f"{half:,.{max(0, 1 - math.floor(math.log10(half)))}f}"
@@ -719,8 +721,6 @@ def readable(value, digits: int) -> str:
 def header(card: pd.DataFrame) -> str:
     """The top of the scorecard report, as HTML: one sentence per study, the counts with their
     reasons grouped, the tolerances and what counts as reproduced."""
-    import html
-
     rule = (
         "A figure counts as reproduced only when it was measured on the same part as published (a "
         "real C600 for the ByteMLPerf rows, a Mk1 C2 card for the C2 study; never a test double), "

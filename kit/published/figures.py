@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -349,8 +350,6 @@ def ipu_model_settings(model: str) -> dict:
     >>> ipu_model_settings("resnet50-torch-fp32")["settings"]["compiler_options"]["num_iotiles"]
     64
     """
-    import json
-
     folder = published_dir() / "bytemlperf_ipu_settings"
     known = sorted(p.stem for p in folder.glob("*-fp32.json"))
     if model not in known:

@@ -9,6 +9,7 @@ which probes will not be measured, with why (the precision-class gate, the searc
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
 
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
@@ -109,8 +110,6 @@ def planned_probes(
 def skip_over_memory_budget(probes: list[Probe], model: ExportedModel) -> None:
     """An explicitly asked static int8 whose calibration would need more than the conversion budget
     (3 x the ONNX file + 2 GB) is not probed: Swin-L's needs about 6.6 GB against 4.4."""
-    from pathlib import Path
-
     size = Path(model.onnx_path).stat().st_size
     budget = conversion_budget(size)
     for p in probes:

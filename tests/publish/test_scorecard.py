@@ -2,10 +2,10 @@
 out, unreadable result (named), not selected, not measured with the reason; Mean Diff counts only
 from real weights on the published dataset; the seed-000 table is in it."""
 
-import json
-
 import pytest
 
+from kit.batch import JobRecord
+from kit.batch.state import save_state
 from kit.publish import scorecard
 from kit.results import ResultKind, RunResult
 
@@ -40,6 +40,22 @@ def runs(tmp_path, monkeypatch):
     return out
 
 
+def _record(name: str, status: str, message: str) -> dict:
+    """A job's record as the batch runner writes it to state.json."""
+    return JobRecord(
+        name=name,
+        notebook="model_benchmark.ipynb",
+        status=status,
+        run_id="r1",
+        duration_s=1.0,
+        fingerprint="f",
+        notebook_out=f"runs/r1/{name}.ipynb",
+        html=f"runs/r1/{name}.html",
+        results=f"runs/r1/{name}.json",
+        message=message,
+    ).to_dict()
+
+
 def test_every_job_state_is_shown(runs):
     d = runs / "runs" / "r1"
     failed = _result("resnet50-torch-fp32")
@@ -48,21 +64,19 @@ def test_every_job_state_is_shown(runs):
     )
     failed.write(d / "resnet50-torch-fp32_FP16.json")
     (d / "albert-torch-fp32_FP16.json").write_text("{not json")
-    (runs / "state.json").write_text(
-        json.dumps(
-            {
-                "jobs": {
-                    "bert-torch-fp32_FP16": {
-                        "status": "timeout",
-                        "message": "timed out after 600 s",
-                    },
-                    "roberta-torch-fp32_FP16": {
-                        "status": "failed",
-                        "message": "ZeroDivisionError: boom",
-                    },
-                }
-            }
-        )
+    save_state(
+        runs,
+        {
+            "jobs": {
+                "bert-torch-fp32_FP16": _record(
+                    "bert-torch-fp32_FP16", "timeout", "timed out after 600 s"
+                ),
+                "roberta-torch-fp32_FP16": _record(
+                    "roberta-torch-fp32_FP16", "failed", "ZeroDivisionError: boom"
+                ),
+            },
+            "runs": [],
+        },
     )
     paths = [
         d / f"{name}.json"
