@@ -343,18 +343,8 @@ def time_table(result: RunResult) -> pd.DataFrame:
 
 def beside_published(result: RunResult, path: Path | None = None) -> pd.DataFrame:
     """This run's rows of the scorecard, formatted for reading."""
-    cols = [
-        "figure",
-        "batch_size",
-        "published",
-        "unit",
-        "published_hardware",
-        "measured",
-        "measured_hardware",
-        "ratio",
-        "verdict",
-        "reason",
-    ]
+    # one run is one model and precision: the scorecard's columns without them
+    cols = [c for c in scorecard.DISPLAY_COLUMNS if c not in ("model", "precision")]
     rows = scorecard_rows(result, path)
     return scorecard.display_table(rows)[cols] if not rows.empty else pd.DataFrame(columns=cols)
 
