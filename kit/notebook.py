@@ -151,7 +151,7 @@ def report_links(result_files: list[str], given_path: str = "") -> dict[str, str
     links = {}
     for path in scorecard.result_paths(list(result_files)):
         page = path.with_suffix(".html")
-        if page.exists() and path.stem != "summary":
+        if page.exists() and path.stem != ResultKind.SUMMARY:
             href = Path(os.path.relpath(page, here)).as_posix()
             links[path.stem] = links[scorecard.result_key(path)] = href
     return links

@@ -9,13 +9,14 @@ from kit.errors import InvalidParameter
 from kit.hardware.kinds import DEVICES, KINDS, kind_of
 from kit.hardware.kinds import get as get_kind
 from kit.paths import plain_name
+from kit.results import ResultKind
 
 STATUSES = tuple(JobStatus)  # what state.json may hold (kit.batch.status says what each means)
 
 # Notebooks that time nothing: they need no hardware of their own.
-UNTIMED_NOTEBOOKS = frozenset({"published_results.ipynb", "summary.ipynb"})
+UNTIMED_NOTEBOOKS = frozenset({ResultKind.PUBLISHED_RESULTS.notebook, ResultKind.SUMMARY.notebook})
 # Notebooks whose jobs may share one warm kernel (kit.batch.local.WarmWorker): the model rows.
-WARM_NOTEBOOKS = frozenset({"model_benchmark.ipynb"})
+WARM_NOTEBOOKS = frozenset({ResultKind.MODEL_BENCHMARK.notebook})
 # auto: where the job's hardware kind says so (HardwareKind.warm_kernel)
 WARM_MODES = ("auto", "on", "off")
 

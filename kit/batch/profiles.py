@@ -19,6 +19,7 @@ from kit.models import get_entry
 from kit.paths import cache_dir
 from kit.precision import PublishedPrecision
 from kit.published import figures as published
+from kit.results import ResultKind
 from kit.search import decision_key, key_hash
 from kit.search.precision_map import PrecisionChoice, map_precision
 
@@ -235,12 +236,17 @@ def model_jobs(profile: str, kind: str, research: bool = False, search: bool = T
         jobs.append(
             Job(
                 f"{row.model}_{row.precision}",
-                "model_benchmark.ipynb",
+                ResultKind.MODEL_BENCHMARK.notebook,
                 params,
                 timeout_s=model_job_limit_s(profile, params, published_settings),
             )
         )
     return jobs
+
+
+def study_job(kind: ResultKind, parameters: dict, timeout_s: int, **more) -> Job:
+    """The batch's one job of a notebook that writes `kind`, named after it."""
+    return Job(kind.value, kind.notebook, parameters, timeout_s, **more)
 
 
 def jobs_for(
@@ -267,11 +273,11 @@ def jobs_for(
         **SERVER[profile],
     }
     return (
-        [Job("published_results", "published_results.ipynb", {}, 300)]
+        [study_job(ResultKind.PUBLISHED_RESULTS, {}, 300)]
         + model_jobs(profile, kind, research, search)
         + [
-            Job("c2_study", "c2_study.ipynb", c2, 1200 if quick else 3600),
-            Job("server_scenario", "server_scenario.ipynb", server, 600 if quick else 3600),
-            Job("summary", "summary.ipynb", {}, 300, after_all=True),
+            study_job(ResultKind.C2_STUDY, c2, 1200 if quick else 3600),
+            study_job(ResultKind.SERVER_SCENARIO, server, 600 if quick else 3600),
+            study_job(ResultKind.SUMMARY, {}, 300, after_all=True),
         ]
     )

@@ -31,6 +31,7 @@ from kit.hardware import kinds
 from kit.hardware.cuda import first_gpu_free_bytes
 from kit.measure.power import SAMPLERS, SENSORS
 from kit.measure.window import HARD_LIMIT, MeasureConfig, power_resolved, time_limit
+from kit.results import ResultKind
 from kit.search.candidates import tensorrt_python
 from kit.search.planning import PROBE_DEFAULTS, planned_probes
 from kit.search.probe import ProbeStatus
@@ -312,9 +313,9 @@ def side_by_side(jobs: list[Job], kind: str) -> SideBySide:
 
 
 FLOORS = {
-    "model_benchmark.ipynb": model_floor,
-    "c2_study.ipynb": c2_floor,
-    "server_scenario.ipynb": server_floor,
+    ResultKind.MODEL_BENCHMARK.notebook: model_floor,
+    ResultKind.C2_STUDY.notebook: c2_floor,
+    ResultKind.SERVER_SCENARIO.notebook: server_floor,
 }
 
 

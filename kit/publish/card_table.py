@@ -15,6 +15,7 @@ from kit.publish import glance
 from kit.publish.compare import Comparison
 from kit.publish.scorecard import measured_text, readable
 from kit.published.studies import BYTEMLPERF_STUDIES, PublishedStudy
+from kit.results import ResultKind
 
 CARD_STYLE = """
 .wide{overflow-x:auto;max-width:100%}
@@ -87,7 +88,7 @@ def report_href(row: glance.Row, links: dict[str, str]) -> str | None:
         return links.get(row.run.removesuffix(".json"))
     study = row.study
     job = (
-        "c2_study"
+        ResultKind.C2_STUDY.value
         if study == PublishedStudy.C2_QWANT
         else f"{row.model}_{row.precision}"
         if study in BYTEMLPERF_STUDIES

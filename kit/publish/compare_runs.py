@@ -169,7 +169,7 @@ def figures_of(results: list[tuple[Path, RunResult]]) -> dict[str, Figure]:
     out: dict[str, Figure] = {}
     for _, r in sorted(results, key=lambda pr: pr[1].created_at):
         # the latest result of a name wins
-        label = r.name if r.kind != ResultKind.C2_STUDY else "c2_study"
+        label = r.name if r.kind != ResultKind.C2_STUDY else ResultKind.C2_STUDY.value
         precision = r.parameters.get("published_precision") or r.parameters.get("precision") or ""
         for m in r.sections.measurements:
             batch = m.batch_size * (m.threads if m.mode == "replicas" else 1)

@@ -518,7 +518,7 @@ def c2_rows(
             state
             or (
                 NOT_SELECTED
-                if selected is not None and "c2_study" not in selected
+                if selected is not None and ResultKind.C2_STUDY not in selected
                 else RunOutcome(
                     Verdict.NOT_MEASURED, Reason("C2 study not run", ReasonCode.NOT_RUN)
                 )
@@ -605,7 +605,7 @@ def build(result_paths: list[Path], selected: bool | None = None) -> pd.DataFram
     rows = (
         bytemlperf_rows(results, states, chosen)
         + bytemlperf_rows(results, states, chosen, PublishedStudy.BYTEMLPERF_C600_OLDER)
-        + c2_rows(results, states.get("c2_study"), chosen)
+        + c2_rows(results, states.get(ResultKind.C2_STUDY), chosen)
         + claim_rows()
     )
     # reports imported by `kit import-bytemlperf`: further published columns, never a verdict

@@ -23,7 +23,7 @@ from kit.publish import glance
 from kit.publish.card_table import scorecard_table
 from kit.publish.index_content import SCRIPT, STYLE_EXTRA, headline_chart
 from kit.publish.peers_table import peers_section
-from kit.results import RunResult, Sections, version_problem
+from kit.results import ResultKind, RunResult, Sections, version_problem
 from kit.results.tables import TimeAccount
 
 STYLE = (
@@ -42,7 +42,7 @@ def _cell(value: object) -> str:
 
 def scorecard_summary(out: Path, records: list[dict], card: list[dict]) -> str:
     """The top of the index: one sentence per study and the counts with their reasons grouped."""
-    summary = next((r for r in records if r["name"] == "summary"), None)
+    summary = next((r for r in records if r["name"] == ResultKind.SUMMARY), None)
     full = summary["html"] if summary and (out / summary["html"]).exists() else ""
     return glance.overview_html(card, full)
 
@@ -66,7 +66,7 @@ def report_links(out: Path, records: list[dict], card: Sequence[Mapping] = ()) -
 
 def scorecard_records(out: Path, records: list[dict]) -> list[dict]:
     """The summary job's scorecard rows (empty when the batch has none)."""
-    summary = next((r for r in records if r["name"] == "summary"), None)
+    summary = next((r for r in records if r["name"] == ResultKind.SUMMARY), None)
     if not summary or not (out / summary["results"]).exists():
         return []
     try:

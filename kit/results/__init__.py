@@ -70,6 +70,16 @@ class ResultKind(StrEnum):
     PUBLISHED_RESULTS = "published_results"
     SUMMARY = "summary"
 
+    @property
+    def notebook(self) -> str:
+        """The notebook that writes this kind of result, and its batch job's name where it has one
+        job (every kind but the model rows').
+
+        >>> ResultKind.C2_STUDY.notebook
+        'c2_study.ipynb'
+        """
+        return f"{self.value}.ipynb"
+
 
 class ResultStatus(StrEnum):
     """Whether a run finished without an error; the value is what the JSON holds."""

@@ -5,10 +5,13 @@ from pathlib import Path
 import pytest
 
 from kit.batch.profiles import jobs_for, row_plan
+from kit.batch.time_plan import FLOORS
 from kit.errors import InvalidParameter
 from kit.hardware.environment import capture
 from kit.measure.power.base import PowerSampler, Reading
+from kit.paths import notebooks_dir
 from kit.publish import scorecard
+from kit.publish.report.provenance import METHODS
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.studies import STUDIES, c2, model_benchmark, server
@@ -339,3 +342,15 @@ def test_the_numerics_call_is_the_timed_sessions_warm_up():
         model_benchmark.warmed_by_numerics(MeasureConfig(warmup=0, min_duration_s=0.1), True).warmup
         == 0
     )
+
+
+def test_every_study_is_a_result_kind_with_a_notebook_a_time_floor_and_a_method():
+    """A study is named once (ResultKind): its notebook, the plan's time floor and the report's
+    method are keyed by it, so adding a study without them fails here."""
+    for name in STUDIES.names():
+        kind = ResultKind(name)
+        assert (notebooks_dir() / kind.notebook).exists(), kind.notebook
+        assert kind.notebook in FLOORS and kind in METHODS, name
+    for kind in ResultKind:
+        assert (notebooks_dir() / kind.notebook).exists(), kind.notebook
+    assert {j.notebook for j in jobs_for("quick", "cpu")} == {k.notebook for k in ResultKind}

@@ -20,20 +20,26 @@ from kit.results.session import Session
 from kit.results.tables import C2Row
 
 METHODS = {
-    "model_benchmark": "warm-up (outside the timed and power window), then calls in rounds until "
-    "the minimum duration AND count are met and, with a target, until the throughput's 95 % "
-    "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
-    "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
-    "CPU steal, other processes' load and frequency sampled over the window; power "
-    "sampled over exactly the timed calls; per-call "
-    "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
-    "thread); raw call times kept in the results JSON",
-    "c2_study": "the Qwant protocol, warm-up outside the timed and power window: each replica's "
-    "call preprocesses its micro batch of real images, "
-    "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
-    "time; throughput = batch / latency; raw call times kept in the results JSON",
-    "server_scenario": "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's "
-    "dynamic batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON",
+    ResultKind.MODEL_BENCHMARK: (
+        "warm-up (outside the timed and power window), then calls in rounds until "
+        "the minimum duration AND count are met and, with a target, until the throughput's 95 % "
+        "interval is that narrow (or the time limit passes); 95 % intervals from the rounds "
+        "(ratio estimator, t quantile; Woodruff for percentiles), never from single calls; "
+        "CPU steal, other processes' load and frequency sampled over the window; power "
+        "sampled over exactly the timed calls; per-call "
+        "perf_counter_ns; QPS by ByteMLPerf's formula (20 calls dropped at each end per "
+        "thread); raw call times kept in the results JSON"
+    ),
+    ResultKind.C2_STUDY: (
+        "the Qwant protocol, warm-up outside the timed and power window: each replica's "
+        "call preprocesses its micro batch of real images, "
+        "runs it and fetches the outputs; replicas run in parallel threads; latency = mean call "
+        "time; throughput = batch / latency; raw call times kept in the results JSON"
+    ),
+    ResultKind.SERVER_SCENARIO: (
+        "MLPerf LoadGen (Poisson arrivals at each offered QPS) through the kit's "
+        "dynamic batcher; p99 from LoadGen's summary; LoadGen logs kept beside the results JSON"
+    ),
 }
 
 
@@ -58,7 +64,7 @@ def provenance(result: RunResult) -> str:
         "Software": ", ".join(f"{k} {v}" for k, v in env.packages.items()),
         "Allocator": env.allocator,
         "Parameters": parameters_line(result),
-        "Method": METHODS.get(result.kind, METHODS["model_benchmark"]),
+        "Method": METHODS.get(result.kind, METHODS[ResultKind.MODEL_BENCHMARK]),
         "Peak used for '% of peak'": b.device_info.peak.method,
         "Roofline": roofline_method(result),
         "GPU paths": gpu_paths_statement(),
