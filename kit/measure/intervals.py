@@ -10,6 +10,7 @@ method says so. Either way no interval treats single calls as independent sample
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -100,26 +101,10 @@ def measurement_intervals(m) -> dict[str, Interval]:
         [len(x) for x in latency],
         method=f"ratio estimator over {how} (latency sum / calls), t interval",
     )
-    out["mean_ms"] = Interval(
-        m.latency.mean_ms,
-        mean.low,
-        mean.high,
-        level=mean.level,
-        method=mean.method,
-        rounds=mean.rounds,
-        reason=mean.reason,
-    )
+    out["mean_ms"] = replace(mean, value=m.latency.mean_ms)
     for name, q in LATENCY_QUANTILES.items():
         iv = quantile_interval(latency, q, estimate=getattr(m.latency, name))
-        out[name] = Interval(
-            iv.value,
-            iv.low,
-            iv.high,
-            level=iv.level,
-            method=f"{iv.method} over {how}",
-            rounds=iv.rounds,
-            reason=iv.reason,
-        )
+        out[name] = replace(iv, method=f"{iv.method} over {how}")
     out.update(bytemlperf_intervals(m))
     power = m.power or {}
     if power.get("method") == "measured" and power.get("samples_per_s_per_w"):
@@ -147,23 +132,9 @@ def bytemlperf_intervals(m) -> dict[str, Interval]:
     )
     p99 = quantile_interval(latency, 0.99, estimate=figures["p99_latency_ms"])
     return {
-        "bytemlperf_avg_latency_ms": Interval(
-            figures["avg_latency_ms"],
-            mean.low,
-            mean.high,
-            level=mean.level,
-            method=mean.method,
-            rounds=mean.rounds,
-            reason=mean.reason,
-        ),
-        "bytemlperf_p99_latency_ms": Interval(
-            p99.value,
-            p99.low,
-            p99.high,
-            level=p99.level,
-            method=f"{p99.method} over {how} of the calls ByteMLPerf keeps",
-            rounds=p99.rounds,
-            reason=p99.reason,
+        "bytemlperf_avg_latency_ms": replace(mean, value=figures["avg_latency_ms"]),
+        "bytemlperf_p99_latency_ms": replace(
+            p99, method=f"{p99.method} over {how} of the calls ByteMLPerf keeps"
         ),
     }
 
