@@ -19,7 +19,7 @@ from kit.results.sections import BackendInfo, Environment, ModelInfo
 from kit.results.session import Session
 from kit.results.tables import C2Row
 
-METHODS = {
+METHODS: dict[str, str] = {
     ResultKind.MODEL_BENCHMARK: (
         "warm-up (outside the timed and power window), then calls in rounds until "
         "the minimum duration AND count are met and, with a target, until the throughput's 95 % "
