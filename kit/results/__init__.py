@@ -72,8 +72,8 @@ class ResultKind(StrEnum):
 
     @property
     def notebook(self) -> str:
-        """The notebook that writes this kind of result, and its batch job's name where it has one
-        job (every kind but the model rows').
+        """The notebook that writes this kind of result, named after the kind (as is the batch's
+        one job of it, every kind but the model rows').
 
         >>> ResultKind.C2_STUDY.notebook
         'c2_study.ipynb'
