@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 SYS_CPU = Path("/sys/devices/system/cpu")
+#: Where Linux describes each logical CPU (a test points it elsewhere).
+CPUINFO = Path("/proc/cpuinfo")
 
 THREAD_ENV = (
     "OMP_NUM_THREADS",
@@ -16,6 +18,31 @@ THREAD_ENV = (
     "TF_NUM_INTEROP_THREADS",
     "OMP_WAIT_POLICY",
 )
+
+
+def cpuinfo_values(key: str) -> list[str]:
+    """The value of every `key : value` line of /proc/cpuinfo, one per logical CPU where the key
+    is per CPU; [] where the file is unreadable or lacks the key.
+
+    >>> cpuinfo_values("no such key")
+    []
+    """
+    try:
+        text = CPUINFO.read_text()
+    except OSError:
+        return []
+    values = []
+    for line in text.splitlines():
+        name, colon, value = line.partition(":")
+        if colon and name.strip() == key:
+            values.append(value.strip())
+    return values
+
+
+def cpuinfo_flags() -> frozenset[str]:
+    """The CPU's instruction-set flags (x86 `flags`, Arm `Features`) over every logical CPU."""
+    lines = cpuinfo_values("flags") or cpuinfo_values("Features")
+    return frozenset(flag for line in lines for flag in line.split())
 
 
 def our_cpus() -> list[int]:

@@ -15,7 +15,13 @@ from typing import TypeGuard
 
 from kit.errors import BackendUnavailable
 from kit.hardware import cuda
-from kit.hardware.cpu import our_cpus, physical_cores, thread_settings
+from kit.hardware.cpu import (
+    cpuinfo_flags,
+    cpuinfo_values,
+    our_cpus,
+    physical_cores,
+    thread_settings,
+)
 from kit.hardware.ipu import ipu_present
 from kit.hardware.source import distributions, job, kit_source, published_data_hashes
 
@@ -59,26 +65,13 @@ TENSORRT_DISTRIBUTIONS = (
 
 @functools.cache
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    names = cpuinfo_values("model name")
+    return names[0] if names else platform.processor() or platform.machine()
 
 
 @functools.cache
 def cpu_flags() -> frozenset[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
+    return cpuinfo_flags()
 
 
 #: the x86 flags of an int8 dot product that accumulates in 32 bits (VNNI, AMX's tiles)
@@ -201,35 +194,24 @@ def cpu_peaks() -> list[dict]:
 
 @functools.cache
 def cpu_vendor_family() -> tuple[str, int]:
-    vendor, family = "", 0
+    vendors, families = cpuinfo_values("vendor_id"), cpuinfo_values("cpu family")
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    vendor = line.split(":", 1)[1].strip()
-                elif line.startswith("cpu family"):
-                    family = int(line.split(":", 1)[1])
-                if vendor and family:
-                    break
-    except (OSError, ValueError):
-        pass
-    return vendor, family
+        family = int(families[0]) if families else 0
+    except ValueError:
+        family = 0
+    return (vendors[0] if vendors else ""), family
 
 
 def _max_ghz() -> float:
     try:
         with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
             return int(f.read()) / 1e6
-    except OSError:
+    except (OSError, ValueError):
         pass
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("cpu MHz"):
-                    return float(line.split(":")[1]) / 1000
-    except OSError:
-        pass
-    return 2.6
+        return float(cpuinfo_values("cpu MHz")[0]) / 1000
+    except (IndexError, ValueError):
+        return 2.6
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

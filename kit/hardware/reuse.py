@@ -7,31 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from pathlib import Path
 
 from kit.hardware import kinds
-from kit.hardware.cpu import our_cpus, thread_settings
+from kit.hardware.cpu import cpuinfo_flags, our_cpus, thread_settings
 from kit.hardware.ipu import UNKNOWN_IPU
 
-#: Where Linux lists the CPU's instruction-set flags (a test points it elsewhere).
-CPUINFO = Path("/proc/cpuinfo")
 
-
-def cpu_flags() -> str:
+def cpu_flags_digest() -> str:
     """A short digest of the CPU's instruction-set flags (avx512_bf16, amx...), which decide the
     kernels a backend picks; 'unknown' where the OS does not list them."""
-    try:
-        text = CPUINFO.read_text()
-    except OSError:
-        return "unknown"
-    flags = sorted(
-        {
-            f
-            for line in text.splitlines()
-            if line.startswith(("flags", "Features"))
-            for f in line.partition(":")[2].split()
-        }
-    )
+    flags = sorted(cpuinfo_flags())
     return hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12] if flags else "unknown"
 
 
@@ -51,4 +36,5 @@ def reuse_identity(kind: str) -> str:
     threads = ",".join(
         f"{k}={v}" for k, v in sorted(thread_settings().items()) if k != "usable_cores"
     )
-    return f"{part} | cores {cores} | cpu flags {cpu_flags()} | threads {threads or 'default'}"
+    flags = cpu_flags_digest()
+    return f"{part} | cores {cores} | cpu flags {flags} | threads {threads or 'default'}"

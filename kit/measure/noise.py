@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from kit.hardware.cpu import our_cpus
+from kit.hardware.cpu import SYS_CPU, cpuinfo_values, our_cpus
 
 THRESHOLDS = {"steal_share": 0.05, "steal_peak": 0.20, "other_load": 0.25, "freq_spread": 0.10}
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -52,9 +52,8 @@ def cpu_times(cpus: list[int], stat: str = "/proc/stat") -> tuple[int, int, int]
     return (busy, steal, total) if found else None
 
 
-def cpu_mhz(cpus: list[int]) -> tuple[list[float], str]:
+def cpu_mhz(cpus: list[int], sys_cpu: Path = SYS_CPU) -> tuple[list[float], str]:
     """Current frequency per CPU in MHz, and where it was read ('' when unreadable)."""
-    sys_cpu = Path("/sys/devices/system/cpu")
     readings = []
     for c in cpus:
         try:
@@ -66,13 +65,12 @@ def cpu_mhz(cpus: list[int]) -> tuple[list[float], str]:
     if len(readings) == len(cpus) and readings:
         return readings, "cpufreq scaling_cur_freq"
     try:
-        with open("/proc/cpuinfo") as f:
-            mhz = [float(line.split(":", 1)[1]) for line in f if line.startswith("cpu MHz")]
-        picked = [mhz[c] for c in cpus if c < len(mhz)]
-        if picked:
-            return picked, "/proc/cpuinfo 'cpu MHz'"
-    except (OSError, ValueError):
-        pass
+        mhz = [float(value) for value in cpuinfo_values("cpu MHz")]
+    except ValueError:
+        mhz = []
+    picked = [mhz[c] for c in cpus if c < len(mhz)]
+    if picked:
+        return picked, "/proc/cpuinfo 'cpu MHz'"
     return [], ""
 
 

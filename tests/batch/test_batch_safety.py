@@ -433,7 +433,7 @@ def test_a_result_is_not_reused_with_other_usable_cores_or_cpu_flags(
     assert any("row (reused)" in line for line in reproduce(capsys)[1])
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
-    monkeypatch.setattr("kit.hardware.reuse.CPUINFO", cpuinfo)
+    monkeypatch.setattr("kit.hardware.cpu.CPUINFO", cpuinfo)
     assert not any("(reused)" in line for line in reproduce(capsys)[1])
     cpuinfo.write_text("processor : 0\nflags : fpu sse avx2 avx512f avx512_bf16 amx_tile\n")
     assert not any("(reused)" in line for line in reproduce(capsys)[1])

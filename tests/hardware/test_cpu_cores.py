@@ -86,3 +86,48 @@ def test_the_nominal_peak_counts_cores_and_the_provenance_both(
     captured = environment.capture()["cpu"]
     assert captured["cores"] == 1 and captured["cpus"] == 2
     assert captured["peak_fp32"]["gflops"] == one_core["gflops"]
+
+
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model name\t: Intel(R) Xeon(R) Platinum 8481C
+cpu MHz\t\t: 2000.000
+flags\t\t: fpu sse avx2 avx512f
+vmx flags\t: ept
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model name\t: Intel(R) Xeon(R) Platinum 8481C
+cpu MHz\t\t: 2400.500
+flags\t\t: fpu sse avx2 avx512f amx_tile
+"""
+
+
+def test_cpuinfo_is_read_by_exact_key_once_per_cpu(tmp_path, monkeypatch):
+    (tmp_path / "cpuinfo").write_text(X86_CPUINFO)
+    monkeypatch.setattr(cpu, "CPUINFO", tmp_path / "cpuinfo")
+    assert cpu.cpuinfo_values("cpu MHz") == ["2000.000", "2400.500"]
+    assert cpu.cpuinfo_values("model name") == ["Intel(R) Xeon(R) Platinum 8481C"] * 2
+    # "vmx flags" is not "flags"; every CPU's flags count
+    assert cpu.cpuinfo_flags() == {"fpu", "sse", "avx2", "avx512f", "amx_tile"}
+    environment.cpu_vendor_family.cache_clear()
+    try:
+        assert environment.cpu_vendor_family() == ("GenuineIntel", 6)
+    finally:
+        environment.cpu_vendor_family.cache_clear()
+    from kit.measure.noise import cpu_mhz
+
+    assert cpu_mhz([1], sys_cpu=tmp_path) == ([2400.5], "/proc/cpuinfo 'cpu MHz'")
+
+
+def test_arm_features_are_its_flags_and_an_unreadable_cpuinfo_gives_nothing(tmp_path, monkeypatch):
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")
+    monkeypatch.setattr(cpu, "CPUINFO", tmp_path / "cpuinfo")
+    assert cpu.cpuinfo_flags() == {"fp", "asimd", "sve"}
+    monkeypatch.setattr(cpu, "CPUINFO", tmp_path / "absent")
+    assert cpu.cpuinfo_values("flags") == [] and cpu.cpuinfo_flags() == frozenset()
+    from kit.hardware.reuse import cpu_flags_digest
+
+    assert cpu_flags_digest() == "unknown"
