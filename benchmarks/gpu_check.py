@@ -99,7 +99,7 @@ def torch_rows() -> list[str]:
     rows = [
         f"{r.model}:{r.precision}"
         for r in published.headline_rows().itertuples()
-        if get_entry(r.model).framework == "torch"
+        if get_entry(r.model).framework.torch_module
     ]
     return [r for r in FIRST_ROWS if r in rows] + [r for r in rows if r not in FIRST_ROWS]
 

@@ -47,6 +47,7 @@ from kit.hardware import kinds
 from kit.hardware.environment import capture, cpu_flags
 from kit.measure.numerics import NumericDiff
 from kit.models import export_model, get_entry
+from kit.models.spec import Framework
 from kit.paths import outputs_dir
 from kit.precision import PublishedPrecision
 from kit.published import figures as published
@@ -129,16 +130,17 @@ def resolve_hardware(asked: str) -> str:
     return ("cuda" if "cuda" in kinds.present() else "cpu") if asked == "auto" else asked
 
 
-def gpu_arms(framework: str) -> tuple[list[str], dict[str, str]]:
+def gpu_arms(framework: Framework | str) -> tuple[list[str], dict[str, str]]:
     """A GPU row's peer arms (plain PyTorch for a torch zoo model; ORT TensorRT and TensorRT where
     installed), and those left out with the reason."""
     import importlib.util
 
     import onnxruntime as ort
 
+    framework = Framework.of(framework)
     arms, skipped = [], {}
     for arm in TORCH_ARMS:
-        if framework == "torch":
+        if framework.torch_module:
             arms.append(arm)
         else:
             skipped[arm] = (

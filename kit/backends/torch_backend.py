@@ -419,7 +419,7 @@ def build_module(model: ExportedModel):
             "run ONNX files with backend onnxruntime",
         )
     entry = MODELS.get(model.name)
-    if entry.framework != "torch":
+    if not entry.framework.torch_module:
         raise InvalidParameter(
             "backend",
             "torch",

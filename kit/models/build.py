@@ -21,7 +21,14 @@ from kit.cache import building, commit
 from kit.errors import CorruptModel
 from kit.measure.memory import check_memory, release_freed_memory
 from kit.models.flops import flops_split
-from kit.models.spec import ExportedModel, InputSpec, ModelEntry, WeightsInfo, make_inputs
+from kit.models.spec import (
+    ExportedModel,
+    Framework,
+    InputSpec,
+    ModelEntry,
+    WeightsInfo,
+    make_inputs,
+)
 from kit.registry import Registry
 
 FP32_BYTES = 4  # an fp32 ONNX file is ~4 bytes per parameter: the memory check's size estimate
@@ -249,7 +256,7 @@ def count_torch_params(model) -> int:
 
 
 EXPORTERS.register(
-    "torch",
+    Framework.TORCH,
     Exporter(
         export=export_torch,
         run=run_torch,
@@ -367,7 +374,7 @@ def count_keras_params(model) -> int:
 
 
 EXPORTERS.register(
-    "tensorflow",
+    Framework.TENSORFLOW,
     Exporter(
         export=export_keras,
         run=run_keras,

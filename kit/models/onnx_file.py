@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kit.errors import CorruptModel, InvalidParameter, MissingResource
 from kit.models.build import flops_or_none, graph_tensors
-from kit.models.spec import DTYPES, ExportedModel, InputSpec, WeightsInfo
+from kit.models.spec import DTYPES, ExportedModel, Framework, InputSpec, WeightsInfo
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
 FLOAT_PRECISIONS = {1: "fp32", 10: "fp16", 16: "bf16"}  # ONNX elem_type -> the kit's precision name
@@ -70,7 +70,7 @@ def load_onnx_file(
         inputs=tuple(specs),
         outputs=tuple(o.name for o in proto.graph.output),
         weights=WeightsInfo("local", f"user ONNX file {path}"),
-        framework="onnx",
+        framework=Framework.ONNX,
         dynamic_batch=fixed is None,
         fixed_batch_size=fixed,
         flops_per_sample=per_sample,

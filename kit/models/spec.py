@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,34 @@ from kit.hardware.source import file_sha256
 from kit.results import ModelInfo
 
 DTYPES = ("float32", "float16", "int64", "int32", "bool")
+
+
+class Framework(StrEnum):
+    """What a model was built in; the value is what an export's metadata holds.
+
+    >>> Framework.of("torch").torch_module, Framework.of("onnx").torch_module
+    (True, False)
+    """
+
+    TORCH = "torch"
+    TENSORFLOW = "tensorflow"
+    #: a user's ONNX file: no framework model behind it
+    ONNX = "onnx"
+
+    @property
+    def torch_module(self) -> bool:
+        """Whether the built model is a torch.nn.Module: what the torch backend, its CUDA graphs
+        and torch.compile, and the plain-PyTorch peers run (every framework runs its ONNX
+        export)."""
+        return self is Framework.TORCH
+
+    @classmethod
+    def of(cls, value: object) -> Framework:
+        """`value` as a Framework; anything else is an InvalidParameter naming the choices."""
+        for framework in cls:
+            if value == framework.value:
+                return framework
+        raise InvalidParameter("framework", value, f"one of {', '.join(f.value for f in cls)}")
 
 
 @dataclass(frozen=True)
@@ -130,7 +159,7 @@ class ModelEntry:
     """
 
     name: str
-    framework: str  # "torch", "tensorflow" or "onnx"
+    framework: Framework
     task: str
     inputs: tuple[InputSpec, ...]
     outputs: tuple[str, ...]
@@ -141,6 +170,9 @@ class ModelEntry:
     hub_id: str | None = None
     reference_params: float | None = None  # parameter count of the published architecture
     small_inputs: tuple[InputSpec, ...] | None = None  # inputs of the small test variant
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "framework", Framework.of(self.framework))
 
     def inputs_for(self, small: bool) -> tuple[InputSpec, ...]:
         return self.small_inputs if small and self.small_inputs else self.inputs
@@ -161,7 +193,7 @@ class ExportedModel:
     small: bool = False
     dynamic_batch: bool = True
     verification: dict = field(default_factory=dict)
-    framework: str = "onnx"
+    framework: Framework = Framework.ONNX
     task: str = ""
     #: the only batch size a file without a dynamic batch axis can run at (None: any size)
     fixed_batch_size: int | None = None
@@ -169,6 +201,9 @@ class ExportedModel:
     flops_shared_per_call: float = 0.0
     #: the precision the graph itself computes in, read from its weights (a user's fp16 file: fp16)
     precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        self.framework = Framework.of(self.framework)
 
     def flops_per_call(self, batch_size: int) -> float | None:
         """FLOPs of one call at `batch_size`: what each sample adds, plus the shared work."""

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from kit.models import keras_models
-from kit.models.spec import InputSpec, ModelEntry
+from kit.models.spec import Framework, InputSpec, ModelEntry
 from kit.models.weights import fit_state_dict, load_torch_state
 from kit.registry import Registry
 
@@ -100,7 +100,7 @@ MODELS.register(
     "resnet50-torch-fp32",
     ModelEntry(
         name="resnet50-torch-fp32",
-        framework="torch",
+        framework=Framework.TORCH,
         task="image-classification",
         inputs=(image("input_1.1", 224),),
         outputs=("softmax_tensor:0",),
@@ -118,7 +118,7 @@ MODELS.register(
     "resnext101-c2",
     ModelEntry(
         name="resnext101-c2",
-        framework="torch",
+        framework=Framework.TORCH,
         task="image-classification",
         inputs=(image("input", 224),),
         outputs=("logits",),
@@ -136,7 +136,7 @@ MODELS.register(
     "swin-large-torch-fp32",
     ModelEntry(
         name="swin-large-torch-fp32",
-        framework="torch",
+        framework=Framework.TORCH,
         task="image-classification",
         inputs=(image("pixel_values.1", 384),),
         outputs=("logits",),
@@ -162,7 +162,7 @@ for arch, vocab, types, hub, ref in QA:
         f"{arch}-torch-fp32",
         ModelEntry(
             name=f"{arch}-torch-fp32",
-            framework="torch",
+            framework=Framework.TORCH,
             task="question-answering",
             inputs=squad_inputs(vocab, types),
             outputs=("start_logits", "end_logits"),
@@ -179,7 +179,7 @@ MODELS.register(
     "roformer-tf-fp32",
     ModelEntry(
         name="roformer-tf-fp32",
-        framework="tensorflow",
+        framework=Framework.TENSORFLOW,
         task="text-classification",
         inputs=(
             InputSpec("input_token:0", (1, 1024), "float32", low=1, high=50000, integer=True),
@@ -204,7 +204,7 @@ MODELS.register(
     "widedeep-tf-fp32",
     ModelEntry(
         name="widedeep-tf-fp32",
-        framework="tensorflow",
+        framework=Framework.TENSORFLOW,
         task="ctr-prediction",
         inputs=(
             InputSpec("new_categorical_placeholder:0", (26, 2), "int64", low=0, high=10000),
@@ -227,7 +227,7 @@ MODELS.register(
     "clip-onnx-fp32",
     ModelEntry(
         name="clip-onnx-fp32",
-        framework="torch",
+        framework=Framework.TORCH,
         task="text-encoding",
         inputs=(InputSpec("input_ids", (1, 77), "int32", low=0, high=49408),),
         outputs=("last_hidden_state", "pooler_output"),
@@ -243,7 +243,7 @@ MODELS.register(
     "conformer-encoder-onnx-fp32",
     ModelEntry(
         name="conformer-encoder-onnx-fp32",
-        framework="torch",
+        framework=Framework.TORCH,
         task="speech-encoding",
         inputs=(
             InputSpec("src", (1, 3, 64, 512), "float32", low=-1.0, high=1.0),
@@ -261,7 +261,7 @@ MODELS.register(
     "videobert-onnx-fp32",
     ModelEntry(
         name="videobert-onnx-fp32",
-        framework="torch",
+        framework=Framework.TORCH,
         task="zero-shot-classification",
         inputs=(
             image("image", 224),

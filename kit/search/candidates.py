@@ -25,6 +25,7 @@ from kit.backends.placement import flat_dict
 from kit.errors import InvalidParameter
 from kit.hardware import kinds
 from kit.hardware.environment import cpu_flags, int8_saturates, usable_cores
+from kit.models.spec import Framework
 from kit.search.precision_map import BF16_FLAGS, FP16_FLAGS
 
 DEPTHS = ("quick", "full")
@@ -85,7 +86,7 @@ class RowCandidate:
 
 
 def row_candidates(
-    framework: str,
+    framework: Framework | str,
     hardware: str = "cpu",
     *,
     flags: Iterable[str] | None = None,
@@ -105,7 +106,7 @@ def row_candidates(
         )
     return ROW_CANDIDATES[hardware](
         CandidateContext(
-            framework,
+            Framework.of(framework),
             frozenset(cpu_flags() if flags is None else flags),
             set(providers),
             cores or usable_cores(),
@@ -119,7 +120,7 @@ class CandidateContext:
     """What decides a row's candidates on a kind: the model's framework, the CPU flags, the ONNX
     Runtime providers that really start, the usable cores and the int8 method the graph suggests."""
 
-    framework: str
+    framework: Framework
     flags: frozenset[str]
     providers: set[str]
     cores: int
@@ -154,7 +155,7 @@ def _cuda_row(ctx: CandidateContext) -> list[RowCandidate]:
 
 
 def _cpu(
-    framework: str, flags: frozenset[str], cores: int, transformer: bool = False
+    framework: Framework, flags: frozenset[str], cores: int, transformer: bool = False
 ) -> list[RowCandidate]:
     vnni = not int8_saturates(flags)
     bf16, fp16 = bool(flags & set(BF16_FLAGS)), bool(flags & set(FP16_FLAGS))
@@ -190,7 +191,7 @@ def _cpu(
         ]
     ov = openvino_candidates(bf16, fp16, vnni, transformer)
     out += ov
-    if framework != "torch":
+    if not framework.torch_module:
         return out
     ov_int8 = next(c.label for c in ov if c.placement.precision == "int8")
     out += [
@@ -328,7 +329,7 @@ ORT_CUDA: tuple[tuple[str, str, dict[str, Any], str, str], ...] = (
 )
 
 
-def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
+def _cuda(framework: Framework, providers: set[str]) -> list[RowCandidate]:
     ort = "onnxruntime"
     out = [
         RowCandidate.of(
@@ -354,7 +355,7 @@ def _cuda(framework: str, providers: set[str]) -> list[RowCandidate]:
             RowCandidate.of("tensorrt", p, "cuda", why=f"TensorRT's own API, {p} engine (cached)")
             for p in ("fp16", "int8")
         ]
-    if framework == "torch":
+    if framework.torch_module:
         out += [
             RowCandidate.of(
                 "torch",

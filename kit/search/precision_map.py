@@ -18,6 +18,7 @@ from kit.backends import Placement
 from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
 from kit.hardware.environment import cpu_flags, int8_saturates
+from kit.models.spec import Framework
 from kit.precision import PublishedPrecision as Pub
 from kit.precision import RunPrecision as Run
 
@@ -38,26 +39,26 @@ def map_precision(
     published: str | Pub,
     hardware: str,
     *,
-    framework: str = "torch",
+    framework: Framework | str = Framework.TORCH,
     flags: Iterable[str] | None = None,
     gpu_providers: Iterable[str] = (),
 ) -> PrecisionChoice:
     """The backend/precision/device for a published precision on `hardware` ('cpu', 'cuda', 'ipu').
 
-    `framework` is the zoo entry's ('torch' models can use the torch backend), `flags` the CPU
+    `framework` is the zoo entry's (a torch module can use the torch backend), `flags` the CPU
     flags (default: this machine's), `gpu_providers` the ONNX Runtime providers present.
     """
     kind = hw.get(hardware).name
     return MAPPINGS[kind](
         Pub.parse(published),
-        framework,
+        Framework.of(framework),
         frozenset(cpu_flags() if flags is None else flags),
         set(gpu_providers),
     )
 
 
 def _map_ipu(
-    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+    published: Pub, framework: Framework, flags: frozenset[str], providers: set[str]
 ) -> PrecisionChoice:
     return PrecisionChoice(
         Placement("ipu", published.as_run, "ipu"), f"{published} as published (PopRT on the IPU)"
@@ -65,7 +66,7 @@ def _map_ipu(
 
 
 def _map_cpu(
-    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+    published: Pub, framework: Framework, flags: frozenset[str], providers: set[str]
 ) -> PrecisionChoice:
     if published is Pub.FP32:
         return PrecisionChoice(Placement("onnxruntime", Run.FP32, "cpu"), "FP32 as published")
@@ -79,13 +80,13 @@ def _map_cpu(
             Placement("onnxruntime", Run.INT8, "cpu"),
             f"IPU FP8 -> int8 on this CPU {vnni}: no CPU has fp8 arithmetic",
         )
-    if flags & set(FP16_FLAGS) and framework == "torch":
+    if flags & set(FP16_FLAGS) and framework.torch_module:
         return PrecisionChoice(
             Placement("torch", Run.FP16, "cpu"),
             "IPU FP16 -> fp16 (native on this CPU), torch autocast",
         )
     if flags & set(BF16_FLAGS):
-        if framework == "torch":
+        if framework.torch_module:
             return PrecisionChoice(
                 Placement("torch", Run.BF16, "cpu"),
                 "IPU FP16 -> bf16, this CPU's native 16-bit type (torch autocast, "
@@ -103,9 +104,9 @@ def _map_cpu(
 
 
 def _map_gpu(
-    published: Pub, framework: str, flags: frozenset[str], providers: set[str]
+    published: Pub, framework: Framework, flags: frozenset[str], providers: set[str]
 ) -> PrecisionChoice:
-    backend = "torch" if framework == "torch" else "onnxruntime"
+    backend = "torch" if framework.torch_module else "onnxruntime"
     if published is Pub.FP32:
         return PrecisionChoice(Placement(backend, Run.FP32, "cuda"), "FP32 as published")
     if published is Pub.FP16:
@@ -123,7 +124,7 @@ def _map_gpu(
 
 #: What each published precision runs at, by hardware kind (kit.hardware.kinds): (published,
 #: framework, CPU flags, ONNX Runtime providers) -> the choice.
-MAPPINGS: dict[str, Callable[[Pub, str, frozenset[str], set[str]], PrecisionChoice]] = {
+MAPPINGS: dict[str, Callable[[Pub, Framework, frozenset[str], set[str]], PrecisionChoice]] = {
     hw.CPU.name: _map_cpu,
     hw.CUDA.name: _map_gpu,
     hw.IPU.name: _map_ipu,
@@ -131,7 +132,9 @@ MAPPINGS: dict[str, Callable[[Pub, str, frozenset[str], set[str]], PrecisionChoi
 
 
 def mapping_sentence(
-    hardware: str | None = None, flags: Iterable[str] | None = None, framework: str = "torch"
+    hardware: str | None = None,
+    flags: Iterable[str] | None = None,
+    framework: Framework | str = Framework.TORCH,
 ) -> str:
     """The sentence every report prints about precisions on `hardware` (default: the best here)."""
     hardware = hardware or hw.best_present()
@@ -170,7 +173,7 @@ class Candidate:
 
 
 def candidate_configs(
-    framework: str,
+    framework: Framework | str,
     hardware: str = "cpu",
     *,
     flags: Iterable[str] | None = None,
@@ -189,21 +192,24 @@ def candidate_configs(
             f"one of {', '.join(CANDIDATE_CONFIGS)} (the IPU runs its published settings)",
         )
     return CANDIDATE_CONFIGS[hardware](
-        framework, frozenset(cpu_flags() if flags is None else flags), include_compile, include_slow
+        Framework.of(framework),
+        frozenset(cpu_flags() if flags is None else flags),
+        include_compile,
+        include_slow,
     )
 
 
 def _gpu_configs(
-    framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool
+    framework: Framework, flags: frozenset[str], include_compile: bool, include_slow: bool
 ) -> list[Candidate]:
     out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
-    if framework == "torch":
+    if framework.torch_module:
         out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
     return out
 
 
 def _cpu_configs(
-    framework: str, flags: frozenset[str], include_compile: bool, include_slow: bool
+    framework: Framework, flags: frozenset[str], include_compile: bool, include_slow: bool
 ) -> list[Candidate]:
     native16 = bool(flags & set(FP16_FLAGS))
     out = [
@@ -212,7 +218,7 @@ def _cpu_configs(
     ]
     if include_slow or native16:
         out.append(Candidate("onnxruntime", "fp16", why="fp16 (emulated unless avx512_fp16)"))
-    if framework != "torch":
+    if not framework.torch_module:
         return out
     out += [
         Candidate("torch", "fp32", why="torch eager baseline"),
@@ -231,7 +237,7 @@ def _cpu_configs(
     return out
 
 
-CANDIDATE_CONFIGS: dict[str, Callable[[str, frozenset[str], bool, bool], list[Candidate]]] = {
+CANDIDATE_CONFIGS: dict[str, Callable[[Framework, frozenset[str], bool, bool], list[Candidate]]] = {
     hw.CPU.name: _cpu_configs,
     hw.CUDA.name: _gpu_configs,
 }

@@ -182,3 +182,28 @@ def test_conformer_runs_in_fp16_with_padded_frames(how):
                 out = model(src, pad).float()
     assert torch.isfinite(out).all()
     assert (out - reference).abs().max() < 0.05 * reference.abs().mean()
+
+
+def test_a_zoo_entry_and_an_export_hold_a_framework_not_a_string():
+    import dataclasses
+
+    from kit.errors import InvalidParameter
+    from kit.models.spec import ExportedModel, Framework, WeightsInfo
+
+    assert {get_entry(name).framework for name in model_names()} == {
+        Framework.TORCH,
+        Framework.TENSORFLOW,
+    }
+    user = ExportedModel(
+        name="mine.onnx",
+        onnx_path=Path("mine.onnx"),
+        inputs=(),
+        outputs=(),
+        weights=WeightsInfo("user", "mine.onnx"),
+        framework="tensorflow",  # as an export's metadata holds it
+    )
+    assert user.framework is Framework.TENSORFLOW and not user.framework.torch_module
+    with pytest.raises(InvalidParameter, match="framework='keras'"):
+        dataclasses.replace(user, framework="keras")
+    with pytest.raises(InvalidParameter, match="framework='jax'"):
+        dataclasses.replace(get_entry("resnet50-torch-fp32"), framework="jax")

@@ -85,3 +85,23 @@ def test_candidates_per_framework():
     ]
     with pytest.raises(InvalidParameter):
         candidate_configs("torch", "ipu")
+
+
+def test_a_framework_outside_the_kits_is_refused_by_name_not_run_as_onnx():
+    from kit.models.spec import Framework
+    from kit.search.candidates import row_candidates
+
+    for call in (
+        lambda: map_precision("FP16", "cpu", framework="pytorch", flags=ZEN4),
+        lambda: row_candidates("pytorch", flags=ZEN4),
+        lambda: candidate_configs("PyTorch", flags=ZEN4),
+    ):
+        with pytest.raises(InvalidParameter, match="framework='p?P?y?[Tt]orch'.*torch, tensorflow"):
+            call()
+    # the enum is the string the metadata holds: a record written as "torch" still compares equal
+    assert Framework.of("torch") == "torch" and Framework.TORCH.torch_module
+    assert not Framework.TENSORFLOW.torch_module and not Framework.ONNX.torch_module
+    torch_only = {c.label for c in row_candidates(Framework.TORCH, flags=ZEN4)} - {
+        c.label for c in row_candidates("onnx", flags=ZEN4)
+    }
+    assert torch_only and all(label.startswith("torch ") for label in torch_only)
