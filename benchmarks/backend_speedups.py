@@ -1,20 +1,25 @@
 """Best CPU backend per model: throughput of every backend/precision configuration, as ratios.
 
 Per model (BENCH_MODELS, comma-separated zoo names; default resnet50-torch-fp32) at batch
-BENCH_BATCH (default 8): every candidate from kit.search.precision_map.candidate_configs, timed in
-BENCH_ROUNDS round-robin rounds of BENCH_SECONDS each (median kept), with the ratio vs torch
-eager fp32 and vs ONNX Runtime fp32, achieved GFLOP/s and the fraction of the CPU's nominal
-peak at that precision, and the numeric diff vs ORT fp32 at the same batch.
+BENCH_BATCH (default 8): every CPU candidate a row's search measures (kit.search.candidates.
+row_candidates at BENCH_SEARCH_DEPTH, quick (default) or full; ONNX Runtime, OpenVINO and, for a
+torch model, torch, whose eager fp32 is always there as the baseline), timed in BENCH_ROUNDS
+round-robin rounds of BENCH_SECONDS each (median kept), with the ratio vs torch eager fp32 and vs
+ONNX Runtime fp32, achieved GFLOP/s and the fraction of the CPU's nominal peak at that precision,
+and the numeric diff vs ORT fp32 at the same batch.
 OMP_WAIT_POLICY defaults to PASSIVE (benchmarks/__init__.py; export it to override).
-BENCH_COMPILE=1 adds torch.compile bf16; BENCH_SLOW=1 adds the emulated fp16 configurations.
+BENCH_COMPILE=1 adds the torch.compile candidates (minutes each on a small CPU); BENCH_SLOW=1 the
+precisions this CPU only emulates.
 Results also go to outputs/bench/backend_speedups.json with the environment.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
+from collections.abc import Iterable
 
 from benchmarks.common import (
     env_float,
@@ -33,20 +38,52 @@ from kit.measure.numerics import NumericDiff
 from kit.measure.window import MeasureConfig
 from kit.models import export_model, get_entry
 from kit.paths import outputs_dir
-from kit.search.precision_map import Candidate, candidate_configs
+from kit.search.candidates import DEPTHS, RowCandidate, row_candidates
 
 TARGET = 2.0  # best 16-bit or 8-bit configuration vs ORT fp32, resnet50
 REFERENCE = ("onnxruntime", "fp32")
 BASELINE = ("torch", "fp32")
 
 
-def load_all(model, candidates: list[Candidate], batch_size: int) -> dict:
+def bench_candidates(
+    framework: str,
+    depth: str,
+    *,
+    compiled: bool,
+    emulated: bool,
+    flags: Iterable[str] | None = None,
+) -> list[RowCandidate]:
+    """The CPU candidates a `depth` search of a `framework` model measures, the torch.compile ones
+    only if `compiled`, the emulated precisions only if `emulated`; torch eager fp32 (the
+    baseline) for every torch model. `flags`: the CPU's (default: this machine's)."""
+    if depth not in DEPTHS:
+        raise KitError(f"BENCH_SEARCH_DEPTH={depth!r}: one of {', '.join(DEPTHS)}")
+    every = row_candidates(framework, "cpu", flags=flags)
+    baseline = next((c for c in every if plain(c) == BASELINE), None)
+    return [
+        c
+        for c in every
+        if (c.depth == "quick" or depth == "full" or c is baseline)
+        and (compiled or not c.placement.options.compiles)
+        and (emulated or c.native)
+    ]
+
+
+def plain(c: RowCandidate) -> tuple[str, str] | None:
+    """(backend, precision) of a candidate at the backend's defaults (no options, default
+    threads), what the ratios divide by; None for any other."""
+    p = c.placement
+    return (p.backend, p.precision) if not p.options.to_dict() and p.threads is None else None
+
+
+def load_all(model, candidates: list[RowCandidate], batch_size: int) -> dict:
     sessions = {}
     for c in candidates:
+        p = c.placement
         try:
             sessions[c.label] = (
                 c,
-                get_backend(c.backend).load(model, c.placement.backend_config(), batch_size),
+                get_backend(p.backend).load(model, p.backend_config(), batch_size),
             )
         except KitError as exc:
             print(f"  {c.label}: skipped ({exc})")
@@ -67,43 +104,41 @@ def time_round_robin(
 def bench_model(name: str, batch_size: int, rounds: int, seconds: float, flags: dict) -> list[dict]:
     model = export_model(name, small=small_models())
     entry = get_entry(name)
-    candidates = candidate_configs(
-        entry.framework, include_compile=flags["compile"], include_slow=flags["slow"]
+    candidates = bench_candidates(
+        entry.framework, flags["depth"], compiled=flags["compile"], emulated=flags["slow"]
     )
     sessions = load_all(model, candidates, batch_size)
     inputs = model.make_inputs(batch_size)
-    by_key = {
-        (c.backend, c.precision, bool(c.options)): label for label, (c, _) in sessions.items()
-    }
-    ref_label = by_key.get((*REFERENCE, False))
+    by_key = {plain(c): label for label, (c, _) in sessions.items() if plain(c)}
+    ref_label = by_key.get(REFERENCE)
     reference = sessions[ref_label][1].run(inputs) if ref_label else None
     per_round = time_round_robin(sessions, inputs, batch_size, rounds, seconds)
     speed = {label: statistics.median(v) for label, v in per_round.items()}
     rows = []
     for label, (c, session) in sessions.items():
         rows.append(row(model, c, session, speed, label, reference, inputs, by_key))
-        ref = by_key.get((*REFERENCE, False))
         rows[-1]["rounds"] = per_round[label]
-        rows[-1]["ort_fp32_rounds"] = per_round[ref] if ref else None
+        rows[-1]["ort_fp32_rounds"] = per_round[ref_label] if ref_label else None
     return rows
 
 
 def row(
-    model, c: Candidate, session, speed: dict, label: str, reference, inputs: dict, by_key: dict
+    model, c: RowCandidate, session, speed: dict, label: str, reference, inputs: dict, by_key: dict
 ) -> dict:
     thr = speed[label]
     ratio = {
-        k: thr / speed[by_key[(*ref, False)]] if (*ref, False) in by_key else None
+        k: thr / speed[by_key[ref]] if ref in by_key else None
         for k, ref in (("vs_torch_fp32", BASELINE), ("vs_ort_fp32", REFERENCE))
     }
     gflops = model.flops_per_sample * thr / 1e9 if model.flops_per_sample else None
-    peak = cpu_peak_gflops(c.precision)
+    peak = cpu_peak_gflops(c.placement.precision)
     diff = NumericDiff.between(reference, session.run(inputs)) if reference is not None else None
     return {
         "model": model.name,
         "config": label,
-        "backend": c.backend,
-        "precision": c.precision,
+        "backend": c.placement.backend,
+        "precision": c.placement.precision,
+        "why": c.why,
         "throughput": thr,
         **ratio,
         "gflops": gflops,
@@ -145,7 +180,11 @@ def main() -> int:
         env_int("BENCH_ROUNDS", 3),
         env_float("BENCH_SECONDS", 2.0),
     )
-    flags = {"compile": env_int("BENCH_COMPILE", 0) == 1, "slow": env_int("BENCH_SLOW", 0) == 1}
+    flags = {
+        "compile": env_int("BENCH_COMPILE", 0) == 1,
+        "slow": env_int("BENCH_SLOW", 0) == 1,
+        "depth": os.environ.get("BENCH_SEARCH_DEPTH", "quick"),
+    }
     all_rows, missed = [], False
     for name in models:
         print(

@@ -137,7 +137,7 @@ def gpu_arms(framework: Framework | str) -> tuple[list[str], dict[str, str]]:
 
     import onnxruntime as ort
 
-    framework = Framework.of(framework)
+    framework = Framework.parse(framework)
     arms, skipped = [], {}
     for arm in TORCH_ARMS:
         if framework.torch_module:

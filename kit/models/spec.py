@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from kit.errors import InvalidParameter
+from kit.errors import InvalidParameter, parse_member
 from kit.hardware.source import file_sha256
 from kit.results import ModelInfo
 
@@ -20,7 +20,7 @@ DTYPES = ("float32", "float16", "int64", "int32", "bool")
 class Framework(StrEnum):
     """What a model was built in; the value is what an export's metadata holds.
 
-    >>> Framework.of("torch").torch_module, Framework.of("onnx").torch_module
+    >>> Framework.parse("torch").torch_module, Framework.parse("onnx").torch_module
     (True, False)
     """
 
@@ -37,12 +37,9 @@ class Framework(StrEnum):
         return self is Framework.TORCH
 
     @classmethod
-    def of(cls, value: object) -> Framework:
-        """`value` as a Framework; anything else is an InvalidParameter naming the choices."""
-        for framework in cls:
-            if value == framework.value:
-                return framework
-        raise InvalidParameter("framework", value, f"one of {', '.join(f.value for f in cls)}")
+    def parse(cls, value: str) -> Framework:
+        """The member `value` names; else UnknownValueError naming the allowed ones."""
+        return parse_member(cls, value, "framework")
 
 
 @dataclass(frozen=True)
@@ -172,7 +169,7 @@ class ModelEntry:
     small_inputs: tuple[InputSpec, ...] | None = None  # inputs of the small test variant
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "framework", Framework.of(self.framework))
+        object.__setattr__(self, "framework", Framework.parse(self.framework))
 
     def inputs_for(self, small: bool) -> tuple[InputSpec, ...]:
         return self.small_inputs if small and self.small_inputs else self.inputs
@@ -203,7 +200,7 @@ class ExportedModel:
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
-        self.framework = Framework.of(self.framework)
+        self.framework = Framework.parse(self.framework)
 
     def flops_per_call(self, batch_size: int) -> float | None:
         """FLOPs of one call at `batch_size`: what each sample adds, plus the shared work."""

@@ -106,7 +106,7 @@ def row_candidates(
         )
     return ROW_CANDIDATES[hardware](
         CandidateContext(
-            Framework.of(framework),
+            Framework.parse(framework),
             frozenset(cpu_flags() if flags is None else flags),
             set(providers),
             cores or usable_cores(),

@@ -12,10 +12,9 @@ TensorRT (the kit has no fp8 execution path yet, even on GPUs that have fp8 unit
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kit.backends import Placement
-from kit.errors import InvalidParameter
 from kit.hardware import kinds as hw
 from kit.hardware.environment import cpu_flags, int8_saturates
 from kit.models.spec import Framework
@@ -51,7 +50,7 @@ def map_precision(
     kind = hw.get(hardware).name
     return MAPPINGS[kind](
         Pub.parse(published),
-        Framework.of(framework),
+        Framework.parse(framework),
         frozenset(cpu_flags() if flags is None else flags),
         set(gpu_providers),
     )
@@ -149,95 +148,3 @@ def mapping_sentence(
         f"({fp8_at.backend}, {fp8_at.device}): each device's fastest comparable type, not "
         f"identical arithmetic. {fp16.note}. {fp8.note}."
     )
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One backend/precision configuration worth trying, with why."""
-
-    backend: str
-    precision: str
-    device: str = "cpu"
-    options: dict = field(default_factory=dict)
-    why: str = ""
-
-    @property
-    def placement(self) -> Placement:
-        """What runs where (kit.backends.placement), its options checked as the backend's record."""
-        return Placement.of(self.backend, self.precision, self.device, self.options)
-
-    @property
-    def label(self) -> str:
-        extra = "+compile" if self.placement.options.compiles else ""
-        return f"{self.backend} {self.precision}{extra} ({self.device})"
-
-
-def candidate_configs(
-    framework: Framework | str,
-    hardware: str = "cpu",
-    *,
-    flags: Iterable[str] | None = None,
-    include_compile: bool = False,
-    include_slow: bool = False,
-) -> list[Candidate]:
-    """The configurations worth measuring for a model of `framework` on `hardware`.
-
-    `include_slow` adds fp16 on a CPU that only emulates it; `include_compile` adds torch.compile
-    (minutes of compilation on a small CPU).
-    """
-    if hardware not in CANDIDATE_CONFIGS:
-        raise InvalidParameter(
-            "hardware",
-            hardware,
-            f"one of {', '.join(CANDIDATE_CONFIGS)} (the IPU runs its published settings)",
-        )
-    return CANDIDATE_CONFIGS[hardware](
-        Framework.of(framework),
-        frozenset(cpu_flags() if flags is None else flags),
-        include_compile,
-        include_slow,
-    )
-
-
-def _gpu_configs(
-    framework: Framework, flags: frozenset[str], include_compile: bool, include_slow: bool
-) -> list[Candidate]:
-    out = [Candidate("onnxruntime", "fp32", "cuda"), Candidate("onnxruntime", "fp16", "cuda")]
-    if framework.torch_module:
-        out += [Candidate("torch", "fp32", "cuda"), Candidate("torch", "fp16", "cuda")]
-    return out
-
-
-def _cpu_configs(
-    framework: Framework, flags: frozenset[str], include_compile: bool, include_slow: bool
-) -> list[Candidate]:
-    native16 = bool(flags & set(FP16_FLAGS))
-    out = [
-        Candidate("onnxruntime", "fp32", why="the fp32 CPU reference"),
-        Candidate("onnxruntime", "int8", why="int8" if int8_saturates(flags) else "VNNI int8"),
-    ]
-    if include_slow or native16:
-        out.append(Candidate("onnxruntime", "fp16", why="fp16 (emulated unless avx512_fp16)"))
-    if not framework.torch_module:
-        return out
-    out += [
-        Candidate("torch", "fp32", why="torch eager baseline"),
-        Candidate("torch", "int8", why="dynamic int8 Linear layers"),
-    ]
-    if flags & set(BF16_FLAGS):
-        out.append(Candidate("torch", "bf16", why="native bf16 (autocast)"))
-        if include_compile:
-            out.append(
-                Candidate(
-                    "torch", "bf16", options={"compile": True}, why="inductor bf16, frozen weights"
-                )
-            )
-    if include_slow or native16:
-        out.append(Candidate("torch", "fp16", why="fp16 autocast"))
-    return out
-
-
-CANDIDATE_CONFIGS: dict[str, Callable[[Framework, frozenset[str], bool, bool], list[Candidate]]] = {
-    hw.CPU.name: _cpu_configs,
-    hw.CUDA.name: _gpu_configs,
-}
