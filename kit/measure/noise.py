@@ -13,7 +13,7 @@ figure passes its threshold (THRESHOLDS, stated in every summary):
 
 >>> with NoiseMonitor(period_s=0.05) as mon:
 ...     pass
->>> sorted(mon.summary())[:3]
+>>> sorted(mon.summary().to_dict())[:3]
 ['cpus', 'freq_mhz', 'loadavg_1m']
 """
 
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from kit.hardware.cpu import SYS_CPU, cpuinfo_values, our_cpus
+from kit.results.windows import Noise
 
 THRESHOLDS = {"steal_share": 0.05, "steal_peak": 0.20, "other_load": 0.25, "freq_spread": 0.10}
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -119,9 +120,9 @@ class NoiseMonitor:
         self._mhz += mhz
         self._mhz_source = self._mhz_source or source
 
-    def summary(self) -> dict:
+    def summary(self) -> Noise:
         """Steal, other processes' load and frequency over the window, with the noisy flag and
-        why."""
+        why (every figure in the record's JSON, the ones readers use as its fields)."""
         out: dict = {
             "cpus": len(self.cpus),
             "thresholds": dict(THRESHOLDS),
@@ -153,10 +154,10 @@ class NoiseMonitor:
             out["freq_reason"] = "no readable CPU frequency (no cpufreq, no 'cpu MHz')"
         out["reasons"] = noisy_reasons(out)
         out["noisy"] = bool(out["reasons"])
-        return out
+        return Noise.from_dict(out)
 
 
-def idle_sample(seconds: float = 0.5) -> dict:
+def idle_sample(seconds: float = 0.5) -> Noise:
     """The noise summary of a pause in which this process does nothing: what the rest of the
     machine is doing (other processes' load, steal), e.g. before choosing how far to trust
     probes."""

@@ -20,6 +20,7 @@ from kit.measure.power.base import PowerSampler, UnavailableSampler
 from kit.measure.power.monitor import PowerMonitor
 from kit.measure.stats import LatencyStats, ratio_interval
 from kit.results import Measurement
+from kit.results.windows import Noise
 
 Call = Callable[[], object]
 CallTimes = list[tuple[int, int]]  # (start_ns, end_ns) of each call, perf_counter_ns clock
@@ -328,7 +329,7 @@ class BatchMeasurement:
     # per round: each thread's end index (kit.measure.intervals)
     rounds: list[list[int]] | None = None
     precision: dict = field(default_factory=dict)  # target_ci and why the window stopped
-    noise: dict | None = None  # a kit.measure.noise summary of the window, when sampled
+    noise: Noise | None = None  # the window's kit.measure.noise summary, when sampled
     intervals: dict = field(init=False)  # figure name -> kit.measure.stats.Interval
 
     def __post_init__(self) -> None:
@@ -366,7 +367,7 @@ class BatchMeasurement:
             "wall_time_s": self.wall_time_s,
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
             "precision": self.precision,
-            "noise": self.noise,
+            "noise": self.noise.to_dict() if self.noise else None,
             "power": self.power,
             "extra": self.extra,
             "rounds": self.rounds,
@@ -390,7 +391,7 @@ class BatchMeasurement:
             extra=d.get("extra", {}),
             rounds=d.get("rounds"),
             precision=given,
-            noise=d.get("noise"),
+            noise=Noise.from_dict(d["noise"]) if d.get("noise") else None,
         )
 
 

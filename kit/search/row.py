@@ -125,7 +125,7 @@ def search_row(
     skip_failed_before(probes, prior)
     sibling = (
         None
-        if machine["noisy"] or settings.force
+        if machine.noisy or settings.force
         else sharing.sibling_decision(
             model,
             published,
@@ -145,11 +145,11 @@ def search_row(
         window=settings.measure_config(),
         keeper=keeper,
     )
-    measure_all(ctx, probes, quiet=not machine["noisy"])
+    measure_all(ctx, probes, quiet=not machine.noisy)
     verdict = runoff.run(
         ctx,
         probes,
-        within=runoff.window(contended=machine["noisy"]),
+        within=runoff.window(contended=machine.noisy),
         settle_batch=settings.settle_batch,
         seed=seed,
     )
@@ -170,15 +170,15 @@ def search_row(
         shared_probes=shared,
         shared_from=sibling.cache_file if sibling else None,
         machine_at_start={
-            "noisy": machine["noisy"],
-            "reasons": machine["reasons"],
-            "other_load": machine.get("other_load"),
-            "steal_share": machine.get("steal_share"),
+            "noisy": machine.noisy,
+            "reasons": list(machine.reasons),
+            "other_load": machine.other_load,
+            "steal_share": machine.steal_share,
         },
         load_average=round(load, 2),
         cores=usable_cores(),
         # others' load or steal in the idle moment before it (the load average counts the search's
         # own threads)
-        contended=machine["noisy"],
+        contended=machine.noisy,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )

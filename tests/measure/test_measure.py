@@ -168,5 +168,6 @@ def test_timed_window_records_noise():
     m = timed_window(
         [lambda: time.sleep(0.001)], 1, MeasureConfig(warmup=0, min_duration_s=0.1, min_count=3)
     )
-    assert set(m.noise) >= {"noisy", "reasons", "thresholds", "freq_mhz"}
-    assert m.to_dict()["noise"] == m.noise
+    assert set(m.noise.to_dict()) >= {"noisy", "reasons", "thresholds", "freq_mhz"}
+    assert m.to_dict()["noise"] == m.noise.to_dict()
+    assert BatchMeasurement.from_dict(m.to_dict()).noise == m.noise

@@ -61,5 +61,6 @@ def test_a_busy_process_beside_us_counts_as_other_load():
     finally:
         spin.kill()
         spin.wait()
-    assert s["other_load"] >= 0.9 / s["cpus"] * 0.6  # one busy CPU of ours, allowing for steal
-    assert 0 <= s["steal_share"] <= 1
+    # one busy CPU of ours, allowing for steal
+    assert s.other_load >= 0.9 / s.to_dict()["cpus"] * 0.6
+    assert 0 <= s.steal_share <= 1

@@ -12,6 +12,7 @@ import pytest
 from kit.backends import Placement, reference_outputs
 from kit.errors import InvalidParameter, UnknownValueError
 from kit.hardware import onnxruntime_probe
+from kit.results.windows import Noise
 from kit.search import cache, choice, measuring, planning, row, runoff, sharing, wording
 from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.context import SearchContext
@@ -243,7 +244,7 @@ def searchable(small, outputs, monkeypatch):
     )
     # a quiet machine at the search's start, whatever else the test run does (pytest-xdist's other
     # worker would make it 'contended', and a contended decision is searched again once load drops)
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    monkeypatch.setattr(row, "idle_sample", lambda: Noise())
     return small
 
 
@@ -349,9 +350,9 @@ def test_the_fp8_rows_search_takes_the_fp16_rows_probes_of_16_bits_or_more(searc
     )
     assert theirs["onnxruntime int8 (cpu)"].status == "not eligible"
     # nothing is taken on a busy machine, with other probe settings, or when FORCE searches again
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": True, "reasons": ["load"]})
+    monkeypatch.setattr(row, "idle_sample", lambda: Noise(noisy=True, reasons=("load",)))
     assert row.search_row(searchable, "FP8", 2, "cpu", TINY, candidates=cands).shared_probes == 0
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    monkeypatch.setattr(row, "idle_sample", lambda: Noise())
     longer = row.SearchSettings("quick", probe_s=0.06, min_count=2, warmup=0)
     assert row.search_row(searchable, "FP8", 2, "cpu", longer, candidates=cands).shared_probes == 0
     forced = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0, force=True)
@@ -1694,11 +1695,9 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     monkeypatch.setattr(
         row,
         "idle_sample",
-        lambda: {
-            "noisy": noisy,
-            "reasons": ["other load"] if noisy else [],
-            "other_load": 0.5 if noisy else 0.0,
-        },
+        lambda: Noise(
+            noisy=noisy, reasons=("other load",) if noisy else (), other_load=0.5 if noisy else 0.0
+        ),
     )
     monkeypatch.setattr(row, "measure_all", lambda *a, **k: None)
     monkeypatch.setattr(runoff, "run", lambda *a, within, **k: seen.setdefault("within", within))
@@ -1706,13 +1705,15 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
         small, "FP16", 1, "cpu", TINY, candidates=[RowCandidate.of("onnxruntime", "fp32")]
     )
     assert seen["within"] == window and decision.machine_at_start["noisy"] is noisy
+    assert decision.machine_at_start["other_load"] == (0.5 if noisy else 0.0)
 
 
 def test_an_idle_sample_reports_other_load_and_steal():
     from kit.measure.noise import idle_sample
 
     s = idle_sample(0.2)
-    assert set(s) >= {"noisy", "reasons", "cpus"} and isinstance(s["noisy"], bool)
+    assert set(s.to_dict()) >= {"noisy", "reasons", "cpus"} and isinstance(s.noisy, bool)
+    assert s.noisy == bool(s.reasons) and (s.steal_share is None) == ("stat_reason" in s.more)
 
 
 def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs, monkeypatch):

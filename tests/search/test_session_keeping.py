@@ -14,6 +14,7 @@ import pytest
 from kit.backends import BACKENDS, BackendConfig, Placement, require_backend
 from kit.backends.base import Backend, Session
 from kit.backends.options import TorchOptions
+from kit.results.windows import Noise
 from kit.search import row
 from kit.search.candidates import RowCandidate
 from kit.search.context import SearchContext
@@ -99,7 +100,7 @@ def twin(small, outputs, monkeypatch):
     monkeypatch.setattr(
         row, "today_plan", lambda *a: PrecisionChoice(Placement("twin", "fp32", "cpu"), "pinned")
     )
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    monkeypatch.setattr(row, "idle_sample", lambda: Noise())
     try:
         yield small
     finally:

@@ -11,6 +11,7 @@ import pytest
 
 from kit.backends import BackendConfig, Placement, reference_outputs, require_backend
 from kit.errors import InvalidParameter
+from kit.results.windows import Noise
 from kit.studies import model_benchmark
 
 RUN = dict(
@@ -231,7 +232,7 @@ def test_a_search_where_the_reference_is_no_candidate_reads_it_from_disk(
         "today_plan",
         lambda *a: PrecisionChoice(Placement("onnxruntime", "fp16", "cpu"), "pinned"),
     )
-    monkeypatch.setattr(row, "idle_sample", lambda: {"noisy": False, "reasons": []})
+    monkeypatch.setattr(row, "idle_sample", lambda: Noise())
     settings = row.SearchSettings("quick", probe_s=0.05, min_count=2, warmup=0)
     candidates = [RowCandidate.of("onnxruntime", "fp16", native=False)]
     first = row.search_row(small, "FP16", 1, "cpu", settings, candidates=candidates)
