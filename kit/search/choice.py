@@ -6,13 +6,14 @@ with its ratio to today's mapping and every other probe's reason.
 from __future__ import annotations
 
 from kit.search.decision import Decision, Plan
+from kit.search.duels import Runoff
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe, ProbeStatus
 from kit.search.wording import note, runoff_text
 
 
 def choose(
-    probes: list[Probe], published: str, today: PrecisionChoice, verdict: dict | None = None
+    probes: list[Probe], published: str, today: PrecisionChoice, verdict: Runoff | None = None
 ) -> Decision:
     """The runoff's winner (`verdict`: the leader and the candidates close behind it timed side by
     side, kit.search.runoff); without one, the fastest measured candidate unless its interval
@@ -37,7 +38,7 @@ def choose(
     best = max(measured, key=lambda p: p.rate)
     kept_for_noise = False
     if verdict:  # the side-by-side duels decide (kit.search.runoff)
-        best = next(p for p in measured if p.label == verdict["winner"])
+        best = next(p for p in measured if p.label == verdict.winner)
     elif (
         today_probe is not None
         and today_probe.status == ProbeStatus.MEASURED
@@ -90,22 +91,21 @@ def choose(
 
 
 def duel_ratio(
-    verdict: dict | None, best: Probe, today: Probe | None
+    verdict: Runoff | None, best: Probe, today: Probe | None
 ) -> tuple[float, list, int | None] | None:
     """best ÷ today from their side-by-side duel (median, the lowest and highest round, and the
     batch where a settle measured it, else None), if they fought one: the last, so a near tie
     settled at the published batch speaks for it."""
-    for d in reversed((verdict or {}).get("duels", [])):
+    for d in reversed(verdict.duels if verdict else ()):
         if (
             today is None
             or best is today
-            or "error" in d
-            or {d["leader"], d["challenger"]} != {best.label, today.label}
+            or d.failed
+            or {d.leader, d.challenger} != {best.label, today.label}
         ):
             continue
-        ratios = d["ratios"] if d["challenger"] == best.label else [1 / r for r in d["ratios"]]
-        median = d["median"] if d["challenger"] == best.label else 1 / d["median"]
-        return median, [min(ratios), max(ratios)], d.get("batch")
+        ratios = d.ratios_of(best.label)
+        return d.ratio_of(best.label), [min(ratios), max(ratios)], d.batch
     return None
 
 

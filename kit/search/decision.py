@@ -18,6 +18,7 @@ from typing import Any
 
 from kit.backends import Placement
 from kit.backends.placement import flat_dict, unflat_dict
+from kit.search.duels import Runoff
 from kit.search.probe import Probe
 
 
@@ -59,7 +60,7 @@ class Decision:
     ratio_batch: int | None = None
     separated: bool = False
     probes: list[Probe] = field(default_factory=list)
-    runoff: dict[str, Any] | None = None
+    runoff: Runoff | None = None
     model: str = ""
     published: str = ""
     batch_size: int = 0
@@ -86,7 +87,8 @@ class Decision:
     def summary(self) -> dict[str, Any]:
         """Everything but the probe table (a result's `search_decision` table)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "probes"}
-        return {**out, "plan": self.plan.to_dict()}
+        runoff = self.runoff.to_dict() if self.runoff else None
+        return {**out, "plan": self.plan.to_dict(), "runoff": runoff}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
@@ -97,6 +99,7 @@ class Decision:
                 "today": None,
                 **known,
                 "plan": Plan.from_dict(d.get("plan") or {}),
+                "runoff": Runoff.read(d.get("runoff")),
                 "probes": [Probe.from_dict(p) for p in d.get("probes") or []],
             }
         )

@@ -51,6 +51,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from scipy.stats import t as student_t
@@ -59,6 +60,7 @@ from kit.backends import require_backend
 from kit.measure.window import MeasureConfig
 from kit.models.spec import ExportedModel
 from kit.search.context import SearchContext
+from kit.search.duels import Duel, Runoff, Unsettled
 from kit.search.probe import Probe, ProbeStatus, release, time_session
 
 RUNOFF_ROUNDS = 4  # alternating rounds, each probe_s / 2 per side
@@ -143,12 +145,11 @@ def duel(
     *,
     settles_ties: bool = False,
     tolerance: float = TIE_TOLERANCE,
-) -> dict:
+) -> Duel:
     """Both loaded, one warm-up call each, RUNOFF_ROUNDS alternating rounds (more while undecided):
-    {'leader', 'challenger', 'ratios' (challenger ÷ leader per round), 'median', 'seconds'} or with
-    'error' when either fails to load or run. `settles_ties`: a duel within `tolerance` after
-    RUNOFF_ROUNDS stops here (a larger batch settles it). A session the context's keeper holds at
-    this batch is lent, not loaded again."""
+    the Duel, with its `error` when either fails to load or run. `settles_ties`: a duel within
+    `tolerance` after RUNOFF_ROUNDS stops here (a larger batch settles it). A session the
+    context's keeper holds at this batch is lent, not loaded again."""
 
     def go_on(ratios: list[float], seconds: float) -> bool:
         return len(ratios) < RUNOFF_ROUNDS or (
@@ -178,11 +179,13 @@ def timed_rounds(
     *,
     warm_up: bool,
     lent: Callable[[int, Probe], object] | None = None,
-) -> dict:
+    settle_batch: int | None = None,
+) -> Duel:
     """The pair loaded side by side at `batch` (with a warm-up call each, if asked), then
     alternating rounds while go_on(ratios so far, seconds since the first load); both closed however
-    it ends, except a session `lent(batch, probe)` gave (its owner closes it)."""
-    out = {"leader": pair[0].label, "challenger": pair[1].label}
+    it ends, except a session `lent(batch, probe)` gave (its owner closes it). `settle_batch`: the
+    Duel's `batch` (a settle's)."""
+    sides = Duel(leader=pair[0].label, challenger=pair[1].label, batch=settle_batch)
     sessions: list[Any] = []
     ratios: list[float] = []
     started, borrowed = time.perf_counter(), set()
@@ -204,19 +207,19 @@ def timed_rounds(
             ratios.append(thr[1] / thr[0])
     except Exception as exc:  # noqa: BLE001
         # a failed duel leaves the leader in place, with the reason
-        return {**out, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return replace(sides, error=f"{type(exc).__name__}: {str(exc)[:200]}")
     finally:
         for s in sessions:
             if id(s) not in borrowed:
                 s.close()
         sessions.clear()
         release()
-    return {
-        **out,
-        "ratios": [round(x, 4) for x in ratios],
-        "median": statistics.median(ratios),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
+    return replace(
+        sides,
+        ratios=tuple(round(x, 4) for x in ratios),
+        median=statistics.median(ratios),
+        seconds=round(time.perf_counter() - started, 1),
+    )
 
 
 def near_tie(ratios: list[float], tolerance: float = TIE_TOLERANCE) -> bool:
@@ -233,10 +236,10 @@ def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
 
 def settle(
     model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0
-) -> dict:
+) -> Duel:
     """The pair at `batch`: rounds of one call per side (alternating, no warm-up call) while
     undecided, up to RUNOFF_ROUNDS, and while the next round is predicted to end within
-    SETTLE_WITHIN_S; a duel's record with 'batch'."""
+    SETTLE_WITHIN_S; the Duel, with its `batch`."""
 
     def go_on(ratios: list[float], seconds: float) -> bool:
         return not ratios or (
@@ -249,17 +252,16 @@ def settle(
         inputs = model.make_inputs(batch, seed=seed)
     except Exception as exc:  # noqa: BLE001
         # no settle: the small batch's verdict stands, with the reason
-        return {
-            "leader": leader.label,
-            "challenger": challenger.label,
-            "batch": batch,
-            "error": f"{type(exc).__name__}: {str(exc)[:200]}",
-        }
+        return Duel(
+            leader=leader.label,
+            challenger=challenger.label,
+            batch=batch,
+            error=f"{type(exc).__name__}: {str(exc)[:200]}",
+        )
     cfg = MeasureConfig(warmup=0, min_duration_s=0.0, min_count=1)
-    return {
-        **timed_rounds(model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=False),
-        "batch": batch,
-    }
+    return timed_rounds(
+        model, (leader, challenger), inputs, batch, cfg, go_on, warm_up=False, settle_batch=batch
+    )
 
 
 def extend(ratios: list[float], seconds: float) -> bool:
@@ -274,16 +276,18 @@ def run(
     within: float = RUNOFF_WITHIN,
     settle_batch: int | None = None,
     seed: int = 0,
-) -> dict | None:
-    """The duels and the winner: {'winner': label, 'duels': [...], 'within': the window}; None where
-    there is nothing to duel (one candidate measured, or none close to the leader). A duel within
-    tie_tolerance(batch, settle_batch) is settled at `settle_batch` (larger than `batch`) where that
-    fits (its record follows the duel's, with 'batch'), else the record says why not ('settle')."""
+) -> Runoff | None:
+    """The duels and the winner; None where there is nothing to duel (one candidate measured, or
+    none close to the leader). A duel within tie_tolerance(batch, settle_batch) is settled at
+    `settle_batch` (larger than `batch`) where that fits (its Duel follows the duel's, with its
+    `batch`), else the verdict says why not (`unsettled`)."""
     batch = ctx.batch
     leader, rivals = challengers(probes, within, probes_settle=not far(batch, settle_batch))
     if not rivals or leader is None:
         return None
-    tolerance, duels, notes = tie_tolerance(batch, settle_batch), [], []
+    tolerance = tie_tolerance(batch, settle_batch)
+    duels: list[Duel] = []
+    notes: list[Unsettled] = []
     for rival in rivals:
         cost = (
             settle_cost(leader, rival, settle_batch)
@@ -293,26 +297,20 @@ def run(
         affordable = cost is not None and cost <= SETTLE_WITHIN_S
         d = duel(ctx, leader, rival, settles_ties=affordable, tolerance=tolerance)
         duels.append(d)
-        if cost is not None and "error" not in d and near_tie(d["ratios"], tolerance):
+        if cost is not None and not d.failed and near_tie(list(d.ratios), tolerance):
             if affordable:
                 assert settle_batch is not None  # a cost is priced at a settle batch only
                 settled = settle(ctx.model, leader, rival, settle_batch, seed)
                 duels.append(settled)
-                d = settled if "error" not in settled else d
+                d = settled if not settled.failed else d
             else:
                 notes.append(
-                    {
-                        "pair": [leader.label, rival.label],
-                        "text": f"a close duel at batch {batch}, not settled at batch "
-                        f"{settle_batch}: one round there predicted at {cost:.0f} s, over "
-                        f"{SETTLE_WITHIN_S:.0f} s",
-                    }
+                    Unsettled(
+                        (leader.label, rival.label),
+                        f"a close duel at batch {batch}, not settled at batch {settle_batch}: one "
+                        f"round there predicted at {cost:.0f} s, over {SETTLE_WITHIN_S:.0f} s",
+                    )
                 )
-        if d.get("median", 0) > 1.0:
+        if d.challenger_won:
             leader = rival
-    return {
-        "winner": leader.label,
-        "duels": duels,
-        "within": within,
-        **({"settle": notes} if notes else {}),
-    }
+    return Runoff(winner=leader.label, duels=tuple(duels), within=within, unsettled=tuple(notes))

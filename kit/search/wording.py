@@ -6,30 +6,26 @@ the side-by-side duels said about each probe.
 from __future__ import annotations
 
 from kit.precision import PublishedPrecision
+from kit.search.duels import Runoff
 from kit.search.gate import bits
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe, ProbeStatus
 
 
-def runoff_text(verdict: dict | None, p: Probe) -> str:
+def runoff_text(verdict: Runoff | None, p: Probe) -> str:
     """What the side-by-side duels said about `p` ('' where it fought none)."""
+    if verdict is None:
+        return ""
     parts = []
-    for d in (verdict or {}).get("duels", []):
-        if p.label not in (d["leader"], d["challenger"]):
+    for d in verdict.duels_of(p.label):
+        other = d.other(p.label)
+        if d.failed:
+            parts.append(f"runoff with {other} failed: {d.error}")
             continue
-        other = d["challenger"] if p.label == d["leader"] else d["leader"]
-        if "error" in d:
-            parts.append(f"runoff with {other} failed: {d['error']}")
-            continue
-        mine = d["median"] if p.label == d["challenger"] else 1 / d["median"]
-        at = f" at batch {d['batch']}, settling a close duel" if d.get("batch") else ""
-        rounds = (
-            f"median of {len(d['ratios'])} alternating rounds"
-            if len(d["ratios"]) > 1
-            else "one round"
-        )
-        parts.append(f"side by side with {other}{at}: {mine:.2f}x ({rounds})")
-    parts += [n["text"] for n in (verdict or {}).get("settle", []) if p.label in n["pair"]]
+        at = f" at batch {d.batch}, settling a close duel" if d.batch else ""
+        rounds = f"median of {d.rounds} alternating rounds" if d.rounds > 1 else "one round"
+        parts.append(f"side by side with {other}{at}: {d.ratio_of(p.label):.2f}x ({rounds})")
+    parts += [u.text for u in verdict.unsettled if p.label in u.pair]
     if not parts:
         return ""
     return ("; " if p.reason else "") + "; ".join(parts)

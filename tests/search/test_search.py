@@ -3,6 +3,7 @@ cache (key, reuse, invalidation), on a small export with short probes."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import replace
@@ -18,6 +19,7 @@ from kit.search.candidates import RowCandidate, native_16bit, row_candidates
 from kit.search.context import SearchContext
 from kit.search.cost import search_cost
 from kit.search.decision import Decision, Plan
+from kit.search.duels import Runoff
 from kit.search.gate import numerics_gate, precision_gate
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -1331,11 +1333,11 @@ def test_an_undecided_duel_goes_on_up_to_the_cap(
     monkeypatch.setattr(runoff, "time_session", per_round)
     ctx = _at_batch_1(row.SearchSettings("quick").measure_config())
     d = runoff.duel(ctx, _measured("leader", 1.0, 0.9, 1.1), _measured("challenger", 1.0, 0.9, 1.1))
-    assert len(d["ratios"]) == rounds and d["ratios"] == pytest.approx(
+    assert d.rounds == rounds and list(d.ratios) == pytest.approx(
         challenger_over_leader[:rounds], abs=1e-4
     )
-    assert (d["median"] > 1.0) == wins
-    assert {cfg.min_count for cfg in timings} == {1} and d["seconds"] >= 0
+    assert d.challenger_won == wins and (d.median > 1.0) == wins
+    assert {cfg.min_count for cfg in timings} == {1} and d.seconds >= 0
 
 
 def _pair_context(model) -> SearchContext:
@@ -1441,18 +1443,15 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         within=runoff.window(contended=False),
         settle_batch=settle_batch,
     )
-    assert verdict["winner"] == winner
+    assert verdict.winner == winner
     assert (loads[-2:] == [12, 12]) == settled and any(
-        d.get("batch") == 12 for d in verdict["duels"]
+        d.batch == 12 for d in verdict.duels
     ) == settled
     if settled:
-        tie, at12 = verdict["duels"]
+        tie, at12 = verdict.duels
         # no extra rounds at batch 1: batch 12 settles it
-        assert len(tie["ratios"]) == runoff.RUNOFF_ROUNDS
-        assert (
-            at12["median"] == pytest.approx(1.2)
-            and 1 <= len(at12["ratios"]) <= runoff.RUNOFF_ROUNDS
-        )
+        assert tie.rounds == runoff.RUNOFF_ROUNDS
+        assert at12.median == pytest.approx(1.2) and 1 <= at12.rounds <= runoff.RUNOFF_ROUNDS
         d = choice.choose(
             probes,
             "FP16",
@@ -1468,12 +1467,12 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
             "side by side with ort fp32 at batch 12, settling a close duel: 1.20x"
             in d.probes[1].reason
         )
-        one = {**verdict, "duels": [tie, {**at12, "ratios": [1.2]}]}
+        one = dataclasses.replace(verdict, duels=(tie, dataclasses.replace(at12, ratios=(1.2,))))
         assert "settling a close duel: 1.20x (one round)" in wording.runoff_text(one, probes[1])
     elif thr < 0.1:
         assert (
             "not settled at batch 12: one round there predicted at 2414 s, over 45 s"
-            in verdict["settle"][0]["text"]
+            in verdict.unsettled[0].text
         )
         d = choice.choose(
             probes,
@@ -1483,7 +1482,7 @@ def test_a_near_tie_at_the_search_batch_is_settled_at_the_published_batch_where_
         )
         assert "a close duel at batch 1, not settled at batch 12" in d.probes[0].reason
     else:
-        assert "settle" not in verdict
+        assert not verdict.unsettled and "settle" not in verdict.to_dict()
 
 
 @pytest.mark.parametrize("settle_batch, dueled", [(40, True), (4, False), (None, False)])
@@ -1508,9 +1507,9 @@ def test_far_below_the_published_batch_the_probes_settle_no_challenger(
     if not dueled:
         assert verdict is None and loads == []
         return
-    tie, at40 = verdict["duels"]
-    assert tie["median"] == pytest.approx(14.9 / 19.2) and at40["batch"] == 40
-    assert verdict["winner"] == "ov fp32" and loads[-2:] == [40, 40]
+    tie, at40 = verdict.duels
+    assert tie.median == pytest.approx(14.9 / 19.2) and at40.batch == 40
+    assert verdict.winner == "ov fp32" and loads[-2:] == [40, 40]
 
 
 @pytest.mark.parametrize("within_s, rounds", [(45.0, 4), (0.0, 1)])
@@ -1519,7 +1518,7 @@ def test_a_settle_runs_its_rounds_while_the_next_one_fits_its_time(monkeypatch, 
     _pair_backends(monkeypatch, {("ort fp32", 12): 1.0, ("ov fp32", 12): [1.3, 0.9]})
     monkeypatch.setattr(runoff, "SETTLE_WITHIN_S", within_s)
     d = runoff.settle(_PairModel(), *_pair(), 12)
-    assert len(d["ratios"]) == rounds and d["batch"] == 12
+    assert d.rounds == rounds and d.batch == 12
 
 
 def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(monkeypatch):
@@ -1533,9 +1532,9 @@ def test_a_settle_that_fails_leaves_the_search_batchs_verdict_with_the_reason(mo
     verdict = runoff.run(
         _pair_context(TooBig()), _pair(), within=runoff.window(contended=False), settle_batch=12
     )
-    tie, failed = verdict["duels"]
-    assert verdict["winner"] == "ov fp32" and tie["median"] == pytest.approx(1.035)
-    assert failed == {
+    tie, failed = verdict.duels
+    assert verdict.winner == "ov fp32" and tie.median == pytest.approx(1.035)
+    assert failed.failed and failed.to_dict() == {
         "leader": "ort fp32",
         "challenger": "ov fp32",
         "batch": 12,
@@ -1558,23 +1557,25 @@ def test_the_runoff_duels_today_first_then_the_close_ones_and_its_winner_is_chos
     # ort fp32: below 0.2x
     assert leader.label == "torch bf16" and [p.label for p in rivals] == ["torch fp32", "ov bf16"]
     ps = probes()
-    verdict = {
-        "winner": "ov bf16",
-        "duels": [
-            {
-                "leader": "torch bf16",
-                "challenger": "torch fp32",
-                "ratios": [0.5, 0.6, 0.55, 0.5],
-                "median": 0.525,
-            },
-            {
-                "leader": "torch bf16",
-                "challenger": "ov bf16",
-                "ratios": [1.6, 1.8, 1.7, 1.5],
-                "median": 1.65,
-            },
-        ],
-    }
+    verdict = Runoff.from_dict(
+        {
+            "winner": "ov bf16",
+            "duels": [
+                {
+                    "leader": "torch bf16",
+                    "challenger": "torch fp32",
+                    "ratios": [0.5, 0.6, 0.55, 0.5],
+                    "median": 0.525,
+                },
+                {
+                    "leader": "torch bf16",
+                    "challenger": "ov bf16",
+                    "ratios": [1.6, 1.8, 1.7, 1.5],
+                    "median": 1.65,
+                },
+            ],
+        }
+    )
     d = choice.choose(ps, "FP16", today, verdict)
     # the duel's, not the probes'
     assert d.chosen == "ov bf16" and d.ratio_vs_today == pytest.approx(1.65)
@@ -1974,3 +1975,36 @@ def test_a_candidate_that_failed_at_the_smaller_batch_is_not_probed_at_the_next(
     # no prior: measured
     third, _ = row.decide(searchable, "FP16", 4, "cpu", TINY_FULL, candidates=cands)
     assert {p.label: p for p in third.probes}["fake fp16 (cpu)"].status == "failed"
+
+
+def test_a_runoff_an_older_kit_wrote_reads_as_records_and_writes_back_as_it_was():
+    """A decision file's runoff (duels, a failed settle, a close duel left unsettled) reads as the
+    typed verdict and writes back key for key; the chosen probe's reason and ratio come from it."""
+    written = {
+        "winner": "ov fp32",
+        "duels": [
+            {
+                "leader": "ort fp32",
+                "challenger": "ov fp32",
+                "ratios": [1.1, 0.97, 1.05, 1.02],
+                "median": 1.035,
+                "seconds": 3.2,
+            },
+            {"leader": "ort fp32", "challenger": "ov fp32", "batch": 12, "error": "MemoryError"},
+        ],
+        "within": 0.7,
+        "settle": [{"pair": ["ort fp32", "ov fp32"], "text": "a close duel at batch 1, not"}],
+    }
+    verdict = Runoff.from_dict(written)
+    assert verdict.to_dict() == written and verdict.duels[1].failed
+    assert verdict.duels[0].ratio_of("ort fp32") == pytest.approx(1 / 1.035)
+    probes = _pair()
+    today = PrecisionChoice(Placement("onnxruntime", "fp32", "cpu"), "mapping")
+    decision = choice.choose(probes, "FP16", today, verdict)
+    assert decision.chosen == "ov fp32" and decision.ratio_vs_today == pytest.approx(1.035)
+    assert decision.ratio_interval == [0.97, 1.1] and decision.ratio_batch is None
+    assert "runoff with ort fp32 failed: MemoryError" in probes[1].reason
+    assert "a close duel at batch 1, not" in probes[0].reason
+    decision = replace(decision, runoff=verdict)  # as search_row records it
+    assert decision.summary()["runoff"] == written
+    assert Decision.from_dict(decision.to_dict()).runoff == verdict

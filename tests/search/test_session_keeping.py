@@ -18,6 +18,7 @@ from kit.results.windows import Noise
 from kit.search import row
 from kit.search.candidates import RowCandidate
 from kit.search.context import SearchContext
+from kit.search.duels import Runoff
 from kit.search.keeping import SessionKeeper, costly_to_reload
 from kit.search.precision_map import PrecisionChoice
 from kit.search.probe import Probe
@@ -257,7 +258,7 @@ def test_a_runoff_duel_borrows_the_kept_session_and_leaves_it_open(twin):
             model=twin, inputs=inputs, batch=1, window=TINY.measure_config(), keeper=keeper
         )
         d = runoff.duel(ctx, leader, challenger)
-        assert "error" not in d and len(d["ratios"]) >= runoff.RUNOFF_ROUNDS
+        assert not d.failed and d.rounds >= runoff.RUNOFF_ROUNDS
         assert loads(compiled=True) == 1 and not kept.closed  # lent, not loaded again nor closed
         assert all(s.closed for s in TwinBackend.sessions if s is not kept)
         assert keeper.take(1, "twin", leader.backend_config()) is kept
@@ -355,9 +356,7 @@ def test_a_search_that_chooses_another_candidate_closes_the_kept_one(twin, monke
     candidate than the leader the keeper holds: the kept session is closed with the decision."""
     from kit.search import runoff
 
-    monkeypatch.setattr(
-        runoff, "run", lambda *a, **k: {"winner": eager().label, "duels": [], "within": 0.7}
-    )
+    monkeypatch.setattr(runoff, "run", lambda *a, **k: Runoff(winner=eager().label, within=0.7))
     with SessionKeeper() as keeper:
         decision = row.search_row(
             twin, "FP16", 1, "cpu", TINY, candidates=[eager(), compiled()], keeper=keeper
