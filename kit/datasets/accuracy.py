@@ -24,6 +24,7 @@ from kit.models.spec import ExportedModel, InputSpec, WeightsInfo
 from kit.paths import datasets_dir, weights_dir
 from kit.registry import Registry
 from kit.results.reasons import ReasonCode
+from kit.results.windows import AccuracyCheck
 
 MEASURED = "measured"
 RANDOM = "not meaningful: random weights"
@@ -101,19 +102,21 @@ def _result(
     weights: WeightsInfo | None,
     code: ReasonCode | None,
     **extra,
-) -> dict:
-    """An AccuracyResult dict; `code` says why it was not measured (None where it was)."""
-    return {
-        "model": model_name,
-        "dataset": ev.dataset if ev else None,
-        "metric": extra.pop("metric", None),
-        "value": extra.pop("value", None),
-        "status": status,
-        "reason_code": None if code is None else str(code),
-        "data_percent": data_percent,
-        "weights": weights.to_dict() if weights else None,
-        "details": extra,
-    }
+) -> AccuracyCheck:
+    """The check's record; `code` says why it was not measured (None where it was)."""
+    return AccuracyCheck.from_dict(
+        {
+            "model": model_name,
+            "dataset": ev.dataset if ev else None,
+            "metric": extra.pop("metric", None),
+            "value": extra.pop("value", None),
+            "status": status,
+            "reason_code": None if code is None else str(code),
+            "data_percent": data_percent,
+            "weights": weights.to_dict() if weights else None,
+            "details": extra,
+        }
+    )
 
 
 def build_dataset(
@@ -154,11 +157,11 @@ def evaluate_accuracy(
     model: ExportedModel | None = None,
     reference_session=None,
     tokenizer_dir: Path | str | None = None,
-) -> dict:
+) -> AccuracyCheck:
     """Run `session` (kit.backends Session) over the model's published dataset.
 
-    Returns an AccuracyResult dict: model, dataset, metric, value, status, data_percent, weights,
-    details. `model` (the ExportedModel) lets inputs be renamed/cast to the ONNX names;
+    Returns its AccuracyCheck (kit.results): model, dataset, metric, value, status, reason code,
+    data_percent, weights, details. `model` (the ExportedModel) lets inputs be renamed/cast to the ONNX names;
     `reference_session` is the fp32 CPU run that Mean Diff (CLIP, Conformer) compares against.
     """
     data_percent = validate_data_percent(data_percent)

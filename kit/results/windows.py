@@ -183,6 +183,9 @@ class AccuracyCheck(Record):
     # why not measured, a ReasonCode
     code: str | None = field(default=None, metadata={_KEY: "reason_code"})
     data_percent: float | None = None
+    weights: Json | None = None  # the WeightsInfo the session ran (kit.models.spec)
+    # the scorer's counts and settings (samples, batch size, dataset directory, ...)
+    details: Json = field(default_factory=dict)
 
     @classmethod
     def not_measured(cls, model: str, why: str, code: str) -> AccuracyCheck:

@@ -526,6 +526,7 @@ def measure_one_batch(
     """Load (or take `kept`, the search's own session of this very configuration), check numerics,
     time, and where asked profile and check accuracy, at one batch size."""
     sessions: list = [] if kept is None else [kept]
+    accuracy_here = with_accuracy and cfg.accuracy
     with closing_all(sessions):
         inputs = model.make_inputs(batch, seed=cfg.seed)
         note(f"batch {batch}: compiling")
@@ -540,44 +541,10 @@ def measure_one_batch(
                 backend.load(model, cfg.backend_config(), batch)
                 for _ in range(cfg.replicas - len(sessions))
             ]
-            ref_session, recalled = None, None
-            accuracy_here = with_accuracy and cfg.accuracy
-            if reference is not None:
-                # the run itself is the reference when it is ORT fp32 on the CPU
-                same = (cfg.backend, cfg.precision, cfg.device) == REFERENCE
-                recalled = (
-                    reference_outputs.recall(model, batch, inputs)
-                    if cfg.check_numerics and not same
-                    else None
-                )
-                if same:
-                    ref_session = sessions[0]
-                elif recalled is None and cfg.check_numerics:
-                    ref_session = reference.load(model, BackendConfig("fp32", "cpu"), batch)
-                    sessions.append(ref_session)
-                elif accuracy_here:
-                    # loaded when the accuracy check first calls it, after the timed windows
-                    ref_session = LazySession(
-                        lambda: reference.load(model, BackendConfig("fp32", "cpu"), batch)
-                    )
-                    sessions.append(ref_session)
-            phase.detail = (
-                f"{cfg.backend} {cfg.precision} on {cfg.device}"
-                + (
-                    " and the onnxruntime fp32 CPU reference"
-                    if ref_session not in (None, sessions[0])
-                    and not isinstance(ref_session, LazySession)
-                    else ""
-                )
-                + (
-                    " (the search's torch.compile session: not compiled again)"
-                    if kept is not None
-                    else "; torch.compile read its graph from inductor's cache"
-                    if read_from_cache(sessions[0].description.get("compile_cache"))
-                    else ""
-                )
-                + (f"; the reference's outputs taken from {recalled.source}" if recalled else "")
+            ref_session, recalled = reference_session(
+                cfg, reference, model, batch, inputs, sessions, accuracy_here
             )
+            phase.detail = compile_detail(cfg, sessions, ref_session, kept, recalled)
         if kept is not None:
             result.notes.append(kept_note(batch, kept))
         assert result.backend is not None  # backend_block(), before the batches
@@ -593,20 +560,8 @@ def measure_one_batch(
         if ref_session is not None and ref_session is not sessions[0] and not accuracy_here:
             sessions.remove(ref_session)  # no reference session stays open while the windows run
             ref_session.close()
-        mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
-        note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
-        with timed_phase("timing", batch) as phase:
-            measurement = timed_sessions(sessions[: cfg.replicas], inputs, batch, mcfg, sampler)
-            phase.detail = timing_detail(
-                measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else ""
-            )
-        result.measurements.append(replace(measurement.record(), session=result.backend.session))
-        if cfg.roofline and batch == max(cfg.batch_sizes):
-            calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
-            add_op_breakdown(
-                result, model, cfg, session=sessions[0], inputs=inputs, batch=batch, calls=calls
-            )
-        if with_accuracy and cfg.accuracy:
+        time_batch(cfg, model, sessions, inputs, batch, result, sampler, note)
+        if accuracy_here:
             note(f"batch {batch}: accuracy")
             with (
                 progress.step(f"batch {batch}: evaluating accuracy on the published dataset"),
@@ -614,6 +569,83 @@ def measure_one_batch(
             ):
                 result.accuracy.append(check_accuracy(cfg, model, sessions[0], ref_session, batch))
                 phase.detail = str(result.accuracy[-1].status or "")
+
+
+def reference_session(
+    cfg: Config,
+    reference,
+    model: ExportedModel,
+    batch: int,
+    inputs: dict,
+    sessions: list,
+    accuracy_here: bool,
+) -> tuple[Any, reference_outputs.Recalled | None]:
+    """The session the numerics and accuracy checks compare with, and the reference's outputs where
+    an earlier run kept them. A session loaded for it joins `sessions` (closed with them); the run
+    itself is the reference when it is ORT fp32 on the CPU."""
+    if reference is None:
+        return None, None
+    if (cfg.backend, cfg.precision, cfg.device) == REFERENCE:
+        return sessions[0], None
+    recalled = reference_outputs.recall(model, batch, inputs) if cfg.check_numerics else None
+    if recalled is None and cfg.check_numerics:
+        loaded = reference.load(model, BackendConfig("fp32", "cpu"), batch)
+    elif accuracy_here:
+        # loaded when the accuracy check first calls it, after the timed windows
+        loaded = LazySession(lambda: reference.load(model, BackendConfig("fp32", "cpu"), batch))
+    else:
+        return None, recalled
+    sessions.append(loaded)
+    return loaded, recalled
+
+
+def compile_detail(
+    cfg: Config, sessions: list, ref_session, kept, recalled: reference_outputs.Recalled | None
+) -> str:
+    """What the compile phase of one batch size loaded, and what it did not have to."""
+    loaded_reference = ref_session not in (None, sessions[0]) and not isinstance(
+        ref_session, LazySession
+    )
+    if kept is not None:
+        compiled = " (the search's torch.compile session: not compiled again)"
+    elif read_from_cache(sessions[0].description.get("compile_cache")):
+        compiled = "; torch.compile read its graph from inductor's cache"
+    else:
+        compiled = ""
+    return (
+        f"{cfg.backend} {cfg.precision} on {cfg.device}"
+        + (" and the onnxruntime fp32 CPU reference" if loaded_reference else "")
+        + compiled
+        + (f"; the reference's outputs taken from {recalled.source}" if recalled else "")
+    )
+
+
+def time_batch(
+    cfg: Config,
+    model: ExportedModel,
+    sessions: list,
+    inputs: dict,
+    batch: int,
+    result: RunResult,
+    sampler,
+    note: Callable[[str], None],
+) -> None:
+    """Time the measured sessions' windows into `result`, and profile them at the largest batch
+    size where the roofline is asked for."""
+    mcfg = warmed_by_numerics(cfg.measure_config(), cfg.check_numerics and cfg.replicas == 1)
+    note(progress.timed_note(f"batch {batch}", mcfg))  # not redrawn while timing
+    with timed_phase("timing", batch) as phase:
+        measurement = timed_sessions(sessions[: cfg.replicas], inputs, batch, mcfg, sampler)
+        phase.detail = timing_detail(
+            measurement, mcfg, "the numerics call" if mcfg.warmup < cfg.warmup else ""
+        )
+    assert result.backend is not None
+    result.measurements.append(replace(measurement.record(), session=result.backend.session))
+    if cfg.roofline and batch == max(cfg.batch_sizes):
+        calls = 1 if measurement.latency.mean_ms > LONG_CALL_MS else op_breakdown.PROFILED_CALLS
+        add_op_breakdown(
+            result, model, cfg, session=sessions[0], inputs=inputs, batch=batch, calls=calls
+        )
 
 
 class LazySession:
@@ -739,17 +771,15 @@ def check_accuracy(
 ) -> AccuracyCheck:
     """The published accuracy/numeric metric, or the reason it cannot be measured here."""
     try:
-        return AccuracyCheck.from_dict(
-            evaluate_accuracy(
-                model.name,
-                session,
-                cfg.dataset_dir or None,
-                cfg.data_percent,
-                model.weights,
-                batch_size=batch,
-                model=model,
-                reference_session=ref_session,
-            )
+        return evaluate_accuracy(
+            model.name,
+            session,
+            cfg.dataset_dir or None,
+            cfg.data_percent,
+            model.weights,
+            batch_size=batch,
+            model=model,
+            reference_session=ref_session,
         )
     except KitError as exc:
         return AccuracyCheck.not_measured(model.name, str(exc), str(ReasonCode.OTHER))

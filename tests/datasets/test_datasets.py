@@ -591,10 +591,10 @@ def test_cail2019_two_column_output_is_not_comparable(tmp_path):
     res = evaluate_accuracy(
         "roformer-tf-fp32", session, tmp_path, weights=LOCAL, batch_size=2, tokenizer_dir=tmp_path
     )
-    assert res["status"].startswith(
+    assert res.status.startswith(
         "not comparable: CAIL2019 scoring: the model gives 2 scores per row"
     )
-    assert res["value"] is None
+    assert res.value is None
 
 
 def test_cail2019_bad_line_names_the_file_and_line(tmp_path):
@@ -640,10 +640,10 @@ def test_evaluate_accuracy_status(tmp_path):
     missing = evaluate_accuracy(
         "resnet50-torch-fp32", FakeSession(channel_model), tmp_path / "none", weights=LOCAL
     )
-    assert missing["value"] is None and missing["status"].startswith("not measured: no dataset (")
-    assert str(tmp_path / "none") in missing["status"] and "val_map.txt" in missing["status"]
+    assert missing.value is None and missing.status.startswith("not measured: no dataset (")
+    assert str(tmp_path / "none") in missing.status and "val_map.txt" in missing.status
     # the code made with the status, never read from it
-    assert missing["reason_code"] == "no_dataset"
+    assert missing.code == "no_dataset"
     for i, color in enumerate(COLORS):
         write_jpeg(tmp_path / "img" / f"{i}.jpg", color, size=(40, 40))
     (tmp_path / "img" / "val_map.txt").write_text("0.jpg 0\n1.jpg 1\n2.jpg 0\n")
@@ -651,13 +651,11 @@ def test_evaluate_accuracy_status(tmp_path):
     rand = evaluate_accuracy(
         "resnet50-torch-fp32", session, tmp_path / "img", weights=RANDOM, batch_size=1
     )
-    assert rand["status"] == "not meaningful: random weights" and rand["value"] == pytest.approx(
+    assert rand.status == "not meaningful: random weights" and rand.value == pytest.approx(
         2 / 3, abs=1e-5
     )
-    assert (
-        session.calls == 3 and rand["metric"] == "Top-1" and rand["weights"]["source"] == "random"
-    )
-    assert rand["reason_code"] == "random_weights"
+    assert session.calls == 3 and rand.metric == "Top-1" and rand.weights["source"] == "random"
+    assert rand.code == "random_weights"
     real = evaluate_accuracy(
         "resnet50-torch-fp32",
         FakeSession(channel_model),
@@ -666,11 +664,11 @@ def test_evaluate_accuracy_status(tmp_path):
         weights=LOCAL,
     )
     # seed-7 shuffle of 3 images puts image 2 (blue, labelled 0: a miss) first
-    assert real["status"] == "measured" and real["details"]["samples"] == 1 and real["value"] == 0.0
-    assert real["reason_code"] is None
+    assert real.status == "measured" and real.details["samples"] == 1 and real.value == 0.0
+    assert real.code is None
     other = evaluate_accuracy("resnext101-c2", FakeSession(channel_model), weights=LOCAL)
-    assert other["status"].startswith("not measured: no published accuracy")
-    assert other["reason_code"] == "no_accuracy_dataset"
+    assert other.status.startswith("not measured: no published accuracy")
+    assert other.code == "no_accuracy_dataset"
     with pytest.raises(InvalidParameter):
         # weights must be stated
         evaluate_accuracy("resnet50-torch-fp32", session, tmp_path / "img")
@@ -686,12 +684,12 @@ def test_evaluate_accuracy_squad_with_vocab_dir_and_missing_tokenizer(tmp_path):
     out = evaluate_accuracy(
         "bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=vocab_dir
     )
-    assert out["status"] == "measured" and out["metric"] == "F1 Score" and out["value"] == 100.0
+    assert out.status == "measured" and out.metric == "F1 Score" and out.value == 100.0
     none = evaluate_accuracy(
         "bert-torch-fp32", session, tmp_path, weights=LOCAL, tokenizer_dir=tmp_path / "no-tokenizer"
     )
-    assert none["status"].startswith("not measured: no tokenizer in") and none["value"] is None
-    assert none["reason_code"] == "other"  # said by its sentence
+    assert none.status.startswith("not measured: no tokenizer in") and none.value is None
+    assert none.code == "other"  # said by its sentence
 
 
 def test_evaluate_accuracy_mean_diff_needs_reference():
@@ -704,8 +702,7 @@ def test_evaluate_accuracy_mean_diff_needs_reference():
 
     none = evaluate_accuracy("clip-onnx-fp32", session, model=Model(), data_percent=1)
     assert (
-        none["status"].startswith("not measured: no reference session")
-        and none["reason_code"] == "no_reference"
+        none.status.startswith("not measured: no reference session") and none.code == "no_reference"
     )
     out = evaluate_accuracy(
         "clip-onnx-fp32",
@@ -715,8 +712,8 @@ def test_evaluate_accuracy_mean_diff_needs_reference():
         reference_session=ref,
         batch_size=2,
     )
-    assert out["metric"] == "Mean Diff" and out["value"] == pytest.approx(0.25)
-    assert out["status"] == "not meaningful: random weights"
+    assert out.metric == "Mean Diff" and out.value == pytest.approx(0.25)
+    assert out.status == "not meaningful: random weights"
 
 
 def test_align_inputs_renames_and_casts():

@@ -108,6 +108,25 @@ def test_a_field_holds_what_readers_use_and_more_the_rest():
     assert AccuracyCheck.from_dict({"reason_code": "no_dataset"}).code == "no_dataset"
 
 
+def test_an_accuracy_check_an_older_kit_wrote_reads_its_weights_and_details_and_writes_back():
+    written = {
+        "model": "resnet50-torch-fp32",
+        "dataset": "imagenet",
+        "metric": "Top-1",
+        "value": 0.5,
+        "status": "measured",
+        "reason_code": None,
+        "data_percent": 1,
+        "weights": {"source": "local", "label": "w"},
+        "details": {"samples": 2, "batch_size": 1},
+    }
+    check = AccuracyCheck.from_dict(written)
+    assert check.weights == {"source": "local", "label": "w"} and check.details["samples"] == 2
+    assert check.more == {} and check.to_dict() == written
+    before_weights = {k: v for k, v in written.items() if k not in ("weights", "details")}
+    assert AccuracyCheck.from_dict(before_weights).to_dict() == before_weights
+
+
 def test_a_replaced_field_is_written_where_its_key_was():
     w = Weights.from_dict({"source": "random", "label": None})
     assert replace(w, label="real").to_dict() == {"source": "random", "label": "real"}
