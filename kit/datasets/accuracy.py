@@ -161,8 +161,9 @@ def evaluate_accuracy(
     """Run `session` (kit.backends Session) over the model's published dataset.
 
     Returns its AccuracyCheck (kit.results): model, dataset, metric, value, status, reason code,
-    data_percent, weights, details. `model` (the ExportedModel) lets inputs be renamed/cast to the ONNX names;
-    `reference_session` is the fp32 CPU run that Mean Diff (CLIP, Conformer) compares against.
+    data_percent, weights, details. `model` (the ExportedModel) lets inputs be renamed/cast to the
+    ONNX names; `reference_session` is the fp32 CPU run that Mean Diff (CLIP, Conformer) compares
+    against.
     """
     data_percent = validate_data_percent(data_percent)
     weights = weights or (model.weights if model is not None else None)
