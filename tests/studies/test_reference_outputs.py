@@ -400,3 +400,23 @@ def test_the_folder_stays_under_its_cap_by_deleting_the_least_recently_used_entr
     assert not list(reference_cache.glob("*-b3-*.json"))  # with its metadata
     assert reference_outputs.recall(small, 3, inputs[3]) is None
     assert reference_outputs.recall(small, 1, inputs[1]) is not None
+
+
+def test_a_mean_diff_row_compares_with_a_reference_loaded_after_the_windows_when_recalled(
+    small, reference_loads, reference_cache, monkeypatch
+):
+    """Mean Diff (CLIP, Conformer) runs the fp32 reference over its fake dataset. The first run
+    loads the reference for numerics; the second recalls its outputs, so the compile phase loads
+    none and the accuracy check loads one after the timed windows."""
+    clip = replace(small, name="clip-onnx-fp32")
+    monkeypatch.setattr(model_benchmark, "load_model", lambda *a, **k: clip)
+    run = dict(model=clip.name, **{**RUN, "accuracy": True, "data_percent": 1})
+    for expected_compile in ("and the onnxruntime fp32 CPU reference", "the reference's outputs"):
+        reference_loads.clear()
+        result = model_benchmark.run(run)
+        (check,) = result.accuracy
+        assert check.metric == "Mean Diff" and check.value is not None and check.value > 0
+        assert check.code == "random_weights" and reference_loads == ["fp16", "fp32"]
+        compile_phase = next(p for p in result.tables.time_account.phases if p.phase == "compile")
+        assert expected_compile in compile_phase.detail
+    assert "fp32 CPU reference" not in compile_phase.detail
