@@ -60,6 +60,13 @@ class Placement:
         )
 
     @property
+    def builds_engine(self) -> bool:
+        """Loading it builds a TensorRT engine (TensorRT's own API, or ONNX Runtime's TensorRT
+        provider): tens of seconds to minutes on a GPU the first time, read from the engine cache
+        after."""
+        return self.backend == "tensorrt" or self.device == "tensorrt"
+
+    @property
     def label(self) -> str:
         """How a search names it: 'onnxruntime int8 dynamic threads=3 (cpu)'."""
         extra = [

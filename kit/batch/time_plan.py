@@ -55,6 +55,7 @@ class JobFloor:
     probes: int = 0  # candidates the searches measure (the sibling row's shared ones left out)
     probe_s: float = 0.0  # their timed seconds if none stops early
     compiles: int = 0  # of those probes, torch.compile candidates (tens of seconds each on a GPU)
+    engine_builds: int = 0  # of those probes, TensorRT engines built (engine cache empty)
     warm: bool = False  # runs in the batch's warm kernel (kit.batch.jobs.runs_warm)
     note: str = ""
 
@@ -68,6 +69,7 @@ class PlannedProbe:
 
     compiles: bool
     shareable: bool  # may take the sibling row's figures (kit.search.sharing)
+    builds_engine: bool = False
 
 
 def windows(
@@ -85,7 +87,7 @@ def search_probes(model: str, published: str, kind: str, depth: str) -> dict[str
     """The candidates one search of the row measures at `depth`, by label (as kit.search plans
     them)."""
     return {
-        p.label: PlannedProbe(p.placement.options.compiles, shareable(p))
+        p.label: PlannedProbe(p.placement.options.compiles, shareable(p), p.placement.builds_engine)
         for p in planned_probes(
             model, published, kind, depth, kinds.get(kind).planned_ort_providers()
         )
@@ -119,11 +121,10 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
             note="no search",
         )
     own = search_probes(p["model"], p["published_precision"], kind, p["search_depth"])
-    probes = compiles = 0
+    new: list[PlannedProbe] = []
     for batch in search_batches(p):
         before = measured.setdefault((p["model"], batch), set())
-        new = [label for label, probe in own.items() if not (probe.shareable and label in before)]
-        probes, compiles = probes + len(new), compiles + sum(own[label].compiles for label in new)
+        new += [probe for label, probe in own.items() if not (probe.shareable and label in before)]
         before.update(own)
     probe_s = PROBE_DEFAULTS[p["search_depth"]][0]
     return JobFloor(
@@ -133,9 +134,10 @@ def model_floor(job: Job, kind: str, measured: dict[tuple[str, int], set[str]]) 
         window_floor_s=floor,
         window_limit_s=limit,
         searches=len(search_batches(p)),
-        probes=probes,
-        probe_s=probes * probe_s,
-        compiles=compiles,
+        probes=len(new),
+        probe_s=len(new) * probe_s,
+        compiles=sum(probe.compiles for probe in new),
+        engine_builds=sum(probe.builds_engine for probe in new),
     )
 
 
@@ -178,7 +180,10 @@ def server_floor(job: Job, kind: str, measured: dict) -> JobFloor:
 #: row in the batch's warm kernel after its first: the 16 s scaled by what the warm kernel left of
 #: a row's seconds outside its study on a 2-core Xeon (3.5 of 9.5 s, four torch rows, twice each).
 #: The host they come from (cores, GB of memory) plans the exports and compiles side by side where
-#: the kind is not on this machine. Guesses, printed as such.
+#: the kind is not on this machine. A TensorRT engine build (ONNX Runtime's provider or TensorRT's
+#: API, an empty engine cache) was never timed by this kit: public reports put one model's build
+#: at 20 s to several minutes; taken as 60 s (a warm rerun reads the engine cache, a load).
+#: Guesses, printed as such.
 GUESSES = {
     "cuda": {
         "compile_s": 30.0,
@@ -186,6 +191,7 @@ GUESSES = {
         "notebook_s": 16.0,
         "warm_notebook": 3.5 / 9.5,
         "export_s": 5.0,
+        "engine_build_s": 60.0,
         "cached_compile": 0.2,
         "host_cores": 16,
         "host_memory_gb": 128,
@@ -220,7 +226,7 @@ def estimate(
     exports = rounds * g["export_s"]
     notebooks = notebook_seconds(floors, g["notebook_s"], g["warm_notebook"])
     cold = (
-        sum(f.window_floor_s + f.probe_s + (f.probes - f.compiles) * g["load_s"] for f in floors)
+        sum(f.window_floor_s + f.probe_s + candidate_loads(f, g) for f in floors)
         + compile_seconds(sum(f.compiles for f in floors), side.compiles, g)
         + notebooks
         + exports
@@ -231,6 +237,17 @@ def estimate(
         for f in floors
     )
     return cold, warm
+
+
+def candidate_loads(floor: JobFloor, g: dict) -> float:
+    """A first run's seconds loading the job's candidates that torch.compile does not compile: a
+    TensorRT engine build each where one is built, a load each for the rest.
+
+    >>> candidate_loads(JobFloor(job="r", probes=6, compiles=1, engine_builds=2), GUESSES["cuda"])
+    129.0
+    """
+    loads = floor.probes - floor.compiles - floor.engine_builds
+    return loads * g["load_s"] + floor.engine_builds * g["engine_build_s"]
 
 
 def compile_seconds(compiles: int, at_once: int, g: dict) -> float:
@@ -284,11 +301,20 @@ def estimate_text(floors: list[JobFloor], kind: str, side: SideBySide = SideBySi
         if compiles
         else ""
     )
+    builds = sum(f.engine_builds for f in floors)
+    engines = (
+        f"the {builds} TensorRT engine build{'s' if builds != 1 else ''} taken as "
+        f"{GUESSES[kind]['engine_build_s']:g} s each (never timed by this kit)"
+        if builds
+        else ""
+    )
     return (
         "ESTIMATE, not a measurement (per-item costs guessed from one run's time accounts on an "
         f"H200, kit.batch.time_plan.GUESSES): a first run, nothing cached, about {first / 60:.1f} "
         f"min; a rerun on its caches (search decisions, exports and compiled kernels) about "
-        f"{again / 60:.1f} min; {kernels}" + (f"; {ahead}" if ahead else "") + "."
+        f"{again / 60:.1f} min; {kernels}"
+        + "".join(f"; {part}" for part in (ahead, engines) if part)
+        + "."
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kit.backends import Placement
 from kit.batch import time_plan
 from kit.batch.profiles import jobs_for
 from kit.search import candidates
@@ -127,6 +128,27 @@ def test_on_a_gpu_the_plan_says_what_a_run_will_take_labelled_an_estimate(no_ten
     assert "ESTIMATE" not in time_plan.plan_text(
         time_plan.plan_profile("quick", "cpu", only={"summary"}), "quick", "cpu"
     )  # no guesses for a CPU: its floors only
+
+
+def test_each_tensorrt_engine_a_search_builds_is_counted_as_a_build_not_a_load(monkeypatch):
+    """ONNX Runtime's TensorRT provider builds an engine per search batch on an empty engine
+    cache: each counted at the build guess instead of a 3 s load, and the estimate says so."""
+    from kit.hardware import kinds
+
+    monkeypatch.setattr(candidates, "tensorrt_python", lambda: False)
+    monkeypatch.setattr(kinds.CUDA, "present", lambda: False)
+    floors = time_plan.plan_profile("quick", "cuda", only={"resnet50-torch-fp32_FP16"})
+    (row,) = floors
+    assert (row.probes, row.compiles, row.engine_builds) == (12, 2, 2)  # batches 4 and 32
+    cold, warm = time_plan.estimate(floors, "cuda")
+    g = time_plan.GUESSES["cuda"]
+    assert cold == 2 + 12 + 2 * 30 + 8 * 3 + 2 * g["engine_build_s"] + 16 + 5
+    assert warm == 2 + 16 + 2 * 30 * 0.2  # the rerun reads the engine cache
+    assert time_plan.estimate_text(floors, "cuda").endswith(
+        "; the 2 TensorRT engine builds taken as 60 s each (never timed by this kit)."
+    )
+    assert Placement.of("tensorrt", "fp16", "cuda").builds_engine
+    assert not Placement.of("onnxruntime", "fp16", "cuda").builds_engine
 
 
 def test_a_bad_force_is_refused_in_plan_mode_too(outputs, capsys):
