@@ -368,25 +368,36 @@ def plan_profile(
     ]
 
 
+def gpu_candidates_line(kind: str) -> list[str]:
+    """Which optional GPU candidates the plan counted, where the kind is a GPU (none elsewhere)."""
+    known = kinds.get(kind)
+    if known.hardware_class != "gpu":
+        return []
+    offered = ", ".join(known.planned_ort_providers()) or "none"
+    offered_by = (
+        "as this machine offers them"
+        if known.present()
+        else f"as a {kind} install offers them (no {kind} here)"
+    )
+    return [
+        f"  Candidates {offered_by}: ONNX Runtime GPU providers {offered}; "
+        f"TensorRT's Python API {'installed' if tensorrt_python() else 'not installed'}."
+    ]
+
+
 def plan_text(
     floors: list[JobFloor], profile: str, kind: str, side: SideBySide = SideBySide(0)
 ) -> str:
     """The floors as a table, with the totals and what comes on top (`side`: how many exports and
     compiles the batch makes at once before the first job, kit.batch.prepare)."""
     parallel_exports = side.exports
-    offered = ", ".join(kinds.get(kind).planned_ort_providers()) or "none"
-    offered_by = (
-        "as this machine offers them"
-        if kinds.get(kind).present()
-        else f"as a {kind} install offers them (no {kind} here)"
-    )
     head = (
         f"{'job':34} {'windows':>7} {'floor s':>8} {'limit s':>8} {'searches':>8} {'probes':>6} "
-        f"{'probe s':>7} {'compiles':>8}"
+        f"{'probe s':>7} {'compiles':>8} {'engines':>7}"
     )
     rows = [
         f"{f.job:34} {f.windows:7d} {f.window_floor_s:8.0f} {f.window_limit_s:8.0f} "
-        f"{f.searches:8d} {f.probes:6d} {f.probe_s:7.0f} {f.compiles:8d}"
+        f"{f.searches:8d} {f.probes:6d} {f.probe_s:7.0f} {f.compiles:8d} {f.engine_builds:7d}"
         + (f"  ({f.note})" if f.note else "")
         for f in floors
     ]
@@ -398,16 +409,16 @@ def plan_text(
             "  windows: timed windows; floor s: their minimum seconds (no measuring run takes "
             "less); limit s: their time limits;",
             "  probes: candidates the searches measure; probe s: their timed seconds if none stops "
-            "early (a clear loser stops after a quarter; a failed one is not timed).",
-            f"  Candidates {offered_by}: ONNX Runtime GPU providers {offered}; "
-            f"TensorRT's Python API {'installed' if tensorrt_python() else 'not installed'}.",
+            "early (a clear loser stops after a quarter; a failed one is not timed); compiles: "
+            "of those, torch.compile candidates; engines: TensorRT engines they build.",
+            *gpu_candidates_line(kind),
             head,
             *rows,
             f"{'total':34} {sum(f.windows for f in floors):7d} "
             f"{sum(f.window_floor_s for f in floors):8.0f} "
             f"{sum(f.window_limit_s for f in floors):8.0f} {sum(f.searches for f in floors):8d} "
             f"{sum(f.probes for f in floors):6d} {sum(f.probe_s for f in floors):7.0f} "
-            f"{sum(f.compiles for f in floors):8d}",
+            f"{sum(f.compiles for f in floors):8d} {sum(f.engine_builds for f in floors):7d}",
             f"On top: {exports} ONNX export{'s' if exports != 1 else ''} (cached after the first "
             f"run; {f'made {parallel_exports} at a time before the first job {side.where}' if parallel_exports > 1 else f'each job exports its own, one after another {side.where}'}), loading and "  # noqa: E501
             "compiling each candidate (the torch.compile ones for tens of seconds on a GPU), "

@@ -17,10 +17,11 @@ ByteMLPerf). `Backend` names the hardware part and the runtime: `CPU-AMD-EPYC-on
 `Dataset` is written only where the run read it (a measured accuracy metric): the diffs are taken
 on the kit's seeded synthetic inputs, not on dataset samples as ByteMLPerf takes them.
 
-Two fields ByteMLPerf's format does not have (KIT_FIELDS) say what its readers would otherwise
+Fields ByteMLPerf's format does not have (KIT_FIELDS) say what its readers would otherwise
 take for granted: `Weights`, where the model's weights came from (random initialisation is named,
-with "accuracy not meaningful"), and `Accuracy`'s `Diff Inputs`, the inputs the diffs were taken
-on.
+with "accuracy not meaningful"), and `Accuracy`'s `Diff Inputs` and `Diff Reference`, the inputs
+the diffs were taken on and the run they were taken against (the fp32 CPU reference; a run that is
+that reference says its zero diffs are so by construction).
 """
 
 from __future__ import annotations
@@ -56,7 +57,14 @@ DIFFS = {
 #: The fields the kit adds to ByteMLPerf's format (as `kit.published.bytemlperf_reports.flatten`
 #: names them): what the figures were measured with, where a reader would otherwise assume a dataset
 #: and real weights.
-KIT_FIELDS = ("Weights", "Accuracy/Diff Inputs", "Performance[]/Calls Kept")
+KIT_FIELDS = (
+    "Weights",
+    "Accuracy/Diff Inputs",
+    "Accuracy/Diff Reference",
+    "Performance[]/Calls Kept",
+)
+#: What `Diff Reference` adds where the run is the CPU reference itself
+SELF_REFERENCE = "this run is the reference"
 NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
 #: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
 EMULATED = "not run on an IPU"
@@ -156,9 +164,25 @@ def accuracy(result: RunResult, png: str) -> dict:
         )
         seed = result.parameters.get("seed", 0)
         out["Diff Inputs"] = f"synthetic (the kit's inputs, seed {seed}), not dataset samples"
+        if reference := diff_reference(first.more.get("reference")):
+            out["Diff Reference"] = reference
         if first.histograms:
             out["Diff Dist"] = png
     return out
+
+
+def diff_reference(recorded: object) -> str | None:
+    """What the diffs were taken against, as the numerics check recorded it; a run that is the
+    reference itself says its diffs are zero by construction, not a backend matching it.
+
+    >>> diff_reference("onnxruntime fp32 CPU (this run is the reference)")
+    'onnxruntime fp32 CPU (this run is the reference: its diffs are zero by construction)'
+    >>> diff_reference("onnxruntime fp32 CPU"), diff_reference(None)
+    ('onnxruntime fp32 CPU', None)
+    """
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    return recorded.replace(SELF_REFERENCE, f"{SELF_REFERENCE}: its diffs are zero by construction")
 
 
 def dataset_name(model: str) -> str | None:

@@ -147,6 +147,9 @@ def test_each_tensorrt_engine_a_search_builds_is_counted_as_a_build_not_a_load(m
     assert time_plan.estimate_text(floors, "cuda").endswith(
         "; the 2 TensorRT engine builds taken as 60 s each (never timed by this kit)."
     )
+    table = time_plan.plan_text(floors, "quick", "cuda").splitlines()
+    assert table[4].split()[-1] == "engines" and table[5].split()[-1] == "2"
+    assert "GPU providers" not in time_plan.plan_text([], "quick", "cpu")  # none on a CPU
     assert Placement.of("tensorrt", "fp16", "cuda").builds_engine
     assert not Placement.of("onnxruntime", "fp16", "cuda").builds_engine
 

@@ -117,6 +117,10 @@ def test_random_weights_and_synthetic_inputs_are_named_and_no_dataset_is_claimed
     assert "Dataset" not in report
     assert report["Weights"] == "random initialisation (seed 0): accuracy not meaningful"
     assert report["Accuracy"]["Diff Inputs"].startswith("synthetic (the kit's inputs, seed 0)")
+    # an ORT fp32 CPU run is the reference itself: its zero diffs say so
+    assert report["Accuracy"]["Mean Diff"] == 0.0 and report["Accuracy"]["Diff Reference"] == (
+        "onnxruntime fp32 CPU (this run is the reference: its diffs are zero by construction)"
+    )
     read = RunResult.read(path.parents[3] / "resnet50.json")  # the module's result left as it is
     read.accuracy = [
         {"metric": "Top-1", "value": 0.001, "status": "measured", "data_percent": 100.0}
