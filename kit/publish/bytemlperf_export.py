@@ -43,7 +43,7 @@ from kit.precision import RunPrecision
 from kit.published import figures as published
 from kit.results import ResultKind, RunResult
 from kit.results.sections import BackendInfo, ModelInfo
-from kit.results.windows import AccuracyCheck
+from kit.results.windows import SELF_REFERENCE, AccuracyCheck
 
 FOLDER = "bytemlperf"
 RUNTIME_NAMES = {"ipu": "poprt"}
@@ -63,8 +63,6 @@ KIT_FIELDS = (
     "Accuracy/Diff Reference",
     "Performance[]/Calls Kept",
 )
-#: What `Diff Reference` adds where the run is the CPU reference itself
-SELF_REFERENCE = "this run is the reference"
 NOISE = re.compile(r"\((R|TM|tm|r)\)|\[.*?\]|\bCPU\b|\bProcessor\b|\b\d+-Core\b|@.*$")
 #: How an IPU run through the PopRT test double labels its device (kit.backends.ipu.EMULATED_LABEL)
 EMULATED = "not run on an IPU"

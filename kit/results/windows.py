@@ -206,6 +206,8 @@ class AccuracyCheck(Record):
 
 
 DIFFS = ("mean_abs", "std_abs", "max_abs", "mean_rel", "max_rel")
+#: What a numerics check's `reference` says where the run is the fp32 CPU reference itself
+SELF_REFERENCE = "this run is the reference"
 
 
 def _histograms(value: object) -> Json | None:

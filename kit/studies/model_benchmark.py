@@ -32,6 +32,7 @@ from kit.results.reasons import ReasonCode
 from kit.results.sections import DeviceInfo
 from kit.results.session import Session
 from kit.results.tables import FailedBatch, OpBreakdown, RooflineRow
+from kit.results.windows import SELF_REFERENCE
 from kit.search import (
     KEEPS_NOTHING,
     Decision,
@@ -696,7 +697,7 @@ def check_numerics(
         else f"{model.precision}: the file's own graph, no fp32 exists"
     )
     name = (
-        f"onnxruntime {own} CPU (this run is the reference)"
+        f"onnxruntime {own} CPU ({SELF_REFERENCE})"
         if ref_session is session
         else f"onnxruntime {own} CPU"
         + (f" (its outputs from {recalled.source})" if recalled else "")
