@@ -20,6 +20,8 @@ from benchmarks.gpu_check_runner import Completed
 from kit.backends.compile_cache import read_from_cache
 from kit.batch.local import warm_job
 from kit.batch.prepare import Step
+from kit.errors import KitError
+from kit.search.probe import Probe
 
 PEER_TARGET = 0.95
 
@@ -216,36 +218,54 @@ def prepare_lines(outputs: Path) -> list[str]:
 
 
 def compile_lines(outputs: Path) -> list[str]:
-    """The searches' own torch.compile probes (their decisions under cache/search/, so a rerun
-    that reused them shows the run that searched; a probe taken from the sibling row's search is
-    counted there only): how many, their seconds, and how many read their graph from inductor's
-    cache (compiled ahead, or by an earlier run): what kit.batch.time_plan.GUESSES guesses as
-    compile_s and cached_compile."""
-    compiled = []
+    """The searches' own torch.compile and TensorRT probes (their decisions under cache/search/, so
+    a rerun that reused them shows the run that searched; a probe taken from the sibling row's
+    search is counted there only): how many, their seconds, and how many read their graph from
+    inductor's cache (compiled ahead, or by an earlier run) or their engine from TensorRT's engine
+    cache: what kit.batch.time_plan.GUESSES guesses as compile_s, cached_compile and
+    engine_build_s."""
+    timed = [p for p in searched_probes(outputs) if p.compile_s is not None and not p.shared_from]
+    compiled = [p for p in timed if not p.placement.builds_engine]
+    engines = [p for p in timed if p.placement.builds_engine]
+    lines = []
+    if compiled:
+        cached = [p for p in compiled if read_from_cache(p.compile_cache)]
+        fresh = [p for p in compiled if p not in cached]
+        lines.append(
+            f"searches' torch.compile probes: {len(compiled)}; compiled there {len(fresh)} "
+            f"({_each(fresh)}); read from inductor's cache {len(cached)} ({_each(cached)})"
+        )
+    if engines:
+        built = [p for p in engines if not p.engine_reused]
+        read = [p for p in engines if p.engine_reused]
+        lines.append(
+            f"searches' TensorRT probes: {len(engines)}; engines built there {len(built)} "
+            f"({_each(built)}); read from the engine cache {len(read)} ({_each(read)})"
+        )
+    return lines
+
+
+def searched_probes(outputs: Path) -> list[Probe]:
+    """Every probe of the search decisions under `outputs`/cache/search (an unreadable file or
+    probe skipped: the summary reports what it can)."""
+    probes = []
     for path in sorted((outputs / "cache" / "search").glob("*.json")):
         try:
-            probes = json.loads(path.read_text()).get("probes") or []
+            written = json.loads(path.read_text()).get("probes") or []
         except (OSError, ValueError, AttributeError):
             continue
-        compiled += [
-            p
-            for p in probes
-            if isinstance(p, dict)
-            and isinstance(p.get("compile_s"), int | float)
-            and not p.get("shared_from")
-        ]
-    if not compiled:
-        return []
-    cached = [p for p in compiled if read_from_cache(p.get("compile_cache"))]
-    fresh = [p for p in compiled if p not in cached]
+        for d in written:
+            try:
+                probes.append(Probe.from_dict(d))
+            except (KitError, KeyError, TypeError, ValueError):
+                continue
+    return probes
 
-    def seconds(ps: list[dict]) -> str:
-        return f"{sum(p['compile_s'] for p in ps) / len(ps):.1f} s each" if ps else "none"
 
-    return [
-        f"searches' torch.compile probes: {len(compiled)}; compiled there {len(fresh)} "
-        f"({seconds(fresh)}); read from inductor's cache {len(cached)} ({seconds(cached)})"
-    ]
+def _each(probes: list[Probe]) -> str:
+    if not probes:
+        return "none"
+    return f"{sum(p.compile_s or 0.0 for p in probes) / len(probes):.1f} s each"
 
 
 def _time_account(outputs: Path, job: dict) -> dict | None:

@@ -582,6 +582,20 @@ GPU_MUTATIONS = [
         "    meta = None if entry is None else cache.read_entry(entry)",
         "    meta = None",
     ),
+    HandMutation(
+        "ORT GPU",
+        "TensorRT provider's engines for every batch in one folder",
+        "kit/backends/onnxruntime_backend.py",
+        'str(shared / f"batch-{batch_size}" if batch_size else shared)',
+        "str(shared)",
+    ),
+    HandMutation(
+        "ORT GPU",
+        "a TensorRT engine rebuilt over its file taken as read from the cache",
+        "kit/backends/onnxruntime_backend.py",
+        "if self.before.get(n) != stamp}",
+        "if n not in self.before}",
+    ),
 ]
 
 

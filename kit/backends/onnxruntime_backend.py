@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -238,7 +239,7 @@ class OnnxRuntimeBackend(InProcessBackend):
         if config.device == "cuda" and config.precision == "int8":
             raise InvalidParameter("precision", "int8", CUDA_INT8)
         check_cuda_graph(config)
-        providers = self.providers(config, ort.get_available_providers())
+        providers = self.providers(config, ort.get_available_providers(), batch_size)
         gpu = None
         if config.device != "cpu":
             gpu = cuda_device(device_id(config))
@@ -255,6 +256,7 @@ class OnnxRuntimeBackend(InProcessBackend):
             profile_dir = tempfile.TemporaryDirectory(prefix="kit-ort-profile-")
             opts.enable_profiling = True
             opts.profile_file_prefix = str(Path(profile_dir.name) / "placement")
+        engines = EngineBuilds(providers[0][1]) if config.device == "tensorrt" else None
         session = create_session(ort, path, opts, providers, config.device)
         check_first_provider(config.device, session.get_providers())
         description = self.describe(model, config, session, path, opts)
@@ -291,6 +293,8 @@ class OnnxRuntimeBackend(InProcessBackend):
                 "during the warm-up run",
             )
             description["cpu_node_share"] = description["placement"]["cpu_share"]
+        if engines is not None:
+            description.update(engines.account())
         return loaded
 
     def describe(
@@ -321,8 +325,11 @@ class OnnxRuntimeBackend(InProcessBackend):
             )
         return description
 
-    def providers(self, config: BackendConfig, available: list[str]) -> list:
-        """Provider list for the device, with options; BackendUnavailable where it is absent."""
+    def providers(
+        self, config: BackendConfig, available: list[str], batch_size: int | None = None
+    ) -> list:
+        """Provider list for the device, with options (TensorRT's engines kept per `batch_size`);
+        BackendUnavailable where it is absent."""
         device = config.device
         if device not in PROVIDERS:
             raise BackendUnavailable(
@@ -335,7 +342,7 @@ class OnnxRuntimeBackend(InProcessBackend):
                 f"{', '.join(available)} (needs {wanted}: install onnxruntime-gpu on a machine "
                 "with an NVIDIA GPU)"
             )
-        options = provider_options(config)
+        options = provider_options(config, batch_size)
         return [(p, options[p]) if p in options else p for p in PROVIDERS[device]]
 
     def prepare_model(self, model: ExportedModel, config: BackendConfig) -> Path:
@@ -466,6 +473,36 @@ def tensorrt_version() -> str | None:
     return distribution_version(*TENSORRT_DISTRIBUTIONS)
 
 
+class EngineBuilds:
+    """The TensorRT provider's engine work in a session's making: from here (before the session is
+    created: with static shapes the provider builds at creation, otherwise at the first run) to
+    `account()` (after the warm-up run), and whether it built an engine or read every one from its
+    engine cache: no `*.engine` file written there, new or over an old one (a rebuilt engine keeps
+    its file name)."""
+
+    def __init__(self, trt_options: dict):
+        self.folder = Path(trt_options["trt_engine_cache_path"])
+        self.caching = str(trt_options.get("trt_engine_cache_enable")).lower() in ("true", "1")
+        self.before = self._engines()
+        self.started = time.perf_counter()
+
+    def _engines(self) -> dict[str, tuple[int, int]]:
+        if not self.folder.is_dir():
+            return {}
+        return {
+            p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in self.folder.glob("*.engine")
+        }
+
+    def account(self) -> dict[str, Any]:
+        """`compile_s` (its seconds, as a torch.compile's) and `engine_reused`."""
+        built = {n for n, stamp in self._engines().items() if self.before.get(n) != stamp}
+        return {
+            "compile_s": round(time.perf_counter() - self.started, 2),
+            "engine_reused": self.caching and not built,  # no cache: built in memory every time
+            "engines_built": sorted(built),
+        }
+
+
 #: TensorRT provider options that say where its caches are, not what they hold
 CACHE_PLACES = ("trt_engine_cache_path", "trt_timing_cache_path", "device_id")
 
@@ -508,8 +545,14 @@ def graph_optimization(config: BackendConfig) -> str:
     return ort_options(config).graph_level
 
 
-def provider_options(config: BackendConfig) -> dict[str, dict]:
-    """Per-provider options; the option provider_options overrides them by provider name."""
+def provider_options(config: BackendConfig, batch_size: int | None = None) -> dict[str, dict]:
+    """Per-provider options; the option provider_options overrides them by provider name. With a
+    `batch_size`, TensorRT's engines for it are kept apart from other batches' (`batch-N` under the
+    engine cache the kit chose): the graph's batch axis is dynamic, and the provider, finding a
+    cached engine whose profile lacks the batch, widens the profile and builds over it, so batches
+    sharing one folder would rebuild each other's engines and run ones tuned for another batch.
+    The layer timings stay shared: they are per layer and shape, and save a batch's build those
+    another batch measured."""
     given = ort_options(config)
     ordinal = given.ordinal
     int8 = config.precision == "int8"
@@ -534,7 +577,10 @@ def provider_options(config: BackendConfig) -> dict[str, dict]:
         options.setdefault(name, {}).update(extra)
     trt = options["TensorrtExecutionProvider"]
     if "trt_engine_cache_path" not in trt:
-        trt["trt_engine_cache_path"] = str(trt_cache_dir(trt, _gpu_name(config)))
+        shared = trt_cache_dir(trt, _gpu_name(config))
+        if trt.get("trt_timing_cache_enable") and "trt_timing_cache_path" not in trt:
+            trt["trt_timing_cache_path"] = str(shared)
+        trt["trt_engine_cache_path"] = str(shared / f"batch-{batch_size}" if batch_size else shared)
     if trt.get("trt_timing_cache_enable") and "trt_timing_cache_path" not in trt:
         trt["trt_timing_cache_path"] = trt["trt_engine_cache_path"]
     return options

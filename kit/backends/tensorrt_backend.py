@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,7 +165,7 @@ class TensorRtBackend(InProcessBackend):
         onnx = graph_for(model, config.precision, typing)
         logger = trt.Logger(trt.Logger.WARNING)
         path = engine_path(onnx, config.precision, inputs, gpu.name, trt.__version__)
-        cached = path.exists()
+        started, cached = time.perf_counter(), path.exists()
         serialized = (
             path.read_bytes()
             if cached
@@ -197,6 +198,8 @@ class TensorRtBackend(InProcessBackend):
         session = TrtSession(engine, device, description)
         session.clients = config.options_as(TensorRtOptions).clients
         session.run(inputs)  # warm-up: the first context and its buffers, before any window
+        # the engine's build (or its read from the cache) and the warm-up, as a torch.compile's
+        description["compile_s"] = round(time.perf_counter() - started, 2)
         return session
 
 

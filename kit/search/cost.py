@@ -15,12 +15,17 @@ converting, quantising and compiling them), which a cold search pays once and th
 >>> search_cost(Decision.from_dict({"searched_s": 12.0, "plan": plan, "probes": [{**probe("torch fp16 compile (cuda)", 8.0, compile_s=6.5),
 ...     "compile_cache": {"hit": 1, "miss": 0, "bypass": 0}}]}))
 "searched in 12 s: 8 s of it loading 1 candidate (the longest: torch fp16 compile (cuda), 8 s), 6.5 s of that compiling 1 (1 from inductor's cache)"
+>>> search_cost(Decision.from_dict({"searched_s": 70.0, "plan": plan, "probes": [{**probe("onnxruntime fp16 (tensorrt)", 62.0, compile_s=61.0),
+...     "device": "tensorrt", "engine_reused": False}, {**probe("onnxruntime int8 (tensorrt)", 4.0, compile_s=3.5), "precision": "int8",
+...     "device": "tensorrt", "engine_reused": True}]}))
+'searched in 70 s: 66 s of it loading 2 candidates (the longest: onnxruntime fp16 (tensorrt), 62 s), 64.5 s on 2 TensorRT engines (1 built, 1 read from the engine cache)'
 """  # noqa: E501
 
 from __future__ import annotations
 
 from kit.backends.compile_cache import read_from_cache
 from kit.search.decision import Decision
+from kit.search.probe import Probe
 
 
 def search_cost(decision: Decision) -> str:
@@ -38,15 +43,33 @@ def search_cost(decision: Decision) -> str:
             f": {sum(p.load_s or 0.0 for p in own):.3g} s of it loading {len(own)} candidate"
             f"{'s' if len(own) != 1 else ''} (the longest: {longest.label}, {longest.load_s:.3g} s)"
         )
-        compiled = [p for p in own if p.compile_s is not None]
-        if compiled:
-            text += (
-                f", {sum(p.compile_s or 0.0 for p in compiled):.3g} s of that compiling "
-                f"{len(compiled)}"
-            )
-            cached = sum(read_from_cache(p.compile_cache) for p in compiled)
-            if cached:
-                text += f" ({cached} from inductor's cache)"
+        text += compiling(own)
     if shared:
         text += f"; {shared} probe{'s' if shared != 1 else ''} taken from the sibling row"
     return text
+
+
+def compiling(probes: list[Probe]) -> str:
+    """Of the probes' loads, the seconds torch.compile compiled and TensorRT made engines:
+    ', 33.5 s of that compiling 1 (1 from inductor's cache), 61 s on 1 TensorRT engine (1 built, 0
+    read from the engine cache)', or ''."""
+    engines = [p for p in probes if p.compile_s is not None and p.placement.builds_engine]
+    compiled = [p for p in probes if p.compile_s is not None and p not in engines]
+    text = ""
+    if compiled:
+        text += f", {seconds(compiled):.3g} s of that compiling {len(compiled)}"
+        if cached := sum(read_from_cache(p.compile_cache) for p in compiled):
+            text += f" ({cached} from inductor's cache)"
+    if engines:
+        plural = "s" if len(engines) != 1 else ""
+        built = sum(p.engine_reused is False for p in engines)
+        reused = sum(p.engine_reused is True for p in engines)
+        text += (
+            f", {seconds(engines):.3g} s on {len(engines)} TensorRT engine{plural} ({built} built, "
+            f"{reused} read from the engine cache)"
+        )
+    return text
+
+
+def seconds(probes: list[Probe]) -> float:
+    return sum(p.compile_s or 0.0 for p in probes)

@@ -18,6 +18,7 @@ from typing import Any
 
 from kit.backends import Placement
 from kit.backends.placement import flat_dict, unflat_dict
+from kit.results.windows import Noise
 from kit.search.duels import Runoff
 from kit.search.probe import Probe
 
@@ -72,8 +73,8 @@ class Decision:
     searched_s: float | None = None
     shared_probes: int = 0
     shared_from: str | None = None  # the sibling row's cache file its shared probes came from
-    # kit.measure.noise.idle_sample's verdict
-    machine_at_start: dict[str, Any] = field(default_factory=dict)
+    # kit.measure.noise.idle_sample's verdict (its noisy flag, reasons, other load and steal)
+    machine_at_start: Noise = field(default_factory=Noise)
     load_average: float | None = None
     cores: int | None = None
     contended: bool = False
@@ -88,7 +89,8 @@ class Decision:
         """Everything but the probe table (a result's `search_decision` table)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "probes"}
         runoff = self.runoff.to_dict() if self.runoff else None
-        return {**out, "plan": self.plan.to_dict(), "runoff": runoff}
+        machine = self.machine_at_start.to_dict()
+        return {**out, "plan": self.plan.to_dict(), "runoff": runoff, "machine_at_start": machine}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
@@ -100,6 +102,7 @@ class Decision:
                 **known,
                 "plan": Plan.from_dict(d.get("plan") or {}),
                 "runoff": Runoff.read(d.get("runoff")),
+                "machine_at_start": Noise.from_dict(d.get("machine_at_start")),
                 "probes": [Probe.from_dict(p) for p in d.get("probes") or []],
             }
         )

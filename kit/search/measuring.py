@@ -188,6 +188,7 @@ def probe_one(
         p.load_s = round(load.seconds, 2)
         p.compile_s = session.description.get("compile_s")
         p.compile_cache = session.description.get("compile_cache")
+        p.engine_reused = session.description.get("engine_reused")
         if p.placement.options.compiles and (
             fallback := session.description.get("compile_fallback")
         ):

@@ -76,10 +76,12 @@ class Probe:
     high: float | None = None
     calls: int = 0
     load_s: float | None = None
-    # of load_s, compiling (torch.compile); None where nothing was compiled
+    # of load_s, compiling (torch.compile) or building a TensorRT engine; None where neither ran
     compile_s: float | None = None
     # its graphs from inductor's FX graph cache: {'hit': n, 'miss': n, 'bypass': n}
     compile_cache: dict[str, int] | None = None
+    # a TensorRT candidate's engines all read from its engine cache (False: one was built)
+    engine_reused: bool | None = None
     # lost on a scout against a faster leader, not timed in full (kit.search.measuring.stop_early)
     stopped_early: bool = False
     # samples/s of the first call (numerics or reference outputs), untimed window

@@ -26,6 +26,7 @@ from kit.hardware.environment import usable_cores
 from kit.measure.noise import idle_sample
 from kit.models.spec import ExportedModel
 from kit.precision import PublishedPrecision
+from kit.results.windows import Noise
 from kit.search import cache, runoff, sharing
 from kit.search.candidates import RowCandidate, row_candidates
 from kit.search.choice import choose
@@ -169,12 +170,13 @@ def search_row(
         searched_s=round(time.perf_counter() - started, 1),
         shared_probes=shared,
         shared_from=sibling.cache_file if sibling else None,
-        machine_at_start={
-            "noisy": machine.noisy,
-            "reasons": list(machine.reasons),
-            "other_load": machine.other_load,
-            "steal_share": machine.steal_share,
-        },
+        # the verdict and what decided it; the sample's other figures stay out of the cache
+        machine_at_start=Noise(
+            noisy=machine.noisy,
+            reasons=machine.reasons,
+            other_load=machine.other_load,
+            steal_share=machine.steal_share,
+        ),
         load_average=round(load, 2),
         cores=usable_cores(),
         # others' load or steal in the idle moment before it (the load average counts the search's

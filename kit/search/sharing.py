@@ -33,6 +33,7 @@ COPIED = (
     "load_s",
     "compile_s",
     "compile_cache",
+    "engine_reused",
     "first_call",
     "numerics",
     "stopped_early",

@@ -611,6 +611,8 @@ def compile_detail(
         compiled = " (the search's torch.compile session: not compiled again)"
     elif read_from_cache(sessions[0].description.get("compile_cache")):
         compiled = "; torch.compile read its graph from inductor's cache"
+    elif sessions[0].description.get("engine_reused"):
+        compiled = "; TensorRT read its engine from the engine cache"
     else:
         compiled = ""
     return (

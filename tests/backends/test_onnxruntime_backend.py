@@ -4,8 +4,10 @@ for."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +125,15 @@ EPFail = ort.capi.onnxruntime_pybind11_state.EPFail
 ALL_GPU = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
+def engine_folder(providers) -> Path | None:
+    """Where TensorRT's provider keeps its engines, where it is the first provider and caches
+    them."""
+    name, options = providers[0] if isinstance(providers[0], tuple) else (providers[0], {})
+    if name != "TensorrtExecutionProvider" or not options.get("trt_engine_cache_enable"):
+        return None
+    return Path(options["trt_engine_cache_path"])
+
+
 class FakeGpuSession:
     """An ORT session that says which providers it got, as a session on a GPU host would; it
     computes on the CPU. `placed` is what get_providers() returns; `cpu_kernels` kernels of its
@@ -162,7 +173,42 @@ class FakeGpuSession:
         self.calls = 0  # every run, plain or bound
         self.bindings: list = []
         self.placed = list(self.placed)
+        self.model = path_or_bytes
+        self.engine_folder = engine_folder(providers)
+        self.engine_profile = None  # [lowest, highest] batch of the engine in use
+        self.engine_builds = 0
+        if self.engine_folder and all(isinstance(d, int) for d in self._input_dims()):
+            self._build_engine()  # static shapes: TensorRT's provider builds at creation
+            self.engine_folder = None
         FakeGpuSession.last = self
+
+    def _input_dims(self):
+        return [d for i in self.real.get_inputs() for d in i.shape]
+
+    def _build_engine(self, batch: int | None = None):
+        """As TensorRT's provider with its engine cache on: one engine file per graph in
+        trt_engine_cache_path (its name has no shapes) and, for a dynamic batch, its profile beside
+        it. An engine is read where one is cached (a static graph's) or its profile holds the batch;
+        otherwise the profile is widened to hold the batch and the engine built again over the
+        file, at any run (a build takes time)."""
+        graph = hashlib.sha1(str(self.model).encode()).hexdigest()[:12]
+        stem = f"TensorrtExecutionProvider_TRTKernel_graph_main_{graph}_0_0_sm90"
+        engine, profile = (self.engine_folder / f"{stem}.{end}" for end in ("engine", "profile"))
+        if batch is None:
+            built = not engine.exists()
+        else:
+            if self.engine_profile is None and engine.exists() and profile.exists():
+                self.engine_profile = json.loads(profile.read_text())
+            low, high = self.engine_profile or (batch, batch)
+            built = self.engine_profile is None or not low <= batch <= high
+            self.engine_profile = [min(low, batch), max(high, batch)]
+        if built:
+            time.sleep(0.02)
+            self.engine_folder.mkdir(parents=True, exist_ok=True)
+            engine.write_bytes(b"serialized engine " + json.dumps(self.engine_profile).encode())
+            if batch is not None:
+                profile.write_text(json.dumps(self.engine_profile))
+        self.engine_builds += built
 
     def disable_fallback(self):
         self._enable_fallback = False
@@ -180,11 +226,14 @@ class FakeGpuSession:
                 "to CUDA memory at fixed addresses"
             )
         self.runs += 1
-        self._provider_step()
+        self._provider_step(len(next(iter(input_feed.values()))))
         return self.real.run(output_names, input_feed)
 
-    def _provider_step(self):
-        """Every run, plain or bound: from run `fail_from` on, the first provider fails."""
+    def _provider_step(self, batch: int):
+        """Every run, plain or bound: a dynamic-shape graph's engine read or built for the batch;
+        from run `fail_from` on, the first provider fails."""
+        if self.engine_folder:
+            self._build_engine(batch)
         self.calls += 1
         if (
             self.fail_from is not None
@@ -212,7 +261,7 @@ class FakeGpuSession:
         ]
         if missing:
             raise RuntimeError(f"[ONNXRuntimeError] : not bound: {missing}")
-        self._provider_step()
+        self._provider_step(len(binding.inputs[names[0]].numpy()))
         if self.cuda_graph:
             self._graph_run(binding)
         else:
@@ -628,9 +677,11 @@ def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_
     # an engine build takes minutes: built once, cached
     assert options["trt_engine_cache_enable"] is True
     assert options["trt_engine_cache_path"] == session.description["trt_engine_cache_path"]
-    # its layer timings beside the engines, not wherever ORT puts them by default
+    # its layer timings in the kit's cache, not wherever ORT puts them by default, shared by the
+    # batches whose engines each have a folder of their own below
     assert options["trt_timing_cache_enable"] is True
-    assert options["trt_timing_cache_path"] == options["trt_engine_cache_path"]
+    engines = Path(options["trt_engine_cache_path"])
+    assert engines == Path(options["trt_timing_cache_path"]) / "batch-1"
     assert (
         "S8S8" in session.description["conversion"]
         and session.description["tensorrt_version"] == "10.13.0"
@@ -642,6 +693,49 @@ def test_tensorrt_int8_loads_a_symmetric_qdq_model_with_int8_enabled(small, gpu_
     for node in quantize:  # activations: signed int8, symmetric (zero point 0)
         zp = onnx.numpy_helper.to_array(zero_points[node.input[2]])
         assert zp.dtype == "int8" and not zp.any()
+
+
+def test_a_tensorrt_session_times_its_engine_build_and_a_second_reads_the_engine_cache(
+    small, gpu_host, tmp_path, monkeypatch
+):
+    """The provider's engine work is the candidate's compile: `compile_s` from before the session
+    to after its warm-up; `engine_reused` False where an engine file was written in the cache, True
+    where every engine was read from it (the double builds and rebuilds as the provider does)."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    gpu_host.placed = ALL_GPU
+    config = BackendConfig(precision="fp16", device="tensorrt")
+    first = get_backend("onnxruntime").load(small, config, 1).description
+    built = Path(first["trt_engine_cache_path"])
+    assert first["engine_reused"] is False and first["compile_s"] >= 0.02
+    assert [built / n for n in first["engines_built"]] == sorted(built.glob("*.engine"))
+    again = get_backend("onnxruntime").load(small, config, 1).description
+    assert again["engine_reused"] is True and again["engines_built"] == []
+    gpu_host.placed = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    plain = get_backend("onnxruntime").load(small, BackendConfig(device="cuda"), 1).description
+    assert "compile_s" not in plain and "engine_reused" not in plain
+
+
+def test_each_batch_keeps_its_own_tensorrt_engine(small, gpu_host, tmp_path, monkeypatch):
+    """The graph's batch axis is dynamic: in one engine folder a batch-4 session after a batch-1
+    one would widen the cached profile and build over the batch-1 engine, and the batch-1 session
+    after it would run an engine built for 1 to 4. Each batch has a folder of its own: its engine
+    is built once, for it alone, and read again after another batch's."""
+    monkeypatch.setenv("KIT_CACHE", str(tmp_path / "cache"))
+    gpu_host.placed = ALL_GPU
+    config = BackendConfig(precision="fp16", device="tensorrt")
+    loads = [get_backend("onnxruntime").load(small, config, b) for b in (1, 4, 1, 4)]
+    assert [s.description["engine_reused"] for s in loads] == [False, False, True, True]
+    assert [s.session.engine_profile for s in loads] == [[1, 1], [4, 4], [1, 1], [4, 4]]
+    folders = {s.description["trt_engine_cache_path"] for s in loads}
+    assert {Path(f).name for f in folders} == {"batch-1", "batch-4"}
+    # a folder of the user's own is theirs: batches share it, and a rebuild over an engine's file
+    # is a build, not a read
+    given = {"TensorrtExecutionProvider": {"trt_engine_cache_path": str(tmp_path / "mine")}}
+    mine = BackendConfig(precision="fp16", device="tensorrt", options={"provider_options": given})
+    shared = [get_backend("onnxruntime").load(small, mine, b) for b in (1, 4, 1)]
+    assert [s.description["engine_reused"] for s in shared] == [False, False, True]
+    assert [s.session.engine_profile for s in shared] == [[1, 1], [1, 4], [1, 4]]
+    assert len(list((tmp_path / "mine").glob("*.engine"))) == 1
 
 
 def test_symmetric_int8_runs_close_to_fp32_on_the_cpu(small, reference):

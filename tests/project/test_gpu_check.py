@@ -12,6 +12,8 @@ import pytest
 from benchmarks import gpu_check, peers
 from benchmarks.gpu_check_report import Facts
 from benchmarks.gpu_check_runner import Completed, run_process
+from kit.backends import Placement
+from kit.search.probe import Probe
 
 ROWS = [
     "resnet50-torch-fp32:FP16",
@@ -472,33 +474,32 @@ def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_
         "compiled ahead 14 (4 at a time, 131 s; 1 failed)"
     ]
     hit, miss = {"hit": 1, "miss": 0, "bypass": 0}, {"hit": 0, "miss": 1, "bypass": 0}
+    graphs = Placement.of(
+        "torch", "fp16", "cuda", {"compile": True, "compile_mode": "reduce-overhead"}
+    )
+    engine = Placement.of("onnxruntime", "fp16", "tensorrt")
+
+    def probe(placement: Placement, **figures) -> dict:
+        return Probe(label=placement.label, placement=placement, native=True, why="").to_dict() | (
+            figures
+        )
+
     probes = [
-        {
-            "label": "torch fp16 compile=reduce-overhead (cuda)",
-            "compile_s": 6.0,
-            "compile_cache": hit,
-        },
-        {
-            "label": "torch fp16 compile=reduce-overhead (cuda)",
-            "compile_s": 8.0,
-            "compile_cache": hit,
-        },
-        {
-            "label": "torch fp16 compile=reduce-overhead (cuda)",
-            "compile_s": 31.0,
-            "compile_cache": miss,
-        },
-        {"label": "torch fp16 (cuda)", "compile_s": None},
-        {  # the sibling's, counted where it was measured
-            "label": "torch fp16 compile=reduce-overhead (cuda)",
-            "compile_s": 6.0,
-            "compile_cache": hit,
-            "shared_from": "the FP16 row's search (d.json, t)",
-        },
+        probe(graphs, compile_s=6.0, compile_cache=hit),
+        probe(graphs, compile_s=8.0, compile_cache=hit),
+        probe(graphs, compile_s=31.0, compile_cache=miss),
+        probe(Placement.of("torch", "fp16", "cuda"), compile_s=None),
+        # the sibling's, counted where it was measured
+        probe(graphs, compile_s=6.0, compile_cache=hit, shared_from="the FP16 row's search (d, t)"),
+        probe(engine, compile_s=64.0, engine_reused=False),
+        probe(engine, compile_s=2.0, engine_reused=True),
+        probe(engine, compile_s=56.0, engine_reused=False),
     ]
     (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes}))
     (outputs / "cache" / "search" / "broken.json").write_text("{")
     assert compile_lines(outputs) == [
         "searches' torch.compile probes: 3; compiled there 1 (31.0 s each); read from inductor's "
-        "cache 2 (7.0 s each)"
+        "cache 2 (7.0 s each)",
+        "searches' TensorRT probes: 3; engines built there 2 (60.0 s each); read from the engine "
+        "cache 1 (2.0 s each)",
     ]

@@ -1705,8 +1705,10 @@ def test_the_runoffs_window_follows_what_an_idle_moment_finds(small, monkeypatch
     decision = row.search_row(
         small, "FP16", 1, "cpu", TINY, candidates=[RowCandidate.of("onnxruntime", "fp32")]
     )
-    assert seen["within"] == window and decision.machine_at_start["noisy"] is noisy
-    assert decision.machine_at_start["other_load"] == (0.5 if noisy else 0.0)
+    assert seen["within"] == window and decision.machine_at_start.noisy is noisy
+    assert decision.machine_at_start.other_load == (0.5 if noisy else 0.0)
+    written = replace(decision, runoff=None).to_dict()["machine_at_start"]  # runoff faked above
+    assert written["noisy"] is noisy and written["reasons"] == (["other load"] if noisy else [])
 
 
 def test_an_idle_sample_reports_other_load_and_steal():
@@ -1745,6 +1747,12 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
         "runoff": None,
         "depth": "quick",
         "searched_s": 1.5,
+        "machine_at_start": {
+            "noisy": True,
+            "reasons": ["CPU steal 11% > 5%"],
+            "other_load": 0.02,
+            "steal_share": 0.11,
+        },
         "contended": False,
         "key": key,
         "cache_file": "x.json",
@@ -1756,6 +1764,8 @@ def test_a_decision_file_an_older_kit_wrote_still_loads_and_round_trips(outputs,
         loaded.fallback
         and loaded.plan.precision_note == "kept"
         and loaded.probes[0].throughput == 2.0
+        and loaded.machine_at_start.noisy
+        and loaded.machine_at_start.steal_share == 0.11
     )
     assert loaded.to_dict().items() >= old.items() and loaded.to_dict()["ratio_batch"] is None
     assert Decision.from_dict(loaded.to_dict()) == loaded
