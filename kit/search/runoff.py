@@ -32,7 +32,12 @@ the next round fits. Roformer's pair is a near tie at batch 1 (OpenVINO ÷ ONNX 
 Where the published batch is FAR_BATCH_RATIO times the search batch or more, a ratio at the search
 batch says little about the published one, so "near" widens to FAR_TIE_TOLERANCE and the probes'
 intervals no longer settle a challenger on a quiet machine (`below`): every challenger within the
-window is dueled, and one within FAR_TIE_TOLERANCE is settled at the published batch. On a 2-core
+window is dueled, and one within FAR_TIE_TOLERANCE is settled at the published batch, or, where a
+round there does not fit SETTLE_WITHIN_S, at the largest batch that fits if that is far from the
+search batch too (`settle_point`). Bert FP16 at batch 40 on a 2-core EPYC: a round predicted at
+61 s, so its batch-1 duel (ONNX Runtime 1.27x) stood and the row ran 0.87x OpenVINO f32 [0.86,
+0.90] in `make bench-peers`; OpenVINO ÷ ONNX Runtime, measured there in single calls, was 0.83-0.96
+at batch 1, 0.83-1.45 at 4, 0.89-1.10 at 8, 1.20-1.28 at 16 and 1.07-1.11 at 28: batch 28 fits. On a 2-core
 EPYC, bert FP16's ONNX Runtime ÷ OpenVINO went from 1.04 at batch 1 to 0.89 at batch 40 in one bare
 search, and three BERT-family searches' batch-1 duels and probes favoured ONNX Runtime by 11-29 %
 where OpenVINO ran 1.06-1.11x at batch 40: each kept ONNX Runtime, 0.90-0.94x the best peer.
@@ -234,6 +239,28 @@ def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
     return sum((p.load_s or 0.0) + batch / p.rate for p in (leader, challenger))
 
 
+def settle_point(leader: Probe, challenger: Probe, batch: int, settle_batch: int) -> int | None:
+    """The batch a close duel at `batch` is settled at: `settle_batch` where one round there is
+    predicted to fit SETTLE_WITHIN_S; else, where that batch is far, the largest batch below it
+    whose round fits, as long as it is far from the search batch too (FAR_BATCH_RATIO times it);
+    else None. Its throughput at the search batch predicts a round's time, an overestimate where a
+    larger batch runs more samples a second.
+
+    >>> from kit.backends import Placement
+    >>> def probe(rate):  # bert FP16's pair at batch 1 on a 2-core EPYC
+    ...     return Probe(label="p", placement=Placement("onnxruntime", "fp32"), native=True, why="",
+    ...                  throughput=rate, load_s=1.5)
+    >>> ort, ov = probe(1.31), probe(1.44)
+    >>> settle_point(ort, ov, 1, 12), settle_point(ort, ov, 1, 40), settle_point(ort, ov, 4, 40)
+    (12, 28, None)
+    """
+    if settle_cost(leader, challenger, settle_batch) <= SETTLE_WITHIN_S:
+        return settle_batch
+    loads = (leader.load_s or 0.0) + (challenger.load_s or 0.0)
+    fits = math.floor((SETTLE_WITHIN_S - loads) / (1 / leader.rate + 1 / challenger.rate))
+    return fits if far(batch, fits) else None
+
+
 def settle(
     model: ExportedModel, leader: Probe, challenger: Probe, batch: int, seed: int = 0
 ) -> Duel:
@@ -289,26 +316,27 @@ def run(
     duels: list[Duel] = []
     notes: list[Unsettled] = []
     for rival in rivals:
-        cost = (
-            settle_cost(leader, rival, settle_batch)
-            if settle_batch and settle_batch > batch
-            else None
-        )
-        affordable = cost is not None and cost <= SETTLE_WITHIN_S
-        d = duel(ctx, leader, rival, settles_ties=affordable, tolerance=tolerance)
+        larger = settle_batch if settle_batch and settle_batch > batch else None
+        at = settle_point(leader, rival, batch, larger) if larger else None
+        d = duel(ctx, leader, rival, settles_ties=at is not None, tolerance=tolerance)
         duels.append(d)
-        if cost is not None and not d.failed and near_tie(list(d.ratios), tolerance):
-            if affordable:
-                assert settle_batch is not None  # a cost is priced at a settle batch only
-                settled = settle(ctx.model, leader, rival, settle_batch, seed)
+        if larger and not d.failed and near_tie(list(d.ratios), tolerance):
+            if at is not None:
+                settled = settle(ctx.model, leader, rival, at, seed)
                 duels.append(settled)
                 d = settled if not settled.failed else d
             else:
+                cost = settle_cost(leader, rival, larger)
                 notes.append(
                     Unsettled(
                         (leader.label, rival.label),
-                        f"a close duel at batch {batch}, not settled at batch {settle_batch}: one "
-                        f"round there predicted at {cost:.0f} s, over {SETTLE_WITHIN_S:.0f} s",
+                        f"a close duel at batch {batch}, not settled at batch {larger}: one "
+                        f"round there predicted at {cost:.0f} s, over {SETTLE_WITHIN_S:.0f} s"
+                        + (
+                            f", nor at a batch {FAR_BATCH_RATIO}x the search's"
+                            if far(batch, larger)
+                            else ""
+                        ),
                     )
                 )
         if d.challenger_won:

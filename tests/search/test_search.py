@@ -1512,6 +1512,34 @@ def test_far_below_the_published_batch_the_probes_settle_no_challenger(
     assert verdict.winner == "ov fp32" and loads[-2:] == [40, 40]
 
 
+def test_a_close_duel_too_slow_to_settle_at_the_published_batch_settles_at_the_largest_that_fits(
+    monkeypatch,
+):
+    """Bert FP16 on a 2-core EPYC: ONNX Runtime won the batch-1 duel 1.27x, a round at batch 40 was
+    predicted at 61 s, so batch 1 decided and the row ran 0.87x OpenVINO in `make bench-peers`;
+    OpenVINO was ahead from batch 16 up. The duel is settled at the largest batch whose round fits
+    (28 at these probes' rates and loads), and its rounds there decide."""
+    loads = _pair_backends(
+        monkeypatch,
+        {
+            ("ort fp32", 1): 1.0,
+            ("ov fp32", 1): 0.79,
+            ("ort fp32", 28): 1.0,
+            ("ov fp32", 28): 1.1,
+        },
+    )
+    probes = _pair(1.31, 1.44, load_s=1.5)
+    verdict = runoff.run(
+        _pair_context(_PairModel()),
+        probes,
+        within=runoff.window(contended=False),
+        settle_batch=40,
+    )
+    assert [d.batch for d in verdict.duels] == [None, 28] and loads[-2:] == [28, 28]
+    assert verdict.winner == "ov fp32" and not verdict.unsettled
+    assert verdict.duels[1].ratio_of("ov fp32") == pytest.approx(1.1)
+
+
 @pytest.mark.parametrize("within_s, rounds", [(45.0, 4), (0.0, 1)])
 def test_a_settle_runs_its_rounds_while_the_next_one_fits_its_time(monkeypatch, within_s, rounds):
     """At least one round; more while undecided and while the next is predicted to end in time."""
