@@ -33,13 +33,14 @@ from kit.precision import PublishedPrecision
 from kit.search.decision import Decision
 
 # bump when candidates, gates or the choice rule change (16: GPU candidates, per-batch GPU search;
-SEARCH_VERSION = 20
+SEARCH_VERSION = 21
 #: 17: a GPU's torch eager candidates only as fallbacks of the CUDA-graph ones; 18: a probe the
 #: sibling row stopped early is taken as lost only where what stopped it may run this row too;
 #: 19: a CPU without VNNI/AMX quantises int8 to 7-bit weights, so its int8 candidates' numerics
 #: and speed changed, and the default threads are one per physical core; 20: where the published
 #: batch is 8x the search batch or more, every challenger in the window is dueled, one within 30 %
-#: is settled at the published batch)
+#: is settled at the published batch; 21: ... or, where a round there does not fit its time, at the
+#: largest batch that fits, 8x the search batch or more)
 #: not bumped for a quick search measuring fewer fallbacks (a GPU's bf16 and ONNX Runtime eager
 #: candidates): a decision cached before measured a superset of them and still holds; nor for a
 #: full GPU search losing its reduce-overhead candidate with 2 clients (refused at load: inductor's
