@@ -224,7 +224,11 @@ def compile_lines(outputs: Path) -> list[str]:
     inductor's cache (compiled ahead, or by an earlier run) or their engine from TensorRT's engine
     cache: what kit.batch.time_plan.GUESSES guesses as compile_s, cached_compile and
     engine_build_s."""
-    timed = [p for p in searched_probes(outputs) if p.compile_s is not None and not p.shared_from]
+    timed = [
+        p
+        for p in searched_probes(outputs)
+        if isinstance(p.compile_s, int | float) and not p.shared_from
+    ]
     compiled = [p for p in timed if not p.placement.builds_engine]
     engines = [p for p in timed if p.placement.builds_engine]
     lines = []
@@ -236,8 +240,8 @@ def compile_lines(outputs: Path) -> list[str]:
             f"({_each(fresh)}); read from inductor's cache {len(cached)} ({_each(cached)})"
         )
     if engines:
-        built = [p for p in engines if not p.engine_reused]
-        read = [p for p in engines if p.engine_reused]
+        built = [p for p in engines if p.engine_reused is False]
+        read = [p for p in engines if p.engine_reused is True]  # neither: an older kit's probe
         lines.append(
             f"searches' TensorRT probes: {len(engines)}; engines built there {len(built)} "
             f"({_each(built)}); read from the engine cache {len(read)} ({_each(read)})"
@@ -255,6 +259,8 @@ def searched_probes(outputs: Path) -> list[Probe]:
         except (OSError, ValueError, AttributeError):
             continue
         for d in written:
+            if not isinstance(d, dict):
+                continue
             try:
                 probes.append(Probe.from_dict(d))
             except (KitError, KeyError, TypeError, ValueError):

@@ -139,7 +139,8 @@ class OrtTrtArm(LoopArm):
         options = {
             "trt_fp16_enable": True,
             "trt_engine_cache_enable": True,
-            "trt_engine_cache_path": str(cache_dir() / "tensorrt" / "peer-ort"),
+            # a folder per batch, as the kit's: one shared by batches is rebuilt at each
+            "trt_engine_cache_path": str(cache_dir() / "tensorrt" / "peer-ort" / f"batch-{batch}"),
         }
         session = ort.InferenceSession(
             str(model.onnx_path),

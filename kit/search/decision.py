@@ -74,7 +74,7 @@ class Decision:
     shared_probes: int = 0
     shared_from: str | None = None  # the sibling row's cache file its shared probes came from
     # kit.measure.noise.idle_sample's verdict (its noisy flag, reasons, other load and steal)
-    machine_at_start: Noise = field(default_factory=Noise)
+    machine_at_start: Noise = field(default_factory=lambda: Noise.from_dict({}))  # {}: no sample
     load_average: float | None = None
     cores: int | None = None
     contended: bool = False

@@ -33,11 +33,12 @@ Where the published batch is FAR_BATCH_RATIO times the search batch or more, a r
 batch says little about the published one, so "near" widens to FAR_TIE_TOLERANCE and the probes'
 intervals no longer settle a challenger on a quiet machine (`below`): every challenger within the
 window is dueled, and one within FAR_TIE_TOLERANCE is settled at the published batch, or, where a
-round there does not fit SETTLE_WITHIN_S, at the largest batch that fits if that is far from the
-search batch too (`settle_point`). Bert FP16 at batch 40 on a 2-core EPYC: a round predicted at
+round there does not fit SETTLE_WITHIN_S, at the largest batch where two rounds fit if that is far
+from the search batch too (`settle_point`). Bert FP16 at batch 40 on a 2-core EPYC: a round predicted at
 61 s, so its batch-1 duel (ONNX Runtime 1.27x) stood and the row ran 0.87x OpenVINO f32 [0.86,
 0.90] in `make bench-peers`; OpenVINO ÷ ONNX Runtime, measured there in single calls, was 0.83-0.96
-at batch 1, 0.83-1.45 at 4, 0.89-1.10 at 8, 1.20-1.28 at 16 and 1.07-1.11 at 28: batch 28 fits. On a 2-core
+at batch 1, 0.83-1.45 at 4, 0.89-1.10 at 8, 1.20-1.28 at 16 and 1.07-1.11 at 28; a settle at 29,
+one round, gave ONNX Runtime 1.02x: hence two rounds, at 13. On a 2-core
 EPYC, bert FP16's ONNX Runtime ÷ OpenVINO went from 1.04 at batch 1 to 0.89 at batch 40 in one bare
 search, and three BERT-family searches' batch-1 duels and probes favoured ONNX Runtime by 11-29 %
 where OpenVINO ran 1.06-1.11x at batch 40: each kept ONNX Runtime, 0.90-0.94x the best peer.
@@ -241,10 +242,11 @@ def settle_cost(leader: Probe, challenger: Probe, batch: int) -> float:
 
 def settle_point(leader: Probe, challenger: Probe, batch: int, settle_batch: int) -> int | None:
     """The batch a close duel at `batch` is settled at: `settle_batch` where one round there is
-    predicted to fit SETTLE_WITHIN_S; else, where that batch is far, the largest batch below it
-    whose round fits, as long as it is far from the search batch too (FAR_BATCH_RATIO times it);
-    else None. Its throughput at the search batch predicts a round's time, an overestimate where a
-    larger batch runs more samples a second.
+    predicted to fit SETTLE_WITHIN_S; else, where that batch is far, the largest batch below it at
+    which two rounds fit (one round is a single call a side, a coin toss on a noisy machine), as
+    long as it is far from the search batch too (FAR_BATCH_RATIO times it); else None. The probes'
+    throughput at the search batch predicts a round; each side's first call at the new batch is
+    cold, so a round can overrun it (bert FP16: 54 s for 45 predicted).
 
     >>> from kit.backends import Placement
     >>> def probe(rate):  # bert FP16's pair at batch 1 on a 2-core EPYC
@@ -252,13 +254,14 @@ def settle_point(leader: Probe, challenger: Probe, batch: int, settle_batch: int
     ...                  throughput=rate, load_s=1.5)
     >>> ort, ov = probe(1.31), probe(1.44)
     >>> settle_point(ort, ov, 1, 12), settle_point(ort, ov, 1, 40), settle_point(ort, ov, 4, 40)
-    (12, 28, None)
+    (12, 13, None)
     """
     if settle_cost(leader, challenger, settle_batch) <= SETTLE_WITHIN_S:
         return settle_batch
     loads = (leader.load_s or 0.0) + (challenger.load_s or 0.0)
-    fits = math.floor((SETTLE_WITHIN_S - loads) / (1 / leader.rate + 1 / challenger.rate))
-    return fits if far(batch, fits) else None
+    per_sample = 1 / leader.rate + 1 / challenger.rate
+    fits = (SETTLE_WITHIN_S / 2 - loads) / per_sample
+    return math.floor(fits) if math.isfinite(fits) and far(batch, math.floor(fits)) else None
 
 
 def settle(

@@ -495,7 +495,8 @@ def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_
         probe(engine, compile_s=2.0, engine_reused=True),
         probe(engine, compile_s=56.0, engine_reused=False),
     ]
-    (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes}))
+    malformed = [None, "x", probe(engine, compile_s="abc", engine_reused=False)]
+    (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes + malformed}))
     (outputs / "cache" / "search" / "broken.json").write_text("{")
     assert compile_lines(outputs) == [
         "searches' torch.compile probes: 3; compiled there 1 (31.0 s each); read from inductor's "
