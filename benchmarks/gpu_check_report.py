@@ -17,10 +17,10 @@ from pathlib import Path
 
 from benchmarks.common import TargetVerdict
 from benchmarks.gpu_check_runner import Completed
-from kit.backends.compile_cache import read_from_cache
 from kit.batch.local import warm_job
 from kit.batch.prepare import Step
 from kit.errors import KitError
+from kit.search.cost import CompileWork, seconds
 from kit.search.probe import Probe
 
 PEER_TARGET = 0.95
@@ -224,27 +224,20 @@ def compile_lines(outputs: Path) -> list[str]:
     inductor's cache (compiled ahead, or by an earlier run) or their engine from TensorRT's engine
     cache: what kit.batch.time_plan.GUESSES guesses as compile_s, cached_compile and
     engine_build_s."""
-    timed = [
-        p
-        for p in searched_probes(outputs)
-        if isinstance(p.compile_s, int | float) and not p.shared_from
-    ]
-    compiled = [p for p in timed if not p.placement.builds_engine]
-    engines = [p for p in timed if p.placement.builds_engine]
+    work = CompileWork.of([p for p in searched_probes(outputs) if not p.shared_from])
     lines = []
-    if compiled:
-        cached = [p for p in compiled if read_from_cache(p.compile_cache)]
-        fresh = [p for p in compiled if p not in cached]
+    if work.compiled:
+        fresh = [p for p in work.compiled if p not in work.cached]
         lines.append(
-            f"searches' torch.compile probes: {len(compiled)}; compiled there {len(fresh)} "
-            f"({_each(fresh)}); read from inductor's cache {len(cached)} ({_each(cached)})"
+            f"searches' torch.compile probes: {len(work.compiled)}; compiled there {len(fresh)} "
+            f"({_each(fresh)}); read from inductor's cache {len(work.cached)} "
+            f"({_each(work.cached)})"
         )
-    if engines:
-        built = [p for p in engines if p.engine_reused is False]
-        read = [p for p in engines if p.engine_reused is True]  # neither: an older kit's probe
+    if work.engines:
         lines.append(
-            f"searches' TensorRT probes: {len(engines)}; engines built there {len(built)} "
-            f"({_each(built)}); read from the engine cache {len(read)} ({_each(read)})"
+            f"searches' TensorRT probes: {len(work.engines)}; engines built there "
+            f"{len(work.built)} ({_each(work.built)}); read from the engine cache "
+            f"{len(work.read)} ({_each(work.read)})"
         )
     return lines
 
@@ -271,7 +264,7 @@ def searched_probes(outputs: Path) -> list[Probe]:
 def _each(probes: list[Probe]) -> str:
     if not probes:
         return "none"
-    return f"{sum(p.compile_s or 0.0 for p in probes) / len(probes):.1f} s each"
+    return f"{seconds(probes) / len(probes):.1f} s each"
 
 
 def _time_account(outputs: Path, job: dict) -> dict | None:

@@ -576,13 +576,14 @@ def provider_options(config: BackendConfig, batch_size: int | None = None) -> di
     for name, extra in (given.provider_options or {}).items():
         options.setdefault(name, {}).update(extra)
     trt = options["TensorrtExecutionProvider"]
-    if "trt_engine_cache_path" not in trt:
-        shared = trt_cache_dir(trt, _gpu_name(config))
-        if trt.get("trt_timing_cache_enable") and "trt_timing_cache_path" not in trt:
-            trt["trt_timing_cache_path"] = str(shared)
-        trt["trt_engine_cache_path"] = str(shared / f"batch-{batch_size}" if batch_size else shared)
-    if trt.get("trt_timing_cache_enable") and "trt_timing_cache_path" not in trt:
-        trt["trt_timing_cache_path"] = trt["trt_engine_cache_path"]
+    timings = trt.get("trt_engine_cache_path")  # the user's folder holds both, as given
+    if timings is None:
+        timings = str(trt_cache_dir(trt, _gpu_name(config)))
+        trt["trt_engine_cache_path"] = str(
+            Path(timings) / f"batch-{batch_size}" if batch_size else timings
+        )
+    if trt.get("trt_timing_cache_enable"):
+        trt.setdefault("trt_timing_cache_path", timings)
     return options
 
 

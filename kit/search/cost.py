@@ -23,6 +23,8 @@ converting, quantising and compiling them), which a cold search pays once and th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kit.backends.compile_cache import read_from_cache
 from kit.search.decision import Decision
 from kit.search.probe import Probe
@@ -49,24 +51,48 @@ def search_cost(decision: Decision) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class CompileWork:
+    """A search's probes that compiled, by what they made: torch.compile graphs (`compiled`, of
+    them `cached`: every graph read from inductor's cache) and TensorRT engines (`engines`, of them
+    `built` and `read` from the engine cache; an older kit's probe says neither). Only probes with
+    a `compile_s` of seconds count."""
+
+    compiled: list[Probe]
+    cached: list[Probe]
+    engines: list[Probe]
+    built: list[Probe]
+    read: list[Probe]
+
+    @classmethod
+    def of(cls, probes: list[Probe]) -> CompileWork:
+        timed = [p for p in probes if isinstance(p.compile_s, int | float)]
+        engines = [p for p in timed if p.placement.builds_engine]
+        compiled = [p for p in timed if not p.placement.builds_engine]
+        return cls(
+            compiled=compiled,
+            cached=[p for p in compiled if read_from_cache(p.compile_cache)],
+            engines=engines,
+            built=[p for p in engines if p.engine_reused is False],
+            read=[p for p in engines if p.engine_reused is True],
+        )
+
+
 def compiling(probes: list[Probe]) -> str:
     """Of the probes' loads, the seconds torch.compile compiled and TensorRT made engines:
     ', 33.5 s of that compiling 1 (1 from inductor's cache), 61 s on 1 TensorRT engine (1 built, 0
     read from the engine cache)', or ''."""
-    engines = [p for p in probes if p.compile_s is not None and p.placement.builds_engine]
-    compiled = [p for p in probes if p.compile_s is not None and p not in engines]
+    work = CompileWork.of(probes)
     text = ""
-    if compiled:
-        text += f", {seconds(compiled):.3g} s of that compiling {len(compiled)}"
-        if cached := sum(read_from_cache(p.compile_cache) for p in compiled):
-            text += f" ({cached} from inductor's cache)"
-    if engines:
-        plural = "s" if len(engines) != 1 else ""
-        built = sum(p.engine_reused is False for p in engines)
-        reused = sum(p.engine_reused is True for p in engines)
+    if work.compiled:
+        text += f", {seconds(work.compiled):.3g} s of that compiling {len(work.compiled)}"
+        if work.cached:
+            text += f" ({len(work.cached)} from inductor's cache)"
+    if work.engines:
+        plural = "s" if len(work.engines) != 1 else ""
         text += (
-            f", {seconds(engines):.3g} s on {len(engines)} TensorRT engine{plural} ({built} built, "
-            f"{reused} read from the engine cache)"
+            f", {seconds(work.engines):.3g} s on {len(work.engines)} TensorRT engine{plural} "
+            f"({len(work.built)} built, {len(work.read)} read from the engine cache)"
         )
     return text
 

@@ -129,9 +129,12 @@ def engine_folder(providers) -> Path | None:
     """Where TensorRT's provider keeps its engines, where it is the first provider and caches
     them."""
     name, options = providers[0] if isinstance(providers[0], tuple) else (providers[0], {})
-    if name != "TensorrtExecutionProvider" or not options.get("trt_engine_cache_enable"):
+    # ORT's Python session hands every option on as str(value); the provider reads a bool from
+    # "True"/"true"/"1" (so "False", a true string in Python, is off)
+    caching = str(options.get("trt_engine_cache_enable", False)).lower() in ("true", "1")
+    if name != "TensorrtExecutionProvider" or not caching:
         return None
-    return Path(options["trt_engine_cache_path"])
+    return Path(str(options["trt_engine_cache_path"]))
 
 
 class FakeGpuSession:

@@ -56,6 +56,8 @@ def test_an_engine_is_built_once_cached_and_run_host_to_host(small, trt, referen
     assert NumericDiff.between(reference, session.run(small.make_inputs(4))).max_abs <= 1e-5
     other = session.run(small.make_inputs(4, seed=3))
     assert np.abs(other[0] - reference[0]).max() > 1e-4  # new inputs reach the context's buffers
+    # the build is in the load's compile_s
+    assert d["compile_s"] >= tensorrt_double.BUILD_S
     again = require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 4)
     assert again.description["engine_reused"] is True and tensorrt_double.Builder.builds == 1
     require_backend("tensorrt").load(small, BackendConfig("fp16", "cuda"), 2)

@@ -494,6 +494,7 @@ def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_
         probe(engine, compile_s=64.0, engine_reused=False),
         probe(engine, compile_s=2.0, engine_reused=True),
         probe(engine, compile_s=56.0, engine_reused=False),
+        probe(engine, compile_s=30.0),  # an older kit's: neither built nor read, as far as it says
     ]
     malformed = [None, "x", probe(engine, compile_s="abc", engine_reused=False)]
     (outputs / "cache" / "search" / "d.json").write_text(json.dumps({"probes": probes + malformed}))
@@ -501,6 +502,6 @@ def test_the_summary_says_what_was_compiled_ahead_and_which_compiles_read_their_
     assert compile_lines(outputs) == [
         "searches' torch.compile probes: 3; compiled there 1 (31.0 s each); read from inductor's "
         "cache 2 (7.0 s each)",
-        "searches' TensorRT probes: 3; engines built there 2 (60.0 s each); read from the engine "
+        "searches' TensorRT probes: 4; engines built there 2 (60.0 s each); read from the engine "
         "cache 1 (2.0 s each)",
     ]
