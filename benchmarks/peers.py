@@ -48,7 +48,7 @@ from kit.hardware.environment import capture, cpu_flags
 from kit.measure.numerics import NumericDiff
 from kit.models import export_model, get_entry
 from kit.models.spec import Framework
-from kit.paths import outputs_dir
+from kit.paths import output_file, outputs_dir
 from kit.precision import PublishedPrecision
 from kit.published import figures as published
 from kit.search import SearchSettings, decide, key_hash
@@ -87,7 +87,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         choices=HARDWARE,
         help="cpu, cuda, or auto (cuda where a CUDA backend loads, else cpu)",
     )
-    p.add_argument("--out", default=str(outputs_dir() / "bench" / "peers.json"))
+    p.add_argument(
+        "--out",
+        default=str(outputs_dir() / "bench" / "peers.json"),
+        help="the JSON file to write, or a folder to write peers.json in",
+    )
     return p.parse_args(argv)
 
 
@@ -544,11 +548,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asked = rows(args.rows)
+        out = os.path.abspath(output_file(args.out, "peers.json"))
     except InvalidParameter as exc:
         print(f"bench-peers: {exc}", file=sys.stderr)
         return 2
-    out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
     results: list[dict] = []
     try:
         run_rows(asked, args, flags, out, results)

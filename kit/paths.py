@@ -82,6 +82,30 @@ def inside(folder: Path, relative: str | Path) -> Path:
     return path
 
 
+def output_file(given: str | Path, default_name: str) -> Path:
+    """The file a command writes for its `--out`: `given`, or `default_name` inside it where it is
+    a folder (one that exists, or a path ending in a separator); its folder made. Refused
+    (InvalidParameter) up front where the folder cannot be made, so no run measures for minutes
+    and then fails to write.
+
+    >>> output_file("/tmp/", "peers.json").as_posix()
+    '/tmp/peers.json'
+    """
+    text = os.fspath(given)
+    path = Path(text).expanduser()
+    if path.is_dir() or text.endswith((os.sep, "/")):
+        path = path / default_name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidParameter(
+            "--out", text, f"a file, or a folder to write {default_name} in ({exc.strerror})"
+        ) from exc
+    if path.is_dir():
+        raise InvalidParameter("--out", text, f"a file, or a folder to write {default_name} in")
+    return path
+
+
 def project_notebook(name: str) -> Path:
     """notebooks/<name>, one of the project's own notebooks; MissingResource (naming the value and
     the notebooks there) for any other name, a path, or a notebook that is not there."""

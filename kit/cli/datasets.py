@@ -48,7 +48,7 @@ def _fetch(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     for name in DATASETS.names():
         root = datasets_dir() / name
-        if name == "fake_dataset":
+        if DATASETS.get(name).generated_from_specs:
             state = "generated from the model's inputs"
         else:
             problem = DATASETS.get(name).missing(root)

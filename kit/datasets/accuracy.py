@@ -131,11 +131,8 @@ def build_dataset(
     options = dict(ev.options)
     if ev.tokenizer:
         options["tokenizer_dir"] = Path(tokenizer_dir) if tokenizer_dir else weights_dir(model_name)
-    if ev.dataset == "fake_dataset":
-        if model is None:
-            options["specs"] = get_entry(model_name).inputs
-        else:
-            options["specs"] = model.inputs
+    if cls.generated_from_specs:
+        options["specs"] = get_entry(model_name).inputs if model is None else model.inputs
     root = Path(dataset_dir) if dataset_dir else datasets_dir() / ev.dataset
     return cls(root, ev.input_names or None, **options)
 
@@ -144,6 +141,40 @@ def _run_fn(session, model: ExportedModel | None):
     if model is None:
         return lambda inputs: session.run(inputs)
     return lambda inputs: session.run(align_inputs(inputs, model.inputs))
+
+
+class _Unmeasured(Exception):
+    """Why a check ran nothing, or stopped: its status line and reason code."""
+
+    def __init__(self, status: str, code: ReasonCode):
+        super().__init__(status)
+        self.status, self.code = status, code
+
+
+def _score(dataset: Dataset, run, batch_size: int, data_percent: float, reference_run) -> dict:
+    """The dataset's scored run; _Unmeasured where the data, a resource or the reference lacks."""
+    problem = dataset.missing(dataset.root)
+    if problem:
+        raise _Unmeasured(
+            f"not measured: no dataset ({problem} in {dataset.root}; expected {dataset.layout}; "
+            f"see docs/datasets.md or `kit fetch-data {dataset.name}`)",
+            ReasonCode.NO_DATASET,
+        )
+    try:
+        if not dataset.needs_reference:
+            return dataset.evaluate(run, batch_size, data_percent)
+        if reference_run is None:
+            raise _Unmeasured(
+                "not measured: no reference session (Mean Diff compares with the fp32 CPU run)",
+                ReasonCode.NO_REFERENCE,
+            )
+        return dataset.evaluate(  # type: ignore[call-arg]  # FakeDataset's
+            run, batch_size, data_percent, reference=reference_run
+        )
+    except NotComparable as exc:
+        raise _Unmeasured(str(exc), ReasonCode.OTHER) from exc
+    except MissingResource as exc:  # the tokenizer, class names or similar
+        raise _Unmeasured(f"not measured: {exc}", ReasonCode.OTHER) from exc
 
 
 def evaluate_accuracy(
@@ -180,54 +211,12 @@ def evaluate_accuracy(
         )
     ev = MODEL_EVALS.get(model_name)
     dataset = build_dataset(model_name, dataset_dir, tokenizer_dir, model)
-    problem = dataset.missing(dataset.root)
-    if problem:
-        return _result(
-            model_name,
-            ev,
-            f"not measured: no dataset ({problem} in {dataset.root}; "
-            f"expected {dataset.layout}; see docs/datasets.md or `kit fetch-data "
-            f"{dataset.name}`)",
-            data_percent,
-            weights,
-            ReasonCode.NO_DATASET,
-            metric=dataset.metric,
-        )
-    run = _run_fn(session, model)
+    reference = None if reference_session is None else _run_fn(reference_session, model)
     try:
-        if ev.dataset == "fake_dataset":
-            if reference_session is None:
-                return _result(
-                    model_name,
-                    ev,
-                    "not measured: no reference session (Mean Diff compares with the fp32 CPU run)",
-                    data_percent,
-                    weights,
-                    ReasonCode.NO_REFERENCE,
-                    metric=dataset.metric,
-                )
-            # FakeDataset's
-            scored = dataset.evaluate(  # type: ignore[call-arg]
-                run,
-                batch_size,
-                data_percent,
-                reference=_run_fn(reference_session, model),
-            )
-        else:
-            scored = dataset.evaluate(run, batch_size, data_percent)
-    except NotComparable as exc:
+        scored = _score(dataset, _run_fn(session, model), batch_size, data_percent, reference)
+    except _Unmeasured as why:
         return _result(
-            model_name, ev, str(exc), data_percent, weights, ReasonCode.OTHER, metric=dataset.metric
-        )
-    except MissingResource as exc:  # the tokenizer, class names or similar
-        return _result(
-            model_name,
-            ev,
-            f"not measured: {exc}",
-            data_percent,
-            weights,
-            ReasonCode.OTHER,
-            metric=dataset.metric,
+            model_name, ev, why.status, data_percent, weights, why.code, metric=dataset.metric
         )
     status, code = (RANDOM, ReasonCode.RANDOM_WEIGHTS) if weights.is_random else (MEASURED, None)
     return _result(

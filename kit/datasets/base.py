@@ -81,6 +81,10 @@ class Dataset(ABC):
     roles: dict[str, str] = {}
     #: what must be in the folder, for messages (one line)
     layout: str = ""
+    #: the inputs are made from the model's InputSpecs (`specs=`), not read from files
+    generated_from_specs: bool = False
+    #: the metric compares the run with a reference run (`evaluate(..., reference=)`)
+    needs_reference: bool = False
 
     def __init__(self, root: Path | str | None = None, input_names: dict[str, str] | None = None):
         self.root = Path(root) if root is not None else datasets_dir() / self.name

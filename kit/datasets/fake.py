@@ -39,6 +39,8 @@ class FakeDataset(Dataset):
     name = "fake_dataset"
     metric = "Mean Diff"
     layout = "nothing: generated from the model's input specs"
+    generated_from_specs = True
+    needs_reference = True
 
     def __init__(self, root=None, input_names=None, *, specs: tuple[InputSpec, ...] = ()):
         super().__init__(root, input_names)

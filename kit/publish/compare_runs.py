@@ -40,7 +40,7 @@ from kit import atomic
 from kit.errors import InvalidParameter, KitError, MissingResource
 from kit.measure.intervals import round_groups
 from kit.measure.stats import Interval
-from kit.paths import outputs_dir
+from kit.paths import output_file, outputs_dir
 from kit.results import (
     CorruptResult,
     ResultKind,
@@ -599,13 +599,13 @@ difference</h2>
 
 def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str, Path]:
     """(text report, path of the HTML page) comparing two runs."""
+    name = f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
+    page = output_file(out or outputs_dir() / "compare" / name, name)
     skipped: list[str] = []
     a, b = load_run(run_a, skipped), load_run(run_b, skipped)
     rows = compare_figures(figures_of(a), figures_of(b))
     diffs = environment_differences(a, b)
     name_a, name_b = str(run_a), str(run_b)
-    page = out or outputs_dir() / "compare" / f"{_slug(run_a)}__vs__{_slug(run_b)}.html"
-    page.parent.mkdir(parents=True, exist_ok=True)
     left_out = "".join(f"\nleft out, this kit cannot read it: {s}" for s in skipped)
     atomic.write_text(
         page,

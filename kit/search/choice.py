@@ -21,47 +21,10 @@ def choose(
     measured = [p for p in probes if p.status == ProbeStatus.MEASURED]
     today_probe = next((p for p in probes if p.today), None)
     if not measured:
-        for p in probes:
-            p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
-        label = today_probe.label if today_probe else None
-        return Decision(
-            chosen=label,
-            today=label,
-            fallback=True,
-            probes=list(probes),
-            plan=Plan(
-                today.placement,
-                precision_note=today.note
-                + " (the per-row search measured no candidate: today's mapping kept)",
-            ),
-        )
-    best = max(measured, key=lambda p: p.rate)
-    kept_for_noise = False
-    if verdict:  # the side-by-side duels decide (kit.search.runoff)
-        best = next(p for p in measured if p.label == verdict.winner)
-    elif (
-        today_probe is not None
-        and today_probe.status == ProbeStatus.MEASURED
-        and best is not today_probe
-        and not clearly_faster(best, today_probe)
-    ):
-        best, kept_for_noise = today_probe, True
+        return _nothing_measured(probes, today_probe, today)
+    best, kept_for_noise = _pick(measured, today_probe, verdict)
     for p in measured:
-        p.status = ProbeStatus.CHOSEN if p is best else ProbeStatus.LOST
-        taken = f"taken by {p.shared_from}" if p.shared_from else ""
-        if p is best:
-            p.reason = f"probe {taken}" if taken else p.reason
-        else:
-            p.reason = (
-                f"{p.rate / best.rate:.2f}x the chosen's throughput "
-                f"(probe{', ' + taken if taken else ''})"
-            )
-            if kept_for_noise and p.rate > best.rate:
-                p.reason = (
-                    "faster by its point estimate, but its interval reaches below today's "
-                    "mapping's throughput: today's mapping kept"
-                )
-        p.reason += runoff_text(verdict, p)
+        _give_reason(p, best, kept_for_noise, verdict)
     ratio, ratio_iv, ratio_batch = duel_ratio(verdict, best, today_probe) or (
         *ratio_to(best, today_probe),
         None,
@@ -88,6 +51,63 @@ def choose(
         separated=bool(today_probe is None or best is today_probe or separated(best, today_probe)),
         probes=list(probes),
     )
+
+
+def _nothing_measured(
+    probes: list[Probe], today_probe: Probe | None, today: PrecisionChoice
+) -> Decision:
+    """Today's mapping kept: no candidate was measured (the pending ones were never probed)."""
+    for p in probes:
+        p.status = p.status if p.status != ProbeStatus.PENDING else ProbeStatus.NOT_PROBED
+    label = today_probe.label if today_probe else None
+    return Decision(
+        chosen=label,
+        today=label,
+        fallback=True,
+        probes=list(probes),
+        plan=Plan(
+            today.placement,
+            precision_note=today.note
+            + " (the per-row search measured no candidate: today's mapping kept)",
+        ),
+    )
+
+
+def _pick(
+    measured: list[Probe], today_probe: Probe | None, verdict: Runoff | None
+) -> tuple[Probe, bool]:
+    """(the chosen probe, whether today's mapping was kept because the fastest was not clearly
+    faster): the runoff's winner where there was one."""
+    if verdict:  # the side-by-side duels decide (kit.search.runoff)
+        return next(p for p in measured if p.label == verdict.winner), False
+    best = max(measured, key=lambda p: p.rate)
+    if (
+        today_probe is not None
+        and today_probe.status == ProbeStatus.MEASURED
+        and best is not today_probe
+        and not clearly_faster(best, today_probe)
+    ):
+        return today_probe, True
+    return best, False
+
+
+def _give_reason(p: Probe, best: Probe, kept_for_noise: bool, verdict: Runoff | None) -> None:
+    """A measured probe's status (chosen or lost) and the reason beside it."""
+    p.status = ProbeStatus.CHOSEN if p is best else ProbeStatus.LOST
+    taken = f"taken by {p.shared_from}" if p.shared_from else ""
+    if p is best:
+        p.reason = f"probe {taken}" if taken else p.reason
+    elif kept_for_noise and p.rate > best.rate:
+        p.reason = (
+            "faster by its point estimate, but its interval reaches below today's "
+            "mapping's throughput: today's mapping kept"
+        )
+    else:
+        p.reason = (
+            f"{p.rate / best.rate:.2f}x the chosen's throughput "
+            f"(probe{', ' + taken if taken else ''})"
+        )
+    p.reason += runoff_text(verdict, p)
 
 
 def duel_ratio(

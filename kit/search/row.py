@@ -97,6 +97,28 @@ def today_plan(
     return map_precision(published, kind, framework=model.framework, gpu_providers=providers)
 
 
+def _sibling(
+    model: ExportedModel,
+    published: str,
+    batch_size: int,
+    kind: str,
+    settings: SearchSettings,
+    weights: str,
+    seed: int,
+) -> Decision | None:
+    """The sibling row's cached decision this search may borrow probes from (kit.search.sharing)."""
+    return sharing.sibling_decision(
+        model,
+        published,
+        batch_size,
+        kind,
+        settings.depth,
+        settings.measure_config().to_dict(),
+        weights=weights,
+        seed=seed,
+    )
+
+
 def search_row(
     model: ExportedModel,
     published: str,
@@ -127,16 +149,7 @@ def search_row(
     sibling = (
         None
         if machine.noisy or settings.force
-        else sharing.sibling_decision(
-            model,
-            published,
-            batch_size,
-            kind,
-            settings.depth,
-            settings.measure_config().to_dict(),
-            weights=weights,
-            seed=seed,
-        )
+        else _sibling(model, published, batch_size, kind, settings, weights, seed)
     )
     shared = sharing.borrow(probes, sibling, published) if sibling else 0
     ctx = SearchContext(

@@ -578,3 +578,29 @@ def test_a_gpu_run_s_numerics_reference_is_the_kit_s_kept_one(small, monkeypatch
     session = load(require_backend("onnxruntime"), small, BackendConfig("fp32", "cpu"), 2)
     assert np.array_equal(first[0], session.run(small.make_inputs(2))[0])
     session.close()
+
+
+def test_out_given_a_folder_writes_peers_json_in_it(tmp_path, monkeypatch):
+    def one_row(asked, args, flags, path, results):
+        results.append({"model": "m", "published": "FP16", "batches": []})
+        peers.write(path, args, flags, results)
+
+    monkeypatch.setattr(peers, "run_rows", one_row)
+    rc = peers.main(
+        ["--rows", "widedeep-tf-fp32:FP16", "--hardware", "cpu", "--out", str(tmp_path)]
+    )
+    assert rc == 0
+    assert [r["model"] for r in json.loads((tmp_path / "peers.json").read_text())["rows"]] == ["m"]
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_anything_is_measured(
+    tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(peers, "run_rows", lambda *a: pytest.fail("measured before refusing"))
+    out = tmp_path / "a-file" / "peers.json"
+    assert (
+        peers.main(["--rows", "widedeep-tf-fp32:FP16", "--hardware", "cpu", "--out", str(out)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "--out" in err and str(out) in err and "a folder to write peers.json in" in err

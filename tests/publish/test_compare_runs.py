@@ -88,6 +88,10 @@ def test_a_real_slowdown_is_significant_and_noise_is_not(tmp_path):
         and "packages: onnxruntime: 1.20.0 -> 1.21.0" in text
     )
     assert "<table" in page.read_text()
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    _, in_folder = compare_runs(a, slower, out=pages)  # a folder: the page is written inside it
+    assert in_folder == pages / "a__vs__slower.html" and "<table" in in_folder.read_text()
     text, _ = compare_runs(a, same, out=tmp_path / "same.html")
     assert (
         "QPS" in text
