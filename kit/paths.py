@@ -99,7 +99,10 @@ def output_file(given: str | Path, default_name: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InvalidParameter(
-            "--out", text, f"a file, or a folder to write {default_name} in ({exc.strerror})"
+            "--out",
+            text,
+            f"a file, or a folder to write {default_name} in (cannot make the folder "
+            f"{path.parent}: {exc.strerror})",
         ) from exc
     if path.is_dir():
         raise InvalidParameter("--out", text, f"a file, or a folder to write {default_name} in")

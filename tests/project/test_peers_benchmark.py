@@ -604,3 +604,4 @@ def test_an_out_that_cannot_be_written_is_refused_before_anything_is_measured(
     )
     err = capsys.readouterr().err
     assert "--out" in err and str(out) in err and "a folder to write peers.json in" in err
+    assert f"cannot make the folder {out.parent}" in err
